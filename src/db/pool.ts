@@ -1,0 +1,41 @@
+import pg from "pg";
+
+export type Pool = pg.Pool;
+export type PoolClient = pg.PoolClient;
+
+export interface PoolOptions {
+  connectionString: string;
+  /** Connections at most; the delivery loop and the API share them. */
+  max?: number;
+  applicationName?: string;
+}
+
+/** A pg pool; timestamps come back as Date, bigint ids as strings. */
+export function createPool(options: PoolOptions): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.max ?? 20,
+    application_name: options.applicationName ?? "waypost",
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle client losing its connection must not crash the process; the
+  // pool replaces it on the next checkout.
+  pool.on("error", () => {});
+  return pool;
+}
+
+/** Runs fn in a transaction, rolling back when it throws. */
+export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    const result = await fn(client);
+    await client.query("COMMIT");
+    return result;
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
+}

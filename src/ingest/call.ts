@@ -1,0 +1,54 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+
+export const callTypes = ["identify", "track", "page", "screen", "group", "alias"] as const;
+export type CallType = (typeof callTypes)[number];
+
+/**
+ * One analytics call as every entry point (Connect RPC, the compatible HTTP
+ * API, audience syncs) hands it to ingestion. Empty strings mean "absent", as
+ * in proto3.
+ */
+export interface Call {
+  type: CallType;
+  messageId: string;
+  userId: string;
+  anonymousId: string;
+  /** alias only */
+  previousId: string;
+  /** Set only to import past data; otherwise the receive time is used. */
+  timestamp: Date | undefined;
+  context: JsonObject | undefined;
+  integrations: JsonObject | undefined;
+  /** track */
+  event: string;
+  /** page, screen */
+  name: string;
+  /** page */
+  category: string;
+  /** group */
+  groupId: string;
+  /** track, page, screen */
+  properties: JsonObject | undefined;
+  /** identify, group */
+  traits: JsonObject | undefined;
+}
+
+/** A Call with every optional field absent. */
+export function emptyCall(type: CallType): Call {
+  return {
+    type,
+    messageId: "",
+    userId: "",
+    anonymousId: "",
+    previousId: "",
+    timestamp: undefined,
+    context: undefined,
+    integrations: undefined,
+    event: "",
+    name: "",
+    category: "",
+    groupId: "",
+    properties: undefined,
+    traits: undefined,
+  };
+}

@@ -1,0 +1,112 @@
+import { randomUUID } from "node:crypto";
+import type pg from "pg";
+import type { Clock } from "../clock.js";
+import { listEnabledDestinations } from "../db/queries/source-destinations.js";
+import { storeMessages, type MessageToStore, type Queryable } from "../db/queries/store-messages.js";
+import type { Call } from "./call.js";
+import { limits } from "./limits.js";
+import { buildCallPayload } from "./payload.js";
+import { isRoutedTo } from "./routing.js";
+import { validateCall } from "./validate.js";
+
+export interface RejectedCall {
+  index: number;
+  /** Names the field or limit. */
+  reason: string;
+  field: string;
+}
+
+export interface IngestResult {
+  /** Calls acknowledged: stored now, or stored before under the same messageId. */
+  accepted: number;
+  /** Calls actually new (accepted minus duplicates). */
+  stored: number;
+  rejected: RejectedCall[];
+  /** messageId per input index; "" for rejected calls. */
+  messageIds: string[];
+}
+
+export interface IngestorOptions {
+  pool: pg.Pool;
+  clock: Clock;
+}
+
+export interface Ingestor {
+  /** Validates, stores and routes calls of one source in one statement. */
+  ingest(sourceId: string, calls: readonly Call[], db?: Queryable): Promise<IngestResult>;
+}
+
+/**
+ * The single path every call takes into Waypost, whichever API it came
+ * through. Nothing is acknowledged before its statement has committed.
+ */
+export function createIngestor(options: IngestorOptions): Ingestor {
+  return {
+    async ingest(sourceId, calls, db = options.pool) {
+      const receivedAt = options.clock.now();
+      const prepared = prepareCalls(calls, receivedAt);
+      if (prepared.toStore.length > 0) {
+        const destinations = await listEnabledDestinations(db, sourceId);
+        for (const item of prepared.toStore) {
+          item.message.destinationIds = destinations
+            .filter((d) => isRoutedTo(item.call.integrations, d.name))
+            .map((d) => d.id);
+        }
+      }
+      const stored = await storeMessages(
+        db,
+        sourceId,
+        receivedAt,
+        prepared.toStore.map((item) => item.message),
+      );
+      return {
+        accepted: calls.length - prepared.rejected.length,
+        stored: stored.size,
+        rejected: prepared.rejected,
+        messageIds: prepared.messageIds,
+      };
+    },
+  };
+}
+
+interface PreparedCalls {
+  toStore: Array<{ call: Call; message: MessageToStore }>;
+  rejected: RejectedCall[];
+  messageIds: string[];
+}
+
+function prepareCalls(calls: readonly Call[], receivedAt: Date): PreparedCalls {
+  const toStore: PreparedCalls["toStore"] = [];
+  const rejected: RejectedCall[] = [];
+  const messageIds: string[] = [];
+  const seen = new Set<string>();
+  calls.forEach((call, index) => {
+    const problem = validateCall(call);
+    if (problem) {
+      rejected.push({ index, field: problem.field, reason: problem.message });
+      messageIds.push("");
+      return;
+    }
+    const messageId = call.messageId || randomUUID();
+    const payload = buildCallPayload(call, messageId, receivedAt);
+    const size = Buffer.byteLength(payload);
+    if (size > limits.maxCallBytes) {
+      rejected.push({
+        index,
+        field: "message",
+        reason: `message is ${size} bytes, over the limit of ${limits.maxCallBytes} bytes (32 KB) per call`,
+      });
+      messageIds.push("");
+      return;
+    }
+    messageIds.push(messageId);
+    // A repeat inside one batch is acknowledged like a repeat across batches.
+    if (seen.has(messageId)) return;
+    seen.add(messageId);
+    toStore.push({
+      call,
+      message: { messageId, type: call.type, userId: call.userId, payload, destinationIds: [] },
+    });
+  });
+  return { toStore, rejected, messageIds };
+}
