@@ -4,6 +4,7 @@ import type { Clock } from "../clock.js";
 import { listEnabledDestinations } from "../db/queries/source-destinations.js";
 import { storeMessages, type MessageToStore, type Queryable } from "../db/queries/store-messages.js";
 import type { Call } from "./call.js";
+import type { Metrics } from "../metrics.js";
 import { limits } from "./limits.js";
 import { buildCallPayload } from "./payload.js";
 import { isRoutedTo } from "./routing.js";
@@ -29,6 +30,7 @@ export interface IngestResult {
 export interface IngestorOptions {
   pool: pg.Pool;
   clock: Clock;
+  metrics?: Metrics | undefined;
 }
 
 export interface Ingestor {
@@ -59,6 +61,10 @@ export function createIngestor(options: IngestorOptions): Ingestor {
         receivedAt,
         prepared.toStore.map((item) => item.message),
       );
+      if (options.metrics) {
+        for (const item of prepared.toStore) options.metrics.callsAccepted.inc({ type: item.call.type });
+        if (prepared.rejected.length > 0) options.metrics.callsRejected.inc(prepared.rejected.length);
+      }
       return {
         accepted: calls.length - prepared.rejected.length,
         stored: stored.size,

@@ -16,10 +16,13 @@ export function validateCall(call: Call): CallProblem | undefined {
   if (call.messageId.length > limits.maxMessageIdLength) {
     return { field: "messageId", message: `messageId is longer than ${limits.maxMessageIdLength} characters` };
   }
+  if (call.messageId.includes("\0")) return { field: "messageId", message: "messageId must not contain NUL characters" };
   for (const field of stringFields) {
     if (call[field].length > limits.maxIdentifierLength) {
       return { field, message: `${field} is longer than ${limits.maxIdentifierLength} characters` };
     }
+    // Postgres text cannot hold NUL; identifiers are stored in their own columns.
+    if (call[field].includes("\0")) return { field, message: `${field} must not contain NUL characters` };
   }
   const required = requiredFieldProblem(call);
   if (required) return required;

@@ -83,7 +83,7 @@ CREATE INDEX deliveries_id_idx ON deliveries (id);
 CREATE INDEX deliveries_message_idx ON deliveries (message_pk);
 CREATE INDEX deliveries_created_brin ON deliveries USING brin (created_at);
 
-CREATE TYPE attempt_outcome AS ENUM ('success', 'retryable', 'permanent');
+CREATE TYPE attempt_outcome AS ENUM ('success', 'retryable', 'permanent', 'abandoned');
 
 -- Every request to one URL (or refusal to send one) is a row.
 CREATE TABLE delivery_attempts (

@@ -1,0 +1,89 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
+import type pg from "pg";
+import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
+
+/** The source a write key authorised; set by the auth interceptor. */
+export const sourceKey = createContextKey<{ id: string } | undefined>(undefined, { description: "authenticated source" });
+
+export interface AuthOptions {
+  pool: pg.Pool;
+  adminToken: string;
+  /** How long a write key lookup is cached (rotations elsewhere take this long to reach this process). */
+  writeKeyCacheMs?: number;
+}
+
+export interface Authenticator {
+  interceptor: Interceptor;
+  /** Source of a write key, or undefined; cached briefly. */
+  sourceForWriteKey(writeKey: string): Promise<{ id: string } | undefined>;
+  /** Forget cached lookups, after a rotation or a deletion. */
+  forgetWriteKeys(): void;
+  isAdminToken(token: string): boolean;
+}
+
+export function hashWriteKey(writeKey: string): Buffer {
+  return createHash("sha256").update(writeKey, "utf8").digest();
+}
+
+/**
+ * Write keys authorise TrackingService only; the admin token everything else.
+ * Keys are stored and looked up as sha256 hashes, and compared in constant
+ * time, so neither a database dump nor timing reveals one.
+ */
+export function createAuthenticator(options: AuthOptions): Authenticator {
+  const cacheMs = options.writeKeyCacheMs ?? 5_000;
+  const cache = new Map<string, { source: { id: string } | undefined; expires: number }>();
+  const adminHash = createHash("sha256").update(options.adminToken).digest();
+
+  async function sourceForWriteKey(writeKey: string) {
+    const hash = hashWriteKey(writeKey);
+    const cacheKey = hash.toString("base64");
+    const hit = cache.get(cacheKey);
+    if (hit && hit.expires > Date.now()) return hit.source;
+    const result = await options.pool.query<{ id: string; write_key_hash: Buffer }>(
+      "SELECT id, write_key_hash FROM sources WHERE write_key_hash = $1",
+      [hash],
+    );
+    const row = result.rows[0];
+    const source = row && timingSafeEqual(row.write_key_hash, hash) ? { id: row.id } : undefined;
+    if (cache.size > 10_000) cache.clear();
+    cache.set(cacheKey, { source, expires: Date.now() + cacheMs });
+    return source;
+  }
+
+  function isAdminToken(token: string): boolean {
+    return timingSafeEqual(createHash("sha256").update(token).digest(), adminHash);
+  }
+
+  const interceptor: Interceptor = (next) => async (req) => {
+    const credential = parseAuthorization(req.header.get("authorization"));
+    if (req.service.typeName === TrackingService.typeName) {
+      const source = credential ? await sourceForWriteKey(credential) : undefined;
+      if (!source) throw new ConnectError("missing or unknown write key", Code.Unauthenticated);
+      req.contextValues.set(sourceKey, source);
+    } else if (!credential || !isAdminToken(credential)) {
+      throw new ConnectError("admin token required (Authorization: Bearer <token>)", Code.Unauthenticated);
+    }
+    return next(req);
+  };
+
+  return { interceptor, sourceForWriteKey, forgetWriteKeys: () => cache.clear(), isAdminToken };
+}
+
+/** `Basic base64(key:)` (the analytics SDK convention) or `Bearer key`. */
+export function parseAuthorization(header: string | null): string | undefined {
+  if (!header) return undefined;
+  const space = header.indexOf(" ");
+  if (space < 0) return undefined;
+  const scheme = header.slice(0, space).toLowerCase();
+  const value = header.slice(space + 1).trim();
+  if (scheme === "bearer") return value || undefined;
+  if (scheme === "basic") {
+    const decoded = Buffer.from(value, "base64").toString("utf8");
+    const colon = decoded.indexOf(":");
+    const user = colon < 0 ? decoded : decoded.slice(0, colon);
+    return user || undefined;
+  }
+  return undefined;
+}

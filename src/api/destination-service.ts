@@ -1,0 +1,169 @@
+import { randomUUID } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type pg from "pg";
+import {
+  DestinationSchema,
+  DestinationService,
+  type Destination,
+} from "../../gen/waypost/v1/destination_pb.js";
+import type { Clock } from "../clock.js";
+import { withTransaction } from "../db/pool.js";
+import {
+  cancelPendingDeliveries,
+  listDestinationRows,
+  missingSourceIds,
+  replaceDestinationSources,
+  selectDestination,
+  type DestinationRow,
+} from "../db/queries/destinations.js";
+import type { Queryable } from "../db/queries/store-messages.js";
+import { validateName, validateSecret, validateSourceIds, validateWebhooks } from "./destination-validation.js";
+import { invalidArgument, notFound, requireUuid } from "./errors.js";
+import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
+
+export interface DestinationServiceOptions {
+  pool: pg.Pool;
+  clock: Clock;
+}
+
+const updatablePaths = new Set(["name", "source_ids", "enabled", "webhooks", "shared_secret"]);
+
+/** DestinationService: webhook destinations, validated against SPEC section 5. */
+export function createDestinationService(options: DestinationServiceOptions): ServiceImpl<typeof DestinationService> {
+  const { pool, clock } = options;
+  return {
+    async createDestination(req) {
+      const input = req.destination;
+      if (!input) throw invalidArgument("destination", "is required");
+      const id = randomUUID();
+      const name = validateName("destination.name", input.name);
+      const webhooks = validateWebhooks("destination.webhooks", input.webhooks);
+      const sourceIds = validateSourceIds("destination.sourceIds", input.sourceIds);
+      const secret = validateSecret("destination.sharedSecret", input.sharedSecret);
+      const row = await withTransaction(pool, async (tx) => {
+        await requireSources(tx, sourceIds);
+        const now = clock.now();
+        await tx.query(
+          `INSERT INTO destinations (id, name, enabled, webhooks, shared_secret, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $6)`,
+          [id, name, input.enabled ?? true, JSON.stringify(webhooks), secret, now],
+        );
+        await replaceDestinationSources(tx, id, sourceIds);
+        return (await selectDestination(tx, id))!;
+      });
+      return { destination: toProto(row) };
+    },
+    async getDestination(req) {
+      const id = requireUuid("id", req.id);
+      const row = await selectDestination(pool, id);
+      if (!row) throw notFound("destination", id);
+      return { destination: toProto(row) };
+    },
+    async listDestinations(req) {
+      const size = pageSize(req.pageSize);
+      const sourceId = req.sourceId ? requireUuid("sourceId", req.sourceId) : undefined;
+      const after = decodeTimeCursor(req.pageToken);
+      const rows = await listDestinationRows(pool, { sourceId, after, limit: size + 1 });
+      const page = rows.slice(0, size);
+      const last = page[page.length - 1];
+      return {
+        destinations: page.map(toProto),
+        nextPageToken: rows.length > size && last ? encodeTimeCursor(last.cursor_at, last.id) : "",
+      };
+    },
+    async updateDestination(req) {
+      const input = req.destination;
+      if (!input) throw invalidArgument("destination", "is required");
+      const id = requireUuid("destination.id", input.id);
+      const paths = maskPaths(req.updateMask?.paths ?? [], input);
+      const row = await withTransaction(pool, async (tx) => {
+        // The row lock serialises concurrent updates; the etag catches
+        // read-modify-write races between clients.
+        const current = await selectDestination(tx, id, true);
+        if (!current) throw notFound("destination", id);
+        if (input.etag !== "" && input.etag !== etagOf(current)) {
+          throw new ConnectError(
+            `destination ${id} was changed since etag ${JSON.stringify(input.etag)} was read; get it again and retry`,
+            Code.Aborted,
+          );
+        }
+        await applyUpdate(tx, current, input, paths, clock.now());
+        return (await selectDestination(tx, id))!;
+      });
+      return { destination: toProto(row) };
+    },
+    async deleteDestination(req) {
+      const id = requireUuid("id", req.id);
+      await withTransaction(pool, async (tx) => {
+        const current = await selectDestination(tx, id, true);
+        if (!current) throw notFound("destination", id);
+        await cancelPendingDeliveries(tx, id, clock.now());
+        await tx.query("DELETE FROM destinations WHERE id = $1", [id]);
+      });
+      return {};
+    },
+  };
+}
+
+/** Mask paths in proto (snake_case) form; an empty mask means "every field that is set". */
+function maskPaths(paths: readonly string[], input: Destination): Set<string> {
+  if (paths.length === 0) {
+    const implied = new Set<string>();
+    if (input.name !== "") implied.add("name");
+    if (input.sourceIds.length > 0) implied.add("source_ids");
+    if (input.enabled !== undefined) implied.add("enabled");
+    if (input.webhooks.length > 0) implied.add("webhooks");
+    if (input.sharedSecret !== "") implied.add("shared_secret");
+    return implied;
+  }
+  for (const path of paths) {
+    if (!updatablePaths.has(path)) {
+      throw invalidArgument("updateMask", `cannot update ${JSON.stringify(path)}; updatable: name, sourceIds, enabled, webhooks, sharedSecret`);
+    }
+  }
+  return new Set(paths);
+}
+
+async function applyUpdate(tx: Queryable, current: DestinationRow, input: Destination, paths: Set<string>, now: Date) {
+  const name = paths.has("name") ? validateName("destination.name", input.name) : current.name;
+  const webhooks = paths.has("webhooks") ? validateWebhooks("destination.webhooks", input.webhooks) : current.webhooks;
+  const secret = paths.has("shared_secret") ? validateSecret("destination.sharedSecret", input.sharedSecret) : current.shared_secret;
+  const enabled = paths.has("enabled") ? (input.enabled ?? false) : current.enabled;
+  if (paths.has("source_ids")) {
+    const sourceIds = validateSourceIds("destination.sourceIds", input.sourceIds);
+    await requireSources(tx, sourceIds);
+    await replaceDestinationSources(tx, current.id, sourceIds);
+  }
+  await tx.query(
+    `UPDATE destinations SET name = $2, enabled = $3, webhooks = $4, shared_secret = $5,
+            revision = revision + 1, updated_at = $6 WHERE id = $1`,
+    [current.id, name, enabled, JSON.stringify(webhooks), secret, now],
+  );
+}
+
+async function requireSources(db: Queryable, sourceIds: readonly string[]) {
+  const missing = await missingSourceIds(db, sourceIds);
+  if (missing.length > 0) {
+    throw invalidArgument("destination.sourceIds", `unknown source ${JSON.stringify(missing[0])}`);
+  }
+}
+
+function etagOf(row: DestinationRow): string {
+  return `r${row.revision}`;
+}
+
+function toProto(row: DestinationRow): Destination {
+  return create(DestinationSchema, {
+    id: row.id,
+    name: row.name,
+    sourceIds: row.source_ids,
+    enabled: row.enabled,
+    webhooks: row.webhooks,
+    hasSharedSecret: row.shared_secret !== null,
+    etag: etagOf(row),
+    createTime: timestampFromDate(row.created_at),
+    updateTime: timestampFromDate(row.updated_at),
+  });
+}

@@ -1,0 +1,57 @@
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
+import type { Call, CallType } from "../ingest/call.js";
+import { callFromBatchMessage, callFromProto } from "../ingest/from-proto.js";
+import type { Ingestor } from "../ingest/ingestor.js";
+import { sourceKey } from "./auth.js";
+import { invalidArgument } from "./errors.js";
+
+export interface TrackingServiceOptions {
+  ingestor: Ingestor;
+}
+
+/** TrackingService: Batch plus one unary RPC per call type. */
+export function createTrackingService(options: TrackingServiceOptions): ServiceImpl<typeof TrackingService> {
+  const { ingestor } = options;
+
+  async function one(type: CallType, message: Parameters<typeof callFromProto>[1] | undefined, ctx: HandlerContext) {
+    if (!message) throw invalidArgument(type, `the request must carry the call in a field named "${type}"`);
+    const result = await ingestor.ingest(sourceOf(ctx), [callFromProto(type, message)]);
+    const rejected = result.rejected[0];
+    if (rejected) throw invalidArgument(`${type}.${rejected.field}`, rejected.reason);
+    return { messageId: result.messageIds[0] ?? "" };
+  }
+
+  return {
+    async batch(req, ctx) {
+      const calls: Array<Call | undefined> = req.batch.map(callFromBatchMessage);
+      const present = calls.flatMap((call, index) => (call ? [{ call, index }] : []));
+      const result = await ingestor.ingest(
+        sourceOf(ctx),
+        present.map((p) => p.call),
+      );
+      const messageIds: string[] = calls.map(() => "");
+      present.forEach((p, i) => (messageIds[p.index] = result.messageIds[i] ?? ""));
+      const rejected = [
+        ...calls.flatMap((call, index) =>
+          call ? [] : [{ index, reason: "message has no call type: set one of identify, track, page, screen, group, alias" }],
+        ),
+        ...result.rejected.map((r) => ({ index: present[r.index]!.index, reason: r.reason })),
+      ].sort((a, b) => a.index - b.index);
+      return { accepted: result.accepted, rejected, messageIds };
+    },
+    identify: (req, ctx) => one("identify", req.identify, ctx),
+    track: (req, ctx) => one("track", req.track, ctx),
+    page: (req, ctx) => one("page", req.page, ctx),
+    screen: (req, ctx) => one("screen", req.screen, ctx),
+    group: (req, ctx) => one("group", req.group, ctx),
+    alias: (req, ctx) => one("alias", req.alias, ctx),
+  };
+}
+
+function sourceOf(ctx: HandlerContext): string {
+  const source = ctx.values.get(sourceKey);
+  // The auth interceptor always sets it for this service; this guards wiring mistakes.
+  if (!source) throw new ConnectError("no authenticated source", Code.Internal);
+  return source.id;
+}

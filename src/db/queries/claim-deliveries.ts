@@ -1,0 +1,91 @@
+import type { Queryable } from "./store-messages.js";
+
+/** A claimed delivery, with the message body it carries. */
+export interface ClaimedDelivery {
+  destinationId: string;
+  id: string;
+  leaseToken: number;
+  attemptCount: number;
+  firstAttemptAt: Date | null;
+  createdAt: Date;
+  retryUrls: string[] | null;
+  payload: string;
+  type: string;
+}
+
+export interface ClaimOptions {
+  now: Date;
+  limit: number;
+  leaseMs: number;
+  owner: string;
+  /** Destinations already at their in-flight cap in this process. */
+  excludeDestinationIds: readonly string[];
+}
+
+/**
+ * Claims up to `limit` due deliveries of enabled destinations. SKIP LOCKED
+ * lets many processes claim at once without waiting on each other; the
+ * lease is run_at itself, moved to the end of the lease, so a delivery whose
+ * process died becomes due again without any sweeper. The scan follows
+ * deliveries_due_idx exactly (status IN (...) ORDER BY run_at).
+ */
+export async function claimDeliveries(db: Queryable, options: ClaimOptions): Promise<ClaimedDelivery[]> {
+  const result = await db.query<{
+    destination_id: string;
+    id: string;
+    lease_token: number;
+    attempt_count: number;
+    first_attempt_at: Date | null;
+    created_at: Date;
+    retry_urls: string[] | null;
+    payload: string;
+    type: string;
+  }>(
+    `WITH due AS (
+       SELECT destination_id, id FROM deliveries
+        WHERE status IN ('pending', 'retrying') AND run_at <= $1
+          AND destination_id <> ALL ($3::uuid[])
+          AND destination_id IN (SELECT id FROM destinations WHERE enabled)
+        ORDER BY run_at
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED
+     )
+     UPDATE deliveries d
+        SET run_at = $1::timestamptz + make_interval(secs => $4::double precision / 1000),
+            lease_token = d.lease_token + 1,
+            lease_owner = $5
+       FROM due, messages m
+      WHERE d.destination_id = due.destination_id AND d.id = due.id AND m.id = d.message_pk
+     RETURNING d.destination_id, d.id, d.lease_token, d.attempt_count, d.first_attempt_at, d.created_at,
+               d.retry_urls, m.payload, m.type`,
+    [options.now, options.limit, options.excludeDestinationIds, options.leaseMs, options.owner],
+  );
+  return result.rows.map((row) => ({
+    destinationId: row.destination_id,
+    id: row.id,
+    leaseToken: row.lease_token,
+    attemptCount: row.attempt_count,
+    firstAttemptAt: row.first_attempt_at,
+    createdAt: row.created_at,
+    retryUrls: row.retry_urls,
+    payload: row.payload,
+    type: row.type,
+  }));
+}
+
+export interface DestinationConfigRow {
+  id: string;
+  name: string;
+  enabled: boolean;
+  webhooks: Array<{ url: string; headers: Record<string, string> }>;
+  shared_secret: string | null;
+}
+
+/** The current settings of the claimed deliveries' destinations: read per batch, so an edit applies to every later attempt. */
+export async function loadDestinationConfigs(db: Queryable, ids: readonly string[]): Promise<Map<string, DestinationConfigRow>> {
+  const result = await db.query<DestinationConfigRow>(
+    "SELECT id, name, enabled, webhooks, shared_secret FROM destinations WHERE id = ANY ($1::uuid[])",
+    [ids],
+  );
+  return new Map(result.rows.map((row) => [row.id, row]));
+}

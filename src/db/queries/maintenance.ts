@@ -1,0 +1,34 @@
+import type { Queryable } from "./store-messages.js";
+
+/**
+ * Expires pending deliveries of disabled destinations once their retry
+ * window is over (measured from the first attempt, or from creation when
+ * there was none). Enabled destinations' deliveries expire in the loop.
+ */
+export async function expirePausedDeliveries(db: Queryable, now: Date, deadlineMs: number): Promise<number> {
+  const result = await db.query(
+    `UPDATE deliveries SET status = 'expired', finalized_at = $1, lease_owner = NULL
+      WHERE status IN ('pending', 'retrying')
+        AND destination_id IN (SELECT id FROM destinations WHERE NOT enabled)
+        AND coalesce(first_attempt_at, created_at) < $1::timestamptz - make_interval(secs => $2::double precision / 1000)`,
+    [now, deadlineMs],
+  );
+  return result.rowCount ?? 0;
+}
+
+/**
+ * Deletes up to `limit` messages received before the cutoff whose
+ * deliveries are all finished; their deliveries and attempts go with them
+ * (ON DELETE CASCADE). Small batches keep each transaction short.
+ */
+export async function purgeOldMessages(db: Queryable, cutoff: Date, limit: number): Promise<number> {
+  const result = await db.query(
+    `DELETE FROM messages WHERE id IN (
+       SELECT m.id FROM messages m
+        WHERE m.received_at < $1
+          AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_pk = m.id AND d.status IN ('pending', 'retrying'))
+        LIMIT $2)`,
+    [cutoff, limit],
+  );
+  return result.rowCount ?? 0;
+}

@@ -1,0 +1,75 @@
+import type pg from "pg";
+import { completeDeliveries, type DeliveryCompletion } from "../db/queries/complete-deliveries.js";
+import type { Logger } from "../logger.js";
+
+export interface CompletionWriterOptions {
+  pool: pg.Pool;
+  logger: Logger;
+  /** Called with the completions that were written (their lease still held). */
+  onWritten?: (completions: DeliveryCompletion[]) => void;
+  /** Flush at once at this many; otherwise after `delayMs`. */
+  batchSize?: number;
+  delayMs?: number;
+}
+
+export interface CompletionWriter {
+  add(completion: DeliveryCompletion): void;
+  /** Resolves when everything added so far is written. */
+  flush(): Promise<void>;
+}
+
+/**
+ * Batches completions into one statement each, as River does: at high rates
+ * this turns thousands of small transactions into a few large ones. A failed
+ * write keeps its batch and tries again; until it succeeds, the leases keep
+ * other processes off those deliveries, and if this process dies they expire.
+ */
+export function createCompletionWriter(options: CompletionWriterOptions): CompletionWriter {
+  const batchSize = options.batchSize ?? 500;
+  const delayMs = options.delayMs ?? 5;
+  let buffer: DeliveryCompletion[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  let writing: Promise<void> = Promise.resolve();
+
+  function schedule() {
+    if (buffer.length >= batchSize) {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      void drain();
+    } else if (!timer) {
+      timer = setTimeout(() => {
+        timer = undefined;
+        void drain();
+      }, delayMs);
+    }
+  }
+
+  function drain(): Promise<void> {
+    writing = writing.then(async () => {
+      while (buffer.length > 0) {
+        const batch = buffer.slice(0, batchSize);
+        try {
+          const written = await completeDeliveries(options.pool, batch);
+          buffer = buffer.slice(batch.length);
+          options.onWritten?.(batch.filter((c) => written.has(c.id)));
+        } catch (error) {
+          options.logger.error({ err: error, count: batch.length }, "writing delivery results failed; retrying");
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        }
+      }
+    });
+    return writing;
+  }
+
+  return {
+    add(completion) {
+      buffer.push(completion);
+      schedule();
+    },
+    flush() {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      return drain();
+    },
+  };
+}

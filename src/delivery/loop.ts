@@ -1,0 +1,203 @@
+import { randomBytes } from "node:crypto";
+import { EventEmitter } from "node:events";
+import { hostname } from "node:os";
+import type pg from "pg";
+import type { Dispatcher } from "undici";
+import type { Clock } from "../clock.js";
+import type { DeliveryConfig } from "../config.js";
+import {
+  claimDeliveries,
+  loadDestinationConfigs,
+  type ClaimedDelivery,
+  type DestinationConfigRow,
+} from "../db/queries/claim-deliveries.js";
+import type { DeliveryCompletion } from "../db/queries/complete-deliveries.js";
+import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
+import { createAddressGuard } from "./address-guard.js";
+import { createCompletionWriter } from "./completion-writer.js";
+import { createHttpClient } from "./http-client.js";
+import { createWakeup } from "./wakeup.js";
+import { decideCompletion, prepareDelivery, releaseCompletion, sendAll } from "./stages.js";
+
+export interface DeliveryLoopOptions {
+  pool: pg.Pool;
+  /** For the LISTEN connection, which must not come from the pool. */
+  connectionString: string;
+  config: DeliveryConfig;
+  clock: Clock;
+  logger: Logger;
+  metrics?: Metrics | undefined;
+  /** Outbound HTTP; defaults to the guarded undici client. */
+  dispatcher?: Dispatcher | undefined;
+  /** Extra trusted CAs for the default client. */
+  ca?: string | string[] | undefined;
+  /** Jitter source, for tests. */
+  random?: () => number;
+  /** Most deliveries one claim takes. */
+  maxClaim?: number;
+}
+
+export interface DeliveryLoop {
+  start(): Promise<void>;
+  /** Stops claiming, finishes in-flight work, hands back the rest. */
+  stop(): Promise<void>;
+  /** Claim now (after a clock change in tests, or a NOTIFY). */
+  poke(): void;
+  /** "completed": DeliveryCompletion[] after each batch is written. */
+  readonly events: EventEmitter;
+}
+
+interface DestinationSlots {
+  inFlight: number;
+  waiting: Array<{ job: ClaimedDelivery; destination: DestinationConfigRow | undefined }>;
+}
+
+/**
+ * The producer: claims due deliveries, never more than it has free slots,
+ * and runs each through prepare → send → record. Per-destination caps keep
+ * a slow endpoint from taking every slot: a destination at its cap is left
+ * out of the next claims.
+ */
+export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
+  const { pool, config, clock, logger, metrics } = options;
+  const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
+  const maxClaim = options.maxClaim ?? 500;
+  const dispatcher =
+    options.dispatcher ??
+    createHttpClient({
+      guard: createAddressGuard({ allowPrivate: config.allowPrivateDestinations, allowedCidrs: config.allowedCidrs }),
+      timeoutMs: config.timeoutMs,
+      ca: options.ca,
+    });
+  const guard = createAddressGuard({ allowPrivate: config.allowPrivateDestinations, allowedCidrs: config.allowedCidrs });
+  const events = new EventEmitter();
+  const slots = new Map<string, DestinationSlots>();
+  const active = new Set<Promise<void>>();
+  let queued = 0;
+  let running = false;
+  let capacityBound = false;
+  let loopDone: Promise<void> = Promise.resolve();
+  const wakeup = createWakeup({ connectionString: options.connectionString, logger });
+  const writer = createCompletionWriter({
+    pool,
+    logger,
+    onWritten: (written) => {
+      for (const c of written) if (c.attempted) metrics?.deliveriesFinished.inc({ destination_id: c.destinationId, status: c.status });
+      if (written.length > 0) events.emit("completed", written);
+    },
+  });
+
+  function slotsOf(destinationId: string): DestinationSlots {
+    let entry = slots.get(destinationId);
+    if (!entry) slots.set(destinationId, (entry = { inFlight: 0, waiting: [] }));
+    return entry;
+  }
+
+  async function claimOnce(): Promise<boolean> {
+    const free = config.concurrency - queued;
+    capacityBound = free <= 0;
+    if (free <= 0) return false;
+    const limit = Math.min(free, maxClaim);
+    const saturated = [...slots].filter(([, s]) => s.inFlight + s.waiting.length >= config.perDestinationConcurrency).map(([id]) => id);
+    capacityBound = saturated.length > 0 || limit < maxClaim;
+    const jobs = await claimDeliveries(pool, {
+      now: clock.now(),
+      limit,
+      leaseMs: config.leaseMs,
+      owner,
+      excludeDestinationIds: saturated,
+    });
+    // Fewer than asked for: nothing else is due, except perhaps for saturated destinations.
+    if (jobs.length < limit) capacityBound = saturated.length > 0;
+    if (jobs.length === 0) return false;
+    const destinations = await loadDestinationConfigs(pool, [...new Set(jobs.map((j) => j.destinationId))]);
+    for (const job of jobs) enqueue(job, destinations.get(job.destinationId));
+    return jobs.length === limit;
+  }
+
+  function enqueue(job: ClaimedDelivery, destination: DestinationConfigRow | undefined) {
+    queued++;
+    metrics?.deliveriesInFlight.inc();
+    const entry = slotsOf(job.destinationId);
+    if (entry.inFlight < config.perDestinationConcurrency) start(job, destination, entry);
+    else entry.waiting.push({ job, destination });
+  }
+
+  function start(job: ClaimedDelivery, destination: DestinationConfigRow | undefined, entry: DestinationSlots) {
+    entry.inFlight++;
+    const work = deliver(job, destination).finally(() => {
+      active.delete(work);
+      entry.inFlight--;
+      queued--;
+      metrics?.deliveriesInFlight.dec();
+      const next = entry.waiting.shift();
+      if (next) start(next.job, next.destination, entry);
+      else if (entry.inFlight === 0) slots.delete(job.destinationId);
+      // Only worth another claim when the last one was cut short by capacity.
+      if (capacityBound) wakeup.wake();
+    });
+    active.add(work);
+  }
+
+  async function deliver(job: ClaimedDelivery, destination: DestinationConfigRow | undefined): Promise<void> {
+    try {
+      const preparation = prepareDelivery(job, destination);
+      if (preparation.kind !== "send") {
+        const kind = preparation.kind === "cancel" ? "cancelled" : "release";
+        writer.add(releaseCompletion(job, clock.now(), kind));
+        return;
+      }
+      const results = await sendAll(preparation.requests, { dispatcher, guard, timeoutMs: config.timeoutMs, now: () => clock.now() });
+      for (const r of results) {
+        metrics?.attempts.inc({ destination_id: job.destinationId, outcome: r.outcome });
+        if (r.outcome !== "abandoned") metrics?.attemptLatency.observe({ destination_id: job.destinationId }, r.latencyMs / 1000);
+      }
+      writer.add(decideCompletion(job, results, clock.now(), config.retry, options.random));
+    } catch (error) {
+      // A bug here must not lose the delivery: hand it back for another try.
+      logger.error({ err: error, deliveryId: job.id }, "delivery processing failed; releasing it");
+      writer.add(releaseCompletion(job, clock.now(), "release"));
+    }
+  }
+
+  async function run() {
+    while (running) {
+      let full = false;
+      try {
+        full = await claimOnce();
+      } catch (error) {
+        logger.error({ err: error }, "claiming deliveries failed");
+      }
+      if (!full && running) await wakeup.wait(config.pollIntervalMs);
+    }
+  }
+
+  return {
+    events,
+    async start() {
+      running = true;
+      await wakeup.listen();
+      loopDone = run();
+    },
+    poke: () => wakeup.wake(),
+    async stop() {
+      running = false;
+      wakeup.wake();
+      await loopDone;
+      for (const entry of slots.values()) {
+        for (const { job } of entry.waiting.splice(0)) {
+          queued--;
+          metrics?.deliveriesInFlight.dec();
+          writer.add(releaseCompletion(job, clock.now(), "release"));
+        }
+      }
+      await Promise.allSettled([...active]);
+      await writer.flush();
+      await wakeup.close();
+      if (!options.dispatcher) await (dispatcher as { close(): Promise<void> }).close();
+    },
+  };
+}
+
+export type { DeliveryCompletion };

@@ -1,0 +1,156 @@
+import type { Dispatcher } from "undici";
+import type { AddressGuard } from "./address-guard.js";
+import { refuseLiteralAddress } from "./http-client.js";
+import { parseRetryAfter } from "./retry-policy.js";
+
+export type AttemptOutcome = "success" | "retryable" | "permanent" | "abandoned";
+
+/** The result of one request to one URL, as recorded in delivery_attempts. */
+export interface AttemptResult {
+  urlIndex: number;
+  url: string;
+  attemptedAt: Date;
+  outcome: AttemptOutcome;
+  statusCode: number | null;
+  error: string | null;
+  latencyMs: number;
+  responseBody: string | null;
+  retryAfterMs?: number | undefined;
+}
+
+export interface WebhookRequest {
+  urlIndex: number;
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export interface SendContext {
+  dispatcher: Dispatcher;
+  guard: AddressGuard;
+  timeoutMs: number;
+  now: () => Date;
+  /** Aborted when another URL of the delivery has succeeded. */
+  signal?: AbortSignal;
+}
+
+const maxRecordedBody = 1024;
+/** Past this much response body the connection is dropped rather than drained. */
+const maxDrainedBody = 64 * 1024;
+
+/** Sends one webhook request and classifies the outcome (SPEC section 4). */
+export async function sendWebhook(request: WebhookRequest, ctx: SendContext): Promise<AttemptResult> {
+  const attemptedAt = ctx.now();
+  const started = performance.now();
+  const result = (fields: Partial<AttemptResult> & Pick<AttemptResult, "outcome">): AttemptResult => ({
+    urlIndex: request.urlIndex,
+    url: request.url,
+    attemptedAt,
+    statusCode: null,
+    error: null,
+    responseBody: null,
+    latencyMs: Math.round(performance.now() - started),
+    ...fields,
+  });
+  const refused = refuseLiteralAddress(ctx.guard, new URL(request.url));
+  if (refused) return result({ outcome: "permanent", error: refused });
+  const timeout = AbortSignal.timeout(ctx.timeoutMs);
+  const signal = ctx.signal ? AbortSignal.any([timeout, ctx.signal]) : timeout;
+  try {
+    const response = await ctx.dispatcher.request({
+      origin: new URL(request.url).origin,
+      path: pathOf(request.url),
+      method: "POST",
+      headers: request.headers,
+      body: request.body,
+      signal,
+    });
+    const responseBody = await readSome(response.body);
+    const status = response.statusCode;
+    const outcome = classifyStatus(status);
+    return result({
+      outcome,
+      statusCode: status,
+      responseBody,
+      retryAfterMs: outcome === "retryable" ? parseRetryAfter(response.headers["retry-after"], ctx.now()) : undefined,
+    });
+  } catch (error) {
+    if (ctx.signal?.aborted && !timeout.aborted) {
+      return result({ outcome: "abandoned", error: "not awaited: another webhook of this delivery succeeded" });
+    }
+    if (timeout.aborted) {
+      return result({ outcome: "retryable", error: `no response within ${ctx.timeoutMs} ms` });
+    }
+    return result(classifyError(error));
+  }
+}
+
+export function classifyStatus(status: number): AttemptOutcome {
+  if (status >= 200 && status < 300) return "success";
+  if (status >= 500 || status === 408 || status === 429) return "retryable";
+  return "permanent";
+}
+
+const tlsCodes = new Set([
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "CERT_UNTRUSTED",
+  "CERT_REVOKED",
+  "CERT_SIGNATURE_FAILURE",
+]);
+
+/** Network-level failures: TLS trust and refused addresses are final, the rest transient. */
+export function classifyError(error: unknown): Pick<AttemptResult, "outcome" | "error"> {
+  const code = errorCode(error);
+  const message = error instanceof Error ? error.message : String(error);
+  if (code && tlsCodes.has(code)) {
+    return { outcome: "permanent", error: `TLS certificate not trusted (${code}): ${message}; no request was sent` };
+  }
+  if (code === "EWAYPOST_REFUSED_ADDRESS") return { outcome: "permanent", error: message };
+  return { outcome: "retryable", error: withoutNul(code ? `${code}: ${message}` : message) };
+}
+
+function errorCode(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current && typeof current === "object"; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string" && code !== "UND_ERR_SOCKET" && code !== "UND_ERR_CONNECT") return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+function pathOf(url: string): string {
+  const parsed = new URL(url);
+  return parsed.pathname + parsed.search;
+}
+
+/** Keeps the first KB for the attempt log; drains a little more so the connection is reused. */
+async function readSome(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
+  const chunks: Buffer[] = [];
+  let kept = 0;
+  let seen = 0;
+  for await (const chunk of body) {
+    seen += chunk.length;
+    if (kept < maxRecordedBody) {
+      chunks.push(chunk.subarray(0, maxRecordedBody - kept));
+      kept += Math.min(chunk.length, maxRecordedBody - kept);
+    }
+    if (seen > maxDrainedBody) {
+      body.destroy();
+      break;
+    }
+  }
+  return withoutNul(Buffer.concat(chunks).toString("utf8"));
+}
+
+/** Postgres text cannot hold NUL, and a response body may contain anything. */
+function withoutNul(text: string): string {
+  return text.includes("\0") ? text.replaceAll("\0", "\uFFFD") : text;
+}
