@@ -5,6 +5,7 @@ import type { Dispatcher } from "undici";
 import { resolveAdminToken } from "./admin-token.js";
 import { createAuthenticator } from "./api/auth.js";
 import { createRpcHandlers } from "./api/routes.js";
+import { createCompatHttpApi } from "./compat/http-api.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { Config } from "./config.js";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "./db/embedded.js";
@@ -85,7 +86,7 @@ export async function startWaypost(options: WaypostOptions): Promise<Waypost> {
     registry: metrics.registry,
     isReady: async () => !stopping && (await pool.query("SELECT 1")).rowCount === 1,
   });
-  const extraRoutes: RouteHandler[] = [];
+  const extraRoutes: RouteHandler[] = [createCompatHttpApi({ ingestor, auth, logger })];
   const serveRpc = config.role !== "worker";
 
   const handler = (req: Req, res: Res) => {

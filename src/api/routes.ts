@@ -1,6 +1,8 @@
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type pg from "pg";
+import { AudienceService } from "../../gen/waypost/v1/audience_pb.js";
+import { DeletionService } from "../../gen/waypost/v1/deletion_pb.js";
 import { DeliveryService } from "../../gen/waypost/v1/delivery_pb.js";
 import { DestinationService } from "../../gen/waypost/v1/destination_pb.js";
 import { SourceService } from "../../gen/waypost/v1/source_pb.js";
@@ -8,7 +10,9 @@ import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
 import type { Clock } from "../clock.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
+import { createAudienceService } from "./audience-service.js";
 import type { Authenticator } from "./auth.js";
+import { createDeletionService } from "./deletion-service.js";
 import { createDeliveryService } from "./delivery-service.js";
 import { createDestinationService } from "./destination-service.js";
 import { createSourceService } from "./source-service.js";
@@ -57,6 +61,11 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
       );
       router.service(DestinationService, createDestinationService({ pool: options.pool, clock: options.clock }));
       router.service(DeliveryService, createDeliveryService({ pool: options.pool, clock: options.clock }));
+      router.service(
+        AudienceService,
+        createAudienceService({ pool: options.pool, clock: options.clock, ingestor: options.ingestor }),
+      );
+      router.service(DeletionService, createDeletionService({ pool: options.pool, clock: options.clock }));
     },
   });
   return { tracking, admin, trackingPrefix: `/${TrackingService.typeName}/` };
