@@ -21,9 +21,22 @@ const http2Preface = Buffer.from("PRI * HTTP/2.0");
  * each connection's first bytes decide which server gets the socket.
  */
 export async function listen(handler: RequestHandler, port: number, host: string): Promise<Listener> {
-  const h1 = http.createServer(handler as http.RequestListener);
+  // Count requests in flight, so that close() can wait for them and then
+  // drop idle keep-alive connections (the http server's own idle tracking
+  // does not see sockets handed to it by emit("connection")).
+  let active = 0;
+  let drained: (() => void) | undefined;
+  const counted: RequestHandler = (req, res) => {
+    active++;
+    res.once("close", () => {
+      active--;
+      if (active === 0) drained?.();
+    });
+    handler(req, res);
+  };
+  const h1 = http.createServer(counted as http.RequestListener);
   h1.keepAliveTimeout = 65_000;
-  const h2 = http2.createServer({}, handler as never);
+  const h2 = http2.createServer({}, counted as never);
   const sessions = new Set<http2.ServerHttp2Session>();
   h2.on("session", (session) => {
     sessions.add(session);
@@ -52,16 +65,18 @@ export async function listen(handler: RequestHandler, port: number, host: string
     async close(graceMs = 10_000) {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const session of sessions) session.close();
-      h1.closeIdleConnections();
-      const timer = setTimeout(() => {
-        for (const session of sessions) session.destroy();
-        for (const socket of sockets) socket.destroy();
-      }, graceMs);
-      // Connections that become idle after their last response close too.
-      const idle = setInterval(() => h1.closeIdleConnections(), 100);
+      if (active > 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, graceMs);
+          drained = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+      for (const session of sessions) session.destroy();
+      for (const socket of sockets) socket.destroy();
       await closed;
-      clearTimeout(timer);
-      clearInterval(idle);
     },
   };
 }
