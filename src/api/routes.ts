@@ -44,8 +44,11 @@ const adminReadMaxBytes = 64 * 1024 * 1024;
  */
 export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
   const interceptors = [options.auth.interceptor, ...(options.interceptors ?? [])];
+  // Unknown fields are errors, so a typo ("trak", "userID") is reported, not dropped.
+  const jsonOptions = { ignoreUnknownFields: false };
   const tracking = connectNodeAdapter({
     readMaxBytes: limits.maxRequestBytes,
+    jsonOptions,
     interceptors,
     routes(router: ConnectRouter) {
       router.service(TrackingService, createTrackingService({ ingestor: options.ingestor }));
@@ -53,6 +56,7 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
   });
   const admin = connectNodeAdapter({
     readMaxBytes: adminReadMaxBytes,
+    jsonOptions,
     interceptors,
     routes(router: ConnectRouter) {
       router.service(

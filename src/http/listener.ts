@@ -1,6 +1,7 @@
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
+import { Duplex } from "node:stream";
 
 export type RequestHandler = (
   req: http.IncomingMessage | http2.Http2ServerRequest,
@@ -49,10 +50,13 @@ export async function listen(handler: RequestHandler, port: number, host: string
     socket.on("error", () => socket.destroy());
     socket.once("data", (first: Buffer) => {
       socket.pause();
-      socket.unshift(first);
-      const isHttp2 = first.subarray(0, 3).equals(http2Preface.subarray(0, 3));
-      (isHttp2 ? h2 : h1).emit("connection", socket);
-      socket.resume();
+      if (first.subarray(0, 3).equals(http2Preface.subarray(0, 3))) {
+        h2.emit("connection", withFirstChunk(socket, first));
+      } else {
+        socket.unshift(first);
+        h1.emit("connection", socket);
+        socket.resume();
+      }
     });
   });
   await new Promise<void>((resolve, reject) => {
@@ -79,4 +83,35 @@ export async function listen(handler: RequestHandler, port: number, host: string
       await closed;
     },
   };
+}
+
+/**
+ * The http2 server reads a net.Socket's handle natively, so bytes put back
+ * with unshift() would never reach it. It accepts any Duplex, though: this
+ * one replays the peeked bytes and then relays the socket.
+ */
+function withFirstChunk(socket: net.Socket, first: Buffer): Duplex {
+  const duplex = new Duplex({
+    read() {
+      socket.resume();
+    },
+    write(chunk: Buffer, encoding, callback) {
+      socket.write(chunk, encoding, callback);
+    },
+    final(callback) {
+      socket.end(callback);
+    },
+    destroy(error, callback) {
+      socket.destroy(error ?? undefined);
+      callback(error);
+    },
+  });
+  duplex.push(first);
+  socket.on("data", (chunk: Buffer) => {
+    if (!duplex.push(chunk)) socket.pause();
+  });
+  socket.on("end", () => duplex.push(null));
+  socket.on("close", () => duplex.destroy());
+  socket.on("error", (error) => duplex.destroy(error));
+  return duplex;
 }

@@ -28,6 +28,8 @@ export interface TestServerOptions {
   trustTestCa?: boolean;
   /** Use this database instead of a new one (several servers on one database). */
   database?: TestDatabase;
+  /** Capture the service's logs (at debug level) here. */
+  logStream?: NodeJS.WritableStream;
 }
 
 export interface TestServer {
@@ -70,7 +72,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const { delivery, ...rest } = options.config ?? {};
   let config: Config = { ...base, ...rest, delivery: { ...base.delivery, ...delivery } };
   const clock = options.clock ?? systemClock;
-  const logger = createLogger(config.logLevel);
+  const logger = options.logStream ? createLogger("debug", options.logStream) : createLogger(config.logLevel);
   const start = () =>
     startWaypost({ config, logger, clock, ...(options.trustTestCa === false ? {} : { ca: testCa }) });
   let waypost = await start();
