@@ -1,0 +1,188 @@
+import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { ManualClock } from "../../src/clock.js";
+import { startReceiver, type Receiver, type Responder } from "../helpers/receiver.js";
+import { startTestServer, type TestServer } from "../helpers/server.js";
+
+const hour = 3_600_000;
+let clock: ManualClock;
+let server: TestServer;
+const receivers: Receiver[] = [];
+
+beforeAll(async () => {
+  clock = new ManualClock(new Date("2026-11-22T10:00:00Z"));
+  server = await startTestServer({ clock, config: { delivery: { timeoutMs: 5_000 } as never } });
+});
+afterAll(async () => {
+  await server?.stop();
+});
+afterEach(async () => {
+  await Promise.all(receivers.splice(0).map((r) => r.close()));
+});
+
+async function setup(respond: Responder, webhookCount = 1) {
+  const rs: Receiver[] = [];
+  for (let i = 0; i < webhookCount; i++) {
+    const r = await startReceiver({ respond });
+    receivers.push(r);
+    rs.push(r);
+  }
+  const source = await server.createSource();
+  const destination = await server.createDestination({ name: "hook", sourceIds: [source.id], webhooks: rs.map((r) => ({ url: r.url })) });
+  return { receivers: rs, destination, client: server.tracking(source.writeKey) };
+}
+
+async function deliveryOf(messageId: string) {
+  const result = await server.pool.query(
+    `SELECT d.id, d.status, d.run_at, d.attempt_count, d.first_attempt_at FROM deliveries d
+       JOIN messages m ON m.id = d.message_pk WHERE m.message_id = $1`,
+    [messageId],
+  );
+  return result.rows[0];
+}
+
+/** Moves the clock to the delivery's next attempt and lets the loop take it. */
+async function runNextAttempt(messageId: string) {
+  const row = await deliveryOf(messageId);
+  clock.set(new Date(Math.max(row.run_at.getTime(), clock.now().getTime())));
+  const done = server.waitForDeliveries(1, ["delivered", "failed", "expired", "retrying"]);
+  server.waypost.delivery!.poke();
+  return (await done)[0]!;
+}
+
+test("5xx, then success: retried after about 10 s", async () => {
+  const { client } = await setup((_, index) => ({ status: index === 0 ? 503 : 200 }));
+  const first = server.waitForDeliveries(1, ["retrying"]);
+  const before = clock.now().getTime();
+  const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
+  expect((await first)[0]!.status).toBe("retrying");
+  const row = await deliveryOf(messageId);
+  expect(row.run_at.getTime() - before).toBeGreaterThanOrEqual(8_000);
+  expect(row.run_at.getTime() - before).toBeLessThanOrEqual(10_000);
+  expect((await runNextAttempt(messageId)).status).toBe("delivered");
+  const attempts = await server.deliveries.getDelivery({ id: row.id });
+  expect(attempts.delivery?.attempts.map((a) => a.statusCode)).toEqual([503, 200]);
+  expect(attempts.delivery?.attemptCount).toBe(2);
+});
+
+test("no answer within 5 s counts as retryable", async () => {
+  const { client } = await setup((_, index) => (index === 0 ? { hang: true } : { status: 200 }));
+  const first = server.waitForDeliveries(1, ["retrying"]);
+  const { messageId } = await client.track({ track: { userId: "u", event: "slow" } });
+  await first;
+  const row = await deliveryOf(messageId);
+  const log = await server.deliveries.getDelivery({ id: row.id });
+  expect(log.delivery?.attempts[0]?.error).toContain("5000 ms");
+  expect(log.delivery?.attempts[0]?.latencyMs).toBeGreaterThanOrEqual(4_900);
+  expect((await runNextAttempt(messageId)).status).toBe("delivered");
+});
+
+test("Retry-After is honoured", async () => {
+  const { client } = await setup((_, index) => (index === 0 ? { status: 429, headers: { "retry-after": "120" } } : { status: 200 }));
+  const first = server.waitForDeliveries(1, ["retrying"]);
+  const before = clock.now().getTime();
+  const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
+  await first;
+  expect((await deliveryOf(messageId)).run_at.getTime() - before).toBe(120_000);
+});
+
+test("a retry goes only to the URLs that failed retryably", async () => {
+  const { client, receivers: [a, b] } = await setup((request) => ({ status: request.path === "/hook" ? 500 : 200 }), 2);
+  // Both receivers answer 500 at first; then the first one recovers.
+  let aCalls = 0;
+  a!.respond = () => ({ status: aCalls++ === 0 ? 500 : 200 });
+  b!.respond = () => ({ status: 400 });
+  const first = server.waitForDeliveries(1, ["retrying"]);
+  const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
+  await first;
+  expect((await runNextAttempt(messageId)).status).toBe("delivered");
+  expect(a!.requests).toHaveLength(2);
+  expect(b!.requests).toHaveLength(1);
+});
+
+test("a failing endpoint expires 4 hours after the first attempt", async () => {
+  const { client } = await setup(() => ({ status: 500 }));
+  const first = server.waitForDeliveries(1, ["retrying"]);
+  const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
+  await first;
+  const start = (await deliveryOf(messageId)).first_attempt_at.getTime();
+  let last;
+  for (let i = 0; i < 50; i++) {
+    last = await runNextAttempt(messageId);
+    if (last.status !== "retrying") break;
+  }
+  expect(last!.status).toBe("expired");
+  const row = await deliveryOf(messageId);
+  expect(clock.now().getTime() - start).toBeGreaterThanOrEqual(4 * hour);
+  expect(clock.now().getTime() - start).toBeLessThan(4 * hour + 60_000);
+  // Doubling from 10 s, capped at 30 min, over 4 h: about 14 attempts, not hundreds.
+  expect(row.attempt_count).toBeGreaterThan(8);
+  expect(row.attempt_count).toBeLessThan(20);
+});
+
+test("a fixed URL helps pending retries: settings apply to the next attempt", async () => {
+  const { client, destination } = await setup(() => ({ status: 500 }));
+  const fixed = await startReceiver();
+  receivers.push(fixed);
+  const first = server.waitForDeliveries(1, ["retrying"]);
+  const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
+  await first;
+  await server.destinations.updateDestination({
+    destination: { id: destination.id, webhooks: [{ url: fixed.url }] },
+    updateMask: { paths: ["webhooks"] },
+  });
+  expect((await runNextAttempt(messageId)).status).toBe("delivered");
+  expect(fixed.requests).toHaveLength(1);
+});
+
+test("a failed delivery can be replayed", async () => {
+  const { client } = await setup((_, index) => ({ status: index === 0 ? 410 : 200 }));
+  const first = server.waitForDeliveries(1);
+  const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
+  expect((await first)[0]!.status).toBe("failed");
+  const row = await deliveryOf(messageId);
+  const replayed = server.waitForDeliveries(1);
+  const { delivery } = await server.deliveries.retryDelivery({ id: row.id });
+  expect(delivery?.status).toBeDefined();
+  expect((await replayed)[0]!.status).toBe("delivered");
+});
+
+test("disabling pauses pending deliveries, enabling resumes them, deleting cancels them", async () => {
+  const { client, destination, receivers: [r] } = await setup(() => ({ status: 200 }));
+  await server.destinations.updateDestination({ destination: { id: destination.id, enabled: false }, updateMask: { paths: ["enabled"] } });
+  // Calls received while it is off are not forwarded later.
+  const { messageId: whileOff } = await client.track({ track: { userId: "u", event: "while off" } });
+  expect(await deliveryOf(whileOff)).toBeUndefined();
+  // Deliveries queued before it was turned off wait.
+  const { messageId: queued } = await server.tracking((await server.createSource()).writeKey).track({ track: { userId: "u", event: "E" } });
+  expect(queued).toBeTruthy();
+  await server.pool.query(
+    `INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at)
+     SELECT $1, id, source_id, $2, $2 FROM messages WHERE message_id = $3`,
+    [destination.id, clock.now(), queued],
+  );
+  server.waypost.delivery!.poke();
+  const pending = await deliveryOf(queued);
+  expect(pending.status).toBe("pending");
+  const resumed = server.waitForDeliveries(1);
+  await server.destinations.updateDestination({ destination: { id: destination.id, enabled: true }, updateMask: { paths: ["enabled"] } });
+  server.waypost.delivery!.poke();
+  expect((await resumed)[0]!.status).toBe("delivered");
+  expect(r!.requests.map((q) => JSON.parse(q.body).messageId)).toEqual([queued]);
+
+  await server.destinations.updateDestination({ destination: { id: destination.id, enabled: false }, updateMask: { paths: ["enabled"] } });
+  await server.pool.query("UPDATE deliveries SET status = 'pending', finalized_at = NULL WHERE id = $1", [pending.id]);
+  await server.destinations.deleteDestination({ id: destination.id });
+  expect((await deliveryOf(queued)).status).toBe("cancelled");
+});
+
+test("paused deliveries still expire at the retry deadline", async () => {
+  const { client, destination } = await setup(() => ({ status: 500 }));
+  const first = server.waitForDeliveries(1, ["retrying"]);
+  const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
+  await first;
+  await server.destinations.updateDestination({ destination: { id: destination.id, enabled: false }, updateMask: { paths: ["enabled"] } });
+  clock.advance(4 * hour + 1_000);
+  const { expired } = await server.waypost.maintenance!.runOnce();
+  expect(expired).toBeGreaterThanOrEqual(1);
+  expect((await deliveryOf(messageId)).status).toBe("expired");
+});
