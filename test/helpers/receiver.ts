@@ -17,6 +17,8 @@ export interface ResponsePlan {
   body?: string;
   /** Never answer (the connection stays open until the receiver closes). */
   hang?: boolean;
+  /** Answer only once this resolves. */
+  after?: Promise<unknown>;
 }
 
 export type Responder = (request: ReceivedRequest, index: number) => ResponsePlan;
@@ -88,8 +90,12 @@ export async function startReceiver(options: { tls?: ReceiverTls; respond?: Resp
         hanging.add(res);
         return;
       }
-      res.writeHead(plan.status ?? 200, plan.headers ?? {});
-      res.end(plan.body ?? "");
+      const answer = () => {
+        res.writeHead(plan.status ?? 200, plan.headers ?? {});
+        res.end(plan.body ?? "");
+      };
+      if (plan.after) void plan.after.then(answer);
+      else answer();
     });
   };
   const server =

@@ -1,0 +1,109 @@
+import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { eventually, startServiceProcess, type ServiceProcess } from "../helpers/process.js";
+import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import { startTestServer, type TestServer } from "../helpers/server.js";
+
+// An API-only server creates the data; deliveries are worked by separate processes.
+let api: TestServer;
+const processes: ServiceProcess[] = [];
+const receivers: Receiver[] = [];
+
+beforeAll(async () => {
+  api = await startTestServer({ config: { role: "api" } });
+});
+afterAll(async () => {
+  await api?.stop();
+});
+afterEach(async () => {
+  for (const p of processes.splice(0)) {
+    if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
+    await p.exited;
+  }
+  await Promise.all(receivers.splice(0).map((r) => r.close()));
+});
+
+async function worker(env: Record<string, string> = {}) {
+  const p = await startServiceProcess(api.database.url, { WAYPOST_ROLE: "worker", ...env });
+  processes.push(p);
+  return p;
+}
+
+async function setup(respond: Parameters<typeof startReceiver>[0]["respond"]) {
+  const receiver = await startReceiver({ respond });
+  receivers.push(receiver);
+  const source = await api.createSource();
+  await api.createDestination({ name: "hook", sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
+  return { receiver, client: api.tracking(source.writeKey) };
+}
+
+async function statusOf(messageId: string) {
+  const result = await api.pool.query(
+    `SELECT d.status, d.attempt_count FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE m.message_id = $1`,
+    [messageId],
+  );
+  return result.rows[0] as { status: string; attempt_count: number };
+}
+
+test("a worker killed with SIGKILL mid-delivery leaves the work to another after its lease", async () => {
+  const { receiver, client } = await setup((_, index) => (index === 0 ? { hang: true } : { status: 200 }));
+  const first = await worker({ WAYPOST_LEASE_MS: "1500" });
+  const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
+  await receiver.waitForRequests(1);
+  first.child.kill("SIGKILL");
+  expect(await first.exited).toBe("SIGKILL");
+  expect((await statusOf(messageId)).status).toBe("pending");
+  await worker({ WAYPOST_LEASE_MS: "1500" });
+  const [, second] = await receiver.waitForRequests(2);
+  expect(JSON.parse(second!.body).messageId).toBe(messageId);
+  const final = await eventually(async () => {
+    const row = await statusOf(messageId);
+    return row.status === "delivered" && row;
+  });
+  // The killed worker never recorded its attempt; the survivor's is the only one.
+  expect(final.attempt_count).toBe(1);
+});
+
+test("two worker processes never work the same delivery at once", async () => {
+  const { receiver, client } = await setup(() => ({ status: 200 }));
+  const a = await worker();
+  const b = await worker();
+  const total = 2_000;
+  for (let batch = 0; batch < total / 100; batch++) {
+    await client.batch({
+      batch: Array.from({ length: 100 }, (_, i) => ({
+        type: { case: "track" as const, value: { userId: "u", event: "E", messageId: `m-${batch}-${i}` } },
+      })),
+    });
+  }
+  const requests = await receiver.waitForRequests(total);
+  const ids = requests.map((r) => JSON.parse(r.body).messageId as string);
+  expect(new Set(ids).size).toBe(total);
+  await eventually(async () => {
+    const result = await api.pool.query("SELECT count(*)::int AS n FROM deliveries WHERE status = 'delivered'");
+    return result.rows[0].n >= total;
+  });
+  expect(receiver.requests).toHaveLength(total);
+  const delivered = async (p: ServiceProcess) => {
+    const text = await (await fetch(`${p.url}/metrics`)).text();
+    return [...text.matchAll(/waypost_deliveries_total\{[^}]*status="delivered"\} (\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+  };
+  const [byA, byB] = [await delivered(a), await delivered(b)];
+  expect(byA + byB).toBe(total);
+  expect(byA).toBeGreaterThan(0);
+  expect(byB).toBeGreaterThan(0);
+});
+
+test("SIGTERM finishes in-flight deliveries and exits cleanly", async () => {
+  let release: () => void = () => {};
+  const answer = new Promise<void>((resolve) => (release = resolve));
+  const { receiver, client } = await setup(() => ({ status: 200, after: answer }));
+  const p = await worker();
+  const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
+  await receiver.waitForRequests(1);
+  p.child.kill("SIGTERM");
+  await eventually(async () => p.logs.some((line) => line.includes("shutting down")));
+  // The request is still open after the signal; answering it now must still count.
+  release();
+  expect(await p.exited).toBe(0);
+  expect(await statusOf(messageId)).toEqual({ status: "delivered", attempt_count: 1 });
+});
