@@ -18,7 +18,7 @@ import {
   selectDestination,
   type DestinationRow,
 } from "../db/queries/destinations.js";
-import type { Queryable } from "../db/queries/store-messages.js";
+import { deliveriesChannel, type Queryable } from "../db/queries/store-messages.js";
 import { validateName, validateSecret, validateSourceIds, validateWebhooks } from "./destination-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
@@ -141,6 +141,8 @@ async function applyUpdate(tx: Queryable, current: DestinationRow, input: Destin
             revision = revision + 1, updated_at = $6 WHERE id = $1`,
     [current.id, name, enabled, JSON.stringify(webhooks), secret, now],
   );
+  // Turning a destination on makes its waiting deliveries due: wake the workers.
+  if (enabled && !current.enabled) await tx.query("SELECT pg_notify($1, '')", [deliveriesChannel]);
 }
 
 async function requireSources(db: Queryable, sourceIds: readonly string[]) {

@@ -1,0 +1,54 @@
+// Baseline: the same delivery work driven by graphile-worker. Usage:
+//   node bench/baseline-graphile.mjs DATABASE_URL SINK_URL COUNT CONCURRENCY
+// Prints one JSON line. Jobs are added first (not timed); the clock runs from
+// starting the worker until every job's POST has been answered.
+import { createHmac } from "node:crypto";
+import { makeWorkerUtils, run } from "graphile-worker";
+import { Pool as HttpPool } from "undici";
+import { benchBody } from "./lib/queue.mjs";
+
+const [url, sinkUrl, countArg, concurrencyArg] = process.argv.slice(2);
+const count = Number(countArg);
+const concurrency = Number(concurrencyArg);
+const http = new HttpPool(sinkUrl, { connections: concurrency });
+
+const utils = await makeWorkerUtils({ connectionString: url });
+await utils.migrate();
+for (let start = 0; start < count; start += 5_000) {
+  const specs = [];
+  for (let i = start; i < Math.min(count, start + 5_000); i++) specs.push({ identifier: "deliver", payload: { body: benchBody(i) } });
+  await utils.addJobs(specs);
+}
+await utils.release();
+
+let done = 0;
+let finish;
+const finished = new Promise((resolve) => (finish = resolve));
+const startedAt = performance.now();
+const runner = await run({
+  connectionString: url,
+  concurrency,
+  maxPoolSize: Math.min(concurrency + 2, 30),
+  noHandleSignals: true,
+  pollInterval: 1000,
+  logger: undefined,
+  taskList: {
+    async deliver(payload) {
+      const signature = createHmac("sha1", "bench-secret").update(payload.body).digest("hex");
+      const response = await http.request({
+        path: "/ok",
+        method: "POST",
+        body: payload.body,
+        headers: { "content-type": "application/json", "user-agent": "Waypost/1.0", "x-signature": signature },
+      });
+      await response.body.dump();
+      if (response.statusCode >= 300) throw new Error(`status ${response.statusCode}`);
+      if (++done === count) finish(performance.now());
+    },
+  },
+});
+const endedAt = await finished;
+await runner.stop();
+await http.close();
+process.stdout.write(JSON.stringify({ queue: "graphile-worker", jobs: count, elapsed_ms: Math.round(endedAt - startedAt), per_s: Math.round((count / (endedAt - startedAt)) * 1000) }) + "\n");
+process.exit(0);

@@ -1,0 +1,28 @@
+import { adminToken } from "./service.mjs";
+
+/** One admin RPC in Connect JSON, as curl would send it. */
+export async function rpc(baseUrl, method, body, token = adminToken) {
+  const response = await fetch(`${baseUrl}/waypost.v1.${method}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+    body: JSON.stringify(body),
+  });
+  const json = await response.json();
+  if (!response.ok) throw new Error(`${method}: ${JSON.stringify(json)}`);
+  return json;
+}
+
+export async function createSourceAndDestination(baseUrl, webhookUrl, { name = "bench", enabled = true, secret = "bench-secret" } = {}) {
+  const { source } = await rpc(baseUrl, "SourceService/CreateSource", { source: { name } });
+  const { destination } = await rpc(baseUrl, "DestinationService/CreateDestination", {
+    destination: { name, sourceIds: [source.id], enabled, webhooks: [{ url: webhookUrl }], sharedSecret: secret },
+  });
+  return { source, destination };
+}
+
+export async function setEnabled(baseUrl, destinationId, enabled) {
+  await rpc(baseUrl, "DestinationService/UpdateDestination", {
+    destination: { id: destinationId, enabled },
+    updateMask: "enabled",
+  });
+}

@@ -1,0 +1,30 @@
+/**
+ * Queues `count` track deliveries for one destination directly in SQL, with
+ * bodies shaped as Waypost stores them, so a burn-down starts from a full
+ * queue without timing the ingest.
+ */
+export async function queueDeliveries(pool, { sourceId, destinationId, count, prefix = "q" }) {
+  const chunk = 50_000;
+  for (let start = 0; start < count; start += chunk) {
+    const n = Math.min(chunk, count - start);
+    await pool.query(
+      `WITH m AS (
+         INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload)
+         SELECT $1, $4 || '-' || g, 'track', 'user-' || g, now(),
+                '{"version":1,"type":"track","userId":"user-' || g || '","event":"Order Completed","properties":{"orderId":"' || g ||
+                '","total":42.5,"currency":"EUR"},"context":{"ip":"203.0.113.9"},"timestamp":"2026-11-22T10:04:05.123Z","messageId":"' || $4 || '-' || g || '"}'
+           FROM generate_series($3::int, $3::int + $5::int - 1) AS g
+         RETURNING id
+       )
+       INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at)
+       SELECT $2, m.id, $1, now(), now() FROM m`,
+      [sourceId, destinationId, start, prefix, n],
+    );
+  }
+  await pool.query("ANALYZE messages; ANALYZE deliveries");
+}
+
+/** The same body and signature a job-queue baseline would send. */
+export function benchBody(i) {
+  return `{"version":1,"type":"track","userId":"user-${i}","event":"Order Completed","properties":{"orderId":"${i}","total":42.5,"currency":"EUR"},"context":{"ip":"203.0.113.9"},"timestamp":"2026-11-22T10:04:05.123Z","messageId":"b-${i}"}`;
+}

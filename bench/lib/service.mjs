@@ -1,0 +1,51 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
+export const adminToken = "bench-admin-token-0123456789";
+const entry = fileURLToPath(new URL("../../dist/server.js", import.meta.url));
+
+/** `node dist/server.js` as the user runs it, in its own process. */
+export async function startService(databaseUrl, env = {}) {
+  const child = spawn(process.execPath, [entry], {
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: "0",
+      HOST: "127.0.0.1",
+      WAYPOST_ADMIN_TOKEN: adminToken,
+      WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "true",
+      WAYPOST_DATA_DIR: mkdtempSync(path.join(tmpdir(), "waypost-bench-")),
+      WAYPOST_LOG_LEVEL: "info",
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve(code ?? signal)));
+  const url = await new Promise((resolve, reject) => {
+    createInterface({ input: child.stdout }).on("line", (line) => {
+      if (line.includes("Waypost is listening")) resolve(JSON.parse(line).url);
+      else if (line.includes('"level":50') || line.includes('"level":40')) process.stderr.write(line + "\n");
+    });
+    exited.then((code) => reject(new Error(`service exited (${code}) before listening`)));
+  });
+  return {
+    url,
+    pid: child.pid,
+    /** Peak resident memory so far, from the kernel (VmHWM), in MB. */
+    peakRssMb: () => peakRssMb(child.pid),
+    async stop() {
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+export function peakRssMb(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return Math.round(kb / 1024);
+}

@@ -1,0 +1,42 @@
+import { fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+/** Starts the sink process; its API is request/response over IPC. */
+export async function startSink() {
+  const child = fork(fileURLToPath(new URL("../sink-process.mjs", import.meta.url)), [], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const port = await new Promise((resolve) => child.once("message", (m) => resolve(m.port)));
+  let next = 0;
+  const ask = (message) =>
+    new Promise((resolve) => {
+      const id = ++next;
+      const onMessage = (reply) => {
+        if (reply.id !== id) return;
+        child.off("message", onMessage);
+        resolve(reply);
+      };
+      child.on("message", onMessage);
+      child.send({ ...message, id });
+    });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    pid: child.pid,
+    count: async () => (await ask({ type: "count" })).count,
+    reset: (track = false) => ask({ type: "reset", track }),
+    arrivals: async () => (await ask({ type: "arrivals" })).arrivals,
+    /** Resolves when the sink has counted `target` requests; polls every 20 ms. */
+    async waitForCount(target, timeoutMs = 600_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const n = (await ask({ type: "count" })).count;
+        if (n >= target) return performance.now();
+        if (Date.now() > deadline) throw new Error(`sink saw ${n} of ${target} requests in time`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
+    close: () =>
+      new Promise((resolve) => {
+        child.once("exit", resolve);
+        child.send({ type: "close" });
+      }),
+  };
+}

@@ -1,0 +1,62 @@
+// `npm run bench`: starts what it needs on loopback (a Postgres database, the
+// service as separate processes, a keep-alive sink process) and prints one
+// JSON object per line. Options:
+//   --only=ingest,burn-down,end-to-end,baselines,isolation,soak
+//   --quick   smaller counts and shorter steps (a smoke run, not a measurement)
+//   --soak    add a 5-minute steady run that checks rates do not decay
+import os from "node:os";
+import { openDatabase } from "./lib/postgres.mjs";
+import { startSink } from "./lib/sink.mjs";
+import { report } from "./lib/stats.mjs";
+import { baselinesScenario } from "./scenarios/baselines.mjs";
+import { burnDownScenario } from "./scenarios/burn-down.mjs";
+import { endToEndScenario } from "./scenarios/end-to-end.mjs";
+import { ingestScenario } from "./scenarios/ingest.mjs";
+import { isolationScenario } from "./scenarios/isolation.mjs";
+import { soakScenario } from "./scenarios/soak.mjs";
+
+const args = process.argv.slice(2);
+const quick = args.includes("--quick");
+const onlyArg = args.find((a) => a.startsWith("--only="));
+const only = onlyArg ? new Set(onlyArg.slice(7).split(",")) : undefined;
+const wants = (name) => (only ? only.has(name) : name !== "soak" || args.includes("--soak"));
+
+const sizes = quick
+  ? { durationMs: 3_000, burnDown: 20_000, stepMs: 3_000, rates: [2_000, 5_000, 10_000], latencyMs: 3_000, isolation: 10_000, soakMs: 30_000 }
+  : { durationMs: 10_000, burnDown: 200_000, stepMs: 8_000, rates: [2_000, 5_000, 8_000, 10_000, 12_000, 15_000, 20_000], latencyMs: 10_000, isolation: 50_000, soakMs: 300_000 };
+
+const db = await openDatabase();
+const sink = await startSink();
+report({
+  scenario: "environment",
+  cpus: os.cpus().length,
+  cpu_model: os.cpus()[0]?.model,
+  memory_gb: Math.round(os.totalmem() / 2 ** 30),
+  node: process.version,
+  postgres: db.postgresVersion,
+  postgres_embedded: db.embedded,
+  quick,
+});
+const rss = {};
+let burnDownRate;
+try {
+  if (wants("ingest")) rss.ingest = (await ingestScenario({ db, sink, durationMs: sizes.durationMs })).rss;
+  if (wants("burn-down") || wants("baselines")) {
+    const result = await burnDownScenario({ db, sink, count: sizes.burnDown });
+    burnDownRate = result.rate;
+    rss.burn_down = result.rss;
+  }
+  if (wants("end-to-end")) {
+    rss.end_to_end = (await endToEndScenario({ db, sink, stepMs: sizes.stepMs, rates: sizes.rates, latencyMs: sizes.latencyMs })).rss;
+  }
+  if (wants("baselines")) await baselinesScenario({ db, sink, count: sizes.burnDown, concurrency: 64, waypostRate: burnDownRate });
+  if (wants("isolation")) await isolationScenario({ db, sink, count: sizes.isolation });
+  if (Object.keys(rss).length > 0) {
+    report({ scenario: "memory", peak_rss_mb: rss, max_peak_rss_mb: Math.max(...Object.values(rss)), target_mb: 300 });
+  }
+  if (wants("soak")) await soakScenario({ db, sink, durationMs: sizes.soakMs });
+} finally {
+  await sink.close();
+  await db.drop();
+}
+process.exit(0);
