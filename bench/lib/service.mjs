@@ -10,7 +10,9 @@ const entry = fileURLToPath(new URL("../../dist/server.js", import.meta.url));
 
 /** `node dist/server.js` as the user runs it, in its own process. */
 export async function startService(databaseUrl, env = {}) {
-  const child = spawn(process.execPath, [entry], {
+  // BENCH_CPU_PROF=dir writes a V8 CPU profile of each service process there.
+  const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...profile, entry], {
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,

@@ -94,25 +94,33 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     return entry;
   }
 
+  /** Deliveries one destination may have here: in flight plus as many waiting. */
+  const perDestinationHeld = config.perDestinationConcurrency * 2;
+
   async function claimOnce(): Promise<boolean> {
     const free = config.concurrency - queued;
-    capacityBound = free <= 0;
-    if (free <= 0) return false;
+    if (free <= 0) {
+      capacityBound = true;
+      return false;
+    }
     const limit = Math.min(free, maxClaim);
-    const saturated = [...slots].filter(([, s]) => s.inFlight + s.waiting.length >= config.perDestinationConcurrency).map(([id]) => id);
-    capacityBound = saturated.length > 0 || limit < maxClaim;
+    const room = new Map<string, number>();
+    for (const [id, entry] of slots) room.set(id, Math.max(0, perDestinationHeld - entry.inFlight - entry.waiting.length));
     const jobs = await claimDeliveries(pool, {
       now: clock.now(),
       limit,
+      perDestinationLimit: perDestinationHeld,
+      room,
       leaseMs: config.leaseMs,
       owner,
-      excludeDestinationIds: saturated,
     });
-    // Fewer than asked for: nothing else is due, except perhaps for saturated destinations.
-    if (jobs.length < limit) capacityBound = saturated.length > 0;
-    if (jobs.length === 0) return false;
-    const destinations = await loadDestinationConfigs(pool, [...new Set(jobs.map((j) => j.destinationId))]);
-    for (const job of jobs) enqueue(job, destinations.get(job.destinationId));
+    if (jobs.length > 0) {
+      const destinations = await loadDestinationConfigs(pool, [...new Set(jobs.map((j) => j.destinationId))]);
+      for (const job of jobs) enqueue(job, destinations.get(job.destinationId));
+    }
+    // More may be due when the claim was cut short by room, here or per destination.
+    capacityBound =
+      jobs.length === limit || [...slots.values()].some((s) => s.inFlight + s.waiting.length >= perDestinationHeld);
     return jobs.length === limit;
   }
 
@@ -134,8 +142,9 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       const next = entry.waiting.shift();
       if (next) start(next.job, next.destination, entry);
       else if (entry.inFlight === 0) slots.delete(job.destinationId);
-      // Only worth another claim when the last one was cut short by capacity.
-      if (capacityBound) wakeup.wake();
+      // Claim again when the last claim was cut short and this destination
+      // has run out of waiting work (a claim per completion would be waste).
+      if (capacityBound && entry.waiting.length === 0) wakeup.wake();
     });
     active.add(work);
   }

@@ -52,18 +52,19 @@ export async function sendWebhook(request: WebhookRequest, ctx: SendContext): Pr
     latencyMs: Math.round(performance.now() - started),
     ...fields,
   });
-  const refused = refuseLiteralAddress(ctx.guard, new URL(request.url));
+  const url = new URL(request.url);
+  const refused = refuseLiteralAddress(ctx.guard, url);
   if (refused) return result({ outcome: "permanent", error: refused });
-  const timeout = AbortSignal.timeout(ctx.timeoutMs);
-  const signal = ctx.signal ? AbortSignal.any([timeout, ctx.signal]) : timeout;
   try {
+    // The dispatcher enforces the time limit (connect, headers and body
+    // timeouts); a per-request AbortSignal timer would cost more than the request.
     const response = await ctx.dispatcher.request({
-      origin: new URL(request.url).origin,
-      path: pathOf(request.url),
+      origin: url.origin,
+      path: url.pathname + url.search,
       method: "POST",
       headers: request.headers,
       body: request.body,
-      signal,
+      signal: ctx.signal,
     });
     const responseBody = await readSome(response.body);
     const status = response.statusCode;
@@ -75,15 +76,17 @@ export async function sendWebhook(request: WebhookRequest, ctx: SendContext): Pr
       retryAfterMs: outcome === "retryable" ? parseRetryAfter(response.headers["retry-after"], ctx.now()) : undefined,
     });
   } catch (error) {
-    if (ctx.signal?.aborted && !timeout.aborted) {
+    if (ctx.signal?.aborted) {
       return result({ outcome: "abandoned", error: "not awaited: another webhook of this delivery succeeded" });
     }
-    if (timeout.aborted) {
+    if (timeoutCodes.has(errorCode(error) ?? "")) {
       return result({ outcome: "retryable", error: `no response within ${ctx.timeoutMs} ms` });
     }
     return result(classifyError(error));
   }
 }
+
+const timeoutCodes = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "UND_ERR_CONNECT_TIMEOUT"]);
 
 export function classifyStatus(status: number): AttemptOutcome {
   if (status >= 200 && status < 300) return "success";
@@ -120,15 +123,10 @@ function errorCode(error: unknown): string | undefined {
   let current: unknown = error;
   for (let depth = 0; depth < 5 && current && typeof current === "object"; depth++) {
     const code = (current as { code?: unknown }).code;
-    if (typeof code === "string" && code !== "UND_ERR_SOCKET" && code !== "UND_ERR_CONNECT") return code;
+    if (typeof code === "string" && code !== "UND_ERR_SOCKET") return code;
     current = (current as { cause?: unknown }).cause;
   }
   return undefined;
-}
-
-function pathOf(url: string): string {
-  const parsed = new URL(url);
-  return parsed.pathname + parsed.search;
 }
 
 /** Keeps the first KB for the attempt log; drains a little more so the connection is reused. */

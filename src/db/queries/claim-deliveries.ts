@@ -15,19 +15,27 @@ export interface ClaimedDelivery {
 
 export interface ClaimOptions {
   now: Date;
+  /** Most deliveries in all. */
   limit: number;
+  /** Most deliveries of one destination not listed in `room`. */
+  perDestinationLimit: number;
+  /** Destinations this process is already working, and how many more of each it takes (0: none). */
+  room: ReadonlyMap<string, number>;
   leaseMs: number;
   owner: string;
-  /** Destinations already at their in-flight cap in this process. */
-  excludeDestinationIds: readonly string[];
 }
 
 /**
- * Claims up to `limit` due deliveries of enabled destinations. SKIP LOCKED
- * lets many processes claim at once without waiting on each other; the
- * lease is run_at itself, moved to the end of the lease, so a delivery whose
- * process died becomes due again without any sweeper. The scan follows
- * deliveries_due_idx exactly (status IN (...) ORDER BY run_at).
+ * Claims up to `limit` due deliveries of enabled destinations, and no more of
+ * one destination than this process has room for, so a slow endpoint's
+ * deliveries do not pile up (and outlive their lease) in one process.
+ *
+ * SKIP LOCKED lets many processes claim at once without waiting on each
+ * other; the lease is run_at itself, moved to the end of the lease, so a
+ * delivery whose process died becomes due again without any sweeper. The
+ * candidate scan follows deliveries_due_idx exactly (status IN (...) ORDER
+ * BY run_at); the locked rows are re-checked, as another process may have
+ * taken them between the scan and the lock.
  */
 export async function claimDeliveries(db: Queryable, options: ClaimOptions): Promise<ClaimedDelivery[]> {
   const result = await db.query<{
@@ -41,14 +49,25 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
     payload: string;
     type: string;
   }>(
-    `WITH due AS (
-       SELECT destination_id, id FROM deliveries
-        WHERE status IN ('pending', 'retrying') AND run_at <= $1
-          AND destination_id <> ALL ($3::uuid[])
-          AND destination_id IN (SELECT id FROM destinations WHERE enabled)
-        ORDER BY run_at
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED
+    `WITH room AS (
+       SELECT * FROM unnest($6::uuid[], $7::int[]) AS r(destination_id, free)
+     ), candidates AS (
+       SELECT c.destination_id, c.id, c.run_at,
+              row_number() OVER (PARTITION BY c.destination_id ORDER BY c.run_at) AS rank
+         FROM (SELECT destination_id, id, run_at FROM deliveries
+                WHERE status IN ('pending', 'retrying') AND run_at <= $1
+                  AND destination_id IN (SELECT id FROM destinations WHERE enabled)
+                  AND destination_id NOT IN (SELECT destination_id FROM room WHERE free <= 0)
+                ORDER BY run_at
+                LIMIT $2 * 4) c
+     ), chosen AS (
+       SELECT c.destination_id, c.id FROM candidates c LEFT JOIN room r USING (destination_id)
+        WHERE c.rank <= coalesce(r.free, $3)
+        ORDER BY c.run_at LIMIT $2
+     ), due AS (
+       SELECT d.destination_id, d.id FROM deliveries d JOIN chosen USING (destination_id, id)
+        WHERE d.status IN ('pending', 'retrying') AND d.run_at <= $1
+        FOR UPDATE OF d SKIP LOCKED
      )
      UPDATE deliveries d
         SET run_at = $1::timestamptz + make_interval(secs => $4::double precision / 1000),
@@ -58,7 +77,15 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
       WHERE d.destination_id = due.destination_id AND d.id = due.id AND m.id = d.message_pk
      RETURNING d.destination_id, d.id, d.lease_token, d.attempt_count, d.first_attempt_at, d.created_at,
                d.retry_urls, m.payload, m.type`,
-    [options.now, options.limit, options.excludeDestinationIds, options.leaseMs, options.owner],
+    [
+      options.now,
+      options.limit,
+      options.perDestinationLimit,
+      options.leaseMs,
+      options.owner,
+      [...options.room.keys()],
+      [...options.room.values()],
+    ],
   );
   return result.rows.map((row) => ({
     destinationId: row.destination_id,
