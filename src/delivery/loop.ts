@@ -118,9 +118,14 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       const destinations = await loadDestinationConfigs(pool, [...new Set(jobs.map((j) => j.destinationId))]);
       for (const job of jobs) enqueue(job, destinations.get(job.destinationId));
     }
-    // More may be due when the claim was cut short by room, here or per destination.
+    // More may be due when the claim was cut short: by this process's free
+    // slots, or by the room of a destination (it got all it asked for).
+    const claimed = new Map<string, number>();
+    for (const job of jobs) claimed.set(job.destinationId, (claimed.get(job.destinationId) ?? 0) + 1);
     capacityBound =
-      jobs.length === limit || [...slots.values()].some((s) => s.inFlight + s.waiting.length >= perDestinationHeld);
+      jobs.length === limit ||
+      [...room].some(([id, free]) => free === 0 && slots.has(id)) ||
+      [...claimed].some(([id, n]) => n >= (room.get(id) ?? perDestinationHeld));
     return jobs.length === limit;
   }
 

@@ -59,22 +59,27 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
                   AND destination_id IN (SELECT id FROM destinations WHERE enabled)
                   AND destination_id NOT IN (SELECT destination_id FROM room WHERE free <= 0)
                 ORDER BY run_at
-                LIMIT $2 * 4) c
+                LIMIT $2 * 2) c
      ), chosen AS (
        SELECT c.destination_id, c.id FROM candidates c LEFT JOIN room r USING (destination_id)
         WHERE c.rank <= coalesce(r.free, $3)
         ORDER BY c.run_at LIMIT $2
      ), due AS (
-       SELECT d.destination_id, d.id FROM deliveries d JOIN chosen USING (destination_id, id)
-        WHERE d.status IN ('pending', 'retrying') AND d.run_at <= $1
+       -- id = ANY(ARRAY(...)) keeps both steps on index lookups; a join here
+       -- lets the planner pick a hash join over the whole table.
+       SELECT d.destination_id, d.id FROM deliveries d
+        WHERE d.id = ANY (ARRAY(SELECT id FROM chosen))
+          AND d.status IN ('pending', 'retrying') AND d.run_at <= $1
         FOR UPDATE OF d SKIP LOCKED
      )
      UPDATE deliveries d
         SET run_at = $1::timestamptz + make_interval(secs => $4::double precision / 1000),
             lease_token = d.lease_token + 1,
             lease_owner = $5
-       FROM due, messages m
-      WHERE d.destination_id = due.destination_id AND d.id = due.id AND m.id = d.message_pk
+       FROM messages m
+      WHERE d.id = ANY (ARRAY(SELECT id FROM due))
+        AND (d.destination_id, d.id) IN (SELECT destination_id, id FROM due)
+        AND m.id = d.message_pk
      RETURNING d.destination_id, d.id, d.lease_token, d.attempt_count, d.first_attempt_at, d.created_at,
                d.retry_urls, m.payload, m.type`,
     [
