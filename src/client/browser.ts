@@ -1,0 +1,59 @@
+/**
+ * `waypost/client/browser`: the same API as `waypost/client` for browsers,
+ * web workers and edge runtimes. Requests go through `fetch` (the Connect
+ * web transport); nothing here imports a Node built-in.
+ *
+ * Differences from the Node entry: `httpVersion` is ignored (the runtime's
+ * fetch chooses), and webhook signatures are checked with the asynchronous
+ * `verifyWebhookSignatureAsync` (WebCrypto) only.
+ *
+ * Note that a write key shipped to browsers is public: anyone can send
+ * calls into that source. That is the usual trade-off of client-side
+ * analytics; keep server-side sources' keys on servers.
+ */
+import type { Client } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-web";
+import type { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
+import { AnalyticsClient } from "./analytics.js";
+import {
+  obtainTransport,
+  trackingClientFor,
+  type DefaultTransportSettings,
+  type OwnedTransport,
+  type TrackingClientOptions,
+} from "./auth-transport.js";
+import { checkEndpoint, type AnalyticsOptions } from "./options.js";
+
+export * from "./public-api.js";
+
+/** The Connect web transport (JSON over fetch); it holds nothing to release. */
+function createWebTransport(settings: DefaultTransportSettings): OwnedTransport {
+  const transport = createConnectTransport({
+    baseUrl: settings.endpoint,
+    useBinaryFormat: false,
+    interceptors: settings.interceptors,
+  });
+  return { transport, release: () => {} };
+}
+
+/** The batching client, over `fetch`. See `waypost/client` for the options. */
+export class Analytics extends AnalyticsClient {
+  constructor(options: AnalyticsOptions) {
+    super(options, createWebTransport);
+  }
+}
+
+/** Same as `new Analytics(options)`. */
+export function createAnalytics(options: AnalyticsOptions): Analytics {
+  return new Analytics(options);
+}
+
+/** A Connect client for TrackingService carrying the write key, over `fetch`. */
+export function createTrackingClient(options: TrackingClientOptions): Client<typeof TrackingService> {
+  if (typeof options.writeKey !== "string" || options.writeKey === "") {
+    throw new TypeError("options.writeKey is required: the write key of a Waypost source");
+  }
+  const endpoint = checkEndpoint(options.endpoint);
+  const { transport } = obtainTransport(createWebTransport, { ...options, endpoint });
+  return trackingClientFor(transport, options.writeKey);
+}
