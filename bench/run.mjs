@@ -1,7 +1,7 @@
 // `npm run bench`: starts what it needs on loopback (a Postgres database, the
 // service as separate processes, a keep-alive sink process) and prints one
 // JSON object per line. Options:
-//   --only=ingest,burn-down,end-to-end,baselines,isolation,soak
+//   --only=ingest,burn-down,end-to-end,baselines,isolation,client,soak
 //   --quick   smaller counts and shorter steps (a smoke run, not a measurement)
 //   --soak    add a 5-minute steady run that checks rates do not decay
 import os from "node:os";
@@ -10,6 +10,7 @@ import { startSink } from "./lib/sink.mjs";
 import { report } from "./lib/stats.mjs";
 import { baselinesScenario } from "./scenarios/baselines.mjs";
 import { burnDownScenario } from "./scenarios/burn-down.mjs";
+import { clientScenario } from "./scenarios/client.mjs";
 import { endToEndScenario } from "./scenarios/end-to-end.mjs";
 import { ingestScenario } from "./scenarios/ingest.mjs";
 import { isolationScenario } from "./scenarios/isolation.mjs";
@@ -51,6 +52,7 @@ try {
   }
   if (wants("baselines")) await baselinesScenario({ db, sink, count: sizes.burnDown, concurrency: 64, waypostRate: burnDownRate });
   if (wants("isolation")) await isolationScenario({ db, sink, count: sizes.isolation });
+  if (wants("client")) await clientScenario({ db, sink, quick });
   if (Object.keys(rss).length > 0) {
     report({ scenario: "memory", peak_rss_mb: rss, max_peak_rss_mb: Math.max(...Object.values(rss)), target_mb: 300 });
   }
