@@ -1,13 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { Clock } from "../clock.js";
-import { listEnabledDestinations } from "../db/queries/source-destinations.js";
 import { storeMessages, type MessageToStore, type Queryable } from "../db/queries/store-messages.js";
 import type { Call } from "./call.js";
 import type { Metrics } from "../metrics.js";
 import { limits } from "./limits.js";
 import { buildCallPayload } from "./payload.js";
-import { isRoutedTo } from "./routing.js";
 import { validateCall } from "./validate.js";
 
 export interface RejectedCall {
@@ -47,14 +45,6 @@ export function createIngestor(options: IngestorOptions): Ingestor {
     async ingest(sourceId, calls, db = options.pool) {
       const receivedAt = options.clock.now();
       const prepared = prepareCalls(calls, receivedAt);
-      if (prepared.toStore.length > 0) {
-        const destinations = await listEnabledDestinations(db, sourceId);
-        for (const item of prepared.toStore) {
-          item.message.destinationIds = destinations
-            .filter((d) => isRoutedTo(item.call.integrations, d.name))
-            .map((d) => d.id);
-        }
-      }
       const stored = await storeMessages(
         db,
         sourceId,
@@ -111,7 +101,7 @@ function prepareCalls(calls: readonly Call[], receivedAt: Date): PreparedCalls {
     seen.add(messageId);
     toStore.push({
       call,
-      message: { messageId, type: call.type, userId: call.userId, payload, destinationIds: [] },
+      message: { messageId, type: call.type, userId: call.userId, payload, integrations: call.integrations },
     });
   });
   return { toStore, rejected, messageIds };

@@ -1,22 +1,66 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import type pg from "pg";
 
-/** A message ready to store: payload built, destinations chosen. */
+/** A message ready to store: validated, its body built. */
 export interface MessageToStore {
   messageId: string;
   type: string;
   userId: string;
   payload: string;
-  destinationIds: string[];
+  /** The call's integrations object, which routing reads. */
+  integrations: JsonObject | undefined;
 }
 
 export type Queryable = Pick<pg.Pool, "query"> | pg.PoolClient;
 
 export const deliveriesChannel = "waypost_deliveries";
 
+/** The name a call's integrations object uses for every webhook destination. */
+export const webhooksIntegrationName = "Webhooks";
+
 /**
- * Stores messages and their deliveries in one statement (so atomically),
- * skipping messageIds the source already has, and wakes the delivery loops.
- * Returns the messageIds that were new. Callers pass unique messageIds.
+ * Whether a call goes to a destination (SPEC section 3), as SQL over the
+ * call's integrations (jsonb, NULL when absent) and the destination's name.
+ * The most specific key present decides: the destination's own name, then
+ * "Webhooks", then "All"; with none of them it is delivered. Keys are case
+ * sensitive; any value but false (an options object, say) counts as on.
+ */
+export function routingCondition(integrations: string, destinationName: string): string {
+  const on = (key: string) => `${integrations} -> ${key} IS DISTINCT FROM 'false'::jsonb`;
+  return `CASE
+    WHEN ${integrations} IS NULL THEN true
+    WHEN ${integrations} ? ${destinationName} THEN ${on(destinationName)}
+    WHEN ${integrations} ? '${webhooksIntegrationName}' THEN ${on(`'${webhooksIntegrationName}'`)}
+    WHEN ${integrations} ? 'All' THEN ${on("'All'")}
+    ELSE true END`;
+}
+
+const storeStatement = `
+  WITH input AS (
+    SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[])
+      AS i(message_id, type, user_id, payload, integrations)
+  ), inserted AS (
+    INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload)
+    SELECT $1, message_id, type, nullif(user_id, ''), $2, payload FROM input
+    ON CONFLICT (source_id, message_id) DO NOTHING
+    RETURNING id, message_id
+  ), targets AS (
+    SELECT d.id, d.name FROM destination_sources ds JOIN destinations d ON d.id = ds.destination_id
+     WHERE ds.source_id = $1 AND d.enabled
+  ), queued AS (
+    INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at)
+    SELECT t.id, m.id, $1, $2, $2
+      FROM inserted m JOIN input i USING (message_id) JOIN targets t ON ${routingCondition("i.integrations", "t.name")}
+    RETURNING 1
+  )
+  SELECT (SELECT array_agg(message_id) FROM inserted) AS stored,
+         CASE WHEN EXISTS (SELECT 1 FROM queued) THEN pg_notify('${deliveriesChannel}', '') END AS notified`;
+
+/**
+ * Stores messages and routes them to the source's enabled destinations in
+ * one statement, so atomically and in one round trip, skipping messageIds
+ * the source already has, and wakes the delivery loops. Returns the
+ * messageIds that were new. Callers pass unique messageIds.
  */
 export async function storeMessages(
   db: Queryable,
@@ -25,40 +69,14 @@ export async function storeMessages(
   messages: readonly MessageToStore[],
 ): Promise<Set<string>> {
   if (messages.length === 0) return new Set();
-  const routedMessageIds: string[] = [];
-  const routedDestinationIds: string[] = [];
-  for (const message of messages) {
-    for (const destinationId of message.destinationIds) {
-      routedMessageIds.push(message.messageId);
-      routedDestinationIds.push(destinationId);
-    }
-  }
-  const result = await db.query<{ stored: string[] | null }>(
-    `WITH inserted AS (
-       INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload)
-       SELECT $1, i.message_id, i.type, nullif(i.user_id, ''), $2, i.payload
-         FROM unnest($3::text[], $4::text[], $5::text[], $6::text[]) AS i(message_id, type, user_id, payload)
-       ON CONFLICT (source_id, message_id) DO NOTHING
-       RETURNING id, message_id
-     ), queued AS (
-       INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at)
-       SELECT r.destination_id, m.id, $1, $2, $2
-         FROM unnest($7::text[], $8::uuid[]) AS r(message_id, destination_id)
-         JOIN inserted m USING (message_id)
-       RETURNING 1
-     )
-     SELECT (SELECT array_agg(message_id) FROM inserted) AS stored,
-            CASE WHEN EXISTS (SELECT 1 FROM queued) THEN pg_notify('${deliveriesChannel}', '') END AS notified`,
-    [
-      sourceId,
-      receivedAt,
-      messages.map((m) => m.messageId),
-      messages.map((m) => m.type),
-      messages.map((m) => m.userId),
-      messages.map((m) => m.payload),
-      routedMessageIds,
-      routedDestinationIds,
-    ],
-  );
+  const result = await db.query<{ stored: string[] | null }>(storeStatement, [
+    sourceId,
+    receivedAt,
+    messages.map((m) => m.messageId),
+    messages.map((m) => m.type),
+    messages.map((m) => m.userId),
+    messages.map((m) => m.payload),
+    messages.map((m) => (m.integrations ? JSON.stringify(m.integrations) : null)),
+  ]);
   return new Set(result.rows[0]?.stored ?? []);
 }
