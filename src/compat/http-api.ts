@@ -1,7 +1,21 @@
-import type { Authenticator } from "../api/auth.js";
+import { parseAuthorization, type Authenticator } from "../api/auth.js";
+import type { Call } from "../ingest/call.js";
 import type { Ingestor } from "../ingest/ingestor.js";
+import { limits } from "../ingest/limits.js";
 import type { Logger } from "../logger.js";
 import type { RouteHandler } from "../server.js";
+import {
+  ClientGoneError,
+  CompatError,
+  sendCompat,
+  sendCompatError,
+  sendPreflight,
+  setCorsHeaders,
+  type Req,
+  type Res,
+} from "./errors.js";
+import { declaredLength, discardRest, readBody, tooLarge } from "./read-body.js";
+import { parseJsonBody, parseRequest, type Endpoint, type ParsedRequest } from "./parse-message.js";
 
 export interface CompatHttpApiOptions {
   ingestor: Ingestor;
@@ -9,7 +23,175 @@ export interface CompatHttpApiOptions {
   logger: Logger;
 }
 
-/** The de facto standard tracking HTTP API (/v1/batch, /v1/track, ...). Not yet implemented (issue 5). */
-export function createCompatHttpApi(_options: CompatHttpApiOptions): RouteHandler {
-  return async () => false;
+/**
+ * Paths of the de facto standard tracking API. The one-letter paths are the
+ * ones Segment's browser library (analytics.js) posts to, /v1/b its batching
+ * mode; /v1/import is the historical name of /v1/batch.
+ */
+const endpoints = new Map<string, Endpoint>([
+  ["/v1/batch", { kind: "batch" }],
+  ["/v1/b", { kind: "batch" }],
+  ["/v1/import", { kind: "batch" }],
+  ["/v1/identify", { kind: "single", type: "identify" }],
+  ["/v1/i", { kind: "single", type: "identify" }],
+  ["/v1/track", { kind: "single", type: "track" }],
+  ["/v1/t", { kind: "single", type: "track" }],
+  ["/v1/page", { kind: "single", type: "page" }],
+  ["/v1/p", { kind: "single", type: "page" }],
+  ["/v1/screen", { kind: "single", type: "screen" }],
+  ["/v1/s", { kind: "single", type: "screen" }],
+  ["/v1/group", { kind: "single", type: "group" }],
+  ["/v1/g", { kind: "single", type: "group" }],
+  ["/v1/alias", { kind: "single", type: "alias" }],
+  ["/v1/a", { kind: "single", type: "alias" }],
+]);
+
+const allowHeader = { allow: "POST, OPTIONS" };
+
+/**
+ * The compatible HTTP API (SPEC section 2): everything under /v1/. After
+ * parsing, calls take the RPC API's path: the shared Ingestor validates,
+ * dedups, stores and routes them. Status codes and bodies: src/compat/README.md.
+ */
+export function createCompatHttpApi(options: CompatHttpApiOptions): RouteHandler {
+  return async (req, res, path) => {
+    if (path !== "/v1" && !path.startsWith("/v1/")) return false;
+    try {
+      await handle(options, req, res, path.replace(/(.)\/+$/, "$1"));
+    } catch (error) {
+      onFailure(options, req, res, error);
+    }
+    return true;
+  };
+}
+
+async function handle(options: CompatHttpApiOptions, req: Req, res: Res, path: string): Promise<void> {
+  setCorsHeaders(res);
+  const endpoint = endpoints.get(path);
+  if (!endpoint) throw new CompatError(404, "not_found", `no such endpoint: ${path.slice(0, 100)}`);
+  if (req.method === "OPTIONS") return sendPreflight(req, res);
+  if (req.method !== "POST") {
+    throw new CompatError(405, "method_not_allowed", `${String(req.method).slice(0, 20)} is not allowed here: use POST`);
+  }
+  // Refuse before reading a byte when the client says up front that it is too large.
+  if ((declaredLength(req) ?? 0) > limits.maxRequestBytes) throw tooLarge();
+  // A key in the header is checked before the body is read; a key in the body after.
+  const headerKey = parseAuthorization(headerValue(req.headers.authorization));
+  const headerSource = headerKey === undefined ? undefined : await authenticate(options, headerKey);
+  const request = parseRequest(endpoint, parseJsonBody(await readBody(req)));
+  const source = headerSource ?? (await authenticate(options, request.writeKey));
+  const answer = await submit(options.ingestor, source.id, request, endpoint.kind === "single");
+  sendCompat(res, 200, answer);
+}
+
+/**
+ * The source of a write key, or a 401. When both the Authorization header
+ * and the body carry a key, the header decides (a wrong header is not
+ * rescued by the body).
+ */
+async function authenticate(options: CompatHttpApiOptions, writeKey: string | undefined): Promise<{ id: string }> {
+  if (!writeKey) {
+    throw new CompatError(
+      401,
+      "unauthorized",
+      "missing write key: send it as the Basic auth user name (empty password) or in a writeKey field",
+    );
+  }
+  const source = await options.auth.sourceForWriteKey(writeKey);
+  if (!source) throw new CompatError(401, "unauthorized", "unknown write key");
+  return source;
+}
+
+function headerValue(value: string | string[] | undefined): string | null {
+  return typeof value === "string" ? value : null;
+}
+
+/**
+ * Answers a failed request and drops the rest of its body. Errors other than
+ * CompatError are ours: logged and answered 500, which the SDKs retry; the
+ * calls of that request were not acknowledged, so a retry loses nothing and
+ * dedup absorbs a retry of anything that did commit.
+ */
+function onFailure(options: CompatHttpApiOptions, req: Req, res: Res, error: unknown): void {
+  if (error instanceof ClientGoneError) {
+    options.logger.debug({ method: req.method, path: req.url }, error.message);
+    return;
+  }
+  if (error instanceof CompatError) {
+    sendCompatError(res, error, error.status === 405 ? allowHeader : {});
+  } else {
+    options.logger.error({ err: error, path: req.url }, "compatible API request failed");
+    sendCompatError(res, new CompatError(500, "internal", "internal error: the request was not stored, retry it"));
+  }
+  discardRest(req);
+}
+
+interface Rejection {
+  /** Position in the request's `batch` (0 for a single-message endpoint). */
+  index: number;
+  /** The field at fault, as named in JSON ("userId", "timestamp", "message"...). */
+  field: string;
+  reason: string;
+}
+
+/** The success answer: exactly `{"success":true}` when every message was accepted. */
+type SubmitAnswer = { success: true; accepted?: number; rejected?: Rejection[]; rejectedCount?: number };
+
+/**
+ * A partly rejected batch lists at most this many rejections. A 500 KB body
+ * can hold ~100,000 tiny invalid messages; listing them all would turn a small
+ * request into a response of megabytes. `rejectedCount` always has the total.
+ */
+const maxListedRejections = 100;
+
+/**
+ * Hands the parsed messages to the shared Ingestor (the same validation,
+ * dedup, storage and routing as the RPC API) and decides the answer:
+ *
+ * - everything accepted: 200 `{"success":true}`;
+ * - some accepted, some rejected: 200 with `accepted` and `rejected`: the
+ *   accepted ones are committed, so the client must not resend the batch;
+ * - everything rejected (or the single message of /v1/track etc.): a 400
+ *   CompatError naming the first problem, e.g.
+ *   `batch[2].userId: userId or anonymousId is required for track`.
+ *
+ * Resolves only after the Ingestor's statement has committed.
+ */
+async function submit(ingestor: Ingestor, sourceId: string, request: ParsedRequest, single: boolean): Promise<SubmitAnswer> {
+  const rejections = await ingestValid(ingestor, sourceId, request);
+  const total = request.messages.length;
+  if (rejections.length === 0) return { success: true };
+  const first = rejections[0]!;
+  if (single) throw new CompatError(400, "invalid_message", `${first.field}: ${first.reason}`);
+  const listed = rejections.slice(0, maxListedRejections);
+  const firstProblem = `batch[${first.index}].${first.field}: ${first.reason}`;
+  if (rejections.length === total) {
+    throw new CompatError(
+      400,
+      "invalid_message",
+      total === 1 ? firstProblem : `all ${total} messages were rejected; the first: ${firstProblem}`,
+      { rejected: listed, rejectedCount: rejections.length },
+    );
+  }
+  return { success: true, accepted: total - rejections.length, rejected: listed, rejectedCount: rejections.length };
+}
+
+/** Ingests the messages that parsed; returns every rejection by request index. */
+async function ingestValid(ingestor: Ingestor, sourceId: string, request: ParsedRequest): Promise<Rejection[]> {
+  const rejections: Rejection[] = [];
+  const valid: Array<{ call: Call; index: number }> = [];
+  request.messages.forEach((message, index) => {
+    if (message.call) valid.push({ call: message.call, index });
+    else rejections.push({ index, field: message.problem.field, reason: message.problem.reason });
+  });
+  if (valid.length > 0) {
+    const result = await ingestor.ingest(
+      sourceId,
+      valid.map((v) => v.call),
+    );
+    for (const rejected of result.rejected) {
+      rejections.push({ index: valid[rejected.index]!.index, field: rejected.field, reason: rejected.reason });
+    }
+  }
+  return rejections.sort((a, b) => a.index - b.index);
 }

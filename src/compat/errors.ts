@@ -1,0 +1,93 @@
+import type http from "node:http";
+import type http2 from "node:http2";
+import { sendJson } from "../http/operational-routes.js";
+
+export type Req = http.IncomingMessage | http2.Http2ServerRequest;
+export type Res = http.ServerResponse | http2.Http2ServerResponse;
+
+/**
+ * Machine-readable error codes of the compatible API. The body of every error
+ * is `{"success":false,"code":<one of these>,"message":<text>}`: `code` and
+ * `message` are the two keys Segment's Python library reads from an error
+ * body, so its logs show our reason instead of "unknown".
+ */
+export type CompatErrorCode =
+  | "invalid_json"
+  | "invalid_encoding"
+  | "invalid_request"
+  | "invalid_message"
+  | "unauthorized"
+  | "not_found"
+  | "method_not_allowed"
+  | "request_too_large"
+  | "unsupported_encoding"
+  | "internal";
+
+/** A request-level failure that maps to one HTTP status and error body. */
+export class CompatError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: CompatErrorCode,
+    message: string,
+    /** Extra keys for the error body (the rejected list of a batch). */
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = "CompatError";
+  }
+}
+
+/** The client went away mid-request: there is nobody to answer. */
+export class ClientGoneError extends Error {
+  constructor() {
+    super("client disconnected before the request body was complete");
+    this.name = "ClientGoneError";
+  }
+}
+
+/**
+ * Browsers (Segment's analytics.js) post to this API cross-origin. Write keys
+ * are public in browsers anyway and no cookies are involved, so any origin may
+ * read the response; without this the browser library sees a network error
+ * and sends the same batch again.
+ */
+export function setCorsHeaders(res: Res): void {
+  res.setHeader("access-control-allow-origin", "*");
+}
+
+/** Answers a CORS preflight (sent when a browser adds custom headers). */
+export function sendPreflight(req: Req, res: Res): void {
+  const requested = req.headers["access-control-request-headers"];
+  setCorsHeaders(res);
+  res.setHeader("access-control-allow-methods", "POST, OPTIONS");
+  res.setHeader(
+    "access-control-allow-headers",
+    typeof requested === "string" && requested.length <= 1024 ? requested : "Content-Type, Authorization",
+  );
+  res.setHeader("access-control-max-age", "86400");
+  res.writeHead(204);
+  res.end();
+}
+
+/**
+ * Writes a JSON answer unless the response is already gone. A client that
+ * disconnected must never turn into an exception here: the data it sent is
+ * either committed or was never acknowledged.
+ */
+export function sendCompat(res: Res, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  if (res.headersSent || res.writableEnded || isGone(res)) return;
+  try {
+    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    sendJson(res, status, body);
+  } catch {
+    // The stream closed between the check and the write (HTTP/2 resets).
+  }
+}
+
+function isGone(res: Res): boolean {
+  return "stream" in res ? res.stream.destroyed || res.stream.closed : res.destroyed;
+}
+
+export function sendCompatError(res: Res, error: CompatError, headers: Record<string, string> = {}): void {
+  sendCompat(res, error.status, { success: false, code: error.code, message: error.message, ...error.extra }, headers);
+}
