@@ -1,37 +1,79 @@
-import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
-import { TrackingService } from "../../dist/gen/waypost/v1/tracking_pb.js";
+import http2 from "node:http2";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { BatchRequestSchema, BatchResponseSchema } from "../../dist/gen/waypost/v1/tracking_pb.js";
 
-/** A TrackingService client over HTTP/2 (binary protobuf), as a server-side SDK would use it. */
+const placeholder = "@".repeat(24);
+
+/**
+ * A TrackingService client over HTTP/2 speaking the Connect protocol with
+ * binary protobuf, as a server-side SDK would. The load generator shares the
+ * machine with Postgres and the service, so it encodes one template batch
+ * once and then only writes fresh messageIds into a copy of its bytes: the
+ * server still decodes, validates and stores every call as usual.
+ */
 export function trackingClient(baseUrl, writeKey) {
-  const transport = createConnectTransport({ baseUrl, httpVersion: "2", useBinaryFormat: true });
-  const client = createClient(TrackingService, transport);
-  const headers = { authorization: `Bearer ${writeKey}` };
+  const session = http2.connect(baseUrl);
+  session.on("error", () => {});
+  const templates = new Map();
   let sequence = 0;
+
+  function template(size) {
+    let entry = templates.get(size);
+    if (entry) return entry;
+    const batch = create(BatchRequestSchema, {
+      batch: Array.from({ length: size }, (_, i) => ({
+        type: {
+          case: "track",
+          value: {
+            messageId: placeholder,
+            userId: `user-${i % 5000}`,
+            event: "Order Completed",
+            properties: { orderId: String(i), total: 42.5, currency: "EUR" },
+            context: { ip: "203.0.113.9" },
+          },
+        },
+      })),
+    });
+    const bytes = Buffer.from(toBinary(BatchRequestSchema, batch));
+    const offsets = [];
+    for (let at = bytes.indexOf(placeholder); at >= 0; at = bytes.indexOf(placeholder, at + 1)) offsets.push(at);
+    entry = { bytes, offsets };
+    templates.set(size, entry);
+    return entry;
+  }
+
   return {
     /** Sends one Batch of `size` track calls; resolves with their messageIds once acknowledged. */
-    async sendBatch(size, prefix = "c") {
-      const ids = [];
-      const batch = [];
-      for (let i = 0; i < size; i++) {
-        const messageId = `${prefix}-${process.pid}-${++sequence}`;
-        ids.push(messageId);
-        batch.push({
-          type: {
-            case: "track",
-            value: {
-              messageId,
-              userId: `user-${sequence % 5000}`,
-              event: "Order Completed",
-              properties: { orderId: String(sequence), total: 42.5, currency: "EUR" },
-              context: { ip: "203.0.113.9" },
-            },
-          },
+    sendBatch(size, prefix = "c") {
+      const { bytes, offsets } = template(size);
+      const body = Buffer.from(bytes);
+      const ids = offsets.map((at) => {
+        const id = `${prefix}-${process.pid}-${++sequence}`.padEnd(placeholder.length, "-").slice(0, placeholder.length);
+        body.write(id, at, "latin1");
+        return id;
+      });
+      return new Promise((resolve, reject) => {
+        const stream = session.request({
+          ":method": "POST",
+          ":path": "/waypost.v1.TrackingService/Batch",
+          "content-type": "application/proto",
+          authorization: `Bearer ${writeKey}`,
         });
-      }
-      const response = await client.batch({ batch }, { headers });
-      if (response.rejected.length > 0) throw new Error(`rejected: ${JSON.stringify(response.rejected[0])}`);
-      return ids;
+        const chunks = [];
+        let status = 0;
+        stream.on("response", (headers) => (status = Number(headers[":status"])));
+        stream.on("data", (chunk) => chunks.push(chunk));
+        stream.on("error", reject);
+        stream.on("end", () => {
+          const payload = Buffer.concat(chunks);
+          if (status !== 200) return reject(new Error(`Batch answered ${status}: ${payload.toString().slice(0, 200)}`));
+          const response = fromBinary(BatchResponseSchema, payload);
+          if (response.rejected.length > 0) return reject(new Error(`rejected: ${JSON.stringify(response.rejected[0])}`));
+          resolve(ids);
+        });
+        stream.end(body);
+      });
     },
+    close: () => session.close(),
   };
 }

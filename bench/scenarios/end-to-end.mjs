@@ -36,6 +36,7 @@ export async function endToEndScenario({ db, sink, stepMs, rates, latencyMs }) {
     if (!step.sustained) break;
     best = rate;
   }
+  client.close();
   const rss = service.peakRssMb();
   await service.stop();
   await pool.end();

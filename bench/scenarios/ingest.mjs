@@ -9,12 +9,13 @@ import { report, summarize } from "../lib/stats.mjs";
  * API process (deliveries are created, not sent). Baseline in the same run:
  * the same rows inserted by a bare script (unnest, no RPC, no validation).
  */
-export async function ingestScenario({ db, sink, durationMs, concurrency = 8, batchSize = 100 }) {
+export async function ingestScenario({ db, sink, durationMs, concurrency = Number(process.env.BENCH_INGEST_CONCURRENCY ?? 8), batchSize = 100 }) {
   const service = await startService(db.url, { WAYPOST_ROLE: "api" });
   const { source } = await createSourceAndDestination(service.url, `${sink.url}/ok`, { name: "ingest" });
   const client = trackingClient(service.url, source.writeKey);
   await runFor(client, 1_000, concurrency, batchSize); // warm-up: JIT, connections
   const { events, latencies, elapsedMs } = await runFor(client, durationMs, concurrency, batchSize);
+  client.close();
   const rss = service.peakRssMb();
   await service.stop();
   const baseline = await bareInsertBaseline(db.url, source.id, durationMs, batchSize);

@@ -31,6 +31,7 @@ export async function soakScenario({ db, sink, durationMs, rate = 8_000, windowM
       dead_tuples: Number(size.dead),
     });
   }
+  client.close();
   const rss = service.peakRssMb();
   await service.stop();
   await pool.end();

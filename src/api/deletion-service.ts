@@ -1,18 +1,75 @@
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type pg from "pg";
-import { DeletionService } from "../../gen/waypost/v1/deletion_pb.js";
+import {
+  DeletionRequestSchema,
+  DeletionService,
+  DeletionStatus,
+  type DeletionRequest,
+} from "../../gen/waypost/v1/deletion_pb.js";
+import { requireUserId } from "../audiences/user-id.js";
 import type { Clock } from "../clock.js";
+import { createDeletion, type DeletionInput } from "../deletion/create-deletion.js";
+import { readDeletionProgress, type DeletionProgress } from "../deletion/progress.js";
+import { notFound, requireUuid } from "./errors.js";
 
 export interface DeletionServiceOptions {
   pool: pg.Pool;
+  /** The time of the request and of its delete notifications. */
   clock: Clock;
 }
 
-/** DeletionService. Not yet implemented (issue 4). */
-export function createDeletionService(_options: DeletionServiceOptions): Partial<ServiceImpl<typeof DeletionService>> {
+/**
+ * DeletionService (SPEC section 7): forgets a user in one transaction and
+ * tells every enabled destination of the affected sources, then reports
+ * the notifications' delivery.
+ */
+export function createDeletionService(options: DeletionServiceOptions): ServiceImpl<typeof DeletionService> {
+  const { pool, clock } = options;
   return {
-    createDeletionRequest() {
-      throw new ConnectError("not implemented yet", Code.Unimplemented);
+    async createDeletionRequest(req) {
+      const input = validateInput(req.userId, req.sourceIds);
+      const created = await createDeletion({ pool, clock }, input);
+      // Read back through GetDeletionRequest's path, so both report alike
+      // (a request with no notification to send is complete at once).
+      const progress = await readDeletionProgress(pool, clock, created.id);
+      return { deletionRequest: toProto(progress!) };
+    },
+    async getDeletionRequest(req) {
+      const id = requireUuid("id", req.id);
+      const progress = await readDeletionProgress(pool, clock, id);
+      if (!progress) throw notFound("deletion request", id);
+      return { deletionRequest: toProto(progress) };
     },
   };
+}
+
+function validateInput(userId: string, rawSourceIds: readonly string[]): DeletionInput {
+  requireUserId("userId", userId);
+  const sourceIds: string[] = [];
+  const sourceIndexes: number[] = [];
+  rawSourceIds.forEach((raw, index) => {
+    const id = requireUuid(`sourceIds[${index}]`, raw);
+    if (sourceIds.includes(id)) return;
+    sourceIds.push(id);
+    sourceIndexes.push(index);
+  });
+  return { userId, sourceIds, sourceIndexes };
+}
+
+function toProto(progress: DeletionProgress): DeletionRequest {
+  const { row } = progress;
+  return create(DeletionRequestSchema, {
+    id: row.id,
+    userId: row.user_id,
+    sourceIds: row.source_ids,
+    status: progress.completedAt ? DeletionStatus.COMPLETED : DeletionStatus.IN_PROGRESS,
+    messagesDeleted: BigInt(row.messages_deleted),
+    notificationsTotal: BigInt(row.notifications_total),
+    notificationsDelivered: BigInt(progress.delivered),
+    notificationsFailed: BigInt(progress.failed),
+    createTime: timestampFromDate(row.created_at),
+    ...(progress.completedAt ? { completeTime: timestampFromDate(progress.completedAt) } : {}),
+  });
 }

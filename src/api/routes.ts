@@ -67,7 +67,7 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
       router.service(DeliveryService, createDeliveryService({ pool: options.pool, clock: options.clock }));
       router.service(
         AudienceService,
-        createAudienceService({ pool: options.pool, clock: options.clock, ingestor: options.ingestor }),
+        createAudienceService({ pool: options.pool, clock: options.clock }),
       );
       router.service(DeletionService, createDeletionService({ pool: options.pool, clock: options.clock }));
     },

@@ -5,8 +5,12 @@ import type { Logger } from "../logger.js";
 export interface CompletionWriterOptions {
   pool: pg.Pool;
   logger: Logger;
-  /** Called with the completions that were written (their lease still held). */
-  onWritten?: (completions: DeliveryCompletion[]) => void;
+  /**
+   * Called with the completions that were written (their lease still held)
+   * and those that were not: the delivery was cancelled, expired, replayed
+   * or taken over by another process meanwhile.
+   */
+  onWritten?: (written: DeliveryCompletion[], stale: DeliveryCompletion[]) => void;
   /** Flush at once at this many; otherwise after `delayMs`. */
   batchSize?: number;
   delayMs?: number;
@@ -51,7 +55,10 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
         try {
           const written = await completeDeliveries(options.pool, batch);
           buffer = buffer.slice(batch.length);
-          options.onWritten?.(batch.filter((c) => written.has(c.id)));
+          options.onWritten?.(
+            batch.filter((c) => written.has(c.id)),
+            batch.filter((c) => !written.has(c.id)),
+          );
         } catch (error) {
           options.logger.error({ err: error, count: batch.length }, "writing delivery results failed; retrying");
           await new Promise((resolve) => setTimeout(resolve, 500));

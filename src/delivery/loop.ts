@@ -44,7 +44,10 @@ export interface DeliveryLoop {
   stop(): Promise<void>;
   /** Claim now (after a clock change in tests, or a NOTIFY). */
   poke(): void;
-  /** "completed": DeliveryCompletion[] after each batch is written. */
+  /**
+   * "completed": DeliveryCompletion[] after each batch is written; "stale":
+   * results not written because the delivery's lease had moved on.
+   */
   readonly events: EventEmitter;
 }
 
@@ -82,9 +85,13 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
   const writer = createCompletionWriter({
     pool,
     logger,
-    onWritten: (written) => {
+    onWritten: (written, stale) => {
       for (const c of written) if (c.attempted) metrics?.deliveriesFinished.inc({ destination_id: c.destinationId, status: c.status });
       if (written.length > 0) events.emit("completed", written);
+      if (stale.length > 0) {
+        logger.info({ count: stale.length }, "delivery results dropped: their deliveries changed hands or state meanwhile");
+        events.emit("stale", stale);
+      }
     },
   });
 

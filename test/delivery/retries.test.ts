@@ -186,3 +186,16 @@ test("paused deliveries still expire at the retry deadline", async () => {
   expect(expired).toBeGreaterThanOrEqual(1);
   expect((await deliveryOf(messageId)).status).toBe("expired");
 });
+
+test("a delivery cancelled while its request is in flight stays cancelled", async () => {
+  let release: () => void = () => {};
+  const answer = new Promise<void>((resolve) => (release = resolve));
+  const { client, destination, receivers: [r] } = await setup(() => ({ status: 200, after: answer }));
+  const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
+  await r!.waitForRequests(1);
+  await server.destinations.deleteDestination({ id: destination.id });
+  const stale = new Promise((resolve) => server.waypost.delivery!.events.once("stale", resolve));
+  release();
+  await stale;
+  expect((await deliveryOf(messageId)).status).toBe("cancelled");
+});

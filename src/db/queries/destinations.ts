@@ -59,10 +59,13 @@ export async function replaceDestinationSources(db: Queryable, destinationId: st
   }
 }
 
-/** Cancels a destination's unfinished deliveries (it is being deleted). */
+/**
+ * Cancels a destination's unfinished deliveries (it is being deleted). The
+ * lease token moves on, so an attempt still in flight cannot overwrite it.
+ */
 export async function cancelPendingDeliveries(db: Queryable, destinationId: string, now: Date): Promise<number> {
   const result = await db.query(
-    `UPDATE deliveries SET status = 'cancelled', finalized_at = $2, lease_owner = NULL
+    `UPDATE deliveries SET status = 'cancelled', finalized_at = $2, lease_owner = NULL, lease_token = lease_token + 1
       WHERE destination_id = $1 AND status IN ('pending', 'retrying')`,
     [destinationId, now],
   );

@@ -1,0 +1,68 @@
+import type pg from "pg";
+
+/**
+ * The staging table of one sync: a session TEMP table on the connection the
+ * sync holds. Temp tables are not WAL-logged and live in the backend's own
+ * buffers (spilling to disk), no other session sees them, and a crashed
+ * process leaves nothing behind: Postgres drops them with the session.
+ *
+ * user_id is the primary key, so a user listed twice (in one chunk or across
+ * chunks) counts once, and the diff can merge-join it with audience_members.
+ */
+export const stageTable = "pg_temp.waypost_audience_stage";
+
+export async function createStage(client: pg.PoolClient): Promise<void> {
+  // A stage left by an earlier sync whose cleanup failed would make CREATE
+  // fail; such connections are destroyed, but this costs nothing.
+  await client.query(`DROP TABLE IF EXISTS ${stageTable}`);
+  await client.query(
+    `CREATE TEMP TABLE waypost_audience_stage (
+       user_id text PRIMARY KEY,
+       -- The trait value's JSON text, exactly as the identify call carries it.
+       value_text text NOT NULL
+     )`,
+  );
+}
+
+/**
+ * Adds one chunk with a single INSERT ... SELECT FROM unnest: one round trip
+ * and one plan per chunk, whatever its size. `valueTexts` undefined means an
+ * audience: every member's value is `true`. Within one chunk the caller has
+ * already kept only the last value per user (ON CONFLICT DO UPDATE may not
+ * touch a row twice in one statement); across chunks the later value wins.
+ */
+export async function stageChunk(
+  client: pg.PoolClient,
+  userIds: readonly string[],
+  valueTexts: readonly string[] | undefined,
+): Promise<void> {
+  if (userIds.length === 0) return;
+  if (valueTexts === undefined) {
+    await client.query(
+      `INSERT INTO ${stageTable} (user_id, value_text)
+       SELECT u, 'true' FROM unnest($1::text[]) AS u
+       ON CONFLICT (user_id) DO NOTHING`,
+      [userIds],
+    );
+    return;
+  }
+  await client.query(
+    `INSERT INTO ${stageTable} (user_id, value_text)
+     SELECT u, v FROM unnest($1::text[], $2::text[]) AS s(u, v)
+     ON CONFLICT (user_id) DO UPDATE SET value_text = EXCLUDED.value_text`,
+    [userIds, valueTexts],
+  );
+}
+
+/**
+ * Gives the planner real statistics before the diff: autovacuum never
+ * analyses temp tables, and a million rows estimated as a few hundred would
+ * get a nested-loop plan.
+ */
+export async function analyzeStage(client: pg.PoolClient): Promise<void> {
+  await client.query(`ANALYZE ${stageTable}`);
+}
+
+export async function dropStage(client: pg.PoolClient): Promise<void> {
+  await client.query(`DROP TABLE IF EXISTS ${stageTable}`);
+}

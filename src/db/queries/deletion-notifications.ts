@@ -1,0 +1,47 @@
+import { deliveriesChannel, type Queryable } from "./store-messages.js";
+
+export interface QueueNotificationsOptions {
+  deletionRequestId: string;
+  sourceIds: readonly string[];
+  userId: string;
+  /** The delete notification body (buildDeletePayload), the same for every source. */
+  payload: string;
+  at: Date;
+}
+
+/**
+ * Stores one delete message per affected source that has an enabled
+ * destination, one delivery per enabled destination of that source, and
+ * links the messages to the deletion request, in one statement. The
+ * delivery loop sends them like any message (signed, retried, logged).
+ * Every enabled destination is told, whatever integrations earlier calls
+ * carried: a deletion concerns all the data a destination may have got.
+ * Returns the number of deliveries (notifications) queued.
+ */
+export async function queueDeleteNotifications(db: Queryable, options: QueueNotificationsOptions): Promise<number> {
+  if (options.sourceIds.length === 0) return 0;
+  const result = await db.query<{ notifications: string }>(
+    `WITH targets AS (
+       SELECT ds.source_id, d.id AS destination_id
+         FROM destination_sources ds JOIN destinations d ON d.id = ds.destination_id
+        WHERE ds.source_id = ANY($1::uuid[]) AND d.enabled
+     ), inserted AS (
+       INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload)
+       SELECT s.source_id, gen_random_uuid()::text, 'delete', $2, $3, $4
+         FROM (SELECT DISTINCT source_id FROM targets) s
+       RETURNING id, source_id
+     ), queued AS (
+       INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at)
+       SELECT t.destination_id, i.id, i.source_id, $3, $3
+         FROM inserted i JOIN targets t ON t.source_id = i.source_id
+       RETURNING 1
+     ), linked AS (
+       INSERT INTO deletion_request_messages (deletion_request_id, message_pk)
+       SELECT $5, id FROM inserted
+     )
+     SELECT (SELECT count(*) FROM queued) AS notifications,
+            CASE WHEN EXISTS (SELECT 1 FROM queued) THEN pg_notify('${deliveriesChannel}', '') END AS notified`,
+    [options.sourceIds, options.userId, options.at, options.payload, options.deletionRequestId],
+  );
+  return Number(result.rows[0]?.notifications ?? 0);
+}

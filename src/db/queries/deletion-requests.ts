@@ -1,0 +1,91 @@
+import type { Queryable } from "./store-messages.js";
+
+export interface DeletionRequestRow {
+  id: string;
+  user_id: string;
+  source_ids: string[];
+  /** bigint columns come back as strings. */
+  messages_deleted: string;
+  notifications_total: string;
+  created_at: Date;
+  completed_at: Date | null;
+  notifications_delivered: string | null;
+  notifications_failed: string | null;
+}
+
+/** The current state of a request's notifications, from their deliveries. */
+export interface NotificationProgress {
+  delivered: number;
+  /** Failed, expired or cancelled: final without having arrived. */
+  failed: number;
+  /** Pending or retrying. */
+  open: number;
+  /** When the last one became final (null when none is). */
+  lastFinalizedAt: Date | null;
+}
+
+const columns = `id, user_id, source_ids, messages_deleted, notifications_total, created_at, completed_at,
+  notifications_delivered, notifications_failed`;
+
+export async function insertDeletionRequest(
+  db: Queryable,
+  request: { id: string; userId: string; sourceIds: readonly string[]; messagesDeleted: number; createdAt: Date },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO deletion_requests (id, user_id, source_ids, messages_deleted, notifications_total, created_at)
+     VALUES ($1, $2, $3::uuid[], $4, 0, $5)`,
+    [request.id, request.userId, request.sourceIds, request.messagesDeleted, request.createdAt],
+  );
+}
+
+export async function setNotificationsTotal(db: Queryable, id: string, total: number): Promise<void> {
+  await db.query("UPDATE deletion_requests SET notifications_total = $2 WHERE id = $1", [id, total]);
+}
+
+export async function selectDeletionRequest(db: Queryable, id: string): Promise<DeletionRequestRow | undefined> {
+  const result = await db.query<DeletionRequestRow>(`SELECT ${columns} FROM deletion_requests WHERE id = $1`, [id]);
+  return result.rows[0];
+}
+
+/** Counts the request's notification deliveries by status (through deliveries_message_idx). */
+export async function selectNotificationProgress(db: Queryable, id: string): Promise<NotificationProgress> {
+  const result = await db.query<{ delivered: string; failed: string; open: string; last_final: Date | null }>(
+    `SELECT count(*) FILTER (WHERE d.status = 'delivered') AS delivered,
+            count(*) FILTER (WHERE d.status IN ('failed', 'expired', 'cancelled')) AS failed,
+            count(*) FILTER (WHERE d.status IN ('pending', 'retrying')) AS open,
+            max(d.finalized_at) AS last_final
+       FROM deletion_request_messages l
+       JOIN deliveries d ON d.message_pk = l.message_pk
+      WHERE l.deletion_request_id = $1`,
+    [id],
+  );
+  const row = result.rows[0]!;
+  return {
+    delivered: Number(row.delivered),
+    failed: Number(row.failed),
+    open: Number(row.open),
+    lastFinalizedAt: row.last_final,
+  };
+}
+
+/**
+ * Freezes the final figures the first time completion is observed, so they
+ * survive the retention purge of the notifications. Idempotent: a request
+ * already completed keeps its first figures. Returns the stored row.
+ */
+export async function markCompleted(
+  db: Queryable,
+  id: string,
+  figures: { completedAt: Date; delivered: number; failed: number },
+): Promise<DeletionRequestRow | undefined> {
+  const result = await db.query<DeletionRequestRow>(
+    `UPDATE deletion_requests
+        SET completed_at = coalesce(completed_at, $2),
+            notifications_delivered = coalesce(notifications_delivered, $3),
+            notifications_failed = coalesce(notifications_failed, $4)
+      WHERE id = $1
+      RETURNING ${columns}`,
+    [id, figures.completedAt, figures.delivered, figures.failed],
+  );
+  return result.rows[0];
+}

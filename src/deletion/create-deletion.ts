@@ -1,0 +1,69 @@
+import { randomUUID } from "node:crypto";
+import type pg from "pg";
+import { invalidArgument } from "../api/errors.js";
+import type { Clock } from "../clock.js";
+import { withTransaction } from "../db/pool.js";
+import { queueDeleteNotifications } from "../db/queries/deletion-notifications.js";
+import { insertDeletionRequest, setNotificationsTotal } from "../db/queries/deletion-requests.js";
+import { deleteUserAudienceState, deleteUserMessages, lockAffectedSources } from "../db/queries/deletion-user-data.js";
+import { buildDeletePayload } from "../ingest/payload.js";
+
+export interface CreateDeletionOptions {
+  pool: pg.Pool;
+  clock: Clock;
+}
+
+export interface DeletionInput {
+  /** Validated. */
+  userId: string;
+  /** Validated, lower-case, unique; empty means every source. */
+  sourceIds: string[];
+  /** The position of each id in the request, for error messages (`sourceIds[2]`). */
+  sourceIndexes: number[];
+}
+
+export interface CreatedDeletion {
+  id: string;
+  sourceIds: string[];
+  messagesDeleted: number;
+  membershipsDeleted: number;
+  notificationsTotal: number;
+  createdAt: Date;
+}
+
+/**
+ * Carries out a deletion request in ONE transaction, so either all of it
+ * happens or none of it:
+ * 1. the affected sources are resolved and locked against deletion;
+ * 2. the user's stored messages go, with their deliveries (undelivered and
+ *    history) and attempts;
+ * 3. the user's audience memberships and computed-trait values go;
+ * 4. the request is recorded;
+ * 5. one delete notification per affected source with an enabled
+ *    destination is stored, with one delivery per enabled destination,
+ *    linked to the request; the delivery loop is woken at commit.
+ * Steps 2 and 3 come before 5, so the new notifications are never deleted.
+ */
+export async function createDeletion(options: CreateDeletionOptions, input: DeletionInput): Promise<CreatedDeletion> {
+  const id = randomUUID();
+  return withTransaction(options.pool, async (tx) => {
+    const { found, missing } = await lockAffectedSources(tx, input.sourceIds);
+    if (missing.length > 0) {
+      const index = input.sourceIndexes[input.sourceIds.indexOf(missing[0]!)]!;
+      throw invalidArgument(`sourceIds[${index}]`, `unknown source ${JSON.stringify(missing[0])}`);
+    }
+    const createdAt = options.clock.now();
+    const messagesDeleted = await deleteUserMessages(tx, found, input.userId);
+    const membershipsDeleted = await deleteUserAudienceState(tx, found, input.userId);
+    await insertDeletionRequest(tx, { id, userId: input.userId, sourceIds: found, messagesDeleted, createdAt });
+    const notificationsTotal = await queueDeleteNotifications(tx, {
+      deletionRequestId: id,
+      sourceIds: found,
+      userId: input.userId,
+      payload: buildDeletePayload(input.userId, createdAt),
+      at: createdAt,
+    });
+    await setNotificationsTotal(tx, id, notificationsTotal);
+    return { id, sourceIds: found, messagesDeleted, membershipsDeleted, notificationsTotal, createdAt };
+  });
+}
