@@ -48,9 +48,10 @@ CREATE INDEX messages_received_brin ON messages USING brin (received_at);
 
 CREATE TYPE delivery_status AS ENUM ('pending', 'retrying', 'delivered', 'failed', 'expired', 'cancelled');
 
--- The job table. A due job has status pending or retrying and run_at <= now.
--- A claim moves run_at to the end of the lease, so a job whose worker died
--- becomes due again by itself; lease_token fences late completions.
+-- The job table. A due job has status pending or retrying, run_at <= now and
+-- no live lease. A claim sets leased_until, a column no index covers, so
+-- the claim is a HOT update (no index writes); a job whose worker died is
+-- due again once leased_until passes. lease_token fences late completions.
 CREATE TABLE deliveries (
   id bigint GENERATED ALWAYS AS IDENTITY,
   destination_id uuid NOT NULL,
@@ -61,6 +62,7 @@ CREATE TABLE deliveries (
   created_at timestamptz NOT NULL,
   attempt_count integer NOT NULL DEFAULT 0 CHECK (attempt_count >= 0),
   lease_token integer NOT NULL DEFAULT 0,
+  leased_until timestamptz,
   lease_owner text,
   first_attempt_at timestamptz,
   finalized_at timestamptz,
@@ -77,7 +79,8 @@ CREATE TABLE deliveries (
   autovacuum_vacuum_cost_delay = 0,
   autovacuum_analyze_scale_factor = 0.02
 );
--- Exactly the claim query's predicate and order.
+-- Exactly the claim query's predicate and order (the lease is checked on the
+-- few leased rows at its head).
 CREATE INDEX deliveries_due_idx ON deliveries (run_at) WHERE status IN ('pending', 'retrying');
 CREATE INDEX deliveries_id_idx ON deliveries (id);
 CREATE INDEX deliveries_message_idx ON deliveries (message_pk);

@@ -31,11 +31,11 @@ export interface ClaimOptions {
  * deliveries do not pile up (and outlive their lease) in one process.
  *
  * SKIP LOCKED lets many processes claim at once without waiting on each
- * other; the lease is run_at itself, moved to the end of the lease, so a
- * delivery whose process died becomes due again without any sweeper. The
- * candidate scan follows deliveries_due_idx exactly (status IN (...) ORDER
- * BY run_at); the locked rows are re-checked, as another process may have
- * taken them between the scan and the lock.
+ * other. The lease is leased_until, which no index covers, so claiming is a
+ * HOT update; a delivery whose process died becomes due again when it
+ * passes, without any sweeper. The candidate scan follows deliveries_due_idx
+ * exactly (status IN (...) ORDER BY run_at); the locked rows are re-checked,
+ * as another process may have taken them between the scan and the lock.
  */
 export async function claimDeliveries(db: Queryable, options: ClaimOptions): Promise<ClaimedDelivery[]> {
   const result = await db.query<{
@@ -56,6 +56,7 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
               row_number() OVER (PARTITION BY c.destination_id ORDER BY c.run_at) AS rank
          FROM (SELECT destination_id, id, run_at FROM deliveries
                 WHERE status IN ('pending', 'retrying') AND run_at <= $1
+                  AND (leased_until IS NULL OR leased_until <= $1)
                   AND destination_id IN (SELECT id FROM destinations WHERE enabled)
                   AND destination_id NOT IN (SELECT destination_id FROM room WHERE free <= 0)
                 ORDER BY run_at
@@ -70,10 +71,11 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
        SELECT d.destination_id, d.id FROM deliveries d
         WHERE d.id = ANY (ARRAY(SELECT id FROM chosen))
           AND d.status IN ('pending', 'retrying') AND d.run_at <= $1
+          AND (d.leased_until IS NULL OR d.leased_until <= $1)
         FOR UPDATE OF d SKIP LOCKED
      )
      UPDATE deliveries d
-        SET run_at = $1::timestamptz + make_interval(secs => $4::double precision / 1000),
+        SET leased_until = $1::timestamptz + make_interval(secs => $4::double precision / 1000),
             lease_token = d.lease_token + 1,
             lease_owner = $5
        FROM messages m

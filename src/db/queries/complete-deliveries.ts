@@ -38,6 +38,7 @@ export async function completeDeliveries(db: Queryable, completions: readonly De
        UPDATE deliveries d
           SET status = c.status,
               run_at = c.run_at,
+              leased_until = NULL,
               finalized_at = c.finalized_at,
               attempt_count = d.attempt_count + CASE WHEN c.attempted THEN 1 ELSE 0 END,
               first_attempt_at = CASE WHEN c.attempted THEN coalesce(d.first_attempt_at, c.attempted_at)

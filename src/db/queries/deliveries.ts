@@ -75,7 +75,7 @@ export async function replayDelivery(db: Queryable, destinationId: string, id: s
   const result = await db.query(
     `WITH replayed AS (
        UPDATE deliveries SET status = 'retrying', run_at = $3, finalized_at = NULL, first_attempt_at = NULL,
-                             retry_urls = NULL, lease_token = lease_token + 1, lease_owner = NULL
+                             retry_urls = NULL, lease_token = lease_token + 1, lease_owner = NULL, leased_until = NULL
         WHERE destination_id = $1 AND id = $2 AND status IN ('failed', 'expired', 'retrying')
         RETURNING 1
      )

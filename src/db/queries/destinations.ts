@@ -65,7 +65,7 @@ export async function replaceDestinationSources(db: Queryable, destinationId: st
  */
 export async function cancelPendingDeliveries(db: Queryable, destinationId: string, now: Date): Promise<number> {
   const result = await db.query(
-    `UPDATE deliveries SET status = 'cancelled', finalized_at = $2, lease_owner = NULL, lease_token = lease_token + 1
+    `UPDATE deliveries SET status = 'cancelled', finalized_at = $2, lease_owner = NULL, leased_until = NULL, lease_token = lease_token + 1
       WHERE destination_id = $1 AND status IN ('pending', 'retrying')`,
     [destinationId, now],
   );

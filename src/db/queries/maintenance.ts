@@ -8,7 +8,7 @@ import type { Queryable } from "./store-messages.js";
  */
 export async function expirePausedDeliveries(db: Queryable, now: Date, deadlineMs: number): Promise<number> {
   const result = await db.query(
-    `UPDATE deliveries SET status = 'expired', finalized_at = $1, lease_owner = NULL, lease_token = lease_token + 1
+    `UPDATE deliveries SET status = 'expired', finalized_at = $1, lease_owner = NULL, leased_until = NULL, lease_token = lease_token + 1
       WHERE status IN ('pending', 'retrying')
         AND destination_id IN (SELECT id FROM destinations WHERE NOT enabled)
         AND coalesce(first_attempt_at, created_at) < $1::timestamptz - make_interval(secs => $2::double precision / 1000)`,
