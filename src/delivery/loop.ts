@@ -16,6 +16,7 @@ import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import { createAddressGuard } from "./address-guard.js";
 import { createCompletionWriter } from "./completion-writer.js";
+import { createDeliveryMetrics } from "./delivery-metrics.js";
 import { createHttpClient } from "./http-client.js";
 import { createWakeup } from "./wakeup.js";
 import { decideCompletion, prepareDelivery, releaseCompletion, sendAll } from "./stages.js";
@@ -63,7 +64,8 @@ interface DestinationSlots {
  * out of the next claims.
  */
 export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
-  const { pool, config, clock, logger, metrics } = options;
+  const { pool, config, clock, logger } = options;
+  const metrics = createDeliveryMetrics(options.metrics);
   const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   const maxClaim = options.maxClaim ?? 500;
   const dispatcher =
@@ -86,7 +88,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     pool,
     logger,
     onWritten: (written, stale) => {
-      for (const c of written) if (c.attempted) metrics?.deliveriesFinished.inc({ destination_id: c.destinationId, status: c.status });
+      for (const c of written) if (c.attempted) metrics.finished(c.destinationId, c.status);
       if (written.length > 0) events.emit("completed", written);
       if (stale.length > 0) {
         logger.info({ count: stale.length }, "delivery results dropped: their deliveries changed hands or state meanwhile");
@@ -138,7 +140,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
 
   function enqueue(job: ClaimedDelivery, destination: DestinationConfigRow | undefined) {
     queued++;
-    metrics?.deliveriesInFlight.inc();
+    metrics.inFlight(1);
     const entry = slotsOf(job.destinationId);
     if (entry.inFlight < config.perDestinationConcurrency) start(job, destination, entry);
     else entry.waiting.push({ job, destination });
@@ -150,7 +152,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       active.delete(work);
       entry.inFlight--;
       queued--;
-      metrics?.deliveriesInFlight.dec();
+      metrics.inFlight(-1);
       const next = entry.waiting.shift();
       if (next) start(next.job, next.destination, entry);
       else if (entry.inFlight === 0) slots.delete(job.destinationId);
@@ -170,10 +172,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
         return;
       }
       const results = await sendAll(preparation.requests, { dispatcher, guard, timeoutMs: config.timeoutMs, now: () => clock.now() });
-      for (const r of results) {
-        metrics?.attempts.inc({ destination_id: job.destinationId, outcome: r.outcome });
-        if (r.outcome !== "abandoned") metrics?.attemptLatency.observe({ destination_id: job.destinationId }, r.latencyMs / 1000);
-      }
+      metrics.attempted(job.destinationId, results);
       writer.add(decideCompletion(job, results, clock.now(), config.retry, options.random));
     } catch (error) {
       // A bug here must not lose the delivery: hand it back for another try.
@@ -209,7 +208,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       for (const entry of slots.values()) {
         for (const { job } of entry.waiting.splice(0)) {
           queued--;
-          metrics?.deliveriesInFlight.dec();
+          metrics.inFlight(-1);
           writer.add(releaseCompletion(job, clock.now(), "release"));
         }
       }

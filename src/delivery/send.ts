@@ -21,6 +21,8 @@ export interface AttemptResult {
 export interface WebhookRequest {
   urlIndex: number;
   url: string;
+  /** `url`, parsed. */
+  target: URL;
   headers: Record<string, string>;
   body: string;
 }
@@ -52,7 +54,7 @@ export async function sendWebhook(request: WebhookRequest, ctx: SendContext): Pr
     latencyMs: Math.round(performance.now() - started),
     ...fields,
   });
-  const url = new URL(request.url);
+  const url = request.target;
   const refused = refuseLiteralAddress(ctx.guard, url);
   if (refused) return result({ outcome: "permanent", error: refused });
   try {
@@ -130,22 +132,26 @@ function errorCode(error: unknown): string | undefined {
 }
 
 /** Keeps the first KB for the attempt log; drains a little more so the connection is reused. */
-async function readSome(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
-  const chunks: Buffer[] = [];
-  let kept = 0;
-  let seen = 0;
-  for await (const chunk of body) {
-    seen += chunk.length;
-    if (kept < maxRecordedBody) {
-      chunks.push(chunk.subarray(0, maxRecordedBody - kept));
-      kept += Math.min(chunk.length, maxRecordedBody - kept);
-    }
-    if (seen > maxDrainedBody) {
-      body.destroy();
-      break;
-    }
-  }
-  return withoutNul(Buffer.concat(chunks).toString("utf8"));
+function readSome(body: NodeJS.ReadableStream & { destroy(): void }): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let kept = 0;
+    let seen = 0;
+    const done = () => resolve(withoutNul(Buffer.concat(chunks).toString("utf8")));
+    body.on("data", (chunk: Buffer) => {
+      seen += chunk.length;
+      if (kept < maxRecordedBody) {
+        chunks.push(chunk.subarray(0, maxRecordedBody - kept));
+        kept += Math.min(chunk.length, maxRecordedBody - kept);
+      }
+      if (seen > maxDrainedBody) {
+        body.destroy();
+        done();
+      }
+    });
+    body.on("end", done);
+    body.on("error", (error) => (seen > maxDrainedBody ? done() : reject(error)));
+  });
 }
 
 /** Postgres text cannot hold NUL, and a response body may contain anything. */

@@ -13,6 +13,31 @@ export type Preparation =
   | { kind: "cancel"; reason: string }
   | { kind: "release"; reason: string };
 
+type Webhook = DestinationConfigRow["webhooks"][number];
+
+/** What every request to one webhook shares: parsed once per claimed batch. */
+interface WebhookTarget {
+  url: URL;
+  headers: Record<string, string>;
+}
+
+// Keyed by the webhook objects of one claim's destination rows, which are
+// read fresh for every claim: settings changes are seen, and entries go
+// with their rows.
+const targets = new WeakMap<Webhook, WebhookTarget>();
+
+function targetOf(webhook: Webhook): WebhookTarget {
+  let target = targets.get(webhook);
+  if (!target) {
+    target = {
+      url: new URL(webhook.url),
+      headers: { ...webhook.headers, "user-agent": userAgent, "content-type": "application/json" },
+    };
+    targets.set(webhook, target);
+  }
+  return target;
+}
+
 /**
  * Stage 1, prepare: the requests to send. The body is the stored payload,
  * byte for byte; the signature is computed over exactly those bytes.
@@ -21,24 +46,20 @@ export function prepareDelivery(job: ClaimedDelivery, destination: DestinationCo
   if (!destination) return { kind: "cancel", reason: "destination deleted" };
   if (!destination.enabled) return { kind: "release", reason: "destination disabled" };
   const signature = destination.shared_secret ? signPayload(destination.shared_secret, job.payload) : undefined;
-  let targets = destination.webhooks.map((webhook, urlIndex) => ({ webhook, urlIndex }));
   // A retry goes only to the URLs that failed retryably. If the settings
   // changed so that none of them is configured any more, every URL is tried.
-  if (job.retryUrls) {
-    const retrying = targets.filter((t) => job.retryUrls!.includes(t.webhook.url));
-    if (retrying.length > 0) targets = retrying;
-  }
-  const requests = targets.map(({ webhook, urlIndex }) => ({
-    urlIndex,
-    url: webhook.url,
-    body: job.payload,
-    headers: {
-      ...webhook.headers,
-      "user-agent": userAgent,
-      "content-type": "application/json",
-      ...(signature ? { "x-signature": signature } : {}),
-    },
-  }));
+  const retrying = job.retryUrls ? destination.webhooks.filter((w) => job.retryUrls!.includes(w.url)) : [];
+  const chosen = retrying.length > 0 ? retrying : destination.webhooks;
+  const requests = chosen.map((webhook) => {
+    const target = targetOf(webhook);
+    return {
+      urlIndex: destination.webhooks.indexOf(webhook),
+      url: webhook.url,
+      target: target.url,
+      body: job.payload,
+      headers: signature ? { ...target.headers, "x-signature": signature } : target.headers,
+    };
+  });
   return { kind: "send", requests };
 }
 
