@@ -5,7 +5,7 @@
 //   --quick   smaller counts and shorter steps (a smoke run, not a measurement)
 //   --soak    add a 5-minute steady run that checks rates do not decay
 import os from "node:os";
-import { openDatabase } from "./lib/postgres.mjs";
+import { openPostgres } from "./lib/postgres.mjs";
 import { startSink } from "./lib/sink.mjs";
 import { report } from "./lib/stats.mjs";
 import { baselinesScenario } from "./scenarios/baselines.mjs";
@@ -26,39 +26,51 @@ const sizes = quick
   ? { durationMs: 3_000, burnDown: 20_000, stepMs: 3_000, rates: [2_000, 5_000, 10_000], latencyMs: 3_000, isolation: 10_000, soakMs: 30_000 }
   : { durationMs: 10_000, burnDown: 200_000, stepMs: 8_000, rates: [2_000, 5_000, 8_000, 10_000, 12_000, 15_000, 20_000], latencyMs: 10_000, isolation: 50_000, soakMs: 300_000 };
 
-const db = await openDatabase();
+const postgres = await openPostgres();
 const sink = await startSink();
+/** Runs a scenario on a database of its own. */
+async function inFreshDatabase(fn) {
+  const db = await postgres.createDatabase();
+  try {
+    return await fn(db);
+  } finally {
+    await db.drop();
+  }
+}
 report({
   scenario: "environment",
   cpus: os.cpus().length,
   cpu_model: os.cpus()[0]?.model,
   memory_gb: Math.round(os.totalmem() / 2 ** 30),
   node: process.version,
-  postgres: db.postgresVersion,
-  postgres_embedded: db.embedded,
+  postgres: postgres.postgresVersion,
+  postgres_embedded: postgres.embedded,
   quick,
 });
 const rss = {};
 let burnDownRate;
 try {
-  if (wants("ingest")) rss.ingest = (await ingestScenario({ db, sink, durationMs: sizes.durationMs })).rss;
+  if (wants("ingest")) rss.ingest = (await inFreshDatabase((db) => ingestScenario({ db, sink, durationMs: sizes.durationMs }))).rss;
   if (wants("burn-down") || wants("baselines")) {
-    const result = await burnDownScenario({ db, sink, count: sizes.burnDown });
+    const result = await inFreshDatabase((db) => burnDownScenario({ db, sink, count: sizes.burnDown }));
     burnDownRate = result.rate;
     rss.burn_down = result.rss;
   }
   if (wants("end-to-end")) {
-    rss.end_to_end = (await endToEndScenario({ db, sink, stepMs: sizes.stepMs, rates: sizes.rates, latencyMs: sizes.latencyMs })).rss;
+    const { stepMs, rates, latencyMs } = sizes;
+    rss.end_to_end = (await inFreshDatabase((db) => endToEndScenario({ db, sink, stepMs, rates, latencyMs }))).rss;
   }
-  if (wants("baselines")) await baselinesScenario({ db, sink, count: sizes.burnDown, concurrency: 64, waypostRate: burnDownRate });
-  if (wants("isolation")) await isolationScenario({ db, sink, count: sizes.isolation });
-  if (wants("client")) await clientScenario({ db, sink, quick });
+  if (wants("baselines")) {
+    await inFreshDatabase((db) => baselinesScenario({ db, sink, count: sizes.burnDown, concurrency: 64, waypostRate: burnDownRate }));
+  }
+  if (wants("isolation")) await inFreshDatabase((db) => isolationScenario({ db, sink, count: sizes.isolation }));
+  if (wants("client")) await inFreshDatabase((db) => clientScenario({ db, sink, quick }));
   if (Object.keys(rss).length > 0) {
     report({ scenario: "memory", peak_rss_mb: rss, max_peak_rss_mb: Math.max(...Object.values(rss)), target_mb: 300 });
   }
-  if (wants("soak")) await soakScenario({ db, sink, durationMs: sizes.soakMs });
+  if (wants("soak")) await inFreshDatabase((db) => soakScenario({ db, sink, durationMs: sizes.soakMs }));
 } finally {
   await sink.close();
-  await db.drop();
+  await postgres.close();
 }
 process.exit(0);

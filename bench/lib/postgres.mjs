@@ -1,12 +1,13 @@
-// The benchmark's Postgres: a fresh database on DATABASE_URL's server, or an
-// embedded Postgres when DATABASE_URL is unset (as `npm start` would use).
+// The benchmark's Postgres: DATABASE_URL's server, or an embedded Postgres
+// when DATABASE_URL is unset (as `npm start` would use). Each scenario gets
+// a fresh database, so none sees another's rows.
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 
-export async function openDatabase() {
+export async function openPostgres() {
   let serverUrl = process.env.DATABASE_URL;
   let embedded;
   let dir;
@@ -17,25 +18,44 @@ export async function openDatabase() {
     embedded = await startEmbeddedPostgres({ dataDir: dir, logger: createLogger("silent") });
     serverUrl = embedded.url;
   }
-  const name = `waypost_bench_${randomBytes(4).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  const version = (await admin.query("SHOW server_version")).rows[0].server_version;
-  await admin.end();
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
+  const admin = async (sql) => {
+    const client = new pg.Client({ connectionString: serverUrl });
+    await client.connect();
+    try {
+      return await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  const version = (await admin("SHOW server_version")).rows[0].server_version;
   return {
-    url: url.toString(),
     postgresVersion: version,
     embedded: Boolean(embedded),
-    async drop() {
-      const client = new pg.Client({ connectionString: serverUrl });
-      await client.connect();
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await client.end();
+    async createDatabase() {
+      const name = `waypost_bench_${randomBytes(4).toString("hex")}`;
+      await admin(`CREATE DATABASE ${name}`);
+      const url = new URL(serverUrl);
+      url.pathname = `/${name}`;
+      return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+    },
+    async close() {
       await embedded?.stop();
       if (dir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Kept for scripts that want one database and nothing else. */
+export async function openDatabase() {
+  const server = await openPostgres();
+  const db = await server.createDatabase();
+  return {
+    ...db,
+    postgresVersion: server.postgresVersion,
+    embedded: server.embedded,
+    async drop() {
+      await db.drop();
+      await server.close();
     },
   };
 }
