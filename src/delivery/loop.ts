@@ -103,8 +103,13 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     return entry;
   }
 
-  /** Deliveries one destination may have here: in flight plus as many waiting. */
-  const perDestinationHeld = config.perDestinationConcurrency * 2;
+  /**
+   * Deliveries one destination may have here: in flight plus three times as
+   * many waiting. Bigger claims cost less per delivery; the bound keeps the
+   * waiting ones (four rounds of a dead endpoint's timeouts at most) well
+   * inside their lease.
+   */
+  const perDestinationHeld = config.perDestinationConcurrency * 4;
 
   async function claimOnce(): Promise<boolean> {
     const free = config.concurrency - queued;
