@@ -45,6 +45,8 @@ export interface DeliveryLoop {
   stop(): Promise<void>;
   /** Claim now (after a clock change in tests, or a NOTIFY). */
   poke(): void;
+  /** Resolves once the deliveries in flight now are finished and their results written. */
+  settle(): Promise<void>;
   /**
    * "completed": DeliveryCompletion[] after each batch is written; "stale":
    * results not written because the delivery's lease had moved on.
@@ -206,6 +208,10 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       loopDone = run();
     },
     poke: () => wakeup.wake(),
+    async settle() {
+      await Promise.allSettled([...active]);
+      await writer.flush();
+    },
     async stop() {
       running = false;
       wakeup.wake();

@@ -17,6 +17,8 @@ afterAll(async () => {
 });
 afterEach(async () => {
   await Promise.all(receivers.splice(0).map((r) => r.close()));
+  // Results of this test's deliveries must not reach the next test's waits.
+  await server.waypost.delivery!.settle();
 });
 
 async function setup(respond: Responder, webhookCount = 1) {

@@ -18,6 +18,8 @@ afterAll(async () => {
 });
 afterEach(async () => {
   await Promise.all(receivers.splice(0).map((r) => r.close()));
+  // Results of this test's deliveries must not reach the next test's waits.
+  for (const s of [server, guarded]) await s?.waypost.delivery?.settle();
 });
 
 async function receiver(tls: ReceiverTls = "none", respond?: Parameters<typeof startReceiver>[0]["respond"]) {
