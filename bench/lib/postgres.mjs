@@ -2,7 +2,7 @@
 // when DATABASE_URL is unset (as `npm start` would use). Each scenario gets
 // a fresh database, so none sees another's rows.
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -15,6 +15,8 @@ export async function openPostgres() {
     const { startEmbeddedPostgres } = await import("../../dist/src/db/embedded.js");
     const { createLogger } = await import("../../dist/src/logger.js");
     dir = mkdtempSync(path.join(tmpdir(), "waypost-bench-pg-"));
+    chmodSync(dir, 0o755); // initdb runs as an unprivileged user when we are root
+
     embedded = await startEmbeddedPostgres({ dataDir: dir, logger: createLogger("silent") });
     serverUrl = embedded.url;
   }
