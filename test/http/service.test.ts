@@ -1,5 +1,5 @@
 import http2 from "node:http2";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
@@ -57,4 +57,23 @@ test("without DATABASE_URL, node dist/server.js runs an embedded Postgres and cr
     service.child.kill("SIGTERM");
   }
   expect(await service.exited).toBe(0);
+  const cluster = /"cluster":"([^"]+)"/.exec(service.logs.join("\n"))?.[1];
+  if (cluster) rmSync(path.dirname(cluster), { recursive: true, force: true });
+}, 60_000);
+
+test("as root, a data directory others cannot enter still works: the cluster moves to /var/lib/waypost", async () => {
+  if (process.getuid?.() !== 0) return expect(process.getuid?.()).not.toBe(0);
+  const privateParent = mkdtempSync(path.join(tmpdir(), "waypost-private-"));
+  chmodSync(privateParent, 0o700);
+  const dataDir = path.join(privateParent, "data");
+  const service = await startServiceProcess("", { WAYPOST_DATA_DIR: dataDir });
+  try {
+    expect((await fetch(`${service.url}/readyz`)).status).toBe(200);
+    expect(service.logs.join("\n")).toContain("/var/lib/waypost/");
+  } finally {
+    service.child.kill("SIGTERM");
+  }
+  expect(await service.exited).toBe(0);
+  const cluster = /"cluster":"([^"]+)"/.exec(service.logs.join("\n"))?.[1];
+  if (cluster) rmSync(path.dirname(cluster), { recursive: true, force: true });
 }, 60_000);
