@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
-import { startReceiver, type Receiver, type ReceiverTls } from "../helpers/receiver.js";
+import { startReceiver, type Receiver, type ReceiverTls, type Responder } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
 let server: TestServer;
@@ -22,7 +22,7 @@ afterEach(async () => {
   for (const s of [server, guarded]) await s?.waypost.delivery?.settle();
 });
 
-async function receiver(tls: ReceiverTls = "none", respond?: Parameters<typeof startReceiver>[0]["respond"]) {
+async function receiver(tls: ReceiverTls = "none", respond?: Responder) {
   const r = await startReceiver({ tls, respond });
   receivers.push(r);
   return r;

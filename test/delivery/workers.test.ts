@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
 import { eventually, startServiceProcess, type ServiceProcess } from "../helpers/process.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import { startReceiver, type Receiver, type Responder } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
 // An API-only server creates the data; deliveries are worked by separate processes.
@@ -28,7 +28,7 @@ async function worker(env: Record<string, string> = {}) {
   return p;
 }
 
-async function setup(respond: Parameters<typeof startReceiver>[0]["respond"]) {
+async function setup(respond: Responder) {
   const receiver = await startReceiver({ respond });
   receivers.push(receiver);
   const source = await api.createSource();
