@@ -10,7 +10,7 @@ import { drive } from "./end-to-end.mjs";
  * per 30 s window with the job table's size, to show rates do not decay as
  * dead rows accumulate (no bloat).
  */
-export async function soakScenario({ db, sink, durationMs, rate = 8_000, windowMs = 30_000 }) {
+export async function soakScenario({ db, sink, durationMs, rate = 4_000, windowMs = 30_000 }) {
   const service = await startService(db.url, {});
   const pool = new pg.Pool({ connectionString: db.url, max: 2 });
   const { source, destination } = await createSourceAndDestination(service.url, `${sink.url}/ok`, { name: "soak" });

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { Clock } from "../clock.js";
-import { expirePausedDeliveries, purgeOldMessages } from "../db/queries/maintenance.js";
+import { expirePausedDeliveries, purgeOldMessages, vacuumJobTableIfNeeded } from "../db/queries/maintenance.js";
 import type { Logger } from "../logger.js";
 
 export interface MaintenanceOptions {
@@ -10,11 +10,15 @@ export interface MaintenanceOptions {
   retentionMs: number;
   deadlineMs: number;
   intervalMs?: number;
+  /** How often to check the job table for dead rows to vacuum. */
+  vacuumCheckMs?: number;
 }
 
 export interface Maintenance {
   /** One pass: expire paused deliveries, purge data past retention. */
   runOnce(): Promise<{ expired: number; purged: number }>;
+  /** VACUUM the job table if dead rows have piled up; true when it did. */
+  vacuumIfNeeded(): Promise<boolean>;
   start(): void;
   stop(): Promise<void>;
 }
@@ -24,7 +28,15 @@ const purgeBatch = 5_000;
 /** Periodic housekeeping; safe to run in several processes at once. */
 export function createMaintenance(options: MaintenanceOptions): Maintenance {
   let timer: NodeJS.Timeout | undefined;
+  let vacuumTimer: NodeJS.Timeout | undefined;
   let current: Promise<unknown> = Promise.resolve();
+  let vacuuming: Promise<unknown> = Promise.resolve();
+
+  async function vacuumIfNeeded(): Promise<boolean> {
+    const vacuumed = await vacuumJobTableIfNeeded(options.pool);
+    if (vacuumed) options.logger.info("vacuumed the job table (dead rows had piled up)");
+    return vacuumed;
+  }
 
   async function runOnce() {
     const now = options.clock.now();
@@ -42,7 +54,12 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
 
   return {
     runOnce,
+    vacuumIfNeeded,
     start() {
+      vacuumTimer = setInterval(() => {
+        vacuuming = vacuumIfNeeded().catch((error) => options.logger.error({ err: error }, "vacuum failed"));
+      }, options.vacuumCheckMs ?? 10_000);
+      vacuumTimer.unref();
       timer = setInterval(() => {
         current = runOnce().catch((error) => options.logger.error({ err: error }, "maintenance failed"));
       }, options.intervalMs ?? 60_000);
@@ -50,7 +67,9 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
     },
     async stop() {
       if (timer) clearInterval(timer);
+      if (vacuumTimer) clearInterval(vacuumTimer);
       await current;
+      await vacuuming;
     },
   };
 }

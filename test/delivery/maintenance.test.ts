@@ -48,3 +48,31 @@ test("delivered data is purged after the retention period; unfinished work is ke
   expect(await count("deliveries")).toBe(1);
   expect(await count("delivery_attempts")).toBe(1);
 });
+
+test("the job table is vacuumed once dead rows pile up, whether or not autovacuum runs", async () => {
+  const source = await server.createSource();
+  const destination = await server.createDestination({ name: "churn", sourceIds: [source.id], enabled: false, webhooks: [{ url: receiver.url }] });
+  const client = await server.pool.connect();
+  try {
+    await client.query(
+      `WITH m AS (
+         INSERT INTO messages (source_id, message_id, type, received_at, payload)
+         SELECT $1, 'churn-' || g, 'track', now(), '{}' FROM generate_series(1, 30000) g RETURNING id
+       )
+       INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at)
+       SELECT $2, m.id, $1, now(), now() FROM m`,
+      [source.id, destination.id],
+    );
+    // Each completion-like update leaves a dead version behind.
+    await client.query("UPDATE deliveries SET status = 'cancelled', finalized_at = now() WHERE destination_id = $1", [destination.id]);
+    await client.query("SELECT pg_stat_force_next_flush()");
+  } finally {
+    client.release();
+  }
+  const dead = async () =>
+    Number((await server.pool.query("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'deliveries'")).rows[0].n_dead_tup);
+  expect(await dead()).toBeGreaterThanOrEqual(20_000);
+  expect(await server.waypost.maintenance!.vacuumIfNeeded()).toBe(true);
+  expect(await dead()).toBeLessThan(20_000);
+  expect(await server.waypost.maintenance!.vacuumIfNeeded()).toBe(false);
+});
