@@ -24,7 +24,7 @@ const wants = (name) => (only ? only.has(name) : name !== "soak" || args.include
 
 const sizes = quick
   ? { durationMs: 3_000, burnDown: 20_000, stepMs: 3_000, rates: [2_000, 5_000, 10_000], latencyMs: 3_000, isolation: 10_000, soakMs: 30_000 }
-  : { durationMs: 10_000, burnDown: 200_000, stepMs: 8_000, rates: [2_000, 4_000, 5_000, 6_000, 7_000, 8_000, 10_000, 12_000, 15_000], latencyMs: 10_000, isolation: 50_000, soakMs: 300_000 };
+  : { durationMs: 10_000, burnDown: 200_000, stepMs: 8_000, rates: [2_000, 4_000, 5_000, 6_000, 7_000, 8_000, 10_000, 12_000, 15_000], latencyMs: 10_000, isolation: 50_000, soakMs: Number(process.env.BENCH_SOAK_MS ?? 300_000) };
 
 const postgres = await openPostgres();
 const sink = await startSink();
