@@ -1,5 +1,6 @@
 import { createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
+import { checkEndpoint } from "./options.js";
 
 /**
  * Platform-neutral pieces shared by the Node and the browser entry points:
@@ -80,4 +81,20 @@ export function obtainTransport(
 /** A TrackingService client whose requests carry the write key. */
 export function trackingClientFor(transport: Transport, writeKey: string): Client<typeof TrackingService> {
   return createClient(TrackingService, withWriteKey(transport, writeKey));
+}
+
+/**
+ * `createTrackingClient` of either entry point: checks the options, then
+ * builds the client on the given transport or the platform's default one.
+ */
+export function createTrackingClientWith(
+  factory: TransportFactory,
+  options: TrackingClientOptions,
+): Client<typeof TrackingService> {
+  if (typeof options.writeKey !== "string" || options.writeKey === "") {
+    throw new TypeError("options.writeKey is required: the write key of a Waypost source");
+  }
+  const endpoint = checkEndpoint(options.endpoint);
+  const { transport } = obtainTransport(factory, { ...options, endpoint });
+  return trackingClientFor(transport, options.writeKey);
 }

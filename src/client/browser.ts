@@ -16,13 +16,12 @@ import { createConnectTransport } from "@connectrpc/connect-web";
 import type { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
 import { AnalyticsClient } from "./analytics.js";
 import {
-  obtainTransport,
-  trackingClientFor,
+  createTrackingClientWith,
   type DefaultTransportSettings,
   type OwnedTransport,
   type TrackingClientOptions,
 } from "./auth-transport.js";
-import { checkEndpoint, type AnalyticsOptions } from "./options.js";
+import type { AnalyticsOptions } from "./options.js";
 
 export * from "./public-api.js";
 
@@ -50,10 +49,5 @@ export function createAnalytics(options: AnalyticsOptions): Analytics {
 
 /** A Connect client for TrackingService carrying the write key, over `fetch`. */
 export function createTrackingClient(options: TrackingClientOptions): Client<typeof TrackingService> {
-  if (typeof options.writeKey !== "string" || options.writeKey === "") {
-    throw new TypeError("options.writeKey is required: the write key of a Waypost source");
-  }
-  const endpoint = checkEndpoint(options.endpoint);
-  const { transport } = obtainTransport(createWebTransport, { ...options, endpoint });
-  return trackingClientFor(transport, options.writeKey);
+  return createTrackingClientWith(createWebTransport, options);
 }

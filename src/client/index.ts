@@ -10,8 +10,8 @@
 import type { Client } from "@connectrpc/connect";
 import type { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
 import { AnalyticsClient } from "./analytics.js";
-import { obtainTransport, trackingClientFor, type TrackingClientOptions } from "./auth-transport.js";
-import { checkEndpoint, type AnalyticsOptions } from "./options.js";
+import { createTrackingClientWith, type TrackingClientOptions } from "./auth-transport.js";
+import type { AnalyticsOptions } from "./options.js";
 import { createNodeTransport } from "./transport.js";
 
 export * from "./public-api.js";
@@ -45,10 +45,5 @@ export function createAnalytics(options: AnalyticsOptions): Analytics {
  * sockets do not keep the process alive.
  */
 export function createTrackingClient(options: TrackingClientOptions): Client<typeof TrackingService> {
-  if (typeof options.writeKey !== "string" || options.writeKey === "") {
-    throw new TypeError("options.writeKey is required: the write key of a Waypost source");
-  }
-  const endpoint = checkEndpoint(options.endpoint);
-  const { transport } = obtainTransport(createNodeTransport, { ...options, endpoint });
-  return trackingClientFor(transport, options.writeKey);
+  return createTrackingClientWith(createNodeTransport, options);
 }
