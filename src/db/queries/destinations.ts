@@ -1,3 +1,4 @@
+import type { StoredSigningSecret } from "../../signing/standard-webhooks.js";
 import type { Queryable } from "./store-messages.js";
 
 export interface DestinationRow {
@@ -6,6 +7,15 @@ export interface DestinationRow {
   enabled: boolean;
   webhooks: Array<{ url: string; headers: Record<string, string> }>;
   shared_secret: string | null;
+  signing_secrets: StoredSigningSecret[];
+  /** The endpoint's health (destination_health); null before its first attempt. */
+  circuit_state: "closed" | "open" | "half_open" | null;
+  consecutive_failures: number | null;
+  probe_at: Date | null;
+  backoff_until: Date | null;
+  last_success_at: Date | null;
+  last_failure_at: Date | null;
+  last_error: string | null;
   revision: number;
   created_at: Date;
   updated_at: Date;
@@ -13,14 +23,18 @@ export interface DestinationRow {
   cursor_at: string;
 }
 
-const columns = `d.id, d.name, d.enabled, d.webhooks, d.shared_secret, d.revision, d.created_at, d.updated_at,
+const columns = `d.id, d.name, d.enabled, d.webhooks, d.shared_secret, d.signing_secrets, d.revision, d.created_at, d.updated_at,
   d.created_at::text AS cursor_at,
+  h.state AS circuit_state, h.consecutive_failures, h.probe_at, h.backoff_until,
+  h.last_success_at, h.last_failure_at, h.last_error,
   coalesce((SELECT array_agg(ds.source_id ORDER BY ds.source_id) FROM destination_sources ds
              WHERE ds.destination_id = d.id), '{}') AS source_ids`;
 
+const tables = "destinations d LEFT JOIN destination_health h ON h.destination_id = d.id";
+
 export async function selectDestination(db: Queryable, id: string, forUpdate = false): Promise<DestinationRow | undefined> {
   const lock = forUpdate ? "FOR UPDATE OF d" : "";
-  const result = await db.query<DestinationRow>(`SELECT ${columns} FROM destinations d WHERE d.id = $1 ${lock}`, [id]);
+  const result = await db.query<DestinationRow>(`SELECT ${columns} FROM ${tables} WHERE d.id = $1 ${lock}`, [id]);
   return result.rows[0];
 }
 
@@ -29,7 +43,7 @@ export async function listDestinationRows(
   options: { sourceId?: string; after?: { createdAt: string; id: string }; limit: number },
 ): Promise<DestinationRow[]> {
   const result = await db.query<DestinationRow>(
-    `SELECT ${columns} FROM destinations d
+    `SELECT ${columns} FROM ${tables}
       WHERE ($1::timestamptz IS NULL OR (d.created_at, d.id) > ($1, $2::uuid))
         AND ($3::uuid IS NULL OR EXISTS (SELECT 1 FROM destination_sources ds
                                           WHERE ds.destination_id = d.id AND ds.source_id = $3))
