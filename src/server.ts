@@ -81,7 +81,7 @@ export async function startWaypost(options: WaypostOptions): Promise<Waypost> {
   const metrics = createMetrics();
   const ingestor = createIngestor({ pool, clock, metrics });
   const auth = createAuthenticator({ pool, adminToken: admin.token });
-  const rpc = createRpcHandlers({ pool, clock, ingestor, auth });
+  const rpc = createRpcHandlers({ pool, clock, ingestor, auth, signingSecretOverlapMs: config.signingSecretOverlapMs });
   const operational = createOperationalRoutes({
     registry: metrics.registry,
     isReady: async () => !stopping && (await pool.query("SELECT 1")).rowCount === 1,

@@ -51,7 +51,7 @@ export type HealthEvent =
 
 export type Transition =
   | { kind: "opened"; row: HealthRow }
-  | { kind: "closed"; row: HealthRow; openedAt: Date }
+  | { kind: "closed"; row: HealthRow; openedAt: Date; at: Date }
   | { kind: "reopened"; row: HealthRow };
 
 export interface HealthPolicy {
@@ -116,7 +116,7 @@ export function foldHealth(
       if (row.state !== "closed") {
         const openedAt = row.openedAt ?? e.at;
         row = { ...row, state: "closed", openedAt: null, cooldownMs: null, probeAt: null, probeDeliveryId: null, probeUntil: null };
-        transitions.push({ kind: "closed", row: { ...row }, openedAt });
+        transitions.push({ kind: "closed", row: { ...row }, openedAt, at: e.at });
       }
       continue;
     }
