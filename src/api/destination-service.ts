@@ -19,7 +19,7 @@ import {
   type DestinationRow,
 } from "../db/queries/destinations.js";
 import { deliveriesChannel, type Queryable } from "../db/queries/store-messages.js";
-import { deleteDestinationHealth } from "../db/queries/destination-health.js";
+import { deleteDestinationHealth, probeNow } from "../db/queries/destination-health.js";
 import { activeSigningSecrets, generateSigningSecret } from "../signing/standard-webhooks.js";
 import { healthFields } from "./destination-health-fields.js";
 import { validateName, validateSecret, validateSourceIds, validateWebhooks } from "./destination-validation.js";
@@ -176,8 +176,10 @@ async function applyUpdate(tx: Queryable, current: DestinationRow, input: Destin
             revision = revision + 1, updated_at = $6 WHERE id = $1`,
     [current.id, name, enabled, JSON.stringify(webhooks), secret, now, JSON.stringify(signingSecrets)],
   );
+  // New webhooks get a probe at once rather than after the open circuit's cooldown.
+  if (paths.has("webhooks")) await probeNow(tx, current.id, now);
   // Turning a destination on makes its waiting deliveries due: wake the workers.
-  if (enabled && !current.enabled) await tx.query("SELECT pg_notify($1, '')", [deliveriesChannel]);
+  if ((enabled && !current.enabled) || paths.has("webhooks")) await tx.query("SELECT pg_notify($1, '')", [deliveriesChannel]);
 }
 
 async function requireSources(db: Queryable, sourceIds: readonly string[]) {

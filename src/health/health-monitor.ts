@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { Clock } from "../clock.js";
-import { listCircuitStates, pruneOrphanHealthRows, takeExpiredReports } from "../db/queries/destination-health.js";
+import { destinationNames, listCircuitStates, pruneOrphanHealthRows, takeExpiredReports } from "../db/queries/destination-health.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Transition } from "./circuit.js";
@@ -20,7 +20,7 @@ export interface HealthMonitorOptions {
 
 export interface HealthMonitor {
   /** Circuit transitions this process's own writes made: gauge and operator events. */
-  transitions(transitions: readonly Transition[], names: ReadonlyMap<string, string>): void;
+  transitions(transitions: readonly Transition[]): Promise<void>;
   /** One pass: refresh the gauge from the table, report expiries that are due. */
   runOnce(): Promise<void>;
   start(): void;
@@ -60,7 +60,9 @@ export function createHealthMonitor(options: HealthMonitorOptions): HealthMonito
   }
 
   return {
-    transitions(transitions, names) {
+    async transitions(transitions) {
+      if (transitions.length === 0) return;
+      const names = await destinationNames(pool, [...new Set(transitions.map((t) => t.row.destinationId))]);
       for (const t of transitions) {
         const id = t.row.destinationId;
         const name = names.get(id) ?? null;

@@ -107,6 +107,15 @@ export async function writeHealthRows(tx: Queryable, rows: readonly HealthRow[],
   );
 }
 
+/** An open circuit's next probe is due now, and any back-off ends (the endpoint changed). */
+export async function probeNow(db: Queryable, destinationId: string, now: Date): Promise<void> {
+  await db.query(
+    `UPDATE destination_health SET probe_at = CASE WHEN state = 'open' THEN least(probe_at, $2) ELSE probe_at END, backoff_until = NULL, updated_at = $2
+      WHERE destination_id = $1`,
+    [destinationId, now],
+  );
+}
+
 export async function deleteDestinationHealth(db: Queryable, destinationId: string): Promise<void> {
   await db.query("DELETE FROM destination_health WHERE destination_id = $1", [destinationId]);
 }
@@ -151,4 +160,10 @@ export async function takeExpiredReports(
     [now, minIntervalMs],
   );
   return result.rows.map((r) => ({ destinationId: r.destination_id, name: r.name, count: r.count, since: r.since }));
+}
+
+/** Names for operator events (the destination may be gone: then it has none). */
+export async function destinationNames(db: Queryable, ids: readonly string[]): Promise<Map<string, string>> {
+  const result = await db.query<{ id: string; name: string }>("SELECT id, name FROM destinations WHERE id = ANY ($1::uuid[])", [ids]);
+  return new Map(result.rows.map((r) => [r.id, r.name]));
 }
