@@ -3,6 +3,9 @@ import pg from "pg";
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
 
+/** What a query function takes: the pool, or a client inside a transaction. */
+export type Queryable = Pick<pg.Pool, "query"> | pg.PoolClient;
+
 export interface PoolOptions {
   connectionString: string;
   /** Connections at most; the delivery loop and the API share them. */
