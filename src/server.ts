@@ -8,7 +8,7 @@ import { systemClock, type Clock } from "./clock.js";
 import type { Config } from "./config.js";
 import { startEmbeddedPostgres } from "./db/embedded.js";
 import { runMigrations } from "./db/migrate.js";
-import { createPool } from "./db/pool.js";
+import { createPool, ping } from "./db/pool.js";
 import { createDeliveryLoop, type DeliveryLoop } from "./delivery/loop.js";
 import { createMaintenance, type Maintenance } from "./delivery/maintenance.js";
 import { listen } from "./http/listener.js";
@@ -103,7 +103,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   const rpc = createRpcHandlers({ pool, clock, ingestor, auth });
   const operational = createOperationalRoutes({
     registry: metrics.registry,
-    isReady: async () => !stopping && (await pool.query("SELECT 1")).rowCount === 1,
+    isReady: async () => !stopping && (await ping(pool)),
   });
   const extraRoutes: RouteHandler[] = [createCompatHttpApi({ ingestor, auth, logger })];
   const serveRpc = config.role !== "worker";

@@ -27,6 +27,11 @@ export function createPool(options: PoolOptions): pg.Pool {
   return pool;
 }
 
+/** Whether the database answers (the readiness check). */
+export async function ping(db: Queryable): Promise<boolean> {
+  return (await db.query("SELECT 1")).rowCount === 1;
+}
+
 /** Runs fn in a transaction, rolling back when it throws. */
 export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();

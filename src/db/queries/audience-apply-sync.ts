@@ -35,7 +35,7 @@ export interface ApplySyncResult {
  * 4. One delivery per message and enabled destination of the source. The
  *    calls carry no integrations object, so every enabled destination gets
  *    them, as an ordinary call of the source without integrations would.
- * 5. pg_notify wakes the delivery loops (delivered at commit, like ingest's).
+ * 5. The delivery loops are woken when anything was queued (at commit, like ingest's).
  *
  * Nothing passes through Node: memory in this process does not depend on the
  * number of users; Postgres spills the large intermediate sets to disk.

@@ -33,8 +33,9 @@ afterAll(async () => {
   await database?.drop();
 });
 
-// Each test gets its own source and destination, so counts stay its own.
+// Each test starts from an empty job table, with its own source and destination.
 beforeEach(async () => {
+  await pool.query("DELETE FROM messages");
   sourceId = randomUUID();
   destinationId = randomUUID();
   await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', $2)", [sourceId, Buffer.from(sourceId)]);
