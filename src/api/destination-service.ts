@@ -9,16 +9,19 @@ import {
   type Destination,
 } from "../../gen/waypost/v1/destination_pb.js";
 import type { Clock } from "../clock.js";
-import { withTransaction } from "../db/pool.js";
+import { cancelDestinationDeliveries, wakeWorkers } from "../db/job-table/index.js";
+import { withTransaction, type Queryable } from "../db/pool.js";
 import {
-  cancelPendingDeliveries,
+  deleteDestinationRow,
+  insertDestination,
   listDestinationRows,
   missingSourceIds,
   replaceDestinationSources,
   selectDestination,
+  updateDestinationRow,
+  updateSigningSecrets,
   type DestinationRow,
 } from "../db/queries/destinations.js";
-import { deliveriesChannel, type Queryable } from "../db/queries/store-messages.js";
 import { deleteDestinationHealth, probeNow } from "../db/queries/destination-health.js";
 import { activeSigningSecrets, generateSigningSecret } from "../signing/standard-webhooks.js";
 import { healthFields } from "./destination-health-fields.js";
@@ -60,11 +63,7 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       const row = await withTransaction(pool, async (tx) => {
         await requireSources(tx, sourceIds);
         const now = clock.now();
-        await tx.query(
-          `INSERT INTO destinations (id, name, enabled, webhooks, shared_secret, signing_secrets, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`,
-          [id, name, input.enabled ?? true, JSON.stringify(webhooks), secret, JSON.stringify(signingSecrets), now],
-        );
+        await insertDestination(tx, { id, name, enabled: input.enabled ?? true, webhooks, sharedSecret: secret, signingSecrets, at: now });
         await replaceDestinationSources(tx, id, sourceIds);
         return (await selectDestination(tx, id))!;
       });
@@ -116,10 +115,7 @@ export function createDestinationService(options: DestinationServiceOptions): Se
         if (!current) throw notFound("destination", id);
         const now = clock.now();
         const rotated = rotateSigningSecrets(current.signing_secrets, now, overlapMs);
-        await tx.query(
-          "UPDATE destinations SET signing_secrets = $2, revision = revision + 1, updated_at = $3 WHERE id = $1",
-          [id, JSON.stringify(rotated.secrets), now],
-        );
+        await updateSigningSecrets(tx, id, rotated.secrets, now);
         return { row: (await selectDestination(tx, id))!, secret: rotated.secret };
       });
       return { signingSecret: secret, destination: toProto(row, clock.now()) };
@@ -129,8 +125,8 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       await withTransaction(pool, async (tx) => {
         const current = await selectDestination(tx, id, true);
         if (!current) throw notFound("destination", id);
-        await cancelPendingDeliveries(tx, id, clock.now());
-        await tx.query("DELETE FROM destinations WHERE id = $1", [id]);
+        await cancelDestinationDeliveries(tx, id, clock.now());
+        await deleteDestinationRow(tx, id);
         await deleteDestinationHealth(tx, id);
       });
       return {};
@@ -171,15 +167,11 @@ async function applyUpdate(tx: Queryable, current: DestinationRow, input: Destin
     await requireSources(tx, sourceIds);
     await replaceDestinationSources(tx, current.id, sourceIds);
   }
-  await tx.query(
-    `UPDATE destinations SET name = $2, enabled = $3, webhooks = $4, shared_secret = $5, signing_secrets = $7,
-            revision = revision + 1, updated_at = $6 WHERE id = $1`,
-    [current.id, name, enabled, JSON.stringify(webhooks), secret, now, JSON.stringify(signingSecrets)],
-  );
-  // New webhooks get a probe at once rather than after the open circuit's cooldown.
+  await updateDestinationRow(tx, { id: current.id, name, enabled, webhooks, sharedSecret: secret, signingSecrets, at: now });
+  // New webhooks get a probe at once rather than after an open circuit's cooldown.
   if (paths.has("webhooks")) await probeNow(tx, current.id, now);
-  // Turning a destination on makes its waiting deliveries due: wake the workers.
-  if ((enabled && !current.enabled) || paths.has("webhooks")) await tx.query("SELECT pg_notify($1, '')", [deliveriesChannel]);
+  // Turning a destination on (or new webhooks) makes waiting deliveries due: wake the workers.
+  if ((enabled && !current.enabled) || paths.has("webhooks")) await wakeWorkers(tx);
 }
 
 async function requireSources(db: Queryable, sourceIds: readonly string[]) {

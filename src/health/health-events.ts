@@ -1,4 +1,4 @@
-import type { DeliveryCompletion } from "../db/queries/complete-deliveries.js";
+import type { DeliveryCompletion } from "../db/job-table/index.js";
 import type { AttemptResult } from "../delivery/send.js";
 import type { HealthEvent } from "./circuit.js";
 

@@ -1,6 +1,6 @@
-import type { DeliveryCompletion } from "../db/queries/complete-deliveries.js";
+import type { DeliveryCompletion } from "../db/job-table/index.js";
 import { lockHealthRows, writeHealthRows } from "../db/queries/destination-health.js";
-import type { Queryable } from "../db/queries/store-messages.js";
+import type { Queryable } from "../db/pool.js";
 import { foldHealth, initialHealth, type HealthPolicy, type Transition } from "./circuit.js";
 import { groupHealthEvents } from "./health-events.js";
 

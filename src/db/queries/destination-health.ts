@@ -1,5 +1,5 @@
 import type { HealthRow } from "../../health/circuit.js";
-import type { Queryable } from "./store-messages.js";
+import type { Queryable } from "../pool.js";
 
 interface HealthRecord {
   destination_id: string;

@@ -1,5 +1,5 @@
 import type { StoredSigningSecret } from "../../signing/standard-webhooks.js";
-import type { Queryable } from "./store-messages.js";
+import type { Queryable } from "../pool.js";
 
 export interface DestinationRow {
   id: string;
@@ -53,6 +53,53 @@ export async function listDestinationRows(
   return result.rows;
 }
 
+/** A destination's settings as written by create and update. */
+export interface DestinationWrite {
+  id: string;
+  name: string;
+  enabled: boolean;
+  webhooks: DestinationRow["webhooks"];
+  sharedSecret: string | null;
+  signingSecrets: StoredSigningSecret[];
+  at: Date;
+}
+
+export async function insertDestination(db: Queryable, row: DestinationWrite): Promise<void> {
+  await db.query(
+    `INSERT INTO destinations (id, name, enabled, webhooks, shared_secret, signing_secrets, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $7, $6, $6)`,
+    [row.id, row.name, row.enabled, JSON.stringify(row.webhooks), row.sharedSecret, row.at, JSON.stringify(row.signingSecrets)],
+  );
+}
+
+/** Writes new settings and moves the revision (the etag) on. */
+export async function updateDestinationRow(db: Queryable, row: DestinationWrite): Promise<void> {
+  await db.query(
+    `UPDATE destinations SET name = $2, enabled = $3, webhooks = $4, shared_secret = $5, signing_secrets = $7,
+            revision = revision + 1, updated_at = $6 WHERE id = $1`,
+    [row.id, row.name, row.enabled, JSON.stringify(row.webhooks), row.sharedSecret, row.at, JSON.stringify(row.signingSecrets)],
+  );
+}
+
+/** Replaces the Standard Webhooks secrets (a rotation) and moves the revision on. */
+export async function updateSigningSecrets(db: Queryable, id: string, secrets: readonly StoredSigningSecret[], at: Date): Promise<void> {
+  await db.query("UPDATE destinations SET signing_secrets = $2, revision = revision + 1, updated_at = $3 WHERE id = $1", [
+    id,
+    JSON.stringify(secrets),
+    at,
+  ]);
+}
+
+/** Deletes a destination; its deliveries and attempts go with it (ON DELETE CASCADE). */
+export async function deleteDestinationRow(db: Queryable, id: string): Promise<void> {
+  await db.query("DELETE FROM destinations WHERE id = $1", [id]);
+}
+
+export async function destinationExists(db: Queryable, id: string): Promise<boolean> {
+  const result = await db.query("SELECT 1 FROM destinations WHERE id = $1", [id]);
+  return (result.rowCount ?? 0) > 0;
+}
+
 /** The ids of the given sources that do not exist. */
 export async function missingSourceIds(db: Queryable, ids: readonly string[]): Promise<string[]> {
   if (ids.length === 0) return [];
@@ -73,15 +120,21 @@ export async function replaceDestinationSources(db: Queryable, destinationId: st
   }
 }
 
-/**
- * Cancels a destination's unfinished deliveries (it is being deleted). The
- * lease token moves on, so an attempt still in flight cannot overwrite it.
- */
-export async function cancelPendingDeliveries(db: Queryable, destinationId: string, now: Date): Promise<number> {
-  const result = await db.query(
-    `UPDATE deliveries SET status = 'cancelled', finalized_at = $2, lease_owner = NULL, leased_until = NULL, lease_token = lease_token + 1
-      WHERE destination_id = $1 AND status IN ('pending', 'retrying')`,
-    [destinationId, now],
+/** A destination's delivery settings, as the delivery loop reads them. */
+export interface DestinationConfigRow {
+  id: string;
+  enabled: boolean;
+  webhooks: Array<{ url: string; headers: Record<string, string> }>;
+  shared_secret: string | null;
+  /** Standard Webhooks secrets; expired ones are skipped when signing. */
+  signing_secrets: StoredSigningSecret[];
+}
+
+/** The current settings of the claimed deliveries' destinations: read per batch, so an edit applies to every later attempt. */
+export async function loadDestinationConfigs(db: Queryable, ids: readonly string[]): Promise<Map<string, DestinationConfigRow>> {
+  const result = await db.query<DestinationConfigRow>(
+    "SELECT id, enabled, webhooks, shared_secret, signing_secrets FROM destinations WHERE id = ANY ($1::uuid[])",
+    [ids],
   );
-  return result.rowCount ?? 0;
+  return new Map(result.rows.map((row) => [row.id, row]));
 }
