@@ -137,6 +137,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
       metrics,
       dispatcher: options.dispatcher,
       ca: options.ca,
+      operatorWebhook: config.operatorWebhook,
     });
     const loop = delivery;
     await loop.start();

@@ -121,6 +121,7 @@ export function decideCompletion(
     destinationId: job.destinationId,
     id: job.id,
     leaseToken: job.leaseToken,
+    probe: job.probe,
     attempted: true,
     attemptedAt: results[0]?.attemptedAt ?? now,
     attempts: [...results],
@@ -157,5 +158,6 @@ export function releaseCompletion(job: ClaimedDelivery, now: Date, status: "canc
     attemptedAt: now,
     retryUrls: job.retryUrls,
     attempts: [],
+    probe: job.probe,
   };
 }

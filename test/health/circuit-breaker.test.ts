@@ -118,9 +118,12 @@ test("opens after N failures spanning T, sends nothing while open, probes on a d
   expect(events.map((e) => e.body.type)).toEqual(["destination.circuit_opened", "destination.circuit_closed"]);
   expect(events[0]!.body.data).toMatchObject({ name: "flaky", consecutiveFailures: 4, lastError: "HTTP 503", cooldownMs: 30_000 });
   expect(events[1]!.body.data).toMatchObject({ name: "flaky", openForMs: 330_000 });
+  // Verified as on arrival: the clock does not move while an event is sent.
   for (const { request } of events) {
-    expect(verifyStandardWebhook(operatorSecret, request, clock.now())).toEqual(JSON.parse(request.body));
+    const sentAt = new Date(Number(request.headers["webhook-timestamp"]) * 1000);
+    expect(verifyStandardWebhook(operatorSecret, request, sentAt)).toEqual(JSON.parse(request.body));
   }
+  expect(events.map((e) => Number(e.request.headers["webhook-timestamp"]))).toEqual([(start + 60 * second) / 1000, (start + 390 * second) / 1000]);
 });
 
 test("a healthy destination keeps delivering while another's circuit is open; the open one's endpoint sees only the probes", async () => {
