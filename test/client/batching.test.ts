@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterEach, describe, expect, it } from "vitest";
-import { Analytics, type AnalyticsOptions } from "../../src/client/index.js";
+import { Analytics, type AnalyticsOptions } from "../../packages/client/src/index.js";
 import { acceptAll, batchCounter, collectOutcomes, deferred, memoryTransport } from "./support.js";
 
 /**

@@ -2,14 +2,14 @@ import { toJsonString } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BatchRequestSchema, type BatchRequest } from "../../gen/waypost/v1/tracking_pb.js";
-import { Analytics as BrowserAnalytics } from "../../src/client/browser.js";
+import { Analytics as BrowserAnalytics } from "../../packages/client/src/browser.js";
 import {
   Analytics,
   InvalidCallError,
   createTrackingClient,
   maxRequestBytes,
   type AnalyticsOptions,
-} from "../../src/client/index.js";
+} from "../../packages/client/src/index.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { collectOutcomes, deferred } from "./support.js";
 

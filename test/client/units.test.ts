@@ -1,12 +1,12 @@
 import { createHmac } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { verifyWebhookSignature, verifyWebhookSignatureAsync } from "../../src/client/index.js";
-import { debugMatches } from "../../src/client/debug-log.js";
-import { CallQueue, type QueuedCall } from "../../src/client/queue.js";
-import { classifyFailure, defaultRetryPolicy, parseRetryAfter, retryDelayMs } from "../../src/client/retry.js";
-import { batchRequestBytes, encodeBatch, takeBatch } from "../../src/client/split.js";
-import { prepareCall } from "../../src/client/validate-call.js";
+import { verifyWebhookSignature, verifyWebhookSignatureAsync } from "../../packages/client/src/index.js";
+import { debugMatches } from "../../packages/client/src/debug-log.js";
+import { CallQueue, type QueuedCall } from "../../packages/client/src/queue.js";
+import { classifyFailure, defaultRetryPolicy, parseRetryAfter, retryDelayMs } from "../../packages/client/src/retry.js";
+import { batchRequestBytes, encodeBatch, takeBatch } from "../../packages/client/src/split.js";
+import { prepareCall } from "../../packages/client/src/validate-call.js";
 import { toJsonString } from "@bufbuild/protobuf";
 import { BatchRequestSchema } from "../../gen/waypost/v1/tracking_pb.js";
 

@@ -8,7 +8,7 @@
  * same API over `fetch`, without Node built-ins.
  */
 import type { Client } from "@connectrpc/connect";
-import type { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
+import type { TrackingService } from "../../../gen/waypost/v1/tracking_pb.js";
 import { AnalyticsClient } from "./analytics.js";
 import { createTrackingClientWith, type TrackingClientOptions } from "./auth-transport.js";
 import type { AnalyticsOptions } from "./options.js";

@@ -31,9 +31,9 @@ export { basicAuthorization, type TrackingClientOptions } from "./auth-transport
 export { verifyWebhookSignatureAsync } from "./signature-web.js";
 export { debugMatches } from "./debug-log.js";
 
-export * from "../../gen/waypost/v1/tracking_pb.js";
-export * from "../../gen/waypost/v1/source_pb.js";
-export * from "../../gen/waypost/v1/destination_pb.js";
-export * from "../../gen/waypost/v1/audience_pb.js";
-export * from "../../gen/waypost/v1/deletion_pb.js";
-export * from "../../gen/waypost/v1/delivery_pb.js";
+export * from "../../../gen/waypost/v1/tracking_pb.js";
+export * from "../../../gen/waypost/v1/source_pb.js";
+export * from "../../../gen/waypost/v1/destination_pb.js";
+export * from "../../../gen/waypost/v1/audience_pb.js";
+export * from "../../../gen/waypost/v1/deletion_pb.js";
+export * from "../../../gen/waypost/v1/delivery_pb.js";

@@ -13,7 +13,7 @@
  */
 import type { Client } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import type { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
+import type { TrackingService } from "../../../gen/waypost/v1/tracking_pb.js";
 import { AnalyticsClient } from "./analytics.js";
 import {
   createTrackingClientWith,
