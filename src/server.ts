@@ -13,6 +13,7 @@ import { runMigrations } from "./db/migrate.js";
 import { createPool } from "./db/pool.js";
 import { createDeliveryLoop, type DeliveryLoop } from "./delivery/loop.js";
 import { createMaintenance, type Maintenance } from "./delivery/maintenance.js";
+import { createCors } from "./http/cors.js";
 import { listen, type Listener } from "./http/listener.js";
 import { createOperationalRoutes, sendJson } from "./http/operational-routes.js";
 import { createIngestor, type Ingestor } from "./ingest/ingestor.js";
@@ -88,10 +89,13 @@ export async function startWaypost(options: WaypostOptions): Promise<Waypost> {
   });
   const extraRoutes: RouteHandler[] = [createCompatHttpApi({ ingestor, auth, logger })];
   const serveRpc = config.role !== "worker";
+  const cors = createCors({ origins: config.corsOrigins });
 
   const handler = (req: Req, res: Res) => {
     const path = (req.url ?? "/").split("?")[0]!;
     void (async () => {
+      // Before any route: preflights are answered or refused here.
+      if (cors.handle(req, res, path)) return;
       if (await operational(req, res, path)) return;
       if (serveRpc) {
         for (const route of extraRoutes) if (await route(req, res, path)) return;
