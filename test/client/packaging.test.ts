@@ -120,3 +120,47 @@ describe("DEBUG environment variable", () => {
     expect(stderr).toMatch(/debug closed/);
   });
 });
+
+describe("both entry points export the same API", () => {
+  const expected = [
+    "Analytics",
+    "createAnalytics",
+    "createTrackingClient",
+    "verifyWebhookSignature",
+    "verifyWebhookSignatureAsync",
+    "verifyStandardWebhook",
+    "AnalyticsError",
+    "InvalidCallError",
+    "callLimits",
+    "maxRequestBytes",
+    // The descriptors of every service, and message schemas, for admin clients.
+    "TrackingService",
+    "SourceService",
+    "DestinationService",
+    "DeliveryService",
+    "AudienceService",
+    "DeletionService",
+    "DestinationSchema",
+    "RequestTooLargeSchema",
+  ];
+
+  const entries: Record<string, () => Promise<Record<string, unknown>>> = {
+    index: () => import("../../packages/client/src/index.js"),
+    browser: () => import("../../packages/client/src/browser.js"),
+  };
+
+  it.each(["index", "browser"])("packages/client/src/%s.ts", async (entry) => {
+    const module = await entries[entry]!();
+    expect(expected.filter((name) => module[name] === undefined)).toEqual([]);
+    for (const service of ["TrackingService", "SourceService", "DestinationService", "DeliveryService", "AudienceService", "DeletionService"]) {
+      expect((module[service] as { kind: string; typeName: string }).kind).toBe("service");
+    }
+  });
+
+  it("the browser's verifyWebhookSignature is the WebCrypto one (it returns a Promise)", async () => {
+    const browser = await import("../../packages/client/src/browser.js");
+    const node = await import("../../packages/client/src/index.js");
+    expect(browser.verifyWebhookSignature("{}", "0".repeat(40), "s")).toBeInstanceOf(Promise);
+    expect(node.verifyWebhookSignature("{}", "0".repeat(40), "s")).toBe(false);
+  });
+});
