@@ -95,7 +95,7 @@ export async function startWaypost(options: WaypostOptions): Promise<Waypost> {
     const path = (req.url ?? "/").split("?")[0]!;
     void (async () => {
       // Before any route: preflights are answered or refused here.
-      if (cors.handle(req, res, path)) return;
+      if (serveRpc && cors.handle(req, res, path)) return;
       if (await operational(req, res, path)) return;
       if (serveRpc) {
         for (const route of extraRoutes) if (await route(req, res, path)) return;
