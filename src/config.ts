@@ -69,6 +69,8 @@ export interface Config {
   adminToken: string | undefined;
   logLevel: string;
   retentionMs: number;
+  /** Origins allowed to call the tracking API from browsers; undefined: any. */
+  corsOrigins: string[] | undefined;
   delivery: DeliveryConfig;
   /** After RotateSigningSecret, the previous secret keeps signing this long. */
   signingSecretOverlapMs: number;
@@ -117,6 +119,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     adminToken,
     logLevel: env.WAYPOST_LOG_LEVEL || "info",
     retentionMs: int(env, "WAYPOST_RETENTION_DAYS", 7, 1, 3650) * 24 * 60 * 60_000,
+    corsOrigins: parseCorsOrigins(env.WAYPOST_CORS_ORIGINS),
     delivery: {
       concurrency: int(env, "WAYPOST_DELIVERY_CONCURRENCY", 512, 1, 10_000),
       perDestinationConcurrency: int(env, "WAYPOST_DESTINATION_CONCURRENCY", 64, 1, 10_000),
@@ -200,4 +203,29 @@ function parseAllowPrivate(raw: string | undefined): { all: boolean; cidrs: stri
     }
   }
   return { all: false, cidrs };
+}
+
+/**
+ * WAYPOST_CORS_ORIGINS: unset, empty or "*" for any origin, or a comma list of
+ * origins as browsers send them (scheme, host, port if not the default; no
+ * path, no trailing slash), so that a typo is caught here, not by a page
+ * failing to send calls.
+ */
+function parseCorsOrigins(raw: string | undefined): string[] | undefined {
+  if (raw === undefined || raw.trim() === "" || raw.trim() === "*") return undefined;
+  const origins = raw.split(",").map((s) => s.trim()).filter(Boolean);
+  for (const origin of origins) {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:") || parsed.origin !== origin) {
+      throw new ConfigError(
+        `WAYPOST_CORS_ORIGINS must be "*" or origins like https://shop.example.com (no path or trailing slash), got ${JSON.stringify(origin)}`,
+      );
+    }
+  }
+  return origins;
 }

@@ -11,6 +11,7 @@ import { runMigrations } from "./db/migrate.js";
 import { createPool, ping } from "./db/pool.js";
 import { createDeliveryLoop, type DeliveryLoop } from "./delivery/loop.js";
 import { createMaintenance, type Maintenance } from "./delivery/maintenance.js";
+import { createCors } from "./http/cors.js";
 import { listen } from "./http/listener.js";
 import { createOperationalRoutes, sendJson } from "./http/operational-routes.js";
 import type { Req, Res, RouteHandler } from "./http/types.js";
@@ -107,10 +108,13 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   });
   const extraRoutes: RouteHandler[] = [createCompatHttpApi({ ingestor, auth, logger })];
   const serveRpc = config.role !== "worker";
+  const cors = createCors({ origins: config.corsOrigins });
 
   const handler = (req: Req, res: Res) => {
     const path = (req.url ?? "/").split("?")[0]!;
     void (async () => {
+      // Before any route: preflights are answered or refused here.
+      if (serveRpc && cors.handle(req, res, path)) return;
       if (await operational(req, res, path)) return;
       if (serveRpc) {
         for (const route of extraRoutes) if (await route(req, res, path)) return;

@@ -15,6 +15,7 @@ import type { Authenticator } from "./auth.js";
 import { createDeletionService } from "./deletion-service.js";
 import { createDeliveryService } from "./delivery-service.js";
 import { createDestinationService } from "./destination-service.js";
+import { createSizeLimitedAdapter } from "./request-too-large.js";
 import { createSourceService } from "./source-service.js";
 import { createTrackingService } from "./tracking-service.js";
 
@@ -48,8 +49,9 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
   const interceptors = [options.auth.interceptor, ...(options.interceptors ?? [])];
   // Unknown fields are errors, so a typo ("trak", "userID") is reported, not dropped.
   const jsonOptions = { ignoreUnknownFields: false };
-  const tracking = connectNodeAdapter({
-    readMaxBytes: limits.maxRequestBytes,
+  // Its size refusals carry a RequestTooLarge detail, so clients split rather than retry.
+  const tracking = createSizeLimitedAdapter({
+    maxRequestBytes: limits.maxRequestBytes,
     jsonOptions,
     interceptors,
     routes(router: ConnectRouter) {
