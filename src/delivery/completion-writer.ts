@@ -14,28 +14,64 @@ export interface CompletionWriterOptions {
   /** Flush at once at this many; otherwise after `delayMs`. */
   batchSize?: number;
   delayMs?: number;
+  /** First wait after a failed write (doubling, up to `retryMaxMs`). */
+  retryInitialMs?: number;
+  retryMaxMs?: number;
 }
 
 export interface CompletionWriter {
   add(completion: DeliveryCompletion): void;
   /** Resolves when everything added so far is written. */
   flush(): Promise<void>;
+  /**
+   * Writes what it can within `deadlineMs`, then drops the rest with a log
+   * line (their leases expire and the deliveries are tried again), and
+   * takes nothing more.
+   */
+  close(deadlineMs: number): Promise<void>;
+}
+
+/**
+ * Whether a failed write was refused for its rows (a constraint, a trigger,
+ * bad data), rather than for the database being away or busy. Postgres
+ * names the reason in a SQLSTATE; its class tells the two apart. Anything
+ * without one (a socket error, a timeout) is the connection's fault.
+ */
+export function isRowError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== "string" || !/^[0-9A-Z]{5}$/.test(code)) return false;
+  // 08 connection, 40 rollback (deadlock, serialization), 53 resources,
+  // 55 object in use, 57 operator intervention (shutdown), 58 system error.
+  return !["08", "40", "53", "55", "57", "58"].includes(code.slice(0, 2));
 }
 
 /**
  * Batches completions into one statement each, as River does: at high rates
- * this turns thousands of small transactions into a few large ones. A failed
- * write keeps its batch and tries again; until it succeeds, the leases keep
- * other processes off those deliveries, and if this process dies they expire.
+ * this turns thousands of small transactions into a few large ones.
+ *
+ * A write the database refuses for one of its rows is split in halves until
+ * the row is found; the others are written and that one result is dropped
+ * (logged with its delivery id): its lease expires and it is tried again, so
+ * one bad row never blocks the results behind it. A write that fails for
+ * the database (an outage) keeps its batch and retries with a doubling,
+ * capped wait; until then the leases keep other processes off those
+ * deliveries, and if this process dies they expire.
  */
 export function createCompletionWriter(options: CompletionWriterOptions): CompletionWriter {
+  const { logger } = options;
   const batchSize = options.batchSize ?? 500;
   // Results wait up to this long to share a statement: a few more
   // milliseconds before a delivery is recorded buy much cheaper writes.
   const delayMs = options.delayMs ?? 20;
+  const retryInitialMs = options.retryInitialMs ?? 500;
+  const retryMaxMs = options.retryMaxMs ?? 30_000;
   let buffer: DeliveryCompletion[] = [];
   let timer: NodeJS.Timeout | undefined;
   let writing: Promise<void> = Promise.resolve();
+  let closed = false;
+  let cancelWait: (() => void) | undefined;
+  // Taken out of the buffer and being written now.
+  let inWrite = 0;
 
   function schedule() {
     if (buffer.length >= batchSize) {
@@ -50,21 +86,65 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
     }
   }
 
+  /** A wait that close() can cut short. */
+  function pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wait = setTimeout(done, ms);
+      function done() {
+        clearTimeout(wait);
+        cancelWait = undefined;
+        resolve();
+      }
+      cancelWait = done;
+    });
+  }
+
+  /**
+   * Writes a batch, bisecting it when a row is refused. Returns what is
+   * left unwritten because the database failed (not a row), with the error.
+   */
+  async function write(batch: DeliveryCompletion[]): Promise<{ unwritten: DeliveryCompletion[]; error?: unknown }> {
+    try {
+      const written = await completeDeliveries(options.pool, batch);
+      options.onWritten?.(
+        batch.filter((c) => written.has(c.id)),
+        batch.filter((c) => !written.has(c.id)),
+      );
+      return { unwritten: [] };
+    } catch (error) {
+      if (closed || !isRowError(error)) return { unwritten: batch, error };
+      if (batch.length === 1) {
+        const [poison] = batch;
+        logger.error(
+          { err: error, deliveryId: poison!.id, destinationId: poison!.destinationId, status: poison!.status },
+          "the database refused this delivery's result; dropped it (its lease expires and it is tried again)",
+        );
+        return { unwritten: [] };
+      }
+      const half = Math.ceil(batch.length / 2);
+      const first = await write(batch.slice(0, half));
+      if (first.error !== undefined) return { unwritten: [...first.unwritten, ...batch.slice(half)], error: first.error };
+      return write(batch.slice(half));
+    }
+  }
+
   function drain(): Promise<void> {
     writing = writing.then(async () => {
-      while (buffer.length > 0) {
-        const batch = buffer.slice(0, batchSize);
-        try {
-          const written = await completeDeliveries(options.pool, batch);
-          buffer = buffer.slice(batch.length);
-          options.onWritten?.(
-            batch.filter((c) => written.has(c.id)),
-            batch.filter((c) => !written.has(c.id)),
-          );
-        } catch (error) {
-          options.logger.error({ err: error, count: batch.length }, "writing delivery results failed; retrying");
-          await new Promise((resolve) => setTimeout(resolve, 500));
+      let failures = 0;
+      while (buffer.length > 0 && !closed) {
+        const batch = buffer.splice(0, batchSize);
+        inWrite = batch.length;
+        const { unwritten, error } = await write(batch).finally(() => (inWrite = 0));
+        if (unwritten.length === 0) {
+          failures = 0;
+          continue;
         }
+        if (closed) break;
+        buffer = [...unwritten, ...buffer];
+        const waitMs = Math.min(retryMaxMs, retryInitialMs * 2 ** failures);
+        failures++;
+        logger.error({ err: error, count: unwritten.length, retryInMs: waitMs }, "writing delivery results failed; retrying");
+        await pause(waitMs);
       }
     });
     return writing;
@@ -72,6 +152,7 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
 
   return {
     add(completion) {
+      if (closed) return;
       buffer.push(completion);
       schedule();
     },
@@ -79,6 +160,26 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
       if (timer) clearTimeout(timer);
       timer = undefined;
       return drain();
+    },
+    async close(deadlineMs) {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      let expire: NodeJS.Timeout | undefined;
+      const deadline = new Promise<"deadline">((resolve) => {
+        expire = setTimeout(() => resolve("deadline"), deadlineMs);
+      });
+      const outcome = await Promise.race([drain().then(() => "written" as const), deadline]);
+      clearTimeout(expire);
+      closed = true;
+      cancelWait?.();
+      const dropped = buffer.length + inWrite;
+      if (outcome === "deadline" && dropped > 0) {
+        logger.warn(
+          { count: dropped, deadlineMs },
+          "shutdown deadline passed: dropped unwritten delivery results (their leases expire and they are tried again)",
+        );
+      }
+      buffer = [];
     },
   };
 }
