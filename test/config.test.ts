@@ -8,6 +8,7 @@ test("defaults follow the spec", () => {
   expect(config.databaseUrl).toBeUndefined();
   expect(config.dataDir).toBe("./.waypost");
   expect(config.delivery.timeoutMs).toBe(5_000);
+  expect(config.delivery.shutdownTimeoutMs).toBe(10_000);
   expect(config.delivery.retry.initialDelayMs).toBe(10_000);
   expect(config.delivery.retry.maxDelayMs).toBe(30 * 60_000);
   expect(config.delivery.retry.deadlineMs).toBe(4 * 3_600_000);

@@ -69,7 +69,10 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
       vacuumTimer.unref();
       let busy = false;
       timer = setInterval(() => {
-        if (busy) return;
+        if (busy) {
+          options.logger.debug("maintenance run skipped: the last one is still going");
+          return;
+        }
         busy = true;
         current = runOnce()
           .catch((error) => options.logger.error({ err: error }, "maintenance failed"))
