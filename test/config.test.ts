@@ -1,7 +1,7 @@
 import { expect, test } from "vitest";
 import { loadConfig } from "../src/config.js";
 
-test("defaults follow the spec", () => {
+test("defaults are the documented ones", () => {
   const config = loadConfig({});
   expect(config.port).toBe(8080);
   expect(config.role).toBe("all");

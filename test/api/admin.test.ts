@@ -192,7 +192,7 @@ describe("destinations", () => {
     expect(badMask.rawMessage).toContain("updateMask");
   });
 
-  test("the JSON field mask form of the spec works", async () => {
+  test("the JSON field mask form (a comma-separated string) works", async () => {
     const created = await server.createDestination({ name: "json", webhooks: [{ url: "https://example.com/a" }] });
     const result = await adminCall(
       "DestinationService",
