@@ -32,17 +32,26 @@ export interface CompletionWriter {
 }
 
 /**
- * Whether a failed write was refused for its rows (a constraint, a trigger,
- * bad data), rather than for the database being away or busy. Postgres
- * names the reason in a SQLSTATE; its class tells the two apart. Anything
- * without one (a socket error, a timeout) is the connection's fault.
+ * Whether a failed write was refused for one of its rows (a constraint, a
+ * trigger, bad data), rather than for the database (away, busy, or a
+ * schema or permission problem that every row would hit). Postgres names
+ * the reason in a SQLSTATE, whose class tells them apart: only these
+ * classes are about the data. Anything else, and errors without a SQLSTATE
+ * (a socket error, a timeout), are retried whole after a wait.
  */
+const rowErrorClasses = new Set([
+  "09", // triggered action exception
+  "21", // cardinality violation
+  "22", // data exception
+  "23", // integrity constraint violation
+  "27", // triggered data change violation
+  "44", // WITH CHECK OPTION violation
+  "P0", // raised by PL/pgSQL (a trigger)
+]);
+
 export function isRowError(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code !== "string" || !/^[0-9A-Z]{5}$/.test(code)) return false;
-  // 08 connection, 40 rollback (deadlock, serialization), 53 resources,
-  // 55 object in use, 57 operator intervention (shutdown), 58 system error.
-  return !["08", "40", "53", "55", "57", "58"].includes(code.slice(0, 2));
+  return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) && rowErrorClasses.has(code.slice(0, 2));
 }
 
 /**

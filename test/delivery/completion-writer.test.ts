@@ -166,7 +166,7 @@ test("during an outage the writer backs off, doubling, and close() ends by its d
   }
 });
 
-test("connection failures retry; refusals of a row (a SQLSTATE outside the connection classes) isolate it", () => {
+test("connection and schema failures retry; refusals of a row (a data-class SQLSTATE) isolate it", () => {
   expect(isRowError(Object.assign(new Error("x"), { code: "23505" }))).toBe(true);
   expect(isRowError(Object.assign(new Error("x"), { code: "P0001" }))).toBe(true);
   expect(isRowError(Object.assign(new Error("x"), { code: "22P02" }))).toBe(true);
@@ -174,6 +174,9 @@ test("connection failures retry; refusals of a row (a SQLSTATE outside the conne
   expect(isRowError(Object.assign(new Error("x"), { code: "08006" }))).toBe(false);
   expect(isRowError(Object.assign(new Error("x"), { code: "55000" }))).toBe(false);
   expect(isRowError(Object.assign(new Error("x"), { code: "40001" }))).toBe(false);
+  // A schema or permission problem hits every row: dropping them one by one would be wrong.
+  expect(isRowError(Object.assign(new Error("x"), { code: "42501" }))).toBe(false);
+  expect(isRowError(Object.assign(new Error("x"), { code: "42P01" }))).toBe(false);
   expect(isRowError(Object.assign(new Error("x"), { code: "ECONNREFUSED" }))).toBe(false);
   expect(isRowError(new Error("Connection terminated unexpectedly"))).toBe(false);
 });
