@@ -16,6 +16,8 @@ export interface DeliveryConfig {
   pollIntervalMs: number;
   /** Time an endpoint has to answer. */
   timeoutMs: number;
+  /** On stop, results not written by then are dropped (their leases expire). */
+  shutdownTimeoutMs: number;
   /** First retry delay, doubling, capped, until the deadline. */
   retry: RetrySchedule;
   /** Outbound requests to private addresses are allowed. */
@@ -126,6 +128,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       leaseMs: int(env, "WAYPOST_LEASE_MS", 60_000, 1_000, 3_600_000),
       pollIntervalMs: int(env, "WAYPOST_POLL_INTERVAL_MS", 1_000, 10, 60_000),
       timeoutMs: int(env, "WAYPOST_ENDPOINT_TIMEOUT_MS", 5_000, 100, 60_000),
+      shutdownTimeoutMs: int(env, "WAYPOST_SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
       retry: defaultRetrySchedule,
       allowPrivateDestinations: allow.all,
       allowedCidrs: allow.cidrs,

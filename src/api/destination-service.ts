@@ -39,7 +39,7 @@ export interface DestinationServiceOptions {
 
 const updatablePaths = new Set(["name", "source_ids", "enabled", "webhooks", "shared_secret", "signing_secrets"]);
 
-/** DestinationService: webhook destinations, validated against SPEC section 5. */
+/** DestinationService: webhook destinations, validated as docs/api.md#destinations says. */
 export function createDestinationService(options: DestinationServiceOptions): ServiceImpl<typeof DestinationService> {
   const { pool, clock } = options;
   const overlapMs = options.signingSecretOverlapMs ?? 24 * 3_600_000;

@@ -42,8 +42,8 @@ export interface RpcHandlers {
 const adminReadMaxBytes = 64 * 1024 * 1024;
 
 /**
- * Two Connect adapters: TrackingService with the 500 KB request limit of the
- * spec, and the admin services. Both speak Connect, gRPC and gRPC-Web.
+ * Two Connect adapters: TrackingService with the 500 KB request limit of
+ * docs/api.md, and the admin services. Both speak Connect, gRPC and gRPC-Web.
  */
 export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
   const interceptors = [options.auth.interceptor, ...(options.interceptors ?? [])];
