@@ -11,6 +11,7 @@ import type { Config } from "./config.js";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "./db/embedded.js";
 import { runMigrations } from "./db/migrate.js";
 import { createPool } from "./db/pool.js";
+import { createAddressGuard } from "./delivery/address-guard.js";
 import { createDeliveryLoop, type DeliveryLoop } from "./delivery/loop.js";
 import { createMaintenance, type Maintenance } from "./delivery/maintenance.js";
 import { listen, type Listener } from "./http/listener.js";
@@ -81,7 +82,11 @@ export async function startWaypost(options: WaypostOptions): Promise<Waypost> {
   const metrics = createMetrics();
   const ingestor = createIngestor({ pool, clock, metrics });
   const auth = createAuthenticator({ pool, adminToken: admin.token });
-  const rpc = createRpcHandlers({ pool, clock, ingestor, auth });
+  const addressGuard = createAddressGuard({
+    allowPrivate: config.delivery.allowPrivateDestinations,
+    allowedCidrs: config.delivery.allowedCidrs,
+  });
+  const rpc = createRpcHandlers({ pool, clock, ingestor, auth, logger, addressGuard });
   const operational = createOperationalRoutes({
     registry: metrics.registry,
     isReady: async () => !stopping && (await pool.query("SELECT 1")).rowCount === 1,

@@ -19,6 +19,7 @@ import {
   type DestinationRow,
 } from "../db/queries/destinations.js";
 import { deliveriesChannel, type Queryable } from "../db/queries/store-messages.js";
+import type { AddressGuard } from "../delivery/address-guard.js";
 import { validateName, validateSecret, validateSourceIds, validateWebhooks } from "./destination-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
@@ -26,6 +27,8 @@ import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
 export interface DestinationServiceOptions {
   pool: pg.Pool;
   clock: Clock;
+  /** Refuses webhook URLs naming a private address literally (the SSRF guard of deliveries). */
+  addressGuard: AddressGuard;
 }
 
 const updatablePaths = new Set(["name", "source_ids", "enabled", "webhooks", "shared_secret"]);
@@ -39,7 +42,7 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       if (!input) throw invalidArgument("destination", "is required");
       const id = randomUUID();
       const name = validateName("destination.name", input.name);
-      const webhooks = validateWebhooks("destination.webhooks", input.webhooks);
+      const webhooks = validateWebhooks("destination.webhooks", input.webhooks, options.addressGuard);
       const sourceIds = validateSourceIds("destination.sourceIds", input.sourceIds);
       const secret = validateSecret("destination.sharedSecret", input.sharedSecret);
       const row = await withTransaction(pool, async (tx) => {
@@ -89,7 +92,7 @@ export function createDestinationService(options: DestinationServiceOptions): Se
             Code.Aborted,
           );
         }
-        await applyUpdate(tx, current, input, paths, clock.now());
+        await applyUpdate(tx, current, input, paths, clock.now(), options.addressGuard);
         return (await selectDestination(tx, id))!;
       });
       return { destination: toProto(row) };
@@ -126,9 +129,16 @@ function maskPaths(paths: readonly string[], input: Destination): Set<string> {
   return new Set(paths);
 }
 
-async function applyUpdate(tx: Queryable, current: DestinationRow, input: Destination, paths: Set<string>, now: Date) {
+async function applyUpdate(
+  tx: Queryable,
+  current: DestinationRow,
+  input: Destination,
+  paths: Set<string>,
+  now: Date,
+  addressGuard: AddressGuard,
+) {
   const name = paths.has("name") ? validateName("destination.name", input.name) : current.name;
-  const webhooks = paths.has("webhooks") ? validateWebhooks("destination.webhooks", input.webhooks) : current.webhooks;
+  const webhooks = paths.has("webhooks") ? validateWebhooks("destination.webhooks", input.webhooks, addressGuard) : current.webhooks;
   const secret = paths.has("shared_secret") ? validateSecret("destination.sharedSecret", input.sharedSecret) : current.shared_secret;
   const enabled = paths.has("enabled") ? (input.enabled ?? false) : current.enabled;
   if (paths.has("source_ids")) {

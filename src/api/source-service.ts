@@ -5,6 +5,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type pg from "pg";
 import { SourceSchema, SourceService, type Source } from "../../gen/waypost/v1/source_pb.js";
 import { hashWriteKey } from "./auth.js";
+import { validateName } from "./destination-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
 
@@ -79,10 +80,7 @@ export function createSourceService(options: SourceServiceOptions): ServiceImpl<
 }
 
 function validName(name: string): string {
-  const trimmed = name.trim();
-  if (trimmed === "") throw invalidArgument("source.name", "is required");
-  if (trimmed.length > 200) throw invalidArgument("source.name", "is longer than 200 characters");
-  return trimmed;
+  return validateName("source.name", name);
 }
 
 /** 32 random bytes; the prefix makes a leaked key recognisable to scanners. */

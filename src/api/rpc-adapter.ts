@@ -1,0 +1,105 @@
+import type http from "node:http";
+import type http2 from "node:http2";
+import {
+  Code,
+  ConnectError,
+  createConnectRouter,
+  type ConnectRouter,
+  type ConnectRouterOptions,
+  type ContextValues,
+} from "@connectrpc/connect";
+import type { Compression } from "@connectrpc/connect/protocol";
+import {
+  compressionBrotli,
+  compressionGzip,
+  universalRequestFromNodeRequest,
+  universalResponseToNodeResponse,
+} from "@connectrpc/connect-node";
+import type { DescService } from "@bufbuild/protobuf";
+import { finishUnreadRequest } from "../http/unread-body.js";
+import type { Logger } from "../logger.js";
+import { reclassifyClientFaults } from "./rpc-client-faults.js";
+import { rpcProtocolOf, writeEarlyRpcError } from "./rpc-early-error.js";
+
+type Req = http.IncomingMessage | http2.Http2ServerRequest;
+type Res = http.ServerResponse | http2.Http2ServerResponse;
+
+export type RpcNodeHandler = (req: Req, res: Res) => void;
+
+export interface RpcAdapterOptions extends ConnectRouterOptions {
+  routes(router: ConnectRouter): void;
+  /**
+   * Checks the credentials of a request from its headers alone, before a byte
+   * of its body is read or inflated: resolves to the context values for the
+   * call, or to the error to answer with.
+   */
+  gate(req: Req, service: DescService): Promise<ContextValues | ConnectError>;
+  logger: Logger;
+}
+
+/**
+ * Connect's Node adapter, with three changes: credentials are checked before
+ * the body is read (Connect's interceptors run only after the request
+ * message was decoded, so an unauthenticated caller could make the server
+ * inflate a large body); request bodies that cannot be decoded are answered
+ * `invalid_argument`, not `internal`; and an HTTP/2 stream whose body was
+ * not read to its end is reset once answered, so the client stops sending.
+ */
+export function createRpcAdapter(options: RpcAdapterOptions): RpcNodeHandler {
+  const router = createConnectRouter({
+    ...options,
+    acceptCompression: options.acceptCompression ?? [clientFaultDecompression(compressionGzip), clientFaultDecompression(compressionBrotli)],
+  });
+  options.routes(router);
+  const handlers = new Map(router.handlers.map((handler) => [handler.requestPath, handler]));
+  return (req, res) => {
+    const handler = handlers.get((req.url ?? "").split("?", 1)[0]!);
+    if (!handler) {
+      res.writeHead(404);
+      res.end();
+      return;
+    }
+    void (async () => {
+      const gate = await options.gate(req, handler.service);
+      if (gate instanceof ConnectError) {
+        writeEarlyRpcError(req, res, gate);
+        finishUnreadRequest(req, res);
+        return;
+      }
+      const response = await handler(universalRequestFromNodeRequest(req, res, undefined, gate));
+      await universalResponseToNodeResponse(await reclassifyClientFaults(response, rpcProtocolOf(req)), res);
+      finishUnreadRequest(req, res);
+    })().catch((reason: unknown) => {
+      if (ConnectError.from(reason).code === Code.Aborted) return;
+      options.logger.error({ err: reason, rpc: `${handler.service.typeName}/${handler.method.name}` }, "rpc failed");
+      if (!res.headersSent) {
+        writeEarlyRpcError(req, res, new ConnectError("internal error", Code.Internal));
+      } else {
+        res.destroy();
+      }
+    });
+  };
+}
+
+/**
+ * Connect labels every decompression failure but one kind of corrupt data
+ * `internal`; a body that does not inflate is the client's fault.
+ */
+function clientFaultDecompression(inner: Compression): Compression {
+  return {
+    name: inner.name,
+    compress: (bytes) => inner.compress(bytes),
+    decompress: (bytes, readMaxBytes) =>
+      inner.decompress(bytes, readMaxBytes).catch((error: unknown) => {
+        const connectError = ConnectError.from(error);
+        if (connectError.code !== Code.Internal) throw connectError;
+        throw new ConnectError(
+          `request body is not valid ${inner.name} data`,
+          Code.InvalidArgument,
+          undefined,
+          undefined,
+          error,
+        );
+      }),
+  };
+}

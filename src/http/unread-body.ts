@@ -1,0 +1,36 @@
+import type http from "node:http";
+import http2 from "node:http2";
+
+type Req = http.IncomingMessage | http2.Http2ServerRequest;
+type Res = http.ServerResponse | http2.Http2ServerResponse;
+
+const noop = () => {};
+
+/**
+ * Ends a request whose answer was sent before its body was read (refused
+ * credentials, a message over its size limit). HTTP/2: once the answer is
+ * out, the stream is reset with NO_ERROR, which tells the client to stop
+ * sending; without it a client blocked on flow control waits forever.
+ * HTTP/1.1: up to `maxDiscardBytes` more are read and dropped, so a client
+ * still uploading gets to read the answer, then the connection is closed.
+ */
+export function finishUnreadRequest(req: Req, res: Res, maxDiscardBytes = 1024 * 1024): void {
+  if ("stream" in req) {
+    const reset = () => {
+      if (!req.complete && !req.stream.destroyed && !req.stream.closed) {
+        req.stream.close(http2.constants.NGHTTP2_NO_ERROR);
+      }
+    };
+    if (res.writableFinished) reset();
+    else res.once("finish", reset);
+    return;
+  }
+  if (req.complete || req.destroyed) return;
+  let discarded = 0;
+  req.on("error", noop);
+  req.on("data", (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > maxDiscardBytes) req.socket.destroy();
+  });
+  req.resume();
+}
