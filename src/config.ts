@@ -1,4 +1,5 @@
 import { isIP } from "node:net";
+import { defaultConnectionLimits, type ConnectionLimits } from "./http/connection-limits.js";
 
 /** Which parts of Waypost a process runs. */
 export type Role = "api" | "worker" | "all";
@@ -46,6 +47,10 @@ export interface Config {
   logLevel: string;
   retentionMs: number;
   delivery: DeliveryConfig;
+  /** Connection timeouts and cap of the listener (docs/limits.md). */
+  connections: ConnectionLimits;
+  /** Interval of the activity summary logged at info; 0 turns it off. */
+  summaryIntervalMs: number;
 }
 
 export class ConfigError extends Error {
@@ -73,7 +78,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   const allow = parseAllowPrivate(env.WAYPOST_ALLOW_PRIVATE_DESTINATIONS);
   return {
     port: int(env, "PORT", 8080, 0, 65535),
-    host: env.HOST || "0.0.0.0",
+    // Loopback until told otherwise: a first start is not reachable from the
+    // network. Containers set HOST=0.0.0.0.
+    host: env.HOST || "127.0.0.1",
     role,
     databaseUrl: env.DATABASE_URL || undefined,
     dataDir: env.WAYPOST_DATA_DIR || "./.waypost",
@@ -90,6 +97,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       allowPrivateDestinations: allow.all,
       allowedCidrs: allow.cidrs,
     },
+    connections: {
+      ...defaultConnectionLimits,
+      maxConnections: int(env, "WAYPOST_MAX_CONNECTIONS", defaultConnectionLimits.maxConnections, 10, 1_000_000),
+    },
+    summaryIntervalMs: int(env, "WAYPOST_SUMMARY_INTERVAL_SECONDS", 60, 0, 86_400) * 1000,
   };
 }
 

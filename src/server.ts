@@ -137,7 +137,7 @@ export async function startWaypost(options: WaypostOptions): Promise<Waypost> {
 
   let listener: Listener;
   try {
-    listener = await listen(handler, config.port, config.host);
+    listener = await listen(handler, config.port, config.host, config.connections);
   } catch (error) {
     await delivery?.stop();
     await maintenance?.stop();

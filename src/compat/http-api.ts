@@ -49,7 +49,7 @@ const endpoints = new Map<string, Endpoint>([
 const allowHeader = { allow: "POST, OPTIONS" };
 
 /**
- * The compatible HTTP API (SPEC section 2): everything under /v1/. After
+ * The compatible HTTP API: everything under /v1/. After
  * parsing, calls take the RPC API's path: the shared Ingestor validates,
  * dedups, stores and routes them. Status codes and bodies: src/compat/README.md.
  */
@@ -138,11 +138,11 @@ interface Rejection {
 type SubmitAnswer = { success: true; accepted?: number; rejected?: Rejection[]; rejectedCount?: number };
 
 /**
- * A partly rejected batch lists at most this many rejections. A 500 KB body
- * can hold ~100,000 tiny invalid messages; listing them all would turn a small
- * request into a response of megabytes. `rejectedCount` always has the total.
+ * A partly rejected batch lists at most this many rejections: listing them
+ * all would turn a small request into a large response. `rejectedCount`
+ * always has the total.
  */
-const maxListedRejections = 100;
+const maxListedRejections = limits.maxListedRejections;
 
 /**
  * Hands the parsed messages to the shared Ingestor (the same validation,

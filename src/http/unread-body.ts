@@ -14,7 +14,7 @@ const noop = () => {};
  * HTTP/1.1: up to `maxDiscardBytes` more are read and dropped, so a client
  * still uploading gets to read the answer, then the connection is closed.
  */
-export function finishUnreadRequest(req: Req, res: Res, maxDiscardBytes = 1024 * 1024): void {
+export function finishUnreadRequest(req: Req, res: Res, maxDiscardBytes = 8 * 1024 * 1024): void {
   if ("stream" in req) {
     const reset = () => {
       if (!req.complete && !req.stream.destroyed && !req.stream.closed) {
