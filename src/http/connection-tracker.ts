@@ -164,13 +164,17 @@ export function createConnectionTracker(limits: ConnectionLimits, now: () => num
       byRequest.set(req, entry);
       entry.requests.set(req, now());
       entry.everHadRequest = true;
+      entry.bytesRead = entry.socket.bytesRead;
       entry.lastByteAt = now();
       if (entry.state !== "request") setState(entry, "request");
     },
     requestDone(req) {
       const entry = byRequest.get(req);
       if (!entry || !entry.requests.delete(req)) return;
-      if (entry.requests.size === 0) setState(entry, "idle");
+      if (entry.requests.size > 0) return;
+      // Only bytes after this point belong to a next request.
+      entry.bytesRead = entry.socket.bytesRead;
+      setState(entry, "idle");
     },
     get size() {
       return tracked.size;
