@@ -60,15 +60,11 @@ export function createRpcAdapter(options: RpcAdapterOptions): RpcNodeHandler {
       return;
     }
     void (async () => {
+      finishUnreadRequest(req, res);
       const gate = await options.gate(req, handler.service);
-      if (gate instanceof ConnectError) {
-        writeEarlyRpcError(req, res, gate);
-        finishUnreadRequest(req, res);
-        return;
-      }
+      if (gate instanceof ConnectError) return writeEarlyRpcError(req, res, gate);
       const response = await handler(universalRequestFromNodeRequest(req, res, undefined, gate));
       await universalResponseToNodeResponse(await reclassifyClientFaults(response, rpcProtocolOf(req)), res);
-      finishUnreadRequest(req, res);
     })().catch((reason: unknown) => {
       if (ConnectError.from(reason).code === Code.Aborted) return;
       options.logger.error({ err: reason, rpc: `${handler.service.typeName}/${handler.method.name}` }, "rpc failed");
