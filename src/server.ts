@@ -2,6 +2,7 @@ import type http from "node:http";
 import type http2 from "node:http2";
 import type pg from "pg";
 import type { Dispatcher } from "undici";
+import { createActivityLog } from "./activity-log.js";
 import { resolveAdminToken } from "./admin-token.js";
 import { createAuthenticator } from "./api/auth.js";
 import { createRpcHandlers } from "./api/routes.js";
@@ -135,10 +136,14 @@ export async function startWaypost(options: WaypostOptions): Promise<Waypost> {
     maintenance.start();
   }
 
+  const activity = createActivityLog({ logger, metrics, clock, intervalMs: config.summaryIntervalMs });
+  delivery?.events.on("completed", activity.completed);
+
   let listener: Listener;
   try {
     listener = await listen(handler, config.port, config.host, config.connections);
   } catch (error) {
+    activity.stop();
     await delivery?.stop();
     await maintenance?.stop();
     await pool.end();
@@ -165,6 +170,8 @@ export async function startWaypost(options: WaypostOptions): Promise<Waypost> {
       await listener.close();
       await maintenance?.stop();
       await delivery?.stop();
+      activity.stop();
+      await activity.flush();
       await pool.end();
       await embedded?.stop();
       logger.info("Waypost stopped");
