@@ -74,6 +74,7 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
     options.auth.gate(typeof req.headers.authorization === "string" ? req.headers.authorization : null, service);
   const tracking = createRpcAdapter({
     readMaxBytes: rpcReadLimits.tracking,
+    maxBatchMessages: limits.maxBatchMessages,
     jsonOptions,
     interceptors,
     gate,

@@ -8,7 +8,7 @@ import {
   type ConnectRouterOptions,
   type ContextValues,
 } from "@connectrpc/connect";
-import type { Compression } from "@connectrpc/connect/protocol";
+import type { Compression, UniversalServerRequest } from "@connectrpc/connect/protocol";
 import {
   compressionBrotli,
   compressionGzip,
@@ -18,6 +18,7 @@ import {
 import type { DescService } from "@bufbuild/protobuf";
 import { finishUnreadRequest } from "../http/unread-body.js";
 import type { Logger } from "../logger.js";
+import { guardBody, guardDecompression } from "./batch-count-guard.js";
 import { reclassifyClientFaults } from "./rpc-client-faults.js";
 import { rpcProtocolOf, writeEarlyRpcError } from "./rpc-early-error.js";
 
@@ -35,6 +36,8 @@ export interface RpcAdapterOptions extends ConnectRouterOptions {
    */
   gate(req: Req, service: DescService): Promise<ContextValues | ConnectError>;
   logger: Logger;
+  /** Counts batch messages before decoding and refuses a request with more (TrackingService). */
+  maxBatchMessages?: number;
 }
 
 /**
@@ -46,10 +49,12 @@ export interface RpcAdapterOptions extends ConnectRouterOptions {
  * not read to its end is reset once answered, so the client stops sending.
  */
 export function createRpcAdapter(options: RpcAdapterOptions): RpcNodeHandler {
-  const router = createConnectRouter({
-    ...options,
-    acceptCompression: options.acceptCompression ?? [clientFaultDecompression(compressionGzip), clientFaultDecompression(compressionBrotli)],
+  const limit = options.maxBatchMessages;
+  const compressions = (options.acceptCompression ?? [compressionGzip, compressionBrotli]).map((compression) => {
+    const checked = clientFaultDecompression(compression);
+    return limit === undefined ? checked : guardDecompression(checked, limit);
   });
+  const router = createConnectRouter({ ...options, acceptCompression: compressions });
   options.routes(router);
   const handlers = new Map(router.handlers.map((handler) => [handler.requestPath, handler]));
   return (req, res) => {
@@ -63,7 +68,8 @@ export function createRpcAdapter(options: RpcAdapterOptions): RpcNodeHandler {
       finishUnreadRequest(req, res);
       const gate = await options.gate(req, handler.service);
       if (gate instanceof ConnectError) return writeEarlyRpcError(req, res, gate);
-      const response = await handler(universalRequestFromNodeRequest(req, res, undefined, gate));
+      const request = universalRequestFromNodeRequest(req, res, undefined, gate);
+      const response = await handler(limit === undefined ? request : withBatchGuard(req, request, limit));
       await universalResponseToNodeResponse(await reclassifyClientFaults(response, rpcProtocolOf(req)), res);
     })().catch((reason: unknown) => {
       if (ConnectError.from(reason).code === Code.Aborted) return;
@@ -75,6 +81,17 @@ export function createRpcAdapter(options: RpcAdapterOptions): RpcNodeHandler {
       }
     });
   };
+}
+
+/** The request with its body counted on the way in (compressed bodies are counted once inflated). */
+function withBatchGuard(req: Req, request: UniversalServerRequest, limit: number): UniversalServerRequest {
+  const body = request.body;
+  if (typeof body !== "object" || body === null || !(Symbol.asyncIterator in body)) return request;
+  const protocol = rpcProtocolOf(req);
+  if (protocol === "grpc-web-text") return request;
+  const encoding = String(req.headers["content-encoding"] ?? "identity").toLowerCase();
+  if (protocol === "connect-unary" && encoding !== "identity") return request;
+  return { ...request, body: guardBody(body as AsyncIterable<Uint8Array>, protocol !== "connect-unary", limit) };
 }
 
 /**

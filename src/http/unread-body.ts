@@ -25,6 +25,9 @@ export function finishUnreadRequest(req: Req, res: Res, maxDiscardBytes = 8 * 10
     }
     if (req.complete || req.destroyed) return;
     let discarded = 0;
+    // An abandoned async iterator (Connect's reader, stopped by an error)
+    // keeps a 'readable' listener, which would hold the stream paused.
+    req.removeAllListeners("readable");
     req.on("error", noop);
     req.on("data", (chunk: Buffer) => {
       discarded += chunk.length;

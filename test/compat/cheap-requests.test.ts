@@ -1,5 +1,6 @@
 import http from "node:http";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { gzipSync } from "node:zlib";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { limits } from "../../src/ingest/limits.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { basicAuth, storedMessageIds } from "./support.js";
@@ -89,4 +90,38 @@ test("the Connect Batch RPC caps messages per request and lists at most 100 reje
     type: { case: "track" as const, value: { userId: "u", event: "e" } },
   }));
   await expect(tracking.batch({ batch: tooMany })).rejects.toThrow(/over the limit of 2500/);
+});
+
+describe("a 500 KB Connect Batch of empty messages is refused before it is decoded", () => {
+  async function rpc(body: Buffer, headers: Record<string, string>) {
+    const response = await fetch(`${server.url}/waypost.v1.TrackingService/Batch`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${source.writeKey}`, ...headers },
+      body: new Uint8Array(body),
+    });
+    // gRPC-Web trailers percent-encode their message.
+    return { status: response.status, text: decodeURIComponent(Buffer.from(await response.arrayBuffer()).toString("latin1")) };
+  }
+  // Binary: field 1, length 0, repeated: 2 bytes per message.
+  const binary = Buffer.alloc(500 * 1024);
+  for (let i = 0; i < binary.length; i += 2) binary[i] = 0x0a;
+  const json = Buffer.from(`{"batch":[${Array.from({ length: 160_000 }, () => "{}").join(",")}]}`);
+  const envelope = (message: Buffer) => {
+    const header = Buffer.alloc(5);
+    header.writeUInt32BE(message.length, 1);
+    return Buffer.concat([header, message]);
+  };
+
+  test.each([
+    ["Connect binary", binary, { "content-type": "application/proto" }],
+    ["Connect JSON", json, { "content-type": "application/json" }],
+    ["Connect JSON, gzip", gzipSync(json), { "content-type": "application/json", "content-encoding": "gzip" }],
+    ["gRPC-Web binary", envelope(binary), { "content-type": "application/grpc-web+proto" }],
+  ] as const)("%s: invalid_argument in under 100 ms of CPU", async (_name, body, headers) => {
+    await rpc(Buffer.from('{"batch":[]}'), { "content-type": "application/json" });
+    const { result, ms } = await cpuMs(() => rpc(body, headers));
+    expect(result.text).toMatch(/invalid_argument|grpc-status: ?3/);
+    expect(result.text).toContain("over the limit of 2500");
+    expect(ms).toBeLessThan(100);
+  });
 });
