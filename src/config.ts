@@ -1,5 +1,6 @@
 import { isIP } from "node:net";
 import { signingSecretProblem } from "./signing/standard-webhooks.js";
+import { defaultConnectionLimits, type ConnectionLimits } from "./http/connection-limits.js";
 
 /** Which parts of Waypost a process runs. */
 export type Role = "api" | "worker" | "all";
@@ -78,6 +79,10 @@ export interface Config {
   signingSecretOverlapMs: number;
   /** Unset: no operator events are sent (they are still logged). */
   operatorWebhook: OperatorWebhookConfig | undefined;
+  /** Connection timeouts and cap of the listener (docs/limits.md). */
+  connections: ConnectionLimits;
+  /** Interval of the activity summary logged at info; 0 turns it off. */
+  summaryIntervalMs: number;
 }
 
 export class ConfigError extends Error {
@@ -114,7 +119,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   const circuit = parseCircuit(env);
   return {
     port: int(env, "PORT", 8080, 0, 65535),
-    host: env.HOST || "0.0.0.0",
+    // Loopback until told otherwise: a first start is not reachable from the
+    // network. Containers set HOST=0.0.0.0.
+    host: env.HOST || "127.0.0.1",
     role,
     databaseUrl: env.DATABASE_URL || undefined,
     dataDir: env.WAYPOST_DATA_DIR || "./.waypost",
@@ -136,6 +143,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     signingSecretOverlapMs: int(env, "WAYPOST_SIGNING_SECRET_OVERLAP_MS", 24 * 3_600_000, 0, 30 * 24 * 3_600_000),
     operatorWebhook: parseOperatorWebhook(env),
+    connections: {
+      ...defaultConnectionLimits,
+      maxConnections: int(env, "WAYPOST_MAX_CONNECTIONS", defaultConnectionLimits.maxConnections, 10, 1_000_000),
+    },
+    summaryIntervalMs: int(env, "WAYPOST_SUMMARY_INTERVAL_SECONDS", 60, 0, 86_400) * 1000,
   };
 }
 

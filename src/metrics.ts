@@ -14,7 +14,9 @@ export interface Metrics {
 
 export function createMetrics(): Metrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: "waypost_process_" });
+  // prom-client's names already start with process_ or nodejs_: the prefix
+  // makes them waypost_process_cpu_seconds_total, waypost_nodejs_heap_size_total_bytes...
+  collectDefaultMetrics({ register: registry, prefix: "waypost_" });
   return {
     registry,
     callsAccepted: new Counter({

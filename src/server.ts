@@ -1,5 +1,6 @@
 import type pg from "pg";
 import type { Dispatcher } from "undici";
+import { createActivityLog } from "./activity-log.js";
 import { resolveAdminToken } from "./admin-token.js";
 import { createAuthenticator } from "./api/auth.js";
 import { createRpcHandlers } from "./api/routes.js";
@@ -9,6 +10,7 @@ import type { Config } from "./config.js";
 import { startEmbeddedPostgres } from "./db/embedded.js";
 import { runMigrations } from "./db/migrate.js";
 import { createPool, ping } from "./db/pool.js";
+import { createAddressGuard } from "./delivery/address-guard.js";
 import { createDeliveryLoop, type DeliveryLoop } from "./delivery/loop.js";
 import { createMaintenance, type Maintenance } from "./delivery/maintenance.js";
 import { createCors } from "./http/cors.js";
@@ -102,7 +104,11 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   const metrics = createMetrics();
   const ingestor = createIngestor({ pool, clock, metrics });
   const auth = createAuthenticator({ pool, adminToken: admin.token });
-  const rpc = createRpcHandlers({ pool, clock, ingestor, auth, signingSecretOverlapMs: config.signingSecretOverlapMs });
+  const addressGuard = createAddressGuard({
+    allowPrivate: config.delivery.allowPrivateDestinations,
+    allowedCidrs: config.delivery.allowedCidrs,
+  });
+  const rpc = createRpcHandlers({ pool, clock, ingestor, auth, logger, addressGuard, signingSecretOverlapMs: config.signingSecretOverlapMs });
   const operational = createOperationalRoutes({
     registry: metrics.registry,
     isReady: async () => !stopping && (await ping(pool)),
@@ -159,7 +165,14 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     closers.push(() => housekeeping.stop());
   }
 
-  const listener = await listen(handler, config.port, config.host).catch((error: unknown) => {
+  const activity = createActivityLog({ logger, metrics, clock, intervalMs: config.summaryIntervalMs });
+  delivery?.events.on("completed", activity.completed);
+  closers.push(async () => {
+    activity.stop();
+    await activity.flush();
+  });
+
+  const listener = await listen(handler, config.port, config.host, config.connections).catch((error: unknown) => {
     throw explainListenFailure(error, config.port, config.host);
   });
   closers.push(() => listener.close());

@@ -60,3 +60,19 @@ test("circuit breaker, signing overlap and operator webhook settings", () => {
     /WAYPOST_OPERATOR_WEBHOOK_URL/,
   );
 });
+
+test("the service listens on loopback unless HOST says otherwise", () => {
+  expect(loadConfig({}).host).toBe("127.0.0.1");
+  expect(loadConfig({ HOST: "0.0.0.0" }).host).toBe("0.0.0.0");
+});
+
+test("connection cap and summary interval come from the environment, with documented defaults", () => {
+  const defaults = loadConfig({});
+  expect(defaults.connections.maxConnections).toBe(10_000);
+  expect(defaults.connections.firstByteTimeoutMs).toBe(10_000);
+  expect(defaults.summaryIntervalMs).toBe(60_000);
+  const set = loadConfig({ WAYPOST_MAX_CONNECTIONS: "500", WAYPOST_SUMMARY_INTERVAL_SECONDS: "0" });
+  expect(set.connections.maxConnections).toBe(500);
+  expect(set.summaryIntervalMs).toBe(0);
+  expect(() => loadConfig({ WAYPOST_MAX_CONNECTIONS: "many" })).toThrow(/WAYPOST_MAX_CONNECTIONS/);
+});

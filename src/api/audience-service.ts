@@ -27,6 +27,7 @@ import {
   type AudienceKindName,
   type AudienceRow,
 } from "../db/queries/audience-rows.js";
+import { validateName } from "./destination-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
 
@@ -145,10 +146,7 @@ export function createAudienceService(options: AudienceServiceOptions): ServiceI
 }
 
 function validName(name: string): string {
-  const trimmed = name.trim();
-  if (trimmed === "") throw invalidArgument("audience.name", "is required");
-  if (trimmed.length > 200) throw invalidArgument("audience.name", "is longer than 200 characters");
-  return trimmed;
+  return validateName("audience.name", name);
 }
 
 function kindName(kind: AudienceKind): AudienceKindName {

@@ -1,5 +1,13 @@
 import { createHash, timingSafeEqual } from "node:crypto";
-import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
+import type { DescService } from "@bufbuild/protobuf";
+import {
+  Code,
+  ConnectError,
+  createContextKey,
+  createContextValues,
+  type ContextValues,
+  type Interceptor,
+} from "@connectrpc/connect";
 import type pg from "pg";
 import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
 import { selectSourceByWriteKeyHash } from "../db/queries/sources.js";
@@ -15,6 +23,12 @@ export interface AuthOptions {
 }
 
 export interface Authenticator {
+  /**
+   * Checks an RPC's credentials from its Authorization header, before its
+   * body is read: the context values for the call, or the error to answer.
+   */
+  gate(authorization: string | null, service: DescService): Promise<ContextValues | ConnectError>;
+  /** The same check inside Connect, for handlers not behind the gate. */
   interceptor: Interceptor;
   /** Source of a write key, or undefined; cached briefly. */
   sourceForWriteKey(writeKey: string): Promise<{ id: string } | undefined>;
@@ -53,19 +67,31 @@ export function createAuthenticator(options: AuthOptions): Authenticator {
     return timingSafeEqual(createHash("sha256").update(token).digest(), adminHash);
   }
 
-  const interceptor: Interceptor = (next) => async (req) => {
-    const credential = parseAuthorization(req.header.get("authorization"));
-    if (req.service.typeName === TrackingService.typeName) {
+  async function gate(authorization: string | null, service: DescService): Promise<ContextValues | ConnectError> {
+    const credential = parseAuthorization(authorization);
+    const values = createContextValues();
+    if (service.typeName === TrackingService.typeName) {
       const source = credential ? await sourceForWriteKey(credential) : undefined;
-      if (!source) throw new ConnectError("missing or unknown write key", Code.Unauthenticated);
-      req.contextValues.set(sourceKey, source);
-    } else if (!credential || !isAdminToken(credential)) {
-      throw new ConnectError("admin token required (Authorization: Bearer <token>)", Code.Unauthenticated);
+      if (!source) return new ConnectError("missing or unknown write key", Code.Unauthenticated);
+      return values.set(sourceKey, source);
     }
+    if (!credential || !isAdminToken(credential)) {
+      return new ConnectError("admin token required (Authorization: Bearer <token>)", Code.Unauthenticated);
+    }
+    return values;
+  }
+
+  const interceptor: Interceptor = (next) => async (req) => {
+    // Requests that passed the gate carry their source already.
+    if (req.service.typeName === TrackingService.typeName && req.contextValues.get(sourceKey)) return next(req);
+    const result = await gate(req.header.get("authorization"), req.service);
+    if (result instanceof ConnectError) throw result;
+    const source = result.get(sourceKey);
+    if (source) req.contextValues.set(sourceKey, source);
     return next(req);
   };
 
-  return { interceptor, sourceForWriteKey, forgetWriteKeys: () => cache.clear(), isAdminToken };
+  return { gate, interceptor, sourceForWriteKey, forgetWriteKeys: () => cache.clear(), isAdminToken };
 }
 
 /** `Basic base64(key:)` (the analytics SDK convention) or `Bearer key`. */

@@ -25,6 +25,7 @@ import {
 import { deleteDestinationHealth, probeNow } from "../db/queries/destination-health.js";
 import { activeSigningSecrets, generateSigningSecret } from "../signing/standard-webhooks.js";
 import { healthFields } from "./destination-health-fields.js";
+import type { AddressGuard } from "../delivery/address-guard.js";
 import { validateName, validateSecret, validateSourceIds, validateWebhooks } from "./destination-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
@@ -35,6 +36,8 @@ export interface DestinationServiceOptions {
   clock: Clock;
   /** After RotateSigningSecret the previous secret signs this much longer (default 24 h). */
   signingSecretOverlapMs?: number;
+  /** Refuses webhook URLs naming a private address literally (the SSRF guard of deliveries). */
+  addressGuard: AddressGuard;
 }
 
 const updatablePaths = new Set(["name", "source_ids", "enabled", "webhooks", "shared_secret", "signing_secrets"]);
@@ -49,7 +52,7 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       if (!input) throw invalidArgument("destination", "is required");
       const id = randomUUID();
       const name = validateName("destination.name", input.name);
-      const webhooks = validateWebhooks("destination.webhooks", input.webhooks);
+      const webhooks = validateWebhooks("destination.webhooks", input.webhooks, options.addressGuard);
       const sourceIds = validateSourceIds("destination.sourceIds", input.sourceIds);
       const secret = validateSecret("destination.sharedSecret", input.sharedSecret);
       const signingSecrets = validateSigningSecrets("destination.signingSecrets", input.signingSecrets);
@@ -103,7 +106,7 @@ export function createDestinationService(options: DestinationServiceOptions): Se
             Code.Aborted,
           );
         }
-        await applyUpdate(tx, current, input, paths, clock.now());
+        await applyUpdate(tx, current, input, paths, clock.now(), options.addressGuard);
         return (await selectDestination(tx, id))!;
       });
       return { destination: toProto(row, clock.now()) };
@@ -154,9 +157,16 @@ function maskPaths(paths: readonly string[], input: Destination): Set<string> {
   return new Set(paths);
 }
 
-async function applyUpdate(tx: Queryable, current: DestinationRow, input: Destination, paths: Set<string>, now: Date) {
+async function applyUpdate(
+  tx: Queryable,
+  current: DestinationRow,
+  input: Destination,
+  paths: Set<string>,
+  now: Date,
+  addressGuard: AddressGuard,
+) {
   const name = paths.has("name") ? validateName("destination.name", input.name) : current.name;
-  const webhooks = paths.has("webhooks") ? validateWebhooks("destination.webhooks", input.webhooks) : current.webhooks;
+  const webhooks = paths.has("webhooks") ? validateWebhooks("destination.webhooks", input.webhooks, addressGuard) : current.webhooks;
   const secret = paths.has("shared_secret") ? validateSecret("destination.sharedSecret", input.sharedSecret) : current.shared_secret;
   const enabled = paths.has("enabled") ? (input.enabled ?? false) : current.enabled;
   const signingSecrets = paths.has("signing_secrets")

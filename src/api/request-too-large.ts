@@ -1,12 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createConnectRouter, type ConnectRouterOptions, type ConnectRouter } from "@connectrpc/connect";
-import {
-  compressionBrotli,
-  compressionGzip,
-  type connectNodeAdapter,
-  universalRequestFromNodeRequest,
-  universalResponseToNodeResponse,
-} from "@connectrpc/connect-node";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { Compression, UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { RequestTooLargeSchema } from "../../gen/waypost/v1/tracking_pb.js";
 
@@ -25,57 +18,12 @@ export function requestTooLarge(limitBytes: number, cause?: unknown): ConnectErr
   );
 }
 
-export interface SizeLimitedAdapterOptions extends Omit<ConnectRouterOptions, "readMaxBytes"> {
-  /** The largest request body, counted raw and after decompression. */
-  maxRequestBytes: number;
-  routes(router: ConnectRouter): void;
-}
-
-type NodeHandler = ReturnType<typeof connectNodeAdapter>;
-
-/**
- * `connectNodeAdapter`, except that a request over `maxRequestBytes` fails
- * with `requestTooLarge` rather than Connect's own error, which carries no
- * detail (Connect reads the body before any interceptor runs, so this cannot
- * be an interceptor). The body is counted as it streams in, and a declared
- * Content-Length over the limit is refused before a byte is read; a
- * compressed body is refused when it inflates past the limit. Connect's own
- * limit stays in place as the backstop (gRPC's envelopes reach it first).
- */
-export function createSizeLimitedAdapter(options: SizeLimitedAdapterOptions): NodeHandler {
-  const limit = options.maxRequestBytes;
-  const acceptCompression = (options.acceptCompression ?? [compressionGzip, compressionBrotli]).map((c) =>
-    limitedDecompression(c, limit),
-  );
-  const router = createConnectRouter({ ...options, acceptCompression, readMaxBytes: limit });
-  options.routes(router);
-  const paths = new Map(router.handlers.map((handler) => [handler.requestPath, handler]));
-
-  return function sizeLimitedHandler(req, res) {
-    const handler = paths.get((req.url ?? "").split("?", 2)[0] ?? "");
-    if (!handler) {
-      res.writeHead(404);
-      res.end();
-      return;
-    }
-    const uReq = limitBody(universalRequestFromNodeRequest(req, res, undefined, undefined), limit);
-    handler(uReq)
-      .then((uRes) => universalResponseToNodeResponse(uRes, res))
-      .catch((reason: unknown) => {
-        // The client went away mid-request: nothing to answer.
-        if (ConnectError.from(reason).code === Code.Aborted) return;
-        if (!res.headersSent) res.writeHead(500);
-        res.end();
-      });
-  };
-}
-
 /**
  * The request with a counting body. Its Content-Length is taken out of the
  * headers Connect sees: Connect would refuse an oversized one itself, without
  * the detail; the count below does it instead.
  */
-function limitBody(uReq: UniversalServerRequest, limit: number): UniversalServerRequest {
+export function limitBody(uReq: UniversalServerRequest, limit: number): UniversalServerRequest {
   const declared = Number(uReq.header.get("content-length") ?? NaN);
   const body = uReq.body;
   if (typeof body !== "object" || body === null || !(Symbol.asyncIterator in body)) return uReq;
@@ -103,7 +51,7 @@ function limitBody(uReq: UniversalServerRequest, limit: number): UniversalServer
 const maxDiscardBytes = (limit: number) => 16 * limit;
 
 /** Decompression whose "too large" is `requestTooLarge`. */
-function limitedDecompression(compression: Compression, limit: number): Compression {
+export function limitedDecompression(compression: Compression, limit: number): Compression {
   return {
     name: compression.name,
     compress: (bytes) => compression.compress(bytes),

@@ -1,5 +1,5 @@
-import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { DescService } from "@bufbuild/protobuf";
+import type { ConnectRouter, Interceptor, ServiceImpl } from "@connectrpc/connect";
 import type pg from "pg";
 import { AudienceService } from "../../gen/waypost/v1/audience_pb.js";
 import { DeletionService } from "../../gen/waypost/v1/deletion_pb.js";
@@ -8,14 +8,17 @@ import { DestinationService } from "../../gen/waypost/v1/destination_pb.js";
 import { SourceService } from "../../gen/waypost/v1/source_pb.js";
 import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
 import type { Clock } from "../clock.js";
+import type { AddressGuard } from "../delivery/address-guard.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
+import type { Logger } from "../logger.js";
 import { createAudienceService } from "./audience-service.js";
 import type { Authenticator } from "./auth.js";
 import { createDeletionService } from "./deletion-service.js";
 import { createDeliveryService } from "./delivery-service.js";
 import { createDestinationService } from "./destination-service.js";
-import { createSizeLimitedAdapter } from "./request-too-large.js";
+import { createRpcAdapter, type RpcNodeHandler } from "./rpc-adapter.js";
+import { createErrorLogInterceptor } from "./rpc-error-log.js";
 import { createSourceService } from "./source-service.js";
 import { createTrackingService } from "./tracking-service.js";
 
@@ -24,44 +27,72 @@ export interface RpcHandlersOptions {
   clock: Clock;
   ingestor: Ingestor;
   auth: Authenticator;
+  logger: Logger;
+  /** Judges literal webhook addresses when a destination is saved (WAYPOST_ALLOW_PRIVATE_DESTINATIONS). */
+  addressGuard: AddressGuard;
   interceptors?: Interceptor[];
   /** After RotateSigningSecret, the previous secret keeps signing this long. */
   signingSecretOverlapMs?: number;
 }
 
-type NodeHandler = ReturnType<typeof connectNodeAdapter>;
-
 export interface RpcHandlers {
-  tracking: NodeHandler;
-  admin: NodeHandler;
+  tracking: RpcNodeHandler;
+  admin: RpcNodeHandler;
   /** Paths under this go to `tracking`. */
   trackingPrefix: string;
 }
 
-/** Admin requests (a full audience sync in one unary call) may be larger than tracking ones. */
-const adminReadMaxBytes = 64 * 1024 * 1024;
+/**
+ * Read limits per RPC, counted after decompression and checked only after
+ * the credentials: a unary audience or computed-trait sync carries a whole
+ * membership list; a streamed sync's messages are chunks of one; every other
+ * admin request is a few kilobytes (a destination with five webhooks and
+ * their headers stays under 150 KB).
+ */
+export const rpcReadLimits = {
+  tracking: limits.maxRequestBytes,
+  admin: 1024 * 1024,
+  unarySync: 64 * 1024 * 1024,
+  streamedSyncMessage: 64 * 1024 * 1024,
+} as const;
+
+const syncMethods = new Set(["SyncAudience", "SyncComputedTrait"]);
+const streamedSyncMethods = new Set(["StreamSyncAudience", "StreamSyncComputedTrait"]);
 
 /**
- * Two Connect adapters: TrackingService with the 500 KB request limit of
- * docs/api.md, and the admin services. Both speak Connect, gRPC and gRPC-Web.
+ * Two handlers: TrackingService with the 500 KB request limit, and the admin
+ * services. Both speak Connect, gRPC and gRPC-Web, and check credentials
+ * before reading a body.
  */
 export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
-  const interceptors = [options.auth.interceptor, ...(options.interceptors ?? [])];
+  const interceptors = [
+    createErrorLogInterceptor(options.logger),
+    options.auth.interceptor,
+    ...(options.interceptors ?? []),
+  ];
   // Unknown fields are errors, so a typo ("trak", "userID") is reported, not dropped.
   const jsonOptions = { ignoreUnknownFields: false };
-  // Its size refusals carry a RequestTooLarge detail, so clients split rather than retry.
-  const tracking = createSizeLimitedAdapter({
+  const gate = (req: { headers: { authorization?: string | undefined } }, service: DescService) =>
+    options.auth.gate(typeof req.headers.authorization === "string" ? req.headers.authorization : null, service);
+  const tracking = createRpcAdapter({
+    readMaxBytes: rpcReadLimits.tracking,
+    maxBatchMessages: limits.maxBatchMessages,
+    // Its size refusals carry a RequestTooLarge detail, so clients split rather than retry.
     maxRequestBytes: limits.maxRequestBytes,
     jsonOptions,
     interceptors,
+    gate,
+    logger: options.logger,
     routes(router: ConnectRouter) {
       router.service(TrackingService, createTrackingService({ ingestor: options.ingestor }));
     },
   });
-  const admin = connectNodeAdapter({
-    readMaxBytes: adminReadMaxBytes,
+  const admin = createRpcAdapter({
+    readMaxBytes: rpcReadLimits.admin,
     jsonOptions,
     interceptors,
+    gate,
+    logger: options.logger,
     routes(router: ConnectRouter) {
       router.service(
         SourceService,
@@ -69,15 +100,30 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
       );
       router.service(
         DestinationService,
-        createDestinationService({ pool: options.pool, clock: options.clock, signingSecretOverlapMs: options.signingSecretOverlapMs }),
+        createDestinationService({
+          pool: options.pool,
+          clock: options.clock,
+          addressGuard: options.addressGuard,
+          signingSecretOverlapMs: options.signingSecretOverlapMs,
+        }),
       );
       router.service(DeliveryService, createDeliveryService({ pool: options.pool, clock: options.clock }));
-      router.service(
-        AudienceService,
-        createAudienceService({ pool: options.pool, clock: options.clock }),
-      );
+      registerAudienceService(router, createAudienceService({ pool: options.pool, clock: options.clock }));
       router.service(DeletionService, createDeletionService({ pool: options.pool, clock: options.clock }));
     },
   });
   return { tracking, admin, trackingPrefix: `/${TrackingService.typeName}/` };
+}
+
+/** Method by method, so the sync RPCs get their larger read limit and the rest the admin one. */
+function registerAudienceService(router: ConnectRouter, impl: ServiceImpl<typeof AudienceService>): void {
+  for (const method of AudienceService.methods) {
+    const readMaxBytes = syncMethods.has(method.name)
+      ? rpcReadLimits.unarySync
+      : streamedSyncMethods.has(method.name)
+        ? rpcReadLimits.streamedSyncMessage
+        : rpcReadLimits.admin;
+    const methodImpl = (impl as Record<string, unknown>)[method.localName];
+    router.rpc(method as never, (methodImpl as (...args: unknown[]) => unknown).bind(impl) as never, { readMaxBytes });
+  }
 }

@@ -13,6 +13,7 @@ import {
   type SourceRow,
 } from "../db/queries/sources.js";
 import { hashWriteKey } from "./auth.js";
+import { validateName } from "./destination-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
 
@@ -67,10 +68,7 @@ export function createSourceService(options: SourceServiceOptions): ServiceImpl<
 }
 
 function validName(name: string): string {
-  const trimmed = name.trim();
-  if (trimmed === "") throw invalidArgument("source.name", "is required");
-  if (trimmed.length > 200) throw invalidArgument("source.name", "is longer than 200 characters");
-  return trimmed;
+  return validateName("source.name", name);
 }
 
 /** 32 random bytes; the prefix makes a leaked key recognisable to scanners. */

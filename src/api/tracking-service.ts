@@ -3,6 +3,7 @@ import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
 import type { Call, CallType } from "../ingest/call.js";
 import { callFromBatchMessage, callFromProto } from "../ingest/from-proto.js";
 import type { Ingestor } from "../ingest/ingestor.js";
+import { limits } from "../ingest/limits.js";
 import { sourceKey } from "./auth.js";
 import { invalidArgument } from "./errors.js";
 
@@ -24,6 +25,12 @@ export function createTrackingService(options: TrackingServiceOptions): ServiceI
 
   return {
     async batch(req, ctx) {
+      if (req.batch.length > limits.maxBatchMessages) {
+        throw invalidArgument(
+          "batch",
+          `has ${req.batch.length} messages, over the limit of ${limits.maxBatchMessages} per request: send them in several batches`,
+        );
+      }
       const calls: Array<Call | undefined> = req.batch.map(callFromBatchMessage);
       const present = calls.flatMap((call, index) => (call ? [{ call, index }] : []));
       const result = await ingestor.ingest(
@@ -38,7 +45,13 @@ export function createTrackingService(options: TrackingServiceOptions): ServiceI
         ),
         ...result.rejected.map((r) => ({ index: present[r.index]!.index, reason: r.reason })),
       ].sort((a, b) => a.index - b.index);
-      return { accepted: result.accepted, rejected, messageIds };
+      // Listing every rejection would turn a small request into a large answer.
+      return {
+        accepted: result.accepted,
+        rejected: rejected.slice(0, limits.maxListedRejections),
+        rejectedCount: rejected.length,
+        messageIds,
+      };
     },
     identify: (req, ctx) => one("identify", req.identify, ctx),
     track: (req, ctx) => one("track", req.track, ctx),

@@ -136,11 +136,11 @@ interface Rejection {
 type SubmitAnswer = { success: true; accepted?: number; rejected?: Rejection[]; rejectedCount?: number };
 
 /**
- * A partly rejected batch lists at most this many rejections. A 500 KB body
- * can hold ~100,000 tiny invalid messages; listing them all would turn a small
- * request into a response of megabytes. `rejectedCount` always has the total.
+ * A partly rejected batch lists at most this many rejections: listing them
+ * all would turn a small request into a large response. `rejectedCount`
+ * always has the total.
  */
-const maxListedRejections = 100;
+const maxListedRejections = limits.maxListedRejections;
 
 /**
  * Hands the parsed messages to the shared Ingestor (the same validation,

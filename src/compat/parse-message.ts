@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { callTypes, emptyCall, type Call, type CallType } from "../ingest/call.js";
+import { limits } from "../ingest/limits.js";
 import { CompatError } from "./errors.js";
 import {
   FieldProblem,
@@ -149,6 +150,7 @@ export function parseRequest(endpoint: Endpoint, body: Fields): ParsedRequest {
     throw new CompatError(400, "invalid_request", 'batch is required: send {"batch":[{"type":"track",...}]}');
   }
   if (!Array.isArray(batch)) throw new CompatError(400, "invalid_request", "batch must be an array of messages");
+  if (batch.length > limits.maxBatchMessages) throw tooManyMessages(batch.length);
   const defaults = readDefaults(body);
   return { writeKey, messages: batch.map((raw: unknown) => parseMessage(raw, undefined, defaults)) };
 }
@@ -161,4 +163,12 @@ function readDefaults(body: Fields): MessageDefaults {
     if (error instanceof FieldProblem) throw new CompatError(400, "invalid_request", error.reason);
     throw error;
   }
+}
+
+function tooManyMessages(count: number): CompatError {
+  return new CompatError(
+    400,
+    "invalid_request",
+    `batch has ${count} messages, over the limit of ${limits.maxBatchMessages} per request: send them in several batches`,
+  );
 }

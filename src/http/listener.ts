@@ -2,6 +2,8 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import { Duplex } from "node:stream";
+import { defaultConnectionLimits, type ConnectionLimits } from "./connection-limits.js";
+import { createConnectionTracker } from "./connection-tracker.js";
 
 export type RequestHandler = (
   req: http.IncomingMessage | http2.Http2ServerRequest,
@@ -21,7 +23,14 @@ const http2Preface = Buffer.from("PRI * HTTP/2.0");
  * one port. Node's cleartext http2 server does not fall back to HTTP/1.1, so
  * each connection's first bytes decide which server gets the socket.
  */
-export async function listen(handler: RequestHandler, port: number, host: string): Promise<Listener> {
+export async function listen(
+  handler: RequestHandler,
+  port: number,
+  host: string,
+  connectionLimits: Partial<ConnectionLimits> = {},
+): Promise<Listener> {
+  const limits = { ...defaultConnectionLimits, ...connectionLimits };
+  const tracker = createConnectionTracker(limits);
   // Count requests in flight, so that close() can wait for them and then
   // drop idle keep-alive connections (the http server's own idle tracking
   // does not see sockets handed to it by emit("connection")).
@@ -29,30 +38,47 @@ export async function listen(handler: RequestHandler, port: number, host: string
   let drained: (() => void) | undefined;
   const counted: RequestHandler = (req, res) => {
     active++;
+    tracker.requestStarted(req);
     res.once("close", () => {
+      tracker.requestDone(req);
       active--;
       if (active === 0) drained?.();
     });
     handler(req, res);
   };
   const h1 = http.createServer(counted as http.RequestListener);
-  h1.keepAliveTimeout = 65_000;
-  const h2 = http2.createServer({}, counted as never);
+  // Node's own timers do not see sockets handed over with emit("connection"):
+  // the tracker enforces them. This value is announced in Keep-Alive headers.
+  h1.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  h1.headersTimeout = limits.headersTimeoutMs;
+  h1.requestTimeout = 0;
+  // A bounded number of streams per HTTP/2 connection, as per connection on HTTP/1.1.
+  const h2 = http2.createServer({ settings: { maxConcurrentStreams: 100 } }, counted as never);
   const sessions = new Set<http2.ServerHttp2Session>();
+  let handingOff: net.Socket | undefined;
   h2.on("session", (session) => {
     sessions.add(session);
     session.on("close", () => sessions.delete(session));
+    // emit("connection") creates the session synchronously: this is its socket.
+    if (handingOff) tracker.handedOff(handingOff, session);
   });
   const sockets = new Set<net.Socket>();
   const server = net.createServer((socket) => {
+    socket.on("error", () => socket.destroy());
+    if (!tracker.accept(socket)) {
+      socket.destroy();
+      return;
+    }
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
-    socket.on("error", () => socket.destroy());
     socket.once("data", (first: Buffer) => {
       socket.pause();
       if (first.subarray(0, 3).equals(http2Preface.subarray(0, 3))) {
+        handingOff = socket;
         h2.emit("connection", withFirstChunk(socket, first));
+        handingOff = undefined;
       } else {
+        tracker.handedOff(socket);
         socket.unshift(first);
         h1.emit("connection", socket);
         socket.resume();
@@ -67,6 +93,7 @@ export async function listen(handler: RequestHandler, port: number, host: string
   return {
     port: typeof address === "object" && address ? address.port : port,
     async close(graceMs = 10_000) {
+      tracker.stop();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const session of sessions) session.close();
       if (active > 0) {

@@ -1,4 +1,4 @@
-/** The limits ingestion enforces (listed in docs/api.md#validation-and-limits). */
+/** Limits that ingestion enforces (docs/limits.md). */
 export const limits = {
   /** One call's JSON encoding, in bytes. */
   maxCallBytes: 32 * 1024,
@@ -10,4 +10,13 @@ export const limits = {
   maxMessageIdLength: 255,
   /** userId, anonymousId, previousId, groupId, event, name, category. */
   maxIdentifierLength: 1024,
+  /**
+   * Messages in one request. SDK batches hold tens to a few hundred; 500 KB
+   * of the smallest valid calls (about 40 bytes each) would be over 12,000,
+   * each costing validation work, so the count is capped well above real
+   * batches and well below that.
+   */
+  maxBatchMessages: 2_500,
+  /** Rejections listed in an answer; the count of all of them is always given. */
+  maxListedRejections: 100,
 } as const;

@@ -11,18 +11,26 @@ export interface CallProblem {
 const stringFields = ["userId", "anonymousId", "previousId", "event", "name", "category", "groupId"] as const;
 const objectFields = ["context", "integrations", "properties", "traits"] as const;
 
-/** Checks a call against the rules of docs/api.md#validation-and-limits; undefined when it is valid. */
+/**
+ * NUL, or half of a UTF-16 surrogate pair: Postgres text and jsonb cannot
+ * hold the first, UTF-8 cannot encode the second (it would be silently
+ * replaced, or fail the whole statement). With the u flag a proper pair is
+ * one code point, so only unpaired halves match.
+ */
+const unstorableText = /[\0\p{Cs}]/u;
+const unstorableReason = "must not contain NUL characters or unpaired UTF-16 surrogates";
+
+/** Checks a call (docs/limits.md lists the rules); undefined when it is valid. */
 export function validateCall(call: Call): CallProblem | undefined {
   if (call.messageId.length > limits.maxMessageIdLength) {
     return { field: "messageId", message: `messageId is longer than ${limits.maxMessageIdLength} characters` };
   }
-  if (call.messageId.includes("\0")) return { field: "messageId", message: "messageId must not contain NUL characters" };
+  if (unstorableText.test(call.messageId)) return { field: "messageId", message: `messageId ${unstorableReason}` };
   for (const field of stringFields) {
     if (call[field].length > limits.maxIdentifierLength) {
       return { field, message: `${field} is longer than ${limits.maxIdentifierLength} characters` };
     }
-    // Postgres text cannot hold NUL; identifiers are stored in their own columns.
-    if (call[field].includes("\0")) return { field, message: `${field} must not contain NUL characters` };
+    if (unstorableText.test(call[field])) return { field, message: `${field} ${unstorableReason}` };
   }
   const required = requiredFieldProblem(call);
   if (required) return required;
@@ -31,9 +39,12 @@ export function validateCall(call: Call): CallProblem | undefined {
   }
   for (const field of objectFields) {
     const value = call[field];
-    if (value !== undefined && exceedsDepth(value, limits.maxDepth)) {
+    if (value === undefined) continue;
+    if (exceedsDepth(value, limits.maxDepth)) {
       return { field, message: `${field} is nested deeper than ${limits.maxDepth} levels` };
     }
+    const at = unstorableTextPath(value);
+    if (at !== undefined) return { field: `${field}${at}`, message: `${field}${at} ${unstorableReason}` };
   }
   if (call.integrations) {
     for (const [name, value] of Object.entries(call.integrations)) {
@@ -75,4 +86,31 @@ export function exceedsDepth(root: JsonObject | JsonValue, maxDepth: number): bo
     for (const child of children) stack.push([child as JsonValue, depth + 1]);
   }
   return false;
+}
+
+/**
+ * Where in a JSON value a key or string holds unstorable text, as a path
+ * (`.a[2]["odd key"]`, "" for the root); undefined when there is none.
+ * Iterative, like exceedsDepth; run after it, so depth is bounded.
+ */
+export function unstorableTextPath(root: JsonObject | JsonValue): string | undefined {
+  const stack: Array<[JsonValue, string]> = [[root, ""]];
+  while (stack.length > 0) {
+    const [value, path] = stack.pop()!;
+    if (typeof value === "string") {
+      if (unstorableText.test(value)) return path;
+      continue;
+    }
+    if (value === null || typeof value !== "object") continue;
+    if (Array.isArray(value)) {
+      value.forEach((child, i) => stack.push([child, `${path}[${i}]`]));
+      continue;
+    }
+    for (const [key, child] of Object.entries(value)) {
+      const keyPath = `${path}${/^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`}`;
+      if (unstorableText.test(key)) return keyPath;
+      stack.push([child as JsonValue, keyPath]);
+    }
+  }
+  return undefined;
 }

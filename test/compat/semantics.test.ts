@@ -135,10 +135,10 @@ test("a batch with some invalid messages stores the valid ones and lists the res
 
 test("a huge batch of invalid messages lists at most 100 of them", async () => {
   const { source } = await setup();
-  const batch = [track("many-ok"), ...Array.from({ length: 5_000 }, () => 0)];
+  const batch = [track("many-ok"), ...Array.from({ length: 2_400 }, () => 0)];
   const response = await post(server, "/v1/batch", { batch }, { writeKey: source.writeKey });
   expect(response.status).toBe(200);
-  expect(response.json).toMatchObject({ accepted: 1, rejectedCount: 5_000 });
+  expect(response.json).toMatchObject({ accepted: 1, rejectedCount: 2_400 });
   expect(response.json.rejected).toHaveLength(100);
   expect(response.json.rejected[0]).toEqual({ index: 1, field: "message", reason: "message must be a JSON object" });
 });

@@ -168,7 +168,19 @@ describe("SSRF guard (private destinations not allowed)", () => {
   test("a loopback IP and a name resolving to loopback are refused without a request", async () => {
     const r = await receiver();
     const byName = r.url.replace("127.0.0.1", "localhost");
-    const { client } = await sourceWithDestination(guarded, [{ url: r.url }, { url: byName }]);
+    // The API refuses such URLs when a destination is saved (test/api/admin-input.test.ts);
+    // the delivery guard still stands behind that, for rows written before the rule or by hand.
+    const { client, destination } = await sourceWithDestination(guarded, [
+      { url: "https://hooks.example.com/a" },
+      { url: "https://hooks.example.com/b" },
+    ]);
+    await guarded.pool.query("UPDATE destinations SET webhooks = $2 WHERE id = $1", [
+      destination.id,
+      JSON.stringify([
+        { url: r.url, headers: {} },
+        { url: byName, headers: {} },
+      ]),
+    ]);
     const done = guarded.waitForDeliveries(1);
     const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
     expect((await done)[0]!.status).toBe("failed");

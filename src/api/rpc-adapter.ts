@@ -1,0 +1,128 @@
+import type http from "node:http";
+import type http2 from "node:http2";
+import {
+  Code,
+  ConnectError,
+  createConnectRouter,
+  type ConnectRouter,
+  type ConnectRouterOptions,
+  type ContextValues,
+} from "@connectrpc/connect";
+import type { Compression, UniversalServerRequest } from "@connectrpc/connect/protocol";
+import {
+  compressionBrotli,
+  compressionGzip,
+  universalRequestFromNodeRequest,
+  universalResponseToNodeResponse,
+} from "@connectrpc/connect-node";
+import type { DescService } from "@bufbuild/protobuf";
+import { finishUnreadRequest } from "../http/unread-body.js";
+import type { Logger } from "../logger.js";
+import { guardBody, guardDecompression } from "./batch-count-guard.js";
+import { limitBody, limitedDecompression } from "./request-too-large.js";
+import { reclassifyClientFaults } from "./rpc-client-faults.js";
+import { rpcProtocolOf, writeEarlyRpcError } from "./rpc-early-error.js";
+
+type Req = http.IncomingMessage | http2.Http2ServerRequest;
+type Res = http.ServerResponse | http2.Http2ServerResponse;
+
+export type RpcNodeHandler = (req: Req, res: Res) => void;
+
+export interface RpcAdapterOptions extends ConnectRouterOptions {
+  routes(router: ConnectRouter): void;
+  /**
+   * Checks the credentials of a request from its headers alone, before a byte
+   * of its body is read or inflated: resolves to the context values for the
+   * call, or to the error to answer with.
+   */
+  gate(req: Req, service: DescService): Promise<ContextValues | ConnectError>;
+  logger: Logger;
+  /** Counts batch messages before decoding and refuses a request with more (TrackingService). */
+  maxBatchMessages?: number;
+  /**
+   * Refuses a body over this many bytes (raw or inflated) with a
+   * RequestTooLarge detail, so clients split the batch rather than retry it
+   * (TrackingService). Connect's own readMaxBytes error carries no detail.
+   */
+  maxRequestBytes?: number;
+}
+
+/**
+ * Connect's Node adapter, with three changes: credentials are checked before
+ * the body is read (Connect's interceptors run only after the request
+ * message was decoded, so an unauthenticated caller could make the server
+ * inflate a large body); request bodies that cannot be decoded are answered
+ * `invalid_argument`, not `internal`; and an HTTP/2 stream whose body was
+ * not read to its end is reset once answered, so the client stops sending.
+ */
+export function createRpcAdapter(options: RpcAdapterOptions): RpcNodeHandler {
+  const limit = options.maxBatchMessages;
+  const maxBytes = options.maxRequestBytes;
+  const compressions = (options.acceptCompression ?? [compressionGzip, compressionBrotli]).map((compression) => {
+    let checked = clientFaultDecompression(compression);
+    if (maxBytes !== undefined) checked = limitedDecompression(checked, maxBytes);
+    return limit === undefined ? checked : guardDecompression(checked, limit);
+  });
+  const router = createConnectRouter({ ...options, acceptCompression: compressions });
+  options.routes(router);
+  const handlers = new Map(router.handlers.map((handler) => [handler.requestPath, handler]));
+  return (req, res) => {
+    const handler = handlers.get((req.url ?? "").split("?", 1)[0]!);
+    if (!handler) {
+      res.writeHead(404);
+      res.end();
+      return;
+    }
+    void (async () => {
+      finishUnreadRequest(req, res);
+      const gate = await options.gate(req, handler.service);
+      if (gate instanceof ConnectError) return writeEarlyRpcError(req, res, gate);
+      const raw = universalRequestFromNodeRequest(req, res, undefined, gate);
+      const request = maxBytes === undefined ? raw : limitBody(raw, maxBytes);
+      const response = await handler(limit === undefined ? request : withBatchGuard(req, request, limit));
+      await universalResponseToNodeResponse(await reclassifyClientFaults(response, rpcProtocolOf(req)), res);
+    })().catch((reason: unknown) => {
+      if (ConnectError.from(reason).code === Code.Aborted) return;
+      options.logger.error({ err: reason, rpc: `${handler.service.typeName}/${handler.method.name}` }, "rpc failed");
+      if (!res.headersSent) {
+        writeEarlyRpcError(req, res, new ConnectError("internal error", Code.Internal));
+      } else {
+        res.destroy();
+      }
+    });
+  };
+}
+
+/** The request with its body counted on the way in (compressed bodies are counted once inflated). */
+function withBatchGuard(req: Req, request: UniversalServerRequest, limit: number): UniversalServerRequest {
+  const body = request.body;
+  if (typeof body !== "object" || body === null || !(Symbol.asyncIterator in body)) return request;
+  const protocol = rpcProtocolOf(req);
+  if (protocol === "grpc-web-text") return request;
+  const encoding = String(req.headers["content-encoding"] ?? "identity").toLowerCase();
+  if (protocol === "connect-unary" && encoding !== "identity") return request;
+  return { ...request, body: guardBody(body as AsyncIterable<Uint8Array>, protocol !== "connect-unary", limit) };
+}
+
+/**
+ * Connect labels every decompression failure but one kind of corrupt data
+ * `internal`; a body that does not inflate is the client's fault.
+ */
+function clientFaultDecompression(inner: Compression): Compression {
+  return {
+    name: inner.name,
+    compress: (bytes) => inner.compress(bytes),
+    decompress: (bytes, readMaxBytes) =>
+      inner.decompress(bytes, readMaxBytes).catch((error: unknown) => {
+        const connectError = ConnectError.from(error);
+        if (connectError.code !== Code.Internal) throw connectError;
+        throw new ConnectError(
+          `request body is not valid ${inner.name} data`,
+          Code.InvalidArgument,
+          undefined,
+          undefined,
+          error,
+        );
+      }),
+  };
+}

@@ -1,0 +1,127 @@
+import http from "node:http";
+import { gzipSync } from "node:zlib";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { limits } from "../../src/ingest/limits.js";
+import { startTestServer, type TestServer } from "../helpers/server.js";
+import { basicAuth, storedMessageIds } from "./support.js";
+
+let server: TestServer;
+let source: { id: string; writeKey: string };
+
+beforeAll(async () => {
+  server = await startTestServer();
+  source = await server.createSource();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+function postRaw(body: string): Promise<{ status: number; json: any }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      `${server.url}/v1/batch`,
+      {
+        method: "POST",
+        headers: {
+          authorization: basicAuth(source.writeKey),
+          "content-type": "application/json",
+          "content-length": String(Buffer.byteLength(body)),
+        },
+      },
+      (res) => {
+        let text = "";
+        res.on("data", (chunk: Buffer) => (text += chunk.toString()));
+        res.on("end", () => resolve({ status: res.statusCode!, json: JSON.parse(text) }));
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+/** CPU time (user + system) this process spends while `run` is in flight: server and client both count. */
+async function cpuMs<T>(run: () => Promise<T>): Promise<{ result: T; ms: number }> {
+  const before = process.cpuUsage();
+  const result = await run();
+  const used = process.cpuUsage(before);
+  return { result, ms: (used.user + used.system) / 1000 };
+}
+
+test("a 500 KB batch of invalid messages costs under 100 ms of CPU and is refused whole", async () => {
+  // `{}` is 2 bytes plus a comma: about 170,000 messages in 500 KB.
+  const count = Math.floor((limits.maxRequestBytes - 20) / 3);
+  const body = `{"batch":[${Array.from({ length: count }, () => "{}").join(",")}]}`;
+  expect(Buffer.byteLength(body)).toBeGreaterThan(500_000);
+  await postRaw('{"batch":[{}]}'); // warm up the code paths
+  const { result, ms } = await cpuMs(() => postRaw(body));
+  expect(result.status).toBe(400);
+  expect(result.json.code).toBe("invalid_request");
+  expect(result.json.message).toContain(`over the limit of ${limits.maxBatchMessages}`);
+  expect(ms).toBeLessThan(100);
+});
+
+test("a full batch of invalid messages under the cap is cheap too, and lists 100 of its rejections", async () => {
+  const body = JSON.stringify({
+    batch: [
+      { type: "track", userId: "u", event: "fine", messageId: "cheap-ok" },
+      ...Array.from({ length: limits.maxBatchMessages - 1 }, () => ({})),
+    ],
+  });
+  const { result, ms } = await cpuMs(() => postRaw(body));
+  expect(result.status).toBe(200);
+  expect(result.json).toMatchObject({ success: true, accepted: 1, rejectedCount: limits.maxBatchMessages - 1 });
+  expect(result.json.rejected).toHaveLength(limits.maxListedRejections);
+  expect(result.json.rejected[0]).toEqual({ index: 1, field: "type", reason: expect.stringContaining("type is required") });
+  expect(ms).toBeLessThan(100);
+  expect(await storedMessageIds(server, source.id)).toContain("cheap-ok");
+});
+
+test("the Connect Batch RPC caps messages per request and lists at most 100 rejections with their count", async () => {
+  const tracking = server.tracking(source.writeKey);
+  const invalid = Array.from({ length: 300 }, () => ({ type: { case: "track" as const, value: { event: "no user" } } }));
+  const response = await tracking.batch({
+    batch: [{ type: { case: "track", value: { userId: "u", event: "ok", messageId: "rpc-cheap-ok" } } }, ...invalid],
+  });
+  expect(response.accepted).toBe(1);
+  expect(response.rejectedCount).toBe(300);
+  expect(response.rejected).toHaveLength(100);
+  expect(response.rejected[0]!.index).toBe(1);
+  const tooMany = Array.from({ length: limits.maxBatchMessages + 1 }, () => ({
+    type: { case: "track" as const, value: { userId: "u", event: "e" } },
+  }));
+  await expect(tracking.batch({ batch: tooMany })).rejects.toThrow(/over the limit of 2500/);
+});
+
+describe("a 500 KB Connect Batch of empty messages is refused before it is decoded", () => {
+  async function rpc(body: Buffer, headers: Record<string, string>) {
+    const response = await fetch(`${server.url}/waypost.v1.TrackingService/Batch`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${source.writeKey}`, ...headers },
+      body: new Uint8Array(body),
+    });
+    // gRPC-Web trailers percent-encode their message.
+    return { status: response.status, text: decodeURIComponent(Buffer.from(await response.arrayBuffer()).toString("latin1")) };
+  }
+  // Binary: field 1, length 0, repeated: 2 bytes per message.
+  const binary = Buffer.alloc(500 * 1024);
+  for (let i = 0; i < binary.length; i += 2) binary[i] = 0x0a;
+  const json = Buffer.from(`{"batch":[${Array.from({ length: 160_000 }, () => "{}").join(",")}]}`);
+  const envelope = (message: Buffer) => {
+    const header = Buffer.alloc(5);
+    header.writeUInt32BE(message.length, 1);
+    return Buffer.concat([header, message]);
+  };
+
+  test.each([
+    ["Connect binary", binary, { "content-type": "application/proto" }],
+    ["Connect JSON", json, { "content-type": "application/json" }],
+    ["Connect JSON, gzip", gzipSync(json), { "content-type": "application/json", "content-encoding": "gzip" }],
+    ["gRPC-Web binary", envelope(binary), { "content-type": "application/grpc-web+proto" }],
+  ] as const)("%s: invalid_argument in under 100 ms of CPU", async (_name, body, headers) => {
+    await rpc(Buffer.from('{"batch":[]}'), { "content-type": "application/json" });
+    const { result, ms } = await cpuMs(() => rpc(body, headers));
+    expect(result.text).toMatch(/invalid_argument|grpc-status: ?3/);
+    expect(result.text).toContain("over the limit of 2500");
+    expect(ms).toBeLessThan(100);
+  });
+});
