@@ -116,7 +116,8 @@ describe("a 500 KB Connect Batch of empty messages is refused before it is decod
     ["Connect binary", binary, { "content-type": "application/proto" }],
     ["Connect JSON", json, { "content-type": "application/json" }],
     ["Connect JSON, gzip", gzipSync(json), { "content-type": "application/json", "content-encoding": "gzip" }],
-    ["gRPC-Web binary", envelope(binary), { "content-type": "application/grpc-web+proto" }],
+    // The envelope's 5 bytes stay inside the 500 KB request limit, so the message count is what refuses it.
+    ["gRPC-Web binary", envelope(binary.subarray(0, binary.length - 6)), { "content-type": "application/grpc-web+proto" }],
   ] as const)("%s: invalid_argument in under 100 ms of CPU", async (_name, body, headers) => {
     await rpc(Buffer.from('{"batch":[]}'), { "content-type": "application/json" });
     const { result, ms } = await cpuMs(() => rpc(body, headers));
