@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { Clock } from "../clock.js";
-import { replayBatch, type BulkReplay } from "../db/queries/replay-deliveries.js";
+import { replayBatch, type BulkReplay, type ReplayPosition } from "../db/queries/replay-deliveries.js";
 import type { Logger } from "../logger.js";
 
 export interface BulkReplayerOptions {
@@ -22,7 +22,7 @@ export interface BulkReplayer {
 
 /**
  * Runs bulk replays in batches, one statement each, walking the matching
- * deliveries in id order. A replay lives in this process only: if the
+ * deliveries in creation order. A replay lives in this process only: if the
  * process stops first, what was replayed stays replayed and the rest can be
  * asked for again.
  */
@@ -32,7 +32,7 @@ export function createBulkReplayer(options: BulkReplayerOptions): BulkReplayer {
   let stopping = false;
 
   async function run(replay: BulkReplay): Promise<void> {
-    let after: string | undefined;
+    let after: ReplayPosition | undefined;
     let replayed = 0;
     do {
       if (stopping) {

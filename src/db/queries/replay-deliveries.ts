@@ -42,16 +42,24 @@ export async function countReplayable(db: Queryable, filter: BulkReplay["filter"
   return { replayable: Number(row.replayable), pastRetention: Number(row.past_retention), maxId: row.max_id };
 }
 
+/** A bulk replay's place in the destination's creation order. */
+export interface ReplayPosition {
+  createdAt: string;
+  id: string;
+}
+
 export interface ReplayBatch {
   replayed: number;
-  /** The id the next batch starts after; undefined when this was the last. */
-  next: string | undefined;
+  /** Where the next batch starts; undefined when this was the last. */
+  next: ReplayPosition | undefined;
 }
 
 /**
- * Replays the next `limit` matching deliveries in id order after `afterId`:
- * the primary key's order (destination_id, id), so a whole replay reads the
- * destination's rows once, never the table's. One statement, which also
+ * Replays the next `limit` matching deliveries after `after`, in creation
+ * order: that of deliveries_destination_created_idx, so a whole replay reads
+ * the destination's rows in the time range once, never the table's (an
+ * order by id alone would let Postgres walk the id index of every
+ * destination). One statement, which also
  * wakes the delivery loops. A delivery whose state changed meanwhile
  * (delivered by a retry in flight, say) is re-checked by the UPDATE and left
  * alone.
@@ -59,20 +67,26 @@ export interface ReplayBatch {
 export async function replayBatch(
   db: Queryable,
   replay: BulkReplay,
-  afterId: string | undefined,
+  after: ReplayPosition | undefined,
   now: Date,
   limit: number,
 ): Promise<ReplayBatch> {
-  const query = replayBatchQuery(replay, afterId, now, limit);
-  const result = await db.query<{ replayed: string; last_id: string | null; size: string }>(query.text, query.values);
+  const query = replayBatchQuery(replay, after, now, limit);
+  const result = await db.query<{ replayed: string; last_at: string | null; last_id: string | null; size: string }>(
+    query.text,
+    query.values,
+  );
   const row = result.rows[0]!;
   const full = Number(row.size) === limit;
-  return { replayed: Number(row.replayed), next: full && row.last_id ? row.last_id : undefined };
+  return {
+    replayed: Number(row.replayed),
+    next: full && row.last_at && row.last_id ? { createdAt: row.last_at, id: row.last_id } : undefined,
+  };
 }
 
 export function replayBatchQuery(
   replay: BulkReplay,
-  afterId: string | undefined,
+  after: ReplayPosition | undefined,
   now: Date,
   limit: number,
 ): Query {
@@ -80,22 +94,25 @@ export function replayBatchQuery(
   const where = filterPredicates(replay.filter, params);
   where.push(`m.received_at >= ${params.add(replay.retentionCutoff, "timestamptz")}`);
   where.push(`d.id <= ${params.add(replay.maxId, "bigint")}`);
-  if (afterId) where.push(`d.id > ${params.add(afterId, "bigint")}`);
+  if (after) where.push(`(d.created_at, d.id) > (${params.add(after.createdAt, "timestamptz")}, ${params.add(after.id, "bigint")})`);
   const statuses = params.add(replay.filter.statuses, "delivery_status[]");
   return {
     text: `WITH batch AS (
-       SELECT d.destination_id, d.id FROM deliveries d JOIN messages m ON m.id = d.message_pk
+       SELECT d.destination_id, d.id, d.created_at FROM deliveries d JOIN messages m ON m.id = d.message_pk
         WHERE ${and(where)}
-        ORDER BY d.destination_id, d.id LIMIT ${params.add(limit, "int")}
+        ORDER BY d.created_at, d.id LIMIT ${params.add(limit, "int")}
      ), replayed AS (
        UPDATE deliveries u SET ${replayAssignments(params.add(now, "timestamptz"))}
          FROM batch b
         WHERE u.destination_id = b.destination_id AND u.id = b.id AND u.status = ANY(${statuses})
        RETURNING 1
+     ), last AS (
+       SELECT created_at, id FROM batch ORDER BY created_at DESC, id DESC LIMIT 1
      )
      SELECT (SELECT count(*) FROM replayed) AS replayed,
             (SELECT count(*) FROM batch) AS size,
-            (SELECT max(id)::text FROM batch) AS last_id,
+            (SELECT created_at::text FROM last) AS last_at,
+            (SELECT id::text FROM last) AS last_id,
             CASE WHEN EXISTS (SELECT 1 FROM replayed) THEN pg_notify('${deliveriesChannel}', '') END AS notified`,
     values: params.values,
   };
