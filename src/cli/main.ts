@@ -8,11 +8,12 @@ const onSigint = () => stop.abort();
 process.once("SIGINT", onSigint);
 runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env }, stop.signal).then(
   (code) => {
-    process.exitCode = code;
-    process.removeListener("SIGINT", onSigint);
+    // Exit now rather than when idle keep-alive connections close, once
+    // what was written has been flushed.
+    process.stdout.write("", () => process.stderr.write("", () => process.exit(code)));
   },
   (error: unknown) => {
     process.stderr.write(`waypost: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exitCode = 1;
+    process.exit(1);
   },
 );
