@@ -71,13 +71,14 @@ function addCommonOptions(command: Command): void {
       addCommonOptions(sub);
       continue;
     }
-    if (sub.name() === "help") continue;
+    // serve runs the service itself; send authenticates with a write key.
+    if (sub.name() === "help" || sub.name() === "serve") continue;
     const has = (flag: string) => sub.options.some((o) => o.long === flag);
     if (!has("--url")) {
       sub.option("--url <url>", "the Waypost server (env WAYPOST_URL; default http://127.0.0.1:8080)");
       serverUrlCommands.add(sub);
     }
-    sub.option("--token <token>", "the admin token (env WAYPOST_ADMIN_TOKEN; default: the token file in WAYPOST_DATA_DIR, ./.waypost)");
+    if (sub.name() !== "send") sub.option("--token <token>", "the admin token (env WAYPOST_ADMIN_TOKEN; default: the token file in WAYPOST_DATA_DIR, ./.waypost)");
     sub.option("--json", "print the RPC response as one JSON document");
   }
 }
