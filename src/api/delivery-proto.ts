@@ -8,7 +8,7 @@ import {
   WebhookHeadersSchema,
   type Delivery,
 } from "../../gen/waypost/v1/delivery_pb.js";
-import type { DeliveryStatus as StatusName } from "../db/queries/complete-deliveries.js";
+import type { DeliveryStatus as StatusName } from "../db/job-table/index.js";
 import type { AttemptRow, DeliveryRow } from "../db/queries/deliveries.js";
 import { invalidArgument } from "./errors.js";
 import type { WebhookHeaders } from "./request-headers.js";

@@ -8,11 +8,10 @@ import {
   type Delivery,
 } from "../../gen/waypost/v1/delivery_pb.js";
 import type { Clock } from "../clock.js";
-import { loadDestinationConfigs } from "../db/queries/claim-deliveries.js";
-import { replayDelivery, selectAttempts, selectDelivery, type DeliveryRow } from "../db/queries/deliveries.js";
-import type { DeliveryFilter } from "../db/queries/delivery-filter.js";
+import { countReplayable, replayDelivery, type BulkReplay, type DeliveryFilter } from "../db/job-table/index.js";
+import { selectAttempts, selectDelivery, type DeliveryRow } from "../db/queries/deliveries.js";
 import { readFinishFeed, searchDeliveries } from "../db/queries/delivery-search.js";
-import { countReplayable, type BulkReplay } from "../db/queries/replay-deliveries.js";
+import { destinationExists, loadDestinationConfigs } from "../db/queries/destinations.js";
 import type { BulkReplayer } from "../delivery/bulk-replayer.js";
 import { decodeCreatedCursor, decodeFeedPosition, encodeCreatedCursor, encodeFeedPosition } from "./delivery-cursors.js";
 import { statusFilter, statusName, textFilter, timeRange, toProto } from "./delivery-proto.js";
@@ -38,6 +37,7 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
 
   /** Body, headers as sent (masked) and attempts, read for a page at once. */
   async function withDetails(rows: DeliveryRow[]): Promise<Delivery[]> {
+    const now = clock.now();
     const [attempts, configs] = await Promise.all([
       selectAttempts(
         pool,
@@ -46,12 +46,12 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
       ),
       loadDestinationConfigs(pool, [...new Set(rows.map((r) => r.destination_id))]),
     ]);
-    return rows.map((row) =>
-      toProto(row, {
-        attempts: attempts.filter((a) => a.delivery_id === row.id),
-        webhooks: webhookHeaders(configs.get(row.destination_id), row.payload),
-      }),
-    );
+    return rows.map((row) => {
+      const own = attempts.filter((a) => a.delivery_id === row.id);
+      // Time-bound headers (Standard Webhooks' timestamp) as of the latest attempt.
+      const at = own.length > 0 ? own[own.length - 1]!.attempted_at : now;
+      return toProto(row, { attempts: own, webhooks: webhookHeaders(configs.get(row.destination_id), row, at) });
+    });
   }
 
   async function present(rows: DeliveryRow[], view: DeliveryView): Promise<Delivery[]> {
@@ -98,8 +98,7 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
       const id = deliveryId(req.id);
       const row = await selectDelivery(pool, id);
       if (!row) throw notFound("delivery", id);
-      const exists = await pool.query("SELECT 1 FROM destinations WHERE id = $1", [row.destination_id]);
-      if (exists.rowCount === 0) {
+      if (!(await destinationExists(pool, row.destination_id))) {
         throw new ConnectError(`delivery ${id} belongs to a deleted destination`, Code.FailedPrecondition);
       }
       if (!(await replayDelivery(pool, row.destination_id, id, clock.now()))) {
@@ -126,8 +125,7 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
         userId: textFilter("userId", req.userId),
         ...timeRange(req.since, req.until),
       };
-      const exists = await pool.query("SELECT 1 FROM destinations WHERE id = $1", [destinationId]);
-      if (exists.rowCount === 0) throw notFound("destination", destinationId);
+      if (!(await destinationExists(pool, destinationId))) throw notFound("destination", destinationId);
       const retentionCutoff = new Date(clock.now().getTime() - options.retentionMs);
       const counts = await countReplayable(pool, filter, retentionCutoff);
       if (counts.replayable > 0 && counts.maxId !== null) {

@@ -9,30 +9,40 @@ import {
   type Destination,
 } from "../../gen/waypost/v1/destination_pb.js";
 import type { Clock } from "../clock.js";
-import { withTransaction } from "../db/pool.js";
+import { cancelDestinationDeliveries, wakeWorkers } from "../db/job-table/index.js";
+import { withTransaction, type Queryable } from "../db/pool.js";
 import {
-  cancelPendingDeliveries,
+  deleteDestinationRow,
+  insertDestination,
   listDestinationRows,
   missingSourceIds,
   replaceDestinationSources,
   selectDestination,
+  updateDestinationRow,
+  updateSigningSecrets,
   type DestinationRow,
 } from "../db/queries/destinations.js";
-import { deliveriesChannel, type Queryable } from "../db/queries/store-messages.js";
+import { deleteDestinationHealth, probeNow } from "../db/queries/destination-health.js";
+import { activeSigningSecrets, generateSigningSecret } from "../signing/standard-webhooks.js";
+import { healthFields } from "./destination-health-fields.js";
 import { validateName, validateSecret, validateSourceIds, validateWebhooks } from "./destination-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
+import { hasActiveSigningSecret, maxSigningSecrets, rotateSigningSecrets, validateSigningSecrets } from "./signing-secrets.js";
 
 export interface DestinationServiceOptions {
   pool: pg.Pool;
   clock: Clock;
+  /** After RotateSigningSecret the previous secret signs this much longer (default 24 h). */
+  signingSecretOverlapMs?: number;
 }
 
-const updatablePaths = new Set(["name", "source_ids", "enabled", "webhooks", "shared_secret"]);
+const updatablePaths = new Set(["name", "source_ids", "enabled", "webhooks", "shared_secret", "signing_secrets"]);
 
 /** DestinationService: webhook destinations, validated against SPEC section 5. */
 export function createDestinationService(options: DestinationServiceOptions): ServiceImpl<typeof DestinationService> {
   const { pool, clock } = options;
+  const overlapMs = options.signingSecretOverlapMs ?? 24 * 3_600_000;
   return {
     async createDestination(req) {
       const input = req.destination;
@@ -42,24 +52,28 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       const webhooks = validateWebhooks("destination.webhooks", input.webhooks);
       const sourceIds = validateSourceIds("destination.sourceIds", input.sourceIds);
       const secret = validateSecret("destination.sharedSecret", input.sharedSecret);
+      const signingSecrets = validateSigningSecrets("destination.signingSecrets", input.signingSecrets);
+      const generated = req.generateSigningSecret ? generateSigningSecret() : "";
+      if (generated) {
+        if (signingSecrets.length >= maxSigningSecrets) {
+          throw invalidArgument("generateSigningSecret", `a destination has at most ${maxSigningSecrets} signing secrets`);
+        }
+        signingSecrets.push({ secret: generated, expiresAt: null });
+      }
       const row = await withTransaction(pool, async (tx) => {
         await requireSources(tx, sourceIds);
         const now = clock.now();
-        await tx.query(
-          `INSERT INTO destinations (id, name, enabled, webhooks, shared_secret, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $6)`,
-          [id, name, input.enabled ?? true, JSON.stringify(webhooks), secret, now],
-        );
+        await insertDestination(tx, { id, name, enabled: input.enabled ?? true, webhooks, sharedSecret: secret, signingSecrets, at: now });
         await replaceDestinationSources(tx, id, sourceIds);
         return (await selectDestination(tx, id))!;
       });
-      return { destination: toProto(row) };
+      return { destination: toProto(row, clock.now()), signingSecret: generated };
     },
     async getDestination(req) {
       const id = requireUuid("id", req.id);
       const row = await selectDestination(pool, id);
       if (!row) throw notFound("destination", id);
-      return { destination: toProto(row) };
+      return { destination: toProto(row, clock.now()) };
     },
     async listDestinations(req) {
       const size = pageSize(req.pageSize);
@@ -69,7 +83,7 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       const page = rows.slice(0, size);
       const last = page[page.length - 1];
       return {
-        destinations: page.map(toProto),
+        destinations: page.map((row) => toProto(row, clock.now())),
         nextPageToken: rows.length > size && last ? encodeTimeCursor(last.cursor_at, last.id) : "",
       };
     },
@@ -92,15 +106,28 @@ export function createDestinationService(options: DestinationServiceOptions): Se
         await applyUpdate(tx, current, input, paths, clock.now());
         return (await selectDestination(tx, id))!;
       });
-      return { destination: toProto(row) };
+      return { destination: toProto(row, clock.now()) };
+    },
+    async rotateSigningSecret(req) {
+      const id = requireUuid("id", req.id);
+      const { row, secret } = await withTransaction(pool, async (tx) => {
+        const current = await selectDestination(tx, id, true);
+        if (!current) throw notFound("destination", id);
+        const now = clock.now();
+        const rotated = rotateSigningSecrets(current.signing_secrets, now, overlapMs);
+        await updateSigningSecrets(tx, id, rotated.secrets, now);
+        return { row: (await selectDestination(tx, id))!, secret: rotated.secret };
+      });
+      return { signingSecret: secret, destination: toProto(row, clock.now()) };
     },
     async deleteDestination(req) {
       const id = requireUuid("id", req.id);
       await withTransaction(pool, async (tx) => {
         const current = await selectDestination(tx, id, true);
         if (!current) throw notFound("destination", id);
-        await cancelPendingDeliveries(tx, id, clock.now());
-        await tx.query("DELETE FROM destinations WHERE id = $1", [id]);
+        await cancelDestinationDeliveries(tx, id, clock.now());
+        await deleteDestinationRow(tx, id);
+        await deleteDestinationHealth(tx, id);
       });
       return {};
     },
@@ -116,11 +143,12 @@ function maskPaths(paths: readonly string[], input: Destination): Set<string> {
     if (input.enabled !== undefined) implied.add("enabled");
     if (input.webhooks.length > 0) implied.add("webhooks");
     if (input.sharedSecret !== "") implied.add("shared_secret");
+    if (input.signingSecrets.length > 0) implied.add("signing_secrets");
     return implied;
   }
   for (const path of paths) {
     if (!updatablePaths.has(path)) {
-      throw invalidArgument("updateMask", `cannot update ${JSON.stringify(path)}; updatable: name, sourceIds, enabled, webhooks, sharedSecret`);
+      throw invalidArgument("updateMask", `cannot update ${JSON.stringify(path)}; updatable: name, sourceIds, enabled, webhooks, sharedSecret, signingSecrets`);
     }
   }
   return new Set(paths);
@@ -131,18 +159,19 @@ async function applyUpdate(tx: Queryable, current: DestinationRow, input: Destin
   const webhooks = paths.has("webhooks") ? validateWebhooks("destination.webhooks", input.webhooks) : current.webhooks;
   const secret = paths.has("shared_secret") ? validateSecret("destination.sharedSecret", input.sharedSecret) : current.shared_secret;
   const enabled = paths.has("enabled") ? (input.enabled ?? false) : current.enabled;
+  const signingSecrets = paths.has("signing_secrets")
+    ? validateSigningSecrets("destination.signingSecrets", input.signingSecrets)
+    : activeSigningSecrets(current.signing_secrets, now);
   if (paths.has("source_ids")) {
     const sourceIds = validateSourceIds("destination.sourceIds", input.sourceIds);
     await requireSources(tx, sourceIds);
     await replaceDestinationSources(tx, current.id, sourceIds);
   }
-  await tx.query(
-    `UPDATE destinations SET name = $2, enabled = $3, webhooks = $4, shared_secret = $5,
-            revision = revision + 1, updated_at = $6 WHERE id = $1`,
-    [current.id, name, enabled, JSON.stringify(webhooks), secret, now],
-  );
-  // Turning a destination on makes its waiting deliveries due: wake the workers.
-  if (enabled && !current.enabled) await tx.query("SELECT pg_notify($1, '')", [deliveriesChannel]);
+  await updateDestinationRow(tx, { id: current.id, name, enabled, webhooks, sharedSecret: secret, signingSecrets, at: now });
+  // New webhooks get a probe at once rather than after an open circuit's cooldown.
+  if (paths.has("webhooks")) await probeNow(tx, current.id, now);
+  // Turning a destination on (or new webhooks) makes waiting deliveries due: wake the workers.
+  if ((enabled && !current.enabled) || paths.has("webhooks")) await wakeWorkers(tx);
 }
 
 async function requireSources(db: Queryable, sourceIds: readonly string[]) {
@@ -156,8 +185,10 @@ function etagOf(row: DestinationRow): string {
   return `r${row.revision}`;
 }
 
-function toProto(row: DestinationRow): Destination {
+function toProto(row: DestinationRow, now: Date): Destination {
   return create(DestinationSchema, {
+    ...healthFields(row, now),
+    hasSigningSecret: hasActiveSigningSecret(row.signing_secrets, now),
     id: row.id,
     name: row.name,
     sourceIds: row.source_ids,

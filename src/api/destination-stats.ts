@@ -1,10 +1,10 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { StatsMinuteSchema, type GetDestinationStatsResponseSchema } from "../../gen/waypost/v1/delivery_pb.js";
-import type { DeliveryStatus as StatusName } from "../db/queries/complete-deliveries.js";
+import type { DeliveryStatus as StatusName } from "../db/job-table/index.js";
 import { selectDestinationStats } from "../db/queries/deliveries.js";
 import { selectLatencyPercentiles, selectMinuteSeries, type MinuteRow } from "../db/queries/delivery-stats.js";
-import type { Queryable } from "../db/queries/store-messages.js";
+import type { Queryable } from "../db/pool.js";
 
 const minuteMs = 60_000;
 

@@ -1,4 +1,4 @@
-import type { DestinationConfigRow } from "../db/queries/claim-deliveries.js";
+import type { DestinationConfigRow } from "../db/queries/destinations.js";
 import { prepareDelivery } from "../delivery/stages.js";
 
 /** What a masked header value reads. Plain ASCII, so it survives terminals, logs and grep. */
@@ -31,24 +31,30 @@ export interface WebhookHeaders {
  * by the same code the delivery loop sends with (so signature schemes and
  * static headers are exactly as sent), from the destination's current
  * settings, then masked. Headers are not stored per attempt: after a
- * settings change these are the headers the next attempt sends.
+ * settings change these are the headers the next attempt sends. `at` is the
+ * time of time-bound headers (webhook-timestamp): the latest attempt's.
  */
-export function webhookHeaders(destination: DestinationConfigRow | undefined, body: string): WebhookHeaders[] {
+export function webhookHeaders(
+  destination: DestinationConfigRow | undefined,
+  delivery: { id: string; payload: string; message_id: string },
+  now: Date,
+): WebhookHeaders[] {
   if (!destination) return [];
   const preparation = prepareDelivery(
     {
       destinationId: destination.id,
-      id: "0",
+      id: delivery.id,
       leaseToken: 0,
       attemptCount: 0,
       firstAttemptAt: null,
-      createdAt: new Date(0),
       retryUrls: null,
-      payload: body,
-      type: "",
+      payload: delivery.payload,
+      messageId: delivery.message_id,
+      probe: false,
     },
     // Shown as it would be sent, also while the destination is disabled.
     { ...destination, enabled: true },
+    now,
   );
   if (preparation.kind !== "send") return [];
   return preparation.requests.map((r) => ({ url: r.url, headers: maskHeaders(r.headers) }));

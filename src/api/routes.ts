@@ -24,10 +24,12 @@ export interface RpcHandlersOptions {
   clock: Clock;
   ingestor: Ingestor;
   auth: Authenticator;
+  interceptors?: Interceptor[];
   /** RetryDeliveries' background batches, and the retention that bounds them. */
   replayer: BulkReplayer;
   retentionMs: number;
-  interceptors?: Interceptor[];
+  /** After RotateSigningSecret, the previous secret keeps signing this long. */
+  signingSecretOverlapMs?: number;
 }
 
 type NodeHandler = ReturnType<typeof connectNodeAdapter>;
@@ -67,7 +69,10 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
         SourceService,
         createSourceService({ pool: options.pool, onWriteKeyChange: () => options.auth.forgetWriteKeys() }),
       );
-      router.service(DestinationService, createDestinationService({ pool: options.pool, clock: options.clock }));
+      router.service(
+        DestinationService,
+        createDestinationService({ pool: options.pool, clock: options.clock, signingSecretOverlapMs: options.signingSecretOverlapMs }),
+      );
       router.service(
         DeliveryService,
         createDeliveryService({

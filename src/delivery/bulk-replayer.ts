@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { Clock } from "../clock.js";
-import { replayBatch, type BulkReplay, type ReplayPosition } from "../db/queries/replay-deliveries.js";
+import { replayBatch, type BulkReplay, type ReplayPosition } from "../db/job-table/index.js";
 import type { Logger } from "../logger.js";
 
 export interface BulkReplayerOptions {

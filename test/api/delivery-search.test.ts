@@ -1,7 +1,7 @@
 import { toJsonString } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { createHmac } from "node:crypto";
+import { createHmac, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import {
   DeliveryOrder,
@@ -30,6 +30,7 @@ beforeAll(async () => {
       name: "ok",
       sourceIds: [source.id],
       sharedSecret: secret,
+      signingSecrets: [`whsec_${randomBytes(32).toString("base64")}`],
       webhooks: [
         { url: ok.url, headers: { Authorization: "Bearer hunter2", "X-Api-Key": "k-123", "X-Team": "growth" } },
         { url: `${ok.url}?second`, headers: { "X-Session-Token": "abc" } },
@@ -110,22 +111,31 @@ test("a delivery carries the exact body sent and the headers sent, secrets maske
   expect(JSON.parse(delivery!.body).messageId).toBe(messageIds[0]);
   // The signature really was sent, and is masked here.
   expect(sent!.headers["x-signature"]).toBe(createHmac("sha1", secret).update(sent!.body).digest("hex"));
-  expect(delivery!.requestHeaders).toEqual({
+  const { "webhook-timestamp": timestamp, ...rest } = delivery!.requestHeaders;
+  expect(rest).toEqual({
     Authorization: "[masked]",
     "X-Api-Key": "[masked]",
     "X-Team": "growth",
     "user-agent": "Waypost/1.0",
     "content-type": "application/json",
     "x-signature": "[masked]",
+    // Standard Webhooks: the signature masked, the id and timestamp shown.
+    "webhook-signature": "[masked]",
+    "webhook-id": messageIds[0],
   });
+  // The latest attempt's time, to the second (signed when the attempt was prepared, a moment before).
+  expect(Math.abs(Number(timestamp) - Number(sent!.headers["webhook-timestamp"]))).toBeLessThanOrEqual(1);
+  expect(sent!.headers["webhook-signature"]).toMatch(/^v1,/);
   // Every sent header is shown, with the same value unless masked.
   for (const [name, value] of Object.entries(delivery!.requestHeaders)) {
-    if (value !== "[masked]") expect(sent!.headers[name.toLowerCase()]).toBe(value);
+    if (value !== "[masked]" && name !== "webhook-timestamp") expect(sent!.headers[name.toLowerCase()]).toBe(value);
   }
   expect(delivery!.webhookHeaders.map((w) => w.url)).toEqual([ok.url, `${ok.url}?second`]);
   expect(delivery!.webhookHeaders[1]!.headers["X-Session-Token"]).toBe("[masked]");
   const text = toJsonString(GetDeliveryResponseSchema, await server.deliveries.getDelivery({ id: delivery!.id }));
-  for (const leaked of ["hunter2", "k-123", "abc", secret, sent!.headers["x-signature"] as string]) expect(text).not.toContain(leaked);
+  for (const leaked of ["hunter2", "k-123", "abc", secret, sent!.headers["x-signature"] as string, sent!.headers["webhook-signature"] as string]) {
+    expect(text).not.toContain(leaked);
+  }
 });
 
 test("the basic view leaves out body, headers and attempts", async () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { ManualClock } from "../../src/clock.js";
 import { runMigrations } from "../../src/db/migrate.js";
 import { createPool, type Pool } from "../../src/db/pool.js";
-import { countReplayable } from "../../src/db/queries/replay-deliveries.js";
+import { countReplayable } from "../../src/db/job-table/index.js";
 import { createBulkReplayer } from "../../src/delivery/bulk-replayer.js";
 import { createLogger } from "../../src/logger.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";

@@ -2,8 +2,8 @@
 // @generated from file waypost/v1/destination.proto (package waypost.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_field_mask, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waypost/v1/destination.proto.
  */
 export const file_waypost_v1_destination: GenFile = /*@__PURE__*/
-  fileDesc("Chx3YXlwb3N0L3YxL2Rlc3RpbmF0aW9uLnByb3RvEgp3YXlwb3N0LnYxInkKB1dlYmhvb2sSCwoDdXJsGAEgASgJEjEKB2hlYWRlcnMYAiADKAsyIC53YXlwb3N0LnYxLldlYmhvb2suSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIqYCCgtEZXN0aW5hdGlvbhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhIKCnNvdXJjZV9pZHMYAyADKAkSFAoHZW5hYmxlZBgEIAEoCEgAiAEBEiUKCHdlYmhvb2tzGAUgAygLMhMud2F5cG9zdC52MS5XZWJob29rEhUKDXNoYXJlZF9zZWNyZXQYBiABKAkSGQoRaGFzX3NoYXJlZF9zZWNyZXQYByABKAgSDAoEZXRhZxgIIAEoCRIvCgtjcmVhdGVfdGltZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgoKCF9lbmFibGVkIkgKGENyZWF0ZURlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24iSQoZQ3JlYXRlRGVzdGluYXRpb25SZXNwb25zZRIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24iIwoVR2V0RGVzdGluYXRpb25SZXF1ZXN0EgoKAmlkGAEgASgJIkYKFkdldERlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uIlMKF0xpc3REZXN0aW5hdGlvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEhEKCXNvdXJjZV9pZBgDIAEoCSJiChhMaXN0RGVzdGluYXRpb25zUmVzcG9uc2USLQoMZGVzdGluYXRpb25zGAEgAygLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkieQoYVXBkYXRlRGVzdGluYXRpb25SZXF1ZXN0EiwKC2Rlc3RpbmF0aW9uGAEgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbhIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siSQoZVXBkYXRlRGVzdGluYXRpb25SZXNwb25zZRIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24iJgoYRGVsZXRlRGVzdGluYXRpb25SZXF1ZXN0EgoKAmlkGAEgASgJIhsKGURlbGV0ZURlc3RpbmF0aW9uUmVzcG9uc2Uy8gMKEkRlc3RpbmF0aW9uU2VydmljZRJgChFDcmVhdGVEZXN0aW5hdGlvbhIkLndheXBvc3QudjEuQ3JlYXRlRGVzdGluYXRpb25SZXF1ZXN0GiUud2F5cG9zdC52MS5DcmVhdGVEZXN0aW5hdGlvblJlc3BvbnNlElcKDkdldERlc3RpbmF0aW9uEiEud2F5cG9zdC52MS5HZXREZXN0aW5hdGlvblJlcXVlc3QaIi53YXlwb3N0LnYxLkdldERlc3RpbmF0aW9uUmVzcG9uc2USXQoQTGlzdERlc3RpbmF0aW9ucxIjLndheXBvc3QudjEuTGlzdERlc3RpbmF0aW9uc1JlcXVlc3QaJC53YXlwb3N0LnYxLkxpc3REZXN0aW5hdGlvbnNSZXNwb25zZRJgChFVcGRhdGVEZXN0aW5hdGlvbhIkLndheXBvc3QudjEuVXBkYXRlRGVzdGluYXRpb25SZXF1ZXN0GiUud2F5cG9zdC52MS5VcGRhdGVEZXN0aW5hdGlvblJlc3BvbnNlEmAKEURlbGV0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5EZWxldGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLkRlbGV0ZURlc3RpbmF0aW9uUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
+  fileDesc("Chx3YXlwb3N0L3YxL2Rlc3RpbmF0aW9uLnByb3RvEgp3YXlwb3N0LnYxInkKB1dlYmhvb2sSCwoDdXJsGAEgASgJEjEKB2hlYWRlcnMYAiADKAsyIC53YXlwb3N0LnYxLldlYmhvb2suSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIpcFCgtEZXN0aW5hdGlvbhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhIKCnNvdXJjZV9pZHMYAyADKAkSFAoHZW5hYmxlZBgEIAEoCEgAiAEBEiUKCHdlYmhvb2tzGAUgAygLMhMud2F5cG9zdC52MS5XZWJob29rEhUKDXNoYXJlZF9zZWNyZXQYBiABKAkSGQoRaGFzX3NoYXJlZF9zZWNyZXQYByABKAgSDAoEZXRhZxgIIAEoCRIvCgtjcmVhdGVfdGltZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KBmhlYWx0aBgLIAEoDjIdLndheXBvc3QudjEuRGVzdGluYXRpb25IZWFsdGgSNQoRbGFzdF9zdWNjZXNzX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKEWxhc3RfZmFpbHVyZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpsYXN0X2Vycm9yGA4gASgJEhcKD3NpZ25pbmdfc2VjcmV0cxgPIAMoCRIaChJoYXNfc2lnbmluZ19zZWNyZXQYECABKAgSHAoUY29uc2VjdXRpdmVfZmFpbHVyZXMYESABKAUSMwoPbmV4dF9wcm9iZV90aW1lGBIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI2ChJiYWNrb2ZmX3VudGlsX3RpbWUYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgoKCF9lbmFibGVkImkKGENyZWF0ZURlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SHwoXZ2VuZXJhdGVfc2lnbmluZ19zZWNyZXQYAiABKAgiYQoZQ3JlYXRlRGVzdGluYXRpb25SZXNwb25zZRIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SFgoOc2lnbmluZ19zZWNyZXQYAiABKAkiIwoVR2V0RGVzdGluYXRpb25SZXF1ZXN0EgoKAmlkGAEgASgJIkYKFkdldERlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uIlMKF0xpc3REZXN0aW5hdGlvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEhEKCXNvdXJjZV9pZBgDIAEoCSJiChhMaXN0RGVzdGluYXRpb25zUmVzcG9uc2USLQoMZGVzdGluYXRpb25zGAEgAygLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkieQoYVXBkYXRlRGVzdGluYXRpb25SZXF1ZXN0EiwKC2Rlc3RpbmF0aW9uGAEgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbhIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siSQoZVXBkYXRlRGVzdGluYXRpb25SZXNwb25zZRIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24iJgoYRGVsZXRlRGVzdGluYXRpb25SZXF1ZXN0EgoKAmlkGAEgASgJIhsKGURlbGV0ZURlc3RpbmF0aW9uUmVzcG9uc2UiKAoaUm90YXRlU2lnbmluZ1NlY3JldFJlcXVlc3QSCgoCaWQYASABKAkiYwobUm90YXRlU2lnbmluZ1NlY3JldFJlc3BvbnNlEhYKDnNpZ25pbmdfc2VjcmV0GAEgASgJEiwKC2Rlc3RpbmF0aW9uGAIgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbiqcAQoRRGVzdGluYXRpb25IZWFsdGgSIgoeREVTVElOQVRJT05fSEVBTFRIX1VOU1BFQ0lGSUVEEAASHgoaREVTVElOQVRJT05fSEVBTFRIX0hFQUxUSFkQARIeChpERVNUSU5BVElPTl9IRUFMVEhfRkFJTElORxACEiMKH0RFU1RJTkFUSU9OX0hFQUxUSF9DSVJDVUlUX09QRU4QAzLaBAoSRGVzdGluYXRpb25TZXJ2aWNlEmAKEUNyZWF0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5DcmVhdGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLkNyZWF0ZURlc3RpbmF0aW9uUmVzcG9uc2USVwoOR2V0RGVzdGluYXRpb24SIS53YXlwb3N0LnYxLkdldERlc3RpbmF0aW9uUmVxdWVzdBoiLndheXBvc3QudjEuR2V0RGVzdGluYXRpb25SZXNwb25zZRJdChBMaXN0RGVzdGluYXRpb25zEiMud2F5cG9zdC52MS5MaXN0RGVzdGluYXRpb25zUmVxdWVzdBokLndheXBvc3QudjEuTGlzdERlc3RpbmF0aW9uc1Jlc3BvbnNlEmAKEVVwZGF0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5VcGRhdGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLlVwZGF0ZURlc3RpbmF0aW9uUmVzcG9uc2USYAoRRGVsZXRlRGVzdGluYXRpb24SJC53YXlwb3N0LnYxLkRlbGV0ZURlc3RpbmF0aW9uUmVxdWVzdBolLndheXBvc3QudjEuRGVsZXRlRGVzdGluYXRpb25SZXNwb25zZRJmChNSb3RhdGVTaWduaW5nU2VjcmV0EiYud2F5cG9zdC52MS5Sb3RhdGVTaWduaW5nU2VjcmV0UmVxdWVzdBonLndheXBvc3QudjEuUm90YXRlU2lnbmluZ1NlY3JldFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
 
 /**
  * Webhook is one endpoint of a destination.
@@ -104,6 +104,72 @@ export type Destination = Message<"waypost.v1.Destination"> & {
    * @generated from field: google.protobuf.Timestamp update_time = 10;
    */
   updateTime?: Timestamp | undefined;
+
+  /**
+   * Output only: the endpoint's health.
+   *
+   * @generated from field: waypost.v1.DestinationHealth health = 11;
+   */
+  health: DestinationHealth;
+
+  /**
+   * Output only: when a delivery last succeeded.
+   *
+   * @generated from field: google.protobuf.Timestamp last_success_time = 12;
+   */
+  lastSuccessTime?: Timestamp | undefined;
+
+  /**
+   * Output only: when a delivery attempt last failed.
+   *
+   * @generated from field: google.protobuf.Timestamp last_failure_time = 13;
+   */
+  lastFailureTime?: Timestamp | undefined;
+
+  /**
+   * Output only: what that failure was (an HTTP status or a network error).
+   *
+   * @generated from field: string last_error = 14;
+   */
+  lastError: string;
+
+  /**
+   * Write-only: Standard Webhooks secrets ("whsec_" + base64 of 24 to 64
+   * bytes); each signs every request. Never returned. Set to [] (with
+   * update_mask) to stop signing this way.
+   *
+   * @generated from field: repeated string signing_secrets = 15;
+   */
+  signingSecrets: string[];
+
+  /**
+   * Output only: at least one signing secret is active.
+   *
+   * @generated from field: bool has_signing_secret = 16;
+   */
+  hasSigningSecret: boolean;
+
+  /**
+   * Output only: attempted deliveries in a row that failed retryably.
+   *
+   * @generated from field: int32 consecutive_failures = 17;
+   */
+  consecutiveFailures: number;
+
+  /**
+   * Output only, while the circuit is open: the earliest next probe.
+   *
+   * @generated from field: google.protobuf.Timestamp next_probe_time = 18;
+   */
+  nextProbeTime?: Timestamp | undefined;
+
+  /**
+   * Output only: all deliveries wait until then, as the endpoint asked
+   * (Retry-After, or a run of 429 answers).
+   *
+   * @generated from field: google.protobuf.Timestamp backoff_until_time = 19;
+   */
+  backoffUntilTime?: Timestamp | undefined;
 };
 
 /**
@@ -121,6 +187,13 @@ export type CreateDestinationRequest = Message<"waypost.v1.CreateDestinationRequ
    * @generated from field: waypost.v1.Destination destination = 1;
    */
   destination?: Destination | undefined;
+
+  /**
+   * Generate a signing secret; it is returned once, in the response.
+   *
+   * @generated from field: bool generate_signing_secret = 2;
+   */
+  generateSigningSecret: boolean;
 };
 
 /**
@@ -138,6 +211,13 @@ export type CreateDestinationResponse = Message<"waypost.v1.CreateDestinationRes
    * @generated from field: waypost.v1.Destination destination = 1;
    */
   destination?: Destination | undefined;
+
+  /**
+   * The generated signing secret, when asked for; never shown again.
+   *
+   * @generated from field: string signing_secret = 2;
+   */
+  signingSecret: string;
 };
 
 /**
@@ -242,7 +322,8 @@ export type UpdateDestinationRequest = Message<"waypost.v1.UpdateDestinationRequ
   destination?: Destination | undefined;
 
   /**
-   * Fields to change: name, source_ids, enabled, webhooks, shared_secret.
+   * Fields to change: name, source_ids, enabled, webhooks, shared_secret,
+   * signing_secrets.
    * Empty: every field that is set in destination.
    *
    * @generated from field: google.protobuf.FieldMask update_mask = 2;
@@ -305,6 +386,88 @@ export const DeleteDestinationResponseSchema: GenMessage<DeleteDestinationRespon
   messageDesc(file_waypost_v1_destination, 11);
 
 /**
+ * @generated from message waypost.v1.RotateSigningSecretRequest
+ */
+export type RotateSigningSecretRequest = Message<"waypost.v1.RotateSigningSecretRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message waypost.v1.RotateSigningSecretRequest.
+ * Use `create(RotateSigningSecretRequestSchema)` to create a new message.
+ */
+export const RotateSigningSecretRequestSchema: GenMessage<RotateSigningSecretRequest> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 12);
+
+/**
+ * @generated from message waypost.v1.RotateSigningSecretResponse
+ */
+export type RotateSigningSecretResponse = Message<"waypost.v1.RotateSigningSecretResponse"> & {
+  /**
+   * The new secret, shown once.
+   *
+   * @generated from field: string signing_secret = 1;
+   */
+  signingSecret: string;
+
+  /**
+   * @generated from field: waypost.v1.Destination destination = 2;
+   */
+  destination?: Destination | undefined;
+};
+
+/**
+ * Describes the message waypost.v1.RotateSigningSecretResponse.
+ * Use `create(RotateSigningSecretResponseSchema)` to create a new message.
+ */
+export const RotateSigningSecretResponseSchema: GenMessage<RotateSigningSecretResponse> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 13);
+
+/**
+ * DestinationHealth is how the destination's endpoint has been answering.
+ *
+ * @generated from enum waypost.v1.DestinationHealth
+ */
+export enum DestinationHealth {
+  /**
+   * @generated from enum value: DESTINATION_HEALTH_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The last attempted delivery succeeded (or none has been attempted yet).
+   *
+   * @generated from enum value: DESTINATION_HEALTH_HEALTHY = 1;
+   */
+  HEALTHY = 1,
+
+  /**
+   * Recent deliveries failed, or the endpoint asked Waypost to slow down;
+   * deliveries are still being attempted.
+   *
+   * @generated from enum value: DESTINATION_HEALTH_FAILING = 2;
+   */
+  FAILING = 2,
+
+  /**
+   * The circuit breaker is open: no deliveries are sent except a probe
+   * after a cooldown. They keep their deadline.
+   *
+   * @generated from enum value: DESTINATION_HEALTH_CIRCUIT_OPEN = 3;
+   */
+  CIRCUIT_OPEN = 3,
+}
+
+/**
+ * Describes the enum waypost.v1.DestinationHealth.
+ */
+export const DestinationHealthSchema: GenEnum<DestinationHealth> = /*@__PURE__*/
+  enumDesc(file_waypost_v1_destination, 0);
+
+/**
  * DestinationService manages webhook destinations. Admin token required.
  *
  * @generated from service waypost.v1.DestinationService
@@ -349,6 +512,17 @@ export const DestinationService: GenService<{
     methodKind: "unary";
     input: typeof DeleteDestinationRequestSchema;
     output: typeof DeleteDestinationResponseSchema;
+  },
+  /**
+   * Generates a new Standard Webhooks signing secret (returned once); the
+   * previous secrets keep signing for an overlap (24 h by default).
+   *
+   * @generated from rpc waypost.v1.DestinationService.RotateSigningSecret
+   */
+  rotateSigningSecret: {
+    methodKind: "unary";
+    input: typeof RotateSigningSecretRequestSchema;
+    output: typeof RotateSigningSecretResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_waypost_v1_destination, 0);

@@ -1,4 +1,5 @@
-import { deliveriesChannel, type Queryable } from "./store-messages.js";
+import { enqueueCte, notifyIfQueued } from "../job-table/index.js";
+import type { Queryable } from "../pool.js";
 
 export interface QueueNotificationsOptions {
   deletionRequestId: string;
@@ -30,17 +31,13 @@ export async function queueDeleteNotifications(db: Queryable, options: QueueNoti
        SELECT s.source_id, gen_random_uuid()::text, 'delete', $2, $3, $4
          FROM (SELECT DISTINCT source_id FROM targets) s
        RETURNING id, source_id
-     ), queued AS (
-       INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at)
-       SELECT t.destination_id, i.id, i.source_id, $3, $3
-         FROM inserted i JOIN targets t ON t.source_id = i.source_id
-       RETURNING 1
-     ), linked AS (
+     ), ${enqueueCte(`SELECT t.destination_id, i.id, i.source_id, $3, $3
+         FROM inserted i JOIN targets t ON t.source_id = i.source_id`)}, linked AS (
        INSERT INTO deletion_request_messages (deletion_request_id, message_pk)
        SELECT $5, id FROM inserted
      )
      SELECT (SELECT count(*) FROM queued) AS notifications,
-            CASE WHEN EXISTS (SELECT 1 FROM queued) THEN pg_notify('${deliveriesChannel}', '') END AS notified`,
+            ${notifyIfQueued()}`,
     [options.sourceIds, options.userId, options.at, options.payload, options.deletionRequestId],
   );
   return Number(result.rows[0]?.notifications ?? 0);

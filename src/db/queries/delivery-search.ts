@@ -1,7 +1,7 @@
 import type pg from "pg";
 import type { DeliveryRow } from "./deliveries.js";
-import { and, byMessage, filterPredicates, Params, type DeliveryFilter } from "./delivery-filter.js";
-import type { Queryable } from "./store-messages.js";
+import { and, byMessage, filterPredicates, Params, type DeliveryFilter, type Query } from "../job-table/index.js";
+import type { Queryable } from "../pool.js";
 
 /** A delivery row with what searches add: the keyset positions of both orders. */
 export interface SearchRow extends DeliveryRow {
@@ -36,11 +36,6 @@ function search(filter: DeliveryFilter, params: Params, extra: string[], order: 
               ORDER BY ${order} LIMIT ${limitParam}) d
            JOIN messages m ON m.id = d.message_pk
            ORDER BY ${order} LIMIT ${limitParam}`;
-}
-
-export interface Query {
-  text: string;
-  values: unknown[];
 }
 
 export interface SearchOptions {

@@ -1,5 +1,5 @@
-import type { Query } from "./delivery-search.js";
-import type { Queryable } from "./store-messages.js";
+import type { Query } from "../job-table/index.js";
+import type { Queryable } from "../pool.js";
 
 /** One minute of a destination's activity. */
 export interface MinuteRow {

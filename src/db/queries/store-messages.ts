@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type pg from "pg";
+import type { Queryable } from "../pool.js";
+import { enqueueCte, notifyIfQueued } from "../job-table/index.js";
 
 /** A message ready to store: validated, its body built. */
 export interface MessageToStore {
@@ -10,10 +11,6 @@ export interface MessageToStore {
   /** The call's integrations object, which routing reads. */
   integrations: JsonObject | undefined;
 }
-
-export type Queryable = Pick<pg.Pool, "query"> | pg.PoolClient;
-
-export const deliveriesChannel = "waypost_deliveries";
 
 /** The name a call's integrations object uses for every webhook destination. */
 export const webhooksIntegrationName = "Webhooks";
@@ -47,29 +44,24 @@ const storeStatement = `
   ), targets AS (
     SELECT d.id, d.name FROM destination_sources ds JOIN destinations d ON d.id = ds.destination_id
      WHERE ds.source_id = $1 AND d.enabled
-  ), queued AS (
-    INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at)
-    SELECT t.id, m.id, $1, $2, $2
-      FROM inserted m JOIN input i USING (message_id) JOIN targets t ON ${routingCondition("i.integrations", "t.name")}
-    RETURNING 1
-  )
-  SELECT (SELECT array_agg(message_id) FROM inserted) AS stored,
-         CASE WHEN EXISTS (SELECT 1 FROM queued) THEN pg_notify('${deliveriesChannel}', '') END AS notified`;
+  ), ${enqueueCte(`SELECT t.id, m.id, $1, $2, $2
+      FROM inserted m JOIN input i USING (message_id) JOIN targets t ON ${routingCondition("i.integrations", "t.name")}`)}
+  SELECT ${notifyIfQueued()}`;
 
 /**
  * Stores messages and routes them to the source's enabled destinations in
  * one statement, so atomically and in one round trip, skipping messageIds
- * the source already has, and wakes the delivery loops. Returns the
- * messageIds that were new. Callers pass unique messageIds.
+ * the source already has (a repeat is acknowledged, not stored again), and
+ * wakes the delivery loops. Callers pass unique messageIds.
  */
 export async function storeMessages(
   db: Queryable,
   sourceId: string,
   receivedAt: Date,
   messages: readonly MessageToStore[],
-): Promise<Set<string>> {
-  if (messages.length === 0) return new Set();
-  const result = await db.query<{ stored: string[] | null }>(storeStatement, [
+): Promise<void> {
+  if (messages.length === 0) return;
+  await db.query(storeStatement, [
     sourceId,
     receivedAt,
     messages.map((m) => m.messageId),
@@ -78,5 +70,4 @@ export async function storeMessages(
     messages.map((m) => m.payload),
     messages.map((m) => (m.integrations ? JSON.stringify(m.integrations) : null)),
   ]);
-  return new Set(result.rows[0]?.stored ?? []);
 }

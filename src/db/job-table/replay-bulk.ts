@@ -1,7 +1,8 @@
-import { replayAssignments } from "./deliveries.js";
-import { and, filterPredicates, Params, type DeliveryFilter } from "./delivery-filter.js";
-import type { Query } from "./delivery-search.js";
-import { deliveriesChannel, type Queryable } from "./store-messages.js";
+import type { Queryable } from "../pool.js";
+import { transitionSql } from "./fence.js";
+import { and, filterPredicates, Params, type DeliveryFilter, type Query } from "./filter.js";
+import { notifyWhen } from "./notify.js";
+import { replaySet } from "./replay.js";
 
 /** A bulk replay: the filter (with a destination and statuses) and the bounds fixed when it was asked for. */
 export interface BulkReplay {
@@ -59,10 +60,11 @@ export interface ReplayBatch {
  * order: that of deliveries_destination_created_idx, so a whole replay reads
  * the destination's rows in the time range once, never the table's (an
  * order by id alone would let Postgres walk the id index of every
- * destination). One statement, which also
- * wakes the delivery loops. A delivery whose state changed meanwhile
- * (delivered by a retry in flight, say) is re-checked by the UPDATE and left
- * alone.
+ * destination). One statement, which also wakes the delivery loops. Each
+ * gets a fresh retry window (its first attempt is cleared), as a single
+ * replay does, and the lease is revoked, so a result of an attempt still in
+ * flight is dropped. A delivery whose state changed meanwhile (delivered by
+ * that attempt, say) is re-checked by the UPDATE and left alone.
  */
 export async function replayBatch(
   db: Queryable,
@@ -96,16 +98,20 @@ export function replayBatchQuery(
   where.push(`d.id <= ${params.add(replay.maxId, "bigint")}`);
   if (after) where.push(`(d.created_at, d.id) > (${params.add(after.createdAt, "timestamptz")}, ${params.add(after.id, "bigint")})`);
   const statuses = params.add(replay.filter.statuses, "delivery_status[]");
+  const runAt = params.add(now, "timestamptz");
   return {
     text: `WITH batch AS (
        SELECT d.destination_id, d.id, d.created_at FROM deliveries d JOIN messages m ON m.id = d.message_pk
         WHERE ${and(where)}
         ORDER BY d.created_at, d.id LIMIT ${params.add(limit, "int")}
      ), replayed AS (
-       UPDATE deliveries u SET ${replayAssignments(params.add(now, "timestamptz"))}
-         FROM batch b
-        WHERE u.destination_id = b.destination_id AND u.id = b.id AND u.status = ANY(${statuses})
-       RETURNING 1
+       ${transitionSql({
+         fence: { kind: "revoke" },
+         set: replaySet(runAt),
+         from: "batch b",
+         where: `d.destination_id = b.destination_id AND d.id = b.id AND d.status = ANY(${statuses})`,
+         returning: "1",
+       })}
      ), last AS (
        SELECT created_at, id FROM batch ORDER BY created_at DESC, id DESC LIMIT 1
      )
@@ -113,7 +119,7 @@ export function replayBatchQuery(
             (SELECT count(*) FROM batch) AS size,
             (SELECT created_at::text FROM last) AS last_at,
             (SELECT id::text FROM last) AS last_id,
-            CASE WHEN EXISTS (SELECT 1 FROM replayed) THEN pg_notify('${deliveriesChannel}', '') END AS notified`,
+            ${notifyWhen("EXISTS (SELECT 1 FROM replayed)")}`,
     values: params.values,
   };
 }

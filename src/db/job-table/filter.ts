@@ -1,6 +1,9 @@
-import type { DeliveryStatus } from "./complete-deliveries.js";
+import type { DeliveryStatus } from "./complete.js";
 
-/** What a delivery search (or a bulk replay) matches. Absent fields match everything. */
+/**
+ * What a delivery search (or a bulk replay) matches. Absent fields match
+ * everything. Shared by the searches (db/queries) and the bulk replay.
+ */
 export interface DeliveryFilter {
   destinationId?: string | undefined;
   statuses?: readonly DeliveryStatus[] | undefined;
@@ -10,6 +13,12 @@ export interface DeliveryFilter {
   since?: Date | undefined;
   /** Created before. */
   until?: Date | undefined;
+}
+
+/** A statement and its parameters (exported builders let tests EXPLAIN exactly what runs). */
+export interface Query {
+  text: string;
+  values: unknown[];
 }
 
 /** SQL parameters collected while a query is built: `add` returns the placeholder. */

@@ -1,4 +1,6 @@
-import type { Queryable } from "./store-messages.js";
+import type { Queryable } from "../pool.js";
+import { heldDestinationsSql, probingDestinationsSql, takeProbesSql } from "./claim-circuit.js";
+import { transitionSql } from "./fence.js";
 
 /** A claimed delivery, with the message body it carries. */
 export interface ClaimedDelivery {
@@ -7,12 +9,18 @@ export interface ClaimedDelivery {
   leaseToken: number;
   attemptCount: number;
   firstAttemptAt: Date | null;
-  createdAt: Date;
   retryUrls: string[] | null;
   payload: string;
-  type: string;
+  /** The message's id: Standard Webhooks' webhook-id, the same on every attempt. */
+  messageId: string;
+  /** Claimed as the probe of the destination's open circuit. */
+  probe: boolean;
 }
 
+/**
+ * What a claim takes. One object, so later filters (a destination's backoff,
+ * rate limits) are new fields here, not new parameters.
+ */
 export interface ClaimOptions {
   now: Date;
   /** Most deliveries in all. */
@@ -25,6 +33,17 @@ export interface ClaimOptions {
   owner: string;
 }
 
+// The lease the claim takes: $1 now, $4 lease length in ms, $5 this process.
+const claimTransition = transitionSql({
+  fence: { kind: "grant", until: "$1::timestamptz + make_interval(secs => $4::double precision / 1000)", owner: "$5" },
+  from: "messages m",
+  where: `d.id = ANY (ARRAY(SELECT id FROM due))
+        AND (d.destination_id, d.id) IN (SELECT destination_id, id FROM due)
+        AND m.id = d.message_pk`,
+  returning: `d.destination_id, d.id, d.lease_token, d.attempt_count, d.first_attempt_at, d.retry_urls, m.payload,
+              m.message_id, d.id IN (SELECT probe_delivery_id FROM probes) AS probe`,
+});
+
 /**
  * Claims up to `limit` due deliveries of enabled destinations, and no more of
  * one destination than this process has room for, so a slow endpoint's
@@ -36,6 +55,10 @@ export interface ClaimOptions {
  * passes, without any sweeper. The candidate scan follows deliveries_due_idx
  * exactly (status IN (...) ORDER BY run_at); the locked rows are re-checked,
  * as another process may have taken them between the scan and the lock.
+ *
+ * Endpoint health (claim-circuit.ts): destinations that are backing off or
+ * whose circuit is open are skipped; one whose probe is due gets exactly one
+ * delivery, and only if this claim is the one that marks it half-open.
  */
 export async function claimDeliveries(db: Queryable, options: ClaimOptions): Promise<ClaimedDelivery[]> {
   const result = await db.query<{
@@ -44,13 +67,15 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
     lease_token: number;
     attempt_count: number;
     first_attempt_at: Date | null;
-    created_at: Date;
     retry_urls: string[] | null;
     payload: string;
-    type: string;
+    message_id: string;
+    probe: boolean;
   }>(
     `WITH room AS (
        SELECT * FROM unnest($6::uuid[], $7::int[]) AS r(destination_id, free)
+     ), probing AS (
+       ${probingDestinationsSql("$1")}
      ), candidates AS (
        SELECT c.destination_id, c.id, c.run_at,
               row_number() OVER (PARTITION BY c.destination_id ORDER BY c.run_at) AS rank
@@ -59,12 +84,15 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
                   AND (leased_until IS NULL OR leased_until <= $1)
                   AND destination_id IN (SELECT id FROM destinations WHERE enabled)
                   AND destination_id NOT IN (SELECT destination_id FROM room WHERE free <= 0)
+                  AND destination_id NOT IN (${heldDestinationsSql("$1")})
                 ORDER BY run_at
                 LIMIT $2 * 2) c
      ), chosen AS (
        SELECT c.destination_id, c.id FROM candidates c LEFT JOIN room r USING (destination_id)
-        WHERE c.rank <= coalesce(r.free, $3)
+        WHERE c.rank <= CASE WHEN c.destination_id IN (SELECT destination_id FROM probing) THEN 1 ELSE coalesce(r.free, $3) END
         ORDER BY c.run_at LIMIT $2
+     ), probes AS (
+       ${takeProbesSql("(SELECT destination_id, id FROM chosen WHERE destination_id IN (SELECT destination_id FROM probing))", "$1", "$4")}
      ), due AS (
        -- id = ANY(ARRAY(...)) keeps both steps on index lookups; a join here
        -- lets the planner pick a hash join over the whole table.
@@ -72,18 +100,10 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
         WHERE d.id = ANY (ARRAY(SELECT id FROM chosen))
           AND d.status IN ('pending', 'retrying') AND d.run_at <= $1
           AND (d.leased_until IS NULL OR d.leased_until <= $1)
+          AND (d.destination_id NOT IN (SELECT destination_id FROM probing) OR d.id IN (SELECT probe_delivery_id FROM probes))
         FOR UPDATE OF d SKIP LOCKED
      )
-     UPDATE deliveries d
-        SET leased_until = $1::timestamptz + make_interval(secs => $4::double precision / 1000),
-            lease_token = d.lease_token + 1,
-            lease_owner = $5
-       FROM messages m
-      WHERE d.id = ANY (ARRAY(SELECT id FROM due))
-        AND (d.destination_id, d.id) IN (SELECT destination_id, id FROM due)
-        AND m.id = d.message_pk
-     RETURNING d.destination_id, d.id, d.lease_token, d.attempt_count, d.first_attempt_at, d.created_at,
-               d.retry_urls, m.payload, m.type`,
+     ${claimTransition}`,
     [
       options.now,
       options.limit,
@@ -100,26 +120,9 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
     leaseToken: row.lease_token,
     attemptCount: row.attempt_count,
     firstAttemptAt: row.first_attempt_at,
-    createdAt: row.created_at,
     retryUrls: row.retry_urls,
     payload: row.payload,
-    type: row.type,
+    messageId: row.message_id,
+    probe: row.probe,
   }));
-}
-
-export interface DestinationConfigRow {
-  id: string;
-  name: string;
-  enabled: boolean;
-  webhooks: Array<{ url: string; headers: Record<string, string> }>;
-  shared_secret: string | null;
-}
-
-/** The current settings of the claimed deliveries' destinations: read per batch, so an edit applies to every later attempt. */
-export async function loadDestinationConfigs(db: Queryable, ids: readonly string[]): Promise<Map<string, DestinationConfigRow>> {
-  const result = await db.query<DestinationConfigRow>(
-    "SELECT id, name, enabled, webhooks, shared_secret FROM destinations WHERE id = ANY ($1::uuid[])",
-    [ids],
-  );
-  return new Map(result.rows.map((row) => [row.id, row]));
 }

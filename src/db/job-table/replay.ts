@@ -1,0 +1,33 @@
+import type { Queryable } from "../pool.js";
+import { transitionSql } from "./fence.js";
+import { notifyWhen } from "./notify.js";
+
+/**
+ * A replay's new state, due at `runAt` (an SQL expression): every URL, and a
+ * fresh retry window (the window runs from the first attempt, cleared here).
+ * Shared with the bulk replay (replay-bulk.ts).
+ */
+export function replaySet(runAt: string): string {
+  return `status = 'retrying', run_at = ${runAt}, finalized_at = NULL, first_attempt_at = NULL, retry_urls = NULL`;
+}
+
+const replayStatement = `WITH replayed AS (
+       ${transitionSql({
+         fence: { kind: "revoke" },
+         set: replaySet("$3"),
+         where: "d.destination_id = $1 AND d.id = $2 AND d.status IN ('failed', 'expired', 'retrying')",
+         returning: "1",
+       })}
+     )
+     SELECT ${notifyWhen("true")} FROM replayed`;
+
+/**
+ * Replays a delivery: due now, with a fresh retry window and every URL, and
+ * wakes the loops. The lease is revoked, so a result of an attempt still in
+ * flight (a retrying delivery may be) is dropped. Returns false when the
+ * delivery is not in a replayable state (or does not exist).
+ */
+export async function replayDelivery(db: Queryable, destinationId: string, id: string, now: Date): Promise<boolean> {
+  const result = await db.query(replayStatement, [destinationId, id, now]);
+  return (result.rowCount ?? 0) > 0;
+}
