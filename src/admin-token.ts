@@ -3,6 +3,11 @@ import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 
+/** Where the server keeps the admin token it created (the CLI reads it there too). */
+export function adminTokenFile(dataDir: string): string {
+  return path.resolve(dataDir, "admin-token");
+}
+
 /**
  * The admin token from the environment, or the one kept in the data
  * directory (created on first start, readable by the owner only).
@@ -12,7 +17,7 @@ export async function resolveAdminToken(
   dataDir: string,
 ): Promise<{ token: string; file?: string; created: boolean }> {
   if (configured) return { token: configured, created: false };
-  const file = path.resolve(dataDir, "admin-token");
+  const file = adminTokenFile(dataDir);
   if (existsSync(file)) return { token: (await readFile(file, "utf8")).trim(), file, created: false };
   await mkdir(path.dirname(file), { recursive: true });
   const token = "wpa_" + randomBytes(32).toString("base64url");

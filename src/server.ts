@@ -11,6 +11,7 @@ import { startEmbeddedPostgres } from "./db/embedded.js";
 import { runMigrations } from "./db/migrate.js";
 import { createPool, ping } from "./db/pool.js";
 import { createAddressGuard } from "./delivery/address-guard.js";
+import { createBulkReplayer } from "./delivery/bulk-replayer.js";
 import { createDeliveryLoop, type DeliveryLoop } from "./delivery/loop.js";
 import { createMaintenance, type Maintenance } from "./delivery/maintenance.js";
 import { createCors } from "./http/cors.js";
@@ -108,7 +109,19 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     allowPrivate: config.delivery.allowPrivateDestinations,
     allowedCidrs: config.delivery.allowedCidrs,
   });
-  const rpc = createRpcHandlers({ pool, clock, ingestor, auth, logger, addressGuard, signingSecretOverlapMs: config.signingSecretOverlapMs });
+  const replayer = createBulkReplayer({ pool, clock, logger });
+  closers.push(() => replayer.stop());
+  const rpc = createRpcHandlers({
+    pool,
+    clock,
+    ingestor,
+    auth,
+    logger,
+    addressGuard,
+    signingSecretOverlapMs: config.signingSecretOverlapMs,
+    replayer,
+    retentionMs: config.retentionMs,
+  });
   const operational = createOperationalRoutes({
     registry: metrics.registry,
     isReady: async () => !stopping && (await ping(pool)),

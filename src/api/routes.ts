@@ -9,6 +9,7 @@ import { SourceService } from "../../gen/waypost/v1/source_pb.js";
 import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
 import type { Clock } from "../clock.js";
 import type { AddressGuard } from "../delivery/address-guard.js";
+import type { BulkReplayer } from "../delivery/bulk-replayer.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
 import type { Logger } from "../logger.js";
@@ -31,6 +32,9 @@ export interface RpcHandlersOptions {
   /** Judges literal webhook addresses when a destination is saved (WAYPOST_ALLOW_PRIVATE_DESTINATIONS). */
   addressGuard: AddressGuard;
   interceptors?: Interceptor[];
+  /** RetryDeliveries' background batches, and the retention that bounds them. */
+  replayer: BulkReplayer;
+  retentionMs: number;
   /** After RotateSigningSecret, the previous secret keeps signing this long. */
   signingSecretOverlapMs?: number;
 }
@@ -107,7 +111,15 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
           signingSecretOverlapMs: options.signingSecretOverlapMs,
         }),
       );
-      router.service(DeliveryService, createDeliveryService({ pool: options.pool, clock: options.clock }));
+      router.service(
+        DeliveryService,
+        createDeliveryService({
+          pool: options.pool,
+          clock: options.clock,
+          replayer: options.replayer,
+          retentionMs: options.retentionMs,
+        }),
+      );
       registerAudienceService(router, createAudienceService({ pool: options.pool, clock: options.clock }));
       router.service(DeletionService, createDeletionService({ pool: options.pool, clock: options.clock }));
     },

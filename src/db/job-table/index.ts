@@ -9,7 +9,8 @@
  *   complete  the lease holder's results, only while its lease holds
  *   cancel    a deleted destination's unfinished deliveries (revokes the lease)
  *   expire    a paused destination's deliveries past their window (revokes)
- *   replay    a finished or waiting delivery due again now (revokes)
+ *   replay    a finished or waiting delivery due again now (revokes); in
+ *             bulk, the deliveries matching a filter, batch by batch
  *   purge     finished work past retention; VACUUM when dead rows pile up
  *   notify    the channel that wakes the delivery loops
  *
@@ -24,3 +25,14 @@ export { expirePausedDeliveries } from "./expire.js";
 export { deliveriesChannel, wakeWorkers } from "./notify.js";
 export { purgeOldMessages, vacuumJobTableIfNeeded } from "./purge.js";
 export { replayDelivery } from "./replay.js";
+export {
+  countReplayable,
+  countReplayableQuery,
+  replayBatch,
+  replayBatchQuery,
+  type BulkReplay,
+  type ReplayBatch,
+  type ReplayCounts,
+  type ReplayPosition,
+} from "./replay-bulk.js";
+export { and, byMessage, filterPredicates, Params, type DeliveryFilter, type Query } from "./filter.js";

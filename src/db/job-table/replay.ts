@@ -2,10 +2,19 @@ import type { Queryable } from "../pool.js";
 import { transitionSql } from "./fence.js";
 import { notifyWhen } from "./notify.js";
 
+/**
+ * A replay's new state, due at `runAt` (an SQL expression): every URL, and a
+ * fresh retry window (the window runs from the first attempt, cleared here).
+ * Shared with the bulk replay (replay-bulk.ts).
+ */
+export function replaySet(runAt: string): string {
+  return `status = 'retrying', run_at = ${runAt}, finalized_at = NULL, first_attempt_at = NULL, retry_urls = NULL`;
+}
+
 const replayStatement = `WITH replayed AS (
        ${transitionSql({
          fence: { kind: "revoke" },
-         set: "status = 'retrying', run_at = $3, finalized_at = NULL, first_attempt_at = NULL, retry_urls = NULL",
+         set: replaySet("$3"),
          where: "d.destination_id = $1 AND d.id = $2 AND d.status IN ('failed', 'expired', 'retrying')",
          returning: "1",
        })}

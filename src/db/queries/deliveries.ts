@@ -13,6 +13,9 @@ export interface DeliveryRow {
   first_attempt_at: Date | null;
   run_at: Date;
   finalized_at: Date | null;
+  /** The exact body sent. */
+  payload: string;
+  user_id: string | null;
 }
 
 export interface AttemptRow {
@@ -28,23 +31,7 @@ export interface AttemptRow {
 }
 
 const columns = `d.id, d.destination_id, d.source_id, m.message_id, m.type, d.status, d.attempt_count,
-  d.created_at, d.first_attempt_at, d.run_at, d.finalized_at`;
-
-/** Newest first, by the primary key (destination_id, id). */
-export async function listDeliveryRows(
-  db: Queryable,
-  options: { destinationId: string; status?: DeliveryStatus | undefined; beforeId?: string | undefined; limit: number },
-): Promise<DeliveryRow[]> {
-  const result = await db.query<DeliveryRow>(
-    `SELECT ${columns} FROM deliveries d JOIN messages m ON m.id = d.message_pk
-      WHERE d.destination_id = $1
-        AND ($2::delivery_status IS NULL OR d.status = $2)
-        AND ($3::bigint IS NULL OR d.id < $3)
-      ORDER BY d.id DESC LIMIT $4`,
-    [options.destinationId, options.status ?? null, options.beforeId ?? null, options.limit],
-  );
-  return result.rows;
-}
+  d.created_at, d.first_attempt_at, d.run_at, d.finalized_at, m.payload, m.user_id`;
 
 export async function selectDelivery(db: Queryable, id: string): Promise<DeliveryRow | undefined> {
   const result = await db.query<DeliveryRow>(

@@ -1,0 +1,50 @@
+import type { Command } from "commander";
+import {
+  CreateDeletionRequestResponseSchema,
+  DeletionService,
+  DeletionStatus,
+  GetDeletionRequestResponseSchema,
+  type DeletionRequest,
+} from "../../../gen/waypost/v1/deletion_pb.js";
+import { collect, fields, time } from "../format.js";
+import type { Wire } from "../program.js";
+
+function describe(r: DeletionRequest): string {
+  return fields([
+    ["id", r.id],
+    ["user", r.userId],
+    ["sources", r.sourceIds.join(", ") || "-"],
+    ["status", r.status === DeletionStatus.COMPLETED ? "completed" : "in progress"],
+    ["messages deleted", String(r.messagesDeleted)],
+    ["notifications", `${r.notificationsTotal} (delivered ${r.notificationsDelivered}, failed ${r.notificationsFailed})`],
+    ["created", time(r.createTime)],
+    ["completed", time(r.completeTime)],
+  ]);
+}
+
+export function registerDeletions(program: Command, wire: Wire): void {
+  const deletions = program.command("deletions").description("forget a user: delete their data and notify destinations");
+
+  deletions
+    .command("create")
+    .description("delete a user's stored calls and send delete notifications")
+    .requiredOption("--user <id>", "the userId to forget")
+    .option("--source <id>", "only this source (repeat for several; default: every source)", collect)
+    .action(
+      wire(async (ctx, flags: { user: string; source?: string[] }) => {
+        const response = await ctx.admin(DeletionService).createDeletionRequest({ userId: flags.user, sourceIds: flags.source ?? [] });
+        ctx.print(CreateDeletionRequestResponseSchema, response, () => describe(response.deletionRequest!));
+      }),
+    );
+
+  deletions
+    .command("get")
+    .description("a deletion request and the progress of its notifications")
+    .argument("<id>", "deletion request id")
+    .action(
+      wire(async (ctx, id: string) => {
+        const response = await ctx.admin(DeletionService).getDeletionRequest({ id });
+        ctx.print(GetDeletionRequestResponseSchema, response, () => describe(response.deletionRequest!));
+      }),
+    );
+}

@@ -1,0 +1,122 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { Command } from "commander";
+import {
+  DeliveryService,
+  DeliveryView,
+  GetDeliveryResponseSchema,
+  ListDeliveriesResponseSchema,
+  RetryDeliveriesResponseSchema,
+  RetryDeliveryResponseSchema,
+} from "../../../gen/waypost/v1/delivery_pb.js";
+import { UsageError } from "../errors.js";
+import { fields, parseCount, parseStatuses, parseTime, statusText } from "../format.js";
+import type { Wire } from "../program.js";
+import { deliveryRows, describeDelivery } from "./delivery-text.js";
+import { tailDeliveries } from "./tail.js";
+
+interface FilterFlags {
+  destination?: string;
+  status?: string;
+  messageId?: string;
+  userId?: string;
+  since?: string;
+  until?: string;
+}
+
+/** The ListDeliveries/RetryDeliveries filter fields from the flags. */
+export function filterFromFlags(flags: FilterFlags) {
+  return {
+    destinationId: flags.destination ?? "",
+    statuses: flags.status === undefined ? [] : parseStatuses(flags.status),
+    messageId: flags.messageId ?? "",
+    userId: flags.userId ?? "",
+    since: flags.since === undefined ? undefined : timestampFromDate(parseTime(flags.since, "--since")),
+    until: flags.until === undefined ? undefined : timestampFromDate(parseTime(flags.until, "--until")),
+  };
+}
+
+function filterOptions(command: Command, destination: string): Command {
+  return command
+    .option("--destination <id>", destination)
+    .option("--status <statuses>", "pending, retrying, delivered, failed, expired, cancelled; several: failed,expired")
+    .option("--message-id <id>", "the call's messageId")
+    .option("--user-id <id>", "the call's userId")
+    .option("--since <time>", "created at or after: ISO 8601, or back from now: 30s, 15m, 2h, 7d")
+    .option("--until <time>", "created before: ISO 8601, or back from now");
+}
+
+export function registerDeliveries(program: Command, wire: Wire): void {
+  const deliveries = program.command("deliveries").description("find, inspect, retry and follow deliveries");
+
+  filterOptions(deliveries.command("list").description("deliveries, newest first"), "only this destination's (default: every destination)")
+    .option("--limit <n>", "at most this many", "50")
+    .action(
+      wire(async (ctx, flags: FilterFlags & { limit: string }) => {
+        const limit = parseCount(flags.limit, "--limit");
+        const client = ctx.admin(DeliveryService);
+        const all = create(ListDeliveriesResponseSchema);
+        do {
+          const page = await client.listDeliveries(
+            { ...filterFromFlags(flags), pageSize: Math.min(500, limit - all.deliveries.length), pageToken: all.nextPageToken, view: DeliveryView.BASIC },
+            { signal: ctx.signal },
+          );
+          all.deliveries.push(...page.deliveries);
+          all.nextPageToken = page.nextPageToken;
+        } while (all.nextPageToken && all.deliveries.length < limit);
+        ctx.print(ListDeliveriesResponseSchema, all, () => deliveryRows(all.deliveries, !flags.destination));
+      }),
+    );
+
+  deliveries
+    .command("get")
+    .description("one delivery: the body and headers sent (secrets masked) and every attempt")
+    .argument("<id>", "delivery id")
+    .action(
+      wire(async (ctx, id: string) => {
+        const response = await ctx.admin(DeliveryService).getDelivery({ id });
+        ctx.print(GetDeliveryResponseSchema, response, () => describeDelivery(response.delivery!));
+      }),
+    );
+
+  filterOptions(
+    deliveries
+      .command("retry")
+      .description("retry one delivery now, or (with --destination) every matching one, in the background")
+      .argument("[id]", "delivery id"),
+    "retry every matching delivery of this destination",
+  ).action(
+    wire(async (ctx, id: string | undefined, flags: FilterFlags) => {
+      const client = ctx.admin(DeliveryService);
+      if (id !== undefined) {
+        if (Object.values(flags).some((v) => v !== undefined)) {
+          throw new UsageError("give a delivery id, or --destination with filters, not both");
+        }
+        const response = await client.retryDelivery({ id });
+        ctx.print(RetryDeliveryResponseSchema, response, () => `delivery ${id} is ${statusText(response.delivery!.status)}: it will be sent again now`);
+        return;
+      }
+      if (!flags.destination) throw new UsageError("give a delivery id, or --destination ID to retry every matching delivery");
+      const { destinationId, statuses, messageId, userId, since, until } = filterFromFlags(flags);
+      const response = await client.retryDeliveries({ destinationId, statuses, messageId, userId, since, until });
+      ctx.print(RetryDeliveriesResponseSchema, response, () =>
+        fields([
+          ["replaying", `${response.replayCount} (in the background, with a fresh retry window)`],
+          ["not replayable", `${response.notReplayableCount} (their calls are past the retention period)`],
+        ]),
+      );
+    }),
+  );
+
+  filterOptions(
+    deliveries.command("tail").description("follow deliveries as they finish, until Ctrl-C (with --json: one JSON object per line)"),
+    "only this destination's (default: every destination)",
+  )
+    .option("-n, --lines <n>", "show this many recent ones first (0: none)", "10")
+    .action(
+      wire(async (ctx, flags: FilterFlags & { lines: string }) => {
+        const lines = flags.lines === "0" ? 0 : parseCount(flags.lines, "--lines");
+        await tailDeliveries(ctx, ctx.admin(DeliveryService), filterFromFlags(flags), lines);
+      }),
+    );
+}

@@ -1,0 +1,73 @@
+import { AttemptOutcome, type Delivery } from "../../../gen/waypost/v1/delivery_pb.js";
+import { fields, statusText, table, time } from "../format.js";
+
+/** The columns of `deliveries list`. */
+export function deliveryRows(deliveries: readonly Delivery[], withDestination: boolean): string {
+  const headers = ["ID", "CREATED", "STATUS", "TYPE", "MESSAGE ID", "USER", "ATTEMPTS", ...(withDestination ? ["DESTINATION"] : [])];
+  return table(
+    headers,
+    deliveries.map((d) => [
+      d.id,
+      time(d.createTime),
+      statusText(d.status),
+      d.type,
+      d.messageId,
+      d.userId || "-",
+      String(d.attemptCount),
+      ...(withDestination ? [d.destinationId] : []),
+    ]),
+  );
+}
+
+function outcomeText(outcome: AttemptOutcome): string {
+  return (AttemptOutcome[outcome] ?? String(outcome)).toLowerCase();
+}
+
+/** The last attempt's result, in a few words: "200", "503", "error: ECONNREFUSED ...". */
+export function lastResult(d: Delivery): string {
+  const last = d.attempts[d.attempts.length - 1];
+  if (!last) return "-";
+  return last.statusCode ? String(last.statusCode) : `error: ${last.error}`;
+}
+
+/** One finished delivery on one line (deliveries tail). */
+export function tailLine(d: Delivery): string {
+  return [time(d.finalizeTime), statusText(d.status).padEnd(9), d.id, d.destinationId, d.type, d.messageId, d.userId || "-", lastResult(d)].join(
+    "  ",
+  );
+}
+
+/** `deliveries get`: fields, the headers sent, the body and every attempt. */
+export function describeDelivery(d: Delivery): string {
+  const head = fields([
+    ["id", d.id],
+    ["destination", d.destinationId],
+    ["source", d.sourceId],
+    ["message id", d.messageId],
+    ["type", d.type],
+    ["user", d.userId || "-"],
+    ["anonymous id", d.anonymousId || "-"],
+    ["status", statusText(d.status)],
+    ["attempts", String(d.attemptCount)],
+    ["created", time(d.createTime)],
+    ["first attempt", time(d.firstAttemptTime)],
+    ["next attempt", time(d.nextAttemptTime)],
+    ["finished", time(d.finalizeTime)],
+  ]);
+  const headers = Object.entries(d.requestHeaders)
+    .map(([k, v]) => `  ${k}: ${v}`)
+    .join("\n");
+  const attempts = table(
+    ["#", "TIME", "URL", "OUTCOME", "STATUS", "LATENCY", "ERROR / RESPONSE"],
+    d.attempts.map((a) => [
+      String(a.attempt),
+      time(a.attemptTime),
+      a.url,
+      outcomeText(a.outcome),
+      a.statusCode ? String(a.statusCode) : "-",
+      `${a.latencyMs} ms`,
+      (a.error || a.responseBody).replace(/\s+/g, " ").slice(0, 120),
+    ]),
+  );
+  return `${head}\nheaders sent (secrets masked):\n${headers}\n\nbody:\n${d.body}\n\n${attempts}`;
+}

@@ -1,0 +1,105 @@
+import { Command, CommanderError, Option } from "commander";
+import { registerAudiences } from "./commands/audiences.js";
+import { registerDeletions } from "./commands/deletions.js";
+import { registerDeliveries } from "./commands/deliveries.js";
+import { registerDestinations } from "./commands/destinations.js";
+import { registerSend } from "./commands/send.js";
+import { registerServe } from "./commands/serve.js";
+import { registerSources } from "./commands/sources.js";
+import { registerStats } from "./commands/stats.js";
+import { createContext, serverUrlCommands, type CliContext, type CliIo } from "./context.js";
+import { describeRpcError, UsageError } from "./errors.js";
+
+/**
+ * Wires an action into commander: the context is built from the command's
+ * options; the action gets commander's arguments (positionals, then options).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- commander's action arguments are untyped
+export type Wire = (action: (ctx: CliContext, ...args: any[]) => Promise<void>) => (...args: unknown[]) => Promise<void>;
+
+/**
+ * The `waypost` program. Every command has --url, --token and --json (on the
+ * program, so they may come anywhere on the line) and --help.
+ */
+export function createProgram(io: CliIo, signal: AbortSignal): Command {
+  const program = new Command("waypost")
+    .description("Drive a running Waypost: sources, destinations, deliveries, stats, audiences, deletions.")
+    .addOption(new Option("--url <url>", "the Waypost server").env("WAYPOST_URL").default("http://127.0.0.1:8080"))
+    .addOption(
+      new Option("--token <token>", "the admin token (default: the token file in WAYPOST_DATA_DIR, ./.waypost)").env(
+        "WAYPOST_ADMIN_TOKEN",
+      ),
+    )
+    .option("--json", "print the RPC response as one JSON document")
+    .enablePositionalOptions()
+    .configureHelp({ sortSubcommands: false })
+    .configureOutput({
+      writeOut: (text) => io.stdout.write(text),
+      writeErr: (text) => io.stderr.write(text),
+    })
+    .exitOverride()
+    .showHelpAfterError("(add --help for usage)");
+  // Commands with subcommands and no action of their own show their help (a usage error).
+  const wire: Wire =
+    (action) =>
+    async (...args: unknown[]) => {
+      const command = args[args.length - 1] as Command;
+      await action(createContext(command, io, signal), ...args.slice(0, -1));
+    };
+  registerServe(program);
+  registerSources(program, wire);
+  registerDestinations(program, wire);
+  registerDeliveries(program, wire);
+  registerStats(program, wire);
+  registerAudiences(program, wire);
+  registerDeletions(program, wire);
+  registerSend(program, wire);
+  addCommonOptions(program);
+  return program;
+}
+
+/**
+ * Gives every command --url, --token and --json of its own, so they may come
+ * anywhere on the line. Program-level values (and WAYPOST_URL,
+ * WAYPOST_ADMIN_TOKEN) are the fallback: see createContext. A command with a
+ * --url of its own (destinations create/update: the webhook URL) takes the
+ * server's from before the command name or from WAYPOST_URL.
+ */
+function addCommonOptions(command: Command): void {
+  for (const sub of command.commands) {
+    if (sub.commands.length > 0) {
+      addCommonOptions(sub);
+      continue;
+    }
+    // serve runs the service itself; send authenticates with a write key.
+    if (sub.name() === "help" || sub.name() === "serve") continue;
+    const has = (flag: string) => sub.options.some((o) => o.long === flag);
+    if (!has("--url")) {
+      sub.option("--url <url>", "the Waypost server (env WAYPOST_URL; default http://127.0.0.1:8080)");
+      serverUrlCommands.add(sub);
+    }
+    if (sub.name() !== "send") sub.option("--token <token>", "the admin token (env WAYPOST_ADMIN_TOKEN; default: the token file in WAYPOST_DATA_DIR, ./.waypost)");
+    sub.option("--json", "print the RPC response as one JSON document");
+  }
+}
+
+/** Runs the CLI; resolves to the exit code: 0 success, 1 RPC error, 2 usage error. */
+export async function runCli(argv: readonly string[], io: CliIo, signal: AbortSignal): Promise<number> {
+  const program = createProgram(io, signal);
+  try {
+    await program.parseAsync([...argv], { from: "user" });
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help asked for, or the version: success. Anything else commander
+      // refused (unknown option, missing argument, no subcommand) is usage.
+      return error.code === "commander.helpDisplayed" || error.code === "commander.version" ? 0 : 2;
+    }
+    if (error instanceof UsageError) {
+      io.stderr.write(`waypost: ${error.message}\n(add --help for usage)\n`);
+      return 2;
+    }
+    io.stderr.write(`waypost: ${describeRpcError(error)}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,165 @@
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import { startTestServer, type TestServer } from "../helpers/server.js";
+import { cliEnv, startWaypost, waypost, waypostJson } from "./support.js";
+
+let server: TestServer;
+let receiver: Receiver;
+let failing = false;
+let env: NodeJS.ProcessEnv;
+let destinationId: string;
+let writeKey: string;
+const sent: string[] = [];
+
+interface DeliveryJson {
+  id: string;
+  messageId: string;
+  userId?: string;
+  status: string;
+  body?: string;
+  requestHeaders?: Record<string, string>;
+}
+
+beforeAll(async () => {
+  server = await startTestServer();
+  receiver = await startReceiver({ respond: () => ({ status: failing ? 422 : 200 }) });
+  env = cliEnv(server);
+  const source = await server.createSource();
+  writeKey = source.writeKey;
+  destinationId = (
+    await server.createDestination({
+      name: "hooks",
+      sourceIds: [source.id],
+      sharedSecret: "s3cret",
+      webhooks: [{ url: receiver.url, headers: { "X-Api-Key": "key-123", "X-Team": "growth" } }],
+    })
+  ).id;
+  // Two calls through the CLI itself, one of each output form.
+  const done = server.waitForDeliveries(2);
+  const text = await waypost(["send", "track", "--write-key", writeKey, "--user", "alice", "--event", "Signed Up", "--properties", '{"plan":"pro"}'], env);
+  expect(text.code).toBe(0);
+  sent.push(/message id:\s+(\S+)/.exec(text.stdout)![1]!);
+  sent.push((await waypostJson<{ messageId: string }>(["send", "identify", "--write-key", writeKey, "--user", "bob", "--traits", '{"name":"Bob"}'], env)).messageId);
+  await done;
+});
+afterAll(async () => {
+  await server?.stop();
+  await receiver?.close();
+});
+
+test("send refuses what does not fit the call type", async () => {
+  const results = await Promise.all([
+    waypost(["send", "track", "--user", "u"], env),
+    waypost(["send", "bogus", "--write-key", writeKey], env),
+    waypost(["send", "track", "--write-key", writeKey, "--traits", "{}"], env),
+    waypost(["send", "track", "--write-key", writeKey, "--properties", "[1]"], env),
+  ]);
+  expect(results.map((r) => r.code)).toEqual([2, 2, 2, 2]);
+  expect(results[2]!.stderr).toContain("--traits does not apply to track calls");
+  expect(results[3]!.stderr).toContain("--properties: must be a JSON object");
+  const refused = await waypost(["send", "track", "--write-key", writeKey, "--event", "E"], env);
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toMatch(/^waypost: invalid_argument: /);
+});
+
+test("deliveries list: filters, limit, table and JSON", async () => {
+  const table = await waypost(["deliveries", "list", "--destination", destinationId], env);
+  expect(table.code).toBe(0);
+  const lines = table.stdout.trim().split("\n");
+  expect(lines[0]).toMatch(/^ID\s+CREATED\s+STATUS\s+TYPE\s+MESSAGE ID\s+USER\s+ATTEMPTS$/);
+  expect(lines[1]).toMatch(new RegExp(`^\\d+\\s+\\S+\\s+delivered\\s+identify\\s+${sent[1]}\\s+bob\\s+1$`));
+  expect(lines[2]).toMatch(new RegExp(`delivered\\s+track\\s+${sent[0]}\\s+alice\\s+1$`));
+  const [byUser, byMessage, limited, since, until, failed] = await Promise.all([
+    waypostJson<{ deliveries: DeliveryJson[] }>(["deliveries", "list", "--user-id", "alice"], env),
+    waypostJson<{ deliveries: DeliveryJson[] }>(["deliveries", "list", "--message-id", sent[1]!], env),
+    waypostJson<{ deliveries: DeliveryJson[]; nextPageToken: string }>(["deliveries", "list", "--limit", "1"], env),
+    waypostJson<{ deliveries: DeliveryJson[] }>(["deliveries", "list", "--since", "1h", "--status", "delivered"], env),
+    waypostJson<{ deliveries?: DeliveryJson[] }>(["deliveries", "list", "--until", "1h"], env),
+    waypostJson<{ deliveries?: DeliveryJson[] }>(["deliveries", "list", "--status", "failed,expired"], env),
+  ]);
+  expect(byUser.deliveries.map((d) => d.messageId)).toEqual([sent[0]]);
+  expect(byMessage.deliveries.map((d) => d.userId)).toEqual(["bob"]);
+  expect(limited.deliveries).toHaveLength(1);
+  expect(limited.nextPageToken).not.toBe("");
+  expect(since.deliveries).toHaveLength(2);
+  expect(until.deliveries).toBeUndefined();
+  expect(failed.deliveries).toBeUndefined();
+});
+
+test("deliveries get: the body and headers sent, secrets masked", async () => {
+  const { deliveries } = await waypostJson<{ deliveries: DeliveryJson[] }>(["deliveries", "list", "--message-id", sent[0]!], env);
+  const id = deliveries[0]!.id;
+  const json = await waypostJson<{ delivery: DeliveryJson }>(["deliveries", "get", id], env);
+  expect(receiver.requests.map((r) => r.body)).toContain(json.delivery.body);
+  expect(json.delivery.requestHeaders).toMatchObject({ "X-Api-Key": "[masked]", "X-Team": "growth", "x-signature": "[masked]" });
+  const text = await waypost(["deliveries", "get", id], env);
+  expect(text.stdout).toMatch(/^status:\s+delivered$/m);
+  expect(text.stdout).toContain("  X-Api-Key: [masked]\n");
+  expect(text.stdout).toContain(json.delivery.body!);
+  expect(text.stdout).toMatch(/^1\s+\S+\s+http:\/\/127\.0\.0\.1:\d+\/hook\s+success\s+200\s+\d+ ms/m);
+  expect(text.stdout).not.toContain("key-123");
+});
+
+test("deliveries retry: one, or every matching one in the background", async () => {
+  const { deliveries } = await waypostJson<{ deliveries: DeliveryJson[] }>(["deliveries", "list", "--message-id", sent[0]!], env);
+  const notNeeded = await waypost(["deliveries", "retry", deliveries[0]!.id], env);
+  expect(notNeeded.code).toBe(1);
+  expect(notNeeded.stderr).toMatch(/^waypost: failed_precondition: delivery \d+ is delivered/);
+  expect((await waypost(["deliveries", "retry", deliveries[0]!.id, "--destination", destinationId], env)).code).toBe(2);
+
+  failing = true;
+  let done = server.waitForDeliveries(3, ["failed"]);
+  for (const user of ["c1", "c2", "c3"]) await waypost(["send", "track", "--write-key", writeKey, "--user", user, "--event", "E"], env);
+  const [first] = await done;
+  failing = false;
+  done = server.waitForDeliveries(1, ["delivered"]);
+  const one = await waypost(["deliveries", "retry", first!.id], env);
+  expect(one).toMatchObject({ code: 0, stdout: `delivery ${first!.id} is retrying: it will be sent again now\n` });
+  expect((await done)[0]!.id).toBe(first!.id);
+
+  done = server.waitForDeliveries(2, ["delivered"]);
+  const bulk = await waypost(["deliveries", "retry", "--destination", destinationId, "--status", "failed", "--since", "1h"], env);
+  expect(bulk.code).toBe(0);
+  expect(bulk.stdout).toMatch(/^replaying:\s+2 /m);
+  expect(bulk.stdout).toMatch(/^not replayable:\s+0 /m);
+  await done;
+  const again = await waypostJson<{ replayCount?: string }>(["deliveries", "retry", "--destination", destinationId], env);
+  expect(again.replayCount).toBeUndefined();
+});
+
+test("deliveries tail prints deliveries as they finish, until SIGINT", async () => {
+  const tail = startWaypost(["deliveries", "tail", "--destination", destinationId, "-n", "1"], env);
+  // The most recent finished delivery comes first: the tail is following now.
+  await tail.waitForLine(() => true);
+  const json = startWaypost(["deliveries", "tail", "--json", "-n", "1"], env);
+  await json.waitForLine((line) => line.startsWith("{"));
+  const done = server.waitForDeliveries(1);
+  const { messageId } = await waypostJson<{ messageId: string }>(["send", "page", "--write-key", writeKey, "--user", "dora", "--name", "Home"], env);
+  await done;
+  const line = await tail.waitForLine((l) => l.includes(messageId));
+  expect(line).toMatch(new RegExp(`^\\S+Z\\s+delivered\\s+\\d+\\s+${destinationId}\\s+page\\s+${messageId}\\s+dora\\s+200$`));
+  const jsonLine = await json.waitForLine((l) => l.includes(messageId));
+  expect(JSON.parse(jsonLine)).toMatchObject({ messageId, userId: "dora", status: "DELIVERY_STATUS_DELIVERED", type: "page" });
+  tail.child.kill("SIGINT");
+  json.child.kill("SIGINT");
+  expect(await tail.exited).toBe(0);
+  expect(await json.exited).toBe(0);
+  // Each delivery once.
+  expect(tail.lines.filter((l) => l.includes(messageId))).toHaveLength(1);
+});
+
+test("stats: every destination as a table, one as JSON with its series", async () => {
+  const table = await waypost(["stats"], env);
+  expect(table.code).toBe(0);
+  expect(table.stdout.split("\n")[0]).toMatch(/^DESTINATION\s+NAME\s+DELIVERED 1H\s+FAILED 1H\s+EXPIRED 1H\s+DELIVERED 24H/);
+  expect(table.stdout).toMatch(new RegExp(`^${destinationId}\\s+hooks\\s+\\d+\\s+`, "m"));
+  const one = await waypostJson<{ destinationId: string; deliveredLast24h: string; series: Array<{ startTime: string; delivered?: string }> }>(
+    ["stats", "--destination", destinationId],
+    env,
+  );
+  expect(one.destinationId).toBe(destinationId);
+  expect(Number(one.deliveredLast24h)).toBeGreaterThanOrEqual(6);
+  expect(one.series.length).toBeGreaterThanOrEqual(1);
+  const all = await waypostJson<{ destinations: Array<{ destinationId: string }> }>(["stats"], env);
+  expect(all.destinations.map((d) => d.destinationId)).toEqual([destinationId]);
+});
