@@ -6,6 +6,7 @@ import { resolveAdminToken } from "./admin-token.js";
 import { createAuthenticator } from "./api/auth.js";
 import { createRpcHandlers } from "./api/routes.js";
 import { createCompatHttpApi } from "./compat/http-api.js";
+import { createConsoleRoutes } from "./console/serve.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { Config } from "./config.js";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "./db/embedded.js";
@@ -86,7 +87,8 @@ export async function startWaypost(options: WaypostOptions): Promise<Waypost> {
     registry: metrics.registry,
     isReady: async () => !stopping && (await pool.query("SELECT 1")).rowCount === 1,
   });
-  const extraRoutes: RouteHandler[] = [createCompatHttpApi({ ingestor, auth, logger })];
+  // The operator console is served wherever the API is (same origin, same port).
+  const extraRoutes: RouteHandler[] = [createCompatHttpApi({ ingestor, auth, logger }), createConsoleRoutes()];
   const serveRpc = config.role !== "worker";
 
   const handler = (req: Req, res: Res) => {

@@ -1,0 +1,25 @@
+import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { DeliveryStatus } from "../../../gen/waypost/v1/delivery_pb.js";
+
+export function formatTime(ts: Timestamp | undefined): string {
+  if (!ts) return "";
+  return timestampDate(ts).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+}
+
+export const statusLabels: Record<DeliveryStatus, string> = {
+  [DeliveryStatus.UNSPECIFIED]: "unknown",
+  [DeliveryStatus.PENDING]: "pending",
+  [DeliveryStatus.RETRYING]: "retrying",
+  [DeliveryStatus.DELIVERED]: "delivered",
+  [DeliveryStatus.FAILED]: "failed",
+  [DeliveryStatus.EXPIRED]: "expired",
+  [DeliveryStatus.CANCELLED]: "cancelled",
+};
+
+export function formatPercent(part: number, whole: number): string {
+  return whole === 0 ? "–" : `${((100 * part) / whole).toFixed(1)} %`;
+}
+
+export function formatMs(ms: number | undefined): string {
+  return ms === undefined || Number.isNaN(ms) ? "–" : `${Math.round(ms)} ms`;
+}

@@ -1,0 +1,1 @@
+export function OverviewView() { return <section><h1>TODO</h1></section>; }
