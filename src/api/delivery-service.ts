@@ -102,6 +102,9 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
       }
       return { delivery: await getOne(id) };
     },
+    async retryDeliveries() {
+      throw new ConnectError("RetryDeliveries is not implemented yet", Code.Unimplemented);
+    },
     async getDestinationStats(req) {
       const destinationId = requireUuid("destinationId", req.destinationId);
       const stats = await selectDestinationStats(pool, destinationId, new Date(clock.now().getTime() - 3_600_000));

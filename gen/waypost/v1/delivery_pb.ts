@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waypost/v1/delivery.proto.
  */
 export const file_waypost_v1_delivery: GenFile = /*@__PURE__*/
-  fileDesc("Chl3YXlwb3N0L3YxL2RlbGl2ZXJ5LnByb3RvEgp3YXlwb3N0LnYxIt0BCg9EZWxpdmVyeUF0dGVtcHQSDwoHYXR0ZW1wdBgBIAEoBRILCgN1cmwYAiABKAkSMAoMYXR0ZW1wdF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgdvdXRjb21lGAQgASgOMhoud2F5cG9zdC52MS5BdHRlbXB0T3V0Y29tZRITCgtzdGF0dXNfY29kZRgFIAEoBRINCgVlcnJvchgGIAEoCRISCgpsYXRlbmN5X21zGAcgASgFEhUKDXJlc3BvbnNlX2JvZHkYCCABKAkiqAMKCERlbGl2ZXJ5EgoKAmlkGAEgASgJEhYKDmRlc3RpbmF0aW9uX2lkGAIgASgJEhEKCXNvdXJjZV9pZBgDIAEoCRISCgptZXNzYWdlX2lkGAQgASgJEgwKBHR5cGUYBSABKAkSKgoGc3RhdHVzGAYgASgOMhoud2F5cG9zdC52MS5EZWxpdmVyeVN0YXR1cxIVCg1hdHRlbXB0X2NvdW50GAcgASgFEi8KC2NyZWF0ZV90aW1lGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI2ChJmaXJzdF9hdHRlbXB0X3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKEW5leHRfYXR0ZW1wdF90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1maW5hbGl6ZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCghhdHRlbXB0cxgMIAMoCzIbLndheXBvc3QudjEuRGVsaXZlcnlBdHRlbXB0IoIBChVMaXN0RGVsaXZlcmllc1JlcXVlc3QSFgoOZGVzdGluYXRpb25faWQYASABKAkSKgoGc3RhdHVzGAIgASgOMhoud2F5cG9zdC52MS5EZWxpdmVyeVN0YXR1cxIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSJbChZMaXN0RGVsaXZlcmllc1Jlc3BvbnNlEigKCmRlbGl2ZXJpZXMYASADKAsyFC53YXlwb3N0LnYxLkRlbGl2ZXJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIgChJHZXREZWxpdmVyeVJlcXVlc3QSCgoCaWQYASABKAkiPQoTR2V0RGVsaXZlcnlSZXNwb25zZRImCghkZWxpdmVyeRgBIAEoCzIULndheXBvc3QudjEuRGVsaXZlcnkiIgoUUmV0cnlEZWxpdmVyeVJlcXVlc3QSCgoCaWQYASABKAkiPwoVUmV0cnlEZWxpdmVyeVJlc3BvbnNlEiYKCGRlbGl2ZXJ5GAEgASgLMhQud2F5cG9zdC52MS5EZWxpdmVyeSI0ChpHZXREZXN0aW5hdGlvblN0YXRzUmVxdWVzdBIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCSKFAgobR2V0RGVzdGluYXRpb25TdGF0c1Jlc3BvbnNlEhYKDmRlc3RpbmF0aW9uX2lkGAEgASgJEg8KB3BlbmRpbmcYAiABKAMSEAoIcmV0cnlpbmcYAyABKAMSEQoJZGVsaXZlcmVkGAQgASgDEg4KBmZhaWxlZBgFIAEoAxIPCgdleHBpcmVkGAYgASgDEhEKCWNhbmNlbGxlZBgHIAEoAxIaChJhdHRlbXB0c19sYXN0X2hvdXIYCCABKAMSJQodc3VjY2Vzc2Z1bF9hdHRlbXB0c19sYXN0X2hvdXIYCSABKAMSIQoZbWVhbl9sYXRlbmN5X21zX2xhc3RfaG91chgKIAEoASrjAQoORGVsaXZlcnlTdGF0dXMSHwobREVMSVZFUllfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXREVMSVZFUllfU1RBVFVTX1BFTkRJTkcQARIcChhERUxJVkVSWV9TVEFUVVNfUkVUUllJTkcQAhIdChlERUxJVkVSWV9TVEFUVVNfREVMSVZFUkVEEAMSGgoWREVMSVZFUllfU1RBVFVTX0ZBSUxFRBAEEhsKF0RFTElWRVJZX1NUQVRVU19FWFBJUkVEEAUSHQoZREVMSVZFUllfU1RBVFVTX0NBTkNFTExFRBAGKqsBCg5BdHRlbXB0T3V0Y29tZRIfChtBVFRFTVBUX09VVENPTUVfVU5TUEVDSUZJRUQQABIbChdBVFRFTVBUX09VVENPTUVfU1VDQ0VTUxABEh0KGUFUVEVNUFRfT1VUQ09NRV9SRVRSWUFCTEUQAhIdChlBVFRFTVBUX09VVENPTUVfUEVSTUFORU5UEAMSHQoZQVRURU1QVF9PVVRDT01FX0FCQU5ET05FRBAEMvgCCg9EZWxpdmVyeVNlcnZpY2USVwoOTGlzdERlbGl2ZXJpZXMSIS53YXlwb3N0LnYxLkxpc3REZWxpdmVyaWVzUmVxdWVzdBoiLndheXBvc3QudjEuTGlzdERlbGl2ZXJpZXNSZXNwb25zZRJOCgtHZXREZWxpdmVyeRIeLndheXBvc3QudjEuR2V0RGVsaXZlcnlSZXF1ZXN0Gh8ud2F5cG9zdC52MS5HZXREZWxpdmVyeVJlc3BvbnNlElQKDVJldHJ5RGVsaXZlcnkSIC53YXlwb3N0LnYxLlJldHJ5RGVsaXZlcnlSZXF1ZXN0GiEud2F5cG9zdC52MS5SZXRyeURlbGl2ZXJ5UmVzcG9uc2USZgoTR2V0RGVzdGluYXRpb25TdGF0cxImLndheXBvc3QudjEuR2V0RGVzdGluYXRpb25TdGF0c1JlcXVlc3QaJy53YXlwb3N0LnYxLkdldERlc3RpbmF0aW9uU3RhdHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("Chl3YXlwb3N0L3YxL2RlbGl2ZXJ5LnByb3RvEgp3YXlwb3N0LnYxIt0BCg9EZWxpdmVyeUF0dGVtcHQSDwoHYXR0ZW1wdBgBIAEoBRILCgN1cmwYAiABKAkSMAoMYXR0ZW1wdF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgdvdXRjb21lGAQgASgOMhoud2F5cG9zdC52MS5BdHRlbXB0T3V0Y29tZRITCgtzdGF0dXNfY29kZRgFIAEoBRINCgVlcnJvchgGIAEoCRISCgpsYXRlbmN5X21zGAcgASgFEhUKDXJlc3BvbnNlX2JvZHkYCCABKAkijAUKCERlbGl2ZXJ5EgoKAmlkGAEgASgJEhYKDmRlc3RpbmF0aW9uX2lkGAIgASgJEhEKCXNvdXJjZV9pZBgDIAEoCRISCgptZXNzYWdlX2lkGAQgASgJEgwKBHR5cGUYBSABKAkSKgoGc3RhdHVzGAYgASgOMhoud2F5cG9zdC52MS5EZWxpdmVyeVN0YXR1cxIVCg1hdHRlbXB0X2NvdW50GAcgASgFEi8KC2NyZWF0ZV90aW1lGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI2ChJmaXJzdF9hdHRlbXB0X3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKEW5leHRfYXR0ZW1wdF90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1maW5hbGl6ZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCghhdHRlbXB0cxgMIAMoCzIbLndheXBvc3QudjEuRGVsaXZlcnlBdHRlbXB0EgwKBGJvZHkYDSABKAkSQQoPcmVxdWVzdF9oZWFkZXJzGA4gAygLMigud2F5cG9zdC52MS5EZWxpdmVyeS5SZXF1ZXN0SGVhZGVyc0VudHJ5Eg8KB3VzZXJfaWQYDyABKAkSFAoMYW5vbnltb3VzX2lkGBAgASgJEjMKD3dlYmhvb2tfaGVhZGVycxgRIAMoCzIaLndheXBvc3QudjEuV2ViaG9va0hlYWRlcnMaNQoTUmVxdWVzdEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIocBCg5XZWJob29rSGVhZGVycxILCgN1cmwYASABKAkSOAoHaGVhZGVycxgCIAMoCzInLndheXBvc3QudjEuV2ViaG9va0hlYWRlcnMuSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIv0CChVMaXN0RGVsaXZlcmllc1JlcXVlc3QSFgoOZGVzdGluYXRpb25faWQYASABKAkSKgoGc3RhdHVzGAIgASgOMhoud2F5cG9zdC52MS5EZWxpdmVyeVN0YXR1cxIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCRIsCghzdGF0dXNlcxgFIAMoDjIaLndheXBvc3QudjEuRGVsaXZlcnlTdGF0dXMSEgoKbWVzc2FnZV9pZBgGIAEoCRIPCgd1c2VyX2lkGAcgASgJEikKBXNpbmNlGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKAoFb3JkZXIYCiABKA4yGS53YXlwb3N0LnYxLkRlbGl2ZXJ5T3JkZXISJgoEdmlldxgLIAEoDjIYLndheXBvc3QudjEuRGVsaXZlcnlWaWV3IlsKFkxpc3REZWxpdmVyaWVzUmVzcG9uc2USKAoKZGVsaXZlcmllcxgBIAMoCzIULndheXBvc3QudjEuRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiAKEkdldERlbGl2ZXJ5UmVxdWVzdBIKCgJpZBgBIAEoCSI9ChNHZXREZWxpdmVyeVJlc3BvbnNlEiYKCGRlbGl2ZXJ5GAEgASgLMhQud2F5cG9zdC52MS5EZWxpdmVyeSIiChRSZXRyeURlbGl2ZXJ5UmVxdWVzdBIKCgJpZBgBIAEoCSI/ChVSZXRyeURlbGl2ZXJ5UmVzcG9uc2USJgoIZGVsaXZlcnkYASABKAsyFC53YXlwb3N0LnYxLkRlbGl2ZXJ5ItkBChZSZXRyeURlbGl2ZXJpZXNSZXF1ZXN0EhYKDmRlc3RpbmF0aW9uX2lkGAEgASgJEiwKCHN0YXR1c2VzGAIgAygOMhoud2F5cG9zdC52MS5EZWxpdmVyeVN0YXR1cxIpCgVzaW5jZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCm1lc3NhZ2VfaWQYBSABKAkSDwoHdXNlcl9pZBgGIAEoCSJNChdSZXRyeURlbGl2ZXJpZXNSZXNwb25zZRIUCgxyZXBsYXlfY291bnQYASABKAMSHAoUbm90X3JlcGxheWFibGVfY291bnQYAiABKAMiNAoaR2V0RGVzdGluYXRpb25TdGF0c1JlcXVlc3QSFgoOZGVzdGluYXRpb25faWQYASABKAki5AUKG0dldERlc3RpbmF0aW9uU3RhdHNSZXNwb25zZRIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCRIPCgdwZW5kaW5nGAIgASgDEhAKCHJldHJ5aW5nGAMgASgDEhEKCWRlbGl2ZXJlZBgEIAEoAxIOCgZmYWlsZWQYBSABKAMSDwoHZXhwaXJlZBgGIAEoAxIRCgljYW5jZWxsZWQYByABKAMSGgoSYXR0ZW1wdHNfbGFzdF9ob3VyGAggASgDEiUKHXN1Y2Nlc3NmdWxfYXR0ZW1wdHNfbGFzdF9ob3VyGAkgASgDEiEKGW1lYW5fbGF0ZW5jeV9tc19sYXN0X2hvdXIYCiABKAESGwoTZGVsaXZlcmVkX2xhc3RfaG91chgLIAEoAxIYChBmYWlsZWRfbGFzdF9ob3VyGAwgASgDEhkKEWV4cGlyZWRfbGFzdF9ob3VyGA0gASgDEhoKEmRlbGl2ZXJlZF9sYXN0XzI0aBgOIAEoAxIXCg9mYWlsZWRfbGFzdF8yNGgYDyABKAMSGAoQZXhwaXJlZF9sYXN0XzI0aBgQIAEoAxIjChZzdWNjZXNzX3JhdGVfbGFzdF9ob3VyGBEgASgBSACIAQESIgoVc3VjY2Vzc19yYXRlX2xhc3RfMjRoGBIgASgBSAGIAQESIAoYcDUwX2xhdGVuY3lfbXNfbGFzdF9ob3VyGBMgASgFEiAKGHA5OV9sYXRlbmN5X21zX2xhc3RfaG91chgUIAEoBRIfChdwNTBfbGF0ZW5jeV9tc19sYXN0XzI0aBgVIAEoBRIfChdwOTlfbGF0ZW5jeV9tc19sYXN0XzI0aBgWIAEoBRIPCgdiYWNrbG9nGBcgASgDEicKBnNlcmllcxgYIAMoCzIXLndheXBvc3QudjEuU3RhdHNNaW51dGVCGQoXX3N1Y2Nlc3NfcmF0ZV9sYXN0X2hvdXJCGAoWX3N1Y2Nlc3NfcmF0ZV9sYXN0XzI0aCLQAQoLU3RhdHNNaW51dGUSLgoKc3RhcnRfdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJZGVsaXZlcmVkGAIgASgDEg4KBmZhaWxlZBgDIAEoAxIPCgdleHBpcmVkGAQgASgDEhAKCGF0dGVtcHRzGAUgASgDEhsKE3N1Y2Nlc3NmdWxfYXR0ZW1wdHMYBiABKAMSFgoOcDUwX2xhdGVuY3lfbXMYByABKAUSFgoOcDk5X2xhdGVuY3lfbXMYCCABKAUq4wEKDkRlbGl2ZXJ5U3RhdHVzEh8KG0RFTElWRVJZX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF0RFTElWRVJZX1NUQVRVU19QRU5ESU5HEAESHAoYREVMSVZFUllfU1RBVFVTX1JFVFJZSU5HEAISHQoZREVMSVZFUllfU1RBVFVTX0RFTElWRVJFRBADEhoKFkRFTElWRVJZX1NUQVRVU19GQUlMRUQQBBIbChdERUxJVkVSWV9TVEFUVVNfRVhQSVJFRBAFEh0KGURFTElWRVJZX1NUQVRVU19DQU5DRUxMRUQQBiqrAQoOQXR0ZW1wdE91dGNvbWUSHwobQVRURU1QVF9PVVRDT01FX1VOU1BFQ0lGSUVEEAASGwoXQVRURU1QVF9PVVRDT01FX1NVQ0NFU1MQARIdChlBVFRFTVBUX09VVENPTUVfUkVUUllBQkxFEAISHQoZQVRURU1QVF9PVVRDT01FX1BFUk1BTkVOVBADEh0KGUFUVEVNUFRfT1VUQ09NRV9BQkFORE9ORUQQBCp5Cg1EZWxpdmVyeU9yZGVyEh4KGkRFTElWRVJZX09SREVSX1VOU1BFQ0lGSUVEEAASIwofREVMSVZFUllfT1JERVJfQ1JFQVRFX1RJTUVfREVTQxABEiMKH0RFTElWRVJZX09SREVSX0ZJTklTSF9USU1FX0RFU0MQAipeCgxEZWxpdmVyeVZpZXcSHQoZREVMSVZFUllfVklFV19VTlNQRUNJRklFRBAAEhYKEkRFTElWRVJZX1ZJRVdfRlVMTBABEhcKE0RFTElWRVJZX1ZJRVdfQkFTSUMQAjLUAwoPRGVsaXZlcnlTZXJ2aWNlElcKDkxpc3REZWxpdmVyaWVzEiEud2F5cG9zdC52MS5MaXN0RGVsaXZlcmllc1JlcXVlc3QaIi53YXlwb3N0LnYxLkxpc3REZWxpdmVyaWVzUmVzcG9uc2USTgoLR2V0RGVsaXZlcnkSHi53YXlwb3N0LnYxLkdldERlbGl2ZXJ5UmVxdWVzdBofLndheXBvc3QudjEuR2V0RGVsaXZlcnlSZXNwb25zZRJUCg1SZXRyeURlbGl2ZXJ5EiAud2F5cG9zdC52MS5SZXRyeURlbGl2ZXJ5UmVxdWVzdBohLndheXBvc3QudjEuUmV0cnlEZWxpdmVyeVJlc3BvbnNlEloKD1JldHJ5RGVsaXZlcmllcxIiLndheXBvc3QudjEuUmV0cnlEZWxpdmVyaWVzUmVxdWVzdBojLndheXBvc3QudjEuUmV0cnlEZWxpdmVyaWVzUmVzcG9uc2USZgoTR2V0RGVzdGluYXRpb25TdGF0cxImLndheXBvc3QudjEuR2V0RGVzdGluYXRpb25TdGF0c1JlcXVlc3QaJy53YXlwb3N0LnYxLkdldERlc3RpbmF0aW9uU3RhdHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * DeliveryAttempt is one request (or refusal to send one) to one URL.
@@ -139,6 +139,41 @@ export type Delivery = Message<"waypost.v1.Delivery"> & {
    * @generated from field: repeated waypost.v1.DeliveryAttempt attempts = 12;
    */
   attempts: DeliveryAttempt[];
+
+  /**
+   * The exact body sent (the signature covers exactly these bytes).
+   *
+   * @generated from field: string body = 13;
+   */
+  body: string;
+
+  /**
+   * The headers a request to the destination's first webhook carries, from
+   * the destination's current settings. Secret values (signatures, and static
+   * headers whose names look like credentials) read "[masked]".
+   *
+   * @generated from field: map<string, string> request_headers = 14;
+   */
+  requestHeaders: { [key: string]: string };
+
+  /**
+   * The call's userId and anonymousId, when it had them.
+   *
+   * @generated from field: string user_id = 15;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: string anonymous_id = 16;
+   */
+  anonymousId: string;
+
+  /**
+   * The headers for every webhook of the destination, masked likewise.
+   *
+   * @generated from field: repeated waypost.v1.WebhookHeaders webhook_headers = 17;
+   */
+  webhookHeaders: WebhookHeaders[];
 };
 
 /**
@@ -149,15 +184,43 @@ export const DeliverySchema: GenMessage<Delivery> = /*@__PURE__*/
   messageDesc(file_waypost_v1_delivery, 1);
 
 /**
+ * WebhookHeaders are the headers a request to one webhook URL carries.
+ *
+ * @generated from message waypost.v1.WebhookHeaders
+ */
+export type WebhookHeaders = Message<"waypost.v1.WebhookHeaders"> & {
+  /**
+   * @generated from field: string url = 1;
+   */
+  url: string;
+
+  /**
+   * @generated from field: map<string, string> headers = 2;
+   */
+  headers: { [key: string]: string };
+};
+
+/**
+ * Describes the message waypost.v1.WebhookHeaders.
+ * Use `create(WebhookHeadersSchema)` to create a new message.
+ */
+export const WebhookHeadersSchema: GenMessage<WebhookHeaders> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_delivery, 2);
+
+/**
  * @generated from message waypost.v1.ListDeliveriesRequest
  */
 export type ListDeliveriesRequest = Message<"waypost.v1.ListDeliveriesRequest"> & {
   /**
+   * Empty: every destination.
+   *
    * @generated from field: string destination_id = 1;
    */
   destinationId: string;
 
   /**
+   * One status; or use statuses for several (a delivery matching any).
+   *
    * @generated from field: waypost.v1.DeliveryStatus status = 2;
    */
   status: DeliveryStatus;
@@ -171,6 +234,45 @@ export type ListDeliveriesRequest = Message<"waypost.v1.ListDeliveriesRequest"> 
    * @generated from field: string page_token = 4;
    */
   pageToken: string;
+
+  /**
+   * @generated from field: repeated waypost.v1.DeliveryStatus statuses = 5;
+   */
+  statuses: DeliveryStatus[];
+
+  /**
+   * The call's messageId.
+   *
+   * @generated from field: string message_id = 6;
+   */
+  messageId: string;
+
+  /**
+   * @generated from field: string user_id = 7;
+   */
+  userId: string;
+
+  /**
+   * Created at or after since, and before until.
+   *
+   * @generated from field: google.protobuf.Timestamp since = 8;
+   */
+  since?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp until = 9;
+   */
+  until?: Timestamp | undefined;
+
+  /**
+   * @generated from field: waypost.v1.DeliveryOrder order = 10;
+   */
+  order: DeliveryOrder;
+
+  /**
+   * @generated from field: waypost.v1.DeliveryView view = 11;
+   */
+  view: DeliveryView;
 };
 
 /**
@@ -178,7 +280,7 @@ export type ListDeliveriesRequest = Message<"waypost.v1.ListDeliveriesRequest"> 
  * Use `create(ListDeliveriesRequestSchema)` to create a new message.
  */
 export const ListDeliveriesRequestSchema: GenMessage<ListDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 2);
+  messageDesc(file_waypost_v1_delivery, 3);
 
 /**
  * @generated from message waypost.v1.ListDeliveriesResponse
@@ -200,7 +302,7 @@ export type ListDeliveriesResponse = Message<"waypost.v1.ListDeliveriesResponse"
  * Use `create(ListDeliveriesResponseSchema)` to create a new message.
  */
 export const ListDeliveriesResponseSchema: GenMessage<ListDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 3);
+  messageDesc(file_waypost_v1_delivery, 4);
 
 /**
  * @generated from message waypost.v1.GetDeliveryRequest
@@ -217,7 +319,7 @@ export type GetDeliveryRequest = Message<"waypost.v1.GetDeliveryRequest"> & {
  * Use `create(GetDeliveryRequestSchema)` to create a new message.
  */
 export const GetDeliveryRequestSchema: GenMessage<GetDeliveryRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 4);
+  messageDesc(file_waypost_v1_delivery, 5);
 
 /**
  * @generated from message waypost.v1.GetDeliveryResponse
@@ -234,7 +336,7 @@ export type GetDeliveryResponse = Message<"waypost.v1.GetDeliveryResponse"> & {
  * Use `create(GetDeliveryResponseSchema)` to create a new message.
  */
 export const GetDeliveryResponseSchema: GenMessage<GetDeliveryResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 5);
+  messageDesc(file_waypost_v1_delivery, 6);
 
 /**
  * @generated from message waypost.v1.RetryDeliveryRequest
@@ -251,7 +353,7 @@ export type RetryDeliveryRequest = Message<"waypost.v1.RetryDeliveryRequest"> & 
  * Use `create(RetryDeliveryRequestSchema)` to create a new message.
  */
 export const RetryDeliveryRequestSchema: GenMessage<RetryDeliveryRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 6);
+  messageDesc(file_waypost_v1_delivery, 7);
 
 /**
  * @generated from message waypost.v1.RetryDeliveryResponse
@@ -268,7 +370,80 @@ export type RetryDeliveryResponse = Message<"waypost.v1.RetryDeliveryResponse"> 
  * Use `create(RetryDeliveryResponseSchema)` to create a new message.
  */
 export const RetryDeliveryResponseSchema: GenMessage<RetryDeliveryResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 7);
+  messageDesc(file_waypost_v1_delivery, 8);
+
+/**
+ * @generated from message waypost.v1.RetryDeliveriesRequest
+ */
+export type RetryDeliveriesRequest = Message<"waypost.v1.RetryDeliveriesRequest"> & {
+  /**
+   * @generated from field: string destination_id = 1;
+   */
+  destinationId: string;
+
+  /**
+   * Default: failed and expired. Allowed: failed, expired, retrying.
+   *
+   * @generated from field: repeated waypost.v1.DeliveryStatus statuses = 2;
+   */
+  statuses: DeliveryStatus[];
+
+  /**
+   * Created at or after since, and before until.
+   *
+   * @generated from field: google.protobuf.Timestamp since = 3;
+   */
+  since?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp until = 4;
+   */
+  until?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string message_id = 5;
+   */
+  messageId: string;
+
+  /**
+   * @generated from field: string user_id = 6;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message waypost.v1.RetryDeliveriesRequest.
+ * Use `create(RetryDeliveriesRequestSchema)` to create a new message.
+ */
+export const RetryDeliveriesRequestSchema: GenMessage<RetryDeliveriesRequest> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_delivery, 9);
+
+/**
+ * @generated from message waypost.v1.RetryDeliveriesResponse
+ */
+export type RetryDeliveriesResponse = Message<"waypost.v1.RetryDeliveriesResponse"> & {
+  /**
+   * How many matching deliveries will be replayed.
+   *
+   * @generated from field: int64 replay_count = 1;
+   */
+  replayCount: bigint;
+
+  /**
+   * Matching deliveries that cannot be replayed: their messages are past the
+   * retention period (being purged).
+   *
+   * @generated from field: int64 not_replayable_count = 2;
+   */
+  notReplayableCount: bigint;
+};
+
+/**
+ * Describes the message waypost.v1.RetryDeliveriesResponse.
+ * Use `create(RetryDeliveriesResponseSchema)` to create a new message.
+ */
+export const RetryDeliveriesResponseSchema: GenMessage<RetryDeliveriesResponse> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_delivery, 10);
 
 /**
  * @generated from message waypost.v1.GetDestinationStatsRequest
@@ -285,7 +460,7 @@ export type GetDestinationStatsRequest = Message<"waypost.v1.GetDestinationStats
  * Use `create(GetDestinationStatsRequestSchema)` to create a new message.
  */
 export const GetDestinationStatsRequestSchema: GenMessage<GetDestinationStatsRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 8);
+  messageDesc(file_waypost_v1_delivery, 11);
 
 /**
  * @generated from message waypost.v1.GetDestinationStatsResponse
@@ -344,6 +519,87 @@ export type GetDestinationStatsResponse = Message<"waypost.v1.GetDestinationStat
    * @generated from field: double mean_latency_ms_last_hour = 10;
    */
   meanLatencyMsLastHour: number;
+
+  /**
+   * Deliveries that reached a final state in the last hour and 24 hours.
+   *
+   * @generated from field: int64 delivered_last_hour = 11;
+   */
+  deliveredLastHour: bigint;
+
+  /**
+   * @generated from field: int64 failed_last_hour = 12;
+   */
+  failedLastHour: bigint;
+
+  /**
+   * @generated from field: int64 expired_last_hour = 13;
+   */
+  expiredLastHour: bigint;
+
+  /**
+   * @generated from field: int64 delivered_last_24h = 14;
+   */
+  deliveredLast24h: bigint;
+
+  /**
+   * @generated from field: int64 failed_last_24h = 15;
+   */
+  failedLast24h: bigint;
+
+  /**
+   * @generated from field: int64 expired_last_24h = 16;
+   */
+  expiredLast24h: bigint;
+
+  /**
+   * delivered / (delivered + failed + expired); absent when there were none.
+   *
+   * @generated from field: optional double success_rate_last_hour = 17;
+   */
+  successRateLastHour?: number | undefined;
+
+  /**
+   * @generated from field: optional double success_rate_last_24h = 18;
+   */
+  successRateLast24h?: number | undefined;
+
+  /**
+   * Attempt latency percentiles (abandoned attempts left out).
+   *
+   * @generated from field: int32 p50_latency_ms_last_hour = 19;
+   */
+  p50LatencyMsLastHour: number;
+
+  /**
+   * @generated from field: int32 p99_latency_ms_last_hour = 20;
+   */
+  p99LatencyMsLastHour: number;
+
+  /**
+   * @generated from field: int32 p50_latency_ms_last_24h = 21;
+   */
+  p50LatencyMsLast24h: number;
+
+  /**
+   * @generated from field: int32 p99_latency_ms_last_24h = 22;
+   */
+  p99LatencyMsLast24h: number;
+
+  /**
+   * pending + retrying.
+   *
+   * @generated from field: int64 backlog = 23;
+   */
+  backlog: bigint;
+
+  /**
+   * One point per minute of the last 24 hours that had any activity, oldest
+   * first; minutes without deliveries or attempts are left out.
+   *
+   * @generated from field: repeated waypost.v1.StatsMinute series = 24;
+   */
+  series: StatsMinute[];
 };
 
 /**
@@ -351,7 +607,65 @@ export type GetDestinationStatsResponse = Message<"waypost.v1.GetDestinationStat
  * Use `create(GetDestinationStatsResponseSchema)` to create a new message.
  */
 export const GetDestinationStatsResponseSchema: GenMessage<GetDestinationStatsResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 9);
+  messageDesc(file_waypost_v1_delivery, 12);
+
+/**
+ * StatsMinute is one minute of a destination's activity.
+ *
+ * @generated from message waypost.v1.StatsMinute
+ */
+export type StatsMinute = Message<"waypost.v1.StatsMinute"> & {
+  /**
+   * @generated from field: google.protobuf.Timestamp start_time = 1;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * Deliveries that reached these final states in the minute.
+   *
+   * @generated from field: int64 delivered = 2;
+   */
+  delivered: bigint;
+
+  /**
+   * @generated from field: int64 failed = 3;
+   */
+  failed: bigint;
+
+  /**
+   * @generated from field: int64 expired = 4;
+   */
+  expired: bigint;
+
+  /**
+   * Attempts made in the minute, and how many succeeded.
+   *
+   * @generated from field: int64 attempts = 5;
+   */
+  attempts: bigint;
+
+  /**
+   * @generated from field: int64 successful_attempts = 6;
+   */
+  successfulAttempts: bigint;
+
+  /**
+   * @generated from field: int32 p50_latency_ms = 7;
+   */
+  p50LatencyMs: number;
+
+  /**
+   * @generated from field: int32 p99_latency_ms = 8;
+   */
+  p99LatencyMs: number;
+};
+
+/**
+ * Describes the message waypost.v1.StatsMinute.
+ * Use `create(StatsMinuteSchema)` to create a new message.
+ */
+export const StatsMinuteSchema: GenMessage<StatsMinute> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_delivery, 13);
 
 /**
  * @generated from enum waypost.v1.DeliveryStatus
@@ -438,6 +752,69 @@ export const AttemptOutcomeSchema: GenEnum<AttemptOutcome> = /*@__PURE__*/
   enumDesc(file_waypost_v1_delivery, 1);
 
 /**
+ * @generated from enum waypost.v1.DeliveryOrder
+ */
+export enum DeliveryOrder {
+  /**
+   * Newest created first (the default).
+   *
+   * @generated from enum value: DELIVERY_ORDER_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: DELIVERY_ORDER_CREATE_TIME_DESC = 1;
+   */
+  CREATE_TIME_DESC = 1,
+
+  /**
+   * The finish feed: without a page token, the most recently finished
+   * deliveries, newest first; next_page_token is always set, and a request
+   * with it returns exactly the deliveries that finished since (each once),
+   * newest first. Poll with it to follow deliveries as they finish.
+   *
+   * @generated from enum value: DELIVERY_ORDER_FINISH_TIME_DESC = 2;
+   */
+  FINISH_TIME_DESC = 2,
+}
+
+/**
+ * Describes the enum waypost.v1.DeliveryOrder.
+ */
+export const DeliveryOrderSchema: GenEnum<DeliveryOrder> = /*@__PURE__*/
+  enumDesc(file_waypost_v1_delivery, 2);
+
+/**
+ * @generated from enum waypost.v1.DeliveryView
+ */
+export enum DeliveryView {
+  /**
+   * Everything: body, request headers and attempts.
+   *
+   * @generated from enum value: DELIVERY_VIEW_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: DELIVERY_VIEW_FULL = 1;
+   */
+  FULL = 1,
+
+  /**
+   * Without body, request headers and attempts.
+   *
+   * @generated from enum value: DELIVERY_VIEW_BASIC = 2;
+   */
+  BASIC = 2,
+}
+
+/**
+ * Describes the enum waypost.v1.DeliveryView.
+ */
+export const DeliveryViewSchema: GenEnum<DeliveryView> = /*@__PURE__*/
+  enumDesc(file_waypost_v1_delivery, 3);
+
+/**
  * DeliveryService shows and replays deliveries. Admin token required.
  *
  * @generated from service waypost.v1.DeliveryService
@@ -469,6 +846,18 @@ export const DeliveryService: GenService<{
     methodKind: "unary";
     input: typeof RetryDeliveryRequestSchema;
     output: typeof RetryDeliveryResponseSchema;
+  },
+  /**
+   * RetryDeliveries replays every matching delivery of a destination with a
+   * fresh retry window. It answers at once with how many it will replay and
+   * replays them in batches in the background.
+   *
+   * @generated from rpc waypost.v1.DeliveryService.RetryDeliveries
+   */
+  retryDeliveries: {
+    methodKind: "unary";
+    input: typeof RetryDeliveriesRequestSchema;
+    output: typeof RetryDeliveriesResponseSchema;
   },
   /**
    * @generated from rpc waypost.v1.DeliveryService.GetDestinationStats
