@@ -25,7 +25,7 @@ export function AudiencesView() {
       <h1>Audiences</h1>
       <p class="hint">Audiences are created and synced through the API (AudienceService) or the waypost command.</p>
       <ErrorMessage error={loaded.error} />
-      <table>
+      <table aria-label="Audiences">
         <HeaderRow columns={["Name", "Key", "Kind", "Source", "Members", "Last sync", "Created"]} />
         <tbody>
           {loaded.data?.audiences.length === 0 && <EmptyRow columns={7}>No audiences yet.</EmptyRow>}

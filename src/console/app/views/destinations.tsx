@@ -36,7 +36,7 @@ export function DestinationsView() {
         </a>
       </p>
       <ErrorMessage error={action.error ?? loaded.error} />
-      <table>
+      <table aria-label="Destinations">
         <HeaderRow columns={["Name", "State", "Sources", "Webhooks", "Shared secret", "Actions"]} />
         <tbody>
           {loaded.data?.destinations.length === 0 && <EmptyRow columns={6}>No destinations yet.</EmptyRow>}

@@ -59,7 +59,7 @@ function DestinationCard(props: { destination: Destination; stats: GetDestinatio
         <a href={`/console/deliveries?destination=${d.id}`}>{d.name}</a>
         <span class={`state ${state.replace(/\W+/g, "-")}`}>{state}</span>
       </h2>
-      <table>
+      <table aria-label="Outcomes">
         <caption class="hint">Backlog (pending + retrying): {s.backlog.toString()}</caption>
         <HeaderRow columns={["Period", "Delivered", "Failed", "Expired", "Success rate", "p50", "p99"]} />
         <tbody>

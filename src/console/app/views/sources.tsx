@@ -42,7 +42,7 @@ export function SourcesView() {
       </form>
       <ErrorMessage error={action.error ?? sources.error} />
       {shownKey && <SecretOnce label={shownKey.label} value={shownKey.value} onDismiss={() => setShownKey(undefined)} />}
-      <table>
+      <table aria-label="Sources">
         <HeaderRow columns={["Name", "ID", "Created", "Actions"]} />
         <tbody>
           {sources.data?.length === 0 && <EmptyRow columns={4}>No sources yet.</EmptyRow>}
