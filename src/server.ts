@@ -12,6 +12,7 @@ import type { Config } from "./config.js";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "./db/embedded.js";
 import { runMigrations } from "./db/migrate.js";
 import { createPool } from "./db/pool.js";
+import { createBulkReplayer } from "./delivery/bulk-replayer.js";
 import { createDeliveryLoop, type DeliveryLoop } from "./delivery/loop.js";
 import { createMaintenance, type Maintenance } from "./delivery/maintenance.js";
 import { listen, type Listener } from "./http/listener.js";
@@ -82,7 +83,8 @@ export async function startWaypost(options: WaypostOptions): Promise<Waypost> {
   const metrics = createMetrics();
   const ingestor = createIngestor({ pool, clock, metrics });
   const auth = createAuthenticator({ pool, adminToken: admin.token });
-  const rpc = createRpcHandlers({ pool, clock, ingestor, auth });
+  const replayer = createBulkReplayer({ pool, clock, logger });
+  const rpc = createRpcHandlers({ pool, clock, ingestor, auth, replayer, retentionMs: config.retentionMs });
   const operational = createOperationalRoutes({
     registry: metrics.registry,
     isReady: async () => !stopping && (await pool.query("SELECT 1")).rowCount === 1,
@@ -160,6 +162,7 @@ export async function startWaypost(options: WaypostOptions): Promise<Waypost> {
     async stop() {
       stopping = true;
       await listener.close();
+      await replayer.stop();
       await maintenance?.stop();
       await delivery?.stop();
       await pool.end();

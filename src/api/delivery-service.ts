@@ -1,86 +1,94 @@
-import { create } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type pg from "pg";
 import {
-  AttemptOutcome,
-  DeliveryAttemptSchema,
-  DeliverySchema,
+  DeliveryOrder,
   DeliveryService,
   DeliveryStatus,
+  DeliveryView,
   type Delivery,
 } from "../../gen/waypost/v1/delivery_pb.js";
 import type { Clock } from "../clock.js";
-import type { DeliveryStatus as StatusName } from "../db/queries/complete-deliveries.js";
-import {
-  listDeliveryRows,
-  replayDelivery,
-  selectAttempts,
-  selectDelivery,
-  selectDestinationStats,
-  type AttemptRow,
-  type DeliveryRow,
-} from "../db/queries/deliveries.js";
+import { loadDestinationConfigs } from "../db/queries/claim-deliveries.js";
+import { replayDelivery, selectAttempts, selectDelivery, type DeliveryRow } from "../db/queries/deliveries.js";
+import type { DeliveryFilter } from "../db/queries/delivery-filter.js";
+import { readFinishFeed, searchDeliveries } from "../db/queries/delivery-search.js";
+import { countReplayable, type BulkReplay } from "../db/queries/replay-deliveries.js";
+import type { BulkReplayer } from "../delivery/bulk-replayer.js";
+import { decodeCreatedCursor, decodeFeedPosition, encodeCreatedCursor, encodeFeedPosition } from "./delivery-cursors.js";
+import { statusFilter, statusName, textFilter, timeRange, toProto } from "./delivery-proto.js";
+import { destinationStats } from "./destination-stats.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
-import { decodePageToken, encodePageToken, pageSize } from "./paging.js";
+import { pageSize } from "./paging.js";
+import { webhookHeaders } from "./request-headers.js";
 
 export interface DeliveryServiceOptions {
   pool: pg.Pool;
   clock: Clock;
+  /** Runs RetryDeliveries' batches in the background. */
+  replayer: BulkReplayer;
+  /** Messages older than this are being purged: their deliveries are not replayed in bulk. */
+  retentionMs: number;
 }
 
-const statusNames: Record<StatusName, DeliveryStatus> = {
-  pending: DeliveryStatus.PENDING,
-  retrying: DeliveryStatus.RETRYING,
-  delivered: DeliveryStatus.DELIVERED,
-  failed: DeliveryStatus.FAILED,
-  expired: DeliveryStatus.EXPIRED,
-  cancelled: DeliveryStatus.CANCELLED,
-};
-
-const outcomes: Record<AttemptRow["outcome"], AttemptOutcome> = {
-  success: AttemptOutcome.SUCCESS,
-  retryable: AttemptOutcome.RETRYABLE,
-  permanent: AttemptOutcome.PERMANENT,
-  abandoned: AttemptOutcome.ABANDONED,
-};
+const replayableStatuses = new Set(["failed", "expired", "retrying"] as const);
 
 /** DeliveryService: the delivery log, replays and per-destination figures. */
 export function createDeliveryService(options: DeliveryServiceOptions): ServiceImpl<typeof DeliveryService> {
   const { pool, clock } = options;
 
-  async function withAttempts(rows: DeliveryRow[]): Promise<Delivery[]> {
-    const attempts = await selectAttempts(
-      pool,
-      rows.map((r) => r.destination_id),
-      rows.map((r) => r.id),
+  /** Body, headers as sent (masked) and attempts, read for a page at once. */
+  async function withDetails(rows: DeliveryRow[]): Promise<Delivery[]> {
+    const [attempts, configs] = await Promise.all([
+      selectAttempts(
+        pool,
+        rows.map((r) => r.destination_id),
+        rows.map((r) => r.id),
+      ),
+      loadDestinationConfigs(pool, [...new Set(rows.map((r) => r.destination_id))]),
+    ]);
+    return rows.map((row) =>
+      toProto(row, {
+        attempts: attempts.filter((a) => a.delivery_id === row.id),
+        webhooks: webhookHeaders(configs.get(row.destination_id), row.payload),
+      }),
     );
-    return rows.map((row) => toProto(row, attempts.filter((a) => a.delivery_id === row.id)));
+  }
+
+  async function present(rows: DeliveryRow[], view: DeliveryView): Promise<Delivery[]> {
+    return view === DeliveryView.BASIC ? rows.map((row) => toProto(row, undefined)) : withDetails(rows);
   }
 
   async function getOne(rawId: string): Promise<Delivery> {
     const id = deliveryId(rawId);
     const row = await selectDelivery(pool, id);
     if (!row) throw notFound("delivery", id);
-    return (await withAttempts([row]))[0]!;
+    return (await withDetails([row]))[0]!;
   }
 
   return {
     async listDeliveries(req) {
-      const destinationId = requireUuid("destinationId", req.destinationId);
+      const filter: DeliveryFilter = {
+        destinationId: req.destinationId === "" ? undefined : requireUuid("destinationId", req.destinationId),
+        statuses: statusFilter(req.status, req.statuses),
+        messageId: textFilter("messageId", req.messageId),
+        userId: textFilter("userId", req.userId),
+        ...timeRange(req.since, req.until),
+      };
+      if (!Object.values(DeliveryView).includes(req.view)) throw invalidArgument("view", `unknown view ${req.view}`);
       const size = pageSize(req.pageSize);
-      const cursor = decodePageToken(req.pageToken);
-      const rows = await listDeliveryRows(pool, {
-        destinationId,
-        status: statusFilter(req.status),
-        beforeId: cursor === undefined ? undefined : deliveryId(cursor, "pageToken"),
-        limit: size + 1,
-      });
+      if (req.order === DeliveryOrder.FINISH_TIME_DESC) {
+        const page = await readFinishFeed(pool, filter, decodeFeedPosition(req.pageToken), size);
+        return { deliveries: await present(page.rows, req.view), nextPageToken: encodeFeedPosition(page.next) };
+      }
+      if (req.order !== DeliveryOrder.UNSPECIFIED && req.order !== DeliveryOrder.CREATE_TIME_DESC) {
+        throw invalidArgument("order", `unknown order ${req.order}`);
+      }
+      const rows = await searchDeliveries(pool, filter, { before: decodeCreatedCursor(req.pageToken), limit: size + 1 });
       const page = rows.slice(0, size);
       const last = page[page.length - 1];
       return {
-        deliveries: await withAttempts(page),
-        nextPageToken: rows.length > size && last ? encodePageToken(last.id) : "",
+        deliveries: await present(page, req.view),
+        nextPageToken: rows.length > size && last ? encodeCreatedCursor(last.cursor_at, last.id) : "",
       };
     },
     async getDelivery(req) {
@@ -102,25 +110,34 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
       }
       return { delivery: await getOne(id) };
     },
-    async retryDeliveries() {
-      throw new ConnectError("RetryDeliveries is not implemented yet", Code.Unimplemented);
+    async retryDeliveries(req) {
+      const destinationId = requireUuid("destinationId", req.destinationId);
+      const statuses = (req.statuses.length === 0 ? [DeliveryStatus.FAILED, DeliveryStatus.EXPIRED] : req.statuses).map((s, i) => {
+        const name = statusName(s, `statuses[${i}]`);
+        if (!replayableStatuses.has(name as never)) {
+          throw invalidArgument(`statuses[${i}]`, `${name} deliveries cannot be retried; use failed, expired or retrying`);
+        }
+        return name as "failed" | "expired" | "retrying";
+      });
+      const filter: BulkReplay["filter"] = {
+        destinationId,
+        statuses: [...new Set(statuses)],
+        messageId: textFilter("messageId", req.messageId),
+        userId: textFilter("userId", req.userId),
+        ...timeRange(req.since, req.until),
+      };
+      const exists = await pool.query("SELECT 1 FROM destinations WHERE id = $1", [destinationId]);
+      if (exists.rowCount === 0) throw notFound("destination", destinationId);
+      const retentionCutoff = new Date(clock.now().getTime() - options.retentionMs);
+      const counts = await countReplayable(pool, filter, retentionCutoff);
+      if (counts.replayable > 0 && counts.maxId !== null) {
+        options.replayer.start({ filter, retentionCutoff, maxId: counts.maxId });
+      }
+      return { replayCount: BigInt(counts.replayable), notReplayableCount: BigInt(counts.pastRetention) };
     },
     async getDestinationStats(req) {
       const destinationId = requireUuid("destinationId", req.destinationId);
-      const stats = await selectDestinationStats(pool, destinationId, new Date(clock.now().getTime() - 3_600_000));
-      const count = (status: StatusName) => BigInt(stats.counts[status] ?? "0");
-      return {
-        destinationId,
-        pending: count("pending"),
-        retrying: count("retrying"),
-        delivered: count("delivered"),
-        failed: count("failed"),
-        expired: count("expired"),
-        cancelled: count("cancelled"),
-        attemptsLastHour: BigInt(stats.attempts),
-        successfulAttemptsLastHour: BigInt(stats.successes),
-        meanLatencyMsLastHour: stats.mean_latency_ms ?? 0,
-      };
+      return destinationStats(pool, destinationId, clock.now());
     },
   };
 }
@@ -129,40 +146,4 @@ function deliveryId(raw: string, field = "id"): string {
   if (raw === "") throw invalidArgument(field, "is required");
   if (!/^[1-9]\d{0,17}$/.test(raw)) throw invalidArgument(field, `${JSON.stringify(raw.slice(0, 64))} is not a delivery id`);
   return raw;
-}
-
-function statusFilter(status: DeliveryStatus): StatusName | undefined {
-  if (status === DeliveryStatus.UNSPECIFIED) return undefined;
-  const entry = Object.entries(statusNames).find(([, value]) => value === status);
-  if (!entry) throw invalidArgument("status", `unknown delivery status ${status}`);
-  return entry[0] as StatusName;
-}
-
-function toProto(row: DeliveryRow, attempts: AttemptRow[]): Delivery {
-  const open = row.status === "pending" || row.status === "retrying";
-  return create(DeliverySchema, {
-    id: row.id,
-    destinationId: row.destination_id,
-    sourceId: row.source_id,
-    messageId: row.message_id,
-    type: row.type,
-    status: statusNames[row.status],
-    attemptCount: row.attempt_count,
-    createTime: timestampFromDate(row.created_at),
-    firstAttemptTime: row.first_attempt_at ? timestampFromDate(row.first_attempt_at) : undefined,
-    nextAttemptTime: open ? timestampFromDate(row.run_at) : undefined,
-    finalizeTime: row.finalized_at ? timestampFromDate(row.finalized_at) : undefined,
-    attempts: attempts.map((a) =>
-      create(DeliveryAttemptSchema, {
-        attempt: a.attempt,
-        url: a.url,
-        attemptTime: timestampFromDate(a.attempted_at),
-        outcome: outcomes[a.outcome],
-        statusCode: a.status_code ?? 0,
-        error: a.error ?? "",
-        latencyMs: a.latency_ms,
-        responseBody: a.response_body ?? "",
-      }),
-    ),
-  });
 }

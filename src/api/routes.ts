@@ -8,6 +8,7 @@ import { DestinationService } from "../../gen/waypost/v1/destination_pb.js";
 import { SourceService } from "../../gen/waypost/v1/source_pb.js";
 import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
 import type { Clock } from "../clock.js";
+import type { BulkReplayer } from "../delivery/bulk-replayer.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
 import { createAudienceService } from "./audience-service.js";
@@ -23,6 +24,9 @@ export interface RpcHandlersOptions {
   clock: Clock;
   ingestor: Ingestor;
   auth: Authenticator;
+  /** RetryDeliveries' background batches, and the retention that bounds them. */
+  replayer: BulkReplayer;
+  retentionMs: number;
   interceptors?: Interceptor[];
 }
 
@@ -64,7 +68,15 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
         createSourceService({ pool: options.pool, onWriteKeyChange: () => options.auth.forgetWriteKeys() }),
       );
       router.service(DestinationService, createDestinationService({ pool: options.pool, clock: options.clock }));
-      router.service(DeliveryService, createDeliveryService({ pool: options.pool, clock: options.clock }));
+      router.service(
+        DeliveryService,
+        createDeliveryService({
+          pool: options.pool,
+          clock: options.clock,
+          replayer: options.replayer,
+          retentionMs: options.retentionMs,
+        }),
+      );
       router.service(
         AudienceService,
         createAudienceService({ pool: options.pool, clock: options.clock }),

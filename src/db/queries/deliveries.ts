@@ -13,6 +13,9 @@ export interface DeliveryRow {
   first_attempt_at: Date | null;
   run_at: Date;
   finalized_at: Date | null;
+  /** The exact body sent. */
+  payload: string;
+  user_id: string | null;
 }
 
 export interface AttemptRow {
@@ -29,23 +32,7 @@ export interface AttemptRow {
 }
 
 const columns = `d.id, d.destination_id, d.source_id, m.message_id, m.type, d.status, d.attempt_count,
-  d.created_at, d.first_attempt_at, d.run_at, d.finalized_at`;
-
-/** Newest first, by the primary key (destination_id, id). */
-export async function listDeliveryRows(
-  db: Queryable,
-  options: { destinationId: string; status?: DeliveryStatus | undefined; beforeId?: string | undefined; limit: number },
-): Promise<DeliveryRow[]> {
-  const result = await db.query<DeliveryRow>(
-    `SELECT ${columns} FROM deliveries d JOIN messages m ON m.id = d.message_pk
-      WHERE d.destination_id = $1
-        AND ($2::delivery_status IS NULL OR d.status = $2)
-        AND ($3::bigint IS NULL OR d.id < $3)
-      ORDER BY d.id DESC LIMIT $4`,
-    [options.destinationId, options.status ?? null, options.beforeId ?? null, options.limit],
-  );
-  return result.rows;
-}
+  d.created_at, d.first_attempt_at, d.run_at, d.finalized_at, m.payload, m.user_id`;
 
 export async function selectDelivery(db: Queryable, id: string): Promise<DeliveryRow | undefined> {
   const result = await db.query<DeliveryRow>(
@@ -74,8 +61,7 @@ export async function selectAttempts(db: Queryable, destinationIds: readonly str
 export async function replayDelivery(db: Queryable, destinationId: string, id: string, now: Date): Promise<boolean> {
   const result = await db.query(
     `WITH replayed AS (
-       UPDATE deliveries SET status = 'retrying', run_at = $3, finalized_at = NULL, first_attempt_at = NULL,
-                             retry_urls = NULL, lease_token = lease_token + 1, lease_owner = NULL, leased_until = NULL
+       UPDATE deliveries SET ${replayAssignments("$3")}
         WHERE destination_id = $1 AND id = $2 AND status IN ('failed', 'expired', 'retrying')
         RETURNING 1
      )
@@ -83,6 +69,16 @@ export async function replayDelivery(db: Queryable, destinationId: string, id: s
     [destinationId, id, now],
   );
   return (result.rowCount ?? 0) > 0;
+}
+
+/**
+ * A replay's new state: due at `runAt`, every URL, and a fresh retry window
+ * (the window runs from the first attempt, which is cleared). The lease
+ * token moves on, so an attempt still in flight cannot overwrite it.
+ */
+export function replayAssignments(runAt: string): string {
+  return `status = 'retrying', run_at = ${runAt}, finalized_at = NULL, first_attempt_at = NULL,
+          retry_urls = NULL, lease_token = lease_token + 1, lease_owner = NULL, leased_until = NULL`;
 }
 
 export interface DestinationStatsRow {

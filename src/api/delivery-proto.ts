@@ -1,0 +1,118 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import {
+  AttemptOutcome,
+  DeliveryAttemptSchema,
+  DeliverySchema,
+  DeliveryStatus,
+  WebhookHeadersSchema,
+  type Delivery,
+} from "../../gen/waypost/v1/delivery_pb.js";
+import type { DeliveryStatus as StatusName } from "../db/queries/complete-deliveries.js";
+import type { AttemptRow, DeliveryRow } from "../db/queries/deliveries.js";
+import { invalidArgument } from "./errors.js";
+import type { WebhookHeaders } from "./request-headers.js";
+
+export const statusNames: Record<StatusName, DeliveryStatus> = {
+  pending: DeliveryStatus.PENDING,
+  retrying: DeliveryStatus.RETRYING,
+  delivered: DeliveryStatus.DELIVERED,
+  failed: DeliveryStatus.FAILED,
+  expired: DeliveryStatus.EXPIRED,
+  cancelled: DeliveryStatus.CANCELLED,
+};
+
+const outcomes: Record<AttemptRow["outcome"], AttemptOutcome> = {
+  success: AttemptOutcome.SUCCESS,
+  retryable: AttemptOutcome.RETRYABLE,
+  permanent: AttemptOutcome.PERMANENT,
+  abandoned: AttemptOutcome.ABANDONED,
+};
+
+export function statusName(status: DeliveryStatus, field: string): StatusName {
+  const entry = Object.entries(statusNames).find(([, value]) => value === status);
+  if (!entry) throw invalidArgument(field, `unknown delivery status ${status}`);
+  return entry[0] as StatusName;
+}
+
+/** The union of `status` (one, UNSPECIFIED for none) and `statuses`; undefined when neither narrows. */
+export function statusFilter(status: DeliveryStatus, statuses: readonly DeliveryStatus[]): StatusName[] | undefined {
+  const names = new Set<StatusName>();
+  if (status !== DeliveryStatus.UNSPECIFIED) names.add(statusName(status, "status"));
+  statuses.forEach((s, i) => {
+    if (s === DeliveryStatus.UNSPECIFIED) throw invalidArgument(`statuses[${i}]`, "must be a delivery status");
+    names.add(statusName(s, `statuses[${i}]`));
+  });
+  return names.size === 0 ? undefined : [...names];
+}
+
+/** since/until: both optional, since before until. */
+export function timeRange(since: Timestamp | undefined, until: Timestamp | undefined): { since?: Date; until?: Date } {
+  const range = { since: since ? timestampDate(since) : undefined, until: until ? timestampDate(until) : undefined };
+  if (range.since && Number.isNaN(range.since.getTime())) throw invalidArgument("since", "is not a valid time");
+  if (range.until && Number.isNaN(range.until.getTime())) throw invalidArgument("until", "is not a valid time");
+  if (range.since && range.until && range.since >= range.until) throw invalidArgument("until", "must be after since");
+  return { ...(range.since ? { since: range.since } : {}), ...(range.until ? { until: range.until } : {}) };
+}
+
+/** A messageId or userId filter: empty means none. */
+export function textFilter(field: string, value: string): string | undefined {
+  if (value === "") return undefined;
+  if (value.length > 1000) throw invalidArgument(field, "is longer than 1000 characters");
+  return value;
+}
+
+export interface DeliveryDetails {
+  attempts: AttemptRow[];
+  webhooks: WebhookHeaders[];
+}
+
+/** The calls' anonymousId, read from the body sent (messages keep no column for it). */
+function anonymousIdOf(payload: string): string {
+  if (!payload.includes('"anonymousId"')) return "";
+  try {
+    const value = (JSON.parse(payload) as { anonymousId?: unknown }).anonymousId;
+    return typeof value === "string" ? value : "";
+  } catch {
+    return "";
+  }
+}
+
+/** A delivery for the API; details (body, headers, attempts) only in the full view. */
+export function toProto(row: DeliveryRow, details: DeliveryDetails | undefined): Delivery {
+  const open = row.status === "pending" || row.status === "retrying";
+  return create(DeliverySchema, {
+    id: row.id,
+    destinationId: row.destination_id,
+    sourceId: row.source_id,
+    messageId: row.message_id,
+    type: row.type,
+    status: statusNames[row.status],
+    attemptCount: row.attempt_count,
+    createTime: timestampFromDate(row.created_at),
+    firstAttemptTime: row.first_attempt_at ? timestampFromDate(row.first_attempt_at) : undefined,
+    nextAttemptTime: open ? timestampFromDate(row.run_at) : undefined,
+    finalizeTime: row.finalized_at ? timestampFromDate(row.finalized_at) : undefined,
+    userId: row.user_id ?? "",
+    anonymousId: anonymousIdOf(row.payload),
+    ...(details
+      ? {
+          body: row.payload,
+          requestHeaders: details.webhooks[0]?.headers ?? {},
+          webhookHeaders: details.webhooks.map((w) => create(WebhookHeadersSchema, w)),
+          attempts: details.attempts.map((a) =>
+            create(DeliveryAttemptSchema, {
+              attempt: a.attempt,
+              url: a.url,
+              attemptTime: timestampFromDate(a.attempted_at),
+              outcome: outcomes[a.outcome],
+              statusCode: a.status_code ?? 0,
+              error: a.error ?? "",
+              latencyMs: a.latency_ms,
+              responseBody: a.response_body ?? "",
+            }),
+          ),
+        }
+      : {}),
+  });
+}

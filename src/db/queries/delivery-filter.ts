@@ -1,0 +1,63 @@
+import type { DeliveryStatus } from "./complete-deliveries.js";
+
+/** What a delivery search (or a bulk replay) matches. Absent fields match everything. */
+export interface DeliveryFilter {
+  destinationId?: string | undefined;
+  statuses?: readonly DeliveryStatus[] | undefined;
+  messageId?: string | undefined;
+  userId?: string | undefined;
+  /** Created at or after. */
+  since?: Date | undefined;
+  /** Created before. */
+  until?: Date | undefined;
+}
+
+/** SQL parameters collected while a query is built: `add` returns the placeholder. */
+export class Params {
+  readonly values: unknown[] = [];
+  add(value: unknown, type?: string): string {
+    this.values.push(value);
+    return type ? `$${this.values.length}::${type}` : `$${this.values.length}`;
+  }
+}
+
+/**
+ * The filter as predicates on deliveries `d`. Only the fields present make a
+ * predicate, so each query is planned for the indexes it can use.
+ *
+ * messageId and userId are looked up among the messages of every source
+ * (one probe per source of the unique (source_id, message_id) index and of
+ * messages_user_idx): a messageId is unique only within a source. The
+ * matching messages' deliveries then come through deliveries_message_idx.
+ */
+export function filterPredicates(filter: DeliveryFilter, params: Params, options: { destination?: boolean } = {}): string[] {
+  const where: string[] = [];
+  if (filter.destinationId !== undefined && options.destination !== false) {
+    where.push(`d.destination_id = ${params.add(filter.destinationId, "uuid")}`);
+  }
+  if (filter.statuses && filter.statuses.length > 0) {
+    where.push(`d.status = ANY(${params.add(filter.statuses, "delivery_status[]")})`);
+  }
+  if (filter.messageId !== undefined) {
+    where.push(`d.message_pk IN (SELECT fm.id FROM messages fm
+                                  WHERE fm.source_id IN (SELECT id FROM sources)
+                                    AND fm.message_id = ${params.add(filter.messageId, "text")})`);
+  }
+  if (filter.userId !== undefined) {
+    where.push(`d.message_pk IN (SELECT fm.id FROM messages fm
+                                  WHERE fm.source_id IN (SELECT id FROM sources)
+                                    AND fm.user_id = ${params.add(filter.userId, "text")})`);
+  }
+  if (filter.since) where.push(`d.created_at >= ${params.add(filter.since, "timestamptz")}`);
+  if (filter.until) where.push(`d.created_at < ${params.add(filter.until, "timestamptz")}`);
+  return where;
+}
+
+/** Whether the filter narrows by message first (few rows), so no per-destination walk is needed. */
+export function byMessage(filter: DeliveryFilter): boolean {
+  return filter.messageId !== undefined || filter.userId !== undefined;
+}
+
+export function and(predicates: readonly string[]): string {
+  return predicates.length === 0 ? "TRUE" : predicates.join("\n    AND ");
+}

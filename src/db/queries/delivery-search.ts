@@ -1,0 +1,129 @@
+import type pg from "pg";
+import type { DeliveryRow } from "./deliveries.js";
+import { and, byMessage, filterPredicates, Params, type DeliveryFilter } from "./delivery-filter.js";
+import type { Queryable } from "./store-messages.js";
+
+/** A delivery row with what searches add: the keyset positions of both orders. */
+export interface SearchRow extends DeliveryRow {
+  /** created_at as Postgres prints it (microseconds kept, unlike a JS Date). */
+  cursor_at: string;
+  finished_xid: string | null;
+}
+
+const columns = `d.id, d.destination_id, d.source_id, m.message_id, m.type, d.status, d.attempt_count,
+  d.created_at, d.first_attempt_at, d.run_at, d.finalized_at, m.payload, m.user_id,
+  d.created_at::text AS cursor_at, d.finished_xid::text AS finished_xid`;
+
+/**
+ * Runs `inner` (a query over deliveries `d` ending in ORDER BY ... LIMIT)
+ * either directly or once per destination, merged. Without a destination or
+ * message to narrow by, the per-destination form walks each destination's
+ * index for at most `limit` rows, instead of sorting the whole table.
+ * Deliveries of deleted destinations are then left out.
+ */
+function search(filter: DeliveryFilter, params: Params, extra: string[], order: string, limit: number): string {
+  const direct = filter.destinationId !== undefined || byMessage(filter);
+  const limitParam = params.add(limit, "int");
+  if (direct) {
+    return `SELECT ${columns} FROM deliveries d JOIN messages m ON m.id = d.message_pk
+             WHERE ${and([...filterPredicates(filter, params), ...extra])}
+             ORDER BY ${order} LIMIT ${limitParam}`;
+  }
+  return `SELECT ${columns} FROM destinations dst
+           CROSS JOIN LATERAL (
+             SELECT d.* FROM deliveries d
+              WHERE ${and(["d.destination_id = dst.id", ...filterPredicates(filter, params), ...extra])}
+              ORDER BY ${order} LIMIT ${limitParam}) d
+           JOIN messages m ON m.id = d.message_pk
+           ORDER BY ${order} LIMIT ${limitParam}`;
+}
+
+/** Newest created first; `before` is the last row of the previous page. */
+export async function searchDeliveries(
+  db: Queryable,
+  filter: DeliveryFilter,
+  options: { before?: { createdAt: string; id: string } | undefined; limit: number },
+): Promise<SearchRow[]> {
+  const params = new Params();
+  const extra: string[] = [];
+  if (options.before) {
+    extra.push(`(d.created_at, d.id) < (${params.add(options.before.createdAt, "timestamptz")}, ${params.add(options.before.id, "bigint")})`);
+  }
+  const sql = search(filter, params, extra, "d.created_at DESC, d.id DESC", options.limit);
+  return (await db.query<SearchRow>(sql, params.values)).rows;
+}
+
+/**
+ * Where a finish-feed reader is. `seen` is the snapshot of its previous
+ * read: everything that finished in a transaction visible in it was
+ * returned then. While a burst larger than one page is being paged through,
+ * `upTo` is the snapshot that bounds the burst and `after` the last row
+ * returned.
+ */
+export interface FeedPosition {
+  seen: string;
+  upTo?: string | undefined;
+  after?: { xid: string; id: string } | undefined;
+}
+
+export interface FeedPage {
+  /** Newest finished first. */
+  rows: SearchRow[];
+  next: FeedPosition;
+}
+
+/**
+ * The finish feed: without a position, the `limit` most recently finished
+ * deliveries; with one, exactly the deliveries that finished (committed)
+ * since, oldest `limit` first if there are more, each once. Finishes are
+ * ordered by the id of the transaction that finished them; visibility in
+ * the reader's last snapshot, not a clock, decides what is new, so a
+ * transaction that commits late is still seen.
+ */
+export async function readFinishFeed(
+  pool: pg.Pool,
+  filter: DeliveryFilter,
+  position: FeedPosition | undefined,
+  limit: number,
+): Promise<FeedPage> {
+  const client = await pool.connect();
+  try {
+    // One snapshot for both statements: the rows, and the snapshot the next read starts from.
+    await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    const snapshot = (await client.query<{ s: string }>("SELECT pg_current_snapshot()::text AS s")).rows[0]!.s;
+    const params = new Params();
+    if (!position) {
+      const sql = search(filter, params, ["d.finished_xid IS NOT NULL"], "d.finished_xid DESC, d.id DESC", limit);
+      const rows = (await client.query<SearchRow>(sql, params.values)).rows;
+      await client.query("COMMIT");
+      return { rows, next: { seen: snapshot } };
+    }
+    const seen = params.add(position.seen, "pg_snapshot");
+    const extra = [
+      `d.finished_xid >= pg_snapshot_xmin(${seen})`,
+      `NOT pg_visible_in_snapshot(d.finished_xid, ${seen})`,
+    ];
+    if (position.upTo) extra.push(`pg_visible_in_snapshot(d.finished_xid, ${params.add(position.upTo, "pg_snapshot")})`);
+    if (position.after) {
+      extra.push(`(d.finished_xid, d.id) > (${params.add(position.after.xid, "xid8")}, ${params.add(position.after.id, "bigint")})`);
+    }
+    const sql = search(filter, params, extra, "d.finished_xid, d.id", limit + 1);
+    const found = (await client.query<SearchRow>(sql, params.values)).rows;
+    await client.query("COMMIT");
+    const rows = found.slice(0, limit);
+    const last = rows[rows.length - 1];
+    let next: FeedPosition;
+    if (found.length > limit && last) {
+      next = { seen: position.seen, upTo: position.upTo ?? snapshot, after: { xid: last.finished_xid!, id: last.id } };
+    } else {
+      // The burst is done: what committed after `upTo` comes with the next read.
+      next = { seen: position.upTo ?? snapshot };
+    }
+    return { rows: rows.reverse(), next };
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}

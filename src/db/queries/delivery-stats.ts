@@ -1,0 +1,88 @@
+import type { Queryable } from "./store-messages.js";
+
+/** One minute of a destination's activity. */
+export interface MinuteRow {
+  minute: Date;
+  delivered: number;
+  failed: number;
+  expired: number;
+  attempts: number;
+  successes: number;
+  p50: number;
+  p99: number;
+}
+
+/**
+ * Per-minute figures from `since` (a minute boundary): deliveries by the
+ * minute they reached a final state (deliveries_destination_finalized_idx),
+ * attempts and their latency percentiles by the minute they were made
+ * (delivery_attempts_destination_time_idx). Only minutes with activity.
+ * Abandoned attempts count as attempts, but their latency (cut short) does
+ * not enter the percentiles.
+ */
+export async function selectMinuteSeries(db: Queryable, destinationId: string, since: Date): Promise<MinuteRow[]> {
+  const result = await db.query<{
+    minute: Date;
+    delivered: string | null;
+    failed: string | null;
+    expired: string | null;
+    attempts: string | null;
+    successes: string | null;
+    p50: number | null;
+    p99: number | null;
+  }>(
+    `WITH finals AS (
+       SELECT date_trunc('minute', finalized_at) AS minute,
+              count(*) FILTER (WHERE status = 'delivered') AS delivered,
+              count(*) FILTER (WHERE status = 'failed') AS failed,
+              count(*) FILTER (WHERE status = 'expired') AS expired
+         FROM deliveries
+        WHERE destination_id = $1 AND finalized_at >= $2
+        GROUP BY 1
+     ), tries AS (
+       SELECT date_trunc('minute', attempted_at) AS minute,
+              count(*) AS attempts,
+              count(*) FILTER (WHERE outcome = 'success') AS successes,
+              percentile_disc(0.5) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE outcome <> 'abandoned') AS p50,
+              percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE outcome <> 'abandoned') AS p99
+         FROM delivery_attempts
+        WHERE destination_id = $1 AND attempted_at >= $2
+        GROUP BY 1
+     )
+     SELECT coalesce(f.minute, t.minute) AS minute, f.delivered, f.failed, f.expired, t.attempts, t.successes, t.p50, t.p99
+       FROM finals f FULL JOIN tries t ON t.minute = f.minute
+      ORDER BY 1`,
+    [destinationId, since],
+  );
+  return result.rows.map((r) => ({
+    minute: r.minute,
+    delivered: Number(r.delivered ?? 0),
+    failed: Number(r.failed ?? 0),
+    expired: Number(r.expired ?? 0),
+    attempts: Number(r.attempts ?? 0),
+    successes: Number(r.successes ?? 0),
+    p50: r.p50 ?? 0,
+    p99: r.p99 ?? 0,
+  }));
+}
+
+export interface LatencyRow {
+  p50_hour: number | null;
+  p99_hour: number | null;
+  p50_day: number | null;
+  p99_day: number | null;
+}
+
+/** Attempt latency percentiles since `hour` and since `day` (abandoned attempts left out). */
+export async function selectLatencyPercentiles(db: Queryable, destinationId: string, hour: Date, day: Date): Promise<LatencyRow> {
+  const result = await db.query<LatencyRow>(
+    `SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE attempted_at >= $2) AS p50_hour,
+            percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE attempted_at >= $2) AS p99_hour,
+            percentile_disc(0.5) WITHIN GROUP (ORDER BY latency_ms) AS p50_day,
+            percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_ms) AS p99_day
+       FROM delivery_attempts
+      WHERE destination_id = $1 AND attempted_at >= $3 AND outcome <> 'abandoned'`,
+    [destinationId, hour, day],
+  );
+  return result.rows[0]!;
+}

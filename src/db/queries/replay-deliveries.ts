@@ -1,0 +1,89 @@
+import { replayAssignments } from "./deliveries.js";
+import { and, filterPredicates, Params, type DeliveryFilter } from "./delivery-filter.js";
+import { deliveriesChannel, type Queryable } from "./store-messages.js";
+
+/** A bulk replay: the filter (with a destination and statuses) and the bounds fixed when it was asked for. */
+export interface BulkReplay {
+  filter: DeliveryFilter & { destinationId: string; statuses: readonly ("failed" | "expired" | "retrying")[] };
+  /** Messages received before this are past retention: not replayed. */
+  retentionCutoff: Date;
+  /** The newest delivery id when the replay was asked for: later deliveries are not part of it. */
+  maxId: string;
+}
+
+export interface ReplayCounts {
+  replayable: number;
+  /** Matching, but their messages are past the retention period. */
+  pastRetention: number;
+  maxId: string | null;
+}
+
+/** Counts what a bulk replay would replay, and fixes its upper bound. */
+export async function countReplayable(db: Queryable, filter: BulkReplay["filter"], retentionCutoff: Date): Promise<ReplayCounts> {
+  const params = new Params();
+  const where = filterPredicates(filter, params);
+  const cutoff = params.add(retentionCutoff, "timestamptz");
+  const result = await db.query<{ replayable: string; past_retention: string; max_id: string | null }>(
+    `SELECT count(*) FILTER (WHERE m.received_at >= ${cutoff}) AS replayable,
+            count(*) FILTER (WHERE m.received_at < ${cutoff}) AS past_retention,
+            (SELECT max(id) FROM deliveries)::text AS max_id
+       FROM deliveries d JOIN messages m ON m.id = d.message_pk
+      WHERE ${and(where)}`,
+    params.values,
+  );
+  const row = result.rows[0]!;
+  return { replayable: Number(row.replayable), pastRetention: Number(row.past_retention), maxId: row.max_id };
+}
+
+export interface ReplayBatch {
+  replayed: number;
+  /** Where the next batch starts; undefined when this was the last. */
+  next: { createdAt: string; id: string } | undefined;
+}
+
+/**
+ * Replays the next `limit` matching deliveries in creation order after
+ * `after`, in one statement, and wakes the delivery loops. A delivery whose
+ * state changed meanwhile (delivered by a retry in flight, say) is re-checked
+ * by the UPDATE and left alone.
+ */
+export async function replayBatch(
+  db: Queryable,
+  replay: BulkReplay,
+  after: { createdAt: string; id: string } | undefined,
+  now: Date,
+  limit: number,
+): Promise<ReplayBatch> {
+  const params = new Params();
+  const where = filterPredicates(replay.filter, params);
+  where.push(`m.received_at >= ${params.add(replay.retentionCutoff, "timestamptz")}`);
+  where.push(`d.id <= ${params.add(replay.maxId, "bigint")}`);
+  if (after) where.push(`(d.created_at, d.id) > (${params.add(after.createdAt, "timestamptz")}, ${params.add(after.id, "bigint")})`);
+  const statuses = params.add(replay.filter.statuses, "delivery_status[]");
+  const result = await db.query<{ replayed: string; last_at: string | null; last_id: string | null; size: string }>(
+    `WITH batch AS (
+       SELECT d.destination_id, d.id, d.created_at FROM deliveries d JOIN messages m ON m.id = d.message_pk
+        WHERE ${and(where)}
+        ORDER BY d.created_at, d.id LIMIT ${params.add(limit, "int")}
+     ), replayed AS (
+       UPDATE deliveries u SET ${replayAssignments(params.add(now, "timestamptz"))}
+         FROM batch b
+        WHERE u.destination_id = b.destination_id AND u.id = b.id AND u.status = ANY(${statuses})
+       RETURNING 1
+     ), last AS (
+       SELECT created_at, id FROM batch ORDER BY created_at DESC, id DESC LIMIT 1
+     )
+     SELECT (SELECT count(*) FROM replayed) AS replayed,
+            (SELECT count(*) FROM batch) AS size,
+            (SELECT created_at::text FROM last) AS last_at,
+            (SELECT id::text FROM last) AS last_id,
+            CASE WHEN EXISTS (SELECT 1 FROM replayed) THEN pg_notify('${deliveriesChannel}', '') END AS notified`,
+    params.values,
+  );
+  const row = result.rows[0]!;
+  const full = Number(row.size) === limit;
+  return {
+    replayed: Number(row.replayed),
+    next: full && row.last_at && row.last_id ? { createdAt: row.last_at, id: row.last_id } : undefined,
+  };
+}
