@@ -181,7 +181,8 @@ describe("operator console in a real browser", () => {
     expect((await lastHour.getByRole("cell").allTextContents()).slice(0, 1)).toEqual(["5"]);
     if (process.env.WAYPOST_SCREENSHOT === "1") {
       mkdirSync("docs", { recursive: true });
-      await page.screenshot({ path: "docs/console.png" });
+      const bottom = (await card.boundingBox())!;
+      await page.screenshot({ path: "docs/console.png", clip: { x: 0, y: 0, width: 1360, height: Math.ceil(bottom.y + bottom.height + 20) } });
     }
   });
 
