@@ -217,6 +217,36 @@ describe("operator console in a real browser", () => {
     await rowsOf("Audiences").filter({ hasText: "No audiences yet." }).waitFor();
   });
 
+  it("edits a destination (rename, clear the secret), disables and enables it, and rotates a write key", async () => {
+    await nav("Destinations").click();
+    await page.getByRole("link", { name: "Edit receiver" }).click();
+    await page.getByLabel("Name", { exact: true }).fill("receiver (main)");
+    await page.getByRole("radio", { name: "Clear it" }).check();
+    await page.getByRole("button", { name: "Save destination" }).click();
+    const row = rowsOf("Destinations").filter({ hasText: "receiver (main)" });
+    await row.waitFor();
+    expect(await row.getByRole("cell").nth(4).textContent()).toBe("none");
+
+    await page.getByRole("button", { name: "Disable receiver (main)" }).click();
+    await row.getByRole("cell", { name: "disabled", exact: true }).waitFor();
+    expect((await server.destinations.getDestination({ id: destinationId })).destination!.enabled).toBe(false);
+    await page.getByRole("button", { name: "Enable receiver (main)" }).click();
+    await row.getByRole("cell", { name: "enabled", exact: true }).waitFor();
+    const stored = (await server.destinations.getDestination({ id: destinationId })).destination!;
+    expect(stored).toMatchObject({ name: "receiver (main)", enabled: true, hasSharedSecret: false });
+
+    await nav("Sources").click();
+    await page.getByRole("button", { name: "Rotate key of web" }).click();
+    const rotated = (await page.getByLabel("New write key of web.").textContent()) ?? "";
+    expect(rotated).not.toBe(writeKey);
+    const old = await fetch(`${server.url}/v1/track`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Basic ${btoa(`${writeKey}:`)}` },
+      body: JSON.stringify({ userId: "u", event: "e" }),
+    });
+    expect(old.status).toBe(401);
+  });
+
   it("ran without page errors or Content-Security-Policy violations", () => {
     expect(pageErrors).toEqual([]);
     expect(cspViolations).toEqual([]);

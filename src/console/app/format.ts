@@ -15,11 +15,3 @@ export const statusLabels: Record<DeliveryStatus, string> = {
   [DeliveryStatus.EXPIRED]: "expired",
   [DeliveryStatus.CANCELLED]: "cancelled",
 };
-
-export function formatPercent(part: number, whole: number): string {
-  return whole === 0 ? "–" : `${((100 * part) / whole).toFixed(1)} %`;
-}
-
-export function formatMs(ms: number | undefined): string {
-  return ms === undefined || Number.isNaN(ms) ? "–" : `${Math.round(ms)} ms`;
-}

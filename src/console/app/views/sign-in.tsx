@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { createApi } from "../api.js";
-import { describeError } from "../errors.js";
+import { describeError, isUnauthenticated } from "../errors.js";
 
 /**
  * Asks for the admin token and checks it with a cheap admin RPC (one source)
@@ -23,7 +23,7 @@ export function SignInView(props: { notice: string | undefined; onSignedIn(token
       await createApi(candidate).sources.listSources({ pageSize: 1 });
       props.onSignedIn(candidate);
     } catch (caught) {
-      setError(describeError(caught).replace("; sign in again", ""));
+      setError(isUnauthenticated(caught) ? "The admin token was refused." : describeError(caught));
     } finally {
       setBusy(false);
     }
