@@ -126,6 +126,15 @@ describe("operator console in a real browser", () => {
     await failedRows.nth(1).waitFor();
     expect(await failedRows.count()).toBe(2);
     expect(await rowsOf("Deliveries").filter({ hasText: "happy-user" }).count()).toBe(0);
+    // The time range: nothing was created after 2099, everything before.
+    await filters.getByLabel("Created since").fill("2099-01-01T00:00:00");
+    await filters.getByRole("button", { name: "Search" }).click();
+    await rowsOf("Deliveries").filter({ hasText: "No deliveries match." }).waitFor();
+    await filters.getByLabel("Created since").fill("");
+    await filters.getByLabel("Created before").fill("2099-01-01T00:00:00");
+    await filters.getByRole("button", { name: "Search" }).click();
+    await failedRows.nth(1).waitFor();
+    expect(new URL(page.url()).searchParams.get("until")).toMatch(/^2099-01-01T00:00/);
 
     // The detail: the exact bytes the receiver got, the headers and the attempt.
     await rowsOf("Deliveries").filter({ hasText: "msg-refused-1" }).getByRole("link").click();
