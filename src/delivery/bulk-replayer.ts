@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { Clock } from "../clock.js";
-import { replayBatch, type BulkReplay } from "../db/queries/replay-deliveries.js";
+import { replayBatch, type BulkReplay, type ReplayPosition } from "../db/queries/replay-deliveries.js";
 import type { Logger } from "../logger.js";
 
 export interface BulkReplayerOptions {
@@ -32,7 +32,7 @@ export function createBulkReplayer(options: BulkReplayerOptions): BulkReplayer {
   let stopping = false;
 
   async function run(replay: BulkReplay): Promise<void> {
-    let after: { createdAt: string; id: string } | undefined;
+    let after: ReplayPosition | undefined;
     let replayed = 0;
     do {
       if (stopping) {

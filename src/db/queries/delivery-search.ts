@@ -38,19 +38,49 @@ function search(filter: DeliveryFilter, params: Params, extra: string[], order: 
            ORDER BY ${order} LIMIT ${limitParam}`;
 }
 
-/** Newest created first; `before` is the last row of the previous page. */
-export async function searchDeliveries(
-  db: Queryable,
-  filter: DeliveryFilter,
-  options: { before?: { createdAt: string; id: string } | undefined; limit: number },
-): Promise<SearchRow[]> {
+export interface Query {
+  text: string;
+  values: unknown[];
+}
+
+export interface SearchOptions {
+  /** The last row of the previous page. */
+  before?: { createdAt: string; id: string } | undefined;
+  limit: number;
+}
+
+/** The search as SQL (exported so that tests can EXPLAIN exactly what runs). */
+export function searchQuery(filter: DeliveryFilter, options: SearchOptions): Query {
   const params = new Params();
   const extra: string[] = [];
   if (options.before) {
     extra.push(`(d.created_at, d.id) < (${params.add(options.before.createdAt, "timestamptz")}, ${params.add(options.before.id, "bigint")})`);
   }
-  const sql = search(filter, params, extra, "d.created_at DESC, d.id DESC", options.limit);
-  return (await db.query<SearchRow>(sql, params.values)).rows;
+  return { text: search(filter, params, extra, "d.created_at DESC, d.id DESC", options.limit), values: params.values };
+}
+
+/** Newest created first. */
+export async function searchDeliveries(db: Queryable, filter: DeliveryFilter, options: SearchOptions): Promise<SearchRow[]> {
+  const query = searchQuery(filter, options);
+  return (await db.query<SearchRow>(query.text, query.values)).rows;
+}
+
+/** The finish feed's read as SQL: newest first without a position, oldest first after one. */
+export function feedQuery(filter: DeliveryFilter, position: FeedPosition | undefined, limit: number): Query {
+  const params = new Params();
+  if (!position) {
+    return {
+      text: search(filter, params, ["d.finished_xid IS NOT NULL"], "d.finished_xid DESC, d.id DESC", limit),
+      values: params.values,
+    };
+  }
+  const seen = params.add(position.seen, "pg_snapshot");
+  const extra = [`d.finished_xid >= pg_snapshot_xmin(${seen})`, `NOT pg_visible_in_snapshot(d.finished_xid, ${seen})`];
+  if (position.upTo) extra.push(`pg_visible_in_snapshot(d.finished_xid, ${params.add(position.upTo, "pg_snapshot")})`);
+  if (position.after) {
+    extra.push(`(d.finished_xid, d.id) > (${params.add(position.after.xid, "xid8")}, ${params.add(position.after.id, "bigint")})`);
+  }
+  return { text: search(filter, params, extra, "d.finished_xid, d.id", limit), values: params.values };
 }
 
 /**
@@ -91,24 +121,14 @@ export async function readFinishFeed(
     // One snapshot for both statements: the rows, and the snapshot the next read starts from.
     await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
     const snapshot = (await client.query<{ s: string }>("SELECT pg_current_snapshot()::text AS s")).rows[0]!.s;
-    const params = new Params();
     if (!position) {
-      const sql = search(filter, params, ["d.finished_xid IS NOT NULL"], "d.finished_xid DESC, d.id DESC", limit);
-      const rows = (await client.query<SearchRow>(sql, params.values)).rows;
+      const first = feedQuery(filter, undefined, limit);
+      const rows = (await client.query<SearchRow>(first.text, first.values)).rows;
       await client.query("COMMIT");
       return { rows, next: { seen: snapshot } };
     }
-    const seen = params.add(position.seen, "pg_snapshot");
-    const extra = [
-      `d.finished_xid >= pg_snapshot_xmin(${seen})`,
-      `NOT pg_visible_in_snapshot(d.finished_xid, ${seen})`,
-    ];
-    if (position.upTo) extra.push(`pg_visible_in_snapshot(d.finished_xid, ${params.add(position.upTo, "pg_snapshot")})`);
-    if (position.after) {
-      extra.push(`(d.finished_xid, d.id) > (${params.add(position.after.xid, "xid8")}, ${params.add(position.after.id, "bigint")})`);
-    }
-    const sql = search(filter, params, extra, "d.finished_xid, d.id", limit + 1);
-    const found = (await client.query<SearchRow>(sql, params.values)).rows;
+    const query = feedQuery(filter, position, limit + 1);
+    const found = (await client.query<SearchRow>(query.text, query.values)).rows;
     await client.query("COMMIT");
     const rows = found.slice(0, limit);
     const last = rows[rows.length - 1];

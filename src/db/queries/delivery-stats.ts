@@ -1,3 +1,4 @@
+import type { Query } from "./delivery-search.js";
 import type { Queryable } from "./store-messages.js";
 
 /** One minute of a destination's activity. */
@@ -20,18 +21,10 @@ export interface MinuteRow {
  * Abandoned attempts count as attempts, but their latency (cut short) does
  * not enter the percentiles.
  */
-export async function selectMinuteSeries(db: Queryable, destinationId: string, since: Date): Promise<MinuteRow[]> {
-  const result = await db.query<{
-    minute: Date;
-    delivered: string | null;
-    failed: string | null;
-    expired: string | null;
-    attempts: string | null;
-    successes: string | null;
-    p50: number | null;
-    p99: number | null;
-  }>(
-    `WITH finals AS (
+/** The series as SQL (exported so that tests can EXPLAIN exactly what runs). */
+export function minuteSeriesQuery(destinationId: string, since: Date): Query {
+  return {
+    text: `WITH finals AS (
        SELECT date_trunc('minute', finalized_at) AS minute,
               count(*) FILTER (WHERE status = 'delivered') AS delivered,
               count(*) FILTER (WHERE status = 'failed') AS failed,
@@ -52,8 +45,22 @@ export async function selectMinuteSeries(db: Queryable, destinationId: string, s
      SELECT coalesce(f.minute, t.minute) AS minute, f.delivered, f.failed, f.expired, t.attempts, t.successes, t.p50, t.p99
        FROM finals f FULL JOIN tries t ON t.minute = f.minute
       ORDER BY 1`,
-    [destinationId, since],
-  );
+    values: [destinationId, since],
+  };
+}
+
+export async function selectMinuteSeries(db: Queryable, destinationId: string, since: Date): Promise<MinuteRow[]> {
+  const query = minuteSeriesQuery(destinationId, since);
+  const result = await db.query<{
+    minute: Date;
+    delivered: string | null;
+    failed: string | null;
+    expired: string | null;
+    attempts: string | null;
+    successes: string | null;
+    p50: number | null;
+    p99: number | null;
+  }>(query.text, query.values);
   return result.rows.map((r) => ({
     minute: r.minute,
     delivered: Number(r.delivered ?? 0),

@@ -1,5 +1,6 @@
 import { replayAssignments } from "./deliveries.js";
 import { and, filterPredicates, Params, type DeliveryFilter } from "./delivery-filter.js";
+import type { Query } from "./delivery-search.js";
 import { deliveriesChannel, type Queryable } from "./store-messages.js";
 
 /** A bulk replay: the filter (with a destination and statuses) and the bounds fixed when it was asked for. */
@@ -18,50 +19,85 @@ export interface ReplayCounts {
   maxId: string | null;
 }
 
-/** Counts what a bulk replay would replay, and fixes its upper bound. */
-export async function countReplayable(db: Queryable, filter: BulkReplay["filter"], retentionCutoff: Date): Promise<ReplayCounts> {
+/** The count as SQL (exported so that tests can EXPLAIN exactly what runs). */
+export function countReplayableQuery(filter: BulkReplay["filter"], retentionCutoff: Date): Query {
   const params = new Params();
   const where = filterPredicates(filter, params);
   const cutoff = params.add(retentionCutoff, "timestamptz");
-  const result = await db.query<{ replayable: string; past_retention: string; max_id: string | null }>(
-    `SELECT count(*) FILTER (WHERE m.received_at >= ${cutoff}) AS replayable,
-            count(*) FILTER (WHERE m.received_at < ${cutoff}) AS past_retention,
-            (SELECT max(id) FROM deliveries)::text AS max_id
-       FROM deliveries d JOIN messages m ON m.id = d.message_pk
-      WHERE ${and(where)}`,
-    params.values,
-  );
+  return {
+    text: `SELECT count(*) FILTER (WHERE m.received_at >= ${cutoff}) AS replayable,
+                  count(*) FILTER (WHERE m.received_at < ${cutoff}) AS past_retention,
+                  (SELECT max(id) FROM deliveries)::text AS max_id
+             FROM deliveries d JOIN messages m ON m.id = d.message_pk
+            WHERE ${and(where)}`,
+    values: params.values,
+  };
+}
+
+/** Counts what a bulk replay would replay, and fixes its upper bound. */
+export async function countReplayable(db: Queryable, filter: BulkReplay["filter"], retentionCutoff: Date): Promise<ReplayCounts> {
+  const query = countReplayableQuery(filter, retentionCutoff);
+  const result = await db.query<{ replayable: string; past_retention: string; max_id: string | null }>(query.text, query.values);
   const row = result.rows[0]!;
   return { replayable: Number(row.replayable), pastRetention: Number(row.past_retention), maxId: row.max_id };
+}
+
+/** A bulk replay's place in the destination's creation order. */
+export interface ReplayPosition {
+  createdAt: string;
+  id: string;
 }
 
 export interface ReplayBatch {
   replayed: number;
   /** Where the next batch starts; undefined when this was the last. */
-  next: { createdAt: string; id: string } | undefined;
+  next: ReplayPosition | undefined;
 }
 
 /**
- * Replays the next `limit` matching deliveries in creation order after
- * `after`, in one statement, and wakes the delivery loops. A delivery whose
- * state changed meanwhile (delivered by a retry in flight, say) is re-checked
- * by the UPDATE and left alone.
+ * Replays the next `limit` matching deliveries after `after`, in creation
+ * order: that of deliveries_destination_created_idx, so a whole replay reads
+ * the destination's rows in the time range once, never the table's (an
+ * order by id alone would let Postgres walk the id index of every
+ * destination). One statement, which also
+ * wakes the delivery loops. A delivery whose state changed meanwhile
+ * (delivered by a retry in flight, say) is re-checked by the UPDATE and left
+ * alone.
  */
 export async function replayBatch(
   db: Queryable,
   replay: BulkReplay,
-  after: { createdAt: string; id: string } | undefined,
+  after: ReplayPosition | undefined,
   now: Date,
   limit: number,
 ): Promise<ReplayBatch> {
+  const query = replayBatchQuery(replay, after, now, limit);
+  const result = await db.query<{ replayed: string; last_at: string | null; last_id: string | null; size: string }>(
+    query.text,
+    query.values,
+  );
+  const row = result.rows[0]!;
+  const full = Number(row.size) === limit;
+  return {
+    replayed: Number(row.replayed),
+    next: full && row.last_at && row.last_id ? { createdAt: row.last_at, id: row.last_id } : undefined,
+  };
+}
+
+export function replayBatchQuery(
+  replay: BulkReplay,
+  after: ReplayPosition | undefined,
+  now: Date,
+  limit: number,
+): Query {
   const params = new Params();
   const where = filterPredicates(replay.filter, params);
   where.push(`m.received_at >= ${params.add(replay.retentionCutoff, "timestamptz")}`);
   where.push(`d.id <= ${params.add(replay.maxId, "bigint")}`);
   if (after) where.push(`(d.created_at, d.id) > (${params.add(after.createdAt, "timestamptz")}, ${params.add(after.id, "bigint")})`);
   const statuses = params.add(replay.filter.statuses, "delivery_status[]");
-  const result = await db.query<{ replayed: string; last_at: string | null; last_id: string | null; size: string }>(
-    `WITH batch AS (
+  return {
+    text: `WITH batch AS (
        SELECT d.destination_id, d.id, d.created_at FROM deliveries d JOIN messages m ON m.id = d.message_pk
         WHERE ${and(where)}
         ORDER BY d.created_at, d.id LIMIT ${params.add(limit, "int")}
@@ -78,12 +114,6 @@ export async function replayBatch(
             (SELECT created_at::text FROM last) AS last_at,
             (SELECT id::text FROM last) AS last_id,
             CASE WHEN EXISTS (SELECT 1 FROM replayed) THEN pg_notify('${deliveriesChannel}', '') END AS notified`,
-    params.values,
-  );
-  const row = result.rows[0]!;
-  const full = Number(row.size) === limit;
-  return {
-    replayed: Number(row.replayed),
-    next: full && row.last_at && row.last_id ? { createdAt: row.last_at, id: row.last_id } : undefined,
+    values: params.values,
   };
 }

@@ -1,0 +1,136 @@
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { DeliveryOrder, DeliveryStatus } from "../../gen/waypost/v1/delivery_pb.js";
+import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import { startTestServer, type TestServer } from "../helpers/server.js";
+
+let server: TestServer;
+let ok: Receiver;
+let sourceId: string;
+let writeKey: string;
+let okId: string;
+let pausedId: string;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  ok = await startReceiver();
+  ({ id: sourceId, writeKey } = await server.createSource());
+  okId = (await server.createDestination({ name: "ok", enabled: true, sourceIds: [sourceId], webhooks: [{ url: ok.url }] })).id;
+  // Disabled: nothing claims its deliveries, so the tests finish them by hand.
+  pausedId = (await server.createDestination({ name: "paused", enabled: false, sourceIds: [], webhooks: [{ url: ok.url }] })).id;
+});
+afterAll(async () => {
+  await server?.stop();
+  await ok?.close();
+});
+
+async function poll(destinationId: string, pageToken: string, pageSize = 0) {
+  const page = await server.deliveries.listDeliveries({ order: DeliveryOrder.FINISH_TIME_DESC, destinationId, pageToken, pageSize });
+  expect(page.nextPageToken).not.toBe("");
+  return { ids: page.deliveries.map((d) => d.id), deliveries: page.deliveries, token: page.nextPageToken };
+}
+
+/** Pending deliveries of the paused destination, inserted directly. */
+async function pendingDeliveries(count: number): Promise<string[]> {
+  const result = await server.pool.query<{ id: string }>(
+    `WITH m AS (
+       INSERT INTO messages (source_id, message_id, type, received_at, payload)
+       SELECT $1, 'feed-' || gen_random_uuid(), 'track', now(), '{"type":"track"}' FROM generate_series(1, $3)
+       RETURNING id
+     )
+     INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at)
+     SELECT $2, m.id, $1, now(), now() FROM m RETURNING id::text`,
+    [sourceId, pausedId, count],
+  );
+  return result.rows.map((r) => r.id).sort((a, b) => Number(a) - Number(b));
+}
+
+const finish = (db: { query: TestServer["pool"]["query"] }, ids: string[]) =>
+  db.query("UPDATE deliveries SET status = 'delivered', finalized_at = now() WHERE destination_id = $1 AND id = ANY($2::bigint[])", [
+    pausedId,
+    ids,
+  ]);
+
+test("a poller sees every delivery that finished since its last poll, once, newest first", async () => {
+  let { ids, token } = await poll(okId, "");
+  expect(ids).toEqual([]);
+  const client = server.tracking(writeKey);
+  let done = server.waitForDeliveries(5);
+  for (let i = 0; i < 5; i++) await client.track({ track: { userId: `u${i}`, event: "feed" } });
+  const finished = (await done).map((c) => c.id);
+  const first = await poll(okId, token);
+  expect([...first.ids].sort()).toEqual([...finished].sort());
+  expect(first.deliveries.every((d) => d.status === DeliveryStatus.DELIVERED && d.body !== "")).toBe(true);
+  ({ ids, token } = await poll(okId, first.token));
+  expect(ids).toEqual([]);
+  done = server.waitForDeliveries(2);
+  for (let i = 0; i < 2; i++) await client.track({ track: { userId: `v${i}`, event: "feed" } });
+  const more = (await done).map((c) => c.id);
+  const second = await poll(okId, token);
+  expect([...second.ids].sort()).toEqual([...more].sort());
+  // Without a token: the most recent finishes, newest first.
+  const start = await poll(okId, "", 3);
+  expect(start.ids).toHaveLength(3);
+  expect(start.ids.every((id) => [...finished, ...more].includes(id))).toBe(true);
+});
+
+test("a finish that commits after a later one is still seen, once", async () => {
+  const [early, late] = await pendingDeliveries(2);
+  const start = await poll(pausedId, "");
+  const slow = await server.pool.connect();
+  try {
+    // The slow transaction finishes `early` first (its transaction id is older) but commits last.
+    await slow.query("BEGIN");
+    await finish(slow, [early!]);
+    await finish(server.pool, [late!]);
+    const first = await poll(pausedId, start.token);
+    expect(first.ids).toEqual([late]);
+    await slow.query("COMMIT");
+    const second = await poll(pausedId, first.token);
+    expect(second.ids).toEqual([early]);
+    expect((await poll(pausedId, second.token)).ids).toEqual([]);
+  } finally {
+    slow.release();
+  }
+});
+
+test("a burst larger than a page comes in pages, each delivery once, then what finished meanwhile", async () => {
+  const burst = await pendingDeliveries(7);
+  const [meanwhile] = await pendingDeliveries(1);
+  let { token } = await poll(pausedId, "");
+  await finish(server.pool, burst);
+  const pages: string[][] = [];
+  let page = await poll(pausedId, token, 3);
+  pages.push(page.ids);
+  // Finishes while the burst is being paged: it comes after the burst.
+  await finish(server.pool, [meanwhile!]);
+  while (page.ids.length > 0) {
+    page = await poll(pausedId, page.token, 3);
+    pages.push(page.ids);
+  }
+  token = page.token;
+  const seen = pages.flat();
+  expect(pages.slice(0, 3).map((p) => p.length)).toEqual([3, 3, 1]);
+  expect([...seen].sort()).toEqual([...burst, meanwhile].sort());
+  expect(new Set(seen).size).toBe(seen.length);
+  expect(seen.at(-1)).toBe(meanwhile);
+  expect((await poll(pausedId, token)).ids).toEqual([]);
+});
+
+test("a replayed delivery that finishes again is seen again", async () => {
+  const [id] = await pendingDeliveries(1);
+  let { token } = await poll(pausedId, "");
+  await server.pool.query("UPDATE deliveries SET status = 'failed', finalized_at = now() WHERE destination_id = $1 AND id = $2", [pausedId, id]);
+  let page = await poll(pausedId, token);
+  expect(page.ids).toEqual([id]);
+  await server.pool.query(
+    "UPDATE deliveries SET status = 'retrying', finalized_at = NULL WHERE destination_id = $1 AND id = $2",
+    [pausedId, id],
+  );
+  page = await poll(pausedId, page.token);
+  expect(page.ids).toEqual([]);
+  await server.pool.query("UPDATE deliveries SET status = 'delivered', finalized_at = now() WHERE destination_id = $1 AND id = $2", [pausedId, id]);
+  page = await poll(pausedId, page.token);
+  expect(page.ids).toEqual([id]);
+  token = page.token;
+  expect((await poll(pausedId, token)).ids).toEqual([]);
+});

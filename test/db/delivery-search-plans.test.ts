@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { runMigrations } from "../../src/db/migrate.js";
+import { createPool, type Pool } from "../../src/db/pool.js";
+import { feedQuery, searchQuery, type Query } from "../../src/db/queries/delivery-search.js";
+import { minuteSeriesQuery } from "../../src/db/queries/delivery-stats.js";
+import { countReplayableQuery, replayBatchQuery } from "../../src/db/queries/replay-deliveries.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { fillDeliveries, type FilledTable } from "../helpers/fill-deliveries.js";
+
+// The delivery search, feed, stats and replay queries on a filled job table
+// use index scans, never a sequential scan of deliveries, messages or
+// attempts. WAYPOST_PLAN_ROWS=1000000 runs it on a million rows;
+// WAYPOST_PLAN_PRINT=1 prints the plans (EXPLAIN ANALYZE) as well.
+const rows = Number(process.env.WAYPOST_PLAN_ROWS ?? 100_000);
+const print = process.env.WAYPOST_PLAN_PRINT === "1";
+
+let database: TestDatabase;
+let pool: Pool;
+let table: FilledTable;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  pool = createPool({ connectionString: database.url });
+  await runMigrations(pool);
+  table = await fillDeliveries(pool, rows);
+}, 1_800_000);
+afterAll(async () => {
+  await pool?.end();
+  await database?.drop();
+});
+
+async function plan(name: string, query: Query): Promise<string> {
+  const explain = print ? "EXPLAIN (ANALYZE, COSTS OFF, TIMING ON, SUMMARY ON)" : "EXPLAIN (COSTS OFF)";
+  // The UPDATE of a replay batch runs in a transaction that is rolled back.
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    const result = await client.query<{ "QUERY PLAN": string }>(`${explain} ${query.text}`, query.values);
+    const text = result.rows.map((r) => r["QUERY PLAN"]).join("\n");
+    if (print) console.log(`--- ${name} (${rows} deliveries)\n${text}`);
+    return text;
+  } finally {
+    await client.query("ROLLBACK");
+    client.release();
+  }
+}
+
+function expectIndexOnly(text: string, ...indexes: (string | RegExp)[]) {
+  expect(text).not.toMatch(/Seq Scan on (deliveries|messages|delivery_attempts)\b/);
+  for (const index of indexes) {
+    if (typeof index === "string") expect(text).toContain(index);
+    else expect(text).toMatch(index);
+  }
+}
+
+const week = 7 * 24 * 3_600_000;
+
+test("listing a destination, newest first, with and without a time range", async () => {
+  const destinationId = table.destinationIds[3]!;
+  expectIndexOnly(await plan("list destination", searchQuery({ destinationId }, { limit: 51 })), "deliveries_destination_created_idx");
+  const until = new Date(Date.now() - week / 2);
+  const since = new Date(until.getTime() - 3_600_000);
+  expectIndexOnly(
+    await plan("list destination, time range, failed", searchQuery({ destinationId, since, until, statuses: ["failed"] }, { limit: 51 })),
+    "deliveries_destination_created_idx",
+  );
+});
+
+test("listing every destination walks each destination's index", async () => {
+  expectIndexOnly(await plan("list all", searchQuery({}, { limit: 51 })), "deliveries_destination_created_idx");
+});
+
+test("finding by userId and messageId goes through the messages' indexes", async () => {
+  expectIndexOnly(
+    await plan("list by user", searchQuery({ userId: table.userId }, { limit: 51 })),
+    "messages_user_idx",
+    "deliveries_message_idx",
+  );
+  expectIndexOnly(
+    await plan("list by message", searchQuery({ messageId: table.messageId }, { limit: 51 })),
+    "messages_source_id_message_id_key",
+    "deliveries_message_idx",
+  );
+});
+
+test("the finish feed reads the newest finishes from its index", async () => {
+  const destinationId = table.destinationIds[0]!;
+  const snapshot = (await pool.query<{ s: string }>("SELECT pg_current_snapshot()::text AS s")).rows[0]!.s;
+  expectIndexOnly(await plan("feed start", feedQuery({ destinationId }, undefined, 100)), "deliveries_destination_finished_xid_idx");
+  expectIndexOnly(
+    await plan("feed next", feedQuery({ destinationId }, { seen: snapshot }, 101)),
+    "deliveries_destination_finished_xid_idx",
+  );
+  expectIndexOnly(await plan("feed next, all destinations", feedQuery({}, { seen: snapshot }, 101)), "deliveries_destination_finished_xid_idx");
+});
+
+test("the per-minute series reads 24 hours from the time indexes", async () => {
+  const since = new Date(Date.now() - 24 * 3_600_000);
+  expectIndexOnly(
+    await plan("stats series", minuteSeriesQuery(table.destinationIds[1]!, since)),
+    "deliveries_destination_finalized_idx",
+    "delivery_attempts_destination_time_idx",
+  );
+});
+
+test("a bulk replay counts, then replays through the destination's creation index", async () => {
+  const filter = { destinationId: table.destinationIds[2]!, statuses: ["failed", "expired"] as ("failed" | "expired")[] };
+  const cutoff = new Date(Date.now() - week);
+  // The count reads every matching row of the destination: either of its indexes will do.
+  expectIndexOnly(await plan("replay count", countReplayableQuery(filter, cutoff)), /deliveries_(pkey|destination_created_idx)/);
+  const replay = { filter, retentionCutoff: cutoff, maxId: String(rows * 2) };
+  const middle = { createdAt: new Date(Date.now() - week / 2).toISOString(), id: String(rows / 2) };
+  for (const after of [undefined, middle]) {
+    const text = await plan(`replay batch from ${after ? "the middle" : "the start"}`, replayBatchQuery(replay, after, new Date(), 1000));
+    // The destination's rows only (Postgres sorts the matches when there are
+    // few, or walks the index in order when there are many).
+    expectIndexOnly(text, /(Bitmap Index Scan on|Index Scan using) deliveries_(pkey|destination_created_idx)\b/);
+    expect(text).not.toContain("deliveries_id_idx on deliveries d");
+  }
+});

@@ -1,0 +1,98 @@
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { ManualClock } from "../../src/clock.js";
+import { runMigrations } from "../../src/db/migrate.js";
+import { createPool, type Pool } from "../../src/db/pool.js";
+import { countReplayable } from "../../src/db/queries/replay-deliveries.js";
+import { createBulkReplayer } from "../../src/delivery/bulk-replayer.js";
+import { createLogger } from "../../src/logger.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+
+const sourceId = "00000000-0000-4000-8000-0000000000a1";
+const destinationId = "00000000-0000-4000-8000-0000000000b1";
+const now = new Date("2026-11-20T10:00:00Z");
+const cutoff = new Date("2026-11-13T10:00:00Z");
+
+let database: TestDatabase;
+let pool: Pool;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  pool = createPool({ connectionString: database.url });
+  await runMigrations(pool);
+  await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', 'k')", [sourceId]);
+  await pool.query(
+    `INSERT INTO destinations (id, name, enabled, webhooks) VALUES ($1, 'd', false, '[{"url":"http://example.com","headers":{}}]')`,
+    [destinationId],
+  );
+});
+afterAll(async () => {
+  await pool?.end();
+  await database?.drop();
+});
+
+/** `count` deliveries in `status`, their messages received at `receivedAt`. */
+async function insert(count: number, status: string, receivedAt: Date): Promise<string[]> {
+  const result = await pool.query<{ id: string }>(
+    `WITH m AS (
+       INSERT INTO messages (source_id, message_id, type, received_at, payload)
+       SELECT $1, gen_random_uuid()::text, 'track', $4, '{}' FROM generate_series(1, $3) RETURNING id
+     )
+     INSERT INTO deliveries (destination_id, message_pk, source_id, status, run_at, created_at, attempt_count,
+                             first_attempt_at, finalized_at, lease_token, lease_owner)
+     SELECT $2, m.id, $1, $5::delivery_status, $4, $4, 3, $4,
+            CASE WHEN $5 IN ('pending', 'retrying') THEN NULL ELSE $4::timestamptz END, 7, 'someone'
+       FROM m RETURNING id::text`,
+    [sourceId, destinationId, count, receivedAt, status],
+  );
+  return result.rows.map((r) => r.id);
+}
+
+test("replays every match in batches with a fresh window and a new lease token, and nothing else", async () => {
+  const recent = new Date("2026-11-19T10:00:00Z");
+  const failed = await insert(25, "failed", recent);
+  const expired = await insert(4, "expired", recent);
+  const delivered = await insert(3, "delivered", recent);
+  const old = await insert(5, "failed", new Date("2026-11-01T10:00:00Z"));
+  const filter = { destinationId, statuses: ["failed", "expired"] as ("failed" | "expired")[] };
+  const counts = await countReplayable(pool, filter, cutoff);
+  expect(counts).toMatchObject({ replayable: 29, pastRetention: 5 });
+  // Failing after the replay was asked for: not part of it.
+  const later = await insert(2, "failed", recent);
+
+  const replayer = createBulkReplayer({ pool, clock: new ManualClock(now), logger: createLogger("silent"), batchSize: 10 });
+  const notified = await pool.connect();
+  const notifications: string[] = [];
+  notified.on("notification", (n) => notifications.push(n.channel));
+  await notified.query("LISTEN waypost_deliveries");
+  replayer.start({ filter, retentionCutoff: cutoff, maxId: counts.maxId! });
+  await replayer.idle();
+  await notified.query("SELECT 1");
+  notified.release();
+
+  const rows = await pool.query<{
+    id: string;
+    status: string;
+    run_at: Date;
+    first_attempt_at: Date | null;
+    finalized_at: Date | null;
+    lease_token: number;
+    lease_owner: string | null;
+    finished_xid: string | null;
+  }>("SELECT id::text, status, run_at, first_attempt_at, finalized_at, lease_token, lease_owner, finished_xid::text FROM deliveries");
+  const byId = new Map(rows.rows.map((r) => [r.id, r]));
+  for (const id of [...failed, ...expired]) {
+    expect(byId.get(id)).toMatchObject({
+      status: "retrying",
+      run_at: now,
+      first_attempt_at: null,
+      finalized_at: null,
+      lease_token: 8,
+      lease_owner: null,
+      finished_xid: null,
+    });
+  }
+  for (const id of [...old, ...later]) expect(byId.get(id)).toMatchObject({ status: "failed", lease_token: 7 });
+  for (const id of delivered) expect(byId.get(id)).toMatchObject({ status: "delivered", lease_token: 7 });
+  // One wake-up per batch that replayed something: 29 in batches of 10.
+  expect(notifications).toEqual(["waypost_deliveries", "waypost_deliveries", "waypost_deliveries"]);
+});
