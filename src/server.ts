@@ -5,6 +5,7 @@ import { resolveAdminToken } from "./admin-token.js";
 import { createAuthenticator } from "./api/auth.js";
 import { createRpcHandlers } from "./api/routes.js";
 import { createCompatHttpApi } from "./compat/http-api.js";
+import { createConsoleRoutes } from "./console/serve.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { Config } from "./config.js";
 import { startEmbeddedPostgres } from "./db/embedded.js";
@@ -126,7 +127,8 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     registry: metrics.registry,
     isReady: async () => !stopping && (await ping(pool)),
   });
-  const extraRoutes: RouteHandler[] = [createCompatHttpApi({ ingestor, auth, logger })];
+  // The operator console is served wherever the API is (same origin, same port).
+  const extraRoutes: RouteHandler[] = [createCompatHttpApi({ ingestor, auth, logger }), createConsoleRoutes()];
   const serveRpc = config.role !== "worker";
   const cors = createCors({ origins: config.corsOrigins });
 

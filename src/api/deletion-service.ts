@@ -11,8 +11,10 @@ import {
 import { requireUserId } from "../audiences/user-id.js";
 import type { Clock } from "../clock.js";
 import { createDeletion, type DeletionInput } from "../deletion/create-deletion.js";
+import { listDeletionRequestRows } from "../db/queries/deletion-requests.js";
 import { readDeletionProgress, type DeletionProgress } from "../deletion/progress.js";
 import { notFound, requireUuid } from "./errors.js";
+import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
 
 export interface DeletionServiceOptions {
   pool: pg.Pool;
@@ -41,6 +43,29 @@ export function createDeletionService(options: DeletionServiceOptions): ServiceI
       const progress = await readDeletionProgress(pool, clock, id);
       if (!progress) throw notFound("deletion request", id);
       return { deletionRequest: toProto(progress) };
+    },
+    async listDeletionRequests(req) {
+      const size = pageSize(req.pageSize);
+      if (req.userId !== "") requireUserId("userId", req.userId);
+      const before = decodeTimeCursor(req.pageToken);
+      const rows = await listDeletionRequestRows(pool, {
+        userId: req.userId === "" ? undefined : req.userId,
+        before,
+        limit: size + 1,
+      });
+      const page = rows.slice(0, size);
+      const last = page[page.length - 1];
+      // Each request's progress as GetDeletionRequest reports it (a page is
+      // at most pageSize requests; a complete one is read from its row).
+      const requests: DeletionRequest[] = [];
+      for (const row of page) {
+        const progress = await readDeletionProgress(pool, clock, row.id);
+        if (progress) requests.push(toProto(progress));
+      }
+      return {
+        deletionRequests: requests,
+        nextPageToken: rows.length > size && last ? encodeTimeCursor(last.cursor_at, last.id) : "",
+      };
     },
   };
 }

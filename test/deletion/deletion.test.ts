@@ -198,3 +198,26 @@ test("a failure inside the request leaves everything as it was", async () => {
   expect(await userMessages(a.id, "v")).toEqual(["track", "identify"]);
   expect(await storedMembers(server, audience.id)).toEqual({ v: true });
 });
+
+test("ListDeletionRequests pages newest first, filters by user, and reports progress like Get", async () => {
+  const source = await server.createSource("listing");
+  const created: string[] = [];
+  for (const userId of ["list-1", "list-2", "list-3"]) {
+    const { deletionRequest } = await deletion.createDeletionRequest({ userId, sourceIds: [source.id] });
+    created.push(deletionRequest!.id);
+  }
+  const first = await deletion.listDeletionRequests({ pageSize: 2 });
+  expect(first.deletionRequests.map((r) => r.id)).toEqual([created[2], created[1]]);
+  expect(first.nextPageToken).not.toBe("");
+  const second = await deletion.listDeletionRequests({ pageSize: 2, pageToken: first.nextPageToken });
+  expect(second.deletionRequests[0]!.id).toBe(created[0]);
+  const got = await deletion.getDeletionRequest({ id: created[0]! });
+  expect(second.deletionRequests[0]).toEqual(got.deletionRequest);
+
+  const mine = await deletion.listDeletionRequests({ userId: "list-2" });
+  expect(mine.deletionRequests.map((r) => r.id)).toEqual([created[1]]);
+  expect(mine.deletionRequests[0]!.status).toBe(DeletionStatus.COMPLETED);
+  expect(mine.nextPageToken).toBe("");
+
+  await expect(deletion.listDeletionRequests({ pageToken: "bogus" })).rejects.toMatchObject({ code: Code.InvalidArgument });
+});

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waypost/v1/deletion.proto.
  */
 export const file_waypost_v1_deletion: GenFile = /*@__PURE__*/
-  fileDesc("Chl3YXlwb3N0L3YxL2RlbGV0aW9uLnByb3RvEgp3YXlwb3N0LnYxIsgCCg9EZWxldGlvblJlcXVlc3QSCgoCaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRISCgpzb3VyY2VfaWRzGAMgAygJEioKBnN0YXR1cxgEIAEoDjIaLndheXBvc3QudjEuRGVsZXRpb25TdGF0dXMSGAoQbWVzc2FnZXNfZGVsZXRlZBgFIAEoAxIbChNub3RpZmljYXRpb25zX3RvdGFsGAYgASgDEh8KF25vdGlmaWNhdGlvbnNfZGVsaXZlcmVkGAcgASgDEhwKFG5vdGlmaWNhdGlvbnNfZmFpbGVkGAggASgDEi8KC2NyZWF0ZV90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1jb21wbGV0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJDChxDcmVhdGVEZWxldGlvblJlcXVlc3RSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEgoKc291cmNlX2lkcxgCIAMoCSJWCh1DcmVhdGVEZWxldGlvblJlcXVlc3RSZXNwb25zZRI1ChBkZWxldGlvbl9yZXF1ZXN0GAEgASgLMhsud2F5cG9zdC52MS5EZWxldGlvblJlcXVlc3QiJwoZR2V0RGVsZXRpb25SZXF1ZXN0UmVxdWVzdBIKCgJpZBgBIAEoCSJTChpHZXREZWxldGlvblJlcXVlc3RSZXNwb25zZRI1ChBkZWxldGlvbl9yZXF1ZXN0GAEgASgLMhsud2F5cG9zdC52MS5EZWxldGlvblJlcXVlc3QqcQoORGVsZXRpb25TdGF0dXMSHwobREVMRVRJT05fU1RBVFVTX1VOU1BFQ0lGSUVEEAASHwobREVMRVRJT05fU1RBVFVTX0lOX1BST0dSRVNTEAESHQoZREVMRVRJT05fU1RBVFVTX0NPTVBMRVRFRBACMuQBCg9EZWxldGlvblNlcnZpY2USbAoVQ3JlYXRlRGVsZXRpb25SZXF1ZXN0Eigud2F5cG9zdC52MS5DcmVhdGVEZWxldGlvblJlcXVlc3RSZXF1ZXN0Gikud2F5cG9zdC52MS5DcmVhdGVEZWxldGlvblJlcXVlc3RSZXNwb25zZRJjChJHZXREZWxldGlvblJlcXVlc3QSJS53YXlwb3N0LnYxLkdldERlbGV0aW9uUmVxdWVzdFJlcXVlc3QaJi53YXlwb3N0LnYxLkdldERlbGV0aW9uUmVxdWVzdFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("Chl3YXlwb3N0L3YxL2RlbGV0aW9uLnByb3RvEgp3YXlwb3N0LnYxIsgCCg9EZWxldGlvblJlcXVlc3QSCgoCaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRISCgpzb3VyY2VfaWRzGAMgAygJEioKBnN0YXR1cxgEIAEoDjIaLndheXBvc3QudjEuRGVsZXRpb25TdGF0dXMSGAoQbWVzc2FnZXNfZGVsZXRlZBgFIAEoAxIbChNub3RpZmljYXRpb25zX3RvdGFsGAYgASgDEh8KF25vdGlmaWNhdGlvbnNfZGVsaXZlcmVkGAcgASgDEhwKFG5vdGlmaWNhdGlvbnNfZmFpbGVkGAggASgDEi8KC2NyZWF0ZV90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1jb21wbGV0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJDChxDcmVhdGVEZWxldGlvblJlcXVlc3RSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEgoKc291cmNlX2lkcxgCIAMoCSJWCh1DcmVhdGVEZWxldGlvblJlcXVlc3RSZXNwb25zZRI1ChBkZWxldGlvbl9yZXF1ZXN0GAEgASgLMhsud2F5cG9zdC52MS5EZWxldGlvblJlcXVlc3QiJwoZR2V0RGVsZXRpb25SZXF1ZXN0UmVxdWVzdBIKCgJpZBgBIAEoCSJTChpHZXREZWxldGlvblJlcXVlc3RSZXNwb25zZRI1ChBkZWxldGlvbl9yZXF1ZXN0GAEgASgLMhsud2F5cG9zdC52MS5EZWxldGlvblJlcXVlc3QiVQobTGlzdERlbGV0aW9uUmVxdWVzdHNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEg8KB3VzZXJfaWQYAyABKAkibwocTGlzdERlbGV0aW9uUmVxdWVzdHNSZXNwb25zZRI2ChFkZWxldGlvbl9yZXF1ZXN0cxgBIAMoCzIbLndheXBvc3QudjEuRGVsZXRpb25SZXF1ZXN0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSpxCg5EZWxldGlvblN0YXR1cxIfChtERUxFVElPTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIfChtERUxFVElPTl9TVEFUVVNfSU5fUFJPR1JFU1MQARIdChlERUxFVElPTl9TVEFUVVNfQ09NUExFVEVEEAIyzwIKD0RlbGV0aW9uU2VydmljZRJsChVDcmVhdGVEZWxldGlvblJlcXVlc3QSKC53YXlwb3N0LnYxLkNyZWF0ZURlbGV0aW9uUmVxdWVzdFJlcXVlc3QaKS53YXlwb3N0LnYxLkNyZWF0ZURlbGV0aW9uUmVxdWVzdFJlc3BvbnNlEmMKEkdldERlbGV0aW9uUmVxdWVzdBIlLndheXBvc3QudjEuR2V0RGVsZXRpb25SZXF1ZXN0UmVxdWVzdBomLndheXBvc3QudjEuR2V0RGVsZXRpb25SZXF1ZXN0UmVzcG9uc2USaQoUTGlzdERlbGV0aW9uUmVxdWVzdHMSJy53YXlwb3N0LnYxLkxpc3REZWxldGlvblJlcXVlc3RzUmVxdWVzdBooLndheXBvc3QudjEuTGlzdERlbGV0aW9uUmVxdWVzdHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * DeletionRequest is a request to forget one user.
@@ -154,6 +154,57 @@ export const GetDeletionRequestResponseSchema: GenMessage<GetDeletionRequestResp
   messageDesc(file_waypost_v1_deletion, 4);
 
 /**
+ * @generated from message waypost.v1.ListDeletionRequestsRequest
+ */
+export type ListDeletionRequestsRequest = Message<"waypost.v1.ListDeletionRequestsRequest"> & {
+  /**
+   * @generated from field: int32 page_size = 1;
+   */
+  pageSize: number;
+
+  /**
+   * @generated from field: string page_token = 2;
+   */
+  pageToken: string;
+
+  /**
+   * Only the requests for this user, when set.
+   *
+   * @generated from field: string user_id = 3;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message waypost.v1.ListDeletionRequestsRequest.
+ * Use `create(ListDeletionRequestsRequestSchema)` to create a new message.
+ */
+export const ListDeletionRequestsRequestSchema: GenMessage<ListDeletionRequestsRequest> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_deletion, 5);
+
+/**
+ * @generated from message waypost.v1.ListDeletionRequestsResponse
+ */
+export type ListDeletionRequestsResponse = Message<"waypost.v1.ListDeletionRequestsResponse"> & {
+  /**
+   * @generated from field: repeated waypost.v1.DeletionRequest deletion_requests = 1;
+   */
+  deletionRequests: DeletionRequest[];
+
+  /**
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message waypost.v1.ListDeletionRequestsResponse.
+ * Use `create(ListDeletionRequestsResponseSchema)` to create a new message.
+ */
+export const ListDeletionRequestsResponseSchema: GenMessage<ListDeletionRequestsResponse> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_deletion, 6);
+
+/**
  * @generated from enum waypost.v1.DeletionStatus
  */
 export enum DeletionStatus {
@@ -204,6 +255,16 @@ export const DeletionService: GenService<{
     methodKind: "unary";
     input: typeof GetDeletionRequestRequestSchema;
     output: typeof GetDeletionRequestResponseSchema;
+  },
+  /**
+   * ListDeletionRequests lists requests newest first, with their progress.
+   *
+   * @generated from rpc waypost.v1.DeletionService.ListDeletionRequests
+   */
+  listDeletionRequests: {
+    methodKind: "unary";
+    input: typeof ListDeletionRequestsRequestSchema;
+    output: typeof ListDeletionRequestsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_waypost_v1_deletion, 0);

@@ -47,6 +47,21 @@ export async function selectDeletionRequest(db: Queryable, id: string): Promise<
   return result.rows[0];
 }
 
+/** A page of requests, newest first, after a (created_at, id) keyset cursor. */
+export async function listDeletionRequestRows(
+  db: Queryable,
+  options: { userId: string | undefined; before: { createdAt: string; id: string } | undefined; limit: number },
+): Promise<Array<DeletionRequestRow & { cursor_at: string }>> {
+  const result = await db.query<DeletionRequestRow & { cursor_at: string }>(
+    `SELECT ${columns}, created_at::text AS cursor_at FROM deletion_requests
+      WHERE ($1::timestamptz IS NULL OR (created_at, id) < ($1, $2::uuid))
+        AND ($3::text IS NULL OR user_id = $3)
+      ORDER BY created_at DESC, id DESC LIMIT $4`,
+    [options.before?.createdAt ?? null, options.before?.id ?? null, options.userId ?? null, options.limit],
+  );
+  return result.rows;
+}
+
 /** Counts the request's notification deliveries by status (through deliveries_message_idx). */
 export async function selectNotificationProgress(db: Queryable, id: string): Promise<NotificationProgress> {
   const result = await db.query<{ delivered: string; failed: string; open: string; last_final: Date | null }>(

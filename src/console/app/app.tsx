@@ -1,0 +1,69 @@
+import { useMemo, useState } from "preact/hooks";
+import { LocationProvider, Route, Router } from "preact-iso";
+import { createApi } from "./api.js";
+import { SessionContext, type Session } from "./context.js";
+import { Layout } from "./layout.js";
+import { forgetToken, readToken, saveToken } from "./session.js";
+import { AudiencesView } from "./views/audiences.js";
+import { DeletionsView } from "./views/deletions.js";
+import { DeliveriesView } from "./views/deliveries.js";
+import { DeliveryDetailView } from "./views/delivery-detail.js";
+import { DestinationEditView } from "./views/destination-edit.js";
+import { DestinationsView } from "./views/destinations.js";
+import { LiveView } from "./views/live.js";
+import { NotFoundView } from "./views/not-found.js";
+import { OverviewView } from "./views/overview.js";
+import { SignInView } from "./views/sign-in.js";
+import { SourcesView } from "./views/sources.js";
+
+/** The console: the sign-in page until a token is accepted, then the views. */
+export function App() {
+  const [token, setToken] = useState<string | null>(() => readToken());
+  const [notice, setNotice] = useState<string | undefined>();
+  const session = useMemo<Session | null>(
+    () =>
+      token === null
+        ? null
+        : {
+            api: createApi(token),
+            signOut(reason) {
+              forgetToken();
+              setNotice(reason);
+              setToken(null);
+            },
+          },
+    [token],
+  );
+  if (!session) {
+    return (
+      <SignInView
+        notice={notice}
+        onSignedIn={(accepted) => {
+          saveToken(accepted);
+          setNotice(undefined);
+          setToken(accepted);
+        }}
+      />
+    );
+  }
+  return (
+    <SessionContext.Provider value={session}>
+      <LocationProvider scope="/console">
+        <Layout>
+          <Router>
+            <Route path="/console/" component={OverviewView} />
+            <Route path="/console/sources" component={SourcesView} />
+            <Route path="/console/destinations" component={DestinationsView} />
+            <Route path="/console/destinations/:id" component={DestinationEditView} />
+            <Route path="/console/deliveries" component={DeliveriesView} />
+            <Route path="/console/deliveries/:id" component={DeliveryDetailView} />
+            <Route path="/console/live" component={LiveView} />
+            <Route path="/console/audiences" component={AudiencesView} />
+            <Route path="/console/deletions" component={DeletionsView} />
+            <Route default component={NotFoundView} />
+          </Router>
+        </Layout>
+      </LocationProvider>
+    </SessionContext.Provider>
+  );
+}

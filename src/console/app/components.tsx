@@ -1,0 +1,59 @@
+import type { ComponentChildren } from "preact";
+import { useState } from "preact/hooks";
+
+export function ErrorMessage(props: { error: string | undefined }) {
+  return props.error ? (
+    <p role="alert" class="error">
+      {props.error}
+    </p>
+  ) : null;
+}
+
+/** The header row of a data table: real <th> cells with column scope. */
+export function HeaderRow(props: { columns: string[] }) {
+  return (
+    <thead>
+      <tr>
+        {props.columns.map((c) => (
+          <th key={c} scope="col">
+            {c}
+          </th>
+        ))}
+      </tr>
+    </thead>
+  );
+}
+
+export function EmptyRow(props: { columns: number; children: ComponentChildren }) {
+  return (
+    <tr>
+      <td colSpan={props.columns} class="empty">
+        {props.children}
+      </td>
+    </tr>
+  );
+}
+
+/** A secret shown once, with a button that copies it. */
+export function SecretOnce(props: { label: string; value: string; onDismiss(): void }) {
+  const [copied, setCopied] = useState(false);
+  return (
+    <div class="secret" role="status">
+      <p>
+        {props.label} It is shown only now: copy it.
+      </p>
+      <code aria-label={props.label}>{props.value}</code>
+      <button
+        type="button"
+        onClick={() => {
+          void navigator.clipboard?.writeText(props.value).then(() => setCopied(true));
+        }}
+      >
+        {copied ? "Copied" : "Copy"}
+      </button>
+      <button type="button" class="quiet" onClick={props.onDismiss}>
+        Done
+      </button>
+    </div>
+  );
+}

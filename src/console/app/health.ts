@@ -1,0 +1,20 @@
+import type { Destination } from "../../../gen/waypost/v1/destination_pb.js";
+import { DestinationSchema } from "../../../gen/waypost/v1/destination_pb.js";
+
+/**
+ * A destination's state for people: disabled, enabled, or the endpoint
+ * health the server reports (circuit open, failing). The health field is
+ * read through the message's schema, so the console shows it whenever the
+ * server's API has it.
+ */
+export function destinationState(destination: Destination): string {
+  if (destination.enabled === false) return "disabled";
+  const field = DestinationSchema.fields.find((f) => f.localName === "health");
+  if (field?.fieldKind === "enum") {
+    const value = (destination as unknown as Record<string, number>)[field.localName];
+    const name = field.enum.values.find((v) => v.number === value)?.name ?? "";
+    if (/CIRCUIT_OPEN$/.test(name)) return "circuit open";
+    if (/FAILING$/.test(name)) return "enabled, failing";
+  }
+  return "enabled";
+}

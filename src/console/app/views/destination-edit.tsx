@@ -1,0 +1,36 @@
+import { useLocation } from "preact-iso";
+import { ErrorMessage } from "../components.js";
+import { useLoad } from "../context.js";
+import { listAll } from "../paging.js";
+import { DestinationForm } from "./destination-form.js";
+
+/** /console/destinations/new creates a destination; /console/destinations/ID edits one. */
+export function DestinationEditView(props: { params: { id: string } }) {
+  const { route } = useLocation();
+  const id = props.params.id;
+  const creating = id === "new";
+  const loaded = useLoad(
+    async (api) => ({
+      sources: await listAll((pageToken) => api.sources.listSources({ pageToken, pageSize: 100 }), (r) => r.sources),
+      destination: creating ? undefined : (await api.destinations.getDestination({ id })).destination,
+    }),
+    [id],
+  );
+  return (
+    <section>
+      <h1>{creating ? "New destination" : `Destination ${loaded.data?.destination?.name ?? ""}`}</h1>
+      <p>
+        <a href="/console/destinations">All destinations</a>
+      </p>
+      <ErrorMessage error={loaded.error} />
+      {loaded.data && (
+        <DestinationForm
+          key={id}
+          sources={loaded.data.sources}
+          destination={loaded.data.destination}
+          onSaved={() => route("/console/destinations")}
+        />
+      )}
+    </section>
+  );
+}

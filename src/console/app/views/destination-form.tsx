@@ -1,0 +1,138 @@
+import { useState } from "preact/hooks";
+import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
+import type { Source } from "../../../../gen/waypost/v1/source_pb.js";
+import { ErrorMessage } from "../components.js";
+import { useSession } from "../context.js";
+import { draftOf, toRequest, type DestinationDraft } from "../destination-draft.js";
+import { describeError, fieldError, isUnauthenticated } from "../errors.js";
+import { FieldError, type FieldErrors } from "../field-error.js";
+import { WebhookFields } from "./webhook-fields.js";
+
+/**
+ * Creates or edits a destination. An invalid_argument from the server names
+ * a field (`destination.webhooks[0].url: ...`): the message is shown next to
+ * that field, and anything else above the form.
+ */
+export function DestinationForm(props: { sources: Source[]; destination: Destination | undefined; onSaved(): void }) {
+  const { api, signOut } = useSession();
+  const creating = !props.destination;
+  const [draft, setDraft] = useState<DestinationDraft>(() => draftOf(props.destination));
+  const [errors, setErrors] = useState<FieldErrors>({});
+  const [formError, setFormError] = useState<string | undefined>();
+  const [busy, setBusy] = useState(false);
+  const update = (change: Partial<DestinationDraft>) => setDraft((d) => ({ ...d, ...change }));
+
+  async function submit(event: Event) {
+    event.preventDefault();
+    setBusy(true);
+    setErrors({});
+    setFormError(undefined);
+    const { destination, paths } = toRequest(draft);
+    try {
+      if (props.destination) {
+        destination.id = props.destination.id;
+        destination.etag = props.destination.etag;
+        await api.destinations.updateDestination({ destination, updateMask: { paths } });
+      } else {
+        await api.destinations.createDestination({ destination });
+      }
+      props.onSaved();
+    } catch (caught) {
+      if (isUnauthenticated(caught)) signOut(describeError(caught));
+      const named = fieldError(caught, "destination");
+      if (named && named.field !== "destination") setErrors({ [named.field]: named.message });
+      else setFormError(describeError(caught));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  const toggleSource = (id: string, on: boolean) =>
+    update({ sourceIds: on ? [...draft.sourceIds, id] : draft.sourceIds.filter((s) => s !== id) });
+
+  return (
+    <form class="stacked" onSubmit={submit} noValidate>
+      <ErrorMessage error={formError} />
+      <div class="field">
+        <label for="destination-name">Name</label>
+        <input
+          id="destination-name"
+          value={draft.name}
+          onInput={(e) => update({ name: e.currentTarget.value })}
+          aria-invalid={errors.name ? "true" : undefined}
+          aria-describedby={errors.name ? "error-name" : undefined}
+        />
+        <FieldError errors={errors} field="name" />
+      </div>
+      <div class="field">
+        <label>
+          <input type="checkbox" checked={draft.enabled} onChange={(e) => update({ enabled: e.currentTarget.checked })} />{" "}
+          Enabled
+        </label>
+      </div>
+      <fieldset aria-describedby="error-sourceIds">
+        <legend>Sources</legend>
+        {props.sources.length === 0 && <p>No sources yet: create one on the Sources page.</p>}
+        {props.sources.map((s) => (
+          <label key={s.id} class="check">
+            <input
+              type="checkbox"
+              checked={draft.sourceIds.includes(s.id)}
+              onChange={(e) => toggleSource(s.id, e.currentTarget.checked)}
+            />{" "}
+            {s.name}
+          </label>
+        ))}
+        <FieldError errors={errors} field="sourceIds" prefix />
+      </fieldset>
+      <WebhookFields webhooks={draft.webhooks} errors={errors} onChange={(webhooks) => update({ webhooks })} />
+      <fieldset>
+        <legend>Shared secret</legend>
+        <p class="hint">Signs every request with an X-Signature header. It is write-only: the server never shows it again.</p>
+        {!creating && (
+          <div class="radios">
+            {(["keep", "set", "clear"] as const).map((mode) => (
+              <label key={mode} class="check">
+                <input
+                  type="radio"
+                  name="secret-mode"
+                  checked={draft.secretMode === mode}
+                  onChange={() => update({ secretMode: mode })}
+                />{" "}
+                {mode === "keep"
+                  ? `Keep the current one (${props.destination?.hasSharedSecret ? "set" : "none"})`
+                  : mode === "set"
+                    ? "Set a new one"
+                    : "Clear it"}
+              </label>
+            ))}
+          </div>
+        )}
+        {draft.secretMode === "set" && (
+          <div class="field">
+            <label for="destination-secret">Shared secret</label>
+            <input
+              id="destination-secret"
+              type="password"
+              autocomplete="new-password"
+              value={draft.secret}
+              onInput={(e) => update({ secret: e.currentTarget.value })}
+              aria-invalid={errors.sharedSecret ? "true" : undefined}
+              aria-describedby={errors.sharedSecret ? "error-sharedSecret" : undefined}
+            />
+          </div>
+        )}
+        <FieldError errors={errors} field="sharedSecret" />
+      </fieldset>
+      {/*
+        Flow control goes here: the rate limit (maxRequestsPerSecond) and the
+        ordering (ordering) of a destination, once the API carries them.
+      */}
+      <div class="form-actions">
+        <button type="submit" disabled={busy}>
+          {creating ? "Create destination" : "Save destination"}
+        </button>
+      </div>
+    </form>
+  );
+}

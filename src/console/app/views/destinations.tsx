@@ -1,0 +1,75 @@
+import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
+import { useAction, useLoad } from "../context.js";
+import { destinationState } from "../health.js";
+import { listAll } from "../paging.js";
+
+/** Destinations: list, enable/disable, delete; create and edit are on their own page. */
+export function DestinationsView() {
+  const loaded = useLoad(
+    async (api) => ({
+      destinations: await listAll((pageToken) => api.destinations.listDestinations({ pageToken, pageSize: 100 }), (r) => r.destinations),
+      sources: await listAll((pageToken) => api.sources.listSources({ pageToken, pageSize: 100 }), (r) => r.sources),
+    }),
+    [],
+  );
+  const action = useAction();
+  const sourceName = (id: string) => loaded.data?.sources.find((s) => s.id === id)?.name ?? id;
+
+  async function setEnabled(id: string, etag: string, enabled: boolean) {
+    await action.run((api) =>
+      api.destinations.updateDestination({ destination: { id, etag, enabled }, updateMask: { paths: ["enabled"] } }),
+    );
+    loaded.reload();
+  }
+  async function remove(id: string, name: string) {
+    if (!confirm(`Delete the destination ${name}? Its pending deliveries are cancelled.`)) return;
+    await action.run((api) => api.destinations.deleteDestination({ id }));
+    loaded.reload();
+  }
+
+  return (
+    <section>
+      <h1>Destinations</h1>
+      <p>
+        <a class="button" href="/console/destinations/new">
+          New destination
+        </a>
+      </p>
+      <ErrorMessage error={action.error ?? loaded.error} />
+      <table aria-label="Destinations">
+        <HeaderRow columns={["Name", "State", "Sources", "Webhooks", "Shared secret", "Actions"]} />
+        <tbody>
+          {loaded.data?.destinations.length === 0 && <EmptyRow columns={6}>No destinations yet.</EmptyRow>}
+          {loaded.data?.destinations.map((d) => (
+            <tr key={d.id}>
+              <td>
+                <a href={`/console/destinations/${d.id}`}>{d.name}</a>
+              </td>
+              <td>{destinationState(d)}</td>
+              <td>{d.sourceIds.map(sourceName).join(", ")}</td>
+              <td>
+                {d.webhooks.map((w) => (
+                  <div key={w.url}>
+                    <code>{w.url}</code>
+                  </div>
+                ))}
+              </td>
+              <td>{d.hasSharedSecret ? "set" : "none"}</td>
+              <td class="actions">
+                <button type="button" aria-label={`${d.enabled === false ? "Enable" : "Disable"} ${d.name}`} onClick={() => setEnabled(d.id, d.etag, d.enabled === false)}>
+                  {d.enabled === false ? "Enable" : "Disable"}
+                </button>
+                <a class="button" href={`/console/destinations/${d.id}`} aria-label={`Edit ${d.name}`}>
+                  Edit
+                </a>
+                <button type="button" class="danger" aria-label={`Delete ${d.name}`} onClick={() => remove(d.id, d.name)}>
+                  Delete
+                </button>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
