@@ -6,6 +6,7 @@ import type pg from "pg";
 import {
   DestinationSchema,
   DestinationService,
+  Ordering,
   type Destination,
 } from "../../gen/waypost/v1/destination_pb.js";
 import type { Clock } from "../clock.js";
@@ -20,6 +21,7 @@ import {
 } from "../db/queries/destinations.js";
 import { deliveriesChannel, type Queryable } from "../db/queries/store-messages.js";
 import { validateName, validateSecret, validateSourceIds, validateWebhooks } from "./destination-validation.js";
+import { orderingToProto, validateMaxRequestsPerSecond, validateOrdering } from "./flow-control-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
 
@@ -28,7 +30,15 @@ export interface DestinationServiceOptions {
   clock: Clock;
 }
 
-const updatablePaths = new Set(["name", "source_ids", "enabled", "webhooks", "shared_secret"]);
+const updatablePaths = new Set([
+  "name",
+  "source_ids",
+  "enabled",
+  "webhooks",
+  "shared_secret",
+  "max_requests_per_second",
+  "ordering",
+]);
 
 /** DestinationService: webhook destinations, validated against SPEC section 5. */
 export function createDestinationService(options: DestinationServiceOptions): ServiceImpl<typeof DestinationService> {
@@ -42,13 +52,16 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       const webhooks = validateWebhooks("destination.webhooks", input.webhooks);
       const sourceIds = validateSourceIds("destination.sourceIds", input.sourceIds);
       const secret = validateSecret("destination.sharedSecret", input.sharedSecret);
+      const rate = validateMaxRequestsPerSecond("destination.maxRequestsPerSecond", input.maxRequestsPerSecond);
+      const ordering = validateOrdering("destination.ordering", input.ordering);
       const row = await withTransaction(pool, async (tx) => {
         await requireSources(tx, sourceIds);
         const now = clock.now();
         await tx.query(
-          `INSERT INTO destinations (id, name, enabled, webhooks, shared_secret, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $6)`,
-          [id, name, input.enabled ?? true, JSON.stringify(webhooks), secret, now],
+          `INSERT INTO destinations (id, name, enabled, webhooks, shared_secret, created_at, updated_at,
+                                     max_requests_per_second, ordering)
+           VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8)`,
+          [id, name, input.enabled ?? true, JSON.stringify(webhooks), secret, now, rate, ordering],
         );
         await replaceDestinationSources(tx, id, sourceIds);
         return (await selectDestination(tx, id))!;
@@ -116,11 +129,13 @@ function maskPaths(paths: readonly string[], input: Destination): Set<string> {
     if (input.enabled !== undefined) implied.add("enabled");
     if (input.webhooks.length > 0) implied.add("webhooks");
     if (input.sharedSecret !== "") implied.add("shared_secret");
+    if (input.maxRequestsPerSecond !== undefined) implied.add("max_requests_per_second");
+    if (input.ordering !== Ordering.UNSPECIFIED) implied.add("ordering");
     return implied;
   }
   for (const path of paths) {
     if (!updatablePaths.has(path)) {
-      throw invalidArgument("updateMask", `cannot update ${JSON.stringify(path)}; updatable: name, sourceIds, enabled, webhooks, sharedSecret`);
+      throw invalidArgument("updateMask", `cannot update ${JSON.stringify(path)}; updatable: name, sourceIds, enabled, webhooks, sharedSecret, maxRequestsPerSecond, ordering`);
     }
   }
   return new Set(paths);
@@ -131,6 +146,10 @@ async function applyUpdate(tx: Queryable, current: DestinationRow, input: Destin
   const webhooks = paths.has("webhooks") ? validateWebhooks("destination.webhooks", input.webhooks) : current.webhooks;
   const secret = paths.has("shared_secret") ? validateSecret("destination.sharedSecret", input.sharedSecret) : current.shared_secret;
   const enabled = paths.has("enabled") ? (input.enabled ?? false) : current.enabled;
+  const rate = paths.has("max_requests_per_second")
+    ? validateMaxRequestsPerSecond("destination.maxRequestsPerSecond", input.maxRequestsPerSecond)
+    : current.max_requests_per_second;
+  const ordering = paths.has("ordering") ? validateOrdering("destination.ordering", input.ordering) : current.ordering;
   if (paths.has("source_ids")) {
     const sourceIds = validateSourceIds("destination.sourceIds", input.sourceIds);
     await requireSources(tx, sourceIds);
@@ -138,11 +157,13 @@ async function applyUpdate(tx: Queryable, current: DestinationRow, input: Destin
   }
   await tx.query(
     `UPDATE destinations SET name = $2, enabled = $3, webhooks = $4, shared_secret = $5,
-            revision = revision + 1, updated_at = $6 WHERE id = $1`,
-    [current.id, name, enabled, JSON.stringify(webhooks), secret, now],
+            max_requests_per_second = $7, ordering = $8, revision = revision + 1, updated_at = $6 WHERE id = $1`,
+    [current.id, name, enabled, JSON.stringify(webhooks), secret, now, rate, ordering],
   );
-  // Turning a destination on makes its waiting deliveries due: wake the workers.
-  if (enabled && !current.enabled) await tx.query("SELECT pg_notify($1, '')", [deliveriesChannel]);
+  // Turning a destination on makes its waiting deliveries due, and so may a
+  // changed rate limit or ordering (the claim reads both): wake the workers.
+  const flowChanged = rate !== current.max_requests_per_second || ordering !== current.ordering;
+  if (enabled && (!current.enabled || flowChanged)) await tx.query("SELECT pg_notify($1, '')", [deliveriesChannel]);
 }
 
 async function requireSources(db: Queryable, sourceIds: readonly string[]) {
@@ -164,6 +185,8 @@ function toProto(row: DestinationRow): Destination {
     enabled: row.enabled,
     webhooks: row.webhooks,
     hasSharedSecret: row.shared_secret !== null,
+    maxRequestsPerSecond: row.max_requests_per_second,
+    ordering: orderingToProto(row.ordering),
     etag: etagOf(row),
     createTime: timestampFromDate(row.created_at),
     updateTime: timestampFromDate(row.updated_at),

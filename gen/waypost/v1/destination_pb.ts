@@ -2,8 +2,8 @@
 // @generated from file waypost/v1/destination.proto (package waypost.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_field_mask, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waypost/v1/destination.proto.
  */
 export const file_waypost_v1_destination: GenFile = /*@__PURE__*/
-  fileDesc("Chx3YXlwb3N0L3YxL2Rlc3RpbmF0aW9uLnByb3RvEgp3YXlwb3N0LnYxInkKB1dlYmhvb2sSCwoDdXJsGAEgASgJEjEKB2hlYWRlcnMYAiADKAsyIC53YXlwb3N0LnYxLldlYmhvb2suSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIqYCCgtEZXN0aW5hdGlvbhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhIKCnNvdXJjZV9pZHMYAyADKAkSFAoHZW5hYmxlZBgEIAEoCEgAiAEBEiUKCHdlYmhvb2tzGAUgAygLMhMud2F5cG9zdC52MS5XZWJob29rEhUKDXNoYXJlZF9zZWNyZXQYBiABKAkSGQoRaGFzX3NoYXJlZF9zZWNyZXQYByABKAgSDAoEZXRhZxgIIAEoCRIvCgtjcmVhdGVfdGltZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgoKCF9lbmFibGVkIkgKGENyZWF0ZURlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24iSQoZQ3JlYXRlRGVzdGluYXRpb25SZXNwb25zZRIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24iIwoVR2V0RGVzdGluYXRpb25SZXF1ZXN0EgoKAmlkGAEgASgJIkYKFkdldERlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uIlMKF0xpc3REZXN0aW5hdGlvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEhEKCXNvdXJjZV9pZBgDIAEoCSJiChhMaXN0RGVzdGluYXRpb25zUmVzcG9uc2USLQoMZGVzdGluYXRpb25zGAEgAygLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkieQoYVXBkYXRlRGVzdGluYXRpb25SZXF1ZXN0EiwKC2Rlc3RpbmF0aW9uGAEgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbhIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siSQoZVXBkYXRlRGVzdGluYXRpb25SZXNwb25zZRIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24iJgoYRGVsZXRlRGVzdGluYXRpb25SZXF1ZXN0EgoKAmlkGAEgASgJIhsKGURlbGV0ZURlc3RpbmF0aW9uUmVzcG9uc2Uy8gMKEkRlc3RpbmF0aW9uU2VydmljZRJgChFDcmVhdGVEZXN0aW5hdGlvbhIkLndheXBvc3QudjEuQ3JlYXRlRGVzdGluYXRpb25SZXF1ZXN0GiUud2F5cG9zdC52MS5DcmVhdGVEZXN0aW5hdGlvblJlc3BvbnNlElcKDkdldERlc3RpbmF0aW9uEiEud2F5cG9zdC52MS5HZXREZXN0aW5hdGlvblJlcXVlc3QaIi53YXlwb3N0LnYxLkdldERlc3RpbmF0aW9uUmVzcG9uc2USXQoQTGlzdERlc3RpbmF0aW9ucxIjLndheXBvc3QudjEuTGlzdERlc3RpbmF0aW9uc1JlcXVlc3QaJC53YXlwb3N0LnYxLkxpc3REZXN0aW5hdGlvbnNSZXNwb25zZRJgChFVcGRhdGVEZXN0aW5hdGlvbhIkLndheXBvc3QudjEuVXBkYXRlRGVzdGluYXRpb25SZXF1ZXN0GiUud2F5cG9zdC52MS5VcGRhdGVEZXN0aW5hdGlvblJlc3BvbnNlEmAKEURlbGV0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5EZWxldGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLkRlbGV0ZURlc3RpbmF0aW9uUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
+  fileDesc("Chx3YXlwb3N0L3YxL2Rlc3RpbmF0aW9uLnByb3RvEgp3YXlwb3N0LnYxInkKB1dlYmhvb2sSCwoDdXJsGAEgASgJEjEKB2hlYWRlcnMYAiADKAsyIC53YXlwb3N0LnYxLldlYmhvb2suSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIpADCgtEZXN0aW5hdGlvbhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhIKCnNvdXJjZV9pZHMYAyADKAkSFAoHZW5hYmxlZBgEIAEoCEgAiAEBEiUKCHdlYmhvb2tzGAUgAygLMhMud2F5cG9zdC52MS5XZWJob29rEhUKDXNoYXJlZF9zZWNyZXQYBiABKAkSGQoRaGFzX3NoYXJlZF9zZWNyZXQYByABKAgSDAoEZXRhZxgIIAEoCRIvCgtjcmVhdGVfdGltZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiQKF21heF9yZXF1ZXN0c19wZXJfc2Vjb25kGBQgASgNSAGIAQESJgoIb3JkZXJpbmcYFSABKA4yFC53YXlwb3N0LnYxLk9yZGVyaW5nQgoKCF9lbmFibGVkQhoKGF9tYXhfcmVxdWVzdHNfcGVyX3NlY29uZCJIChhDcmVhdGVEZXN0aW5hdGlvblJlcXVlc3QSLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uIkkKGUNyZWF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uIiMKFUdldERlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJGChZHZXREZXN0aW5hdGlvblJlc3BvbnNlEiwKC2Rlc3RpbmF0aW9uGAEgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbiJTChdMaXN0RGVzdGluYXRpb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIRCglzb3VyY2VfaWQYAyABKAkiYgoYTGlzdERlc3RpbmF0aW9uc1Jlc3BvbnNlEi0KDGRlc3RpbmF0aW9ucxgBIAMoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInkKGFVwZGF0ZURlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIkkKGVVwZGF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uIiYKGERlbGV0ZURlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSIbChlEZWxldGVEZXN0aW5hdGlvblJlc3BvbnNlKk4KCE9yZGVyaW5nEhgKFE9SREVSSU5HX1VOU1BFQ0lGSUVEEAASEQoNT1JERVJJTkdfTk9ORRABEhUKEU9SREVSSU5HX1BFUl9VU0VSEAIy8gMKEkRlc3RpbmF0aW9uU2VydmljZRJgChFDcmVhdGVEZXN0aW5hdGlvbhIkLndheXBvc3QudjEuQ3JlYXRlRGVzdGluYXRpb25SZXF1ZXN0GiUud2F5cG9zdC52MS5DcmVhdGVEZXN0aW5hdGlvblJlc3BvbnNlElcKDkdldERlc3RpbmF0aW9uEiEud2F5cG9zdC52MS5HZXREZXN0aW5hdGlvblJlcXVlc3QaIi53YXlwb3N0LnYxLkdldERlc3RpbmF0aW9uUmVzcG9uc2USXQoQTGlzdERlc3RpbmF0aW9ucxIjLndheXBvc3QudjEuTGlzdERlc3RpbmF0aW9uc1JlcXVlc3QaJC53YXlwb3N0LnYxLkxpc3REZXN0aW5hdGlvbnNSZXNwb25zZRJgChFVcGRhdGVEZXN0aW5hdGlvbhIkLndheXBvc3QudjEuVXBkYXRlRGVzdGluYXRpb25SZXF1ZXN0GiUud2F5cG9zdC52MS5VcGRhdGVEZXN0aW5hdGlvblJlc3BvbnNlEmAKEURlbGV0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5EZWxldGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLkRlbGV0ZURlc3RpbmF0aW9uUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
 
 /**
  * Webhook is one endpoint of a destination.
@@ -104,6 +104,22 @@ export type Destination = Message<"waypost.v1.Destination"> & {
    * @generated from field: google.protobuf.Timestamp update_time = 10;
    */
   updateTime?: Timestamp | undefined;
+
+  /**
+   * Most deliveries per second that all workers together send to this
+   * destination (0 to 100000; 0 or absent on create: no limit). Always set
+   * in responses.
+   *
+   * @generated from field: optional uint32 max_requests_per_second = 20;
+   */
+  maxRequestsPerSecond?: number | undefined;
+
+  /**
+   * Per-user ordering; see Ordering. Unspecified on create: ORDERING_NONE.
+   *
+   * @generated from field: waypost.v1.Ordering ordering = 21;
+   */
+  ordering: Ordering;
 };
 
 /**
@@ -242,7 +258,8 @@ export type UpdateDestinationRequest = Message<"waypost.v1.UpdateDestinationRequ
   destination?: Destination | undefined;
 
   /**
-   * Fields to change: name, source_ids, enabled, webhooks, shared_secret.
+   * Fields to change: name, source_ids, enabled, webhooks, shared_secret,
+   * max_requests_per_second, ordering.
    * Empty: every field that is set in destination.
    *
    * @generated from field: google.protobuf.FieldMask update_mask = 2;
@@ -303,6 +320,41 @@ export type DeleteDestinationResponse = Message<"waypost.v1.DeleteDestinationRes
  */
 export const DeleteDestinationResponseSchema: GenMessage<DeleteDestinationResponse> = /*@__PURE__*/
   messageDesc(file_waypost_v1_destination, 11);
+
+/**
+ * Ordering is the order in which a destination's deliveries go out.
+ * ORDERING_UNSPECIFIED (the zero value, what an unset field reads as) means
+ * the same as ORDERING_NONE; responses always name one of the two others.
+ *
+ * @generated from enum waypost.v1.Ordering
+ */
+export enum Ordering {
+  /**
+   * @generated from enum value: ORDERING_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Deliveries go out as soon as they are due, many at once, in any order.
+   *
+   * @generated from enum value: ORDERING_NONE = 1;
+   */
+  NONE = 1,
+
+  /**
+   * One user's deliveries (by userId, else anonymousId) go out one at a time,
+   * in the order their calls were accepted. Calls with neither are unordered.
+   *
+   * @generated from enum value: ORDERING_PER_USER = 2;
+   */
+  PER_USER = 2,
+}
+
+/**
+ * Describes the enum waypost.v1.Ordering.
+ */
+export const OrderingSchema: GenEnum<Ordering> = /*@__PURE__*/
+  enumDesc(file_waypost_v1_destination, 0);
 
 /**
  * DestinationService manages webhook destinations. Admin token required.

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { templateSql, type IdentifyTemplate } from "../../audiences/identify-template.js";
 import { stageTable } from "./audience-stage.js";
-import { deliveriesChannel } from "./store-messages.js";
+import { deliveriesChannel, orderingKeySql } from "./store-messages.js";
 
 export interface ApplySyncOptions {
   audienceId: string;
@@ -81,10 +81,11 @@ export async function applySync(client: pg.PoolClient, options: ApplySyncOptions
        INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload)
        SELECT $2, c.message_id, 'identify', c.user_id, $3, ${payload.sql}
          FROM calls c
-       RETURNING id
+       RETURNING id, user_id
      ), queued AS (
-       INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at)
-       SELECT d.id, i.id, $2, $3, $3
+       -- ordering_key: the member's user id (per-user ordering, like any call of theirs).
+       INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at, ordering_key)
+       SELECT d.id, i.id, $2, $3, $3, ${orderingKeySql("i.user_id", "NULL")}
          FROM inserted i
         CROSS JOIN (SELECT d.id FROM destination_sources ds
                       JOIN destinations d ON d.id = ds.destination_id

@@ -1,4 +1,4 @@
-import { deliveriesChannel, type Queryable } from "./store-messages.js";
+import { deliveriesChannel, orderingKeySql, type Queryable } from "./store-messages.js";
 
 export interface QueueNotificationsOptions {
   deletionRequestId: string;
@@ -31,8 +31,10 @@ export async function queueDeleteNotifications(db: Queryable, options: QueueNoti
          FROM (SELECT DISTINCT source_id FROM targets) s
        RETURNING id, source_id
      ), queued AS (
-       INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at)
-       SELECT t.destination_id, i.id, i.source_id, $3, $3
+       -- ordering_key: the user being forgotten, so the notification goes
+       -- out after their earlier calls on a destination with per-user ordering.
+       INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at, ordering_key)
+       SELECT t.destination_id, i.id, i.source_id, $3, $3, ${orderingKeySql("$2::text", "NULL")}
          FROM inserted i JOIN targets t ON t.source_id = i.source_id
        RETURNING 1
      ), linked AS (

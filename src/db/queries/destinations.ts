@@ -6,6 +6,8 @@ export interface DestinationRow {
   enabled: boolean;
   webhooks: Array<{ url: string; headers: Record<string, string> }>;
   shared_secret: string | null;
+  max_requests_per_second: number;
+  ordering: "none" | "per_user";
   revision: number;
   created_at: Date;
   updated_at: Date;
@@ -13,7 +15,7 @@ export interface DestinationRow {
   cursor_at: string;
 }
 
-const columns = `d.id, d.name, d.enabled, d.webhooks, d.shared_secret, d.revision, d.created_at, d.updated_at,
+const columns = `d.id, d.name, d.enabled, d.webhooks, d.shared_secret, d.max_requests_per_second, d.ordering, d.revision, d.created_at, d.updated_at,
   d.created_at::text AS cursor_at,
   coalesce((SELECT array_agg(ds.source_id ORDER BY ds.source_id) FROM destination_sources ds
              WHERE ds.destination_id = d.id), '{}') AS source_ids`;

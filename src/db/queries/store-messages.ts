@@ -6,6 +6,8 @@ export interface MessageToStore {
   messageId: string;
   type: string;
   userId: string;
+  /** With userId, what per-user ordering keys the delivery by. */
+  anonymousId: string;
   payload: string;
   /** The call's integrations object, which routing reads. */
   integrations: JsonObject | undefined;
@@ -35,10 +37,18 @@ export function routingCondition(integrations: string, destinationName: string):
     ELSE true END`;
 }
 
+/**
+ * The user key a delivery is ordered by, as SQL: the userId, else the
+ * anonymousId; NULL (not ordered) when the call has neither.
+ */
+export function orderingKeySql(userId: string, anonymousId: string): string {
+  return `coalesce(nullif(${userId}, ''), nullif(${anonymousId}, ''))`;
+}
+
 const storeStatement = `
   WITH input AS (
-    SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[])
-      AS i(message_id, type, user_id, payload, integrations)
+    SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::text[])
+      WITH ORDINALITY AS i(message_id, type, user_id, payload, integrations, anonymous_id, position)
   ), inserted AS (
     INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload)
     SELECT $1, message_id, type, nullif(user_id, ''), $2, payload FROM input
@@ -48,9 +58,12 @@ const storeStatement = `
     SELECT d.id, d.name FROM destination_sources ds JOIN destinations d ON d.id = ds.destination_id
      WHERE ds.source_id = $1 AND d.enabled
   ), queued AS (
-    INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at)
-    SELECT t.id, m.id, $1, $2, $2
+    INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at, ordering_key)
+    SELECT t.id, m.id, $1, $2, $2, ${orderingKeySql("i.user_id", "i.anonymous_id")}
       FROM inserted m JOIN input i USING (message_id) JOIN targets t ON ${routingCondition("i.integrations", "t.name")}
+     -- Identity values are drawn in this order: delivery ids follow the
+     -- calls' order in the batch, which per-user ordering relies on.
+     ORDER BY i.position
     RETURNING 1
   )
   SELECT (SELECT array_agg(message_id) FROM inserted) AS stored,
@@ -77,6 +90,7 @@ export async function storeMessages(
     messages.map((m) => m.userId),
     messages.map((m) => m.payload),
     messages.map((m) => (m.integrations ? JSON.stringify(m.integrations) : null)),
+    messages.map((m) => m.anonymousId),
   ]);
   return new Set(result.rows[0]?.stored ?? []);
 }
