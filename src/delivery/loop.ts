@@ -84,6 +84,8 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
   let queued = 0;
   let running = false;
   let capacityBound = false;
+  // When a rate-limited destination will have tokens again (ms, from the last claim).
+  let refillWaitMs: number | undefined;
   let loopDone: Promise<void> = Promise.resolve();
   const wakeup = createWakeup({ connectionString: options.connectionString, logger });
   const writer = createCompletionWriter({
@@ -122,7 +124,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     const limit = Math.min(free, maxClaim);
     const room = new Map<string, number>();
     for (const [id, entry] of slots) room.set(id, Math.max(0, perDestinationHeld - entry.inFlight - entry.waiting.length));
-    const jobs = await claimDeliveries(pool, {
+    const claim = await claimDeliveries(pool, {
       now: clock.now(),
       limit,
       perDestinationLimit: perDestinationHeld,
@@ -130,6 +132,8 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       leaseMs: config.leaseMs,
       owner,
     });
+    const jobs = claim.deliveries;
+    refillWaitMs = claim.refillWaitMs;
     if (jobs.length > 0) {
       const destinations = await loadDestinationConfigs(pool, [...new Set(jobs.map((j) => j.destinationId))]);
       for (const job of jobs) enqueue(job, destinations.get(job.destinationId));
@@ -196,7 +200,10 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       } catch (error) {
         logger.error({ err: error }, "claiming deliveries failed");
       }
-      if (!full && running) await wakeup.wait(config.pollIntervalMs);
+      // A destination short of tokens claims nothing and holds no slot here;
+      // the loop comes back when its bucket has refilled.
+      const waitMs = refillWaitMs === undefined ? config.pollIntervalMs : Math.min(config.pollIntervalMs, Math.ceil(refillWaitMs));
+      if (!full && running) await wakeup.wait(waitMs);
     }
   }
 

@@ -1,3 +1,12 @@
+import {
+  lockedBucketsSql,
+  orderedDestinationsSql,
+  orderingHeadSql,
+  refillWaitMsSql,
+  takeTokensSql,
+  throttledDestinationsSql,
+  tokenAllowanceSql,
+} from "./flow-control-sql.js";
 import type { Queryable } from "./store-messages.js";
 
 /** A claimed delivery, with the message body it carries. */
@@ -25,6 +34,16 @@ export interface ClaimOptions {
   owner: string;
 }
 
+/** What one claim took, and when rate limits let the next one take more. */
+export interface ClaimResult {
+  deliveries: ClaimedDelivery[];
+  /**
+   * Milliseconds until a rate-limited destination this claim found short of
+   * tokens has some again; undefined when none was.
+   */
+  refillWaitMs: number | undefined;
+}
+
 /**
  * Claims up to `limit` due deliveries of enabled destinations, and no more of
  * one destination than this process has room for, so a slow endpoint's
@@ -36,10 +55,18 @@ export interface ClaimOptions {
  * passes, without any sweeper. The candidate scan follows deliveries_due_idx
  * exactly (status IN (...) ORDER BY run_at); the locked rows are re-checked,
  * as another process may have taken them between the scan and the lock.
+ *
+ * Flow control (flow-control-sql.ts) adds three steps: `buckets` locks and
+ * refills the token buckets of rate-limited destinations, whose deliveries
+ * are then taken only up to the whole tokens there are (destinations with
+ * none are left out of the scan, as full ones are); the scan skips
+ * deliveries that wait for an earlier one of the same user (per-user
+ * ordering); `taken` writes the buckets back.
  */
-export async function claimDeliveries(db: Queryable, options: ClaimOptions): Promise<ClaimedDelivery[]> {
+export async function claimDeliveries(db: Queryable, options: ClaimOptions): Promise<ClaimResult> {
   const result = await db.query<{
-    destination_id: string;
+    refill_wait_ms: number | null;
+    destination_id: string | null;
     id: string;
     lease_token: number;
     attempt_count: number;
@@ -51,19 +78,29 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
   }>(
     `WITH room AS (
        SELECT * FROM unnest($6::uuid[], $7::int[]) AS r(destination_id, free)
+     ), buckets AS MATERIALIZED (
+       ${lockedBucketsSql("$1")}
+     ), throttled AS (
+       ${throttledDestinationsSql}
+     ), ordered AS (
+       ${orderedDestinationsSql}
      ), candidates AS (
        SELECT c.destination_id, c.id, c.run_at,
               row_number() OVER (PARTITION BY c.destination_id ORDER BY c.run_at) AS rank
-         FROM (SELECT destination_id, id, run_at FROM deliveries
-                WHERE status IN ('pending', 'retrying') AND run_at <= $1
-                  AND (leased_until IS NULL OR leased_until <= $1)
-                  AND destination_id IN (SELECT id FROM destinations WHERE enabled)
-                  AND destination_id NOT IN (SELECT destination_id FROM room WHERE free <= 0)
-                ORDER BY run_at
+         FROM (SELECT d.destination_id, d.id, d.run_at FROM deliveries d
+                WHERE d.status IN ('pending', 'retrying') AND d.run_at <= $1
+                  AND (d.leased_until IS NULL OR d.leased_until <= $1)
+                  AND d.destination_id IN (SELECT id FROM destinations WHERE enabled)
+                  AND d.destination_id NOT IN (SELECT destination_id FROM room WHERE free <= 0)
+                  AND d.destination_id NOT IN (SELECT id FROM throttled)
+                  AND ${orderingHeadSql("d")}
+                ORDER BY d.run_at
                 LIMIT $2 * 2) c
      ), chosen AS (
-       SELECT c.destination_id, c.id FROM candidates c LEFT JOIN room r USING (destination_id)
-        WHERE c.rank <= coalesce(r.free, $3)
+       SELECT c.destination_id, c.id FROM candidates c
+         LEFT JOIN room r USING (destination_id)
+         LEFT JOIN buckets b USING (destination_id)
+        WHERE c.rank <= least(coalesce(r.free, $3), ${tokenAllowanceSql("b", "$3")})
         ORDER BY c.run_at LIMIT $2
      ), due AS (
        -- id = ANY(ARRAY(...)) keeps both steps on index lookups; a join here
@@ -73,17 +110,23 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
           AND d.status IN ('pending', 'retrying') AND d.run_at <= $1
           AND (d.leased_until IS NULL OR d.leased_until <= $1)
         FOR UPDATE OF d SKIP LOCKED
+     ), claimed AS (
+       UPDATE deliveries d
+          SET leased_until = $1::timestamptz + make_interval(secs => $4::double precision / 1000),
+              lease_token = d.lease_token + 1,
+              lease_owner = $5
+         FROM messages m
+        WHERE d.id = ANY (ARRAY(SELECT id FROM due))
+          AND (d.destination_id, d.id) IN (SELECT destination_id, id FROM due)
+          AND m.id = d.message_pk
+       RETURNING d.destination_id, d.id, d.lease_token, d.attempt_count, d.first_attempt_at, d.created_at,
+                 d.retry_urls, m.payload, m.type
+     ), taken AS (
+       ${takeTokensSql("$1")}
      )
-     UPDATE deliveries d
-        SET leased_until = $1::timestamptz + make_interval(secs => $4::double precision / 1000),
-            lease_token = d.lease_token + 1,
-            lease_owner = $5
-       FROM messages m
-      WHERE d.id = ANY (ARRAY(SELECT id FROM due))
-        AND (d.destination_id, d.id) IN (SELECT destination_id, id FROM due)
-        AND m.id = d.message_pk
-     RETURNING d.destination_id, d.id, d.lease_token, d.attempt_count, d.first_attempt_at, d.created_at,
-               d.retry_urls, m.payload, m.type`,
+     -- One row even when nothing was claimed, to carry the refill wait.
+     SELECT w.refill_wait_ms, c.* FROM (SELECT ${refillWaitMsSql}::float8 AS refill_wait_ms) w
+       LEFT JOIN claimed c ON true`,
     [
       options.now,
       options.limit,
@@ -94,17 +137,23 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
       [...options.room.values()],
     ],
   );
-  return result.rows.map((row) => ({
-    destinationId: row.destination_id,
-    id: row.id,
-    leaseToken: row.lease_token,
-    attemptCount: row.attempt_count,
-    firstAttemptAt: row.first_attempt_at,
-    createdAt: row.created_at,
-    retryUrls: row.retry_urls,
-    payload: row.payload,
-    type: row.type,
-  }));
+  const refill = result.rows[0]?.refill_wait_ms;
+  return {
+    refillWaitMs: refill === null || refill === undefined ? undefined : Math.max(0, refill),
+    deliveries: result.rows
+      .filter((row) => row.destination_id !== null)
+      .map((row) => ({
+        destinationId: row.destination_id!,
+        id: row.id,
+        leaseToken: row.lease_token,
+        attemptCount: row.attempt_count,
+        firstAttemptAt: row.first_attempt_at,
+        createdAt: row.created_at,
+        retryUrls: row.retry_urls,
+        payload: row.payload,
+        type: row.type,
+      })),
+  };
 }
 
 export interface DestinationConfigRow {
