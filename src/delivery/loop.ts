@@ -80,6 +80,8 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
   const guard = createAddressGuard({ allowPrivate: config.allowPrivateDestinations, allowedCidrs: config.allowedCidrs });
   const events = new EventEmitter();
   const slots = new Map<string, DestinationSlots>();
+  // Destinations with per-user ordering, as of their last claim here.
+  const ordered = new Set<string>();
   const active = new Set<Promise<void>>();
   let queued = 0;
   let running = false;
@@ -94,6 +96,9 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     onWritten: (written, stale) => {
       for (const c of written) if (c.attempted) metrics.finished(c.destinationId, c.status);
       if (written.length > 0) events.emit("completed", written);
+      // A finished delivery of a per-user ordered destination may release
+      // that user's next one: claim now rather than at the next poll.
+      if (written.some((c) => c.status !== "pending" && c.status !== "retrying" && ordered.has(c.destinationId))) wakeup.wake();
       if (stale.length > 0) {
         logger.info({ count: stale.length }, "delivery results dropped: their deliveries changed hands or state meanwhile");
         events.emit("stale", stale);
@@ -136,6 +141,10 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     refillWaitMs = claim.refillWaitMs;
     if (jobs.length > 0) {
       const destinations = await loadDestinationConfigs(pool, [...new Set(jobs.map((j) => j.destinationId))]);
+      for (const [id, row] of destinations) {
+        if (row.ordering === "per_user") ordered.add(id);
+        else ordered.delete(id);
+      }
       for (const job of jobs) enqueue(job, destinations.get(job.destinationId));
     }
     // More may be due when the claim was cut short: by this process's free

@@ -162,12 +162,13 @@ export interface DestinationConfigRow {
   enabled: boolean;
   webhooks: Array<{ url: string; headers: Record<string, string> }>;
   shared_secret: string | null;
+  ordering: "none" | "per_user";
 }
 
 /** The current settings of the claimed deliveries' destinations: read per batch, so an edit applies to every later attempt. */
 export async function loadDestinationConfigs(db: Queryable, ids: readonly string[]): Promise<Map<string, DestinationConfigRow>> {
   const result = await db.query<DestinationConfigRow>(
-    "SELECT id, name, enabled, webhooks, shared_secret FROM destinations WHERE id = ANY ($1::uuid[])",
+    "SELECT id, name, enabled, webhooks, shared_secret, ordering FROM destinations WHERE id = ANY ($1::uuid[])",
     [ids],
   );
   return new Map(result.rows.map((row) => [row.id, row]));
