@@ -1,5 +1,3 @@
-import type http from "node:http";
-import type http2 from "node:http2";
 import type pg from "pg";
 import type { Dispatcher } from "undici";
 import { resolveAdminToken } from "./admin-token.js";
@@ -8,22 +6,17 @@ import { createRpcHandlers } from "./api/routes.js";
 import { createCompatHttpApi } from "./compat/http-api.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { Config } from "./config.js";
-import { startEmbeddedPostgres, type EmbeddedPostgres } from "./db/embedded.js";
+import { startEmbeddedPostgres } from "./db/embedded.js";
 import { runMigrations } from "./db/migrate.js";
-import { createPool } from "./db/pool.js";
+import { createPool, ping } from "./db/pool.js";
 import { createDeliveryLoop, type DeliveryLoop } from "./delivery/loop.js";
 import { createMaintenance, type Maintenance } from "./delivery/maintenance.js";
-import { listen, type Listener } from "./http/listener.js";
+import { listen } from "./http/listener.js";
 import { createOperationalRoutes, sendJson } from "./http/operational-routes.js";
+import type { Req, Res, RouteHandler } from "./http/types.js";
 import { createIngestor, type Ingestor } from "./ingest/ingestor.js";
 import type { Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
-
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
-type Res = http.ServerResponse | http2.Http2ServerResponse;
-
-/** Extra HTTP routes mounted beside the RPCs (the compatible /v1 API). */
-export type RouteHandler = (req: Req, res: Res, path: string) => Promise<boolean>;
 
 export interface WaypostOptions {
   config: Config;
@@ -52,28 +45,54 @@ export interface Waypost {
   stop(): Promise<void>;
 }
 
+/** Something opened during start-up, closed on stop in reverse order of opening. */
+type Closer = () => Promise<void>;
+
+/** Runs the closers newest first; every one runs even if an earlier one fails. */
+async function closeAll(closers: Closer[]): Promise<void> {
+  let failure: unknown;
+  while (closers.length > 0) {
+    try {
+      await closers.pop()!();
+    } catch (error) {
+      failure ??= error;
+    }
+  }
+  if (failure !== undefined) throw failure;
+}
+
 /**
  * The composition root: database, migrations, API, delivery loop. Everything
  * is created here from the config and passed down; nothing happens at import.
+ * Each resource pushes its closer as it opens; stop() and a failing start
+ * both unwind the one list, so nothing opened is left behind.
  */
 export async function startWaypost(options: WaypostOptions): Promise<Waypost> {
-  const { config, logger } = options;
-  const clock = options.clock ?? systemClock;
-  let embedded: EmbeddedPostgres | undefined;
-  if (!config.databaseUrl) {
-    embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, logger });
-    logger.info({ dataDir: config.dataDir }, "started embedded Postgres (set DATABASE_URL to use your own)");
-  }
-  const connectionString = config.databaseUrl ?? embedded!.url;
-  const pool = createPool({ connectionString, max: 20 });
-  let stopping = false;
+  const closers: Closer[] = [];
   try {
-    await runMigrations(pool);
+    return await open(options, closers);
   } catch (error) {
-    await pool.end();
-    await embedded?.stop();
+    await closeAll(closers).catch((closeError: unknown) => {
+      options.logger.warn({ err: closeError }, "closing after a failed start failed");
+    });
     throw error;
   }
+}
+
+async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost> {
+  const { config, logger } = options;
+  const clock = options.clock ?? systemClock;
+  let connectionString = config.databaseUrl;
+  if (!connectionString) {
+    const embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, logger });
+    closers.push(() => embedded.stop());
+    logger.info({ dataDir: config.dataDir }, "started embedded Postgres (set DATABASE_URL to use your own)");
+    connectionString = embedded.url;
+  }
+  const pool = createPool({ connectionString, max: 20 });
+  closers.push(() => pool.end());
+  let stopping = false;
+  await runMigrations(pool);
   const admin = await resolveAdminToken(config.adminToken, config.dataDir);
   if (admin.file) {
     logger.info({ file: admin.file }, admin.created ? "created an admin token; read it from this file" : "admin token is in this file");
@@ -84,7 +103,7 @@ export async function startWaypost(options: WaypostOptions): Promise<Waypost> {
   const rpc = createRpcHandlers({ pool, clock, ingestor, auth });
   const operational = createOperationalRoutes({
     registry: metrics.registry,
-    isReady: async () => !stopping && (await pool.query("SELECT 1")).rowCount === 1,
+    isReady: async () => !stopping && (await ping(pool)),
   });
   const extraRoutes: RouteHandler[] = [createCompatHttpApi({ ingestor, auth, logger })];
   const serveRpc = config.role !== "worker";
@@ -119,7 +138,9 @@ export async function startWaypost(options: WaypostOptions): Promise<Waypost> {
       dispatcher: options.dispatcher,
       ca: options.ca,
     });
-    await delivery.start();
+    const loop = delivery;
+    await loop.start();
+    closers.push(() => loop.stop());
     maintenance = createMaintenance({
       pool,
       clock,
@@ -127,19 +148,13 @@ export async function startWaypost(options: WaypostOptions): Promise<Waypost> {
       retentionMs: config.retentionMs,
       deadlineMs: config.delivery.retry.deadlineMs,
     });
-    maintenance.start();
+    const housekeeping = maintenance;
+    housekeeping.start();
+    closers.push(() => housekeeping.stop());
   }
 
-  let listener: Listener;
-  try {
-    listener = await listen(handler, config.port, config.host);
-  } catch (error) {
-    await delivery?.stop();
-    await maintenance?.stop();
-    await pool.end();
-    await embedded?.stop();
-    throw error;
-  }
+  const listener = await listen(handler, config.port, config.host);
+  closers.push(() => listener.close());
   const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${listener.port}`;
   logger.info({ url, role: config.role }, "Waypost is listening");
@@ -157,11 +172,7 @@ export async function startWaypost(options: WaypostOptions): Promise<Waypost> {
     extraRoutes,
     async stop() {
       stopping = true;
-      await listener.close();
-      await maintenance?.stop();
-      await delivery?.stop();
-      await pool.end();
-      await embedded?.stop();
+      await closeAll(closers);
       logger.info("Waypost stopped");
     },
   };

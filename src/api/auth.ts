@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
 import type pg from "pg";
 import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
+import { selectSourceByWriteKeyHash } from "../db/queries/sources.js";
 
 /** The source a write key authorised; set by the auth interceptor. */
 export const sourceKey = createContextKey<{ id: string } | undefined>(undefined, { description: "authenticated source" });
@@ -41,11 +42,7 @@ export function createAuthenticator(options: AuthOptions): Authenticator {
     const cacheKey = hash.toString("base64");
     const hit = cache.get(cacheKey);
     if (hit && hit.expires > Date.now()) return hit.source;
-    const result = await options.pool.query<{ id: string; write_key_hash: Buffer }>(
-      "SELECT id, write_key_hash FROM sources WHERE write_key_hash = $1",
-      [hash],
-    );
-    const row = result.rows[0];
+    const row = await selectSourceByWriteKeyHash(options.pool, hash);
     const source = row && timingSafeEqual(row.write_key_hash, hash) ? { id: row.id } : undefined;
     if (cache.size > 10_000) cache.clear();
     cache.set(cacheKey, { source, expires: Date.now() + cacheMs });

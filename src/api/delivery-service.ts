@@ -11,16 +11,16 @@ import {
   type Delivery,
 } from "../../gen/waypost/v1/delivery_pb.js";
 import type { Clock } from "../clock.js";
-import type { DeliveryStatus as StatusName } from "../db/queries/complete-deliveries.js";
+import { replayDelivery, type DeliveryStatus as StatusName } from "../db/job-table/index.js";
 import {
   listDeliveryRows,
-  replayDelivery,
   selectAttempts,
   selectDelivery,
   selectDestinationStats,
   type AttemptRow,
   type DeliveryRow,
 } from "../db/queries/deliveries.js";
+import { destinationExists } from "../db/queries/destinations.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { decodePageToken, encodePageToken, pageSize } from "./paging.js";
 
@@ -90,8 +90,7 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
       const id = deliveryId(req.id);
       const row = await selectDelivery(pool, id);
       if (!row) throw notFound("delivery", id);
-      const exists = await pool.query("SELECT 1 FROM destinations WHERE id = $1", [row.destination_id]);
-      if (exists.rowCount === 0) {
+      if (!(await destinationExists(pool, row.destination_id))) {
         throw new ConnectError(`delivery ${id} belongs to a deleted destination`, Code.FailedPrecondition);
       }
       if (!(await replayDelivery(pool, row.destination_id, id, clock.now()))) {

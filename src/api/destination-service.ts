@@ -10,16 +10,18 @@ import {
   type Destination,
 } from "../../gen/waypost/v1/destination_pb.js";
 import type { Clock } from "../clock.js";
-import { withTransaction } from "../db/pool.js";
+import { cancelDestinationDeliveries, wakeWorkers } from "../db/job-table/index.js";
+import { withTransaction, type Queryable } from "../db/pool.js";
 import {
-  cancelPendingDeliveries,
+  deleteDestinationRow,
+  insertDestination,
   listDestinationRows,
   missingSourceIds,
   replaceDestinationSources,
   selectDestination,
+  updateDestinationRow,
   type DestinationRow,
 } from "../db/queries/destinations.js";
-import { deliveriesChannel, type Queryable } from "../db/queries/store-messages.js";
 import { validateName, validateSecret, validateSourceIds, validateWebhooks } from "./destination-validation.js";
 import { orderingToProto, validateMaxRequestsPerSecond, validateOrdering } from "./flow-control-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
@@ -57,12 +59,16 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       const row = await withTransaction(pool, async (tx) => {
         await requireSources(tx, sourceIds);
         const now = clock.now();
-        await tx.query(
-          `INSERT INTO destinations (id, name, enabled, webhooks, shared_secret, created_at, updated_at,
-                                     max_requests_per_second, ordering)
-           VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8)`,
-          [id, name, input.enabled ?? true, JSON.stringify(webhooks), secret, now, rate, ordering],
-        );
+        await insertDestination(tx, {
+          id,
+          name,
+          enabled: input.enabled ?? true,
+          webhooks,
+          sharedSecret: secret,
+          maxRequestsPerSecond: rate,
+          ordering,
+          at: now,
+        });
         await replaceDestinationSources(tx, id, sourceIds);
         return (await selectDestination(tx, id))!;
       });
@@ -112,8 +118,8 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       await withTransaction(pool, async (tx) => {
         const current = await selectDestination(tx, id, true);
         if (!current) throw notFound("destination", id);
-        await cancelPendingDeliveries(tx, id, clock.now());
-        await tx.query("DELETE FROM destinations WHERE id = $1", [id]);
+        await cancelDestinationDeliveries(tx, id, clock.now());
+        await deleteDestinationRow(tx, id);
       });
       return {};
     },
@@ -155,15 +161,20 @@ async function applyUpdate(tx: Queryable, current: DestinationRow, input: Destin
     await requireSources(tx, sourceIds);
     await replaceDestinationSources(tx, current.id, sourceIds);
   }
-  await tx.query(
-    `UPDATE destinations SET name = $2, enabled = $3, webhooks = $4, shared_secret = $5,
-            max_requests_per_second = $7, ordering = $8, revision = revision + 1, updated_at = $6 WHERE id = $1`,
-    [current.id, name, enabled, JSON.stringify(webhooks), secret, now, rate, ordering],
-  );
+  await updateDestinationRow(tx, {
+    id: current.id,
+    name,
+    enabled,
+    webhooks,
+    sharedSecret: secret,
+    maxRequestsPerSecond: rate,
+    ordering,
+    at: now,
+  });
   // Turning a destination on makes its waiting deliveries due, and so may a
   // changed rate limit or ordering (the claim reads both): wake the workers.
   const flowChanged = rate !== current.max_requests_per_second || ordering !== current.ordering;
-  if (enabled && (!current.enabled || flowChanged)) await tx.query("SELECT pg_notify($1, '')", [deliveriesChannel]);
+  if (enabled && (!current.enabled || flowChanged)) await wakeWorkers(tx);
 }
 
 async function requireSources(db: Queryable, sourceIds: readonly string[]) {

@@ -18,7 +18,3 @@ export function requireUuid(field: string, value: string): string {
   return value.toLowerCase();
 }
 
-export function isUuid(value: string): boolean {
-  return uuidPattern.test(value);
-}
-

@@ -1,9 +1,5 @@
-import type http from "node:http";
-import type http2 from "node:http2";
 import { sendJson } from "../http/operational-routes.js";
-
-export type Req = http.IncomingMessage | http2.Http2ServerRequest;
-export type Res = http.ServerResponse | http2.Http2ServerResponse;
+import type { Req, Res } from "../http/types.js";
 
 /**
  * Machine-readable error codes of the compatible API. The body of every error

@@ -3,7 +3,7 @@ import type { Call } from "../ingest/call.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
 import type { Logger } from "../logger.js";
-import type { RouteHandler } from "../server.js";
+import type { Req, Res, RouteHandler } from "../http/types.js";
 import {
   ClientGoneError,
   CompatError,
@@ -11,8 +11,6 @@ import {
   sendCompatError,
   sendPreflight,
   setCorsHeaders,
-  type Req,
-  type Res,
 } from "./errors.js";
 import { declaredLength, discardRest, readBody, tooLarge } from "./read-body.js";
 import { parseJsonBody, parseRequest, type Endpoint, type ParsedRequest } from "./parse-message.js";

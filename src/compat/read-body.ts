@@ -1,7 +1,8 @@
 import type { Transform } from "node:stream";
 import zlib from "node:zlib";
 import { limits } from "../ingest/limits.js";
-import { ClientGoneError, CompatError, type Req } from "./errors.js";
+import type { Req } from "../http/types.js";
+import { ClientGoneError, CompatError } from "./errors.js";
 
 /**
  * After an early answer (413, 401, ...) the rest of the body is read and

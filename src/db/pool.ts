@@ -3,6 +3,9 @@ import pg from "pg";
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
 
+/** What a query function takes: the pool, or a client inside a transaction. */
+export type Queryable = Pick<pg.Pool, "query"> | pg.PoolClient;
+
 export interface PoolOptions {
   connectionString: string;
   /** Connections at most; the delivery loop and the API share them. */
@@ -22,6 +25,11 @@ export function createPool(options: PoolOptions): pg.Pool {
   // pool replaces it on the next checkout.
   pool.on("error", () => {});
   return pool;
+}
+
+/** Whether the database answers (the readiness check). */
+export async function ping(db: Queryable): Promise<boolean> {
+  return (await db.query("SELECT 1")).rowCount === 1;
 }
 
 /** Runs fn in a transaction, rolling back when it throws. */

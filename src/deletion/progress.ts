@@ -5,7 +5,7 @@ import {
   selectNotificationProgress,
   type DeletionRequestRow,
 } from "../db/queries/deletion-requests.js";
-import type { Queryable } from "../db/queries/store-messages.js";
+import type { Queryable } from "../db/pool.js";
 
 export interface DeletionProgress {
   row: DeletionRequestRow;

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { completeDeliveries, type DeliveryCompletion } from "../db/queries/complete-deliveries.js";
+import { completeDeliveries, type DeliveryCompletion } from "../db/job-table/index.js";
 import type { Logger } from "../logger.js";
 
 export interface CompletionWriterOptions {

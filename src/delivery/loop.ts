@@ -5,13 +5,8 @@ import type pg from "pg";
 import type { Dispatcher } from "undici";
 import type { Clock } from "../clock.js";
 import type { DeliveryConfig } from "../config.js";
-import {
-  claimDeliveries,
-  loadDestinationConfigs,
-  type ClaimedDelivery,
-  type DestinationConfigRow,
-} from "../db/queries/claim-deliveries.js";
-import type { DeliveryCompletion } from "../db/queries/complete-deliveries.js";
+import { claimDeliveries, type ClaimedDelivery, type DeliveryCompletion } from "../db/job-table/index.js";
+import { loadDestinationConfigs, type DestinationConfigRow } from "../db/queries/destinations.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import { createAddressGuard } from "./address-guard.js";
@@ -70,14 +65,10 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
   const metrics = createDeliveryMetrics(options.metrics);
   const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   const maxClaim = options.maxClaim ?? 500;
-  const dispatcher =
-    options.dispatcher ??
-    createHttpClient({
-      guard: createAddressGuard({ allowPrivate: config.allowPrivateDestinations, allowedCidrs: config.allowedCidrs }),
-      timeoutMs: config.timeoutMs,
-      ca: options.ca,
-    });
+  // One guard: the default client checks resolved addresses with it, and
+  // sendAll checks literal addresses before any request (custom dispatchers too).
   const guard = createAddressGuard({ allowPrivate: config.allowPrivateDestinations, allowedCidrs: config.allowedCidrs });
+  const dispatcher = options.dispatcher ?? createHttpClient({ guard, timeoutMs: config.timeoutMs, ca: options.ca });
   const events = new EventEmitter();
   const slots = new Map<string, DestinationSlots>();
   // Destinations with per-user ordering, as of their last claim here.

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { Clock } from "../clock.js";
-import { expirePausedDeliveries, purgeOldMessages, vacuumJobTableIfNeeded } from "../db/queries/maintenance.js";
+import { expirePausedDeliveries, purgeOldMessages, vacuumJobTableIfNeeded } from "../db/job-table/index.js";
 import type { Logger } from "../logger.js";
 
 export interface MaintenanceOptions {

@@ -1,6 +1,6 @@
 import type { RetrySchedule } from "../config.js";
-import type { ClaimedDelivery, DestinationConfigRow } from "../db/queries/claim-deliveries.js";
-import type { DeliveryCompletion } from "../db/queries/complete-deliveries.js";
+import type { ClaimedDelivery, DeliveryCompletion } from "../db/job-table/index.js";
+import type { DestinationConfigRow } from "../db/queries/destinations.js";
 import { nextRetryAt } from "./retry-policy.js";
 import { sendWebhook, type AttemptResult, type SendContext, type WebhookRequest } from "./send.js";
 import { signPayload } from "./sign.js";

@@ -1,5 +1,5 @@
 import pg from "pg";
-import { deliveriesChannel } from "../db/queries/store-messages.js";
+import { deliveriesChannel } from "../db/job-table/index.js";
 import type { Logger } from "../logger.js";
 
 export interface WakeupOptions {

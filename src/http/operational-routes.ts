@@ -1,6 +1,5 @@
-import type http from "node:http";
-import type http2 from "node:http2";
 import type { Registry } from "prom-client";
+import type { Req, Res, RouteHandler } from "./types.js";
 
 export interface OperationalRoutesOptions {
   registry: Registry;
@@ -8,11 +7,8 @@ export interface OperationalRoutesOptions {
   isReady: () => Promise<boolean>;
 }
 
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
-type Res = http.ServerResponse | http2.Http2ServerResponse;
-
 /** /healthz (the process runs), /readyz (it can take work), /metrics (Prometheus). */
-export function createOperationalRoutes(options: OperationalRoutesOptions) {
+export function createOperationalRoutes(options: OperationalRoutesOptions): RouteHandler {
   return async function handle(req: Req, res: Res, path: string): Promise<boolean> {
     if (req.method !== "GET" && req.method !== "HEAD") return false;
     if (path === "/healthz") {

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { Clock } from "../clock.js";
-import { storeMessages, type MessageToStore, type Queryable } from "../db/queries/store-messages.js";
+import type { Queryable } from "../db/pool.js";
+import { storeMessages, type MessageToStore } from "../db/queries/store-messages.js";
 import type { Call } from "./call.js";
 import type { Metrics } from "../metrics.js";
 import { limits } from "./limits.js";
@@ -18,8 +19,6 @@ export interface RejectedCall {
 export interface IngestResult {
   /** Calls acknowledged: stored now, or stored before under the same messageId. */
   accepted: number;
-  /** Calls actually new (accepted minus duplicates). */
-  stored: number;
   rejected: RejectedCall[];
   /** messageId per input index; "" for rejected calls. */
   messageIds: string[];
@@ -45,7 +44,7 @@ export function createIngestor(options: IngestorOptions): Ingestor {
     async ingest(sourceId, calls, db = options.pool) {
       const receivedAt = options.clock.now();
       const prepared = prepareCalls(calls, receivedAt);
-      const stored = await storeMessages(
+      await storeMessages(
         db,
         sourceId,
         receivedAt,
@@ -57,7 +56,6 @@ export function createIngestor(options: IngestorOptions): Ingestor {
       }
       return {
         accepted: calls.length - prepared.rejected.length,
-        stored: stored.size,
         rejected: prepared.rejected,
         messageIds: prepared.messageIds,
       };

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { claimDeliveries, type ClaimOptions } from "../../src/db/queries/claim-deliveries.js";
-import type { Queryable } from "../../src/db/queries/store-messages.js";
+import { claimDeliveries, type ClaimOptions } from "../../src/db/job-table/index.js";
 import { runMigrations } from "../../src/db/migrate.js";
-import { createPool, type Pool } from "../../src/db/pool.js";
+import { createPool, type Pool, type Queryable } from "../../src/db/pool.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 
 // The claim statement on a job table of 100,000 unfinished deliveries, with

@@ -12,7 +12,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { DestinationSchema } from "../../gen/waypost/v1/destination_pb.js";
 import { ManualClock, systemClock, type Clock } from "../../src/clock.js";
 import { loadConfig, type Config } from "../../src/config.js";
-import type { DeliveryCompletion } from "../../src/db/queries/complete-deliveries.js";
+import type { DeliveryCompletion } from "../../src/db/job-table/index.js";
 import { createLogger } from "../../src/logger.js";
 import { startWaypost, type Waypost } from "../../src/server.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";

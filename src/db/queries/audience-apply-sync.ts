@@ -1,7 +1,7 @@
 import type pg from "pg";
+import { enqueueCte, notifyIfQueued, orderingKeySql } from "../job-table/index.js";
 import { templateSql, type IdentifyTemplate } from "../../audiences/identify-template.js";
 import { stageTable } from "./audience-stage.js";
-import { deliveriesChannel, orderingKeySql } from "./store-messages.js";
 
 export interface ApplySyncOptions {
   audienceId: string;
@@ -35,7 +35,7 @@ export interface ApplySyncResult {
  * 4. One delivery per message and enabled destination of the source. The
  *    calls carry no integrations object, so every enabled destination gets
  *    them, as an ordinary call of the source without integrations would.
- * 5. pg_notify wakes the delivery loops (delivered at commit, like ingest's).
+ * 5. The delivery loops are woken when anything was queued (at commit, like ingest's).
  *
  * Nothing passes through Node: memory in this process does not depend on the
  * number of users; Postgres spills the large intermediate sets to disk.
@@ -82,16 +82,11 @@ export async function applySync(client: pg.PoolClient, options: ApplySyncOptions
        SELECT $2, c.message_id, 'identify', c.user_id, $3, ${payload.sql}
          FROM calls c
        RETURNING id, user_id
-     ), queued AS (
-       -- ordering_key: the member's user id (per-user ordering, like any call of theirs).
-       INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at, ordering_key)
-       SELECT d.id, i.id, $2, $3, $3, ${orderingKeySql("i.user_id", "NULL")}
+     ), ${enqueueCte(`SELECT d.id, i.id, $2, $3, $3, ${orderingKeySql("i.user_id", "NULL")}
          FROM inserted i
         CROSS JOIN (SELECT d.id FROM destination_sources ds
                       JOIN destinations d ON d.id = ds.destination_id
-                     WHERE ds.source_id = $2 AND d.enabled) d
-       RETURNING 1
-     ), counts AS (
+                     WHERE ds.source_id = $2 AND d.enabled) d`)}, counts AS (
        SELECT count(*) FILTER (WHERE change = 'added') AS added,
               count(*) FILTER (WHERE change = 'removed') AS removed,
               count(*) FILTER (WHERE change = 'changed') AS changed
@@ -100,7 +95,7 @@ export async function applySync(client: pg.PoolClient, options: ApplySyncOptions
      SELECT counts.added, counts.removed, counts.changed,
             (SELECT count(*) FROM ${stageTable}) AS members,
             (SELECT count(*) FROM queued) AS deliveries,
-            CASE WHEN EXISTS (SELECT 1 FROM queued) THEN pg_notify('${deliveriesChannel}', '') END AS notified
+            ${notifyIfQueued()}
        FROM counts`,
     [options.audienceId, options.sourceId, options.receivedAt, options.removedValueText, ...payload.params],
   );

@@ -1,4 +1,4 @@
-import type { Queryable } from "./store-messages.js";
+import type { Queryable } from "../pool.js";
 
 export type AudienceKindName = "audience" | "computed_trait";
 

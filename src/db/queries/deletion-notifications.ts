@@ -1,4 +1,5 @@
-import { deliveriesChannel, orderingKeySql, type Queryable } from "./store-messages.js";
+import { enqueueCte, notifyIfQueued, orderingKeySql } from "../job-table/index.js";
+import type { Queryable } from "../pool.js";
 
 export interface QueueNotificationsOptions {
   deletionRequestId: string;
@@ -30,19 +31,15 @@ export async function queueDeleteNotifications(db: Queryable, options: QueueNoti
        SELECT s.source_id, gen_random_uuid()::text, 'delete', $2, $3, $4
          FROM (SELECT DISTINCT source_id FROM targets) s
        RETURNING id, source_id
-     ), queued AS (
-       -- ordering_key: the user being forgotten, so the notification goes
-       -- out after their earlier calls on a destination with per-user ordering.
-       INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at, ordering_key)
-       SELECT t.destination_id, i.id, i.source_id, $3, $3, ${orderingKeySql("$2::text", "NULL")}
-         FROM inserted i JOIN targets t ON t.source_id = i.source_id
-       RETURNING 1
-     ), linked AS (
+       -- ordering_key: the user being forgotten, so on a destination with
+       -- per-user ordering the notification follows their earlier calls.
+     ), ${enqueueCte(`SELECT t.destination_id, i.id, i.source_id, $3, $3, ${orderingKeySql("$2::text", "NULL")}
+         FROM inserted i JOIN targets t ON t.source_id = i.source_id`)}, linked AS (
        INSERT INTO deletion_request_messages (deletion_request_id, message_pk)
        SELECT $5, id FROM inserted
      )
      SELECT (SELECT count(*) FROM queued) AS notifications,
-            CASE WHEN EXISTS (SELECT 1 FROM queued) THEN pg_notify('${deliveriesChannel}', '') END AS notified`,
+            ${notifyIfQueued()}`,
     [options.sourceIds, options.userId, options.at, options.payload, options.deletionRequestId],
   );
   return Number(result.rows[0]?.notifications ?? 0);

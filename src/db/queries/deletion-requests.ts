@@ -1,4 +1,4 @@
-import type { Queryable } from "./store-messages.js";
+import type { Queryable } from "../pool.js";
 
 export interface DeletionRequestRow {
   id: string;

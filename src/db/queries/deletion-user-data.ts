@@ -1,4 +1,4 @@
-import type { Queryable } from "./store-messages.js";
+import type { Queryable } from "../pool.js";
 
 /**
  * Locks and returns the sources a deletion request affects: the given ones

@@ -1,5 +1,5 @@
-import type { DeliveryStatus } from "./complete-deliveries.js";
-import type { Queryable } from "./store-messages.js";
+import type { DeliveryStatus } from "../job-table/index.js";
+import type { Queryable } from "../pool.js";
 
 export interface DeliveryRow {
   id: string;
@@ -18,7 +18,6 @@ export interface DeliveryRow {
 export interface AttemptRow {
   delivery_id: string;
   attempt: number;
-  url_index: number;
   url: string;
   attempted_at: Date;
   outcome: "success" | "retryable" | "permanent" | "abandoned";
@@ -58,31 +57,13 @@ export async function selectDelivery(db: Queryable, id: string): Promise<Deliver
 export async function selectAttempts(db: Queryable, destinationIds: readonly string[], deliveryIds: readonly string[]): Promise<AttemptRow[]> {
   if (deliveryIds.length === 0) return [];
   const result = await db.query<AttemptRow>(
-    `SELECT delivery_id, attempt, url_index, url, attempted_at, outcome, status_code, error, latency_ms, response_body
+    `SELECT delivery_id, attempt, url, attempted_at, outcome, status_code, error, latency_ms, response_body
        FROM delivery_attempts
       WHERE (destination_id, delivery_id) IN (SELECT * FROM unnest($1::uuid[], $2::bigint[]))
       ORDER BY delivery_id, attempt, url_index`,
     [destinationIds, deliveryIds],
   );
   return result.rows;
-}
-
-/**
- * Replays a delivery: due now, with a fresh retry window and every URL.
- * Returns false when it is not in a replayable state.
- */
-export async function replayDelivery(db: Queryable, destinationId: string, id: string, now: Date): Promise<boolean> {
-  const result = await db.query(
-    `WITH replayed AS (
-       UPDATE deliveries SET status = 'retrying', run_at = $3, finalized_at = NULL, first_attempt_at = NULL,
-                             retry_urls = NULL, lease_token = lease_token + 1, lease_owner = NULL, leased_until = NULL
-        WHERE destination_id = $1 AND id = $2 AND status IN ('failed', 'expired', 'retrying')
-        RETURNING 1
-     )
-     SELECT pg_notify('waypost_deliveries', '') FROM replayed`,
-    [destinationId, id, now],
-  );
-  return (result.rowCount ?? 0) > 0;
 }
 
 export interface DestinationStatsRow {

@@ -1,4 +1,4 @@
-import type { Queryable } from "./store-messages.js";
+import type { Queryable } from "../pool.js";
 
 export interface DestinationRow {
   id: string;
@@ -41,6 +41,47 @@ export async function listDestinationRows(
   return result.rows;
 }
 
+/** A destination's settings as written by create and update. */
+export interface DestinationWrite {
+  id: string;
+  name: string;
+  enabled: boolean;
+  webhooks: DestinationRow["webhooks"];
+  sharedSecret: string | null;
+  /** 0: no limit. */
+  maxRequestsPerSecond: number;
+  ordering: DestinationRow["ordering"];
+  at: Date;
+}
+
+export async function insertDestination(db: Queryable, row: DestinationWrite): Promise<void> {
+  await db.query(
+    `INSERT INTO destinations (id, name, enabled, webhooks, shared_secret, created_at, updated_at,
+                               max_requests_per_second, ordering)
+     VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8)`,
+    [row.id, row.name, row.enabled, JSON.stringify(row.webhooks), row.sharedSecret, row.at, row.maxRequestsPerSecond, row.ordering],
+  );
+}
+
+/** Writes new settings and moves the revision (the etag) on. */
+export async function updateDestinationRow(db: Queryable, row: DestinationWrite): Promise<void> {
+  await db.query(
+    `UPDATE destinations SET name = $2, enabled = $3, webhooks = $4, shared_secret = $5,
+            max_requests_per_second = $7, ordering = $8, revision = revision + 1, updated_at = $6 WHERE id = $1`,
+    [row.id, row.name, row.enabled, JSON.stringify(row.webhooks), row.sharedSecret, row.at, row.maxRequestsPerSecond, row.ordering],
+  );
+}
+
+/** Deletes a destination; its deliveries and attempts go with it (ON DELETE CASCADE). */
+export async function deleteDestinationRow(db: Queryable, id: string): Promise<void> {
+  await db.query("DELETE FROM destinations WHERE id = $1", [id]);
+}
+
+export async function destinationExists(db: Queryable, id: string): Promise<boolean> {
+  const result = await db.query("SELECT 1 FROM destinations WHERE id = $1", [id]);
+  return (result.rowCount ?? 0) > 0;
+}
+
 /** The ids of the given sources that do not exist. */
 export async function missingSourceIds(db: Queryable, ids: readonly string[]): Promise<string[]> {
   if (ids.length === 0) return [];
@@ -61,15 +102,20 @@ export async function replaceDestinationSources(db: Queryable, destinationId: st
   }
 }
 
-/**
- * Cancels a destination's unfinished deliveries (it is being deleted). The
- * lease token moves on, so an attempt still in flight cannot overwrite it.
- */
-export async function cancelPendingDeliveries(db: Queryable, destinationId: string, now: Date): Promise<number> {
-  const result = await db.query(
-    `UPDATE deliveries SET status = 'cancelled', finalized_at = $2, lease_owner = NULL, leased_until = NULL, lease_token = lease_token + 1
-      WHERE destination_id = $1 AND status IN ('pending', 'retrying')`,
-    [destinationId, now],
+/** A destination's delivery settings, as the delivery loop reads them. */
+export interface DestinationConfigRow {
+  id: string;
+  enabled: boolean;
+  webhooks: Array<{ url: string; headers: Record<string, string> }>;
+  shared_secret: string | null;
+  ordering: DestinationRow["ordering"];
+}
+
+/** The current settings of the claimed deliveries' destinations: read per batch, so an edit applies to every later attempt. */
+export async function loadDestinationConfigs(db: Queryable, ids: readonly string[]): Promise<Map<string, DestinationConfigRow>> {
+  const result = await db.query<DestinationConfigRow>(
+    "SELECT id, enabled, webhooks, shared_secret, ordering FROM destinations WHERE id = ANY ($1::uuid[])",
+    [ids],
   );
-  return result.rowCount ?? 0;
+  return new Map(result.rows.map((row) => [row.id, row]));
 }

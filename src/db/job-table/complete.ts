@@ -1,5 +1,6 @@
 import type { AttemptResult } from "../../delivery/send.js";
-import type { Queryable } from "./store-messages.js";
+import type { Queryable } from "../pool.js";
+import { transitionSql } from "./fence.js";
 
 export type DeliveryStatus = "pending" | "retrying" | "delivered" | "failed" | "expired" | "cancelled";
 
@@ -21,10 +22,28 @@ export interface DeliveryCompletion {
 
 const terminal = new Set<DeliveryStatus>(["delivered", "failed", "expired", "cancelled"]);
 
+// The lease holder's results: applied only while its token still holds.
+const completeTransition = transitionSql({
+  fence: { kind: "held", token: "c.lease_token" },
+  set: `status = c.status,
+              run_at = c.run_at,
+              finalized_at = c.finalized_at,
+              attempt_count = d.attempt_count + CASE WHEN c.attempted THEN 1 ELSE 0 END,
+              first_attempt_at = CASE WHEN c.attempted THEN coalesce(d.first_attempt_at, c.attempted_at)
+                                      ELSE d.first_attempt_at END,
+              retry_urls = CASE WHEN c.retry_urls IS NULL THEN NULL
+                                ELSE ARRAY(SELECT jsonb_array_elements_text(c.retry_urls::jsonb)) END`,
+  from: "c",
+  where: "d.destination_id = c.destination_id AND d.id = c.id",
+  returning: "d.destination_id, d.id, d.attempt_count",
+});
+
 /**
  * Writes a batch of completions in one statement: the deliveries' new state
  * and, for those whose lease still held, their attempt rows.
- * Returns the ids that were written.
+ * Returns the ids that were written. Every delivery result passes through
+ * here (the completion writer batches them), so anything recorded per
+ * result belongs in this statement.
  */
 export async function completeDeliveries(db: Queryable, completions: readonly DeliveryCompletion[]): Promise<Set<string>> {
   if (completions.length === 0) return new Set();
@@ -35,20 +54,7 @@ export async function completeDeliveries(db: Queryable, completions: readonly De
                             $6::boolean[], $7::timestamptz[], $8::text[], $9::timestamptz[])
          AS c(destination_id, id, lease_token, status, run_at, attempted, attempted_at, retry_urls, finalized_at)
      ), done AS (
-       UPDATE deliveries d
-          SET status = c.status,
-              run_at = c.run_at,
-              leased_until = NULL,
-              finalized_at = c.finalized_at,
-              attempt_count = d.attempt_count + CASE WHEN c.attempted THEN 1 ELSE 0 END,
-              first_attempt_at = CASE WHEN c.attempted THEN coalesce(d.first_attempt_at, c.attempted_at)
-                                      ELSE d.first_attempt_at END,
-              retry_urls = CASE WHEN c.retry_urls IS NULL THEN NULL
-                                ELSE ARRAY(SELECT jsonb_array_elements_text(c.retry_urls::jsonb)) END,
-              lease_owner = NULL
-         FROM c
-        WHERE d.destination_id = c.destination_id AND d.id = c.id AND d.lease_token = c.lease_token
-       RETURNING d.destination_id, d.id, d.attempt_count
+       ${completeTransition}
      ), logged AS (
        INSERT INTO delivery_attempts (destination_id, delivery_id, attempt, url_index, url, attempted_at, outcome,
                                       status_code, error, latency_ms, response_body)

@@ -1,3 +1,5 @@
+import type { Queryable } from "../pool.js";
+import { transitionSql } from "./fence.js";
 import {
   lockedBucketsSql,
   orderedDestinationsSql,
@@ -6,8 +8,7 @@ import {
   takeTokensSql,
   throttledDestinationsSql,
   tokenAllowanceSql,
-} from "./flow-control-sql.js";
-import type { Queryable } from "./store-messages.js";
+} from "./flow-control.js";
 
 /** A claimed delivery, with the message body it carries. */
 export interface ClaimedDelivery {
@@ -16,12 +17,14 @@ export interface ClaimedDelivery {
   leaseToken: number;
   attemptCount: number;
   firstAttemptAt: Date | null;
-  createdAt: Date;
   retryUrls: string[] | null;
   payload: string;
-  type: string;
 }
 
+/**
+ * What a claim takes. One object, so later filters (a destination's backoff,
+ * rate limits) are new fields here, not new parameters.
+ */
 export interface ClaimOptions {
   now: Date;
   /** Most deliveries in all. */
@@ -44,6 +47,16 @@ export interface ClaimResult {
   refillWaitMs: number | undefined;
 }
 
+// The lease the claim takes: $1 now, $4 lease length in ms, $5 this process.
+const claimTransition = transitionSql({
+  fence: { kind: "grant", until: "$1::timestamptz + make_interval(secs => $4::double precision / 1000)", owner: "$5" },
+  from: "messages m",
+  where: `d.id = ANY (ARRAY(SELECT id FROM due))
+        AND (d.destination_id, d.id) IN (SELECT destination_id, id FROM due)
+        AND m.id = d.message_pk`,
+  returning: "d.destination_id, d.id, d.lease_token, d.attempt_count, d.first_attempt_at, d.retry_urls, m.payload",
+});
+
 /**
  * Claims up to `limit` due deliveries of enabled destinations, and no more of
  * one destination than this process has room for, so a slow endpoint's
@@ -56,7 +69,7 @@ export interface ClaimResult {
  * exactly (status IN (...) ORDER BY run_at); the locked rows are re-checked,
  * as another process may have taken them between the scan and the lock.
  *
- * Flow control (flow-control-sql.ts) adds three steps: `buckets` locks and
+ * Flow control (flow-control.ts) adds three steps: `buckets` locks and
  * refills the token buckets of rate-limited destinations, whose deliveries
  * are then taken only up to the whole tokens there are (destinations with
  * none are left out of the scan, as full ones are); the scan skips
@@ -71,10 +84,8 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
     lease_token: number;
     attempt_count: number;
     first_attempt_at: Date | null;
-    created_at: Date;
     retry_urls: string[] | null;
     payload: string;
-    type: string;
   }>(
     `WITH room AS (
        SELECT * FROM unnest($6::uuid[], $7::int[]) AS r(destination_id, free)
@@ -111,16 +122,7 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
           AND (d.leased_until IS NULL OR d.leased_until <= $1)
         FOR UPDATE OF d SKIP LOCKED
      ), claimed AS (
-       UPDATE deliveries d
-          SET leased_until = $1::timestamptz + make_interval(secs => $4::double precision / 1000),
-              lease_token = d.lease_token + 1,
-              lease_owner = $5
-         FROM messages m
-        WHERE d.id = ANY (ARRAY(SELECT id FROM due))
-          AND (d.destination_id, d.id) IN (SELECT destination_id, id FROM due)
-          AND m.id = d.message_pk
-       RETURNING d.destination_id, d.id, d.lease_token, d.attempt_count, d.first_attempt_at, d.created_at,
-                 d.retry_urls, m.payload, m.type
+       ${claimTransition}
      ), taken AS (
        ${takeTokensSql("$1")}
      )
@@ -148,28 +150,8 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
         leaseToken: row.lease_token,
         attemptCount: row.attempt_count,
         firstAttemptAt: row.first_attempt_at,
-        createdAt: row.created_at,
         retryUrls: row.retry_urls,
         payload: row.payload,
-        type: row.type,
       })),
   };
-}
-
-export interface DestinationConfigRow {
-  id: string;
-  name: string;
-  enabled: boolean;
-  webhooks: Array<{ url: string; headers: Record<string, string> }>;
-  shared_secret: string | null;
-  ordering: "none" | "per_user";
-}
-
-/** The current settings of the claimed deliveries' destinations: read per batch, so an edit applies to every later attempt. */
-export async function loadDestinationConfigs(db: Queryable, ids: readonly string[]): Promise<Map<string, DestinationConfigRow>> {
-  const result = await db.query<DestinationConfigRow>(
-    "SELECT id, name, enabled, webhooks, shared_secret, ordering FROM destinations WHERE id = ANY ($1::uuid[])",
-    [ids],
-  );
-  return new Map(result.rows.map((row) => [row.id, row]));
 }

@@ -1,21 +1,4 @@
-import type { Queryable } from "./store-messages.js";
-
-/**
- * Expires pending deliveries of disabled destinations once their retry
- * window is over (measured from the first attempt, or from creation when
- * there was none). Enabled destinations' deliveries expire in the loop.
- * Moving the lease token on keeps an attempt in flight from overwriting it.
- */
-export async function expirePausedDeliveries(db: Queryable, now: Date, deadlineMs: number): Promise<number> {
-  const result = await db.query(
-    `UPDATE deliveries SET status = 'expired', finalized_at = $1, lease_owner = NULL, leased_until = NULL, lease_token = lease_token + 1
-      WHERE status IN ('pending', 'retrying')
-        AND destination_id IN (SELECT id FROM destinations WHERE NOT enabled)
-        AND coalesce(first_attempt_at, created_at) < $1::timestamptz - make_interval(secs => $2::double precision / 1000)`,
-    [now, deadlineMs],
-  );
-  return result.rowCount ?? 0;
-}
+import type { Queryable } from "../pool.js";
 
 /**
  * Deletes up to `limit` messages received before the cutoff whose

@@ -1,0 +1,27 @@
+/**
+ * The job table (`deliveries`) and every change of its rows' state, in one
+ * place (River's way). This index is the only entry point; each operation
+ * lives in its own module, and all of them go through the one lease fence
+ * (fence.ts):
+ *
+ *   enqueue   a new delivery starts pending (the CTE every producer uses)
+ *   claim     due deliveries of enabled destinations take a lease, within
+ *             the destinations' rate limits and per-user ordering (flow-control)
+ *   complete  the lease holder's results, only while its lease holds
+ *   cancel    a deleted destination's unfinished deliveries (revokes the lease)
+ *   expire    a paused destination's deliveries past their window (revokes)
+ *   replay    a finished or waiting delivery due again now (revokes)
+ *   purge     finished work past retention; VACUUM when dead rows pile up
+ *   notify    the channel that wakes the delivery loops
+ *
+ * Deleting messages (purge, a user's data deletion) removes their deliveries
+ * by cascade; a completion in flight then matches no row.
+ */
+export { cancelDestinationDeliveries } from "./cancel.js";
+export { claimDeliveries, type ClaimedDelivery, type ClaimOptions, type ClaimResult } from "./claim.js";
+export { completeDeliveries, type DeliveryCompletion, type DeliveryStatus } from "./complete.js";
+export { enqueueCte, notifyIfQueued, orderingKeySql } from "./enqueue.js";
+export { expirePausedDeliveries } from "./expire.js";
+export { deliveriesChannel, wakeWorkers } from "./notify.js";
+export { purgeOldMessages, vacuumJobTableIfNeeded } from "./purge.js";
+export { replayDelivery } from "./replay.js";

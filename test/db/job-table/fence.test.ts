@@ -1,0 +1,229 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, beforeEach, expect, test } from "vitest";
+import {
+  cancelDestinationDeliveries,
+  claimDeliveries,
+  completeDeliveries,
+  expirePausedDeliveries,
+  replayDelivery,
+  type ClaimedDelivery,
+  type DeliveryCompletion,
+  type DeliveryStatus,
+} from "../../../src/db/job-table/index.js";
+import { runMigrations } from "../../../src/db/migrate.js";
+import { createPool, type Pool } from "../../../src/db/pool.js";
+import { storeMessages } from "../../../src/db/queries/store-messages.js";
+import { createTestDatabase, type TestDatabase } from "../../helpers/database.js";
+
+const minute = 60_000;
+const deadlineMs = 60 * minute;
+let database: TestDatabase;
+let pool: Pool;
+let sourceId: string;
+let destinationId: string;
+const t0 = new Date("2026-11-01T00:00:00Z");
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  pool = createPool({ connectionString: database.url });
+  await runMigrations(pool);
+});
+afterAll(async () => {
+  await pool?.end();
+  await database?.drop();
+});
+
+// Each test starts from an empty job table, with its own source and destination.
+beforeEach(async () => {
+  await pool.query("DELETE FROM messages");
+  sourceId = randomUUID();
+  destinationId = randomUUID();
+  await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', $2)", [sourceId, Buffer.from(sourceId)]);
+  await pool.query(
+    `INSERT INTO destinations (id, name, enabled, webhooks, created_at, updated_at)
+     VALUES ($1, 'hook', true, '[{"url":"https://example.com/hook","headers":{}}]', $2, $2)`,
+    [destinationId, t0],
+  );
+  await pool.query("INSERT INTO destination_sources (source_id, destination_id) VALUES ($1, $2)", [sourceId, destinationId]);
+});
+
+async function enqueueOne(at = t0): Promise<string> {
+  const messageId = randomUUID();
+  await storeMessages(pool, sourceId, at, [
+    { messageId, type: "track", userId: "u", payload: JSON.stringify({ messageId }), integrations: undefined },
+  ]);
+  const row = await pool.query<{ id: string }>(
+    "SELECT d.id FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE m.message_id = $1",
+    [messageId],
+  );
+  return row.rows[0]!.id;
+}
+
+async function claim(now: Date, owner = "a", leaseMs = minute): Promise<ClaimedDelivery[]> {
+  return (await claimDeliveries(pool, { now, limit: 10, perDestinationLimit: 10, room: new Map(), leaseMs, owner })).deliveries;
+}
+
+interface Row {
+  status: DeliveryStatus;
+  lease_token: number;
+  lease_owner: string | null;
+  leased_until: Date | null;
+  attempt_count: number;
+  run_at: Date;
+  finalized_at: Date | null;
+  attempts: number;
+}
+
+async function row(id: string): Promise<Row> {
+  const result = await pool.query<Row>(
+    `SELECT status, lease_token, lease_owner, leased_until, attempt_count, run_at, finalized_at,
+            (SELECT count(*)::int FROM delivery_attempts a WHERE a.delivery_id = d.id) AS attempts
+       FROM deliveries d WHERE id = $1`,
+    [id],
+  );
+  return result.rows[0]!;
+}
+
+/** The result a lease holder would write: delivered, with one successful attempt. */
+function completion(job: ClaimedDelivery, at: Date, status: DeliveryStatus = "delivered"): DeliveryCompletion {
+  return {
+    destinationId: job.destinationId,
+    id: job.id,
+    leaseToken: job.leaseToken,
+    status,
+    runAt: new Date(at.getTime() + minute),
+    attempted: true,
+    attemptedAt: at,
+    retryUrls: null,
+    attempts: [
+      {
+        urlIndex: 0,
+        url: "https://example.com/hook",
+        attemptedAt: at,
+        outcome: status === "delivered" ? "success" : "retryable",
+        statusCode: status === "delivered" ? 200 : 503,
+        error: null,
+        latencyMs: 5,
+        responseBody: null,
+      },
+    ],
+  };
+}
+
+test("an enqueued delivery is pending and unleased; a claim leases it; the holder's completion applies", async () => {
+  const id = await enqueueOne();
+  const fresh = await row(id);
+  expect(fresh).toMatchObject({ status: "pending", lease_owner: null, leased_until: null, attempt_count: 0 });
+
+  const [job] = await claim(t0);
+  expect(job!.id).toBe(id);
+  const leased = await row(id);
+  expect(leased.lease_token).toBe(fresh.lease_token + 1);
+  expect(job!.leaseToken).toBe(leased.lease_token);
+  expect(leased.lease_owner).toBe("a");
+  expect(leased.leased_until).toEqual(new Date(t0.getTime() + minute));
+
+  const written = await completeDeliveries(pool, [completion(job!, t0)]);
+  expect([...written]).toEqual([id]);
+  expect(await row(id)).toMatchObject({
+    status: "delivered",
+    lease_token: leased.lease_token,
+    lease_owner: null,
+    leased_until: null,
+    attempt_count: 1,
+    attempts: 1,
+  });
+});
+
+/**
+ * Each operation that takes a delivery from its lease holder, run between a
+ * claim and that holder's completion: the completion must change nothing.
+ */
+const revokers: Array<{ name: string; revoke: (id: string) => Promise<void>; expected: Partial<Row> }> = [
+  {
+    name: "cancel (destination deleted)",
+    revoke: async () => {
+      expect(await cancelDestinationDeliveries(pool, destinationId, t0)).toBe(1);
+    },
+    expected: { status: "cancelled", finalized_at: t0 },
+  },
+  {
+    name: "expire (destination paused past the retry window)",
+    revoke: async () => {
+      await pool.query("UPDATE destinations SET enabled = false WHERE id = $1", [destinationId]);
+      const now = new Date(t0.getTime() + deadlineMs + minute);
+      expect(await expirePausedDeliveries(pool, now, deadlineMs)).toBe(1);
+    },
+    expected: { status: "expired", finalized_at: new Date(t0.getTime() + deadlineMs + minute) },
+  },
+  {
+    name: "replay",
+    revoke: async (id) => {
+      expect(await replayDelivery(pool, destinationId, id, t0)).toBe(true);
+    },
+    expected: { status: "retrying", finalized_at: null, run_at: t0 },
+  },
+  {
+    name: "a later claim once the lease has run out",
+    revoke: async () => {
+      const [taken] = await claim(new Date(t0.getTime() + 2 * minute), "b");
+      expect(taken).toBeDefined();
+    },
+    expected: { status: "retrying", lease_owner: "b" },
+  },
+];
+
+test.each(revokers)("a completion from before $name changes nothing", async ({ revoke, expected }) => {
+  const id = await enqueueOne();
+  // First a failed attempt, so the delivery is retrying (replay's precondition) with one attempt row.
+  const [first] = await claim(t0);
+  expect(await completeDeliveries(pool, [completion(first!, t0, "retrying")])).toEqual(new Set([id]));
+  await pool.query("UPDATE deliveries SET run_at = $2 WHERE id = $1", [id, t0]);
+  const [held] = await claim(t0);
+  expect(held!.id).toBe(id);
+
+  await revoke(id);
+  const after = await row(id);
+  expect(after).toMatchObject(expected);
+  expect(after.lease_token).toBeGreaterThan(held!.leaseToken);
+  if (after.lease_owner === null) expect(after.leased_until).toBeNull();
+
+  // The old holder finishes: its result (delivered, one more attempt) must not land.
+  const written = await completeDeliveries(pool, [completion(held!, new Date(t0.getTime() + 3 * minute))]);
+  expect(written.size).toBe(0);
+  expect(await row(id)).toEqual(after);
+  expect(after.attempts).toBe(1);
+});
+
+test("a replay only takes failed, expired or retrying deliveries", async () => {
+  const id = await enqueueOne();
+  expect(await replayDelivery(pool, destinationId, id, t0)).toBe(false);
+  const [job] = await claim(t0);
+  await completeDeliveries(pool, [completion(job!, t0)]);
+  expect(await replayDelivery(pool, destinationId, id, t0)).toBe(false);
+  expect((await row(id)).status).toBe("delivered");
+});
+
+test("after a replay the new holder's completion applies", async () => {
+  const id = await enqueueOne();
+  const [first] = await claim(t0);
+  await completeDeliveries(pool, [completion(first!, t0, "retrying")]);
+  expect(await replayDelivery(pool, destinationId, id, t0)).toBe(true);
+  const [again] = await claim(t0);
+  expect(again!.leaseToken).toBeGreaterThan(first!.leaseToken);
+  expect(again!.attemptCount).toBe(1);
+  expect(again!.firstAttemptAt).toBeNull();
+  expect(await completeDeliveries(pool, [completion(again!, t0)])).toEqual(new Set([id]));
+  expect(await row(id)).toMatchObject({ status: "delivered", attempt_count: 2, attempts: 2 });
+});
+
+test("cancel and expire leave finished deliveries alone", async () => {
+  const id = await enqueueOne();
+  const [job] = await claim(t0);
+  await completeDeliveries(pool, [completion(job!, t0)]);
+  const before = await row(id);
+  expect(await cancelDestinationDeliveries(pool, destinationId, t0)).toBe(0);
+  await pool.query("UPDATE destinations SET enabled = false WHERE id = $1", [destinationId]);
+  expect(await expirePausedDeliveries(pool, new Date(t0.getTime() + 2 * deadlineMs), deadlineMs)).toBe(0);
+  expect(await row(id)).toEqual(before);
+});
