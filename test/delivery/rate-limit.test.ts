@@ -102,6 +102,32 @@ test("a limit raised or removed over the API applies from the next claim", { tim
   expect(removed.arrivals[removedBase + 99]!.at - removedAt).toBeLessThan(3_000);
 });
 
+test("a destination waiting for tokens holds no worker slots", { timeout: 60_000 }, async () => {
+  // One worker with 4 slots in all; a backlog of 200 limited to 2/s beside 100 unlimited.
+  const limited = await limitedDestination(2, 200);
+  const free = await startTimedReceiver();
+  receivers.push(free);
+  const source = await api.createSource();
+  const unlimited = await api.createDestination({ name: "free", sourceIds: [source.id], webhooks: [{ url: free.receiver.url }] });
+  const client = api.tracking(source.writeKey);
+  await client.batch({
+    batch: Array.from({ length: 100 }, (_, i) => ({ type: { case: "track" as const, value: { userId: `f${i}`, event: "F" } } })),
+  });
+  const started = performance.now();
+  await workers.start({ WAYPOST_DELIVERY_CONCURRENCY: "4", WAYPOST_DESTINATION_CONCURRENCY: "4" });
+  await free.receiver.waitForRequests(100);
+  const elapsedS = (performance.now() - started) / 1_000;
+  // The limited backlog took only what its tokens allowed (it starts empty)...
+  expect(limited.arrivals.length).toBeLessThanOrEqual(Math.ceil(elapsedS * 2) + 1);
+  // ...and holds no claimed deliveries waiting for tokens: at most what was just claimed is leased.
+  const leased = await api.pool.query(
+    "SELECT count(*)::int AS n FROM deliveries WHERE destination_id = $1 AND leased_until > now()",
+    [limited.destination.id],
+  );
+  expect(leased.rows[0].n).toBeLessThanOrEqual(2);
+  expect(unlimited.maxRequestsPerSecond).toBe(0);
+});
+
 test("the limit is validated and returned", async () => {
   const source = await api.createSource();
   const created = await api.createDestination({
