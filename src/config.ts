@@ -1,4 +1,5 @@
 import { isIP } from "node:net";
+import { signingSecretProblem } from "./signing/standard-webhooks.js";
 
 /** Which parts of Waypost a process runs. */
 export type Role = "api" | "worker" | "all";
@@ -21,6 +22,29 @@ export interface DeliveryConfig {
   allowPrivateDestinations: boolean;
   /** CIDR ranges allowed even when private addresses are not. */
   allowedCidrs: string[];
+  /** Per-destination circuit breaker and back-off; see src/health/. */
+  circuit: CircuitConfig;
+}
+
+/** When a failing destination's circuit opens, and how it is probed. */
+export interface CircuitConfig {
+  /** Consecutive retryable failures (attempted deliveries) that open the circuit. */
+  failures: number;
+  /** ...and the least time from the first to the last of them. */
+  minSpanMs: number;
+  /** Wait before the first probe; doubles after every failed probe... */
+  cooldownMs: number;
+  /** ...up to this. */
+  maxCooldownMs: number;
+  /** This many 429 answers in a row hold back the whole destination. */
+  throttleAfter429s: number;
+}
+
+/** Where operator events (circuit opened/closed, deliveries expired) go. */
+export interface OperatorWebhookConfig {
+  url: string;
+  /** whsec_…: events are signed the Standard Webhooks way. */
+  secret: string;
 }
 
 export interface RetrySchedule {
@@ -46,11 +70,23 @@ export interface Config {
   logLevel: string;
   retentionMs: number;
   delivery: DeliveryConfig;
+  /** After RotateSigningSecret, the previous secret keeps signing this long. */
+  signingSecretOverlapMs: number;
+  /** Unset: no operator events are sent (they are still logged). */
+  operatorWebhook: OperatorWebhookConfig | undefined;
 }
 
 export class ConfigError extends Error {
   override name = "ConfigError";
 }
+
+export const defaultCircuitConfig: CircuitConfig = {
+  failures: 20,
+  minSpanMs: 60_000,
+  cooldownMs: 30_000,
+  maxCooldownMs: 10 * 60_000,
+  throttleAfter429s: 3,
+};
 
 export const defaultRetrySchedule: RetrySchedule = {
   initialDelayMs: 10_000,
@@ -71,6 +107,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError("WAYPOST_ADMIN_TOKEN must be at least 16 characters long");
   }
   const allow = parseAllowPrivate(env.WAYPOST_ALLOW_PRIVATE_DESTINATIONS);
+  const circuit = parseCircuit(env);
   return {
     port: int(env, "PORT", 8080, 0, 65535),
     host: env.HOST || "0.0.0.0",
@@ -89,8 +126,51 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       retry: defaultRetrySchedule,
       allowPrivateDestinations: allow.all,
       allowedCidrs: allow.cidrs,
+      circuit,
     },
+    signingSecretOverlapMs: int(env, "WAYPOST_SIGNING_SECRET_OVERLAP_MS", 24 * 3_600_000, 0, 30 * 24 * 3_600_000),
+    operatorWebhook: parseOperatorWebhook(env),
   };
+}
+
+function parseCircuit(env: Record<string, string | undefined>): CircuitConfig {
+  const cooldownMs = int(env, "WAYPOST_CIRCUIT_COOLDOWN_MS", defaultCircuitConfig.cooldownMs, 100, 3_600_000);
+  const maxCooldownMs = int(env, "WAYPOST_CIRCUIT_MAX_COOLDOWN_MS", defaultCircuitConfig.maxCooldownMs, 100, 24 * 3_600_000);
+  if (maxCooldownMs < cooldownMs) {
+    throw new ConfigError(
+      `WAYPOST_CIRCUIT_MAX_COOLDOWN_MS (${maxCooldownMs}) must not be less than WAYPOST_CIRCUIT_COOLDOWN_MS (${cooldownMs})`,
+    );
+  }
+  return {
+    failures: int(env, "WAYPOST_CIRCUIT_FAILURES", defaultCircuitConfig.failures, 1, 100_000),
+    minSpanMs: int(env, "WAYPOST_CIRCUIT_MIN_SPAN_MS", defaultCircuitConfig.minSpanMs, 0, 24 * 3_600_000),
+    cooldownMs,
+    maxCooldownMs,
+    throttleAfter429s: defaultCircuitConfig.throttleAfter429s,
+  };
+}
+
+/** Both or neither: events are always signed. */
+function parseOperatorWebhook(env: Record<string, string | undefined>): OperatorWebhookConfig | undefined {
+  const url = env.WAYPOST_OPERATOR_WEBHOOK_URL || undefined;
+  const secret = env.WAYPOST_OPERATOR_WEBHOOK_SECRET || undefined;
+  if (!url) {
+    if (secret) throw new ConfigError("WAYPOST_OPERATOR_WEBHOOK_SECRET is set but WAYPOST_OPERATOR_WEBHOOK_URL is not");
+    return undefined;
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ConfigError(`WAYPOST_OPERATOR_WEBHOOK_URL must be an absolute http(s) URL, got ${JSON.stringify(url)}`);
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    throw new ConfigError(`WAYPOST_OPERATOR_WEBHOOK_URL must be an absolute http(s) URL, got ${JSON.stringify(url)}`);
+  }
+  if (!secret) throw new ConfigError("WAYPOST_OPERATOR_WEBHOOK_SECRET is required with WAYPOST_OPERATOR_WEBHOOK_URL (events are signed)");
+  const problem = signingSecretProblem(secret);
+  if (problem) throw new ConfigError(`WAYPOST_OPERATOR_WEBHOOK_SECRET ${problem}`);
+  return { url: parsed.href, secret };
 }
 
 function int(env: Record<string, string | undefined>, name: string, fallback: number, min: number, max: number): number {

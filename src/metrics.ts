@@ -9,6 +9,7 @@ export interface Metrics {
   attempts: Counter<"destination_id" | "outcome">;
   attemptLatency: Histogram<"destination_id">;
   deliveriesInFlight: Gauge;
+  destinationCircuitOpen: Gauge<"destination_id">;
 }
 
 export function createMetrics(): Metrics {
@@ -49,6 +50,12 @@ export function createMetrics(): Metrics {
     deliveriesInFlight: new Gauge({
       name: "waypost_deliveries_in_flight",
       help: "Deliveries claimed by this process and not yet recorded.",
+      registers: [registry],
+    }),
+    destinationCircuitOpen: new Gauge({
+      name: "waypost_destination_circuit_open",
+      help: "1 while the destination's circuit breaker holds its deliveries back (probe in flight included), else 0.",
+      labelNames: ["destination_id"],
       registers: [registry],
     }),
   };

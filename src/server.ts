@@ -100,7 +100,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   const metrics = createMetrics();
   const ingestor = createIngestor({ pool, clock, metrics });
   const auth = createAuthenticator({ pool, adminToken: admin.token });
-  const rpc = createRpcHandlers({ pool, clock, ingestor, auth });
+  const rpc = createRpcHandlers({ pool, clock, ingestor, auth, signingSecretOverlapMs: config.signingSecretOverlapMs });
   const operational = createOperationalRoutes({
     registry: metrics.registry,
     isReady: async () => !stopping && (await ping(pool)),
@@ -137,6 +137,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
       metrics,
       dispatcher: options.dispatcher,
       ca: options.ca,
+      operatorWebhook: config.operatorWebhook,
     });
     const loop = delivery;
     await loop.start();

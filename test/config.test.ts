@@ -26,3 +26,36 @@ test("private destinations: true, or a CIDR list", () => {
   expect(loadConfig({ WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "true" }).delivery.allowPrivateDestinations).toBe(true);
   expect(loadConfig({ WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "10.0.0.0/8, fd00::/8" }).delivery.allowedCidrs).toEqual(["10.0.0.0/8", "fd00::/8"]);
 });
+
+test("circuit breaker, signing overlap and operator webhook settings", () => {
+  const defaults = loadConfig({});
+  expect(defaults.delivery.circuit).toMatchObject({ failures: 20, minSpanMs: 60_000, cooldownMs: 30_000, maxCooldownMs: 600_000 });
+  expect(defaults.signingSecretOverlapMs).toBe(24 * 3_600_000);
+  expect(defaults.operatorWebhook).toBeUndefined();
+  const set = loadConfig({
+    WAYPOST_CIRCUIT_FAILURES: "5",
+    WAYPOST_CIRCUIT_MIN_SPAN_MS: "0",
+    WAYPOST_CIRCUIT_COOLDOWN_MS: "1000",
+    WAYPOST_CIRCUIT_MAX_COOLDOWN_MS: "2000",
+    WAYPOST_SIGNING_SECRET_OVERLAP_MS: "60000",
+    WAYPOST_OPERATOR_WEBHOOK_URL: "https://ops.example.com/events",
+    WAYPOST_OPERATOR_WEBHOOK_SECRET: `whsec_${Buffer.alloc(32, 1).toString("base64")}`,
+  });
+  expect(set.delivery.circuit).toMatchObject({ failures: 5, minSpanMs: 0, cooldownMs: 1000, maxCooldownMs: 2000 });
+  expect(set.signingSecretOverlapMs).toBe(60_000);
+  expect(set.operatorWebhook?.url).toBe("https://ops.example.com/events");
+  expect(() => loadConfig({ WAYPOST_CIRCUIT_FAILURES: "0" })).toThrow(/WAYPOST_CIRCUIT_FAILURES/);
+  expect(() => loadConfig({ WAYPOST_CIRCUIT_COOLDOWN_MS: "5000", WAYPOST_CIRCUIT_MAX_COOLDOWN_MS: "1000" })).toThrow(
+    /WAYPOST_CIRCUIT_MAX_COOLDOWN_MS/,
+  );
+  expect(() => loadConfig({ WAYPOST_OPERATOR_WEBHOOK_URL: "https://ops.example.com/events" })).toThrow(/WAYPOST_OPERATOR_WEBHOOK_SECRET/);
+  expect(() => loadConfig({ WAYPOST_OPERATOR_WEBHOOK_URL: "ftp://x", WAYPOST_OPERATOR_WEBHOOK_SECRET: "whsec_x" })).toThrow(
+    /WAYPOST_OPERATOR_WEBHOOK_URL/,
+  );
+  expect(() =>
+    loadConfig({ WAYPOST_OPERATOR_WEBHOOK_URL: "https://ops.example.com/", WAYPOST_OPERATOR_WEBHOOK_SECRET: "whsec_c2hvcnQ=" }),
+  ).toThrow(/WAYPOST_OPERATOR_WEBHOOK_SECRET must encode 24 to 64 bytes/);
+  expect(() => loadConfig({ WAYPOST_OPERATOR_WEBHOOK_SECRET: `whsec_${Buffer.alloc(32).toString("base64")}` })).toThrow(
+    /WAYPOST_OPERATOR_WEBHOOK_URL/,
+  );
+});

@@ -20,16 +20,23 @@ import {
   replaceDestinationSources,
   selectDestination,
   updateDestinationRow,
+  updateSigningSecrets,
   type DestinationRow,
 } from "../db/queries/destinations.js";
+import { deleteDestinationHealth, probeNow } from "../db/queries/destination-health.js";
+import { activeSigningSecrets, generateSigningSecret } from "../signing/standard-webhooks.js";
+import { healthFields } from "./destination-health-fields.js";
 import { validateName, validateSecret, validateSourceIds, validateWebhooks } from "./destination-validation.js";
 import { orderingToProto, validateMaxRequestsPerSecond, validateOrdering } from "./flow-control-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
+import { hasActiveSigningSecret, maxSigningSecrets, rotateSigningSecrets, validateSigningSecrets } from "./signing-secrets.js";
 
 export interface DestinationServiceOptions {
   pool: pg.Pool;
   clock: Clock;
+  /** After RotateSigningSecret the previous secret signs this much longer (default 24 h). */
+  signingSecretOverlapMs?: number;
 }
 
 const updatablePaths = new Set([
@@ -38,6 +45,7 @@ const updatablePaths = new Set([
   "enabled",
   "webhooks",
   "shared_secret",
+  "signing_secrets",
   "max_requests_per_second",
   "ordering",
 ]);
@@ -45,6 +53,7 @@ const updatablePaths = new Set([
 /** DestinationService: webhook destinations, validated against SPEC section 5. */
 export function createDestinationService(options: DestinationServiceOptions): ServiceImpl<typeof DestinationService> {
   const { pool, clock } = options;
+  const overlapMs = options.signingSecretOverlapMs ?? 24 * 3_600_000;
   return {
     async createDestination(req) {
       const input = req.destination;
@@ -54,6 +63,14 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       const webhooks = validateWebhooks("destination.webhooks", input.webhooks);
       const sourceIds = validateSourceIds("destination.sourceIds", input.sourceIds);
       const secret = validateSecret("destination.sharedSecret", input.sharedSecret);
+      const signingSecrets = validateSigningSecrets("destination.signingSecrets", input.signingSecrets);
+      const generated = req.generateSigningSecret ? generateSigningSecret() : "";
+      if (generated) {
+        if (signingSecrets.length >= maxSigningSecrets) {
+          throw invalidArgument("generateSigningSecret", `a destination has at most ${maxSigningSecrets} signing secrets`);
+        }
+        signingSecrets.push({ secret: generated, expiresAt: null });
+      }
       const rate = validateMaxRequestsPerSecond("destination.maxRequestsPerSecond", input.maxRequestsPerSecond);
       const ordering = validateOrdering("destination.ordering", input.ordering);
       const row = await withTransaction(pool, async (tx) => {
@@ -65,6 +82,7 @@ export function createDestinationService(options: DestinationServiceOptions): Se
           enabled: input.enabled ?? true,
           webhooks,
           sharedSecret: secret,
+          signingSecrets,
           maxRequestsPerSecond: rate,
           ordering,
           at: now,
@@ -72,13 +90,13 @@ export function createDestinationService(options: DestinationServiceOptions): Se
         await replaceDestinationSources(tx, id, sourceIds);
         return (await selectDestination(tx, id))!;
       });
-      return { destination: toProto(row) };
+      return { destination: toProto(row, clock.now()), signingSecret: generated };
     },
     async getDestination(req) {
       const id = requireUuid("id", req.id);
       const row = await selectDestination(pool, id);
       if (!row) throw notFound("destination", id);
-      return { destination: toProto(row) };
+      return { destination: toProto(row, clock.now()) };
     },
     async listDestinations(req) {
       const size = pageSize(req.pageSize);
@@ -88,7 +106,7 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       const page = rows.slice(0, size);
       const last = page[page.length - 1];
       return {
-        destinations: page.map(toProto),
+        destinations: page.map((row) => toProto(row, clock.now())),
         nextPageToken: rows.length > size && last ? encodeTimeCursor(last.cursor_at, last.id) : "",
       };
     },
@@ -111,7 +129,19 @@ export function createDestinationService(options: DestinationServiceOptions): Se
         await applyUpdate(tx, current, input, paths, clock.now());
         return (await selectDestination(tx, id))!;
       });
-      return { destination: toProto(row) };
+      return { destination: toProto(row, clock.now()) };
+    },
+    async rotateSigningSecret(req) {
+      const id = requireUuid("id", req.id);
+      const { row, secret } = await withTransaction(pool, async (tx) => {
+        const current = await selectDestination(tx, id, true);
+        if (!current) throw notFound("destination", id);
+        const now = clock.now();
+        const rotated = rotateSigningSecrets(current.signing_secrets, now, overlapMs);
+        await updateSigningSecrets(tx, id, rotated.secrets, now);
+        return { row: (await selectDestination(tx, id))!, secret: rotated.secret };
+      });
+      return { signingSecret: secret, destination: toProto(row, clock.now()) };
     },
     async deleteDestination(req) {
       const id = requireUuid("id", req.id);
@@ -120,6 +150,7 @@ export function createDestinationService(options: DestinationServiceOptions): Se
         if (!current) throw notFound("destination", id);
         await cancelDestinationDeliveries(tx, id, clock.now());
         await deleteDestinationRow(tx, id);
+        await deleteDestinationHealth(tx, id);
       });
       return {};
     },
@@ -135,13 +166,17 @@ function maskPaths(paths: readonly string[], input: Destination): Set<string> {
     if (input.enabled !== undefined) implied.add("enabled");
     if (input.webhooks.length > 0) implied.add("webhooks");
     if (input.sharedSecret !== "") implied.add("shared_secret");
+    if (input.signingSecrets.length > 0) implied.add("signing_secrets");
     if (input.maxRequestsPerSecond !== undefined) implied.add("max_requests_per_second");
     if (input.ordering !== Ordering.UNSPECIFIED) implied.add("ordering");
     return implied;
   }
   for (const path of paths) {
     if (!updatablePaths.has(path)) {
-      throw invalidArgument("updateMask", `cannot update ${JSON.stringify(path)}; updatable: name, sourceIds, enabled, webhooks, sharedSecret, maxRequestsPerSecond, ordering`);
+      throw invalidArgument(
+        "updateMask",
+        `cannot update ${JSON.stringify(path)}; updatable: name, sourceIds, enabled, webhooks, sharedSecret, signingSecrets, maxRequestsPerSecond, ordering`,
+      );
     }
   }
   return new Set(paths);
@@ -152,6 +187,9 @@ async function applyUpdate(tx: Queryable, current: DestinationRow, input: Destin
   const webhooks = paths.has("webhooks") ? validateWebhooks("destination.webhooks", input.webhooks) : current.webhooks;
   const secret = paths.has("shared_secret") ? validateSecret("destination.sharedSecret", input.sharedSecret) : current.shared_secret;
   const enabled = paths.has("enabled") ? (input.enabled ?? false) : current.enabled;
+  const signingSecrets = paths.has("signing_secrets")
+    ? validateSigningSecrets("destination.signingSecrets", input.signingSecrets)
+    : activeSigningSecrets(current.signing_secrets, now);
   const rate = paths.has("max_requests_per_second")
     ? validateMaxRequestsPerSecond("destination.maxRequestsPerSecond", input.maxRequestsPerSecond)
     : current.max_requests_per_second;
@@ -167,14 +205,17 @@ async function applyUpdate(tx: Queryable, current: DestinationRow, input: Destin
     enabled,
     webhooks,
     sharedSecret: secret,
+    signingSecrets,
     maxRequestsPerSecond: rate,
     ordering,
     at: now,
   });
-  // Turning a destination on makes its waiting deliveries due, and so may a
-  // changed rate limit or ordering (the claim reads both): wake the workers.
+  // New webhooks get a probe at once rather than after an open circuit's cooldown.
+  if (paths.has("webhooks")) await probeNow(tx, current.id, now);
+  // Turning a destination on, new webhooks, or a changed rate limit or
+  // ordering (the claim reads both) can make waiting deliveries due: wake the workers.
   const flowChanged = rate !== current.max_requests_per_second || ordering !== current.ordering;
-  if (enabled && (!current.enabled || flowChanged)) await wakeWorkers(tx);
+  if ((enabled && (!current.enabled || flowChanged)) || paths.has("webhooks")) await wakeWorkers(tx);
 }
 
 async function requireSources(db: Queryable, sourceIds: readonly string[]) {
@@ -188,8 +229,10 @@ function etagOf(row: DestinationRow): string {
   return `r${row.revision}`;
 }
 
-function toProto(row: DestinationRow): Destination {
+function toProto(row: DestinationRow, now: Date): Destination {
   return create(DestinationSchema, {
+    ...healthFields(row, now),
+    hasSigningSecret: hasActiveSigningSecret(row.signing_secrets, now),
     id: row.id,
     name: row.name,
     sourceIds: row.source_ids,

@@ -24,6 +24,8 @@ export interface RpcHandlersOptions {
   ingestor: Ingestor;
   auth: Authenticator;
   interceptors?: Interceptor[];
+  /** After RotateSigningSecret, the previous secret keeps signing this long. */
+  signingSecretOverlapMs?: number;
 }
 
 type NodeHandler = ReturnType<typeof connectNodeAdapter>;
@@ -63,7 +65,10 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
         SourceService,
         createSourceService({ pool: options.pool, onWriteKeyChange: () => options.auth.forgetWriteKeys() }),
       );
-      router.service(DestinationService, createDestinationService({ pool: options.pool, clock: options.clock }));
+      router.service(
+        DestinationService,
+        createDestinationService({ pool: options.pool, clock: options.clock, signingSecretOverlapMs: options.signingSecretOverlapMs }),
+      );
       router.service(DeliveryService, createDeliveryService({ pool: options.pool, clock: options.clock }));
       router.service(
         AudienceService,

@@ -1,5 +1,9 @@
 import type pg from "pg";
+import type { Clock } from "../clock.js";
 import { completeDeliveries, type DeliveryCompletion } from "../db/job-table/index.js";
+import { withTransaction } from "../db/pool.js";
+import type { HealthPolicy, Transition } from "../health/circuit.js";
+import { recordHealth } from "../health/record-health.js";
 import type { Logger } from "../logger.js";
 
 export interface CompletionWriterOptions {
@@ -10,7 +14,13 @@ export interface CompletionWriterOptions {
    * and those that were not: the delivery was cancelled, expired, replayed
    * or taken over by another process meanwhile.
    */
-  onWritten?: (written: DeliveryCompletion[], stale: DeliveryCompletion[]) => void;
+  onWritten?: (written: DeliveryCompletion[], stale: DeliveryCompletion[], transitions: Transition[]) => void;
+  /**
+   * Endpoint health: each batch's results also update their destinations'
+   * health rows, in the same transaction; the circuit transitions that made
+   * are passed to onWritten.
+   */
+  health?: { policy: HealthPolicy; clock: Clock } | undefined;
   /** Flush at once at this many; otherwise after `delayMs`. */
   batchSize?: number;
   delayMs?: number;
@@ -50,16 +60,32 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
     }
   }
 
+  /**
+   * The deliveries first, then their health rows: the claim may wait for a
+   * health row while holding delivery rows, never the other way round, so
+   * taking them in this order cannot deadlock with it.
+   */
+  async function write(batch: DeliveryCompletion[]): Promise<{ written: Set<string>; transitions: Transition[] }> {
+    const health = options.health;
+    if (!health) return { written: await completeDeliveries(options.pool, batch), transitions: [] };
+    return withTransaction(options.pool, async (tx) => {
+      const written = await completeDeliveries(tx, batch);
+      const recorded = batch.filter((c) => written.has(c.id));
+      return { written, transitions: await recordHealth(tx, recorded, health.policy, health.clock.now()) };
+    });
+  }
+
   function drain(): Promise<void> {
     writing = writing.then(async () => {
       while (buffer.length > 0) {
         const batch = buffer.slice(0, batchSize);
         try {
-          const written = await completeDeliveries(options.pool, batch);
+          const { written, transitions } = await write(batch);
           buffer = buffer.slice(batch.length);
           options.onWritten?.(
             batch.filter((c) => written.has(c.id)),
             batch.filter((c) => !written.has(c.id)),
+            transitions,
           );
         } catch (error) {
           options.logger.error({ err: error, count: batch.length }, "writing delivery results failed; retrying");

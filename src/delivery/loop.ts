@@ -4,9 +4,12 @@ import { hostname } from "node:os";
 import type pg from "pg";
 import type { Dispatcher } from "undici";
 import type { Clock } from "../clock.js";
-import type { DeliveryConfig } from "../config.js";
+import type { DeliveryConfig, OperatorWebhookConfig } from "../config.js";
 import { claimDeliveries, type ClaimedDelivery, type DeliveryCompletion } from "../db/job-table/index.js";
 import { loadDestinationConfigs, type DestinationConfigRow } from "../db/queries/destinations.js";
+import type { Transition } from "../health/circuit.js";
+import { createHealthMonitor, type HealthMonitor } from "../health/health-monitor.js";
+import { createOperatorEvents } from "../health/operator-events.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import { createAddressGuard } from "./address-guard.js";
@@ -32,6 +35,8 @@ export interface DeliveryLoopOptions {
   random?: () => number;
   /** Most deliveries one claim takes. */
   maxClaim?: number;
+  /** Where operator events (circuit opened/closed, deliveries expired) are POSTed; unset: only logged. */
+  operatorWebhook?: OperatorWebhookConfig | undefined;
 }
 
 export interface DeliveryLoop {
@@ -40,13 +45,17 @@ export interface DeliveryLoop {
   stop(): Promise<void>;
   /** Claim now (after a clock change in tests, or a NOTIFY). */
   poke(): void;
-  /** Resolves once the deliveries in flight now are finished and their results written. */
+  /** Resolves once the deliveries in flight now are finished and their results written (and operator events sent). */
   settle(): Promise<void>;
   /**
    * "completed": DeliveryCompletion[] after each batch is written; "stale":
-   * results not written because the delivery's lease had moved on.
+   * results not written because the delivery's lease had moved on;
+   * "claimed": { count, startedAt } after each claim (startedAt:
+   * performance.now() when it began).
    */
   readonly events: EventEmitter;
+  /** Endpoint health: the circuit gauge and operator events of this process. */
+  readonly health: HealthMonitor;
 }
 
 interface DestinationSlots {
@@ -81,11 +90,30 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
   let refillWaitMs: number | undefined;
   let loopDone: Promise<void> = Promise.resolve();
   const wakeup = createWakeup({ connectionString: options.connectionString, logger });
+  const operatorEvents = createOperatorEvents({
+    webhook: options.operatorWebhook,
+    dispatcher,
+    guard,
+    timeoutMs: config.timeoutMs,
+    clock,
+    logger,
+  });
+  const health = createHealthMonitor({ pool, clock, logger, metrics: options.metrics, events: operatorEvents });
+  let announcing: Promise<void> = Promise.resolve();
+  const announce = (transitions: Transition[]) => {
+    // A closed circuit's backlog is due now: claim it without waiting for the poll.
+    if (transitions.some((t) => t.kind === "closed")) wakeup.wake();
+    announcing = announcing
+      .then(() => health.transitions(transitions))
+      .catch((error) => logger.error({ err: error }, "announcing circuit changes failed"));
+  };
   const writer = createCompletionWriter({
     pool,
     logger,
-    onWritten: (written, stale) => {
+    health: { policy: { circuit: config.circuit, retry: config.retry }, clock },
+    onWritten: (written, stale, transitions) => {
       for (const c of written) if (c.attempted) metrics.finished(c.destinationId, c.status);
+      if (transitions.length > 0) announce(transitions);
       if (written.length > 0) events.emit("completed", written);
       // A finished delivery of a per-user ordered destination may release
       // that user's next one: claim now rather than at the next poll.
@@ -118,6 +146,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       return false;
     }
     const limit = Math.min(free, maxClaim);
+    const startedAt = performance.now();
     const room = new Map<string, number>();
     for (const [id, entry] of slots) room.set(id, Math.max(0, perDestinationHeld - entry.inFlight - entry.waiting.length));
     const claim = await claimDeliveries(pool, {
@@ -138,6 +167,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       }
       for (const job of jobs) enqueue(job, destinations.get(job.destinationId));
     }
+    events.emit("claimed", { count: jobs.length, startedAt });
     // More may be due when the claim was cut short: by this process's free
     // slots, or by the room of a destination (it got all it asked for).
     const claimed = new Map<string, number>();
@@ -176,7 +206,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
 
   async function deliver(job: ClaimedDelivery, destination: DestinationConfigRow | undefined): Promise<void> {
     try {
-      const preparation = prepareDelivery(job, destination);
+      const preparation = prepareDelivery(job, destination, clock.now());
       if (preparation.kind !== "send") {
         const kind = preparation.kind === "cancel" ? "cancelled" : "release";
         writer.add(releaseCompletion(job, clock.now(), kind));
@@ -209,15 +239,19 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
 
   return {
     events,
+    health,
     async start() {
       running = true;
       await wakeup.listen();
       loopDone = run();
+      health.start();
     },
     poke: () => wakeup.wake(),
     async settle() {
       await Promise.allSettled([...active]);
       await writer.flush();
+      await announcing;
+      await operatorEvents.flush();
     },
     async stop() {
       running = false;
@@ -232,6 +266,9 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       }
       await Promise.allSettled([...active]);
       await writer.flush();
+      await health.stop();
+      await announcing;
+      await operatorEvents.stop();
       await wakeup.close();
       if (!options.dispatcher) await (dispatcher as { close(): Promise<void> }).close();
     },

@@ -3,6 +3,7 @@ import type { ClaimedDelivery, DeliveryCompletion } from "../db/job-table/index.
 import type { DestinationConfigRow } from "../db/queries/destinations.js";
 import { nextRetryAt } from "./retry-policy.js";
 import { sendWebhook, type AttemptResult, type SendContext, type WebhookRequest } from "./send.js";
+import { activeSigningSecrets, signingKey, standardWebhookHeaders } from "../signing/standard-webhooks.js";
 import { signPayload } from "./sign.js";
 
 export const userAgent = "Waypost/1.0";
@@ -38,14 +39,43 @@ function targetOf(webhook: Webhook): WebhookTarget {
   return target;
 }
 
+// Decoded signing keys, per destination row (read fresh for every claim).
+const keys = new WeakMap<DestinationConfigRow, { at: number; keys: Buffer[] }>();
+
+/** The keys of the secrets active at `now`; [] when the destination does not sign this way. */
+function signingKeysOf(destination: DestinationConfigRow, now: Date): Buffer[] {
+  if (destination.signing_secrets.length === 0) return [];
+  const cached = keys.get(destination);
+  // A row lives one claim, so its keys are decoded once per claim; the
+  // cache is keyed on the second too, as a secret may expire meanwhile.
+  const second = Math.floor(now.getTime() / 1000);
+  if (cached && cached.at === second) return cached.keys;
+  const active = activeSigningSecrets(destination.signing_secrets, now).map((s) => signingKey(s.secret));
+  keys.set(destination, { at: second, keys: active });
+  return active;
+}
+
+/** The headers every request of this attempt carries besides the webhook's own. */
+function signatureHeaders(job: ClaimedDelivery, destination: DestinationConfigRow, now: Date): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (destination.shared_secret) headers["x-signature"] = signPayload(destination.shared_secret, job.payload);
+  const signingKeys = signingKeysOf(destination, now);
+  // webhook-id is the message's id, the same on every retry, so receivers
+  // can drop duplicates; the timestamp is this attempt's.
+  if (signingKeys.length > 0) Object.assign(headers, standardWebhookHeaders(signingKeys, job.messageId, now, job.payload));
+  return headers;
+}
+
 /**
  * Stage 1, prepare: the requests to send. The body is the stored payload,
- * byte for byte; the signature is computed over exactly those bytes.
+ * byte for byte; the signatures are computed over exactly those bytes.
+ * `now` is the attempt's time (the Standard Webhooks timestamp).
  */
-export function prepareDelivery(job: ClaimedDelivery, destination: DestinationConfigRow | undefined): Preparation {
+export function prepareDelivery(job: ClaimedDelivery, destination: DestinationConfigRow | undefined, now: Date): Preparation {
   if (!destination) return { kind: "cancel", reason: "destination deleted" };
   if (!destination.enabled) return { kind: "release", reason: "destination disabled" };
-  const signature = destination.shared_secret ? signPayload(destination.shared_secret, job.payload) : undefined;
+  const signed = signatureHeaders(job, destination, now);
+  const hasSignatures = Object.keys(signed).length > 0;
   // A retry goes only to the URLs that failed retryably. If the settings
   // changed so that none of them is configured any more, every URL is tried.
   const retrying = job.retryUrls ? destination.webhooks.filter((w) => job.retryUrls!.includes(w.url)) : [];
@@ -57,7 +87,7 @@ export function prepareDelivery(job: ClaimedDelivery, destination: DestinationCo
       url: webhook.url,
       target: target.url,
       body: job.payload,
-      headers: signature ? { ...target.headers, "x-signature": signature } : target.headers,
+      headers: hasSignatures ? { ...target.headers, ...signed } : target.headers,
     };
   });
   return { kind: "send", requests };
@@ -91,6 +121,7 @@ export function decideCompletion(
     destinationId: job.destinationId,
     id: job.id,
     leaseToken: job.leaseToken,
+    probe: job.probe,
     attempted: true,
     attemptedAt: results[0]?.attemptedAt ?? now,
     attempts: [...results],
@@ -127,5 +158,6 @@ export function releaseCompletion(job: ClaimedDelivery, now: Date, status: "canc
     attemptedAt: now,
     retryUrls: job.retryUrls,
     attempts: [],
+    probe: job.probe,
   };
 }

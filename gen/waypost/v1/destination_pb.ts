@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waypost/v1/destination.proto.
  */
 export const file_waypost_v1_destination: GenFile = /*@__PURE__*/
-  fileDesc("Chx3YXlwb3N0L3YxL2Rlc3RpbmF0aW9uLnByb3RvEgp3YXlwb3N0LnYxInkKB1dlYmhvb2sSCwoDdXJsGAEgASgJEjEKB2hlYWRlcnMYAiADKAsyIC53YXlwb3N0LnYxLldlYmhvb2suSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIpADCgtEZXN0aW5hdGlvbhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhIKCnNvdXJjZV9pZHMYAyADKAkSFAoHZW5hYmxlZBgEIAEoCEgAiAEBEiUKCHdlYmhvb2tzGAUgAygLMhMud2F5cG9zdC52MS5XZWJob29rEhUKDXNoYXJlZF9zZWNyZXQYBiABKAkSGQoRaGFzX3NoYXJlZF9zZWNyZXQYByABKAgSDAoEZXRhZxgIIAEoCRIvCgtjcmVhdGVfdGltZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiQKF21heF9yZXF1ZXN0c19wZXJfc2Vjb25kGBQgASgNSAGIAQESJgoIb3JkZXJpbmcYFSABKA4yFC53YXlwb3N0LnYxLk9yZGVyaW5nQgoKCF9lbmFibGVkQhoKGF9tYXhfcmVxdWVzdHNfcGVyX3NlY29uZCJIChhDcmVhdGVEZXN0aW5hdGlvblJlcXVlc3QSLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uIkkKGUNyZWF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uIiMKFUdldERlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJGChZHZXREZXN0aW5hdGlvblJlc3BvbnNlEiwKC2Rlc3RpbmF0aW9uGAEgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbiJTChdMaXN0RGVzdGluYXRpb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIRCglzb3VyY2VfaWQYAyABKAkiYgoYTGlzdERlc3RpbmF0aW9uc1Jlc3BvbnNlEi0KDGRlc3RpbmF0aW9ucxgBIAMoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInkKGFVwZGF0ZURlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIkkKGVVwZGF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uIiYKGERlbGV0ZURlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSIbChlEZWxldGVEZXN0aW5hdGlvblJlc3BvbnNlKk4KCE9yZGVyaW5nEhgKFE9SREVSSU5HX1VOU1BFQ0lGSUVEEAASEQoNT1JERVJJTkdfTk9ORRABEhUKEU9SREVSSU5HX1BFUl9VU0VSEAIy8gMKEkRlc3RpbmF0aW9uU2VydmljZRJgChFDcmVhdGVEZXN0aW5hdGlvbhIkLndheXBvc3QudjEuQ3JlYXRlRGVzdGluYXRpb25SZXF1ZXN0GiUud2F5cG9zdC52MS5DcmVhdGVEZXN0aW5hdGlvblJlc3BvbnNlElcKDkdldERlc3RpbmF0aW9uEiEud2F5cG9zdC52MS5HZXREZXN0aW5hdGlvblJlcXVlc3QaIi53YXlwb3N0LnYxLkdldERlc3RpbmF0aW9uUmVzcG9uc2USXQoQTGlzdERlc3RpbmF0aW9ucxIjLndheXBvc3QudjEuTGlzdERlc3RpbmF0aW9uc1JlcXVlc3QaJC53YXlwb3N0LnYxLkxpc3REZXN0aW5hdGlvbnNSZXNwb25zZRJgChFVcGRhdGVEZXN0aW5hdGlvbhIkLndheXBvc3QudjEuVXBkYXRlRGVzdGluYXRpb25SZXF1ZXN0GiUud2F5cG9zdC52MS5VcGRhdGVEZXN0aW5hdGlvblJlc3BvbnNlEmAKEURlbGV0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5EZWxldGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLkRlbGV0ZURlc3RpbmF0aW9uUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
+  fileDesc("Chx3YXlwb3N0L3YxL2Rlc3RpbmF0aW9uLnByb3RvEgp3YXlwb3N0LnYxInkKB1dlYmhvb2sSCwoDdXJsGAEgASgJEjEKB2hlYWRlcnMYAiADKAsyIC53YXlwb3N0LnYxLldlYmhvb2suSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIoEGCgtEZXN0aW5hdGlvbhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhIKCnNvdXJjZV9pZHMYAyADKAkSFAoHZW5hYmxlZBgEIAEoCEgAiAEBEiUKCHdlYmhvb2tzGAUgAygLMhMud2F5cG9zdC52MS5XZWJob29rEhUKDXNoYXJlZF9zZWNyZXQYBiABKAkSGQoRaGFzX3NoYXJlZF9zZWNyZXQYByABKAgSDAoEZXRhZxgIIAEoCRIvCgtjcmVhdGVfdGltZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KBmhlYWx0aBgLIAEoDjIdLndheXBvc3QudjEuRGVzdGluYXRpb25IZWFsdGgSNQoRbGFzdF9zdWNjZXNzX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKEWxhc3RfZmFpbHVyZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpsYXN0X2Vycm9yGA4gASgJEhcKD3NpZ25pbmdfc2VjcmV0cxgPIAMoCRIaChJoYXNfc2lnbmluZ19zZWNyZXQYECABKAgSHAoUY29uc2VjdXRpdmVfZmFpbHVyZXMYESABKAUSMwoPbmV4dF9wcm9iZV90aW1lGBIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI2ChJiYWNrb2ZmX3VudGlsX3RpbWUYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiQKF21heF9yZXF1ZXN0c19wZXJfc2Vjb25kGBQgASgNSAGIAQESJgoIb3JkZXJpbmcYFSABKA4yFC53YXlwb3N0LnYxLk9yZGVyaW5nQgoKCF9lbmFibGVkQhoKGF9tYXhfcmVxdWVzdHNfcGVyX3NlY29uZCJpChhDcmVhdGVEZXN0aW5hdGlvblJlcXVlc3QSLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEh8KF2dlbmVyYXRlX3NpZ25pbmdfc2VjcmV0GAIgASgIImEKGUNyZWF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEhYKDnNpZ25pbmdfc2VjcmV0GAIgASgJIiMKFUdldERlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJGChZHZXREZXN0aW5hdGlvblJlc3BvbnNlEiwKC2Rlc3RpbmF0aW9uGAEgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbiJTChdMaXN0RGVzdGluYXRpb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIRCglzb3VyY2VfaWQYAyABKAkiYgoYTGlzdERlc3RpbmF0aW9uc1Jlc3BvbnNlEi0KDGRlc3RpbmF0aW9ucxgBIAMoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInkKGFVwZGF0ZURlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIkkKGVVwZGF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uIiYKGERlbGV0ZURlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSIbChlEZWxldGVEZXN0aW5hdGlvblJlc3BvbnNlIigKGlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXF1ZXN0EgoKAmlkGAEgASgJImMKG1JvdGF0ZVNpZ25pbmdTZWNyZXRSZXNwb25zZRIWCg5zaWduaW5nX3NlY3JldBgBIAEoCRIsCgtkZXN0aW5hdGlvbhgCIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24qnAEKEURlc3RpbmF0aW9uSGVhbHRoEiIKHkRFU1RJTkFUSU9OX0hFQUxUSF9VTlNQRUNJRklFRBAAEh4KGkRFU1RJTkFUSU9OX0hFQUxUSF9IRUFMVEhZEAESHgoaREVTVElOQVRJT05fSEVBTFRIX0ZBSUxJTkcQAhIjCh9ERVNUSU5BVElPTl9IRUFMVEhfQ0lSQ1VJVF9PUEVOEAMqTgoIT3JkZXJpbmcSGAoUT1JERVJJTkdfVU5TUEVDSUZJRUQQABIRCg1PUkRFUklOR19OT05FEAESFQoRT1JERVJJTkdfUEVSX1VTRVIQAjLaBAoSRGVzdGluYXRpb25TZXJ2aWNlEmAKEUNyZWF0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5DcmVhdGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLkNyZWF0ZURlc3RpbmF0aW9uUmVzcG9uc2USVwoOR2V0RGVzdGluYXRpb24SIS53YXlwb3N0LnYxLkdldERlc3RpbmF0aW9uUmVxdWVzdBoiLndheXBvc3QudjEuR2V0RGVzdGluYXRpb25SZXNwb25zZRJdChBMaXN0RGVzdGluYXRpb25zEiMud2F5cG9zdC52MS5MaXN0RGVzdGluYXRpb25zUmVxdWVzdBokLndheXBvc3QudjEuTGlzdERlc3RpbmF0aW9uc1Jlc3BvbnNlEmAKEVVwZGF0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5VcGRhdGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLlVwZGF0ZURlc3RpbmF0aW9uUmVzcG9uc2USYAoRRGVsZXRlRGVzdGluYXRpb24SJC53YXlwb3N0LnYxLkRlbGV0ZURlc3RpbmF0aW9uUmVxdWVzdBolLndheXBvc3QudjEuRGVsZXRlRGVzdGluYXRpb25SZXNwb25zZRJmChNSb3RhdGVTaWduaW5nU2VjcmV0EiYud2F5cG9zdC52MS5Sb3RhdGVTaWduaW5nU2VjcmV0UmVxdWVzdBonLndheXBvc3QudjEuUm90YXRlU2lnbmluZ1NlY3JldFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
 
 /**
  * Webhook is one endpoint of a destination.
@@ -106,6 +106,72 @@ export type Destination = Message<"waypost.v1.Destination"> & {
   updateTime?: Timestamp | undefined;
 
   /**
+   * Output only: the endpoint's health.
+   *
+   * @generated from field: waypost.v1.DestinationHealth health = 11;
+   */
+  health: DestinationHealth;
+
+  /**
+   * Output only: when a delivery last succeeded.
+   *
+   * @generated from field: google.protobuf.Timestamp last_success_time = 12;
+   */
+  lastSuccessTime?: Timestamp | undefined;
+
+  /**
+   * Output only: when a delivery attempt last failed.
+   *
+   * @generated from field: google.protobuf.Timestamp last_failure_time = 13;
+   */
+  lastFailureTime?: Timestamp | undefined;
+
+  /**
+   * Output only: what that failure was (an HTTP status or a network error).
+   *
+   * @generated from field: string last_error = 14;
+   */
+  lastError: string;
+
+  /**
+   * Write-only: Standard Webhooks secrets ("whsec_" + base64 of 24 to 64
+   * bytes); each signs every request. Never returned. Set to [] (with
+   * update_mask) to stop signing this way.
+   *
+   * @generated from field: repeated string signing_secrets = 15;
+   */
+  signingSecrets: string[];
+
+  /**
+   * Output only: at least one signing secret is active.
+   *
+   * @generated from field: bool has_signing_secret = 16;
+   */
+  hasSigningSecret: boolean;
+
+  /**
+   * Output only: attempted deliveries in a row that failed retryably.
+   *
+   * @generated from field: int32 consecutive_failures = 17;
+   */
+  consecutiveFailures: number;
+
+  /**
+   * Output only, while the circuit is open: the earliest next probe.
+   *
+   * @generated from field: google.protobuf.Timestamp next_probe_time = 18;
+   */
+  nextProbeTime?: Timestamp | undefined;
+
+  /**
+   * Output only: all deliveries wait until then, as the endpoint asked
+   * (Retry-After, or a run of 429 answers).
+   *
+   * @generated from field: google.protobuf.Timestamp backoff_until_time = 19;
+   */
+  backoffUntilTime?: Timestamp | undefined;
+
+  /**
    * Most deliveries per second that all workers together send to this
    * destination (0 to 100000; 0 or absent on create: no limit). Always set
    * in responses.
@@ -137,6 +203,13 @@ export type CreateDestinationRequest = Message<"waypost.v1.CreateDestinationRequ
    * @generated from field: waypost.v1.Destination destination = 1;
    */
   destination?: Destination | undefined;
+
+  /**
+   * Generate a signing secret; it is returned once, in the response.
+   *
+   * @generated from field: bool generate_signing_secret = 2;
+   */
+  generateSigningSecret: boolean;
 };
 
 /**
@@ -154,6 +227,13 @@ export type CreateDestinationResponse = Message<"waypost.v1.CreateDestinationRes
    * @generated from field: waypost.v1.Destination destination = 1;
    */
   destination?: Destination | undefined;
+
+  /**
+   * The generated signing secret, when asked for; never shown again.
+   *
+   * @generated from field: string signing_secret = 2;
+   */
+  signingSecret: string;
 };
 
 /**
@@ -259,7 +339,7 @@ export type UpdateDestinationRequest = Message<"waypost.v1.UpdateDestinationRequ
 
   /**
    * Fields to change: name, source_ids, enabled, webhooks, shared_secret,
-   * max_requests_per_second, ordering.
+   * signing_secrets, max_requests_per_second, ordering.
    * Empty: every field that is set in destination.
    *
    * @generated from field: google.protobuf.FieldMask update_mask = 2;
@@ -322,6 +402,88 @@ export const DeleteDestinationResponseSchema: GenMessage<DeleteDestinationRespon
   messageDesc(file_waypost_v1_destination, 11);
 
 /**
+ * @generated from message waypost.v1.RotateSigningSecretRequest
+ */
+export type RotateSigningSecretRequest = Message<"waypost.v1.RotateSigningSecretRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message waypost.v1.RotateSigningSecretRequest.
+ * Use `create(RotateSigningSecretRequestSchema)` to create a new message.
+ */
+export const RotateSigningSecretRequestSchema: GenMessage<RotateSigningSecretRequest> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 12);
+
+/**
+ * @generated from message waypost.v1.RotateSigningSecretResponse
+ */
+export type RotateSigningSecretResponse = Message<"waypost.v1.RotateSigningSecretResponse"> & {
+  /**
+   * The new secret, shown once.
+   *
+   * @generated from field: string signing_secret = 1;
+   */
+  signingSecret: string;
+
+  /**
+   * @generated from field: waypost.v1.Destination destination = 2;
+   */
+  destination?: Destination | undefined;
+};
+
+/**
+ * Describes the message waypost.v1.RotateSigningSecretResponse.
+ * Use `create(RotateSigningSecretResponseSchema)` to create a new message.
+ */
+export const RotateSigningSecretResponseSchema: GenMessage<RotateSigningSecretResponse> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 13);
+
+/**
+ * DestinationHealth is how the destination's endpoint has been answering.
+ *
+ * @generated from enum waypost.v1.DestinationHealth
+ */
+export enum DestinationHealth {
+  /**
+   * @generated from enum value: DESTINATION_HEALTH_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The last attempted delivery succeeded (or none has been attempted yet).
+   *
+   * @generated from enum value: DESTINATION_HEALTH_HEALTHY = 1;
+   */
+  HEALTHY = 1,
+
+  /**
+   * Recent deliveries failed, or the endpoint asked Waypost to slow down;
+   * deliveries are still being attempted.
+   *
+   * @generated from enum value: DESTINATION_HEALTH_FAILING = 2;
+   */
+  FAILING = 2,
+
+  /**
+   * The circuit breaker is open: no deliveries are sent except a probe
+   * after a cooldown. They keep their deadline.
+   *
+   * @generated from enum value: DESTINATION_HEALTH_CIRCUIT_OPEN = 3;
+   */
+  CIRCUIT_OPEN = 3,
+}
+
+/**
+ * Describes the enum waypost.v1.DestinationHealth.
+ */
+export const DestinationHealthSchema: GenEnum<DestinationHealth> = /*@__PURE__*/
+  enumDesc(file_waypost_v1_destination, 0);
+
+/**
  * Ordering is the order in which a destination's deliveries go out.
  * ORDERING_UNSPECIFIED (the zero value, what an unset field reads as) means
  * the same as ORDERING_NONE; responses always name one of the two others.
@@ -354,7 +516,7 @@ export enum Ordering {
  * Describes the enum waypost.v1.Ordering.
  */
 export const OrderingSchema: GenEnum<Ordering> = /*@__PURE__*/
-  enumDesc(file_waypost_v1_destination, 0);
+  enumDesc(file_waypost_v1_destination, 1);
 
 /**
  * DestinationService manages webhook destinations. Admin token required.
@@ -401,6 +563,17 @@ export const DestinationService: GenService<{
     methodKind: "unary";
     input: typeof DeleteDestinationRequestSchema;
     output: typeof DeleteDestinationResponseSchema;
+  },
+  /**
+   * Generates a new Standard Webhooks signing secret (returned once); the
+   * previous secrets keep signing for an overlap (24 h by default).
+   *
+   * @generated from rpc waypost.v1.DestinationService.RotateSigningSecret
+   */
+  rotateSigningSecret: {
+    methodKind: "unary";
+    input: typeof RotateSigningSecretRequestSchema;
+    output: typeof RotateSigningSecretResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_waypost_v1_destination, 0);

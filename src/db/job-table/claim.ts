@@ -1,4 +1,5 @@
 import type { Queryable } from "../pool.js";
+import { heldDestinationsSql, probingDestinationsSql, takeProbesSql } from "./claim-circuit.js";
 import { transitionSql } from "./fence.js";
 import {
   lockedBucketsSql,
@@ -19,6 +20,10 @@ export interface ClaimedDelivery {
   firstAttemptAt: Date | null;
   retryUrls: string[] | null;
   payload: string;
+  /** The message's id: Standard Webhooks' webhook-id, the same on every attempt. */
+  messageId: string;
+  /** Claimed as the probe of the destination's open circuit. */
+  probe: boolean;
 }
 
 /**
@@ -54,7 +59,8 @@ const claimTransition = transitionSql({
   where: `d.id = ANY (ARRAY(SELECT id FROM due))
         AND (d.destination_id, d.id) IN (SELECT destination_id, id FROM due)
         AND m.id = d.message_pk`,
-  returning: "d.destination_id, d.id, d.lease_token, d.attempt_count, d.first_attempt_at, d.retry_urls, m.payload",
+  returning: `d.destination_id, d.id, d.lease_token, d.attempt_count, d.first_attempt_at, d.retry_urls, m.payload,
+              m.message_id, d.id IN (SELECT probe_delivery_id FROM probes) AS probe`,
 });
 
 /**
@@ -68,6 +74,10 @@ const claimTransition = transitionSql({
  * passes, without any sweeper. The candidate scan follows deliveries_due_idx
  * exactly (status IN (...) ORDER BY run_at); the locked rows are re-checked,
  * as another process may have taken them between the scan and the lock.
+ *
+ * Endpoint health (claim-circuit.ts): destinations that are backing off or
+ * whose circuit is open are skipped; one whose probe is due gets exactly one
+ * delivery, and only if this claim is the one that marks it half-open.
  *
  * Flow control (flow-control.ts) adds three steps: `buckets` locks and
  * refills the token buckets of rate-limited destinations, whose deliveries
@@ -86,9 +96,13 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
     first_attempt_at: Date | null;
     retry_urls: string[] | null;
     payload: string;
+    message_id: string;
+    probe: boolean;
   }>(
     `WITH room AS (
        SELECT * FROM unnest($6::uuid[], $7::int[]) AS r(destination_id, free)
+     ), probing AS (
+       ${probingDestinationsSql("$1")}
      ), buckets AS MATERIALIZED (
        ${lockedBucketsSql("$1")}
      ), throttled AS (
@@ -103,6 +117,7 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
                   AND (d.leased_until IS NULL OR d.leased_until <= $1)
                   AND d.destination_id IN (SELECT id FROM destinations WHERE enabled)
                   AND d.destination_id NOT IN (SELECT destination_id FROM room WHERE free <= 0)
+                  AND d.destination_id NOT IN (${heldDestinationsSql("$1")})
                   AND d.destination_id NOT IN (SELECT id FROM throttled)
                   AND ${orderingHeadSql("d")}
                 ORDER BY d.run_at
@@ -111,8 +126,11 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
        SELECT c.destination_id, c.id FROM candidates c
          LEFT JOIN room r USING (destination_id)
          LEFT JOIN buckets b USING (destination_id)
-        WHERE c.rank <= least(coalesce(r.free, $3), ${tokenAllowanceSql("b", "$3")})
+        WHERE c.rank <= least(CASE WHEN c.destination_id IN (SELECT destination_id FROM probing) THEN 1 ELSE coalesce(r.free, $3) END,
+                              ${tokenAllowanceSql("b", "$3")})
         ORDER BY c.run_at LIMIT $2
+     ), probes AS (
+       ${takeProbesSql("(SELECT destination_id, id FROM chosen WHERE destination_id IN (SELECT destination_id FROM probing))", "$1", "$4")}
      ), due AS (
        -- id = ANY(ARRAY(...)) keeps both steps on index lookups; a join here
        -- lets the planner pick a hash join over the whole table.
@@ -120,6 +138,7 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
         WHERE d.id = ANY (ARRAY(SELECT id FROM chosen))
           AND d.status IN ('pending', 'retrying') AND d.run_at <= $1
           AND (d.leased_until IS NULL OR d.leased_until <= $1)
+          AND (d.destination_id NOT IN (SELECT destination_id FROM probing) OR d.id IN (SELECT probe_delivery_id FROM probes))
         FOR UPDATE OF d SKIP LOCKED
      ), claimed AS (
        ${claimTransition}
@@ -152,6 +171,8 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
         firstAttemptAt: row.first_attempt_at,
         retryUrls: row.retry_urls,
         payload: row.payload,
+        messageId: row.message_id,
+        probe: row.probe,
       })),
   };
 }

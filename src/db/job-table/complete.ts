@@ -18,6 +18,8 @@ export interface DeliveryCompletion {
   attemptedAt: Date;
   retryUrls: string[] | null;
   attempts: AttemptResult[];
+  /** The delivery was claimed as an open circuit's probe (endpoint health reads it). */
+  probe?: boolean;
 }
 
 const terminal = new Set<DeliveryStatus>(["delivered", "failed", "expired", "cancelled"]);

@@ -1,3 +1,4 @@
+import type { StoredSigningSecret } from "../../signing/standard-webhooks.js";
 import type { Queryable } from "../pool.js";
 
 export interface DestinationRow {
@@ -8,6 +9,15 @@ export interface DestinationRow {
   shared_secret: string | null;
   max_requests_per_second: number;
   ordering: "none" | "per_user";
+  signing_secrets: StoredSigningSecret[];
+  /** The endpoint's health (destination_health); null before its first attempt. */
+  circuit_state: "closed" | "open" | "half_open" | null;
+  consecutive_failures: number | null;
+  probe_at: Date | null;
+  backoff_until: Date | null;
+  last_success_at: Date | null;
+  last_failure_at: Date | null;
+  last_error: string | null;
   revision: number;
   created_at: Date;
   updated_at: Date;
@@ -15,14 +25,19 @@ export interface DestinationRow {
   cursor_at: string;
 }
 
-const columns = `d.id, d.name, d.enabled, d.webhooks, d.shared_secret, d.max_requests_per_second, d.ordering, d.revision, d.created_at, d.updated_at,
+const columns = `d.id, d.name, d.enabled, d.webhooks, d.shared_secret, d.signing_secrets, d.max_requests_per_second, d.ordering,
+  d.revision, d.created_at, d.updated_at,
   d.created_at::text AS cursor_at,
+  h.state AS circuit_state, h.consecutive_failures, h.probe_at, h.backoff_until,
+  h.last_success_at, h.last_failure_at, h.last_error,
   coalesce((SELECT array_agg(ds.source_id ORDER BY ds.source_id) FROM destination_sources ds
              WHERE ds.destination_id = d.id), '{}') AS source_ids`;
 
+const tables = "destinations d LEFT JOIN destination_health h ON h.destination_id = d.id";
+
 export async function selectDestination(db: Queryable, id: string, forUpdate = false): Promise<DestinationRow | undefined> {
   const lock = forUpdate ? "FOR UPDATE OF d" : "";
-  const result = await db.query<DestinationRow>(`SELECT ${columns} FROM destinations d WHERE d.id = $1 ${lock}`, [id]);
+  const result = await db.query<DestinationRow>(`SELECT ${columns} FROM ${tables} WHERE d.id = $1 ${lock}`, [id]);
   return result.rows[0];
 }
 
@@ -31,7 +46,7 @@ export async function listDestinationRows(
   options: { sourceId?: string; after?: { createdAt: string; id: string }; limit: number },
 ): Promise<DestinationRow[]> {
   const result = await db.query<DestinationRow>(
-    `SELECT ${columns} FROM destinations d
+    `SELECT ${columns} FROM ${tables}
       WHERE ($1::timestamptz IS NULL OR (d.created_at, d.id) > ($1, $2::uuid))
         AND ($3::uuid IS NULL OR EXISTS (SELECT 1 FROM destination_sources ds
                                           WHERE ds.destination_id = d.id AND ds.source_id = $3))
@@ -48,6 +63,7 @@ export interface DestinationWrite {
   enabled: boolean;
   webhooks: DestinationRow["webhooks"];
   sharedSecret: string | null;
+  signingSecrets: StoredSigningSecret[];
   /** 0: no limit. */
   maxRequestsPerSecond: number;
   ordering: DestinationRow["ordering"];
@@ -56,20 +72,49 @@ export interface DestinationWrite {
 
 export async function insertDestination(db: Queryable, row: DestinationWrite): Promise<void> {
   await db.query(
-    `INSERT INTO destinations (id, name, enabled, webhooks, shared_secret, created_at, updated_at,
+    `INSERT INTO destinations (id, name, enabled, webhooks, shared_secret, signing_secrets, created_at, updated_at,
                                max_requests_per_second, ordering)
-     VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8)`,
-    [row.id, row.name, row.enabled, JSON.stringify(row.webhooks), row.sharedSecret, row.at, row.maxRequestsPerSecond, row.ordering],
+     VALUES ($1, $2, $3, $4, $5, $7, $6, $6, $8, $9)`,
+    [
+      row.id,
+      row.name,
+      row.enabled,
+      JSON.stringify(row.webhooks),
+      row.sharedSecret,
+      row.at,
+      JSON.stringify(row.signingSecrets),
+      row.maxRequestsPerSecond,
+      row.ordering,
+    ],
   );
 }
 
 /** Writes new settings and moves the revision (the etag) on. */
 export async function updateDestinationRow(db: Queryable, row: DestinationWrite): Promise<void> {
   await db.query(
-    `UPDATE destinations SET name = $2, enabled = $3, webhooks = $4, shared_secret = $5,
-            max_requests_per_second = $7, ordering = $8, revision = revision + 1, updated_at = $6 WHERE id = $1`,
-    [row.id, row.name, row.enabled, JSON.stringify(row.webhooks), row.sharedSecret, row.at, row.maxRequestsPerSecond, row.ordering],
+    `UPDATE destinations SET name = $2, enabled = $3, webhooks = $4, shared_secret = $5, signing_secrets = $7,
+            max_requests_per_second = $8, ordering = $9, revision = revision + 1, updated_at = $6 WHERE id = $1`,
+    [
+      row.id,
+      row.name,
+      row.enabled,
+      JSON.stringify(row.webhooks),
+      row.sharedSecret,
+      row.at,
+      JSON.stringify(row.signingSecrets),
+      row.maxRequestsPerSecond,
+      row.ordering,
+    ],
   );
+}
+
+/** Replaces the Standard Webhooks secrets (a rotation) and moves the revision on. */
+export async function updateSigningSecrets(db: Queryable, id: string, secrets: readonly StoredSigningSecret[], at: Date): Promise<void> {
+  await db.query("UPDATE destinations SET signing_secrets = $2, revision = revision + 1, updated_at = $3 WHERE id = $1", [
+    id,
+    JSON.stringify(secrets),
+    at,
+  ]);
 }
 
 /** Deletes a destination; its deliveries and attempts go with it (ON DELETE CASCADE). */
@@ -108,13 +153,15 @@ export interface DestinationConfigRow {
   enabled: boolean;
   webhooks: Array<{ url: string; headers: Record<string, string> }>;
   shared_secret: string | null;
+  /** Standard Webhooks secrets; expired ones are skipped when signing. */
+  signing_secrets: StoredSigningSecret[];
   ordering: DestinationRow["ordering"];
 }
 
 /** The current settings of the claimed deliveries' destinations: read per batch, so an edit applies to every later attempt. */
 export async function loadDestinationConfigs(db: Queryable, ids: readonly string[]): Promise<Map<string, DestinationConfigRow>> {
   const result = await db.query<DestinationConfigRow>(
-    "SELECT id, enabled, webhooks, shared_secret, ordering FROM destinations WHERE id = ANY ($1::uuid[])",
+    "SELECT id, enabled, webhooks, shared_secret, signing_secrets, ordering FROM destinations WHERE id = ANY ($1::uuid[])",
     [ids],
   );
   return new Map(result.rows.map((row) => [row.id, row]));
