@@ -60,20 +60,21 @@ test("two worker processes deliver every user's calls in acceptance order, one a
     ordering: Ordering.NONE,
   });
   const client = api.tracking(source.writeKey);
+  // Both workers are up before the calls come, so both take part.
+  const [a, b] = await Promise.all([workers.start(), workers.start()]);
   // 40 users, 15 calls each, interleaved; a quarter of the users are
-  // anonymous (ordered by anonymousId). Sent as sequential batches, so the
-  // acceptance order is the order of `seq`.
+  // anonymous (ordered by anonymousId). Sent as sequential batches (one of
+  // 300, then 50 at a time, while the workers deliver), so the acceptance
+  // order is the order of `seq`.
   const users = Array.from({ length: 40 }, (_, i) => (i % 4 === 0 ? { anonymousId: `anon-${i}` } : { userId: `user-${i}` }));
   const calls = Array.from({ length: 600 }, (_, seq) => ({ seq, who: users[(seq * 7 + Math.floor(seq / 40)) % 40]! }));
-  for (let i = 0; i < calls.length; i += 50) {
+  for (let i = 0; i < calls.length; i += i === 0 ? 300 : 50) {
     await client.batch({
-      batch: calls.slice(i, i + 50).map(({ seq, who }) => ({
+      batch: calls.slice(i, i + (i === 0 ? 300 : 50)).map(({ seq, who }) => ({
         type: { case: "track" as const, value: { ...who, event: "E", properties: { seq } } },
       })),
     });
   }
-  const a = await workers.start();
-  const b = await workers.start();
   await Promise.all([ordered.receiver.waitForRequests(600), unordered.receiver.waitForRequests(600)]);
 
   const sequences = (arrivals: TimedReceiver["arrivals"]) => {
