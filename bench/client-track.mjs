@@ -17,7 +17,7 @@
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { create, toJsonString } from "@bufbuild/protobuf";
-import { Analytics, BatchRequestSchema, BatchResponseSchema } from "../dist/src/client/index.js";
+import { Analytics, BatchRequestSchema, BatchResponseSchema } from "../packages/client/dist/packages/client/src/index.js";
 
 const makeCall = (i) => ({
   userId: `user-${i & 1023}`,

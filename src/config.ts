@@ -16,6 +16,8 @@ export interface DeliveryConfig {
   pollIntervalMs: number;
   /** Time an endpoint has to answer. */
   timeoutMs: number;
+  /** On stop, results not written by then are dropped (their leases expire). */
+  shutdownTimeoutMs: number;
   /** First retry delay, doubling, capped, until the deadline. */
   retry: RetrySchedule;
   /** Outbound requests to private addresses are allowed. */
@@ -69,6 +71,8 @@ export interface Config {
   adminToken: string | undefined;
   logLevel: string;
   retentionMs: number;
+  /** Origins allowed to call the tracking API from browsers; undefined: any. */
+  corsOrigins: string[] | undefined;
   delivery: DeliveryConfig;
   /** After RotateSigningSecret, the previous secret keeps signing this long. */
   signingSecretOverlapMs: number;
@@ -117,12 +121,14 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     adminToken,
     logLevel: env.WAYPOST_LOG_LEVEL || "info",
     retentionMs: int(env, "WAYPOST_RETENTION_DAYS", 7, 1, 3650) * 24 * 60 * 60_000,
+    corsOrigins: parseCorsOrigins(env.WAYPOST_CORS_ORIGINS),
     delivery: {
       concurrency: int(env, "WAYPOST_DELIVERY_CONCURRENCY", 512, 1, 10_000),
       perDestinationConcurrency: int(env, "WAYPOST_DESTINATION_CONCURRENCY", 64, 1, 10_000),
       leaseMs: int(env, "WAYPOST_LEASE_MS", 60_000, 1_000, 3_600_000),
       pollIntervalMs: int(env, "WAYPOST_POLL_INTERVAL_MS", 1_000, 10, 60_000),
       timeoutMs: int(env, "WAYPOST_ENDPOINT_TIMEOUT_MS", 5_000, 100, 60_000),
+      shutdownTimeoutMs: int(env, "WAYPOST_SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
       retry: defaultRetrySchedule,
       allowPrivateDestinations: allow.all,
       allowedCidrs: allow.cidrs,
@@ -200,4 +206,29 @@ function parseAllowPrivate(raw: string | undefined): { all: boolean; cidrs: stri
     }
   }
   return { all: false, cidrs };
+}
+
+/**
+ * WAYPOST_CORS_ORIGINS: unset, empty or "*" for any origin, or a comma list of
+ * origins as browsers send them (scheme, host, port if not the default; no
+ * path, no trailing slash), so that a typo is caught here, not by a page
+ * failing to send calls.
+ */
+function parseCorsOrigins(raw: string | undefined): string[] | undefined {
+  if (raw === undefined || raw.trim() === "" || raw.trim() === "*") return undefined;
+  const origins = raw.split(",").map((s) => s.trim()).filter(Boolean);
+  for (const origin of origins) {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:") || parsed.origin !== origin) {
+      throw new ConfigError(
+        `WAYPOST_CORS_ORIGINS must be "*" or origins like https://shop.example.com (no path or trailing slash), got ${JSON.stringify(origin)}`,
+      );
+    }
+  }
+  return origins;
 }

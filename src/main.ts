@@ -1,8 +1,17 @@
 import { ConfigError, loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
-import { startWaypost } from "./server.js";
+import { startWaypost, type Waypost } from "./server.js";
+import { describeStartupFailure } from "./startup-error.js";
 
-/** `node dist/server.js`: run Waypost until SIGTERM or SIGINT. */
+const signalExitCodes = { SIGTERM: 143, SIGINT: 130 } as const;
+type StopSignal = keyof typeof signalExitCodes;
+
+/**
+ * `node dist/server.js`: run Waypost until SIGTERM or SIGINT. The first
+ * signal stops gracefully (in-flight work finished or handed back, within
+ * WAYPOST_SHUTDOWN_TIMEOUT_MS); a second one exits at once. The handlers
+ * are in place before start-up, so a signal during it is not lost either.
+ */
 async function main(): Promise<void> {
   let config;
   try {
@@ -15,25 +24,63 @@ async function main(): Promise<void> {
     throw error;
   }
   const logger = createLogger(config.logLevel);
-  const waypost = await startWaypost({ config, logger });
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, "shutting down: finishing in-flight work");
-    waypost.stop().then(
+  let waypost: Waypost | undefined;
+  let stopRequested: StopSignal | undefined;
+
+  const stop = (signal: StopSignal) => {
+    logger.info({ signal }, "shutting down: finishing in-flight work (send the signal again to exit at once)");
+    waypost!.stop().then(
       () => process.exit(0),
-      (error) => {
+      (error: unknown) => {
         logger.error({ err: error }, "shutdown failed");
         process.exit(1);
       },
     );
   };
-  process.on("SIGTERM", () => shutdown("SIGTERM"));
-  process.on("SIGINT", () => shutdown("SIGINT"));
+  const onSignal = (signal: StopSignal) => {
+    if (stopRequested) {
+      // Exiting runs the exit hooks, which stop an embedded Postgres.
+      logger.warn({ signal }, "second signal: exiting now without finishing in-flight work");
+      process.exit(signalExitCodes[signal]);
+    }
+    stopRequested = signal;
+    if (waypost) stop(signal);
+    else logger.info({ signal }, "stop requested during start-up: stopping once started");
+  };
+  process.on("SIGTERM", () => onSignal("SIGTERM"));
+  process.on("SIGINT", () => onSignal("SIGINT"));
+  watchLauncher(() => {
+    if (!stopRequested) onSignal("SIGTERM");
+  });
+
+  try {
+    waypost = await startWaypost({ config, logger });
+  } catch (error) {
+    process.stderr.write(`waypost: failed to start: ${describeStartupFailure(error)}\n`);
+    logger.debug({ err: error }, "start-up failure");
+    process.exit(1);
+  }
+  if (stopRequested) stop(stopRequested);
 }
 
-main().catch((error) => {
-  process.stderr.write(`waypost: failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+/**
+ * Started by `npm start`, the launcher may die without passing a signal on
+ * (killed hard, or an npm that does not forward): then this process is
+ * re-parented. Noticing that stops it instead of leaving it, and its
+ * embedded Postgres, running with nobody to stop them.
+ */
+function watchLauncher(onGone: () => void): void {
+  if (!process.env.npm_lifecycle_event) return;
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(timer);
+    onGone();
+  }, 1_000);
+  timer.unref();
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`waypost: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);
 });

@@ -11,12 +11,14 @@ import { runMigrations } from "./db/migrate.js";
 import { createPool, ping } from "./db/pool.js";
 import { createDeliveryLoop, type DeliveryLoop } from "./delivery/loop.js";
 import { createMaintenance, type Maintenance } from "./delivery/maintenance.js";
+import { createCors } from "./http/cors.js";
 import { listen } from "./http/listener.js";
 import { createOperationalRoutes, sendJson } from "./http/operational-routes.js";
 import type { Req, Res, RouteHandler } from "./http/types.js";
 import { createIngestor, type Ingestor } from "./ingest/ingestor.js";
 import type { Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
+import { StartupError } from "./startup-error.js";
 
 export interface WaypostOptions {
   config: Config;
@@ -89,7 +91,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     logger.info({ dataDir: config.dataDir }, "started embedded Postgres (set DATABASE_URL to use your own)");
     connectionString = embedded.url;
   }
-  const pool = createPool({ connectionString, max: 20 });
+  const pool = createPool({ connectionString, max: 20, logger });
   closers.push(() => pool.end());
   let stopping = false;
   await runMigrations(pool);
@@ -107,10 +109,13 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   });
   const extraRoutes: RouteHandler[] = [createCompatHttpApi({ ingestor, auth, logger })];
   const serveRpc = config.role !== "worker";
+  const cors = createCors({ origins: config.corsOrigins });
 
   const handler = (req: Req, res: Res) => {
     const path = (req.url ?? "/").split("?")[0]!;
     void (async () => {
+      // Before any route: preflights are answered or refused here.
+      if (serveRpc && cors.handle(req, res, path)) return;
       if (await operational(req, res, path)) return;
       if (serveRpc) {
         for (const route of extraRoutes) if (await route(req, res, path)) return;
@@ -154,7 +159,9 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     closers.push(() => housekeeping.stop());
   }
 
-  const listener = await listen(handler, config.port, config.host);
+  const listener = await listen(handler, config.port, config.host).catch((error: unknown) => {
+    throw explainListenFailure(error, config.port, config.host);
+  });
   closers.push(() => listener.close());
   const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${listener.port}`;
@@ -177,4 +184,21 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
       logger.info("Waypost stopped");
     },
   };
+}
+
+/** A listen error as the operator needs it: which setting to change. */
+function explainListenFailure(error: unknown, port: number, host: string): unknown {
+  const code = (error as { code?: string } | null)?.code;
+  if (code === "EADDRINUSE") {
+    return new StartupError(`port ${port} on ${host} is in use (EADDRINUSE; another Waypost?): stop that process or set PORT`, { cause: error });
+  }
+  if (code === "EACCES") {
+    return new StartupError(`port ${port} needs privileges this process lacks (EACCES): set PORT to 1024 or above`, { cause: error });
+  }
+  if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND") {
+    return new StartupError(`HOST ${host} is not an address of this machine (${code}): set HOST (127.0.0.1, or 0.0.0.0 for every interface)`, {
+      cause: error,
+    });
+  }
+  return error;
 }

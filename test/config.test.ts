@@ -1,13 +1,14 @@
 import { expect, test } from "vitest";
 import { loadConfig } from "../src/config.js";
 
-test("defaults follow the spec", () => {
+test("defaults are the documented ones", () => {
   const config = loadConfig({});
   expect(config.port).toBe(8080);
   expect(config.role).toBe("all");
   expect(config.databaseUrl).toBeUndefined();
   expect(config.dataDir).toBe("./.waypost");
   expect(config.delivery.timeoutMs).toBe(5_000);
+  expect(config.delivery.shutdownTimeoutMs).toBe(10_000);
   expect(config.delivery.retry.initialDelayMs).toBe(10_000);
   expect(config.delivery.retry.maxDelayMs).toBe(30 * 60_000);
   expect(config.delivery.retry.deadlineMs).toBe(4 * 3_600_000);

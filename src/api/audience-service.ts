@@ -39,7 +39,7 @@ export interface AudienceServiceOptions {
 }
 
 /**
- * AudienceService (SPEC section 6): audiences and computed traits of a
+ * AudienceService (see docs/api.md#audiences-and-computed-traits): audiences and computed traits of a
  * source, synced as identify calls that carry only what changed.
  */
 export function createAudienceService(options: AudienceServiceOptions): ServiceImpl<typeof AudienceService> {

@@ -21,7 +21,7 @@ export interface DeletionServiceOptions {
 }
 
 /**
- * DeletionService (SPEC section 7): forgets a user in one transaction and
+ * DeletionService (see docs/api.md#deletion-requests): forgets a user in one transaction and
  * tells every enabled destination of the affected sources, then reports
  * the notifications' delivery.
  */

@@ -50,7 +50,7 @@ const updatablePaths = new Set([
   "ordering",
 ]);
 
-/** DestinationService: webhook destinations, validated against SPEC section 5. */
+/** DestinationService: webhook destinations, validated as docs/api.md#destinations says. */
 export function createDestinationService(options: DestinationServiceOptions): ServiceImpl<typeof DestinationService> {
   const { pool, clock } = options;
   const overlapMs = options.signingSecretOverlapMs ?? 24 * 3_600_000;

@@ -15,6 +15,7 @@ import type { Authenticator } from "./auth.js";
 import { createDeletionService } from "./deletion-service.js";
 import { createDeliveryService } from "./delivery-service.js";
 import { createDestinationService } from "./destination-service.js";
+import { createSizeLimitedAdapter } from "./request-too-large.js";
 import { createSourceService } from "./source-service.js";
 import { createTrackingService } from "./tracking-service.js";
 
@@ -41,15 +42,16 @@ export interface RpcHandlers {
 const adminReadMaxBytes = 64 * 1024 * 1024;
 
 /**
- * Two Connect adapters: TrackingService with the 500 KB request limit of the
- * spec, and the admin services. Both speak Connect, gRPC and gRPC-Web.
+ * Two Connect adapters: TrackingService with the 500 KB request limit of
+ * docs/api.md, and the admin services. Both speak Connect, gRPC and gRPC-Web.
  */
 export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
   const interceptors = [options.auth.interceptor, ...(options.interceptors ?? [])];
   // Unknown fields are errors, so a typo ("trak", "userID") is reported, not dropped.
   const jsonOptions = { ignoreUnknownFields: false };
-  const tracking = connectNodeAdapter({
-    readMaxBytes: limits.maxRequestBytes,
+  // Its size refusals carry a RequestTooLarge detail, so clients split rather than retry.
+  const tracking = createSizeLimitedAdapter({
+    maxRequestBytes: limits.maxRequestBytes,
     jsonOptions,
     interceptors,
     routes(router: ConnectRouter) {

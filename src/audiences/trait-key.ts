@@ -1,6 +1,6 @@
 /**
- * The trait key of an audience: the snake_case form of its name (SPEC
- * section 6), e.g. `High Value Users` → `high_value_users`,
+ * The trait key of an audience: the snake_case form of its name (see
+ * docs/api.md#audiences-and-computed-traits), e.g. `High Value Users` → `high_value_users`,
  * `VIP-Customers 2024` → `vip_customers_2024`, `Café Lovers` → `cafe_lovers`.
  *
  * Rules, in order:

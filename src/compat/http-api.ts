@@ -47,7 +47,7 @@ const endpoints = new Map<string, Endpoint>([
 const allowHeader = { allow: "POST, OPTIONS" };
 
 /**
- * The compatible HTTP API (SPEC section 2): everything under /v1/. After
+ * The compatible HTTP API (see docs/api.md): everything under /v1/. After
  * parsing, calls take the RPC API's path: the shared Ingestor validates,
  * dedups, stores and routes them. Status codes and bodies: src/compat/README.md.
  */

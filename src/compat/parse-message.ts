@@ -90,7 +90,7 @@ function readCall(fields: Fields, type: CallType, defaults: MessageDefaults): Ca
       call.traits = readObject(fields, "traits");
       break;
     case "alias":
-      // An alias body carries "Previous ID" and "User ID" only (SPEC 4).
+      // An alias body carries "Previous ID" and "User ID" only (see docs/webhooks.md#the-body).
       call.previousId = readId(fields, "previousId");
       break;
   }

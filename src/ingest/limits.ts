@@ -1,4 +1,4 @@
-/** Limits of SPEC section 10 that ingestion enforces. */
+/** The limits ingestion enforces (listed in docs/api.md#validation-and-limits). */
 export const limits = {
   /** One call's JSON encoding, in bytes. */
   maxCallBytes: 32 * 1024,

@@ -2,8 +2,8 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { Call } from "./call.js";
 
 /**
- * The JSON body sent to webhooks (SPEC section 4), serialised once. Keys are
- * inserted in the order the spec gives; absent values are left out, context
+ * The JSON body sent to webhooks (see docs/webhooks.md#the-body), serialised once. Keys are
+ * inserted in the order that page gives; absent values are left out, context
  * is always there. The string is stored and later signed and sent byte for
  * byte.
  */

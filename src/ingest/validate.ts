@@ -11,7 +11,7 @@ export interface CallProblem {
 const stringFields = ["userId", "anonymousId", "previousId", "event", "name", "category", "groupId"] as const;
 const objectFields = ["context", "integrations", "properties", "traits"] as const;
 
-/** Checks a call against SPEC section 2; undefined when it is valid. */
+/** Checks a call against the rules of docs/api.md#validation-and-limits; undefined when it is valid. */
 export function validateCall(call: Call): CallProblem | undefined {
   if (call.messageId.length > limits.maxMessageIdLength) {
     return { field: "messageId", message: `messageId is longer than ${limits.maxMessageIdLength} characters` };

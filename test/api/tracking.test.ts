@@ -98,7 +98,7 @@ describe("unary RPCs", () => {
 });
 
 describe("Batch", () => {
-  test("the shape of the spec: accepted count, rejected by index with a reason", async () => {
+  test("the documented shape: accepted count, rejected by index with a reason", async () => {
     const result = await post(
       "Batch",
       JSON.stringify({ batch: [{ track: { userId: "u1", event: "Signed Up" } }, { identify: {} }, {}] }),

@@ -55,7 +55,7 @@ test.each(userIds)("the SQL payload equals buildCallPayload's for user %#", asyn
   }
 });
 
-test("key order is SPEC section 4's", async () => {
+test("key order is that of docs/webhooks.md#the-body", async () => {
   const payload = await sqlPayload("vip_customers_2024", "u1", "true");
   expect(Object.keys(JSON.parse(payload) as object)).toEqual([
     "version",

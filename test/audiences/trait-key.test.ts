@@ -2,7 +2,7 @@ import { expect, test } from "vitest";
 import { traitKey } from "../../src/audiences/trait-key.js";
 
 test.each([
-  // The two examples of SPEC section 6.
+  // The two examples of docs/api.md#audiences-and-computed-traits.
   ["High Value Users", "high_value_users"],
   ["VIP-Customers 2024", "vip_customers_2024"],
   // Diacritics stripped.

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterEach, describe, expect, it } from "vitest";
-import { Analytics, type AnalyticsOptions } from "../../src/client/index.js";
+import { Analytics, RequestTooLargeSchema, type AnalyticsOptions } from "../../packages/client/src/index.js";
 import { acceptAll, batchCounter, collectOutcomes, deferred, memoryTransport } from "./support.js";
 
 /**
@@ -189,7 +189,11 @@ describe("failures", () => {
     const analytics = client({
       flushAt: 8,
       transport: memoryTransport((req) => {
-        if (req.batch.length > 2) throw new ConnectError("request is too large: over 512000 bytes", Code.ResourceExhausted);
+        if (req.batch.length > 2) {
+          throw new ConnectError("too big", Code.ResourceExhausted, undefined, [
+            { desc: RequestTooLargeSchema, value: { limitBytes: 512_000n } },
+          ]);
+        }
         return acceptAll(req);
       }, [counter.interceptor]),
       ...outcomes,

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterEach, describe, expect, it } from "vitest";
-import { Analytics } from "../../src/client/index.js";
+import { Analytics } from "../../packages/client/src/index.js";
 import { startFakeTrackingServer, startRawServer, type FakeServer } from "./fake-server.js";
 import { acceptAll, collectOutcomes } from "./support.js";
 

@@ -41,25 +41,25 @@ function bundle(entry: string, platform: "browser" | "node", outfile?: string) {
 }
 
 describe("browser bundle", () => {
-  it("bundles src/client/browser.ts for the browser with no Node built-in", async () => {
-    const result = await bundle("src/client/browser.ts", "browser");
+  it("bundles the browser entry for the browser with no Node built-in", async () => {
+    const result = await bundle("packages/client/src/browser.ts", "browser");
     const text = result.outputFiles![0]!.text;
     expect(result.errors).toEqual([]);
     expect(text).not.toMatch(/require\(["']node:/);
     expect(text).not.toMatch(/from ["']node:|import\(["']node:/);
     const inputs = Object.keys(result.metafile!.inputs);
     expect(inputs.filter((i) => i.startsWith("node:") || i.includes("connect-node"))).toEqual([]);
-    expect(inputs.some((i) => i.endsWith("src/client/browser.ts"))).toBe(true);
+    expect(inputs.some((i) => i.endsWith("packages/client/src/browser.ts"))).toBe(true);
   });
 
   it("(control) the Node entry does not bundle for the browser", async () => {
-    await expect(bundle("src/client/index.ts", "browser")).rejects.toThrow(/node:/);
+    await expect(bundle("packages/client/src/index.ts", "browser")).rejects.toThrow(/node:/);
   });
 
   it("the bundle runs: its Analytics sends through fetch", async () => {
     const outfile = path.join(work, "browser-bundle.mjs");
-    await bundle("src/client/browser.ts", "browser", outfile);
-    const { Analytics } = (await import(pathToFileURL(outfile).href)) as typeof import("../../src/client/browser.js");
+    await bundle("packages/client/src/browser.ts", "browser", outfile);
+    const { Analytics } = (await import(pathToFileURL(outfile).href)) as typeof import("../../packages/client/src/browser.js");
     const before = received;
     const analytics = new Analytics({ writeKey: "wk", endpoint: server.url });
     analytics.track({ userId: "u", event: "From the bundle" });
@@ -71,7 +71,7 @@ describe("browser bundle", () => {
 describe("DEBUG environment variable", () => {
   let script: string;
   beforeAll(async () => {
-    await bundle("src/client/index.ts", "node", path.join(work, "client.mjs"));
+    await bundle("packages/client/src/index.ts", "node", path.join(work, "client.mjs"));
     script = path.join(work, "send-one.mjs");
     writeFileSync(
       script,
@@ -118,5 +118,49 @@ describe("DEBUG environment variable", () => {
     expect(stderr).toMatch(/debug sending 1 calls/);
     expect(stderr).toMatch(/debug batch of 1 acknowledged: 1 accepted, 0 rejected/);
     expect(stderr).toMatch(/debug closed/);
+  });
+});
+
+describe("both entry points export the same API", () => {
+  const expected = [
+    "Analytics",
+    "createAnalytics",
+    "createTrackingClient",
+    "verifyWebhookSignature",
+    "verifyWebhookSignatureAsync",
+    "verifyStandardWebhook",
+    "AnalyticsError",
+    "InvalidCallError",
+    "callLimits",
+    "maxRequestBytes",
+    // The descriptors of every service, and message schemas, for admin clients.
+    "TrackingService",
+    "SourceService",
+    "DestinationService",
+    "DeliveryService",
+    "AudienceService",
+    "DeletionService",
+    "DestinationSchema",
+    "RequestTooLargeSchema",
+  ];
+
+  const entries: Record<string, () => Promise<Record<string, unknown>>> = {
+    index: () => import("../../packages/client/src/index.js"),
+    browser: () => import("../../packages/client/src/browser.js"),
+  };
+
+  it.each(["index", "browser"])("packages/client/src/%s.ts", async (entry) => {
+    const module = await entries[entry]!();
+    expect(expected.filter((name) => module[name] === undefined)).toEqual([]);
+    for (const service of ["TrackingService", "SourceService", "DestinationService", "DeliveryService", "AudienceService", "DeletionService"]) {
+      expect((module[service] as { kind: string; typeName: string }).kind).toBe("service");
+    }
+  });
+
+  it("the browser's verifyWebhookSignature is the WebCrypto one (it returns a Promise)", async () => {
+    const browser = await import("../../packages/client/src/browser.js");
+    const node = await import("../../packages/client/src/index.js");
+    expect(browser.verifyWebhookSignature("{}", "0".repeat(40), "s")).toBeInstanceOf(Promise);
+    expect(node.verifyWebhookSignature("{}", "0".repeat(40), "s")).toBe(false);
   });
 });

@@ -2,14 +2,14 @@ import { toJsonString } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BatchRequestSchema, type BatchRequest } from "../../gen/waypost/v1/tracking_pb.js";
-import { Analytics as BrowserAnalytics } from "../../src/client/browser.js";
+import { Analytics as BrowserAnalytics } from "../../packages/client/src/browser.js";
 import {
   Analytics,
   InvalidCallError,
   createTrackingClient,
   maxRequestBytes,
   type AnalyticsOptions,
-} from "../../src/client/index.js";
+} from "../../packages/client/src/index.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { collectOutcomes, deferred } from "./support.js";
 
@@ -117,6 +117,36 @@ describe("batching against the server", () => {
     for (const bytes of requests.bytes) expect(bytes).toBeLessThan(maxRequestBytes);
     expect(outcomes.failures).toEqual([]);
     expect(await storedCount(source.id)).toBe(100);
+  });
+
+  it("splits a batch the server refuses for its size (by the error's detail) until every call is stored", async () => {
+    // An interceptor pads each call of a request of 3 or more calls by 200 KB,
+    // so the real server refuses those requests as too large; pairs still fit.
+    const padding: Interceptor = (next) => async (req) => {
+      if (req.method.name === "Batch" && !req.stream) {
+        const message = req.message as BatchRequest;
+        if (message.batch.length > 2) {
+          for (const m of message.batch) if (m.type.case === "track") m.type.value.properties = { pad: "p".repeat(200 * 1024) };
+        }
+      }
+      return next(req);
+    };
+    const { source, requests, outcomes, analytics } = await newClient({ flushAt: 8 });
+    const padded = new Analytics({
+      writeKey: source.writeKey,
+      endpoint: server.url,
+      flushAt: 8,
+      interceptors: [requests.interceptor, padding],
+      ...outcomes,
+    });
+    await analytics.close();
+    for (let i = 0; i < 8; i++) padded.track({ userId: `u${i}`, event: "Padded" });
+    await padded.close();
+    // Halves go out concurrently, so only the multiset of sizes is fixed.
+    expect([...requests.sizes].sort()).toEqual([2, 2, 2, 2, 4, 4, 8]);
+    expect(outcomes.failures).toEqual([]);
+    expect(outcomes.successes).toHaveLength(8);
+    expect(await storedCount(source.id)).toBe(8);
   });
 
   it("refuses a call over 32 KB when it is made; a call just under the limit is stored", async () => {

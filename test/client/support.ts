@@ -1,6 +1,6 @@
 import { createRouterTransport, type ServiceImpl, type Interceptor } from "@connectrpc/connect";
 import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
-import type { AnalyticsError, CallRecord } from "../../src/client/index.js";
+import type { AnalyticsError, CallRecord } from "../../packages/client/src/index.js";
 
 /** What the callbacks reported, plus a way to await a number of outcomes. */
 export interface Outcomes {

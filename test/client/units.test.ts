@@ -1,14 +1,14 @@
 import { createHmac } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { verifyWebhookSignature, verifyWebhookSignatureAsync } from "../../src/client/index.js";
-import { debugMatches } from "../../src/client/debug-log.js";
-import { CallQueue, type QueuedCall } from "../../src/client/queue.js";
-import { classifyFailure, defaultRetryPolicy, parseRetryAfter, retryDelayMs } from "../../src/client/retry.js";
-import { batchRequestBytes, encodeBatch, takeBatch } from "../../src/client/split.js";
-import { prepareCall } from "../../src/client/validate-call.js";
+import { verifyWebhookSignature, verifyWebhookSignatureAsync } from "../../packages/client/src/index.js";
+import { debugMatches } from "../../packages/client/src/debug-log.js";
+import { CallQueue, type QueuedCall } from "../../packages/client/src/queue.js";
+import { classifyFailure, defaultRetryPolicy, parseRetryAfter, retryDelayMs } from "../../packages/client/src/retry.js";
+import { batchRequestBytes, encodeBatch, takeBatch } from "../../packages/client/src/split.js";
+import { prepareCall } from "../../packages/client/src/validate-call.js";
 import { toJsonString } from "@bufbuild/protobuf";
-import { BatchRequestSchema } from "../../gen/waypost/v1/tracking_pb.js";
+import { BatchRequestSchema, RequestTooLargeSchema } from "../../gen/waypost/v1/tracking_pb.js";
 
 let n = 0;
 function queued(bytesOfProperties: number): QueuedCall {
@@ -60,8 +60,16 @@ describe("retry policy", () => {
     }
   });
 
-  it("splits a request refused for its size, retries a rate limit", () => {
-    expect(classifyFailure(error(Code.ResourceExhausted, "request is 600000 bytes, over the limit of 512000 bytes")).action).toBe("split");
+  it("splits a request refused for its size (by its RequestTooLarge detail), retries a rate limit", () => {
+    const tooLarge = new ConnectError("whatever the text", Code.ResourceExhausted, undefined, [
+      { desc: RequestTooLargeSchema, value: { limitBytes: 512_000n } },
+    ]);
+    expect(classifyFailure(tooLarge).action).toBe("split");
+    // The words of a message decide nothing: without the detail it is a rate limit.
+    expect(classifyFailure(error(Code.ResourceExhausted, "request is 600000 bytes, too large")).action).toBe("retry");
+    // The detail on another code is not a size refusal.
+    const invalid = new ConnectError("bad", Code.InvalidArgument, undefined, [{ desc: RequestTooLargeSchema, value: { limitBytes: 1n } }]);
+    expect(classifyFailure(invalid).action).toBe("fail");
     expect(classifyFailure(error(Code.ResourceExhausted, "rate limited", { "retry-after": "2" }))).toEqual({
       action: "retry",
       retryAfterMs: 2000,

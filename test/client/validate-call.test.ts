@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { InvalidCallError } from "../../src/client/errors.js";
-import { callLimits, prepareCall, utf8Length } from "../../src/client/validate-call.js";
+import { InvalidCallError } from "../../packages/client/src/errors.js";
+import { callLimits, prepareCall, utf8Length } from "../../packages/client/src/validate-call.js";
 
 const id = () => "generated-id";
 
@@ -106,7 +106,7 @@ describe("prepareCall: the server's rules, checked when the call is made", () =>
 
 describe("options", () => {
   it("names the option that is wrong", async () => {
-    const { Analytics } = await import("../../src/client/index.js");
+    const { Analytics } = await import("../../packages/client/src/index.js");
     expect(() => new Analytics({ writeKey: "", endpoint: "http://x" })).toThrow(/options.writeKey is required/);
     expect(() => new Analytics({ writeKey: "k", endpoint: "x" })).toThrow(/options.endpoint must be an absolute/);
     expect(() => new Analytics({ writeKey: "k", endpoint: "ftp://x" })).toThrow(/options.endpoint must use http or https/);

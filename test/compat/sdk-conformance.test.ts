@@ -6,7 +6,7 @@ import { startTestServer, type TestServer } from "../helpers/server.js";
 import { bodies, expectedKeys } from "./support.js";
 
 // Real SDKs, unchanged except for their host, against a running Waypost; the
-// calls must arrive at a real webhook receiver in the bodies of SPEC section 4.
+// calls must arrive at a real webhook receiver in the bodies of docs/webhooks.md.
 
 let server: TestServer;
 const receivers: Receiver[] = [];
@@ -71,7 +71,7 @@ const optionalKeys: Record<string, string[]> = {
   alias: [],
 };
 
-/** Checks the six delivered bodies against the spec and the calls sent. */
+/** Checks the six delivered bodies against docs/webhooks.md and the calls sent. */
 function expectSpecBodies(received: ReceivedRequest[], writeKey: string, userId: string, library: string) {
   const calls = sixCalls(userId);
   const byType = new Map(bodies(received).map((body) => [body.type as string, body]));

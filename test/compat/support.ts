@@ -69,7 +69,7 @@ export async function storedMessageIds(server: TestServer, sourceId: string): Pr
   return result.rows.map((r) => r.message_id);
 }
 
-/** Keys in body order, as the spec's table lists them (section 4). */
+/** Keys in body order, as docs/webhooks.md#the-body lists them. */
 export const specKeyOrder: Record<string, string[]> = {
   track: ["version", "type", "userId", "event", "properties", "context", "timestamp", "messageId", "anonymousId"],
   page: ["version", "type", "userId", "name", "category", "properties", "context", "timestamp", "messageId", "anonymousId"],
@@ -80,7 +80,7 @@ export const specKeyOrder: Record<string, string[]> = {
 };
 
 /**
- * The keys a delivered body must have, in order: the spec's order with absent
+ * The keys a delivered body must have, in order: the documented order with absent
  * optional keys left out (`present` lists which optional ones the call set).
  */
 export function expectedKeys(type: string, present: string[]): string[] {

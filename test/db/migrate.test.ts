@@ -40,7 +40,7 @@ test("the job table enforces its own rules", async () => {
   await expect(insert("delivered", "NULL")).rejects.toThrow(/finalized_iff_terminal/);
   await expect(insert("pending", "now()")).rejects.toThrow(/finalized_iff_terminal/);
   await expect(insert("running", "NULL")).rejects.toThrow(/invalid input value for enum/);
-  await expect(insert("pending", "NULL")).resolves.toBeDefined();
+  await expect(insert("pending", "NULL")).resolves.toMatchObject({ rowCount: 1 });
   await expect(
     db.query(
       `INSERT INTO messages (source_id, message_id, type, received_at, payload)

@@ -1,5 +1,8 @@
+import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { ManualClock } from "../../src/clock.js";
+import { createMaintenance } from "../../src/delivery/maintenance.js";
+import { createLogger } from "../../src/logger.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
@@ -75,4 +78,42 @@ test("the job table is vacuumed once dead rows pile up, whether or not autovacuu
   expect(await server.waypost.maintenance!.vacuumIfNeeded()).toBe(true);
   expect(await dead()).toBeLessThan(20_000);
   expect(await server.waypost.maintenance!.vacuumIfNeeded()).toBe(false);
+});
+
+test("a maintenance run still going makes the next ticks skip: runs never overlap", async () => {
+  let skipped = 0;
+  const stream = new PassThrough();
+  stream.on("data", (chunk: Buffer) => (skipped += chunk.toString().split("maintenance run skipped").length - 1));
+  const maintenance = createMaintenance({
+    pool: server.pool,
+    clock,
+    logger: createLogger("debug", stream),
+    retentionMs: 7 * day,
+    deadlineMs: 4 * 3_600_000,
+    intervalMs: 20,
+    vacuumCheckMs: 3_600_000,
+  });
+  // A lock held elsewhere keeps a run waiting, as a slow purge would.
+  const locker = await server.pool.connect();
+  await locker.query("BEGIN");
+  await locker.query("LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE");
+  const waiting = async () =>
+    (
+      await server.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%expired%'`,
+      )
+    ).rows[0]!.n;
+  maintenance.start();
+  try {
+    const deadline = Date.now() + 15_000;
+    while (skipped < 10 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(skipped).toBeGreaterThanOrEqual(10);
+    expect(await waiting()).toBe(1);
+  } finally {
+    await locker.query("COMMIT");
+    locker.release();
+    await maintenance.stop();
+  }
+  expect(await waiting()).toBe(0);
 });

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { DeliveryStatus } from "../../gen/waypost/v1/delivery_pb.js";
 import { ManualClock } from "../../src/clock.js";
 import { startReceiver, type Receiver, type Responder } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
@@ -144,7 +145,7 @@ test("a failed delivery can be replayed", async () => {
   const row = await deliveryOf(messageId);
   const replayed = server.waitForDeliveries(1);
   const { delivery } = await server.deliveries.retryDelivery({ id: row.id });
-  expect(delivery?.status).toBeDefined();
+  expect(delivery?.status).toBe(DeliveryStatus.RETRYING);
   expect((await replayed)[0]!.status).toBe("delivered");
 });
 
@@ -162,9 +163,19 @@ test("disabling pauses pending deliveries, enabling resumes them, deleting cance
      SELECT $1, id, source_id, $2, $2 FROM messages WHERE message_id = $3`,
     [destination.id, clock.now(), queued],
   );
+  // A call to an enabled destination, stored after that delivery: once the
+  // loop has delivered it, a claim has run that could have taken the paused one.
+  const control = await startReceiver();
+  receivers.push(control);
+  const other = await server.createSource();
+  await server.createDestination({ name: "control", sourceIds: [other.id], webhooks: [{ url: control.url }] });
+  const controlDone = server.waitForDeliveries(1);
+  await server.tracking(other.writeKey).track({ track: { userId: "u", event: "control" } });
   server.waypost.delivery!.poke();
+  expect((await controlDone)[0]!.status).toBe("delivered");
   const pending = await deliveryOf(queued);
   expect(pending.status).toBe("pending");
+  expect(pending.attempt_count).toBe(0);
   const resumed = server.waitForDeliveries(1);
   await server.destinations.updateDestination({ destination: { id: destination.id, enabled: true }, updateMask: { paths: ["enabled"] } });
   server.waypost.delivery!.poke();

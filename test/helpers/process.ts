@@ -6,7 +6,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { testAdminToken } from "./server.js";
 
-const entry = fileURLToPath(new URL("../../dist/server.js", import.meta.url));
+export const entry = fileURLToPath(new URL("../../dist/server.js", import.meta.url));
 
 export interface ServiceProcess {
   child: ChildProcess;
@@ -18,22 +18,31 @@ export interface ServiceProcess {
   logs: string[];
 }
 
+/** The environment a service process gets: a test's settings over the defaults; DATABASE_URL undefined runs the embedded Postgres. */
+export function serviceEnv(databaseUrl: string | undefined, env: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const result: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: "0",
+    HOST: "127.0.0.1",
+    WAYPOST_ADMIN_TOKEN: testAdminToken,
+    WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "true",
+    WAYPOST_DATA_DIR: mkdtempSync(path.join(tmpdir(), "waypost-proc-")),
+    WAYPOST_LOG_LEVEL: "info",
+    ...env,
+  };
+  if (databaseUrl === undefined) delete result.DATABASE_URL;
+  else result.DATABASE_URL = databaseUrl;
+  return result;
+}
+
 /** Starts `node dist/server.js` (built by `npm test`) as a separate process. */
 export async function startServiceProcess(databaseUrl: string, env: Record<string, string> = {}): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, [entry], {
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      PORT: "0",
-      HOST: "127.0.0.1",
-      WAYPOST_ADMIN_TOKEN: testAdminToken,
-      WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "true",
-      WAYPOST_DATA_DIR: mkdtempSync(path.join(tmpdir(), "waypost-proc-")),
-      WAYPOST_LOG_LEVEL: "info",
-      ...env,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  return launchService(process.execPath, [entry], serviceEnv(databaseUrl, env));
+}
+
+/** Runs a command that starts the service (node, or npm start) and resolves once it listens. */
+export async function launchService(command: string, args: string[], env: NodeJS.ProcessEnv, cwd?: string): Promise<ServiceProcess> {
+  const child = spawn(command, args, { env, cwd, stdio: ["ignore", "pipe", "pipe"] });
   const logs: string[] = [];
   const exited = new Promise<number | string>((resolve) => child.on("exit", (code, signal) => resolve(code ?? signal ?? -1)));
   const url = await new Promise<string>((resolve, reject) => {

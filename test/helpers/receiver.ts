@@ -26,6 +26,9 @@ export type Responder = (request: ReceivedRequest, index: number) => ResponsePla
 export interface Receiver {
   url: string;
   requests: ReceivedRequest[];
+  /** Requests arrived and not yet answered or closed; and the most there ever were at once. */
+  open: number;
+  maxOpen: number;
   /** TLS handshakes the receiver saw fail (a client refusing its certificate). */
   tlsErrors: number;
   respond: Responder;
@@ -48,6 +51,8 @@ export async function startReceiver(options: { tls?: ReceiverTls; respond?: Resp
   const receiver: Receiver = {
     url: "",
     requests: [],
+    open: 0,
+    maxOpen: 0,
     tlsErrors: 0,
     respond: options.respond ?? (() => ({ status: 200, body: "ok" })),
     waitForRequests(count) {
@@ -74,6 +79,9 @@ export async function startReceiver(options: { tls?: ReceiverTls; respond?: Resp
     }
   }
   const handler: http.RequestListener = (req, res) => {
+    receiver.open++;
+    receiver.maxOpen = Math.max(receiver.maxOpen, receiver.open);
+    res.on("close", () => receiver.open--);
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {

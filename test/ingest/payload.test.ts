@@ -12,8 +12,8 @@ function keys(payload: string): string[] {
   return Object.keys(JSON.parse(payload));
 }
 
-describe("webhook body shapes (SPEC section 4)", () => {
-  test("track: keys in the spec's order, messageId and anonymousId last", () => {
+describe("webhook body shapes (docs/webhooks.md#the-body)", () => {
+  test("track: keys in the documented order, messageId and anonymousId last", () => {
     const body = buildCallPayload(
       call("track", { userId: "u1", anonymousId: "a1", event: "Signed Up", properties: { plan: "pro" }, context: { ip: "1.2.3.4" } }),
       "m1",

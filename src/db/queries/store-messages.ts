@@ -18,7 +18,7 @@ export interface MessageToStore {
 export const webhooksIntegrationName = "Webhooks";
 
 /**
- * Whether a call goes to a destination (SPEC section 3), as SQL over the
+ * Whether a call goes to a destination (see docs/webhooks.md#routing-which-destinations-get-a-call), as SQL over the
  * call's integrations (jsonb, NULL when absent) and the destination's name.
  * The most specific key present decides: the destination's own name, then
  * "Webhooks", then "All"; with none of them it is delivered. Keys are case

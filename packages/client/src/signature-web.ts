@@ -2,7 +2,7 @@
  * Webhook signature verification with WebCrypto, for browsers, edge
  * runtimes (Cloudflare Workers, Deno) and Node alike. WebCrypto is
  * asynchronous, hence a Promise; in Node the synchronous
- * `verifyWebhookSignature` of `waypost/client` does the same.
+ * `verifyWebhookSignature` of `@waypost/client` does the same.
  */
 
 /** HMAC-SHA1 is 20 bytes: exactly 40 hex digits. */

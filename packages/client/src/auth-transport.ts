@@ -1,5 +1,5 @@
 import { createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
-import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
+import { TrackingService } from "../../../gen/waypost/v1/tracking_pb.js";
 import { checkEndpoint } from "./options.js";
 
 /**

@@ -1,7 +1,7 @@
 import { InvalidCallError } from "./errors.js";
 import type { CallInputs, CallType } from "./types.js";
 
-/** The server's limits (SPEC section 10) that a single call must meet. */
+/** The server's limits that a single call must meet. */
 export const callLimits = {
   /** One call's JSON encoding, in bytes (32 KB). */
   maxCallBytes: 32 * 1024,

@@ -3,7 +3,7 @@ import { parseSignatureHex } from "./signature-web.js";
 
 /**
  * Checks a webhook's `X-Signature` header: lowercase hex of
- * HMAC-SHA1(shared secret, body bytes), as Waypost signs (SPEC section 4).
+ * HMAC-SHA1(shared secret, body bytes), as Waypost signs.
  * Pass the raw body as received (a string is taken as its UTF-8 bytes);
  * `JSON.stringify(JSON.parse(body))` gives the same bytes, because Waypost
  * signs exactly what `JSON.stringify` writes.

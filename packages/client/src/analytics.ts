@@ -19,7 +19,7 @@ const newMessageId = (): string => globalThis.crypto.randomUUID();
 /**
  * The batching client, shared by the Node and the browser entry points,
  * which differ only in their default transport. Use `Analytics` from
- * `waypost/client` (Node) or `waypost/client/browser`.
+ * `@waypost/client` (Node) or `@waypost/client/browser`.
  *
  * Each call method validates the call, queues it and returns its messageId
  * without waiting for the network; batches are sent in the background.

@@ -1,6 +1,6 @@
 import type { CallOptions } from "@connectrpc/connect";
 import { Code } from "@connectrpc/connect";
-import type { BatchRequest, BatchResponse } from "../../gen/waypost/v1/tracking_pb.js";
+import type { BatchRequest, BatchResponse } from "../../../gen/waypost/v1/tracking_pb.js";
 import type { ClientLog } from "./debug-log.js";
 import { AnalyticsError } from "./errors.js";
 import { CallQueue, type QueuedCall } from "./queue.js";

@@ -1,9 +1,9 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { BatchRequestSchema, type BatchRequest, type MessageSchema } from "../../gen/waypost/v1/tracking_pb.js";
+import { BatchRequestSchema, type BatchRequest, type MessageSchema } from "../../../gen/waypost/v1/tracking_pb.js";
 import type { CallQueue, QueuedCall } from "./queue.js";
 
-/** The server refuses a request over 500 KB whole (SPEC section 10). */
+/** The server refuses a request over 500 KB whole. */
 export const maxRequestBytes = 500 * 1024;
 
 /**

@@ -1,14 +1,14 @@
 /**
- * `waypost/client` for Node: the batching `Analytics` client (the Go
+ * `@waypost/client` for Node: the batching `Analytics` client (the Go
  * library v2's replacement), a plain Connect client factory for
  * TrackingService, webhook signature verification, and the generated
  * service descriptors and message types.
  *
- * In browsers and edge runtimes use `waypost/client/browser` instead: the
+ * In browsers and edge runtimes use `@waypost/client/browser` instead: the
  * same API over `fetch`, without Node built-ins.
  */
 import type { Client } from "@connectrpc/connect";
-import type { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
+import type { TrackingService } from "../../../gen/waypost/v1/tracking_pb.js";
 import { AnalyticsClient } from "./analytics.js";
 import { createTrackingClientWith, type TrackingClientOptions } from "./auth-transport.js";
 import type { AnalyticsOptions } from "./options.js";

@@ -1,4 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { RequestTooLargeSchema } from "../../../gen/waypost/v1/tracking_pb.js";
 
 /** How a batch that failed as a whole is retried. */
 export interface RetryPolicy {
@@ -51,16 +52,30 @@ const retryableCodes = new Set<Code>([
   Code.Unknown,
 ]);
 
-/** Words with which a size limit names itself; rate limits do not use them. */
-const sizeLimitPattern = /size|bytes|too large|larger|\bKB\b/i;
-
+/**
+ * Decided from the error's code and structured details only, never from the
+ * text of its message (which servers and proxies are free to reword):
+ * - `resource_exhausted` carrying a `waypost.v1.RequestTooLarge` detail: the
+ *   request was over the server's size limit; it is split in two and resent.
+ * - the transient codes above (a `resource_exhausted` without that detail is
+ *   a rate limit): retried, after the server's `Retry-After` when it gives one.
+ * - anything else (`invalid_argument`, `unauthenticated`, ...): failed.
+ */
 export function classifyFailure(error: ConnectError): FailureAction {
-  const retryAfterMs = parseRetryAfter(error.metadata.get("retry-after"));
-  if (error.code === Code.ResourceExhausted && retryAfterMs === undefined && sizeLimitPattern.test(error.rawMessage)) {
-    return { action: "split" };
-  }
+  if (error.code === Code.ResourceExhausted && requestTooLarge(error) !== undefined) return { action: "split" };
   if (!retryableCodes.has(error.code)) return { action: "fail" };
-  return { action: "retry", retryAfterMs };
+  return { action: "retry", retryAfterMs: parseRetryAfter(error.metadata.get("retry-after")) };
+}
+
+/** The server's size limit in bytes, when the error says the request was too large. */
+export function requestTooLarge(error: ConnectError): number | undefined {
+  try {
+    const [detail] = error.findDetails(RequestTooLargeSchema);
+    return detail === undefined ? undefined : Number(detail.limitBytes);
+  } catch {
+    // A detail that does not decode is as good as none.
+    return undefined;
+  }
 }
 
 /**

@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, expect, test } from "vitest";
+import type { DeliveryCompletion } from "../../src/db/job-table/index.js";
+import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import { startTestServer, type TestServer } from "../helpers/server.js";
+
+// The per-destination scheduler (the loop's slots and the claim's room): a
+// destination whose endpoint never answers holds only its own slots, and
+// the others keep their throughput beside it.
+
+const perDestination = 3;
+let server: TestServer;
+let hanging: Receiver;
+let healthy: Receiver;
+
+beforeAll(async () => {
+  server = await startTestServer({
+    // The hanging endpoint's requests outlast the test's healthy work by far;
+    // closing the receiver at the end ends them.
+    config: { delivery: { concurrency: 16, perDestinationConcurrency: perDestination, timeoutMs: 20_000 } },
+  });
+  hanging = await startReceiver({ respond: () => ({ hang: true }) });
+  healthy = await startReceiver();
+});
+afterAll(async () => {
+  await hanging?.close();
+  await healthy?.close();
+  await server?.stop();
+});
+
+/** Resolves with the completions of one destination once `count` of them are written. */
+function completionsOf(destinationId: string, count: number): Promise<DeliveryCompletion[]> {
+  const events = server.waypost.delivery!.events;
+  return new Promise((resolve) => {
+    const seen: DeliveryCompletion[] = [];
+    const onCompleted = (completions: DeliveryCompletion[]) => {
+      seen.push(...completions.filter((c) => c.destinationId === destinationId));
+      if (seen.length >= count) {
+        events.off("completed", onCompleted);
+        resolve(seen);
+      }
+    };
+    events.on("completed", onCompleted);
+  });
+}
+
+test("a hanging destination holds only its own slots; a healthy one beside it delivers everything meanwhile", async () => {
+  const slowSource = await server.createSource("slow");
+  const fastSource = await server.createSource("fast");
+  await server.createDestination({ name: "hanging", sourceIds: [slowSource.id], webhooks: [{ url: hanging.url }] });
+  const fast = await server.createDestination({ name: "healthy", sourceIds: [fastSource.id], webhooks: [{ url: healthy.url }] });
+
+  // The hanging destination's work comes first, more of it than the whole process has slots for.
+  const slowCalls = Array.from({ length: 40 }, (_, i) => ({ type: { case: "track" as const, value: { userId: "u", event: `slow ${i}` } } }));
+  expect((await server.tracking(slowSource.writeKey).batch({ batch: slowCalls })).accepted).toBe(40);
+  await hanging.waitForRequests(perDestination);
+
+  const n = 60;
+  const done = completionsOf(fast.id, n);
+  const fastCalls = Array.from({ length: n }, (_, i) => ({ type: { case: "track" as const, value: { userId: "u", event: `fast ${i}` } } }));
+  const began = Date.now();
+  expect((await server.tracking(fastSource.writeKey).batch({ batch: fastCalls })).accepted).toBe(n);
+  // Starved, they would wait for the hanging requests' 20 s timeout.
+  let timer: NodeJS.Timeout | undefined;
+  const starved = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`healthy deliveries starved: ${healthy.requests.length} of ${n} in 15 s`)), 15_000);
+  });
+  const completions = await Promise.race([done, starved]).finally(() => clearTimeout(timer));
+  const elapsed = Date.now() - began;
+
+  expect(completions.map((c) => c.status)).toEqual(Array(n).fill("delivered"));
+  expect(new Set(healthy.requests.map((r) => JSON.parse(r.body).event)).size).toBe(n);
+  // All of it while the hanging endpoint's first requests are still open
+  // (they time out only after 20 s): the healthy one never waited for them.
+  expect(elapsed).toBeLessThan(20_000);
+  expect(hanging.open).toBe(perDestination);
+  // The hanging one never had more than its cap in flight, and no request
+  // beyond its first ones was started: its other deliveries wait their turn.
+  expect(hanging.maxOpen).toBe(perDestination);
+  expect(hanging.requests).toHaveLength(perDestination);
+}, 60_000);

@@ -1,0 +1,53 @@
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { expect, test } from "vitest";
+
+// The repository stands alone: its code, tests and docs point to its own
+// docs (docs/api.md, docs/webhooks.md), never to an outside specification.
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const citation = /SPEC section|SPEC\.md|SPEC §/;
+
+/**
+ * Applied migrations cannot change: postgres-migrations stores a hash of
+ * each file and refuses to start when an applied one differs, so the
+ * comments these two were released with stay as they are.
+ */
+const immutable = new Set(["src/db/migrations/2_audiences.sql", "src/db/migrations/3_deletion_requests.sql"]);
+
+function files(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  if (statSync(dir).isFile()) return [dir];
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.name === "node_modules" || entry.name === "dist" ? [] : files(path.join(dir, entry.name)),
+  );
+}
+
+test("no file in src/, test/, docs/, packages/ or the README cites an outside spec", () => {
+  const checked = ["src", "test", "docs", "packages", "bench", "README.md"].flatMap((part) => files(path.join(root, part)));
+  expect(checked.length).toBeGreaterThan(100);
+  const citing = checked
+    .map((file) => path.relative(root, file).split(path.sep).join("/"))
+    .filter((file) => !immutable.has(file) && file !== "test/docs.test.ts")
+    .filter((file) => citation.test(readFileSync(path.join(root, file), "utf8")));
+  expect(citing).toEqual([]);
+});
+
+test("the docs the code points to exist, with the anchors it names", () => {
+  const headings = new Map<string, Set<string>>();
+  for (const page of ["api.md", "webhooks.md"]) {
+    const text = readFileSync(path.join(root, "docs", page), "utf8");
+    const anchors = [...text.matchAll(/^#+ (.+)$/gm)].map((m) =>
+      m[1]!.toLowerCase().replace(/[^a-z0-9 _-]/g, "").trim().replace(/ /g, "-"),
+    );
+    headings.set(page, new Set(anchors));
+  }
+  const pointers = ["src", "test", "docs", "README.md"]
+    .flatMap((part) => files(path.join(root, part)))
+    .flatMap((file) => [...readFileSync(file, "utf8").matchAll(/docs\/(api|webhooks)\.md#([a-z0-9-]+)|\((api|webhooks)\.md#([a-z0-9-]+)\)/g)])
+    .map((m) => ({ page: `${m[1] ?? m[3]}.md`, anchor: m[2] ?? m[4]! }));
+  expect(pointers.length).toBeGreaterThan(10);
+  const broken = pointers.filter(({ page, anchor }) => !headings.get(page)!.has(anchor)).map(({ page, anchor }) => `${page}#${anchor}`);
+  expect([...new Set(broken)]).toEqual([]);
+});

@@ -1,0 +1,167 @@
+import { spawn } from "node:child_process";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createTestDatabase, type TestDatabase } from "./helpers/database.js";
+import { entry, eventually, launchService, serviceEnv, type ServiceProcess } from "./helpers/process.js";
+import { startReceiver, type Receiver } from "./helpers/receiver.js";
+import { testAdminToken } from "./helpers/server.js";
+
+// The process as an operator runs it: `npm start` and `node dist/server.js`,
+// stopped by signals, failing to start for reasons it must name.
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+let database: TestDatabase;
+const started: ServiceProcess[] = [];
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(async () => {
+  for (const service of started) if (service.child.exitCode === null) service.child.kill("SIGKILL");
+  await database?.drop();
+});
+
+/** A data directory the embedded Postgres can use (as root it runs as another user). */
+function dataDirectory(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), "waypost-life-"));
+  chmodSync(dir, 0o755);
+  return dir;
+}
+
+/**
+ * Live processes of one data directory: Waypost servers started with it
+ * (by their environment) and Postgres servers running a cluster in it (by
+ * their command line). Zombies, which hold nothing, are not counted.
+ */
+function processesOf(dataDir: string): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+    try {
+      const state = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "")[0];
+      if (state === "Z") continue;
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ");
+      if (cmdline.includes("postgres") && cmdline.includes(dataDir)) found.push(`${pid} ${cmdline}`);
+      else if (cmdline.includes("dist/server.js") && readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(`WAYPOST_DATA_DIR=${dataDir}`)) {
+        found.push(`${pid} ${cmdline}`);
+      }
+    } catch {
+      // The process ended while being read.
+    }
+  }
+  return found;
+}
+
+/** Runs `node dist/server.js` to its end; for starts that must fail. */
+function runToExit(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [entry], { env, stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on("exit", (code) => resolve({ code, stderr }));
+  });
+}
+
+describe.skipIf(!existsSync("/proc/self/environ"))("npm start with the embedded Postgres", () => {
+  test("a second start in the same folder names the cause; SIGTERM to npm leaves no process behind", async () => {
+    const dataDir = dataDirectory();
+    const env = serviceEnv(undefined, { WAYPOST_DATA_DIR: dataDir });
+    const npm = await launchService("npm", ["start"], env, root);
+    started.push(npm);
+    // The server and its Postgres run, in this data directory.
+    expect(processesOf(dataDir).some((p) => p.includes("dist/server.js"))).toBe(true);
+    expect(processesOf(dataDir).some((p) => p.includes("postgres"))).toBe(true);
+    const health = await fetch(`${npm.url}/healthz`);
+    expect(health.status).toBe(200);
+
+    const second = await runToExit(serviceEnv(undefined, { WAYPOST_DATA_DIR: dataDir }));
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain(`waypost: failed to start: the embedded Postgres in ${path.join(dataDir, "postgres")} is already running`);
+    expect(second.stderr).toContain("set WAYPOST_DATA_DIR");
+    expect(second.stderr).toContain('lock file "postmaster.pid" already exists');
+    expect(second.stderr).not.toContain("undefined");
+
+    npm.child.kill("SIGTERM");
+    await eventually(async () => processesOf(dataDir).length === 0, 30_000).catch(() => {
+      throw new Error(`left running after SIGTERM to npm:\n${processesOf(dataDir).join("\n")}`);
+    });
+    expect(processesOf(dataDir)).toEqual([]);
+  }, 180_000);
+});
+
+test("a port in use is named, with the setting to change", async () => {
+  const taken = net.createServer();
+  await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+  const port = (taken.address() as net.AddressInfo).port;
+  try {
+    const result = await runToExit(serviceEnv(database.url, { PORT: String(port) }));
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`waypost: failed to start: port ${port} on 127.0.0.1 is in use`);
+    expect(result.stderr).toContain("set PORT");
+  } finally {
+    await new Promise((resolve) => taken.close(resolve));
+  }
+}, 60_000);
+
+test("an unreachable DATABASE_URL is named, without its password", async () => {
+  const closed = net.createServer();
+  await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+  const port = (closed.address() as net.AddressInfo).port;
+  await new Promise((resolve) => closed.close(resolve));
+  const result = await runToExit(serviceEnv(`postgres://postgres:hunter2-secret@127.0.0.1:${port}/waypost`));
+  expect(result.code).toBe(1);
+  expect(result.stderr).toContain(`waypost: failed to start: cannot connect to the database at 127.0.0.1:${port}/waypost`);
+  expect(result.stderr).toContain("ECONNREFUSED");
+  expect(result.stderr).toContain("DATABASE_URL");
+  expect(result.stderr).not.toContain("hunter2-secret");
+}, 60_000);
+
+describe("signals", () => {
+  let receiver: Receiver;
+  beforeAll(async () => {
+    receiver = await startReceiver({ respond: () => ({ hang: true }) });
+  });
+  afterAll(async () => {
+    await receiver?.close();
+  });
+
+  test("the first SIGTERM waits for in-flight work; a second signal exits at once", async () => {
+    const service = await launchService(
+      process.execPath,
+      [entry],
+      serviceEnv(database.url, { WAYPOST_ENDPOINT_TIMEOUT_MS: "60000", WAYPOST_SHUTDOWN_TIMEOUT_MS: "60000" }),
+    );
+    started.push(service);
+    const admin = (rpc: string, body: unknown) =>
+      fetch(`${service.url}/${rpc}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${testAdminToken}` },
+        body: JSON.stringify(body),
+      }).then((r) => r.json() as Promise<Record<string, Record<string, string>>>);
+    const { source } = await admin("waypost.v1.SourceService/CreateSource", { source: { name: "web" } });
+    await admin("waypost.v1.DestinationService/CreateDestination", {
+      destination: { name: "slow", sourceIds: [source!.id], enabled: true, webhooks: [{ url: receiver.url }] },
+    });
+    const arrived = receiver.waitForRequests(1);
+    const sent = await fetch(`${service.url}/v1/track`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Basic ${Buffer.from(`${source!.writeKey}:`).toString("base64")}` },
+      body: JSON.stringify({ userId: "u1", event: "Slow" }),
+    });
+    expect(sent.status).toBe(200);
+    await arrived;
+
+    service.child.kill("SIGTERM");
+    await eventually(async () => service.logs.some((line) => line.includes("shutting down")), 10_000);
+    // The delivery is still in flight (its endpoint answers in 60 s at most): the process waits for it.
+    expect(service.child.exitCode).toBe(null);
+    const began = Date.now();
+    service.child.kill("SIGINT");
+    expect(await service.exited).toBe(130);
+    expect(Date.now() - began).toBeLessThan(5_000);
+    expect(service.logs.join("\n")).toContain("second signal: exiting now");
+  }, 60_000);
+});
