@@ -1,7 +1,7 @@
 // `npm run bench`: starts what it needs on loopback (a Postgres database, the
 // service as separate processes, a keep-alive sink process) and prints one
 // JSON object per line. Options:
-//   --only=ingest,burn-down,end-to-end,baselines,isolation,client,soak
+//   --only=ingest,burn-down,end-to-end,baselines,isolation,client,ordering,rate-limit,soak
 //   --quick   smaller counts and shorter steps (a smoke run, not a measurement)
 //   --soak    add a 5-minute steady run that checks rates do not decay
 import os from "node:os";
@@ -14,6 +14,8 @@ import { clientScenario } from "./scenarios/client.mjs";
 import { endToEndScenario } from "./scenarios/end-to-end.mjs";
 import { ingestScenario } from "./scenarios/ingest.mjs";
 import { isolationScenario } from "./scenarios/isolation.mjs";
+import { orderingScenario } from "./scenarios/ordering.mjs";
+import { rateLimitScenario } from "./scenarios/rate-limit.mjs";
 import { soakScenario } from "./scenarios/soak.mjs";
 
 const args = process.argv.slice(2);
@@ -65,6 +67,11 @@ try {
   }
   if (wants("isolation")) await inFreshDatabase((db) => isolationScenario({ db, sink, count: sizes.isolation }));
   if (wants("client")) await inFreshDatabase((db) => clientScenario({ db, sink, quick }));
+  // Flow control: per-user ordering on vs off; a rate-limited destination beside an unlimited one.
+  if (wants("ordering")) await inFreshDatabase((db) => orderingScenario({ db, sink, count: sizes.burnDown, users: quick ? 1_000 : 10_000 }));
+  if (wants("rate-limit")) {
+    await inFreshDatabase((db) => rateLimitScenario({ db, sink, count: sizes.isolation, limitedBacklog: quick ? 8_000 : 30_000 }));
+  }
   if (Object.keys(rss).length > 0) {
     report({ scenario: "memory", peak_rss_mb: rss, max_peak_rss_mb: Math.max(...Object.values(rss)), target_mb: 300 });
   }

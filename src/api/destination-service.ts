@@ -6,6 +6,7 @@ import type pg from "pg";
 import {
   DestinationSchema,
   DestinationService,
+  Ordering,
   type Destination,
 } from "../../gen/waypost/v1/destination_pb.js";
 import type { Clock } from "../clock.js";
@@ -27,6 +28,7 @@ import { activeSigningSecrets, generateSigningSecret } from "../signing/standard
 import { healthFields } from "./destination-health-fields.js";
 import type { AddressGuard } from "../delivery/address-guard.js";
 import { validateName, validateSecret, validateSourceIds, validateWebhooks } from "./destination-validation.js";
+import { orderingToProto, validateMaxRequestsPerSecond, validateOrdering } from "./flow-control-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
 import { hasActiveSigningSecret, maxSigningSecrets, rotateSigningSecrets, validateSigningSecrets } from "./signing-secrets.js";
@@ -40,7 +42,16 @@ export interface DestinationServiceOptions {
   addressGuard: AddressGuard;
 }
 
-const updatablePaths = new Set(["name", "source_ids", "enabled", "webhooks", "shared_secret", "signing_secrets"]);
+const updatablePaths = new Set([
+  "name",
+  "source_ids",
+  "enabled",
+  "webhooks",
+  "shared_secret",
+  "signing_secrets",
+  "max_requests_per_second",
+  "ordering",
+]);
 
 /** DestinationService: webhook destinations, validated as docs/api.md#destinations says. */
 export function createDestinationService(options: DestinationServiceOptions): ServiceImpl<typeof DestinationService> {
@@ -63,10 +74,22 @@ export function createDestinationService(options: DestinationServiceOptions): Se
         }
         signingSecrets.push({ secret: generated, expiresAt: null });
       }
+      const rate = validateMaxRequestsPerSecond("destination.maxRequestsPerSecond", input.maxRequestsPerSecond);
+      const ordering = validateOrdering("destination.ordering", input.ordering);
       const row = await withTransaction(pool, async (tx) => {
         await requireSources(tx, sourceIds);
         const now = clock.now();
-        await insertDestination(tx, { id, name, enabled: input.enabled ?? true, webhooks, sharedSecret: secret, signingSecrets, at: now });
+        await insertDestination(tx, {
+          id,
+          name,
+          enabled: input.enabled ?? true,
+          webhooks,
+          sharedSecret: secret,
+          signingSecrets,
+          maxRequestsPerSecond: rate,
+          ordering,
+          at: now,
+        });
         await replaceDestinationSources(tx, id, sourceIds);
         return (await selectDestination(tx, id))!;
       });
@@ -147,11 +170,16 @@ function maskPaths(paths: readonly string[], input: Destination): Set<string> {
     if (input.webhooks.length > 0) implied.add("webhooks");
     if (input.sharedSecret !== "") implied.add("shared_secret");
     if (input.signingSecrets.length > 0) implied.add("signing_secrets");
+    if (input.maxRequestsPerSecond !== undefined) implied.add("max_requests_per_second");
+    if (input.ordering !== Ordering.UNSPECIFIED) implied.add("ordering");
     return implied;
   }
   for (const path of paths) {
     if (!updatablePaths.has(path)) {
-      throw invalidArgument("updateMask", `cannot update ${JSON.stringify(path)}; updatable: name, sourceIds, enabled, webhooks, sharedSecret, signingSecrets`);
+      throw invalidArgument(
+        "updateMask",
+        `cannot update ${JSON.stringify(path)}; updatable: name, sourceIds, enabled, webhooks, sharedSecret, signingSecrets, maxRequestsPerSecond, ordering`,
+      );
     }
   }
   return new Set(paths);
@@ -172,16 +200,32 @@ async function applyUpdate(
   const signingSecrets = paths.has("signing_secrets")
     ? validateSigningSecrets("destination.signingSecrets", input.signingSecrets)
     : activeSigningSecrets(current.signing_secrets, now);
+  const rate = paths.has("max_requests_per_second")
+    ? validateMaxRequestsPerSecond("destination.maxRequestsPerSecond", input.maxRequestsPerSecond)
+    : current.max_requests_per_second;
+  const ordering = paths.has("ordering") ? validateOrdering("destination.ordering", input.ordering) : current.ordering;
   if (paths.has("source_ids")) {
     const sourceIds = validateSourceIds("destination.sourceIds", input.sourceIds);
     await requireSources(tx, sourceIds);
     await replaceDestinationSources(tx, current.id, sourceIds);
   }
-  await updateDestinationRow(tx, { id: current.id, name, enabled, webhooks, sharedSecret: secret, signingSecrets, at: now });
+  await updateDestinationRow(tx, {
+    id: current.id,
+    name,
+    enabled,
+    webhooks,
+    sharedSecret: secret,
+    signingSecrets,
+    maxRequestsPerSecond: rate,
+    ordering,
+    at: now,
+  });
   // New webhooks get a probe at once rather than after an open circuit's cooldown.
   if (paths.has("webhooks")) await probeNow(tx, current.id, now);
-  // Turning a destination on (or new webhooks) makes waiting deliveries due: wake the workers.
-  if ((enabled && !current.enabled) || paths.has("webhooks")) await wakeWorkers(tx);
+  // Turning a destination on, new webhooks, or a changed rate limit or
+  // ordering (the claim reads both) can make waiting deliveries due: wake the workers.
+  const flowChanged = rate !== current.max_requests_per_second || ordering !== current.ordering;
+  if ((enabled && (!current.enabled || flowChanged)) || paths.has("webhooks")) await wakeWorkers(tx);
 }
 
 async function requireSources(db: Queryable, sourceIds: readonly string[]) {
@@ -205,6 +249,8 @@ function toProto(row: DestinationRow, now: Date): Destination {
     enabled: row.enabled,
     webhooks: row.webhooks,
     hasSharedSecret: row.shared_secret !== null,
+    maxRequestsPerSecond: row.max_requests_per_second,
+    ordering: orderingToProto(row.ordering),
     etag: etagOf(row),
     createTime: timestampFromDate(row.created_at),
     updateTime: timestampFromDate(row.updated_at),

@@ -80,10 +80,14 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
   const dispatcher = options.dispatcher ?? createHttpClient({ guard, timeoutMs: config.timeoutMs, ca: options.ca });
   const events = new EventEmitter();
   const slots = new Map<string, DestinationSlots>();
+  // Destinations with per-user ordering, as of their last claim here.
+  const ordered = new Set<string>();
   const active = new Set<Promise<void>>();
   let queued = 0;
   let running = false;
   let capacityBound = false;
+  // When a rate-limited destination will have tokens again (ms, from the last claim).
+  let refillWaitMs: number | undefined;
   let loopDone: Promise<void> = Promise.resolve();
   const wakeup = createWakeup({ connectionString: options.connectionString, logger });
   const operatorEvents = createOperatorEvents({
@@ -111,6 +115,9 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       for (const c of written) if (c.attempted) metrics.finished(c.destinationId, c.status);
       if (transitions.length > 0) announce(transitions);
       if (written.length > 0) events.emit("completed", written);
+      // A finished delivery of a per-user ordered destination may release
+      // that user's next one: claim now rather than at the next poll.
+      if (written.some((c) => c.status !== "pending" && c.status !== "retrying" && ordered.has(c.destinationId))) wakeup.wake();
       if (stale.length > 0) {
         logger.info({ count: stale.length }, "delivery results dropped: their deliveries changed hands or state meanwhile");
         events.emit("stale", stale);
@@ -142,7 +149,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     const startedAt = performance.now();
     const room = new Map<string, number>();
     for (const [id, entry] of slots) room.set(id, Math.max(0, perDestinationHeld - entry.inFlight - entry.waiting.length));
-    const jobs = await claimDeliveries(pool, {
+    const claim = await claimDeliveries(pool, {
       now: clock.now(),
       limit,
       perDestinationLimit: perDestinationHeld,
@@ -150,8 +157,14 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       leaseMs: config.leaseMs,
       owner,
     });
+    const jobs = claim.deliveries;
+    refillWaitMs = claim.refillWaitMs;
     if (jobs.length > 0) {
       const destinations = await loadDestinationConfigs(pool, [...new Set(jobs.map((j) => j.destinationId))]);
+      for (const [id, row] of destinations) {
+        if (row.ordering === "per_user") ordered.add(id);
+        else ordered.delete(id);
+      }
       for (const job of jobs) enqueue(job, destinations.get(job.destinationId));
     }
     events.emit("claimed", { count: jobs.length, startedAt });
@@ -217,7 +230,10 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       } catch (error) {
         logger.error({ err: error }, "claiming deliveries failed");
       }
-      if (!full && running) await wakeup.wait(config.pollIntervalMs);
+      // A destination short of tokens claims nothing and holds no slot here;
+      // the loop comes back when its bucket has refilled.
+      const waitMs = refillWaitMs === undefined ? config.pollIntervalMs : Math.min(config.pollIntervalMs, Math.ceil(refillWaitMs));
+      if (!full && running) await wakeup.wait(waitMs);
     }
   }
 

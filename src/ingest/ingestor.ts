@@ -99,7 +99,14 @@ function prepareCalls(calls: readonly Call[], receivedAt: Date): PreparedCalls {
     seen.add(messageId);
     toStore.push({
       call,
-      message: { messageId, type: call.type, userId: call.userId, payload, integrations: call.integrations },
+      message: {
+        messageId,
+        type: call.type,
+        userId: call.userId,
+        anonymousId: call.anonymousId,
+        payload,
+        integrations: call.integrations,
+      },
     });
   });
   return { toStore, rejected, messageIds };

@@ -86,7 +86,7 @@ async function claimed(n: number): Promise<ClaimedDelivery[]> {
     return { messageId, type: "track" as const, userId: "u", payload: JSON.stringify({ messageId }), integrations: undefined };
   });
   await storeMessages(pool, sourceId, t0, calls);
-  return claimDeliveries(pool, { now: t0, limit: n, perDestinationLimit: n, room: new Map(), leaseMs: minute, owner: "test" });
+  return (await claimDeliveries(pool, { now: t0, limit: n, perDestinationLimit: n, room: new Map(), leaseMs: minute, owner: "test" })).deliveries;
 }
 
 function delivered(job: ClaimedDelivery): DeliveryCompletion {

@@ -1,6 +1,15 @@
 import type { Queryable } from "../pool.js";
 import { heldDestinationsSql, probingDestinationsSql, takeProbesSql } from "./claim-circuit.js";
 import { transitionSql } from "./fence.js";
+import {
+  lockedBucketsSql,
+  orderedDestinationsSql,
+  orderingHeadSql,
+  refillWaitMsSql,
+  takeTokensSql,
+  throttledDestinationsSql,
+  tokenAllowanceSql,
+} from "./flow-control.js";
 
 /** A claimed delivery, with the message body it carries. */
 export interface ClaimedDelivery {
@@ -33,6 +42,16 @@ export interface ClaimOptions {
   owner: string;
 }
 
+/** What one claim took, and when rate limits let the next one take more. */
+export interface ClaimResult {
+  deliveries: ClaimedDelivery[];
+  /**
+   * Milliseconds until a rate-limited destination this claim found short of
+   * tokens has some again; undefined when none was.
+   */
+  refillWaitMs: number | undefined;
+}
+
 // The lease the claim takes: $1 now, $4 lease length in ms, $5 this process.
 const claimTransition = transitionSql({
   fence: { kind: "grant", until: "$1::timestamptz + make_interval(secs => $4::double precision / 1000)", owner: "$5" },
@@ -59,10 +78,18 @@ const claimTransition = transitionSql({
  * Endpoint health (claim-circuit.ts): destinations that are backing off or
  * whose circuit is open are skipped; one whose probe is due gets exactly one
  * delivery, and only if this claim is the one that marks it half-open.
+ *
+ * Flow control (flow-control.ts) adds three steps: `buckets` locks and
+ * refills the token buckets of rate-limited destinations, whose deliveries
+ * are then taken only up to the whole tokens there are (destinations with
+ * none are left out of the scan, as full ones are); the scan skips
+ * deliveries that wait for an earlier one of the same user (per-user
+ * ordering); `taken` writes the buckets back.
  */
-export async function claimDeliveries(db: Queryable, options: ClaimOptions): Promise<ClaimedDelivery[]> {
+export async function claimDeliveries(db: Queryable, options: ClaimOptions): Promise<ClaimResult> {
   const result = await db.query<{
-    destination_id: string;
+    refill_wait_ms: number | null;
+    destination_id: string | null;
     id: string;
     lease_token: number;
     attempt_count: number;
@@ -76,20 +103,31 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
        SELECT * FROM unnest($6::uuid[], $7::int[]) AS r(destination_id, free)
      ), probing AS (
        ${probingDestinationsSql("$1")}
+     ), buckets AS MATERIALIZED (
+       ${lockedBucketsSql("$1")}
+     ), throttled AS (
+       ${throttledDestinationsSql}
+     ), ordered AS (
+       ${orderedDestinationsSql}
      ), candidates AS (
        SELECT c.destination_id, c.id, c.run_at,
               row_number() OVER (PARTITION BY c.destination_id ORDER BY c.run_at) AS rank
-         FROM (SELECT destination_id, id, run_at FROM deliveries
-                WHERE status IN ('pending', 'retrying') AND run_at <= $1
-                  AND (leased_until IS NULL OR leased_until <= $1)
-                  AND destination_id IN (SELECT id FROM destinations WHERE enabled)
-                  AND destination_id NOT IN (SELECT destination_id FROM room WHERE free <= 0)
-                  AND destination_id NOT IN (${heldDestinationsSql("$1")})
-                ORDER BY run_at
+         FROM (SELECT d.destination_id, d.id, d.run_at FROM deliveries d
+                WHERE d.status IN ('pending', 'retrying') AND d.run_at <= $1
+                  AND (d.leased_until IS NULL OR d.leased_until <= $1)
+                  AND d.destination_id IN (SELECT id FROM destinations WHERE enabled)
+                  AND d.destination_id NOT IN (SELECT destination_id FROM room WHERE free <= 0)
+                  AND d.destination_id NOT IN (${heldDestinationsSql("$1")})
+                  AND d.destination_id NOT IN (SELECT id FROM throttled)
+                  AND ${orderingHeadSql("d")}
+                ORDER BY d.run_at
                 LIMIT $2 * 2) c
      ), chosen AS (
-       SELECT c.destination_id, c.id FROM candidates c LEFT JOIN room r USING (destination_id)
-        WHERE c.rank <= CASE WHEN c.destination_id IN (SELECT destination_id FROM probing) THEN 1 ELSE coalesce(r.free, $3) END
+       SELECT c.destination_id, c.id FROM candidates c
+         LEFT JOIN room r USING (destination_id)
+         LEFT JOIN buckets b USING (destination_id)
+        WHERE c.rank <= least(CASE WHEN c.destination_id IN (SELECT destination_id FROM probing) THEN 1 ELSE coalesce(r.free, $3) END,
+                              ${tokenAllowanceSql("b", "$3")})
         ORDER BY c.run_at LIMIT $2
      ), probes AS (
        ${takeProbesSql("(SELECT destination_id, id FROM chosen WHERE destination_id IN (SELECT destination_id FROM probing))", "$1", "$4")}
@@ -102,8 +140,14 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
           AND (d.leased_until IS NULL OR d.leased_until <= $1)
           AND (d.destination_id NOT IN (SELECT destination_id FROM probing) OR d.id IN (SELECT probe_delivery_id FROM probes))
         FOR UPDATE OF d SKIP LOCKED
+     ), claimed AS (
+       ${claimTransition}
+     ), taken AS (
+       ${takeTokensSql("$1")}
      )
-     ${claimTransition}`,
+     -- One row even when nothing was claimed, to carry the refill wait.
+     SELECT w.refill_wait_ms, c.* FROM (SELECT ${refillWaitMsSql}::float8 AS refill_wait_ms) w
+       LEFT JOIN claimed c ON true`,
     [
       options.now,
       options.limit,
@@ -114,15 +158,21 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
       [...options.room.values()],
     ],
   );
-  return result.rows.map((row) => ({
-    destinationId: row.destination_id,
-    id: row.id,
-    leaseToken: row.lease_token,
-    attemptCount: row.attempt_count,
-    firstAttemptAt: row.first_attempt_at,
-    retryUrls: row.retry_urls,
-    payload: row.payload,
-    messageId: row.message_id,
-    probe: row.probe,
-  }));
+  const refill = result.rows[0]?.refill_wait_ms;
+  return {
+    refillWaitMs: refill === null || refill === undefined ? undefined : Math.max(0, refill),
+    deliveries: result.rows
+      .filter((row) => row.destination_id !== null)
+      .map((row) => ({
+        destinationId: row.destination_id!,
+        id: row.id,
+        leaseToken: row.lease_token,
+        attemptCount: row.attempt_count,
+        firstAttemptAt: row.first_attempt_at,
+        retryUrls: row.retry_urls,
+        payload: row.payload,
+        messageId: row.message_id,
+        probe: row.probe,
+      })),
+  };
 }

@@ -4,15 +4,27 @@ import { notifyWhen } from "./notify.js";
  * The CTE that queues deliveries, shared by every producer (ingest, audience
  * syncs, delete notifications), so a new delivery always starts the same
  * way: `pending`, due at `run_at`, no lease. `rows` is a SELECT yielding
- * (destination_id, message_pk, source_id, run_at, created_at). Returns
- * `name AS (...)`, one row per delivery queued, for the caller's WITH list.
+ * (destination_id, message_pk, source_id, run_at, created_at, ordering_key),
+ * the last from `orderingKeySql`. Delivery ids are drawn in the order the
+ * SELECT yields its rows; per-user ordering takes them as acceptance order,
+ * so a SELECT that can yield one user's calls out of order must ORDER BY.
+ * Returns `name AS (...)`, one row per delivery queued, for the caller's
+ * WITH list.
  */
 export function enqueueCte(rows: string, name = "queued"): string {
   return `${name} AS (
-       INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at)
+       INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at, ordering_key)
        ${rows}
        RETURNING 1
      )`;
+}
+
+/**
+ * The user key a delivery is ordered by (per-user ordering), as SQL: the
+ * userId, else the anonymousId; NULL (not ordered) when the call has neither.
+ */
+export function orderingKeySql(userId: string, anonymousId: string): string {
+  return `coalesce(nullif(${userId}, ''), nullif(${anonymousId}, ''))`;
 }
 
 /** The select-list item that wakes the loops when the `enqueueCte` named `name` queued anything. */

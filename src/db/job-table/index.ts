@@ -5,7 +5,8 @@
  * (fence.ts):
  *
  *   enqueue   a new delivery starts pending (the CTE every producer uses)
- *   claim     due deliveries of enabled destinations take a lease
+ *   claim     due deliveries of enabled destinations take a lease, within
+ *             the destinations' rate limits and per-user ordering (flow-control)
  *   complete  the lease holder's results, only while its lease holds
  *   cancel    a deleted destination's unfinished deliveries (revokes the lease)
  *   expire    a paused destination's deliveries past their window (revokes)
@@ -18,9 +19,9 @@
  * by cascade; a completion in flight then matches no row.
  */
 export { cancelDestinationDeliveries } from "./cancel.js";
-export { claimDeliveries, type ClaimedDelivery, type ClaimOptions } from "./claim.js";
+export { claimDeliveries, type ClaimedDelivery, type ClaimOptions, type ClaimResult } from "./claim.js";
 export { completeDeliveries, type DeliveryCompletion, type DeliveryStatus } from "./complete.js";
-export { enqueueCte, notifyIfQueued } from "./enqueue.js";
+export { enqueueCte, notifyIfQueued, orderingKeySql } from "./enqueue.js";
 export { expirePausedDeliveries } from "./expire.js";
 export { deliveriesChannel, wakeWorkers } from "./notify.js";
 export { purgeOldMessages, vacuumJobTableIfNeeded } from "./purge.js";

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { enqueueCte, notifyIfQueued } from "../job-table/index.js";
+import { enqueueCte, notifyIfQueued, orderingKeySql } from "../job-table/index.js";
 import { templateSql, type IdentifyTemplate } from "../../audiences/identify-template.js";
 import { stageTable } from "./audience-stage.js";
 
@@ -81,8 +81,8 @@ export async function applySync(client: pg.PoolClient, options: ApplySyncOptions
        INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload)
        SELECT $2, c.message_id, 'identify', c.user_id, $3, ${payload.sql}
          FROM calls c
-       RETURNING id
-     ), ${enqueueCte(`SELECT d.id, i.id, $2, $3, $3
+       RETURNING id, user_id
+     ), ${enqueueCte(`SELECT d.id, i.id, $2, $3, $3, ${orderingKeySql("i.user_id", "NULL")}
          FROM inserted i
         CROSS JOIN (SELECT d.id FROM destination_sources ds
                       JOIN destinations d ON d.id = ds.destination_id

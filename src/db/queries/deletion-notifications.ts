@@ -1,4 +1,4 @@
-import { enqueueCte, notifyIfQueued } from "../job-table/index.js";
+import { enqueueCte, notifyIfQueued, orderingKeySql } from "../job-table/index.js";
 import type { Queryable } from "../pool.js";
 
 export interface QueueNotificationsOptions {
@@ -31,7 +31,9 @@ export async function queueDeleteNotifications(db: Queryable, options: QueueNoti
        SELECT s.source_id, gen_random_uuid()::text, 'delete', $2, $3, $4
          FROM (SELECT DISTINCT source_id FROM targets) s
        RETURNING id, source_id
-     ), ${enqueueCte(`SELECT t.destination_id, i.id, i.source_id, $3, $3
+       -- ordering_key: the user being forgotten, so on a destination with
+       -- per-user ordering the notification follows their earlier calls.
+     ), ${enqueueCte(`SELECT t.destination_id, i.id, i.source_id, $3, $3, ${orderingKeySql("$2::text", "NULL")}
          FROM inserted i JOIN targets t ON t.source_id = i.source_id`)}, linked AS (
        INSERT INTO deletion_request_messages (deletion_request_id, message_pk)
        SELECT $5, id FROM inserted

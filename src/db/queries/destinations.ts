@@ -7,6 +7,8 @@ export interface DestinationRow {
   enabled: boolean;
   webhooks: Array<{ url: string; headers: Record<string, string> }>;
   shared_secret: string | null;
+  max_requests_per_second: number;
+  ordering: "none" | "per_user";
   signing_secrets: StoredSigningSecret[];
   /** The endpoint's health (destination_health); null before its first attempt. */
   circuit_state: "closed" | "open" | "half_open" | null;
@@ -23,7 +25,8 @@ export interface DestinationRow {
   cursor_at: string;
 }
 
-const columns = `d.id, d.name, d.enabled, d.webhooks, d.shared_secret, d.signing_secrets, d.revision, d.created_at, d.updated_at,
+const columns = `d.id, d.name, d.enabled, d.webhooks, d.shared_secret, d.signing_secrets, d.max_requests_per_second, d.ordering,
+  d.revision, d.created_at, d.updated_at,
   d.created_at::text AS cursor_at,
   h.state AS circuit_state, h.consecutive_failures, h.probe_at, h.backoff_until,
   h.last_success_at, h.last_failure_at, h.last_error,
@@ -61,14 +64,28 @@ export interface DestinationWrite {
   webhooks: DestinationRow["webhooks"];
   sharedSecret: string | null;
   signingSecrets: StoredSigningSecret[];
+  /** 0: no limit. */
+  maxRequestsPerSecond: number;
+  ordering: DestinationRow["ordering"];
   at: Date;
 }
 
 export async function insertDestination(db: Queryable, row: DestinationWrite): Promise<void> {
   await db.query(
-    `INSERT INTO destinations (id, name, enabled, webhooks, shared_secret, signing_secrets, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $7, $6, $6)`,
-    [row.id, row.name, row.enabled, JSON.stringify(row.webhooks), row.sharedSecret, row.at, JSON.stringify(row.signingSecrets)],
+    `INSERT INTO destinations (id, name, enabled, webhooks, shared_secret, signing_secrets, created_at, updated_at,
+                               max_requests_per_second, ordering)
+     VALUES ($1, $2, $3, $4, $5, $7, $6, $6, $8, $9)`,
+    [
+      row.id,
+      row.name,
+      row.enabled,
+      JSON.stringify(row.webhooks),
+      row.sharedSecret,
+      row.at,
+      JSON.stringify(row.signingSecrets),
+      row.maxRequestsPerSecond,
+      row.ordering,
+    ],
   );
 }
 
@@ -76,8 +93,18 @@ export async function insertDestination(db: Queryable, row: DestinationWrite): P
 export async function updateDestinationRow(db: Queryable, row: DestinationWrite): Promise<void> {
   await db.query(
     `UPDATE destinations SET name = $2, enabled = $3, webhooks = $4, shared_secret = $5, signing_secrets = $7,
-            revision = revision + 1, updated_at = $6 WHERE id = $1`,
-    [row.id, row.name, row.enabled, JSON.stringify(row.webhooks), row.sharedSecret, row.at, JSON.stringify(row.signingSecrets)],
+            max_requests_per_second = $8, ordering = $9, revision = revision + 1, updated_at = $6 WHERE id = $1`,
+    [
+      row.id,
+      row.name,
+      row.enabled,
+      JSON.stringify(row.webhooks),
+      row.sharedSecret,
+      row.at,
+      JSON.stringify(row.signingSecrets),
+      row.maxRequestsPerSecond,
+      row.ordering,
+    ],
   );
 }
 
@@ -128,12 +155,13 @@ export interface DestinationConfigRow {
   shared_secret: string | null;
   /** Standard Webhooks secrets; expired ones are skipped when signing. */
   signing_secrets: StoredSigningSecret[];
+  ordering: DestinationRow["ordering"];
 }
 
 /** The current settings of the claimed deliveries' destinations: read per batch, so an edit applies to every later attempt. */
 export async function loadDestinationConfigs(db: Queryable, ids: readonly string[]): Promise<Map<string, DestinationConfigRow>> {
   const result = await db.query<DestinationConfigRow>(
-    "SELECT id, enabled, webhooks, shared_secret, signing_secrets FROM destinations WHERE id = ANY ($1::uuid[])",
+    "SELECT id, enabled, webhooks, shared_secret, signing_secrets, ordering FROM destinations WHERE id = ANY ($1::uuid[])",
     [ids],
   );
   return new Map(result.rows.map((row) => [row.id, row]));

@@ -1,12 +1,14 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Queryable } from "../pool.js";
-import { enqueueCte, notifyIfQueued } from "../job-table/index.js";
+import { enqueueCte, notifyIfQueued, orderingKeySql } from "../job-table/index.js";
 
 /** A message ready to store: validated, its body built. */
 export interface MessageToStore {
   messageId: string;
   type: string;
   userId: string;
+  /** With userId, what per-user ordering keys the delivery by (absent: none). */
+  anonymousId?: string;
   payload: string;
   /** The call's integrations object, which routing reads. */
   integrations: JsonObject | undefined;
@@ -34,8 +36,8 @@ export function routingCondition(integrations: string, destinationName: string):
 
 const storeStatement = `
   WITH input AS (
-    SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[])
-      AS i(message_id, type, user_id, payload, integrations)
+    SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::text[])
+      WITH ORDINALITY AS i(message_id, type, user_id, payload, integrations, anonymous_id, position)
   ), inserted AS (
     INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload)
     SELECT $1, message_id, type, nullif(user_id, ''), $2, payload FROM input
@@ -44,8 +46,10 @@ const storeStatement = `
   ), targets AS (
     SELECT d.id, d.name FROM destination_sources ds JOIN destinations d ON d.id = ds.destination_id
      WHERE ds.source_id = $1 AND d.enabled
-  ), ${enqueueCte(`SELECT t.id, m.id, $1, $2, $2
-      FROM inserted m JOIN input i USING (message_id) JOIN targets t ON ${routingCondition("i.integrations", "t.name")}`)}
+  ), ${enqueueCte(`SELECT t.id, m.id, $1, $2, $2, ${orderingKeySql("i.user_id", "i.anonymous_id")}
+       FROM inserted m JOIN input i USING (message_id) JOIN targets t ON ${routingCondition("i.integrations", "t.name")}
+      -- Delivery ids follow the calls' order in the batch (per-user ordering's acceptance order).
+      ORDER BY i.position`)}
   SELECT ${notifyIfQueued()}`;
 
 /**
@@ -69,5 +73,6 @@ export async function storeMessages(
     messages.map((m) => m.userId),
     messages.map((m) => m.payload),
     messages.map((m) => (m.integrations ? JSON.stringify(m.integrations) : null)),
+    messages.map((m) => m.anonymousId ?? null),
   ]);
 }

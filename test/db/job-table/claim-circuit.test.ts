@@ -53,8 +53,8 @@ beforeEach(async () => {
   );
 });
 
-function claim(now: Date, pool = pools[0]!, owner = "a"): Promise<ClaimedDelivery[]> {
-  return claimDeliveries(pool, { now, limit: 10, perDestinationLimit: 10, room: new Map(), leaseMs: minute, owner });
+async function claim(now: Date, pool = pools[0]!, owner = "a"): Promise<ClaimedDelivery[]> {
+  return (await claimDeliveries(pool, { now, limit: 10, perDestinationLimit: 10, room: new Map(), leaseMs: minute, owner })).deliveries;
 }
 
 async function setHealth(fields: Record<string, unknown>) {

@@ -60,7 +60,7 @@ async function enqueueOne(at = t0): Promise<string> {
 }
 
 async function claim(now: Date, owner = "a", leaseMs = minute): Promise<ClaimedDelivery[]> {
-  return claimDeliveries(pool, { now, limit: 10, perDestinationLimit: 10, room: new Map(), leaseMs, owner });
+  return (await claimDeliveries(pool, { now, limit: 10, perDestinationLimit: 10, room: new Map(), leaseMs, owner })).deliveries;
 }
 
 interface Row {

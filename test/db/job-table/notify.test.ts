@@ -96,7 +96,9 @@ test("delete notifications are queued through the same enqueue and wake the loop
 });
 
 test("a replay and an enabled destination wake the loops", async () => {
-  const [job] = await claimDeliveries(pool, { now: t0, limit: 1, perDestinationLimit: 1, room: new Map(), leaseMs: 60_000, owner: "a" });
+  const {
+    deliveries: [job],
+  } = await claimDeliveries(pool, { now: t0, limit: 1, perDestinationLimit: 1, room: new Map(), leaseMs: 60_000, owner: "a" });
   await completeDeliveries(pool, [
     { destinationId, id: job!.id, leaseToken: job!.leaseToken, status: "failed", runAt: t0, attempted: true, attemptedAt: t0, retryUrls: null, attempts: [] },
   ]);

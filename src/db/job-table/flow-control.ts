@@ -1,0 +1,104 @@
+/**
+ * The claim statement's flow-control parts: a per-destination rate limit
+ * (a token bucket shared by every worker process through Postgres) and
+ * per-user ordering. They are SQL fragments, kept here so the claim query
+ * reads as its steps and these rules can be read (and changed) on their own.
+ *
+ * Rate limit. destination_rate_buckets holds, per destination, `tokens` as
+ * of `refilled_at`. The bucket fills at max_requests_per_second and holds at
+ * most half a second's worth (at least one token). A claim locks the
+ * buckets of its rate-limited destinations (SKIP LOCKED: a bucket another
+ * claim holds means "no tokens for this claim"), takes at most the whole
+ * tokens there are, and writes back what is left, in the same statement as
+ * the lease. So all workers together claim a destination's deliveries at
+ * most at its rate, and any window of T seconds sees at most
+ * rate × (T + 0.5) of them.
+ *
+ * Ordering. Every delivery carries ordering_key (its call's userId, else
+ * anonymousId; NULL: not ordered). For a destination with per-user ordering,
+ * a delivery is claimable only when no unfinished (pending or retrying,
+ * leased or not, due or not) delivery of the same destination and key has a
+ * smaller id. The probe follows deliveries_ordering_idx.
+ */
+
+/** Bucket size in tokens: half a second of the rate, at least one token. */
+export function bucketCapacitySql(rate: string): string {
+  return `greatest(1.0, ${rate} * 0.5)`;
+}
+
+/**
+ * Tokens one wake-up of the loop waits for: an eighth of a second's worth
+ * (at least one, at most the capacity), so a limited destination costs a
+ * few claims a second, not one per token.
+ */
+export function wakeTokensSql(rate: string): string {
+  return `least(${bucketCapacitySql(rate)}, greatest(1.0, ${rate} / 8.0))`;
+}
+
+/**
+ * CTE body: the rate-limited destinations' buckets this claim takes from,
+ * locked, with their tokens refilled up to `now`.
+ */
+export function lockedBucketsSql(now: string): string {
+  return `SELECT b.destination_id, d.max_requests_per_second AS rate,
+         least(${bucketCapacitySql("d.max_requests_per_second")},
+               b.tokens + d.max_requests_per_second
+                 * greatest(0, extract(epoch FROM (${now}::timestamptz - b.refilled_at)))) AS tokens
+    FROM destination_rate_buckets b JOIN destinations d ON d.id = b.destination_id
+   WHERE d.enabled AND d.max_requests_per_second > 0
+   FOR NO KEY UPDATE OF b SKIP LOCKED`;
+}
+
+/**
+ * CTE body: rate-limited destinations this claim may not take any delivery
+ * of (no whole token, or another claim holds the bucket), given the CTE
+ * named `buckets` (lockedBucketsSql).
+ */
+export const throttledDestinationsSql = `SELECT d.id FROM destinations d
+   WHERE d.enabled AND d.max_requests_per_second > 0
+     AND NOT EXISTS (SELECT 1 FROM buckets b WHERE b.destination_id = d.id AND b.tokens >= 1)`;
+
+/** How many deliveries of a destination the claim may take, given `buckets` row `b` (NULL: unlimited). */
+export function tokenAllowanceSql(bucket: string, otherwise: string): string {
+  return `coalesce(floor(${bucket}.tokens)::int, ${otherwise})`;
+}
+
+/**
+ * CTE body: writes back the buckets the claim took from, given `buckets`
+ * and `claimed` (the UPDATE ... RETURNING destination_id of the lease).
+ */
+export function takeTokensSql(now: string): string {
+  return `UPDATE destination_rate_buckets t
+      SET tokens = b.tokens - n.taken, refilled_at = ${now}
+     FROM buckets b
+     JOIN (SELECT destination_id, count(*) AS taken FROM claimed GROUP BY destination_id) n USING (destination_id)
+    WHERE t.destination_id = b.destination_id
+   RETURNING t.destination_id`;
+}
+
+/**
+ * Scalar: milliseconds until the first of this claim's limited destinations
+ * has a wake-up's worth of tokens again (NULL: none is short of tokens).
+ */
+export const refillWaitMsSql = `(SELECT min((${wakeTokensSql("b.rate")} - (b.tokens - coalesce(n.taken, 0))) / b.rate * 1000)
+     FROM buckets b
+     LEFT JOIN (SELECT destination_id, count(*) AS taken FROM claimed GROUP BY destination_id) n USING (destination_id)
+    WHERE b.tokens - coalesce(n.taken, 0) < ${wakeTokensSql("b.rate")})`;
+
+/**
+ * Predicate on a candidate delivery `d`: false when its destination orders
+ * per user and an earlier delivery of the same user is unfinished. An OR,
+ * so the planner keeps the EXISTS a per-row index probe (never a join over
+ * the table); `ordered` is the CTE of per-user-ordered destinations.
+ */
+export function orderingHeadSql(d: string): string {
+  return `(${d}.ordering_key IS NULL
+        OR ${d}.destination_id NOT IN (SELECT id FROM ordered)
+        OR NOT EXISTS (SELECT 1 FROM deliveries e
+                        WHERE e.destination_id = ${d}.destination_id AND e.ordering_key = ${d}.ordering_key
+                          AND e.status IN ('pending', 'retrying') AND e.ordering_key IS NOT NULL
+                          AND e.id < ${d}.id))`;
+}
+
+/** CTE body: destinations with per-user ordering. */
+export const orderedDestinationsSql = "SELECT id FROM destinations WHERE enabled AND ordering = 'per_user'";

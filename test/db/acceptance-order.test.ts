@@ -1,0 +1,64 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { runMigrations } from "../../src/db/migrate.js";
+import { createPool, type Pool } from "../../src/db/pool.js";
+import { storeMessages, type MessageToStore } from "../../src/db/queries/store-messages.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+
+// Per-user ordering takes delivery ids as acceptance order: they must follow
+// the calls' order inside a batch and from one batch to the next.
+let database: TestDatabase;
+let pool: Pool;
+const sourceId = randomUUID();
+const destinations = [randomUUID(), randomUUID(), randomUUID()];
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  pool = createPool({ connectionString: database.url });
+  await runMigrations(pool);
+  await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', 'k')", [sourceId]);
+  for (const [i, id] of destinations.entries()) {
+    await pool.query(
+      `INSERT INTO destinations (id, name, enabled, webhooks) VALUES ($1, $2, true, '[{"url":"https://example.com/","headers":{}}]')`,
+      [id, `d${i}`],
+    );
+    await pool.query("INSERT INTO destination_sources (source_id, destination_id) VALUES ($1, $2)", [sourceId, id]);
+  }
+});
+afterAll(async () => {
+  await pool?.end();
+  await database?.drop();
+});
+
+test("delivery ids follow the calls' order within and across batches, and carry the user key", async () => {
+  // Several users interleaved; messageIds whose sort order differs from the
+  // batch order, so a join that reorders rows would show.
+  const batch = (from: number, size: number): MessageToStore[] =>
+    Array.from({ length: size }, (_, i) => {
+      const seq = from + i;
+      const anonymous = seq % 5 === 0;
+      return {
+        messageId: `${randomUUID()}-${seq}`,
+        type: "track",
+        userId: anonymous ? "" : `user-${seq % 7}`,
+        anonymousId: anonymous ? `anon-${seq % 3}` : "",
+        payload: JSON.stringify({ seq }),
+        integrations: undefined,
+      };
+    });
+  const at = new Date("2026-11-22T10:00:00Z");
+  await storeMessages(pool, sourceId, at, batch(0, 2_000));
+  await storeMessages(pool, sourceId, at, batch(2_000, 2_000));
+  for (const destinationId of destinations) {
+    const rows = await pool.query<{ seq: number; ordering_key: string | null }>(
+      `SELECT (m.payload::jsonb ->> 'seq')::int AS seq, d.ordering_key
+         FROM deliveries d JOIN messages m ON m.id = d.message_pk
+        WHERE d.destination_id = $1 ORDER BY d.id`,
+      [destinationId],
+    );
+    expect(rows.rows.map((r) => r.seq)).toEqual(Array.from({ length: 4_000 }, (_, i) => i));
+    expect(rows.rows.map((r) => r.ordering_key)).toEqual(
+      rows.rows.map((r) => (r.seq % 5 === 0 ? `anon-${r.seq % 3}` : `user-${r.seq % 7}`)),
+    );
+  }
+});
