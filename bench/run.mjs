@@ -1,7 +1,7 @@
 // `npm run bench`: starts what it needs on loopback (a Postgres database, the
 // service as separate processes, a keep-alive sink process) and prints one
 // JSON object per line. Options:
-//   --only=ingest,burn-down,end-to-end,baselines,isolation,client,soak
+//   --only=ingest,burn-down,scaling,end-to-end,baselines,isolation,client,soak
 //   --quick   smaller counts and shorter steps (a smoke run, not a measurement)
 //   --soak    add a 5-minute steady run that checks rates do not decay
 //   --duration=MS --deliveries=N   override the ingest duration and the burn-down size
@@ -15,6 +15,7 @@ import { clientScenario } from "./scenarios/client.mjs";
 import { endToEndScenario } from "./scenarios/end-to-end.mjs";
 import { ingestScenario } from "./scenarios/ingest.mjs";
 import { isolationScenario } from "./scenarios/isolation.mjs";
+import { scalingScenario } from "./scenarios/scaling.mjs";
 import { soakScenario } from "./scenarios/soak.mjs";
 
 const args = process.argv.slice(2);
@@ -63,6 +64,15 @@ try {
     const result = await inFreshDatabase((db) => burnDownScenario({ db, sink, count: sizes.burnDown }));
     burnDownRate = result.rate;
     rss.burn_down = result.rss;
+  }
+  if (wants("scaling")) {
+    const results = await scalingScenario({
+      createDatabase: () => postgres.createDatabase(),
+      sink,
+      deliveries: Math.min(sizes.burnDown, 50_000),
+      durationMs: sizes.durationMs,
+    });
+    rss.scaling = Math.max(...results.map((r) => r.server_peak_rss_mb));
   }
   if (wants("end-to-end")) {
     const { stepMs, rates, latencyMs } = sizes;

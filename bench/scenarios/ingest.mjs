@@ -40,7 +40,7 @@ export async function ingestScenario({ db, sink, durationMs, concurrency = Numbe
   return { eventsPerS, rss };
 }
 
-async function runFor(client, durationMs, concurrency, batchSize) {
+export async function runFor(client, durationMs, concurrency, batchSize) {
   const latencies = [];
   let events = 0;
   const start = performance.now();
