@@ -20,6 +20,7 @@ import { createHmac } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { Pool as HttpPool } from "undici";
+import { cpuSeconds } from "./lib/cpu.mjs";
 
 const batch = 500;
 const ahead = 1_000;
@@ -51,6 +52,8 @@ export async function bareDelivery({ url, sinkUrl, count, connections = 64, infl
   const http = new HttpPool(sinkUrl, { connections, keepAliveTimeout: 60_000 });
   const headers = (signature) => ({ "content-type": "application/json", "user-agent": "Waypost/1.0", "x-signature": signature });
 
+  const backends = await Promise.all([claimer, completer].map(async (c) => (await c.query("SELECT pg_backend_pid() AS pid")).rows[0].pid));
+  const backendCpu = () => backends.reduce((sum, pid) => (sum === undefined || cpuSeconds(pid) === undefined ? undefined : sum + cpuSeconds(pid)), 0);
   const state = { posted: 0, recorded: 0, failed: 0, stop: false, lastPostAt: 0 };
   let queue = [];
   let head = 0;
@@ -70,6 +73,7 @@ export async function bareDelivery({ url, sinkUrl, count, connections = 64, infl
 
   const start = performance.now();
   const cpu0 = process.cpuUsage();
+  const postgres0 = backendCpu();
   const claiming = (async () => {
     while (!state.stop) {
       if (queue.length - head >= ahead) {
@@ -138,6 +142,7 @@ export async function bareDelivery({ url, sinkUrl, count, connections = 64, infl
   await writing;
   const recordedAt = performance.now();
   const cpu = process.cpuUsage(cpu0);
+  const postgres1 = backendCpu();
   state.stop = true;
   wakeClaimer?.();
   await claiming;
@@ -152,6 +157,9 @@ export async function bareDelivery({ url, sinkUrl, count, connections = 64, infl
     connections,
     inflight,
     script_cpu_us_per_delivery: Math.round((cpu.user + cpu.system) / Math.max(1, state.posted)),
+    // Its Postgres backends' CPU, read from /proc (null when Postgres is not on this machine).
+    postgres_cpu_us_per_delivery:
+      postgres0 === undefined || postgres1 === undefined ? null : Math.round(((postgres1 - postgres0) * 1e6) / Math.max(1, state.posted)),
   };
 }
 

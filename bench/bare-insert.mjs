@@ -11,6 +11,7 @@
 // Prints one JSON line: rows (calls) per second, measured after a 1 s warm-up.
 import { fileURLToPath } from "node:url";
 import pg from "pg";
+import { cpuSeconds } from "./lib/cpu.mjs";
 
 const insertStatement = `
   WITH m AS (
@@ -36,6 +37,8 @@ export async function bareInsert({ url, sourceId, destinationId, durationMs, bat
       return client;
     }),
   );
+  const backends = await Promise.all(clients.map(async (c) => (await c.query("SELECT pg_backend_pid() AS pid")).rows[0].pid));
+  const backendCpu = () => backends.reduce((sum, pid) => (sum === undefined || cpuSeconds(pid) === undefined ? undefined : sum + cpuSeconds(pid)), 0);
   const tag = `bare-${process.pid}-${Date.now().toString(36)}`;
   const state = { rows: 0, stop: false };
   const workers = clients.map(async (client, w) => {
@@ -59,10 +62,12 @@ export async function bareInsert({ url, sourceId, destinationId, durationMs, bat
   const rows0 = state.rows;
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
+  const postgres0 = backendCpu();
   await new Promise((resolve) => setTimeout(resolve, durationMs));
   const rows = state.rows - rows0;
   const elapsedMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
+  const postgres1 = backendCpu();
   state.stop = true;
   await Promise.all(workers);
   await Promise.all(clients.map((c) => c.end()));
@@ -74,6 +79,8 @@ export async function bareInsert({ url, sourceId, destinationId, durationMs, bat
     connections,
     batch_size: batchSize,
     script_cpu_pct: Math.round(((cpu.user + cpu.system) / 1000 / elapsedMs) * 100),
+    // Its Postgres backends' CPU, read from /proc (null when Postgres is not on this machine).
+    postgres_cpu_us_per_row: postgres0 === undefined || postgres1 === undefined ? null : Math.round(((postgres1 - postgres0) * 1e6) / rows),
   };
 }
 

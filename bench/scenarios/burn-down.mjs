@@ -1,5 +1,6 @@
 import pg from "pg";
 import { createSourceAndDestination, setEnabled } from "../lib/admin.mjs";
+import { startCpuMeter } from "../lib/cpu.mjs";
 import { queueDeliveries } from "../lib/queue.mjs";
 import { runScript } from "../lib/script.mjs";
 import { startService } from "../lib/service.mjs";
@@ -19,11 +20,14 @@ export async function burnDownScenario({ db, sink, count, concurrency = 64 }) {
   const { source, destination } = await createSourceAndDestination(service.url, `${sink.url}/ok`, { name: "burn", enabled: false });
   await queueDeliveries(pool, { sourceId: source.id, destinationId: destination.id, count, prefix: "burn" });
   await sink.reset();
+  const meter = await startCpuMeter(pool, { service: service.pid });
   const start = performance.now();
   await setEnabled(service.url, destination.id, true);
   const arrived = await sink.waitForCount(count);
   await waitForStatus(pool, destination.id, count);
   const recorded = performance.now();
+  const { used } = await meter.stop();
+  const window = [service.secondsSinceStart(start), service.secondsSinceStart(recorded)];
   const rss = service.peakRssMb();
   await service.stop();
   const rate = Math.round((count / (arrived - start)) * 1000);
@@ -39,7 +43,12 @@ export async function burnDownScenario({ db, sink, count, concurrency = 64 }) {
     baseline_bare_loop_per_s: bare,
     ratio_to_bare_loop: Math.round((rate / bare) * 100) / 100,
     baseline_all_recorded_after_s: bareResult.all_recorded_after_s,
-    baseline_cpu_us_per_delivery: bareResult.script_cpu_us_per_delivery,
+    baseline_cpu_us_per_delivery: { script: bareResult.script_cpu_us_per_delivery, postgres: bareResult.postgres_cpu_us_per_delivery },
+    cpu_us_per_webhook: {
+      service: used.service === null ? null : Math.round((used.service * 1e6) / count),
+      postgres: used.postgres === null ? null : Math.round((used.postgres * 1e6) / count),
+    },
+    profile_window_s: window,
     target_webhooks_per_s: 15_000,
     server_peak_rss_mb: rss,
   });

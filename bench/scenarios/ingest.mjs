@@ -1,5 +1,6 @@
 import pg from "pg";
 import { createSourceAndDestination } from "../lib/admin.mjs";
+import { startCpuMeter } from "../lib/cpu.mjs";
 import { trackingClient } from "../lib/load.mjs";
 import { runScript } from "../lib/script.mjs";
 import { startService } from "../lib/service.mjs";
@@ -16,8 +17,14 @@ export async function ingestScenario({ db, sink, durationMs, concurrency = Numbe
   const service = await startService(db.url, { WAYPOST_ROLE: "api" });
   const { source } = await createSourceAndDestination(service.url, `${sink.url}/ok`, { name: "ingest" });
   const client = trackingClient(service.url, source.writeKey);
-  await runFor(client, 1_000, concurrency, batchSize); // warm-up: JIT, connections
+  const warmup = await runFor(client, 1_000, concurrency, batchSize); // warm-up: JIT, connections
+  const pool = new pg.Pool({ connectionString: db.url, max: 1 });
+  const meter = await startCpuMeter(pool, { service: service.pid });
+  const window = [service.secondsSinceStart()];
   const { events, latencies, elapsedMs } = await runFor(client, durationMs, concurrency, batchSize);
+  window.push(service.secondsSinceStart());
+  const { used } = await meter.stop();
+  await pool.end();
   client.close();
   const rss = service.peakRssMb();
   await service.stop();
@@ -30,9 +37,12 @@ export async function ingestScenario({ db, sink, durationMs, concurrency = Numbe
     rpc_latency_ms: summarize(latencies),
     concurrency,
     batch_size: batchSize,
-    duration_s: elapsedMs / 1000,
+    duration_s: Math.round(elapsedMs) / 1000,
+    calls_handled_with_warmup: warmup.events + events,
+    cpu_us_per_call: { service: perUnit(used.service, events), postgres: perUnit(used.postgres, events) },
+    profile_window_s: window,
     baseline_bare_insert_rows_per_s: baseline,
-    baseline_script_cpu_pct: bare.script_cpu_pct,
+    baseline_cpu: { script_pct_of_core: bare.script_cpu_pct, postgres_us_per_row: bare.postgres_cpu_us_per_row },
     ratio_to_bare_insert: Math.round((eventsPerS / baseline) * 100) / 100,
     target_events_per_s: 50_000,
     server_peak_rss_mb: rss,
@@ -57,6 +67,8 @@ export async function runFor(client, durationMs, concurrency, batchSize) {
   );
   return { events, latencies, elapsedMs: performance.now() - start };
 }
+
+const perUnit = (seconds, units) => (seconds === null ? null : Math.round((seconds * 1e6) / units));
 
 /** The hardware's share: the same rows (a message and a delivery per call) from bench/bare-insert.mjs. */
 export async function bareInsertBaseline(db, sourceId, durationMs, batchSize) {
