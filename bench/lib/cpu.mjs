@@ -21,6 +21,12 @@ async function backendPids(pool) {
   return rows.map((r) => r.pid);
 }
 
+/** Transactions committed or rolled back in this database so far (Postgres publishes these counts within about a second). */
+export async function transactionCount(pool) {
+  const { rows } = await pool.query("SELECT (xact_commit + xact_rollback)::bigint AS n FROM pg_stat_database WHERE datname = current_database()");
+  return Number(rows[0].n);
+}
+
 /**
  * Measures the CPU time of named processes and of this database's Postgres
  * backends over a window. Backends are read through /proc, so Postgres must
@@ -33,8 +39,9 @@ export async function startCpuMeter(pool, processes) {
   const self = process.cpuUsage();
   const before = new Map(Object.entries(processes).map(([name, pid]) => [name, cpuSeconds(pid)]));
   const backendsBefore = new Map((await backendPids(pool)).map((pid) => [pid, cpuSeconds(pid)]));
+  const transactionsBefore = await transactionCount(pool);
   return {
-    /** CPU seconds per process over the window, and the window's length in seconds. */
+    /** CPU seconds per process over the window, the window's length in seconds, and the database's transactions in it. */
     async stop() {
       const seconds = (performance.now() - startedAt) / 1000;
       const used = {};
@@ -53,7 +60,10 @@ export async function startCpuMeter(pool, processes) {
       used.postgres = visible ? postgres : null;
       const mine = process.cpuUsage(self);
       used.load_generator = (mine.user + mine.system) / 1e6;
-      return { seconds, used };
+      // Let the backends publish their transaction counts (at most once a second each).
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      const transactions = (await transactionCount(pool)) - transactionsBefore;
+      return { seconds, used, transactions };
     },
   };
 }

@@ -1,6 +1,6 @@
 import pg from "pg";
 import { createSourceAndDestination, setEnabled } from "../lib/admin.mjs";
-import { startCpuMeter } from "../lib/cpu.mjs";
+import { startCpuMeter, transactionCount } from "../lib/cpu.mjs";
 import { queueDeliveries } from "../lib/queue.mjs";
 import { runScript } from "../lib/script.mjs";
 import { startService } from "../lib/service.mjs";
@@ -26,7 +26,7 @@ export async function burnDownScenario({ db, sink, count, concurrency = 64 }) {
   const arrived = await sink.waitForCount(count);
   await waitForStatus(pool, destination.id, count);
   const recorded = performance.now();
-  const { used } = await meter.stop();
+  const { used, transactions } = await meter.stop();
   const window = [service.secondsSinceStart(start), service.secondsSinceStart(recorded)];
   const rss = service.peakRssMb();
   await service.stop();
@@ -44,10 +44,12 @@ export async function burnDownScenario({ db, sink, count, concurrency = 64 }) {
     ratio_to_bare_loop: Math.round((rate / bare) * 100) / 100,
     baseline_all_recorded_after_s: bareResult.all_recorded_after_s,
     baseline_cpu_us_per_delivery: { script: bareResult.script_cpu_us_per_delivery, postgres: bareResult.postgres_cpu_us_per_delivery },
+    baseline_transactions_per_1000: bareResult.transactions_per_1000,
     cpu_us_per_webhook: {
       service: used.service === null ? null : Math.round((used.service * 1e6) / count),
       postgres: used.postgres === null ? null : Math.round((used.postgres * 1e6) / count),
     },
+    transactions_per_1000_webhooks: Math.round((transactions * 1000) / count),
     profile_window_s: window,
     target_webhooks_per_s: 15_000,
     server_peak_rss_mb: rss,
@@ -79,7 +81,10 @@ export async function bareLoopBaseline(pool, db, sink, count, concurrency) {
   await queueDeliveries(pool, { sourceId, destinationId, count, prefix: `bareloop${Date.now()}` });
   await pool.query("VACUUM deliveries");
   await sink.reset();
+  const before = await transactionCount(pool);
   const result = await runScript("bare-delivery.mjs", [db.url, sink.url, count, concurrency, concurrency * 4]);
+  await new Promise((resolve) => setTimeout(resolve, 1_100));
+  result.transactions_per_1000 = Math.round((((await transactionCount(pool)) - before) * 1000) / count);
   const arrived = await sink.count();
   if (arrived < count) throw new Error(`bare loop: the sink saw ${arrived} of ${count} requests`);
   return result;

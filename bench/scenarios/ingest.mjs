@@ -23,7 +23,7 @@ export async function ingestScenario({ db, sink, durationMs, concurrency = Numbe
   const window = [service.secondsSinceStart()];
   const { events, latencies, elapsedMs } = await runFor(client, durationMs, concurrency, batchSize);
   window.push(service.secondsSinceStart());
-  const { used } = await meter.stop();
+  const { used, transactions } = await meter.stop();
   await pool.end();
   client.close();
   const rss = service.peakRssMb();
@@ -40,6 +40,7 @@ export async function ingestScenario({ db, sink, durationMs, concurrency = Numbe
     duration_s: Math.round(elapsedMs) / 1000,
     calls_handled_with_warmup: warmup.events + events,
     cpu_us_per_call: { service: perUnit(used.service, events), postgres: perUnit(used.postgres, events) },
+    transactions_per_1000_calls: Math.round((transactions * 1000) / events),
     profile_window_s: window,
     baseline_bare_insert_rows_per_s: baseline,
     baseline_cpu: { script_pct_of_core: bare.script_cpu_pct, postgres_us_per_row: bare.postgres_cpu_us_per_row },
