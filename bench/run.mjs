@@ -1,9 +1,10 @@
 // `npm run bench`: starts what it needs on loopback (a Postgres database, the
 // service as separate processes, a keep-alive sink process) and prints one
 // JSON object per line. Options:
-//   --only=ingest,burn-down,end-to-end,baselines,isolation,client,ordering,rate-limit,soak
+//   --only=ingest,burn-down,scaling,end-to-end,baselines,isolation,client,ordering,rate-limit,soak
 //   --quick   smaller counts and shorter steps (a smoke run, not a measurement)
 //   --soak    add a 5-minute steady run that checks rates do not decay
+//   --duration=MS --deliveries=N   override the ingest duration and the burn-down size
 import os from "node:os";
 import { openPostgres } from "./lib/postgres.mjs";
 import { startSink } from "./lib/sink.mjs";
@@ -16,6 +17,7 @@ import { ingestScenario } from "./scenarios/ingest.mjs";
 import { isolationScenario } from "./scenarios/isolation.mjs";
 import { orderingScenario } from "./scenarios/ordering.mjs";
 import { rateLimitScenario } from "./scenarios/rate-limit.mjs";
+import { scalingScenario } from "./scenarios/scaling.mjs";
 import { soakScenario } from "./scenarios/soak.mjs";
 
 const args = process.argv.slice(2);
@@ -27,6 +29,13 @@ const wants = (name) => (only ? only.has(name) : name !== "soak" || args.include
 const sizes = quick
   ? { durationMs: 3_000, burnDown: 20_000, stepMs: 3_000, rates: [2_000, 5_000, 10_000], latencyMs: 3_000, isolation: 10_000, soakMs: 30_000 }
   : { durationMs: 10_000, burnDown: 200_000, stepMs: 8_000, rates: [2_000, 4_000, 5_000, 6_000, 7_000, 8_000, 10_000, 12_000, 15_000], latencyMs: 10_000, isolation: 50_000, soakMs: Number(process.env.BENCH_SOAK_MS ?? 300_000) };
+
+const numberArg = (name) => {
+  const arg = args.find((a) => a.startsWith(`--${name}=`));
+  return arg ? Number(arg.slice(name.length + 3)) : undefined;
+};
+if (numberArg("duration")) sizes.durationMs = numberArg("duration");
+if (numberArg("deliveries")) sizes.burnDown = numberArg("deliveries");
 
 const postgres = await openPostgres();
 const sink = await startSink();
@@ -57,6 +66,15 @@ try {
     const result = await inFreshDatabase((db) => burnDownScenario({ db, sink, count: sizes.burnDown }));
     burnDownRate = result.rate;
     rss.burn_down = result.rss;
+  }
+  if (wants("scaling")) {
+    const results = await scalingScenario({
+      createDatabase: () => postgres.createDatabase(),
+      sink,
+      deliveries: Math.min(sizes.burnDown, 50_000),
+      durationMs: sizes.durationMs,
+    });
+    rss.scaling = Math.max(...results.map((r) => r.server_peak_rss_mb));
   }
   if (wants("end-to-end")) {
     const { stepMs, rates, latencyMs } = sizes;

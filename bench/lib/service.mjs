@@ -12,6 +12,7 @@ const entry = fileURLToPath(new URL("../../dist/server.js", import.meta.url));
 export async function startService(databaseUrl, env = {}) {
   // BENCH_CPU_PROF=dir writes a V8 CPU profile of each service process there.
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const startedAt = performance.now();
   const child = spawn(process.execPath, [...profile, entry], {
     env: {
       ...process.env,
@@ -37,6 +38,8 @@ export async function startService(databaseUrl, env = {}) {
   return {
     url,
     pid: child.pid,
+    /** Seconds since this process was spawned: where a window lies in its CPU profile. */
+    secondsSinceStart: (at = performance.now()) => Math.round(at - startedAt) / 1000,
     /** Peak resident memory so far, from the kernel (VmHWM), in MB. */
     peakRssMb: () => peakRssMb(child.pid),
     async stop() {

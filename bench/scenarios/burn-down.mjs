@@ -1,8 +1,8 @@
-import { createHmac } from "node:crypto";
 import pg from "pg";
-import { Pool as HttpPool } from "undici";
 import { createSourceAndDestination, setEnabled } from "../lib/admin.mjs";
+import { startCpuMeter, transactionCount } from "../lib/cpu.mjs";
 import { queueDeliveries } from "../lib/queue.mjs";
+import { runScript } from "../lib/script.mjs";
 import { startService } from "../lib/service.mjs";
 import { report } from "../lib/stats.mjs";
 
@@ -10,7 +10,9 @@ import { report } from "../lib/stats.mjs";
  * Scenario 2: `count` deliveries already queued; webhooks delivered per
  * second to the sink, signed, with attempts recorded. The destination is
  * created disabled, filled, then enabled, so the clock starts with a full
- * queue. Baseline in the same run: a bare claim → POST → mark-done loop.
+ * queue. Baseline in the same run: a bare claim → POST → mark-done loop in
+ * its own process (bare-delivery.mjs: claims pipelined ahead of the senders,
+ * completions batched on their own connection, prepared statements).
  */
 export async function burnDownScenario({ db, sink, count, concurrency = 64 }) {
   const service = await startService(db.url, { WAYPOST_DESTINATION_CONCURRENCY: String(concurrency) });
@@ -18,15 +20,19 @@ export async function burnDownScenario({ db, sink, count, concurrency = 64 }) {
   const { source, destination } = await createSourceAndDestination(service.url, `${sink.url}/ok`, { name: "burn", enabled: false });
   await queueDeliveries(pool, { sourceId: source.id, destinationId: destination.id, count, prefix: "burn" });
   await sink.reset();
+  const meter = await startCpuMeter(pool, { service: service.pid });
   const start = performance.now();
   await setEnabled(service.url, destination.id, true);
   const arrived = await sink.waitForCount(count);
   await waitForStatus(pool, destination.id, count);
   const recorded = performance.now();
+  const { used, transactions } = await meter.stop();
+  const window = [service.secondsSinceStart(start), service.secondsSinceStart(recorded)];
   const rss = service.peakRssMb();
   await service.stop();
   const rate = Math.round((count / (arrived - start)) * 1000);
-  const bare = await bareLoopBaseline(pool, sink, count, concurrency);
+  const bareResult = await bareLoopBaseline(pool, db, sink, count, concurrency);
+  const bare = bareResult.per_s;
   await pool.end();
   report({
     scenario: "delivery_burn_down",
@@ -36,6 +42,15 @@ export async function burnDownScenario({ db, sink, count, concurrency = 64 }) {
     concurrency,
     baseline_bare_loop_per_s: bare,
     ratio_to_bare_loop: Math.round((rate / bare) * 100) / 100,
+    baseline_all_recorded_after_s: bareResult.all_recorded_after_s,
+    baseline_cpu_us_per_delivery: { script: bareResult.script_cpu_us_per_delivery, postgres: bareResult.postgres_cpu_us_per_delivery },
+    baseline_transactions_per_1000: bareResult.transactions_per_1000,
+    cpu_us_per_webhook: {
+      service: used.service === null ? null : Math.round((used.service * 1e6) / count),
+      postgres: used.postgres === null ? null : Math.round((used.postgres * 1e6) / count),
+    },
+    transactions_per_1000_webhooks: Math.round((transactions * 1000) / count),
+    profile_window_s: window,
     target_webhooks_per_s: 15_000,
     server_peak_rss_mb: rss,
   });
@@ -50,48 +65,27 @@ export async function waitForStatus(pool, destinationId, count, status = "delive
   }
 }
 
-/** The same work without Waypost's stages, typing, attempt rows or metrics: the hardware's share. */
-async function bareLoopBaseline(pool, sink, count, concurrency) {
+/**
+ * The same work without Waypost's stages, attempt rows, metrics or caps, on
+ * the same tables and sink: bench/bare-delivery.mjs, with `concurrency`
+ * connections and four times as many requests in flight.
+ */
+export async function bareLoopBaseline(pool, db, sink, count, concurrency) {
   const { rows } = await pool.query("SELECT id FROM sources LIMIT 1");
   const sourceId = rows[0].id;
   const destinationId = "00000000-0000-4000-8000-00000000b00e";
-  await pool.query("INSERT INTO destinations (id, name, enabled, webhooks) VALUES ($1, 'bare', false, $2)", [
+  await pool.query("INSERT INTO destinations (id, name, enabled, webhooks) VALUES ($1, 'bare', true, $2) ON CONFLICT (id) DO NOTHING", [
     destinationId,
     JSON.stringify([{ url: `${sink.url}/ok`, headers: {} }]),
   ]);
-  await queueDeliveries(pool, { sourceId, destinationId, count, prefix: "bareloop" });
-  await pool.query("UPDATE destinations SET enabled = true WHERE id = $1", [destinationId]);
-  const http = new HttpPool(sink.url, { connections: concurrency });
+  await queueDeliveries(pool, { sourceId, destinationId, count, prefix: `bareloop${Date.now()}` });
+  await pool.query("VACUUM deliveries");
   await sink.reset();
-  const start = performance.now();
-  let done = 0;
-  while (done < count) {
-    const { rows: jobs } = await pool.query(
-      `WITH due AS (SELECT destination_id, id FROM deliveries WHERE status = 'pending' AND destination_id = $1
-                     ORDER BY run_at LIMIT 500 FOR UPDATE SKIP LOCKED)
-       UPDATE deliveries d SET run_at = now() + interval '1 minute' FROM due, messages m
-        WHERE d.destination_id = due.destination_id AND d.id = due.id AND m.id = d.message_pk
-       RETURNING d.id, m.payload`,
-      [destinationId],
-    );
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: Math.min(concurrency, jobs.length) }, async () => {
-        while (next < jobs.length) {
-          const job = jobs[next++];
-          const signature = createHmac("sha1", "bench-secret").update(job.payload).digest("hex");
-          const response = await http.request({ path: "/ok", method: "POST", body: job.payload, headers: { "content-type": "application/json", "x-signature": signature } });
-          await response.body.dump();
-        }
-      }),
-    );
-    await pool.query("UPDATE deliveries SET status = 'delivered', finalized_at = now() WHERE destination_id = $1 AND id = ANY($2::bigint[])", [
-      destinationId,
-      jobs.map((j) => j.id),
-    ]);
-    done += jobs.length;
-  }
-  const elapsed = performance.now() - start;
-  await http.close();
-  return Math.round((count / elapsed) * 1000);
+  const before = await transactionCount(pool);
+  const result = await runScript("bare-delivery.mjs", [db.url, sink.url, count, concurrency, concurrency * 4]);
+  await new Promise((resolve) => setTimeout(resolve, 1_100));
+  result.transactions_per_1000 = Math.round((((await transactionCount(pool)) - before) * 1000) / count);
+  const arrived = await sink.count();
+  if (arrived < count) throw new Error(`bare loop: the sink saw ${arrived} of ${count} requests`);
+  return result;
 }

@@ -1,0 +1,74 @@
+import { readFileSync } from "node:fs";
+
+// /proc/<pid>/stat counts CPU time in clock ticks; Linux reports 100 per second to user space.
+const ticksPerSecond = 100;
+
+/** CPU seconds (user + system) a process has used so far, or undefined when /proc cannot tell (not Linux, not ours). */
+export function cpuSeconds(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The Postgres backends serving this database (the service's pools, the bench's own connection). */
+async function backendPids(pool) {
+  const { rows } = await pool.query("SELECT pid FROM pg_stat_activity WHERE datname = current_database()");
+  return rows.map((r) => r.pid);
+}
+
+/** Transactions committed or rolled back in this database so far (Postgres publishes these counts within about a second). */
+export async function transactionCount(pool) {
+  const { rows } = await pool.query("SELECT (xact_commit + xact_rollback)::bigint AS n FROM pg_stat_database WHERE datname = current_database()");
+  return Number(rows[0].n);
+}
+
+/**
+ * Measures the CPU time of named processes and of this database's Postgres
+ * backends over a window. Backends are read through /proc, so Postgres must
+ * run on this machine (it does for the bench: DATABASE_URL on loopback, or
+ * the embedded one); otherwise `postgres` is null. Background work shared by
+ * every database (WAL writer, checkpointer) is not counted.
+ */
+export async function startCpuMeter(pool, processes) {
+  const startedAt = performance.now();
+  const self = process.cpuUsage();
+  const before = new Map(Object.entries(processes).map(([name, pid]) => [name, cpuSeconds(pid)]));
+  const backendsBefore = new Map((await backendPids(pool)).map((pid) => [pid, cpuSeconds(pid)]));
+  const transactionsBefore = await transactionCount(pool);
+  return {
+    /** CPU seconds per process over the window, the window's length in seconds, and the database's transactions in it. */
+    async stop() {
+      const seconds = (performance.now() - startedAt) / 1000;
+      const used = {};
+      for (const [name, pid] of Object.entries(processes)) {
+        const now = cpuSeconds(pid);
+        used[name] = now === undefined || before.get(name) === undefined ? null : now - before.get(name);
+      }
+      let postgres = 0;
+      let visible = false;
+      for (const pid of await backendPids(pool)) {
+        const now = cpuSeconds(pid);
+        if (now === undefined) continue;
+        visible = true;
+        postgres += now - (backendsBefore.get(pid) ?? 0);
+      }
+      used.postgres = visible ? postgres : null;
+      const mine = process.cpuUsage(self);
+      used.load_generator = (mine.user + mine.system) / 1e6;
+      // Let the backends publish their transaction counts (at most once a second each).
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      const transactions = (await transactionCount(pool)) - transactionsBefore;
+      return { seconds, used, transactions };
+    },
+  };
+}
+
+/** CPU seconds → percent of one core over the window. */
+export function percentOfCore(used, seconds) {
+  return Object.fromEntries(Object.entries(used).map(([name, s]) => [name, s === null ? null : Math.round((s / seconds) * 100)]));
+}
