@@ -7,7 +7,9 @@ import { expect, test } from "vitest";
 // docs (docs/api.md, docs/webhooks.md), never to an outside specification.
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const citation = /SPEC section|SPEC\.md|SPEC §/;
+// Built from parts, so that this file does not match itself.
+const word = ["SP", "EC"].join("");
+const citation = new RegExp(`${word} section|${word}\\.md|${word} §`);
 
 /**
  * Applied migrations cannot change: postgres-migrations stores a hash of
@@ -29,7 +31,7 @@ test("no file in src/, test/, docs/, packages/ or the README cites an outside sp
   expect(checked.length).toBeGreaterThan(100);
   const citing = checked
     .map((file) => path.relative(root, file).split(path.sep).join("/"))
-    .filter((file) => !immutable.has(file) && file !== "test/docs.test.ts")
+    .filter((file) => !immutable.has(file))
     .filter((file) => citation.test(readFileSync(path.join(root, file), "utf8")));
   expect(citing).toEqual([]);
 });
