@@ -6,8 +6,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { build, transform } from "esbuild";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchBrowser } from "../helpers/browser.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
@@ -259,19 +260,7 @@ describe("in Chromium, from a page on another origin", () => {
     });
     await new Promise<void>((resolve) => pageServer.listen(0, "127.0.0.1", resolve));
     pageOrigin = `http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`;
-    browser = await chromium.launch({
-      executablePath: "/usr/bin/chromium",
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
+    browser = await launchBrowser();
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
