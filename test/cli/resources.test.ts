@@ -139,7 +139,7 @@ test("destinations: create, get, list, update, enable, disable, delete", async (
   expect(got.stdout).toMatch(/^enabled:\s+no$/m);
   expect(got.stdout).toContain(`webhook 2: ${receiver.url}?b`);
   const list = await waypost(["destinations", "list"], env);
-  expect(list.stdout).toMatch(new RegExp(`^${id}\\s+hooks\\s+no\\s+1\\s+yes\\s+${receiver.url.replace(/[.?]/g, "\\$&")}`, "m"));
+  expect(list.stdout).toMatch(new RegExp(`^${id}\\s+hooks\\s+no\\s+healthy\\s+none\\s+none\\s+1\\s+yes\\s+no\\s+${receiver.url.replace(/[.?]/g, "\\$&")}`, "m"));
 
   // --header alone keeps the URLs.
   const updated = await waypostJson<{ destination: { name: string; webhooks: Array<{ url: string; headers: Record<string, string> }> } }>(

@@ -234,7 +234,7 @@ describe("operator console in a real browser", () => {
     await page.getByRole("button", { name: "Save destination" }).click();
     const row = rowsOf("Destinations").filter({ hasText: "receiver (main)" });
     await row.waitFor();
-    expect(await row.getByRole("cell").nth(4).textContent()).toBe("none");
+    expect(await row.getByRole("cell").nth(5).textContent()).toBe("none");
 
     await page.getByRole("button", { name: "Disable receiver (main)" }).click();
     await row.getByRole("cell", { name: "disabled", exact: true }).waitFor();

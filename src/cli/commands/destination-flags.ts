@@ -1,6 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Command } from "commander";
-import type { Destination, DestinationSchema } from "../../../gen/waypost/v1/destination_pb.js";
+import { Ordering, type Destination, type DestinationSchema } from "../../../gen/waypost/v1/destination_pb.js";
 import { UsageError } from "../errors.js";
 import { collect } from "../format.js";
 
@@ -25,6 +25,24 @@ function parseHeader(text: string): [string, string] {
   const name = colon > 0 ? text.slice(0, colon).trim() : "";
   if (!name) throw new UsageError(`--header: "${text}" is not NAME:VALUE`);
   return [name, text.slice(colon + 1).trim()];
+}
+
+/** --rate-limit: a whole number of requests per second; 0 is no limit. */
+export function parseRateLimit(text: string): number {
+  // The server checks the range; beyond 32 bits it could not even be sent.
+  if (!/^\d+$/.test(text.trim()) || Number(text) > 0xffff_ffff) {
+    throw new UsageError(`--rate-limit: "${text}" is not a whole number of requests per second (0: no limit)`);
+  }
+  return Number(text.trim());
+}
+
+const orderingByName: Record<string, Ordering> = { none: Ordering.NONE, "per-user": Ordering.PER_USER };
+
+/** --ordering: per-user or none. */
+export function parseOrdering(text: string): Ordering {
+  const ordering = orderingByName[text.trim().toLowerCase()];
+  if (ordering === undefined) throw new UsageError(`--ordering: "${text}" is not one of per-user, none`);
+  return ordering;
 }
 
 export const destinationFlags: FlagMapping[] = [
@@ -74,6 +92,38 @@ export const destinationFlags: FlagMapping[] = [
       if (flags.sharedSecret === undefined) return undefined;
       into.sharedSecret = flags.sharedSecret as string;
       return "shared_secret";
+    },
+  },
+  {
+    declare: (c, mode) =>
+      c.option(
+        "--signing-secret <whsec>",
+        mode === "create"
+          ? "a Standard Webhooks signing secret (whsec_...; repeat for several)"
+          : 'replaces the Standard Webhooks signing secrets (repeat for several; "" removes them all)',
+        collect,
+      ),
+    apply(flags, into) {
+      const secrets = flags.signingSecret as string[] | undefined;
+      if (secrets === undefined) return undefined;
+      into.signingSecrets = secrets.filter((s) => s !== "");
+      return "signing_secrets";
+    },
+  },
+  {
+    declare: (c) => c.option("--rate-limit <n>", "at most N deliveries a second to this destination (0: no limit)"),
+    apply(flags, into) {
+      if (flags.rateLimit === undefined) return undefined;
+      into.maxRequestsPerSecond = parseRateLimit(flags.rateLimit as string);
+      return "max_requests_per_second";
+    },
+  },
+  {
+    declare: (c) => c.option("--ordering <order>", "per-user: one user's deliveries one at a time, in order; none: any order"),
+    apply(flags, into) {
+      if (flags.ordering === undefined) return undefined;
+      into.ordering = parseOrdering(flags.ordering as string);
+      return "ordering";
     },
   },
   {

@@ -3,9 +3,12 @@ import type { Command } from "commander";
 import {
   CreateDestinationResponseSchema,
   DeleteDestinationResponseSchema,
+  DestinationHealth,
   DestinationService,
   GetDestinationResponseSchema,
   ListDestinationsResponseSchema,
+  Ordering,
+  RotateSigningSecretResponseSchema,
   UpdateDestinationResponseSchema,
   type Destination,
 } from "../../../gen/waypost/v1/destination_pb.js";
@@ -15,13 +18,38 @@ import { fields, table, time } from "../format.js";
 import type { Wire } from "../program.js";
 import { declareDestinationFlags, destinationFromFlags, type DestinationFlags } from "./destination-flags.js";
 
+const healthNames: Record<DestinationHealth, string> = {
+  [DestinationHealth.UNSPECIFIED]: "-",
+  [DestinationHealth.HEALTHY]: "healthy",
+  [DestinationHealth.FAILING]: "failing",
+  [DestinationHealth.CIRCUIT_OPEN]: "circuit open",
+};
+
+export function healthText(d: Destination): string {
+  return healthNames[d.health] ?? String(d.health);
+}
+
+/** The rate limit: "none" when absent or 0. */
+export function rateLimitText(d: Destination): string {
+  return d.maxRequestsPerSecond ? `${d.maxRequestsPerSecond}/s` : "none";
+}
+
+/** UNSPECIFIED reads as none, as the server treats it. */
+export function orderingText(d: Destination): string {
+  return d.ordering === Ordering.PER_USER ? "per-user" : "none";
+}
+
 /** The columns of `destinations list`: a new column is one more entry. */
 export const destinationColumns: Array<{ header: string; value(d: Destination): string }> = [
   { header: "ID", value: (d) => d.id },
   { header: "NAME", value: (d) => d.name },
   { header: "ENABLED", value: (d) => (d.enabled === false ? "no" : "yes") },
+  { header: "HEALTH", value: healthText },
+  { header: "RATE", value: rateLimitText },
+  { header: "ORDERING", value: orderingText },
   { header: "SOURCES", value: (d) => String(d.sourceIds.length) },
   { header: "SECRET", value: (d) => (d.hasSharedSecret ? "yes" : "no") },
+  { header: "SIGNING", value: (d) => (d.hasSigningSecret ? "yes" : "no") },
   { header: "URLS", value: (d) => d.webhooks.map((w) => w.url).join(" ") },
 ];
 
@@ -30,8 +58,18 @@ export function describeDestination(d: Destination): string {
     ["id", d.id],
     ["name", d.name],
     ["enabled", d.enabled === false ? "no" : "yes"],
+    ["health", healthText(d)],
+    ["consecutive failures", String(d.consecutiveFailures)],
+    ["last success", time(d.lastSuccessTime)],
+    ["last failure", time(d.lastFailureTime)],
+    ["last error", d.lastError || "-"],
+    ...(d.nextProbeTime ? [["next probe", time(d.nextProbeTime)] as const] : []),
+    ...(d.backoffUntilTime ? [["backing off until", time(d.backoffUntilTime)] as const] : []),
+    ["rate limit", d.maxRequestsPerSecond ? `${d.maxRequestsPerSecond} requests/s` : "none"],
+    ["ordering", orderingText(d)],
     ["sources", d.sourceIds.join(", ") || "-"],
     ["shared secret", d.hasSharedSecret ? "set" : "none"],
+    ["signing secret", d.hasSigningSecret ? "set" : "none"],
     ["created", time(d.createTime)],
     ["updated", time(d.updateTime)],
   ]);
@@ -40,6 +78,11 @@ export function describeDestination(d: Destination): string {
     return `webhook ${i + 1}: ${w.url}${headers.join("")}`;
   });
   return lines + webhooks.join("\n") + "\n";
+}
+
+/** A new signing secret, which the server never shows again. */
+function secretOnce(secret: string): string {
+  return `signing secret: ${secret}  (shown once: keep it now)\n`;
 }
 
 async function update(ctx: CliContext, id: string, flags: DestinationFlags): Promise<void> {
@@ -91,13 +134,21 @@ export function registerDestinations(program: Command, wire: Wire): void {
   declareDestinationFlags(
     destinations.command("create").description("create a destination (--header applies to every --url)"),
     "create",
-  ).action(
-    wire(async (ctx, flags: DestinationFlags) => {
-      const { destination } = destinationFromFlags(flags);
-      const response = await ctx.admin(DestinationService).createDestination({ destination });
-      ctx.print(CreateDestinationResponseSchema, response, () => describeDestination(response.destination!));
-    }),
-  );
+  )
+    .option("--generate-signing-secret", "generate a Standard Webhooks signing secret (printed once)")
+    .action(
+      wire(async (ctx, flags: DestinationFlags) => {
+        const { destination } = destinationFromFlags(flags);
+        const response = await ctx
+          .admin(DestinationService)
+          .createDestination({ destination, generateSigningSecret: flags.generateSigningSecret === true });
+        ctx.print(
+          CreateDestinationResponseSchema,
+          response,
+          () => describeDestination(response.destination!) + (response.signingSecret ? secretOnce(response.signingSecret) : ""),
+        );
+      }),
+    );
 
   declareDestinationFlags(
     destinations
@@ -118,6 +169,19 @@ export function registerDestinations(program: Command, wire: Wire): void {
     .description("disable a destination: its deliveries wait (and expire after the retry window)")
     .argument("<id>", "destination id")
     .action(wire(async (ctx, id: string) => update(ctx, id, { disabled: true })));
+
+  destinations
+    .command("rotate-signing-secret")
+    .description("generate a new Standard Webhooks signing secret (printed once); the previous ones keep signing for an overlap")
+    .argument("<id>", "destination id")
+    .action(
+      wire(async (ctx, id: string) => {
+        const response = await ctx.admin(DestinationService).rotateSigningSecret({ id });
+        ctx.print(RotateSigningSecretResponseSchema, response, () =>
+          `id: ${response.destination?.id ?? id}\n${secretOnce(response.signingSecret)}`,
+        );
+      }),
+    );
 
   destinations
     .command("delete")

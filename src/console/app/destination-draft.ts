@@ -1,5 +1,5 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { Destination, DestinationSchema } from "../../../gen/waypost/v1/destination_pb.js";
+import { Ordering, type Destination, type DestinationSchema } from "../../../gen/waypost/v1/destination_pb.js";
 
 export interface HeaderDraft {
   name: string;
@@ -20,11 +20,26 @@ export interface DestinationDraft {
   /** keep the stored secret (edit only), set a new one, or clear it. */
   secretMode: "keep" | "set" | "clear";
   secret: string;
+  /** Requests per second as typed; "" or "0" is no limit. */
+  rateLimit: string;
+  ordering: "none" | "per-user";
+  /** Create only: ask the server for a Standard Webhooks signing secret. */
+  generateSigningSecret: boolean;
 }
 
 export function draftOf(destination: Destination | undefined): DestinationDraft {
   if (!destination) {
-    return { name: "", enabled: true, sourceIds: [], webhooks: [{ url: "", headers: [] }], secretMode: "set", secret: "" };
+    return {
+      name: "",
+      enabled: true,
+      sourceIds: [],
+      webhooks: [{ url: "", headers: [] }],
+      secretMode: "set",
+      secret: "",
+      rateLimit: "",
+      ordering: "none",
+      generateSigningSecret: false,
+    };
   }
   return {
     name: destination.name,
@@ -36,11 +51,32 @@ export function draftOf(destination: Destination | undefined): DestinationDraft 
     })),
     secretMode: "keep",
     secret: "",
+    rateLimit: destination.maxRequestsPerSecond ? String(destination.maxRequestsPerSecond) : "",
+    ordering: destination.ordering === Ordering.PER_USER ? "per-user" : "none",
+    generateSigningSecret: false,
   };
 }
 
-/** The resource to send, and (for an update) the mask naming what changes. */
+/**
+ * The rate limit as the API takes it (a uint32; the server checks the
+ * range and names the field when it refuses). Text that is not a whole
+ * number cannot even be sent: the form says so itself, in the same place.
+ */
+export function parseRateLimit(text: string): number | { problem: string } {
+  const trimmed = text.trim();
+  if (trimmed === "") return 0;
+  if (!/^\d+$/.test(trimmed) || Number(trimmed) > 0xffff_ffff) {
+    return { problem: "must be a whole number of requests per second (empty or 0: no limit)" };
+  }
+  return Number(trimmed);
+}
+
+/**
+ * The resource to send, and (for an update) the mask naming what changes.
+ * The rate limit must have passed parseRateLimit.
+ */
 export function toRequest(draft: DestinationDraft): { destination: MessageInitShape<typeof DestinationSchema>; paths: string[] } {
+  const rate = parseRateLimit(draft.rateLimit);
   const destination: MessageInitShape<typeof DestinationSchema> = {
     name: draft.name,
     enabled: draft.enabled,
@@ -49,8 +85,10 @@ export function toRequest(draft: DestinationDraft): { destination: MessageInitSh
       url: w.url.trim(),
       headers: Object.fromEntries(w.headers.filter((h) => h.name.trim() !== "").map((h) => [h.name.trim(), h.value])),
     })),
+    maxRequestsPerSecond: typeof rate === "number" ? rate : 0,
+    ordering: draft.ordering === "per-user" ? Ordering.PER_USER : Ordering.NONE,
   };
-  const paths = ["name", "enabled", "source_ids", "webhooks"];
+  const paths = ["name", "enabled", "source_ids", "webhooks", "max_requests_per_second", "ordering"];
   if (draft.secretMode === "set" && draft.secret !== "") {
     destination.sharedSecret = draft.secret;
     paths.push("shared_secret");

@@ -1,5 +1,5 @@
 import type { Destination } from "../../../gen/waypost/v1/destination_pb.js";
-import { DestinationSchema } from "../../../gen/waypost/v1/destination_pb.js";
+import { DestinationHealth, DestinationSchema, Ordering } from "../../../gen/waypost/v1/destination_pb.js";
 
 /**
  * A destination's state for people: disabled, enabled, or the endpoint
@@ -17,4 +17,25 @@ export function destinationState(destination: Destination): string {
     if (/FAILING$/.test(name)) return "enabled, failing";
   }
   return "enabled";
+}
+
+const healthLabels: Record<number, string> = {
+  [DestinationHealth.HEALTHY]: "Healthy",
+  [DestinationHealth.FAILING]: "Failing",
+  [DestinationHealth.CIRCUIT_OPEN]: "Circuit open",
+};
+
+/** The endpoint's health for the Health column; "—" when the server reports none. */
+export function healthLabel(destination: Destination): string {
+  return healthLabels[destination.health] ?? "—";
+}
+
+/** The rate limit: "N/s", or "none" when absent or 0. */
+export function rateLimitLabel(destination: Destination): string {
+  return destination.maxRequestsPerSecond ? `${destination.maxRequestsPerSecond}/s` : "none";
+}
+
+/** The ordering; unspecified reads as none, as on the server. */
+export function orderingLabel(destination: Destination): string {
+  return destination.ordering === Ordering.PER_USER ? "Per user" : "None";
 }

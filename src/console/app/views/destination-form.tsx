@@ -1,11 +1,13 @@
 import { useState } from "preact/hooks";
 import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
 import type { Source } from "../../../../gen/waypost/v1/source_pb.js";
-import { ErrorMessage } from "../components.js";
+import { ErrorMessage, SecretOnce } from "../components.js";
 import { useSession } from "../context.js";
-import { draftOf, toRequest, type DestinationDraft } from "../destination-draft.js";
+import { draftOf, parseRateLimit, toRequest, type DestinationDraft } from "../destination-draft.js";
 import { describeError, fieldError, isUnauthenticated } from "../errors.js";
 import { FieldError, type FieldErrors } from "../field-error.js";
+import { FlowControlFields } from "./flow-control-fields.js";
+import { SigningSecretFields } from "./signing-secret-fields.js";
 import { WebhookFields } from "./webhook-fields.js";
 
 /**
@@ -20,21 +22,37 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
   const [errors, setErrors] = useState<FieldErrors>({});
   const [formError, setFormError] = useState<string | undefined>();
   const [busy, setBusy] = useState(false);
+  // Rotating the signing secret changes the etag this form must send.
+  const [etag, setEtag] = useState(props.destination?.etag ?? "");
+  // A generated signing secret, shown once after creating.
+  const [generated, setGenerated] = useState<{ name: string; secret: string } | undefined>();
   const update = (change: Partial<DestinationDraft>) => setDraft((d) => ({ ...d, ...change }));
 
   async function submit(event: Event) {
     event.preventDefault();
-    setBusy(true);
     setErrors({});
     setFormError(undefined);
+    const rate = parseRateLimit(draft.rateLimit);
+    if (typeof rate !== "number") {
+      setErrors({ maxRequestsPerSecond: rate.problem });
+      return;
+    }
+    setBusy(true);
     const { destination, paths } = toRequest(draft);
     try {
       if (props.destination) {
         destination.id = props.destination.id;
-        destination.etag = props.destination.etag;
+        destination.etag = etag;
         await api.destinations.updateDestination({ destination, updateMask: { paths } });
       } else {
-        await api.destinations.createDestination({ destination });
+        const response = await api.destinations.createDestination({
+          destination,
+          generateSigningSecret: draft.generateSigningSecret,
+        });
+        if (response.signingSecret) {
+          setGenerated({ name: response.destination?.name ?? draft.name, secret: response.signingSecret });
+          return;
+        }
       }
       props.onSaved();
     } catch (caught) {
@@ -49,6 +67,15 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
 
   const toggleSource = (id: string, on: boolean) =>
     update({ sourceIds: on ? [...draft.sourceIds, id] : draft.sourceIds.filter((s) => s !== id) });
+
+  if (generated) {
+    return (
+      <div>
+        <p>{`Destination ${generated.name} created.`}</p>
+        <SecretOnce label={`Signing secret of ${generated.name}.`} value={generated.secret} onDismiss={props.onSaved} />
+      </div>
+    );
+  }
 
   return (
     <form class="stacked" onSubmit={submit} noValidate>
@@ -124,10 +151,13 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
         )}
         <FieldError errors={errors} field="sharedSecret" />
       </fieldset>
-      {/*
-        Flow control goes here: the rate limit (maxRequestsPerSecond) and the
-        ordering (ordering) of a destination, once the API carries them.
-      */}
+      <SigningSecretFields
+        destination={props.destination}
+        generate={draft.generateSigningSecret}
+        onGenerateChange={(generateSigningSecret) => update({ generateSigningSecret })}
+        onRotated={(rotated) => setEtag(rotated.etag)}
+      />
+      <FlowControlFields draft={draft} errors={errors} onChange={update} />
       <div class="form-actions">
         <button type="submit" disabled={busy}>
           {creating ? "Create destination" : "Save destination"}

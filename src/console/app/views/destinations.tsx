@@ -1,6 +1,6 @@
 import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
 import { useAction, useLoad } from "../context.js";
-import { destinationState } from "../health.js";
+import { healthLabel, orderingLabel, rateLimitLabel } from "../health.js";
 import { listAll } from "../paging.js";
 
 /** Destinations: list, enable/disable, delete; create and edit are on their own page. */
@@ -37,15 +37,18 @@ export function DestinationsView() {
       </p>
       <ErrorMessage error={action.error ?? loaded.error} />
       <table aria-label="Destinations">
-        <HeaderRow columns={["Name", "State", "Sources", "Webhooks", "Shared secret", "Actions"]} />
+        <HeaderRow
+          columns={["Name", "State", "Health", "Sources", "Webhooks", "Shared secret", "Signing secret", "Rate limit", "Ordering", "Actions"]}
+        />
         <tbody>
-          {loaded.data?.destinations.length === 0 && <EmptyRow columns={6}>No destinations yet.</EmptyRow>}
+          {loaded.data?.destinations.length === 0 && <EmptyRow columns={10}>No destinations yet.</EmptyRow>}
           {loaded.data?.destinations.map((d) => (
             <tr key={d.id}>
               <td>
                 <a href={`/console/destinations/${d.id}`}>{d.name}</a>
               </td>
-              <td>{destinationState(d)}</td>
+              <td>{d.enabled === false ? "disabled" : "enabled"}</td>
+              <td title={d.lastError ? `Last error: ${d.lastError}` : undefined}>{healthLabel(d)}</td>
               <td>{d.sourceIds.map(sourceName).join(", ")}</td>
               <td>
                 {d.webhooks.map((w) => (
@@ -55,6 +58,9 @@ export function DestinationsView() {
                 ))}
               </td>
               <td>{d.hasSharedSecret ? "set" : "none"}</td>
+              <td>{d.hasSigningSecret ? "set" : "none"}</td>
+              <td>{rateLimitLabel(d)}</td>
+              <td>{orderingLabel(d)}</td>
               <td class="actions">
                 <button type="button" aria-label={`${d.enabled === false ? "Enable" : "Disable"} ${d.name}`} onClick={() => setEnabled(d.id, d.etag, d.enabled === false)}>
                   {d.enabled === false ? "Enable" : "Disable"}
