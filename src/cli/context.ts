@@ -114,3 +114,10 @@ function resolveToken(flag: string | undefined, env: NodeJS.ProcessEnv): string 
     `no admin token: pass --token, set WAYPOST_ADMIN_TOKEN, or run where the server keeps ${file} (set WAYPOST_DATA_DIR)`,
   );
 }
+
+/**
+ * Wires an action into commander: the context is built from the command's
+ * options; the action gets commander's arguments (positionals, then options).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- commander's action arguments are untyped
+export type Wire = (action: (ctx: CliContext, ...args: any[]) => Promise<void>) => (...args: unknown[]) => Promise<void>;

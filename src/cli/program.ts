@@ -7,15 +7,9 @@ import { registerSend } from "./commands/send.js";
 import { registerServe } from "./commands/serve.js";
 import { registerSources } from "./commands/sources.js";
 import { registerStats } from "./commands/stats.js";
-import { createContext, serverUrlCommands, type CliContext, type CliIo } from "./context.js";
+import { createContext, serverUrlCommands, type CliIo, type Wire } from "./context.js";
 import { describeRpcError, UsageError } from "./errors.js";
 
-/**
- * Wires an action into commander: the context is built from the command's
- * options; the action gets commander's arguments (positionals, then options).
- */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- commander's action arguments are untyped
-export type Wire = (action: (ctx: CliContext, ...args: any[]) => Promise<void>) => (...args: unknown[]) => Promise<void>;
 
 /**
  * The `waypost` program. Every command has --url, --token and --json (on the

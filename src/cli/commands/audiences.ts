@@ -12,7 +12,7 @@ import {
 } from "../../../gen/waypost/v1/audience_pb.js";
 import { UsageError } from "../errors.js";
 import { fields, table, time } from "../format.js";
-import type { Wire } from "../program.js";
+import type { Wire } from "../context.js";
 
 function counts(c: SyncCounts | undefined): string {
   return fields([

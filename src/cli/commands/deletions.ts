@@ -7,7 +7,7 @@ import {
   type DeletionRequest,
 } from "../../../gen/waypost/v1/deletion_pb.js";
 import { collect, fields, time } from "../format.js";
-import type { Wire } from "../program.js";
+import type { Wire } from "../context.js";
 
 function describe(r: DeletionRequest): string {
   return fields([

@@ -11,7 +11,7 @@ import {
 } from "../../../gen/waypost/v1/delivery_pb.js";
 import { UsageError } from "../errors.js";
 import { fields, parseCount, parseStatuses, parseTime, statusText } from "../format.js";
-import type { Wire } from "../program.js";
+import type { Wire } from "../context.js";
 import { deliveryRows, describeDelivery } from "./delivery-text.js";
 import { tailDeliveries } from "./tail.js";
 

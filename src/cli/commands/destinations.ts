@@ -12,10 +12,9 @@ import {
   UpdateDestinationResponseSchema,
   type Destination,
 } from "../../../gen/waypost/v1/destination_pb.js";
-import type { CliContext } from "../context.js";
+import type { CliContext, Wire } from "../context.js";
 import { UsageError } from "../errors.js";
 import { fields, table, time } from "../format.js";
-import type { Wire } from "../program.js";
 import { declareDestinationFlags, destinationFromFlags, type DestinationFlags } from "./destination-flags.js";
 
 const healthNames: Record<DestinationHealth, string> = {

@@ -1,10 +1,9 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Option, type Command } from "commander";
 import { TrackingService } from "../../../gen/waypost/v1/tracking_pb.js";
-import type { CliContext } from "../context.js";
+import type { CliContext, Wire } from "../context.js";
 import { UsageError } from "../errors.js";
 import { fields, parseJsonObject, parseTime } from "../format.js";
-import type { Wire } from "../program.js";
 import type { JsonObject } from "@bufbuild/protobuf";
 
 interface SendFlags {

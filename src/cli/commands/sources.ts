@@ -8,7 +8,7 @@ import {
 } from "../../../gen/waypost/v1/source_pb.js";
 import { create } from "@bufbuild/protobuf";
 import { fields, table, time } from "../format.js";
-import type { Wire } from "../program.js";
+import type { Wire } from "../context.js";
 
 export function registerSources(program: Command, wire: Wire): void {
   const sources = program.command("sources").description("list, create, rotate keys of and delete sources");

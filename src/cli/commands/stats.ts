@@ -7,7 +7,7 @@ import {
 } from "../../../gen/waypost/v1/delivery_pb.js";
 import { DestinationService, type Destination } from "../../../gen/waypost/v1/destination_pb.js";
 import { table } from "../format.js";
-import type { Wire } from "../program.js";
+import type { Wire } from "../context.js";
 
 const percent = (rate: number | undefined) => (rate === undefined ? "-" : `${(rate * 100).toFixed(1)}%`);
 
