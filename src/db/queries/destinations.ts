@@ -70,22 +70,27 @@ export interface DestinationWrite {
   at: Date;
 }
 
+/** The parameters both writes take, in the order their statements number them. */
+function destinationParams(row: DestinationWrite): unknown[] {
+  return [
+    row.id,
+    row.name,
+    row.enabled,
+    JSON.stringify(row.webhooks),
+    row.sharedSecret,
+    row.at,
+    JSON.stringify(row.signingSecrets),
+    row.maxRequestsPerSecond,
+    row.ordering,
+  ];
+}
+
 export async function insertDestination(db: Queryable, row: DestinationWrite): Promise<void> {
   await db.query(
     `INSERT INTO destinations (id, name, enabled, webhooks, shared_secret, signing_secrets, created_at, updated_at,
                                max_requests_per_second, ordering)
      VALUES ($1, $2, $3, $4, $5, $7, $6, $6, $8, $9)`,
-    [
-      row.id,
-      row.name,
-      row.enabled,
-      JSON.stringify(row.webhooks),
-      row.sharedSecret,
-      row.at,
-      JSON.stringify(row.signingSecrets),
-      row.maxRequestsPerSecond,
-      row.ordering,
-    ],
+    destinationParams(row),
   );
 }
 
@@ -94,17 +99,7 @@ export async function updateDestinationRow(db: Queryable, row: DestinationWrite)
   await db.query(
     `UPDATE destinations SET name = $2, enabled = $3, webhooks = $4, shared_secret = $5, signing_secrets = $7,
             max_requests_per_second = $8, ordering = $9, revision = revision + 1, updated_at = $6 WHERE id = $1`,
-    [
-      row.id,
-      row.name,
-      row.enabled,
-      JSON.stringify(row.webhooks),
-      row.sharedSecret,
-      row.at,
-      JSON.stringify(row.signingSecrets),
-      row.maxRequestsPerSecond,
-      row.ordering,
-    ],
+    destinationParams(row),
   );
 }
 
