@@ -1,7 +1,6 @@
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
-import { Duplex } from "node:stream";
 import { defaultConnectionLimits, type ConnectionLimits } from "./connection-limits.js";
 import { createConnectionTracker } from "./connection-tracker.js";
 
@@ -74,8 +73,15 @@ export async function listen(
     socket.once("data", (first: Buffer) => {
       socket.pause();
       if (first.subarray(0, 3).equals(http2Preface.subarray(0, 3))) {
+        // The http2 session takes over the socket's native handle and first
+        // reads what is already buffered in it (the peeked bytes put back
+        // here), so the socket is handed over as it is: no JS relay, and the
+        // session turns Nagle off on it (a relay never could, so response
+        // frames waited for the client's delayed ACK).
+        socket.setNoDelay(true);
+        socket.unshift(first);
         handingOff = socket;
-        h2.emit("connection", withFirstChunk(socket, first));
+        h2.emit("connection", socket);
         handingOff = undefined;
       } else {
         tracker.handedOff(socket);
@@ -110,35 +116,4 @@ export async function listen(
       await closed;
     },
   };
-}
-
-/**
- * The http2 server reads a net.Socket's handle natively, so bytes put back
- * with unshift() would never reach it. It accepts any Duplex, though: this
- * one replays the peeked bytes and then relays the socket.
- */
-function withFirstChunk(socket: net.Socket, first: Buffer): Duplex {
-  const duplex = new Duplex({
-    read() {
-      socket.resume();
-    },
-    write(chunk: Buffer, encoding, callback) {
-      socket.write(chunk, encoding, callback);
-    },
-    final(callback) {
-      socket.end(callback);
-    },
-    destroy(error, callback) {
-      socket.destroy(error ?? undefined);
-      callback(error);
-    },
-  });
-  duplex.push(first);
-  socket.on("data", (chunk: Buffer) => {
-    if (!duplex.push(chunk)) socket.pause();
-  });
-  socket.on("end", () => duplex.push(null));
-  socket.on("close", () => duplex.destroy());
-  socket.on("error", (error) => duplex.destroy(error));
-  return duplex;
 }

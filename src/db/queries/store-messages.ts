@@ -9,6 +9,7 @@ export interface MessageToStore {
   userId: string;
   /** With userId, what per-user ordering keys the delivery by (absent: none). */
   anonymousId?: string;
+  /** The stored body: JSON text (as JSON.stringify gives it), kept byte for byte. */
   payload: string;
   /** The call's integrations object, which routing reads. */
   integrations: JsonObject | undefined;
@@ -34,13 +35,21 @@ export function routingCondition(integrations: string, destinationName: string):
     ELSE true END`;
 }
 
+// One JSON parameter (an array of row objects) instead of one array per
+// column: pg escapes every element of a text[] parameter in JS, while this
+// text is built with JSON.stringify and parsed once in Postgres. The payload
+// is usually spliced in as it is (it is JSON text already) and read back as
+// a `json` value, whose text Postgres keeps byte for byte: no second
+// escaping. Postgres decodes \u escapes while it parses, and refuses some a
+// text column may hold (\u0000, lone surrogates), so a payload with any \u
+// goes as a JSON string instead (`s`), escaped once more.
 const storeStatement = `
   WITH input AS (
-    SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::text[])
-      WITH ORDINALITY AS i(message_id, type, user_id, payload, integrations, anonymous_id, position)
+    SELECT * FROM ROWS FROM (json_to_recordset($3::json) AS (m text, t text, u text, a text, g jsonb, p json, s text))
+      WITH ORDINALITY AS i(message_id, type, user_id, anonymous_id, integrations, raw_payload, escaped_payload, position)
   ), inserted AS (
     INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload)
-    SELECT $1, message_id, type, nullif(user_id, ''), $2, payload FROM input
+    SELECT $1, message_id, type, nullif(user_id, ''), $2, coalesce(escaped_payload, raw_payload::text) FROM input
     ON CONFLICT (source_id, message_id) DO NOTHING
     RETURNING id, message_id
   ), targets AS (
@@ -51,6 +60,22 @@ const storeStatement = `
       -- Delivery ids follow the calls' order in the batch (per-user ordering's acceptance order).
       ORDER BY i.position`)}
   SELECT ${notifyIfQueued()}`;
+
+/** The rows as one JSON array; absent fields are left out (SQL NULL). */
+function rowsParameter(messages: readonly MessageToStore[]): string {
+  const rows = messages.map((message) => {
+    const fields = JSON.stringify({
+      m: message.messageId,
+      t: message.type,
+      u: message.userId,
+      a: message.anonymousId,
+      g: message.integrations,
+    });
+    const payload = message.payload.includes("\\u") ? `"s":${JSON.stringify(message.payload)}` : `"p":${message.payload}`;
+    return `${fields.slice(0, -1)},${payload}}`;
+  });
+  return `[${rows.join(",")}]`;
+}
 
 /**
  * Stores messages and routes them to the source's enabled destinations in
@@ -65,14 +90,6 @@ export async function storeMessages(
   messages: readonly MessageToStore[],
 ): Promise<void> {
   if (messages.length === 0) return;
-  await db.query(storeStatement, [
-    sourceId,
-    receivedAt,
-    messages.map((m) => m.messageId),
-    messages.map((m) => m.type),
-    messages.map((m) => m.userId),
-    messages.map((m) => m.payload),
-    messages.map((m) => (m.integrations ? JSON.stringify(m.integrations) : null)),
-    messages.map((m) => m.anonymousId ?? null),
-  ]);
+  // Prepared (named): parsed and planned once per connection, not per Batch.
+  await db.query({ name: "waypost-store-messages", text: storeStatement, values: [sourceId, receivedAt, rowsParameter(messages)] });
 }

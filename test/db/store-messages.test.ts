@@ -1,0 +1,111 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { runMigrations } from "../../src/db/migrate.js";
+import { createPool, type Pool } from "../../src/db/pool.js";
+import { storeMessages, type MessageToStore } from "../../src/db/queries/store-messages.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+
+// The store statement takes its rows as one JSON parameter with the payload
+// spliced in as JSON text: what is stored must still be exactly the text given.
+let database: TestDatabase;
+let pool: Pool;
+const sourceId = randomUUID();
+const open = randomUUID();
+const closed = randomUUID();
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  // One connection: every call below reuses the prepared statement.
+  pool = createPool({ connectionString: database.url, max: 1 });
+  await runMigrations(pool);
+  await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', 'k')", [sourceId]);
+  for (const [id, name] of [
+    [open, "open"],
+    [closed, "closed"],
+  ]) {
+    await pool.query(
+      `INSERT INTO destinations (id, name, enabled, webhooks) VALUES ($1, $2, true, '[{"url":"https://example.com/","headers":{}}]')`,
+      [id, name],
+    );
+    await pool.query("INSERT INTO destination_sources (source_id, destination_id) VALUES ($1, $2)", [sourceId, id]);
+  }
+});
+afterAll(async () => {
+  await pool?.end();
+  await database?.drop();
+});
+
+const message = (fields: Partial<MessageToStore>): MessageToStore => ({
+  messageId: randomUUID(),
+  type: "track",
+  userId: "u",
+  payload: "{}",
+  integrations: undefined,
+  ...fields,
+});
+
+async function stored(messageId: string) {
+  const result = await pool.query<{ payload: string; user_id: string | null; type: string; destinations: string[] }>(
+    `SELECT m.payload, m.user_id, m.type,
+            array(SELECT d.destination_id::text FROM deliveries d WHERE d.message_pk = m.id ORDER BY 1) AS destinations
+       FROM messages m WHERE m.source_id = $1 AND m.message_id = $2`,
+    [sourceId, messageId],
+  );
+  return result.rows;
+}
+
+test("payloads are stored byte for byte: escapes, whitespace, non-ASCII, lone surrogates, NUL escapes", async () => {
+  const payloads = [
+    JSON.stringify({ event: "quote \" backslash \\ slash / tab \t newline \n", n: 1.5e300, nested: { a: [1, null, true] } }),
+    JSON.stringify({ text: "é ü 日本 😀 \u2028 \u2029", lone: "\ud800 and \udfff", nul: "a\u0000b" }),
+    '{ "spaced" :  [ 1 , 2 ] ,\n "escaped": "\\u00e9\\/" }',
+    "[]",
+    '"a string"',
+  ];
+  const messages = payloads.map((payload) => message({ payload }));
+  await storeMessages(pool, sourceId, new Date(), messages);
+  for (const [i, m] of messages.entries()) {
+    const rows = await stored(m.messageId);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.payload).toBe(payloads[i]);
+  }
+});
+
+test("fields that need escaping in the JSON parameter arrive intact; an empty userId is stored as NULL", async () => {
+  const odd = message({ messageId: `id "with" \\ quotes\n${randomUUID()}`, type: "identify", userId: "user \"é\" \\" });
+  const anonymous = message({ userId: "", anonymousId: "anon" });
+  await storeMessages(pool, sourceId, new Date(), [odd, anonymous]);
+  expect((await stored(odd.messageId))[0]).toMatchObject({ type: "identify", user_id: "user \"é\" \\" });
+  expect((await stored(anonymous.messageId))[0]!.user_id).toBeNull();
+  const keys = await pool.query<{ message_id: string; ordering_key: string | null }>(
+    `SELECT m.message_id, d.ordering_key FROM deliveries d JOIN messages m ON m.id = d.message_pk
+      WHERE m.message_id = ANY($1) AND d.destination_id = $2`,
+    [[odd.messageId, anonymous.messageId], open],
+  );
+  expect(Object.fromEntries(keys.rows.map((r) => [r.message_id, r.ordering_key]))).toEqual({
+    [odd.messageId]: "user \"é\" \\",
+    [anonymous.messageId]: "anon",
+  });
+});
+
+test("integrations route in SQL: absent goes everywhere, a destination turned off gets nothing", async () => {
+  const everywhere = message({});
+  const notClosed = message({ integrations: { closed: false } });
+  const none = message({ integrations: { All: false } });
+  await storeMessages(pool, sourceId, new Date(), [everywhere, notClosed, none]);
+  expect((await stored(everywhere.messageId))[0]!.destinations).toEqual([open, closed].sort());
+  expect((await stored(notClosed.messageId))[0]!.destinations).toEqual([open]);
+  expect((await stored(none.messageId))[0]!.destinations).toEqual([]);
+});
+
+test("a messageId the source already has is neither stored again nor delivered again", async () => {
+  const first = message({ payload: JSON.stringify({ v: 1 }) });
+  await storeMessages(pool, sourceId, new Date(), [first]);
+  const fresh = message({});
+  await storeMessages(pool, sourceId, new Date(), [{ ...first, payload: JSON.stringify({ v: 2 }) }, fresh]);
+  const rows = await stored(first.messageId);
+  expect(rows).toHaveLength(1);
+  expect(rows[0]!.payload).toBe(JSON.stringify({ v: 1 }));
+  expect(rows[0]!.destinations).toHaveLength(2);
+  expect((await stored(fresh.messageId))[0]!.destinations).toHaveLength(2);
+});
