@@ -64,8 +64,9 @@ const options: ClaimOptions = { now, limit: 500, perDestinationLimit: 256, room:
 async function claimStatement(): Promise<{ text: string; values: unknown[] }> {
   let captured: { text: string; values: unknown[] } | undefined;
   const recorder = {
-    query: async (text: string, values: unknown[]) => {
-      captured = { text, values };
+    // Sent as a prepared statement ({ name, text, values }).
+    query: async (statement: { text: string; values: unknown[] }) => {
+      captured = { text: statement.text, values: statement.values };
       return { rows: [] };
     },
   } as unknown as Queryable;

@@ -98,8 +98,11 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
     payload: string;
     message_id: string;
     probe: boolean;
-  }>(
-    `WITH room AS (
+  }>({
+    // Prepared: one fixed text (every option is a parameter), so each
+    // connection parses and plans it once.
+    name: "waypost_claim_deliveries",
+    text: `WITH room AS (
        SELECT * FROM unnest($6::uuid[], $7::int[]) AS r(destination_id, free)
      ), probing AS (
        ${probingDestinationsSql("$1")}
@@ -148,7 +151,7 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
      -- One row even when nothing was claimed, to carry the refill wait.
      SELECT w.refill_wait_ms, c.* FROM (SELECT ${refillWaitMsSql}::float8 AS refill_wait_ms) w
        LEFT JOIN claimed c ON true`,
-    [
+    values: [
       options.now,
       options.limit,
       options.perDestinationLimit,
@@ -157,7 +160,7 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
       [...options.room.keys()],
       [...options.room.values()],
     ],
-  );
+  });
   const refill = result.rows[0]?.refill_wait_ms;
   return {
     refillWaitMs: refill === null || refill === undefined ? undefined : Math.max(0, refill),

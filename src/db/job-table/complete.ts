@@ -50,8 +50,10 @@ const completeTransition = transitionSql({
 export async function completeDeliveries(db: Queryable, completions: readonly DeliveryCompletion[]): Promise<Set<string>> {
   if (completions.length === 0) return new Set();
   const attempts = completions.flatMap((c) => c.attempts.map((a) => ({ c, a })));
-  const result = await db.query<{ id: string }>(
-    `WITH c AS (
+  const result = await db.query<{ id: string }>({
+    // Prepared: planning this statement costs about as much as running it for a batch of 40.
+    name: "waypost_complete_deliveries",
+    text: `WITH c AS (
        SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::int[], $4::delivery_status[], $5::timestamptz[],
                             $6::boolean[], $7::timestamptz[], $8::text[], $9::timestamptz[])
          AS c(destination_id, id, lease_token, status, run_at, attempted, attempted_at, retry_urls, finalized_at)
@@ -70,7 +72,7 @@ export async function completeDeliveries(db: Queryable, completions: readonly De
        RETURNING 1
      )
      SELECT id FROM done`,
-    [
+    values: [
       completions.map((c) => c.destinationId),
       completions.map((c) => c.id),
       completions.map((c) => c.leaseToken),
@@ -91,6 +93,6 @@ export async function completeDeliveries(db: Queryable, completions: readonly De
       attempts.map(({ a }) => a.latencyMs),
       attempts.map(({ a }) => a.responseBody),
     ],
-  );
+  });
   return new Set(result.rows.map((r) => r.id));
 }

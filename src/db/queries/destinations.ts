@@ -160,9 +160,10 @@ export interface DestinationConfigRow {
 
 /** The current settings of the claimed deliveries' destinations: read per batch, so an edit applies to every later attempt. */
 export async function loadDestinationConfigs(db: Queryable, ids: readonly string[]): Promise<Map<string, DestinationConfigRow>> {
-  const result = await db.query<DestinationConfigRow>(
-    "SELECT id, enabled, webhooks, shared_secret, signing_secrets, ordering FROM destinations WHERE id = ANY ($1::uuid[])",
-    [ids],
-  );
+  const result = await db.query<DestinationConfigRow>({
+    name: "waypost_load_destination_configs",
+    text: "SELECT id, enabled, webhooks, shared_secret, signing_secrets, ordering FROM destinations WHERE id = ANY ($1::uuid[])",
+    values: [ids],
+  });
   return new Map(result.rows.map((row) => [row.id, row]));
 }
