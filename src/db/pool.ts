@@ -39,6 +39,13 @@ export async function ping(db: Queryable): Promise<boolean> {
 /** Runs fn in a transaction, rolling back when it throws. */
 export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  // The pool listens for a connection's errors only while it is idle: one
+  // lost while checked out here (between two statements, say) would be an
+  // uncaught exception. Noted instead; the statement fails, and the client
+  // is discarded rather than returned to the pool.
+  let lost: Error | undefined;
+  const onError = (error: Error) => (lost = error);
+  client.on("error", onError);
   try {
     await client.query("BEGIN");
     const result = await fn(client);
@@ -48,6 +55,7 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClie
     await client.query("ROLLBACK").catch(() => {});
     throw error;
   } finally {
-    client.release();
+    client.off("error", onError);
+    client.release(lost);
   }
 }
