@@ -82,6 +82,8 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
   const slots = new Map<string, DestinationSlots>();
   // Destinations with per-user ordering, as of their last claim here.
   const ordered = new Set<string>();
+  // Destination settings by id, with the revision they were read at.
+  const configs = new Map<string, DestinationConfigRow>();
   const active = new Set<Promise<void>>();
   let queued = 0;
   let running = false;
@@ -160,12 +162,8 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     const jobs = claim.deliveries;
     refillWaitMs = claim.refillWaitMs;
     if (jobs.length > 0) {
-      const destinations = await loadDestinationConfigs(pool, [...new Set(jobs.map((j) => j.destinationId))]);
-      for (const [id, row] of destinations) {
-        if (row.ordering === "per_user") ordered.add(id);
-        else ordered.delete(id);
-      }
-      for (const job of jobs) enqueue(job, destinations.get(job.destinationId));
+      await refreshConfigs(jobs);
+      for (const job of jobs) enqueue(job, configs.get(job.destinationId));
     }
     events.emit("claimed", { count: jobs.length, startedAt });
     // More may be due when the claim was cut short: by this process's free
@@ -177,6 +175,32 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       [...room].some(([id, free]) => free === 0 && slots.has(id)) ||
       [...claimed].some(([id, n]) => n >= (room.get(id) ?? perDestinationHeld));
     return jobs.length === limit;
+  }
+
+  /**
+   * Reads the settings of the claimed deliveries' destinations whose
+   * revision moved (or that are new here): once per destination and
+   * revision, not once per claim. The claim reads the revision in its own
+   * snapshot, so a change applies to every delivery claimed after it commits.
+   */
+  async function refreshConfigs(jobs: readonly ClaimedDelivery[]) {
+    const seen = new Map<string, number | null>();
+    for (const job of jobs) seen.set(job.destinationId, job.destinationRevision);
+    const stale = [...seen].filter(([id, revision]) => revision === null || configs.get(id)?.revision !== revision).map(([id]) => id);
+    if (stale.length > 0) {
+      // Bounded: destinations not claimed lately are read again when they are.
+      if (configs.size + stale.length > 10_000) configs.clear();
+      const loaded = await loadDestinationConfigs(pool, stale);
+      for (const id of stale) {
+        const row = loaded.get(id);
+        if (row) configs.set(id, row);
+        else configs.delete(id);
+      }
+    }
+    for (const id of seen.keys()) {
+      if (configs.get(id)?.ordering === "per_user") ordered.add(id);
+      else ordered.delete(id);
+    }
   }
 
   function enqueue(job: ClaimedDelivery, destination: DestinationConfigRow | undefined) {
