@@ -140,6 +140,13 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
    * inside their lease.
    */
   const perDestinationHeld = config.perDestinationConcurrency * 4;
+  // Claim ahead of the senders: once a quarter of a destination's room (or
+  // of the process's slots, when those cut the last claim short) is free,
+  // so the next claim's round trip overlaps the sends still queued here.
+  const claimAheadRoom = Math.max(1, Math.floor(perDestinationHeld / 4));
+  const claimAheadSlots = Math.max(1, Math.floor(config.concurrency / 4));
+  // The last claim took all the process's free slots allowed.
+  let slotsBound = false;
 
   async function claimOnce(): Promise<boolean> {
     const free = config.concurrency - queued;
@@ -170,6 +177,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     // slots, or by the room of a destination (it got all it asked for).
     const claimed = new Map<string, number>();
     for (const job of jobs) claimed.set(job.destinationId, (claimed.get(job.destinationId) ?? 0) + 1);
+    slotsBound = jobs.length === limit;
     capacityBound =
       jobs.length === limit ||
       [...room].some(([id, free]) => free === 0 && slots.has(id)) ||
@@ -221,9 +229,16 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       const next = entry.waiting.shift();
       if (next) start(next.job, next.destination, entry);
       else if (entry.inFlight === 0) slots.delete(job.destinationId);
-      // Claim again when the last claim was cut short and this destination
-      // has run out of waiting work (a claim per completion would be waste).
-      if (capacityBound && entry.waiting.length === 0) wakeup.wake();
+      // Claim again when the last claim was cut short and a quarter of the
+      // room is free again: ahead of the senders, but not a claim per
+      // completion (wakes while a claim runs fold into one).
+      if (
+        capacityBound &&
+        (perDestinationHeld - entry.inFlight - entry.waiting.length >= claimAheadRoom ||
+          (slotsBound && config.concurrency - queued >= claimAheadSlots))
+      ) {
+        wakeup.wake();
+      }
     });
     active.add(work);
   }
