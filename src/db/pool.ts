@@ -41,10 +41,15 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClie
   const client = await pool.connect();
   // The pool listens for a connection's errors only while it is idle: one
   // lost while checked out here (between two statements, say) would be an
-  // uncaught exception. Noted instead; the statement fails, and the client
-  // is discarded rather than returned to the pool.
+  // uncaught exception. The statement fails instead, the client is
+  // discarded rather than returned, and the loss is reported where the
+  // pool reports an idle one's: most often the connection died idle and
+  // was checked out before its end was read.
   let lost: Error | undefined;
-  const onError = (error: Error) => (lost = error);
+  const onError = (error: Error) => {
+    lost = error;
+    pool.emit("error", error, client);
+  };
   client.on("error", onError);
   try {
     await client.query("BEGIN");
