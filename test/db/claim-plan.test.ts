@@ -83,6 +83,30 @@ test("the claim plan follows indexes on 100,000 deliveries with ordering and a r
   expect(plan).not.toMatch(/Seq Scan on deliveries/);
 });
 
+test("prepared, the claim keeps to the same indexes when Postgres switches to its generic plan", async () => {
+  // After five runs of a prepared statement Postgres may plan it once for
+  // any parameters; that plan must not fall back to scanning the table.
+  const { text, values } = await claimStatement();
+  const literal = (v: unknown) =>
+    v instanceof Date ? `'${v.toISOString()}'` : Array.isArray(v) ? `'{${v.join(",")}}'` : typeof v === "number" ? String(v) : `'${String(v)}'`;
+  const client = await pool.connect();
+  let plan: string;
+  try {
+    await client.query("SET plan_cache_mode = force_generic_plan");
+    await client.query(`PREPARE generic_claim AS ${text}`);
+    const explained = await client.query(`EXPLAIN EXECUTE generic_claim(${values.map(literal).join(", ")})`);
+    plan = explained.rows.map((r) => r["QUERY PLAN"] as string).join("\n");
+    await client.query("DEALLOCATE generic_claim; RESET plan_cache_mode");
+  } finally {
+    client.release();
+  }
+  // A generic plan keeps the parameters as such.
+  expect(plan).toMatch(/run_at <= \$1/);
+  expect(plan).toContain("deliveries_due_idx");
+  expect(plan).toMatch(/Index (Only )?Scan using deliveries_ordering_idx on deliveries e\b/);
+  expect(plan).not.toMatch(/Seq Scan on deliveries/);
+});
+
 test("a claim takes one delivery per user of the ordered destination and no more than the tokens of the limited one", async () => {
   const before = await pool.query(
     `SELECT count(*)::int AS n FROM deliveries WHERE destination_id = $1 AND status = 'pending' AND leased_until IS NULL`,
