@@ -51,6 +51,7 @@ export function webhookHeaders(
       payload: delivery.payload,
       messageId: delivery.message_id,
       probe: false,
+      destinationRevision: destination.revision,
     },
     // Shown as it would be sent, also while the destination is disabled.
     { ...destination, enabled: true },

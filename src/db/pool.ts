@@ -39,6 +39,18 @@ export async function ping(db: Queryable): Promise<boolean> {
 /** Runs fn in a transaction, rolling back when it throws. */
 export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  // The pool listens for a connection's errors only while it is idle: one
+  // lost while checked out here (between two statements, say) would be an
+  // uncaught exception. The statement fails instead, the client is
+  // discarded rather than returned, and the loss is reported where the
+  // pool reports an idle one's: most often the connection died idle and
+  // was checked out before its end was read.
+  let lost: Error | undefined;
+  const onError = (error: Error) => {
+    lost = error;
+    pool.emit("error", error, client);
+  };
+  client.on("error", onError);
   try {
     await client.query("BEGIN");
     const result = await fn(client);
@@ -48,6 +60,7 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClie
     await client.query("ROLLBACK").catch(() => {});
     throw error;
   } finally {
-    client.release();
+    client.off("error", onError);
+    client.release(lost);
   }
 }

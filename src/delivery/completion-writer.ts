@@ -21,9 +21,8 @@ export interface CompletionWriterOptions {
    * are passed to onWritten.
    */
   health?: { policy: HealthPolicy; clock: Clock } | undefined;
-  /** Flush at once at this many; otherwise after `delayMs`. */
+  /** Most results in one statement. */
   batchSize?: number;
-  delayMs?: number;
   /** First wait after a failed write (doubling, up to `retryMaxMs`). */
   retryInitialMs?: number;
   retryMaxMs?: number;
@@ -68,6 +67,12 @@ export function isRowError(error: unknown): boolean {
  * Batches completions into one statement each, as River does: at high rates
  * this turns thousands of small transactions into a few large ones.
  *
+ * Batches form by back-pressure, not by a timer: a write starts as soon as
+ * none is in flight (at the end of the event-loop turn the first result
+ * arrived in), and everything that arrived while one was in flight is the
+ * next batch, up to `batchSize`. Batches grow with the load; a result
+ * waits at most for the write before it, never for an idle timer.
+ *
  * A write the database refuses for one of its rows is split in halves until
  * the row is found; the others are written and that one result is dropped
  * (logged with its delivery id): its lease expires and it is tried again, so
@@ -79,13 +84,13 @@ export function isRowError(error: unknown): boolean {
 export function createCompletionWriter(options: CompletionWriterOptions): CompletionWriter {
   const { logger } = options;
   const batchSize = options.batchSize ?? 500;
-  // Results wait up to this long to share a statement: a few more
-  // milliseconds before a delivery is recorded buy much cheaper writes.
-  const delayMs = options.delayMs ?? 20;
   const retryInitialMs = options.retryInitialMs ?? 500;
   const retryMaxMs = options.retryMaxMs ?? 30_000;
   let buffer: DeliveryCompletion[] = [];
-  let timer: NodeJS.Timeout | undefined;
+  // A drain started at the end of this event-loop turn.
+  let scheduled: NodeJS.Immediate | undefined;
+  // A drain loop is running: it takes what is added as its next batch.
+  let draining = false;
   let writing: Promise<void> = Promise.resolve();
   let closed = false;
   let cancelWait: (() => void) | undefined;
@@ -93,16 +98,18 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
   let inWrite = 0;
 
   function schedule() {
-    if (buffer.length >= batchSize) {
-      if (timer) clearTimeout(timer);
-      timer = undefined;
+    if (draining || scheduled) return;
+    // setImmediate, not now: results that arrive in the same turn (a burst
+    // of responses read together) share the first statement.
+    scheduled = setImmediate(() => {
+      scheduled = undefined;
       void drain();
-    } else if (!timer) {
-      timer = setTimeout(() => {
-        timer = undefined;
-        void drain();
-      }, delayMs);
-    }
+    });
+  }
+
+  function unschedule() {
+    if (scheduled) clearImmediate(scheduled);
+    scheduled = undefined;
   }
 
   /** A wait that close() can cut short. */
@@ -166,20 +173,25 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
   function drain(): Promise<void> {
     writing = writing.then(async () => {
       let failures = 0;
-      while (buffer.length > 0 && !closed) {
-        const batch = buffer.splice(0, batchSize);
-        inWrite = batch.length;
-        const { unwritten, error } = await write(batch).finally(() => (inWrite = 0));
-        if (unwritten.length === 0) {
-          failures = 0;
-          continue;
+      draining = true;
+      try {
+        while (buffer.length > 0 && !closed) {
+          const batch = buffer.splice(0, batchSize);
+          inWrite = batch.length;
+          const { unwritten, error } = await write(batch).finally(() => (inWrite = 0));
+          if (unwritten.length === 0) {
+            failures = 0;
+            continue;
+          }
+          if (closed) break;
+          buffer = [...unwritten, ...buffer];
+          const waitMs = Math.min(retryMaxMs, retryInitialMs * 2 ** failures);
+          failures++;
+          logger.error({ err: error, count: unwritten.length, retryInMs: waitMs }, "writing delivery results failed; retrying");
+          await pause(waitMs);
         }
-        if (closed) break;
-        buffer = [...unwritten, ...buffer];
-        const waitMs = Math.min(retryMaxMs, retryInitialMs * 2 ** failures);
-        failures++;
-        logger.error({ err: error, count: unwritten.length, retryInMs: waitMs }, "writing delivery results failed; retrying");
-        await pause(waitMs);
+      } finally {
+        draining = false;
       }
     });
     return writing;
@@ -192,13 +204,11 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
       schedule();
     },
     flush() {
-      if (timer) clearTimeout(timer);
-      timer = undefined;
+      unschedule();
       return drain();
     },
     async close(deadlineMs) {
-      if (timer) clearTimeout(timer);
-      timer = undefined;
+      unschedule();
       let expire: NodeJS.Timeout | undefined;
       const deadline = new Promise<"deadline">((resolve) => {
         expire = setTimeout(() => resolve("deadline"), deadlineMs);

@@ -82,6 +82,8 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
   const slots = new Map<string, DestinationSlots>();
   // Destinations with per-user ordering, as of their last claim here.
   const ordered = new Set<string>();
+  // Destination settings by id, with the revision they were read at.
+  const configs = new Map<string, DestinationConfigRow>();
   const active = new Set<Promise<void>>();
   let queued = 0;
   let running = false;
@@ -138,6 +140,13 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
    * inside their lease.
    */
   const perDestinationHeld = config.perDestinationConcurrency * 4;
+  // Claim ahead of the senders: once a quarter of a destination's room (or
+  // of the process's slots, when those cut the last claim short) is free,
+  // so the next claim's round trip overlaps the sends still queued here.
+  const claimAheadRoom = Math.max(1, Math.floor(perDestinationHeld / 4));
+  const claimAheadSlots = Math.max(1, Math.floor(config.concurrency / 4));
+  // The last claim took all the process's free slots allowed.
+  let slotsBound = false;
 
   async function claimOnce(): Promise<boolean> {
     const free = config.concurrency - queued;
@@ -160,23 +169,46 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     const jobs = claim.deliveries;
     refillWaitMs = claim.refillWaitMs;
     if (jobs.length > 0) {
-      const destinations = await loadDestinationConfigs(pool, [...new Set(jobs.map((j) => j.destinationId))]);
-      for (const [id, row] of destinations) {
-        if (row.ordering === "per_user") ordered.add(id);
-        else ordered.delete(id);
-      }
-      for (const job of jobs) enqueue(job, destinations.get(job.destinationId));
+      await refreshConfigs(jobs);
+      for (const job of jobs) enqueue(job, configs.get(job.destinationId));
     }
     events.emit("claimed", { count: jobs.length, startedAt });
     // More may be due when the claim was cut short: by this process's free
     // slots, or by the room of a destination (it got all it asked for).
     const claimed = new Map<string, number>();
     for (const job of jobs) claimed.set(job.destinationId, (claimed.get(job.destinationId) ?? 0) + 1);
+    slotsBound = jobs.length === limit;
     capacityBound =
       jobs.length === limit ||
       [...room].some(([id, free]) => free === 0 && slots.has(id)) ||
       [...claimed].some(([id, n]) => n >= (room.get(id) ?? perDestinationHeld));
     return jobs.length === limit;
+  }
+
+  /**
+   * Reads the settings of the claimed deliveries' destinations whose
+   * revision moved (or that are new here): once per destination and
+   * revision, not once per claim. The claim reads the revision in its own
+   * snapshot, so a change applies to every delivery claimed after it commits.
+   */
+  async function refreshConfigs(jobs: readonly ClaimedDelivery[]) {
+    const seen = new Map<string, number | null>();
+    for (const job of jobs) seen.set(job.destinationId, job.destinationRevision);
+    const stale = [...seen].filter(([id, revision]) => revision === null || configs.get(id)?.revision !== revision).map(([id]) => id);
+    if (stale.length > 0) {
+      // Bounded: destinations not claimed lately are read again when they are.
+      if (configs.size + stale.length > 10_000) configs.clear();
+      const loaded = await loadDestinationConfigs(pool, stale);
+      for (const id of stale) {
+        const row = loaded.get(id);
+        if (row) configs.set(id, row);
+        else configs.delete(id);
+      }
+    }
+    for (const id of seen.keys()) {
+      if (configs.get(id)?.ordering === "per_user") ordered.add(id);
+      else ordered.delete(id);
+    }
   }
 
   function enqueue(job: ClaimedDelivery, destination: DestinationConfigRow | undefined) {
@@ -197,9 +229,16 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       const next = entry.waiting.shift();
       if (next) start(next.job, next.destination, entry);
       else if (entry.inFlight === 0) slots.delete(job.destinationId);
-      // Claim again when the last claim was cut short and this destination
-      // has run out of waiting work (a claim per completion would be waste).
-      if (capacityBound && entry.waiting.length === 0) wakeup.wake();
+      // Claim again when the last claim was cut short and a quarter of the
+      // room is free again: ahead of the senders, but not a claim per
+      // completion (wakes while a claim runs fold into one).
+      if (
+        capacityBound &&
+        (perDestinationHeld - entry.inFlight - entry.waiting.length >= claimAheadRoom ||
+          (slotsBound && config.concurrency - queued >= claimAheadSlots))
+      ) {
+        wakeup.wake();
+      }
     });
     active.add(work);
   }

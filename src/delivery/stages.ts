@@ -22,9 +22,9 @@ interface WebhookTarget {
   headers: Record<string, string>;
 }
 
-// Keyed by the webhook objects of one claim's destination rows, which are
-// read fresh for every claim: settings changes are seen, and entries go
-// with their rows.
+// Keyed by the webhook objects of the destination rows the loop holds (one
+// per destination and settings revision): a settings change brings new
+// objects, and entries go with their rows.
 const targets = new WeakMap<Webhook, WebhookTarget>();
 
 function targetOf(webhook: Webhook): WebhookTarget {
@@ -39,15 +39,15 @@ function targetOf(webhook: Webhook): WebhookTarget {
   return target;
 }
 
-// Decoded signing keys, per destination row (read fresh for every claim).
+// Decoded signing keys, per destination row (one per settings revision).
 const keys = new WeakMap<DestinationConfigRow, { at: number; keys: Buffer[] }>();
 
 /** The keys of the secrets active at `now`; [] when the destination does not sign this way. */
 function signingKeysOf(destination: DestinationConfigRow, now: Date): Buffer[] {
   if (destination.signing_secrets.length === 0) return [];
   const cached = keys.get(destination);
-  // A row lives one claim, so its keys are decoded once per claim; the
-  // cache is keyed on the second too, as a secret may expire meanwhile.
+  // Keys are decoded once per row (a settings revision) and second: a
+  // secret may expire while the row is in use.
   const second = Math.floor(now.getTime() / 1000);
   if (cached && cached.at === second) return cached.keys;
   const active = activeSigningSecrets(destination.signing_secrets, now).map((s) => signingKey(s.secret));

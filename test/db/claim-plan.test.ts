@@ -64,8 +64,9 @@ const options: ClaimOptions = { now, limit: 500, perDestinationLimit: 256, room:
 async function claimStatement(): Promise<{ text: string; values: unknown[] }> {
   let captured: { text: string; values: unknown[] } | undefined;
   const recorder = {
-    query: async (text: string, values: unknown[]) => {
-      captured = { text, values };
+    // Sent as a prepared statement ({ name, text, values }).
+    query: async (statement: { text: string; values: unknown[] }) => {
+      captured = { text: statement.text, values: statement.values };
       return { rows: [] };
     },
   } as unknown as Queryable;
@@ -78,6 +79,30 @@ test("the claim plan follows indexes on 100,000 deliveries with ordering and a r
   const plan = (await pool.query(`EXPLAIN ${text}`, values)).rows.map((r) => r["QUERY PLAN"] as string).join("\n");
   expect(plan).toContain("deliveries_due_idx");
   // The per-user rule is an index probe per candidate, never a join over the table.
+  expect(plan).toMatch(/Index (Only )?Scan using deliveries_ordering_idx on deliveries e\b/);
+  expect(plan).not.toMatch(/Seq Scan on deliveries/);
+});
+
+test("prepared, the claim keeps to the same indexes when Postgres switches to its generic plan", async () => {
+  // After five runs of a prepared statement Postgres may plan it once for
+  // any parameters; that plan must not fall back to scanning the table.
+  const { text, values } = await claimStatement();
+  const literal = (v: unknown) =>
+    v instanceof Date ? `'${v.toISOString()}'` : Array.isArray(v) ? `'{${v.join(",")}}'` : typeof v === "number" ? String(v) : `'${String(v)}'`;
+  const client = await pool.connect();
+  let plan: string;
+  try {
+    await client.query("SET plan_cache_mode = force_generic_plan");
+    await client.query(`PREPARE generic_claim AS ${text}`);
+    const explained = await client.query(`EXPLAIN EXECUTE generic_claim(${values.map(literal).join(", ")})`);
+    plan = explained.rows.map((r) => r["QUERY PLAN"] as string).join("\n");
+    await client.query("DEALLOCATE generic_claim; RESET plan_cache_mode");
+  } finally {
+    client.release();
+  }
+  // A generic plan keeps the parameters as such.
+  expect(plan).toMatch(/run_at <= \$1/);
+  expect(plan).toContain("deliveries_due_idx");
   expect(plan).toMatch(/Index (Only )?Scan using deliveries_ordering_idx on deliveries e\b/);
   expect(plan).not.toMatch(/Seq Scan on deliveries/);
 });

@@ -24,6 +24,11 @@ export interface ClaimedDelivery {
   messageId: string;
   /** Claimed as the probe of the destination's open circuit. */
   probe: boolean;
+  /**
+   * The destination's settings revision as this claim saw it (null: the
+   * destination is gone): the loop reloads its settings only when it moves.
+   */
+  destinationRevision: number | null;
 }
 
 /**
@@ -98,8 +103,12 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
     payload: string;
     message_id: string;
     probe: boolean;
-  }>(
-    `WITH room AS (
+    destination_revision: number | null;
+  }>({
+    // Prepared: one fixed text (every option is a parameter), so each
+    // connection parses and plans it once.
+    name: "waypost_claim_deliveries",
+    text: `WITH room AS (
        SELECT * FROM unnest($6::uuid[], $7::int[]) AS r(destination_id, free)
      ), probing AS (
        ${probingDestinationsSql("$1")}
@@ -146,9 +155,12 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
        ${takeTokensSql("$1")}
      )
      -- One row even when nothing was claimed, to carry the refill wait.
-     SELECT w.refill_wait_ms, c.* FROM (SELECT ${refillWaitMsSql}::float8 AS refill_wait_ms) w
-       LEFT JOIN claimed c ON true`,
-    [
+     -- The revision tells the loop whether its copy of the settings is current.
+     SELECT w.refill_wait_ms, c.*, dr.revision AS destination_revision
+       FROM (SELECT ${refillWaitMsSql}::float8 AS refill_wait_ms) w
+       LEFT JOIN claimed c ON true
+       LEFT JOIN destinations dr ON dr.id = c.destination_id`,
+    values: [
       options.now,
       options.limit,
       options.perDestinationLimit,
@@ -157,7 +169,7 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
       [...options.room.keys()],
       [...options.room.values()],
     ],
-  );
+  });
   const refill = result.rows[0]?.refill_wait_ms;
   return {
     refillWaitMs: refill === null || refill === undefined ? undefined : Math.max(0, refill),
@@ -173,6 +185,7 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
         payload: row.payload,
         messageId: row.message_id,
         probe: row.probe,
+        destinationRevision: row.destination_revision,
       })),
   };
 }

@@ -34,7 +34,7 @@ const completeTransition = transitionSql({
               first_attempt_at = CASE WHEN c.attempted THEN coalesce(d.first_attempt_at, c.attempted_at)
                                       ELSE d.first_attempt_at END,
               retry_urls = CASE WHEN c.retry_urls IS NULL THEN NULL
-                                ELSE ARRAY(SELECT jsonb_array_elements_text(c.retry_urls::jsonb)) END`,
+                                ELSE ARRAY(SELECT json_array_elements_text(c.retry_urls)) END`,
   from: "c",
   where: "d.destination_id = c.destination_id AND d.id = c.id",
   returning: "d.destination_id, d.id, d.attempt_count",
@@ -46,51 +46,62 @@ const completeTransition = transitionSql({
  * Returns the ids that were written. Every delivery result passes through
  * here (the completion writer batches them), so anything recorded per
  * result belongs in this statement.
+ *
+ * The batch travels as one JSON parameter (each completion with its
+ * attempts nested), not as an array per column: one JSON.stringify in
+ * place of pg's per-element escaping and date formatting, and a fixed text
+ * that is prepared once per connection.
  */
 export async function completeDeliveries(db: Queryable, completions: readonly DeliveryCompletion[]): Promise<Set<string>> {
   if (completions.length === 0) return new Set();
-  const attempts = completions.flatMap((c) => c.attempts.map((a) => ({ c, a })));
-  const result = await db.query<{ id: string }>(
-    `WITH c AS (
-       SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::int[], $4::delivery_status[], $5::timestamptz[],
-                            $6::boolean[], $7::timestamptz[], $8::text[], $9::timestamptz[])
-         AS c(destination_id, id, lease_token, status, run_at, attempted, attempted_at, retry_urls, finalized_at)
+  const result = await db.query<{ id: string }>({
+    name: "waypost_complete_deliveries",
+    text: `WITH c AS (
+       SELECT * FROM json_to_recordset($1::json)
+         AS c(destination_id uuid, id bigint, lease_token int, status delivery_status, run_at timestamptz,
+              attempted boolean, attempted_at timestamptz, retry_urls json, finalized_at timestamptz, attempts json)
      ), done AS (
        ${completeTransition}
      ), logged AS (
        INSERT INTO delivery_attempts (destination_id, delivery_id, attempt, url_index, url, attempted_at, outcome,
                                       status_code, error, latency_ms, response_body)
-       SELECT a.destination_id, a.delivery_id, done.attempt_count, a.url_index, a.url, a.attempted_at, a.outcome,
+       SELECT c.destination_id, c.id, done.attempt_count, a.url_index, a.url, a.attempted_at, a.outcome,
               a.status_code, a.error, a.latency_ms, a.response_body
-         FROM unnest($10::uuid[], $11::bigint[], $12::int[], $13::text[], $14::timestamptz[], $15::attempt_outcome[],
-                     $16::int[], $17::text[], $18::int[], $19::text[])
-           AS a(destination_id, delivery_id, url_index, url, attempted_at, outcome, status_code, error, latency_ms, response_body)
-         JOIN done ON done.destination_id = a.destination_id AND done.id = a.delivery_id
+         FROM c
+         JOIN done ON done.destination_id = c.destination_id AND done.id = c.id
+         CROSS JOIN LATERAL json_to_recordset(c.attempts)
+           AS a(url_index int, url text, attempted_at timestamptz, outcome attempt_outcome, status_code int, error text,
+                latency_ms int, response_body text)
        ON CONFLICT DO NOTHING
        RETURNING 1
      )
      SELECT id FROM done`,
-    [
-      completions.map((c) => c.destinationId),
-      completions.map((c) => c.id),
-      completions.map((c) => c.leaseToken),
-      completions.map((c) => c.status),
-      completions.map((c) => c.runAt),
-      completions.map((c) => c.attempted),
-      completions.map((c) => c.attemptedAt),
-      completions.map((c) => (c.retryUrls ? JSON.stringify(c.retryUrls) : null)),
-      completions.map((c) => (terminal.has(c.status) ? c.attemptedAt : null)),
-      attempts.map(({ c }) => c.destinationId),
-      attempts.map(({ c }) => c.id),
-      attempts.map(({ a }) => a.urlIndex),
-      attempts.map(({ a }) => a.url),
-      attempts.map(({ a }) => a.attemptedAt),
-      attempts.map(({ a }) => a.outcome),
-      attempts.map(({ a }) => a.statusCode),
-      attempts.map(({ a }) => a.error),
-      attempts.map(({ a }) => a.latencyMs),
-      attempts.map(({ a }) => a.responseBody),
-    ],
-  );
+    values: [JSON.stringify(completions.map(toRecord))],
+  });
   return new Set(result.rows.map((r) => r.id));
+}
+
+/** One completion as a JSON record: keys named as the statement's columns; nulls left out (read as NULL). */
+function toRecord(c: DeliveryCompletion): Record<string, unknown> {
+  return {
+    destination_id: c.destinationId,
+    id: c.id,
+    lease_token: c.leaseToken,
+    status: c.status,
+    run_at: c.runAt,
+    attempted: c.attempted,
+    attempted_at: c.attemptedAt,
+    retry_urls: c.retryUrls ?? undefined,
+    finalized_at: terminal.has(c.status) ? c.attemptedAt : undefined,
+    attempts: c.attempts.map((a) => ({
+      url_index: a.urlIndex,
+      url: a.url,
+      attempted_at: a.attemptedAt,
+      outcome: a.outcome,
+      status_code: a.statusCode ?? undefined,
+      error: a.error ?? undefined,
+      latency_ms: a.latencyMs,
+      response_body: a.responseBody ?? undefined,
+    })),
+  };
 }

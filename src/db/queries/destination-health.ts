@@ -50,10 +50,12 @@ function fromRecord(r: HealthRecord): HealthRow {
 export async function lockHealthRows(tx: Queryable, destinationIds: readonly string[], now: Date): Promise<Map<string, HealthRow>> {
   const ids = [...new Set(destinationIds)].sort();
   const select = () =>
-    tx.query<HealthRecord>(
-      "SELECT * FROM destination_health WHERE destination_id = ANY ($1::uuid[]) ORDER BY destination_id FOR UPDATE",
-      [ids],
-    );
+    tx.query<HealthRecord>({
+      // Prepared, as this and writeHealthRows run in every completion batch.
+      name: "waypost_lock_health_rows",
+      text: "SELECT * FROM destination_health WHERE destination_id = ANY ($1::uuid[]) ORDER BY destination_id FOR UPDATE",
+      values: [ids],
+    });
   let result = await select();
   if (result.rows.length < ids.length) {
     const have = new Set(result.rows.map((r) => r.destination_id));
@@ -71,8 +73,9 @@ export async function lockHealthRows(tx: Queryable, destinationIds: readonly str
 export async function writeHealthRows(tx: Queryable, rows: readonly HealthRow[], now: Date): Promise<void> {
   if (rows.length === 0) return;
   const column = <T>(pick: (row: HealthRow) => T) => rows.map(pick);
-  await tx.query(
-    `UPDATE destination_health h
+  await tx.query({
+    name: "waypost_write_health_rows",
+    text: `UPDATE destination_health h
         SET state = r.state, consecutive_failures = r.consecutive_failures, first_failure_at = r.first_failure_at,
             consecutive_429s = r.consecutive_429s, opened_at = r.opened_at, cooldown_ms = r.cooldown_ms,
             probe_at = r.probe_at, probe_delivery_id = r.probe_delivery_id, probe_until = r.probe_until,
@@ -85,7 +88,7 @@ export async function writeHealthRows(tx: Queryable, rows: readonly HealthRow[],
               probe_at, probe_delivery_id, probe_until, backoff_until, last_success_at, last_failure_at, last_error,
               expired_unreported, expired_reported_at)
       WHERE h.destination_id = r.destination_id`,
-    [
+    values: [
       column((r) => r.destinationId),
       column((r) => r.state),
       column((r) => r.consecutiveFailures),
@@ -104,7 +107,7 @@ export async function writeHealthRows(tx: Queryable, rows: readonly HealthRow[],
       column((r) => r.expiredReportedAt),
       now,
     ],
-  );
+  });
 }
 
 /** An open circuit's next probe is due now, and any back-off ends (the endpoint changed). */

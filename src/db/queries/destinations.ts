@@ -151,13 +151,20 @@ export interface DestinationConfigRow {
   /** Standard Webhooks secrets; expired ones are skipped when signing. */
   signing_secrets: StoredSigningSecret[];
   ordering: DestinationRow["ordering"];
+  /** Moves on with every settings change (the etag). */
+  revision: number;
 }
 
-/** The current settings of the claimed deliveries' destinations: read per batch, so an edit applies to every later attempt. */
+/**
+ * The current settings of these destinations. The delivery loop keeps them
+ * per destination and revision (the claim returns the revision), so an edit
+ * applies to every delivery claimed after it commits.
+ */
 export async function loadDestinationConfigs(db: Queryable, ids: readonly string[]): Promise<Map<string, DestinationConfigRow>> {
-  const result = await db.query<DestinationConfigRow>(
-    "SELECT id, enabled, webhooks, shared_secret, signing_secrets, ordering FROM destinations WHERE id = ANY ($1::uuid[])",
-    [ids],
-  );
+  const result = await db.query<DestinationConfigRow>({
+    name: "waypost_load_destination_configs",
+    text: "SELECT id, enabled, webhooks, shared_secret, signing_secrets, ordering, revision FROM destinations WHERE id = ANY ($1::uuid[])",
+    values: [ids],
+  });
   return new Map(result.rows.map((row) => [row.id, row]));
 }
