@@ -76,9 +76,13 @@ const claimTransition = transitionSql({
  * SKIP LOCKED lets many processes claim at once without waiting on each
  * other. The lease is leased_until, which no index covers, so claiming is a
  * HOT update; a delivery whose process died becomes due again when it
- * passes, without any sweeper. The candidate scan follows deliveries_due_idx
- * exactly (status IN (...) ORDER BY run_at); the locked rows are re-checked,
- * as another process may have taken them between the scan and the lock.
+ * passes, without any sweeper. The claim chooses destinations first (its
+ * lanes: enabled, not held, not throttled, with room) and then reads each
+ * one's oldest due deliveries over deliveries_lane_idx (destination_id,
+ * run_at), at most as many as that destination may get, and keeps the
+ * oldest `limit` of them; so a backlog it cannot take from is never read.
+ * The locked rows are re-checked, as another process may have taken them
+ * between the scan and the lock.
  *
  * Endpoint health (claim-circuit.ts): destinations that are backing off or
  * whose circuit is open are skipped; one whose probe is due gets exactly one
@@ -118,25 +122,32 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
        ${throttledDestinationsSql}
      ), ordered AS (
        ${orderedDestinationsSql}
-     ), candidates AS (
-       SELECT c.destination_id, c.id, c.run_at,
-              row_number() OVER (PARTITION BY c.destination_id ORDER BY c.run_at) AS rank
-         FROM (SELECT d.destination_id, d.id, d.run_at FROM deliveries d
-                WHERE d.status IN ('pending', 'retrying') AND d.run_at <= $1
-                  AND (d.leased_until IS NULL OR d.leased_until <= $1)
-                  AND d.destination_id IN (SELECT id FROM destinations WHERE enabled)
-                  AND d.destination_id NOT IN (SELECT destination_id FROM room WHERE free <= 0)
-                  AND d.destination_id NOT IN (${heldDestinationsSql("$1")})
-                  AND d.destination_id NOT IN (SELECT id FROM throttled)
-                  AND ${orderingHeadSql("d")}
-                ORDER BY d.run_at
-                LIMIT $2 * 2) c
+     ), lanes AS (
+       -- The destinations this claim may take from, and how many of each:
+       -- one (the probe) of a probing destination, else its room, capped by
+       -- its whole tokens. Chosen before any delivery is read.
+       SELECT dst.id AS destination_id,
+              least(CASE WHEN dst.id IN (SELECT destination_id FROM probing) THEN 1 ELSE coalesce(r.free, $3) END,
+                    ${tokenAllowanceSql("b", "$3")}, $2) AS cap
+         FROM destinations dst
+         LEFT JOIN room r ON r.destination_id = dst.id
+         LEFT JOIN buckets b ON b.destination_id = dst.id
+        WHERE dst.enabled
+          AND dst.id NOT IN (SELECT destination_id FROM room WHERE free <= 0)
+          AND dst.id NOT IN (${heldDestinationsSql("$1")})
+          AND dst.id NOT IN (SELECT id FROM throttled)
      ), chosen AS (
-       SELECT c.destination_id, c.id FROM candidates c
-         LEFT JOIN room r USING (destination_id)
-         LEFT JOIN buckets b USING (destination_id)
-        WHERE c.rank <= least(CASE WHEN c.destination_id IN (SELECT destination_id FROM probing) THEN 1 ELSE coalesce(r.free, $3) END,
-                              ${tokenAllowanceSql("b", "$3")})
+       -- Each lane's oldest due deliveries, over deliveries_lane_idx
+       -- (destination_id, run_at), then the oldest of all of them.
+       SELECT c.destination_id, c.id FROM lanes l
+        CROSS JOIN LATERAL (
+          SELECT d.destination_id, d.id, d.run_at FROM deliveries d
+           WHERE d.destination_id = l.destination_id
+             AND d.status IN ('pending', 'retrying') AND d.run_at <= $1
+             AND (d.leased_until IS NULL OR d.leased_until <= $1)
+             AND ${orderingHeadSql("d")}
+           ORDER BY d.run_at
+           LIMIT l.cap) c
         ORDER BY c.run_at LIMIT $2
      ), probes AS (
        ${takeProbesSql("(SELECT destination_id, id FROM chosen WHERE destination_id IN (SELECT destination_id FROM probing))", "$1", "$4")}

@@ -1,0 +1,136 @@
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { claimDeliveries, type ClaimOptions } from "../../../src/db/job-table/index.js";
+import { runMigrations } from "../../../src/db/migrate.js";
+import { createPool, type Pool, type Queryable } from "../../../src/db/pool.js";
+import { createTestDatabase, type TestDatabase } from "../../helpers/database.js";
+
+// The claim picks destinations first and reads only their deliveries: the
+// due backlog of a destination it cannot take from (throttled, backing off,
+// disabled, at its room) is never read, however old and large it is.
+let database: TestDatabase;
+let pool: Pool;
+const now = new Date("2026-11-22T12:00:00Z");
+const source = "00000000-0000-4000-8000-000000000001";
+const throttledId = "00000000-0000-4000-8000-0000000000a1";
+const heldId = "00000000-0000-4000-8000-0000000000b2";
+const disabledId = "00000000-0000-4000-8000-0000000000c3";
+const fullId = "00000000-0000-4000-8000-0000000000d4";
+const plainId = "00000000-0000-4000-8000-0000000000e5";
+const backlogs: [string, number][] = [
+  [throttledId, 50_000],
+  [heldId, 20_000],
+  [disabledId, 20_000],
+  [fullId, 20_000],
+];
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  pool = createPool({ connectionString: database.url });
+  await runMigrations(pool);
+  await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', 'x')", [source]);
+  await pool.query(
+    `INSERT INTO destinations (id, name, enabled, webhooks, max_requests_per_second)
+     VALUES ($1, 'throttled', true, '[{"url":"http://h/","headers":{}}]', 1000),
+            ($2, 'held', true, '[{"url":"http://h/","headers":{}}]', 0),
+            ($3, 'disabled', false, '[{"url":"http://h/","headers":{}}]', 0),
+            ($4, 'full', true, '[{"url":"http://h/","headers":{}}]', 0),
+            ($5, 'plain', true, '[{"url":"http://h/","headers":{}}]', 0)`,
+    [throttledId, heldId, disabledId, fullId, plainId],
+  );
+  await pool.query(
+    `INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload)
+     SELECT $1, 'm' || g, 'track', 'user-' || (g % 500), $2::timestamptz - interval '1 hour' + g * interval '1 ms', '{}'
+       FROM generate_series(1, 111000) g`,
+    [source, now],
+  );
+  // The backlogs come first in run_at order, the plain destination's 1,000
+  // deliveries after all of them.
+  let first = 1;
+  for (const [id, count] of [...backlogs, [plainId, 1_000] as [string, number]]) {
+    await pool.query(
+      `INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at, ordering_key)
+       SELECT $1, m.id, m.source_id, m.received_at, m.received_at, m.user_id
+         FROM messages m WHERE m.id >= $2 AND m.id < $3 ORDER BY m.id`,
+      [id, first, first + count],
+    );
+    first += count;
+  }
+  // The throttled destination has no whole token; the held one backs off.
+  await pool.query("UPDATE destination_rate_buckets SET tokens = 0.5, refilled_at = $2 WHERE destination_id = $1", [throttledId, now]);
+  await pool.query("INSERT INTO destination_health (destination_id, backoff_until, updated_at) VALUES ($1, $2, $3)", [
+    heldId,
+    new Date(now.getTime() + 60_000),
+    now,
+  ]);
+  await pool.query("ANALYZE");
+}, 120_000);
+afterAll(async () => {
+  await pool?.end();
+  await database?.drop();
+});
+
+const options: ClaimOptions = { now, limit: 500, perDestinationLimit: 256, room: new Map([[fullId, 0]]), leaseMs: 60_000, owner: "test" };
+
+/** The claim statement exactly as the delivery loop sends it (captured, not run). */
+async function claimStatement(): Promise<{ text: string; values: unknown[] }> {
+  let captured: { text: string; values: unknown[] } | undefined;
+  const recorder = {
+    query: async (statement: { text: string; values: unknown[] }) => {
+      captured = { text: statement.text, values: statement.values };
+      return { rows: [] };
+    },
+  } as unknown as Queryable;
+  await claimDeliveries(recorder, options);
+  return captured!;
+}
+
+interface PlanNode {
+  "Relation Name"?: string;
+  "Actual Rows"?: number;
+  "Actual Loops"?: number;
+  "Rows Removed by Filter"?: number;
+  Plans?: PlanNode[];
+}
+
+/** Rows every scan of `deliveries` produced or filtered out, in all its loops. */
+function deliveryRowsRead(node: PlanNode): number {
+  const own =
+    node["Relation Name"] === "deliveries"
+      ? ((node["Actual Rows"] ?? 0) + (node["Rows Removed by Filter"] ?? 0)) * (node["Actual Loops"] ?? 1)
+      : 0;
+  return own + (node.Plans ?? []).reduce((sum, child) => sum + deliveryRowsRead(child), 0);
+}
+
+test("a claim does not read the due backlogs of destinations it cannot take from", async () => {
+  const { text, values } = await claimStatement();
+  const client = await pool.connect();
+  let plan: PlanNode;
+  try {
+    // EXPLAIN ANALYZE runs the claim: roll it back.
+    await client.query("BEGIN");
+    const explained = await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${text}`, values);
+    plan = (explained.rows[0]["QUERY PLAN"] as { Plan: PlanNode }[])[0]!.Plan;
+    await client.query("ROLLBACK");
+  } finally {
+    client.release();
+  }
+  // 110,000 older due deliveries of the four others; what is read is about
+  // the 256 claimed (the lane scan, the lock and the lease), not them.
+  const read = deliveryRowsRead(plan);
+  expect(read).toBeGreaterThanOrEqual(256);
+  expect(read).toBeLessThan(5_000);
+});
+
+test("the claim takes the plain destination's oldest deliveries and nothing of the others", async () => {
+  const { deliveries } = await claimDeliveries(pool, options);
+  expect(deliveries).toHaveLength(256);
+  expect(new Set(deliveries.map((d) => d.destinationId))).toEqual(new Set([plainId]));
+  const oldest = await pool.query<{ id: string }>(
+    "SELECT id::text FROM deliveries WHERE destination_id = $1 ORDER BY run_at LIMIT 256",
+    [plainId],
+  );
+  expect(new Set(deliveries.map((d) => d.id))).toEqual(new Set(oldest.rows.map((r) => r.id)));
+  // The throttled destination's half token stays.
+  const bucket = await pool.query("SELECT tokens FROM destination_rate_buckets WHERE destination_id = $1", [throttledId]);
+  expect(bucket.rows[0].tokens).toBe(0.5);
+});
