@@ -23,6 +23,10 @@ export function createPool(options: PoolOptions): pg.Pool {
     max: options.max ?? 20,
     application_name: options.applicationName ?? "waypost",
     idleTimeoutMillis: 30_000,
+    // Short statements only: JIT compilation never pays for itself here, and
+    // the claim's cost estimate grows with the destinations that have due
+    // work, which could push it past jit_above_cost (tens of ms per claim).
+    options: "-c jit=off",
   });
   // An idle client losing its connection must not crash the process; the
   // pool replaces it on the next checkout. It is logged: it is often the
