@@ -4,7 +4,7 @@ import { ManualClock } from "../../src/clock.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { verifyStandardWebhook } from "../helpers/standard-webhooks.js";
-import { circuitGauge, claimRound, healthConfig, statuses, trackAndRecord } from "./support.js";
+import { circuitGauge, claimRound, healthConfig, statuses, trackAndRecord, startEndpoint, destinationHealth, operatorEventsAt } from "./support.js";
 
 const second = 1_000;
 const operatorSecret = `whsec_${Buffer.alloc(32, 7).toString("base64")}`;
@@ -30,19 +30,9 @@ afterEach(async () => {
   await Promise.all(receivers.splice(0).map((r) => r.close()));
 });
 
-async function endpoint(respond: () => { status: number }) {
-  const receiver = await startReceiver({ respond });
-  receivers.push(receiver);
-  return receiver;
-}
-
-async function health(id: string) {
-  return (await server.destinations.getDestination({ id })).destination!;
-}
-
-function operatorEvents() {
-  return operator.requests.map((r) => ({ request: r, body: JSON.parse(r.body) as { type: string; data: Record<string, unknown> } }));
-}
+const endpoint = (respond: () => { status: number }) => startEndpoint(receivers, respond);
+const health = (id: string) => destinationHealth(server, id);
+const operatorEvents = () => operatorEventsAt(operator);
 
 test("opens after N failures spanning T, sends nothing while open, probes on a doubling cooldown, closes on success and drains", async () => {
   let down = true;

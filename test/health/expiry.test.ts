@@ -4,7 +4,7 @@ import { ManualClock } from "../../src/clock.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { verifyStandardWebhook } from "../helpers/standard-webhooks.js";
-import { claimRound, healthConfig, statuses, testCircuit, trackAndRecord } from "./support.js";
+import { claimRound, healthConfig, statuses, testCircuit, trackAndRecord, startEndpoint, destinationHealth, operatorEventsAt } from "./support.js";
 
 // Expiry while a circuit is open. The cooldown is longer than the test's
 // hours, so no probe can be due when the clock jumps: what the endpoint
@@ -33,19 +33,9 @@ afterEach(async () => {
   await Promise.all(receivers.splice(0).map((r) => r.close()));
 });
 
-async function endpoint(respond: () => { status: number }) {
-  const receiver = await startReceiver({ respond });
-  receivers.push(receiver);
-  return receiver;
-}
-
-async function health(id: string) {
-  return (await server.destinations.getDestination({ id })).destination!;
-}
-
-function operatorEvents() {
-  return operator.requests.map((r) => ({ request: r, body: JSON.parse(r.body) as { type: string; data: Record<string, unknown> } }));
-}
+const endpoint = (respond: () => { status: number }) => startEndpoint(receivers, respond);
+const health = (id: string) => destinationHealth(server, id);
+const operatorEvents = () => operatorEventsAt(operator);
 
 test("deadlines still expire the deliveries of an open circuit; the operator hears at most once a minute per destination", async () => {
   const down = await endpoint(() => ({ status: 503 }));
