@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { claimDeliveries, type ClaimOptions } from "../../src/db/job-table/index.js";
 import { runMigrations } from "../../src/db/migrate.js";
-import { createPool, type Pool, type Queryable } from "../../src/db/pool.js";
+import { createPool, type Pool } from "../../src/db/pool.js";
+import { claimStatement as captureClaim } from "../helpers/claim-statement.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 
 // The claim statement on a job table of 100,000 unfinished deliveries, with
@@ -60,19 +61,7 @@ afterAll(async () => {
 
 const options: ClaimOptions = { now, limit: 500, perDestinationLimit: 256, room: new Map(), leaseMs: 60_000, owner: "test" };
 
-/** The claim statement exactly as the delivery loop sends it (captured, not run). */
-async function claimStatement(): Promise<{ text: string; values: unknown[] }> {
-  let captured: { text: string; values: unknown[] } | undefined;
-  const recorder = {
-    // Sent as a prepared statement ({ name, text, values }).
-    query: async (statement: { text: string; values: unknown[] }) => {
-      captured = { text: statement.text, values: statement.values };
-      return { rows: [] };
-    },
-  } as unknown as Queryable;
-  await claimDeliveries(recorder, options);
-  return captured!;
-}
+const claimStatement = () => captureClaim(options);
 
 test("the claim plan follows indexes on 100,000 deliveries with ordering and a rate limit on", async () => {
   const { text, values } = await claimStatement();
