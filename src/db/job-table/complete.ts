@@ -27,8 +27,8 @@ const terminal = new Set<DeliveryStatus>(["delivered", "failed", "expired", "can
 // The lease holder's results: applied only while its token still holds.
 const completeTransition = transitionSql({
   fence: { kind: "held", token: "c.lease_token" },
-  set: `status = c.status,
-              run_at = c.run_at,
+  status: "c.status",
+  set: `run_at = c.run_at,
               finalized_at = c.finalized_at,
               attempt_count = d.attempt_count + CASE WHEN c.attempted THEN 1 ELSE 0 END,
               first_attempt_at = CASE WHEN c.attempted THEN coalesce(d.first_attempt_at, c.attempted_at)
