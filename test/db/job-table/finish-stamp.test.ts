@@ -57,8 +57,8 @@ async function enqueueOne(): Promise<{ id: string; messageId: string }> {
   return { id: row.rows[0]!.id, messageId };
 }
 
-async function claimOne(): Promise<ClaimedDelivery> {
-  const { deliveries } = await claimDeliveries(pool, { now: t0, limit: 1, perDestinationLimit: 1, room: new Map(), leaseMs: minute, owner: "a" });
+async function claimOne(now = t0): Promise<ClaimedDelivery> {
+  const { deliveries } = await claimDeliveries(pool, { now, limit: 1, perDestinationLimit: 1, room: new Map(), leaseMs: minute, owner: "a" });
   return deliveries[0]!;
 }
 
@@ -151,4 +151,40 @@ test("attempt rows are deleted with their delivery, whichever way it goes", asyn
   expect(await attemptsOf(viaDelivery.id)).toBe(1);
   await pool.query("DELETE FROM deliveries WHERE id = $1", [viaDelivery.id]);
   expect(await attemptsOf(viaDelivery.id)).toBe(0);
+});
+
+test("a completion's times, URLs, errors and response bodies are stored exactly", async () => {
+  const { id } = await enqueueOne();
+  const job = await claimOne();
+  const attemptedAt = new Date("2026-11-01T00:00:01.987Z");
+  const runAt = new Date("2026-11-01T00:10:00.001Z");
+  const odd = 'quote " backslash \\ newline \n tab \t emoji 🛰 e\u0301 <tag> \u2028';
+  await completeDeliveries(pool, [
+    {
+      ...completion(job, "retrying"),
+      runAt,
+      attemptedAt,
+      retryUrls: ["https://example.com/a?x=\"1\"", "https://example.com/b"],
+      attempts: [
+        { urlIndex: 0, url: "https://example.com/a?x=\"1\"", attemptedAt, outcome: "retryable", statusCode: 503, error: odd, latencyMs: 7, responseBody: odd },
+        { urlIndex: 1, url: "https://example.com/b", attemptedAt, outcome: "retryable", statusCode: null, error: null, latencyMs: 0, responseBody: null },
+      ],
+    },
+  ]);
+  const delivery = await pool.query("SELECT run_at, first_attempt_at, finalized_at, retry_urls FROM deliveries WHERE id = $1", [id]);
+  expect(delivery.rows[0]).toEqual({ run_at: runAt, first_attempt_at: attemptedAt, finalized_at: null, retry_urls: ["https://example.com/a?x=\"1\"", "https://example.com/b"] });
+  const attempts = await pool.query(
+    "SELECT url_index, url, attempted_at, outcome, status_code, error, latency_ms, response_body FROM delivery_attempts WHERE delivery_id = $1 ORDER BY url_index",
+    [id],
+  );
+  expect(attempts.rows).toEqual([
+    { url_index: 0, url: "https://example.com/a?x=\"1\"", attempted_at: attemptedAt, outcome: "retryable", status_code: 503, error: odd, latency_ms: 7, response_body: odd },
+    { url_index: 1, url: "https://example.com/b", attempted_at: attemptedAt, outcome: "retryable", status_code: null, error: null, latency_ms: 0, response_body: null },
+  ]);
+
+  const again = await claimOne(runAt);
+  const finishedAt = new Date("2026-11-01T00:10:00.999Z");
+  await completeDeliveries(pool, [{ ...completion(again, "delivered"), attemptedAt: finishedAt }]);
+  const finished = await pool.query("SELECT status, finalized_at, retry_urls FROM deliveries WHERE id = $1", [id]);
+  expect(finished.rows[0]).toEqual({ status: "delivered", finalized_at: finishedAt, retry_urls: null });
 });
