@@ -1,6 +1,6 @@
 import pg from "pg";
 import { createSourceAndDestination, setEnabled } from "../lib/admin.mjs";
-import { startCpuMeter, transactionCount } from "../lib/cpu.mjs";
+import { checkpoint, startCpuMeter, transactionCount } from "../lib/cpu.mjs";
 import { queueDeliveries } from "../lib/queue.mjs";
 import { runScript } from "../lib/script.mjs";
 import { startService } from "../lib/service.mjs";
@@ -80,6 +80,7 @@ export async function bareLoopBaseline(pool, db, sink, count, concurrency) {
   ]);
   await queueDeliveries(pool, { sourceId, destinationId, count, prefix: `bareloop${Date.now()}` });
   await pool.query("VACUUM deliveries");
+  await checkpoint(pool);
   await sink.reset();
   const before = await transactionCount(pool);
   const result = await runScript("bare-delivery.mjs", [db.url, sink.url, count, concurrency, concurrency * 4]);

@@ -1,6 +1,6 @@
 import pg from "pg";
 import { createSourceAndDestination } from "../lib/admin.mjs";
-import { startCpuMeter } from "../lib/cpu.mjs";
+import { checkpoint, startCpuMeter } from "../lib/cpu.mjs";
 import { trackingClient } from "../lib/load.mjs";
 import { runScript } from "../lib/script.mjs";
 import { startService } from "../lib/service.mjs";
@@ -75,6 +75,7 @@ const perUnit = (seconds, units) => (seconds === null ? null : Math.round((secon
 export async function bareInsertBaseline(db, sourceId, durationMs, batchSize) {
   const pool = new pg.Pool({ connectionString: db.url, max: 1 });
   const destination = (await pool.query("SELECT destination_id FROM destination_sources WHERE source_id = $1", [sourceId])).rows[0].destination_id;
+  await checkpoint(pool);
   await pool.end();
   return runScript("bare-insert.mjs", [db.url, sourceId, destination, durationMs, batchSize, 4]);
 }

@@ -3,7 +3,8 @@ import { transitionSql } from "./fence.js";
 
 const cancelStatement = transitionSql({
   fence: { kind: "revoke" },
-  set: "status = 'cancelled', finalized_at = $2",
+  status: "'cancelled'::delivery_status",
+  set: "finalized_at = $2",
   where: "d.destination_id = $1 AND d.status IN ('pending', 'retrying')",
 });
 

@@ -3,7 +3,8 @@ import { transitionSql } from "./fence.js";
 
 const expireTransition = transitionSql({
   fence: { kind: "revoke" },
-  set: "status = 'expired', finalized_at = $1",
+  status: "'expired'::delivery_status",
+  set: "finalized_at = $1",
   where: `d.status IN ('pending', 'retrying')
         AND (d.destination_id IN (SELECT id FROM destinations WHERE NOT enabled)
              OR d.destination_id IN (SELECT destination_id FROM destination_health WHERE state <> 'closed'))

@@ -10,6 +10,13 @@
  *
  * Every UPDATE of `deliveries` is built by `transitionSql`, which adds the
  * fence's SET items and condition; no module writes `lease_token` by hand.
+ *
+ * A transition that moves `status` names the new status in `status` (not in
+ * `set`), and the fence stamps `finished_xid` with it: the id of the
+ * transaction that moved the delivery into a final state (NULL while
+ * unfinished), which the finish feed reads. It used to be a row trigger;
+ * stamping it here costs nothing per row, and every status change passes
+ * through here anyway.
  */
 
 /** How a transition meets the lease. */
@@ -23,7 +30,9 @@ export type Fence =
 
 export interface Transition {
   fence: Fence;
-  /** SET items besides the lease columns; may be empty. */
+  /** The new status (an SQL expression), when the transition moves it. */
+  status?: string;
+  /** SET items besides the lease and status columns; may be empty. */
   set?: string;
   /** A FROM list (other tables or CTEs), without the keyword. */
   from?: string;
@@ -51,9 +60,22 @@ function fenceWhere(fence: Fence): string {
   return fence.kind === "held" ? ` AND d.lease_token = ${fence.token}` : "";
 }
 
+/**
+ * The status and its finish stamp. A status that does not change keeps its
+ * stamp, so a finished delivery is reported by the feed once (as the
+ * trigger this replaces did: it ran only on a change).
+ */
+function statusSet(status: string): string {
+  return `status = ${status},
+              finished_xid = CASE WHEN (${status}) IN ('pending', 'retrying') THEN NULL
+                                  WHEN (${status}) = d.status THEN d.finished_xid
+                                  ELSE pg_current_xact_id() END`;
+}
+
 /** One UPDATE of the job table with its lease fence. */
 export function transitionSql(transition: Transition): string {
-  const set = transition.set ? `${transition.set}, ${fenceSet(transition.fence)}` : fenceSet(transition.fence);
+  const items = [transition.status === undefined ? "" : statusSet(transition.status), transition.set ?? "", fenceSet(transition.fence)];
+  const set = items.filter((item) => item !== "").join(", ");
   return `UPDATE deliveries d SET ${set}${transition.from ? ` FROM ${transition.from}` : ""}
       WHERE (${transition.where})${fenceWhere(transition.fence)}${transition.returning ? `
       RETURNING ${transition.returning}` : ""}`;

@@ -2,7 +2,7 @@ import type { Queryable } from "../pool.js";
 import { transitionSql } from "./fence.js";
 import { and, filterPredicates, Params, type DeliveryFilter, type Query } from "./filter.js";
 import { notifyWhen } from "./notify.js";
-import { replaySet } from "./replay.js";
+import { replaySet, replayStatus } from "./replay.js";
 
 /** A bulk replay: the filter (with a destination and statuses) and the bounds fixed when it was asked for. */
 export interface BulkReplay {
@@ -107,6 +107,7 @@ export function replayBatchQuery(
      ), replayed AS (
        ${transitionSql({
          fence: { kind: "revoke" },
+         status: replayStatus,
          set: replaySet(runAt),
          from: "batch b",
          where: `d.destination_id = b.destination_id AND d.id = b.id AND d.status = ANY(${statuses})`,

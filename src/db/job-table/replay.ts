@@ -2,18 +2,22 @@ import type { Queryable } from "../pool.js";
 import { transitionSql } from "./fence.js";
 import { notifyWhen } from "./notify.js";
 
+/** A replayed delivery waits as a retry (its attempts so far stay on record). */
+export const replayStatus = "'retrying'::delivery_status";
+
 /**
  * A replay's new state, due at `runAt` (an SQL expression): every URL, and a
  * fresh retry window (the window runs from the first attempt, cleared here).
  * Shared with the bulk replay (replay-bulk.ts).
  */
 export function replaySet(runAt: string): string {
-  return `status = 'retrying', run_at = ${runAt}, finalized_at = NULL, first_attempt_at = NULL, retry_urls = NULL`;
+  return `run_at = ${runAt}, finalized_at = NULL, first_attempt_at = NULL, retry_urls = NULL`;
 }
 
 const replayStatement = `WITH replayed AS (
        ${transitionSql({
          fence: { kind: "revoke" },
+         status: replayStatus,
          set: replaySet("$3"),
          where: "d.destination_id = $1 AND d.id = $2 AND d.status IN ('failed', 'expired', 'retrying')",
          returning: "1",

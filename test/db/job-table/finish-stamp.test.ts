@@ -1,0 +1,190 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, beforeEach, expect, test } from "vitest";
+import {
+  cancelDestinationDeliveries,
+  claimDeliveries,
+  completeDeliveries,
+  replayDelivery,
+  type ClaimedDelivery,
+  type DeliveryCompletion,
+  type DeliveryStatus,
+} from "../../../src/db/job-table/index.js";
+import { runMigrations } from "../../../src/db/migrate.js";
+import { createPool, withTransaction, type Pool, type Queryable } from "../../../src/db/pool.js";
+import { storeMessages } from "../../../src/db/queries/store-messages.js";
+import { createTestDatabase, type TestDatabase } from "../../helpers/database.js";
+
+// finished_xid (what the finish feed reads) is stamped by the job table's
+// transitions, and attempt rows go with their delivery, without a row
+// trigger or a foreign key on the completion's path.
+
+const minute = 60_000;
+const t0 = new Date("2026-11-01T00:00:00Z");
+let database: TestDatabase;
+let pool: Pool;
+let sourceId: string;
+let destinationId: string;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  pool = createPool({ connectionString: database.url });
+  await runMigrations(pool);
+});
+afterAll(async () => {
+  await pool?.end();
+  await database?.drop();
+});
+
+beforeEach(async () => {
+  await pool.query("DELETE FROM messages");
+  sourceId = randomUUID();
+  destinationId = randomUUID();
+  await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', $2)", [sourceId, Buffer.from(sourceId)]);
+  await pool.query(
+    `INSERT INTO destinations (id, name, enabled, webhooks, created_at, updated_at)
+     VALUES ($1, 'hook', true, '[{"url":"https://example.com/hook","headers":{}}]', $2, $2)`,
+    [destinationId, t0],
+  );
+  await pool.query("INSERT INTO destination_sources (source_id, destination_id) VALUES ($1, $2)", [sourceId, destinationId]);
+});
+
+async function enqueueOne(): Promise<{ id: string; messageId: string }> {
+  const messageId = randomUUID();
+  await storeMessages(pool, sourceId, t0, [{ messageId, type: "track", userId: "u", payload: JSON.stringify({ messageId }), integrations: undefined }]);
+  const row = await pool.query<{ id: string }>("SELECT d.id FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE m.message_id = $1", [
+    messageId,
+  ]);
+  return { id: row.rows[0]!.id, messageId };
+}
+
+async function claimOne(now = t0): Promise<ClaimedDelivery> {
+  const { deliveries } = await claimDeliveries(pool, { now, limit: 1, perDestinationLimit: 1, room: new Map(), leaseMs: minute, owner: "a" });
+  return deliveries[0]!;
+}
+
+function completion(job: ClaimedDelivery, status: DeliveryStatus): DeliveryCompletion {
+  return {
+    destinationId: job.destinationId,
+    id: job.id,
+    leaseToken: job.leaseToken,
+    status,
+    runAt: t0,
+    attempted: true,
+    attemptedAt: t0,
+    retryUrls: null,
+    attempts: [
+      {
+        urlIndex: 0,
+        url: "https://example.com/hook",
+        attemptedAt: t0,
+        outcome: status === "delivered" ? "success" : "retryable",
+        statusCode: status === "delivered" ? 200 : 503,
+        error: null,
+        latencyMs: 5,
+        responseBody: null,
+      },
+    ],
+  };
+}
+
+async function finishedXid(id: string): Promise<string | null> {
+  return (await pool.query<{ x: string | null }>("SELECT finished_xid::text AS x FROM deliveries WHERE id = $1", [id])).rows[0]!.x;
+}
+
+/** Runs `work` in a transaction and returns that transaction's id. */
+async function inTransaction(work: (db: Queryable) => Promise<unknown>): Promise<string> {
+  return withTransaction(pool, async (client) => {
+    const xid = (await client.query<{ x: string }>("SELECT pg_current_xact_id()::text AS x")).rows[0]!.x;
+    await work(client);
+    return xid;
+  });
+}
+
+test("a completion stamps the transaction that finished the delivery; a retry leaves it unstamped", async () => {
+  const retried = await enqueueOne();
+  const job = await claimOne();
+  expect(job.id).toBe(retried.id);
+  await inTransaction((db) => completeDeliveries(db, [completion(job, "retrying")]));
+  expect(await finishedXid(retried.id)).toBeNull();
+
+  const again = await claimOne();
+  const xid = await inTransaction((db) => completeDeliveries(db, [completion(again, "delivered")]));
+  expect(await finishedXid(retried.id)).toBe(xid);
+});
+
+test("a replay clears the stamp and a cancellation sets it", async () => {
+  const { id } = await enqueueOne();
+  const job = await claimOne();
+  await completeDeliveries(pool, [completion(job, "failed")]);
+  expect(await finishedXid(id)).not.toBeNull();
+
+  expect(await replayDelivery(pool, destinationId, id, t0)).toBe(true);
+  expect(await finishedXid(id)).toBeNull();
+
+  const xid = await inTransaction((db) => cancelDestinationDeliveries(db, destinationId, t0));
+  expect(await finishedXid(id)).toBe(xid);
+});
+
+test("a writer that moves the status without stamping (an older version, a hand-written UPDATE) is still stamped", async () => {
+  const { id } = await enqueueOne();
+  const xid = await inTransaction((db) =>
+    db.query("UPDATE deliveries SET status = 'cancelled', finalized_at = $2 WHERE id = $1", [id, t0]),
+  );
+  expect(await finishedXid(id)).toBe(xid);
+  await pool.query("UPDATE deliveries SET status = 'retrying', finalized_at = NULL WHERE id = $1", [id]);
+  expect(await finishedXid(id)).toBeNull();
+});
+
+test("attempt rows are deleted with their delivery, whichever way it goes", async () => {
+  const attemptsOf = async (id: string) =>
+    (await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM delivery_attempts WHERE delivery_id = $1", [id])).rows[0]!.n;
+  const viaMessage = await enqueueOne();
+  await completeDeliveries(pool, [completion(await claimOne(), "delivered")]);
+  const viaDelivery = await enqueueOne();
+  await completeDeliveries(pool, [completion(await claimOne(), "delivered")]);
+  expect(await attemptsOf(viaMessage.id)).toBe(1);
+  expect(await attemptsOf(viaDelivery.id)).toBe(1);
+
+  // Deleting the message cascades to its deliveries (a foreign key), and from there to their attempts.
+  await pool.query("DELETE FROM messages WHERE message_id = $1", [viaMessage.messageId]);
+  expect(await attemptsOf(viaMessage.id)).toBe(0);
+  expect(await attemptsOf(viaDelivery.id)).toBe(1);
+  await pool.query("DELETE FROM deliveries WHERE id = $1", [viaDelivery.id]);
+  expect(await attemptsOf(viaDelivery.id)).toBe(0);
+});
+
+test("a completion's times, URLs, errors and response bodies are stored exactly", async () => {
+  const { id } = await enqueueOne();
+  const job = await claimOne();
+  const attemptedAt = new Date("2026-11-01T00:00:01.987Z");
+  const runAt = new Date("2026-11-01T00:10:00.001Z");
+  const odd = 'quote " backslash \\ newline \n tab \t emoji 🛰 e\u0301 <tag> \u2028';
+  await completeDeliveries(pool, [
+    {
+      ...completion(job, "retrying"),
+      runAt,
+      attemptedAt,
+      retryUrls: ["https://example.com/a?x=\"1\"", "https://example.com/b"],
+      attempts: [
+        { urlIndex: 0, url: "https://example.com/a?x=\"1\"", attemptedAt, outcome: "retryable", statusCode: 503, error: odd, latencyMs: 7, responseBody: odd },
+        { urlIndex: 1, url: "https://example.com/b", attemptedAt, outcome: "retryable", statusCode: null, error: null, latencyMs: 0, responseBody: null },
+      ],
+    },
+  ]);
+  const delivery = await pool.query("SELECT run_at, first_attempt_at, finalized_at, retry_urls FROM deliveries WHERE id = $1", [id]);
+  expect(delivery.rows[0]).toEqual({ run_at: runAt, first_attempt_at: attemptedAt, finalized_at: null, retry_urls: ["https://example.com/a?x=\"1\"", "https://example.com/b"] });
+  const attempts = await pool.query(
+    "SELECT url_index, url, attempted_at, outcome, status_code, error, latency_ms, response_body FROM delivery_attempts WHERE delivery_id = $1 ORDER BY url_index",
+    [id],
+  );
+  expect(attempts.rows).toEqual([
+    { url_index: 0, url: "https://example.com/a?x=\"1\"", attempted_at: attemptedAt, outcome: "retryable", status_code: 503, error: odd, latency_ms: 7, response_body: odd },
+    { url_index: 1, url: "https://example.com/b", attempted_at: attemptedAt, outcome: "retryable", status_code: null, error: null, latency_ms: 0, response_body: null },
+  ]);
+
+  const again = await claimOne(runAt);
+  const finishedAt = new Date("2026-11-01T00:10:00.999Z");
+  await completeDeliveries(pool, [{ ...completion(again, "delivered"), attemptedAt: finishedAt }]);
+  const finished = await pool.query("SELECT status, finalized_at, retry_urls FROM deliveries WHERE id = $1", [id]);
+  expect(finished.rows[0]).toEqual({ status: "delivered", finalized_at: finishedAt, retry_urls: null });
+});
