@@ -1,6 +1,7 @@
 import type { Dispatcher } from "undici";
 import type { AddressGuard } from "./address-guard.js";
 import { refuseLiteralAddress } from "./http-client.js";
+import { postWebhook } from "./post-webhook.js";
 import { parseRetryAfter } from "./retry-policy.js";
 
 export type AttemptOutcome = "success" | "retryable" | "permanent" | "abandoned";
@@ -60,22 +61,22 @@ export async function sendWebhook(request: WebhookRequest, ctx: SendContext): Pr
   try {
     // The dispatcher enforces the time limit (connect, headers and body
     // timeouts); a per-request AbortSignal timer would cost more than the request.
-    const response = await ctx.dispatcher.request({
+    const response = await postWebhook(ctx.dispatcher, {
       origin: url.origin,
       path: url.pathname + url.search,
-      method: "POST",
       headers: request.headers,
       body: request.body,
       signal: ctx.signal,
+      keepBytes: maxRecordedBody,
+      drainBytes: maxDrainedBody,
     });
-    const responseBody = await readSome(response.body);
     const status = response.statusCode;
     const outcome = classifyStatus(status);
     return result({
       outcome,
       statusCode: status,
-      responseBody,
-      retryAfterMs: outcome === "retryable" ? parseRetryAfter(response.headers["retry-after"], ctx.now()) : undefined,
+      responseBody: withoutNul(response.body),
+      retryAfterMs: outcome === "retryable" ? parseRetryAfter(response.retryAfter, ctx.now()) : undefined,
     });
   } catch (error) {
     if (ctx.signal?.aborted) {
@@ -129,29 +130,6 @@ function errorCode(error: unknown): string | undefined {
     current = (current as { cause?: unknown }).cause;
   }
   return undefined;
-}
-
-/** Keeps the first KB for the attempt log; drains a little more so the connection is reused. */
-function readSome(body: NodeJS.ReadableStream & { destroy(): void }): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let kept = 0;
-    let seen = 0;
-    const done = () => resolve(withoutNul(Buffer.concat(chunks).toString("utf8")));
-    body.on("data", (chunk: Buffer) => {
-      seen += chunk.length;
-      if (kept < maxRecordedBody) {
-        chunks.push(chunk.subarray(0, maxRecordedBody - kept));
-        kept += Math.min(chunk.length, maxRecordedBody - kept);
-      }
-      if (seen > maxDrainedBody) {
-        body.destroy();
-        done();
-      }
-    });
-    body.on("end", done);
-    body.on("error", (error) => (seen > maxDrainedBody ? done() : reject(error)));
-  });
 }
 
 /** Postgres text cannot hold NUL, and a response body may contain anything. */

@@ -1,0 +1,112 @@
+import type { Dispatcher } from "undici";
+
+/** What the delivery needs of an endpoint's answer. */
+export interface WebhookResponse {
+  statusCode: number;
+  /** The Retry-After header, when there is one. */
+  retryAfter: string | undefined;
+  /** The first `keepBytes` of the body, as UTF-8. */
+  body: string;
+}
+
+export interface PostOptions {
+  origin: string;
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+  /** Aborts the request (another URL of the delivery succeeded). */
+  signal?: AbortSignal | undefined;
+  /** Body bytes kept for the attempt log. */
+  keepBytes: number;
+  /**
+   * Past this many body bytes the connection is dropped rather than drained,
+   * and the answer is what was kept so far.
+   */
+  drainBytes: number;
+}
+
+/**
+ * One POST through `dispatcher.dispatch` with a handler of our own, rather
+ * than undici's `request()`: that builds a Readable stream, an async
+ * resource and a header object for every response, which a webhook (whose
+ * answer is a status code and at most a kilobyte of body) does not need.
+ * Time limits are the dispatcher's (headers, body and connect timeouts), as
+ * with `request()`; errors reject with undici's own error objects, so their
+ * codes classify the same way.
+ */
+export function postWebhook(dispatcher: Dispatcher, options: PostOptions): Promise<WebhookResponse> {
+  return new Promise((resolve, reject) => {
+    const { signal } = options;
+    if (signal?.aborted) {
+      reject(signal.reason ?? new Error("aborted"));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let kept = 0;
+    let seen = 0;
+    let statusCode = 0;
+    let retryAfter: string | undefined;
+    let settled = false;
+    let abort: ((reason?: Error) => void) | undefined;
+    const onAbort = () => abort?.(signal?.reason instanceof Error ? signal.reason : new Error("aborted"));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const finish = (error?: unknown) => {
+      if (settled) return;
+      settled = true;
+      signal?.removeEventListener("abort", onAbort);
+      if (error !== undefined) reject(error);
+      else resolve({ statusCode, retryAfter, body: Buffer.concat(chunks).toString("utf8") });
+    };
+    const handler: Dispatcher.DispatchHandler = {
+      onConnect(abortRequest) {
+        abort = abortRequest;
+        if (signal?.aborted) onAbort();
+      },
+      onHeaders(status, rawHeaders) {
+        if (status < 200) return true; // 1xx: the final answer follows
+        statusCode = status;
+        retryAfter = findHeader(rawHeaders, "retry-after");
+        return true;
+      },
+      onData(chunk) {
+        seen += chunk.length;
+        if (kept < options.keepBytes) {
+          const part = chunk.subarray(0, options.keepBytes - kept);
+          chunks.push(part);
+          kept += part.length;
+        }
+        if (seen > options.drainBytes) {
+          // Settle first: the abort below ends in onError, which must not turn this into a failure.
+          finish();
+          abort?.(new Error("response body too large to drain"));
+          return false;
+        }
+        return true;
+      },
+      onComplete() {
+        finish();
+      },
+      onError(error) {
+        finish(error);
+      },
+    };
+    try {
+      dispatcher.dispatch(
+        { origin: options.origin, path: options.path, method: "POST", headers: options.headers, body: options.body },
+        handler,
+      );
+    } catch (error) {
+      finish(error);
+    }
+  });
+}
+
+/** A header's value from undici's raw list ([name, value, name, value, ...]); names compared case-insensitively. */
+function findHeader(raw: Buffer[] | string[] | null, name: string): string | undefined {
+  if (!raw) return undefined;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const key = raw[i]!;
+    if (key.length === name.length && key.toString().toLowerCase() === name) return raw[i + 1]!.toString();
+  }
+  return undefined;
+}
