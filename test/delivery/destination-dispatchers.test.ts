@@ -6,7 +6,7 @@ import { afterEach, expect, test } from "vitest";
 import type { DeliveryCompletion } from "../../src/db/job-table/index.js";
 import { createAddressGuard } from "../../src/delivery/address-guard.js";
 import { createDestinationDispatchers } from "../../src/delivery/destination-dispatchers.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import { startReceiver, type Receiver, type Responder } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { verifyStandardWebhook } from "../helpers/standard-webhooks.js";
 
@@ -25,7 +25,7 @@ async function server(options: Parameters<typeof startTestServer>[0] = {}): Prom
   return s;
 }
 
-async function receiver(respond?: Parameters<typeof startReceiver>[0]["respond"]): Promise<Receiver> {
+async function receiver(respond?: Responder): Promise<Receiver> {
   const r = await startReceiver({ respond });
   cleanups.push(() => r.close());
   return r;
