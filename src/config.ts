@@ -140,7 +140,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       leaseMs: int(env, "WAYPOST_LEASE_MS", 60_000, 1_000, 3_600_000),
       pollIntervalMs: int(env, "WAYPOST_POLL_INTERVAL_MS", 1_000, 10, 60_000),
       timeoutMs: int(env, "WAYPOST_ENDPOINT_TIMEOUT_MS", 5_000, 100, 60_000),
-      pipelining: int(env, "WAYPOST_HTTP_PIPELINING", 2, 1, 16),
+      pipelining: int(env, "WAYPOST_HTTP_PIPELINING", 1, 1, 16),
       shutdownTimeoutMs: int(env, "WAYPOST_SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
       retry: defaultRetrySchedule,
       allowPrivateDestinations: allow.all,

@@ -9,7 +9,7 @@ test("defaults are the documented ones", () => {
   expect(config.dataDir).toBe("./.waypost");
   expect(config.delivery.timeoutMs).toBe(5_000);
   expect(config.delivery.shutdownTimeoutMs).toBe(10_000);
-  expect(config.delivery.pipelining).toBe(2);
+  expect(config.delivery.pipelining).toBe(1);
   expect(config.delivery.retry.initialDelayMs).toBe(10_000);
   expect(config.delivery.retry.maxDelayMs).toBe(30 * 60_000);
   expect(config.delivery.retry.deadlineMs).toBe(4 * 3_600_000);
@@ -25,7 +25,7 @@ test("bad values are refused naming the variable", () => {
   for (const bad of ["0", "17", "2.5", "two"]) {
     expect(() => loadConfig({ WAYPOST_HTTP_PIPELINING: bad })).toThrow(/WAYPOST_HTTP_PIPELINING must be an integer from 1 to 16/);
   }
-  expect(loadConfig({ WAYPOST_HTTP_PIPELINING: "1" }).delivery.pipelining).toBe(1);
+  expect(loadConfig({ WAYPOST_HTTP_PIPELINING: "2" }).delivery.pipelining).toBe(2);
   expect(loadConfig({ WAYPOST_HTTP_PIPELINING: "16" }).delivery.pipelining).toBe(16);
 });
 
