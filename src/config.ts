@@ -17,6 +17,11 @@ export interface DeliveryConfig {
   pollIntervalMs: number;
   /** Time an endpoint has to answer. */
   timeoutMs: number;
+  /**
+   * Requests undici may queue on one keep-alive connection of a destination
+   * (1: none). A queued POST is written once the answer before it is read.
+   */
+  pipelining: number;
   /** On stop, results not written by then are dropped (their leases expire). */
   shutdownTimeoutMs: number;
   /** First retry delay, doubling, capped, until the deadline. */
@@ -135,6 +140,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       leaseMs: int(env, "WAYPOST_LEASE_MS", 60_000, 1_000, 3_600_000),
       pollIntervalMs: int(env, "WAYPOST_POLL_INTERVAL_MS", 1_000, 10, 60_000),
       timeoutMs: int(env, "WAYPOST_ENDPOINT_TIMEOUT_MS", 5_000, 100, 60_000),
+      pipelining: int(env, "WAYPOST_HTTP_PIPELINING", 1, 1, 16),
       shutdownTimeoutMs: int(env, "WAYPOST_SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
       retry: defaultRetrySchedule,
       allowPrivateDestinations: allow.all,

@@ -9,6 +9,7 @@ test("defaults are the documented ones", () => {
   expect(config.dataDir).toBe("./.waypost");
   expect(config.delivery.timeoutMs).toBe(5_000);
   expect(config.delivery.shutdownTimeoutMs).toBe(10_000);
+  expect(config.delivery.pipelining).toBe(1);
   expect(config.delivery.retry.initialDelayMs).toBe(10_000);
   expect(config.delivery.retry.maxDelayMs).toBe(30 * 60_000);
   expect(config.delivery.retry.deadlineMs).toBe(4 * 3_600_000);
@@ -21,6 +22,11 @@ test("bad values are refused naming the variable", () => {
   expect(() => loadConfig({ WAYPOST_ROLE: "boss" })).toThrow(/WAYPOST_ROLE/);
   expect(() => loadConfig({ WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "10.0.0.0/99" })).toThrow(/WAYPOST_ALLOW_PRIVATE_DESTINATIONS/);
   expect(() => loadConfig({ WAYPOST_ADMIN_TOKEN: "short" })).toThrow(/WAYPOST_ADMIN_TOKEN/);
+  for (const bad of ["0", "17", "2.5", "two"]) {
+    expect(() => loadConfig({ WAYPOST_HTTP_PIPELINING: bad })).toThrow(/WAYPOST_HTTP_PIPELINING must be an integer from 1 to 16/);
+  }
+  expect(loadConfig({ WAYPOST_HTTP_PIPELINING: "2" }).delivery.pipelining).toBe(2);
+  expect(loadConfig({ WAYPOST_HTTP_PIPELINING: "16" }).delivery.pipelining).toBe(16);
 });
 
 test("private destinations: true, or a CIDR list", () => {

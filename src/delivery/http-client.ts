@@ -11,6 +11,12 @@ export interface HttpClientOptions {
   ca?: string | string[] | undefined;
   /** Keep-alive connections per origin. */
   connectionsPerOrigin?: number;
+  /**
+   * Requests queued on one connection (default 1: none). undici queues one
+   * only once the running request's answer has its headers, and writes a
+   * POST only once that answer's body has been read.
+   */
+  pipelining?: number;
 }
 
 /** Thrown (as a connect error) when a webhook resolves to a refused address. */
@@ -30,6 +36,7 @@ export function createHttpClient(options: HttpClientOptions): Agent {
   const lookup = guardedLookup(options.guard);
   return new Agent({
     connections: options.connectionsPerOrigin ?? 128,
+    pipelining: options.pipelining ?? 1,
     keepAliveTimeout: 30_000,
     headersTimeout: options.timeoutMs,
     bodyTimeout: options.timeoutMs,

@@ -15,6 +15,7 @@ import type { Metrics } from "../metrics.js";
 import { createAddressGuard } from "./address-guard.js";
 import { createCompletionWriter } from "./completion-writer.js";
 import { createDeliveryMetrics } from "./delivery-metrics.js";
+import { createDestinationDispatchers } from "./destination-dispatchers.js";
 import { createHttpClient } from "./http-client.js";
 import { createWakeup } from "./wakeup.js";
 import { decideCompletion, prepareDelivery, releaseCompletion, sendAll } from "./stages.js";
@@ -27,7 +28,7 @@ export interface DeliveryLoopOptions {
   clock: Clock;
   logger: Logger;
   metrics?: Metrics | undefined;
-  /** Outbound HTTP; defaults to the guarded undici client. */
+  /** Outbound HTTP for every destination; by default each destination gets a guarded undici client of its own. */
   dispatcher?: Dispatcher | undefined;
   /** Extra trusted CAs for the default client. */
   ca?: string | string[] | undefined;
@@ -74,10 +75,25 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
   const metrics = createDeliveryMetrics(options.metrics);
   const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   const maxClaim = options.maxClaim ?? 500;
-  // One guard: the default client checks resolved addresses with it, and
+  // One guard: the default clients check resolved addresses with it, and
   // sendAll checks literal addresses before any request (custom dispatchers too).
   const guard = createAddressGuard({ allowPrivate: config.allowPrivateDestinations, allowedCidrs: config.allowedCidrs });
+  // Webhooks go through a client per destination (pipelined, so a hanging
+  // endpoint must hold only its own destination's requests); operator events
+  // through one shared client without pipelining.
   const dispatcher = options.dispatcher ?? createHttpClient({ guard, timeoutMs: config.timeoutMs, ca: options.ca });
+  const dispatchers = options.dispatcher
+    ? undefined
+    : createDestinationDispatchers({
+        guard,
+        timeoutMs: config.timeoutMs,
+        ca: options.ca,
+        pipelining: config.pipelining,
+        // A destination never has more than its cap in flight (a delivery's
+        // URLs aside), so more connections than that would sit idle.
+        connectionsPerOrigin: Math.min(config.perDestinationConcurrency, 128),
+        now: () => clock.now().getTime(),
+      });
   const events = new EventEmitter();
   const slots = new Map<string, DestinationSlots>();
   // Destinations with per-user ordering, as of their last claim here.
@@ -254,7 +270,8 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
         writer.add(releaseCompletion(job, clock.now(), kind));
         return;
       }
-      const results = await sendAll(preparation.requests, { dispatcher, guard, timeoutMs: config.timeoutMs, now: () => clock.now() });
+      const send = (d: Dispatcher) => sendAll(preparation.requests, { dispatcher: d, guard, timeoutMs: config.timeoutMs, now: () => clock.now() });
+      const results = await (dispatchers ? dispatchers.use(job.destinationId, send) : send(dispatcher));
       metrics.attempted(job.destinationId, results);
       writer.add(decideCompletion(job, results, clock.now(), config.retry, options.random));
     } catch (error) {
@@ -316,7 +333,10 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       await within(announcing, left());
       await within(operatorEvents.stop(), left());
       await wakeup.close();
-      if (!options.dispatcher) await (dispatcher as { close(): Promise<void> }).close();
+      if (!options.dispatcher) {
+        await dispatchers?.close(left());
+        await (dispatcher as { close(): Promise<void> }).close();
+      }
     },
   };
 }

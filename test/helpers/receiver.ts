@@ -17,6 +17,8 @@ export interface ResponsePlan {
   body?: string;
   /** Never answer (the connection stays open until the receiver closes). */
   hang?: boolean;
+  /** Send the status, headers and `body`, then never end the body (the connection stays open until the receiver closes). */
+  stall?: boolean;
   /** Answer only once this resolves. */
   after?: Promise<unknown>;
 }
@@ -94,8 +96,12 @@ export async function startReceiver(options: { tls?: ReceiverTls; respond?: Resp
       const index = receiver.requests.push(request) - 1;
       const plan = receiver.respond(request, index);
       settle();
-      if (plan.hang) {
+      if (plan.hang || plan.stall) {
         hanging.add(res);
+        if (plan.stall) {
+          res.writeHead(plan.status ?? 200, plan.headers ?? {});
+          res.write(plan.body ?? "…");
+        }
         return;
       }
       const answer = () => {
