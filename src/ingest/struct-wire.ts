@@ -1,0 +1,166 @@
+import { isUtf8 } from "node:buffer";
+
+/**
+ * Turns the protobuf encoding of a google.protobuf.Struct straight into the
+ * JSON text that JSON.stringify gives for the object protobuf-es decodes from
+ * it, without building Struct and Value messages first (the ingest hot path).
+ *
+ * It reads only what is ordinary: each map entry as key then value, each
+ * Value with exactly one of its fields, valid UTF-8 without NUL or a leading
+ * byte-order mark, nesting up to `maxNesting`, no "__proto__" key. For
+ * anything else it answers undefined, and the caller decodes with
+ * protobuf-es, whose outcome (an error, a validation problem, an odd but
+ * valid encoding) is then the reference one. Because of that, the text it
+ * does return needs no further checks: it holds no unstorable text and is
+ * well within the depth limit.
+ *
+ * Keys go through a plain object, as in protobuf-es's map, so that the key
+ * order (integer-like keys first) and duplicates (the last wins, in the first
+ * one's place) come out the same.
+ */
+export function structJsonFromWire(occurrences: readonly Uint8Array[]): string | undefined {
+  // A message field seen twice on the wire is merged: its bytes concatenated.
+  const bytes = occurrences.length === 1 ? occurrences[0]! : Buffer.concat(occurrences);
+  const reader: Reader = {
+    buf: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+    pos: 0,
+  };
+  const json = readStruct(reader, bytes.byteLength, 1);
+  return json !== undefined && reader.pos === bytes.byteLength ? json : undefined;
+}
+
+/** JSON nesting read here; deeper input goes to protobuf-es (its recursion limit makes the answer there). */
+export const maxNesting = 32;
+
+interface Reader {
+  buf: Buffer;
+  pos: number;
+}
+
+// Tags (field number << 3 | wire type) of the ordinary encoding, all one byte.
+const entryTag = 0x0a; // Struct.fields (1, length-delimited); also MapEntry.key and ListValue.values
+const entryValueTag = 0x12; // MapEntry.value (2, length-delimited)
+const nullTag = 0x08; // Value.null_value (1, varint)
+const numberTag = 0x11; // Value.number_value (2, 64-bit)
+const stringTag = 0x1a; // Value.string_value (3, length-delimited)
+const boolTag = 0x20; // Value.bool_value (4, varint)
+const structTag = 0x2a; // Value.struct_value (5, length-delimited)
+const listTag = 0x32; // Value.list_value (6, length-delimited)
+
+function readStruct(r: Reader, end: number, depth: number): string | undefined {
+  if (depth > maxNesting) return undefined;
+  const fields: Record<string, string> = {};
+  while (r.pos < end) {
+    if (r.buf[r.pos++] !== entryTag) return undefined;
+    const entryEnd = readEnd(r, end);
+    if (entryEnd < 0 || r.buf[r.pos++] !== entryTag) return undefined;
+    const key = readString(r, entryEnd);
+    if (key === undefined || key === "__proto__" || r.buf[r.pos++] !== entryValueTag) return undefined;
+    const valueEnd = readEnd(r, entryEnd);
+    if (valueEnd !== entryEnd) return undefined;
+    const value = readValue(r, valueEnd, depth);
+    if (value === undefined || r.pos !== valueEnd) return undefined;
+    fields[key] = value;
+  }
+  if (r.pos !== end) return undefined;
+  let out = "{";
+  let first = true;
+  for (const key of Object.keys(fields)) {
+    out += `${first ? "" : ","}${JSON.stringify(key)}:${fields[key]}`;
+    first = false;
+  }
+  return `${out}}`;
+}
+
+function readList(r: Reader, end: number, depth: number): string | undefined {
+  if (depth > maxNesting) return undefined;
+  let out = "[";
+  let first = true;
+  while (r.pos < end) {
+    if (r.buf[r.pos++] !== entryTag) return undefined;
+    const valueEnd = readEnd(r, end);
+    if (valueEnd < 0) return undefined;
+    const value = readValue(r, valueEnd, depth);
+    if (value === undefined || r.pos !== valueEnd) return undefined;
+    out += first ? value : `,${value}`;
+    first = false;
+  }
+  return r.pos === end ? `${out}]` : undefined;
+}
+
+/** One Value with exactly one field set; `depth` is that of the container holding it. */
+function readValue(r: Reader, end: number, depth: number): string | undefined {
+  if (r.pos >= end) return undefined;
+  const tag = r.buf[r.pos++];
+  switch (tag) {
+    case nullTag: {
+      // Any enum number: protobuf-es maps the null_value case to null.
+      const byte = r.buf[r.pos++]!;
+      return byte < 0x80 && r.pos === end ? "null" : undefined;
+    }
+    case numberTag: {
+      if (r.pos + 8 !== end) return undefined;
+      const n = r.buf.readDoubleLE(r.pos);
+      r.pos += 8;
+      // JSON.stringify writes NaN and ±Infinity (kept as numbers by protobuf-es) as null.
+      return Number.isFinite(n) ? String(n) : "null";
+    }
+    case boolTag: {
+      const byte = r.buf[r.pos++];
+      return (byte === 0 || byte === 1) && r.pos === end ? (byte === 1 ? "true" : "false") : undefined;
+    }
+    case stringTag: {
+      const text = readString(r, end);
+      return text === undefined ? undefined : JSON.stringify(text);
+    }
+    case structTag: {
+      const innerEnd = readEnd(r, end);
+      return innerEnd === end ? readStruct(r, innerEnd, depth + 1) : undefined;
+    }
+    case listTag: {
+      const innerEnd = readEnd(r, end);
+      return innerEnd === end ? readList(r, innerEnd, depth + 1) : undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** Reads a length (varint, at most 4 bytes: 256 MB) and answers where it ends; -1 when it is not ordinary or passes `limit`. */
+function readEnd(r: Reader, limit: number): number {
+  const buf = r.buf;
+  let len = 0;
+  for (let shift = 0; shift < 28; shift += 7) {
+    if (r.pos >= limit) return -1;
+    const byte = buf[r.pos++]!;
+    len |= (byte & 0x7f) << shift;
+    if (byte < 0x80) {
+      const end = r.pos + len;
+      return end <= limit ? end : -1;
+    }
+  }
+  return -1;
+}
+
+/**
+ * A length-delimited string; undefined when protobuf-es would refuse it
+ * (invalid UTF-8), change it (a leading byte-order mark is dropped by its
+ * decoder) or validation would (NUL).
+ */
+function readString(r: Reader, limit: number): string | undefined {
+  const end = readEnd(r, limit);
+  if (end < 0) return undefined;
+  const buf = r.buf;
+  const start = r.pos;
+  let ascii = true;
+  for (let i = start; i < end; i++) {
+    const byte = buf[i]!;
+    if (byte === 0) return undefined;
+    if (byte >= 0x80) ascii = false;
+  }
+  r.pos = end;
+  if (ascii) return buf.toString("latin1", start, end);
+  if (end - start >= 3 && buf[start] === 0xef && buf[start + 1] === 0xbb && buf[start + 2] === 0xbf) return undefined;
+  if (!isUtf8(buf.subarray(start, end))) return undefined;
+  return buf.toString("utf8", start, end);
+}
