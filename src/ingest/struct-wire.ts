@@ -21,10 +21,7 @@ import { isUtf8 } from "node:buffer";
 export function structJsonFromWire(occurrences: readonly Uint8Array[]): string | undefined {
   // A message field seen twice on the wire is merged: its bytes concatenated.
   const bytes = occurrences.length === 1 ? occurrences[0]! : Buffer.concat(occurrences);
-  const reader: Reader = {
-    buf: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
-    pos: 0,
-  };
+  const reader: Reader = { buf: bytes, pos: 0 };
   const json = readStruct(reader, bytes.byteLength, 1);
   return json !== undefined && reader.pos === bytes.byteLength ? json : undefined;
 }
@@ -33,9 +30,15 @@ export function structJsonFromWire(occurrences: readonly Uint8Array[]): string |
 export const maxNesting = 32;
 
 interface Reader {
-  buf: Buffer;
+  buf: Uint8Array;
   pos: number;
 }
+
+const utf8 = new TextDecoder();
+// Doubles are little-endian on the wire; copied byte by byte into this scratch space.
+const scratch = new Float64Array(1);
+const scratchBytes = new Uint8Array(scratch.buffer);
+const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 // Tags (field number << 3 | wire type) of the ordinary encoding, all one byte.
 const entryTag = 0x0a; // Struct.fields (1, length-delimited); also MapEntry.key and ListValue.values
@@ -56,20 +59,17 @@ function readStruct(r: Reader, end: number, depth: number): string | undefined {
     if (entryEnd < 0 || r.buf[r.pos++] !== entryTag) return undefined;
     const key = readString(r, entryEnd);
     if (key === undefined || key === "__proto__" || r.buf[r.pos++] !== entryValueTag) return undefined;
+    const quotedKey = quoted;
     const valueEnd = readEnd(r, entryEnd);
     if (valueEnd !== entryEnd) return undefined;
     const value = readValue(r, valueEnd, depth);
     if (value === undefined || r.pos !== valueEnd) return undefined;
-    fields[key] = value;
+    fields[key] = `${quotedKey}:${value}`;
   }
   if (r.pos !== end) return undefined;
-  let out = "{";
-  let first = true;
-  for (const key of Object.keys(fields)) {
-    out += `${first ? "" : ","}${JSON.stringify(key)}:${fields[key]}`;
-    first = false;
-  }
-  return `${out}}`;
+  let out = "";
+  for (const key in fields) out += out === "" ? fields[key] : `,${fields[key]}`;
+  return `{${out}}`;
 }
 
 function readList(r: Reader, end: number, depth: number): string | undefined {
@@ -100,7 +100,10 @@ function readValue(r: Reader, end: number, depth: number): string | undefined {
     }
     case numberTag: {
       if (r.pos + 8 !== end) return undefined;
-      const n = r.buf.readDoubleLE(r.pos);
+      const buf = r.buf;
+      const at = r.pos;
+      for (let i = 0; i < 8; i++) scratchBytes[littleEndian ? i : 7 - i] = buf[at + i]!;
+      const n = scratch[0]!;
       r.pos += 8;
       // JSON.stringify writes NaN and ±Infinity (kept as numbers by protobuf-es) as null.
       return Number.isFinite(n) ? String(n) : "null";
@@ -110,8 +113,7 @@ function readValue(r: Reader, end: number, depth: number): string | undefined {
       return (byte === 0 || byte === 1) && r.pos === end ? (byte === 1 ? "true" : "false") : undefined;
     }
     case stringTag: {
-      const text = readString(r, end);
-      return text === undefined ? undefined : JSON.stringify(text);
+      return readString(r, end) === undefined ? undefined : quoted;
     }
     case structTag: {
       const innerEnd = readEnd(r, end);
@@ -142,10 +144,13 @@ function readEnd(r: Reader, limit: number): number {
   return -1;
 }
 
+/** The JSON encoding of the string readString read last (JSON.stringify's). */
+let quoted = "";
+
 /**
- * A length-delimited string; undefined when protobuf-es would refuse it
- * (invalid UTF-8), change it (a leading byte-order mark is dropped by its
- * decoder) or validation would (NUL).
+ * A length-delimited string, leaving its JSON encoding in `quoted`;
+ * undefined when protobuf-es would refuse it (invalid UTF-8), change it (a
+ * leading byte-order mark is dropped by its decoder) or validation would (NUL).
  */
 function readString(r: Reader, limit: number): string | undefined {
   const end = readEnd(r, limit);
@@ -153,14 +158,27 @@ function readString(r: Reader, limit: number): string | undefined {
   const buf = r.buf;
   const start = r.pos;
   let ascii = true;
+  // Quotes, backslashes and control characters are escaped by JSON.stringify; nothing else is
+  // (valid UTF-8 holds no lone surrogates, the only other characters it escapes).
+  let plain = true;
+  let text = "";
   for (let i = start; i < end; i++) {
     const byte = buf[i]!;
     if (byte === 0) return undefined;
     if (byte >= 0x80) ascii = false;
+    else if (byte < 0x20 || byte === 0x22 || byte === 0x5c) plain = false;
+    // Short ASCII text is cheapest built here; longer or other text is decoded below.
+    if (ascii && end - start <= 64) text += String.fromCharCode(byte);
   }
   r.pos = end;
-  if (ascii) return buf.toString("latin1", start, end);
-  if (end - start >= 3 && buf[start] === 0xef && buf[start + 1] === 0xbb && buf[start + 2] === 0xbf) return undefined;
-  if (!isUtf8(buf.subarray(start, end))) return undefined;
-  return buf.toString("utf8", start, end);
+  if (!ascii || end - start > 64) {
+    const bytes = buf.subarray(start, end);
+    if (!ascii) {
+      if (end - start >= 3 && buf[start] === 0xef && buf[start + 1] === 0xbb && buf[start + 2] === 0xbf) return undefined;
+      if (!isUtf8(bytes)) return undefined;
+    }
+    text = utf8.decode(bytes);
+  }
+  quoted = plain ? `"${text}"` : JSON.stringify(text);
+  return text;
 }

@@ -123,8 +123,9 @@ function random(seed: number): () => number {
   };
 }
 
-const keys = ["a", "b", "userId", "10", "2", "0", "01", "-1", "4294967294", "4294967295", "", "é", "日本", "😀", "a b", "$x", "z"];
-const strings = ["", "plain", "é", "日本語", "😀 pair", '"quoted"\\', "line\nbreak\ttab", "\u2028\u2029", "\u007f\u0080", "\uffff"];
+const long = "x".repeat(64);
+const keys = [long, `${long}"`, "a", "b", "userId", "10", "2", "0", "01", "-1", "4294967294", "4294967295", "", "é", "日本", "😀", "a b", "$x", "z"];
+const strings = [long, `${long}y`, `${long}"\\`, `${long}é`, "\u0001\u001f\u007f", "", "plain", "é", "日本語", "😀 pair", '"quoted"\\', "line\nbreak\ttab", "\u2028\u2029", "\u007f\u0080", "\uffff"];
 const numbers = [0, -0, 1, -1, 0.1, 1e21, 1e-7, 123456789.125, 5e-324, Number.MAX_VALUE, -Number.MAX_VALUE, 2 ** 53 + 2];
 
 function randomValue(next: () => number, depth: number): JsonValue {
