@@ -13,7 +13,8 @@ import {
 import { BatchRequestSchema, TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
 import type { Call, CallType } from "../ingest/call.js";
 import { callFromBatchMessage, callFromProto } from "../ingest/from-proto.js";
-import { callFromWire, callFromWireBatchMessage, needsReferenceDecoding } from "../ingest/from-wire.js";
+import { callFromWireEntry } from "../ingest/call-wire.js";
+import { callFromWire, needsReferenceDecoding } from "../ingest/from-wire.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { ingestBatch, ingestOne } from "./tracking-service.js";
 
@@ -22,7 +23,8 @@ import { ingestBatch, ingestOne } from "./tracking-service.js";
  * and answers, but the requests are decoded with the wire-compatible
  * messages of proto/waypost/internal/v1, so that context, properties and
  * traits go from their wire bytes to stored JSON text without Struct and
- * Value messages (src/ingest/struct-wire.ts). A request with a Struct that
+ * Value messages (src/ingest/struct-wire.ts), and a Batch's entries from
+ * their bytes to calls without message objects at all (call-wire.ts). A request with a Struct that
  * reader leaves alone is decoded again, whole, with the public messages and
  * takes the ordinary path, errors included.
  */
@@ -45,7 +47,7 @@ export function registerWireTrackingService(router: ConnectRouter, ingestor: Ing
 export function callsOfWireBatch(req: WireBatchRequest): Array<Call | undefined> {
   const calls: Array<Call | undefined> = [];
   for (const message of req.batch) {
-    const call = callFromWireBatchMessage(message);
+    const call = callFromWireEntry(message);
     if (call === needsReferenceDecoding) {
       return referenceDecode(BatchRequestSchema, WireBatchRequestSchema, req).batch.map(callFromBatchMessage);
     }

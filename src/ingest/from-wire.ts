@@ -3,7 +3,6 @@ import type {
   WireAlias,
   WireGroup,
   WireIdentify,
-  WireMessage,
   WirePage,
   WireScreen,
   WireTrack,
@@ -38,13 +37,6 @@ export function callFromWire(type: CallType, message: AnyWireCall): Call | typeo
   if ("traits" in message && !readInto(structJson, "traits", message.traits)) return needsReferenceDecoding;
   call.structJson = structJson;
   return call;
-}
-
-/** A batch entry; undefined when its oneof is empty. */
-export function callFromWireBatchMessage(message: WireMessage): Call | undefined | typeof needsReferenceDecoding {
-  const entry = message.type;
-  if (entry.case === undefined) return undefined;
-  return callFromWire(entry.case, entry.value);
 }
 
 function readInto(target: StructJson, key: keyof StructJson, occurrences: Uint8Array[]): boolean {

@@ -29,7 +29,7 @@ export function structJsonFromWire(occurrences: readonly Uint8Array[]): string |
 /** JSON nesting read here; deeper input goes to protobuf-es (its recursion limit makes the answer there). */
 export const maxNesting = 32;
 
-interface Reader {
+export interface Reader {
   buf: Uint8Array;
   pos: number;
 }
@@ -129,7 +129,7 @@ function readValue(r: Reader, end: number, depth: number): string | undefined {
 }
 
 /** Reads a length (varint, at most 4 bytes: 256 MB) and answers where it ends; -1 when it is not ordinary or passes `limit`. */
-function readEnd(r: Reader, limit: number): number {
+export function readEnd(r: Reader, limit: number): number {
   const buf = r.buf;
   let len = 0;
   for (let shift = 0; shift < 28; shift += 7) {
@@ -144,34 +144,45 @@ function readEnd(r: Reader, limit: number): number {
   return -1;
 }
 
-/** The JSON encoding of the string readString read last (JSON.stringify's). */
+/** The JSON encoding of the text readText decoded last (JSON.stringify's). */
 let quoted = "";
+/** Whether the text readText decoded last holds NUL. */
+let hadNul = false;
 
-/**
- * A length-delimited string, leaving its JSON encoding in `quoted`;
- * undefined when protobuf-es would refuse it (invalid UTF-8), change it (a
- * leading byte-order mark is dropped by its decoder) or validation would (NUL).
- */
+/** A length-delimited string without NUL; see readText. */
 function readString(r: Reader, limit: number): string | undefined {
   const end = readEnd(r, limit);
   if (end < 0) return undefined;
-  const buf = r.buf;
-  const start = r.pos;
+  const text = readText(r.buf, r.pos, end);
+  r.pos = end;
+  return hadNul ? undefined : text;
+}
+
+/**
+ * The UTF-8 text of buf[start, end) as protobuf-es decodes a proto3 string,
+ * leaving its JSON encoding in `quoted` and whether it holds NUL in `hadNul`;
+ * undefined when protobuf-es would refuse it (invalid UTF-8) or change it (a
+ * leading byte-order mark is dropped by its decoder): those are left to it.
+ */
+export function readText(buf: Uint8Array, start: number, end: number): string | undefined {
   let ascii = true;
   // Quotes, backslashes and control characters are escaped by JSON.stringify; nothing else is
   // (valid UTF-8 holds no lone surrogates, the only other characters it escapes).
   let plain = true;
+  let nul = false;
   let text = "";
+  const short = end - start <= 64;
   for (let i = start; i < end; i++) {
     const byte = buf[i]!;
-    if (byte === 0) return undefined;
     if (byte >= 0x80) ascii = false;
-    else if (byte < 0x20 || byte === 0x22 || byte === 0x5c) plain = false;
+    else if (byte < 0x20 || byte === 0x22 || byte === 0x5c) {
+      plain = false;
+      if (byte === 0) nul = true;
+    }
     // Short ASCII text is cheapest built here; longer or other text is decoded below.
-    if (ascii && end - start <= 64) text += String.fromCharCode(byte);
+    if (ascii && short) text += String.fromCharCode(byte);
   }
-  r.pos = end;
-  if (!ascii || end - start > 64) {
+  if (!ascii || !short) {
     const bytes = buf.subarray(start, end);
     if (!ascii) {
       if (end - start >= 3 && buf[start] === 0xef && buf[start + 1] === 0xbb && buf[start + 2] === 0xbf) return undefined;
@@ -179,6 +190,7 @@ function readString(r: Reader, limit: number): string | undefined {
     }
     text = utf8.decode(bytes);
   }
+  hadNul = nul;
   quoted = plain ? `"${text}"` : JSON.stringify(text);
   return text;
 }

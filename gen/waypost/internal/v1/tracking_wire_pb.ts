@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file waypost/internal/v1/tracking_wire.proto.
  */
 export const file_waypost_internal_v1_tracking_wire: GenFile = /*@__PURE__*/
-  fileDesc("Cid3YXlwb3N0L2ludGVybmFsL3YxL3RyYWNraW5nX3dpcmUucHJvdG8SE3dheXBvc3QuaW50ZXJuYWwudjEiyAEKDFdpcmVJZGVudGlmeRISCgptZXNzYWdlX2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSFAoMYW5vbnltb3VzX2lkGAMgASgJEi0KCXRpbWVzdGFtcBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHY29udGV4dBgFIAMoDBItCgxpbnRlZ3JhdGlvbnMYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnRyYWl0cxgHIAMoDCLYAQoJV2lyZVRyYWNrEhIKCm1lc3NhZ2VfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIUCgxhbm9ueW1vdXNfaWQYAyABKAkSLQoJdGltZXN0YW1wGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdjb250ZXh0GAUgAygMEi0KDGludGVncmF0aW9ucxgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFZXZlbnQYByABKAkSEgoKcHJvcGVydGllcxgIIAMoDCLoAQoIV2lyZVBhZ2USEgoKbWVzc2FnZV9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhQKDGFub255bW91c19pZBgDIAEoCRItCgl0aW1lc3RhbXAYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2NvbnRleHQYBSADKAwSLQoMaW50ZWdyYXRpb25zGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIMCgRuYW1lGAcgASgJEhAKCGNhdGVnb3J5GAggASgJEhIKCnByb3BlcnRpZXMYCSADKAwi2AEKCldpcmVTY3JlZW4SEgoKbWVzc2FnZV9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhQKDGFub255bW91c19pZBgDIAEoCRItCgl0aW1lc3RhbXAYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2NvbnRleHQYBSADKAwSLQoMaW50ZWdyYXRpb25zGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIMCgRuYW1lGAcgASgJEhIKCnByb3BlcnRpZXMYCCADKAwi1wEKCVdpcmVHcm91cBISCgptZXNzYWdlX2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSFAoMYW5vbnltb3VzX2lkGAMgASgJEi0KCXRpbWVzdGFtcBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHY29udGV4dBgFIAMoDBItCgxpbnRlZ3JhdGlvbnMYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCGdyb3VwX2lkGAcgASgJEg4KBnRyYWl0cxgIIAMoDCK0AQoJV2lyZUFsaWFzEhIKCm1lc3NhZ2VfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRITCgtwcmV2aW91c19pZBgDIAEoCRItCgl0aW1lc3RhbXAYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2NvbnRleHQYBSADKAwSLQoMaW50ZWdyYXRpb25zGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCLBAgoLV2lyZU1lc3NhZ2USNQoIaWRlbnRpZnkYASABKAsyIS53YXlwb3N0LmludGVybmFsLnYxLldpcmVJZGVudGlmeUgAEi8KBXRyYWNrGAIgASgLMh4ud2F5cG9zdC5pbnRlcm5hbC52MS5XaXJlVHJhY2tIABItCgRwYWdlGAMgASgLMh0ud2F5cG9zdC5pbnRlcm5hbC52MS5XaXJlUGFnZUgAEjEKBnNjcmVlbhgEIAEoCzIfLndheXBvc3QuaW50ZXJuYWwudjEuV2lyZVNjcmVlbkgAEi8KBWdyb3VwGAUgASgLMh4ud2F5cG9zdC5pbnRlcm5hbC52MS5XaXJlR3JvdXBIABIvCgVhbGlhcxgGIAEoCzIeLndheXBvc3QuaW50ZXJuYWwudjEuV2lyZUFsaWFzSABCBgoEdHlwZSJDChBXaXJlQmF0Y2hSZXF1ZXN0Ei8KBWJhdGNoGAEgAygLMiAud2F5cG9zdC5pbnRlcm5hbC52MS5XaXJlTWVzc2FnZSJKChNXaXJlSWRlbnRpZnlSZXF1ZXN0EjMKCGlkZW50aWZ5GAEgASgLMiEud2F5cG9zdC5pbnRlcm5hbC52MS5XaXJlSWRlbnRpZnkiQQoQV2lyZVRyYWNrUmVxdWVzdBItCgV0cmFjaxgBIAEoCzIeLndheXBvc3QuaW50ZXJuYWwudjEuV2lyZVRyYWNrIj4KD1dpcmVQYWdlUmVxdWVzdBIrCgRwYWdlGAEgASgLMh0ud2F5cG9zdC5pbnRlcm5hbC52MS5XaXJlUGFnZSJEChFXaXJlU2NyZWVuUmVxdWVzdBIvCgZzY3JlZW4YASABKAsyHy53YXlwb3N0LmludGVybmFsLnYxLldpcmVTY3JlZW4iQQoQV2lyZUdyb3VwUmVxdWVzdBItCgVncm91cBgBIAEoCzIeLndheXBvc3QuaW50ZXJuYWwudjEuV2lyZUdyb3VwIkEKEFdpcmVBbGlhc1JlcXVlc3QSLQoFYWxpYXMYASABKAsyHi53YXlwb3N0LmludGVybmFsLnYxLldpcmVBbGlhc2IGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Cid3YXlwb3N0L2ludGVybmFsL3YxL3RyYWNraW5nX3dpcmUucHJvdG8SE3dheXBvc3QuaW50ZXJuYWwudjEiyAEKDFdpcmVJZGVudGlmeRISCgptZXNzYWdlX2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSFAoMYW5vbnltb3VzX2lkGAMgASgJEi0KCXRpbWVzdGFtcBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHY29udGV4dBgFIAMoDBItCgxpbnRlZ3JhdGlvbnMYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBnRyYWl0cxgHIAMoDCLYAQoJV2lyZVRyYWNrEhIKCm1lc3NhZ2VfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIUCgxhbm9ueW1vdXNfaWQYAyABKAkSLQoJdGltZXN0YW1wGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdjb250ZXh0GAUgAygMEi0KDGludGVncmF0aW9ucxgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFZXZlbnQYByABKAkSEgoKcHJvcGVydGllcxgIIAMoDCLoAQoIV2lyZVBhZ2USEgoKbWVzc2FnZV9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhQKDGFub255bW91c19pZBgDIAEoCRItCgl0aW1lc3RhbXAYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2NvbnRleHQYBSADKAwSLQoMaW50ZWdyYXRpb25zGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIMCgRuYW1lGAcgASgJEhAKCGNhdGVnb3J5GAggASgJEhIKCnByb3BlcnRpZXMYCSADKAwi2AEKCldpcmVTY3JlZW4SEgoKbWVzc2FnZV9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhQKDGFub255bW91c19pZBgDIAEoCRItCgl0aW1lc3RhbXAYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2NvbnRleHQYBSADKAwSLQoMaW50ZWdyYXRpb25zGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIMCgRuYW1lGAcgASgJEhIKCnByb3BlcnRpZXMYCCADKAwi1wEKCVdpcmVHcm91cBISCgptZXNzYWdlX2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSFAoMYW5vbnltb3VzX2lkGAMgASgJEi0KCXRpbWVzdGFtcBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHY29udGV4dBgFIAMoDBItCgxpbnRlZ3JhdGlvbnMYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCGdyb3VwX2lkGAcgASgJEg4KBnRyYWl0cxgIIAMoDCK0AQoJV2lyZUFsaWFzEhIKCm1lc3NhZ2VfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRITCgtwcmV2aW91c19pZBgDIAEoCRItCgl0aW1lc3RhbXAYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2NvbnRleHQYBSADKAwSLQoMaW50ZWdyYXRpb25zGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIhChBXaXJlQmF0Y2hSZXF1ZXN0Eg0KBWJhdGNoGAEgAygMIjkKD1dpcmVTdHJ1Y3RGaWVsZBImCgV2YWx1ZRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiSgoTV2lyZUlkZW50aWZ5UmVxdWVzdBIzCghpZGVudGlmeRgBIAEoCzIhLndheXBvc3QuaW50ZXJuYWwudjEuV2lyZUlkZW50aWZ5IkEKEFdpcmVUcmFja1JlcXVlc3QSLQoFdHJhY2sYASABKAsyHi53YXlwb3N0LmludGVybmFsLnYxLldpcmVUcmFjayI+Cg9XaXJlUGFnZVJlcXVlc3QSKwoEcGFnZRgBIAEoCzIdLndheXBvc3QuaW50ZXJuYWwudjEuV2lyZVBhZ2UiRAoRV2lyZVNjcmVlblJlcXVlc3QSLwoGc2NyZWVuGAEgASgLMh8ud2F5cG9zdC5pbnRlcm5hbC52MS5XaXJlU2NyZWVuIkEKEFdpcmVHcm91cFJlcXVlc3QSLQoFZ3JvdXAYASABKAsyHi53YXlwb3N0LmludGVybmFsLnYxLldpcmVHcm91cCJBChBXaXJlQWxpYXNSZXF1ZXN0Ei0KBWFsaWFzGAEgASgLMh4ud2F5cG9zdC5pbnRlcm5hbC52MS5XaXJlQWxpYXNiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message waypost.internal.v1.WireIdentify
@@ -317,66 +317,16 @@ export const WireAliasSchema: GenMessage<WireAlias> = /*@__PURE__*/
   messageDesc(file_waypost_internal_v1_tracking_wire, 5);
 
 /**
- * @generated from message waypost.internal.v1.WireMessage
- */
-export type WireMessage = Message<"waypost.internal.v1.WireMessage"> & {
-  /**
-   * @generated from oneof waypost.internal.v1.WireMessage.type
-   */
-  type: {
-    /**
-     * @generated from field: waypost.internal.v1.WireIdentify identify = 1;
-     */
-    value: WireIdentify;
-    case: "identify";
-  } | {
-    /**
-     * @generated from field: waypost.internal.v1.WireTrack track = 2;
-     */
-    value: WireTrack;
-    case: "track";
-  } | {
-    /**
-     * @generated from field: waypost.internal.v1.WirePage page = 3;
-     */
-    value: WirePage;
-    case: "page";
-  } | {
-    /**
-     * @generated from field: waypost.internal.v1.WireScreen screen = 4;
-     */
-    value: WireScreen;
-    case: "screen";
-  } | {
-    /**
-     * @generated from field: waypost.internal.v1.WireGroup group = 5;
-     */
-    value: WireGroup;
-    case: "group";
-  } | {
-    /**
-     * @generated from field: waypost.internal.v1.WireAlias alias = 6;
-     */
-    value: WireAlias;
-    case: "alias";
-  } | { case: undefined; value?: undefined };
-};
-
-/**
- * Describes the message waypost.internal.v1.WireMessage.
- * Use `create(WireMessageSchema)` to create a new message.
- */
-export const WireMessageSchema: GenMessage<WireMessage> = /*@__PURE__*/
-  messageDesc(file_waypost_internal_v1_tracking_wire, 6);
-
-/**
+ * Each entry is the encoding of one waypost.v1.Message, read by
+ * src/ingest/call-wire.ts.
+ *
  * @generated from message waypost.internal.v1.WireBatchRequest
  */
 export type WireBatchRequest = Message<"waypost.internal.v1.WireBatchRequest"> & {
   /**
-   * @generated from field: repeated waypost.internal.v1.WireMessage batch = 1;
+   * @generated from field: repeated bytes batch = 1;
    */
-  batch: WireMessage[];
+  batch: Uint8Array[];
 };
 
 /**
@@ -384,6 +334,26 @@ export type WireBatchRequest = Message<"waypost.internal.v1.WireBatchRequest"> &
  * Use `create(WireBatchRequestSchema)` to create a new message.
  */
 export const WireBatchRequestSchema: GenMessage<WireBatchRequest> = /*@__PURE__*/
+  messageDesc(file_waypost_internal_v1_tracking_wire, 6);
+
+/**
+ * One google.protobuf.Struct field: lets protobuf-es decode integrations
+ * (they stay objects: they route the call) from their bytes alone.
+ *
+ * @generated from message waypost.internal.v1.WireStructField
+ */
+export type WireStructField = Message<"waypost.internal.v1.WireStructField"> & {
+  /**
+   * @generated from field: google.protobuf.Struct value = 1;
+   */
+  value?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message waypost.internal.v1.WireStructField.
+ * Use `create(WireStructFieldSchema)` to create a new message.
+ */
+export const WireStructFieldSchema: GenMessage<WireStructField> = /*@__PURE__*/
   messageDesc(file_waypost_internal_v1_tracking_wire, 7);
 
 /**
