@@ -22,6 +22,7 @@ import { createRpcAdapter, type RpcNodeHandler } from "./rpc-adapter.js";
 import { createErrorLogInterceptor } from "./rpc-error-log.js";
 import { createSourceService } from "./source-service.js";
 import { createTrackingService } from "./tracking-service.js";
+import { registerWireTrackingService } from "./tracking-wire-service.js";
 
 export interface RpcHandlersOptions {
   pool: pg.Pool;
@@ -89,6 +90,10 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
     logger: options.logger,
     routes(router: ConnectRouter) {
       router.service(TrackingService, createTrackingService({ ingestor: options.ingestor }));
+    },
+    // Binary requests skip Struct messages: their Structs become stored JSON text straight from the wire.
+    binaryRoutes(router: ConnectRouter) {
+      registerWireTrackingService(router, options.ingestor);
     },
   });
   const admin = createRpcAdapter({

@@ -31,6 +31,13 @@ export type RpcNodeHandler = (req: Req, res: Res) => void;
 export interface RpcAdapterOptions extends ConnectRouterOptions {
   routes(router: ConnectRouter): void;
   /**
+   * Routes that replace those of `routes` for requests in binary protobuf
+   * (Connect, gRPC, gRPC-Web): the same methods and paths, with request
+   * messages that are wire-compatible with the public ones. JSON requests
+   * always take `routes`.
+   */
+  binaryRoutes?(router: ConnectRouter): void;
+  /**
    * Checks the credentials of a request from its headers alone, before a byte
    * of its body is read or inflated: resolves to the context values for the
    * call, or to the error to answer with.
@@ -63,11 +70,16 @@ export function createRpcAdapter(options: RpcAdapterOptions): RpcNodeHandler {
     if (maxBytes !== undefined) checked = limitedDecompression(checked, maxBytes);
     return limit === undefined ? checked : guardDecompression(checked, limit);
   });
-  const router = createConnectRouter({ ...options, acceptCompression: compressions });
+  const routerOptions = { ...options, acceptCompression: compressions };
+  const router = createConnectRouter(routerOptions);
   options.routes(router);
   const handlers = new Map(router.handlers.map((handler) => [handler.requestPath, handler]));
+  const binaryRouter = createConnectRouter(routerOptions);
+  options.binaryRoutes?.(binaryRouter);
+  const binaryHandlers = new Map(binaryRouter.handlers.map((handler) => [handler.requestPath, handler]));
   return (req, res) => {
-    const handler = handlers.get((req.url ?? "").split("?", 1)[0]!);
+    const path = (req.url ?? "").split("?", 1)[0]!;
+    const handler = (binaryHandlers.size > 0 && isBinaryProtobuf(req) && binaryHandlers.get(path)) || handlers.get(path);
     if (!handler) {
       res.writeHead(404);
       res.end();
@@ -91,6 +103,19 @@ export function createRpcAdapter(options: RpcAdapterOptions): RpcNodeHandler {
       }
     });
   };
+}
+
+/**
+ * Binary protobuf content types: application/proto, application/connect+proto,
+ * application/grpc(+proto), application/grpc-web(+proto). Anything else
+ * (JSON, gRPC-Web text, unknown types) takes the public routes, which answer
+ * it as before.
+ */
+const binaryContentType = /^application\/(?:proto|connect\+proto|grpc(?:-web)?(?:\+proto)?)$/i;
+
+function isBinaryProtobuf(req: Req): boolean {
+  const type = req.headers["content-type"];
+  return typeof type === "string" && binaryContentType.test(type);
 }
 
 /** The request with its body counted on the way in (compressed bodies are counted once inflated). */

@@ -14,51 +14,55 @@ export interface TrackingServiceOptions {
 /** TrackingService: Batch plus one unary RPC per call type. */
 export function createTrackingService(options: TrackingServiceOptions): ServiceImpl<typeof TrackingService> {
   const { ingestor } = options;
-
-  async function one(type: CallType, message: Parameters<typeof callFromProto>[1] | undefined, ctx: HandlerContext) {
-    if (!message) throw invalidArgument(type, `the request must carry the call in a field named "${type}"`);
-    const result = await ingestor.ingest(sourceOf(ctx), [callFromProto(type, message)]);
-    const rejected = result.rejected[0];
-    if (rejected) throw invalidArgument(`${type}.${rejected.field}`, rejected.reason);
-    return { messageId: result.messageIds[0] ?? "" };
-  }
-
+  const one = (type: CallType, message: Parameters<typeof callFromProto>[1] | undefined, ctx: HandlerContext) =>
+    ingestOne(ingestor, type, message && callFromProto(type, message), ctx);
   return {
-    async batch(req, ctx) {
-      if (req.batch.length > limits.maxBatchMessages) {
-        throw invalidArgument(
-          "batch",
-          `has ${req.batch.length} messages, over the limit of ${limits.maxBatchMessages} per request: send them in several batches`,
-        );
-      }
-      const calls: Array<Call | undefined> = req.batch.map(callFromBatchMessage);
-      const present = calls.flatMap((call, index) => (call ? [{ call, index }] : []));
-      const result = await ingestor.ingest(
-        sourceOf(ctx),
-        present.map((p) => p.call),
-      );
-      const messageIds: string[] = calls.map(() => "");
-      present.forEach((p, i) => (messageIds[p.index] = result.messageIds[i] ?? ""));
-      const rejected = [
-        ...calls.flatMap((call, index) =>
-          call ? [] : [{ index, reason: "message has no call type: set one of identify, track, page, screen, group, alias" }],
-        ),
-        ...result.rejected.map((r) => ({ index: present[r.index]!.index, reason: r.reason })),
-      ].sort((a, b) => a.index - b.index);
-      // Listing every rejection would turn a small request into a large answer.
-      return {
-        accepted: result.accepted,
-        rejected: rejected.slice(0, limits.maxListedRejections),
-        rejectedCount: rejected.length,
-        messageIds,
-      };
-    },
+    batch: (req, ctx) => ingestBatch(ingestor, req.batch.map(callFromBatchMessage), ctx),
     identify: (req, ctx) => one("identify", req.identify, ctx),
     track: (req, ctx) => one("track", req.track, ctx),
     page: (req, ctx) => one("page", req.page, ctx),
     screen: (req, ctx) => one("screen", req.screen, ctx),
     group: (req, ctx) => one("group", req.group, ctx),
     alias: (req, ctx) => one("alias", req.alias, ctx),
+  };
+}
+
+/** A unary call (undefined when the request did not carry it), as TrackingService answers it. */
+export async function ingestOne(ingestor: Ingestor, type: CallType, call: Call | undefined, ctx: HandlerContext) {
+  if (!call) throw invalidArgument(type, `the request must carry the call in a field named "${type}"`);
+  const result = await ingestor.ingest(sourceOf(ctx), [call]);
+  const rejected = result.rejected[0];
+  if (rejected) throw invalidArgument(`${type}.${rejected.field}`, rejected.reason);
+  return { messageId: result.messageIds[0] ?? "" };
+}
+
+/** A batch's calls (undefined for an entry without a call type), as TrackingService.Batch answers them. */
+export async function ingestBatch(ingestor: Ingestor, calls: ReadonlyArray<Call | undefined>, ctx: HandlerContext) {
+  if (calls.length > limits.maxBatchMessages) {
+    throw invalidArgument(
+      "batch",
+      `has ${calls.length} messages, over the limit of ${limits.maxBatchMessages} per request: send them in several batches`,
+    );
+  }
+  const present = calls.flatMap((call, index) => (call ? [{ call, index }] : []));
+  const result = await ingestor.ingest(
+    sourceOf(ctx),
+    present.map((p) => p.call),
+  );
+  const messageIds: string[] = calls.map(() => "");
+  present.forEach((p, i) => (messageIds[p.index] = result.messageIds[i] ?? ""));
+  const rejected = [
+    ...calls.flatMap((call, index) =>
+      call ? [] : [{ index, reason: "message has no call type: set one of identify, track, page, screen, group, alias" }],
+    ),
+    ...result.rejected.map((r) => ({ index: present[r.index]!.index, reason: r.reason })),
+  ].sort((a, b) => a.index - b.index);
+  // Listing every rejection would turn a small request into a large answer.
+  return {
+    accepted: result.accepted,
+    rejected: rejected.slice(0, limits.maxListedRejections),
+    rejectedCount: rejected.length,
+    messageIds,
   };
 }
 

@@ -31,7 +31,16 @@ export interface Call {
   properties: JsonObject | undefined;
   /** identify, group */
   traits: JsonObject | undefined;
+  /**
+   * context, properties or traits as JSON text, when they were read straight
+   * from the protobuf wire (src/ingest/struct-wire.ts); the object field is
+   * then undefined. That text is stored as it is: it was checked on the way
+   * (nesting, unstorable text) and holds no problem validation would report.
+   */
+  structJson?: StructJson | undefined;
 }
+
+export type StructJson = Partial<Record<"context" | "properties" | "traits", string>>;
 
 /** A Call with every optional field absent. */
 export function emptyCall(type: CallType): Call {

@@ -3,51 +3,58 @@ import type { Call } from "./call.js";
 
 /**
  * The JSON body sent to webhooks (see docs/webhooks.md#the-body), serialised once. Keys are
- * inserted in the order that page gives; absent values are left out, context
+ * written in the order that page gives; absent values are left out, context
  * is always there. The string is stored and later signed and sent byte for
- * byte.
+ * byte. It is written piece by piece, exactly as JSON.stringify writes the
+ * object of those keys, so that JSON text read from the wire
+ * (call.structJson) goes in as it is.
  */
 export function buildCallPayload(call: Call, messageId: string, receivedAt: Date): string {
-  const body: Record<string, unknown> = { version: 1, type: call.type };
-  const set = (key: string, value: string | JsonObject | undefined) => {
-    if (value !== undefined && value !== "") body[key] = value;
+  const raw = call.structJson;
+  let out = `{"version":1,"type":${JSON.stringify(call.type)}`;
+  const text = (key: string, value: string) => {
+    if (value !== "") out += `,${JSON.stringify(key)}:${JSON.stringify(value)}`;
+  };
+  const object = (key: "properties" | "traits", value: JsonObject | undefined) => {
+    const json = raw?.[key] ?? (value === undefined ? undefined : JSON.stringify(value));
+    if (json !== undefined) out += `,"${key}":${json}`;
   };
   switch (call.type) {
     case "track":
-      set("userId", call.userId);
-      set("event", call.event);
-      set("properties", call.properties);
+      text("userId", call.userId);
+      text("event", call.event);
+      object("properties", call.properties);
       break;
     case "page":
-      set("userId", call.userId);
-      set("name", call.name);
-      set("category", call.category);
-      set("properties", call.properties);
+      text("userId", call.userId);
+      text("name", call.name);
+      text("category", call.category);
+      object("properties", call.properties);
       break;
     case "screen":
-      set("userId", call.userId);
-      set("name", call.name);
-      set("properties", call.properties);
+      text("userId", call.userId);
+      text("name", call.name);
+      object("properties", call.properties);
       break;
     case "identify":
-      set("userId", call.userId);
-      set("traits", call.traits);
+      text("userId", call.userId);
+      object("traits", call.traits);
       break;
     case "group":
-      set("userId", call.userId);
-      set("groupId", call.groupId);
-      set("traits", call.traits);
+      text("userId", call.userId);
+      text("groupId", call.groupId);
+      object("traits", call.traits);
       break;
     case "alias":
-      set("Previous ID", call.previousId);
-      set("User ID", call.userId);
+      text("Previous ID", call.previousId);
+      text("User ID", call.userId);
       break;
   }
-  body.context = call.context ?? {};
-  body.timestamp = (call.timestamp ?? receivedAt).toISOString();
-  body.messageId = messageId;
-  if (call.type !== "alias") set("anonymousId", call.anonymousId);
-  return JSON.stringify(body);
+  out += `,"context":${raw?.context ?? JSON.stringify(call.context ?? {})}`;
+  out += `,"timestamp":${JSON.stringify((call.timestamp ?? receivedAt).toISOString())}`;
+  out += `,"messageId":${JSON.stringify(messageId)}`;
+  if (call.type !== "alias") text("anonymousId", call.anonymousId);
+  return `${out}}`;
 }
 
 /** A delete notification: these three keys only. */
