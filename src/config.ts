@@ -135,7 +135,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     retentionMs: int(env, "WAYPOST_RETENTION_DAYS", 7, 1, 3650) * 24 * 60 * 60_000,
     corsOrigins: parseCorsOrigins(env.WAYPOST_CORS_ORIGINS),
     delivery: {
-      concurrency: int(env, "WAYPOST_DELIVERY_CONCURRENCY", 512, 1, 10_000),
+      concurrency: int(env, "WAYPOST_DELIVERY_CONCURRENCY", 1024, 1, 10_000),
       perDestinationConcurrency: int(env, "WAYPOST_DESTINATION_CONCURRENCY", 64, 1, 10_000),
       leaseMs: int(env, "WAYPOST_LEASE_MS", 60_000, 1_000, 3_600_000),
       pollIntervalMs: int(env, "WAYPOST_POLL_INTERVAL_MS", 1_000, 10, 60_000),

@@ -153,12 +153,13 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
    * Deliveries one destination may have here, in flight and waiting: as many
    * rounds of its concurrency as fit in half a lease at the endpoint timeout
    * (2 to 8; 6 with the defaults, so one round in flight and five waiting),
+   * and at most half of the process's slots (heldPerDestination),
    * so the last waiting one is sent well inside its lease even if every
    * request before it times out.
    * Bigger claims cost less per delivery: a claim of 64 rows costs Postgres
    * about 40 µs a row, one of 256 about 24.
    */
-  const perDestinationHeld = config.perDestinationConcurrency * heldRounds(config.leaseMs, config.timeoutMs);
+  const perDestinationHeld = heldPerDestination(config);
   // Claim ahead of the senders: once a quarter of a destination's room (or
   // of the process's slots, when those cut the last claim short) is free,
   // so the next claim's round trip overlaps the sends still queued here.
@@ -353,4 +354,17 @@ export type { DeliveryCompletion };
 /** Rounds of a destination's concurrency one process holds (see perDestinationHeld). */
 export function heldRounds(leaseMs: number, timeoutMs: number): number {
   return Math.min(8, Math.max(2, Math.floor(leaseMs / (2 * timeoutMs))));
+}
+
+/**
+ * Deliveries one destination may have in a process, in flight and waiting
+ * (see perDestinationHeld): heldRounds of its concurrency, but never more
+ * than half the process's slots (or one round, if that is more), so a
+ * destination whose endpoint hangs leaves the other half to the rest.
+ */
+export function heldPerDestination(config: Pick<DeliveryConfig, "perDestinationConcurrency" | "concurrency" | "leaseMs" | "timeoutMs">): number {
+  return Math.min(
+    config.perDestinationConcurrency * heldRounds(config.leaseMs, config.timeoutMs),
+    Math.max(config.perDestinationConcurrency, Math.floor(config.concurrency / 2)),
+  );
 }
