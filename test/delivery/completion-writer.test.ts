@@ -9,6 +9,7 @@ import { storeMessages } from "../../src/db/queries/store-messages.js";
 import { createCompletionWriter, isRowError } from "../../src/delivery/completion-writer.js";
 import { createLogger } from "../../src/logger.js";
 import { createTestDatabase, serverUrl, type TestDatabase } from "../helpers/database.js";
+import { seedSourceAndDestination } from "../helpers/job-table-fixtures.js";
 import { startReceiver } from "../helpers/receiver.js";
 import { startTestServer } from "../helpers/server.js";
 
@@ -65,15 +66,7 @@ beforeEach(async () => {
   pool = createPool({ connectionString: database.url, logger });
   await runMigrations(pool);
   await pool.query("DELETE FROM messages");
-  sourceId = randomUUID();
-  const destinationId = randomUUID();
-  await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', $2)", [sourceId, Buffer.from(sourceId)]);
-  await pool.query(
-    `INSERT INTO destinations (id, name, enabled, webhooks, created_at, updated_at)
-     VALUES ($1, 'hook', true, '[{"url":"https://example.com/hook","headers":{}}]', $2, $2)`,
-    [destinationId, t0],
-  );
-  await pool.query("INSERT INTO destination_sources (source_id, destination_id) VALUES ($1, $2)", [sourceId, destinationId]);
+  ({ sourceId } = await seedSourceAndDestination(pool, t0));
 });
 afterEach(async () => {
   await pool.end();

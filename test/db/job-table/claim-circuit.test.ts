@@ -1,10 +1,10 @@
-import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, expect, test } from "vitest";
 import { claimDeliveries, type ClaimedDelivery } from "../../../src/db/job-table/index.js";
 import { runMigrations } from "../../../src/db/migrate.js";
 import { createPool, type Pool } from "../../../src/db/pool.js";
 import { storeMessages } from "../../../src/db/queries/store-messages.js";
 import { createTestDatabase, type TestDatabase } from "../../helpers/database.js";
+import { seedSourceAndDestination } from "../../helpers/job-table-fixtures.js";
 
 // The claim's side of endpoint health, against the table directly: which
 // destinations it holds back, and that a due probe goes to one claim only.
@@ -30,15 +30,7 @@ beforeEach(async () => {
   const pool = pools[0]!;
   await pool.query("DELETE FROM messages");
   await pool.query("DELETE FROM destination_health");
-  sourceId = randomUUID();
-  destinationId = randomUUID();
-  await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', $2)", [sourceId, Buffer.from(sourceId)]);
-  await pool.query(
-    `INSERT INTO destinations (id, name, enabled, webhooks, created_at, updated_at)
-     VALUES ($1, 'hook', true, '[{"url":"https://example.com/hook","headers":{}}]', $2, $2)`,
-    [destinationId, t0],
-  );
-  await pool.query("INSERT INTO destination_sources (source_id, destination_id) VALUES ($1, $2)", [sourceId, destinationId]);
+  ({ sourceId, destinationId } = await seedSourceAndDestination(pool, t0));
   await storeMessages(
     pool,
     sourceId,

@@ -14,6 +14,7 @@ import { runMigrations } from "../../../src/db/migrate.js";
 import { createPool, type Pool } from "../../../src/db/pool.js";
 import { storeMessages } from "../../../src/db/queries/store-messages.js";
 import { createTestDatabase, type TestDatabase } from "../../helpers/database.js";
+import { seedSourceAndDestination } from "../../helpers/job-table-fixtures.js";
 
 const minute = 60_000;
 const deadlineMs = 60 * minute;
@@ -36,15 +37,7 @@ afterAll(async () => {
 // Each test starts from an empty job table, with its own source and destination.
 beforeEach(async () => {
   await pool.query("DELETE FROM messages");
-  sourceId = randomUUID();
-  destinationId = randomUUID();
-  await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', $2)", [sourceId, Buffer.from(sourceId)]);
-  await pool.query(
-    `INSERT INTO destinations (id, name, enabled, webhooks, created_at, updated_at)
-     VALUES ($1, 'hook', true, '[{"url":"https://example.com/hook","headers":{}}]', $2, $2)`,
-    [destinationId, t0],
-  );
-  await pool.query("INSERT INTO destination_sources (source_id, destination_id) VALUES ($1, $2)", [sourceId, destinationId]);
+  ({ sourceId, destinationId } = await seedSourceAndDestination(pool, t0));
 });
 
 async function enqueueOne(at = t0): Promise<string> {

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, expect, test } from "vitest";
 import {
   cancelDestinationDeliveries,
@@ -11,8 +10,8 @@ import {
 } from "../../../src/db/job-table/index.js";
 import { runMigrations } from "../../../src/db/migrate.js";
 import { createPool, withTransaction, type Pool, type Queryable } from "../../../src/db/pool.js";
-import { storeMessages } from "../../../src/db/queries/store-messages.js";
 import { createTestDatabase, type TestDatabase } from "../../helpers/database.js";
+import { enqueueOne, seedSourceAndDestination } from "../../helpers/job-table-fixtures.js";
 
 // finished_xid (what the finish feed reads) is stamped by the job table's
 // transitions, and attempt rows go with their delivery, without a row
@@ -37,25 +36,10 @@ afterAll(async () => {
 
 beforeEach(async () => {
   await pool.query("DELETE FROM messages");
-  sourceId = randomUUID();
-  destinationId = randomUUID();
-  await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', $2)", [sourceId, Buffer.from(sourceId)]);
-  await pool.query(
-    `INSERT INTO destinations (id, name, enabled, webhooks, created_at, updated_at)
-     VALUES ($1, 'hook', true, '[{"url":"https://example.com/hook","headers":{}}]', $2, $2)`,
-    [destinationId, t0],
-  );
-  await pool.query("INSERT INTO destination_sources (source_id, destination_id) VALUES ($1, $2)", [sourceId, destinationId]);
+  ({ sourceId, destinationId } = await seedSourceAndDestination(pool, t0));
 });
 
-async function enqueueOne(): Promise<{ id: string; messageId: string }> {
-  const messageId = randomUUID();
-  await storeMessages(pool, sourceId, t0, [{ messageId, type: "track", userId: "u", payload: JSON.stringify({ messageId }), integrations: undefined }]);
-  const row = await pool.query<{ id: string }>("SELECT d.id FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE m.message_id = $1", [
-    messageId,
-  ]);
-  return { id: row.rows[0]!.id, messageId };
-}
+const enqueue = () => enqueueOne(pool, sourceId, t0);
 
 async function claimOne(now = t0): Promise<ClaimedDelivery> {
   const { deliveries } = await claimDeliveries(pool, { now, limit: 1, perDestinationLimit: 1, room: new Map(), leaseMs: minute, owner: "a" });
@@ -101,7 +85,7 @@ async function inTransaction(work: (db: Queryable) => Promise<unknown>): Promise
 }
 
 test("a completion stamps the transaction that finished the delivery; a retry leaves it unstamped", async () => {
-  const retried = await enqueueOne();
+  const retried = await enqueue();
   const job = await claimOne();
   expect(job.id).toBe(retried.id);
   await inTransaction((db) => completeDeliveries(db, [completion(job, "retrying")]));
@@ -113,7 +97,7 @@ test("a completion stamps the transaction that finished the delivery; a retry le
 });
 
 test("a replay clears the stamp and a cancellation sets it", async () => {
-  const { id } = await enqueueOne();
+  const { id } = await enqueue();
   const job = await claimOne();
   await completeDeliveries(pool, [completion(job, "failed")]);
   expect(await finishedXid(id)).not.toBeNull();
@@ -126,7 +110,7 @@ test("a replay clears the stamp and a cancellation sets it", async () => {
 });
 
 test("a writer that moves the status without stamping (an older version, a hand-written UPDATE) is still stamped", async () => {
-  const { id } = await enqueueOne();
+  const { id } = await enqueue();
   const xid = await inTransaction((db) =>
     db.query("UPDATE deliveries SET status = 'cancelled', finalized_at = $2 WHERE id = $1", [id, t0]),
   );
@@ -138,9 +122,9 @@ test("a writer that moves the status without stamping (an older version, a hand-
 test("attempt rows are deleted with their delivery, whichever way it goes", async () => {
   const attemptsOf = async (id: string) =>
     (await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM delivery_attempts WHERE delivery_id = $1", [id])).rows[0]!.n;
-  const viaMessage = await enqueueOne();
+  const viaMessage = await enqueue();
   await completeDeliveries(pool, [completion(await claimOne(), "delivered")]);
-  const viaDelivery = await enqueueOne();
+  const viaDelivery = await enqueue();
   await completeDeliveries(pool, [completion(await claimOne(), "delivered")]);
   expect(await attemptsOf(viaMessage.id)).toBe(1);
   expect(await attemptsOf(viaDelivery.id)).toBe(1);
@@ -154,7 +138,7 @@ test("attempt rows are deleted with their delivery, whichever way it goes", asyn
 });
 
 test("a completion's times, URLs, errors and response bodies are stored exactly", async () => {
-  const { id } = await enqueueOne();
+  const { id } = await enqueue();
   const job = await claimOne();
   const attemptedAt = new Date("2026-11-01T00:00:01.987Z");
   const runAt = new Date("2026-11-01T00:10:00.001Z");
