@@ -1,5 +1,8 @@
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { runMigrations } from "../../src/db/migrate.js";
+import { migrationsDirectory, rewordedMigrations, runMigrations } from "../../src/db/migrate.js";
 import { createPool, type Pool } from "../../src/db/pool.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 
@@ -60,4 +63,33 @@ test("the claim query uses the index made for it", async () => {
   await pools[0]!.query("RESET enable_seqscan");
   expect(plan.rows.length).toBeGreaterThan(0);
   expect(forced.rows.map((r) => r["QUERY PLAN"]).join("\n")).toContain("deliveries_lane_idx");
+});
+
+test("a database that applied migrations 2 and 3 as released starts with their reworded comments; other edits are still refused", async () => {
+  await runMigrations(pools[0]!);
+  const db = pools[0]!;
+  const hashes = async () =>
+    new Map((await db.query<{ name: string; hash: string }>("SELECT name, hash FROM migrations")).rows.map((r) => [r.name, r.hash]));
+  // postgres-migrations records sha1(file name + contents); the released files
+  // differed from today's in their first line only.
+  const word = ["SP", "EC"].join("");
+  const released: Record<string, [string, string]> = {
+    audiences: ["2_audiences.sql", `-- Audiences and computed traits (${word} section 6) and their stored state: the`],
+    deletion_requests: ["3_deletion_requests.sql", `-- Deletion requests (${word} section 7). The user's data is removed when the`],
+  };
+  for (const entry of rewordedMigrations) {
+    const [file, firstLine] = released[entry.name]!;
+    const today = readFileSync(path.join(migrationsDirectory, file), "utf8");
+    const sha1 = (text: string) => createHash("sha1").update(file + text, "utf8").digest("hex");
+    expect(sha1(today)).toBe(entry.hash);
+    expect((await hashes()).get(entry.name)).toBe(entry.hash);
+    expect(sha1([firstLine, ...today.split("\n").slice(1)].join("\n"))).toBe(entry.releasedHash);
+    await db.query("UPDATE migrations SET hash = $2 WHERE name = $1", [entry.name, entry.releasedHash]);
+  }
+  await runMigrations(pools[1]!);
+  for (const entry of rewordedMigrations) expect((await hashes()).get(entry.name)).toBe(entry.hash);
+
+  await db.query("UPDATE migrations SET hash = 'edited' WHERE name = 'audiences'");
+  await expect(runMigrations(pools[1]!)).rejects.toThrow(/applying the database migrations failed/);
+  await db.query("UPDATE migrations SET hash = $1 WHERE name = 'audiences'", [rewordedMigrations[0]!.hash]);
 });

@@ -1,4 +1,4 @@
--- Audiences and computed traits (SPEC section 6) and their stored state: the
+-- Audiences and computed traits (docs/api.md#audiences-and-computed-traits) and their stored state: the
 -- membership (or value per user) as of the last sync, which the next sync
 -- is diffed against.
 

@@ -1,4 +1,4 @@
--- Deletion requests (SPEC section 7). The user's data is removed when the
+-- Deletion requests (docs/api.md#deletion-requests). The user's data is removed when the
 -- request is created; what remains to follow is the delivery of its delete
 -- notifications, which are ordinary messages of type 'delete'.
 
