@@ -78,9 +78,9 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
   // One guard: the default clients check resolved addresses with it, and
   // sendAll checks literal addresses before any request (custom dispatchers too).
   const guard = createAddressGuard({ allowPrivate: config.allowPrivateDestinations, allowedCidrs: config.allowedCidrs });
-  // Webhooks go through a client per destination (pipelined, so a hanging
-  // endpoint must hold only its own destination's requests); operator events
-  // through one shared client without pipelining.
+  // Webhooks go through a client per destination, so an endpoint that hangs
+  // (or, with pipelining on, stalls its body) holds only its own
+  // destination's requests; operator events through one shared client.
   const dispatcher = options.dispatcher ?? createHttpClient({ guard, timeoutMs: config.timeoutMs, ca: options.ca });
   const dispatchers = options.dispatcher
     ? undefined
@@ -149,16 +149,9 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     return entry;
   }
 
-  /**
-   * Deliveries one destination may have here, in flight and waiting: as many
-   * rounds of its concurrency as fit in half a lease at the endpoint timeout
-   * (2 to 8; 6 with the defaults, so one round in flight and five waiting),
-   * and at most half of the process's slots (heldPerDestination),
-   * so the last waiting one is sent well inside its lease even if every
-   * request before it times out.
-   * Bigger claims cost less per delivery: a claim of 64 rows costs Postgres
-   * about 40 µs a row, one of 256 about 24.
-   */
+  // Deliveries one destination may have here, in flight and waiting: see
+  // heldPerDestination. Bigger claims cost less per delivery (a claim of 64
+  // rows costs Postgres about 40 µs a row, one of 256 about 24).
   const perDestinationHeld = heldPerDestination(config);
   // Claim ahead of the senders: once a quarter of a destination's room (or
   // of the process's slots, when those cut the last claim short) is free,
@@ -351,14 +344,19 @@ async function within(promise: Promise<unknown>, ms: number): Promise<void> {
 
 export type { DeliveryCompletion };
 
-/** Rounds of a destination's concurrency one process holds (see perDestinationHeld). */
+/**
+ * Rounds of a destination's concurrency one process holds: as many as fit in
+ * half a lease at the endpoint timeout (2 to 8; 6 with the defaults, one in
+ * flight and five waiting), so the last waiting delivery is sent well inside
+ * its lease even if every request before it times out.
+ */
 export function heldRounds(leaseMs: number, timeoutMs: number): number {
   return Math.min(8, Math.max(2, Math.floor(leaseMs / (2 * timeoutMs))));
 }
 
 /**
- * Deliveries one destination may have in a process, in flight and waiting
- * (see perDestinationHeld): heldRounds of its concurrency, but never more
+ * Deliveries one destination may have in a process, in flight and waiting:
+ * heldRounds of its concurrency, but never more
  * than half the process's slots (or one round, if that is more), so a
  * destination whose endpoint hangs leaves the other half to the rest.
  */

@@ -7,7 +7,7 @@ import type { DeliveryCompletion } from "../../src/db/job-table/index.js";
 import { createAddressGuard } from "../../src/delivery/address-guard.js";
 import { createDestinationDispatchers } from "../../src/delivery/destination-dispatchers.js";
 import { startReceiver, type Receiver, type Responder } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { completionsOf, startTestServer, type TestServer } from "../helpers/server.js";
 import { verifyStandardWebhook } from "../helpers/standard-webhooks.js";
 
 // Pipelining queues a POST on a connection whose request is still running
@@ -30,22 +30,6 @@ async function receiver(respond?: Responder): Promise<Receiver> {
   const r = await startReceiver({ respond });
   cleanups.push(() => r.close());
   return r;
-}
-
-/** Resolves with the completions of one destination once `count` of them are written. */
-function completionsOf(target: TestServer, destinationId: string, count: number): Promise<DeliveryCompletion[]> {
-  const events = target.waypost.delivery!.events;
-  return new Promise((resolve) => {
-    const seen: DeliveryCompletion[] = [];
-    const onCompleted = (completions: DeliveryCompletion[]) => {
-      seen.push(...completions.filter((c) => c.destinationId === destinationId));
-      if (seen.length >= count) {
-        events.off("completed", onCompleted);
-        resolve(seen);
-      }
-    };
-    events.on("completed", onCompleted);
-  });
 }
 
 /** Rejects after `ms` with `message()`: the bound a promise must beat. */

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
-import type { DeliveryCompletion } from "../../src/db/job-table/index.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { completionsOf, startTestServer, type TestServer } from "../helpers/server.js";
 
 // The per-destination scheduler (the loop's slots and the claim's room): a
 // destination whose endpoint never answers holds only its own slots, and
@@ -27,22 +26,6 @@ afterAll(async () => {
   await server?.stop();
 });
 
-/** Resolves with the completions of one destination once `count` of them are written. */
-function completionsOf(destinationId: string, count: number): Promise<DeliveryCompletion[]> {
-  const events = server.waypost.delivery!.events;
-  return new Promise((resolve) => {
-    const seen: DeliveryCompletion[] = [];
-    const onCompleted = (completions: DeliveryCompletion[]) => {
-      seen.push(...completions.filter((c) => c.destinationId === destinationId));
-      if (seen.length >= count) {
-        events.off("completed", onCompleted);
-        resolve(seen);
-      }
-    };
-    events.on("completed", onCompleted);
-  });
-}
-
 test("a hanging destination holds only its own slots; a healthy one beside it delivers everything meanwhile", async () => {
   const slowSource = await server.createSource("slow");
   const fastSource = await server.createSource("fast");
@@ -55,7 +38,7 @@ test("a hanging destination holds only its own slots; a healthy one beside it de
   await hanging.waitForRequests(perDestination);
 
   const n = 60;
-  const done = completionsOf(fast.id, n);
+  const done = completionsOf(server, fast.id, n);
   const fastCalls = Array.from({ length: n }, (_, i) => ({ type: { case: "track" as const, value: { userId: "u", event: `fast ${i}` } } }));
   const began = Date.now();
   expect((await server.tracking(fastSource.writeKey).batch({ batch: fastCalls })).accepted).toBe(n);

@@ -161,3 +161,19 @@ function withHeaders<T extends object>(client: T, headers: Record<string, string
 }
 
 export { ManualClock };
+
+/** Resolves with the completions of one destination once `count` of them are written by `target`'s delivery loop. */
+export function completionsOf(target: TestServer, destinationId: string, count: number): Promise<DeliveryCompletion[]> {
+  const events = target.waypost.delivery!.events;
+  return new Promise((resolve) => {
+    const seen: DeliveryCompletion[] = [];
+    const onCompleted = (completions: DeliveryCompletion[]) => {
+      seen.push(...completions.filter((c) => c.destinationId === destinationId));
+      if (seen.length >= count) {
+        events.off("completed", onCompleted);
+        resolve(seen);
+      }
+    };
+    events.on("completed", onCompleted);
+  });
+}
