@@ -10,6 +10,8 @@ test("defaults are the documented ones", () => {
   expect(config.delivery.timeoutMs).toBe(5_000);
   expect(config.delivery.shutdownTimeoutMs).toBe(10_000);
   expect(config.delivery.pipelining).toBe(1);
+  expect(config.delivery.concurrency).toBe(1024);
+  expect(config.delivery.perDestinationConcurrency).toBe(64);
   expect(config.delivery.retry.initialDelayMs).toBe(10_000);
   expect(config.delivery.retry.maxDelayMs).toBe(30 * 60_000);
   expect(config.delivery.retry.deadlineMs).toBe(4 * 3_600_000);
