@@ -162,6 +162,22 @@ describe("narrowed by WAYPOST_CORS_ORIGINS", () => {
     expect(actual.headers.get("access-control-allow-origin")).toBe(page);
   });
 
+  it("on /v1/*, answers an allowed origin with that origin and another origin with no CORS header", async () => {
+    // A simple request (text/plain, key in the body) needs no preflight, so
+    // only the answer's headers decide whether the page may read it.
+    const send = (origin: string) =>
+      fetch(`${server.url}/v1/t`, {
+        method: "POST",
+        headers: { origin, "content-type": "text/plain" },
+        body: JSON.stringify({ writeKey, userId: "u1", event: "Simple Request" }),
+      });
+    const fromAllowed = await send(allowed);
+    expect(fromAllowed.status).toBe(200);
+    expect(fromAllowed.headers.get("access-control-allow-origin")).toBe(allowed);
+    const fromOther = await send("https://evil.example");
+    expect(corsHeaders(fromOther)).toEqual([]);
+  });
+
   it("refuses another origin's preflight and gives its requests no CORS header", async () => {
     const response = await preflight(server, "/waypost.v1.TrackingService/Batch", "https://evil.example");
     expect(response.status).toBe(403);
