@@ -42,19 +42,25 @@ export class ClientGoneError extends Error {
 }
 
 /**
- * Browsers (Segment's analytics.js) post to this API cross-origin. Write keys
- * are public in browsers anyway and no cookies are involved, so any origin may
- * read the response; without this the browser library sees a network error
- * and sends the same batch again.
+ * Browsers (Segment's analytics.js) post to this API cross-origin. A request
+ * from a page carries Origin, and src/http/cors.ts has already given it the
+ * CORS headers WAYPOST_CORS_ORIGINS allows (none for an origin left out), so
+ * that decision stands. Only requests without Origin (not from a page) get
+ * the blanket `*`, which changes nothing for them.
  */
-export function setCorsHeaders(res: Res): void {
+export function setCorsHeaders(req: Req, res: Res): void {
+  if (req.headers.origin !== undefined) return;
   res.setHeader("access-control-allow-origin", "*");
 }
 
-/** Answers a CORS preflight (sent when a browser adds custom headers). */
+/**
+ * Answers an OPTIONS that src/http/cors.ts left to this API: one without
+ * Origin or Access-Control-Request-Method, so not a browser's preflight
+ * (those are answered or refused there, before any route).
+ */
 export function sendPreflight(req: Req, res: Res): void {
   const requested = req.headers["access-control-request-headers"];
-  setCorsHeaders(res);
+  setCorsHeaders(req, res);
   res.setHeader("access-control-allow-methods", "POST, OPTIONS");
   res.setHeader(
     "access-control-allow-headers",

@@ -64,7 +64,7 @@ export function createCompatHttpApi(options: CompatHttpApiOptions): RouteHandler
 }
 
 async function handle(options: CompatHttpApiOptions, req: Req, res: Res, path: string): Promise<void> {
-  setCorsHeaders(res);
+  setCorsHeaders(req, res);
   const endpoint = endpoints.get(path);
   if (!endpoint) throw new CompatError(404, "not_found", `no such endpoint: ${path.slice(0, 100)}`);
   if (req.method === "OPTIONS") return sendPreflight(req, res);

@@ -121,8 +121,8 @@ export interface ParsedRequest {
 
 /**
  * The body as JSON, whatever the Content-Type: rudder-sdk-node labels its
- * gzip JSON application/x-www-form-urlencoded and the browser library sends
- * text/plain (to avoid CORS preflights). JSON.parse itself is iterative, so
+ * gzip JSON application/x-www-form-urlencoded and the browser library labels
+ * its JSON text/plain. JSON.parse itself is iterative, so
  * deep nesting cannot overflow the stack here.
  */
 export function parseJsonBody(body: Buffer): Fields {

@@ -24,8 +24,12 @@ export interface Cors {
   handle(req: Req, res: Res, path: string): boolean;
 }
 
-/** What a tracking call from a page sends: the Connect protocol's headers and the write key. */
-const allowedHeaders = [
+/**
+ * Always allowed on the tracking API: the Connect protocol's headers and the
+ * write key. A preflight's answer lists these, so a browser's cached answer
+ * covers every Connect call, plus whatever else the preflight asked for.
+ */
+const baseHeaders = [
   "Authorization",
   "Content-Type",
   "Content-Encoding",
@@ -36,7 +40,19 @@ const allowedHeaders = [
   "Grpc-Timeout",
   "X-Grpc-Web",
   "X-User-Agent",
-].join(", ");
+];
+const baseHeaderNames = new Set(baseHeaders.map((name) => name.toLowerCase()));
+
+/**
+ * Bounds on the Access-Control-Request-Headers a tracking preflight may ask
+ * for. Browsers send a short comma list of lowercase names; anything longer
+ * or not made of header names is not a browser's preflight, and echoing it
+ * would put arbitrary bytes into our answer.
+ */
+const maxRequestedHeadersLength = 1024;
+const maxRequestedHeaders = 32;
+/** An HTTP field name: a token (RFC 9110, section 5.1). */
+const headerName = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 /**
  * Response headers a page's script may read beyond the safelisted ones:
@@ -88,26 +104,65 @@ export function createCors(options: CorsOptions): Cors {
         return false;
       }
       const method = header(req, "access-control-request-method");
-      if (value === undefined || method !== "POST") {
+      const requested = value === undefined ? undefined : parseRequestedHeaders(header(req, "access-control-request-headers"));
+      if (value === undefined || method !== "POST" || typeof requested === "string") {
         const why = !isCorsPath(path)
           ? `${path} is not open to other origins: only the tracking API (TrackingService, /v1/*) is`
           : value === undefined
             ? `origin ${origin} is not in WAYPOST_CORS_ORIGINS`
-            : `method ${method} is not allowed: the tracking API takes POST`;
+            : method !== "POST"
+              ? `method ${method} is not allowed: the tracking API takes POST`
+              : requested;
         res.writeHead(403, { "content-type": "application/json" });
         res.end(JSON.stringify({ error: why }));
         return true;
       }
+      // The answer depends on the requested headers, so a shared cache must
+      // not hand one page's answer to a preflight asking for others.
+      res.setHeader("Vary", allowed === undefined ? "Access-Control-Request-Headers" : "Origin, Access-Control-Request-Headers");
       res.writeHead(204, {
         "access-control-allow-origin": value,
         "access-control-allow-methods": "POST",
-        "access-control-allow-headers": allowedHeaders,
+        "access-control-allow-headers": allowHeaders(requested ?? []),
         "access-control-max-age": maxAge,
       });
       res.end();
       return true;
     },
   };
+}
+
+/**
+ * The header names a preflight asks for, lowercased; or, when the list is
+ * not a bounded list of header names, why it is refused.
+ */
+function parseRequestedHeaders(raw: string | undefined): string[] | string {
+  if (raw === undefined) return [];
+  if (raw.length > maxRequestedHeadersLength) {
+    return `Access-Control-Request-Headers is ${raw.length} characters, over the limit of ${maxRequestedHeadersLength}`;
+  }
+  const names = raw
+    .split(",")
+    .map((name) => name.trim())
+    .filter((name) => name !== "");
+  if (names.length > maxRequestedHeaders) {
+    return `Access-Control-Request-Headers names ${names.length} headers, over the limit of ${maxRequestedHeaders}`;
+  }
+  const bad = names.find((name) => !headerName.test(name));
+  if (bad !== undefined) return `Access-Control-Request-Headers: ${JSON.stringify(bad.slice(0, 64))} is not a header name`;
+  return names.map((name) => name.toLowerCase());
+}
+
+/**
+ * The base headers plus every requested one. Any header is safe to allow
+ * here: the tracking API reads only the write key and the Connect headers,
+ * and a browser never lets a page set the forbidden ones (Cookie, Host, …)
+ * whatever a preflight allows. Refusing others only breaks SDKs that add
+ * their own, as analytics.js does with X-Retry-Count on every retry.
+ */
+function allowHeaders(requested: string[]): string {
+  const extra = [...new Set(requested)].filter((name) => !baseHeaderNames.has(name));
+  return [...baseHeaders, ...extra].join(", ");
 }
 
 function header(req: Req, name: string): string | undefined {

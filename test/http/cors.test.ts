@@ -9,15 +9,21 @@ import { startTestServer, type TestServer } from "../helpers/server.js";
  */
 const page = "http://127.0.0.1:4173";
 
-function preflight(server: TestServer, path: string, origin: string, method = "POST") {
+function preflight(
+  server: TestServer,
+  path: string,
+  origin: string,
+  method = "POST",
+  requestedHeaders = "authorization,content-type,connect-protocol-version",
+) {
   return fetch(`${server.url}${path}`, {
     method: "OPTIONS",
-    headers: {
-      origin,
-      "access-control-request-method": method,
-      "access-control-request-headers": "authorization,content-type,connect-protocol-version",
-    },
+    headers: { origin, "access-control-request-method": method, "access-control-request-headers": requestedHeaders },
   });
+}
+
+function allowedHeaders(response: Response): string[] {
+  return (response.headers.get("access-control-allow-headers") ?? "").toLowerCase().split(", ");
 }
 
 function track(server: TestServer, writeKey: string, origin: string) {
@@ -62,6 +68,30 @@ describe("with the default (any origin)", () => {
     },
   );
 
+  it.each(["/v1/t", "/v1/b", "/waypost.v1.TrackingService/Track"])(
+    "allows whatever headers the preflight of %s asks for, with Vary: Access-Control-Request-Headers",
+    async (path) => {
+      // What @segment/analytics-next asks for on a retry, and an SDK's own header.
+      const response = await preflight(server, path, page, "POST", "authorization,x-retry-count,x-shop-build");
+      expect(response.status).toBe(204);
+      const headers = allowedHeaders(response);
+      for (const name of ["authorization", "x-retry-count", "x-shop-build", "connect-protocol-version"]) expect(headers).toContain(name);
+      expect(headers.filter((name) => name === "authorization")).toHaveLength(1);
+      expect(response.headers.get("vary")).toMatch(/Access-Control-Request-Headers/);
+    },
+  );
+
+  it.each([
+    ["a name that is not a token", "authorization, x bad", /"x bad" is not a header name/],
+    ["a list over 1024 characters", `x-${"a".repeat(1030)}`, /over the limit of 1024/],
+    ["more than 32 names", Array.from({ length: 33 }, (_, i) => `x-h${i}`).join(","), /33 headers, over the limit of 32/],
+  ])("refuses a preflight asking for %s, saying why", async (_what, requested, why) => {
+    const response = await preflight(server, "/v1/t", page, "POST", requested);
+    expect(response.status).toBe(403);
+    expect(corsHeaders(response)).toEqual([]);
+    expect(((await response.json()) as { error: string }).error).toMatch(why);
+  });
+
   it("the actual request gets the allow-origin and exposed headers, and is stored", async () => {
     const response = await track(server, writeKey, page);
     expect(response.status).toBe(200);
@@ -85,7 +115,7 @@ describe("with the default (any origin)", () => {
   it.each(["/waypost.v1.SourceService/ListSources", "/waypost.v1.DestinationService/CreateDestination", "/console/", "/metrics"])(
     "never opens %s: the preflight is refused, a request gets no CORS header",
     async (path) => {
-      const response = await preflight(server, path, page);
+      const response = await preflight(server, path, page, "POST", "authorization,content-type,x-retry-count");
       expect(response.status).toBe(403);
       expect(corsHeaders(response)).toEqual([]);
       expect(((await response.json()) as { error: string }).error).toMatch(/not open to other origins/);
@@ -122,13 +152,30 @@ describe("narrowed by WAYPOST_CORS_ORIGINS", () => {
     await server?.stop();
   });
 
-  it("echoes an allowed origin, with Vary: Origin", async () => {
-    const response = await preflight(server, "/v1/batch", allowed);
+  it("echoes an allowed origin and the requested headers, with Vary: Origin and Access-Control-Request-Headers", async () => {
+    const response = await preflight(server, "/v1/batch", allowed, "POST", "authorization,x-retry-count");
     expect(response.status).toBe(204);
     expect(response.headers.get("access-control-allow-origin")).toBe(allowed);
-    expect(response.headers.get("vary")).toMatch(/Origin/);
+    expect(allowedHeaders(response)).toContain("x-retry-count");
+    expect(response.headers.get("vary")).toBe("Origin, Access-Control-Request-Headers");
     const actual = await track(server, writeKey, page);
     expect(actual.headers.get("access-control-allow-origin")).toBe(page);
+  });
+
+  it("on /v1/*, answers an allowed origin with that origin and another origin with no CORS header", async () => {
+    // A simple request (text/plain, key in the body) needs no preflight, so
+    // only the answer's headers decide whether the page may read it.
+    const send = (origin: string) =>
+      fetch(`${server.url}/v1/t`, {
+        method: "POST",
+        headers: { origin, "content-type": "text/plain" },
+        body: JSON.stringify({ writeKey, userId: "u1", event: "Simple Request" }),
+      });
+    const fromAllowed = await send(allowed);
+    expect(fromAllowed.status).toBe(200);
+    expect(fromAllowed.headers.get("access-control-allow-origin")).toBe(allowed);
+    const fromOther = await send("https://evil.example");
+    expect(corsHeaders(fromOther)).toEqual([]);
   });
 
   it("refuses another origin's preflight and gives its requests no CORS header", async () => {
