@@ -65,7 +65,8 @@ export async function lockDataDirectory(options: { dataDir: string; logger: Logg
 /**
  * Removes a dead owner's lock, and only that one: it is first renamed
  * aside, which is atomic, and put back if what was moved is not the file
- * that was judged stale (another starter took over in between).
+ * that was judged stale (another starter took over in between), so two
+ * starters that both found the same stale lock cannot both end up holding it.
  */
 async function removeStale(file: string, ino: number): Promise<void> {
   const aside = `${file}.${process.pid}.stale`;
@@ -75,8 +76,14 @@ async function removeStale(file: string, ino: number): Promise<void> {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
     throw error;
   }
-  if ((await stat(aside)).ino !== ino) await link(aside, file).catch(() => {});
-  await unlink(aside).catch(() => {});
+  if ((await stat(aside)).ino === ino) {
+    await unlink(aside).catch(() => {});
+    return;
+  }
+  // A live lock was moved: back into place. Should a third starter have
+  // claimed the name meanwhile, the moved file is left where it is rather
+  // than deleted; the next round reads whoever holds the name.
+  if (await link(aside, file).then(() => true, () => false)) await unlink(aside).catch(() => {});
 }
 
 async function readLock(file: string): Promise<{ content: string; ino: number } | undefined> {

@@ -44,6 +44,14 @@ function admin(service: ServiceProcess, rpc: string, body: unknown) {
   }).then((r) => r.json() as Promise<Record<string, Record<string, string>>>);
 }
 
+async function statusesOf(service: ServiceProcess): Promise<string[]> {
+  const { deliveries } = (await admin(service, "waypost.v1.DeliveryService/ListDeliveries", {
+    pageSize: 100,
+    view: "DELIVERY_VIEW_BASIC",
+  })) as unknown as { deliveries?: Array<{ status: string }> };
+  return (deliveries ?? []).map((delivery) => delivery.status);
+}
+
 /** The pid in the cluster's postmaster.pid, while it has one. */
 function postmasterPid(dataDir: string): number | undefined {
   try {
@@ -87,8 +95,12 @@ describe.skipIf(!existsSync("/proc/self/stat"))("a crashed Waypost on the embedd
       body: JSON.stringify({ batch: messageIds.map((messageId) => ({ type: "track", userId: "u1", event: "Crash", messageId })) }),
     });
     expect(sent.status).toBe(200);
-    // Every call has been tried and failed at least once: they are retrying.
+    // Every call has been tried, has failed, and waits for its retry.
     await receiver.waitForRequests(messageIds.length);
+    await eventually(async () => {
+      const statuses = await statusesOf(first);
+      return statuses.length === messageIds.length && statuses.every((status) => status === "DELIVERY_STATUS_RETRYING");
+    }, 60_000);
     const orphan = postmasterPid(dataDir);
     expect(orphan).toBeGreaterThan(0);
 
@@ -109,11 +121,8 @@ describe.skipIf(!existsSync("/proc/self/stat"))("a crashed Waypost on the embedd
     };
     // The retries come from the delivery loop's own schedule; nothing is nudged.
     await eventually(async () => {
-      const { deliveries } = (await admin(second, "waypost.v1.DeliveryService/ListDeliveries", {
-        pageSize: 100,
-        view: "DELIVERY_VIEW_BASIC",
-      })) as unknown as { deliveries?: Array<{ status: string }> };
-      return deliveries?.length === messageIds.length && deliveries.every((d) => d.status === "DELIVERY_STATUS_DELIVERED");
+      const statuses = await statusesOf(second);
+      return statuses.length === messageIds.length && statuses.every((status) => status === "DELIVERY_STATUS_DELIVERED");
     }, 90_000);
     expect([...delivered].sort()).toEqual([...messageIds].sort());
 
