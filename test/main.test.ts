@@ -79,9 +79,9 @@ describe.skipIf(!existsSync("/proc/self/environ"))("npm start with the embedded 
 
     const second = await runToExit(serviceEnv(undefined, { WAYPOST_DATA_DIR: dataDir }));
     expect(second.code).toBe(1);
-    expect(second.stderr).toContain(`waypost: failed to start: the embedded Postgres in ${path.join(dataDir, "postgres")} is already running`);
+    const server = processesOf(dataDir).find((p) => p.includes("dist/server.js"))!.split(" ")[0];
+    expect(second.stderr).toContain(`waypost: failed to start: the data directory ${dataDir} is in use by another Waypost (pid ${server})`);
     expect(second.stderr).toContain("set WAYPOST_DATA_DIR");
-    expect(second.stderr).toContain('lock file "postmaster.pid" already exists');
     expect(second.stderr).not.toContain("undefined");
 
     npm.child.kill("SIGTERM");

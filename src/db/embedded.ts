@@ -6,6 +6,8 @@ import { createServer } from "node:net";
 import path from "node:path";
 import type { Logger } from "../logger.js";
 import { StartupError } from "../startup-error.js";
+import { lockDataDirectory } from "./data-dir-lock.js";
+import { clearOrphanedPostgres } from "./orphaned-postgres.js";
 
 export interface EmbeddedPostgres {
   /** Connection string of the running server. */
@@ -31,7 +33,34 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const dataDir = path.resolve(options.dataDir);
   if (process.getuid?.() === 0) await assertBinariesReachable();
   await mkdir(dataDir, { recursive: true });
+  // One Waypost per data directory, decided before its Postgres is touched.
+  const lock = await lockDataDirectory({ dataDir, logger: options.logger });
+  try {
+    const server = await startServer(options, dataDir, EmbeddedPostgresServer);
+    return {
+      url: server.url,
+      stop: async () => {
+        try {
+          await server.stop();
+        } finally {
+          await lock.release();
+        }
+      },
+    };
+  } catch (error) {
+    await lock.release();
+    throw error;
+  }
+}
+
+async function startServer(
+  options: EmbeddedPostgresOptions,
+  dataDir: string,
+  EmbeddedPostgresServer: Awaited<ReturnType<typeof loadEmbeddedPostgres>>,
+): Promise<EmbeddedPostgres> {
   const clusterDir = await clusterDirectory(dataDir, options.logger);
+  // Holding the lock, any Postgres still running on this cluster is no live Waypost's.
+  await clearOrphanedPostgres({ clusterDir, logger: options.logger });
   const password = await readOrCreatePassword(path.join(dataDir, "postgres-password"));
   const port = options.port || (await freePort());
   const server = new EmbeddedPostgresServer({
