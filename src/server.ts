@@ -11,7 +11,7 @@ import type { Config } from "./config.js";
 import { startEmbeddedPostgres } from "./db/embedded.js";
 import { runMigrations } from "./db/migrate.js";
 import { createPool, ping } from "./db/pool.js";
-import { createAddressGuard } from "./delivery/address-guard.js";
+import { createAddressGuard } from "./outbound/address-guard.js";
 import { createBulkReplayer } from "./delivery/bulk-replayer.js";
 import { createDeliveryLoop, type DeliveryLoop } from "./delivery/loop.js";
 import { createMaintenance, type Maintenance } from "./delivery/maintenance.js";

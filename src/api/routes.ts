@@ -8,7 +8,7 @@ import { DestinationService } from "../../gen/waypost/v1/destination_pb.js";
 import { SourceService } from "../../gen/waypost/v1/source_pb.js";
 import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
 import type { Clock } from "../clock.js";
-import type { AddressGuard } from "../delivery/address-guard.js";
+import type { AddressGuard } from "../outbound/address-guard.js";
 import type { BulkReplayer } from "../delivery/bulk-replayer.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
