@@ -19,6 +19,7 @@ import { createDeletionService } from "./deletion-service.js";
 import { createDeliveryService } from "./delivery-service.js";
 import { createDestinationService } from "./destination-service.js";
 import { createRpcAdapter, type RpcNodeHandler } from "./rpc-adapter.js";
+import { createDomainErrorInterceptor } from "./domain-errors.js";
 import { createErrorLogInterceptor } from "./rpc-error-log.js";
 import { createSourceService } from "./source-service.js";
 import { createTrackingService } from "./tracking-service.js";
@@ -74,6 +75,7 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
     createErrorLogInterceptor(options.logger),
     options.auth.interceptor,
     ...(options.interceptors ?? []),
+    createDomainErrorInterceptor(),
   ];
   // Unknown fields are errors, so a typo ("trak", "userID") is reported, not dropped.
   const jsonOptions = { ignoreUnknownFields: false };
