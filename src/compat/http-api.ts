@@ -50,7 +50,7 @@ const allowHeader = { allow: "POST, OPTIONS" };
 /**
  * The compatible HTTP API (see docs/api.md): everything under /v1/. After
  * parsing, calls take the RPC API's path: the shared Ingestor validates,
- * dedups, stores and routes them. Status codes and bodies: src/compat/README.md.
+ * dedups, stores and routes them. Status codes and bodies: docs/api.md.
  */
 export function createCompatHttpApi(options: CompatHttpApiOptions): RouteHandler {
   return async (req, res, path) => {

@@ -3,7 +3,7 @@ import { encodeEnvelope } from "@connectrpc/connect/protocol";
 import { codeToHttpStatus, endStreamFlag, endStreamToJson, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
-import type { Req, Res } from "../http/types.js";
+import type { Req, Res } from "../../http/types.js";
 
 /** Which of the three RPC protocols (and which Connect flavour) a request speaks, from its Content-Type. */
 export type RpcProtocol = "connect-unary" | "connect-stream" | "grpc" | "grpc-web" | "grpc-web-text";
