@@ -11,14 +11,15 @@ import type { Config } from "./config.js";
 import { startEmbeddedPostgres } from "./db/embedded.js";
 import { runMigrations } from "./db/migrate.js";
 import { createPool, ping } from "./db/pool.js";
-import { createAddressGuard } from "./delivery/address-guard.js";
+import { createAddressGuard } from "./outbound/address-guard.js";
 import { createBulkReplayer } from "./delivery/bulk-replayer.js";
 import { createDeliveryLoop, type DeliveryLoop } from "./delivery/loop.js";
 import { createMaintenance, type Maintenance } from "./delivery/maintenance.js";
 import { createCors } from "./http/cors.js";
 import { listen } from "./http/listener.js";
-import { createOperationalRoutes, sendJson } from "./http/operational-routes.js";
-import type { Req, Res, RouteHandler } from "./http/types.js";
+import { createOperationalRoutes } from "./http/operational-routes.js";
+import { createRouteTable, prefixRoute } from "./http/route-table.js";
+import type { RouteHandler } from "./http/types.js";
 import { createIngestor, type Ingestor } from "./ingest/ingestor.js";
 import type { Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
@@ -32,6 +33,11 @@ export interface WaypostOptions {
   dispatcher?: Dispatcher;
   /** Extra CA certificates webhooks may be signed with. */
   ca?: string | string[];
+  /**
+   * The HTTP routes, given the default ones in order (operational, /v1,
+   * console, RPCs): tests put a spy in front of one, or wrap it.
+   */
+  routes?: (defaults: readonly RouteHandler[]) => RouteHandler[];
 }
 
 export interface Waypost {
@@ -46,8 +52,6 @@ export interface Waypost {
   /** Present when this process delivers (role worker or all). */
   delivery: DeliveryLoop | undefined;
   maintenance: Maintenance | undefined;
-  /** Routes tried before the RPCs; add to it before traffic arrives. */
-  extraRoutes: RouteHandler[];
   stop(): Promise<void>;
 }
 
@@ -127,29 +131,26 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     registry: metrics.registry,
     isReady: async () => !stopping && (await ping(pool)),
   });
-  // The operator console is served wherever the API is (same origin, same port).
-  const extraRoutes: RouteHandler[] = [createCompatHttpApi({ ingestor, auth, logger }), createConsoleRoutes()];
   const serveRpc = config.role !== "worker";
-  const cors = createCors({ origins: config.corsOrigins });
-
-  const handler = (req: Req, res: Res) => {
-    const path = (req.url ?? "/").split("?")[0]!;
-    void (async () => {
-      // Before any route: preflights are answered or refused here.
-      if (serveRpc && cors.handle(req, res, path)) return;
-      if (await operational(req, res, path)) return;
-      if (serveRpc) {
-        for (const route of extraRoutes) if (await route(req, res, path)) return;
-        if (path.startsWith(rpc.trackingPrefix)) return rpc.tracking(req as never, res as never);
-        if (path.startsWith("/waypost.v1.")) return rpc.admin(req as never, res as never);
-      }
-      sendJson(res, 404, { error: `no route for ${req.method} ${path}` });
-    })().catch((error) => {
-      logger.error({ err: error, path }, "request failed");
-      if (!res.headersSent) sendJson(res, 500, { error: "internal error" });
-      else res.end();
-    });
-  };
+  // The compatible /v1 API and the console come before the RPCs; the
+  // operator console is served wherever the API is (same origin, same port).
+  const defaultRoutes: RouteHandler[] = [
+    operational,
+    ...(serveRpc
+      ? [
+          createCompatHttpApi({ ingestor, auth, logger }),
+          createConsoleRoutes(),
+          prefixRoute(rpc.trackingPrefix, (req, res) => rpc.tracking(req as never, res as never)),
+          prefixRoute("/waypost.v1.", (req, res) => rpc.admin(req as never, res as never)),
+        ]
+      : []),
+  ];
+  const cors = serveRpc ? createCors({ origins: config.corsOrigins }) : undefined;
+  const handler = createRouteTable({
+    cors: cors ? (req, res, path) => cors.handle(req, res, path) : undefined,
+    routes: options.routes ? options.routes(defaultRoutes) : defaultRoutes,
+    logger,
+  });
 
   let delivery: DeliveryLoop | undefined;
   let maintenance: Maintenance | undefined;
@@ -205,7 +206,6 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     metrics,
     delivery,
     maintenance,
-    extraRoutes,
     async stop() {
       stopping = true;
       await closeAll(closers);

@@ -26,7 +26,7 @@ import {
 import { deleteDestinationHealth, probeNow } from "../db/queries/destination-health.js";
 import { activeSigningSecrets, generateSigningSecret } from "../signing/standard-webhooks.js";
 import { healthFields } from "./destination-health-fields.js";
-import type { AddressGuard } from "../delivery/address-guard.js";
+import type { AddressGuard } from "../outbound/address-guard.js";
 import { validateName, validateSecret, validateSourceIds, validateWebhooks } from "./destination-validation.js";
 import { orderingToProto, validateMaxRequestsPerSecond, validateOrdering } from "./flow-control-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";

@@ -1,6 +1,6 @@
 import type { Webhook } from "../../gen/waypost/v1/destination_pb.js";
 import { isIP } from "node:net";
-import type { AddressGuard } from "../delivery/address-guard.js";
+import type { AddressGuard } from "../outbound/address-guard.js";
 import { invalidArgument, requireUuid } from "./errors.js";
 
 export const destinationLimits = {

@@ -8,7 +8,7 @@ import { DestinationService } from "../../gen/waypost/v1/destination_pb.js";
 import { SourceService } from "../../gen/waypost/v1/source_pb.js";
 import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
 import type { Clock } from "../clock.js";
-import type { AddressGuard } from "../delivery/address-guard.js";
+import type { AddressGuard } from "../outbound/address-guard.js";
 import type { BulkReplayer } from "../delivery/bulk-replayer.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
@@ -18,8 +18,9 @@ import type { Authenticator } from "./auth.js";
 import { createDeletionService } from "./deletion-service.js";
 import { createDeliveryService } from "./delivery-service.js";
 import { createDestinationService } from "./destination-service.js";
-import { createRpcAdapter, type RpcNodeHandler } from "./rpc-adapter.js";
-import { createErrorLogInterceptor } from "./rpc-error-log.js";
+import { createRpcAdapter, type RpcNodeHandler } from "./transport/rpc-adapter.js";
+import { createDomainErrorInterceptor } from "./domain-errors.js";
+import { createErrorLogInterceptor } from "./transport/rpc-error-log.js";
 import { createSourceService } from "./source-service.js";
 import { createTrackingService } from "./tracking-service.js";
 import { registerWireTrackingService } from "./tracking-wire-service.js";
@@ -74,6 +75,7 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
     createErrorLogInterceptor(options.logger),
     options.auth.interceptor,
     ...(options.interceptors ?? []),
+    createDomainErrorInterceptor(),
   ];
   // Unknown fields are errors, so a typo ("trak", "userID") is reported, not dropped.
   const jsonOptions = { ignoreUnknownFields: false };

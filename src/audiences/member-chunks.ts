@@ -1,5 +1,5 @@
 import type { Value } from "@bufbuild/protobuf/wkt";
-import { invalidArgument } from "../api/errors.js";
+import { InvalidInputError } from "../errors.js";
 import { limits } from "../ingest/limits.js";
 import { callBytes, type IdentifyTemplate } from "./identify-template.js";
 import { traitValueText } from "./trait-value.js";
@@ -50,10 +50,10 @@ export function* traitChunks(
     const field = `values[${JSON.stringify(userId.slice(0, 64))}]`;
     requireUserId(field, userId, where);
     const converted = traitValueText(value);
-    if ("problem" in converted) throw invalidArgument(field, converted.problem + where);
+    if ("problem" in converted) throw new InvalidInputError(field, converted.problem + where);
     const bytes = callBytes(template, JSON.stringify(userId), converted.text);
     if (bytes > limits.maxCallBytes) {
-      throw invalidArgument(
+      throw new InvalidInputError(
         field,
         `the identify call would be ${bytes} bytes, over the limit of ${limits.maxCallBytes} bytes (32 KB) per call${where}`,
       );

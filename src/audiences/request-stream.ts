@@ -1,4 +1,4 @@
-import { invalidArgument, requireUuid } from "../api/errors.js";
+import { InvalidInputError, requireId } from "../errors.js";
 import type { StageChunk } from "./member-chunks.js";
 
 /** What every streaming sync request has: the audience, named in the first message. */
@@ -25,17 +25,17 @@ export interface OpenedStream<M extends StreamRequest> {
 export async function openStream<M extends StreamRequest>(requests: AsyncIterable<M>): Promise<OpenedStream<M>> {
   const iterator = requests[Symbol.asyncIterator]();
   const head = await iterator.next();
-  if (head.done) throw invalidArgument("audienceId", "is required (the stream had no message)");
+  if (head.done) throw new InvalidInputError("audienceId", "is required (the stream had no message)");
   const first = head.value;
-  if (first.audienceId === "") throw invalidArgument("audienceId", "is required in the first message");
+  if (first.audienceId === "") throw new InvalidInputError("audienceId", "is required in the first message");
   return {
     first,
     async *chunks(audienceId, toChunks) {
       let message: M = first;
       for (let number = 1; ; number++) {
         // Later messages may repeat the audience, but not name another one.
-        if (number > 1 && message.audienceId !== "" && requireUuid("audienceId", message.audienceId) !== audienceId) {
-          throw invalidArgument("audienceId", `stream message ${number} names another audience than the first`);
+        if (number > 1 && message.audienceId !== "" && requireId("audienceId", message.audienceId) !== audienceId) {
+          throw new InvalidInputError("audienceId", `stream message ${number} names another audience than the first`);
         }
         yield* toChunks(message, ` (stream message ${number})`);
         const next = await iterator.next();

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { notFound } from "../api/errors.js";
+import { NotFoundError } from "../errors.js";
 import type { Clock } from "../clock.js";
 import { applySync, markSynced, type ApplySyncResult } from "../db/queries/audience-apply-sync.js";
 import { selectAudience, type AudienceKindName } from "../db/queries/audience-rows.js";
@@ -84,7 +84,7 @@ async function applyInTransaction(client: pg.PoolClient, target: SyncTarget, clo
     // The lock orders this sync after any other of the same audience, and
     // fails it cleanly if the audience was deleted while it streamed.
     const audience = await selectAudience(client, target.id, true);
-    if (!audience) throw notFound("audience", target.id);
+    if (!audience) throw new NotFoundError("audience", target.id);
     // The receive time of the generated calls: when the sync is applied.
     const receivedAt = clock.now();
     const result = await applySync(client, {

@@ -1,4 +1,4 @@
-import { invalidArgument } from "../api/errors.js";
+import { InvalidInputError } from "../errors.js";
 import { limits } from "../ingest/limits.js";
 
 /** The longest user id an audience, computed trait or deletion request accepts: the userId limit of every call. */
@@ -21,7 +21,7 @@ export function userIdProblem(userId: string): string | undefined {
 /** Throws invalid_argument naming the field (e.g. `userIds[3]`) for an unusable user id. */
 export function requireUserId(field: string, userId: string, where = ""): string {
   const problem = userIdProblem(userId);
-  if (problem) throw invalidArgument(field, problem + where);
+  if (problem) throw new InvalidInputError(field, problem + where);
   return userId;
 }
 

@@ -1,3 +1,4 @@
+import { InvalidInputError, NotFoundError } from "../errors.js";
 import { sendJson } from "../http/operational-routes.js";
 import type { Req, Res } from "../http/types.js";
 
@@ -31,6 +32,17 @@ export class CompatError extends Error {
     super(message);
     this.name = "CompatError";
   }
+}
+
+/**
+ * The one place domain errors become the compatible API's error shape; a
+ * CompatError passes as it is, anything else is not ours to explain.
+ */
+export function toCompatError(error: unknown): CompatError | undefined {
+  if (error instanceof CompatError) return error;
+  if (error instanceof InvalidInputError) return new CompatError(400, "invalid_request", error.message);
+  if (error instanceof NotFoundError) return new CompatError(404, "not_found", error.message);
+  return undefined;
 }
 
 /** The client went away mid-request: there is nobody to answer. */

@@ -11,6 +11,7 @@ import {
   sendCompatError,
   sendPreflight,
   setCorsHeaders,
+  toCompatError,
 } from "./errors.js";
 import { declaredLength, discardRest, readBody, tooLarge } from "./read-body.js";
 import { parseJsonBody, parseRequest, type Endpoint, type ParsedRequest } from "./parse-message.js";
@@ -49,7 +50,7 @@ const allowHeader = { allow: "POST, OPTIONS" };
 /**
  * The compatible HTTP API (see docs/api.md): everything under /v1/. After
  * parsing, calls take the RPC API's path: the shared Ingestor validates,
- * dedups, stores and routes them. Status codes and bodies: src/compat/README.md.
+ * dedups, stores and routes them. Status codes and bodies: docs/api.md.
  */
 export function createCompatHttpApi(options: CompatHttpApiOptions): RouteHandler {
   return async (req, res, path) => {
@@ -115,8 +116,9 @@ function onFailure(options: CompatHttpApiOptions, req: Req, res: Res, error: unk
     options.logger.debug({ method: req.method, path: req.url }, error.message);
     return;
   }
-  if (error instanceof CompatError) {
-    sendCompatError(res, error, error.status === 405 ? allowHeader : {});
+  const known = toCompatError(error);
+  if (known) {
+    sendCompatError(res, known, known.status === 405 ? allowHeader : {});
   } else {
     options.logger.error({ err: error, path: req.url }, "compatible API request failed");
     sendCompatError(res, new CompatError(500, "internal", "internal error: the request was not stored, retry it"));

@@ -1,12 +1,8 @@
 import { existsSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
-import type http from "node:http";
-import type http2 from "node:http2";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
-type Res = http.ServerResponse | http2.Http2ServerResponse;
+import type { Req, Res } from "../http/types.js";
 
 export interface ConsoleRoutesOptions {
   /** The built console (index.html and assets/); defaults to dist/console of this package. */

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
-import { invalidArgument } from "../api/errors.js";
+import { InvalidInputError } from "../errors.js";
 import type { Clock } from "../clock.js";
 import { withTransaction } from "../db/pool.js";
 import { queueDeleteNotifications } from "../db/queries/deletion-notifications.js";
@@ -50,7 +50,7 @@ export async function createDeletion(options: CreateDeletionOptions, input: Dele
     const { found, missing } = await lockAffectedSources(tx, input.sourceIds);
     if (missing.length > 0) {
       const index = input.sourceIndexes[input.sourceIds.indexOf(missing[0]!)]!;
-      throw invalidArgument(`sourceIds[${index}]`, `unknown source ${JSON.stringify(missing[0])}`);
+      throw new InvalidInputError(`sourceIds[${index}]`, `unknown source ${JSON.stringify(missing[0])}`);
     }
     const createdAt = options.clock.now();
     const messagesDeleted = await deleteUserMessages(tx, found, input.userId);

@@ -1,5 +1,5 @@
 import type { Metrics } from "../metrics.js";
-import type { AttemptResult } from "./send.js";
+import type { AttemptResult } from "../outbound/send.js";
 
 /** What the delivery loop records. */
 export interface DeliveryMetrics {

@@ -1,6 +1,6 @@
 import type { Agent, Dispatcher } from "undici";
-import type { AddressGuard } from "./address-guard.js";
-import { createHttpClient } from "./http-client.js";
+import type { AddressGuard } from "../outbound/address-guard.js";
+import { createHttpClient } from "../outbound/http-client.js";
 
 export interface DestinationDispatchersOptions {
   guard: AddressGuard;

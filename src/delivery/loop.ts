@@ -12,11 +12,11 @@ import { createHealthMonitor, type HealthMonitor } from "../health/health-monito
 import { createOperatorEvents } from "../health/operator-events.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import { createAddressGuard } from "./address-guard.js";
+import { createAddressGuard } from "../outbound/address-guard.js";
 import { createCompletionWriter } from "./completion-writer.js";
 import { createDeliveryMetrics } from "./delivery-metrics.js";
 import { createDestinationDispatchers } from "./destination-dispatchers.js";
-import { createHttpClient } from "./http-client.js";
+import { createHttpClient } from "../outbound/http-client.js";
 import { createWakeup } from "./wakeup.js";
 import { decideCompletion, prepareDelivery, releaseCompletion, sendAll } from "./stages.js";
 

@@ -2,11 +2,10 @@ import type { RetrySchedule } from "../config.js";
 import type { ClaimedDelivery, DeliveryCompletion } from "../db/job-table/index.js";
 import type { DestinationConfigRow } from "../db/queries/destinations.js";
 import { nextRetryAt } from "./retry-policy.js";
-import { sendWebhook, type AttemptResult, type SendContext, type WebhookRequest } from "./send.js";
+import { sendWebhook, type AttemptResult, type SendContext, type WebhookRequest } from "../outbound/send.js";
 import { activeSigningSecrets, signingKey, standardWebhookHeaders } from "../signing/standard-webhooks.js";
-import { signPayload } from "./sign.js";
-
-export const userAgent = "Waypost/1.0";
+import { signPayload } from "../outbound/sign.js";
+import { userAgent } from "../outbound/user-agent.js";
 
 /** What to do with a claimed delivery, decided from the destination's current settings. */
 export type Preparation =

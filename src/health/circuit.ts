@@ -1,4 +1,5 @@
 import type { CircuitConfig, RetrySchedule } from "../config.js";
+import type { CircuitState, HealthRow } from "../db/queries/destination-health.js";
 
 /**
  * The circuit breaker and destination-wide back-off as a pure state
@@ -8,26 +9,7 @@ import type { CircuitConfig, RetrySchedule } from "../config.js";
  * extends the same state.
  */
 
-export type CircuitState = "closed" | "open" | "half_open";
-
-export interface HealthRow {
-  destinationId: string;
-  state: CircuitState;
-  consecutiveFailures: number;
-  firstFailureAt: Date | null;
-  consecutive429s: number;
-  openedAt: Date | null;
-  cooldownMs: number | null;
-  probeAt: Date | null;
-  probeDeliveryId: string | null;
-  probeUntil: Date | null;
-  backoffUntil: Date | null;
-  lastSuccessAt: Date | null;
-  lastFailureAt: Date | null;
-  lastError: string | null;
-  expiredUnreported: number;
-  expiredReportedAt: Date | null;
-}
+export type { CircuitState, HealthRow };
 
 /** What one recorded delivery says about its endpoint. */
 export type HealthEvent =

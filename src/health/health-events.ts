@@ -1,5 +1,5 @@
 import type { DeliveryCompletion } from "../db/job-table/index.js";
-import type { AttemptResult } from "../delivery/send.js";
+import type { AttemptResult } from "../outbound/send.js";
 import type { HealthEvent } from "./circuit.js";
 
 /** A failed attempt in a few words, for lastError: never the response body. */

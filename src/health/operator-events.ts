@@ -2,9 +2,9 @@ import { randomUUID } from "node:crypto";
 import type { Dispatcher } from "undici";
 import type { Clock } from "../clock.js";
 import type { OperatorWebhookConfig } from "../config.js";
-import type { AddressGuard } from "../delivery/address-guard.js";
-import { sendWebhook } from "../delivery/send.js";
-import { userAgent } from "../delivery/stages.js";
+import type { AddressGuard } from "../outbound/address-guard.js";
+import { sendWebhook } from "../outbound/send.js";
+import { userAgent } from "../outbound/user-agent.js";
 import type { Logger } from "../logger.js";
 import { signingKey, standardWebhookHeaders } from "../signing/standard-webhooks.js";
 

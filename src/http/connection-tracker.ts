@@ -1,9 +1,7 @@
-import type http from "node:http";
 import http2 from "node:http2";
 import type net from "node:net";
 import type { ConnectionLimits } from "./connection-limits.js";
-
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
+import type { Req } from "./types.js";
 
 /**
  * Where a connection is in its life. Each state has its own deadline:

@@ -3,11 +3,9 @@ import http2 from "node:http2";
 import net from "node:net";
 import { defaultConnectionLimits, type ConnectionLimits } from "./connection-limits.js";
 import { createConnectionTracker } from "./connection-tracker.js";
+import type { Req, Res } from "./types.js";
 
-export type RequestHandler = (
-  req: http.IncomingMessage | http2.Http2ServerRequest,
-  res: http.ServerResponse | http2.Http2ServerResponse,
-) => void;
+export type RequestHandler = (req: Req, res: Res) => void;
 
 export interface Listener {
   port: number;

@@ -1,8 +1,5 @@
-import type http from "node:http";
 import http2 from "node:http2";
-
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
-type Res = http.ServerResponse | http2.Http2ServerResponse;
+import type { Req, Res } from "./types.js";
 
 const noop = () => {};
 

@@ -1,6 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { identifyTemplate, templateSql } from "../../src/audiences/identify-template.js";
+import { identifyTemplate } from "../../src/audiences/identify-template.js";
+import { templateSql } from "../../src/db/queries/identify-template-sql.js";
 import { emptyCall } from "../../src/ingest/call.js";
 import { buildCallPayload } from "../../src/ingest/payload.js";
 import { serverUrl } from "../helpers/database.js";

@@ -3,6 +3,7 @@ import http2 from "node:http2";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { limits } from "../../src/ingest/limits.js";
+import type { RouteHandler } from "../../src/http/types.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { basicAuth, post, storedMessageIds } from "./support.js";
@@ -15,19 +16,25 @@ let source: { id: string; writeKey: string };
 let finishWaiters: Array<(outcome: { answered: boolean; status: number }) => void> = [];
 
 beforeAll(async () => {
-  server = await startTestServer();
+  // The compatible API's route (the second, after the operational routes),
+  // wrapped to tell when it finished a request.
+  server = await startTestServer({
+    routes: (defaults) => defaults.map((route, index) => (index === 1 ? observeFinish(route) : route)),
+  });
   receiver = await startReceiver();
   source = await server.createSource();
   await server.createDestination({ name: "hook", sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
-  const compat = server.waypost.extraRoutes[0]!;
-  server.waypost.extraRoutes[0] = async (req, res, path) => {
+});
+
+function observeFinish(compat: RouteHandler): RouteHandler {
+  return async (req, res, path) => {
     const handled = await compat(req, res, path);
     const waiters = finishWaiters;
     finishWaiters = [];
     for (const resolve of waiters) resolve({ answered: res.headersSent, status: res.statusCode });
     return handled;
   };
-});
+}
 
 /** Resolves when the compat handler next finishes a request: proof it did not hang. */
 function handlerFinishes(): Promise<{ answered: boolean; status: number }> {

@@ -1,6 +1,7 @@
 import RudderAnalytics from "@rudderstack/rudder-sdk-node";
 import { Analytics as SegmentAnalytics } from "@segment/analytics-node";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import type { RouteHandler } from "../../src/http/types.js";
 import { startReceiver, type Receiver, type ReceivedRequest } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { bodies, expectedKeys } from "./support.js";
@@ -14,18 +15,19 @@ const receivers: Receiver[] = [];
 let seen: Array<{ path: string; contentType: string; contentEncoding: string; authorization: boolean }> = [];
 
 beforeAll(async () => {
-  server = await startTestServer();
-  server.waypost.extraRoutes.unshift(async (req, _res, path) => {
-    if (!path.startsWith("/v1")) return false;
-    seen.push({
-      path,
-      contentType: String(req.headers["content-type"] ?? ""),
-      contentEncoding: String(req.headers["content-encoding"] ?? ""),
-      authorization: typeof req.headers.authorization === "string",
-    });
-    return false;
-  });
+  server = await startTestServer({ routes: (defaults) => [spy, ...defaults] });
 });
+
+const spy: RouteHandler = async (req, _res, path) => {
+  if (!path.startsWith("/v1")) return false;
+  seen.push({
+    path,
+    contentType: String(req.headers["content-type"] ?? ""),
+    contentEncoding: String(req.headers["content-encoding"] ?? ""),
+    authorization: typeof req.headers.authorization === "string",
+  });
+  return false;
+};
 afterEach(() => {
   seen = [];
 });

@@ -1,9 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { runMigrations } from "../../src/db/migrate.js";
-import { createPool, type Pool } from "../../src/db/pool.js";
+import type { Pool } from "../../src/db/pool.js";
 import { storeMessages, type MessageToStore } from "../../src/db/queries/store-messages.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
 
 // Per-user ordering takes delivery ids as acceptance order: they must follow
 // the calls' order inside a batch and from one batch to the next.
@@ -13,9 +12,7 @@ const sourceId = randomUUID();
 const destinations = [randomUUID(), randomUUID(), randomUUID()];
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  pool = createPool({ connectionString: database.url });
-  await runMigrations(pool);
+  ({ database, pool } = await openTestDatabase());
   await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', 'k')", [sourceId]);
   for (const [i, id] of destinations.entries()) {
     await pool.query(

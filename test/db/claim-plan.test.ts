@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { claimDeliveries, type ClaimOptions } from "../../src/db/job-table/index.js";
-import { runMigrations } from "../../src/db/migrate.js";
-import { createPool, type Pool } from "../../src/db/pool.js";
+import type { Pool } from "../../src/db/pool.js";
 import { claimStatement as captureClaim } from "../helpers/claim-statement.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
 
 // The claim statement on a job table of 100,000 unfinished deliveries, with
 // per-user ordering and a rate limit in play: its plan must stay on index
@@ -17,9 +16,7 @@ const limitedId = "00000000-0000-4000-8000-0000000000b2";
 const plainId = "00000000-0000-4000-8000-0000000000c3";
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  pool = createPool({ connectionString: database.url });
-  await runMigrations(pool);
+  ({ database, pool } = await openTestDatabase());
   await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', 'x')", [source]);
   await pool.query(
     `INSERT INTO destinations (id, name, enabled, webhooks, max_requests_per_second, ordering)

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { runMigrations } from "../../src/db/migrate.js";
-import { createPool, type Pool } from "../../src/db/pool.js";
+import type { Pool } from "../../src/db/pool.js";
 import { feedQuery, searchQuery } from "../../src/db/queries/delivery-search.js";
 import { minuteSeriesQuery } from "../../src/db/queries/delivery-stats.js";
 import { countReplayableQuery, replayBatchQuery, type Query } from "../../src/db/job-table/index.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { fillDeliveries, type FilledTable } from "../helpers/fill-deliveries.js";
 
 // The delivery search, feed, stats and replay queries on a filled job table
@@ -19,9 +18,7 @@ let pool: Pool;
 let table: FilledTable;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  pool = createPool({ connectionString: database.url });
-  await runMigrations(pool);
+  ({ database, pool } = await openTestDatabase());
   table = await fillDeliveries(pool, rows);
 }, 1_800_000);
 afterAll(async () => {

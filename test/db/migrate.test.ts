@@ -10,7 +10,7 @@ let database: TestDatabase;
 let pools: Pool[];
 
 beforeAll(async () => {
-  database = await createTestDatabase();
+  database = await createTestDatabase({ migrated: false });
   pools = [createPool({ connectionString: database.url }), createPool({ connectionString: database.url })];
 });
 afterAll(async () => {

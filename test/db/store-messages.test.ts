@@ -1,9 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { runMigrations } from "../../src/db/migrate.js";
-import { createPool, type Pool } from "../../src/db/pool.js";
+import type { Pool } from "../../src/db/pool.js";
 import { storeMessages, type MessageToStore } from "../../src/db/queries/store-messages.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
 
 // The store statement takes its rows as one JSON parameter with the payload
 // spliced in as JSON text: what is stored must still be exactly the text given.
@@ -14,10 +13,8 @@ const open = randomUUID();
 const closed = randomUUID();
 
 beforeAll(async () => {
-  database = await createTestDatabase();
   // One connection: every call below reuses the prepared statement.
-  pool = createPool({ connectionString: database.url, max: 1 });
-  await runMigrations(pool);
+  ({ database, pool } = await openTestDatabase({ max: 1 }));
   await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', 'k')", [sourceId]);
   for (const [id, name] of [
     [open, "open"],

@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { ManualClock } from "../../src/clock.js";
-import { runMigrations } from "../../src/db/migrate.js";
-import { createPool, type Pool } from "../../src/db/pool.js";
+import type { Pool } from "../../src/db/pool.js";
 import { countReplayable } from "../../src/db/job-table/index.js";
 import { createBulkReplayer } from "../../src/delivery/bulk-replayer.js";
 import { createLogger } from "../../src/logger.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
 
 const sourceId = "00000000-0000-4000-8000-0000000000a1";
 const destinationId = "00000000-0000-4000-8000-0000000000b1";
@@ -16,9 +15,7 @@ let database: TestDatabase;
 let pool: Pool;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  pool = createPool({ connectionString: database.url });
-  await runMigrations(pool);
+  ({ database, pool } = await openTestDatabase());
   await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', 'k')", [sourceId]);
   await pool.query(
     `INSERT INTO destinations (id, name, enabled, webhooks) VALUES ($1, 'd', false, '[{"url":"http://example.com","headers":{}}]')`,

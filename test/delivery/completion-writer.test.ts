@@ -3,7 +3,6 @@ import { PassThrough } from "node:stream";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from "vitest";
 import { claimDeliveries, type ClaimedDelivery, type DeliveryCompletion } from "../../src/db/job-table/index.js";
-import { runMigrations } from "../../src/db/migrate.js";
 import { createPool, type Pool } from "../../src/db/pool.js";
 import { storeMessages } from "../../src/db/queries/store-messages.js";
 import { createCompletionWriter, isRowError } from "../../src/delivery/completion-writer.js";
@@ -64,7 +63,6 @@ afterAll(async () => {
 beforeEach(async () => {
   ({ logger, lines: logs } = capture());
   pool = createPool({ connectionString: database.url, logger });
-  await runMigrations(pool);
   await pool.query("DELETE FROM messages");
   ({ sourceId } = await seedSourceAndDestination(pool, t0));
 });

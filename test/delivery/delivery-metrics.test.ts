@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import type { AttemptResult } from "../../src/delivery/send.js";
+import type { AttemptResult } from "../../src/outbound/send.js";
 import { createDeliveryMetrics } from "../../src/delivery/delivery-metrics.js";
 import { createMetrics } from "../../src/metrics.js";
 

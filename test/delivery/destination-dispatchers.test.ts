@@ -4,7 +4,7 @@ import http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { afterEach, expect, test } from "vitest";
 import type { DeliveryCompletion } from "../../src/db/job-table/index.js";
-import { createAddressGuard } from "../../src/delivery/address-guard.js";
+import { createAddressGuard } from "../../src/outbound/address-guard.js";
 import { createDestinationDispatchers } from "../../src/delivery/destination-dispatchers.js";
 import { startReceiver, type Receiver, type Responder } from "../helpers/receiver.js";
 import { completionsOf, startTestServer, type TestServer } from "../helpers/server.js";

@@ -1,6 +1,7 @@
 import { expect, test } from "vitest";
 import { defaultRetrySchedule } from "../../src/config.js";
-import { nextRetryAt, parseRetryAfter } from "../../src/delivery/retry-policy.js";
+import { nextRetryAt } from "../../src/delivery/retry-policy.js";
+import { parseRetryAfter } from "../../src/outbound/retry-after.js";
 
 const first = new Date("2026-01-01T00:00:00Z");
 const noJitter = () => 0;

@@ -1,8 +1,8 @@
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { ManualClock } from "../../src/clock.js";
-import { createAddressGuard } from "../../src/delivery/address-guard.js";
-import { createHttpClient } from "../../src/delivery/http-client.js";
+import { createAddressGuard } from "../../src/outbound/address-guard.js";
+import { createHttpClient } from "../../src/outbound/http-client.js";
 import { createOperatorEvents } from "../../src/health/operator-events.js";
 import { createLogger } from "../../src/logger.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";

@@ -14,7 +14,7 @@ import { ManualClock, systemClock, type Clock } from "../../src/clock.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import type { DeliveryCompletion } from "../../src/db/job-table/index.js";
 import { createLogger } from "../../src/logger.js";
-import { startWaypost, type Waypost } from "../../src/server.js";
+import { startWaypost, type Waypost, type WaypostOptions } from "../../src/server.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
 
 export const testAdminToken = "test-admin-token-0123456789";
@@ -30,6 +30,8 @@ export interface TestServerOptions {
   database?: TestDatabase;
   /** Capture the service's logs (at debug level) here. */
   logStream?: NodeJS.WritableStream;
+  /** The HTTP routes, given the defaults (a spy in front of one, or a wrapper). */
+  routes?: WaypostOptions["routes"];
 }
 
 export interface TestServer {
@@ -74,7 +76,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const clock = options.clock ?? systemClock;
   const logger = options.logStream ? createLogger("debug", options.logStream) : createLogger(config.logLevel);
   const start = () =>
-    startWaypost({ config, logger, clock, ...(options.trustTestCa === false ? {} : { ca: testCa }) });
+    startWaypost({ config, logger, clock, ...(options.routes ? { routes: options.routes } : {}), ...(options.trustTestCa === false ? {} : { ca: testCa }) });
   let waypost = await start();
   config = { ...config, port: waypost.port };
   let running = true;

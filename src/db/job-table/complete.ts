@@ -1,4 +1,4 @@
-import type { AttemptResult } from "../../delivery/send.js";
+import type { AttemptResult } from "./attempt-result.js";
 import type { Queryable } from "../pool.js";
 import { transitionSql } from "./fence.js";
 

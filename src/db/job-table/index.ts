@@ -18,6 +18,7 @@
  * Deleting messages (purge, a user's data deletion) removes their deliveries
  * by cascade; a completion in flight then matches no row.
  */
+export type { AttemptOutcome, AttemptResult } from "./attempt-result.js";
 export { cancelDestinationDeliveries } from "./cancel.js";
 export { claimDeliveries, type ClaimedDelivery, type ClaimOptions, type ClaimResult } from "./claim.js";
 export { completeDeliveries, type DeliveryCompletion, type DeliveryStatus } from "./complete.js";

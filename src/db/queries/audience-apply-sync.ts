@@ -1,6 +1,6 @@
 import type pg from "pg";
 import { enqueueCte, notifyIfQueued, orderingKeySql } from "../job-table/index.js";
-import { templateSql, type IdentifyTemplate } from "../../audiences/identify-template.js";
+import { templateSql, type IdentifyTemplate } from "./identify-template-sql.js";
 import { stageTable } from "./audience-stage.js";
 
 export interface ApplySyncOptions {

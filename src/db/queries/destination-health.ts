@@ -1,5 +1,26 @@
-import type { HealthRow } from "../../health/circuit.js";
 import type { Queryable } from "../pool.js";
+
+export type CircuitState = "closed" | "open" | "half_open";
+
+/** A destination's circuit and back-off, as destination_health stores it (src/health/circuit.ts folds results into it). */
+export interface HealthRow {
+  destinationId: string;
+  state: CircuitState;
+  consecutiveFailures: number;
+  firstFailureAt: Date | null;
+  consecutive429s: number;
+  openedAt: Date | null;
+  cooldownMs: number | null;
+  probeAt: Date | null;
+  probeDeliveryId: string | null;
+  probeUntil: Date | null;
+  backoffUntil: Date | null;
+  lastSuccessAt: Date | null;
+  lastFailureAt: Date | null;
+  lastError: string | null;
+  expiredUnreported: number;
+  expiredReportedAt: Date | null;
+}
 
 interface HealthRecord {
   destination_id: string;

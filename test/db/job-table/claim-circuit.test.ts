@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, beforeEach, expect, test } from "vitest";
 import { claimDeliveries, type ClaimedDelivery } from "../../../src/db/job-table/index.js";
-import { runMigrations } from "../../../src/db/migrate.js";
 import { createPool, type Pool } from "../../../src/db/pool.js";
 import { storeMessages } from "../../../src/db/queries/store-messages.js";
 import { createTestDatabase, type TestDatabase } from "../../helpers/database.js";
@@ -19,7 +18,6 @@ const later = (ms: number) => new Date(t0.getTime() + ms);
 beforeAll(async () => {
   database = await createTestDatabase();
   pools = [createPool({ connectionString: database.url }), createPool({ connectionString: database.url })];
-  await runMigrations(pools[0]!);
 });
 afterAll(async () => {
   await Promise.all(pools.map((p) => p.end()));

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { claimDeliveries, type ClaimOptions } from "../../../src/db/job-table/index.js";
-import { runMigrations } from "../../../src/db/migrate.js";
-import { createPool, type Pool } from "../../../src/db/pool.js";
+import type { Pool } from "../../../src/db/pool.js";
 import { claimStatement as captureClaim } from "../../helpers/claim-statement.js";
-import { createTestDatabase, type TestDatabase } from "../../helpers/database.js";
+import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
 
 // The claim picks destinations first and reads only their deliveries: the
 // due backlog of a destination it cannot take from (throttled, backing off,
@@ -25,9 +24,7 @@ const backlogs: [string, number][] = [
 ];
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  pool = createPool({ connectionString: database.url });
-  await runMigrations(pool);
+  ({ database, pool } = await openTestDatabase());
   await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', 'x')", [source]);
   await pool.query(
     `INSERT INTO destinations (id, name, enabled, webhooks, max_requests_per_second)

@@ -10,10 +10,9 @@ import {
   type DeliveryCompletion,
   type DeliveryStatus,
 } from "../../../src/db/job-table/index.js";
-import { runMigrations } from "../../../src/db/migrate.js";
-import { createPool, type Pool } from "../../../src/db/pool.js";
+import type { Pool } from "../../../src/db/pool.js";
 import { storeMessages } from "../../../src/db/queries/store-messages.js";
-import { createTestDatabase, type TestDatabase } from "../../helpers/database.js";
+import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
 import { seedSourceAndDestination } from "../../helpers/job-table-fixtures.js";
 
 const minute = 60_000;
@@ -25,9 +24,7 @@ let destinationId: string;
 const t0 = new Date("2026-11-01T00:00:00Z");
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  pool = createPool({ connectionString: database.url });
-  await runMigrations(pool);
+  ({ database, pool } = await openTestDatabase());
 });
 afterAll(async () => {
   await pool?.end();

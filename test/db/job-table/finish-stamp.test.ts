@@ -8,9 +8,8 @@ import {
   type DeliveryCompletion,
   type DeliveryStatus,
 } from "../../../src/db/job-table/index.js";
-import { runMigrations } from "../../../src/db/migrate.js";
-import { createPool, withTransaction, type Pool, type Queryable } from "../../../src/db/pool.js";
-import { createTestDatabase, type TestDatabase } from "../../helpers/database.js";
+import { withTransaction, type Pool, type Queryable } from "../../../src/db/pool.js";
+import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
 import { enqueueOne, seedSourceAndDestination } from "../../helpers/job-table-fixtures.js";
 
 // finished_xid (what the finish feed reads) is stamped by the job table's
@@ -25,9 +24,7 @@ let sourceId: string;
 let destinationId: string;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  pool = createPool({ connectionString: database.url });
-  await runMigrations(pool);
+  ({ database, pool } = await openTestDatabase());
 });
 afterAll(async () => {
   await pool?.end();

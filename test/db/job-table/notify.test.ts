@@ -8,12 +8,11 @@ import {
   replayDelivery,
   wakeWorkers,
 } from "../../../src/db/job-table/index.js";
-import { runMigrations } from "../../../src/db/migrate.js";
-import { createPool, type Pool } from "../../../src/db/pool.js";
+import type { Pool } from "../../../src/db/pool.js";
 import { queueDeleteNotifications } from "../../../src/db/queries/deletion-notifications.js";
 import { insertDeletionRequest } from "../../../src/db/queries/deletion-requests.js";
 import { storeMessages } from "../../../src/db/queries/store-messages.js";
-import { createTestDatabase, type TestDatabase } from "../../helpers/database.js";
+import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
 
 const t0 = new Date("2026-11-01T00:00:00Z");
 let database: TestDatabase;
@@ -25,9 +24,7 @@ let quietSourceId: string;
 let destinationId: string;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  pool = createPool({ connectionString: database.url });
-  await runMigrations(pool);
+  ({ database, pool } = await openTestDatabase());
   listener = new pg.Client({ connectionString: database.url });
   await listener.connect();
   listener.on("notification", (n) => received.push(n.channel));

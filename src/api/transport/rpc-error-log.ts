@@ -1,5 +1,5 @@
 import { Code, ConnectError, type Interceptor, type StreamResponse } from "@connectrpc/connect";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../../logger.js";
 
 /** Codes that mean the server failed, not the request: worth an operator's attention. */
 const serverCodes = new Set([Code.Internal, Code.Unknown, Code.DataLoss, Code.Unavailable]);

@@ -27,9 +27,11 @@ export interface PostOptions {
 
 /**
  * One POST through `dispatcher.dispatch` with a handler of our own, rather
- * than undici's `request()`: that builds a Readable stream, an async
- * resource and a header object for every response, which a webhook (whose
+ * than undici's `request()`: that builds a Readable stream and an async
+ * resource for every response, which a webhook (whose
  * answer is a status code and at most a kilobyte of body) does not need.
+ * It uses undici's current handler API (onRequestStart, onResponseStart,
+ * ...), not the deprecated onConnect/onHeaders/onData hooks.
  * Time limits are the dispatcher's (headers, body and connect timeouts), as
  * with `request()`; errors reject with undici's own error objects, so their
  * codes classify the same way.
@@ -58,17 +60,17 @@ export function postWebhook(dispatcher: Dispatcher, options: PostOptions): Promi
       else resolve({ statusCode, retryAfter, body: Buffer.concat(chunks).toString("utf8") });
     };
     const handler: Dispatcher.DispatchHandler = {
-      onConnect(abortRequest) {
-        abort = abortRequest;
+      onRequestStart(controller) {
+        abort = (reason) => controller.abort(reason ?? new Error("aborted"));
         if (signal?.aborted) onAbort();
       },
-      onHeaders(status, rawHeaders) {
-        if (status < 200) return true; // 1xx: the final answer follows
+      onResponseStart(_controller, status, headers) {
+        if (status < 200) return; // 1xx: the final answer follows
         statusCode = status;
-        retryAfter = findHeader(rawHeaders, "retry-after");
-        return true;
+        const value = headers["retry-after"];
+        retryAfter = Array.isArray(value) ? value[0] : value;
       },
-      onData(chunk) {
+      onResponseData(controller, chunk) {
         seen += chunk.length;
         if (kept < options.keepBytes) {
           const part = chunk.subarray(0, options.keepBytes - kept);
@@ -76,17 +78,15 @@ export function postWebhook(dispatcher: Dispatcher, options: PostOptions): Promi
           kept += part.length;
         }
         if (seen > options.drainBytes) {
-          // Settle first: the abort below ends in onError, which must not turn this into a failure.
+          // Settle first: the abort below ends in onResponseError, which must not turn this into a failure.
           finish();
-          abort?.(new Error("response body too large to drain"));
-          return false;
+          controller.abort(new Error("response body too large to drain"));
         }
-        return true;
       },
-      onComplete() {
+      onResponseEnd() {
         finish();
       },
-      onError(error) {
+      onResponseError(_controller, error) {
         finish(error);
       },
     };
@@ -99,14 +99,4 @@ export function postWebhook(dispatcher: Dispatcher, options: PostOptions): Promi
       finish(error);
     }
   });
-}
-
-/** A header's value from undici's raw list ([name, value, name, value, ...]); names compared case-insensitively. */
-function findHeader(raw: Buffer[] | string[] | null, name: string): string | undefined {
-  if (!raw) return undefined;
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const key = raw[i]!;
-    if (key.length === name.length && key.toString().toLowerCase() === name) return raw[i + 1]!.toString();
-  }
-  return undefined;
 }

@@ -1,7 +1,7 @@
 import http2 from "node:http2";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { startTestServer, type TestServer } from "../../helpers/server.js";
 
 let server: TestServer;
 let writeKey: string;

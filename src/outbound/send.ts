@@ -1,23 +1,11 @@
 import type { Dispatcher } from "undici";
+import type { AttemptOutcome, AttemptResult } from "../db/job-table/index.js";
 import type { AddressGuard } from "./address-guard.js";
 import { refuseLiteralAddress } from "./http-client.js";
 import { postWebhook } from "./post-webhook.js";
-import { parseRetryAfter } from "./retry-policy.js";
+import { parseRetryAfter } from "./retry-after.js";
 
-export type AttemptOutcome = "success" | "retryable" | "permanent" | "abandoned";
-
-/** The result of one request to one URL, as recorded in delivery_attempts. */
-export interface AttemptResult {
-  urlIndex: number;
-  url: string;
-  attemptedAt: Date;
-  outcome: AttemptOutcome;
-  statusCode: number | null;
-  error: string | null;
-  latencyMs: number;
-  responseBody: string | null;
-  retryAfterMs?: number | undefined;
-}
+export type { AttemptOutcome, AttemptResult } from "../db/job-table/index.js";
 
 export interface WebhookRequest {
   urlIndex: number;

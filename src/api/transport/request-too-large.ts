@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Compression, UniversalServerRequest } from "@connectrpc/connect/protocol";
-import { RequestTooLargeSchema } from "../../gen/waypost/v1/tracking_pb.js";
+import { RequestTooLargeSchema } from "../../../gen/waypost/v1/tracking_pb.js";
 
 /**
  * The error for a request over the size limit: `resource_exhausted` with a

@@ -1,5 +1,3 @@
-import type http from "node:http";
-import type http2 from "node:http2";
 import {
   Code,
   ConnectError,
@@ -16,15 +14,13 @@ import {
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
 import type { DescService } from "@bufbuild/protobuf";
-import { finishUnreadRequest } from "../http/unread-body.js";
-import type { Logger } from "../logger.js";
+import { finishUnreadRequest } from "../../http/unread-body.js";
+import type { Logger } from "../../logger.js";
 import { guardBody, guardDecompression } from "./batch-count-guard.js";
 import { limitBody, limitedDecompression } from "./request-too-large.js";
 import { reclassifyClientFaults } from "./rpc-client-faults.js";
 import { rpcProtocolOf, writeEarlyRpcError } from "./rpc-early-error.js";
-
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
-type Res = http.ServerResponse | http2.Http2ServerResponse;
+import type { Req, Res } from "../../http/types.js";
 
 export type RpcNodeHandler = (req: Req, res: Res) => void;
 

@@ -1,13 +1,9 @@
-import type http from "node:http";
-import type http2 from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { encodeEnvelope } from "@connectrpc/connect/protocol";
 import { codeToHttpStatus, endStreamFlag, endStreamToJson, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
-
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
-type Res = http.ServerResponse | http2.Http2ServerResponse;
+import type { Req, Res } from "../../http/types.js";
 
 /** Which of the three RPC protocols (and which Connect flavour) a request speaks, from its Content-Type. */
 export type RpcProtocol = "connect-unary" | "connect-stream" | "grpc" | "grpc-web" | "grpc-web-text";

@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { createAddressGuard } from "../../src/delivery/address-guard.js";
+import { createAddressGuard } from "../../src/outbound/address-guard.js";
 
 test("loopback, private, link-local and metadata addresses are refused", () => {
   const guard = createAddressGuard({ allowPrivate: false, allowedCidrs: [] });

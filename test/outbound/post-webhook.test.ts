@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from "node:net";
 import { Agent } from "undici";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
-import { postWebhook, type PostOptions } from "../../src/delivery/post-webhook.js";
+import { postWebhook, type PostOptions } from "../../src/outbound/post-webhook.js";
 
 // postWebhook against a real HTTP server on loopback, through an undici Agent
 // as the delivery loop uses it.

@@ -1,7 +1,7 @@
 import { create, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { expect, test } from "vitest";
-import { BatchRequestSchema, TrackRequestSchema } from "../../gen/waypost/v1/tracking_pb.js";
-import { createBatchCountScanner, guardBody } from "../../src/api/batch-count-guard.js";
+import { BatchRequestSchema, TrackRequestSchema } from "../../../gen/waypost/v1/tracking_pb.js";
+import { createBatchCountScanner, guardBody } from "../../../src/api/transport/batch-count-guard.js";
 
 /** A batch of `count` realistic calls: nested context, arrays, strings full of JSON punctuation. */
 function batch(count: number) {

@@ -2,9 +2,9 @@ import http from "node:http";
 import { gzipSync } from "node:zlib";
 import { ConnectError, Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { RequestTooLargeSchema } from "../../gen/waypost/v1/tracking_pb.js";
-import { limits } from "../../src/ingest/limits.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { RequestTooLargeSchema } from "../../../gen/waypost/v1/tracking_pb.js";
+import { limits } from "../../../src/ingest/limits.js";
+import { startTestServer, type TestServer } from "../../helpers/server.js";
 
 /**
  * A tracking request over the size limit fails with resource_exhausted and a

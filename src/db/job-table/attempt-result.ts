@@ -1,0 +1,17 @@
+// An attempt as the job table stores it (a delivery_attempts row). The
+// sender produces it, the completion writes it: the table owns its shape.
+
+export type AttemptOutcome = "success" | "retryable" | "permanent" | "abandoned";
+
+/** The result of one request to one URL, as recorded in delivery_attempts. */
+export interface AttemptResult {
+  urlIndex: number;
+  url: string;
+  attemptedAt: Date;
+  outcome: AttemptOutcome;
+  statusCode: number | null;
+  error: string | null;
+  latencyMs: number;
+  responseBody: string | null;
+  retryAfterMs?: number | undefined;
+}

@@ -1,0 +1,97 @@
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { expect, test } from "vitest";
+
+// The layers of src/, lowest first. A module may import its own layer and
+// the layers below it, never one above: the database never learns what a
+// delivery or an RPC is, and the domain never learns which transport called it.
+const layers: ReadonlyArray<{ name: string; modules: readonly string[] }> = [
+  {
+    name: "foundation",
+    modules: ["clock.ts", "logger.ts", "metrics.ts", "errors.ts", "startup-error.ts", "admin-token.ts", "config.ts", "signing/", "http/"],
+  },
+  { name: "database", modules: ["db/"] },
+  { name: "outbound requests", modules: ["outbound/"] },
+  { name: "domain", modules: ["ingest/", "health/", "delivery/", "audiences/", "deletion/"] },
+  { name: "edge", modules: ["api/", "compat/", "console/"] },
+  { name: "composition", modules: ["activity-log.ts", "server.ts", "main.ts", "cli/"] },
+];
+
+// Within the domain: health knows nothing of delivery (delivery reports to
+// it), and ingest is below everything that creates calls.
+const domainOrder: ReadonlyArray<readonly [from: string, mayNotImport: string]> = [
+  ["health/", "delivery/"],
+  ["ingest/", "delivery/"],
+  ["ingest/", "health/"],
+  ["ingest/", "audiences/"],
+  ["ingest/", "deletion/"],
+  ["audiences/", "delivery/"],
+  ["deletion/", "delivery/"],
+];
+
+const srcDir = new URL("../../src/", import.meta.url).pathname;
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return entry.name === "app" && dir.endsWith("console") ? [] : sourceFiles(full);
+    return entry.name.endsWith(".ts") ? [full] : [];
+  });
+}
+
+/** Each src-relative module a file imports (relative imports only; gen/ and packages are not layers). */
+function importsOf(file: string): string[] {
+  const text = readFileSync(file, "utf8");
+  return [...text.matchAll(/(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']+)["']/g)]
+    .map((match) => path.relative(srcDir, path.resolve(path.dirname(file), match[1]!)).replace(/\.js$/, ".ts"))
+    .filter((target) => !target.startsWith(".."));
+}
+
+const moduleOf = (relative: string) => (relative.includes("/") ? `${relative.split("/")[0]}/` : relative);
+
+function layerOf(relative: string): number {
+  const index = layers.findIndex((layer) => layer.modules.includes(moduleOf(relative)));
+  if (index < 0) throw new Error(`${relative} is in no layer: add its folder to the layer list of this test`);
+  return index;
+}
+
+const edges = sourceFiles(srcDir).flatMap((file) => {
+  const from = path.relative(srcDir, file);
+  return importsOf(file).map((to) => ({ from, to }));
+});
+
+test("every module of src/ is in a layer, and the test sees the imports", () => {
+  for (const { from, to } of edges) {
+    layerOf(from);
+    layerOf(to);
+  }
+  // A guard against a parser that finds nothing and so passes everything.
+  expect(edges.filter(({ from }) => from.startsWith("delivery/")).length).toBeGreaterThan(20);
+});
+
+test("no module imports a layer above its own", () => {
+  const upward = edges
+    .filter(({ from, to }) => layerOf(to) > layerOf(from))
+    .map(({ from, to }) => `${from} (${layers[layerOf(from)]!.name}) imports ${to} (${layers[layerOf(to)]!.name})`);
+  expect(upward).toEqual([]);
+});
+
+test("src/db imports nothing but the foundation and itself", () => {
+  const fromDb = edges.filter(({ from, to }) => from.startsWith("db/") && !to.startsWith("db/") && layerOf(to) !== 0);
+  expect(fromDb).toEqual([]);
+});
+
+test("within the domain, health, ingest, audiences and deletion do not reach into what sits above them", () => {
+  const crossing = edges
+    .filter(({ from, to }) => domainOrder.some(([low, high]) => from.startsWith(low) && to.startsWith(high)))
+    .map(({ from, to }) => `${from} imports ${to}`);
+  expect(crossing).toEqual([]);
+});
+
+test("domain code throws its own errors: only the edge speaks Connect", () => {
+  const connectOutsideEdge = sourceFiles(srcDir)
+    .map((file) => path.relative(srcDir, file))
+    .filter((file) => [0, 1, 2, 3].includes(layerOf(file)))
+    .filter((file) => /@connectrpc\/connect["'/]/.test(readFileSync(path.join(srcDir, file), "utf8")));
+  expect(connectOutsideEdge).toEqual([]);
+});
