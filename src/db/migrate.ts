@@ -13,7 +13,8 @@ export const migrationsDirectory = fileURLToPath(new URL("./migrations", import.
  * whole file and refuses to start when an applied file's hash changed, so a
  * database that applied the released wording has its recorded hash moved
  * to the new one. Only these exact old hashes move: any other edit of an
- * applied migration is still refused.
+ * applied migration is still refused. This list is closed: a later
+ * correction is a new migration (docs/job-table.md, "Changing the schema").
  */
 export const rewordedMigrations: ReadonlyArray<{ name: string; releasedHash: string; hash: string }> = [
   { name: "audiences", releasedHash: "248b68d6785ea1e62b943ba1d57ebd2423d2ea79", hash: "f5978eb57b1be9f7f13d23316c98c540ecc3646a" },
