@@ -186,6 +186,13 @@ test("the common flags work after any command's own arguments, and are the ones 
   // The server answered (the delivery is delivered already): the flags were taken, not refused.
   expect(retryOne.code).toBe(1);
   expect(retryOne.stderr).toMatch(/^waypost: failed_precondition: delivery \d+ is delivered/);
+
+  // send authenticates with its write key; the common --token is accepted all the same.
+  const delivered = server.waitForDeliveries(1);
+  const send = await waypost(["send", "track", "--write-key", writeKey, "--user", "flo", "--event", "E", ...common], bare);
+  expect(send.code, send.stderr).toBe(0);
+  expect(JSON.parse(send.stdout).messageId).toMatch(/\S/);
+  await delivered;
 });
 
 test("--destination takes a name as well as an id; a name several destinations have is a usage error listing them", async () => {
