@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import type { RouteHandler } from "../../src/http/types.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { cliEnv, startWaypost, waypost, waypostJson } from "./support.js";
 
@@ -20,8 +21,15 @@ interface DeliveryJson {
   requestHeaders?: Record<string, string>;
 }
 
+/** Sees each ListDeliveries request as it reaches the server (the tail test follows the tail's polls). */
+let onListDeliveries: (() => void) | undefined;
+const listSpy: RouteHandler = async (_req, _res, path) => {
+  if (path === "/waypost.v1.DeliveryService/ListDeliveries") onListDeliveries?.();
+  return false;
+};
+
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await startTestServer({ routes: (defaults) => [listSpy, ...defaults] });
   receiver = await startReceiver({ respond: () => ({ status: failing ? 422 : 200 }) });
   env = cliEnv(server);
   const source = await server.createSource();
@@ -222,15 +230,11 @@ test("--destination takes a name as well as an id; a name several destinations h
 test("deliveries tail starts from now: what finished before is shown only when asked for with -n", async () => {
   // The tail's polls, seen by the server: once a second one arrives, the first has answered and the tail follows.
   let polls = 0;
-  let polled: (() => void) | undefined;
-  server.waypost.extraRoutes.unshift(async (_req, _res, path) => {
-    if (path === "/waypost.v1.DeliveryService/ListDeliveries") {
-      polls++;
-      if (polls >= 2) polled?.();
-    }
-    return false;
+  const following = new Promise<void>((resolve) => {
+    onListDeliveries = () => {
+      if (++polls === 2) resolve();
+    };
   });
-  const following = new Promise<void>((resolve) => (polled = resolve));
   const tail = startWaypost(["deliveries", "tail", "--destination", destinationId], env);
   await following;
   const done = server.waitForDeliveries(1);
