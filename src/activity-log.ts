@@ -11,6 +11,8 @@ export interface ActivityLogOptions {
   intervalMs: number;
   /** After a destination's permanent failure is logged, the next one is logged no sooner than this. */
   failureLogIntervalMs?: number;
+  /** Names of destinations by id, for the summary (ids alone mean nothing to a reader of the log). */
+  destinationNames?: (ids: readonly string[]) => Promise<ReadonlyMap<string, string>>;
 }
 
 export interface ActivityLog {
@@ -25,11 +27,14 @@ interface DestinationCounts {
   delivered: number;
   failed: number;
   expired: number;
+  /** Attempts that failed and will be retried: an endpoint that is down shows here long before anything expires. */
+  retryableFailures: number;
 }
 
 /**
  * What an operator sees at `info` while the service runs: a periodic summary
- * (calls accepted; deliveries delivered, failed and expired per destination)
+ * (calls accepted; per destination, by name: deliveries delivered, failed
+ * and expired, and attempts that failed and will be retried)
  * and a warning when a destination's delivery fails for good, at most one per
  * destination per failureLogIntervalMs, so a dead endpoint does not flood
  * the log. Neither names a webhook URL (it may carry a token).
@@ -75,6 +80,17 @@ export function createActivityLog(options: ActivityLogOptions): ActivityLog {
   const timer = options.intervalMs > 0 ? setInterval(() => void flush(), options.intervalMs) : undefined;
   timer?.unref();
 
+  async function namesOf(ids: string[]): Promise<ReadonlyMap<string, string>> {
+    if (!options.destinationNames || ids.length === 0) return new Map();
+    try {
+      return await options.destinationNames(ids);
+    } catch (error) {
+      // The counts are worth logging without the names.
+      options.logger.debug({ err: error }, "could not read destination names for the activity summary");
+      return new Map();
+    }
+  }
+
   async function flush() {
     await baseline;
     const total = await callsAcceptedTotal();
@@ -85,10 +101,11 @@ export function createActivityLog(options: ActivityLogOptions): ActivityLog {
     const suppressed = suppressedFailures;
     suppressedFailures = 0;
     if (callsAccepted === 0 && destinations.size === 0) return;
+    const names = await namesOf([...destinations.keys()]);
     options.logger.info(
       {
         callsAccepted,
-        deliveries: Object.fromEntries(destinations),
+        deliveries: Object.fromEntries([...destinations].map(([id, counts]) => [id, { name: names.get(id) ?? null, ...counts }])),
         ...(suppressed > 0 ? { unreportedPermanentFailures: suppressed } : {}),
       },
       "activity since the last summary",
@@ -99,11 +116,17 @@ export function createActivityLog(options: ActivityLogOptions): ActivityLog {
     completed(completions) {
       for (const completion of completions) {
         const status = completion.status;
-        if (status !== "delivered" && status !== "failed" && status !== "expired") continue;
+        // A delivery handed back untried (attempted false) is no failure.
+        const retried = status === "retrying" && completion.attempted;
+        if (status !== "delivered" && status !== "failed" && status !== "expired" && !retried) continue;
         let counts = byDestination.get(completion.destinationId);
-        if (!counts) byDestination.set(completion.destinationId, (counts = { delivered: 0, failed: 0, expired: 0 }));
-        counts[status]++;
-        if (status !== "delivered") logPermanentFailure(completion);
+        if (!counts) {
+          counts = { delivered: 0, failed: 0, expired: 0, retryableFailures: 0 };
+          byDestination.set(completion.destinationId, counts);
+        }
+        if (retried) counts.retryableFailures++;
+        else counts[status as "delivered" | "failed" | "expired"]++;
+        if (status === "failed" || status === "expired") logPermanentFailure(completion);
       }
     },
     flush,

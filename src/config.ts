@@ -128,10 +128,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     // network. Containers set HOST=0.0.0.0.
     host: env.HOST || "127.0.0.1",
     role,
-    databaseUrl: env.DATABASE_URL || undefined,
+    databaseUrl: parseDatabaseUrl(env.DATABASE_URL),
     dataDir: env.WAYPOST_DATA_DIR || "./.waypost",
     adminToken,
-    logLevel: env.WAYPOST_LOG_LEVEL || "info",
+    logLevel: parseLogLevel(env.WAYPOST_LOG_LEVEL),
     retentionMs: int(env, "WAYPOST_RETENTION_DAYS", 7, 1, 3650) * 24 * 60 * 60_000,
     corsOrigins: parseCorsOrigins(env.WAYPOST_CORS_ORIGINS),
     delivery: {
@@ -195,6 +195,39 @@ function parseOperatorWebhook(env: Record<string, string | undefined>): Operator
   const problem = signingSecretProblem(secret);
   if (problem) throw new ConfigError(`WAYPOST_OPERATOR_WEBHOOK_SECRET ${problem}`);
   return { url: parsed.href, secret };
+}
+
+/** pino's levels: any other name makes pino throw with a stack trace that names no variable. */
+export const logLevels = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+function parseLogLevel(raw: string | undefined): string {
+  if (raw === undefined || raw === "") return "info";
+  if (!(logLevels as readonly string[]).includes(raw)) {
+    throw new ConfigError(`WAYPOST_LOG_LEVEL must be one of ${logLevels.join(", ")}, got ${JSON.stringify(raw)}`);
+  }
+  return raw;
+}
+
+/**
+ * Postgres connection strings only: pg would take mysql://… and fail later,
+ * talking to whatever answers, with a protocol error that names nothing.
+ * The value itself is never echoed (it may hold a password), only its scheme.
+ */
+function parseDatabaseUrl(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  // pg-connection-string's other forms: a Unix socket directory, or socket:/dir?db=name.
+  if (raw.startsWith("/")) return raw;
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(raw)?.[1]?.toLowerCase();
+  if (scheme === "postgres" || scheme === "postgresql" || scheme === "socket") {
+    if (URL.canParse(raw)) return raw;
+    throw new ConfigError("DATABASE_URL is not a valid URL (a password with @, / or # must be percent-encoded)");
+  }
+  const example = "postgres://user:password@host:5432/database";
+  throw new ConfigError(
+    scheme === undefined
+      ? `DATABASE_URL must be a Postgres URL like ${example}`
+      : `DATABASE_URL must be a Postgres URL like ${example}, got a ${scheme}: URL (Waypost stores its data in Postgres only)`,
+  );
 }
 
 function int(env: Record<string, string | undefined>, name: string, fallback: number, min: number, max: number): number {

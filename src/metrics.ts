@@ -10,9 +10,15 @@ export interface Metrics {
   attemptLatency: Histogram<"destination_id">;
   deliveriesInFlight: Gauge;
   destinationCircuitOpen: Gauge<"destination_id">;
+  destinationBacklog: Gauge<"destination_id">;
 }
 
-export function createMetrics(): Metrics {
+export interface MetricsOptions {
+  /** Unfinished deliveries by destination, read at each scrape; without it the backlog gauge stays empty. */
+  backlog?: () => Promise<ReadonlyMap<string, number> | undefined>;
+}
+
+export function createMetrics(options: MetricsOptions = {}): Metrics {
   const registry = new Registry();
   // prom-client's names already start with process_ or nodejs_: the prefix
   // makes them waypost_process_cpu_seconds_total, waypost_nodejs_heap_size_total_bytes...
@@ -59,6 +65,19 @@ export function createMetrics(): Metrics {
       help: "1 while the destination's circuit breaker holds its deliveries back (probe in flight included), else 0.",
       labelNames: ["destination_id"],
       registers: [registry],
+    }),
+    destinationBacklog: new Gauge({
+      name: "waypost_destination_backlog",
+      help: "Deliveries of the destination not finished yet (pending + retrying), counted in the database when scraped: the same in every process.",
+      labelNames: ["destination_id"],
+      registers: [registry],
+      async collect() {
+        if (!options.backlog) return;
+        const counts = await options.backlog();
+        // Deleted destinations go; the rest are all set again.
+        this.reset();
+        for (const [destinationId, count] of counts ?? []) this.set({ destination_id: destinationId }, count);
+      },
     }),
   };
 }

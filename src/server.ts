@@ -2,6 +2,7 @@ import type pg from "pg";
 import type { Dispatcher } from "undici";
 import { createActivityLog } from "./activity-log.js";
 import { resolveAdminToken } from "./admin-token.js";
+import { createBacklogReader } from "./backlog-reader.js";
 import { createAuthenticator } from "./api/auth.js";
 import { createRpcHandlers } from "./api/routes.js";
 import { createCompatHttpApi } from "./compat/http-api.js";
@@ -11,19 +12,21 @@ import type { Config } from "./config.js";
 import { startEmbeddedPostgres } from "./db/embedded.js";
 import { runMigrations } from "./db/migrate.js";
 import { createPool, ping } from "./db/pool.js";
+import { selectDestinationNames } from "./db/queries/destinations.js";
 import { createAddressGuard } from "./outbound/address-guard.js";
 import { createBulkReplayer } from "./delivery/bulk-replayer.js";
 import { createDeliveryLoop, type DeliveryLoop } from "./delivery/loop.js";
 import { createMaintenance, type Maintenance } from "./delivery/maintenance.js";
 import { createCors } from "./http/cors.js";
 import { listen } from "./http/listener.js";
+import { checkListenAddress, explainListenFailure } from "./http/port-check.js";
 import { createOperationalRoutes } from "./http/operational-routes.js";
 import { createRouteTable, prefixRoute } from "./http/route-table.js";
 import type { RouteHandler } from "./http/types.js";
 import { createIngestor, type Ingestor } from "./ingest/ingestor.js";
 import type { Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
-import { StartupError } from "./startup-error.js";
+import { startupSummary } from "./startup-summary.js";
 
 export interface WaypostOptions {
   config: Config;
@@ -92,6 +95,8 @@ export async function startWaypost(options: WaypostOptions): Promise<Waypost> {
 async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost> {
   const { config, logger } = options;
   const clock = options.clock ?? systemClock;
+  // Before the database set-up, which may take seconds: a port in use is named at once.
+  await checkListenAddress(config.port, config.host);
   let connectionString = config.databaseUrl;
   if (!connectionString) {
     const embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, logger });
@@ -107,7 +112,8 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   if (admin.file) {
     logger.info({ file: admin.file }, admin.created ? "created an admin token; read it from this file" : "admin token is in this file");
   }
-  const metrics = createMetrics();
+  const backlog = createBacklogReader({ pool, clock, logger });
+  const metrics = createMetrics({ backlog: backlog.read });
   const ingestor = createIngestor({ pool, clock, metrics });
   const auth = createAuthenticator({ pool, adminToken: admin.token });
   const addressGuard = createAddressGuard({
@@ -181,7 +187,13 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     closers.push(() => housekeeping.stop());
   }
 
-  const activity = createActivityLog({ logger, metrics, clock, intervalMs: config.summaryIntervalMs });
+  const activity = createActivityLog({
+    logger,
+    metrics,
+    clock,
+    intervalMs: config.summaryIntervalMs,
+    destinationNames: (ids) => selectDestinationNames(pool, ids),
+  });
   delivery?.events.on("completed", activity.completed);
   closers.push(async () => {
     activity.stop();
@@ -194,7 +206,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   closers.push(() => listener.close());
   const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${listener.port}`;
-  logger.info({ url, role: config.role }, "Waypost is listening");
+  logger.info(startupSummary(config, url), "Waypost is listening");
 
   return {
     url,
@@ -212,21 +224,4 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
       logger.info("Waypost stopped");
     },
   };
-}
-
-/** A listen error as the operator needs it: which setting to change. */
-function explainListenFailure(error: unknown, port: number, host: string): unknown {
-  const code = (error as { code?: string } | null)?.code;
-  if (code === "EADDRINUSE") {
-    return new StartupError(`port ${port} on ${host} is in use (EADDRINUSE; another Waypost?): stop that process or set PORT`, { cause: error });
-  }
-  if (code === "EACCES") {
-    return new StartupError(`port ${port} needs privileges this process lacks (EACCES): set PORT to 1024 or above`, { cause: error });
-  }
-  if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND") {
-    return new StartupError(`HOST ${host} is not an address of this machine (${code}): set HOST (127.0.0.1, or 0.0.0.0 for every interface)`, {
-      cause: error,
-    });
-  }
-  return error;
 }

@@ -59,7 +59,7 @@ const completion = (destinationId: string, status: DeliveryCompletion["status"],
 });
 
 describe("createActivityLog", () => {
-  test("summarises calls and deliveries per destination, only when something happened", async () => {
+  test("summarises calls and deliveries per destination, by name, only when something happened", async () => {
     const log = capturedLog();
     const metrics = createMetrics();
     metrics.callsAccepted.inc({ type: "track" }, 5); // before the log began: not counted
@@ -68,18 +68,31 @@ describe("createActivityLog", () => {
       metrics,
       clock: new ManualClock(),
       intervalMs: 0,
+      // d2 was deleted meanwhile: no name.
+      destinationNames: async (ids) => new Map([["d1", "hooks"]].filter(([id]) => ids.includes(id!)) as Array<[string, string]>),
     });
     await activity.flush();
     expect(log.lines).toHaveLength(0);
     metrics.callsAccepted.inc({ type: "track" }, 3);
     metrics.callsAccepted.inc({ type: "identify" }, 1);
-    activity.completed([completion("d1", "delivered"), completion("d1", "delivered"), completion("d2", "expired"), completion("d1", "retrying")]);
+    const untried = { ...completion("d1", "retrying"), attempted: false, attempts: [] };
+    activity.completed([
+      completion("d1", "delivered"),
+      completion("d1", "delivered"),
+      completion("d2", "expired"),
+      completion("d1", "retrying"),
+      completion("d1", "retrying"),
+      untried,
+    ]);
     const summary = log.next("activity since the last summary");
     await activity.flush();
     expect(await summary).toMatchObject({
       level: 30,
       callsAccepted: 4,
-      deliveries: { d1: { delivered: 2, failed: 0, expired: 0 }, d2: { delivered: 0, failed: 0, expired: 1 } },
+      deliveries: {
+        d1: { name: "hooks", delivered: 2, failed: 0, expired: 0, retryableFailures: 2 },
+        d2: { name: null, delivered: 0, failed: 0, expired: 1, retryableFailures: 0 },
+      },
     });
     const count = log.lines.length;
     await activity.flush();
@@ -112,32 +125,56 @@ describe("createActivityLog", () => {
     await activity.flush();
     expect((await summary).unreportedPermanentFailures).toBe(1);
   });
+
+  test("a destination that only fails retryably is in the summary; no permanent-failure warning for it", async () => {
+    const log = capturedLog();
+    const activity = createActivityLog({
+      logger: createLogger("info", log.stream),
+      metrics: createMetrics(),
+      clock: new ManualClock(),
+      intervalMs: 0,
+      destinationNames: async () => {
+        throw new Error("database gone");
+      },
+    });
+    activity.completed([completion("d1", "retrying", "a"), completion("d1", "retrying", "b")]);
+    const summary = log.next("activity since the last summary");
+    await activity.flush();
+    // The names could not be read: the counts are logged without them.
+    expect((await summary).deliveries).toEqual({ d1: { name: null, delivered: 0, failed: 0, expired: 0, retryableFailures: 2 } });
+    expect(log.lines.filter((line) => line.level === 40)).toEqual([]);
+  });
 });
 
 describe("in the service", () => {
   let server: TestServer;
   let receiver: Receiver;
+  let unavailable: Receiver;
   const log = capturedLog();
 
   beforeAll(async () => {
     receiver = await startReceiver({ respond: () => ({ status: 410, body: "gone" }) });
+    unavailable = await startReceiver({ respond: () => ({ status: 503, body: "down for maintenance" }) });
     server = await startTestServer({ logStream: log.stream, config: { summaryIntervalMs: 300 } });
   });
   afterAll(async () => {
     await server?.stop();
     await receiver?.close();
+    await unavailable?.close();
   });
 
-  test("a permanent failure is logged and the periodic summary counts calls and failures", async () => {
+  test("a permanent failure is logged and the periodic summary counts calls and failures, naming the destinations", async () => {
     const source = await server.createSource();
     const destination = await server.createDestination({ name: "gone", sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
+    const down = await server.createDestination({ name: "down", sourceIds: [source.id], webhooks: [{ url: unavailable.url }] });
     const failure = log.next("a delivery failed for good: its destination refused it");
     const summaries: Array<Record<string, any>> = [];
     const summaryWithFailure = new Promise<Record<string, any>>((resolve) => {
       const wait = () =>
         void log.next("activity since the last summary").then((line) => {
           summaries.push(line);
-          if (line.deliveries?.[destination.id]?.failed) resolve(line);
+          const seen = (id: string, count: string) => summaries.some((s) => s.deliveries?.[id]?.[count]);
+          if (seen(destination.id, "failed") && seen(down.id, "retryableFailures")) resolve(line);
           else wait();
         });
       wait();
@@ -146,6 +183,11 @@ describe("in the service", () => {
     expect(await failure).toMatchObject({ level: 40, destinationId: destination.id, lastStatusCode: 410 });
     await summaryWithFailure;
     expect(summaries.reduce((sum, line) => sum + line.callsAccepted, 0)).toBe(1);
+    const counts = (id: string) => summaries.map((line) => line.deliveries?.[id]).filter(Boolean);
+    expect(counts(destination.id).every((c) => c.name === "gone")).toBe(true);
+    expect(counts(down.id)).toEqual([{ name: "down", delivered: 0, failed: 0, expired: 0, retryableFailures: 1 }]);
+    // A retryable failure is no cause for the permanent-failure warning.
+    expect(log.lines.filter((line) => line.level === 40 && line.destinationId === down.id)).toEqual([]);
   });
 
   test("process metrics are named waypost_process_* and waypost_nodejs_*", async () => {

@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { loadConfig } from "../src/config.js";
+import { ConfigError, loadConfig } from "../src/config.js";
 
 test("defaults are the documented ones", () => {
   const config = loadConfig({});
@@ -83,4 +83,35 @@ test("connection cap and summary interval come from the environment, with docume
   expect(set.connections.maxConnections).toBe(500);
   expect(set.summaryIntervalMs).toBe(0);
   expect(() => loadConfig({ WAYPOST_MAX_CONNECTIONS: "many" })).toThrow(/WAYPOST_MAX_CONNECTIONS/);
+});
+
+test("WAYPOST_LOG_LEVEL is one of pino's levels, or a ConfigError naming the variable", () => {
+  for (const level of ["fatal", "error", "warn", "info", "debug", "trace", "silent"]) {
+    expect(loadConfig({ WAYPOST_LOG_LEVEL: level }).logLevel).toBe(level);
+  }
+  expect(loadConfig({ WAYPOST_LOG_LEVEL: "" }).logLevel).toBe("info");
+  expect(() => loadConfig({ WAYPOST_LOG_LEVEL: "verbose" })).toThrow(
+    'WAYPOST_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"',
+  );
+  expect(() => loadConfig({ WAYPOST_LOG_LEVEL: "INFO" })).toThrow(ConfigError);
+});
+
+test("DATABASE_URL must be a Postgres connection string; the refusal names its scheme, never its password", () => {
+  for (const url of ["postgres://u:p@db:5432/waypost", "postgresql://db/waypost", "socket:/var/run/postgresql?db=waypost", "/var/run/postgresql"]) {
+    expect(loadConfig({ DATABASE_URL: url }).databaseUrl).toBe(url);
+  }
+  const refusal = (url: string) => {
+    try {
+      loadConfig({ DATABASE_URL: url });
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      return (error as Error).message;
+    }
+    throw new Error(`${url} was accepted`);
+  };
+  const mysql = refusal("mysql://root:hunter2-secret@db:3306/waypost");
+  expect(mysql).toMatch(/^DATABASE_URL must be a Postgres URL like postgres:\/\/user:password@host:5432\/database, got a mysql: URL/);
+  expect(mysql).not.toContain("hunter2-secret");
+  expect(refusal("db.internal:5432")).toMatch(/^DATABASE_URL must be a Postgres URL/);
+  expect(refusal("waypost")).toMatch(/^DATABASE_URL must be a Postgres URL/);
 });

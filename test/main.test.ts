@@ -92,17 +92,81 @@ describe.skipIf(!existsSync("/proc/self/environ"))("npm start with the embedded 
   }, 180_000);
 });
 
-test("a port in use is named, with the setting to change", async () => {
+test("a port in use is named, with the setting to change, before any database connection is attempted", async () => {
   const taken = net.createServer();
   await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
   const port = (taken.address() as net.AddressInfo).port;
+  // Stands where the database would be: it counts connections and closes them
+  // (so a process that does connect fails on the database, not on the port).
+  let databaseConnections = 0;
+  const databaseStandIn = net.createServer((socket) => {
+    databaseConnections++;
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => databaseStandIn.listen(0, "127.0.0.1", resolve));
+  const databasePort = (databaseStandIn.address() as net.AddressInfo).port;
   try {
-    const result = await runToExit(serviceEnv(database.url, { PORT: String(port) }));
+    const result = await runToExit(serviceEnv(`postgres://postgres@127.0.0.1:${databasePort}/waypost`, { PORT: String(port) }));
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(`waypost: failed to start: port ${port} on 127.0.0.1 is in use`);
     expect(result.stderr).toContain("set PORT");
+    expect(databaseConnections).toBe(0);
   } finally {
     await new Promise((resolve) => taken.close(resolve));
+    await new Promise((resolve) => databaseStandIn.close(resolve));
+  }
+}, 60_000);
+
+test("a bad WAYPOST_LOG_LEVEL or a DATABASE_URL of another database is named, with exit code 2 and no stack trace", async () => {
+  const [level, mysql] = await Promise.all([
+    runToExit(serviceEnv(database.url, { WAYPOST_LOG_LEVEL: "verbose" })),
+    runToExit(serviceEnv("mysql://root:hunter2-secret@127.0.0.1:3306/waypost")),
+  ]);
+  expect(level).toEqual({
+    code: 2,
+    stderr: 'waypost: WAYPOST_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"\n',
+  });
+  expect(mysql.code).toBe(2);
+  expect(mysql.stderr).toMatch(/^waypost: DATABASE_URL must be a Postgres URL like postgres:\/\/user:password@host:5432\/database, got a mysql: URL/);
+  expect(mysql.stderr).not.toContain("hunter2-secret");
+  expect(mysql.stderr.trim().split("\n")).toHaveLength(1);
+}, 60_000);
+
+test("at info, the start-up line gives the settings in effect and the console's URL", async () => {
+  const service = await launchService(
+    process.execPath,
+    [entry],
+    serviceEnv(database.url, {
+      WAYPOST_CORS_ORIGINS: "https://shop.example.com",
+      WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "10.0.0.0/8",
+      WAYPOST_DELIVERY_CONCURRENCY: "100",
+      WAYPOST_RETENTION_DAYS: "3",
+    }),
+  );
+  started.push(service);
+  try {
+    const line = service.logs
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.msg === "Waypost is listening")!;
+    expect(line).toMatchObject({
+      level: 30,
+      url: service.url,
+      role: "all",
+      consoleUrl: `${service.url}/console/`,
+      corsOrigins: ["https://shop.example.com"],
+      privateDestinations: ["10.0.0.0/8"],
+      concurrency: 100,
+      perDestinationConcurrency: 64,
+      retentionDays: 3,
+    });
+    expect(JSON.stringify(line)).not.toContain(testAdminToken);
+    const console = await fetch(line.consoleUrl as string);
+    expect(console.status).toBe(200);
+    expect(console.headers.get("content-type")).toMatch(/^text\/html/);
+  } finally {
+    service.child.kill("SIGTERM");
+    expect(await service.exited).toBe(0);
   }
 }, 60_000);
 

@@ -72,7 +72,9 @@ function addCommonOptions(command: Command): void {
       sub.option("--url <url>", "the Waypost server (env WAYPOST_URL; default http://127.0.0.1:8080)");
       serverUrlCommands.add(sub);
     }
-    if (sub.name() !== "send") sub.option("--token <token>", "the admin token (env WAYPOST_ADMIN_TOKEN; default: the token file in WAYPOST_DATA_DIR, ./.waypost)");
+    // send takes it too, unused, so that a line of common flags works after any command.
+    const token = sub.name() === "send" ? "not used: send authenticates with --write-key" : "the admin token (env WAYPOST_ADMIN_TOKEN; default: the token file in WAYPOST_DATA_DIR, ./.waypost)";
+    sub.option("--token <token>", token);
     sub.option("--json", "print the RPC response as one JSON document");
   }
 }

@@ -14,7 +14,7 @@ const layers: ReadonlyArray<{ name: string; modules: readonly string[] }> = [
   { name: "outbound requests", modules: ["outbound/"] },
   { name: "domain", modules: ["ingest/", "health/", "delivery/", "audiences/", "deletion/"] },
   { name: "edge", modules: ["api/", "compat/", "console/"] },
-  { name: "composition", modules: ["activity-log.ts", "server.ts", "main.ts", "cli/"] },
+  { name: "composition", modules: ["activity-log.ts", "backlog-reader.ts", "startup-summary.ts", "server.ts", "main.ts", "cli/"] },
 ];
 
 // Within the domain: health knows nothing of delivery (delivery reports to

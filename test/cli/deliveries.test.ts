@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import type { RouteHandler } from "../../src/http/types.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { cliEnv, startWaypost, waypost, waypostJson } from "./support.js";
 
@@ -20,8 +21,15 @@ interface DeliveryJson {
   requestHeaders?: Record<string, string>;
 }
 
+/** Sees each ListDeliveries request as it reaches the server (the tail test follows the tail's polls). */
+let onListDeliveries: (() => void) | undefined;
+const listSpy: RouteHandler = async (_req, _res, path) => {
+  if (path === "/waypost.v1.DeliveryService/ListDeliveries") onListDeliveries?.();
+  return false;
+};
+
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await startTestServer({ routes: (defaults) => [listSpy, ...defaults] });
   receiver = await startReceiver({ respond: () => ({ status: failing ? 422 : 200 }) });
   env = cliEnv(server);
   const source = await server.createSource();
@@ -162,4 +170,80 @@ test("stats: every destination as a table, one as JSON with its series", async (
   expect(one.series.length).toBeGreaterThanOrEqual(1);
   const all = await waypostJson<{ destinations: Array<{ destinationId: string }> }>(["stats"], env);
   expect(all.destinations.map((d) => d.destinationId)).toEqual([destinationId]);
+});
+
+test("the common flags work after any command's own arguments, and are the ones used", async () => {
+  // No WAYPOST_URL or WAYPOST_ADMIN_TOKEN: only the flags lead to the server.
+  const bare = cliEnv(undefined);
+  const common = ["--url", server.url, "--token", server.adminToken, "--json"];
+  const { deliveries } = await waypostJson<{ deliveries: DeliveryJson[] }>(["deliveries", "list", "--message-id", sent[1]!], env);
+  const deliveredId = deliveries[0]!.id;
+  const [get, retryOne, list, destination, stats, retryMatching] = await Promise.all([
+    waypost(["deliveries", "get", deliveredId, ...common], bare),
+    waypost(["deliveries", "retry", deliveredId, ...common], bare),
+    waypost(["deliveries", "list", "--destination", destinationId, ...common], bare),
+    waypost(["destinations", "get", destinationId, ...common], bare),
+    waypost(["stats", "--destination", destinationId, ...common], bare),
+    waypost(["deliveries", "retry", "--destination", destinationId, "--status", "expired", ...common], bare),
+  ]);
+  for (const result of [get, list, destination, stats, retryMatching]) {
+    expect(result.code, result.stderr).toBe(0);
+    expect(() => JSON.parse(result.stdout)).not.toThrow();
+  }
+  expect(JSON.parse(get.stdout).delivery.id).toBe(deliveredId);
+  // The server answered (the delivery is delivered already): the flags were taken, not refused.
+  expect(retryOne.code).toBe(1);
+  expect(retryOne.stderr).toMatch(/^waypost: failed_precondition: delivery \d+ is delivered/);
+
+  // send authenticates with its write key; the common --token is accepted all the same.
+  const delivered = server.waitForDeliveries(1);
+  const send = await waypost(["send", "track", "--write-key", writeKey, "--user", "flo", "--event", "E", ...common], bare);
+  expect(send.code, send.stderr).toBe(0);
+  expect(JSON.parse(send.stdout).messageId).toMatch(/\S/);
+  await delivered;
+});
+
+test("--destination takes a name as well as an id; a name several destinations have is a usage error listing them", async () => {
+  const [byId, byName, statsByName] = await Promise.all([
+    waypostJson<{ deliveries: DeliveryJson[] }>(["deliveries", "list", "--destination", destinationId], env),
+    waypostJson<{ deliveries: DeliveryJson[] }>(["deliveries", "list", "--destination", "hooks"], env),
+    waypostJson<{ destinationId: string }>(["stats", "--destination", "hooks"], env),
+  ]);
+  expect(byName.deliveries.map((d) => d.id)).toEqual(byId.deliveries.map((d) => d.id));
+  expect(statsByName.destinationId).toBe(destinationId);
+
+  const twins = [
+    await server.createDestination({ name: "twin", sourceIds: [], webhooks: [{ url: receiver.url }] }),
+    await server.createDestination({ name: "twin", sourceIds: [], webhooks: [{ url: receiver.url }] }),
+  ];
+  const [ambiguous, unknown] = await Promise.all([
+    waypost(["deliveries", "retry", "--destination", "twin", "--status", "failed"], env),
+    waypost(["stats", "--destination", "nobody"], env),
+  ]);
+  expect(ambiguous.code).toBe(2);
+  expect(ambiguous.stderr).toContain('--destination: 2 destinations are named "twin"; give one\'s id:');
+  for (const twin of twins) expect(ambiguous.stderr).toContain(`  ${twin.id}  twin\n`);
+  expect(unknown.code).toBe(2);
+  expect(unknown.stderr).toContain('--destination: no destination has the id or name "nobody"');
+});
+
+test("deliveries tail starts from now: what finished before is shown only when asked for with -n", async () => {
+  // The tail's polls, seen by the server: once a second one arrives, the first has answered and the tail follows.
+  let polls = 0;
+  const following = new Promise<void>((resolve) => {
+    onListDeliveries = () => {
+      if (++polls === 2) resolve();
+    };
+  });
+  const tail = startWaypost(["deliveries", "tail", "--destination", destinationId], env);
+  await following;
+  const done = server.waitForDeliveries(1);
+  const { messageId } = await waypostJson<{ messageId: string }>(["send", "track", "--write-key", writeKey, "--user", "erin", "--event", "Now"], env);
+  await done;
+  await tail.waitForLine((l) => l.includes(messageId));
+  tail.child.kill("SIGINT");
+  expect(await tail.exited).toBe(0);
+  // Deliveries of this destination had finished before the tail began; none of them is printed.
+  expect(tail.lines).toHaveLength(1);
+  expect(tail.lines[0]).toContain(messageId);
 });

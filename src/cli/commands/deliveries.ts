@@ -11,8 +11,9 @@ import {
 } from "../../../gen/waypost/v1/delivery_pb.js";
 import { UsageError } from "../errors.js";
 import { fields, parseCount, parseStatuses, parseTime, statusText } from "../format.js";
-import type { Wire } from "../context.js";
+import type { CliContext, Wire } from "../context.js";
 import { deliveryRows, describeDelivery } from "./delivery-text.js";
+import { resolveDestinationRef } from "./destination-ref.js";
 import { tailDeliveries } from "./tail.js";
 
 interface FilterFlags {
@@ -24,10 +25,12 @@ interface FilterFlags {
   until?: string;
 }
 
-/** The ListDeliveries/RetryDeliveries filter fields from the flags. */
-export function filterFromFlags(flags: FilterFlags) {
+const filterFlagNames = ["destination", "status", "messageId", "userId", "since", "until"] as const;
+
+/** The ListDeliveries/RetryDeliveries filter fields from the flags (--destination: an id or a name). */
+async function filterFromFlags(ctx: CliContext, flags: FilterFlags) {
   return {
-    destinationId: flags.destination ?? "",
+    destinationId: flags.destination === undefined ? "" : await resolveDestinationRef(ctx, flags.destination),
     statuses: flags.status === undefined ? [] : parseStatuses(flags.status),
     messageId: flags.messageId ?? "",
     userId: flags.userId ?? "",
@@ -38,7 +41,7 @@ export function filterFromFlags(flags: FilterFlags) {
 
 function filterOptions(command: Command, destination: string): Command {
   return command
-    .option("--destination <id>", destination)
+    .option("--destination <id|name>", destination)
     .option("--status <statuses>", "pending, retrying, delivered, failed, expired, cancelled; several: failed,expired")
     .option("--message-id <id>", "the call's messageId")
     .option("--user-id <id>", "the call's userId")
@@ -54,11 +57,12 @@ export function registerDeliveries(program: Command, wire: Wire): void {
     .action(
       wire(async (ctx, flags: FilterFlags & { limit: string }) => {
         const limit = parseCount(flags.limit, "--limit");
+        const filter = await filterFromFlags(ctx, flags);
         const client = ctx.admin(DeliveryService);
         const all = create(ListDeliveriesResponseSchema);
         do {
           const page = await client.listDeliveries(
-            { ...filterFromFlags(flags), pageSize: Math.min(500, limit - all.deliveries.length), pageToken: all.nextPageToken, view: DeliveryView.BASIC },
+            { ...filter, pageSize: Math.min(500, limit - all.deliveries.length), pageToken: all.nextPageToken, view: DeliveryView.BASIC },
             { signal: ctx.signal },
           );
           all.deliveries.push(...page.deliveries);
@@ -89,15 +93,16 @@ export function registerDeliveries(program: Command, wire: Wire): void {
     wire(async (ctx, id: string | undefined, flags: FilterFlags) => {
       const client = ctx.admin(DeliveryService);
       if (id !== undefined) {
-        if (Object.values(flags).some((v) => v !== undefined)) {
+        // Only the filters: the common flags (--json, --url, --token) go with an id too.
+        if (filterFlagNames.some((name) => flags[name] !== undefined)) {
           throw new UsageError("give a delivery id, or --destination with filters, not both");
         }
         const response = await client.retryDelivery({ id });
         ctx.print(RetryDeliveryResponseSchema, response, () => `delivery ${id} is ${statusText(response.delivery!.status)}: it will be sent again now`);
         return;
       }
-      if (!flags.destination) throw new UsageError("give a delivery id, or --destination ID to retry every matching delivery");
-      const { destinationId, statuses, messageId, userId, since, until } = filterFromFlags(flags);
+      if (!flags.destination) throw new UsageError("give a delivery id, or --destination ID|NAME to retry every matching delivery");
+      const { destinationId, statuses, messageId, userId, since, until } = await filterFromFlags(ctx, flags);
       const response = await client.retryDeliveries({ destinationId, statuses, messageId, userId, since, until });
       ctx.print(RetryDeliveriesResponseSchema, response, () =>
         fields([
@@ -112,11 +117,12 @@ export function registerDeliveries(program: Command, wire: Wire): void {
     deliveries.command("tail").description("follow deliveries as they finish, until Ctrl-C (with --json: one JSON object per line)"),
     "only this destination's (default: every destination)",
   )
-    .option("-n, --lines <n>", "show this many recent ones first (0: none)", "10")
+    // From now on by default: what finished before is history, asked for with -n.
+    .option("-n, --lines <n>", "first show this many that finished before (default: none, only what finishes from now on)", "0")
     .action(
       wire(async (ctx, flags: FilterFlags & { lines: string }) => {
         const lines = flags.lines === "0" ? 0 : parseCount(flags.lines, "--lines");
-        await tailDeliveries(ctx, ctx.admin(DeliveryService), filterFromFlags(flags), lines);
+        await tailDeliveries(ctx, ctx.admin(DeliveryService), await filterFromFlags(ctx, flags), lines);
       }),
     );
 }

@@ -5,9 +5,9 @@ import {
   GetDestinationStatsResponseSchema,
   type GetDestinationStatsResponse,
 } from "../../../gen/waypost/v1/delivery_pb.js";
-import { DestinationService, type Destination } from "../../../gen/waypost/v1/destination_pb.js";
 import { table } from "../format.js";
 import type { Wire } from "../context.js";
+import { listAllDestinations, resolveDestinationRef } from "./destination-ref.js";
 
 const percent = (rate: number | undefined) => (rate === undefined ? "-" : `${(rate * 100).toFixed(1)}%`);
 
@@ -35,22 +35,16 @@ export function registerStats(program: Command, wire: Wire): void {
   program
     .command("stats")
     .description("delivered, failed and expired in the last hour and 24 h, success rate, latency, backlog (--json adds the per-minute series)")
-    .option("--destination <id>", "one destination (default: every destination)")
+    .option("--destination <id|name>", "one destination (default: every destination)")
     .action(
       wire(async (ctx, flags: { destination?: string }) => {
         const deliveries = ctx.admin(DeliveryService);
         if (flags.destination) {
-          const stats = await deliveries.getDestinationStats({ destinationId: flags.destination });
+          const stats = await deliveries.getDestinationStats({ destinationId: await resolveDestinationRef(ctx, flags.destination) });
           ctx.print(GetDestinationStatsResponseSchema, stats, () => rows([stats], new Map()) + `${stats.series.length} active minutes in the last 24 h (--json shows them)\n`);
           return;
         }
-        const destinations: Destination[] = [];
-        let pageToken = "";
-        do {
-          const page = await ctx.admin(DestinationService).listDestinations({ pageSize: 500, pageToken }, { signal: ctx.signal });
-          destinations.push(...page.destinations);
-          pageToken = page.nextPageToken;
-        } while (pageToken);
+        const destinations = await listAllDestinations(ctx);
         const all = await Promise.all(destinations.map((d) => deliveries.getDestinationStats({ destinationId: d.id }, { signal: ctx.signal })));
         // Several RPCs: one document with each response under "destinations".
         ctx.printJson({ destinations: all.map((s) => toJson(GetDestinationStatsResponseSchema, s)) }, () =>

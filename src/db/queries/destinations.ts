@@ -168,3 +168,10 @@ export async function loadDestinationConfigs(db: Queryable, ids: readonly string
   });
   return new Map(result.rows.map((row) => [row.id, row]));
 }
+
+/** Names of the given destinations (deleted ones are missing). */
+export async function selectDestinationNames(db: Queryable, ids: readonly string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const result = await db.query<{ id: string; name: string }>("SELECT id, name FROM destinations WHERE id = ANY($1::uuid[])", [ids]);
+  return new Map(result.rows.map((row) => [row.id, row.name]));
+}

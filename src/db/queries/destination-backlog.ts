@@ -1,0 +1,23 @@
+import type pg from "pg";
+import { withTransaction } from "../pool.js";
+
+/**
+ * Unfinished deliveries (pending + retrying) of every destination, 0 for
+ * those without any, so a gauge falls to 0 rather than vanishing. Each count
+ * reads only the destination's part of the lane index (unfinished rows
+ * only), so its cost follows the backlog, not the table. The statement
+ * timeout bounds a scrape when the backlog is huge or the database slow.
+ */
+export async function selectDestinationBacklogs(pool: pg.Pool, timeoutMs: number): Promise<Map<string, number>> {
+  return withTransaction(pool, async (client) => {
+    await client.query(`SET LOCAL statement_timeout = ${Math.max(1, Math.round(timeoutMs))}`);
+    const result = await client.query<{ id: string; backlog: string }>(
+      `SELECT d.id,
+              (SELECT count(*) FROM deliveries j
+                WHERE j.destination_id = d.id AND j.status IN ('pending', 'retrying')) AS backlog
+         FROM destinations d`,
+    );
+    return new Map(result.rows.map((row) => [row.id, Number(row.backlog)]));
+  });
+}
+

@@ -1,0 +1,23 @@
+import type { Config } from "./config.js";
+
+/**
+ * The fields of the start-up line: the settings that change what the
+ * service accepts and where it sends (so a wrong one shows in the first
+ * line of the log, not in a failed delivery later), and where the console is.
+ * No secret is among them.
+ */
+export function startupSummary(config: Config, url: string): Record<string, unknown> {
+  const delivery = config.delivery;
+  const delivers = config.role !== "api";
+  const serves = config.role !== "worker";
+  return {
+    url,
+    role: config.role,
+    ...(serves ? { consoleUrl: `${url}/console/`, corsOrigins: config.corsOrigins ?? "*" } : {}),
+    // Checked when destinations are saved (api) and before each request (worker): true, false, or the CIDR ranges allowed even so.
+    privateDestinations: delivery.allowPrivateDestinations ? true : delivery.allowedCidrs.length > 0 ? delivery.allowedCidrs : false,
+    ...(delivers ? { concurrency: delivery.concurrency, perDestinationConcurrency: delivery.perDestinationConcurrency } : {}),
+    retentionDays: config.retentionMs / (24 * 60 * 60_000),
+    database: config.databaseUrl ? "DATABASE_URL" : `embedded in ${config.dataDir}`,
+  };
+}

@@ -1,0 +1,43 @@
+import { expect, test } from "vitest";
+import { loadConfig } from "../src/config.js";
+import { startupSummary } from "../src/startup-summary.js";
+
+const url = "http://127.0.0.1:8080";
+
+test("role all: the console, CORS, private destinations, concurrency and retention as they are in effect", () => {
+  const config = loadConfig({
+    WAYPOST_CORS_ORIGINS: "https://shop.example.com",
+    WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "10.0.0.0/8",
+    WAYPOST_DELIVERY_CONCURRENCY: "200",
+    WAYPOST_RETENTION_DAYS: "3",
+    DATABASE_URL: "postgres://waypost:hunter2-secret@db/waypost",
+  });
+  const summary = startupSummary(config, url);
+  expect(summary).toEqual({
+    url,
+    role: "all",
+    consoleUrl: "http://127.0.0.1:8080/console/",
+    corsOrigins: ["https://shop.example.com"],
+    privateDestinations: ["10.0.0.0/8"],
+    concurrency: 200,
+    perDestinationConcurrency: 64,
+    retentionDays: 3,
+    database: "DATABASE_URL",
+  });
+  expect(JSON.stringify(summary)).not.toContain("hunter2-secret");
+});
+
+test("defaults read as such: any origin, private destinations refused, the embedded database", () => {
+  expect(startupSummary(loadConfig({}), url)).toMatchObject({ corsOrigins: "*", privateDestinations: false, database: "embedded in ./.waypost" });
+  expect(startupSummary(loadConfig({ WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "true" }), url).privateDestinations).toBe(true);
+});
+
+test("each role shows what it runs: a worker has no console or CORS, an API process no delivery concurrency", () => {
+  const worker = startupSummary(loadConfig({ WAYPOST_ROLE: "worker" }), url);
+  expect(worker).toMatchObject({ role: "worker", concurrency: 1024 });
+  expect(worker).not.toHaveProperty("consoleUrl");
+  expect(worker).not.toHaveProperty("corsOrigins");
+  const api = startupSummary(loadConfig({ WAYPOST_ROLE: "api" }), url);
+  expect(api).toMatchObject({ role: "api", consoleUrl: `${url}/console/`, privateDestinations: false });
+  expect(api).not.toHaveProperty("concurrency");
+});
