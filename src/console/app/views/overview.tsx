@@ -32,7 +32,7 @@ type Period = (typeof periods)[number];
  * period (kept in the query string, so a reload keeps it).
  */
 export function OverviewView() {
-  const { query, path, route } = useLocation();
+  const { query } = useLocation();
   const period = periods.find((p) => p.key === query.period) ?? periods[2];
   const loaded = useLoad(async (api) => {
     const destinations = await listAll(
@@ -50,21 +50,15 @@ export function OverviewView() {
   return (
     <section>
       <h1>Overview</h1>
-      <fieldset class="period">
-        <legend>Chart period</legend>
+      <nav class="period" aria-label="Chart period">
+        <span class="hint">Chart period:</span>
         {periods.map((p) => (
-          <label key={p.key}>
-            <input
-              type="radio"
-              name="period"
-              value={p.key}
-              checked={p === period}
-              onChange={() => route(`${path}?period=${p.key}`, true)}
-            />{" "}
+          // Links rather than a form: the period is in the address, so a reload or a bookmark keeps it.
+          <a key={p.key} href={`/console/?period=${p.key}`} aria-current={p === period ? "true" : undefined}>
             {p.label}
-          </label>
+          </a>
         ))}
-      </fieldset>
+      </nav>
       <ErrorMessage error={loaded.error} />
       {loaded.data?.length === 0 && (
         <p>
