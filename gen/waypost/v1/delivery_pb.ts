@@ -121,6 +121,9 @@ export type Delivery = Message<"waypost.v1.Delivery"> & {
   createTime?: Timestamp | undefined;
 
   /**
+   * When the first attempt started; a replay keeps it (it restarts only the
+   * retry window).
+   *
    * @generated from field: google.protobuf.Timestamp first_attempt_time = 9;
    */
   firstAttemptTime?: Timestamp | undefined;
@@ -131,6 +134,9 @@ export type Delivery = Message<"waypost.v1.Delivery"> & {
   nextAttemptTime?: Timestamp | undefined;
 
   /**
+   * When the delivery reached its final state: after an attempt, when that
+   * attempt ended (the last to end, with several webhooks).
+   *
    * @generated from field: google.protobuf.Timestamp finalize_time = 11;
    */
   finalizeTime?: Timestamp | undefined;
