@@ -1,6 +1,6 @@
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { DeliveryStatus, type Delivery } from "../../gen/waypost/v1/delivery_pb.js";
+import { DeliveryOrder, DeliveryStatus, type Delivery } from "../../gen/waypost/v1/delivery_pb.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { completionsOf, ManualClock, startTestServer, type TestServer } from "../helpers/server.js";
 
@@ -49,7 +49,7 @@ test("Finished is when the last attempt ended, not when it started", async () =>
   expect(ms(delivery.firstAttemptTime)).toBe(start.getTime());
   expect(ms(delivery.finalizeTime)).toBe(ms(attempt.attemptTime) + attempt.latencyMs);
   // The finish feed and the list carry the same time.
-  const feed = await server.deliveries.listDeliveries({ destinationId: slowId, order: 2 });
+  const feed = await server.deliveries.listDeliveries({ destinationId: slowId, order: DeliveryOrder.FINISH_TIME_DESC });
   expect(ms(feed.deliveries[0]!.finalizeTime)).toBe(ms(delivery.finalizeTime));
 });
 

@@ -15,8 +15,9 @@ const openRefreshMs = 2_000;
 /**
  * Refreshes after "Retry all matching": the server replays in the
  * background, so the first reload may come before any delivery has moved
- * and show nothing open to keep refreshing for. 15 refreshes (about 30 s)
- * cover a replay of tens of thousands; later, Refresh does.
+ * and show nothing open to keep refreshing for. Once the replay's first
+ * batch has moved some, their open rows keep the page refreshing; 15
+ * refreshes (about 30 s) leave that batch ample time.
  */
 const refreshesAfterReplay = 15;
 
