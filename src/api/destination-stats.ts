@@ -1,12 +1,14 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { StatsMinuteSchema, type GetDestinationStatsResponseSchema } from "../../gen/waypost/v1/delivery_pb.js";
+import { StatsMinuteSchema, StatsWindowSchema, type GetDestinationStatsResponseSchema } from "../../gen/waypost/v1/delivery_pb.js";
 import type { DeliveryStatus as StatusName } from "../db/job-table/index.js";
 import { selectDestinationStats } from "../db/queries/deliveries.js";
-import { selectLatencyPercentiles, selectMinuteSeries, type MinuteRow } from "../db/queries/delivery-stats.js";
+import { selectLatencyPercentiles, selectMinuteSeries, type LatencyRow, type MinuteRow } from "../db/queries/delivery-stats.js";
 import type { Queryable } from "../db/pool.js";
 
 const minuteMs = 60_000;
+/** The windows of `windows`, in minutes: the last hour, 6 hours and 24 hours. */
+const windowMinutes = [60, 360, 1440] as const;
 
 /**
  * A destination's figures at `now`. The windows are whole minutes, the same
@@ -19,16 +21,15 @@ export async function destinationStats(
   now: Date,
 ): Promise<MessageInitShape<typeof GetDestinationStatsResponseSchema>> {
   const minute = Math.floor(now.getTime() / minuteMs) * minuteMs;
-  const hour = new Date(minute - 59 * minuteMs);
-  const day = new Date(minute - 1439 * minuteMs);
+  const starts = windowMinutes.map((n) => new Date(minute - (n - 1) * minuteMs));
   const [stats, series, latency] = await Promise.all([
     selectDestinationStats(db, destinationId, new Date(now.getTime() - 3_600_000)),
-    selectMinuteSeries(db, destinationId, day),
-    selectLatencyPercentiles(db, destinationId, hour, day),
+    selectMinuteSeries(db, destinationId, starts[2]!),
+    selectLatencyPercentiles(db, destinationId, starts),
   ]);
   const count = (status: StatusName) => BigInt(stats.counts[status] ?? "0");
-  const lastHour = totals(series.filter((m) => m.minute >= hour));
-  const lastDay = totals(series);
+  const [lastHour, last6h, lastDay] = starts.map((start) => totals(series.filter((m) => m.minute >= start))) as [Totals, Totals, Totals];
+  const [hourLatency, , dayLatency] = latency as [LatencyRow, LatencyRow, LatencyRow];
   return {
     destinationId,
     pending: count("pending"),
@@ -48,10 +49,26 @@ export async function destinationStats(
     expiredLast24h: BigInt(lastDay.expired),
     successRateLastHour: successRate(lastHour),
     successRateLast24h: successRate(lastDay),
-    p50LatencyMsLastHour: latency.p50_hour ?? 0,
-    p99LatencyMsLastHour: latency.p99_hour ?? 0,
-    p50LatencyMsLast24h: latency.p50_day ?? 0,
-    p99LatencyMsLast24h: latency.p99_day ?? 0,
+    p50LatencyMsLastHour: hourLatency.p50 ?? 0,
+    p99LatencyMsLastHour: hourLatency.p99 ?? 0,
+    p50LatencyMsLast24h: dayLatency.p50 ?? 0,
+    p99LatencyMsLast24h: dayLatency.p99 ?? 0,
+    failedAttemptsLastHour: BigInt(lastHour.failedAttempts),
+    failedAttemptsLast24h: BigInt(lastDay.failedAttempts),
+    windows: [lastHour, last6h, lastDay].map((sum, i) =>
+      create(StatsWindowSchema, {
+        minutes: windowMinutes[i]!,
+        delivered: BigInt(sum.delivered),
+        failed: BigInt(sum.failed),
+        expired: BigInt(sum.expired),
+        successRate: successRate(sum),
+        attempts: BigInt(sum.attempts),
+        successfulAttempts: BigInt(sum.successes),
+        failedAttempts: BigInt(sum.failedAttempts),
+        p50LatencyMs: latency[i]!.p50 ?? 0,
+        p99LatencyMs: latency[i]!.p99 ?? 0,
+      }),
+    ),
     backlog: count("pending") + count("retrying"),
     series: series.map((m) =>
       create(StatsMinuteSchema, {
@@ -61,6 +78,7 @@ export async function destinationStats(
         expired: BigInt(m.expired),
         attempts: BigInt(m.attempts),
         successfulAttempts: BigInt(m.successes),
+        failedAttempts: BigInt(m.failedAttempts),
         p50LatencyMs: m.p50,
         p99LatencyMs: m.p99,
       }),
@@ -68,18 +86,23 @@ export async function destinationStats(
   };
 }
 
-function totals(minutes: readonly MinuteRow[]): { delivered: number; failed: number; expired: number } {
-  const sum = { delivered: 0, failed: 0, expired: 0 };
+type Totals = Pick<MinuteRow, "delivered" | "failed" | "expired" | "attempts" | "successes" | "failedAttempts">;
+
+function totals(minutes: readonly MinuteRow[]): Totals {
+  const sum = { delivered: 0, failed: 0, expired: 0, attempts: 0, successes: 0, failedAttempts: 0 };
   for (const m of minutes) {
     sum.delivered += m.delivered;
     sum.failed += m.failed;
     sum.expired += m.expired;
+    sum.attempts += m.attempts;
+    sum.successes += m.successes;
+    sum.failedAttempts += m.failedAttempts;
   }
   return sum;
 }
 
 /** Delivered out of everything that reached delivered, failed or expired; undefined when nothing did. */
-function successRate(sum: { delivered: number; failed: number; expired: number }): number | undefined {
+function successRate(sum: Totals): number | undefined {
   const finished = sum.delivered + sum.failed + sum.expired;
   return finished === 0 ? undefined : sum.delivered / finished;
 }

@@ -1,7 +1,7 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { startReceiver, type Receiver, type ResponsePlan } from "../helpers/receiver.js";
-import { ManualClock, startTestServer, type TestServer } from "../helpers/server.js";
+import { completionsOf, ManualClock, startTestServer, type TestServer } from "../helpers/server.js";
 
 const minute = 60_000;
 const hour = 60 * minute;
@@ -59,12 +59,13 @@ test("a per-minute series of finals, attempts and latency, and the hour and day 
     expired: Number(m.expired),
     attempts: Number(m.attempts),
     successfulAttempts: Number(m.successfulAttempts),
+    failedAttempts: Number(m.failedAttempts),
   }));
   expect(series).toEqual([
-    { start: at(0), delivered: 3, failed: 0, expired: 0, attempts: 3, successfulAttempts: 3 },
-    { start: at(5 * minute), delivered: 0, failed: 2, expired: 0, attempts: 2, successfulAttempts: 0 },
-    { start: at(10 * minute), delivered: 0, failed: 0, expired: 0, attempts: 1, successfulAttempts: 0 },
-    { start: at(4 * hour + 11 * minute), delivered: 0, failed: 0, expired: 1, attempts: 1, successfulAttempts: 0 },
+    { start: at(0), delivered: 3, failed: 0, expired: 0, attempts: 3, successfulAttempts: 3, failedAttempts: 0 },
+    { start: at(5 * minute), delivered: 0, failed: 2, expired: 0, attempts: 2, successfulAttempts: 0, failedAttempts: 2 },
+    { start: at(10 * minute), delivered: 0, failed: 0, expired: 0, attempts: 1, successfulAttempts: 0, failedAttempts: 1 },
+    { start: at(4 * hour + 11 * minute), delivered: 0, failed: 0, expired: 1, attempts: 1, successfulAttempts: 0, failedAttempts: 1 },
   ]);
   const first = stats.series[0]!;
   expect(first.p99LatencyMs).toBeGreaterThanOrEqual(400);
@@ -77,6 +78,16 @@ test("a per-minute series of finals, attempts and latency, and the hour and day 
   expect(stats.p99LatencyMsLast24h).toBeGreaterThanOrEqual(400);
   expect(stats.p50LatencyMsLast24h).toBeLessThan(400);
   expect(stats.backlog).toBe(0n);
+  expect([stats.failedAttemptsLastHour, stats.failedAttemptsLast24h]).toEqual([1n, 4n]);
+  // 6 hours back from 14:30 is 08:31: everything, as in the day.
+  expect(
+    stats.windows.map((w) => [w.minutes, w.delivered, w.failed, w.expired, w.attempts, w.successfulAttempts, w.failedAttempts, w.successRate]),
+  ).toEqual([
+    [60, 0n, 0n, 1n, 1n, 0n, 1n, 0],
+    [360, 3n, 2n, 1n, 7n, 3n, 4n, 0.5],
+    [1440, 3n, 2n, 1n, 7n, 3n, 4n, 0.5],
+  ]);
+  expect(stats.windows[1]!.p99LatencyMs).toBeGreaterThanOrEqual(400);
 });
 
 test("the series covers 24 hours; backlog counts pending and retrying", async () => {
@@ -91,4 +102,27 @@ test("the series covers 24 hours; backlog counts pending and retrying", async ()
   stats = await server.deliveries.getDestinationStats({ destinationId });
   expect(stats.backlog).toBe(2n);
   expect(stats.retrying).toBe(2n);
+});
+
+test("an endpoint that only fails shows its failed attempts before any delivery fails", async () => {
+  const dead = await startReceiver({ respond: () => ({ status: 500 }) });
+  try {
+    const source = await server.createSource("dead source");
+    const deadId = (await server.createDestination({ name: "dead", sourceIds: [source.id], webhooks: [{ url: dead.url }] })).id;
+    const attempted = completionsOf(server, deadId, 3);
+    for (let i = 0; i < 3; i++) await server.tracking(source.writeKey).track({ track: { userId: "u", event: "e" } });
+    await attempted;
+    const stats = await server.deliveries.getDestinationStats({ destinationId: deadId });
+    // Nothing has reached a final state: only the attempts say the endpoint is failing.
+    expect([stats.deliveredLastHour, stats.failedLastHour, stats.expiredLastHour, stats.successRateLastHour]).toEqual([0n, 0n, 0n, undefined]);
+    expect([stats.failedAttemptsLastHour, stats.failedAttemptsLast24h]).toEqual([3n, 3n]);
+    expect(stats.windows.map((w) => [w.minutes, w.attempts, w.failedAttempts])).toEqual([
+      [60, 3n, 3n],
+      [360, 3n, 3n],
+      [1440, 3n, 3n],
+    ]);
+    expect(stats.series.map((m) => [m.attempts, m.failedAttempts, m.failed])).toEqual([[3n, 3n, 0n]]);
+  } finally {
+    await dead.close();
+  }
 });

@@ -161,6 +161,7 @@ test("stats: every destination as a table, one as JSON with its series", async (
   expect(table.code).toBe(0);
   expect(table.stdout.split("\n")[0]).toMatch(/^DESTINATION\s+NAME\s+DELIVERED 1H\s+FAILED 1H\s+EXPIRED 1H\s+DELIVERED 24H/);
   expect(table.stdout).toMatch(new RegExp(`^${destinationId}\\s+hooks\\s+\\d+\\s+`, "m"));
+  expect(table.stdout.split("\n")[0]).toMatch(/\sFAILED TRIES 1H\s+FAILED TRIES 24H\s+BACKLOG\s*$/);
   const one = await waypostJson<{ destinationId: string; deliveredLast24h: string; series: Array<{ startTime: string; delivered?: string }> }>(
     ["stats", "--destination", destinationId],
     env,

@@ -13,7 +13,7 @@ const percent = (rate: number | undefined) => (rate === undefined ? "-" : `${(ra
 
 function rows(stats: readonly GetDestinationStatsResponse[], names: ReadonlyMap<string, string>): string {
   return table(
-    ["DESTINATION", "NAME", "DELIVERED 1H", "FAILED 1H", "EXPIRED 1H", "DELIVERED 24H", "FAILED 24H", "EXPIRED 24H", "SUCCESS 24H", "P50 24H", "P99 24H", "BACKLOG"],
+    ["DESTINATION", "NAME", "DELIVERED 1H", "FAILED 1H", "EXPIRED 1H", "DELIVERED 24H", "FAILED 24H", "EXPIRED 24H", "SUCCESS 24H", "P50 24H", "P99 24H", "FAILED TRIES 1H", "FAILED TRIES 24H", "BACKLOG"],
     stats.map((s) => [
       s.destinationId,
       names.get(s.destinationId) ?? "",
@@ -26,6 +26,9 @@ function rows(stats: readonly GetDestinationStatsResponse[], names: ReadonlyMap<
       percent(s.successRateLast24h),
       `${s.p50LatencyMsLast24h} ms`,
       `${s.p99LatencyMsLast24h} ms`,
+      // Attempts that failed, retryable ones too: a dead endpoint shows here before any delivery fails.
+      String(s.failedAttemptsLastHour),
+      String(s.failedAttemptsLast24h),
       String(s.backlog),
     ]),
   );
@@ -34,7 +37,7 @@ function rows(stats: readonly GetDestinationStatsResponse[], names: ReadonlyMap<
 export function registerStats(program: Command, wire: Wire): void {
   program
     .command("stats")
-    .description("delivered, failed and expired in the last hour and 24 h, success rate, latency, backlog (--json adds the per-minute series)")
+    .description("delivered, failed and expired in the last hour and 24 h, success rate, latency, failed attempts, backlog (--json adds the per-minute series)")
     .option("--destination <id|name>", "one destination (default: every destination)")
     .action(
       wire(async (ctx, flags: { destination?: string }) => {

@@ -2,8 +2,11 @@ import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { DeliveryStatus } from "../../../gen/waypost/v1/delivery_pb.js";
 
 export function formatTime(ts: Timestamp | undefined): string {
-  if (!ts) return "";
-  return timestampDate(ts).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+  return ts ? formatDate(timestampDate(ts)) : "";
+}
+
+export function formatDate(date: Date): string {
+  return date.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
 }
 
 export const statusLabels: Record<DeliveryStatus, string> = {

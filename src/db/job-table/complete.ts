@@ -108,12 +108,24 @@ export function recordsParameter(completions: readonly DeliveryCompletion[]): st
   return json + "]";
 }
 
+/**
+ * When the delivery finished: the end of its last attempt (start plus
+ * latency; an abandoned attempt ends when it was cut short), not the start,
+ * so a slow endpoint's Finished time comes after its First attempt time.
+ * Without attempts (a release or cancel), when the completion was made.
+ */
+function finishedAt(c: DeliveryCompletion): number {
+  let end = c.attemptedAt.getTime();
+  for (const a of c.attempts) end = Math.max(end, a.attemptedAt.getTime() + a.latencyMs);
+  return end;
+}
+
 function completionRecord(c: DeliveryCompletion): string {
   let json =
     `{"destination_id":${JSON.stringify(c.destinationId)},"id":${JSON.stringify(c.id)},"lease_token":${c.leaseToken}` +
     `,"status":"${c.status}","run_at":${c.runAt.getTime()},"attempted":${c.attempted},"attempted_at":${c.attemptedAt.getTime()}`;
   if (c.retryUrls !== null) json += `,"retry_urls":${JSON.stringify(c.retryUrls)}`;
-  if (terminal.has(c.status)) json += `,"finalized_at":${c.attemptedAt.getTime()}`;
+  if (terminal.has(c.status)) json += `,"finalized_at":${finishedAt(c)}`;
   json += `,"attempts":[`;
   for (let i = 0; i < c.attempts.length; i++) {
     const a = c.attempts[i]!;

@@ -7,11 +7,14 @@ export const replayStatus = "'retrying'::delivery_status";
 
 /**
  * A replay's new state, due at `runAt` (an SQL expression): every URL, and a
- * fresh retry window (the window runs from the first attempt, cleared here).
+ * fresh retry window (the window runs from first_attempt_at, cleared here).
+ * The first attempt ever made is kept in earliest_attempt_at, so the API's
+ * first attempt time still says when the delivery was first tried.
  * Shared with the bulk replay (replay-bulk.ts).
  */
 export function replaySet(runAt: string): string {
-  return `run_at = ${runAt}, finalized_at = NULL, first_attempt_at = NULL, retry_urls = NULL`;
+  return `run_at = ${runAt}, finalized_at = NULL, first_attempt_at = NULL, retry_urls = NULL,
+              earliest_attempt_at = coalesce(d.earliest_attempt_at, d.first_attempt_at)`;
 }
 
 const replayStatement = `WITH replayed AS (

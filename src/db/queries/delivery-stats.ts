@@ -9,6 +9,8 @@ export interface MinuteRow {
   expired: number;
   attempts: number;
   successes: number;
+  /** Retryable or permanent: the endpoint answered badly or not at all. */
+  failedAttempts: number;
   p50: number;
   p99: number;
 }
@@ -36,13 +38,14 @@ export function minuteSeriesQuery(destinationId: string, since: Date): Query {
        SELECT date_trunc('minute', attempted_at) AS minute,
               count(*) AS attempts,
               count(*) FILTER (WHERE outcome = 'success') AS successes,
+              count(*) FILTER (WHERE outcome IN ('retryable', 'permanent')) AS failed_attempts,
               percentile_disc(0.5) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE outcome <> 'abandoned') AS p50,
               percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE outcome <> 'abandoned') AS p99
          FROM delivery_attempts
         WHERE destination_id = $1 AND attempted_at >= $2
         GROUP BY 1
      )
-     SELECT coalesce(f.minute, t.minute) AS minute, f.delivered, f.failed, f.expired, t.attempts, t.successes, t.p50, t.p99
+     SELECT coalesce(f.minute, t.minute) AS minute, f.delivered, f.failed, f.expired, t.attempts, t.successes, t.failed_attempts, t.p50, t.p99
        FROM finals f FULL JOIN tries t ON t.minute = f.minute
       ORDER BY 1`,
     values: [destinationId, since],
@@ -58,6 +61,7 @@ export async function selectMinuteSeries(db: Queryable, destinationId: string, s
     expired: string | null;
     attempts: string | null;
     successes: string | null;
+    failed_attempts: string | null;
     p50: number | null;
     p99: number | null;
   }>(query.text, query.values);
@@ -68,28 +72,35 @@ export async function selectMinuteSeries(db: Queryable, destinationId: string, s
     expired: Number(r.expired ?? 0),
     attempts: Number(r.attempts ?? 0),
     successes: Number(r.successes ?? 0),
+    failedAttempts: Number(r.failed_attempts ?? 0),
     p50: r.p50 ?? 0,
     p99: r.p99 ?? 0,
   }));
 }
 
+/** Attempt latency percentiles over the attempts made since one moment. */
 export interface LatencyRow {
-  p50_hour: number | null;
-  p99_hour: number | null;
-  p50_day: number | null;
-  p99_day: number | null;
+  p50: number | null;
+  p99: number | null;
 }
 
-/** Attempt latency percentiles since `hour` and since `day` (abandoned attempts left out). */
-export async function selectLatencyPercentiles(db: Queryable, destinationId: string, hour: Date, day: Date): Promise<LatencyRow> {
-  const result = await db.query<LatencyRow>(
-    `SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE attempted_at >= $2) AS p50_hour,
-            percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE attempted_at >= $2) AS p99_hour,
-            percentile_disc(0.5) WITHIN GROUP (ORDER BY latency_ms) AS p50_day,
-            percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_ms) AS p99_day
-       FROM delivery_attempts
-      WHERE destination_id = $1 AND attempted_at >= $3 AND outcome <> 'abandoned'`,
-    [destinationId, hour, day],
+/**
+ * Attempt latency percentiles since each of `since` (abandoned attempts left
+ * out), in the same order; one scan of the earliest window.
+ */
+export async function selectLatencyPercentiles(db: Queryable, destinationId: string, since: readonly Date[]): Promise<LatencyRow[]> {
+  const earliest = new Date(Math.min(...since.map((d) => d.getTime())));
+  const columns = since.map(
+    (_d, i) =>
+      `percentile_disc(0.5) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE attempted_at >= $${i + 3}) AS p50_${i},
+            percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE attempted_at >= $${i + 3}) AS p99_${i}`,
   );
-  return result.rows[0]!;
+  const result = await db.query<Record<string, number | null>>(
+    `SELECT ${columns.join(",\n            ")}
+       FROM delivery_attempts
+      WHERE destination_id = $1 AND attempted_at >= $2 AND outcome <> 'abandoned'`,
+    [destinationId, earliest, ...since],
+  );
+  const row = result.rows[0]!;
+  return since.map((_d, i) => ({ p50: row[`p50_${i}`] ?? null, p99: row[`p99_${i}`] ?? null }));
 }

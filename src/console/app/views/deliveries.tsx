@@ -5,13 +5,21 @@ import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
 import { useLoad } from "../context.js";
 import { filterFromQuery, filterToQuery, filterToRequest } from "../delivery-filter.js";
 import { formatTime, statusLabels } from "../format.js";
-import { listAll } from "../paging.js";
+import { DestinationLink, useNames } from "../names.js";
 import { DeliveryFilters } from "./delivery-filters.js";
 import { RetryAllMatching } from "./retry-all-matching.js";
 
 const pageSize = 50;
 /** While some listed deliveries are still pending or retrying, the page refreshes itself. */
 const openRefreshMs = 2_000;
+/**
+ * Refreshes after "Retry all matching": the server replays in the
+ * background, so the first reload may come before any delivery has moved
+ * and show nothing open to keep refreshing for. Once the replay's first
+ * batch has moved some, their open rows keep the page refreshing; 15
+ * refreshes (about 30 s) leave that batch ample time.
+ */
+const refreshesAfterReplay = 15;
 
 /** Deliveries: filtered by destination, status, messageId, userId and creation time; paged. */
 export function DeliveriesView() {
@@ -23,33 +31,39 @@ export function DeliveriesView() {
   useEffect(() => setTokens([""]), [filterKey]);
   const pageToken = tokens[tokens.length - 1]!;
 
-  const destinations = useLoad(
-    (api) => listAll((t) => api.destinations.listDestinations({ pageToken: t, pageSize: 100 }), (r) => r.destinations),
-    [],
-  );
+  const names = useNames();
+  const [replayRefreshes, setReplayRefreshes] = useState(0);
   const page = useLoad(
     (api) => api.deliveries.listDeliveries({ ...filterToRequest(filter), pageSize, pageToken, view: DeliveryView.BASIC }),
     [filterKey, pageToken],
   );
   const open = page.data?.deliveries.some((d) => d.status === DeliveryStatus.PENDING || d.status === DeliveryStatus.RETRYING);
+  const following = replayRefreshes > 0;
   useEffect(() => {
-    if (!open) return;
-    const timer = setTimeout(page.reload, openRefreshMs);
+    if (!open && !following) return;
+    const timer = setTimeout(() => {
+      setReplayRefreshes((n) => Math.max(0, n - 1));
+      page.reload();
+    }, openRefreshMs);
     return () => clearTimeout(timer);
-  }, [open, page.data, page.reload]);
-
-  const destinationName = (id: string) => destinations.data?.find((d) => d.id === id)?.name ?? id;
+  }, [open, following, page.data, page.reload]);
   return (
     <section>
       <h1>Deliveries</h1>
       <DeliveryFilters
         key={filterKey}
         filter={filter}
-        destinations={destinations.data ?? []}
+        destinations={names.data?.destinations ?? []}
         onApply={(next) => route(`${path}${filterToQuery(next)}`)}
       />
-      <RetryAllMatching filter={filter} onQueued={page.reload} />
-      <ErrorMessage error={page.error ?? destinations.error} />
+      <RetryAllMatching
+        filter={filter}
+        onQueued={() => {
+          setReplayRefreshes(refreshesAfterReplay);
+          page.reload();
+        }}
+      />
+      <ErrorMessage error={page.error ?? names.error} />
       <table aria-label="Deliveries">
         <HeaderRow columns={["ID", "Created", "Destination", "Type", "Message ID", "User ID", "Status", "Attempts", "Finished"]} />
         <tbody>
@@ -62,7 +76,9 @@ export function DeliveriesView() {
                 </a>
               </td>
               <td>{formatTime(d.createTime)}</td>
-              <td>{destinationName(d.destinationId)}</td>
+              <td>
+                <DestinationLink id={d.destinationId} names={names.data} />
+              </td>
               <td>{d.type}</td>
               <td>
                 <code>{d.messageId}</code>

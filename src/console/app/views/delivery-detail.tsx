@@ -1,8 +1,14 @@
+import type { ComponentChild } from "preact";
 import { useEffect } from "preact/hooks";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { AttemptOutcome, DeliveryStatus, type Delivery } from "../../../../gen/waypost/v1/delivery_pb.js";
+import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
+import { BodyView } from "../body-view.js";
 import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
 import { useAction, useLoad } from "../context.js";
+import { holdOf, retryableStatuses, retryHint } from "../delivery-hold.js";
 import { formatTime, statusLabels } from "../format.js";
+import { DestinationLink, SourceLink, useNames, type Names } from "../names.js";
 
 const outcomes: Record<AttemptOutcome, string> = {
   [AttemptOutcome.UNSPECIFIED]: "",
@@ -12,27 +18,44 @@ const outcomes: Record<AttemptOutcome, string> = {
   [AttemptOutcome.ABANDONED]: "abandoned",
 };
 
-const retryable = new Set([DeliveryStatus.FAILED, DeliveryStatus.EXPIRED, DeliveryStatus.RETRYING]);
 const refreshMs = 2_000;
 
-/** One delivery: the exact body and headers sent, every attempt, and Retry. */
+/** One delivery: the exact body and headers sent, every attempt, what holds it, and Retry. */
 export function DeliveryDetailView(props: { params: { id: string } }) {
   const id = props.params.id;
-  const loaded = useLoad(async (api) => (await api.deliveries.getDelivery({ id })).delivery, [id]);
+  // The destination is read with every refresh: whether its circuit holds the delivery changes.
+  const loaded = useLoad(
+    async (api) => {
+      const delivery = (await api.deliveries.getDelivery({ id })).delivery;
+      const destination = delivery
+        ? await api.destinations.getDestination({ id: delivery.destinationId }).then(
+            (r) => r.destination,
+            (error: unknown) => {
+              if (error instanceof ConnectError && error.code === Code.NotFound) return undefined;
+              throw error;
+            },
+          )
+        : undefined;
+      return { delivery, destination };
+    },
+    [id],
+  );
+  const names = useNames();
   const action = useAction();
-  const delivery = loaded.data;
+  const delivery = loaded.data?.delivery;
   const open = delivery?.status === DeliveryStatus.PENDING || delivery?.status === DeliveryStatus.RETRYING;
   useEffect(() => {
     if (!open) return;
     const timer = setTimeout(loaded.reload, refreshMs);
     return () => clearTimeout(timer);
-  }, [open, delivery, loaded.reload]);
+  }, [open, loaded.data, loaded.reload]);
 
   async function retry() {
     await action.run((api) => api.deliveries.retryDelivery({ id }));
     loaded.reload();
   }
 
+  const hold = delivery && holdOf(delivery, loaded.data?.destination, new Date());
   return (
     <section>
       <h1>Delivery {id}</h1>
@@ -42,16 +65,26 @@ export function DeliveryDetailView(props: { params: { id: string } }) {
       <ErrorMessage error={loaded.error ?? action.error} />
       {delivery && (
         <>
-          <Summary delivery={delivery} />
-          <p>
-            <button type="button" disabled={!retryable.has(delivery.status) || action.busy} onClick={retry}>
+          {hold && (
+            <p role="status" class="held">
+              {hold}
+            </p>
+          )}
+          <Summary delivery={delivery} destination={loaded.data?.destination} names={names.data} held={hold !== undefined} />
+          <p class="retry">
+            <button
+              type="button"
+              disabled={!retryableStatuses.has(delivery.status) || action.busy}
+              aria-describedby="retry-hint"
+              onClick={retry}
+            >
               Retry
-            </button>
+            </button>{" "}
+            <span id="retry-hint" class="hint">
+              {retryHint(delivery, hold !== undefined)}
+            </span>
           </p>
-          <h2 id="body-heading">Body</h2>
-          <pre class="body" aria-labelledby="body-heading">
-            {delivery.body}
-          </pre>
+          <BodyView body={delivery.body} />
           <RequestHeaders delivery={delivery} />
           <Attempts delivery={delivery} />
         </>
@@ -60,18 +93,23 @@ export function DeliveryDetailView(props: { params: { id: string } }) {
   );
 }
 
-function Summary(props: { delivery: Delivery }) {
+function Summary(props: { delivery: Delivery; destination: Destination | undefined; names: Names | undefined; held: boolean }) {
   const d = props.delivery;
-  const rows: Array<[string, string]> = [
+  // Names from the fresh destination first: it was just read.
+  const names: Names | undefined = props.destination
+    ? { destinations: [props.destination], sources: props.names?.sources ?? [] }
+    : props.names;
+  const nextAttempt = props.held ? "held (see above)" : formatTime(d.nextAttemptTime);
+  const rows: Array<[string, ComponentChild]> = [
     ["Status", statusLabels[d.status]],
     ["Type", d.type],
     ["Message ID", d.messageId],
     ["User ID", d.userId || d.anonymousId],
-    ["Destination", d.destinationId],
-    ["Source", d.sourceId],
+    ["Destination", <DestinationLink id={d.destinationId} names={names} />],
+    ["Source", <SourceLink id={d.sourceId} names={names} />],
     ["Created", formatTime(d.createTime)],
     ["First attempt", formatTime(d.firstAttemptTime)],
-    ["Next attempt", formatTime(d.nextAttemptTime)],
+    ["Next attempt", nextAttempt],
     ["Finished", formatTime(d.finalizeTime)],
     ["Attempts", String(d.attemptCount)],
   ];

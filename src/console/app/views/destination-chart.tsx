@@ -4,41 +4,48 @@ import uPlot from "uplot";
 import type { StatsMinute } from "../../../../gen/waypost/v1/delivery_pb.js";
 
 const minute = 60;
-const day = 24 * 60 * minute;
+
+/** Per minute: start (epoch seconds), delivered, failed (failed or expired), failed attempts. */
+export type ChartData = [number[], number[], number[], number[]];
 
 /**
  * The series leaves out quiet minutes; the chart wants every minute of the
- * last 24 hours, so they are filled in as zeros.
+ * period (the last `minutes` minutes, the current one included), so they
+ * are filled in as zeros.
  */
-export function perMinute(series: StatsMinute[], nowMs: number): [number[], number[], number[]] {
+export function perMinute(series: StatsMinute[], nowMs: number, minutes: number): ChartData {
   const end = Math.floor(nowMs / 1000 / minute) * minute;
-  const start = end - day + minute;
-  const xs: number[] = [];
-  const delivered: number[] = [];
-  const failed: number[] = [];
+  const start = end - (minutes - 1) * minute;
+  const data: ChartData = [[], [], [], []];
   for (let t = start; t <= end; t += minute) {
-    xs.push(t);
-    delivered.push(0);
-    failed.push(0);
+    data[0].push(t);
+    data[1].push(0);
+    data[2].push(0);
+    data[3].push(0);
   }
   for (const point of series) {
     if (!point.startTime) continue;
     const t = Math.floor(timestampDate(point.startTime).getTime() / 1000 / minute) * minute;
     const i = (t - start) / minute;
-    if (i < 0 || i >= xs.length) continue;
-    delivered[i]! += Number(point.delivered);
-    failed[i]! += Number(point.failed) + Number(point.expired);
+    if (i < 0 || i >= data[0].length) continue;
+    data[1][i]! += Number(point.delivered);
+    data[2][i]! += Number(point.failed) + Number(point.expired);
+    data[3][i]! += Number(point.failedAttempts);
   }
-  return [xs, delivered, failed];
+  return data;
 }
 
-/** Delivered and failed (failed or expired) per minute over the last 24 hours, drawn by uPlot. */
-export function DestinationChart(props: { name: string; series: StatsMinute[] }) {
+/**
+ * Delivered and failed deliveries per minute, and failed attempts (retryable
+ * ones too: an endpoint that keeps failing shows here long before its
+ * deliveries fail or expire), drawn by uPlot.
+ */
+export function DestinationChart(props: { name: string; series: StatsMinute[]; minutes: number; period: string }) {
   const container = useRef<HTMLDivElement>(null);
   useEffect(() => {
     const element = container.current;
     if (!element) return;
-    const data = perMinute(props.series, Date.now());
+    const data = perMinute(props.series, Date.now(), props.minutes);
     const chart = new uPlot(
       {
         width: Math.max(320, element.clientWidth || 600),
@@ -51,6 +58,7 @@ export function DestinationChart(props: { name: string; series: StatsMinute[] })
           {},
           { label: "Delivered", stroke: "#177245", fill: "rgba(23, 114, 69, 0.12)", width: 1.5 },
           { label: "Failed", stroke: "#b42318", fill: "rgba(180, 35, 24, 0.12)", width: 1.5 },
+          { label: "Failed attempts", stroke: "#b54708", dash: [4, 3], width: 1.5 },
         ],
       },
       data,
@@ -62,11 +70,15 @@ export function DestinationChart(props: { name: string; series: StatsMinute[] })
       resize.disconnect();
       chart.destroy();
     };
-  }, [props.series]);
+  }, [props.series, props.minutes]);
   return (
     <figure class="chart">
-      <div ref={container} role="img" aria-label={`Delivered and failed per minute over the last 24 hours, ${props.name}`} />
-      <figcaption class="hint">Delivered and failed per minute, last 24 h</figcaption>
+      <div
+        ref={container}
+        role="img"
+        aria-label={`Delivered, failed and failed attempts per minute over the ${props.period}, ${props.name}`}
+      />
+      <figcaption class="hint">Delivered, failed (failed or expired) and failed attempts per minute, {props.period}</figcaption>
     </figure>
   );
 }

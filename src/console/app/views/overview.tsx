@@ -1,5 +1,6 @@
 import { useEffect } from "preact/hooks";
-import type { GetDestinationStatsResponse } from "../../../../gen/waypost/v1/delivery_pb.js";
+import { useLocation } from "preact-iso";
+import type { GetDestinationStatsResponse, StatsWindow } from "../../../../gen/waypost/v1/delivery_pb.js";
 import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
 import { ErrorMessage, HeaderRow } from "../components.js";
 import { useLoad } from "../context.js";
@@ -17,8 +18,22 @@ function ms(value: number): string {
   return value === 0 ? "–" : `${value} ms`;
 }
 
-/** Every destination: state, recent outcomes, latency, backlog and a 24-hour chart. */
+/** The periods the Overview offers, as the stats' windows (minutes). */
+const periods = [
+  { key: "1h", minutes: 60, label: "1 h", row: "Last hour", long: "last hour" },
+  { key: "6h", minutes: 360, label: "6 h", row: "Last 6 h", long: "last 6 hours" },
+  { key: "24h", minutes: 1440, label: "24 h", row: "Last 24 h", long: "last 24 hours" },
+] as const;
+type Period = (typeof periods)[number];
+
+/**
+ * Every destination: state, outcomes and failed attempts over the last
+ * hour, 6 hours and 24 hours, latency, backlog, and a chart of the chosen
+ * period (kept in the query string, so a reload keeps it).
+ */
 export function OverviewView() {
+  const { query } = useLocation();
+  const period = periods.find((p) => p.key === query.period) ?? periods[2];
   const loaded = useLoad(async (api) => {
     const destinations = await listAll(
       (pageToken) => api.destinations.listDestinations({ pageToken, pageSize: 100 }),
@@ -35,6 +50,15 @@ export function OverviewView() {
   return (
     <section>
       <h1>Overview</h1>
+      <nav class="period" aria-label="Chart period">
+        <span class="hint">Chart period:</span>
+        {periods.map((p) => (
+          // Links rather than a form: the period is in the address, so a reload or a bookmark keeps it.
+          <a key={p.key} href={`/console/?period=${p.key}`} aria-current={p === period ? "true" : undefined}>
+            {p.label}
+          </a>
+        ))}
+      </nav>
       <ErrorMessage error={loaded.error} />
       {loaded.data?.length === 0 && (
         <p>
@@ -43,14 +67,19 @@ export function OverviewView() {
       )}
       <div class="cards">
         {loaded.data?.map(({ destination, stats }) => (
-          <DestinationCard key={destination.id} destination={destination} stats={stats} />
+          <DestinationCard key={destination.id} destination={destination} stats={stats} period={period} />
         ))}
       </div>
     </section>
   );
 }
 
-function DestinationCard(props: { destination: Destination; stats: GetDestinationStatsResponse }) {
+/** Failed attempts out of all attempts: "–" without attempts. */
+function failedOf(w: StatsWindow): string {
+  return w.attempts === 0n ? "–" : `${w.failedAttempts} of ${w.attempts}`;
+}
+
+function DestinationCard(props: { destination: Destination; stats: GetDestinationStatsResponse; period: Period }) {
   const { destination: d, stats: s } = props;
   const state = destinationState(d);
   return (
@@ -61,29 +90,27 @@ function DestinationCard(props: { destination: Destination; stats: GetDestinatio
       </h2>
       <table aria-label="Outcomes">
         <caption class="hint">Backlog (pending + retrying): {s.backlog.toString()}</caption>
-        <HeaderRow columns={["Period", "Delivered", "Failed", "Expired", "Success rate", "p50", "p99"]} />
+        <HeaderRow columns={["Period", "Delivered", "Failed", "Expired", "Failed attempts", "Success rate", "p50", "p99"]} />
         <tbody>
-          <tr>
-            <th scope="row">Last hour</th>
-            <td class="num">{s.deliveredLastHour.toString()}</td>
-            <td class="num">{s.failedLastHour.toString()}</td>
-            <td class="num">{s.expiredLastHour.toString()}</td>
-            <td class="num">{rate(s.successRateLastHour)}</td>
-            <td class="num">{ms(s.p50LatencyMsLastHour)}</td>
-            <td class="num">{ms(s.p99LatencyMsLastHour)}</td>
-          </tr>
-          <tr>
-            <th scope="row">Last 24 h</th>
-            <td class="num">{s.deliveredLast24h.toString()}</td>
-            <td class="num">{s.failedLast24h.toString()}</td>
-            <td class="num">{s.expiredLast24h.toString()}</td>
-            <td class="num">{rate(s.successRateLast24h)}</td>
-            <td class="num">{ms(s.p50LatencyMsLast24h)}</td>
-            <td class="num">{ms(s.p99LatencyMsLast24h)}</td>
-          </tr>
+          {periods.map((p) => {
+            const w = s.windows.find((window) => window.minutes === p.minutes);
+            if (!w) return null;
+            return (
+              <tr key={p.key} class={p === props.period ? "chosen" : undefined}>
+                <th scope="row">{p.row}</th>
+                <td class="num">{w.delivered.toString()}</td>
+                <td class="num">{w.failed.toString()}</td>
+                <td class="num">{w.expired.toString()}</td>
+                <td class={w.failedAttempts > 0n ? "num attention" : "num"}>{failedOf(w)}</td>
+                <td class="num">{rate(w.successRate)}</td>
+                <td class="num">{ms(w.p50LatencyMs)}</td>
+                <td class="num">{ms(w.p99LatencyMs)}</td>
+              </tr>
+            );
+          })}
         </tbody>
       </table>
-      <DestinationChart name={d.name} series={s.series} />
+      <DestinationChart name={d.name} series={s.series} minutes={props.period.minutes} period={props.period.long} />
     </article>
   );
 }

@@ -47,7 +47,7 @@ export function SourcesView() {
         <tbody>
           {sources.data?.length === 0 && <EmptyRow columns={4}>No sources yet.</EmptyRow>}
           {sources.data?.map((s) => (
-            <tr key={s.id}>
+            <tr key={s.id} id={`source-${s.id}`}>
               <td>{s.name}</td>
               <td>
                 <code>{s.id}</code>

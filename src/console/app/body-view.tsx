@@ -1,0 +1,40 @@
+import { useState } from "preact/hooks";
+
+/**
+ * JSON indented for reading; anything else as it is. The body is always
+ * what was sent byte for byte, so Copy copies the original, not the
+ * indented text (a signature covers exactly those bytes).
+ */
+export function prettyBody(body: string): string {
+  try {
+    return JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    return body;
+  }
+}
+
+/** A delivery's body, indented, with a button that copies the exact bytes sent. */
+export function BodyView(props: { body: string }) {
+  const [copied, setCopied] = useState(false);
+  return (
+    <>
+      <h2 id="body-heading">Body</h2>
+      <p class="hint">
+        Indented for reading.{" "}
+        <button
+          type="button"
+          class="quiet"
+          onClick={() => {
+            void navigator.clipboard?.writeText(props.body).then(() => setCopied(true));
+          }}
+        >
+          {copied ? "Copied" : "Copy body"}
+        </button>{" "}
+        copies the exact bytes sent.
+      </p>
+      <pre class="body" aria-labelledby="body-heading">
+        {prettyBody(props.body)}
+      </pre>
+    </>
+  );
+}

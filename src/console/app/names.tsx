@@ -1,0 +1,46 @@
+import type { Destination } from "../../../gen/waypost/v1/destination_pb.js";
+import type { Source } from "../../../gen/waypost/v1/source_pb.js";
+import { useLoad, type Loaded } from "./context.js";
+import { listAll } from "./paging.js";
+
+export interface Names {
+  destinations: Destination[];
+  sources: Source[];
+}
+
+/**
+ * Every destination and source, so that pages about deliveries can show
+ * names where the API gives ids. Ids stay the fallback: a destination or
+ * source deleted since has no name left to show.
+ */
+export function useNames(): Loaded<Names> {
+  return useLoad(async (api) => {
+    const [destinations, sources] = await Promise.all([
+      listAll((t) => api.destinations.listDestinations({ pageToken: t, pageSize: 100 }), (r) => r.destinations),
+      listAll((t) => api.sources.listSources({ pageToken: t, pageSize: 100 }), (r) => r.sources),
+    ]);
+    return { destinations, sources };
+  }, []);
+}
+
+/** The destination's name, linked to its page; its id while names load or when it is gone. */
+export function DestinationLink(props: { id: string; names: Names | undefined }) {
+  const destination = props.names?.destinations.find((d) => d.id === props.id);
+  if (!destination) return <code title="Destination ID">{props.id}</code>;
+  return (
+    <a href={`/console/destinations/${props.id}`} title={props.id}>
+      {destination.name}
+    </a>
+  );
+}
+
+/** The source's name, linked to its row on the Sources page; its id while names load or when it is gone. */
+export function SourceLink(props: { id: string; names: Names | undefined }) {
+  const source = props.names?.sources.find((s) => s.id === props.id);
+  if (!source) return <code title="Source ID">{props.id}</code>;
+  return (
+    <a href={`/console/sources#source-${props.id}`} title={props.id}>
+      {source.name}
+    </a>
+  );
+}

@@ -1,0 +1,31 @@
+import type { Browser, Page } from "playwright-core";
+import { launchBrowser } from "./browser.js";
+import type { TestServer } from "./server.js";
+
+export interface ConsolePage {
+  browser: Browser;
+  page: Page;
+  /** Uncaught page errors and Content-Security-Policy violations, for a last check. */
+  problems: string[];
+}
+
+/** Chromium signed in to the console of `server`, with the clipboard allowed (Copy buttons). */
+export async function openConsole(server: TestServer): Promise<ConsolePage> {
+  const browser = await launchBrowser();
+  const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.url });
+  const page = await context.newPage();
+  page.setDefaultTimeout(10_000);
+  const problems: string[] = [];
+  page.on("pageerror", (error) => problems.push(String(error)));
+  page.on("console", (message) => {
+    if (/Content Security Policy/i.test(message.text())) problems.push(message.text());
+  });
+  // Bulk replays ask for confirmation.
+  page.on("dialog", (dialog) => void dialog.accept());
+  await page.goto(`${server.url}/console/`);
+  await page.getByLabel("Admin token").fill(server.adminToken);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("navigation", { name: "Main" }).waitFor();
+  return { browser, page, problems };
+}
