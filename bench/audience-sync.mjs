@@ -1,3 +1,4 @@
+// @ts-check
 // Audience sync at scale: a first sync of 1,000,000 members and a later sync
 // with 1% changed, through the streaming RPC, with the server's memory.
 //
@@ -116,6 +117,7 @@ function sampleRss(pid) {
 function sampleLiveHeap(server) {
   if (!server.liveHeapMb) return { stop: async () => undefined };
   let peak = 0;
+  /** @type {Promise<unknown>} */
   let pending = Promise.resolve();
   const timer = setInterval(() => {
     pending = pending.then(async () => (peak = Math.max(peak, await server.liveHeapMb())));
@@ -195,11 +197,14 @@ try {
   const headers = { authorization: `Bearer ${adminToken}` };
   const audiences = createClient(AudienceService, transport);
   const { source } = await createClient(SourceService, transport).createSource({ source: { name: "bench" } }, { headers });
+  if (!source) throw new Error("CreateSource answered without a source");
   const { destination } = await createClient(DestinationService, transport).createDestination(
     { destination: { name: "hook", sourceIds: [source.id], webhooks: [{ url: "http://127.0.0.1:9/hook" }] } },
     { headers },
   );
+  if (!destination) throw new Error("CreateDestination answered without a destination");
   const { audience } = await audiences.createAudience({ audience: { sourceId: source.id, name: "Bench Members" } }, { headers });
+  if (!audience) throw new Error("CreateAudience answered without an audience");
   report({ scenario: "audience-environment", members, per_message: perMessage, node: process.version, postgres: postgresVersion });
 
   const first = Array.from({ length: members }, (_, i) => userId(i));
@@ -207,13 +212,19 @@ try {
   // The later sync: the first `changed / 2` members leave, as many new ones join.
   const later = [...first.slice(changed / 2), ...Array.from({ length: changed / 2 }, (_, i) => userId(members + i))];
 
-  for (const [scenario, ids] of [["audience-first-sync", first], ["audience-later-sync", later]]) {
+  /** @type {Array<[string, string[]]>} */
+  const syncs = [
+    ["audience-first-sync", first],
+    ["audience-later-sync", later],
+  ];
+  for (const [scenario, ids] of syncs) {
     const idle = server.pid ? memoryOf(server.pid).rss : undefined;
     const idleHeap = server.liveHeapMb ? await server.liveHeapMb() : undefined;
     const rss = sampleRss(server.pid);
     const heap = sampleLiveHeap(server);
     const started = performance.now();
     const { counts } = await audiences.streamSyncAudience(membership(audience.id, ids), { headers, timeoutMs: 0 });
+    if (!counts) throw new Error("SyncAudience answered without counts");
     const seconds = (performance.now() - started) / 1000;
     report({
       scenario,

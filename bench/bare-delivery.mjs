@@ -1,3 +1,4 @@
+// @ts-check
 // The burn-down scenario's same-run baseline: Waypost's delivery work on
 // Waypost's own tables with nothing in between (no stages, attempt rows,
 // metrics, per-destination caps or retries), made as strong as the
@@ -55,9 +56,13 @@ export async function bareDelivery({ url, sinkUrl, count, connections = 64, infl
   const backends = await Promise.all([claimer, completer].map(async (c) => (await c.query("SELECT pg_backend_pid() AS pid")).rows[0].pid));
   const backendCpu = () => backends.reduce((sum, pid) => (sum === undefined || cpuSeconds(pid) === undefined ? undefined : sum + cpuSeconds(pid)), 0);
   const state = { posted: 0, recorded: 0, failed: 0, stop: false, lastPostAt: 0 };
+  /** @typedef {{ destination_id: string, id: string, lease_token: number, payload: string }} Job */
+  /** @type {Job[]} */
   let queue = [];
   let head = 0;
+  /** @type {Array<(job: Job | undefined) => void>} */
   const waiters = [];
+  /** @type {(() => void) | undefined} */
   let wakeClaimer;
   const take = () => {
     if (head < queue.length) {
@@ -77,23 +82,27 @@ export async function bareDelivery({ url, sinkUrl, count, connections = 64, infl
   const claiming = (async () => {
     while (!state.stop) {
       if (queue.length - head >= ahead) {
-        await new Promise((resolve) => (wakeClaimer = resolve));
+        await new Promise((resolve) => (wakeClaimer = () => resolve(undefined)));
         continue;
       }
+      /** @type {{ rows: Job[] }} */
       const { rows } = await claimer.query({ name: "bare-claim", text: claimStatement });
       if (rows.length === 0) {
         await new Promise((resolve) => setTimeout(resolve, 20));
         continue;
       }
       let i = 0;
-      while (waiters.length > 0 && i < rows.length) waiters.shift()(rows[i++]);
+      while (waiters.length > 0 && i < rows.length) waiters.shift()?.(rows[i++]);
       queue = queue.slice(head).concat(i > 0 ? rows.slice(i) : rows);
       head = 0;
     }
   })();
 
+  /** @typedef {{ destinations: string[], ids: string[], tokens: number[] }} Completions */
+  /** @type {Completions} */
   let pending = { destinations: [], ids: [], tokens: [] };
   let writing = Promise.resolve();
+  /** @type {NodeJS.Timeout | undefined} */
   let timer;
   const writeBatch = () => {
     if (timer) clearTimeout(timer);
@@ -102,7 +111,7 @@ export async function bareDelivery({ url, sinkUrl, count, connections = 64, infl
     pending = { destinations: [], ids: [], tokens: [] };
     writing = writing.then(async () => {
       const result = await completer.query({ name: "bare-done", text: doneStatement, values: [chunk.destinations, chunk.ids, chunk.tokens] });
-      state.recorded += result.rowCount;
+      state.recorded += result.rowCount ?? 0;
     });
   };
   const complete = (job) => {

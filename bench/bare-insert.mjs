@@ -1,3 +1,4 @@
+// @ts-check
 // The ingest scenario's same-run baseline: the rows one Batch of track calls
 // becomes (a message and a delivery per call), written by a bare script with
 // nothing in between: no RPC, no decoding, no validation, no routing.
@@ -55,7 +56,7 @@ export async function bareInsert({ url, sourceId, destinationId, durationMs, bat
         bodies[i] = trackBody(id, seq);
       }
       const result = await client.query({ name: "bare-insert", text: insertStatement, values: [sourceId, ids, users, bodies, destinationId] });
-      state.rows += result.rowCount;
+      state.rows += result.rowCount ?? 0;
     }
   });
   await new Promise((resolve) => setTimeout(resolve, warmupMs));

@@ -1,3 +1,4 @@
+// @ts-check
 // Summarises a V8 CPU profile (from BENCH_CPU_PROF=dir, see README) as the
 // top self-time functions and the time per module, in percent of the busy
 // (non-idle) time and in µs per unit of work when the work count is given.
@@ -71,6 +72,7 @@ function moduleOf(functionName, url) {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const [file, ...rest] = process.argv.slice(2);
+  if (!file) throw new Error("usage: node bench/profile-summary.mjs FILE.cpuprofile [--per=N] [--from=S] [--to=S] [--top=25] [--json]");
   const option = (name, fallback) => {
     const arg = rest.find((a) => a.startsWith(`--${name}=`));
     return arg ? Number(arg.slice(name.length + 3)) : fallback;
@@ -96,7 +98,12 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   if (rest.includes("--json")) process.stdout.write(JSON.stringify(out) + "\n");
   else {
     console.log(`busy ${out.busy_s} s, idle ${out.idle_s} s${per ? `, ${out.busy_us_per_unit} µs per unit over ${per}` : ""}`);
-    for (const [title, rows] of [["self time by function", out.functions], ["self time by module", out.modules]]) {
+    /** @type {Array<[string, typeof out.functions]>} */
+    const sections = [
+      ["self time by function", out.functions],
+      ["self time by module", out.modules],
+    ];
+    for (const [title, rows] of sections) {
       console.log(`\n${title}:`);
       for (const r of rows) console.log(`${String(r.pct).padStart(5)} %  ${per ? `${String(r.us_per_unit).padStart(7)} µs  ` : ""}${r.name}`);
     }

@@ -1,3 +1,4 @@
+// @ts-check
 // `npm run bench`: starts what it needs on loopback (a Postgres database, the
 // service as separate processes, a keep-alive sink process) and prints one
 // JSON object per line. Options:
@@ -34,8 +35,10 @@ const numberArg = (name) => {
   const arg = args.find((a) => a.startsWith(`--${name}=`));
   return arg ? Number(arg.slice(name.length + 3)) : undefined;
 };
-if (numberArg("duration")) sizes.durationMs = numberArg("duration");
-if (numberArg("deliveries")) sizes.burnDown = numberArg("deliveries");
+const durationArg = numberArg("duration");
+const deliveriesArg = numberArg("deliveries");
+if (durationArg) sizes.durationMs = durationArg;
+if (deliveriesArg) sizes.burnDown = deliveriesArg;
 
 const postgres = await openPostgres();
 const sink = await startSink();

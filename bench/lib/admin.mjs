@@ -1,3 +1,4 @@
+// @ts-check
 import { adminToken } from "./service.mjs";
 
 /** One admin RPC in Connect JSON, as curl would send it. */

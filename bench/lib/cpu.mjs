@@ -1,3 +1,4 @@
+// @ts-check
 import { readFileSync } from "node:fs";
 
 // /proc/<pid>/stat counts CPU time in clock ticks; Linux reports 100 per second to user space.
@@ -48,7 +49,8 @@ export async function startCpuMeter(pool, processes) {
       const used = {};
       for (const [name, pid] of Object.entries(processes)) {
         const now = cpuSeconds(pid);
-        used[name] = now === undefined || before.get(name) === undefined ? null : now - before.get(name);
+        const then = before.get(name);
+        used[name] = now === undefined || then === undefined ? null : now - then;
       }
       let postgres = 0;
       let visible = false;

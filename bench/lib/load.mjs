@@ -1,3 +1,4 @@
+// @ts-check
 import http2 from "node:http2";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { BatchRequestSchema, BatchResponseSchema } from "../../dist/gen/waypost/v1/tracking_pb.js";
@@ -23,7 +24,7 @@ export function trackingClient(baseUrl, writeKey) {
     const batch = create(BatchRequestSchema, {
       batch: Array.from({ length: size }, (_, i) => ({
         type: {
-          case: "track",
+          case: /** @type {const} */ ("track"),
           value: {
             messageId: placeholder,
             userId: `user-${i % 5000}`,

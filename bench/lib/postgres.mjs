@@ -1,3 +1,4 @@
+// @ts-check
 // The benchmark's Postgres: DATABASE_URL's server, or an embedded Postgres
 // when DATABASE_URL is unset (as `npm start` would use). Each scenario gets
 // a fresh database, so none sees another's rows.

@@ -1,3 +1,4 @@
+// @ts-check
 /**
  * Queues `count` track deliveries for one destination directly in SQL, with
  * bodies shaped as Waypost stores them, so a burn-down starts from a full

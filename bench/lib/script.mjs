@@ -1,3 +1,4 @@
+// @ts-check
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -10,5 +11,5 @@ export async function runScript(script, args, { timeoutMs = 900_000 } = {}) {
     maxBuffer: 1 << 20,
     timeout: timeoutMs,
   });
-  return JSON.parse(stdout.trim().split("\n").pop());
+  return JSON.parse(stdout.trim().split("\n").pop() ?? "");
 }

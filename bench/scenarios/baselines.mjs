@@ -1,3 +1,4 @@
+// @ts-check
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -12,18 +13,20 @@ const run = promisify(execFile);
  */
 export async function baselinesScenario({ db, sink, count, concurrency, waypostRate }) {
   const results = {};
-  for (const [name, script] of [
+  /** @type {Array<[string, string]>} */
+  const scripts = [
     ["graphile-worker", "../baseline-graphile.mjs"],
     ["pg-boss", "../baseline-pgboss.mjs"],
-  ]) {
+  ];
+  for (const [name, script] of scripts) {
     try {
       const { stdout } = await run(process.execPath, [fileURLToPath(new URL(script, import.meta.url)), db.url, sink.url, String(count), String(concurrency)], {
         maxBuffer: 1 << 20,
         timeout: 900_000,
       });
-      results[name] = JSON.parse(stdout.trim().split("\n").pop());
+      results[name] = JSON.parse(stdout.trim().split("\n").pop() ?? "");
     } catch (error) {
-      results[name] = { error: String(error.message ?? error).slice(0, 300) };
+      results[name] = { error: String((error instanceof Error ? error.message : undefined) ?? error).slice(0, 300) };
     }
   }
   const ratio = (name) => (results[name]?.per_s ? Math.round((waypostRate / results[name].per_s) * 100) / 100 : null);

@@ -1,3 +1,4 @@
+// @ts-check
 import pg from "pg";
 import { createSourceAndDestination, setEnabled } from "../lib/admin.mjs";
 import { checkpoint, startCpuMeter, transactionCount } from "../lib/cpu.mjs";

@@ -1,3 +1,4 @@
+// @ts-check
 import { run as runClientBench } from "../client-track.mjs";
 import { createSourceAndDestination } from "../lib/admin.mjs";
 import { startService } from "../lib/service.mjs";

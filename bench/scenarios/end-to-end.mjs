@@ -1,3 +1,4 @@
+// @ts-check
 import pg from "pg";
 import { createSourceAndDestination } from "../lib/admin.mjs";
 import { trackingClient } from "../lib/load.mjs";

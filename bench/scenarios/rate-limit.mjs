@@ -1,3 +1,4 @@
+// @ts-check
 import pg from "pg";
 import { createSourceAndDestination, rpc, setEnabled } from "../lib/admin.mjs";
 import { queueDeliveries } from "../lib/queue.mjs";

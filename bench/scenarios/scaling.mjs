@@ -1,3 +1,4 @@
+// @ts-check
 import pg from "pg";
 import { createSourceAndDestination, setEnabled } from "../lib/admin.mjs";
 import { percentOfCore, startCpuMeter } from "../lib/cpu.mjs";
@@ -40,6 +41,7 @@ async function measureTopology({ db, sink, topology, deliveries, durationMs, con
   const processes = [];
   for (const role of topology.roles) processes.push(await startService(db.url, { WAYPOST_ROLE: role }));
   const front = processes[0];
+  if (!front) throw new Error("a topology has at least one process");
   const named = {};
   topology.roles.forEach((role, i) => (named[role in named ? `${role}_${i + 1}` : role] = processes[i].pid));
   named.sink = sink.pid;

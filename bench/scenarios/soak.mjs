@@ -1,3 +1,4 @@
+// @ts-check
 import pg from "pg";
 import { createSourceAndDestination } from "../lib/admin.mjs";
 import { trackingClient } from "../lib/load.mjs";
@@ -35,7 +36,7 @@ export async function soakScenario({ db, sink, durationMs, rate = 4_000, windowM
   const rss = service.peakRssMb();
   await service.stop();
   await pool.end();
-  const first = windows[0].delivered_per_s;
-  const last = windows[windows.length - 1].delivered_per_s;
+  const first = windows[0]?.delivered_per_s ?? 0;
+  const last = windows[windows.length - 1]?.delivered_per_s ?? 0;
   report({ scenario: "soak", rate_per_s: rate, duration_s: durationMs / 1000, windows, last_to_first_ratio: Math.round((last / first) * 100) / 100, server_peak_rss_mb: rss });
 }
