@@ -46,12 +46,15 @@ const doneStatement = `
     FROM unnest($1::uuid[], $2::bigint[], $3::int[]) AS u(destination_id, id, lease_token)
    WHERE d.destination_id = u.destination_id AND d.id = u.id AND d.lease_token = u.lease_token`;
 
+/**
+ * @param {{ url: string, sinkUrl: string, count: number, connections?: number, inflight?: number, secret?: string, path?: string }} options
+ */
 export async function bareDelivery({ url, sinkUrl, count, connections = 64, inflight = 256, secret = "bench-secret", path = "/ok" }) {
   const claimer = new pg.Client({ connectionString: url });
   const completer = new pg.Client({ connectionString: url });
   await Promise.all([claimer.connect(), completer.connect()]);
   const http = new HttpPool(sinkUrl, { connections, keepAliveTimeout: 60_000 });
-  const headers = (signature) => ({ "content-type": "application/json", "user-agent": "Waypost/1.0", "x-signature": signature });
+  const headers = (/** @type {string} */ signature) => ({ "content-type": "application/json", "user-agent": "Waypost/1.0", "x-signature": signature });
 
   const backends = await Promise.all([claimer, completer].map(async (c) => (await c.query("SELECT pg_backend_pid() AS pid")).rows[0].pid));
   const backendCpu = () => backends.reduce((sum, pid) => (sum === undefined || cpuSeconds(pid) === undefined ? undefined : sum + cpuSeconds(pid)), 0);
@@ -114,7 +117,7 @@ export async function bareDelivery({ url, sinkUrl, count, connections = 64, infl
       state.recorded += result.rowCount ?? 0;
     });
   };
-  const complete = (job) => {
+  const complete = (/** @type {Job} */ job) => {
     pending.destinations.push(job.destination_id);
     pending.ids.push(job.id);
     pending.tokens.push(job.lease_token);
@@ -174,6 +177,7 @@ export async function bareDelivery({ url, sinkUrl, count, connections = 64, infl
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const [url, sinkUrl, count, connections, inflight] = process.argv.slice(2);
+  if (!url || !sinkUrl) throw new Error("usage: node bench/bare-delivery.mjs DATABASE_URL SINK_URL COUNT [CONNECTIONS=64] [INFLIGHT=256]");
   const result = await bareDelivery({
     url,
     sinkUrl,

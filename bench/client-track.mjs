@@ -20,12 +20,18 @@ import { parseArgs } from "node:util";
 import { create, toJsonString } from "@bufbuild/protobuf";
 import { Analytics, BatchRequestSchema, BatchResponseSchema } from "../packages/client/dist/packages/client/src/index.js";
 
-const makeCall = (i) => ({
+const makeCall = (/** @type {number} */ i) => ({
   userId: `user-${i & 1023}`,
   event: "Order Completed",
   properties: { orderId: `o-${i}`, total: 42.5, currency: "EUR", items: 3 },
 });
 
+/**
+ * Prints one result line and returns it.
+ * @template {object} T
+ * @param {T} result
+ * @returns {T}
+ */
 function print(result) {
   process.stdout.write(`${JSON.stringify({ bench: "client-track", ...result })}\n`);
   return result;
@@ -54,10 +60,10 @@ async function timeSync(ops, rounds, setup, op, teardown = async () => {}) {
   }
   // Drop the warm-up third; report the median and the best round.
   const warm = samples.slice(Math.floor(rounds / 3)).sort((a, b) => a - b);
-  return { ns_per_op: round(warm[Math.floor(warm.length / 2)]), min_ns_per_op: round(warm[0]) };
+  return { ns_per_op: round(warm[Math.floor(warm.length / 2)] ?? NaN), min_ns_per_op: round(warm[0] ?? NaN) };
 }
 
-const round = (n) => Math.round(n * 10) / 10;
+const round = (/** @type {number} */ n) => Math.round(n * 10) / 10;
 
 /**
  * A transport with no server behind it: it serialises each request to
@@ -88,6 +94,10 @@ function acknowledgingTransport() {
   return transport;
 }
 
+/**
+ * @param {number} ops
+ * @param {number} rounds
+ */
 async function benchCaller(ops, rounds) {
   const baseline = await timeSync(ops, rounds, () => /** @type {object[]} */ ([]), (queue, i) => queue.push(makeCall(i)));
   print({ name: "baseline", what: "array push of a call-shaped object", ops: ops * rounds, ...baseline });
@@ -124,6 +134,7 @@ async function benchCaller(ops, rounds) {
   });
 }
 
+/** @param {number} ops */
 async function benchAmortised(ops) {
   let failed = 0;
   const analytics = new Analytics({
@@ -149,6 +160,11 @@ async function benchAmortised(ops) {
   });
 }
 
+/**
+ * @param {string} endpoint
+ * @param {string} writeKey
+ * @param {number} calls
+ */
 async function benchEndToEnd(endpoint, writeKey, calls) {
   let failed = 0;
   let requests = 0;
@@ -178,7 +194,10 @@ async function benchEndToEnd(endpoint, writeKey, calls) {
   });
 }
 
-/** Runs every part; `endpoint` and `writeKey` enable the end-to-end part. */
+/**
+ * Runs every part; `endpoint` and `writeKey` enable the end-to-end part.
+ * @param {{ ops?: number, rounds?: number, amortisedOps?: number, endpoint?: string, writeKey?: string, calls?: number }} [options]
+ */
 export async function run(options = {}) {
   await benchCaller(options.ops ?? 1_000, options.rounds ?? 300);
   await benchAmortised(options.amortisedOps ?? 100_000);

@@ -5,19 +5,25 @@ import { BatchRequestSchema, BatchResponseSchema } from "../../dist/gen/waypost/
 
 const placeholder = "@".repeat(24);
 
+/** @typedef {ReturnType<typeof trackingClient>} TrackingClient */
+
 /**
  * A TrackingService client over HTTP/2 speaking the Connect protocol with
  * binary protobuf, as a server-side SDK would. The load generator shares the
  * machine with Postgres and the service, so it encodes one template batch
  * once and then only writes fresh messageIds into a copy of its bytes: the
  * server still decodes, validates and stores every call as usual.
+ * @param {string} baseUrl
+ * @param {string} writeKey
  */
 export function trackingClient(baseUrl, writeKey) {
   const session = http2.connect(baseUrl);
   session.on("error", () => {});
+  /** @type {Map<number, { bytes: Buffer, offsets: number[] }>} */
   const templates = new Map();
   let sequence = 0;
 
+  /** @param {number} size */
   function template(size) {
     let entry = templates.get(size);
     if (entry) return entry;
@@ -44,7 +50,11 @@ export function trackingClient(baseUrl, writeKey) {
   }
 
   return {
-    /** Sends one Batch of `size` track calls; resolves with their messageIds once acknowledged. */
+    /**
+     * Sends one Batch of `size` track calls; resolves with their messageIds once acknowledged.
+     * @param {number} size
+     * @returns {Promise<string[]>}
+     */
     sendBatch(size, prefix = "c") {
       const { bytes, offsets } = template(size);
       const body = Buffer.from(bytes);
@@ -60,6 +70,7 @@ export function trackingClient(baseUrl, writeKey) {
           "content-type": "application/proto",
           authorization: `Bearer ${writeKey}`,
         });
+        /** @type {Buffer[]} */
         const chunks = [];
         let status = 0;
         stream.on("response", (headers) => (status = Number(headers[":status"])));

@@ -10,6 +10,7 @@ import { drive } from "./end-to-end.mjs";
  * A steady end-to-end load for `durationMs` (5 minutes by default), reported
  * per 30 s window with the job table's size, to show rates do not decay as
  * dead rows accumulate (no bloat).
+ * @param {{ db: import("../lib/postgres.mjs").Database, sink: import("../lib/sink.mjs").Sink, durationMs: number, rate?: number, windowMs?: number }} options
  */
 export async function soakScenario({ db, sink, durationMs, rate = 4_000, windowMs = 30_000 }) {
   const service = await startService(db.url, {});
