@@ -79,6 +79,8 @@ async function startServer(databaseUrl, adminToken) {
       HOST: "127.0.0.1",
       WAYPOST_ROLE: "api",
       WAYPOST_ADMIN_TOKEN: adminToken,
+      // The destination below points at a closed loopback port (role "api" never sends to it).
+      WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "true",
       WAYPOST_DATA_DIR: `/tmp/waypost-bench-audience-${process.pid}`,
       WAYPOST_LOG_LEVEL: "warn",
     },
