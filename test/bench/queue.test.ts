@@ -9,9 +9,8 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { claimDeliveries, type ClaimedDelivery } from "../../src/db/job-table/index.js";
-import { runMigrations } from "../../src/db/migrate.js";
-import { createPool, type Pool, type Queryable } from "../../src/db/pool.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import type { Pool, Queryable } from "../../src/db/pool.js";
+import { openTestDatabase, type OpenTestDatabase } from "../helpers/database.js";
 
 // bench/ is plain JavaScript (type-checked by bench/tsconfig.json with JSDoc);
 // this project's tsconfig does not read JavaScript, so the imports are typed here.
@@ -51,13 +50,14 @@ const destinations = {
   ordered: "00000000-0000-4000-8000-0000000000b4",
 };
 
-let database: TestDatabase;
+let db: OpenTestDatabase;
 let pool: Pool;
+let url: string;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  pool = createPool({ connectionString: database.url });
-  await runMigrations(pool);
+  db = await openTestDatabase();
+  ({ pool } = db);
+  url = db.database.url;
   await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 'bench', 'k')", [sourceId]);
   for (const [name, id] of Object.entries(destinations)) {
     await pool.query(
@@ -67,8 +67,7 @@ beforeAll(async () => {
   }
 });
 afterAll(async () => {
-  await pool?.end();
-  await database?.drop();
+  await db?.close();
 });
 
 /** What the service's claim takes now (each test leaves nothing else due). */
@@ -109,7 +108,7 @@ test("bench/lib/queue.mjs: the deliveries it queues in SQL are claimable by the 
 
 test("bench/bare-insert.mjs: the rows of its ingest baseline are the service's messages and deliveries", async () => {
   const { bareInsert } = (await import(bench("bare-insert.mjs"))) as BareInsertModule;
-  await bareInsert({ url: database.url, sourceId, destinationId: destinations.bareInsert, durationMs: 200, batchSize: 10, connections: 1, warmupMs: 0 });
+  await bareInsert({ url, sourceId, destinationId: destinations.bareInsert, durationMs: 200, batchSize: 10, connections: 1, warmupMs: 0 });
   const inserted = await countDeliveries(destinations.bareInsert);
   expect(inserted).toBeGreaterThan(0);
 
@@ -130,7 +129,7 @@ test("bench/bare-delivery.mjs: its delivery baseline claims and completes the qu
   await new Promise<void>((resolve) => sink.listen(0, "127.0.0.1", resolve));
   try {
     const { port } = sink.address() as AddressInfo;
-    const result = await bareDelivery({ url: database.url, sinkUrl: `http://127.0.0.1:${port}`, count, connections: 4, inflight: 8 });
+    const result = await bareDelivery({ url, sinkUrl: `http://127.0.0.1:${port}`, count, connections: 4, inflight: 8 });
     expect(result).toMatchObject({ recorded: count, failed: 0 });
   } finally {
     sink.closeAllConnections();
