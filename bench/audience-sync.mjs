@@ -1,3 +1,4 @@
+// @ts-check
 // Audience sync at scale: a first sync of 1,000,000 members and a later sync
 // with 1% changed, through the streaming RPC, with the server's memory.
 //
@@ -28,15 +29,15 @@ import { storeMessages } from "../dist/src/db/queries/store-messages.js";
 import { emptyCall } from "../dist/src/ingest/call.js";
 import { buildCallPayload } from "../dist/src/ingest/payload.js";
 
-const arg = (name, fallback) => {
+const arg = (/** @type {string} */ name, /** @type {number} */ fallback) => {
   const found = process.argv.find((a) => a.startsWith(`--${name}=`));
   return found ? Number(found.split("=")[1]) : fallback;
 };
 const members = arg("members", 1_000_000);
 const perMessage = arg("per-message", 10_000);
 const changedShare = arg("changed", 0.01);
-const report = (object) => process.stdout.write(JSON.stringify(object) + "\n");
-const userId = (n) => `user-${String(n).padStart(9, "0")}`;
+const report = (/** @type {object} */ object) => process.stdout.write(JSON.stringify(object) + "\n");
+const userId = (/** @type {number} */ n) => `user-${String(n).padStart(9, "0")}`;
 
 // The server as a child process: `node -e` running startWaypost.
 const serverScript = `
@@ -58,6 +59,15 @@ const serverScript = `
   });
 `;
 
+/**
+ * @typedef {{ url: string, pid: number | undefined, liveHeapMb?: () => Promise<number>, stop: () => Promise<unknown> }} Server
+ */
+
+/**
+ * @param {string} databaseUrl
+ * @param {string} adminToken
+ * @returns {Promise<Server>}
+ */
 async function startServer(databaseUrl, adminToken) {
   // BENCH_CPU_PROF=dir writes a V8 CPU profile of the server there.
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
@@ -69,11 +79,14 @@ async function startServer(databaseUrl, adminToken) {
       HOST: "127.0.0.1",
       WAYPOST_ROLE: "api",
       WAYPOST_ADMIN_TOKEN: adminToken,
+      // The destination below points at a closed loopback port (role "api" never sends to it).
+      WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "true",
       WAYPOST_DATA_DIR: `/tmp/waypost-bench-audience-${process.pid}`,
       WAYPOST_LOG_LEVEL: "warn",
     },
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
+  /** @type {{ url: string }} */
   const { url } = await new Promise((resolve, reject) => {
     child.once("message", resolve);
     child.once("exit", (code) => reject(new Error(`server exited (${code}) before listening`)));
@@ -84,7 +97,7 @@ async function startServer(databaseUrl, adminToken) {
     /** The server's live heap in MB (after a full collection). */
     liveHeapMb: () =>
       new Promise((resolve) => {
-        const onMessage = (message) => {
+        const onMessage = (/** @type {any} */ message) => {
           if (message && typeof message.heap === "number") {
             child.off("message", onMessage);
             resolve(Math.round(message.heap / 1048576));
@@ -97,14 +110,20 @@ async function startServer(databaseUrl, adminToken) {
   };
 }
 
-/** Resident memory of a process, in MB: now (VmRSS) and its peak so far (VmHWM). */
+/**
+ * Resident memory of a process, in MB: now (VmRSS) and its peak so far (VmHWM).
+ * @param {number} pid
+ */
 function memoryOf(pid) {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const mb = (field) => Math.round(Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024);
+  const mb = (/** @type {string} */ field) => Math.round(Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024);
   return { rss: mb("VmRSS"), hwm: mb("VmHWM") };
 }
 
-/** Samples a process's RSS every 50 ms; returns the peak seen. */
+/**
+ * Samples a process's RSS every 50 ms; returns the peak seen.
+ * @param {number | undefined} pid
+ */
 function sampleRss(pid) {
   if (!pid) return { stop: () => undefined };
   let peak = memoryOf(pid).rss;
@@ -112,24 +131,38 @@ function sampleRss(pid) {
   return { stop: () => (clearInterval(timer), Math.max(peak, memoryOf(pid).rss)) };
 }
 
-/** Asks the server for its live heap once a second; returns the peak seen. */
+/**
+ * Asks the server for its live heap once a second; returns the peak seen.
+ * @param {Server} server
+ */
 function sampleLiveHeap(server) {
-  if (!server.liveHeapMb) return { stop: async () => undefined };
+  const liveHeapMb = server.liveHeapMb;
+  if (!liveHeapMb) return { stop: async () => undefined };
   let peak = 0;
+  /** @type {Promise<unknown>} */
   let pending = Promise.resolve();
   const timer = setInterval(() => {
-    pending = pending.then(async () => (peak = Math.max(peak, await server.liveHeapMb())));
+    pending = pending.then(async () => (peak = Math.max(peak, await liveHeapMb())));
   }, 1000);
   return { stop: async () => (clearInterval(timer), await pending, peak || undefined) };
 }
 
+/**
+ * The members as stream messages of `perMessage` ids, the audience named in the first.
+ * @param {string} audienceId
+ * @param {string[]} ids
+ */
 async function* membership(audienceId, ids) {
   for (let start = 0; start < ids.length; start += perMessage) {
     yield { audienceId: start === 0 ? audienceId : "", userIds: ids.slice(start, start + perMessage) };
   }
 }
 
-/** Baseline: the raw cost of writing N text ids into a plain table, chunked as the staging is. */
+/**
+ * Baseline: the raw cost of writing N text ids into a plain table, chunked as the staging is.
+ * @param {string} databaseUrl
+ * @param {string[]} ids
+ */
 async function baseline(databaseUrl, ids) {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
@@ -151,8 +184,11 @@ async function baseline(databaseUrl, ids) {
  * Baseline: the same N identify calls stored through ingestion's own
  * statement (storeMessages: messages and deliveries, 10,000 per statement),
  * payloads built in JS. What the first sync costs beyond storing its calls.
+ * @param {string} databaseUrl
+ * @param {string[]} ids
+ * @param {string} sourceId
  */
-async function baselineStore(databaseUrl, ids, sourceId, destinationId) {
+async function baselineStore(databaseUrl, ids, sourceId) {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
@@ -164,7 +200,8 @@ async function baselineStore(databaseUrl, ids, sourceId, destinationId) {
         call.userId = id;
         call.traits = { baseline: true };
         const messageId = randomUUID();
-        return { messageId, type: "identify", userId: id, payload: buildCallPayload(call, messageId, receivedAt), destinationIds: [destinationId] };
+        // Routed in the statement, as ingestion's are: to the source's one enabled destination.
+        return { messageId, type: "identify", userId: id, payload: buildCallPayload(call, messageId, receivedAt), integrations: undefined };
       });
       await storeMessages(client, sourceId, receivedAt, messages);
     }
@@ -188,18 +225,23 @@ await admin.end();
 const dbUrl = Object.assign(new URL(serverUrl), { pathname: `/${dbName}` }).toString();
 
 const external = process.env.WAYPOST_URL;
-const adminToken = external ? process.env.WAYPOST_ADMIN_TOKEN : "bench-admin-token-0123456789";
-const server = external ? { url: external, pid: undefined, stop: async () => {} } : await startServer(dbUrl, adminToken);
+const localAdminToken = "bench-admin-token-0123456789";
+const adminToken = external ? process.env.WAYPOST_ADMIN_TOKEN : localAdminToken;
+/** @type {Server} */
+const server = external ? { url: external, pid: undefined, stop: async () => {} } : await startServer(dbUrl, localAdminToken);
 try {
   const transport = createConnectTransport({ baseUrl: server.url, httpVersion: "2" });
   const headers = { authorization: `Bearer ${adminToken}` };
   const audiences = createClient(AudienceService, transport);
   const { source } = await createClient(SourceService, transport).createSource({ source: { name: "bench" } }, { headers });
+  if (!source) throw new Error("CreateSource answered without a source");
   const { destination } = await createClient(DestinationService, transport).createDestination(
     { destination: { name: "hook", sourceIds: [source.id], webhooks: [{ url: "http://127.0.0.1:9/hook" }] } },
     { headers },
   );
+  if (!destination) throw new Error("CreateDestination answered without a destination");
   const { audience } = await audiences.createAudience({ audience: { sourceId: source.id, name: "Bench Members" } }, { headers });
+  if (!audience) throw new Error("CreateAudience answered without an audience");
   report({ scenario: "audience-environment", members, per_message: perMessage, node: process.version, postgres: postgresVersion });
 
   const first = Array.from({ length: members }, (_, i) => userId(i));
@@ -207,13 +249,19 @@ try {
   // The later sync: the first `changed / 2` members leave, as many new ones join.
   const later = [...first.slice(changed / 2), ...Array.from({ length: changed / 2 }, (_, i) => userId(members + i))];
 
-  for (const [scenario, ids] of [["audience-first-sync", first], ["audience-later-sync", later]]) {
+  /** @type {Array<[string, string[]]>} */
+  const syncs = [
+    ["audience-first-sync", first],
+    ["audience-later-sync", later],
+  ];
+  for (const [scenario, ids] of syncs) {
     const idle = server.pid ? memoryOf(server.pid).rss : undefined;
     const idleHeap = server.liveHeapMb ? await server.liveHeapMb() : undefined;
     const rss = sampleRss(server.pid);
     const heap = sampleLiveHeap(server);
     const started = performance.now();
     const { counts } = await audiences.streamSyncAudience(membership(audience.id, ids), { headers, timeoutMs: 0 });
+    if (!counts) throw new Error("SyncAudience answered without counts");
     const seconds = (performance.now() - started) / 1000;
     report({
       scenario,
@@ -237,7 +285,7 @@ try {
     rows_per_second: Math.round(members / baselineSeconds),
     note: "INSERT ... SELECT unnest($1::text[]) into a plain table with a text primary key, same chunk size",
   });
-  const storeSeconds = await baselineStore(dbUrl, first, source.id, destination.id);
+  const storeSeconds = await baselineStore(dbUrl, first, source.id);
   report({
     scenario: "audience-baseline-store-calls",
     calls: members,

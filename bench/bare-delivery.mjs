@@ -1,3 +1,4 @@
+// @ts-check
 // The burn-down scenario's same-run baseline: Waypost's delivery work on
 // Waypost's own tables with nothing in between (no stages, attempt rows,
 // metrics, per-destination caps or retries), made as strong as the
@@ -45,19 +46,26 @@ const doneStatement = `
     FROM unnest($1::uuid[], $2::bigint[], $3::int[]) AS u(destination_id, id, lease_token)
    WHERE d.destination_id = u.destination_id AND d.id = u.id AND d.lease_token = u.lease_token`;
 
+/**
+ * @param {{ url: string, sinkUrl: string, count: number, connections?: number, inflight?: number, secret?: string, path?: string }} options
+ */
 export async function bareDelivery({ url, sinkUrl, count, connections = 64, inflight = 256, secret = "bench-secret", path = "/ok" }) {
   const claimer = new pg.Client({ connectionString: url });
   const completer = new pg.Client({ connectionString: url });
   await Promise.all([claimer.connect(), completer.connect()]);
   const http = new HttpPool(sinkUrl, { connections, keepAliveTimeout: 60_000 });
-  const headers = (signature) => ({ "content-type": "application/json", "user-agent": "Waypost/1.0", "x-signature": signature });
+  const headers = (/** @type {string} */ signature) => ({ "content-type": "application/json", "user-agent": "Waypost/1.0", "x-signature": signature });
 
   const backends = await Promise.all([claimer, completer].map(async (c) => (await c.query("SELECT pg_backend_pid() AS pid")).rows[0].pid));
   const backendCpu = () => backends.reduce((sum, pid) => (sum === undefined || cpuSeconds(pid) === undefined ? undefined : sum + cpuSeconds(pid)), 0);
   const state = { posted: 0, recorded: 0, failed: 0, stop: false, lastPostAt: 0 };
+  /** @typedef {{ destination_id: string, id: string, lease_token: number, payload: string }} Job */
+  /** @type {Job[]} */
   let queue = [];
   let head = 0;
+  /** @type {Array<(job: Job | undefined) => void>} */
   const waiters = [];
+  /** @type {(() => void) | undefined} */
   let wakeClaimer;
   const take = () => {
     if (head < queue.length) {
@@ -77,23 +85,27 @@ export async function bareDelivery({ url, sinkUrl, count, connections = 64, infl
   const claiming = (async () => {
     while (!state.stop) {
       if (queue.length - head >= ahead) {
-        await new Promise((resolve) => (wakeClaimer = resolve));
+        await new Promise((resolve) => (wakeClaimer = () => resolve(undefined)));
         continue;
       }
+      /** @type {{ rows: Job[] }} */
       const { rows } = await claimer.query({ name: "bare-claim", text: claimStatement });
       if (rows.length === 0) {
         await new Promise((resolve) => setTimeout(resolve, 20));
         continue;
       }
       let i = 0;
-      while (waiters.length > 0 && i < rows.length) waiters.shift()(rows[i++]);
+      while (waiters.length > 0 && i < rows.length) waiters.shift()?.(rows[i++]);
       queue = queue.slice(head).concat(i > 0 ? rows.slice(i) : rows);
       head = 0;
     }
   })();
 
+  /** @typedef {{ destinations: string[], ids: string[], tokens: number[] }} Completions */
+  /** @type {Completions} */
   let pending = { destinations: [], ids: [], tokens: [] };
   let writing = Promise.resolve();
+  /** @type {NodeJS.Timeout | undefined} */
   let timer;
   const writeBatch = () => {
     if (timer) clearTimeout(timer);
@@ -102,10 +114,10 @@ export async function bareDelivery({ url, sinkUrl, count, connections = 64, infl
     pending = { destinations: [], ids: [], tokens: [] };
     writing = writing.then(async () => {
       const result = await completer.query({ name: "bare-done", text: doneStatement, values: [chunk.destinations, chunk.ids, chunk.tokens] });
-      state.recorded += result.rowCount;
+      state.recorded += result.rowCount ?? 0;
     });
   };
-  const complete = (job) => {
+  const complete = (/** @type {Job} */ job) => {
     pending.destinations.push(job.destination_id);
     pending.ids.push(job.id);
     pending.tokens.push(job.lease_token);
@@ -165,6 +177,7 @@ export async function bareDelivery({ url, sinkUrl, count, connections = 64, infl
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const [url, sinkUrl, count, connections, inflight] = process.argv.slice(2);
+  if (!url || !sinkUrl) throw new Error("usage: node bench/bare-delivery.mjs DATABASE_URL SINK_URL COUNT [CONNECTIONS=64] [INFLIGHT=256]");
   const result = await bareDelivery({
     url,
     sinkUrl,

@@ -1,3 +1,4 @@
+// @ts-check
 // The ingest scenario's same-run baseline: the rows one Batch of track calls
 // becomes (a message and a delivery per call), written by a bare script with
 // nothing in between: no RPC, no decoding, no validation, no routing.
@@ -24,11 +25,18 @@ const insertStatement = `
   INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at)
   SELECT $5, m.id, $1, now(), now() FROM m`;
 
-/** A stored track body as the service builds it (about 230 bytes), with its messageId: a template, so building costs next to nothing. */
+/**
+ * A stored track body as the service builds it (about 230 bytes), with its messageId: a template, so building costs next to nothing.
+ * @param {string} messageId
+ * @param {number} i
+ */
 function trackBody(messageId, i) {
   return `{"version":1,"type":"track","userId":"user-${i % 5000}","event":"Order Completed","properties":{"orderId":"${i}","total":42.5,"currency":"EUR"},"context":{"ip":"203.0.113.9"},"timestamp":"2026-11-22T10:04:05.123Z","messageId":"${messageId}"}`;
 }
 
+/**
+ * @param {{ url: string, sourceId: string, destinationId: string, durationMs: number, batchSize?: number, connections?: number, warmupMs?: number }} options
+ */
 export async function bareInsert({ url, sourceId, destinationId, durationMs, batchSize = 100, connections = 4, warmupMs = 1_000 }) {
   const clients = await Promise.all(
     Array.from({ length: connections }, async () => {
@@ -55,7 +63,7 @@ export async function bareInsert({ url, sourceId, destinationId, durationMs, bat
         bodies[i] = trackBody(id, seq);
       }
       const result = await client.query({ name: "bare-insert", text: insertStatement, values: [sourceId, ids, users, bodies, destinationId] });
-      state.rows += result.rowCount;
+      state.rows += result.rowCount ?? 0;
     }
   });
   await new Promise((resolve) => setTimeout(resolve, warmupMs));
@@ -86,6 +94,9 @@ export async function bareInsert({ url, sourceId, destinationId, durationMs, bat
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const [url, sourceId, destinationId, durationMs, batch, connections] = process.argv.slice(2);
+  if (!url || !sourceId || !destinationId) {
+    throw new Error("usage: node bench/bare-insert.mjs DATABASE_URL SOURCE_ID DESTINATION_ID DURATION_MS [BATCH=100] [CONNECTIONS=4]");
+  }
   const result = await bareInsert({
     url,
     sourceId,

@@ -1,3 +1,4 @@
+// @ts-check
 // Baseline: the same delivery work driven by graphile-worker. Usage:
 //   node bench/baseline-graphile.mjs DATABASE_URL SINK_URL COUNT CONCURRENCY
 // Prints one JSON line. Jobs are added first (not timed); the clock runs from
@@ -12,6 +13,7 @@ const [url, sinkUrl, countArg, concurrencyArg, maxSecondsArg] = process.argv.sli
 const maxMs = Number(maxSecondsArg ?? 180) * 1000;
 const count = Number(countArg);
 const concurrency = Number(concurrencyArg);
+if (!url || !sinkUrl) throw new Error("usage: node bench/baseline-graphile.mjs DATABASE_URL SINK_URL COUNT CONCURRENCY");
 const http = new HttpPool(sinkUrl, { connections: concurrency });
 
 // Its default logger writes a line per job to stdout; keep stdout for the result.
@@ -26,7 +28,9 @@ for (let start = 0; start < count; start += 5_000) {
 await utils.release();
 
 let done = 0;
-let finish;
+/** @type {(at: number) => void} */
+let finish = () => {};
+/** @type {Promise<number>} */
 const finished = new Promise((resolve) => (finish = resolve));
 const startedAt = performance.now();
 const runner = await run({
@@ -38,11 +42,12 @@ const runner = await run({
   logger,
   taskList: {
     async deliver(payload) {
-      const signature = createHmac("sha1", "bench-secret").update(payload.body).digest("hex");
+      const { body } = /** @type {{ body: string }} */ (payload);
+      const signature = createHmac("sha1", "bench-secret").update(body).digest("hex");
       const response = await http.request({
         path: "/ok",
         method: "POST",
-        body: payload.body,
+        body,
         headers: { "content-type": "application/json", "user-agent": "Waypost/1.0", "x-signature": signature },
       });
       await response.body.dump();
@@ -51,7 +56,7 @@ const runner = await run({
     },
   },
 });
-const endedAt = await Promise.race([finished, new Promise((resolve) => setTimeout(() => resolve(performance.now()), maxMs))]);
+const endedAt = await Promise.race([finished, new Promise((/** @type {(at: number) => void} */ resolve) => setTimeout(() => resolve(performance.now()), maxMs))]);
 await runner.stop();
 await http.close();
 process.stdout.write(

@@ -1,3 +1,4 @@
+// @ts-check
 // Baseline: the same delivery work driven by pg-boss. Usage:
 //   node bench/baseline-pgboss.mjs DATABASE_URL SINK_URL COUNT CONCURRENCY
 // CONCURRENCY is split into fetch loops of 16-job batches (pg-boss works in batches).
@@ -11,6 +12,7 @@ const [url, sinkUrl, countArg, concurrencyArg, maxSecondsArg] = process.argv.sli
 const maxMs = Number(maxSecondsArg ?? 180) * 1000;
 const count = Number(countArg);
 const concurrency = Number(concurrencyArg);
+if (!url || !sinkUrl) throw new Error("usage: node bench/baseline-pgboss.mjs DATABASE_URL SINK_URL COUNT CONCURRENCY");
 const http = new HttpPool(sinkUrl, { connections: concurrency });
 const batchSize = 16;
 

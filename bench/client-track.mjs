@@ -1,3 +1,4 @@
+// @ts-check
 // Benchmark of the batching client (waypost/client), run against the build:
 //
 //   npm run build && node bench/client-track.mjs [--endpoint URL --write-key KEY] [--calls N] [--quick]
@@ -19,12 +20,18 @@ import { parseArgs } from "node:util";
 import { create, toJsonString } from "@bufbuild/protobuf";
 import { Analytics, BatchRequestSchema, BatchResponseSchema } from "../packages/client/dist/packages/client/src/index.js";
 
-const makeCall = (i) => ({
+const makeCall = (/** @type {number} */ i) => ({
   userId: `user-${i & 1023}`,
   event: "Order Completed",
   properties: { orderId: `o-${i}`, total: 42.5, currency: "EUR", items: 3 },
 });
 
+/**
+ * Prints one result line and returns it.
+ * @template {object} T
+ * @param {T} result
+ * @returns {T}
+ */
 function print(result) {
   process.stdout.write(`${JSON.stringify({ bench: "client-track", ...result })}\n`);
   return result;
@@ -35,6 +42,12 @@ function print(result) {
  * fresh state per round: short rounds keep the measured objects young, as
  * calls are in a client that sends them within milliseconds (100k calls
  * held at once would measure the garbage collector's promotion instead).
+ * @template S
+ * @param {number} ops
+ * @param {number} rounds
+ * @param {() => S} setup
+ * @param {(state: S, i: number) => unknown} op
+ * @param {(state: S) => Promise<unknown>} [teardown]
  */
 async function timeSync(ops, rounds, setup, op, teardown = async () => {}) {
   const samples = [];
@@ -47,10 +60,10 @@ async function timeSync(ops, rounds, setup, op, teardown = async () => {}) {
   }
   // Drop the warm-up third; report the median and the best round.
   const warm = samples.slice(Math.floor(rounds / 3)).sort((a, b) => a - b);
-  return { ns_per_op: round(warm[Math.floor(warm.length / 2)]), min_ns_per_op: round(warm[0]) };
+  return { ns_per_op: round(warm[Math.floor(warm.length / 2)] ?? NaN), min_ns_per_op: round(warm[0] ?? NaN) };
 }
 
-const round = (n) => Math.round(n * 10) / 10;
+const round = (/** @type {number} */ n) => Math.round(n * 10) / 10;
 
 /**
  * A transport with no server behind it: it serialises each request to
@@ -58,29 +71,38 @@ const round = (n) => Math.round(n * 10) / 10;
  * what it measures is the client's own CPU, not a server's.
  */
 function acknowledgingTransport() {
-  return {
+  /** @type {import("@connectrpc/connect").Transport} */
+  const transport = {
     async unary(method, _signal, _timeoutMs, _header, input) {
-      const body = toJsonString(BatchRequestSchema, input);
+      const request = /** @type {import("../packages/client/dist/packages/client/src/index.js").BatchRequest} */ (/** @type {unknown} */ (input));
+      const body = toJsonString(BatchRequestSchema, request);
+      const message = create(BatchResponseSchema, { accepted: body.length > 0 ? request.batch.length : 0 });
       return {
         stream: false,
         service: method.parent,
         method,
         header: new Headers(),
         trailer: new Headers(),
-        message: create(BatchResponseSchema, { accepted: body.length > 0 ? input.batch.length : 0 }),
+        // The transport is generic over every method; this one only ever answers Batch.
+        message: /** @type {any} */ (message),
       };
     },
     stream() {
       throw new Error("unused");
     },
   };
+  return transport;
 }
 
+/**
+ * @param {number} ops
+ * @param {number} rounds
+ */
 async function benchCaller(ops, rounds) {
-  const baseline = await timeSync(ops, rounds, () => [], (queue, i) => queue.push(makeCall(i)));
+  const baseline = await timeSync(ops, rounds, () => /** @type {object[]} */ ([]), (queue, i) => queue.push(makeCall(i)));
   print({ name: "baseline", what: "array push of a call-shaped object", ops: ops * rounds, ...baseline });
   // The floor of any client that checks a call's encoded size when it is made.
-  const stringify = await timeSync(ops, rounds, () => [], (queue, i) => queue.push(JSON.stringify(makeCall(i))));
+  const stringify = await timeSync(ops, rounds, () => /** @type {string[]} */ ([]), (queue, i) => queue.push(JSON.stringify(makeCall(i))));
   print({ name: "baseline_stringify", what: "array push of JSON.stringify of the call", ops: ops * rounds, ...stringify });
   const transport = acknowledgingTransport();
   const caller = await timeSync(
@@ -112,6 +134,7 @@ async function benchCaller(ops, rounds) {
   });
 }
 
+/** @param {number} ops */
 async function benchAmortised(ops) {
   let failed = 0;
   const analytics = new Analytics({
@@ -137,6 +160,11 @@ async function benchAmortised(ops) {
   });
 }
 
+/**
+ * @param {string} endpoint
+ * @param {string} writeKey
+ * @param {number} calls
+ */
 async function benchEndToEnd(endpoint, writeKey, calls) {
   let failed = 0;
   let requests = 0;
@@ -166,7 +194,10 @@ async function benchEndToEnd(endpoint, writeKey, calls) {
   });
 }
 
-/** Runs every part; `endpoint` and `writeKey` enable the end-to-end part. */
+/**
+ * Runs every part; `endpoint` and `writeKey` enable the end-to-end part.
+ * @param {{ ops?: number, rounds?: number, amortisedOps?: number, endpoint?: string, writeKey?: string, calls?: number }} [options]
+ */
 export async function run(options = {}) {
   await benchCaller(options.ops ?? 1_000, options.rounds ?? 300);
   await benchAmortised(options.amortisedOps ?? 100_000);

@@ -1,3 +1,4 @@
+// @ts-check
 // `npm run bench`: starts what it needs on loopback (a Postgres database, the
 // service as separate processes, a keep-alive sink process) and prints one
 // JSON object per line. Options:
@@ -24,22 +25,29 @@ const args = process.argv.slice(2);
 const quick = args.includes("--quick");
 const onlyArg = args.find((a) => a.startsWith("--only="));
 const only = onlyArg ? new Set(onlyArg.slice(7).split(",")) : undefined;
-const wants = (name) => (only ? only.has(name) : name !== "soak" || args.includes("--soak"));
+const wants = (/** @type {string} */ name) => (only ? only.has(name) : name !== "soak" || args.includes("--soak"));
 
 const sizes = quick
   ? { durationMs: 3_000, burnDown: 20_000, stepMs: 3_000, rates: [2_000, 5_000, 10_000], latencyMs: 3_000, isolation: 10_000, soakMs: 30_000 }
   : { durationMs: 10_000, burnDown: 200_000, stepMs: 8_000, rates: [2_000, 4_000, 5_000, 6_000, 7_000, 8_000, 10_000, 12_000, 15_000], latencyMs: 10_000, isolation: 50_000, soakMs: Number(process.env.BENCH_SOAK_MS ?? 300_000) };
 
-const numberArg = (name) => {
+const numberArg = (/** @type {string} */ name) => {
   const arg = args.find((a) => a.startsWith(`--${name}=`));
   return arg ? Number(arg.slice(name.length + 3)) : undefined;
 };
-if (numberArg("duration")) sizes.durationMs = numberArg("duration");
-if (numberArg("deliveries")) sizes.burnDown = numberArg("deliveries");
+const durationArg = numberArg("duration");
+const deliveriesArg = numberArg("deliveries");
+if (durationArg) sizes.durationMs = durationArg;
+if (deliveriesArg) sizes.burnDown = deliveriesArg;
 
 const postgres = await openPostgres();
 const sink = await startSink();
-/** Runs a scenario on a database of its own. */
+/**
+ * Runs a scenario on a database of its own.
+ * @template T
+ * @param {(db: import("./lib/postgres.mjs").Database) => Promise<T>} fn
+ * @returns {Promise<T>}
+ */
 async function inFreshDatabase(fn) {
   const db = await postgres.createDatabase();
   try {
@@ -59,6 +67,7 @@ report({
   quick,
 });
 const rss = {};
+/** @type {number | undefined} */
 let burnDownRate;
 try {
   if (wants("ingest")) rss.ingest = (await inFreshDatabase((db) => ingestScenario({ db, sink, durationMs: sizes.durationMs }))).rss;

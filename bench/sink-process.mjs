@@ -1,3 +1,4 @@
+// @ts-check
 // A webhook sink in its own process: answers 200 at once on keep-alive
 // connections (any path but /dead, which never answers). With latency
 // tracking on, it records when each messageId arrived.
@@ -5,8 +6,20 @@ import http from "node:http";
 
 let count = 0;
 let track = false;
+/** @type {Array<[string, number]>} */
 let arrivals = [];
+/** @type {Set<http.ServerResponse>} */
 const hanging = new Set();
+/**
+ * The parent's requests (bench/lib/sink.mjs), each answered with its id.
+ * @typedef {{ id: number, type: "count" | "reset" | "arrivals" | "close", track?: boolean }} SinkRequest
+ */
+
+/** @param {object} message */
+function send(message) {
+  if (!process.send) throw new Error("the sink runs as a child process (bench/lib/sink.mjs forks it)");
+  process.send(message);
+}
 const wallNow = () => performance.timeOrigin + performance.now();
 
 const server = http.createServer((req, res) => {
@@ -17,12 +30,13 @@ const server = http.createServer((req, res) => {
     return;
   }
   if (track) {
+    /** @type {Buffer[]} */
     const chunks = [];
     req.on("data", (c) => chunks.push(c));
     req.on("end", () => {
       const body = Buffer.concat(chunks).toString();
       const match = /"messageId":"([^"]+)"/.exec(body);
-      if (match) arrivals.push([match[1], wallNow()]);
+      if (match?.[1]) arrivals.push([match[1], wallNow()]);
       count++;
       res.end("ok");
     });
@@ -35,17 +49,17 @@ const server = http.createServer((req, res) => {
   }
 });
 server.keepAliveTimeout = 60_000;
-server.listen(0, "127.0.0.1", () => process.send({ port: server.address().port }));
+server.listen(0, "127.0.0.1", () => send({ port: /** @type {import("node:net").AddressInfo} */ (server.address()).port }));
 
-process.on("message", (message) => {
-  if (message.type === "count") process.send({ id: message.id, count });
+process.on("message", (/** @type {SinkRequest} */ message) => {
+  if (message.type === "count") send({ id: message.id, count });
   else if (message.type === "reset") {
     count = 0;
     arrivals = [];
     track = Boolean(message.track);
-    process.send({ id: message.id, ok: true });
+    send({ id: message.id, ok: true });
   } else if (message.type === "arrivals") {
-    process.send({ id: message.id, arrivals });
+    send({ id: message.id, arrivals });
     arrivals = [];
   } else if (message.type === "close") {
     for (const res of hanging) res.destroy();

@@ -1,6 +1,13 @@
+// @ts-check
 import { adminToken } from "./service.mjs";
 
-/** One admin RPC in Connect JSON, as curl would send it. */
+/**
+ * One admin RPC in Connect JSON, as curl would send it; resolves with the answer's JSON.
+ * @param {string} baseUrl
+ * @param {string} method `Service/Method`, as in `SourceService/CreateSource`
+ * @param {object} body
+ * @returns {Promise<any>}
+ */
 export async function rpc(baseUrl, method, body, token = adminToken) {
   const response = await fetch(`${baseUrl}/waypost.v1.${method}`, {
     method: "POST",
@@ -12,6 +19,13 @@ export async function rpc(baseUrl, method, body, token = adminToken) {
   return json;
 }
 
+/**
+ * A source and a destination of it that posts to `webhookUrl`, as the admin API returns them.
+ * @param {string} baseUrl
+ * @param {string} webhookUrl
+ * @param {{ name?: string, enabled?: boolean, secret?: string }} [options]
+ * @returns {Promise<{ source: { id: string, writeKey: string }, destination: { id: string } }>}
+ */
 export async function createSourceAndDestination(baseUrl, webhookUrl, { name = "bench", enabled = true, secret = "bench-secret" } = {}) {
   const { source } = await rpc(baseUrl, "SourceService/CreateSource", { source: { name } });
   const { destination } = await rpc(baseUrl, "DestinationService/CreateDestination", {
@@ -20,6 +34,11 @@ export async function createSourceAndDestination(baseUrl, webhookUrl, { name = "
   return { source, destination };
 }
 
+/**
+ * @param {string} baseUrl
+ * @param {string} destinationId
+ * @param {boolean} enabled
+ */
 export async function setEnabled(baseUrl, destinationId, enabled) {
   await rpc(baseUrl, "DestinationService/UpdateDestination", {
     destination: { id: destinationId, enabled },

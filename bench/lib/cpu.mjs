@@ -1,9 +1,14 @@
+// @ts-check
 import { readFileSync } from "node:fs";
 
 // /proc/<pid>/stat counts CPU time in clock ticks; Linux reports 100 per second to user space.
 const ticksPerSecond = 100;
 
-/** CPU seconds (user + system) a process has used so far, or undefined when /proc cannot tell (not Linux, not ours). */
+/**
+ * CPU seconds (user + system) a process has used so far, or undefined when /proc cannot tell (not Linux, not ours).
+ * @param {number | undefined} pid
+ * @returns {number | undefined}
+ */
 export function cpuSeconds(pid) {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
@@ -15,13 +20,20 @@ export function cpuSeconds(pid) {
   }
 }
 
-/** The Postgres backends serving this database (the service's pools, the bench's own connection). */
+/**
+ * The Postgres backends serving this database (the service's pools, the bench's own connection).
+ * @param {import("pg").Pool} pool
+ * @returns {Promise<number[]>}
+ */
 async function backendPids(pool) {
   const { rows } = await pool.query("SELECT pid FROM pg_stat_activity WHERE datname = current_database()");
-  return rows.map((r) => r.pid);
+  return rows.map((/** @type {{ pid: number }} */ r) => r.pid);
 }
 
-/** Transactions committed or rolled back in this database so far (Postgres publishes these counts within about a second). */
+/**
+ * Transactions committed or rolled back in this database so far (Postgres publishes these counts within about a second).
+ * @param {import("pg").Pool} pool
+ */
 export async function transactionCount(pool) {
   const { rows } = await pool.query("SELECT (xact_commit + xact_rollback)::bigint AS n FROM pg_stat_database WHERE datname = current_database()");
   return Number(rows[0].n);
@@ -33,6 +45,9 @@ export async function transactionCount(pool) {
  * run on this machine (it does for the bench: DATABASE_URL on loopback, or
  * the embedded one); otherwise `postgres` is null. Background work shared by
  * every database (WAL writer, checkpointer) is not counted.
+ * @template {string} Name
+ * @param {import("pg").Pool} pool
+ * @param {Record<Name, number | undefined>} processes the pids to measure, by the name to report them under
  */
 export async function startCpuMeter(pool, processes) {
   await checkpoint(pool);
@@ -42,13 +57,17 @@ export async function startCpuMeter(pool, processes) {
   const backendsBefore = new Map((await backendPids(pool)).map((pid) => [pid, cpuSeconds(pid)]));
   const transactionsBefore = await transactionCount(pool);
   return {
-    /** CPU seconds per process over the window, the window's length in seconds, and the database's transactions in it. */
+    /**
+     * CPU seconds per process over the window, the window's length in seconds, and the database's transactions in it.
+     * @returns {Promise<{ seconds: number, used: Record<Name | "postgres" | "load_generator", number | null>, transactions: number }>}
+     */
     async stop() {
       const seconds = (performance.now() - startedAt) / 1000;
-      const used = {};
-      for (const [name, pid] of Object.entries(processes)) {
+      const used = /** @type {Record<Name | "postgres" | "load_generator", number | null>} */ ({});
+      for (const [name, pid] of /** @type {Array<[Name, number | undefined]>} */ (Object.entries(processes))) {
         const now = cpuSeconds(pid);
-        used[name] = now === undefined || before.get(name) === undefined ? null : now - before.get(name);
+        const then = before.get(name);
+        used[name] = now === undefined || then === undefined ? null : now - then;
       }
       let postgres = 0;
       let visible = false;
@@ -69,7 +88,11 @@ export async function startCpuMeter(pool, processes) {
   };
 }
 
-/** CPU seconds → percent of one core over the window. */
+/**
+ * CPU seconds → percent of one core over the window.
+ * @param {Record<string, number | null>} used
+ * @param {number} seconds
+ */
 export function percentOfCore(used, seconds) {
   return Object.fromEntries(Object.entries(used).map(([name, s]) => [name, s === null ? null : Math.round((s / seconds) * 100)]));
 }
@@ -81,6 +104,7 @@ export function percentOfCore(used, seconds) {
  * queued deliveries, say) and not the other would put its writes, and the
  * full-page images that follow it, on one side only.
  * Needs a superuser or pg_checkpoint; skipped (not failed) without one.
+ * @param {import("pg").Pool} pool
  */
 export async function checkpoint(pool) {
   try {

@@ -1,8 +1,11 @@
+// @ts-check
 import http2 from "node:http2";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { BatchRequestSchema, BatchResponseSchema } from "../../dist/gen/waypost/v1/tracking_pb.js";
 
 const placeholder = "@".repeat(24);
+
+/** @typedef {ReturnType<typeof trackingClient>} TrackingClient */
 
 /**
  * A TrackingService client over HTTP/2 speaking the Connect protocol with
@@ -10,20 +13,24 @@ const placeholder = "@".repeat(24);
  * machine with Postgres and the service, so it encodes one template batch
  * once and then only writes fresh messageIds into a copy of its bytes: the
  * server still decodes, validates and stores every call as usual.
+ * @param {string} baseUrl
+ * @param {string} writeKey
  */
 export function trackingClient(baseUrl, writeKey) {
   const session = http2.connect(baseUrl);
   session.on("error", () => {});
+  /** @type {Map<number, { bytes: Buffer, offsets: number[] }>} */
   const templates = new Map();
   let sequence = 0;
 
+  /** @param {number} size */
   function template(size) {
     let entry = templates.get(size);
     if (entry) return entry;
     const batch = create(BatchRequestSchema, {
       batch: Array.from({ length: size }, (_, i) => ({
         type: {
-          case: "track",
+          case: /** @type {const} */ ("track"),
           value: {
             messageId: placeholder,
             userId: `user-${i % 5000}`,
@@ -43,7 +50,11 @@ export function trackingClient(baseUrl, writeKey) {
   }
 
   return {
-    /** Sends one Batch of `size` track calls; resolves with their messageIds once acknowledged. */
+    /**
+     * Sends one Batch of `size` track calls; resolves with their messageIds once acknowledged.
+     * @param {number} size
+     * @returns {Promise<string[]>}
+     */
     sendBatch(size, prefix = "c") {
       const { bytes, offsets } = template(size);
       const body = Buffer.from(bytes);
@@ -59,6 +70,7 @@ export function trackingClient(baseUrl, writeKey) {
           "content-type": "application/proto",
           authorization: `Bearer ${writeKey}`,
         });
+        /** @type {Buffer[]} */
         const chunks = [];
         let status = 0;
         stream.on("response", (headers) => (status = Number(headers[":status"])));

@@ -1,3 +1,4 @@
+// @ts-check
 // The benchmark's Postgres: DATABASE_URL's server, or an embedded Postgres
 // when DATABASE_URL is unset (as `npm start` would use). Each scenario gets
 // a fresh database, so none sees another's rows.
@@ -7,9 +8,16 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 
+/**
+ * A database of its own for one scenario.
+ * @typedef {{ url: string, drop(): Promise<unknown> }} Database
+ */
+
 export async function openPostgres() {
   let serverUrl = process.env.DATABASE_URL;
+  /** @type {{ url: string, stop(): Promise<void> } | undefined} */
   let embedded;
+  /** @type {string | undefined} */
   let dir;
   if (!serverUrl) {
     const { startEmbeddedPostgres } = await import("../../dist/src/db/embedded.js");
@@ -20,7 +28,7 @@ export async function openPostgres() {
     embedded = await startEmbeddedPostgres({ dataDir: dir, logger: createLogger("silent") });
     serverUrl = embedded.url;
   }
-  const admin = async (sql) => {
+  const admin = async (/** @type {string} */ sql) => {
     const client = new pg.Client({ connectionString: serverUrl });
     await client.connect();
     try {
@@ -33,6 +41,7 @@ export async function openPostgres() {
   return {
     postgresVersion: version,
     embedded: Boolean(embedded),
+    /** @returns {Promise<Database>} */
     async createDatabase() {
       const name = `waypost_bench_${randomBytes(4).toString("hex")}`;
       await admin(`CREATE DATABASE ${name}`);

@@ -1,7 +1,14 @@
+// @ts-check
 /**
  * Queues `count` track deliveries for one destination directly in SQL, with
  * bodies shaped as Waypost stores them, so a burn-down starts from a full
- * queue without timing the ingest.
+ * queue without timing the ingest (no ordering key: the deliveries are not
+ * ordered per user). Message ids are `${prefix}-${n}`, n from 0.
+ * test/bench/queue.test.ts checks that the service's claim takes these rows,
+ * so a schema change that breaks this statement fails `npm test`.
+ * @param {import("../../src/db/pool.js").Queryable} pool
+ * @param {{ sourceId: string, destinationId: string, count: number, prefix?: string }} options
+ * @returns {Promise<void>}
  */
 export async function queueDeliveries(pool, { sourceId, destinationId, count, prefix = "q" }) {
   const chunk = 50_000;
@@ -24,7 +31,10 @@ export async function queueDeliveries(pool, { sourceId, destinationId, count, pr
   await pool.query("ANALYZE messages; ANALYZE deliveries");
 }
 
-/** The same body and signature a job-queue baseline would send. */
+/**
+ * The same body and signature a job-queue baseline would send.
+ * @param {number} i
+ */
 export function benchBody(i) {
   return `{"version":1,"type":"track","userId":"user-${i}","event":"Order Completed","properties":{"orderId":"${i}","total":42.5,"currency":"EUR"},"context":{"ip":"203.0.113.9"},"timestamp":"2026-11-22T10:04:05.123Z","messageId":"b-${i}"}`;
 }

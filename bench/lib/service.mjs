@@ -1,3 +1,4 @@
+// @ts-check
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -8,7 +9,13 @@ import { fileURLToPath } from "node:url";
 export const adminToken = "bench-admin-token-0123456789";
 const entry = fileURLToPath(new URL("../../dist/server.js", import.meta.url));
 
-/** `node dist/server.js` as the user runs it, in its own process. */
+/** @typedef {Awaited<ReturnType<typeof startService>>} Service */
+
+/**
+ * `node dist/server.js` as the user runs it, in its own process.
+ * @param {string} databaseUrl
+ * @param {Record<string, string>} [env] added to the service's environment
+ */
 export async function startService(databaseUrl, env = {}) {
   // BENCH_CPU_PROF=dir writes a V8 CPU profile of each service process there.
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
@@ -49,6 +56,10 @@ export async function startService(databaseUrl, env = {}) {
   };
 }
 
+/**
+ * Peak resident memory of a process so far (VmHWM), in MB.
+ * @param {number | undefined} pid
+ */
 export function peakRssMb(pid) {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);

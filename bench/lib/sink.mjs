@@ -1,15 +1,23 @@
+// @ts-check
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
+
+/** @typedef {Awaited<ReturnType<typeof startSink>>} Sink */
 
 /** Starts the sink process; its API is request/response over IPC. */
 export async function startSink() {
   const child = fork(fileURLToPath(new URL("../sink-process.mjs", import.meta.url)), [], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
-  const port = await new Promise((resolve) => child.once("message", (m) => resolve(m.port)));
+  /** @type {number} */
+  const port = await new Promise((resolve) => child.once("message", (m) => resolve(/** @type {{ port: number }} */ (m).port)));
   let next = 0;
+  /**
+   * @param {{ type: string, track?: boolean }} message
+   * @returns {Promise<any>}
+   */
   const ask = (message) =>
     new Promise((resolve) => {
       const id = ++next;
-      const onMessage = (reply) => {
+      const onMessage = (/** @type {any} */ reply) => {
         if (reply.id !== id) return;
         child.off("message", onMessage);
         resolve(reply);
@@ -23,7 +31,11 @@ export async function startSink() {
     count: async () => (await ask({ type: "count" })).count,
     reset: (track = false) => ask({ type: "reset", track }),
     arrivals: async () => (await ask({ type: "arrivals" })).arrivals,
-    /** Resolves when the sink has counted `target` requests; polls every 20 ms. */
+    /**
+     * Resolves when the sink has counted `target` requests; polls every 20 ms.
+     * @param {number} target
+     * @returns {Promise<number>} when (performance.now()) it had
+     */
     async waitForCount(target, timeoutMs = 600_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {

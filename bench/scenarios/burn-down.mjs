@@ -1,3 +1,4 @@
+// @ts-check
 import pg from "pg";
 import { createSourceAndDestination, setEnabled } from "../lib/admin.mjs";
 import { checkpoint, startCpuMeter, transactionCount } from "../lib/cpu.mjs";
@@ -13,6 +14,7 @@ import { report } from "../lib/stats.mjs";
  * queue. Baseline in the same run: a bare claim → POST → mark-done loop in
  * its own process (bare-delivery.mjs: claims pipelined ahead of the senders,
  * completions batched on their own connection, prepared statements).
+ * @param {{ db: import("../lib/postgres.mjs").Database, sink: import("../lib/sink.mjs").Sink, count: number, concurrency?: number }} options
  */
 export async function burnDownScenario({ db, sink, count, concurrency = 64 }) {
   const service = await startService(db.url, { WAYPOST_DESTINATION_CONCURRENCY: String(concurrency) });
@@ -57,6 +59,12 @@ export async function burnDownScenario({ db, sink, count, concurrency = 64 }) {
   return { rate, rss };
 }
 
+/**
+ * Resolves once `count` of the destination's deliveries are in `status`.
+ * @param {pg.Pool} pool
+ * @param {string} destinationId
+ * @param {number} count
+ */
 export async function waitForStatus(pool, destinationId, count, status = "delivered") {
   for (;;) {
     const n = (await pool.query("SELECT count(*)::int AS n FROM deliveries WHERE destination_id = $1 AND status = $2", [destinationId, status])).rows[0].n;
@@ -69,6 +77,11 @@ export async function waitForStatus(pool, destinationId, count, status = "delive
  * The same work without Waypost's stages, attempt rows, metrics or caps, on
  * the same tables and sink: bench/bare-delivery.mjs, with `concurrency`
  * connections and four times as many requests in flight.
+ * @param {pg.Pool} pool
+ * @param {import("../lib/postgres.mjs").Database} db
+ * @param {import("../lib/sink.mjs").Sink} sink
+ * @param {number} count
+ * @param {number} concurrency
  */
 export async function bareLoopBaseline(pool, db, sink, count, concurrency) {
   const { rows } = await pool.query("SELECT id FROM sources LIMIT 1");

@@ -1,3 +1,4 @@
+// @ts-check
 import pg from "pg";
 import { createSourceAndDestination } from "../lib/admin.mjs";
 import { trackingClient } from "../lib/load.mjs";
@@ -10,6 +11,7 @@ const wallNow = () => performance.timeOrigin + performance.now();
  * Scenario 3: steady ingest with delivery running in the same service.
  * (a) latency from acknowledgement to arrival at the sink at 1,000 calls/s;
  * (b) the highest rate, stepping up, at which the queue does not grow.
+ * @param {{ db: import("../lib/postgres.mjs").Database, sink: import("../lib/sink.mjs").Sink, stepMs: number, rates: number[], latencyMs: number, split?: boolean }} options
  */
 export async function endToEndScenario({ db, sink, stepMs, rates, latencyMs, split = process.env.BENCH_E2E_SPLIT === "1" }) {
   // split: an api process and a worker process (the two roles), instead of one "all" process.
@@ -20,13 +22,19 @@ export async function endToEndScenario({ db, sink, stepMs, rates, latencyMs, spl
   const client = trackingClient(service.url, source.writeKey);
 
   await sink.reset(true);
+  /** @type {Map<string, number>} */
   const acks = new Map();
   await drive(client, 1_000, latencyMs, 10, (ids) => {
     const at = wallNow();
     for (const id of ids) acks.set(id, at);
   });
   await sink.waitForCount(acks.size, 30_000);
-  const latencies = (await sink.arrivals()).filter(([id]) => acks.has(id)).map(([id, at]) => at - acks.get(id));
+  /** @type {Array<[string, number]>} */
+  const arrivals = await sink.arrivals();
+  const latencies = arrivals.flatMap(([id, at]) => {
+    const acked = acks.get(id);
+    return acked === undefined ? [] : [at - acked];
+  });
   report({ scenario: "end_to_end_latency", processes: split ? "api + worker" : "all", rate_per_s: 1_000, calls: acks.size, ack_to_arrival_ms: summarize(latencies), target_p99_ms: 50 });
 
   await sink.reset(false);
@@ -54,12 +62,20 @@ export async function endToEndScenario({ db, sink, stepMs, rates, latencyMs, spl
   return { best, rss };
 }
 
-/** Sends `rate` calls/s in batches of `batchSize` for `durationMs`; at most 64 requests in flight. */
+/**
+ * Sends `rate` calls/s in batches of `batchSize` for `durationMs`; at most 64 requests in flight.
+ * @param {import("../lib/load.mjs").TrackingClient} client
+ * @param {number} rate
+ * @param {number} durationMs
+ * @param {number} batchSize
+ * @param {(ids: string[]) => void} [onAck] called with each acknowledged batch's messageIds
+ */
 export async function drive(client, rate, durationMs, batchSize, onAck = () => {}) {
   const start = performance.now();
   const interval = (batchSize / rate) * 1000;
   let sent = 0;
   let inFlight = 0;
+  /** @type {Set<Promise<void>>} */
   const pending = new Set();
   while (performance.now() - start < durationMs) {
     const due = Math.floor((performance.now() - start) / interval) + 1;
@@ -78,6 +94,14 @@ export async function drive(client, rate, durationMs, batchSize, onAck = () => {
   return { sent: sent * batchSize, elapsedMs: performance.now() - start };
 }
 
+/**
+ * @param {import("../lib/load.mjs").TrackingClient} client
+ * @param {pg.Pool} pool
+ * @param {import("../lib/sink.mjs").Sink} sink
+ * @param {string} destinationId
+ * @param {number} rate
+ * @param {number} stepMs
+ */
 async function runStep(client, pool, sink, destinationId, rate, stepMs) {
   const sinkBefore = await sink.count();
   const { sent, elapsedMs } = await drive(client, rate, stepMs, 100);

@@ -1,3 +1,4 @@
+// @ts-check
 import pg from "pg";
 import { createSourceAndDestination } from "../lib/admin.mjs";
 import { checkpoint, startCpuMeter } from "../lib/cpu.mjs";
@@ -12,6 +13,7 @@ import { report, summarize } from "../lib/stats.mjs";
  * the same rows inserted by a bare script in its own process (bare-insert.mjs:
  * 4 connections, one prepared multi-row statement per batch, no RPC, no
  * decoding, no validation).
+ * @param {{ db: import("../lib/postgres.mjs").Database, sink: import("../lib/sink.mjs").Sink, durationMs: number, concurrency?: number, batchSize?: number }} options
  */
 export async function ingestScenario({ db, sink, durationMs, concurrency = Number(process.env.BENCH_INGEST_CONCURRENCY ?? 8), batchSize = 100 }) {
   const service = await startService(db.url, { WAYPOST_ROLE: "api" });
@@ -51,7 +53,15 @@ export async function ingestScenario({ db, sink, durationMs, concurrency = Numbe
   return { eventsPerS, rss };
 }
 
+/**
+ * Sends Batches of `batchSize` from `concurrency` streams, each as soon as the last was answered, for `durationMs`.
+ * @param {import("../lib/load.mjs").TrackingClient} client
+ * @param {number} durationMs
+ * @param {number} concurrency
+ * @param {number} batchSize
+ */
 export async function runFor(client, durationMs, concurrency, batchSize) {
+  /** @type {number[]} */
   const latencies = [];
   let events = 0;
   const start = performance.now();
@@ -69,9 +79,15 @@ export async function runFor(client, durationMs, concurrency, batchSize) {
   return { events, latencies, elapsedMs: performance.now() - start };
 }
 
-const perUnit = (seconds, units) => (seconds === null ? null : Math.round((seconds * 1e6) / units));
+const perUnit = (/** @type {number | null} */ seconds, /** @type {number} */ units) => (seconds === null ? null : Math.round((seconds * 1e6) / units));
 
-/** The hardware's share: the same rows (a message and a delivery per call) from bench/bare-insert.mjs. */
+/**
+ * The hardware's share: the same rows (a message and a delivery per call) from bench/bare-insert.mjs.
+ * @param {import("../lib/postgres.mjs").Database} db
+ * @param {string} sourceId
+ * @param {number} durationMs
+ * @param {number} batchSize
+ */
 export async function bareInsertBaseline(db, sourceId, durationMs, batchSize) {
   const pool = new pg.Pool({ connectionString: db.url, max: 1 });
   const destination = (await pool.query("SELECT destination_id FROM destination_sources WHERE source_id = $1", [sourceId])).rows[0].destination_id;

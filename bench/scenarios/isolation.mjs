@@ -1,3 +1,4 @@
+// @ts-check
 import pg from "pg";
 import { createSourceAndDestination, setEnabled } from "../lib/admin.mjs";
 import { queueDeliveries } from "../lib/queue.mjs";
@@ -9,6 +10,7 @@ import { waitForStatus } from "./burn-down.mjs";
  * Scenario 5: a destination whose endpoint never answers (every request
  * times out after 5 s) beside a healthy one. The healthy one's burn-down rate
  * is compared with its rate alone, in the same service.
+ * @param {{ db: import("../lib/postgres.mjs").Database, sink: import("../lib/sink.mjs").Sink, count: number }} options
  */
 export async function isolationScenario({ db, sink, count }) {
   const service = await startService(db.url, {});
@@ -29,6 +31,14 @@ export async function isolationScenario({ db, sink, count }) {
   });
 }
 
+/**
+ * A burn-down of `count` to a healthy endpoint; resolves with its rate per second.
+ * @param {import("../lib/service.mjs").Service} service
+ * @param {pg.Pool} pool
+ * @param {import("../lib/sink.mjs").Sink} sink
+ * @param {number} count
+ * @param {string} name
+ */
 async function healthyRate(service, pool, sink, count, name) {
   const { source, destination } = await createSourceAndDestination(service.url, `${sink.url}/ok`, { name, enabled: false });
   await queueDeliveries(pool, { sourceId: source.id, destinationId: destination.id, count, prefix: name });

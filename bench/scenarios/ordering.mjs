@@ -1,3 +1,4 @@
+// @ts-check
 import pg from "pg";
 import { createSourceAndDestination, rpc, setEnabled } from "../lib/admin.mjs";
 import { startService } from "../lib/service.mjs";
@@ -10,6 +11,7 @@ import { waitForStatus } from "./burn-down.mjs";
  * with ordering off and once with ORDERING_PER_USER, in the same service and
  * run. With ordering on, each user has at most one delivery in flight, and
  * the next is claimed only after the previous one is recorded.
+ * @param {{ db: import("../lib/postgres.mjs").Database, sink: import("../lib/sink.mjs").Sink, count: number, users?: number, concurrency?: number }} options
  */
 export async function orderingScenario({ db, sink, count, users = 10_000, concurrency = 64 }) {
   const service = await startService(db.url, { WAYPOST_DESTINATION_CONCURRENCY: String(concurrency) });
@@ -33,6 +35,12 @@ export async function orderingScenario({ db, sink, count, users = 10_000, concur
   return { off, on, rss };
 }
 
+/**
+ * @param {import("../lib/service.mjs").Service} service
+ * @param {pg.Pool} pool
+ * @param {import("../lib/sink.mjs").Sink} sink
+ * @param {{ count: number, users: number, ordering: "ORDERING_NONE" | "ORDERING_PER_USER", name: string }} options
+ */
 async function burnDown(service, pool, sink, { count, users, ordering, name }) {
   const { source, destination } = await createSourceAndDestination(service.url, `${sink.url}/ok`, { name, enabled: false });
   await rpc(service.url, "DestinationService/UpdateDestination", {
@@ -51,6 +59,9 @@ async function burnDown(service, pool, sink, { count, users, ordering, name }) {
 /**
  * Queues `count` track deliveries in SQL, call g by user g % users, with
  * ordering keys as ingest sets them and ids in call order.
+ * @param {import("../../src/db/pool.js").Queryable} pool
+ * @param {{ sourceId: string, destinationId: string, count: number, users: number, prefix: string }} options
+ * @returns {Promise<void>}
  */
 export async function queueUserDeliveries(pool, { sourceId, destinationId, count, users, prefix }) {
   const chunk = 50_000;

@@ -1,3 +1,4 @@
+// @ts-check
 import pg from "pg";
 import { createSourceAndDestination, rpc, setEnabled } from "../lib/admin.mjs";
 import { queueDeliveries } from "../lib/queue.mjs";
@@ -12,6 +13,7 @@ import { waitForStatus } from "./burn-down.mjs";
  * shared bucket is exercised). Reports the unlimited one's rate in both
  * cases and the limited one's sends per second over time (from the attempt
  * log), with the busiest 10 s window.
+ * @param {{ db: import("../lib/postgres.mjs").Database, sink: import("../lib/sink.mjs").Sink, count: number, limit?: number, limitedBacklog?: number }} options
  */
 export async function rateLimitScenario({ db, sink, count, limit = 1_000, limitedBacklog = 20_000 }) {
   const first = await startService(db.url, {});
@@ -53,6 +55,13 @@ export async function rateLimitScenario({ db, sink, count, limit = 1_000, limite
   return { alone, beside, rss };
 }
 
+/**
+ * @param {import("../lib/service.mjs").Service} service
+ * @param {pg.Pool} pool
+ * @param {import("../lib/sink.mjs").Sink} sink
+ * @param {number} count
+ * @param {string} name
+ */
 async function burnDown(service, pool, sink, count, name) {
   const { source, destination } = await createSourceAndDestination(service.url, `${sink.url}/ok`, { name, enabled: false });
   await queueDeliveries(pool, { sourceId: source.id, destinationId: destination.id, count, prefix: name });
@@ -62,7 +71,13 @@ async function burnDown(service, pool, sink, count, name) {
   return Math.round((count / (performance.now() - start)) * 1000);
 }
 
-/** Sends (first attempts and retries) per whole second since `since`, from the attempt log. */
+/**
+ * Sends (first attempts and retries) per whole second since `since`, from the attempt log.
+ * @param {pg.Pool} pool
+ * @param {string} destinationId
+ * @param {Date} since
+ * @returns {Promise<number[]>}
+ */
 async function sendsPerSecond(pool, destinationId, since) {
   const { rows } = await pool.query(
     `SELECT floor(extract(epoch FROM attempted_at - $2::timestamptz))::int AS s, count(*)::int AS n
@@ -75,6 +90,11 @@ async function sendsPerSecond(pool, destinationId, since) {
   return series;
 }
 
+/**
+ * The most sends in any `seconds` consecutive seconds.
+ * @param {number[]} series
+ * @param {number} seconds
+ */
 function busiestWindow(series, seconds) {
   let best = 0;
   for (let i = 0; i + seconds <= series.length; i++) best = Math.max(best, series.slice(i, i + seconds).reduce((a, b) => a + b, 0));

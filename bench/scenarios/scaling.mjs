@@ -1,3 +1,4 @@
+// @ts-check
 import pg from "pg";
 import { createSourceAndDestination, setEnabled } from "../lib/admin.mjs";
 import { percentOfCore, startCpuMeter } from "../lib/cpu.mjs";
@@ -22,6 +23,7 @@ export const topologies = [
  * processes, this database's Postgres backends, the sink, the load
  * generator), so the cost per call and per webhook can be read per role.
  * One JSON line per layout.
+ * @param {{ createDatabase: () => Promise<import("../lib/postgres.mjs").Database>, sink: import("../lib/sink.mjs").Sink, deliveries: number, durationMs: number, concurrency?: number, batchSize?: number }} options
  */
 export async function scalingScenario({ createDatabase, sink, deliveries, durationMs, concurrency = 8, batchSize = 100 }) {
   const results = [];
@@ -36,12 +38,18 @@ export async function scalingScenario({ createDatabase, sink, deliveries, durati
   return results;
 }
 
+/**
+ * @param {{ db: import("../lib/postgres.mjs").Database, sink: import("../lib/sink.mjs").Sink, topology: { name: string, roles: string[] }, deliveries: number, durationMs: number, concurrency: number, batchSize: number }} options
+ */
 async function measureTopology({ db, sink, topology, deliveries, durationMs, concurrency, batchSize }) {
+  /** @type {import("../lib/service.mjs").Service[]} */
   const processes = [];
   for (const role of topology.roles) processes.push(await startService(db.url, { WAYPOST_ROLE: role }));
   const front = processes[0];
+  if (!front) throw new Error("a topology has at least one process");
+  /** @type {Record<string, number | undefined>} */
   const named = {};
-  topology.roles.forEach((role, i) => (named[role in named ? `${role}_${i + 1}` : role] = processes[i].pid));
+  topology.roles.forEach((role, i) => (named[role in named ? `${role}_${i + 1}` : role] = processes[i]?.pid));
   named.sink = sink.pid;
   const pool = new pg.Pool({ connectionString: db.url, max: 2 });
   try {
@@ -71,7 +79,7 @@ async function measureTopology({ db, sink, topology, deliveries, durationMs, con
     const ingestRate = Math.round((events / elapsedMs) * 1000);
     const deliveredRate = Math.round((delivered / elapsedMs) * 1000);
 
-    const perUnit = (used, units) =>
+    const perUnit = (/** @type {Record<string, number | null>} */ used, /** @type {number} */ units) =>
       Object.fromEntries(Object.entries(used).map(([name, s]) => [name, s === null ? null : Math.round((s * 1e6) / Math.max(1, units))]));
     const result = {
       scenario: "scaling",
@@ -102,6 +110,11 @@ async function measureTopology({ db, sink, topology, deliveries, durationMs, con
   }
 }
 
+/**
+ * @param {pg.Pool} pool
+ * @param {string} destinationId
+ * @returns {Promise<number>}
+ */
 async function countBacklog(pool, destinationId) {
   const { rows } = await pool.query("SELECT count(*)::int AS n FROM deliveries WHERE destination_id = $1 AND status IN ('pending', 'retrying')", [
     destinationId,
@@ -109,6 +122,11 @@ async function countBacklog(pool, destinationId) {
   return rows[0].n;
 }
 
+/**
+ * @param {pg.Pool} pool
+ * @param {string} destinationId
+ * @param {number} atMost
+ */
 async function waitForBacklog(pool, destinationId, atMost, timeoutMs = 120_000) {
   const deadline = Date.now() + timeoutMs;
   while ((await countBacklog(pool, destinationId)) > atMost) {

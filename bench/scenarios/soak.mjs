@@ -1,3 +1,4 @@
+// @ts-check
 import pg from "pg";
 import { createSourceAndDestination } from "../lib/admin.mjs";
 import { trackingClient } from "../lib/load.mjs";
@@ -9,6 +10,7 @@ import { drive } from "./end-to-end.mjs";
  * A steady end-to-end load for `durationMs` (5 minutes by default), reported
  * per 30 s window with the job table's size, to show rates do not decay as
  * dead rows accumulate (no bloat).
+ * @param {{ db: import("../lib/postgres.mjs").Database, sink: import("../lib/sink.mjs").Sink, durationMs: number, rate?: number, windowMs?: number }} options
  */
 export async function soakScenario({ db, sink, durationMs, rate = 4_000, windowMs = 30_000 }) {
   const service = await startService(db.url, {});
@@ -35,7 +37,7 @@ export async function soakScenario({ db, sink, durationMs, rate = 4_000, windowM
   const rss = service.peakRssMb();
   await service.stop();
   await pool.end();
-  const first = windows[0].delivered_per_s;
-  const last = windows[windows.length - 1].delivered_per_s;
+  const first = windows[0]?.delivered_per_s ?? 0;
+  const last = windows[windows.length - 1]?.delivered_per_s ?? 0;
   report({ scenario: "soak", rate_per_s: rate, duration_s: durationMs / 1000, windows, last_to_first_ratio: Math.round((last / first) * 100) / 100, server_peak_rss_mb: rss });
 }
