@@ -4,7 +4,8 @@
  * change of a delivery's state is one of two kinds:
  *
  * - the lease holder finishing its work (a completion): it applies only
- *   while the row still carries the holder's token (`held`);
+ *   while the row still carries the holder's token and the lease has not
+ *   been ended (`held`), so it applies once;
  * - anything else (cancel, expire, replay): it moves the token on and drops
  *   the lease (`revoke`), so a completion still in flight matches nothing.
  *
@@ -28,7 +29,7 @@
 export type Fence =
   /** Take a new lease: `until` and `owner` are SQL expressions. */
   | { kind: "grant"; until: string; owner: string }
-  /** Apply only while the row carries this token (an SQL expression); ends the lease. */
+  /** Apply only while the row carries this token (an SQL expression) and the lease is not ended; ends it. */
   | { kind: "held"; token: string }
   /** Take the lease from whoever holds it. */
   | { kind: "revoke" }
@@ -68,9 +69,10 @@ function fenceSet(fence: Fence): string {
 function fenceWhere(fence: Fence): string {
   switch (fence.kind) {
     case "held":
-      return ` AND d.lease_token = ${fence.token}`;
     case "extend":
-      // A completion ends the lease (leased_until NULL) but keeps the token.
+      // A completion ends the lease (leased_until NULL) but keeps the token:
+      // the holder's own later changes (a second result, a heartbeat) must
+      // not apply after it.
       return ` AND d.lease_token = ${fence.token} AND d.leased_until IS NOT NULL`;
     default:
       return "";
