@@ -63,7 +63,8 @@ test("a worker killed with SIGKILL mid-delivery leaves the work to another after
   expect(final.attempt_count).toBe(1);
 });
 
-test("two worker processes never work the same delivery at once", async () => {
+// Generous limits: on a busy machine 2,000 deliveries may take a while; what is checked is that none is sent twice.
+test("two worker processes never work the same delivery at once", { timeout: 120_000 }, async () => {
   const { receiver, client } = await setup(() => ({ status: 200 }));
   const a = await worker();
   const b = await worker();
@@ -79,13 +80,13 @@ test("two worker processes never work the same delivery at once", async () => {
   await eventually(async () => {
     const result = await api.pool.query("SELECT count(*)::int AS n FROM deliveries WHERE status = 'delivered'");
     return result.rows[0].n >= total;
-  });
+  }, 90_000);
   const metric = async (p: ServiceProcess, pattern: RegExp) => {
     const text = await (await fetch(`${p.url}/metrics`)).text();
     return [...text.matchAll(pattern)].reduce((sum, m) => sum + Number(m[1]), 0);
   };
   // Nothing is held or in flight any more: a send after a lost lease would have arrived.
-  await eventually(async () => (await metric(a, /^waypost_deliveries_in_flight (\d+)/gm)) + (await metric(b, /^waypost_deliveries_in_flight (\d+)/gm)) === 0);
+  await eventually(async () => (await metric(a, /^waypost_deliveries_in_flight (\d+)/gm)) + (await metric(b, /^waypost_deliveries_in_flight (\d+)/gm)) === 0, 90_000);
   // Every request the endpoint saw is an attempt recorded by the lease holder
   // (a request that timed out on a starved machine is a recorded retry, not a
   // second worker's send).
