@@ -98,9 +98,12 @@ export function createLeaseKeeper(options: LeaseKeeperOptions): LeaseKeeper {
   async function beat() {
     if (held.size === 0) return;
     const ids = [...held.keys()];
+    const startedAt = performance.now();
     let extended: Set<string>;
     try {
       extended = await extend(ids);
+      // How long a heartbeat takes is what a short lease must leave room for.
+      logger.debug({ count: ids.length, ms: Math.round(performance.now() - startedAt) }, "delivery leases extended");
     } catch (error) {
       logger.warn({ err: error, count: ids.length }, "extending delivery leases failed; trying again at the next heartbeat");
       return;
@@ -111,11 +114,18 @@ export function createLeaseKeeper(options: LeaseKeeperOptions): LeaseKeeper {
     if (lost.length > 0) options.onLost?.(lost);
   }
 
-  function schedule() {
+  /**
+   * The next heartbeat is due an interval after the last one began, not after
+   * it ended: a heartbeat that waited (a busy database, a busy process) must
+   * not push the next one later, as the leases it renewed run from its start.
+   */
+  function schedule(lastStartedAt: number) {
     if (!running) return;
+    const wait = Math.max(0, lastStartedAt + intervalMs - performance.now());
     timer = setTimeout(() => {
-      void beat().finally(schedule);
-    }, intervalMs);
+      const startedAt = performance.now();
+      void beat().finally(() => schedule(startedAt));
+    }, wait);
     timer.unref();
   }
 
@@ -146,7 +156,7 @@ export function createLeaseKeeper(options: LeaseKeeperOptions): LeaseKeeper {
     start() {
       if (running) return;
       running = true;
-      schedule();
+      schedule(performance.now());
     },
     stop() {
       running = false;
