@@ -1,3 +1,4 @@
+// @ts-check
 import { gzipSync } from "node:zlib";
 import { createSourceAndDestination } from "../lib/admin.mjs";
 import { cpuSeconds } from "../lib/cpu.mjs";
@@ -12,6 +13,9 @@ import { report } from "../lib/stats.mjs";
 const maxBatchMessages = 2_500;
 const maxRequestBytes = 500 * 1024;
 
+/** @typedef {{ name: string, path: string, auth: "basic" | "bearer", body: Buffer, headers: Record<string, string> }} CheapRequest */
+
+/** @returns {CheapRequest[]} */
 function cases() {
   const count = Math.floor((maxRequestBytes - 20) / 3);
   const compatOver = Buffer.from(`{"batch":[${Array.from({ length: count }, () => "{}").join(",")}]}`);
@@ -21,6 +25,7 @@ function cases() {
   const binary = Buffer.alloc(maxRequestBytes);
   for (let i = 0; i < binary.length; i += 2) binary[i] = 0x0a;
   const json = Buffer.from(`{"batch":[${Array.from({ length: 160_000 }, () => "{}").join(",")}]}`);
+  /** @param {Buffer} message */
   const envelope = (message) => {
     const header = Buffer.alloc(5);
     header.writeUInt32BE(message.length, 1);
@@ -37,7 +42,10 @@ function cases() {
   ];
 }
 
-/** Server CPU per refused (or mostly refused) request, one line per kind of request. */
+/**
+ * Server CPU per refused (or mostly refused) request, one line per kind of request.
+ * @param {{ db: import("../lib/postgres.mjs").Database, sink: import("../lib/sink.mjs").Sink, quick: boolean }} options
+ */
 export async function cheapRequestsScenario({ db, sink, quick }) {
   const service = await startService(db.url, { WAYPOST_ROLE: "api" });
   try {
