@@ -84,3 +84,12 @@ test("connection cap and summary interval come from the environment, with docume
   expect(set.summaryIntervalMs).toBe(0);
   expect(() => loadConfig({ WAYPOST_MAX_CONNECTIONS: "many" })).toThrow(/WAYPOST_MAX_CONNECTIONS/);
 });
+
+test("admin reads: their pool size and statement timeout come from the environment, with documented defaults", () => {
+  expect(loadConfig({}).adminReads).toEqual({ connections: 4, statementTimeoutMs: 15_000, maxResponseBytes: 4 * 1024 * 1024 });
+  const set = loadConfig({ WAYPOST_ADMIN_READ_CONNECTIONS: "8", WAYPOST_ADMIN_STATEMENT_TIMEOUT_MS: "2000" });
+  expect(set.adminReads.connections).toBe(8);
+  expect(set.adminReads.statementTimeoutMs).toBe(2_000);
+  expect(() => loadConfig({ WAYPOST_ADMIN_READ_CONNECTIONS: "0" })).toThrow(/WAYPOST_ADMIN_READ_CONNECTIONS/);
+  expect(() => loadConfig({ WAYPOST_ADMIN_STATEMENT_TIMEOUT_MS: "soon" })).toThrow(/WAYPOST_ADMIN_STATEMENT_TIMEOUT_MS/);
+});
