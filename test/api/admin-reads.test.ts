@@ -51,16 +51,18 @@ async function lockAttempts(): Promise<{ release(): Promise<void> }> {
 }
 
 /**
- * Resolves once `count` admin reads are held: waiting on the lock in the
- * database, or queued in a pool for a connection. Returns how many wait on the lock.
+ * Resolves once at least `lockWaiters` sessions wait on the lock and
+ * `count` admin reads are held: waiting on the lock in the database, or
+ * queued in a pool for a connection (a read may queue twice: its queries
+ * run in parallel). Returns how many wait on the lock.
  */
-async function heldReads(count: number): Promise<number> {
+async function heldReads(count: number, lockWaiters: number): Promise<number> {
   for (;;) {
     const { rows } = await server.pool.query<{ n: number }>(
       "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
     );
     const queued = server.pool.waitingCount + (server.waypost.adminReadPool?.waitingCount ?? 0);
-    if (rows[0]!.n + queued >= count) return rows[0]!.n;
+    if (rows[0]!.n >= lockWaiters && rows[0]!.n + queued >= count) return rows[0]!.n;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
@@ -73,7 +75,7 @@ test("a tracking call completes while more admin reads than the database pool ho
   );
   try {
     // The admin pool's connections are all held by the lock; the other reads queue for them.
-    const waiting = await heldReads(reads.length);
+    const waiting = await heldReads(reads.length, adminReads.connections);
     expect(waiting).toBe(adminReads.connections);
     // A generous bound only so that a regression fails instead of hanging:
     // before, the reads took every shared connection and this queued behind them.
