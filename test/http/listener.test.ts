@@ -32,6 +32,9 @@ const only = (limit: keyof Omit<ConnectionLimits, "maxConnections" | "checkInter
   [limit]: short[limit],
 });
 
+/** No timeout can close a connection within a test: only the cap can. */
+const noTimeouts: ConnectionLimits = { ...only("keepAliveTimeoutMs"), keepAliveTimeoutMs: never };
+
 /** Echoes the body length after reading it all, as a real endpoint would. */
 const echo: RequestHandler = (req, res) => {
   let size = 0;
@@ -213,18 +216,95 @@ describe("connection cap", () => {
     expect(silent.filter((socket) => !socket.destroyed && !socket.closed).length).toBeLessThanOrEqual(20);
   });
 
-  test("when every connection is busy, a new one is refused instead of exceeding the cap", async () => {
-    // No timeout can close the fourth connection within the test: only the cap can.
-    const port = await start({ ...only("keepAliveTimeoutMs"), keepAliveTimeoutMs: never, maxConnections: 3 });
+  test("at the cap, the slowest bodies make room for new connections, one for each", async () => {
+    let started = 0;
+    let allStarted: () => void = () => {};
+    const allIn = new Promise<void>((resolve) => (allStarted = resolve));
+    // "/hold" answers only when released: a request in our hands keeps its slot, so each new one costs one eviction.
+    const held: Array<() => void> = [];
+    let onHeld: () => void = () => {};
+    listener = await listen(
+      (req, res) => {
+        if (req.url !== "/hold") {
+          if (++started === 20) allStarted();
+          return echo(req, res);
+        }
+        req.resume();
+        req.on("end", () => {
+          held.push(() => res.end("released"));
+          onHeld();
+        });
+      },
+      0,
+      "127.0.0.1",
+      { ...noTimeouts, maxConnections: 20 },
+    );
+    const port = listener.port;
+    // Ten trickle their body (one byte so far), then ten send theirs at a real rate (half of it so far).
+    const slow = await Promise.all(Array.from({ length: 10 }, () => connect(port)));
+    for (const socket of slow) socket.write("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n0");
+    const steady = await Promise.all(Array.from({ length: 10 }, () => connect(port)));
+    for (const socket of steady) socket.write(`POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n${"0".repeat(50_000)}`);
+    await allIn;
+    const closedOnes: net.Socket[] = [];
+    const fiveClosed = new Promise<void>((resolve) => {
+      for (const socket of [...slow, ...steady]) {
+        void closedAfter(socket, 0).then(() => closedOnes.push(socket) === 5 && resolve());
+      }
+    });
+
+    const answers: Array<Promise<string>> = [];
+    for (let i = 0; i < 5; i++) {
+      const inHand = new Promise<void>((resolve) => (onHeld = resolve));
+      const answer = requestOnNewConnection(port, "/hold");
+      answers.push(answer);
+      // A refused connection fails here (ECONNRESET) rather than never arriving.
+      await Promise.race([inHand, answer]);
+    }
+    await fiveClosed;
+    expect(closedOnes.every((socket) => slow.includes(socket))).toBe(true);
+    expect(steady.every((socket) => !socket.destroyed)).toBe(true);
+    for (const release of held) release();
+    expect(await Promise.all(answers)).toEqual(Array(5).fill("released"));
+  });
+
+  test("when every connection is busy in our own handler, a new one is refused instead of exceeding the cap", async () => {
+    let complete = 0;
+    let allComplete: () => void = () => {};
+    const allIn = new Promise<void>((resolve) => (allComplete = resolve));
+    // Reads each body whole, then keeps the answer: the server is the slow party.
+    listener = await listen(
+      (req) => {
+        req.resume();
+        req.on("end", () => ++complete === 3 && allComplete());
+      },
+      0,
+      "127.0.0.1",
+      { ...noTimeouts, maxConnections: 3 },
+    );
+    const port = listener.port;
     const busy = await Promise.all(Array.from({ length: 3 }, () => connect(port)));
-    for (const socket of busy) socket.write("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0");
-    // Let the server see each request begin (headers parsed) before the fourth connection.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    for (const socket of busy) socket.write("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n0");
+    await allIn;
     const extra = await connect(port);
     await closedAfter(extra, Date.now());
     expect(busy.every((socket) => !socket.destroyed)).toBe(true);
   });
 });
+
+/** One request on a connection of its own (no keep-alive agent), answered with its body. */
+function requestOnNewConnection(port: number, path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: "127.0.0.1", port, method: "POST", path, agent: false }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (body += chunk));
+      res.on("end", () => resolve(body));
+    });
+    req.on("error", reject);
+    req.end("hello");
+  });
+}
 
 test("the defaults are the documented ones", async () => {
   expect(defaultConnectionLimits).toEqual({
