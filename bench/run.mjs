@@ -2,7 +2,7 @@
 // `npm run bench`: starts what it needs on loopback (a Postgres database, the
 // service as separate processes, a keep-alive sink process) and prints one
 // JSON object per line. Options:
-//   --only=ingest,burn-down,scaling,end-to-end,baselines,isolation,client,ordering,rate-limit,soak
+//   --only=ingest,burn-down,scaling,end-to-end,baselines,isolation,client,cheap-requests,ordering,rate-limit,soak
 //   --quick   smaller counts and shorter steps (a smoke run, not a measurement)
 //   --soak    add a 5-minute steady run that checks rates do not decay
 //   --duration=MS --deliveries=N   override the ingest duration and the burn-down size
@@ -12,6 +12,7 @@ import { startSink } from "./lib/sink.mjs";
 import { report } from "./lib/stats.mjs";
 import { baselinesScenario } from "./scenarios/baselines.mjs";
 import { burnDownScenario } from "./scenarios/burn-down.mjs";
+import { cheapRequestsScenario } from "./scenarios/cheap-requests.mjs";
 import { clientScenario } from "./scenarios/client.mjs";
 import { endToEndScenario } from "./scenarios/end-to-end.mjs";
 import { ingestScenario } from "./scenarios/ingest.mjs";
@@ -94,6 +95,8 @@ try {
   }
   if (wants("isolation")) await inFreshDatabase((db) => isolationScenario({ db, sink, count: sizes.isolation }));
   if (wants("client")) await inFreshDatabase((db) => clientScenario({ db, sink, quick }));
+  // What a refused or mostly invalid request costs the API process (moved here from a unit test's CPU bound).
+  if (wants("cheap-requests")) await inFreshDatabase((db) => cheapRequestsScenario({ db, sink, quick }));
   // Flow control: per-user ordering on vs off; a rate-limited destination beside an unlimited one.
   if (wants("ordering")) await inFreshDatabase((db) => orderingScenario({ db, sink, count: sizes.burnDown, users: quick ? 1_000 : 10_000 }));
   if (wants("rate-limit")) {

@@ -88,6 +88,17 @@ export interface Config {
   connections: ConnectionLimits;
   /** Interval of the activity summary logged at info; 0 turns it off. */
   summaryIntervalMs: number;
+  /** DeliveryService's own database pool and bounds (docs/limits.md#admin-read-limits). */
+  adminReads: AdminReadConfig;
+}
+
+export interface AdminReadConfig {
+  /** Connections of the pool admin reads use, apart from ingest and delivery. */
+  connections: number;
+  /** A statement, or a wait for one of those connections, is cut after this: deadline_exceeded. */
+  statementTimeoutMs: number;
+  /** A page of deliveries stops once the bodies it holds reach this many bytes. */
+  maxResponseBytes: number;
 }
 
 export class ConfigError extends Error {
@@ -154,6 +165,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       maxConnections: int(env, "WAYPOST_MAX_CONNECTIONS", defaultConnectionLimits.maxConnections, 10, 1_000_000),
     },
     summaryIntervalMs: int(env, "WAYPOST_SUMMARY_INTERVAL_SECONDS", 60, 0, 86_400) * 1000,
+    adminReads: {
+      connections: int(env, "WAYPOST_ADMIN_READ_CONNECTIONS", 4, 1, 100),
+      statementTimeoutMs: int(env, "WAYPOST_ADMIN_STATEMENT_TIMEOUT_MS", 15_000, 100, 600_000),
+      maxResponseBytes: 4 * 1024 * 1024,
+    },
   };
 }
 

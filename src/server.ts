@@ -48,6 +48,8 @@ export interface Waypost {
   url: string;
   port: number;
   pool: pg.Pool;
+  /** DeliveryService's reads: a pool of their own (WAYPOST_ADMIN_READ_CONNECTIONS). */
+  adminReadPool: pg.Pool;
   connectionString: string;
   adminToken: string;
   ingestor: Ingestor;
@@ -122,7 +124,17 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   });
   const replayer = createBulkReplayer({ pool, clock, logger });
   closers.push(() => replayer.stop());
+  // Admin reads get their own few connections: see RpcHandlersOptions.adminReads.
+  const adminReadPool = createPool({
+    connectionString,
+    max: config.adminReads.connections,
+    logger,
+    applicationName: "waypost-admin-reads",
+    statementTimeoutMs: config.adminReads.statementTimeoutMs,
+  });
+  closers.push(() => adminReadPool.end());
   const rpc = createRpcHandlers({
+    adminReads: { pool: adminReadPool, ...config.adminReads },
     pool,
     clock,
     ingestor,
@@ -212,6 +224,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     url,
     port: listener.port,
     pool,
+    adminReadPool,
     connectionString,
     adminToken: admin.token,
     ingestor,

@@ -115,3 +115,12 @@ test("DATABASE_URL must be a Postgres connection string; the refusal names its s
   expect(refusal("db.internal:5432")).toMatch(/^DATABASE_URL must be a Postgres URL/);
   expect(refusal("waypost")).toMatch(/^DATABASE_URL must be a Postgres URL/);
 });
+
+test("admin reads: their pool size and statement timeout come from the environment, with documented defaults", () => {
+  expect(loadConfig({}).adminReads).toEqual({ connections: 4, statementTimeoutMs: 15_000, maxResponseBytes: 4 * 1024 * 1024 });
+  const set = loadConfig({ WAYPOST_ADMIN_READ_CONNECTIONS: "8", WAYPOST_ADMIN_STATEMENT_TIMEOUT_MS: "2000" });
+  expect(set.adminReads.connections).toBe(8);
+  expect(set.adminReads.statementTimeoutMs).toBe(2_000);
+  expect(() => loadConfig({ WAYPOST_ADMIN_READ_CONNECTIONS: "0" })).toThrow(/WAYPOST_ADMIN_READ_CONNECTIONS/);
+  expect(() => loadConfig({ WAYPOST_ADMIN_STATEMENT_TIMEOUT_MS: "soon" })).toThrow(/WAYPOST_ADMIN_STATEMENT_TIMEOUT_MS/);
+});

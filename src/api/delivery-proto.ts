@@ -10,6 +10,7 @@ import {
 } from "../../gen/waypost/v1/delivery_pb.js";
 import type { DeliveryStatus as StatusName } from "../db/job-table/index.js";
 import type { AttemptRow, DeliveryRow } from "../db/queries/deliveries.js";
+import { requireStorableText } from "./destination-validation.js";
 import { invalidArgument } from "./errors.js";
 import type { WebhookHeaders } from "./request-headers.js";
 
@@ -55,10 +56,15 @@ export function timeRange(since: Timestamp | undefined, until: Timestamp | undef
   return { ...(range.since ? { since: range.since } : {}), ...(range.until ? { until: range.until } : {}) };
 }
 
-/** A messageId or userId filter: empty means none. */
+/**
+ * A messageId or userId filter: empty means none. Stored ids never hold NUL
+ * (Postgres text cannot), so one in a filter is the caller's mistake, and
+ * would otherwise fail as the query's parameter.
+ */
 export function textFilter(field: string, value: string): string | undefined {
   if (value === "") return undefined;
   if (value.length > 1000) throw invalidArgument(field, "is longer than 1000 characters");
+  requireStorableText(field, value);
   return value;
 }
 

@@ -10,7 +10,7 @@ import {
 import type { Clock } from "../clock.js";
 import { countReplayable, replayDelivery, type BulkReplay, type DeliveryFilter } from "../db/job-table/index.js";
 import { selectAttempts, selectDelivery, type DeliveryRow } from "../db/queries/deliveries.js";
-import { readFinishFeed, searchDeliveries } from "../db/queries/delivery-search.js";
+import { readFinishFeed, rowsWithinBytes, searchDeliveries } from "../db/queries/delivery-search.js";
 import { destinationExists, loadDestinationConfigs } from "../db/queries/destinations.js";
 import type { BulkReplayer } from "../delivery/bulk-replayer.js";
 import { decodeCreatedCursor, decodeFeedPosition, encodeCreatedCursor, encodeFeedPosition } from "./delivery-cursors.js";
@@ -27,6 +27,8 @@ export interface DeliveryServiceOptions {
   replayer: BulkReplayer;
   /** Messages older than this are being purged: their deliveries are not replayed in bulk. */
   retentionMs: number;
+  /** A page of ListDeliveries ends early, with a next page token, once its bodies reach this. */
+  maxResponseBytes?: number;
 }
 
 const replayableStatuses = new Set(["failed", "expired", "retrying"] as const);
@@ -34,6 +36,7 @@ const replayableStatuses = new Set(["failed", "expired", "retrying"] as const);
 /** DeliveryService: the delivery log, replays and per-destination figures. */
 export function createDeliveryService(options: DeliveryServiceOptions): ServiceImpl<typeof DeliveryService> {
   const { pool, clock } = options;
+  const maxBytes = options.maxResponseBytes ?? Infinity;
 
   /** Body, headers as sent (masked) and attempts, read for a page at once. */
   async function withDetails(rows: DeliveryRow[]): Promise<Delivery[]> {
@@ -77,18 +80,18 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
       if (!Object.values(DeliveryView).includes(req.view)) throw invalidArgument("view", `unknown view ${req.view}`);
       const size = pageSize(req.pageSize);
       if (req.order === DeliveryOrder.FINISH_TIME_DESC) {
-        const page = await readFinishFeed(pool, filter, decodeFeedPosition(req.pageToken), size);
+        const page = await readFinishFeed(pool, filter, decodeFeedPosition(req.pageToken), size, maxBytes);
         return { deliveries: await present(page.rows, req.view), nextPageToken: encodeFeedPosition(page.next) };
       }
       if (req.order !== DeliveryOrder.UNSPECIFIED && req.order !== DeliveryOrder.CREATE_TIME_DESC) {
         throw invalidArgument("order", `unknown order ${req.order}`);
       }
       const rows = await searchDeliveries(pool, filter, { before: decodeCreatedCursor(req.pageToken), limit: size + 1 });
-      const page = rows.slice(0, size);
+      const page = rows.slice(0, Math.min(size, rowsWithinBytes(rows, maxBytes)));
       const last = page[page.length - 1];
       return {
         deliveries: await present(page, req.view),
-        nextPageToken: rows.length > size && last ? encodeCreatedCursor(last.cursor_at, last.id) : "",
+        nextPageToken: rows.length > page.length && last ? encodeCreatedCursor(last.cursor_at, last.id) : "",
       };
     },
     async getDelivery(req) {

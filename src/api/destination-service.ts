@@ -28,6 +28,7 @@ import { activeSigningSecrets, generateSigningSecret } from "../signing/standard
 import { healthFields } from "./destination-health-fields.js";
 import type { AddressGuard } from "../outbound/address-guard.js";
 import { validateName, validateSecret, validateSourceIds, validateWebhooks } from "./destination-validation.js";
+import { keepMaskedValues, maskWebhooks } from "./masked-headers.js";
 import { orderingToProto, validateMaxRequestsPerSecond, validateOrdering } from "./flow-control-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
@@ -63,7 +64,11 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       if (!input) throw invalidArgument("destination", "is required");
       const id = randomUUID();
       const name = validateName("destination.name", input.name);
-      const webhooks = validateWebhooks("destination.webhooks", input.webhooks, options.addressGuard);
+      const webhooks = keepMaskedValues(
+        "destination.webhooks",
+        validateWebhooks("destination.webhooks", input.webhooks, options.addressGuard),
+        [],
+      );
       const sourceIds = validateSourceIds("destination.sourceIds", input.sourceIds);
       const secret = validateSecret("destination.sharedSecret", input.sharedSecret);
       const signingSecrets = validateSigningSecrets("destination.signingSecrets", input.signingSecrets);
@@ -194,7 +199,9 @@ async function applyUpdate(
   addressGuard: AddressGuard,
 ) {
   const name = paths.has("name") ? validateName("destination.name", input.name) : current.name;
-  const webhooks = paths.has("webhooks") ? validateWebhooks("destination.webhooks", input.webhooks, addressGuard) : current.webhooks;
+  const webhooks = paths.has("webhooks")
+    ? keepMaskedValues("destination.webhooks", validateWebhooks("destination.webhooks", input.webhooks, addressGuard), current.webhooks)
+    : current.webhooks;
   const secret = paths.has("shared_secret") ? validateSecret("destination.sharedSecret", input.sharedSecret) : current.shared_secret;
   const enabled = paths.has("enabled") ? (input.enabled ?? false) : current.enabled;
   const signingSecrets = paths.has("signing_secrets")
@@ -247,7 +254,7 @@ function toProto(row: DestinationRow, now: Date): Destination {
     name: row.name,
     sourceIds: row.source_ids,
     enabled: row.enabled,
-    webhooks: row.webhooks,
+    webhooks: maskWebhooks(row.webhooks),
     hasSharedSecret: row.shared_secret !== null,
     maxRequestsPerSecond: row.max_requests_per_second,
     ordering: orderingToProto(row.ordering),

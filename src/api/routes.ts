@@ -13,6 +13,7 @@ import type { BulkReplayer } from "../delivery/bulk-replayer.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
 import type { Logger } from "../logger.js";
+import { createAdminReadDeadline } from "./admin-read-deadline.js";
 import { createAudienceService } from "./audience-service.js";
 import type { Authenticator } from "./auth.js";
 import { createDeletionService } from "./deletion-service.js";
@@ -39,6 +40,13 @@ export interface RpcHandlersOptions {
   retentionMs: number;
   /** After RotateSigningSecret, the previous secret keeps signing this long. */
   signingSecretOverlapMs?: number;
+  /**
+   * DeliveryService's reads (searches, the finish feed, stats) run here, on
+   * a pool of their own with a statement timeout, so that many or slow
+   * admin reads queue behind each other instead of taking the connections
+   * ingest and delivery need.
+   */
+  adminReads: { pool: pg.Pool; statementTimeoutMs: number; maxResponseBytes: number };
 }
 
 export interface RpcHandlers {
@@ -101,7 +109,7 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
   const admin = createRpcAdapter({
     readMaxBytes: rpcReadLimits.admin,
     jsonOptions,
-    interceptors,
+    interceptors: [...interceptors, createAdminReadDeadline(options.adminReads.statementTimeoutMs)],
     gate,
     logger: options.logger,
     routes(router: ConnectRouter) {
@@ -121,7 +129,8 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
       router.service(
         DeliveryService,
         createDeliveryService({
-          pool: options.pool,
+          pool: options.adminReads.pool,
+          maxResponseBytes: options.adminReads.maxResponseBytes,
           clock: options.clock,
           replayer: options.replayer,
           retentionMs: options.retentionMs,

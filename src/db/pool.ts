@@ -14,6 +14,11 @@ export interface PoolOptions {
   /** Connections at most; the delivery loop and the API share them. */
   max?: number;
   applicationName?: string;
+  /**
+   * Postgres cancels a statement running longer (error 57014); the same
+   * bound applies to waiting for a free connection. Unset: no limit.
+   */
+  statementTimeoutMs?: number;
 }
 
 /** A pg pool; timestamps come back as Date, bigint ids as strings. */
@@ -23,6 +28,9 @@ export function createPool(options: PoolOptions): pg.Pool {
     max: options.max ?? 20,
     application_name: options.applicationName ?? "waypost",
     idleTimeoutMillis: 30_000,
+    ...(options.statementTimeoutMs
+      ? { statement_timeout: options.statementTimeoutMs, connectionTimeoutMillis: options.statementTimeoutMs }
+      : {}),
     // Short statements only: JIT compilation never pays for itself here, and
     // the claim's cost estimate grows with the destinations that have due
     // work, which could push it past jit_above_cost (tens of ms per claim).

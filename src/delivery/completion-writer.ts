@@ -1,6 +1,6 @@
 import type pg from "pg";
-import type { Clock } from "../clock.js";
-import { completeDeliveries, type DeliveryCompletion } from "../db/job-table/index.js";
+import { systemClock, type Clock } from "../clock.js";
+import { completeDeliveries, recordRefusedCompletion, type DeliveryCompletion } from "../db/job-table/index.js";
 import { withTransaction } from "../db/pool.js";
 import type { HealthPolicy, Transition } from "../health/circuit.js";
 import { recordHealth } from "../health/record-health.js";
@@ -21,6 +21,14 @@ export interface CompletionWriterOptions {
    * are passed to onWritten.
    */
   health?: { policy: HealthPolicy; clock: Clock } | undefined;
+  /**
+   * A result the database refuses is recorded without its attempt rows and
+   * tried again after `retryDelayMs`; the delivery fails with the
+   * database's error at the `max`-th refusal (default 3).
+   */
+  refusals?: { max?: number; retryDelayMs: number; clock?: Clock };
+  /** Called with results given up unwritten (their leases run out). */
+  onDropped?: (dropped: DeliveryCompletion[]) => void;
   /** Most results in one statement. */
   batchSize?: number;
   /** First wait after a failed write (doubling, up to `retryMaxMs`). */
@@ -74,9 +82,13 @@ export function isRowError(error: unknown): boolean {
  * waits at most for the write before it, never for an idle timer.
  *
  * A write the database refuses for one of its rows is split in halves until
- * the row is found; the others are written and that one result is dropped
- * (logged with its delivery id): its lease expires and it is tried again, so
- * one bad row never blocks the results behind it. A write that fails for
+ * the row is found; the others are written, so one bad row never blocks the
+ * results behind it. That one result is recorded by a simpler statement
+ * that writes no attempt rows (refuse.ts): the refusal is counted with the
+ * database's error and the delivery is tried again later, and failed with
+ * that error after a few refusals, rather than sent again after every lease
+ * for ever. Only if that is refused too is the result dropped (its lease
+ * runs out). A write that fails for
  * the database (an outage) keeps its batch and retries with a doubling,
  * capped wait; until then the leases keep other processes off those
  * deliveries, and if this process dies they expire.
@@ -86,6 +98,11 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
   const batchSize = options.batchSize ?? 500;
   const retryInitialMs = options.retryInitialMs ?? 500;
   const retryMaxMs = options.retryMaxMs ?? 30_000;
+  const refusals = {
+    max: options.refusals?.max ?? 3,
+    retryDelayMs: options.refusals?.retryDelayMs ?? 10_000,
+    clock: options.refusals?.clock ?? options.health?.clock ?? systemClock,
+  };
   let buffer: DeliveryCompletion[] = [];
   // A drain started at the end of this event-loop turn.
   let scheduled: NodeJS.Immediate | undefined;
@@ -156,17 +173,37 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
     } catch (error) {
       if (closed || !isRowError(error)) return { unwritten: batch, error };
       if (batch.length === 1) {
-        const [poison] = batch;
-        logger.error(
-          { err: error, deliveryId: poison!.id, destinationId: poison!.destinationId, status: poison!.status },
-          "the database refused this delivery's result; dropped it (its lease expires and it is tried again)",
-        );
+        await refuse(batch[0]!, error);
         return { unwritten: [] };
       }
       const half = Math.ceil(batch.length / 2);
       const first = await write(batch.slice(0, half));
       if (first.error !== undefined) return { unwritten: [...first.unwritten, ...batch.slice(half)], error: first.error };
       return write(batch.slice(half));
+    }
+  }
+
+  /** Records a refused result as a refusal (see above), or drops it if that fails too. */
+  async function refuse(poison: DeliveryCompletion, error: unknown): Promise<void> {
+    const context = { err: error, deliveryId: poison.id, destinationId: poison.destinationId, status: poison.status };
+    const now = refusals.clock.now();
+    try {
+      const status = await recordRefusedCompletion(options.pool, {
+        completion: poison,
+        error: `the database refused this delivery's result: ${error instanceof Error ? error.message : String(error)}`,
+        now,
+        retryAt: new Date(now.getTime() + refusals.retryDelayMs),
+        maxRefusals: refusals.max,
+      });
+      logger.error({ ...context, recordedStatus: status }, "the database refused this delivery's result; recorded the refusal without its attempts");
+      if (status === undefined) options.onWritten?.([], [poison], []);
+      else options.onWritten?.([{ ...poison, status, attempts: [], attempted: status === "failed" && poison.attempted }], [], []);
+    } catch (fallbackError) {
+      logger.error(
+        { ...context, fallbackErr: fallbackError },
+        "the database refused this delivery's result and its refusal; dropped it (its lease runs out and it is tried again)",
+      );
+      options.onDropped?.([poison]);
     }
   }
 
@@ -218,6 +255,7 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
       closed = true;
       cancelWait?.();
       const dropped = buffer.length + inWrite;
+      options.onDropped?.(buffer);
       if (outcome === "deadline" && dropped > 0) {
         logger.warn(
           { count: dropped, deadlineMs },

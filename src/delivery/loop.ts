@@ -17,6 +17,8 @@ import { createCompletionWriter } from "./completion-writer.js";
 import { createDeliveryMetrics } from "./delivery-metrics.js";
 import { createDestinationDispatchers } from "./destination-dispatchers.js";
 import { createHttpClient } from "../outbound/http-client.js";
+import { heldPerDestination } from "./held-rounds.js";
+import { createLeaseKeeper } from "./lease-keeper.js";
 import { createWakeup } from "./wakeup.js";
 import { decideCompletion, prepareDelivery, releaseCompletion, sendAll } from "./stages.js";
 
@@ -51,6 +53,8 @@ export interface DeliveryLoop {
   /**
    * "completed": DeliveryCompletion[] after each batch is written; "stale":
    * results not written because the delivery's lease had moved on;
+   * "lost": delivery ids dropped unsent, or found in flight, after their
+   * lease moved on;
    * "claimed": { count, startedAt } after each claim (startedAt:
    * performance.now() when it began).
    */
@@ -125,11 +129,28 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       .then(() => health.transitions(transitions))
       .catch((error) => logger.error({ err: error }, "announcing circuit changes failed"));
   };
+  const leases = createLeaseKeeper({
+    pool,
+    clock,
+    leaseMs: config.leaseMs,
+    logger,
+    onLost: (ids) => {
+      logger.warn({ count: ids.length }, "delivery leases lost while held here (taken over, cancelled or replayed); those not yet sent are dropped");
+      events.emit("lost", ids);
+    },
+  });
   const writer = createCompletionWriter({
     pool,
     logger,
     health: { policy: { circuit: config.circuit, retry: config.retry }, clock },
+    refusals: { retryDelayMs: config.retry.initialDelayMs },
+    onDropped: (dropped) => {
+      for (const c of dropped) leases.release(c.id);
+    },
     onWritten: (written, stale, transitions) => {
+      // Written or not, these leases are over: no more heartbeats for them.
+      for (const c of written) leases.release(c.id);
+      for (const c of stale) leases.release(c.id);
       for (const c of written) if (c.attempted) metrics.finished(c.destinationId, c.status);
       if (transitions.length > 0) announce(transitions);
       if (written.length > 0) events.emit("completed", written);
@@ -169,10 +190,11 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     }
     const limit = Math.min(free, maxClaim);
     const startedAt = performance.now();
+    const claimedAt = clock.now();
     const room = new Map<string, number>();
     for (const [id, entry] of slots) room.set(id, Math.max(0, perDestinationHeld - entry.inFlight - entry.waiting.length));
     const claim = await claimDeliveries(pool, {
-      now: clock.now(),
+      now: claimedAt,
       limit,
       perDestinationLimit: perDestinationHeld,
       room,
@@ -181,6 +203,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     });
     const jobs = claim.deliveries;
     refillWaitMs = claim.refillWaitMs;
+    for (const job of jobs) leases.hold(job, claimedAt);
     if (jobs.length > 0) {
       await refreshConfigs(jobs);
       for (const job of jobs) enqueue(job, configs.get(job.destinationId));
@@ -264,6 +287,12 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
         writer.add(releaseCompletion(job, clock.now(), kind));
         return;
       }
+      // Claimed ahead, it may have waited rounds here: never send on a lost lease.
+      if (!(await leases.ensure(job.id))) {
+        logger.info({ deliveryId: job.id }, "delivery dropped unsent: its lease moved on while it waited here");
+        events.emit("lost", [job.id]);
+        return;
+      }
       const send = (d: Dispatcher) => sendAll(preparation.requests, { dispatcher: d, guard, timeoutMs: config.timeoutMs, now: () => clock.now() });
       const results = await (dispatchers ? dispatchers.use(job.destinationId, send) : send(dispatcher));
       metrics.attempted(job.destinationId, results);
@@ -297,6 +326,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       running = true;
       await wakeup.listen();
       loopDone = run();
+      leases.start();
       health.start();
     },
     poke: () => wakeup.wake(),
@@ -323,6 +353,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       }
       await within(Promise.allSettled([...active]), left());
       await writer.close(left());
+      leases.stop();
       await health.stop();
       await within(announcing, left());
       await within(operatorEvents.stop(), left());
@@ -343,26 +374,3 @@ async function within(promise: Promise<unknown>, ms: number): Promise<void> {
 }
 
 export type { DeliveryCompletion };
-
-/**
- * Rounds of a destination's concurrency one process holds: as many as fit in
- * half a lease at the endpoint timeout (2 to 8; 6 with the defaults, one in
- * flight and five waiting), so the last waiting delivery is sent well inside
- * its lease even if every request before it times out.
- */
-export function heldRounds(leaseMs: number, timeoutMs: number): number {
-  return Math.min(8, Math.max(2, Math.floor(leaseMs / (2 * timeoutMs))));
-}
-
-/**
- * Deliveries one destination may have in a process, in flight and waiting:
- * heldRounds of its concurrency, but never more
- * than half the process's slots (or one round, if that is more), so a
- * destination whose endpoint hangs leaves the other half to the rest.
- */
-export function heldPerDestination(config: Pick<DeliveryConfig, "perDestinationConcurrency" | "concurrency" | "leaseMs" | "timeoutMs">): number {
-  return Math.min(
-    config.perDestinationConcurrency * heldRounds(config.leaseMs, config.timeoutMs),
-    Math.max(config.perDestinationConcurrency, Math.floor(config.concurrency / 2)),
-  );
-}

@@ -26,10 +26,11 @@ export interface ConnectionLimits {
    */
   keepAliveTimeoutMs: number;
   /**
-   * Open connections. At the cap, a new connection replaces the oldest one
-   * that has sent nothing yet or sits idle, so a flood of silent
-   * connections cannot lock out real requests (or /readyz); when every
-   * connection is busy, the new one is closed.
+   * Open connections. At the cap, a new connection replaces the oldest idle
+   * one, else the slowest sender among those we wait on (silent, sending
+   * headers or a body), so a flood of silent or trickling connections
+   * cannot lock out real requests (or /readyz); when every connection is
+   * busy in our own handler, the new one is closed.
    */
   maxConnections: number;
   /** How often the timeouts are checked; they fire up to this much late. */

@@ -3,6 +3,9 @@ import type net from "node:net";
 import type { ConnectionLimits } from "./connection-limits.js";
 import type { Req } from "./types.js";
 
+/** A request's first moments: about one packet of credit (see sendingRate). */
+const rateAllowanceBytes = 1024;
+
 /**
  * Where a connection is in its life. Each state has its own deadline:
  * silent (first byte), headers (request headers complete), request (the
@@ -14,8 +17,9 @@ type State = "silent" | "headers" | "request" | "idle";
 interface Tracked {
   socket: net.Socket;
   state: State;
-  /** When the current state began. */
+  /** When the current state began, and socket.bytesRead then. */
   since: number;
+  sinceBytes: number;
   /** socket.bytesRead at the last check, and when it last grew. */
   bytesRead: number;
   lastByteAt: number;
@@ -58,16 +62,54 @@ export function createConnectionTracker(limits: ConnectionLimits, now: () => num
   function setState(entry: Tracked, state: State) {
     entry.state = state;
     entry.since = now();
+    entry.sinceBytes = entry.socket.bytesRead;
   }
 
-  /** The oldest connection that costs nothing to drop: silent first, then idle. */
+  /**
+   * The connection to drop for a new one at the cap: the oldest idle one
+   * (dropping it loses nothing in progress), else the one sending slowest,
+   * among those we are waiting on: silent, sending headers, or sending a
+   * body that nothing on our side is behind on. A connection busy in our
+   * own handler is never chosen. Whoever holds connections open with
+   * trickled bytes (no credentials needed: /v1 reads a body to find a
+   * write key) therefore loses them to new clients, one per new
+   * connection, instead of locking everyone out; a client that sends at
+   * any real rate is never the slowest.
+   */
   function evictable(): Tracked | undefined {
+    const at = now();
     let idle: Tracked | undefined;
+    let slowest: Tracked | undefined;
+    let slowestRate = Infinity;
     for (const entry of tracked.values()) {
-      if (entry.state === "silent") return entry;
-      if (!idle && entry.state === "idle") idle = entry;
+      if (entry.state === "idle") {
+        if (!idle || entry.since < idle.since) idle = entry;
+        continue;
+      }
+      if (entry.state === "request" && !waitingOnClient(entry)) continue;
+      const rate = sendingRate(entry, at);
+      if (rate < slowestRate) {
+        slowest = entry;
+        slowestRate = rate;
+      }
     }
-    return idle;
+    return idle ?? slowest;
+  }
+
+  /** Every request on the connection is incomplete with nothing of it unread: the client is the slow party. */
+  function waitingOnClient(entry: Tracked): boolean {
+    if (entry.requests.size === 0) return false;
+    for (const req of entry.requests.keys()) if (req.complete || req.readableLength > 0) return false;
+    return true;
+  }
+
+  /**
+   * Bytes per millisecond received since the current state began, counting
+   * `rateAllowanceBytes` as already received so that a connection that has
+   * just begun is not judged on the nothing it had time to send.
+   */
+  function sendingRate(entry: Tracked, at: number): number {
+    return (entry.socket.bytesRead - entry.sinceBytes + rateAllowanceBytes) / Math.max(at - entry.since, 1);
   }
 
   function check() {
@@ -134,6 +176,7 @@ export function createConnectionTracker(limits: ConnectionLimits, now: () => num
         socket,
         state: "silent",
         since: at,
+        sinceBytes: 0,
         bytesRead: 0,
         lastByteAt: at,
         requests: new Map(),

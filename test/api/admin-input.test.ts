@@ -143,6 +143,32 @@ describe("names and secrets must be storable text", () => {
   });
 });
 
+describe("delivery filters must be storable text", () => {
+  // RetryDeliveries looks its destination up first: the filter must reach the database.
+  let destinationId = "";
+  beforeAll(async () => {
+    destinationId = (await create(strict, "https://hooks.example.com/filters")).destination!.id;
+  });
+  const cases = [
+    ["DeliveryService/ListDeliveries", "userId", () => `{"userId":"a\\u0000b"}`],
+    ["DeliveryService/ListDeliveries", "messageId", () => `{"messageId":"a\\u0000b"}`],
+    ["DeliveryService/RetryDeliveries", "userId", (id: string) => `{"destinationId":"${id}","userId":"a\\u0000b"}`],
+    ["DeliveryService/RetryDeliveries", "messageId", (id: string) => `{"destinationId":"${id}","messageId":"a\\u0000b"}`],
+  ] as const;
+
+  test.each(cases)("%s: NUL in the %s filter is 400 invalid_argument naming the field", async (method, field, body) => {
+    const response = await fetch(`${strict.url}/waypost.v1.${method}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${strict.adminToken}` },
+      body: body(destinationId),
+    });
+    const json = (await response.json()) as { code: string; message: string };
+    expect(response.status).toBe(400);
+    expect(json.code).toBe("invalid_argument");
+    expect(json.message).toBe(`${field}: must not contain NUL characters`);
+  });
+});
+
 test("server errors of RPCs are logged with their cause; client errors are not", async () => {
   const before = logs.length;
   await strict.pool.query("ALTER TABLE sources RENAME TO sources_away");

@@ -164,3 +164,30 @@ test("list and get show an open circuit and the last error", async () => {
   expect(got.stdout).toMatch(/^last error:\s+HTTP 503$/m);
   expect(got.stdout).toMatch(/^next probe:\s+\d{4}-\d\d-\d\dT/m);
 });
+
+test("get and create show credential header values as [masked]; update --name keeps them", async () => {
+  const created = await waypost(
+    // prettier-ignore
+    [
+      "destinations", "create", "--name", "with credentials", "--source", sourceId, "--url", receiver.url,
+      "--header", "Authorization: Bearer cli-credential", "--header", "X-Team: growth",
+    ],
+    env,
+  );
+  expect(created.code, created.stderr).toBe(0);
+  expect(created.stdout).not.toContain("cli-credential");
+  const id = (await server.destinations.listDestinations({})).destinations.find((d) => d.name === "with credentials")!.id;
+
+  const shown = await waypost(["destinations", "get", id], env);
+  expect(shown.code, shown.stderr).toBe(0);
+  expect(shown.stdout).toContain("Authorization: [masked]");
+  expect(shown.stdout).toContain("X-Team: growth");
+  expect(shown.stdout).not.toContain("cli-credential");
+  const json = await waypost(["destinations", "get", id, "--json"], env);
+  expect(json.stdout).not.toContain("cli-credential");
+
+  const renamed = await waypost(["destinations", "update", id, "--name", "renamed with credentials"], env);
+  expect(renamed.code, renamed.stderr).toBe(0);
+  const row = await server.pool.query("SELECT webhooks FROM destinations WHERE id = $1", [id]);
+  expect(row.rows[0].webhooks[0].headers).toEqual({ Authorization: "Bearer cli-credential", "X-Team": "growth" });
+});

@@ -126,9 +126,10 @@ test("destinations: create, get, list, update, enable, disable, delete", async (
     sourceIds: [source.id],
     enabled: false,
     hasSharedSecret: true,
+    // Credential header values are write-only, as the shared secret is.
     webhooks: [
-      { url: receiver.url, headers: { "X-Team": "growth", Authorization: "Bearer t" } },
-      { url: `${receiver.url}?b`, headers: { "X-Team": "growth", Authorization: "Bearer t" } },
+      { url: receiver.url, headers: { "X-Team": "growth", Authorization: "[masked]" } },
+      { url: `${receiver.url}?b`, headers: { "X-Team": "growth", Authorization: "[masked]" } },
     ],
   });
   expect(JSON.stringify(created)).not.toContain("s3cret");

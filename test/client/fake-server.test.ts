@@ -60,7 +60,8 @@ describe("retry hints", () => {
     await analytics.flush();
     expect(arrivals).toHaveLength(2);
     expect(arrivals[1]! - arrivals[0]!).toBeGreaterThanOrEqual(300);
-    expect(arrivals[1]! - arrivals[0]!).toBeLessThan(2000);
+    // Capped, not the hour asked for: any bound far below 3,600 s tells them apart on a busy machine.
+    expect(arrivals[1]! - arrivals[0]!).toBeLessThan(60_000);
     expect(outcomes.failures.map((f) => [f.error.reason, f.error.code])).toEqual([["retries_exhausted", "Unavailable"]]);
   });
 });

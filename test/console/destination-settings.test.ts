@@ -146,6 +146,28 @@ describe("destination settings in the console", () => {
     await rowOf("paced").getByRole("cell", { name: "Healthy", exact: true }).waitFor();
   });
 
+  it("the edit form shows a credential header as [masked]; saving another change keeps the stored value", async () => {
+    const keyed = await server.createDestination({
+      name: "keyed",
+      sourceIds: [sourceId],
+      webhooks: [{ url: receiver.url, headers: { Authorization: "Bearer console-credential", "X-Team": "growth" } }],
+    });
+    await page.goto(`${server.url}/console/destinations/${keyed.id}`);
+    // Stored as jsonb, whose keys come back shortest first.
+    const credentialValue = page.getByRole("textbox", { name: "Webhook 1 header 2 value" });
+    await credentialValue.waitFor();
+    expect(await page.getByRole("textbox", { name: "Webhook 1 header 2 name" }).inputValue()).toBe("Authorization");
+    expect(await credentialValue.inputValue()).toBe("[masked]");
+    expect(await page.getByRole("textbox", { name: "Webhook 1 header 1 value" }).inputValue()).toBe("growth");
+    expect(await page.content()).not.toContain("console-credential");
+
+    await page.getByLabel("Name", { exact: true }).fill("keyed renamed");
+    await page.getByRole("button", { name: "Save destination" }).click();
+    await rowOf("keyed renamed").waitFor();
+    const row = await server.pool.query("SELECT webhooks FROM destinations WHERE id = $1", [keyed.id]);
+    expect(row.rows[0].webhooks[0].headers).toEqual({ Authorization: "Bearer console-credential", "X-Team": "growth" });
+  });
+
   it("ran without page errors", () => {
     expect(pageErrors).toEqual([]);
   });

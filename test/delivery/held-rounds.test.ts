@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { heldPerDestination, heldRounds } from "../../src/delivery/loop.js";
+import { heldPerDestination, heldRounds } from "../../src/delivery/held-rounds.js";
 
 test("a process holds as many rounds of a destination's concurrency as fit in half a lease at the endpoint timeout", () => {
   expect(heldRounds(60_000, 5_000)).toBe(6); // the defaults: one round in flight, five waiting, 25 s < 30 s

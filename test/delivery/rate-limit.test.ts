@@ -95,11 +95,11 @@ test("a limit raised or removed over the API applies from the next claim", { tim
     raised.receiver.waitForRequests(raisedBase + 100),
     removed.receiver.waitForRequests(removedBase + 100),
   ]);
-  // One claim interval (the poll interval, 1 s; the update also wakes the
-  // workers at once), with room for a busy machine: far below the 25 s the
-  // old limit needs for 100.
-  expect(raised.arrivals[raisedBase + 99]!.at - raisedAt).toBeLessThan(3_000);
-  expect(removed.arrivals[removedBase + 99]!.at - removedAt).toBeLessThan(3_000);
+  // About one claim interval (the poll interval, 1 s; the update also wakes
+  // the workers at once). The bound only has to tell the new limit from the
+  // old one, which needs 25 s for 100: half of that leaves a busy machine room.
+  expect(raised.arrivals[raisedBase + 99]!.at - raisedAt).toBeLessThan(12_500);
+  expect(removed.arrivals[removedBase + 99]!.at - removedAt).toBeLessThan(12_500);
 });
 
 test("a destination waiting for tokens holds no worker slots", { timeout: 60_000 }, async () => {

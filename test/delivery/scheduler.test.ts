@@ -13,9 +13,9 @@ let healthy: Receiver;
 
 beforeAll(async () => {
   server = await startTestServer({
-    // The hanging endpoint's requests outlast the test's healthy work by far;
-    // closing the receiver at the end ends them.
-    config: { delivery: { concurrency: 16, perDestinationConcurrency: perDestination, timeoutMs: 20_000 } },
+    // The hanging endpoint's requests outlast the test by far (however slow
+    // the machine); closing the receiver at the end ends them.
+    config: { delivery: { concurrency: 16, perDestinationConcurrency: perDestination, timeoutMs: 600_000 } },
   });
   hanging = await startReceiver({ respond: () => ({ hang: true }) });
   healthy = await startReceiver();
@@ -40,21 +40,14 @@ test("a hanging destination holds only its own slots; a healthy one beside it de
   const n = 60;
   const done = completionsOf(server, fast.id, n);
   const fastCalls = Array.from({ length: n }, (_, i) => ({ type: { case: "track" as const, value: { userId: "u", event: `fast ${i}` } } }));
-  const began = Date.now();
   expect((await server.tracking(fastSource.writeKey).batch({ batch: fastCalls })).accepted).toBe(n);
-  // Starved, they would wait for the hanging requests' 20 s timeout.
-  let timer: NodeJS.Timeout | undefined;
-  const starved = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`healthy deliveries starved: ${healthy.requests.length} of ${n} in 15 s`)), 15_000);
-  });
-  const completions = await Promise.race([done, starved]).finally(() => clearTimeout(timer));
-  const elapsed = Date.now() - began;
+  // Starved, they would wait for the hanging requests' timeout, long after the test's own.
+  const completions = await done;
 
   expect(completions.map((c) => c.status)).toEqual(Array(n).fill("delivered"));
   expect(new Set(healthy.requests.map((r) => JSON.parse(r.body).event)).size).toBe(n);
-  // All of it while the hanging endpoint's first requests are still open
-  // (they time out only after 20 s): the healthy one never waited for them.
-  expect(elapsed).toBeLessThan(20_000);
+  // All of it while the hanging endpoint's first requests are still open:
+  // the healthy one never waited for them.
   expect(hanging.open).toBe(perDestination);
   // The hanging one never had more than its cap in flight, and no request
   // beyond its first ones was started: its other deliveries wait their turn.

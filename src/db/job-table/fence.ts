@@ -4,9 +4,15 @@
  * change of a delivery's state is one of two kinds:
  *
  * - the lease holder finishing its work (a completion): it applies only
- *   while the row still carries the holder's token (`held`);
+ *   while the row still carries the holder's token and the lease has not
+ *   been ended (`held`), so it applies once;
  * - anything else (cancel, expire, replay): it moves the token on and drops
  *   the lease (`revoke`), so a completion still in flight matches nothing.
+ *
+ * A holder still working a delivery may also push its lease's end out
+ * (`extend`, the heartbeat): only while the row carries its token and the
+ * lease is not yet ended, so it never revives a lease that another process
+ * took over or that the holder's own completion ended.
  *
  * Every UPDATE of `deliveries` is built by `transitionSql`, which adds the
  * fence's SET items and condition; no module writes `lease_token` by hand.
@@ -23,10 +29,12 @@
 export type Fence =
   /** Take a new lease: `until` and `owner` are SQL expressions. */
   | { kind: "grant"; until: string; owner: string }
-  /** Apply only while the row carries this token (an SQL expression); ends the lease. */
+  /** Apply only while the row carries this token (an SQL expression) and the lease is not ended; ends it. */
   | { kind: "held"; token: string }
   /** Take the lease from whoever holds it. */
-  | { kind: "revoke" };
+  | { kind: "revoke" }
+  /** Move the lease's end to `until` while the row carries this token and the lease has not ended (both SQL expressions). */
+  | { kind: "extend"; token: string; until: string };
 
 export interface Transition {
   fence: Fence;
@@ -53,11 +61,22 @@ function fenceSet(fence: Fence): string {
       return "leased_until = NULL, lease_owner = NULL";
     case "revoke":
       return "leased_until = NULL, lease_owner = NULL, lease_token = d.lease_token + 1";
+    case "extend":
+      return `leased_until = ${fence.until}`;
   }
 }
 
 function fenceWhere(fence: Fence): string {
-  return fence.kind === "held" ? ` AND d.lease_token = ${fence.token}` : "";
+  switch (fence.kind) {
+    case "held":
+    case "extend":
+      // A completion ends the lease (leased_until NULL) but keeps the token:
+      // the holder's own later changes (a second result, a heartbeat) must
+      // not apply after it.
+      return ` AND d.lease_token = ${fence.token} AND d.leased_until IS NOT NULL`;
+    default:
+      return "";
+  }
 }
 
 /**

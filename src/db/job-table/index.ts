@@ -7,7 +7,10 @@
  *   enqueue   a new delivery starts pending (the CTE every producer uses)
  *   claim     due deliveries of enabled destinations take a lease, within
  *             the destinations' rate limits and per-user ordering (flow-control)
+ *   extend    the lease holder's heartbeat: its leases run on, only while they hold
  *   complete  the lease holder's results, only while its lease holds
+ *   refuse    a result the database refused: counted, retried later, failed
+ *             with the database's error after a few
  *   cancel    a deleted destination's unfinished deliveries (revokes the lease)
  *   expire    a paused destination's deliveries past their window (revokes)
  *   replay    a finished or waiting delivery due again now (revokes); in
@@ -21,7 +24,9 @@
 export type { AttemptOutcome, AttemptResult } from "./attempt-result.js";
 export { cancelDestinationDeliveries } from "./cancel.js";
 export { claimDeliveries, type ClaimedDelivery, type ClaimOptions, type ClaimResult } from "./claim.js";
+export { extendLeases, type HeldLease } from "./extend.js";
 export { completeDeliveries, type DeliveryCompletion, type DeliveryStatus } from "./complete.js";
+export { recordRefusedCompletion, type RefusedCompletion } from "./refuse.js";
 export { enqueueCte, notifyIfQueued, orderingKeySql } from "./enqueue.js";
 export { expirePausedDeliveries } from "./expire.js";
 export { deliveriesChannel, wakeWorkers } from "./notify.js";

@@ -91,6 +91,20 @@ export interface FeedPosition {
   after?: { xid: string; id: string } | undefined;
 }
 
+/**
+ * How many of `rows`, from the first, fit in `maxBytes` of bodies (at
+ * least one, so that a page always moves on). Bodies are most of what a
+ * page of deliveries holds in memory (up to 32 KB each), so they bound it.
+ */
+export function rowsWithinBytes(rows: readonly { payload: string }[], maxBytes: number): number {
+  let total = 0;
+  for (let i = 0; i < rows.length; i++) {
+    total += Buffer.byteLength(rows[i]!.payload);
+    if (total > maxBytes && i > 0) return i;
+  }
+  return rows.length;
+}
+
 export interface FeedPage {
   /** Newest finished first. */
   rows: SearchRow[];
@@ -110,6 +124,7 @@ export async function readFinishFeed(
   filter: DeliveryFilter,
   position: FeedPosition | undefined,
   limit: number,
+  maxBytes = Infinity,
 ): Promise<FeedPage> {
   const client = await pool.connect();
   try {
@@ -120,15 +135,17 @@ export async function readFinishFeed(
       const first = feedQuery(filter, undefined, limit);
       const rows = (await client.query<SearchRow>(first.text, first.values)).rows;
       await client.query("COMMIT");
-      return { rows, next: { seen: snapshot } };
+      // The newest that fit: a first read shows the latest, not a history to page through.
+      return { rows: rows.slice(0, rowsWithinBytes(rows, maxBytes)), next: { seen: snapshot } };
     }
     const query = feedQuery(filter, position, limit + 1);
     const found = (await client.query<SearchRow>(query.text, query.values)).rows;
     await client.query("COMMIT");
-    const rows = found.slice(0, limit);
+    const fit = Math.min(limit, rowsWithinBytes(found.slice(0, limit), maxBytes));
+    const rows = found.slice(0, fit);
     const last = rows[rows.length - 1];
     let next: FeedPosition;
-    if (found.length > limit && last) {
+    if (found.length > fit && last) {
       next = { seen: position.seen, upTo: position.upTo ?? snapshot, after: { xid: last.finished_xid!, id: last.id } };
     } else {
       // The burst is done: what committed after `upTo` comes with the next read.

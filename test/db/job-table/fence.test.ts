@@ -5,6 +5,8 @@ import {
   claimDeliveries,
   completeDeliveries,
   expirePausedDeliveries,
+  extendLeases,
+  recordRefusedCompletion,
   replayDelivery,
   type ClaimedDelivery,
   type DeliveryCompletion,
@@ -216,4 +218,55 @@ test("cancel and expire leave finished deliveries alone", async () => {
   await pool.query("UPDATE destinations SET enabled = false WHERE id = $1", [destinationId]);
   expect(await expirePausedDeliveries(pool, new Date(t0.getTime() + 2 * deadlineMs), deadlineMs)).toBe(0);
   expect(await row(id)).toEqual(before);
+});
+
+test("a heartbeat extends only leases the holder still has: not one taken over, revoked, or ended by its completion", async () => {
+  const [kept, takenOver, revoked, completed] = [await enqueueOne(), await enqueueOne(), await enqueueOne(), await enqueueOne()];
+  const jobs = await claim(t0);
+  expect(jobs).toHaveLength(4);
+  const job = (id: string) => jobs.find((j) => j.id === id)!;
+  const later = new Date(t0.getTime() + minute / 2);
+  // One lease has run out (the holder stalled) and another process claims
+  // the delivery; the others are still held.
+  await pool.query("UPDATE deliveries SET leased_until = $2 WHERE id = $1", [takenOver, t0]);
+  const taken = await claimDeliveries(pool, { now: later, limit: 10, perDestinationLimit: 10, room: new Map(), leaseMs: minute, owner: "b" });
+  const [other] = taken.deliveries;
+  expect(taken.deliveries.map((d) => d.id)).toEqual([takenOver]);
+  await completeDeliveries(pool, [completion(job(revoked), t0, "retrying")]);
+  expect(await replayDelivery(pool, destinationId, revoked, t0)).toBe(true);
+  await completeDeliveries(pool, [completion(job(completed), t0)]);
+
+  const extended = await extendLeases(pool, later, minute, jobs);
+  expect([...extended]).toEqual([kept]);
+  expect((await row(kept)).leased_until).toEqual(new Date(later.getTime() + minute));
+  expect(await row(takenOver)).toMatchObject({ lease_owner: "b", lease_token: other!.leaseToken, leased_until: new Date(later.getTime() + minute) });
+  expect(await row(revoked)).toMatchObject({ status: "retrying", leased_until: null });
+  expect(await row(completed)).toMatchObject({ status: "delivered", leased_until: null });
+});
+
+test("a refused result is counted and handed back; the limit-th refusal fails the delivery with the error; a lost lease changes nothing", async () => {
+  const id = await enqueueOne();
+  const refuse = async (job: ClaimedDelivery, at: Date) =>
+    recordRefusedCompletion(pool, {
+      completion: completion(job, at),
+      error: "refused by a trigger",
+      now: at,
+      retryAt: new Date(at.getTime() + minute),
+      maxRefusals: 2,
+    });
+  const [first] = await claim(t0);
+  expect(await refuse(first!, t0)).toBe("pending");
+  const once = await pool.query("SELECT refused_completions, last_error, first_attempt_at FROM deliveries WHERE id = $1", [id]);
+  expect(once.rows[0]).toEqual({ refused_completions: 1, last_error: "refused by a trigger", first_attempt_at: t0 });
+  expect(await row(id)).toMatchObject({ status: "pending", leased_until: null, lease_owner: null, attempt_count: 0, attempts: 0, run_at: new Date(t0.getTime() + minute) });
+  // A stale holder's refusal (its lease moved on) counts nothing.
+  expect(await refuse(first!, t0)).toBeUndefined();
+
+  const t1 = new Date(t0.getTime() + minute);
+  const [second] = await claim(t1);
+  expect(second!.id).toBe(id);
+  expect(await refuse(second!, t1)).toBe("failed");
+  expect(await row(id)).toMatchObject({ status: "failed", finalized_at: t1, leased_until: null, attempts: 0 });
+  const twice = await pool.query("SELECT refused_completions, last_error FROM deliveries WHERE id = $1", [id]);
+  expect(twice.rows[0]).toEqual({ refused_completions: 2, last_error: "refused by a trigger" });
 });

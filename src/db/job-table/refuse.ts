@@ -1,0 +1,55 @@
+import type { Queryable } from "../pool.js";
+import type { DeliveryCompletion, DeliveryStatus } from "./complete.js";
+import { transitionSql } from "./fence.js";
+
+export interface RefusedCompletion {
+  completion: DeliveryCompletion;
+  /** The database's error, recorded on the delivery. */
+  error: string;
+  now: Date;
+  /** When a delivery still under the limit is tried again. */
+  retryAt: Date;
+  /** Refusals after which the delivery fails. */
+  maxRefusals: number;
+}
+
+// $1 destination, $2 id, $3 the claim's token, $4 the limit, $5 the error,
+// $6 retry at, $7 now, $8 whether a request was sent. The last refusal
+// fails the delivery; earlier ones hand it back for a later try.
+const final = "d.refused_completions + 1 >= $4";
+const refuseTransition = transitionSql({
+  fence: { kind: "held", token: "$3" },
+  status: `CASE WHEN ${final} THEN 'failed'::delivery_status ELSE d.status END`,
+  set: `refused_completions = d.refused_completions + 1,
+              last_error = $5,
+              run_at = CASE WHEN ${final} THEN d.run_at ELSE $6::timestamptz END,
+              finalized_at = CASE WHEN ${final} THEN $7::timestamptz END,
+              first_attempt_at = CASE WHEN $8 THEN coalesce(d.first_attempt_at, $7::timestamptz) ELSE d.first_attempt_at END`,
+  where: "d.destination_id = $1 AND d.id = $2",
+  returning: "d.status",
+});
+
+/**
+ * The lease holder's fallback when the database refused its result (the
+ * completion statement failed for this one row): a simpler change that
+ * writes no attempt rows, only the refusal, counted on the delivery with the
+ * error. Under `maxRefusals` the delivery is handed back (its lease ended)
+ * to be tried again at `retryAt`; at the limit it fails with the error. The
+ * first attempt time is set when a request was sent, so the retry deadline
+ * runs from it as from any attempt. Returns the delivery's new status, or
+ * undefined when the lease had moved on (nothing changed).
+ */
+export async function recordRefusedCompletion(db: Queryable, refused: RefusedCompletion): Promise<DeliveryStatus | undefined> {
+  const c = refused.completion;
+  const result = await db.query<{ status: DeliveryStatus }>(refuseTransition, [
+    c.destinationId,
+    c.id,
+    c.leaseToken,
+    refused.maxRefusals,
+    refused.error,
+    refused.retryAt,
+    refused.now,
+    c.attempted,
+  ]);
+  return result.rows[0]?.status;
+}
