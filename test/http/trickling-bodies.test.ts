@@ -2,6 +2,7 @@ import http from "node:http";
 import net from "node:net";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { defaultConnectionLimits } from "../../src/http/connection-limits.js";
+import type { RouteHandler } from "../../src/http/types.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
 /**
@@ -19,6 +20,7 @@ let trickle: NodeJS.Timeout | undefined;
 
 beforeAll(async () => {
   server = await startTestServer({
+    routes: (defaults) => [probe, ...defaults],
     config: {
       // Long stall and request timeouts: only the cap decides who stays.
       connections: { ...defaultConnectionLimits, maxConnections: cap, bodyStallTimeoutMs: 120_000, requestTimeoutMs: 120_000 },
@@ -31,6 +33,13 @@ afterAll(async () => {
   for (const socket of attackers) socket.destroy();
   await server?.stop();
 });
+
+/** Sees each trickling request begin (the server is reading its body), then lets the real routes answer it. */
+let onProbe: () => void = () => {};
+const probe: RouteHandler = async (req, _res, path) => {
+  if (path === "/v1/batch" && req.headers["x-probe"] === "trickle") onProbe();
+  return false;
+};
 
 /** One request on a connection of its own (no keep-alive agent). */
 function requestOnNewConnection(path: string, body?: string): Promise<{ status: number; body: string }> {
@@ -67,13 +76,10 @@ test("connections trickling /v1/batch bodies up to the cap do not lock out /read
       onSettled = () => settled >= count && resolve();
       onSettled();
     });
-  server.waypost.extraRoutes.unshift(async (req, _res, path) => {
-    if (path === "/v1/batch" && req.headers["x-probe"] === "trickle") {
-      settled++;
-      onSettled();
-    }
-    return false;
-  });
+  onProbe = () => {
+    settled++;
+    onSettled();
+  };
 
   const headers =
     "POST /v1/batch HTTP/1.1\r\nHost: x\r\nX-Probe: trickle\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{";
