@@ -88,7 +88,14 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
         now: () => clock.now().getTime(),
       });
   const wakeup = createWakeup({ connectionString: options.connectionString, logger });
-  const operatorEvents = createOperatorEvents({ webhook: options.operatorWebhook, dispatcher, guard, timeoutMs: config.timeoutMs, clock, logger });
+  const operatorEvents = createOperatorEvents({
+    webhook: options.operatorWebhook,
+    dispatcher,
+    guard,
+    timeoutMs: config.timeoutMs,
+    clock,
+    logger,
+  });
   const health = createHealthMonitor({ pool, clock, logger, metrics: options.metrics, events: operatorEvents });
   let announcing: Promise<void> = Promise.resolve();
   const announce = (transitions: Transition[]) => {
@@ -104,7 +111,10 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
     leaseMs: config.leaseMs,
     logger,
     onLost: (ids) => {
-      logger.warn({ count: ids.length }, "delivery leases lost while held here (taken over, cancelled or replayed); those not yet sent are dropped");
+      logger.warn(
+        { count: ids.length },
+        "delivery leases lost while held here (taken over, cancelled or replayed); those not yet sent are dropped",
+      );
       hooks.emit("lost", ids);
     },
   });

@@ -33,7 +33,9 @@ test("a hanging destination holds only its own slots; a healthy one beside it de
   const fast = await server.createDestination({ name: "healthy", sourceIds: [fastSource.id], webhooks: [{ url: healthy.url }] });
 
   // The hanging destination's work comes first, more of it than the whole process has slots for.
-  const slowCalls = Array.from({ length: 40 }, (_, i) => ({ type: { case: "track" as const, value: { userId: "u", event: `slow ${i}` } } }));
+  const slowCalls = Array.from({ length: 40 }, (_, i) => ({
+    type: { case: "track" as const, value: { userId: "u", event: `slow ${i}` } },
+  }));
   expect((await server.tracking(slowSource.writeKey).batch({ batch: slowCalls })).accepted).toBe(40);
   await hanging.waitForRequests(perDestination);
 

@@ -43,7 +43,8 @@ const postedIds = (receiver: Receiver) => receiver.requests.map((r) => JSON.pars
 
 test("leases held by a busy process are extended: a second process past the first lease takes nothing, and every call is POSTed once", async () => {
   const { clock, answer, receiver, first } = await holdingTwo();
-  const leasedUntil = async () => (await first.pool.query<{ until: Date }>("SELECT max(leased_until) AS until FROM deliveries")).rows[0]!.until;
+  const leasedUntil = async () =>
+    (await first.pool.query<{ until: Date }>("SELECT max(leased_until) AS until FROM deliveries")).rows[0]!.until;
   // Two thirds of a lease on, the heartbeat moves both leases' end a lease past now.
   clock.advance(700);
   await eventually(async () => (await leasedUntil()).getTime() === clock.now().getTime() + leaseMs);
@@ -71,7 +72,14 @@ test("a delivery claimed ahead whose lease another process took is dropped unsen
   // already sent and cannot be called back).
   clock.advance(leaseMs + 500);
   const farAhead = new Date(clock.now().getTime() + 60 * 60_000);
-  const taken = await claimDeliveries(first.pool, { now: farAhead, limit: 10, perDestinationLimit: 10, room: new Map(), leaseMs, owner: "other" });
+  const taken = await claimDeliveries(first.pool, {
+    now: farAhead,
+    limit: 10,
+    perDestinationLimit: 10,
+    room: new Map(),
+    leaseMs,
+    owner: "other",
+  });
   expect(taken.deliveries).toHaveLength(2);
   const hooks = first.waypost.delivery!.hooks;
   const lost = new Promise<string[]>((resolve) => {

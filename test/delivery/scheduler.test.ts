@@ -32,7 +32,12 @@ test("a claim may take the process's free slots, at most maxClaim, and each dest
   s.accept([...items("a", 3), ...items("b", 1)], plan);
   const next = s.planClaim()!;
   expect(next.limit).toBe(10);
-  expect(next.room).toEqual(new Map([["a", 5], ["b", 7]]));
+  expect(next.room).toEqual(
+    new Map([
+      ["a", 5],
+      ["b", 7],
+    ]),
+  );
   expect(s.held).toBe(4);
 });
 

@@ -76,7 +76,13 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const clock = options.clock ?? systemClock;
   const logger = options.logStream ? createLogger("debug", options.logStream) : createLogger(config.logLevel);
   const start = () =>
-    startWaypost({ config, logger, clock, ...(options.routes ? { routes: options.routes } : {}), ...(options.trustTestCa === false ? {} : { ca: testCa }) });
+    startWaypost({
+      config,
+      logger,
+      clock,
+      ...(options.routes ? { routes: options.routes } : {}),
+      ...(options.trustTestCa === false ? {} : { ca: testCa }),
+    });
   let waypost = await start();
   config = { ...config, port: waypost.port };
   let running = true;
