@@ -36,7 +36,7 @@ const arg = (/** @type {string} */ name, /** @type {number} */ fallback) => {
 const members = arg("members", 1_000_000);
 const perMessage = arg("per-message", 10_000);
 const changedShare = arg("changed", 0.01);
-const report = (/** @type {object} */ object) => process.stdout.write(JSON.stringify(object) + "\n");
+const report = (/** @type {object} */ object) => process.stdout.write(`${JSON.stringify(object)}\n`);
 const userId = (/** @type {number} */ n) => `user-${String(n).padStart(9, "0")}`;
 
 // The server as a child process: `node -e` running startWaypost.
@@ -106,7 +106,11 @@ async function startServer(databaseUrl, adminToken) {
         child.on("message", onMessage);
         child.send("heap");
       }),
-    stop: () => new Promise((resolve) => (child.once("exit", resolve), child.send("stop"))),
+    stop: () =>
+      new Promise((resolve) => {
+        child.once("exit", resolve);
+        child.send("stop");
+      }),
   };
 }
 
@@ -128,7 +132,12 @@ function sampleRss(pid) {
   if (!pid) return { stop: () => undefined };
   let peak = memoryOf(pid).rss;
   const timer = setInterval(() => (peak = Math.max(peak, memoryOf(pid).rss)), 50);
-  return { stop: () => (clearInterval(timer), Math.max(peak, memoryOf(pid).rss)) };
+  return {
+    stop: () => {
+      clearInterval(timer);
+      return Math.max(peak, memoryOf(pid).rss);
+    },
+  };
 }
 
 /**
@@ -144,7 +153,13 @@ function sampleLiveHeap(server) {
   const timer = setInterval(() => {
     pending = pending.then(async () => (peak = Math.max(peak, await liveHeapMb())));
   }, 1000);
-  return { stop: async () => (clearInterval(timer), await pending, peak || undefined) };
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await pending;
+      return peak || undefined;
+    },
+  };
 }
 
 /**

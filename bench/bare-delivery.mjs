@@ -54,10 +54,15 @@ export async function bareDelivery({ url, sinkUrl, count, connections = 64, infl
   const completer = new pg.Client({ connectionString: url });
   await Promise.all([claimer.connect(), completer.connect()]);
   const http = new HttpPool(sinkUrl, { connections, keepAliveTimeout: 60_000 });
-  const headers = (/** @type {string} */ signature) => ({ "content-type": "application/json", "user-agent": "Waypost/1.0", "x-signature": signature });
+  const headers = (/** @type {string} */ signature) => ({
+    "content-type": "application/json",
+    "user-agent": "Waypost/1.0",
+    "x-signature": signature,
+  });
 
   const backends = await Promise.all([claimer, completer].map(async (c) => (await c.query("SELECT pg_backend_pid() AS pid")).rows[0].pid));
-  const backendCpu = () => backends.reduce((sum, pid) => (sum === undefined || cpuSeconds(pid) === undefined ? undefined : sum + cpuSeconds(pid)), 0);
+  const backendCpu = () =>
+    backends.reduce((sum, pid) => (sum === undefined || cpuSeconds(pid) === undefined ? undefined : sum + cpuSeconds(pid)), 0);
   const state = { posted: 0, recorded: 0, failed: 0, stop: false, lastPostAt: 0 };
   /** @typedef {{ destination_id: string, id: string, lease_token: number, payload: string }} Job */
   /** @type {Job[]} */
@@ -113,7 +118,11 @@ export async function bareDelivery({ url, sinkUrl, count, connections = 64, infl
     const chunk = pending;
     pending = { destinations: [], ids: [], tokens: [] };
     writing = writing.then(async () => {
-      const result = await completer.query({ name: "bare-done", text: doneStatement, values: [chunk.destinations, chunk.ids, chunk.tokens] });
+      const result = await completer.query({
+        name: "bare-done",
+        text: doneStatement,
+        values: [chunk.destinations, chunk.ids, chunk.tokens],
+      });
       state.recorded += result.rowCount ?? 0;
     });
   };
@@ -144,9 +153,12 @@ export async function bareDelivery({ url, sinkUrl, count, connections = 64, infl
     }
   });
   // Senders stop by count; release any parked on an empty queue.
-  await Promise.race([Promise.all(senders), (async () => {
-    while (state.posted + state.failed < count) await new Promise((resolve) => setTimeout(resolve, 5));
-  })()]);
+  await Promise.race([
+    Promise.all(senders),
+    (async () => {
+      while (state.posted + state.failed < count) await new Promise((resolve) => setTimeout(resolve, 5));
+    })(),
+  ]);
   const postedAt = state.lastPostAt;
   for (const resolve of waiters.splice(0)) resolve(undefined);
   await Promise.all(senders);
@@ -185,5 +197,5 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     connections: Number(connections ?? 64),
     inflight: Number(inflight ?? 256),
   });
-  process.stdout.write(JSON.stringify(result) + "\n");
+  process.stdout.write(`${JSON.stringify(result)}\n`);
 }

@@ -46,7 +46,8 @@ export async function bareInsert({ url, sourceId, destinationId, durationMs, bat
     }),
   );
   const backends = await Promise.all(clients.map(async (c) => (await c.query("SELECT pg_backend_pid() AS pid")).rows[0].pid));
-  const backendCpu = () => backends.reduce((sum, pid) => (sum === undefined || cpuSeconds(pid) === undefined ? undefined : sum + cpuSeconds(pid)), 0);
+  const backendCpu = () =>
+    backends.reduce((sum, pid) => (sum === undefined || cpuSeconds(pid) === undefined ? undefined : sum + cpuSeconds(pid)), 0);
   const tag = `bare-${process.pid}-${Date.now().toString(36)}`;
   const state = { rows: 0, stop: false };
   const workers = clients.map(async (client, w) => {
@@ -62,7 +63,11 @@ export async function bareInsert({ url, sourceId, destinationId, durationMs, bat
         users[i] = `user-${seq % 5000}`;
         bodies[i] = trackBody(id, seq);
       }
-      const result = await client.query({ name: "bare-insert", text: insertStatement, values: [sourceId, ids, users, bodies, destinationId] });
+      const result = await client.query({
+        name: "bare-insert",
+        text: insertStatement,
+        values: [sourceId, ids, users, bodies, destinationId],
+      });
       state.rows += result.rowCount ?? 0;
     }
   });
@@ -105,5 +110,5 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     batchSize: Number(batch ?? 100),
     connections: Number(connections ?? 4),
   });
-  process.stdout.write(JSON.stringify(result) + "\n");
+  process.stdout.write(`${JSON.stringify(result)}\n`);
 }

@@ -56,10 +56,19 @@ const runner = await run({
     },
   },
 });
-const endedAt = await Promise.race([finished, new Promise((/** @type {(at: number) => void} */ resolve) => setTimeout(() => resolve(performance.now()), maxMs))]);
+const endedAt = await Promise.race([
+  finished,
+  new Promise((/** @type {(at: number) => void} */ resolve) => setTimeout(() => resolve(performance.now()), maxMs)),
+]);
 await runner.stop();
 await http.close();
 process.stdout.write(
-  JSON.stringify({ queue: "graphile-worker", jobs: count, done, elapsed_ms: Math.round(endedAt - startedAt), per_s: Math.round((done / (endedAt - startedAt)) * 1000) }) + "\n",
+  `${JSON.stringify({
+    queue: "graphile-worker",
+    jobs: count,
+    done,
+    elapsed_ms: Math.round(endedAt - startedAt),
+    per_s: Math.round((done / (endedAt - startedAt)) * 1000),
+  })}\n`,
 );
 process.exit(0);

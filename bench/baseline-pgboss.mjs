@@ -54,7 +54,10 @@ await Promise.all(
           if (response.statusCode >= 300) throw new Error(`status ${response.statusCode}`);
         }),
       );
-      await boss.complete("deliver", jobs.map((job) => job.id));
+      await boss.complete(
+        "deliver",
+        jobs.map((job) => job.id),
+      );
       done += jobs.length;
     }
   }),
@@ -63,6 +66,12 @@ const endedAt = performance.now();
 await boss.stop({ graceful: false, wait: false }).catch(() => {});
 await http.close();
 process.stdout.write(
-  JSON.stringify({ queue: "pg-boss", jobs: count, done, elapsed_ms: Math.round(endedAt - startedAt), per_s: Math.round((done / (endedAt - startedAt)) * 1000) }) + "\n",
+  `${JSON.stringify({
+    queue: "pg-boss",
+    jobs: count,
+    done,
+    elapsed_ms: Math.round(endedAt - startedAt),
+    per_s: Math.round((done / (endedAt - startedAt)) * 1000),
+  })}\n`,
 );
 process.exit(0);

@@ -74,7 +74,9 @@ function acknowledgingTransport() {
   /** @type {import("@connectrpc/connect").Transport} */
   const transport = {
     async unary(method, _signal, _timeoutMs, _header, input) {
-      const request = /** @type {import("../packages/client/dist/packages/client/src/index.js").BatchRequest} */ (/** @type {unknown} */ (input));
+      const request = /** @type {import("../packages/client/dist/packages/client/src/index.js").BatchRequest} */ (
+        /** @type {unknown} */ (input)
+      );
       const body = toJsonString(BatchRequestSchema, request);
       const message = create(BatchResponseSchema, { accepted: body.length > 0 ? request.batch.length : 0 });
       return {
@@ -99,10 +101,20 @@ function acknowledgingTransport() {
  * @param {number} rounds
  */
 async function benchCaller(ops, rounds) {
-  const baseline = await timeSync(ops, rounds, () => /** @type {object[]} */ ([]), (queue, i) => queue.push(makeCall(i)));
+  const baseline = await timeSync(
+    ops,
+    rounds,
+    () => /** @type {object[]} */ ([]),
+    (queue, i) => queue.push(makeCall(i)),
+  );
   print({ name: "baseline", what: "array push of a call-shaped object", ops: ops * rounds, ...baseline });
   // The floor of any client that checks a call's encoded size when it is made.
-  const stringify = await timeSync(ops, rounds, () => /** @type {string[]} */ ([]), (queue, i) => queue.push(JSON.stringify(makeCall(i))));
+  const stringify = await timeSync(
+    ops,
+    rounds,
+    () => /** @type {string[]} */ ([]),
+    (queue, i) => queue.push(JSON.stringify(makeCall(i))),
+  );
   print({ name: "baseline_stringify", what: "array push of JSON.stringify of the call", ops: ops * rounds, ...stringify });
   const transport = acknowledgingTransport();
   const caller = await timeSync(
@@ -172,7 +184,12 @@ async function benchEndToEnd(endpoint, writeKey, calls) {
     writeKey,
     endpoint,
     onFailure: () => failed++,
-    interceptors: [(next) => (req) => (requests++, next(req))],
+    interceptors: [
+      (next) => (req) => {
+        requests++;
+        return next(req);
+      },
+    ],
   });
   const started = performance.now();
   for (let i = 0; i < calls; i++) {

@@ -126,7 +126,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     functions: summary.functions.slice(0, top).map(row),
     modules: summary.modules.slice(0, top).map(row),
   };
-  if (rest.includes("--json")) process.stdout.write(JSON.stringify(out) + "\n");
+  if (rest.includes("--json")) process.stdout.write(`${JSON.stringify(out)}\n`);
   else {
     console.log(`busy ${out.busy_s} s, idle ${out.idle_s} s${per ? `, ${out.busy_us_per_unit} µs per unit over ${per}` : ""}`);
     /** @type {Array<[string, typeof out.functions]>} */
@@ -136,7 +136,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     ];
     for (const [title, rows] of sections) {
       console.log(`\n${title}:`);
-      for (const r of rows) console.log(`${String(r.pct).padStart(5)} %  ${per ? `${String(r.us_per_unit).padStart(7)} µs  ` : ""}${r.name}`);
+      for (const r of rows)
+        console.log(`${String(r.pct).padStart(5)} %  ${per ? `${String(r.us_per_unit).padStart(7)} µs  ` : ""}${r.name}`);
     }
   }
 }

@@ -29,8 +29,24 @@ const only = onlyArg ? new Set(onlyArg.slice(7).split(",")) : undefined;
 const wants = (/** @type {string} */ name) => (only ? only.has(name) : name !== "soak" || args.includes("--soak"));
 
 const sizes = quick
-  ? { durationMs: 3_000, burnDown: 20_000, stepMs: 3_000, rates: [2_000, 5_000, 10_000], latencyMs: 3_000, isolation: 10_000, soakMs: 30_000 }
-  : { durationMs: 10_000, burnDown: 200_000, stepMs: 8_000, rates: [2_000, 4_000, 5_000, 6_000, 7_000, 8_000, 10_000, 12_000, 15_000], latencyMs: 10_000, isolation: 50_000, soakMs: Number(process.env.BENCH_SOAK_MS ?? 300_000) };
+  ? {
+      durationMs: 3_000,
+      burnDown: 20_000,
+      stepMs: 3_000,
+      rates: [2_000, 5_000, 10_000],
+      latencyMs: 3_000,
+      isolation: 10_000,
+      soakMs: 30_000,
+    }
+  : {
+      durationMs: 10_000,
+      burnDown: 200_000,
+      stepMs: 8_000,
+      rates: [2_000, 4_000, 5_000, 6_000, 7_000, 8_000, 10_000, 12_000, 15_000],
+      latencyMs: 10_000,
+      isolation: 50_000,
+      soakMs: Number(process.env.BENCH_SOAK_MS ?? 300_000),
+    };
 
 const numberArg = (/** @type {string} */ name) => {
   const arg = args.find((a) => a.startsWith(`--${name}=`));
@@ -98,7 +114,8 @@ try {
   // What a refused or mostly invalid request costs the API process (moved here from a unit test's CPU bound).
   if (wants("cheap-requests")) await inFreshDatabase((db) => cheapRequestsScenario({ db, sink, quick }));
   // Flow control: per-user ordering on vs off; a rate-limited destination beside an unlimited one.
-  if (wants("ordering")) await inFreshDatabase((db) => orderingScenario({ db, sink, count: sizes.burnDown, users: quick ? 1_000 : 10_000 }));
+  if (wants("ordering"))
+    await inFreshDatabase((db) => orderingScenario({ db, sink, count: sizes.burnDown, users: quick ? 1_000 : 10_000 }));
   if (wants("rate-limit")) {
     await inFreshDatabase((db) => rateLimitScenario({ db, sink, count: sizes.isolation, limitedBacklog: quick ? 8_000 : 30_000 }));
   }

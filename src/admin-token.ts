@@ -20,8 +20,8 @@ export async function resolveAdminToken(
   const file = adminTokenFile(dataDir);
   if (existsSync(file)) return { token: (await readFile(file, "utf8")).trim(), file, created: false };
   await mkdir(path.dirname(file), { recursive: true });
-  const token = "wpa_" + randomBytes(32).toString("base64url");
-  await writeFile(file, token + "\n", { mode: 0o600, flag: "wx" }).catch(async (error: NodeJS.ErrnoException) => {
+  const token = `wpa_${randomBytes(32).toString("base64url")}`;
+  await writeFile(file, `${token}\n`, { mode: 0o600, flag: "wx" }).catch(async (error: NodeJS.ErrnoException) => {
     // Another process created it first: use theirs.
     if (error.code !== "EEXIST") throw error;
   });

@@ -260,7 +260,10 @@ function int(env: Record<string, string | undefined>, name: string, fallback: nu
 function parseAllowPrivate(raw: string | undefined): { all: boolean; cidrs: string[] } {
   if (raw === undefined || raw === "" || raw === "false") return { all: false, cidrs: [] };
   if (raw === "true") return { all: true, cidrs: [] };
-  const cidrs = raw.split(",").map((s) => s.trim()).filter(Boolean);
+  const cidrs = raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const cidr of cidrs) {
     const [address, bits] = cidr.split("/");
     const family = isIP(address ?? "");
@@ -283,7 +286,10 @@ function parseAllowPrivate(raw: string | undefined): { all: boolean; cidrs: stri
  */
 function parseCorsOrigins(raw: string | undefined): string[] | undefined {
   if (raw === undefined || raw.trim() === "" || raw.trim() === "*") return undefined;
-  const origins = raw.split(",").map((s) => s.trim()).filter(Boolean);
+  const origins = raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const origin of origins) {
     let parsed: URL | undefined;
     try {

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from "./config.js";
+import { ConfigError, loadConfig, type Config } from "./config.js";
 import { createLogger } from "./logger.js";
 import { startWaypost, type Waypost } from "./server.js";
 import { describeStartupFailure } from "./startup-error.js";
@@ -13,7 +13,7 @@ type StopSignal = keyof typeof signalExitCodes;
  * are in place before start-up, so a signal during it is not lost either.
  */
 async function main(): Promise<void> {
-  let config;
+  let config: Config;
   try {
     config = loadConfig(process.env);
   } catch (error) {

@@ -206,7 +206,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     intervalMs: config.summaryIntervalMs,
     destinationNames: (ids) => selectDestinationNames(pool, ids),
   });
-  delivery?.events.on("completed", activity.completed);
+  delivery?.hooks.on("completed", activity.completed);
   closers.push(async () => {
     activity.stop();
     await activity.flush();

@@ -17,9 +17,15 @@ beforeAll(async () => {
   const source = await server.createSource();
   const other = await server.createSource("other");
   writeKey = source.writeKey;
-  ids.busy = (await server.createDestination({ name: "busy", sourceIds: [source.id], enabled: true, webhooks: [{ url: "https://a.example.com/" }] })).id;
-  ids.quiet = (await server.createDestination({ name: "quiet", sourceIds: [source.id], enabled: true, webhooks: [{ url: "https://b.example.com/" }] })).id;
-  ids.idle = (await server.createDestination({ name: "idle", sourceIds: [other.id], enabled: true, webhooks: [{ url: "https://c.example.com/" }] })).id;
+  ids.busy = (
+    await server.createDestination({ name: "busy", sourceIds: [source.id], enabled: true, webhooks: [{ url: "https://a.example.com/" }] })
+  ).id;
+  ids.quiet = (
+    await server.createDestination({ name: "quiet", sourceIds: [source.id], enabled: true, webhooks: [{ url: "https://b.example.com/" }] })
+  ).id;
+  ids.idle = (
+    await server.createDestination({ name: "idle", sourceIds: [other.id], enabled: true, webhooks: [{ url: "https://c.example.com/" }] })
+  ).id;
   const tracking = server.tracking(writeKey);
   await tracking.batch({ batch: [1, 2, 3].map((n) => ({ type: { case: "track" as const, value: { userId: `u${n}`, event: "E" } } })) });
 });

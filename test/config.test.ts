@@ -33,7 +33,10 @@ test("bad values are refused naming the variable", () => {
 
 test("private destinations: true, or a CIDR list", () => {
   expect(loadConfig({ WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "true" }).delivery.allowPrivateDestinations).toBe(true);
-  expect(loadConfig({ WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "10.0.0.0/8, fd00::/8" }).delivery.allowedCidrs).toEqual(["10.0.0.0/8", "fd00::/8"]);
+  expect(loadConfig({ WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "10.0.0.0/8, fd00::/8" }).delivery.allowedCidrs).toEqual([
+    "10.0.0.0/8",
+    "fd00::/8",
+  ]);
 });
 
 test("circuit breaker, signing overlap and operator webhook settings", () => {
@@ -97,7 +100,12 @@ test("WAYPOST_LOG_LEVEL is one of pino's levels, or a ConfigError naming the var
 });
 
 test("DATABASE_URL must be a Postgres connection string; the refusal names its scheme, never its password", () => {
-  for (const url of ["postgres://u:p@db:5432/waypost", "postgresql://db/waypost", "socket:/var/run/postgresql?db=waypost", "/var/run/postgresql"]) {
+  for (const url of [
+    "postgres://u:p@db:5432/waypost",
+    "postgresql://db/waypost",
+    "socket:/var/run/postgresql?db=waypost",
+    "/var/run/postgresql",
+  ]) {
     expect(loadConfig({ DATABASE_URL: url }).databaseUrl).toBe(url);
   }
   const refusal = (url: string) => {

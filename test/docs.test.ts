@@ -33,13 +33,19 @@ test("the docs the code points to exist, with the anchors it names", () => {
   for (const page of ["api.md", "webhooks.md"]) {
     const text = readFileSync(path.join(root, "docs", page), "utf8");
     const anchors = [...text.matchAll(/^#+ (.+)$/gm)].map((m) =>
-      m[1]!.toLowerCase().replace(/[^a-z0-9 _-]/g, "").trim().replace(/ /g, "-"),
+      m[1]!
+        .toLowerCase()
+        .replace(/[^a-z0-9 _-]/g, "")
+        .trim()
+        .replace(/ /g, "-"),
     );
     headings.set(page, new Set(anchors));
   }
   const pointers = ["src", "test", "docs", "README.md"]
     .flatMap((part) => files(path.join(root, part)))
-    .flatMap((file) => [...readFileSync(file, "utf8").matchAll(/docs\/(api|webhooks)\.md#([a-z0-9-]+)|\((api|webhooks)\.md#([a-z0-9-]+)\)/g)])
+    .flatMap((file) => [
+      ...readFileSync(file, "utf8").matchAll(/docs\/(api|webhooks)\.md#([a-z0-9-]+)|\((api|webhooks)\.md#([a-z0-9-]+)\)/g),
+    ])
     .map((m) => ({ page: `${m[1] ?? m[3]}.md`, anchor: m[2] ?? m[4]! }));
   expect(pointers.length).toBeGreaterThan(10);
   const broken = pointers.filter(({ page, anchor }) => !headings.get(page)!.has(anchor)).map(({ page, anchor }) => `${page}#${anchor}`);

@@ -45,7 +45,10 @@ function processesOf(dataDir: string): string[] {
       if (state === "Z") continue;
       const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ");
       if (cmdline.includes("postgres") && cmdline.includes(dataDir)) found.push(`${pid} ${cmdline}`);
-      else if (cmdline.includes("dist/server.js") && readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(`WAYPOST_DATA_DIR=${dataDir}`)) {
+      else if (
+        cmdline.includes("dist/server.js") &&
+        readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(`WAYPOST_DATA_DIR=${dataDir}`)
+      ) {
         found.push(`${pid} ${cmdline}`);
       }
     } catch {
@@ -79,7 +82,9 @@ describe.skipIf(!existsSync("/proc/self/environ"))("npm start with the embedded 
 
     const second = await runToExit(serviceEnv(undefined, { WAYPOST_DATA_DIR: dataDir }));
     expect(second.code).toBe(1);
-    const server = processesOf(dataDir).find((p) => p.includes("dist/server.js"))!.split(" ")[0];
+    const server = processesOf(dataDir)
+      .find((p) => p.includes("dist/server.js"))!
+      .split(" ")[0];
     expect(second.stderr).toContain(`waypost: failed to start: the data directory ${dataDir} is in use by another Waypost (pid ${server})`);
     expect(second.stderr).toContain("set WAYPOST_DATA_DIR");
     expect(second.stderr).not.toContain("undefined");
@@ -127,7 +132,9 @@ test("a bad WAYPOST_LOG_LEVEL or a DATABASE_URL of another database is named, wi
     stderr: 'waypost: WAYPOST_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"\n',
   });
   expect(mysql.code).toBe(2);
-  expect(mysql.stderr).toMatch(/^waypost: DATABASE_URL must be a Postgres URL like postgres:\/\/user:password@host:5432\/database, got a mysql: URL/);
+  expect(mysql.stderr).toMatch(
+    /^waypost: DATABASE_URL must be a Postgres URL like postgres:\/\/user:password@host:5432\/database, got a mysql: URL/,
+  );
   expect(mysql.stderr).not.toContain("hunter2-secret");
   expect(mysql.stderr.trim().split("\n")).toHaveLength(1);
 }, 60_000);

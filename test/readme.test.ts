@@ -36,7 +36,9 @@ test("docs/production.md's 'Operation' lists every metric Waypost defines, and e
 
 test("the README's tour writes its files only where git ignores them (the source file holds a live write key)", () => {
   const blocks = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
-  const written = blocks.flatMap((block) => [...block.matchAll(/(?:\btee|>)\s+([\w./-]+)/g)].map((m) => m[1]!)).filter((file) => file !== "/dev/null");
+  const written = blocks
+    .flatMap((block) => [...block.matchAll(/(?:\btee|>)\s+([\w./-]+)/g)].map((m) => m[1]!))
+    .filter((file) => file !== "/dev/null");
   expect(written.length).toBeGreaterThan(0);
   const committable = written.filter((file) => {
     try {

@@ -47,7 +47,16 @@ try {
     embedded = await startEmbeddedPostgres({ dataDir: path.join(work, "pg"), logger: createLogger("silent") });
     env.DATABASE_URL = embedded.url;
   }
-  const args = ["vitest", "run", "--config", "test/vitest.config.ts", "--reporter=default", "--reporter=json", `--outputFile.json=${jsonFile}`, ...process.argv.slice(2)];
+  const args = [
+    "vitest",
+    "run",
+    "--config",
+    "test/vitest.config.ts",
+    "--reporter=default",
+    "--reporter=json",
+    `--outputFile.json=${jsonFile}`,
+    ...process.argv.slice(2),
+  ];
   const vitestCode = await new Promise((resolve) => {
     const child = spawn("npx", args, { stdio: "inherit", env });
     child.on("exit", (status, signal) => resolve(status ?? (signal ? 1 : 0)));

@@ -28,7 +28,11 @@ test("role all: the console, CORS, private destinations, concurrency and retenti
 });
 
 test("defaults read as such: any origin, private destinations refused, the embedded database", () => {
-  expect(startupSummary(loadConfig({}), url)).toMatchObject({ corsOrigins: "*", privateDestinations: false, database: "embedded in ./.waypost" });
+  expect(startupSummary(loadConfig({}), url)).toMatchObject({
+    corsOrigins: "*",
+    privateDestinations: false,
+    database: "embedded in ./.waypost",
+  });
   expect(startupSummary(loadConfig({ WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "true" }), url).privateDestinations).toBe(true);
 });
 

@@ -35,7 +35,9 @@ async function backendPids(pool) {
  * @param {import("pg").Pool} pool
  */
 export async function transactionCount(pool) {
-  const { rows } = await pool.query("SELECT (xact_commit + xact_rollback)::bigint AS n FROM pg_stat_database WHERE datname = current_database()");
+  const { rows } = await pool.query(
+    "SELECT (xact_commit + xact_rollback)::bigint AS n FROM pg_stat_database WHERE datname = current_database()",
+  );
   return Number(rows[0].n);
 }
 

@@ -38,7 +38,7 @@ export async function startService(databaseUrl, env = {}) {
   const url = await new Promise((resolve, reject) => {
     createInterface({ input: child.stdout }).on("line", (line) => {
       if (line.includes("Waypost is listening")) resolve(JSON.parse(line).url);
-      else if (line.includes('"level":50') || line.includes('"level":40')) process.stderr.write(line + "\n");
+      else if (line.includes('"level":50') || line.includes('"level":40')) process.stderr.write(`${line}\n`);
     });
     exited.then((code) => reject(new Error(`service exited (${code}) before listening`)));
   });

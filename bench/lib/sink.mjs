@@ -6,7 +6,9 @@ import { fileURLToPath } from "node:url";
 
 /** Starts the sink process; its API is request/response over IPC. */
 export async function startSink() {
-  const child = fork(fileURLToPath(new URL("../sink-process.mjs", import.meta.url)), [], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const child = fork(fileURLToPath(new URL("../sink-process.mjs", import.meta.url)), [], {
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
   /** @type {number} */
   const port = await new Promise((resolve) => child.once("message", (m) => resolve(/** @type {{ port: number }} */ (m).port)));
   let next = 0;

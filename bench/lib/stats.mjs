@@ -21,7 +21,7 @@ export function summarize(values) {
  * @param {object} fields
  */
 export function report(fields) {
-  process.stdout.write(JSON.stringify(fields) + "\n");
+  process.stdout.write(`${JSON.stringify(fields)}\n`);
 }
 
 export const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -22,10 +22,14 @@ export async function baselinesScenario({ db, sink, count, concurrency, waypostR
   ];
   for (const [name, script] of scripts) {
     try {
-      const { stdout } = await run(process.execPath, [fileURLToPath(new URL(script, import.meta.url)), db.url, sink.url, String(count), String(concurrency)], {
-        maxBuffer: 1 << 20,
-        timeout: 900_000,
-      });
+      const { stdout } = await run(
+        process.execPath,
+        [fileURLToPath(new URL(script, import.meta.url)), db.url, sink.url, String(count), String(concurrency)],
+        {
+          maxBuffer: 1 << 20,
+          timeout: 900_000,
+        },
+      );
       results[name] = JSON.parse(stdout.trim().split("\n").pop() ?? "");
     } catch (error) {
       results[name] = { error: String((error instanceof Error ? error.message : undefined) ?? error).slice(0, 300) };
@@ -46,6 +50,10 @@ export async function baselinesScenario({ db, sink, count, concurrency, waypostR
     waypost_vs_graphile_worker: ratio("graphile-worker"),
     waypost_vs_pg_boss: ratio("pg-boss"),
     targets: { graphile_worker: 3, pg_boss: 6 },
-    errors: Object.fromEntries(Object.entries(results).filter(([, r]) => r.error).map(([k, r]) => [k, r.error])),
+    errors: Object.fromEntries(
+      Object.entries(results)
+        .filter(([, r]) => r.error)
+        .map(([k, r]) => [k, r.error]),
+    ),
   });
 }

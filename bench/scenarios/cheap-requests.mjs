@@ -33,12 +33,36 @@ function cases() {
   };
   const rpc = "/waypost.v1.TrackingService/Batch";
   return [
-    { name: "compat JSON, 500 KB, over the message cap", path: "/v1/batch", auth: "basic", body: compatOver, headers: { "content-type": "application/json" } },
-    { name: "compat JSON, 2,500 invalid messages", path: "/v1/batch", auth: "basic", body: compatFull, headers: { "content-type": "application/json" } },
+    {
+      name: "compat JSON, 500 KB, over the message cap",
+      path: "/v1/batch",
+      auth: "basic",
+      body: compatOver,
+      headers: { "content-type": "application/json" },
+    },
+    {
+      name: "compat JSON, 2,500 invalid messages",
+      path: "/v1/batch",
+      auth: "basic",
+      body: compatFull,
+      headers: { "content-type": "application/json" },
+    },
     { name: "Connect binary, 500 KB", path: rpc, auth: "bearer", body: binary, headers: { "content-type": "application/proto" } },
     { name: "Connect JSON, 500 KB", path: rpc, auth: "bearer", body: json, headers: { "content-type": "application/json" } },
-    { name: "Connect JSON gzip, 500 KB", path: rpc, auth: "bearer", body: gzipSync(json), headers: { "content-type": "application/json", "content-encoding": "gzip" } },
-    { name: "gRPC-Web binary, 500 KB", path: rpc, auth: "bearer", body: envelope(binary.subarray(0, binary.length - 6)), headers: { "content-type": "application/grpc-web+proto" } },
+    {
+      name: "Connect JSON gzip, 500 KB",
+      path: rpc,
+      auth: "bearer",
+      body: gzipSync(json),
+      headers: { "content-type": "application/json", "content-encoding": "gzip" },
+    },
+    {
+      name: "gRPC-Web binary, 500 KB",
+      path: rpc,
+      auth: "bearer",
+      body: envelope(binary.subarray(0, binary.length - 6)),
+      headers: { "content-type": "application/grpc-web+proto" },
+    },
   ];
 }
 
@@ -78,7 +102,8 @@ export async function cheapRequestsScenario({ db, sink, quick }) {
         request_kb: Math.round(c.body.length / 1024),
         requests,
         status,
-        server_cpu_ms_per_request: before === undefined || after === undefined ? null : Math.round(((after - before) * 1000) / requests * 10) / 10,
+        server_cpu_ms_per_request:
+          before === undefined || after === undefined ? null : Math.round((((after - before) * 1000) / requests) * 10) / 10,
         wall_ms_per_request: Math.round((elapsedMs / requests) * 10) / 10,
         target_cpu_ms: 100,
       });

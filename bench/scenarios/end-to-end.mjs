@@ -35,7 +35,14 @@ export async function endToEndScenario({ db, sink, stepMs, rates, latencyMs, spl
     const acked = acks.get(id);
     return acked === undefined ? [] : [at - acked];
   });
-  report({ scenario: "end_to_end_latency", processes: split ? "api + worker" : "all", rate_per_s: 1_000, calls: acks.size, ack_to_arrival_ms: summarize(latencies), target_p99_ms: 50 });
+  report({
+    scenario: "end_to_end_latency",
+    processes: split ? "api + worker" : "all",
+    rate_per_s: 1_000,
+    calls: acks.size,
+    ack_to_arrival_ms: summarize(latencies),
+    target_p99_ms: 50,
+  });
 
   await sink.reset(false);
   let best = 0;
@@ -82,10 +89,13 @@ export async function drive(client, rate, durationMs, batchSize, onAck = () => {
     while (sent < due && inFlight < 64) {
       sent++;
       inFlight++;
-      const p = client.sendBatch(batchSize, "e2e").then(onAck).finally(() => {
-        inFlight--;
-        pending.delete(p);
-      });
+      const p = client
+        .sendBatch(batchSize, "e2e")
+        .then(onAck)
+        .finally(() => {
+          inFlight--;
+          pending.delete(p);
+        });
       pending.add(p);
     }
     await sleep(Math.max(1, Math.min(interval, 10)));
@@ -108,8 +118,18 @@ async function runStep(client, pool, sink, destinationId, rate, stepMs) {
   const deliveredDuring = (await sink.count()) - sinkBefore;
   // A queue that keeps up drains its tail quickly; one that does not, grows.
   await sleep(2_000);
-  const backlog = (await pool.query("SELECT count(*)::int AS n FROM deliveries WHERE destination_id = $1 AND status IN ('pending', 'retrying')", [destinationId])).rows[0].n;
+  const backlog = (
+    await pool.query("SELECT count(*)::int AS n FROM deliveries WHERE destination_id = $1 AND status IN ('pending', 'retrying')", [
+      destinationId,
+    ])
+  ).rows[0].n;
   const achieved = Math.round((sent / elapsedMs) * 1000);
   const sustained = achieved >= rate * 0.95 && backlog <= sent * 0.02;
-  return { rate, achieved_ingest_per_s: achieved, delivered_per_s: Math.round((deliveredDuring / elapsedMs) * 1000), backlog_after_2s: backlog, sustained };
+  return {
+    rate,
+    achieved_ingest_per_s: achieved,
+    delivered_per_s: Math.round((deliveredDuring / elapsedMs) * 1000),
+    backlog_after_2s: backlog,
+    sustained,
+  };
 }

@@ -15,7 +15,13 @@ import { report, summarize } from "../lib/stats.mjs";
  * decoding, no validation).
  * @param {{ db: import("../lib/postgres.mjs").Database, sink: import("../lib/sink.mjs").Sink, durationMs: number, concurrency?: number, batchSize?: number }} options
  */
-export async function ingestScenario({ db, sink, durationMs, concurrency = Number(process.env.BENCH_INGEST_CONCURRENCY ?? 8), batchSize = 100 }) {
+export async function ingestScenario({
+  db,
+  sink,
+  durationMs,
+  concurrency = Number(process.env.BENCH_INGEST_CONCURRENCY ?? 8),
+  batchSize = 100,
+}) {
   const service = await startService(db.url, { WAYPOST_ROLE: "api" });
   const { source } = await createSourceAndDestination(service.url, `${sink.url}/ok`, { name: "ingest" });
   const client = trackingClient(service.url, source.writeKey);
@@ -79,7 +85,8 @@ export async function runFor(client, durationMs, concurrency, batchSize) {
   return { events, latencies, elapsedMs: performance.now() - start };
 }
 
-const perUnit = (/** @type {number | null} */ seconds, /** @type {number} */ units) => (seconds === null ? null : Math.round((seconds * 1e6) / units));
+const perUnit = (/** @type {number | null} */ seconds, /** @type {number} */ units) =>
+  seconds === null ? null : Math.round((seconds * 1e6) / units);
 
 /**
  * The hardware's share: the same rows (a message and a delivery per call) from bench/bare-insert.mjs.
@@ -90,7 +97,8 @@ const perUnit = (/** @type {number | null} */ seconds, /** @type {number} */ uni
  */
 export async function bareInsertBaseline(db, sourceId, durationMs, batchSize) {
   const pool = new pg.Pool({ connectionString: db.url, max: 1 });
-  const destination = (await pool.query("SELECT destination_id FROM destination_sources WHERE source_id = $1", [sourceId])).rows[0].destination_id;
+  const destination = (await pool.query("SELECT destination_id FROM destination_sources WHERE source_id = $1", [sourceId])).rows[0]
+    .destination_id;
   await checkpoint(pool);
   await pool.end();
   return runScript("bare-insert.mjs", [db.url, sourceId, destination, durationMs, batchSize, 4]);

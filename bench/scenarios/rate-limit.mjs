@@ -26,7 +26,12 @@ export async function rateLimitScenario({ db, sink, count, limit = 1_000, limite
     destination: { id: limited.destination.id, maxRequestsPerSecond: limit },
     updateMask: "maxRequestsPerSecond",
   });
-  await queueDeliveries(pool, { sourceId: limited.source.id, destinationId: limited.destination.id, count: limitedBacklog, prefix: "limited" });
+  await queueDeliveries(pool, {
+    sourceId: limited.source.id,
+    destinationId: limited.destination.id,
+    count: limitedBacklog,
+    prefix: "limited",
+  });
   const limitedStart = new Date();
   await setEnabled(first.url, limited.destination.id, true);
   const beside = await burnDown(first, pool, sink, count, "unlimited-beside");
@@ -97,6 +102,10 @@ async function sendsPerSecond(pool, destinationId, since) {
  */
 function busiestWindow(series, seconds) {
   let best = 0;
-  for (let i = 0; i + seconds <= series.length; i++) best = Math.max(best, series.slice(i, i + seconds).reduce((a, b) => a + b, 0));
+  for (let i = 0; i + seconds <= series.length; i++)
+    best = Math.max(
+      best,
+      series.slice(i, i + seconds).reduce((a, b) => a + b, 0),
+    );
   return best;
 }

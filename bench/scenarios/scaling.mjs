@@ -49,7 +49,9 @@ async function measureTopology({ db, sink, topology, deliveries, durationMs, con
   if (!front) throw new Error("a topology has at least one process");
   /** @type {Record<string, number | undefined>} */
   const named = {};
-  topology.roles.forEach((role, i) => (named[role in named ? `${role}_${i + 1}` : role] = processes[i]?.pid));
+  topology.roles.forEach((role, i) => {
+    named[role in named ? `${role}_${i + 1}` : role] = processes[i]?.pid;
+  });
   named.sink = sink.pid;
   const pool = new pg.Pool({ connectionString: db.url, max: 2 });
   try {
@@ -116,9 +118,10 @@ async function measureTopology({ db, sink, topology, deliveries, durationMs, con
  * @returns {Promise<number>}
  */
 async function countBacklog(pool, destinationId) {
-  const { rows } = await pool.query("SELECT count(*)::int AS n FROM deliveries WHERE destination_id = $1 AND status IN ('pending', 'retrying')", [
-    destinationId,
-  ]);
+  const { rows } = await pool.query(
+    "SELECT count(*)::int AS n FROM deliveries WHERE destination_id = $1 AND status IN ('pending', 'retrying')",
+    [destinationId],
+  );
   return rows[0].n;
 }
 

@@ -23,8 +23,16 @@ export async function soakScenario({ db, sink, durationMs, rate = 4_000, windowM
     const before = await sink.count();
     const { sent, elapsedMs } = await drive(client, rate, windowMs, 100);
     const delivered = (await sink.count()) - before;
-    const size = (await pool.query("SELECT pg_total_relation_size('deliveries') AS b, (SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'deliveries') AS dead")).rows[0];
-    const backlog = (await pool.query("SELECT count(*)::int AS n FROM deliveries WHERE destination_id = $1 AND status IN ('pending', 'retrying')", [destination.id])).rows[0].n;
+    const size = (
+      await pool.query(
+        "SELECT pg_total_relation_size('deliveries') AS b, (SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'deliveries') AS dead",
+      )
+    ).rows[0];
+    const backlog = (
+      await pool.query("SELECT count(*)::int AS n FROM deliveries WHERE destination_id = $1 AND status IN ('pending', 'retrying')", [
+        destination.id,
+      ])
+    ).rows[0].n;
     windows.push({
       ingest_per_s: Math.round((sent / elapsedMs) * 1000),
       delivered_per_s: Math.round((delivered / elapsedMs) * 1000),
@@ -39,5 +47,12 @@ export async function soakScenario({ db, sink, durationMs, rate = 4_000, windowM
   await pool.end();
   const first = windows[0]?.delivered_per_s ?? 0;
   const last = windows[windows.length - 1]?.delivered_per_s ?? 0;
-  report({ scenario: "soak", rate_per_s: rate, duration_s: durationMs / 1000, windows, last_to_first_ratio: Math.round((last / first) * 100) / 100, server_peak_rss_mb: rss });
+  report({
+    scenario: "soak",
+    rate_per_s: rate,
+    duration_s: durationMs / 1000,
+    windows,
+    last_to_first_ratio: Math.round((last / first) * 100) / 100,
+    server_peak_rss_mb: rss,
+  });
 }

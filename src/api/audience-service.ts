@@ -6,7 +6,7 @@ import type pg from "pg";
 import {
   AudienceKind,
   AudienceSchema,
-  AudienceService,
+  type AudienceService,
   SyncCountsSchema,
   type Audience,
   type SyncCounts,

@@ -1,13 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { DescService } from "@bufbuild/protobuf";
-import {
-  Code,
-  ConnectError,
-  createContextKey,
-  createContextValues,
-  type ContextValues,
-  type Interceptor,
-} from "@connectrpc/connect";
+import { Code, ConnectError, createContextKey, createContextValues, type ContextValues, type Interceptor } from "@connectrpc/connect";
 import type pg from "pg";
 import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
 import { selectSourceByWriteKeyHash } from "../db/queries/sources.js";

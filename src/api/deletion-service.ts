@@ -2,12 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type pg from "pg";
-import {
-  DeletionRequestSchema,
-  DeletionService,
-  DeletionStatus,
-  type DeletionRequest,
-} from "../../gen/waypost/v1/deletion_pb.js";
+import { DeletionRequestSchema, type DeletionService, DeletionStatus, type DeletionRequest } from "../../gen/waypost/v1/deletion_pb.js";
 import { requireUserId } from "../audiences/user-id.js";
 import type { Clock } from "../clock.js";
 import { createDeletion, type DeletionInput } from "../deletion/create-deletion.js";

@@ -1,12 +1,6 @@
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type pg from "pg";
-import {
-  DeliveryOrder,
-  DeliveryService,
-  DeliveryStatus,
-  DeliveryView,
-  type Delivery,
-} from "../../gen/waypost/v1/delivery_pb.js";
+import { DeliveryOrder, type DeliveryService, DeliveryStatus, DeliveryView, type Delivery } from "../../gen/waypost/v1/delivery_pb.js";
 import type { Clock } from "../clock.js";
 import { countReplayable, replayDelivery, type BulkReplay, type DeliveryFilter } from "../db/job-table/index.js";
 import { selectAttempts, selectDelivery, type DeliveryRow } from "../db/queries/deliveries.js";

@@ -5,13 +5,7 @@ import type { DestinationRow } from "../db/queries/destinations.js";
 
 type HealthFields = Pick<
   MessageInitShape<typeof DestinationSchema>,
-  | "health"
-  | "lastSuccessTime"
-  | "lastFailureTime"
-  | "lastError"
-  | "consecutiveFailures"
-  | "nextProbeTime"
-  | "backoffUntilTime"
+  "health" | "lastSuccessTime" | "lastFailureTime" | "lastError" | "consecutiveFailures" | "nextProbeTime" | "backoffUntilTime"
 >;
 
 /**
@@ -22,14 +16,9 @@ type HealthFields = Pick<
  */
 export function healthFields(row: DestinationRow, now: Date): HealthFields {
   const backingOff = row.backoff_until !== null && row.backoff_until > now;
-  const lastFailed =
-    row.last_failure_at !== null && (row.last_success_at === null || row.last_failure_at > row.last_success_at);
+  const lastFailed = row.last_failure_at !== null && (row.last_success_at === null || row.last_failure_at > row.last_success_at);
   const open = row.circuit_state === "open" || row.circuit_state === "half_open";
-  const health = open
-    ? DestinationHealth.CIRCUIT_OPEN
-    : lastFailed || backingOff
-      ? DestinationHealth.FAILING
-      : DestinationHealth.HEALTHY;
+  const health = open ? DestinationHealth.CIRCUIT_OPEN : lastFailed || backingOff ? DestinationHealth.FAILING : DestinationHealth.HEALTHY;
   return {
     health,
     lastSuccessTime: row.last_success_at ? timestampFromDate(row.last_success_at) : undefined,

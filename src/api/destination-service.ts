@@ -3,12 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type pg from "pg";
-import {
-  DestinationSchema,
-  DestinationService,
-  Ordering,
-  type Destination,
-} from "../../gen/waypost/v1/destination_pb.js";
+import { DestinationSchema, type DestinationService, Ordering, type Destination } from "../../gen/waypost/v1/destination_pb.js";
 import type { Clock } from "../clock.js";
 import { cancelDestinationDeliveries, wakeWorkers } from "../db/job-table/index.js";
 import { withTransaction, type Queryable } from "../db/pool.js";

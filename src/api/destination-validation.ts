@@ -118,7 +118,8 @@ function validateHeaders(field: string, headers: Record<string, string>): Record
   for (const [name, value] of entries) {
     const lower = name.toLowerCase();
     if (!headerNamePattern.test(name)) throw invalidArgument(`${field}.${name}`, "is not a valid header name");
-    if (reservedHeaders.has(lower) || lower.startsWith("webhook-")) throw invalidArgument(`${field}.${name}`, "is set by Waypost and cannot be configured");
+    if (reservedHeaders.has(lower) || lower.startsWith("webhook-"))
+      throw invalidArgument(`${field}.${name}`, "is set by Waypost and cannot be configured");
     if (seen.has(lower)) throw invalidArgument(`${field}.${name}`, "is given twice");
     seen.add(lower);
     if (/[\r\n\0]/.test(value)) throw invalidArgument(`${field}.${name}`, "value must not contain CR, LF or NUL");

@@ -113,10 +113,7 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
     gate,
     logger: options.logger,
     routes(router: ConnectRouter) {
-      router.service(
-        SourceService,
-        createSourceService({ pool: options.pool, onWriteKeyChange: () => options.auth.forgetWriteKeys() }),
-      );
+      router.service(SourceService, createSourceService({ pool: options.pool, onWriteKeyChange: () => options.auth.forgetWriteKeys() }));
       router.service(
         DestinationService,
         createDestinationService({

@@ -3,18 +3,11 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type pg from "pg";
-import { SourceSchema, SourceService, type Source } from "../../gen/waypost/v1/source_pb.js";
-import {
-  deleteSourceRow,
-  insertSource,
-  listSourceRows,
-  selectSource,
-  updateWriteKeyHash,
-  type SourceRow,
-} from "../db/queries/sources.js";
+import { SourceSchema, type SourceService, type Source } from "../../gen/waypost/v1/source_pb.js";
+import { deleteSourceRow, insertSource, listSourceRows, selectSource, updateWriteKeyHash, type SourceRow } from "../db/queries/sources.js";
 import { hashWriteKey } from "./auth.js";
 import { validateName } from "./destination-validation.js";
-import { invalidArgument, notFound, requireUuid } from "./errors.js";
+import { notFound, requireUuid } from "./errors.js";
 import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
 
 export interface SourceServiceOptions {
@@ -73,7 +66,7 @@ function validName(name: string): string {
 
 /** 32 random bytes; the prefix makes a leaked key recognisable to scanners. */
 function newWriteKey(): string {
-  return "wk_" + randomBytes(32).toString("base64url");
+  return `wk_${randomBytes(32).toString("base64url")}`;
 }
 
 function toProto(row: SourceRow, writeKey = ""): Source {

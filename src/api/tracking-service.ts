@@ -1,5 +1,5 @@
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
-import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
+import type { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
 import type { Call, CallType } from "../ingest/call.js";
 import { callFromBatchMessage, callFromProto } from "../ingest/from-proto.js";
 import type { Ingestor } from "../ingest/ingestor.js";
@@ -50,7 +50,9 @@ export async function ingestBatch(ingestor: Ingestor, calls: ReadonlyArray<Call 
     present.map((p) => p.call),
   );
   const messageIds: string[] = calls.map(() => "");
-  present.forEach((p, i) => (messageIds[p.index] = result.messageIds[i] ?? ""));
+  present.forEach((p, i) => {
+    messageIds[p.index] = result.messageIds[i] ?? "";
+  });
   const rejected = [
     ...calls.flatMap((call, index) =>
       call ? [] : [{ index, reason: "message has no call type: set one of identify, track, page, screen, group, alias" }],

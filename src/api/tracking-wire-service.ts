@@ -30,11 +30,15 @@ import { ingestBatch, ingestOne } from "./tracking-service.js";
  */
 export function registerWireTrackingService(router: ConnectRouter, ingestor: Ingestor): void {
   const unary = (type: CallType, input: DescMessage) => {
-    router.rpc(wireMethod(type, input) as never, ((req: Record<string, unknown>, ctx: HandlerContext) =>
-      ingestOne(ingestor, type, callOfWireRequest(type, input, req), ctx)) as never);
+    router.rpc(
+      wireMethod(type, input) as never,
+      ((req: Record<string, unknown>, ctx: HandlerContext) => ingestOne(ingestor, type, callOfWireRequest(type, input, req), ctx)) as never,
+    );
   };
-  router.rpc(wireMethod("batch", WireBatchRequestSchema) as never, ((req: WireBatchRequest, ctx: HandlerContext) =>
-    ingestBatch(ingestor, callsOfWireBatch(req), ctx)) as never);
+  router.rpc(
+    wireMethod("batch", WireBatchRequestSchema) as never,
+    ((req: WireBatchRequest, ctx: HandlerContext) => ingestBatch(ingestor, callsOfWireBatch(req), ctx)) as never,
+  );
   unary("identify", WireIdentifyRequestSchema);
   unary("track", WireTrackRequestSchema);
   unary("page", WirePageRequestSchema);
@@ -78,11 +82,7 @@ function wireMethod(localName: keyof typeof TrackingService.method, input: DescM
  * gives; a decoding error is answered as Connect answers one (the `internal`
  * it reports is turned into this `invalid_argument` for every protocol).
  */
-function referenceDecode<P extends DescMessage, W extends DescMessage>(
-  publicSchema: P,
-  wireSchema: W,
-  request: unknown,
-): MessageShape<P> {
+function referenceDecode<P extends DescMessage, W extends DescMessage>(publicSchema: P, wireSchema: W, request: unknown): MessageShape<P> {
   try {
     return fromBinary(publicSchema, toBinary(wireSchema, request as MessageShape<W>));
   } catch (error) {

@@ -28,7 +28,9 @@ export const rowsPerChunk = 10_000;
 export function* audienceChunks(userIds: readonly string[], where = ""): Generator<StageChunk> {
   for (let start = 0; start < userIds.length; start += rowsPerChunk) {
     const slice = userIds.slice(start, start + rowsPerChunk);
-    slice.forEach((userId, offset) => requireUserId(`userIds[${start + offset}]`, userId, where));
+    slice.forEach((userId, offset) => {
+      requireUserId(`userIds[${start + offset}]`, userId, where);
+    });
     yield { userIds: slice, valueTexts: undefined };
   }
 }
@@ -40,11 +42,7 @@ export function* audienceChunks(userIds: readonly string[], where = ""): Generat
  * huge value fails the sync up front instead of producing an undeliverable
  * message. Errors name the map entry: `values["u1"]`.
  */
-export function* traitChunks(
-  values: { [userId: string]: Value },
-  template: IdentifyTemplate,
-  where = "",
-): Generator<StageChunk> {
+export function* traitChunks(values: { [userId: string]: Value }, template: IdentifyTemplate, where = ""): Generator<StageChunk> {
   let chunk: StageChunk = { userIds: [], valueTexts: [] };
   for (const [userId, value] of Object.entries(values)) {
     const field = `values[${JSON.stringify(userId.slice(0, 64))}]`;

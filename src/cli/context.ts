@@ -67,12 +67,11 @@ export function createContext(command: Command, io: CliIo, signal: AbortSignal):
   const client = <S extends DescService>(service: S, token: () => string) =>
     createClient(service, createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors: [bearer(token)] }));
   const write = (stream: NodeJS.WritableStream, text: string) => {
-    stream.write(text.endsWith("\n") ? text : text + "\n");
+    stream.write(text.endsWith("\n") ? text : `${text}\n`);
   };
   return {
     json: options.json === true,
-    admin: (service) =>
-      client(service, () => (adminToken ??= resolveToken(options.token, io.env))),
+    admin: (service) => client(service, () => (adminToken ??= resolveToken(options.token, io.env))),
     withToken: (service, token) => client(service, () => token),
     print(schema, message, text) {
       if (options.json) write(io.stdout, JSON.stringify(toJson(schema, message), null, 2));
@@ -119,5 +118,5 @@ function resolveToken(flag: string | undefined, env: NodeJS.ProcessEnv): string 
  * Wires an action into commander: the context is built from the command's
  * options; the action gets commander's arguments (positionals, then options).
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- commander's action arguments are untyped
+// biome-ignore lint/suspicious/noExplicitAny: commander's action arguments are untyped; each action declares its own
 export type Wire = (action: (ctx: CliContext, ...args: any[]) => Promise<void>) => (...args: unknown[]) => Promise<void>;

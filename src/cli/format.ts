@@ -10,19 +10,21 @@ export function table(headers: readonly string[], rows: readonly (readonly strin
       .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
       .join("  ")
       .trimEnd();
-  return [line(headers), ...rows.map(line)].join("\n") + "\n";
+  return `${[line(headers), ...rows.map(line)].join("\n")}\n`;
 }
 
 /** "key: value" lines, keys aligned. */
 export function fields(pairs: readonly (readonly [string, string])[]): string {
   const width = Math.max(...pairs.map(([k]) => k.length)) + 1;
-  return pairs.map(([k, v]) => `${(k + ":").padEnd(width)} ${v}`).join("\n") + "\n";
+  return `${pairs.map(([k, v]) => `${(`${k}:`).padEnd(width)} ${v}`).join("\n")}\n`;
 }
 
 /** A timestamp as ISO 8601 UTC to the second; "-" when absent. */
 export function time(ts: Timestamp | undefined): string {
   if (!ts) return "-";
-  return timestampDate(ts).toISOString().replace(/\.\d{3}Z$/, "Z");
+  return timestampDate(ts)
+    .toISOString()
+    .replace(/\.\d{3}Z$/, "Z");
 }
 
 export function statusText(status: DeliveryStatus): string {
@@ -39,7 +41,12 @@ const statusByName = new Map<string, DeliveryStatus>(
 export function parseStatuses(text: string, flag = "--status"): DeliveryStatus[] {
   return text
     .split(",")
-    .map((part) => part.trim().toLowerCase().replace(/^delivery_status_/, ""))
+    .map((part) =>
+      part
+        .trim()
+        .toLowerCase()
+        .replace(/^delivery_status_/, ""),
+    )
     .filter((part) => part !== "")
     .map((name) => {
       const status = statusByName.get(name);

@@ -10,7 +10,6 @@ import { registerStats } from "./commands/stats.js";
 import { createContext, serverUrlCommands, type CliIo, type Wire } from "./context.js";
 import { describeRpcError, UsageError } from "./errors.js";
 
-
 /**
  * The `waypost` program. Every command has --url, --token and --json (on the
  * program, so they may come anywhere on the line) and --help.
@@ -20,9 +19,7 @@ export function createProgram(io: CliIo, signal: AbortSignal): Command {
     .description("Drive a running Waypost: sources, destinations, deliveries, stats, audiences, deletions.")
     .addOption(new Option("--url <url>", "the Waypost server").env("WAYPOST_URL").default("http://127.0.0.1:8080"))
     .addOption(
-      new Option("--token <token>", "the admin token (default: the token file in WAYPOST_DATA_DIR, ./.waypost)").env(
-        "WAYPOST_ADMIN_TOKEN",
-      ),
+      new Option("--token <token>", "the admin token (default: the token file in WAYPOST_DATA_DIR, ./.waypost)").env("WAYPOST_ADMIN_TOKEN"),
     )
     .option("--json", "print the RPC response as one JSON document")
     .enablePositionalOptions()
@@ -73,7 +70,10 @@ function addCommonOptions(command: Command): void {
       serverUrlCommands.add(sub);
     }
     // send takes it too, unused, so that a line of common flags works after any command.
-    const token = sub.name() === "send" ? "not used: send authenticates with --write-key" : "the admin token (env WAYPOST_ADMIN_TOKEN; default: the token file in WAYPOST_DATA_DIR, ./.waypost)";
+    const token =
+      sub.name() === "send"
+        ? "not used: send authenticates with --write-key"
+        : "the admin token (env WAYPOST_ADMIN_TOKEN; default: the token file in WAYPOST_DATA_DIR, ./.waypost)";
     sub.option("--token <token>", token);
     sub.option("--json", "print the RPC response as one JSON document");
   }

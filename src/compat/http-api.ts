@@ -4,15 +4,7 @@ import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
 import type { Logger } from "../logger.js";
 import type { Req, Res, RouteHandler } from "../http/types.js";
-import {
-  ClientGoneError,
-  CompatError,
-  sendCompat,
-  sendCompatError,
-  sendPreflight,
-  setCorsHeaders,
-  toCompatError,
-} from "./errors.js";
+import { ClientGoneError, CompatError, sendCompat, sendCompatError, sendPreflight, setCorsHeaders, toCompatError } from "./errors.js";
 import { declaredLength, discardRest, readBody, tooLarge } from "./read-body.js";
 import { parseJsonBody, parseRequest, type Endpoint, type ParsedRequest } from "./parse-message.js";
 

@@ -2,15 +2,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { callTypes, emptyCall, type Call, type CallType } from "../ingest/call.js";
 import { limits } from "../ingest/limits.js";
 import { CompatError } from "./errors.js";
-import {
-  FieldProblem,
-  isPlainObject,
-  readId,
-  readObject,
-  readString,
-  readTimestamp,
-  type Fields,
-} from "./parse-fields.js";
+import { FieldProblem, isPlainObject, readId, readObject, readString, readTimestamp, type Fields } from "./parse-fields.js";
 
 /** One message of a request: a Call ready for ingestion, or why it is not. */
 export type ParsedMessage = { call: Call; problem?: undefined } | { call?: undefined; problem: FieldProblem };

@@ -83,7 +83,13 @@ async function removeStale(file: string, ino: number): Promise<void> {
   // A live lock was moved: back into place. Should a third starter have
   // claimed the name meanwhile, the moved file is left where it is rather
   // than deleted; the next round reads whoever holds the name.
-  if (await link(aside, file).then(() => true, () => false)) await unlink(aside).catch(() => {});
+  if (
+    await link(aside, file).then(
+      () => true,
+      () => false,
+    )
+  )
+    await unlink(aside).catch(() => {});
 }
 
 async function readLock(file: string): Promise<{ content: string; ino: number } | undefined> {

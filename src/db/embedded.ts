@@ -199,7 +199,7 @@ export async function reachableByOthers(dir: string): Promise<boolean> {
 async function readOrCreatePassword(file: string): Promise<string> {
   if (existsSync(file)) return (await readFile(file, "utf8")).trim();
   const password = randomBytes(18).toString("base64url");
-  await writeFile(file, password + "\n", { mode: 0o600 });
+  await writeFile(file, `${password}\n`, { mode: 0o600 });
   return password;
 }
 

@@ -36,8 +36,7 @@ export async function readDeletionProgress(db: Queryable, clock: Clock, id: stri
   if (progress.open > 0) {
     return { row, delivered: progress.delivered, failed: progress.failed, completedAt: undefined };
   }
-  const completedAt =
-    progress.lastFinalizedAt ?? (Number(row.notifications_total) === 0 ? row.created_at : clock.now());
+  const completedAt = progress.lastFinalizedAt ?? (Number(row.notifications_total) === 0 ? row.created_at : clock.now());
   const updated = await markCompleted(db, id, {
     completedAt,
     delivered: progress.delivered,

@@ -195,7 +195,10 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
         retryAt: new Date(now.getTime() + refusals.retryDelayMs),
         maxRefusals: refusals.max,
       });
-      logger.error({ ...context, recordedStatus: status }, "the database refused this delivery's result; recorded the refusal without its attempts");
+      logger.error(
+        { ...context, recordedStatus: status },
+        "the database refused this delivery's result; recorded the refusal without its attempts",
+      );
       if (status === undefined) options.onWritten?.([], [poison], []);
       else options.onWritten?.([{ ...poison, status, attempts: [], attempted: status === "failed" && poison.attempted }], [], []);
     } catch (fallbackError) {

@@ -5,7 +5,8 @@ import type { AttemptResult } from "../outbound/send.js";
 export interface DeliveryMetrics {
   attempted(destinationId: string, results: readonly AttemptResult[]): void;
   finished(destinationId: string, status: string): void;
-  inFlight(change: 1 | -1): void;
+  /** Deliveries held here went up or down by `change`. */
+  inFlight(change: number): void;
 }
 
 const none: DeliveryMetrics = { attempted() {}, finished() {}, inFlight() {} };
@@ -78,8 +79,8 @@ export function createDeliveryMetrics(metrics: Metrics | undefined): DeliveryMet
       count(entryOf(destinationId).finished, status, () => metrics.deliveriesFinished.labels(destinationId, status));
     },
     inFlight(change) {
-      if (change > 0) metrics.deliveriesInFlight.inc();
-      else metrics.deliveriesInFlight.dec();
+      if (change > 0) metrics.deliveriesInFlight.inc(change);
+      else if (change < 0) metrics.deliveriesInFlight.dec(-change);
     },
   };
 }

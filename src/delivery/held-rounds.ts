@@ -18,7 +18,9 @@ export function heldRounds(leaseMs: number, timeoutMs: number): number {
  * than half the process's slots (or one round, if that is more), so a
  * destination whose endpoint hangs leaves the other half to the rest.
  */
-export function heldPerDestination(config: Pick<DeliveryConfig, "perDestinationConcurrency" | "concurrency" | "leaseMs" | "timeoutMs">): number {
+export function heldPerDestination(
+  config: Pick<DeliveryConfig, "perDestinationConcurrency" | "concurrency" | "leaseMs" | "timeoutMs">,
+): number {
   return Math.min(
     config.perDestinationConcurrency * heldRounds(config.leaseMs, config.timeoutMs),
     Math.max(config.perDestinationConcurrency, Math.floor(config.concurrency / 2)),

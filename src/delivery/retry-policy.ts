@@ -32,4 +32,3 @@ export function nextRetryAt(input: RetryInput, schedule: RetrySchedule, random: 
   }
   return new Date(Math.min(now + delay, deadline));
 }
-

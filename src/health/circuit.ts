@@ -116,7 +116,13 @@ export function foldHealth(
       row.consecutiveFailures >= circuit.failures &&
       e.at.getTime() - row.firstFailureAt.getTime() >= circuit.minSpanMs
     ) {
-      row = { ...row, state: "open", openedAt: e.at, cooldownMs: circuit.cooldownMs, probeAt: new Date(e.at.getTime() + circuit.cooldownMs) };
+      row = {
+        ...row,
+        state: "open",
+        openedAt: e.at,
+        cooldownMs: circuit.cooldownMs,
+        probeAt: new Date(e.at.getTime() + circuit.cooldownMs),
+      };
       transitions.push({ kind: "opened", row: { ...row } });
     } else if (isTheProbe(e)) {
       const cooldownMs = Math.min((row.cooldownMs ?? circuit.cooldownMs) * 2, circuit.maxCooldownMs);

@@ -211,7 +211,7 @@ export function createConnectionTracker(limits: ConnectionLimits, now: () => num
     },
     requestDone(req) {
       const entry = byRequest.get(req);
-      if (!entry || !entry.requests.delete(req)) return;
+      if (!entry?.requests.delete(req)) return;
       if (entry.requests.size > 0) return;
       // Only bytes after this point belong to a next request.
       entry.bytesRead = entry.socket.bytesRead;

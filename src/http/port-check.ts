@@ -25,15 +25,20 @@ export async function checkListenAddress(port: number, host: string): Promise<vo
 export function explainListenFailure(error: unknown, port: number, host: string): unknown {
   const code = (error as { code?: string } | null)?.code;
   if (code === "EADDRINUSE") {
-    return new StartupError(`port ${port} on ${host} is in use (EADDRINUSE; another Waypost?): stop that process or set PORT`, { cause: error });
+    return new StartupError(`port ${port} on ${host} is in use (EADDRINUSE; another Waypost?): stop that process or set PORT`, {
+      cause: error,
+    });
   }
   if (code === "EACCES") {
     return new StartupError(`port ${port} needs privileges this process lacks (EACCES): set PORT to 1024 or above`, { cause: error });
   }
   if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND") {
-    return new StartupError(`HOST ${host} is not an address of this machine (${code}): set HOST (127.0.0.1, or 0.0.0.0 for every interface)`, {
-      cause: error,
-    });
+    return new StartupError(
+      `HOST ${host} is not an address of this machine (${code}): set HOST (127.0.0.1, or 0.0.0.0 for every interface)`,
+      {
+        cause: error,
+      },
+    );
   }
   return error;
 }

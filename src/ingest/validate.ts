@@ -103,7 +103,9 @@ export function unstorableTextPath(root: JsonObject | JsonValue): string | undef
     }
     if (value === null || typeof value !== "object") continue;
     if (Array.isArray(value)) {
-      value.forEach((child, i) => stack.push([child, `${path}[${i}]`]));
+      value.forEach((child, i) => {
+        stack.push([child, `${path}[${i}]`]);
+      });
       continue;
     }
     for (const [key, child] of Object.entries(value)) {

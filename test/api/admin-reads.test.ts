@@ -21,7 +21,8 @@ beforeAll(async () => {
   server = await startTestServer({ config: { role: "api", adminReads } });
   const source = await server.createSource();
   writeKey = source.writeKey;
-  destinationId = (await server.createDestination({ name: "d", sourceIds: [source.id], webhooks: [{ url: "https://hooks.example.com/" }] })).id;
+  destinationId = (await server.createDestination({ name: "d", sourceIds: [source.id], webhooks: [{ url: "https://hooks.example.com/" }] }))
+    .id;
   await track("seed");
 });
 afterAll(async () => {
@@ -70,9 +71,7 @@ async function heldReads(count: number, lockWaiters: number): Promise<number> {
 test("a tracking call completes while more admin reads than the database pool holds are outstanding", async () => {
   const lock = await lockAttempts();
   let settled = 0;
-  const reads = Array.from({ length: 30 }, () =>
-    server.deliveries.listDeliveries({ destinationId }).finally(() => settled++),
-  );
+  const reads = Array.from({ length: 30 }, () => server.deliveries.listDeliveries({ destinationId }).finally(() => settled++));
   try {
     // The admin pool's connections are all held by the lock; the other reads queue for them.
     const waiting = await heldReads(reads.length, adminReads.connections);

@@ -43,7 +43,11 @@ describe("admin authentication", () => {
     expect((await adminCall("SourceService", "ListSources", {}, `Bearer ${source.writeKey}`)).code).toBe("unauthenticated");
     const basic = `Basic ${Buffer.from(`${source.writeKey}:`).toString("base64")}`;
     expect((await adminCall("DestinationService", "ListDestinations", {}, basic)).code).toBe("unauthenticated");
-    expect(((await adminCall("SourceService", "ListSources", {}, `Bearer ${server.adminToken}`)).sources as Array<{ id: string }>).map((s) => s.id)).toContain(source.id);
+    expect(
+      ((await adminCall("SourceService", "ListSources", {}, `Bearer ${server.adminToken}`)).sources as Array<{ id: string }>).map(
+        (s) => s.id,
+      ),
+    ).toContain(source.id);
   });
 });
 
@@ -205,9 +209,15 @@ describe("destinations", () => {
 
   test("a stale etag is refused: concurrent edits are detected", async () => {
     const created = await server.createDestination({ name: "etag", webhooks: [{ url: "https://example.com/a" }] });
-    await server.destinations.updateDestination({ destination: { id: created.id, name: "first", etag: created.etag }, updateMask: { paths: ["name"] } });
+    await server.destinations.updateDestination({
+      destination: { id: created.id, name: "first", etag: created.etag },
+      updateMask: { paths: ["name"] },
+    });
     const conflict = await failure(
-      server.destinations.updateDestination({ destination: { id: created.id, name: "second", etag: created.etag }, updateMask: { paths: ["name"] } }),
+      server.destinations.updateDestination({
+        destination: { id: created.id, name: "second", etag: created.etag },
+        updateMask: { paths: ["name"] },
+      }),
     );
     expect(conflict.code).toBe(Code.Aborted);
     expect((await server.destinations.getDestination({ id: created.id })).destination?.name).toBe("first");

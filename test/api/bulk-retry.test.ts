@@ -40,7 +40,11 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-const error = (promise: Promise<unknown>) => promise.then(() => undefined, (e: unknown) => ConnectError.from(e));
+const error = (promise: Promise<unknown>) =>
+  promise.then(
+    () => undefined,
+    (e: unknown) => ConnectError.from(e),
+  );
 
 test("refuses what cannot be retried, and unknown destinations", async () => {
   const delivered = await error(server.deliveries.retryDeliveries({ destinationId, statuses: [DeliveryStatus.DELIVERED] }));

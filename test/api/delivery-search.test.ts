@@ -3,13 +3,7 @@ import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { createHmac, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import {
-  DeliveryOrder,
-  DeliveryStatus,
-  DeliveryView,
-  GetDeliveryResponseSchema,
-  type Delivery,
-} from "../../gen/waypost/v1/delivery_pb.js";
+import { DeliveryOrder, DeliveryStatus, DeliveryView, GetDeliveryResponseSchema, type Delivery } from "../../gen/waypost/v1/delivery_pb.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
@@ -133,7 +127,14 @@ test("a delivery carries the exact body sent and the headers sent, secrets maske
   expect(delivery!.webhookHeaders.map((w) => w.url)).toEqual([ok.url, `${ok.url}?second`]);
   expect(delivery!.webhookHeaders[1]!.headers["X-Session-Token"]).toBe("[masked]");
   const text = toJsonString(GetDeliveryResponseSchema, await server.deliveries.getDelivery({ id: delivery!.id }));
-  for (const leaked of ["hunter2", "k-123", "abc", secret, sent!.headers["x-signature"] as string, sent!.headers["webhook-signature"] as string]) {
+  for (const leaked of [
+    "hunter2",
+    "k-123",
+    "abc",
+    secret,
+    sent!.headers["x-signature"] as string,
+    sent!.headers["webhook-signature"] as string,
+  ]) {
     expect(text).not.toContain(leaked);
   }
 });
@@ -147,7 +148,11 @@ test("the basic view leaves out body, headers and attempts", async () => {
 });
 
 test("bad filters and tokens are invalid_argument naming the field", async () => {
-  const error = (promise: Promise<unknown>) => promise.then(() => undefined, (e: unknown) => ConnectError.from(e));
+  const error = (promise: Promise<unknown>) =>
+    promise.then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
   const cases: Array<[Promise<unknown>, RegExp]> = [
     [server.deliveries.listDeliveries({ destinationId: "nope" }), /destinationId/],
     [
@@ -169,8 +174,8 @@ test("bad filters and tokens are invalid_argument naming the field", async () =>
   // A creation-order token is refused by the finish feed, and the other way round.
   const page = await server.deliveries.listDeliveries({ pageSize: 1 });
   const feed = await server.deliveries.listDeliveries({ order: DeliveryOrder.FINISH_TIME_DESC });
-  expect((await error(server.deliveries.listDeliveries({ order: DeliveryOrder.FINISH_TIME_DESC, pageToken: page.nextPageToken })))?.code).toBe(
-    Code.InvalidArgument,
-  );
+  expect(
+    (await error(server.deliveries.listDeliveries({ order: DeliveryOrder.FINISH_TIME_DESC, pageToken: page.nextPageToken })))?.code,
+  ).toBe(Code.InvalidArgument);
   expect((await error(server.deliveries.listDeliveries({ pageToken: feed.nextPageToken })))?.code).toBe(Code.InvalidArgument);
 });

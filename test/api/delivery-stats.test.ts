@@ -81,7 +81,16 @@ test("a per-minute series of finals, attempts and latency, and the hour and day 
   expect([stats.failedAttemptsLastHour, stats.failedAttemptsLast24h]).toEqual([1n, 4n]);
   // 6 hours back from 14:30 is 08:31: everything, as in the day.
   expect(
-    stats.windows.map((w) => [w.minutes, w.delivered, w.failed, w.expired, w.attempts, w.successfulAttempts, w.failedAttempts, w.successRate]),
+    stats.windows.map((w) => [
+      w.minutes,
+      w.delivered,
+      w.failed,
+      w.expired,
+      w.attempts,
+      w.successfulAttempts,
+      w.failedAttempts,
+      w.successRate,
+    ]),
   ).toEqual([
     [60, 0n, 0n, 1n, 1n, 0n, 1n, 0],
     [360, 3n, 2n, 1n, 7n, 3n, 4n, 0.5],
@@ -114,7 +123,12 @@ test("an endpoint that only fails shows its failed attempts before any delivery 
     await attempted;
     const stats = await server.deliveries.getDestinationStats({ destinationId: deadId });
     // Nothing has reached a final state: only the attempts say the endpoint is failing.
-    expect([stats.deliveredLastHour, stats.failedLastHour, stats.expiredLastHour, stats.successRateLastHour]).toEqual([0n, 0n, 0n, undefined]);
+    expect([stats.deliveredLastHour, stats.failedLastHour, stats.expiredLastHour, stats.successRateLastHour]).toEqual([
+      0n,
+      0n,
+      0n,
+      undefined,
+    ]);
     expect([stats.failedAttemptsLastHour, stats.failedAttemptsLast24h]).toEqual([3n, 3n]);
     expect(stats.windows.map((w) => [w.minutes, w.attempts, w.failedAttempts])).toEqual([
       [60, 3n, 3n],

@@ -24,13 +24,16 @@ test("the interceptor maps errors thrown by a handler and by a streaming respons
   });
   await expect(unary({} as never)).rejects.toMatchObject({ code: Code.InvalidArgument });
 
-  const streaming = intercept(async () => ({
-    stream: true,
-    message: (async function* () {
-      yield 1;
-      throw new NotFoundError("audience", "x");
-    })(),
-  }) as never);
+  const streaming = intercept(
+    async () =>
+      ({
+        stream: true,
+        message: (async function* () {
+          yield 1;
+          throw new NotFoundError("audience", "x");
+        })(),
+      }) as never,
+  );
   const response = (await streaming({} as never)) as unknown as { message: AsyncIterable<number> };
   const read: number[] = [];
   await expect(

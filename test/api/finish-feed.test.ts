@@ -119,16 +119,22 @@ test("a burst larger than a page comes in pages, each delivery once, then what f
 test("a replayed delivery that finishes again is seen again", async () => {
   const [id] = await pendingDeliveries(1);
   let { token } = await poll(pausedId, "");
-  await server.pool.query("UPDATE deliveries SET status = 'failed', finalized_at = now() WHERE destination_id = $1 AND id = $2", [pausedId, id]);
+  await server.pool.query("UPDATE deliveries SET status = 'failed', finalized_at = now() WHERE destination_id = $1 AND id = $2", [
+    pausedId,
+    id,
+  ]);
   let page = await poll(pausedId, token);
   expect(page.ids).toEqual([id]);
-  await server.pool.query(
-    "UPDATE deliveries SET status = 'retrying', finalized_at = NULL WHERE destination_id = $1 AND id = $2",
-    [pausedId, id],
-  );
+  await server.pool.query("UPDATE deliveries SET status = 'retrying', finalized_at = NULL WHERE destination_id = $1 AND id = $2", [
+    pausedId,
+    id,
+  ]);
   page = await poll(pausedId, page.token);
   expect(page.ids).toEqual([]);
-  await server.pool.query("UPDATE deliveries SET status = 'delivered', finalized_at = now() WHERE destination_id = $1 AND id = $2", [pausedId, id]);
+  await server.pool.query("UPDATE deliveries SET status = 'delivered', finalized_at = now() WHERE destination_id = $1 AND id = $2", [
+    pausedId,
+    id,
+  ]);
   page = await poll(pausedId, page.token);
   expect(page.ids).toEqual([id]);
   token = page.token;

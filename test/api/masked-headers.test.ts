@@ -104,7 +104,10 @@ test("an update that sends masked values back keeps the stored ones; a changed v
 
   // A URL edited in place: the webhook at the same position supplies the value.
   await server.destinations.updateDestination({
-    destination: { id, webhooks: [reordered!.webhooks[0]!, { url: "https://hooks.example.com/one-moved", headers: { Authorization: "[masked]" } }] },
+    destination: {
+      id,
+      webhooks: [reordered!.webhooks[0]!, { url: "https://hooks.example.com/one-moved", headers: { Authorization: "[masked]" } }],
+    },
     updateMask: { paths: ["webhooks"] },
   });
   expect((await storedWebhooks(id))[1]).toEqual({ url: "https://hooks.example.com/one-moved", headers: { Authorization: "Bearer one" } });

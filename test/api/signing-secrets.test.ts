@@ -48,7 +48,10 @@ test("a generated signing secret is shown once, in the create response, and is w
     generateSigningSecret: true,
   });
   expect(status).toBe(200);
-  const created = JSON.parse(text) as { destination: { id: string; hasSigningSecret: boolean; signingSecrets?: string[] }; signingSecret: string };
+  const created = JSON.parse(text) as {
+    destination: { id: string; hasSigningSecret: boolean; signingSecrets?: string[] };
+    signingSecret: string;
+  };
   expect(created.signingSecret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
   expect(created.destination.hasSigningSecret).toBe(true);
   expect(created.destination.signingSecrets).toBeUndefined();
@@ -69,11 +72,15 @@ test("given secrets are validated naming the field; a webhook-* static header is
   expect(short.rawMessage).toMatch(/24 to 64 bytes/);
   expect(short.rawMessage).not.toContain("c2hvcnQ");
   const prefix = await failure(
-    server.destinations.createDestination({ destination: { name: "d", webhooks: [hook], signingSecrets: [randomBytes(32).toString("base64")] } }),
+    server.destinations.createDestination({
+      destination: { name: "d", webhooks: [hook], signingSecrets: [randomBytes(32).toString("base64")] },
+    }),
   );
   expect(prefix.rawMessage).toMatch(/signingSecrets\[0\].*whsec_/);
   const tooMany = await failure(
-    server.destinations.createDestination({ destination: { name: "d", webhooks: [hook], signingSecrets: Array.from({ length: 6 }, secret) } }),
+    server.destinations.createDestination({
+      destination: { name: "d", webhooks: [hook], signingSecrets: Array.from({ length: 6 }, secret) },
+    }),
   );
   expect(tooMany.rawMessage).toMatch(/at most 5/);
   for (const name of ["webhook-signature", "Webhook-Id", "webhook-timestamp", "webhook-anything"]) {

@@ -35,13 +35,30 @@ function batch(prefix: string): { batch: Array<MessageInitShape<typeof MessageSc
   const timestamp = { seconds: 1_767_225_600n, nanos: 0 };
   return {
     batch: [
-      { type: { case: "track", value: { messageId: `${prefix}-1`, userId: "u1", event: "E", properties, context: { ip: "1.2.3.4" }, timestamp } } },
+      {
+        type: {
+          case: "track",
+          value: { messageId: `${prefix}-1`, userId: "u1", event: "E", properties, context: { ip: "1.2.3.4" }, timestamp },
+        },
+      },
       { type: { case: "identify", value: { messageId: `${prefix}-2`, userId: "u1", traits: { name: "N", "7": 7 }, timestamp } } },
       { type: { case: "page", value: { messageId: `${prefix}-3`, anonymousId: "a1", properties: {}, timestamp } } },
       { type: { case: "group", value: { messageId: `${prefix}-4`, userId: "u1", groupId: "g", traits: { ok: ["ok"] }, timestamp } } },
       { type: { case: "track", value: { messageId: `${prefix}-5`, userId: "u1", properties: { x: 1 }, timestamp } } },
       { type: { case: undefined } },
-      { type: { case: "alias", value: { messageId: `${prefix}-7`, userId: "u1", previousId: "p", context: { "3": [1] }, integrations: { All: false, Hook: true }, timestamp } } },
+      {
+        type: {
+          case: "alias",
+          value: {
+            messageId: `${prefix}-7`,
+            userId: "u1",
+            previousId: "p",
+            context: { "3": [1] },
+            integrations: { All: false, Hook: true },
+            timestamp,
+          },
+        },
+      },
     ],
   };
 }
@@ -91,16 +108,25 @@ describe("a call with unstorable text", () => {
   test("is rejected with the same path whichever the encoding, and its batch neighbours are stored", async () => {
     const headers = { authorization: `Bearer ${source.writeKey}` };
     const results: Record<string, unknown> = {};
-    for (const [name, useBinaryFormat] of [["nul-json", false], ["nul-binary", true]] as const) {
+    for (const [name, useBinaryFormat] of [
+      ["nul-json", false],
+      ["nul-binary", true],
+    ] as const) {
       const client = createClient(TrackingService, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1", useBinaryFormat }));
       const { batch: calls } = batch(name);
-      calls[3] = { type: { case: "group", value: { messageId: `${name}-4`, userId: "u1", groupId: "g", traits: { bad: ["ok", "nul\u0000"] } } } };
+      calls[3] = {
+        type: { case: "group", value: { messageId: `${name}-4`, userId: "u1", groupId: "g", traits: { bad: ["ok", "nul\u0000"] } } },
+      };
       const answer = await client.batch({ batch: calls }, { headers });
       results[name] = { rejected: answer.rejected, accepted: answer.accepted, bodies: await storedBodies(name) };
     }
     expect(results["nul-json"]).toMatchObject({
       accepted: 4,
-      rejected: [{ index: 3, reason: "traits.bad[1] must not contain NUL characters or unpaired UTF-16 surrogates" }, { index: 4 }, { index: 5 }],
+      rejected: [
+        { index: 3, reason: "traits.bad[1] must not contain NUL characters or unpaired UTF-16 surrogates" },
+        { index: 4 },
+        { index: 5 },
+      ],
     });
     expect(results["nul-binary"]).toEqual(results["nul-json"]);
   });
@@ -117,7 +143,16 @@ async function postBinary(method: string, body: Uint8Array) {
 }
 
 function batchOfTrack(messageId: string, properties: Uint8Array): Uint8Array {
-  const track = new BinaryWriter().tag(1, 2).string(messageId).tag(2, 2).string("u").tag(7, 2).string("E").tag(8, 2).bytes(properties).finish();
+  const track = new BinaryWriter()
+    .tag(1, 2)
+    .string(messageId)
+    .tag(2, 2)
+    .string("u")
+    .tag(7, 2)
+    .string("E")
+    .tag(8, 2)
+    .bytes(properties)
+    .finish();
   return new BinaryWriter().tag(1, 2).bytes(new BinaryWriter().tag(2, 2).bytes(track).finish()).finish();
 }
 
@@ -130,9 +165,12 @@ describe("binary requests a typed client would not write", () => {
     const nan = new Uint8Array([0x11, 0, 0, 0, 0, 0, 0, 0xf8, 0x7f]);
     const inf = new Uint8Array([0x11, 0, 0, 0, 0, 0, 0, 0xf0, 0x7f]);
     const struct = new BinaryWriter()
-      .tag(1, 2).bytes(entry("n", nan))
-      .tag(1, 2).bytes(entry("i", inf))
-      .tag(1, 2).bytes(entry("n", new Uint8Array([0x20, 0x01])))
+      .tag(1, 2)
+      .bytes(entry("n", nan))
+      .tag(1, 2)
+      .bytes(entry("i", inf))
+      .tag(1, 2)
+      .bytes(entry("n", new Uint8Array([0x20, 0x01])))
       .finish();
     const answer = await postBinary("Batch", batchOfTrack("raw-nan-1", struct));
     expect(answer.status).toBe(200);
@@ -163,7 +201,10 @@ describe("binary requests a typed client would not write", () => {
   });
 
   test("invalid UTF-8 in a Struct string is refused whole", async () => {
-    const struct = new BinaryWriter().tag(1, 2).bytes(entry("s", new Uint8Array([0x1a, 0x03, 0xed, 0xa0, 0x80]))).finish();
+    const struct = new BinaryWriter()
+      .tag(1, 2)
+      .bytes(entry("s", new Uint8Array([0x1a, 0x03, 0xed, 0xa0, 0x80])))
+      .finish();
     const answer = await postBinary("Batch", batchOfTrack("raw-utf8-1", struct));
     expect(answer.status).toBe(400);
     const error = JSON.parse(new TextDecoder().decode(answer.body)) as { code: string; message: string };

@@ -99,10 +99,7 @@ describe("unary RPCs", () => {
 
 describe("Batch", () => {
   test("the documented shape: accepted count, rejected by index with a reason", async () => {
-    const result = await post(
-      "Batch",
-      JSON.stringify({ batch: [{ track: { userId: "u1", event: "Signed Up" } }, { identify: {} }, {}] }),
-    );
+    const result = await post("Batch", JSON.stringify({ batch: [{ track: { userId: "u1", event: "Signed Up" } }, { identify: {} }, {}] }));
     expect(result.status).toBe(200);
     expect(result.json.accepted).toBe(1);
     expect(result.json.rejected).toEqual([
@@ -130,7 +127,9 @@ describe("Batch", () => {
 
   test("a request over 500 KB is rejected whole with resource_exhausted naming the limit", async () => {
     const before = await storedCount();
-    const calls = Array.from({ length: 30 }, (_, i) => ({ track: { userId: "u", event: `e${i}`, properties: { pad: "y".repeat(20_000) } } }));
+    const calls = Array.from({ length: 30 }, (_, i) => ({
+      track: { userId: "u", event: `e${i}`, properties: { pad: "y".repeat(20_000) } },
+    }));
     const result = await post("Batch", JSON.stringify({ batch: calls }));
     expect(result.json.code).toBe("resource_exhausted");
     expect(result.json.message).toMatch(/512000|500 KB/);
@@ -147,7 +146,7 @@ describe("malformed input never crashes the server", () => {
   });
 
   test("deeply nested input and huge strings get a clear error, and the server keeps serving", async () => {
-    const deep = '{"track":{"userId":"u","event":"E","properties":' + '{"a":'.repeat(5000) + "1" + "}".repeat(5000) + "}}";
+    const deep = `{"track":{"userId":"u","event":"E","properties":${'{"a":'.repeat(5000)}1${"}".repeat(5000)}}}`;
     const nested = await post("Track", deep);
     expect(nested.json.code).toBe("invalid_argument");
     const huge = await post("Track", JSON.stringify({ track: { userId: "u".repeat(2000), event: "E" } }));

@@ -174,7 +174,12 @@ test("the streaming sync applies like the unary one, across chunks, duplicates i
 
   const otherAudience = await createAudience(server, source.id, "Other");
   await expect(
-    client.streamSyncAudience(streamOf([{ audienceId: audience.id, userIds: ["e"] }, { audienceId: otherAudience.id, userIds: [] }])),
+    client.streamSyncAudience(
+      streamOf([
+        { audienceId: audience.id, userIds: ["e"] },
+        { audienceId: otherAudience.id, userIds: [] },
+      ]),
+    ),
   ).rejects.toMatchObject({ code: Code.InvalidArgument, rawMessage: expect.stringContaining("audienceId") });
   await expect(client.streamSyncAudience(streamOf([{ userIds: ["a"] }]))).rejects.toMatchObject({
     code: Code.InvalidArgument,
@@ -193,10 +198,7 @@ test("an invalid user id fails the sync naming its index, and nothing is applied
 
   // Mid-stream: the first chunk is staged before the bad one arrives.
   const streamed = client.streamSyncAudience(
-    streamOf([
-      { audienceId: audience.id, userIds: ["u3", "u4"] },
-      { userIds: ["u5", "x".repeat(1025)] },
-    ]),
+    streamOf([{ audienceId: audience.id, userIds: ["u3", "u4"] }, { userIds: ["u5", "x".repeat(1025)] }]),
   );
   const error = await streamed.catch((e: unknown) => ConnectError.from(e));
   expect(error).toMatchObject({ code: Code.InvalidArgument, rawMessage: expect.stringMatching(/^userIds\[1\]: .*stream message 2/) });
@@ -255,9 +257,9 @@ test("SyncAudience refuses a computed trait, and unknown audiences are not found
     code: Code.InvalidArgument,
     rawMessage: expect.stringContaining("SyncComputedTrait"),
   });
-  await expect(
-    client.syncAudience({ audienceId: "00000000-0000-4000-8000-000000000000", userIds: [] }),
-  ).rejects.toMatchObject({ code: Code.NotFound });
+  await expect(client.syncAudience({ audienceId: "00000000-0000-4000-8000-000000000000", userIds: [] })).rejects.toMatchObject({
+    code: Code.NotFound,
+  });
   await expect(client.syncAudience({ audienceId: "nope", userIds: [] })).rejects.toMatchObject({
     code: Code.InvalidArgument,
     rawMessage: expect.stringContaining("audienceId"),

@@ -97,10 +97,9 @@ test("a stored call is byte for byte what buildCallPayload writes for the same c
     plain: -0.25,
   };
   await client.syncComputedTrait({ audienceId: trait.id, values: values(sent) });
-  const rows = await server.pool.query<{ user_id: string; payload: string }>(
-    "SELECT user_id, payload FROM messages WHERE source_id = $1",
-    [source.id],
-  );
+  const rows = await server.pool.query<{ user_id: string; payload: string }>("SELECT user_id, payload FROM messages WHERE source_id = $1", [
+    source.id,
+  ]);
   expect(rows.rows).toHaveLength(2);
   for (const row of rows.rows) {
     const body = JSON.parse(row.payload) as { messageId: string; timestamp: string };
@@ -129,21 +128,18 @@ test("invalid values fail the whole sync naming the user, and nothing is applied
     await expect(
       client.syncComputedTrait({ audienceId: trait.id, values: { u1: fromJson(ValueSchema, 2), u2: value } }),
     ).rejects.toMatchObject({ code: Code.InvalidArgument, rawMessage: expect.stringMatching(/^values\["u2"\]: /) });
-    await expect(
-      client.syncComputedTrait({ audienceId: trait.id, values: { u2: value } }),
-    ).rejects.toMatchObject({ rawMessage: expect.stringContaining(reason) });
+    await expect(client.syncComputedTrait({ audienceId: trait.id, values: { u2: value } })).rejects.toMatchObject({
+      rawMessage: expect.stringContaining(reason),
+    });
   }
-  await expect(
-    client.syncComputedTrait({ audienceId: trait.id, values: { "": fromJson(ValueSchema, 1) } }),
-  ).rejects.toMatchObject({ rawMessage: expect.stringMatching(/^values\[""\]: must not be empty/) });
+  await expect(client.syncComputedTrait({ audienceId: trait.id, values: { "": fromJson(ValueSchema, 1) } })).rejects.toMatchObject({
+    rawMessage: expect.stringMatching(/^values\[""\]: must not be empty/),
+  });
 
   // Mid-stream failure: the first message was staged, then the second is bad.
   await expect(
     client.streamSyncComputedTrait(
-      streamOf([
-        { audienceId: trait.id, values: values({ u1: 5, u3: 3 }) },
-        { values: { u4: create(ValueSchema) } },
-      ]),
+      streamOf([{ audienceId: trait.id, values: values({ u1: 5, u3: 3 }) }, { values: { u4: create(ValueSchema) } }]),
     ),
   ).rejects.toMatchObject({ rawMessage: expect.stringContaining("stream message 2") });
 
@@ -154,10 +150,7 @@ test("invalid values fail the whole sync naming the user, and nothing is applied
 test("the streaming computed-trait sync applies across chunks, the later value of a repeated user winning", async () => {
   const { source, trait, client } = await setup();
   const { counts } = await client.streamSyncComputedTrait(
-    streamOf([
-      { audienceId: trait.id, values: values({ u1: 1, u2: 2 }) },
-      { values: values({ u2: 20, u3: 3 }) },
-    ]),
+    streamOf([{ audienceId: trait.id, values: values({ u1: 1, u2: 2 }) }, { values: values({ u2: 20, u3: 3 }) }]),
   );
   expect(counts).toMatchObject({ added: 3n, calls: 3n });
   expect(await storedMembers(server, trait.id)).toEqual({ u1: 1, u2: 20, u3: 3 });

@@ -46,7 +46,7 @@ const userIds = [
   "unicode é ß 日本 😀 \u2028\u2029",
   "x".repeat(1024),
 ];
-const values: unknown[] = [true, false, null, 42, -1.5, 1e21, "text \"q\" \n é 😀", { b: 1, a: [1, "x", null], c: {} }, []];
+const values: unknown[] = [true, false, null, 42, -1.5, 1e21, 'text "q" \n é 😀', { b: 1, a: [1, "x", null], c: {} }, []];
 
 test.each(userIds)("the SQL payload equals buildCallPayload's for user %#", async (userId) => {
   for (const value of values) {
@@ -58,15 +58,7 @@ test.each(userIds)("the SQL payload equals buildCallPayload's for user %#", asyn
 
 test("key order is that of docs/webhooks.md#the-body", async () => {
   const payload = await sqlPayload("vip_customers_2024", "u1", "true");
-  expect(Object.keys(JSON.parse(payload) as object)).toEqual([
-    "version",
-    "type",
-    "userId",
-    "traits",
-    "context",
-    "timestamp",
-    "messageId",
-  ]);
+  expect(Object.keys(JSON.parse(payload) as object)).toEqual(["version", "type", "userId", "traits", "context", "timestamp", "messageId"]);
   expect(payload).toBe(
     `{"version":1,"type":"identify","userId":"u1","traits":{"vip_customers_2024":true},"context":{},` +
       `"timestamp":"2026-11-22T10:04:05.123Z","messageId":"${messageId}"}`,

@@ -29,7 +29,7 @@ beforeAll(async () => {
       });
     }
     if (typeof text === "string" && /^\s*INSERT INTO pg_temp\.waypost_audience_stage/.test(text)) {
-      const rows = (params?.[0] as string[]).length;
+      const rows = (params?.[0] as string[] | undefined)?.length ?? 0;
       void (result as Promise<unknown>).then(() => {
         stageWatch.rows += rows;
         stageWatch.statements++;
@@ -70,8 +70,7 @@ function watchUntil(done: () => boolean, what: string): Promise<void> {
   });
 }
 
-const stagedAtLeast = (rows: number) =>
-  watchUntil(() => stageWatch.rows >= rows, `stage ${rows} rows before asking for the next message`);
+const stagedAtLeast = (rows: number) => watchUntil(() => stageWatch.rows >= rows, `stage ${rows} rows before asking for the next message`);
 
 /**
  * The membership as stream messages, made on demand. Message k+1 is only
@@ -150,9 +149,12 @@ test("50,000 members stream through in chunks, staged as they arrive, with flat 
     [source.id],
   );
   expect(sent.rows.filter((r) => r.value)).toHaveLength(250);
-  expect(sent.rows.filter((r) => !r.value).map((r) => r.user_id).sort()).toEqual(
-    Array.from({ length: 250 }, (_, i) => userId(i)),
-  );
+  expect(
+    sent.rows
+      .filter((r) => !r.value)
+      .map((r) => r.user_id)
+      .sort(),
+  ).toEqual(Array.from({ length: 250 }, (_, i) => userId(i)));
 }, 120_000);
 
 test("a client that goes away mid-stream applies nothing, and the server cleans up", async () => {

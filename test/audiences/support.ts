@@ -23,12 +23,7 @@ export function withAdmin<T extends object>(client: T, adminToken: string): T {
   });
 }
 
-export async function createAudience(
-  server: TestServer,
-  sourceId: string,
-  name: string,
-  kind = AudienceKind.AUDIENCE,
-): Promise<Audience> {
+export async function createAudience(server: TestServer, sourceId: string, name: string, kind = AudienceKind.AUDIENCE): Promise<Audience> {
   const { audience } = await audienceClient(server).createAudience({ audience: { sourceId, name, kind } });
   return audience!;
 }

@@ -44,10 +44,20 @@ beforeAll(async () => {
   ).id;
   // Two calls through the CLI itself, one of each output form.
   const done = server.waitForDeliveries(2);
-  const text = await waypost(["send", "track", "--write-key", writeKey, "--user", "alice", "--event", "Signed Up", "--properties", '{"plan":"pro"}'], env);
+  const text = await waypost(
+    ["send", "track", "--write-key", writeKey, "--user", "alice", "--event", "Signed Up", "--properties", '{"plan":"pro"}'],
+    env,
+  );
   expect(text.code).toBe(0);
   sent.push(/message id:\s+(\S+)/.exec(text.stdout)![1]!);
-  sent.push((await waypostJson<{ messageId: string }>(["send", "identify", "--write-key", writeKey, "--user", "bob", "--traits", '{"name":"Bob"}'], env)).messageId);
+  sent.push(
+    (
+      await waypostJson<{ messageId: string }>(
+        ["send", "identify", "--write-key", writeKey, "--user", "bob", "--traits", '{"name":"Bob"}'],
+        env,
+      )
+    ).messageId,
+  );
   await done;
 });
 afterAll(async () => {
@@ -142,7 +152,10 @@ test("deliveries tail prints deliveries as they finish, until SIGINT", async () 
   const json = startWaypost(["deliveries", "tail", "--json", "-n", "1"], env);
   await json.waitForLine((line) => line.startsWith("{"));
   const done = server.waitForDeliveries(1);
-  const { messageId } = await waypostJson<{ messageId: string }>(["send", "page", "--write-key", writeKey, "--user", "dora", "--name", "Home"], env);
+  const { messageId } = await waypostJson<{ messageId: string }>(
+    ["send", "page", "--write-key", writeKey, "--user", "dora", "--name", "Home"],
+    env,
+  );
   await done;
   const line = await tail.waitForLine((l) => l.includes(messageId));
   expect(line).toMatch(new RegExp(`^\\S+Z\\s+delivered\\s+\\d+\\s+${destinationId}\\s+page\\s+${messageId}\\s+dora\\s+200$`));
@@ -162,10 +175,11 @@ test("stats: every destination as a table, one as JSON with its series", async (
   expect(table.stdout.split("\n")[0]).toMatch(/^DESTINATION\s+NAME\s+DELIVERED 1H\s+FAILED 1H\s+EXPIRED 1H\s+DELIVERED 24H/);
   expect(table.stdout).toMatch(new RegExp(`^${destinationId}\\s+hooks\\s+\\d+\\s+`, "m"));
   expect(table.stdout.split("\n")[0]).toMatch(/\sFAILED TRIES 1H\s+FAILED TRIES 24H\s+BACKLOG\s*$/);
-  const one = await waypostJson<{ destinationId: string; deliveredLast24h: string; series: Array<{ startTime: string; delivered?: string }> }>(
-    ["stats", "--destination", destinationId],
-    env,
-  );
+  const one = await waypostJson<{
+    destinationId: string;
+    deliveredLast24h: string;
+    series: Array<{ startTime: string; delivered?: string }>;
+  }>(["stats", "--destination", destinationId], env);
   expect(one.destinationId).toBe(destinationId);
   expect(Number(one.deliveredLast24h)).toBeGreaterThanOrEqual(6);
   expect(one.series.length).toBeGreaterThanOrEqual(1);
@@ -239,7 +253,10 @@ test("deliveries tail starts from now: what finished before is shown only when a
   const tail = startWaypost(["deliveries", "tail", "--destination", destinationId], env);
   await following;
   const done = server.waitForDeliveries(1);
-  const { messageId } = await waypostJson<{ messageId: string }>(["send", "track", "--write-key", writeKey, "--user", "erin", "--event", "Now"], env);
+  const { messageId } = await waypostJson<{ messageId: string }>(
+    ["send", "track", "--write-key", writeKey, "--user", "erin", "--event", "Now"],
+    env,
+  );
   await done;
   await tail.waitForLine((l) => l.includes(messageId));
   tail.child.kill("SIGINT");

@@ -62,8 +62,19 @@ test("--help names the new flags; a bad --ordering or --rate-limit is a usage er
 test("create with a rate limit, per-user ordering and a generated signing secret shown once; list and get show them", async () => {
   const created = await waypost(
     [
-      "destinations", "create", "--name", "paced", "--source", sourceId, "--url", receiver.url,
-      "--rate-limit", "25", "--ordering", "per-user", "--generate-signing-secret",
+      "destinations",
+      "create",
+      "--name",
+      "paced",
+      "--source",
+      sourceId,
+      "--url",
+      receiver.url,
+      "--rate-limit",
+      "25",
+      "--ordering",
+      "per-user",
+      "--generate-signing-secret",
     ],
     env,
   );
@@ -104,7 +115,7 @@ test("create with a rate limit, per-user ordering and a generated signing secret
   expect(json.destination.hasSigningSecret).toBe(true);
 });
 
-test("update: --rate-limit 0 removes the limit, --ordering none, --signing-secret sets and \"\" removes; rotate-signing-secret prints the new secret once", async () => {
+test('update: --rate-limit 0 removes the limit, --ordering none, --signing-secret sets and "" removes; rotate-signing-secret prints the new secret once', async () => {
   const { id } = await server.createDestination({
     name: "tuned",
     sourceIds: [sourceId],
@@ -134,13 +145,19 @@ test("update: --rate-limit 0 removes the limit, --ordering none, --signing-secre
   expect(rotated.code, rotated.stderr).toBe(0);
   const secret = /^signing secret: (whsec_\S+)\s+\(shown once/m.exec(rotated.stdout)![1]!;
   expect(own).not.toContain(secret);
-  const again = await waypostJson<{ signingSecret: string; destination: { id: string } }>(["destinations", "rotate-signing-secret", id], env);
+  const again = await waypostJson<{ signingSecret: string; destination: { id: string } }>(
+    ["destinations", "rotate-signing-secret", id],
+    env,
+  );
   expect(again.destination.id).toBe(id);
   expect(again.signingSecret).toMatch(/^whsec_/);
   expect(again.signingSecret).not.toBe(secret);
   expect((await waypost(["destinations", "rotate-signing-secret", "00000000-0000-4000-8000-000000000404"], env)).code).toBe(1);
 
-  const removed = await waypostJson<{ destination: { hasSigningSecret?: boolean } }>(["destinations", "update", id, "--signing-secret", ""], env);
+  const removed = await waypostJson<{ destination: { hasSigningSecret?: boolean } }>(
+    ["destinations", "update", id, "--signing-secret", ""],
+    env,
+  );
   expect(removed.destination.hasSigningSecret).toBeUndefined();
   expect((await stored(id)).hasSigningSecret).toBe(false);
 });
@@ -169,8 +186,18 @@ test("get and create show credential header values as [masked]; update --name ke
   const created = await waypost(
     // prettier-ignore
     [
-      "destinations", "create", "--name", "with credentials", "--source", sourceId, "--url", receiver.url,
-      "--header", "Authorization: Bearer cli-credential", "--header", "X-Team: growth",
+      "destinations",
+      "create",
+      "--name",
+      "with credentials",
+      "--source",
+      sourceId,
+      "--url",
+      receiver.url,
+      "--header",
+      "Authorization: Bearer cli-credential",
+      "--header",
+      "X-Team: growth",
     ],
     env,
   );

@@ -101,7 +101,10 @@ test("sources: create, list, rotate-key, delete, as tables and as JSON", async (
   const oldKey = await waypost(["send", "track", "--write-key", writeKey, "--user", "u", "--event", "E"], env);
   expect(oldKey.code).toBe(1);
   expect(oldKey.stderr).toMatch(/^waypost: unauthenticated: /);
-  const newKey = await waypostJson<{ messageId: string }>(["send", "track", "--write-key", rotated.source.writeKey, "--user", "u", "--event", "E"], env);
+  const newKey = await waypostJson<{ messageId: string }>(
+    ["send", "track", "--write-key", rotated.source.writeKey, "--user", "u", "--event", "E"],
+    env,
+  );
   expect(newKey.messageId).not.toBe("");
 
   const deleted = await waypost(["sources", "delete", json.source.id], env);
@@ -114,9 +117,23 @@ test("destinations: create, get, list, update, enable, disable, delete", async (
   const source = await server.createSource("for destinations");
   const created = await waypostJson<{ destination: Record<string, unknown> & { id: string } }>(
     [
-      "destinations", "create", "--name", "hooks", "--source", source.id,
-      "--url", receiver.url, "--url", `${receiver.url}?b`, "--header", "X-Team: growth", "--header", "Authorization:Bearer t",
-      "--shared-secret", "s3cret", "--disabled",
+      "destinations",
+      "create",
+      "--name",
+      "hooks",
+      "--source",
+      source.id,
+      "--url",
+      receiver.url,
+      "--url",
+      `${receiver.url}?b`,
+      "--header",
+      "X-Team: growth",
+      "--header",
+      "Authorization:Bearer t",
+      "--shared-secret",
+      "s3cret",
+      "--disabled",
     ],
     env,
   );
@@ -140,7 +157,9 @@ test("destinations: create, get, list, update, enable, disable, delete", async (
   expect(got.stdout).toMatch(/^enabled:\s+no$/m);
   expect(got.stdout).toContain(`webhook 2: ${receiver.url}?b`);
   const list = await waypost(["destinations", "list"], env);
-  expect(list.stdout).toMatch(new RegExp(`^${id}\\s+hooks\\s+no\\s+healthy\\s+none\\s+none\\s+1\\s+yes\\s+no\\s+${receiver.url.replace(/[.?]/g, "\\$&")}`, "m"));
+  expect(list.stdout).toMatch(
+    new RegExp(`^${id}\\s+hooks\\s+no\\s+healthy\\s+none\\s+none\\s+1\\s+yes\\s+no\\s+${receiver.url.replace(/[.?]/g, "\\$&")}`, "m"),
+  );
 
   // --header alone keeps the URLs.
   const updated = await waypostJson<{ destination: { name: string; webhooks: Array<{ url: string; headers: Record<string, string> }> } }>(
@@ -152,7 +171,10 @@ test("destinations: create, get, list, update, enable, disable, delete", async (
     { url: receiver.url, headers: { "X-Team": "ops" } },
     { url: `${receiver.url}?b`, headers: { "X-Team": "ops" } },
   ]);
-  const noSecret = await waypostJson<{ destination: { hasSharedSecret?: boolean } }>(["destinations", "update", id, "--shared-secret", ""], env);
+  const noSecret = await waypostJson<{ destination: { hasSharedSecret?: boolean } }>(
+    ["destinations", "update", id, "--shared-secret", ""],
+    env,
+  );
   expect(noSecret.destination.hasSharedSecret).toBeUndefined();
   expect((await waypost(["destinations", "update", id], env)).code).toBe(2);
   const invalid = await waypost(["destinations", "update", id, "--url", "ftp://nope"], env);
@@ -179,12 +201,17 @@ test("audiences list and sync from a file; deletions create and get", async () =
   const synced = await waypost(["audiences", "sync", audience!.id, "--file", path.join(dir, "members.txt")], env);
   expect(synced.code).toBe(0);
   expect(synced.stdout).toMatch(/^added:\s+3$/m);
-  const traitSync = await waypostJson<{ counts: { added: string } }>(["audiences", "sync", trait!.id, "--file", path.join(dir, "values.json")], env);
+  const traitSync = await waypostJson<{ counts: { added: string } }>(
+    ["audiences", "sync", trait!.id, "--file", path.join(dir, "values.json")],
+    env,
+  );
   expect(traitSync.counts.added).toBe("2");
   expect((await waypost(["audiences", "sync", audience!.id, "--file", path.join(dir, "missing.txt")], env)).code).toBe(2);
 
   const list = await waypost(["audiences", "list"], env);
-  expect(list.stdout).toMatch(new RegExp(`^${audience!.id}\\s+${source.id}\\s+High Value Users\\s+high_value_users\\s+audience\\s+3\\s`, "m"));
+  expect(list.stdout).toMatch(
+    new RegExp(`^${audience!.id}\\s+${source.id}\\s+High Value Users\\s+high_value_users\\s+audience\\s+3\\s`, "m"),
+  );
   expect(list.stdout).toMatch(/Lifetime Value\s+lifetime_value\s+computed trait\s+2\s/);
   const listed = await waypostJson<{ audiences: unknown[] }>(["audiences", "list", "--source", source.id], env);
   expect(listed.audiences).toHaveLength(2);

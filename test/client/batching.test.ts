@@ -105,7 +105,14 @@ describe("bounded queue", () => {
   it("without onFailure, a dropped call is logged, not silent", async () => {
     const lines: string[] = [];
     const gate = deferred();
-    const analytics = client({ maxQueueSize: 1, logger: (l) => lines.push(l), transport: memoryTransport(async (r) => (await gate.promise, acceptAll(r))) });
+    const analytics = client({
+      maxQueueSize: 1,
+      logger: (l) => lines.push(l),
+      transport: memoryTransport(async (r) => {
+        await gate.promise;
+        return acceptAll(r);
+      }),
+    });
     analytics.track(track(1));
     analytics.track(track(2));
     expect(lines.join("\n")).toMatch(/error queue is full/);
@@ -188,14 +195,17 @@ describe("failures", () => {
     const outcomes = collectOutcomes();
     const analytics = client({
       flushAt: 8,
-      transport: memoryTransport((req) => {
-        if (req.batch.length > 2) {
-          throw new ConnectError("too big", Code.ResourceExhausted, undefined, [
-            { desc: RequestTooLargeSchema, value: { limitBytes: 512_000n } },
-          ]);
-        }
-        return acceptAll(req);
-      }, [counter.interceptor]),
+      transport: memoryTransport(
+        (req) => {
+          if (req.batch.length > 2) {
+            throw new ConnectError("too big", Code.ResourceExhausted, undefined, [
+              { desc: RequestTooLargeSchema, value: { limitBytes: 512_000n } },
+            ]);
+          }
+          return acceptAll(req);
+        },
+        [counter.interceptor],
+      ),
       ...outcomes,
     });
     for (let i = 0; i < 8; i++) analytics.track(track(i));

@@ -49,7 +49,7 @@ describe("retry hints", () => {
 
   it("honours Retry-After on a proxy's plain 503, and caps it at maxRetryAfter", async () => {
     const arrivals: number[] = [];
-    const proxy = await startRawServer((req, res) => {
+    const proxy = await startRawServer((_req, res) => {
       arrivals.push(performance.now());
       res.writeHead(503, { "retry-after": "3600", "content-type": "text/plain" }).end("maintenance");
     });

@@ -40,7 +40,9 @@ export async function startFakeTrackingServer(batch: BatchHandler, options: { ht
       sessions.add(s);
       s.on("close", () => sessions.delete(s));
     });
-    return listen(server, () => sessions.forEach((s) => s.destroy()));
+    return listen(server, () => {
+      for (const s of sessions) s.destroy();
+    });
   }
   return listen(http.createServer(handler), () => {});
 }

@@ -132,7 +132,14 @@ describe("the packed tarball", () => {
   it("holds the compiled client, its types and the generated code, nothing of the server", async () => {
     const { stdout } = await run("tar", ["-tzf", tarball]);
     const files = stdout.trim().split("\n");
-    for (const f of ["package.json", "README.md", "dist/packages/client/src/index.js", "dist/packages/client/src/index.d.ts", "dist/packages/client/src/browser.js", "dist/gen/waypost/v1/destination_pb.js"]) {
+    for (const f of [
+      "package.json",
+      "README.md",
+      "dist/packages/client/src/index.js",
+      "dist/packages/client/src/index.d.ts",
+      "dist/packages/client/src/browser.js",
+      "dist/gen/waypost/v1/destination_pb.js",
+    ]) {
       expect(files).toContain(`package/${f}`);
     }
     expect(files.filter((f) => /^package\/(src|test|dist\/src)\//.test(f))).toEqual([]);
@@ -146,7 +153,15 @@ describe("the packed tarball", () => {
       writeFileSync(
         path.join(project, "tsconfig.json"),
         JSON.stringify({
-          compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, noEmit: true, skipLibCheck: true, types: ["node"] },
+          compilerOptions: {
+            target: "ES2022",
+            module: "NodeNext",
+            moduleResolution: "NodeNext",
+            strict: true,
+            noEmit: true,
+            skipLibCheck: true,
+            types: ["node"],
+          },
           files: ["main.ts", "broken.ts"],
         }),
       );
@@ -170,7 +185,10 @@ describe("the packed tarball", () => {
     it("type-checks a program using Analytics, createTrackingClient and createClient(DestinationService, …)", async () => {
       // One tsc run over the program and a deliberately broken file (the
       // control): errors must name the broken file only.
-      writeFileSync(path.join(project, "broken.ts"), 'import { Analytics } from "@waypost/client";\nnew Analytics({ writeKey: 1, endpoint: "x" });\n');
+      writeFileSync(
+        path.join(project, "broken.ts"),
+        'import { Analytics } from "@waypost/client";\nnew Analytics({ writeKey: 1, endpoint: "x" });\n',
+      );
       const output = await run(process.execPath, [tsc, "-p", "."], { cwd: project }).then(
         () => "",
         (error: { stdout: string }) => error.stdout,
@@ -201,7 +219,9 @@ describe("the packed tarball", () => {
     const project = await newProject("plain-user", []);
     const packages = installed(project);
     expect(packages.filter((p) => serverPackages.some((s) => p.name === s || p.name.startsWith(`${s}/`)))).toEqual([]);
-    console.log(`tarball alone: ${packages.map((p) => `${p.path}@${p.version}`).join(", ")}; ${(sizeOf(path.join(project, "node_modules")) / 1e6).toFixed(1)} MB`);
+    console.log(
+      `tarball alone: ${packages.map((p) => `${p.path}@${p.version}`).join(", ")}; ${(sizeOf(path.join(project, "node_modules")) / 1e6).toFixed(1)} MB`,
+    );
     writeFileSync(path.join(project, "main.mjs"), plainProgram);
     const source = await server.createSource("plain");
     const before = receiver.requests.length;
@@ -285,7 +305,9 @@ describe("in Chromium, from a page on another origin", () => {
     const result = await sendFromPage(server, source.writeKey);
     expect(result.origin).not.toBe(new URL(server.url).origin);
     expect(result.failures).toEqual([]);
-    const bodies = (await receiver.waitForRequests(before + 3)).slice(before).map((r) => JSON.parse(r.body) as { type: string; userId: string });
+    const bodies = (await receiver.waitForRequests(before + 3))
+      .slice(before)
+      .map((r) => JSON.parse(r.body) as { type: string; userId: string });
     expect(bodies.map((b) => b.type).sort()).toEqual(["identify", "page", "track"]);
     expect(bodies.every((b) => b.userId === "browser-user")).toBe(true);
   }, 60_000);

@@ -152,7 +152,14 @@ describe("both entry points export the same API", () => {
   it.each(["index", "browser"])("packages/client/src/%s.ts", async (entry) => {
     const module = await entries[entry]!();
     expect(expected.filter((name) => module[name] === undefined)).toEqual([]);
-    for (const service of ["TrackingService", "SourceService", "DestinationService", "DeliveryService", "AudienceService", "DeletionService"]) {
+    for (const service of [
+      "TrackingService",
+      "SourceService",
+      "DestinationService",
+      "DeliveryService",
+      "AudienceService",
+      "DeletionService",
+    ]) {
       expect((module[service] as { kind: string; typeName: string }).kind).toBe("service");
     }
   });

@@ -151,9 +151,7 @@ describe("batching against the server", () => {
 
   it("refuses a call over 32 KB when it is made; a call just under the limit is stored", async () => {
     const { source, outcomes, analytics } = await newClient();
-    expect(() => analytics.track({ userId: "u", event: "Big", properties: { blob: "x".repeat(32 * 1024) } })).toThrow(
-      InvalidCallError,
-    );
+    expect(() => analytics.track({ userId: "u", event: "Big", properties: { blob: "x".repeat(32 * 1024) } })).toThrow(InvalidCallError);
     expect(() => analytics.track({ userId: "u", event: "Big", properties: { blob: "x".repeat(32 * 1024) } })).toThrow(
       /over the limit of 32768 bytes \(32 KB\)/,
     );

@@ -63,8 +63,14 @@ describe("verifyStandardWebhook", () => {
     const headers = signed();
     const late = () => sentAt.getTime() + 5 * 60_000 + 1_000;
     const early = () => sentAt.getTime() - 5 * 60_000 - 1_000;
-    expect(await verifyStandardWebhook(body, headers, { secret, now: late })).toEqual({ valid: false, reason: "timestamp_out_of_tolerance" });
-    expect(await verifyStandardWebhook(body, headers, { secret, now: early })).toEqual({ valid: false, reason: "timestamp_out_of_tolerance" });
+    expect(await verifyStandardWebhook(body, headers, { secret, now: late })).toEqual({
+      valid: false,
+      reason: "timestamp_out_of_tolerance",
+    });
+    expect(await verifyStandardWebhook(body, headers, { secret, now: early })).toEqual({
+      valid: false,
+      reason: "timestamp_out_of_tolerance",
+    });
     expect((await verifyStandardWebhook(body, headers, { secret, now: late, toleranceMs: 10 * 60_000 })).valid).toBe(true);
   });
 

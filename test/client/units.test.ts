@@ -29,7 +29,7 @@ describe("split", () => {
   });
 
   it("estimates the Connect JSON body at its size or above", () => {
-    const odd = { userId: "ü", event: "É", timestamp: new Date(), properties: { n: 1.5e300, s: "\u0001\"" } };
+    const odd = { userId: "ü", event: "É", timestamp: new Date(), properties: { n: 1.5e300, s: '\u0001"' } };
     const calls = [queued(10), queued(2000), { ...prepareCall("track", odd, () => "x"), seq: 0, call: odd }];
     const { request, sent } = encodeBatch(calls);
     expect(sent).toHaveLength(3);
@@ -128,7 +128,7 @@ describe("verifyWebhookSignature", () => {
     const flipped = (signature[0] === "a" ? "b" : "a") + signature.slice(1);
     for (const [b, s, k] of [
       [body, signature, "other"],
-      [body + " ", signature, secret],
+      [`${body} `, signature, secret],
       [body, flipped, secret],
       [body, signature.slice(0, 39), secret],
       [body, `sha1=${signature}`, secret],

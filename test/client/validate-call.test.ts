@@ -110,7 +110,9 @@ describe("options", () => {
     expect(() => new Analytics({ writeKey: "", endpoint: "http://x" })).toThrow(/options.writeKey is required/);
     expect(() => new Analytics({ writeKey: "k", endpoint: "x" })).toThrow(/options.endpoint must be an absolute/);
     expect(() => new Analytics({ writeKey: "k", endpoint: "ftp://x" })).toThrow(/options.endpoint must use http or https/);
-    expect(() => new Analytics({ writeKey: "k", endpoint: "http://x", flushAt: 0 })).toThrow(/options.flushAt must be an integer of at least 1/);
+    expect(() => new Analytics({ writeKey: "k", endpoint: "http://x", flushAt: 0 })).toThrow(
+      /options.flushAt must be an integer of at least 1/,
+    );
     expect(() => new Analytics({ writeKey: "k", endpoint: "http://x", httpVersion: "3" as never })).toThrow(/options.httpVersion/);
   });
 });

@@ -55,7 +55,9 @@ const track = (messageId: string, extra: Record<string, unknown> = {}) => ({
 
 /** A JSON batch of exactly `bytes` bytes, every message under the 32 KB call limit. */
 function batchOfSize(bytes: number, prefix: string): string {
-  const batch = Array.from({ length: Math.floor(bytes / 32_000) }, (_, i) => track(`${prefix}-${i}`, { properties: { pad: "x".repeat(30_000) } }));
+  const batch = Array.from({ length: Math.floor(bytes / 32_000) }, (_, i) =>
+    track(`${prefix}-${i}`, { properties: { pad: "x".repeat(30_000) } }),
+  );
   const json = JSON.stringify({ batch });
   if (json.length > bytes) throw new Error("batch too large for the requested size");
   return json + " ".repeat(bytes - json.length);
@@ -152,16 +154,19 @@ describe("413", () => {
   test.each([
     ["1 GiB in ~1 MB, chunked", 64, false],
     ["256 MiB in ~260 KB, with Content-Length", 16, true],
-  ])("a gzip bomb (%s) is answered 413 before it is inflated past the limit, and the server stays healthy", async (name, members, withLength) => {
-    const bomb = gzipBomb(members);
-    if (withLength) expect(bomb.length).toBeLessThan(limits.maxRequestBytes);
-    const req = upload({ "content-encoding": "gzip", ...(withLength ? { "content-length": bomb.length } : {}) });
-    const answer = answerOf(req);
-    req.write(bomb);
-    req.end();
-    expect(await answer).toMatchObject({ status: 413, json: { code: "request_too_large" } });
-    await expectHealthy(`after-bomb-${members}`);
-  });
+  ])(
+    "a gzip bomb (%s) is answered 413 before it is inflated past the limit, and the server stays healthy",
+    async (_name, members, withLength) => {
+      const bomb = gzipBomb(members);
+      if (withLength) expect(bomb.length).toBeLessThan(limits.maxRequestBytes);
+      const req = upload({ "content-encoding": "gzip", ...(withLength ? { "content-length": bomb.length } : {}) });
+      const answer = answerOf(req);
+      req.write(bomb);
+      req.end();
+      expect(await answer).toMatchObject({ status: 413, json: { code: "request_too_large" } });
+      await expectHealthy(`after-bomb-${members}`);
+    },
+  );
 
   test.each([
     ["chunked", 64, false],

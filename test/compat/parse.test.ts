@@ -77,7 +77,9 @@ describe("parseMessage", () => {
   });
 
   test("a batch-level __proto__ key is copied as data, never as a prototype", () => {
-    const body = parseJsonBody(Buffer.from('{"batch":[{"type":"track","userId":"u","event":"E"}],"context":{"__proto__":{"polluted":true}}}'));
+    const body = parseJsonBody(
+      Buffer.from('{"batch":[{"type":"track","userId":"u","event":"E"}],"context":{"__proto__":{"polluted":true}}}'),
+    );
     const [message] = parseRequest({ kind: "batch" }, body).messages;
     const context = message!.call!.context!;
     expect(Object.getPrototypeOf(context)).toBe(Object.prototype);

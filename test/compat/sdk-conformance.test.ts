@@ -150,9 +150,7 @@ test.each([
   const calls = sixCalls(userId);
   // Each call's callback reports its batch's outcome (the typings omit the error argument).
   const sent = (send: (done: () => void) => unknown) =>
-    new Promise<void>((resolve, reject) =>
-      send(((error?: Error) => (error ? reject(error) : resolve())) as () => void),
-    );
+    new Promise<void>((resolve, reject) => send(((error?: Error) => (error ? reject(error) : resolve())) as () => void));
   const outcomes = [
     sent((done) => analytics.identify(calls.identify, done)),
     sent((done) => analytics.track(calls.track, done)),

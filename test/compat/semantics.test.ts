@@ -104,10 +104,15 @@ test.each(["text/plain", "application/x-www-form-urlencoded", "application/octet
   async (contentType) => {
     const { source } = await setup();
     const messageId = `ctype-${contentType || "none"}`;
-    const response = await post(server, "/v1/batch", { batch: [track(messageId)] }, {
-      writeKey: source.writeKey,
-      headers: { "content-type": contentType },
-    });
+    const response = await post(
+      server,
+      "/v1/batch",
+      { batch: [track(messageId)] },
+      {
+        writeKey: source.writeKey,
+        headers: { "content-type": contentType },
+      },
+    );
     expect(response.status).toBe(200);
     expect(await storedMessageIds(server, source.id)).toEqual([messageId]);
   },
@@ -130,7 +135,11 @@ test("a batch with some invalid messages stores the valid ones and lists the res
     { index: 3, field: "userId", reason: "userId or anonymousId is required for track" },
   ]);
   expect(await storedMessageIds(server, source.id)).toEqual(["ok-1", "ok-3"]);
-  expect(bodies(await receiver.waitForRequests(2)).map((b) => b.messageId).sort()).toEqual(["ok-1", "ok-3"]);
+  expect(
+    bodies(await receiver.waitForRequests(2))
+      .map((b) => b.messageId)
+      .sort(),
+  ).toEqual(["ok-1", "ok-3"]);
 });
 
 test("a huge batch of invalid messages lists at most 100 of them", async () => {

@@ -172,10 +172,15 @@ describe("400", () => {
   });
 
   test("an unsupported Content-Encoding is a 415", async () => {
-    const response = await post(server, "/v1/batch", { batch: [] }, {
-      writeKey: source.writeKey,
-      headers: { "content-encoding": "compress" },
-    });
+    const response = await post(
+      server,
+      "/v1/batch",
+      { batch: [] },
+      {
+        writeKey: source.writeKey,
+        headers: { "content-encoding": "compress" },
+      },
+    );
     expect(response).toMatchObject({ status: 415, json: { success: false, code: "unsupported_encoding" } });
   });
 });
@@ -197,9 +202,14 @@ describe("401", () => {
   });
 
   test("a wrong header key is not rescued by a right key in the body", async () => {
-    const response = await post(server, "/v1/batch", { batch: [track("both")], writeKey: source.writeKey }, {
-      writeKey: "wk_wrong",
-    });
+    const response = await post(
+      server,
+      "/v1/batch",
+      { batch: [track("both")], writeKey: source.writeKey },
+      {
+        writeKey: "wk_wrong",
+      },
+    );
     expect(response.status).toBe(401);
   });
 

@@ -22,12 +22,7 @@ export function basicAuth(writeKey: string): string {
 }
 
 /** A raw request to the compatible API; objects are sent as JSON. */
-export async function post(
-  server: TestServer,
-  path: string,
-  body: unknown,
-  options: PostOptions = {},
-): Promise<CompatResponse> {
+export async function post(server: TestServer, path: string, body: unknown, options: PostOptions = {}): Promise<CompatResponse> {
   let payload: Buffer | string | undefined =
     body === undefined ? undefined : typeof body === "string" || Buffer.isBuffer(body) ? body : JSON.stringify(body);
   const headers: Record<string, string> = { "content-type": "application/json", ...options.headers };
@@ -62,10 +57,9 @@ export async function deliveredMessageIds(server: TestServer, destinationId: str
 
 /** Stored messages of a source, by messageId. */
 export async function storedMessageIds(server: TestServer, sourceId: string): Promise<string[]> {
-  const result = await server.pool.query<{ message_id: string }>(
-    "SELECT message_id FROM messages WHERE source_id = $1 ORDER BY id",
-    [sourceId],
-  );
+  const result = await server.pool.query<{ message_id: string }>("SELECT message_id FROM messages WHERE source_id = $1 ORDER BY id", [
+    sourceId,
+  ]);
   return result.rows.map((r) => r.message_id);
 }
 
@@ -85,6 +79,6 @@ export const specKeyOrder: Record<string, string[]> = {
  */
 export function expectedKeys(type: string, present: string[]): string[] {
   const always = new Set(["version", "type", "context", "timestamp", "messageId"]);
-  if (type === "alias") ["Previous ID", "User ID"].forEach((k) => always.add(k));
+  if (type === "alias") for (const k of ["Previous ID", "User ID"]) always.add(k);
   return specKeyOrder[type]!.filter((key) => always.has(key) || present.includes(key));
 }

@@ -109,7 +109,8 @@ describe("operator console in a real browser", () => {
 
   it("shows deliveries with their exact body and attempts, and replays the failed ones with Retry all matching", async () => {
     // The endpoint refuses (permanently) the calls of one user for now.
-    receiver.respond = (request) => (request.body.includes("refused-user") ? { status: 400, body: "no thanks" } : { status: 200, body: "ok" });
+    receiver.respond = (request) =>
+      request.body.includes("refused-user") ? { status: 400, body: "no thanks" } : { status: 200, body: "ok" };
     const finished = server.waitForDeliveries(4);
     await track("happy-user", "Signed Up", "msg-happy-1");
     await track("happy-user", "Upgraded", "msg-happy-2");
@@ -137,7 +138,10 @@ describe("operator console in a real browser", () => {
     expect(new URL(page.url()).searchParams.get("until")).toMatch(/^2099-01-01T00:00/);
 
     // The detail: the exact bytes the receiver got, the headers and the attempt.
-    await rowsOf("Deliveries").filter({ hasText: "msg-refused-1" }).getByRole("link", { name: /^Delivery / }).click();
+    await rowsOf("Deliveries")
+      .filter({ hasText: "msg-refused-1" })
+      .getByRole("link", { name: /^Delivery / })
+      .click();
     await page.getByRole("heading", { name: "Attempts" }).waitFor();
     const sent = receiver.requests.find((r) => r.body.includes("msg-refused-1"))!;
     // Indented for reading; the same JSON as the bytes sent.
@@ -192,7 +196,10 @@ describe("operator console in a real browser", () => {
     if (process.env.WAYPOST_SCREENSHOT === "1") {
       mkdirSync("docs", { recursive: true });
       const bottom = (await card.boundingBox())!;
-      await page.screenshot({ path: "docs/console.png", clip: { x: 0, y: 0, width: 1360, height: Math.ceil(bottom.y + bottom.height + 20) } });
+      await page.screenshot({
+        path: "docs/console.png",
+        clip: { x: 0, y: 0, width: 1360, height: Math.ceil(bottom.y + bottom.height + 20) },
+      });
     }
   });
 

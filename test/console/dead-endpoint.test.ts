@@ -34,7 +34,9 @@ beforeAll(async () => {
   const { destination } = await server.destinations.getDestination({ id: destinationId });
   expect(destination!.health).toBe(DestinationHealth.CIRCUIT_OPEN);
   // Accepted while the circuit is open: due, but held.
-  const { messageId } = await server.tracking(source.writeKey).track({ track: { userId: "held-user", event: "Held", properties: { plan: "pro", seats: 3 } } });
+  const { messageId } = await server
+    .tracking(source.writeKey)
+    .track({ track: { userId: "held-user", event: "Held", properties: { plan: "pro", seats: 3 } } });
   const { deliveries } = await server.deliveries.listDeliveries({ destinationId, messageId });
   heldId = deliveries[0]!.id;
   expect(deliveries[0]!.status).toBe(DeliveryStatus.PENDING);

@@ -90,9 +90,7 @@ describe("destination settings in the console", () => {
     await page.getByRole("button", { name: "Done" }).click();
     const row = rowOf("paced");
     await row.waitFor();
-    expect(await row.getByRole("cell").allTextContents()).toEqual(
-      expect.arrayContaining(["Healthy", "set", "50/s", "Per user"]),
-    );
+    expect(await row.getByRole("cell").allTextContents()).toEqual(expect.arrayContaining(["Healthy", "set", "50/s", "Per user"]));
     expect(await page.content()).not.toContain(secret);
   });
 

@@ -72,7 +72,12 @@ describe("the console's static files, served by the API process", () => {
   });
 
   it("refuses path traversal, malformed paths and other methods", async () => {
-    for (const attempt of ["/console/../package.json", "/console/assets/../../package.json", "/console/..%2f..%2fpackage.json", "/console/%2e%2e/package.json"]) {
+    for (const attempt of [
+      "/console/../package.json",
+      "/console/assets/../../package.json",
+      "/console/..%2f..%2fpackage.json",
+      "/console/%2e%2e/package.json",
+    ]) {
       const response = await get(server.url, attempt);
       expect(response.status, attempt).toBe(400);
       expect(response.body).not.toContain("waypost");

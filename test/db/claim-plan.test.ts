@@ -74,7 +74,13 @@ test("prepared, the claim keeps to the same indexes when Postgres switches to it
   // any parameters; that plan must not fall back to scanning the table.
   const { text, values } = await claimStatement();
   const literal = (v: unknown) =>
-    v instanceof Date ? `'${v.toISOString()}'` : Array.isArray(v) ? `'{${v.join(",")}}'` : typeof v === "number" ? String(v) : `'${String(v)}'`;
+    v instanceof Date
+      ? `'${v.toISOString()}'`
+      : Array.isArray(v)
+        ? `'{${v.join(",")}}'`
+        : typeof v === "number"
+          ? String(v)
+          : `'${String(v)}'`;
   const client = await pool.connect();
   let plan: string;
   try {

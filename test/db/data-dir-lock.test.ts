@@ -18,7 +18,10 @@ afterAll(() => {
 });
 
 const bootId = () => readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
-const startTimeOf = (pid: number) => readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")[19]!;
+const startTimeOf = (pid: number) =>
+  readFileSync(`/proc/${pid}/stat`, "utf8")
+    .replace(/^.*\) /, "")
+    .split(" ")[19]!;
 
 async function startSleeper(): Promise<ChildProcess> {
   const child = spawn("sleep", ["600"], { stdio: "ignore" });

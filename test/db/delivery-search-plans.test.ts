@@ -88,7 +88,10 @@ test("the finish feed reads the newest finishes from its index", async () => {
     await plan("feed next", feedQuery({ destinationId }, { seen: snapshot }, 101)),
     "deliveries_destination_finished_xid_idx",
   );
-  expectIndexOnly(await plan("feed next, all destinations", feedQuery({}, { seen: snapshot }, 101)), "deliveries_destination_finished_xid_idx");
+  expectIndexOnly(
+    await plan("feed next, all destinations", feedQuery({}, { seen: snapshot }, 101)),
+    "deliveries_destination_finished_xid_idx",
+  );
 });
 
 test("the per-minute series reads 24 hours from the time indexes", async () => {

@@ -31,7 +31,11 @@ function dataDirectory(): string {
 
 async function start(dataDir: string): Promise<ServiceProcess> {
   // A short lease: deliveries the killed process had claimed are free again soon after.
-  const service = await launchService(process.execPath, [entry], serviceEnv(undefined, { WAYPOST_DATA_DIR: dataDir, WAYPOST_LEASE_MS: "1000" }));
+  const service = await launchService(
+    process.execPath,
+    [entry],
+    serviceEnv(undefined, { WAYPOST_DATA_DIR: dataDir, WAYPOST_LEASE_MS: "1000" }),
+  );
   started.push(service);
   return service;
 }
@@ -135,7 +139,9 @@ describe.skipIf(!existsSync("/proc/self/stat"))("a crashed Waypost on the embedd
     const first = await start(dataDir);
     const second = await runToExit(serviceEnv(undefined, { WAYPOST_DATA_DIR: dataDir }));
     expect(second.code).toBe(1);
-    expect(second.stderr).toContain(`waypost: failed to start: the data directory ${dataDir} is in use by another Waypost (pid ${first.child.pid})`);
+    expect(second.stderr).toContain(
+      `waypost: failed to start: the data directory ${dataDir} is in use by another Waypost (pid ${first.child.pid})`,
+    );
     expect(second.stderr).toContain("set WAYPOST_DATA_DIR");
     // The first one is untouched: its database still answers.
     expect((await fetch(`${first.url}/readyz`)).status).toBe(200);

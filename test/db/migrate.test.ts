@@ -80,7 +80,10 @@ test("a database that applied migrations 2 and 3 as released starts with their r
   for (const entry of rewordedMigrations) {
     const [file, firstLine] = released[entry.name]!;
     const today = readFileSync(path.join(migrationsDirectory, file), "utf8");
-    const sha1 = (text: string) => createHash("sha1").update(file + text, "utf8").digest("hex");
+    const sha1 = (text: string) =>
+      createHash("sha1")
+        .update(file + text, "utf8")
+        .digest("hex");
     expect(sha1(today)).toBe(entry.hash);
     expect((await hashes()).get(entry.name)).toBe(entry.hash);
     expect(sha1([firstLine, ...today.split("\n").slice(1)].join("\n"))).toBe(entry.releasedHash);

@@ -42,7 +42,7 @@ test("Webhooks overrides All", async () => {
 test("the destination's own name overrides Webhooks", async () => {
   expect(await routed({ Webhooks: false, hook: true })).toBe(true);
   expect(await routed({ Webhooks: true, hook: false })).toBe(false);
-  expect(await routed({ Webhooks: true, "it's \"quoted\"": false }, "it's \"quoted\"")).toBe(false);
+  expect(await routed({ Webhooks: true, 'it\'s "quoted"': false }, 'it\'s "quoted"')).toBe(false);
 });
 
 test("keys are case sensitive", async () => {

@@ -53,7 +53,7 @@ async function stored(messageId: string) {
 
 test("payloads are stored byte for byte: escapes, whitespace, non-ASCII, lone surrogates, NUL escapes", async () => {
   const payloads = [
-    JSON.stringify({ event: "quote \" backslash \\ slash / tab \t newline \n", n: 1.5e300, nested: { a: [1, null, true] } }),
+    JSON.stringify({ event: 'quote " backslash \\ slash / tab \t newline \n', n: 1.5e300, nested: { a: [1, null, true] } }),
     JSON.stringify({ text: "é ü 日本 😀 \u2028 \u2029", lone: "\ud800 and \udfff", nul: "a\u0000b" }),
     '{ "spaced" :  [ 1 , 2 ] ,\n "escaped": "\\u00e9\\/" }',
     "[]",
@@ -69,10 +69,10 @@ test("payloads are stored byte for byte: escapes, whitespace, non-ASCII, lone su
 });
 
 test("fields that need escaping in the JSON parameter arrive intact; an empty userId is stored as NULL", async () => {
-  const odd = message({ messageId: `id "with" \\ quotes\n${randomUUID()}`, type: "identify", userId: "user \"é\" \\" });
+  const odd = message({ messageId: `id "with" \\ quotes\n${randomUUID()}`, type: "identify", userId: 'user "é" \\' });
   const anonymous = message({ userId: "", anonymousId: "anon" });
   await storeMessages(pool, sourceId, new Date(), [odd, anonymous]);
-  expect((await stored(odd.messageId))[0]).toMatchObject({ type: "identify", user_id: "user \"é\" \\" });
+  expect((await stored(odd.messageId))[0]).toMatchObject({ type: "identify", user_id: 'user "é" \\' });
   expect((await stored(anonymous.messageId))[0]!.user_id).toBeNull();
   const keys = await pool.query<{ message_id: string; ordering_key: string | null }>(
     `SELECT m.message_id, d.ordering_key FROM deliveries d JOIN messages m ON m.id = d.message_pk
@@ -80,7 +80,7 @@ test("fields that need escaping in the JSON parameter arrive intact; an empty us
     [[odd.messageId, anonymous.messageId], open],
   );
   expect(Object.fromEntries(keys.rows.map((r) => [r.message_id, r.ordering_key]))).toEqual({
-    [odd.messageId]: "user \"é\" \\",
+    [odd.messageId]: 'user "é" \\',
     [anonymous.messageId]: "anon",
   });
 });

@@ -29,10 +29,10 @@ afterAll(async () => {
 const secret = "delete-secret";
 
 async function userMessages(sourceId: string, userId: string): Promise<string[]> {
-  const result = await server.pool.query<{ type: string }>(
-    "SELECT type FROM messages WHERE source_id = $1 AND user_id = $2 ORDER BY id",
-    [sourceId, userId],
-  );
+  const result = await server.pool.query<{ type: string }>("SELECT type FROM messages WHERE source_id = $1 AND user_id = $2 ORDER BY id", [
+    sourceId,
+    userId,
+  ]);
   return result.rows.map((r) => r.type);
 }
 
@@ -113,7 +113,12 @@ test("a deletion request removes the user's data everywhere and notifies every e
   // hook: keep's track and the notification; b-hook: the notification.
   expect(await countRows(server, "SELECT 1 FROM deliveries WHERE destination_id = $1", [hook.id])).toBe(2);
   expect(await countRows(server, "SELECT 1 FROM deliveries WHERE destination_id = $1", [bHook.id])).toBe(1);
-  expect(await countRows(server, "SELECT 1 FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id JOIN messages m ON m.id = d.message_pk WHERE m.user_id = 'doomed' AND m.type <> 'delete'")).toBe(0);
+  expect(
+    await countRows(
+      server,
+      "SELECT 1 FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id JOIN messages m ON m.id = d.message_pk WHERE m.user_id = 'doomed' AND m.type <> 'delete'",
+    ),
+  ).toBe(0);
 
   // Progress: two delivered, one still retrying.
   await notified;

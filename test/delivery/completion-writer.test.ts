@@ -77,7 +77,8 @@ async function claimed(n: number): Promise<ClaimedDelivery[]> {
     return { messageId, type: "track" as const, userId: "u", payload: JSON.stringify({ messageId }), integrations: undefined };
   });
   await storeMessages(pool, sourceId, t0, calls);
-  return (await claimDeliveries(pool, { now: t0, limit: n, perDestinationLimit: n, room: new Map(), leaseMs: minute, owner: "test" })).deliveries;
+  return (await claimDeliveries(pool, { now: t0, limit: n, perDestinationLimit: n, room: new Map(), leaseMs: minute, owner: "test" }))
+    .deliveries;
 }
 
 function delivered(job: ClaimedDelivery): DeliveryCompletion {
@@ -91,7 +92,16 @@ function delivered(job: ClaimedDelivery): DeliveryCompletion {
     attemptedAt: t0,
     retryUrls: null,
     attempts: [
-      { urlIndex: 0, url: "https://example.com/hook", attemptedAt: t0, outcome: "success", statusCode: 200, error: null, latencyMs: 5, responseBody: null },
+      {
+        urlIndex: 0,
+        url: "https://example.com/hook",
+        attemptedAt: t0,
+        outcome: "success",
+        statusCode: 200,
+        error: null,
+        latencyMs: 5,
+        responseBody: null,
+      },
     ],
   };
 }
@@ -122,11 +132,21 @@ test("a row the database refuses is isolated: the rest of its batch and later re
     });
     for (const job of jobs) writer.add(delivered(job));
     await writer.flush();
-    expect(written.sort()).toEqual(jobs.filter((j) => j !== poison).map((j) => j.id).sort());
-
-    const rows = await pool.query<{ id: string; status: string; leased_until: Date | null; run_at: Date; refused_completions: number; last_error: string | null }>(
-      "SELECT id, status, leased_until, run_at, refused_completions, last_error FROM deliveries",
+    expect(written.sort()).toEqual(
+      jobs
+        .filter((j) => j !== poison)
+        .map((j) => j.id)
+        .sort(),
     );
+
+    const rows = await pool.query<{
+      id: string;
+      status: string;
+      leased_until: Date | null;
+      run_at: Date;
+      refused_completions: number;
+      last_error: string | null;
+    }>("SELECT id, status, leased_until, run_at, refused_completions, last_error FROM deliveries");
     const byId = new Map(rows.rows.map((r) => [r.id, r]));
     for (const job of jobs) expect(byId.get(job.id)!.status).toBe(job === poison ? "pending" : "delivered");
     // The poison's refusal is counted with the error, its lease ended, and it is due again a retry delay later.

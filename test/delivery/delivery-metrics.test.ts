@@ -8,7 +8,16 @@ const b = "00000000-0000-4000-8000-00000000000b";
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 function attempt(outcome: AttemptResult["outcome"], latencyMs: number): AttemptResult {
-  return { urlIndex: 0, url: "https://example.com/hook", attemptedAt: new Date(), outcome, statusCode: null, error: null, latencyMs, responseBody: null };
+  return {
+    urlIndex: 0,
+    url: "https://example.com/hook",
+    attemptedAt: new Date(),
+    outcome,
+    statusCode: null,
+    error: null,
+    latencyMs,
+    responseBody: null,
+  };
 }
 
 function sample(text: string, name: string, labels: string): number | undefined {

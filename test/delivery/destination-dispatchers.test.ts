@@ -92,7 +92,9 @@ test("hanging paths and a healthy path on one origin: the healthy destination's 
   // /hang never answers; /stall sends its headers and then nothing. undici
   // queues the next request on a connection once the answer's headers are
   // in, so it is the stalled body that would hold a request queued behind it.
-  const r = await receiver((request) => (request.path === "/hang" ? { hang: true } : request.path === "/stall" ? { stall: true } : { status: 200 }));
+  const r = await receiver((request) =>
+    request.path === "/hang" ? { hang: true } : request.path === "/stall" ? { stall: true } : { status: 200 },
+  );
   const origin = new URL(r.url).origin;
   const stuckSource = await s.createSource("stuck");
   const okSource = await s.createSource("ok");
@@ -102,7 +104,7 @@ test("hanging paths and a healthy path on one origin: the healthy destination's 
   ];
   const healthy = await s.createDestination({ name: "healthy", sourceIds: [okSource.id], webhooks: [{ url: `${origin}/ok` }] });
   const stuckDone: DeliveryCompletion[] = [];
-  s.waypost.delivery!.events.on("completed", (completions: DeliveryCompletion[]) =>
+  s.waypost.delivery!.hooks.on("completed", (completions) =>
     stuckDone.push(...completions.filter((c) => stuck.some((d) => d.id === c.destinationId))),
   );
 
@@ -124,38 +126,54 @@ test("hanging paths and a healthy path on one origin: the healthy destination's 
   expect(new Set(events).size).toBe(n);
   expect(events).toHaveLength(n);
   // All of it while the stuck requests are still open.
-  expect(r.requests.filter((q) => q.path !== "/ok").map((q) => q.path).sort()).toEqual(["/hang", "/stall"]);
+  expect(
+    r.requests
+      .filter((q) => q.path !== "/ok")
+      .map((q) => q.path)
+      .sort(),
+  ).toEqual(["/hang", "/stall"]);
   expect(stuckDone).toEqual([]);
 }, 60_000);
 
-test.each([2, 4])("many webhooks to one destination with pipelining %i: each arrives once, signed, its attempt recorded", async (pipelining) => {
-  const s = await server({ config: { delivery: { pipelining } } });
-  const r = await receiver();
-  const secret = `whsec_${randomBytes(32).toString("base64")}`;
-  const source = await s.createSource();
-  const destination = await s.createDestination({ name: "busy", sourceIds: [source.id], webhooks: [{ url: r.url }], signingSecrets: [secret] });
-  const n = 300;
-  const done = completionsOf(s, destination.id, n);
-  const client = s.tracking(source.writeKey);
-  for (let i = 0; i < n; i += 100) {
-    const calls = Array.from({ length: 100 }, (_, j) => ({ type: { case: "track" as const, value: { userId: `u${i + j}`, event: `e${i + j}` } } }));
-    expect((await client.batch({ batch: calls })).accepted).toBe(100);
-  }
-  const completions = await done;
-  expect(completions.map((c) => c.status)).toEqual(Array(n).fill("delivered"));
-  expect(r.requests).toHaveLength(n);
-  const ids = r.requests.map((q) => {
-    verifyStandardWebhook(secret, q, new Date());
-    return JSON.parse(q.body).messageId as string;
-  });
-  expect(new Set(ids).size).toBe(n);
-  const attempts = await s.pool.query(
-    `SELECT a.outcome, a.status_code, count(*)::int AS n FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id
+test.each([2, 4])(
+  "many webhooks to one destination with pipelining %i: each arrives once, signed, its attempt recorded",
+  async (pipelining) => {
+    const s = await server({ config: { delivery: { pipelining } } });
+    const r = await receiver();
+    const secret = `whsec_${randomBytes(32).toString("base64")}`;
+    const source = await s.createSource();
+    const destination = await s.createDestination({
+      name: "busy",
+      sourceIds: [source.id],
+      webhooks: [{ url: r.url }],
+      signingSecrets: [secret],
+    });
+    const n = 300;
+    const done = completionsOf(s, destination.id, n);
+    const client = s.tracking(source.writeKey);
+    for (let i = 0; i < n; i += 100) {
+      const calls = Array.from({ length: 100 }, (_, j) => ({
+        type: { case: "track" as const, value: { userId: `u${i + j}`, event: `e${i + j}` } },
+      }));
+      expect((await client.batch({ batch: calls })).accepted).toBe(100);
+    }
+    const completions = await done;
+    expect(completions.map((c) => c.status)).toEqual(Array(n).fill("delivered"));
+    expect(r.requests).toHaveLength(n);
+    const ids = r.requests.map((q) => {
+      verifyStandardWebhook(secret, q, new Date());
+      return JSON.parse(q.body).messageId as string;
+    });
+    expect(new Set(ids).size).toBe(n);
+    const attempts = await s.pool.query(
+      `SELECT a.outcome, a.status_code, count(*)::int AS n FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id
       WHERE d.destination_id = $1 GROUP BY 1, 2`,
-    [destination.id],
-  );
-  expect(attempts.rows).toEqual([{ outcome: "success", status_code: 200, n }]);
-}, 60_000);
+      [destination.id],
+    );
+    expect(attempts.rows).toEqual([{ outcome: "success", status_code: 200, n }]);
+  },
+  60_000,
+);
 
 test("stop() closes every destination's connections", async () => {
   const s = await server();
@@ -216,7 +234,7 @@ test("a destination idle past idleMs loses its client (its connections close); o
   expect(dispatchers.size).toBe(3);
   expect(sink.socketOfPath.get("/a2")).not.toBe(socketA);
 
-  sink.held.splice(0).forEach((answer) => answer());
+  for (const answer of sink.held.splice(0)) answer();
   expect(await inFlight).toBe(200);
   await dispatchers.close();
   expect(dispatchers.size).toBe(0);
@@ -234,7 +252,9 @@ test("each destination's client runs the SSRF guard: a name resolving to loopbac
   });
   cleanups.push(() => dispatchers.close());
   for (const id of ["a", "b"]) {
-    const refused = dispatchers.use(id, (d) => d.request({ origin: `http://localhost:${sink.port}`, path: "/", method: "POST", body: "{}" }));
+    const refused = dispatchers.use(id, (d) =>
+      d.request({ origin: `http://localhost:${sink.port}`, path: "/", method: "POST", body: "{}" }),
+    );
     await expect(refused).rejects.toMatchObject({ code: "EWAYPOST_REFUSED_ADDRESS" });
   }
   expect(sink.socketOfPath.size).toBe(0);

@@ -14,7 +14,9 @@ export interface TimedReceiver {
 }
 
 /** A real receiver that timestamps every arrival; `respond` may delay or fail some. */
-export async function startTimedReceiver(respond: (body: Record<string, unknown>, request: ReceivedRequest) => ResponsePlan = () => ({ status: 200 })): Promise<TimedReceiver> {
+export async function startTimedReceiver(
+  respond: (body: Record<string, unknown>, request: ReceivedRequest) => ResponsePlan = () => ({ status: 200 }),
+): Promise<TimedReceiver> {
   const arrivals: Arrival[] = [];
   const receiver = await startReceiver({
     respond(request) {

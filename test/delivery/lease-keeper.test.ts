@@ -43,7 +43,8 @@ const postedIds = (receiver: Receiver) => receiver.requests.map((r) => JSON.pars
 
 test("leases held by a busy process are extended: a second process past the first lease takes nothing, and every call is POSTed once", async () => {
   const { clock, answer, receiver, first } = await holdingTwo();
-  const leasedUntil = async () => (await first.pool.query<{ until: Date }>("SELECT max(leased_until) AS until FROM deliveries")).rows[0]!.until;
+  const leasedUntil = async () =>
+    (await first.pool.query<{ until: Date }>("SELECT max(leased_until) AS until FROM deliveries")).rows[0]!.until;
   // Two thirds of a lease on, the heartbeat moves both leases' end a lease past now.
   clock.advance(700);
   await eventually(async () => (await leasedUntil()).getTime() === clock.now().getTime() + leaseMs);
@@ -51,7 +52,7 @@ test("leases held by a busy process are extended: a second process past the firs
   clock.advance(700);
   const second = await startTestServer({ clock, database: first.database, config: { delivery } });
   servers.push(second);
-  const claimed = new Promise<number>((resolve) => second.waypost.delivery!.events.once("claimed", (c: { count: number }) => resolve(c.count)));
+  const claimed = new Promise<number>((resolve) => second.waypost.delivery!.hooks.once("claimed", (c) => resolve(c.count)));
   second.waypost.delivery!.poke();
   expect(await claimed).toBe(0);
 
@@ -71,19 +72,26 @@ test("a delivery claimed ahead whose lease another process took is dropped unsen
   // already sent and cannot be called back).
   clock.advance(leaseMs + 500);
   const farAhead = new Date(clock.now().getTime() + 60 * 60_000);
-  const taken = await claimDeliveries(first.pool, { now: farAhead, limit: 10, perDestinationLimit: 10, room: new Map(), leaseMs, owner: "other" });
+  const taken = await claimDeliveries(first.pool, {
+    now: farAhead,
+    limit: 10,
+    perDestinationLimit: 10,
+    room: new Map(),
+    leaseMs,
+    owner: "other",
+  });
   expect(taken.deliveries).toHaveLength(2);
-  const events = first.waypost.delivery!.events;
+  const hooks = first.waypost.delivery!.hooks;
   const lost = new Promise<string[]>((resolve) => {
     const ids: string[] = [];
-    events.on("lost", (more: string[]) => {
+    hooks.on("lost", (more) => {
       ids.push(...more);
       if (ids.length > 0) resolve(ids);
     });
   });
   answer();
   // The held request's result is stale; the delivery waiting behind it is never sent by this process.
-  const stale = new Promise<void>((resolve) => events.once("stale", () => resolve()));
+  const stale = new Promise<void>((resolve) => hooks.once("stale", () => resolve()));
   const outcome = await Promise.race([lost.then(() => "dropped"), receiver.waitForRequests(2).then(() => "sent twice")]);
   expect(outcome).toBe("dropped");
   await stale;

@@ -54,7 +54,12 @@ test("delivered data is purged after the retention period; unfinished work is ke
 
 test("the job table is vacuumed once dead rows pile up, whether or not autovacuum runs", async () => {
   const source = await server.createSource();
-  const destination = await server.createDestination({ name: "churn", sourceIds: [source.id], enabled: false, webhooks: [{ url: receiver.url }] });
+  const destination = await server.createDestination({
+    name: "churn",
+    sourceIds: [source.id],
+    enabled: false,
+    webhooks: [{ url: receiver.url }],
+  });
   const client = await server.pool.connect();
   try {
     await client.query(

@@ -76,7 +76,13 @@ test("a retrying delivery holds back only its own user's later ones", async () =
   const failing = new Set(["A1"]);
   const { send, events } = await setup(failing);
   const first = server.waitForDeliveries(4, ["delivered", "retrying"]);
-  await send([[a, "A1"], [a, "A2"], [b, "B1"], [b, "B2"], [anonymous, "X1"]]);
+  await send([
+    [a, "A1"],
+    [a, "A2"],
+    [b, "B1"],
+    [b, "B2"],
+    [anonymous, "X1"],
+  ]);
   const statuses = new Map((await first).map((c) => [c.id, c.status]));
   expect((await deliveryOf("A1")).status).toBe("retrying");
   expect([...statuses.values()].sort()).toEqual(["delivered", "delivered", "delivered", "retrying"]);
@@ -105,7 +111,10 @@ test("an earlier delivery that expires releases the next", async () => {
   const first = server.waitForDeliveries(1, ["retrying"]);
   // A1 is never delivered: the first delivery is A2's.
   const next = server.waitForDeliveries(1, ["delivered"]);
-  await send([[a, "A1"], [a, "A2"]]);
+  await send([
+    [a, "A1"],
+    [a, "A2"],
+  ]);
   await first;
   let attempts = 1;
   for (;;) {
@@ -123,7 +132,10 @@ test("an earlier delivery that expires releases the next", async () => {
 test("turning ordering on or off applies to the next claim", async () => {
   const { destination, send, events } = await setup(new Set(["A1"]), Ordering.NONE);
   const first = server.waitForDeliveries(2, ["delivered", "retrying"]);
-  await send([[a, "A1"], [a, "A2"]]);
+  await send([
+    [a, "A1"],
+    [a, "A2"],
+  ]);
   await first;
   // Unordered: A2 did not wait for the failing A1.
   expect(events()).toContain("A2");
@@ -163,7 +175,10 @@ test("the setting is validated and returned; audience identifies and delete noti
   const plain = await server.createDestination({ name: "plain", sourceIds: [], webhooks: [{ url: receiver.url }] });
   expect(plain.ordering).toBe(Ordering.NONE);
   await expect(
-    server.destinations.updateDestination({ destination: { id: created.id, ordering: 7 as Ordering }, updateMask: { paths: ["ordering"] } }),
+    server.destinations.updateDestination({
+      destination: { id: created.id, ordering: 7 as Ordering },
+      updateMask: { paths: ["ordering"] },
+    }),
   ).rejects.toThrow(/destination\.ordering: unknown ordering 7/);
 
   const audience = await createAudience(server, source.id, "VIP");

@@ -25,7 +25,9 @@ test("a result the database refuses (a trigger on one URL's attempt rows) is sen
       IF NEW.url = '${refused.url}' THEN RAISE EXCEPTION 'attempt rows for this URL are refused by the test'; END IF;
       RETURN NEW;
     END $$`);
-  await server.pool.query("CREATE TRIGGER refuse_attempts BEFORE INSERT ON delivery_attempts FOR EACH ROW EXECUTE FUNCTION refuse_attempts()");
+  await server.pool.query(
+    "CREATE TRIGGER refuse_attempts BEFORE INSERT ON delivery_attempts FOR EACH ROW EXECUTE FUNCTION refuse_attempts()",
+  );
   const source = await server.createSource();
   const destination = await server.createDestination({ name: "refused", sourceIds: [source.id], webhooks: [{ url: refused.url }] });
   const { messageId } = await server.tracking(source.writeKey).track({ track: { userId: "u", event: "E" } });
@@ -63,7 +65,7 @@ test("a result the database refuses (a trigger on one URL's attempt rows) is sen
 
   // Failed, it is not claimed again however long the clock runs on.
   clock.advance(24 * 60 * 60_000);
-  const claimed = new Promise<number>((resolve) => loop.events.once("claimed", (c: { count: number }) => resolve(c.count)));
+  const claimed = new Promise<number>((resolve) => loop.hooks.once("claimed", (c) => resolve(c.count)));
   loop.poke();
   expect(await claimed).toBe(0);
   expect(refused.requests).toHaveLength(3);

@@ -89,7 +89,10 @@ test("Retry-After is honoured", async () => {
 });
 
 test("a retry goes only to the URLs that failed retryably", async () => {
-  const { client, receivers: [a, b] } = await setup((request) => ({ status: request.path === "/hook" ? 500 : 200 }), 2);
+  const {
+    client,
+    receivers: [a, b],
+  } = await setup((request) => ({ status: request.path === "/hook" ? 500 : 200 }), 2);
   // Both receivers answer 500 at first; then the first one recovers.
   let aCalls = 0;
   a!.respond = () => ({ status: aCalls++ === 0 ? 500 : 200 });
@@ -108,7 +111,7 @@ test("a failing endpoint expires 4 hours after the first attempt", async () => {
   const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
   await first;
   const start = (await deliveryOf(messageId)).first_attempt_at.getTime();
-  let last;
+  let last: Awaited<ReturnType<typeof runNextAttempt>> | undefined;
   for (let i = 0; i < 50; i++) {
     last = await runNextAttempt(messageId);
     if (last.status !== "retrying") break;
@@ -150,7 +153,11 @@ test("a failed delivery can be replayed", async () => {
 });
 
 test("disabling pauses pending deliveries, enabling resumes them, deleting cancels them", async () => {
-  const { client, destination, receivers: [r] } = await setup(() => ({ status: 200 }));
+  const {
+    client,
+    destination,
+    receivers: [r],
+  } = await setup(() => ({ status: 200 }));
   await server.destinations.updateDestination({ destination: { id: destination.id, enabled: false }, updateMask: { paths: ["enabled"] } });
   // Calls received while it is off are not forwarded later.
   const { messageId: whileOff } = await client.track({ track: { userId: "u", event: "while off" } });
@@ -203,11 +210,15 @@ test("paused deliveries still expire at the retry deadline", async () => {
 test("a delivery cancelled while its request is in flight stays cancelled", async () => {
   let release: () => void = () => {};
   const answer = new Promise<void>((resolve) => (release = resolve));
-  const { client, destination, receivers: [r] } = await setup(() => ({ status: 200, after: answer }));
+  const {
+    client,
+    destination,
+    receivers: [r],
+  } = await setup(() => ({ status: 200, after: answer }));
   const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
   await r!.waitForRequests(1);
   await server.destinations.deleteDestination({ id: destination.id });
-  const stale = new Promise((resolve) => server.waypost.delivery!.events.once("stale", resolve));
+  const stale = new Promise((resolve) => server.waypost.delivery!.hooks.once("stale", resolve));
   release();
   await stale;
   expect((await deliveryOf(messageId)).status).toBe("cancelled");

@@ -1,56 +1,104 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { completionsOf, startTestServer, type TestServer } from "../helpers/server.js";
+import { expect, test } from "vitest";
+import { heldPerDestination } from "../../src/delivery/held-rounds.js";
+import { createScheduler, type ClaimPlan } from "../../src/delivery/scheduler.js";
 
-// The per-destination scheduler (the loop's slots and the claim's room): a
-// destination whose endpoint never answers holds only its own slots, and
-// the others keep their throughput beside it.
+// The scheduler is pure: these tests drive it as the loop does (plan a
+// claim, accept what came back, report what finished) with no database and
+// no clock.
 
-const perDestination = 3;
-let server: TestServer;
-let hanging: Receiver;
-let healthy: Receiver;
+const config = { concurrency: 16, perDestinationConcurrency: 4, leaseMs: 60_000, timeoutMs: 10_000 };
+// Three rounds of four fit in half a lease at the timeout; half the process is 8.
+const perDestinationHeld = 8;
 
-beforeAll(async () => {
-  server = await startTestServer({
-    // The hanging endpoint's requests outlast the test by far (however slow
-    // the machine); closing the receiver at the end ends them.
-    config: { delivery: { concurrency: 16, perDestinationConcurrency: perDestination, timeoutMs: 600_000 } },
-  });
-  hanging = await startReceiver({ respond: () => ({ hang: true }) });
-  healthy = await startReceiver();
+interface Item {
+  destinationId: string;
+  n: number;
+}
+const items = (destinationId: string, count: number, from = 0): Item[] =>
+  Array.from({ length: count }, (_, i) => ({ destinationId, n: from + i }));
+
+function scheduler(maxClaim = 500) {
+  return createScheduler<Item>({ config, maxClaim });
+}
+
+test("the fixture's hold per destination is what heldPerDestination says", () => {
+  expect(heldPerDestination(config)).toBe(perDestinationHeld);
 });
-afterAll(async () => {
-  await hanging?.close();
-  await healthy?.close();
-  await server?.stop();
+
+test("a claim may take the process's free slots, at most maxClaim, and each destination's room", () => {
+  const s = scheduler(10);
+  expect(s.planClaim()).toEqual({ limit: 10, room: new Map(), perDestinationLimit: perDestinationHeld });
+  const plan = s.planClaim()!;
+  s.accept([...items("a", 3), ...items("b", 1)], plan);
+  const next = s.planClaim()!;
+  expect(next.limit).toBe(10);
+  expect(next.room).toEqual(
+    new Map([
+      ["a", 5],
+      ["b", 7],
+    ]),
+  );
+  expect(s.held).toBe(4);
 });
 
-test("a hanging destination holds only its own slots; a healthy one beside it delivers everything meanwhile", async () => {
-  const slowSource = await server.createSource("slow");
-  const fastSource = await server.createSource("fast");
-  await server.createDestination({ name: "hanging", sourceIds: [slowSource.id], webhooks: [{ url: hanging.url }] });
-  const fast = await server.createDestination({ name: "healthy", sourceIds: [fastSource.id], webhooks: [{ url: healthy.url }] });
+test("a destination sends at most its concurrency at once; the rest wait here, oldest first", () => {
+  const s = scheduler();
+  const { start, full } = s.accept(items("a", 6), s.planClaim()!);
+  expect(start.map((i) => i.n)).toEqual([0, 1, 2, 3]);
+  expect(full).toBe(false);
+  expect(s.finished("a").next?.n).toBe(4);
+  expect(s.finished("a").next?.n).toBe(5);
+  expect(s.finished("a").next).toBeUndefined();
+  expect(s.held).toBe(3);
+});
 
-  // The hanging destination's work comes first, more of it than the whole process has slots for.
-  const slowCalls = Array.from({ length: 40 }, (_, i) => ({ type: { case: "track" as const, value: { userId: "u", event: `slow ${i}` } } }));
-  expect((await server.tracking(slowSource.writeKey).batch({ batch: slowCalls })).accepted).toBe(40);
-  await hanging.waitForRequests(perDestination);
+test("when every slot is held there is no claim, until one finishes", () => {
+  const s = scheduler();
+  const plan = s.planClaim()!;
+  const claimed = ["a", "b", "c", "d"].flatMap((d) => items(d, 4));
+  expect(s.accept(claimed, plan)).toMatchObject({ full: true });
+  expect(s.planClaim()).toBeUndefined();
+  s.finished("a");
+  expect(s.planClaim()?.limit).toBe(1);
+});
 
-  const n = 60;
-  const done = completionsOf(server, fast.id, n);
-  const fastCalls = Array.from({ length: n }, (_, i) => ({ type: { case: "track" as const, value: { userId: "u", event: `fast ${i}` } } }));
-  expect((await server.tracking(fastSource.writeKey).batch({ batch: fastCalls })).accepted).toBe(n);
-  // Starved, they would wait for the hanging requests' timeout, long after the test's own.
-  const completions = await done;
+test("a claim cut short by a destination's room claims ahead once a quarter of that room is free, not on every completion", () => {
+  const s = scheduler();
+  const plan: ClaimPlan = s.planClaim()!;
+  // The destination got all it may hold here: more of it may be due.
+  s.accept(items("a", perDestinationHeld), plan);
+  // Four in flight, four waiting: each completion starts a waiting one.
+  expect(s.finished("a")).toMatchObject({ claimAhead: false }); // room 1
+  expect(s.finished("a")).toMatchObject({ claimAhead: true }); // room 2, a quarter of 8
+});
 
-  expect(completions.map((c) => c.status)).toEqual(Array(n).fill("delivered"));
-  expect(new Set(healthy.requests.map((r) => JSON.parse(r.body).event)).size).toBe(n);
-  // All of it while the hanging endpoint's first requests are still open:
-  // the healthy one never waited for them.
-  expect(hanging.open).toBe(perDestination);
-  // The hanging one never had more than its cap in flight, and no request
-  // beyond its first ones was started: its other deliveries wait their turn.
-  expect(hanging.maxOpen).toBe(perDestination);
-  expect(hanging.requests).toHaveLength(perDestination);
-}, 60_000);
+test("a claim that was not cut short never claims ahead: the poll or a NOTIFY brings the rest", () => {
+  const s = scheduler();
+  s.accept(items("a", 3), s.planClaim()!);
+  expect(s.finished("a").claimAhead).toBe(false);
+  expect(s.finished("a").claimAhead).toBe(false);
+});
+
+test("a destination whose endpoint hangs holds at most half the process: the other half stays free for the rest", () => {
+  const s = scheduler();
+  const plan = s.planClaim()!;
+  expect(plan.perDestinationLimit).toBe(config.concurrency / 2);
+  s.accept(items("hanging", plan.perDestinationLimit), plan);
+  const next = s.planClaim()!;
+  expect(next.room.get("hanging")).toBe(0);
+  expect(next.limit).toBe(config.concurrency / 2);
+});
+
+test("on stop, the waiting deliveries are taken out and no longer held; those in flight stay until they finish", () => {
+  const s = scheduler();
+  s.accept([...items("a", 6), ...items("b", 2)], s.planClaim()!);
+  expect(s.drainWaiting().map((i) => `${i.destinationId}${i.n}`)).toEqual(["a4", "a5"]);
+  expect(s.held).toBe(6);
+  expect(s.drainWaiting()).toEqual([]);
+  for (let i = 0; i < 4; i++) expect(s.finished("a").next).toBeUndefined();
+  expect(s.planClaim()!.room.has("a")).toBe(false);
+});
+
+test("a finish for a destination with nothing in flight is a bug, and says so", () => {
+  expect(() => scheduler().finished("nowhere")).toThrow(/no delivery of destination nowhere was in flight/);
+});

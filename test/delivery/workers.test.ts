@@ -86,7 +86,11 @@ test("two worker processes never work the same delivery at once", { timeout: 120
     return [...text.matchAll(pattern)].reduce((sum, m) => sum + Number(m[1]), 0);
   };
   // Nothing is held or in flight any more: a send after a lost lease would have arrived.
-  await eventually(async () => (await metric(a, /^waypost_deliveries_in_flight (\d+)/gm)) + (await metric(b, /^waypost_deliveries_in_flight (\d+)/gm)) === 0, 90_000);
+  await eventually(
+    async () =>
+      (await metric(a, /^waypost_deliveries_in_flight (\d+)/gm)) + (await metric(b, /^waypost_deliveries_in_flight (\d+)/gm)) === 0,
+    90_000,
+  );
   // Every request the endpoint saw is an attempt recorded by the lease holder
   // (a request that timed out on a starved machine is a recorded retry, not a
   // second worker's send).

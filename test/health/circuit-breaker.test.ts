@@ -4,7 +4,16 @@ import { ManualClock } from "../../src/clock.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { verifyStandardWebhook } from "../helpers/standard-webhooks.js";
-import { circuitGauge, claimRound, healthConfig, statuses, trackAndRecord, startEndpoint, destinationHealth, operatorEventsAt } from "./support.js";
+import {
+  circuitGauge,
+  claimRound,
+  healthConfig,
+  statuses,
+  trackAndRecord,
+  startEndpoint,
+  destinationHealth,
+  operatorEventsAt,
+} from "./support.js";
 
 const second = 1_000;
 const operatorSecret = `whsec_${Buffer.alloc(32, 7).toString("base64")}`;
@@ -112,7 +121,10 @@ test("opens after N failures spanning T, sends nothing while open, probes on a d
     const sentAt = new Date(Number(request.headers["webhook-timestamp"]) * 1000);
     expect(verifyStandardWebhook(operatorSecret, request, sentAt)).toEqual(JSON.parse(request.body));
   }
-  expect(events.map((e) => Number(e.request.headers["webhook-timestamp"]))).toEqual([(start + 60 * second) / 1000, (start + 390 * second) / 1000]);
+  expect(events.map((e) => Number(e.request.headers["webhook-timestamp"]))).toEqual([
+    (start + 60 * second) / 1000,
+    (start + 390 * second) / 1000,
+  ]);
 });
 
 test("a healthy destination keeps delivering while another's circuit is open; the open one's endpoint sees only the probes", async () => {

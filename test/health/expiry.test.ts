@@ -4,7 +4,16 @@ import { ManualClock } from "../../src/clock.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { verifyStandardWebhook } from "../helpers/standard-webhooks.js";
-import { claimRound, healthConfig, statuses, testCircuit, trackAndRecord, startEndpoint, destinationHealth, operatorEventsAt } from "./support.js";
+import {
+  claimRound,
+  healthConfig,
+  statuses,
+  testCircuit,
+  trackAndRecord,
+  startEndpoint,
+  destinationHealth,
+  operatorEventsAt,
+} from "./support.js";
 
 // Expiry while a circuit is open. The cooldown is longer than the test's
 // hours, so no probe can be due when the clock jumps: what the endpoint

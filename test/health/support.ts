@@ -33,12 +33,11 @@ export async function claimRound(server: TestServer): Promise<void> {
   const loop = server.waypost.delivery!;
   const mark = performance.now();
   const claimed = new Promise<void>((resolve) => {
-    const onClaimed = (claim: { startedAt: number }) => {
+    const off = loop.hooks.on("claimed", (claim) => {
       if (claim.startedAt < mark) return;
-      loop.events.off("claimed", onClaimed);
+      off();
       resolve();
-    };
-    loop.events.on("claimed", onClaimed);
+    });
   });
   loop.poke();
   await claimed;

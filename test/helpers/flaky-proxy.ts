@@ -67,14 +67,11 @@ export async function startFlakyProxy(upstream: string): Promise<FlakyProxy> {
         return;
       }
       const headers = { ...req.headers, host: target.host };
-      const forward = http.request(
-        { host: target.hostname, port: target.port, method: req.method, path: req.url, headers },
-        (answer) => {
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
-          answer.on("end", () => record({ ...base, status: answer.statusCode ?? 502 }));
-        },
-      );
+      const forward = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+        answer.on("end", () => record({ ...base, status: answer.statusCode ?? 502 }));
+      });
       forward.on("error", (error) => {
         res.writeHead(502, { "content-type": "text/plain" });
         res.end(String(error));

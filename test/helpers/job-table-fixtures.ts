@@ -22,9 +22,12 @@ export async function seedSourceAndDestination(db: Queryable, at: Date): Promise
 /** Stores one track call for `sourceId`; returns its messageId and its delivery's id. */
 export async function enqueueOne(db: Queryable, sourceId: string, at: Date): Promise<{ id: string; messageId: string }> {
   const messageId = randomUUID();
-  await storeMessages(db, sourceId, at, [{ messageId, type: "track", userId: "u", payload: JSON.stringify({ messageId }), integrations: undefined }]);
-  const row = await db.query<{ id: string }>("SELECT d.id FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE m.message_id = $1", [
-    messageId,
+  await storeMessages(db, sourceId, at, [
+    { messageId, type: "track", userId: "u", payload: JSON.stringify({ messageId }), integrations: undefined },
   ]);
+  const row = await db.query<{ id: string }>(
+    "SELECT d.id FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE m.message_id = $1",
+    [messageId],
+  );
   return { id: row.rows[0]!.id, messageId };
 }

@@ -76,7 +76,13 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const clock = options.clock ?? systemClock;
   const logger = options.logStream ? createLogger("debug", options.logStream) : createLogger(config.logLevel);
   const start = () =>
-    startWaypost({ config, logger, clock, ...(options.routes ? { routes: options.routes } : {}), ...(options.trustTestCa === false ? {} : { ca: testCa }) });
+    startWaypost({
+      config,
+      logger,
+      clock,
+      ...(options.routes ? { routes: options.routes } : {}),
+      ...(options.trustTestCa === false ? {} : { ca: testCa }),
+    });
   let waypost = await start();
   config = { ...config, port: waypost.port };
   let running = true;
@@ -118,14 +124,13 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       if (!loop) throw new Error("this server does not deliver (role api)");
       return new Promise((resolve) => {
         const seen: DeliveryCompletion[] = [];
-        const onCompleted = (completions: DeliveryCompletion[]) => {
+        const off = loop.hooks.on("completed", (completions) => {
           seen.push(...completions.filter((c) => statuses.includes(c.status)));
           if (seen.length >= count) {
-            loop.events.off("completed", onCompleted);
+            off();
             resolve(seen);
           }
-        };
-        loop.events.on("completed", onCompleted);
+        });
       });
     },
     async stopService() {
@@ -166,16 +171,15 @@ export { ManualClock };
 
 /** Resolves with the completions of one destination once `count` of them are written by `target`'s delivery loop. */
 export function completionsOf(target: TestServer, destinationId: string, count: number): Promise<DeliveryCompletion[]> {
-  const events = target.waypost.delivery!.events;
+  const hooks = target.waypost.delivery!.hooks;
   return new Promise((resolve) => {
     const seen: DeliveryCompletion[] = [];
-    const onCompleted = (completions: DeliveryCompletion[]) => {
+    const off = hooks.on("completed", (completions) => {
       seen.push(...completions.filter((c) => c.destinationId === destinationId));
       if (seen.length >= count) {
-        events.off("completed", onCompleted);
+        off();
         resolve(seen);
       }
-    };
-    events.on("completed", onCompleted);
+    });
   });
 }

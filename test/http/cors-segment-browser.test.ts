@@ -135,7 +135,12 @@ describe.each([
       expect([...new Set(posts.map((e) => e.path))].sort()).toEqual(paths);
       // Each call was refused once by the proxy and went through on a retry
       // that carried X-Retry-Count, after a preflight asking for it.
-      expect(posts.filter((e) => e.status === 503).flatMap((e) => e.messageIds).sort()).toEqual([...sent.messageIds].sort());
+      expect(
+        posts
+          .filter((e) => e.status === 503)
+          .flatMap((e) => e.messageIds)
+          .sort(),
+      ).toEqual([...sent.messageIds].sort());
       const retries = posts.filter((e) => e.status === 200);
       expect(retries.length).toBeGreaterThan(0);
       expect(retries.every((e) => Number(e.retryCount) >= 1)).toBe(true);

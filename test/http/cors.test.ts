@@ -61,7 +61,14 @@ describe("with the default (any origin)", () => {
       expect(response.headers.get("access-control-allow-origin")).toBe("*");
       expect(response.headers.get("access-control-allow-methods")).toBe("POST");
       const headers = response.headers.get("access-control-allow-headers")!.toLowerCase().split(", ");
-      for (const name of ["authorization", "content-type", "connect-protocol-version", "connect-timeout-ms", "x-user-agent", "content-encoding"]) {
+      for (const name of [
+        "authorization",
+        "content-type",
+        "connect-protocol-version",
+        "connect-timeout-ms",
+        "x-user-agent",
+        "content-encoding",
+      ]) {
         expect(headers).toContain(name);
       }
       expect(Number(response.headers.get("access-control-max-age"))).toBeGreaterThan(0);

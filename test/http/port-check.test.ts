@@ -19,7 +19,9 @@ test("a port in use is a StartupError naming the port and PORT", async () => {
   try {
     const error = await checkListenAddress(portOf(taken), "127.0.0.1").catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StartupError);
-    expect((error as Error).message).toBe(`port ${portOf(taken)} on 127.0.0.1 is in use (EADDRINUSE; another Waypost?): stop that process or set PORT`);
+    expect((error as Error).message).toBe(
+      `port ${portOf(taken)} on 127.0.0.1 is in use (EADDRINUSE; another Waypost?): stop that process or set PORT`,
+    );
   } finally {
     await close(taken);
   }

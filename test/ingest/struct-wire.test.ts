@@ -90,7 +90,6 @@ function rawStruct(...entries: Uint8Array[]): Uint8Array {
   return writer.finish();
 }
 
-const utf8 = (text: string) => new TextEncoder().encode(text);
 const bytesOf = (...parts: number[]) => new Uint8Array(parts);
 
 /** A Batch of calls of every kind that carries Structs, each holding `struct` in one of its Struct fields. */
@@ -124,8 +123,44 @@ function random(seed: number): () => number {
 }
 
 const long = "x".repeat(64);
-const keys = [long, `${long}"`, "a", "b", "userId", "10", "2", "0", "01", "-1", "4294967294", "4294967295", "", "é", "日本", "😀", "a b", "$x", "z"];
-const strings = [long, `${long}y`, `${long}"\\`, `${long}é`, "\u0001\u001f\u007f", "", "plain", "é", "日本語", "😀 pair", '"quoted"\\', "line\nbreak\ttab", "\u2028\u2029", "\u007f\u0080", "\uffff"];
+const keys = [
+  long,
+  `${long}"`,
+  "a",
+  "b",
+  "userId",
+  "10",
+  "2",
+  "0",
+  "01",
+  "-1",
+  "4294967294",
+  "4294967295",
+  "",
+  "é",
+  "日本",
+  "😀",
+  "a b",
+  "$x",
+  "z",
+];
+const strings = [
+  long,
+  `${long}y`,
+  `${long}"\\`,
+  `${long}é`,
+  "\u0001\u001f\u007f",
+  "",
+  "plain",
+  "é",
+  "日本語",
+  "😀 pair",
+  '"quoted"\\',
+  "line\nbreak\ttab",
+  "\u2028\u2029",
+  "\u007f\u0080",
+  "\uffff",
+];
 const numbers = [0, -0, 1, -1, 0.1, 1e21, 1e-7, 123456789.125, 5e-324, Number.MAX_VALUE, -Number.MAX_VALUE, 2 ** 53 + 2];
 
 function randomValue(next: () => number, depth: number): JsonValue {
@@ -165,19 +200,42 @@ describe("the wire path stores what the protobuf-es path stores", () => {
 
   test("protobuf-es's own encoding of a Struct takes the fast path", () => {
     const json = { b: 1, a: [true, null, "x", { "10": 1, "2": 2, c: -0 }], "1": {} };
-    const struct = toBinary(BatchRequestSchema, create(BatchRequestSchema, { batch: [{ type: { case: "track", value: { userId: "u", event: "E", properties: json, context: {} } } }] }));
+    const struct = toBinary(
+      BatchRequestSchema,
+      create(BatchRequestSchema, {
+        batch: [{ type: { case: "track", value: { userId: "u", event: "E", properties: json, context: {} } } }],
+      }),
+    );
     const result = expectSame(struct);
     expect(result.fast).toBe(true);
-    expect(result.outcome).toEqual([expect.stringContaining(`"properties":{"1":{},"b":1,"a":[true,null,"x",{"2":2,"10":1,"c":0}]},"context":{}`)]);
+    expect(result.outcome).toEqual([
+      expect.stringContaining(`"properties":{"1":{},"b":1,"a":[true,null,"x",{"2":2,"10":1,"c":0}]},"context":{}`),
+    ]);
   });
 
   test.each([
     ["empty Struct", structBytes({}), true],
-    ["integer-like keys come first, in numeric order", structBytes({ b: 1, "10": 2, "2": 3, "01": 4, "4294967295": 5, "4294967294": 6 }), true],
-    ["duplicate keys on the wire: the last wins, in the first one's place", rawStruct(entry("a", valueBytes(1)), entry("b", valueBytes(2)), entry("a", valueBytes(3))), true],
+    [
+      "integer-like keys come first, in numeric order",
+      structBytes({ b: 1, "10": 2, "2": 3, "01": 4, "4294967295": 5, "4294967294": 6 }),
+      true,
+    ],
+    [
+      "duplicate keys on the wire: the last wins, in the first one's place",
+      rawStruct(entry("a", valueBytes(1)), entry("b", valueBytes(2)), entry("a", valueBytes(3))),
+      true,
+    ],
     ["empty key", structBytes({ "": "empty" }), true],
     ["-0, extremes and fractions", structBytes({ z: -0, big: 1e308, small: 5e-324, f: 0.30000000000000004, i: 2 ** 60 }), true],
-    ["NaN and infinities", rawStruct(entry("n", bytesOf(0x11, 0, 0, 0, 0, 0, 0, 0xf8, 0x7f)), entry("i", bytesOf(0x11, 0, 0, 0, 0, 0, 0, 0xf0, 0x7f)), entry("m", bytesOf(0x11, 0, 0, 0, 0, 0, 0, 0xf0, 0xff))), true],
+    [
+      "NaN and infinities",
+      rawStruct(
+        entry("n", bytesOf(0x11, 0, 0, 0, 0, 0, 0, 0xf8, 0x7f)),
+        entry("i", bytesOf(0x11, 0, 0, 0, 0, 0, 0, 0xf0, 0x7f)),
+        entry("m", bytesOf(0x11, 0, 0, 0, 0, 0, 0, 0xf0, 0xff)),
+      ),
+      true,
+    ],
     ["unicode and surrogate pairs", structBytes({ "😀": "😀𝄞", 日本: "語", mixed: "a\u00e9\u4e2d\ud83d\ude00" }), true],
     ["escapes", structBytes({ '"': "\\", "\n": "\u0001\u001f", "\u2028": "</script>" }), true],
     ["deep but within the fast path", structBytes(nested(maxNesting)), true],
@@ -189,10 +247,18 @@ describe("the wire path stores what the protobuf-es path stores", () => {
     ["bool encoded as 2", rawStruct(entry("x", bytesOf(0x20, 0x02))), false],
     ["empty Value", rawStruct(entry("x", bytesOf())), false],
     ["Value with two kinds", rawStruct(entry("x", bytesOf(0x1a, 0x01, 0x61, 0x20, 0x01))), false],
-    ["Value with a struct twice (merged)", rawStruct(entry("x", new Uint8Array([...valueBytes({ a: 1 }), ...valueBytes({ b: 2 })]))), false],
+    [
+      "Value with a struct twice (merged)",
+      rawStruct(entry("x", new Uint8Array([...valueBytes({ a: 1 }), ...valueBytes({ b: 2 })]))),
+      false,
+    ],
     ["Value with an unknown field", rawStruct(entry("x", bytesOf(0x38, 0x01))), false],
     ["Struct with an unknown field", new Uint8Array([...structBytes({ a: 1 }), 0x10, 0x01]), false],
-    ["map entry without a key", rawStruct(valueBytes("v").length ? new BinaryWriter().tag(2, 2).bytes(valueBytes("v")).finish() : bytesOf()), false],
+    [
+      "map entry without a key",
+      rawStruct(valueBytes("v").length ? new BinaryWriter().tag(2, 2).bytes(valueBytes("v")).finish() : bytesOf()),
+      false,
+    ],
     ["map entry without a value", rawStruct(new BinaryWriter().tag(1, 2).string("k").finish()), false],
     ["map entry with value before key", rawStruct(new BinaryWriter().tag(2, 2).bytes(valueBytes(1)).tag(1, 2).string("k").finish()), false],
     ["non-minimal length varint", rawStruct(new Uint8Array([0x0a, 0x81, 0x00, 0x61, 0x12, 0x02, 0x20, 0x01])), false],
@@ -214,10 +280,16 @@ describe("the wire path stores what the protobuf-es path stores", () => {
 
   test("a Struct field twice on the wire is merged, as protobuf-es merges it", () => {
     const call = new BinaryWriter()
-      .tag(2, 2).string("u1").tag(7, 2).string("E")
-      .tag(8, 2).bytes(structBytes({ a: 1, b: 2 }))
-      .tag(5, 2).bytes(structBytes({ c: 1 }))
-      .tag(8, 2).bytes(structBytes({ a: 3, "5": 4 }))
+      .tag(2, 2)
+      .string("u1")
+      .tag(7, 2)
+      .string("E")
+      .tag(8, 2)
+      .bytes(structBytes({ a: 1, b: 2 }))
+      .tag(5, 2)
+      .bytes(structBytes({ c: 1 }))
+      .tag(8, 2)
+      .bytes(structBytes({ a: 3, "5": 4 }))
       .finish();
     const bytes = new BinaryWriter().tag(1, 2).bytes(new BinaryWriter().tag(2, 2).bytes(call).finish()).finish();
     const result = expectSame(bytes);
@@ -270,17 +342,84 @@ describe("the wire path stores what the protobuf-es path stores", () => {
 // --- whole batch entries read from the wire (call-wire.ts) ---
 
 const callFields: Record<string, Array<[number, "string" | "struct" | "timestamp" | "integrations"]>> = {
-  identify: [[1, "string"], [2, "string"], [3, "string"], [4, "timestamp"], [5, "struct"], [6, "integrations"], [7, "struct"]],
-  track: [[1, "string"], [2, "string"], [3, "string"], [4, "timestamp"], [5, "struct"], [6, "integrations"], [7, "string"], [8, "struct"]],
-  page: [[1, "string"], [2, "string"], [3, "string"], [4, "timestamp"], [5, "struct"], [6, "integrations"], [7, "string"], [8, "string"], [9, "struct"]],
-  screen: [[1, "string"], [2, "string"], [3, "string"], [4, "timestamp"], [5, "struct"], [6, "integrations"], [7, "string"], [8, "struct"]],
-  group: [[1, "string"], [2, "string"], [3, "string"], [4, "timestamp"], [5, "struct"], [6, "integrations"], [7, "string"], [8, "struct"]],
-  alias: [[1, "string"], [2, "string"], [3, "string"], [4, "timestamp"], [5, "struct"], [6, "integrations"]],
+  identify: [
+    [1, "string"],
+    [2, "string"],
+    [3, "string"],
+    [4, "timestamp"],
+    [5, "struct"],
+    [6, "integrations"],
+    [7, "struct"],
+  ],
+  track: [
+    [1, "string"],
+    [2, "string"],
+    [3, "string"],
+    [4, "timestamp"],
+    [5, "struct"],
+    [6, "integrations"],
+    [7, "string"],
+    [8, "struct"],
+  ],
+  page: [
+    [1, "string"],
+    [2, "string"],
+    [3, "string"],
+    [4, "timestamp"],
+    [5, "struct"],
+    [6, "integrations"],
+    [7, "string"],
+    [8, "string"],
+    [9, "struct"],
+  ],
+  screen: [
+    [1, "string"],
+    [2, "string"],
+    [3, "string"],
+    [4, "timestamp"],
+    [5, "struct"],
+    [6, "integrations"],
+    [7, "string"],
+    [8, "struct"],
+  ],
+  group: [
+    [1, "string"],
+    [2, "string"],
+    [3, "string"],
+    [4, "timestamp"],
+    [5, "struct"],
+    [6, "integrations"],
+    [7, "string"],
+    [8, "struct"],
+  ],
+  alias: [
+    [1, "string"],
+    [2, "string"],
+    [3, "string"],
+    [4, "timestamp"],
+    [5, "struct"],
+    [6, "integrations"],
+  ],
 };
 const callTypeNumbers = ["identify", "track", "page", "screen", "group", "alias"];
-const fieldStrings = ["", "u1", "user-42", "Order Completed", "é日本😀", `${"y".repeat(70)}`, "with\"quote", "nul\u0000", "x".repeat(1100)];
-const timestamps: Array<[number | bigint, number]> = [[0, 0], [1_767_225_600, 0], [1_767_225_600, 1_500_000], [1_767_225_600, 499_999], [1_767_225_600, 999_999_999], [253_402_300_799, 0], [253_402_300_800, 0], [2 ** 50, 0]];
-const integrationValues: JsonObject[] = [{}, { All: false, Hook: true }, { Hook: { option: 1, nested: { a: [1] } } }, { Bad: "yes" }, { Bad: null }];
+const fieldStrings = ["", "u1", "user-42", "Order Completed", "é日本😀", `${"y".repeat(70)}`, 'with"quote', "nul\u0000", "x".repeat(1100)];
+const timestamps: Array<[number | bigint, number]> = [
+  [0, 0],
+  [1_767_225_600, 0],
+  [1_767_225_600, 1_500_000],
+  [1_767_225_600, 499_999],
+  [1_767_225_600, 999_999_999],
+  [253_402_300_799, 0],
+  [253_402_300_800, 0],
+  [2 ** 50, 0],
+];
+const integrationValues: JsonObject[] = [
+  {},
+  { All: false, Hook: true },
+  { Hook: { option: 1, nested: { a: [1] } } },
+  { Bad: "yes" },
+  { Bad: null },
+];
 
 function timestampBytes(seconds: number | bigint, nanos: number): Uint8Array {
   const writer = new BinaryWriter();
@@ -324,7 +463,8 @@ describe("batch entries read from the wire give the calls protobuf-es gives", ()
     expect(fast).toBeGreaterThan(200);
   });
 
-  const track = (...fields: Uint8Array[]) => new Uint8Array([0x12, ...varint(fields.reduce((n, f) => n + f.length, 0)), ...fields.flatMap((f) => [...f])]);
+  const track = (...fields: Uint8Array[]) =>
+    new Uint8Array([0x12, ...varint(fields.reduce((n, f) => n + f.length, 0)), ...fields.flatMap((f) => [...f])]);
   const field = (number: number, bytes: Uint8Array) => new BinaryWriter().tag(number, 2).bytes(bytes).finish();
   const text = (number: number, value: string) => new BinaryWriter().tag(number, 2).string(value).finish();
   const base = [text(2, "u1"), text(7, "E")];
@@ -344,7 +484,11 @@ describe("batch entries read from the wire give the calls protobuf-es gives", ()
     ["an unknown field in the call", track(...base, text(12, "x")), false],
     ["a field number past 15", track(...base, text(20, "x")), false],
     ["integrations with NaN", track(...base, field(6, rawStruct(entry("Hook", bytesOf(0x11, 0, 0, 0, 0, 0, 0, 0xf8, 0x7f))))), true],
-    ["integrations twice (merged)", track(...base, field(6, structBytes({ A: true })), field(6, structBytes({ B: false, A: false }))), true],
+    [
+      "integrations twice (merged)",
+      track(...base, field(6, structBytes({ A: true })), field(6, structBytes({ B: false, A: false }))),
+      true,
+    ],
     ["integrations with NUL", track(...base, field(6, structBytes({ "H\u0000": true }))), false],
     ["two call types in one entry: the last wins", new Uint8Array([...track(...base), ...field(1, text(2, "u3"))]), false],
     ["an unknown field in the entry", new Uint8Array([...track(...base), 0x38, 0x01]), false],

@@ -29,12 +29,32 @@ const places: Array<{ name: string; field: string; bad: (text: string) => Record
   { name: "event", field: "event", bad: (t) => ({ type: "track", userId: "u", event: `e${t}` }) },
   { name: "name", field: "name", bad: (t) => ({ type: "page", userId: "u", name: `n${t}` }) },
   { name: "category", field: "category", bad: (t) => ({ type: "page", userId: "u", category: `c${t}` }) },
-  { name: "a context value", field: "context.page.title", bad: (t) => ({ type: "track", userId: "u", event: "e", context: { page: { title: `x${t}` } } }) },
-  { name: "a properties key", field: "properties[", bad: (t) => ({ type: "track", userId: "u", event: "e", properties: { [`k${t}`]: 1 } }) },
-  { name: "a properties array item", field: "properties.list[1]", bad: (t) => ({ type: "track", userId: "u", event: "e", properties: { list: ["ok", `x${t}`] } }) },
+  {
+    name: "a context value",
+    field: "context.page.title",
+    bad: (t) => ({ type: "track", userId: "u", event: "e", context: { page: { title: `x${t}` } } }),
+  },
+  {
+    name: "a properties key",
+    field: "properties[",
+    bad: (t) => ({ type: "track", userId: "u", event: "e", properties: { [`k${t}`]: 1 } }),
+  },
+  {
+    name: "a properties array item",
+    field: "properties.list[1]",
+    bad: (t) => ({ type: "track", userId: "u", event: "e", properties: { list: ["ok", `x${t}`] } }),
+  },
   { name: "a traits value", field: "traits.email", bad: (t) => ({ type: "identify", userId: "u", traits: { email: `x${t}` } }) },
-  { name: "an integrations key", field: "integrations[", bad: (t) => ({ type: "track", userId: "u", event: "e", integrations: { [`Hook${t}`]: true } }) },
-  { name: "an integrations option", field: "integrations.Hook.region", bad: (t) => ({ type: "track", userId: "u", event: "e", integrations: { Hook: { region: `x${t}` } } }) },
+  {
+    name: "an integrations key",
+    field: "integrations[",
+    bad: (t) => ({ type: "track", userId: "u", event: "e", integrations: { [`Hook${t}`]: true } }),
+  },
+  {
+    name: "an integrations option",
+    field: "integrations.Hook.region",
+    bad: (t) => ({ type: "track", userId: "u", event: "e", integrations: { Hook: { region: `x${t}` } } }),
+  },
 ];
 
 describe.each([

@@ -3,7 +3,19 @@ import { createAddressGuard } from "../../src/outbound/address-guard.js";
 
 test("loopback, private, link-local and metadata addresses are refused", () => {
   const guard = createAddressGuard({ allowPrivate: false, allowedCidrs: [] });
-  for (const address of ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "::1", "fe80::1", "fd00:ec2::254", "::ffff:127.0.0.1", "0.0.0.0", "100.64.0.1"]) {
+  for (const address of [
+    "127.0.0.1",
+    "10.1.2.3",
+    "172.16.0.1",
+    "192.168.1.1",
+    "169.254.169.254",
+    "::1",
+    "fe80::1",
+    "fd00:ec2::254",
+    "::ffff:127.0.0.1",
+    "0.0.0.0",
+    "100.64.0.1",
+  ]) {
     expect(guard.refuse(address), address).toMatch(/WAYPOST_ALLOW_PRIVATE_DESTINATIONS/);
   }
   for (const address of ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111"]) {

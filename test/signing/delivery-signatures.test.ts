@@ -31,13 +31,20 @@ async function setup(respond: (index: number) => number, init: { signingSecrets:
   const receiver = await startReceiver({ respond: (_, index) => ({ status: respond(index) }) });
   receivers.push(receiver);
   const source = await server.createSource();
-  const destination = await server.createDestination({ name: "signed", sourceIds: [source.id], webhooks: [{ url: receiver.url }], ...init });
+  const destination = await server.createDestination({
+    name: "signed",
+    sourceIds: [source.id],
+    webhooks: [{ url: receiver.url }],
+    ...init,
+  });
   return { receiver, source, destination, client: server.tracking(source.writeKey) };
 }
 
 /** The next attempt of a retrying delivery: the clock moves to it. */
 async function nextAttempt(destinationId: string) {
-  const row = await server.pool.query("SELECT min(run_at) AS at FROM deliveries WHERE destination_id = $1 AND status = 'retrying'", [destinationId]);
+  const row = await server.pool.query("SELECT min(run_at) AS at FROM deliveries WHERE destination_id = $1 AND status = 'retrying'", [
+    destinationId,
+  ]);
   clock.set(row.rows[0].at);
   await claimRound(server);
 }

@@ -87,10 +87,7 @@ export function trackingClientFor(transport: Transport, writeKey: string): Clien
  * `createTrackingClient` of either entry point: checks the options, then
  * builds the client on the given transport or the platform's default one.
  */
-export function createTrackingClientWith(
-  factory: TransportFactory,
-  options: TrackingClientOptions,
-): Client<typeof TrackingService> {
+export function createTrackingClientWith(factory: TransportFactory, options: TrackingClientOptions): Client<typeof TrackingService> {
   if (typeof options.writeKey !== "string" || options.writeKey === "") {
     throw new TypeError("options.writeKey is required: the write key of a Waypost source");
   }

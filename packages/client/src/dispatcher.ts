@@ -5,7 +5,7 @@ import type { ClientLog } from "./debug-log.js";
 import { AnalyticsError } from "./errors.js";
 import { CallQueue, type QueuedCall } from "./queue.js";
 import { asConnectError, classifyFailure, retryDelayMs, type RetryPolicy } from "./retry.js";
-import { Reporter } from "./reporter.js";
+import type { Reporter } from "./reporter.js";
 import { batchRequestBytes, encodeBatch, halve, takeBatch } from "./split.js";
 
 export interface DispatcherOptions {

@@ -23,11 +23,7 @@ export function parseSignatureHex(signature: unknown): Uint8Array<ArrayBuffer> |
  * HMAC-SHA1 of the raw body under `secret`. `crypto.subtle.verify` compares
  * in constant time.
  */
-export async function verifyWebhookSignatureAsync(
-  rawBody: string | Uint8Array,
-  signature: string,
-  secret: string,
-): Promise<boolean> {
+export async function verifyWebhookSignatureAsync(rawBody: string | Uint8Array, signature: string, secret: string): Promise<boolean> {
   const given = parseSignatureHex(signature);
   if (!given) return false;
   const subtle = globalThis.crypto?.subtle;

@@ -125,11 +125,7 @@ export function createBatchCountScanner(limit: number): BatchCountScanner {
  * gRPC-Web and Connect streaming framing (5-byte headers); a compressed
  * envelope is counted by guardDecompression instead.
  */
-export async function* guardBody(
-  body: AsyncIterable<Uint8Array>,
-  enveloped: boolean,
-  limit: number,
-): AsyncGenerator<Uint8Array> {
+export async function* guardBody(body: AsyncIterable<Uint8Array>, enveloped: boolean, limit: number): AsyncGenerator<Uint8Array> {
   let scanner = createBatchCountScanner(limit);
   let header: number[] = [];
   let remaining = 0;

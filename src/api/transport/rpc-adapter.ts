@@ -137,13 +137,7 @@ function clientFaultDecompression(inner: Compression): Compression {
       inner.decompress(bytes, readMaxBytes).catch((error: unknown) => {
         const connectError = ConnectError.from(error);
         if (connectError.code !== Code.Internal) throw connectError;
-        throw new ConnectError(
-          `request body is not valid ${inner.name} data`,
-          Code.InvalidArgument,
-          undefined,
-          undefined,
-          error,
-        );
+        throw new ConnectError(`request body is not valid ${inner.name} data`, Code.InvalidArgument, undefined, undefined, error);
       }),
   };
 }

@@ -20,10 +20,7 @@ const utf8 = new TextEncoder();
 const utf8Decoder = new TextDecoder();
 
 /** The response with request-decoding failures re-labelled `invalid_argument`, in each protocol's wire form. */
-export async function reclassifyClientFaults(
-  response: UniversalServerResponse,
-  protocol: RpcProtocol,
-): Promise<UniversalServerResponse> {
+export async function reclassifyClientFaults(response: UniversalServerResponse, protocol: RpcProtocol): Promise<UniversalServerResponse> {
   const body = response.body;
   if (!body || !(Symbol.asyncIterator in body)) return response;
   if (protocol === "connect-unary") {
@@ -83,10 +80,7 @@ function patchGrpcStatus(trailer: Headers): boolean {
 }
 
 /** Rewrites `{"code":"internal","message":"parse binary: ..."}` (found via `pick`); undefined when it is not such an error. */
-function rewriteConnectErrorJson(
-  bytes: Uint8Array,
-  pick: (json: Record<string, unknown>) => unknown,
-): Uint8Array | undefined {
+function rewriteConnectErrorJson(bytes: Uint8Array, pick: (json: Record<string, unknown>) => unknown): Uint8Array | undefined {
   let json: Record<string, unknown>;
   try {
     json = JSON.parse(utf8Decoder.decode(bytes)) as Record<string, unknown>;
@@ -94,7 +88,7 @@ function rewriteConnectErrorJson(
     return undefined;
   }
   const error = pick(json) as { code?: unknown; message?: unknown } | undefined;
-  if (!error || error.code !== "internal" || typeof error.message !== "string") return undefined;
+  if (error?.code !== "internal" || typeof error.message !== "string") return undefined;
   if (!isClientFaultMessage(error.message)) return undefined;
   error.code = "invalid_argument";
   return utf8.encode(JSON.stringify(json));

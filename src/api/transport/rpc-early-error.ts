@@ -45,7 +45,9 @@ export function writeEarlyRpcError(req: Req, res: Res, error: ConnectError): voi
     case "grpc": {
       // Trailers-only: the status travels in the only HEADERS frame.
       const headers: Record<string, string> = { "content-type": requestType };
-      setTrailerStatus(new Headers(), error).forEach((value, key) => (headers[key] = value));
+      setTrailerStatus(new Headers(), error).forEach((value, key) => {
+        headers[key] = value;
+      });
       res.writeHead(200, headers);
       res.end();
       return;

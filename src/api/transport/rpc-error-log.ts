@@ -13,10 +13,7 @@ export function createErrorLogInterceptor(logger: Logger): Interceptor {
   const report = (rpc: string, error: unknown) => {
     const connectError = ConnectError.from(error);
     if (!serverCodes.has(connectError.code)) return;
-    logger.error(
-      { err: connectError.cause ?? error, rpc, code: Code[connectError.code] },
-      "rpc failed with a server error",
-    );
+    logger.error({ err: connectError.cause ?? error, rpc, code: Code[connectError.code] }, "rpc failed with a server error");
   };
   return (next) => async (req) => {
     const rpc = `${req.service.typeName}/${req.method.name}`;

@@ -49,7 +49,12 @@ async function readSyncFile(file: string): Promise<{ userIds: string[] } | { val
     }
     return { values: value as Record<string, JsonValue> };
   }
-  return { userIds: text.split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== "") };
+  return {
+    userIds: text
+      .split(/\r?\n/)
+      .map((l) => l.trim())
+      .filter((l) => l !== ""),
+  };
 }
 
 export function registerAudiences(program: Command, wire: Wire): void {
@@ -90,7 +95,10 @@ export function registerAudiences(program: Command, wire: Wire): void {
     .command("sync")
     .description("replace an audience's members (or a computed trait's values) with a file's")
     .argument("<id>", "audience id")
-    .requiredOption("--file <file>", "user ids one per line, a JSON array of user ids, or a JSON object {userId: value} for a computed trait")
+    .requiredOption(
+      "--file <file>",
+      "user ids one per line, a JSON array of user ids, or a JSON object {userId: value} for a computed trait",
+    )
     .action(
       wire(async (ctx, id: string, flags: { file: string }) => {
         const input = await readSyncFile(flags.file);

@@ -98,7 +98,11 @@ export function registerDeliveries(program: Command, wire: Wire): void {
           throw new UsageError("give a delivery id, or --destination with filters, not both");
         }
         const response = await client.retryDelivery({ id });
-        ctx.print(RetryDeliveryResponseSchema, response, () => `delivery ${id} is ${statusText(response.delivery!.status)}: it will be sent again now`);
+        ctx.print(
+          RetryDeliveryResponseSchema,
+          response,
+          () => `delivery ${id} is ${statusText(response.delivery!.status)}: it will be sent again now`,
+        );
         return;
       }
       if (!flags.destination) throw new UsageError("give a delivery id, or --destination ID|NAME to retry every matching delivery");

@@ -32,9 +32,16 @@ export function lastResult(d: Delivery): string {
 
 /** One finished delivery on one line (deliveries tail). */
 export function tailLine(d: Delivery): string {
-  return [time(d.finalizeTime), statusText(d.status).padEnd(9), d.id, d.destinationId, d.type, d.messageId, d.userId || "-", lastResult(d)].join(
-    "  ",
-  );
+  return [
+    time(d.finalizeTime),
+    statusText(d.status).padEnd(9),
+    d.id,
+    d.destinationId,
+    d.type,
+    d.messageId,
+    d.userId || "-",
+    lastResult(d),
+  ].join("  ");
 }
 
 /** `deliveries get`: fields, the headers sent, the body and every attempt. */

@@ -84,10 +84,7 @@ export const destinationFlags: FlagMapping[] = [
   },
   {
     declare: (c, mode) =>
-      c.option(
-        "--shared-secret <secret>",
-        mode === "create" ? "sign every request (X-Signature)" : 'a new signing secret; "" removes it',
-      ),
+      c.option("--shared-secret <secret>", mode === "create" ? "sign every request (X-Signature)" : 'a new signing secret; "" removes it'),
     apply(flags, into) {
       if (flags.sharedSecret === undefined) return undefined;
       into.sharedSecret = flags.sharedSecret as string;

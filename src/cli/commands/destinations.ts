@@ -76,7 +76,7 @@ export function describeDestination(d: Destination): string {
     const headers = Object.entries(w.headers).map(([k, v]) => `\n    ${k}: ${v}`);
     return `webhook ${i + 1}: ${w.url}${headers.join("")}`;
   });
-  return lines + webhooks.join("\n") + "\n";
+  return `${lines + webhooks.join("\n")}\n`;
 }
 
 /** A new signing secret, which the server never shows again. */
@@ -130,10 +130,7 @@ export function registerDestinations(program: Command, wire: Wire): void {
       }),
     );
 
-  declareDestinationFlags(
-    destinations.command("create").description("create a destination (--header applies to every --url)"),
-    "create",
-  )
+  declareDestinationFlags(destinations.command("create").description("create a destination (--header applies to every --url)"), "create")
     .option("--generate-signing-secret", "generate a Standard Webhooks signing secret (printed once)")
     .action(
       wire(async (ctx, flags: DestinationFlags) => {
@@ -176,8 +173,10 @@ export function registerDestinations(program: Command, wire: Wire): void {
     .action(
       wire(async (ctx, id: string) => {
         const response = await ctx.admin(DestinationService).rotateSigningSecret({ id });
-        ctx.print(RotateSigningSecretResponseSchema, response, () =>
-          `id: ${response.destination?.id ?? id}\n${secretOnce(response.signingSecret)}`,
+        ctx.print(
+          RotateSigningSecretResponseSchema,
+          response,
+          () => `id: ${response.destination?.id ?? id}\n${secretOnce(response.signingSecret)}`,
         );
       }),
     );

@@ -36,7 +36,7 @@ const allowed: Record<CallType, (keyof SendFlags)[]> = {
 };
 const specific: (keyof SendFlags)[] = ["event", "name", "category", "groupId", "previousId", "properties", "traits"];
 
-const flagName = (key: string) => "--" + key.replace(/[A-Z]/g, (c) => "-" + c.toLowerCase());
+const flagName = (key: string) => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 
 async function send(ctx: CliContext, type: CallType, flags: SendFlags): Promise<void> {
   for (const key of specific) {
@@ -53,7 +53,7 @@ async function send(ctx: CliContext, type: CallType, flags: SendFlags): Promise<
   };
   const anonymousId = flags.anonymousId ?? "";
   const client = ctx.withToken(TrackingService, flags.writeKey);
-  let response;
+  let response: { messageId: string };
   switch (type) {
     case "identify":
       response = await client.identify({ identify: { ...common, anonymousId, traits: json("traits") } });

@@ -13,7 +13,22 @@ const percent = (rate: number | undefined) => (rate === undefined ? "-" : `${(ra
 
 function rows(stats: readonly GetDestinationStatsResponse[], names: ReadonlyMap<string, string>): string {
   return table(
-    ["DESTINATION", "NAME", "DELIVERED 1H", "FAILED 1H", "EXPIRED 1H", "DELIVERED 24H", "FAILED 24H", "EXPIRED 24H", "SUCCESS 24H", "P50 24H", "P99 24H", "FAILED TRIES 1H", "FAILED TRIES 24H", "BACKLOG"],
+    [
+      "DESTINATION",
+      "NAME",
+      "DELIVERED 1H",
+      "FAILED 1H",
+      "EXPIRED 1H",
+      "DELIVERED 24H",
+      "FAILED 24H",
+      "EXPIRED 24H",
+      "SUCCESS 24H",
+      "P50 24H",
+      "P99 24H",
+      "FAILED TRIES 1H",
+      "FAILED TRIES 24H",
+      "BACKLOG",
+    ],
     stats.map((s) => [
       s.destinationId,
       names.get(s.destinationId) ?? "",
@@ -37,18 +52,26 @@ function rows(stats: readonly GetDestinationStatsResponse[], names: ReadonlyMap<
 export function registerStats(program: Command, wire: Wire): void {
   program
     .command("stats")
-    .description("delivered, failed and expired in the last hour and 24 h, success rate, latency, failed attempts, backlog (--json adds the per-minute series)")
+    .description(
+      "delivered, failed and expired in the last hour and 24 h, success rate, latency, failed attempts, backlog (--json adds the per-minute series)",
+    )
     .option("--destination <id|name>", "one destination (default: every destination)")
     .action(
       wire(async (ctx, flags: { destination?: string }) => {
         const deliveries = ctx.admin(DeliveryService);
         if (flags.destination) {
           const stats = await deliveries.getDestinationStats({ destinationId: await resolveDestinationRef(ctx, flags.destination) });
-          ctx.print(GetDestinationStatsResponseSchema, stats, () => rows([stats], new Map()) + `${stats.series.length} active minutes in the last 24 h (--json shows them)\n`);
+          ctx.print(
+            GetDestinationStatsResponseSchema,
+            stats,
+            () => `${rows([stats], new Map())}${stats.series.length} active minutes in the last 24 h (--json shows them)\n`,
+          );
           return;
         }
         const destinations = await listAllDestinations(ctx);
-        const all = await Promise.all(destinations.map((d) => deliveries.getDestinationStats({ destinationId: d.id }, { signal: ctx.signal })));
+        const all = await Promise.all(
+          destinations.map((d) => deliveries.getDestinationStats({ destinationId: d.id }, { signal: ctx.signal })),
+        );
         // Several RPCs: one document with each response under "destinations".
         ctx.printJson({ destinations: all.map((s) => toJson(GetDestinationStatsResponseSchema, s)) }, () =>
           rows(all, new Map(destinations.map((d) => [d.id, d.name]))),

@@ -1,7 +1,14 @@
 import { toJson } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import { setTimeout as delay } from "node:timers/promises";
-import { DeliveryOrder, DeliveryService, DeliverySchema, type Delivery, type ListDeliveriesRequest } from "../../../gen/waypost/v1/delivery_pb.js";
+import {
+  DeliveryOrder,
+  type DeliveryService,
+  DeliverySchema,
+  type Delivery,
+  type ListDeliveriesRequest,
+  type ListDeliveriesResponse,
+} from "../../../gen/waypost/v1/delivery_pb.js";
 import type { CliContext } from "../context.js";
 import { tailLine } from "./delivery-text.js";
 
@@ -38,7 +45,7 @@ export async function tailDeliveries(
       const stopped = await delay(intervalMs, false, { signal: ctx.signal }).catch(() => true);
       if (stopped) break;
     }
-    let page;
+    let page: ListDeliveriesResponse;
     try {
       page = await client.listDeliveries({ ...request, pageSize, pageToken }, { signal: ctx.signal });
     } catch (error) {

@@ -39,9 +39,8 @@ export function SecretOnce(props: { label: string; value: string; onDismiss(): v
   const [copied, setCopied] = useState(false);
   return (
     <div class="secret" role="status">
-      <p>
-        {props.label} It is shown only now: copy it.
-      </p>
+      <p>{props.label} It is shown only now: copy it.</p>
+      {/* biome-ignore lint/a11y/useAriaPropsSupportedByRole: the secret is found by what it is (its label), and is shown only once */}
       <code aria-label={props.label}>{props.value}</code>
       <button
         type="button"

@@ -63,7 +63,7 @@ export function useAction(): {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | undefined>();
   const run = useCallback(
-    async <T,>(action: (api: Api) => Promise<T>): Promise<T | undefined> => {
+    async <T>(action: (api: Api) => Promise<T>): Promise<T | undefined> => {
       setBusy(true);
       setError(undefined);
       try {

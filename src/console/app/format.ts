@@ -6,7 +6,10 @@ export function formatTime(ts: Timestamp | undefined): string {
 }
 
 export function formatDate(date: Date): string {
-  return date.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+  return date
+    .toISOString()
+    .replace("T", " ")
+    .replace(/\.\d+Z$/, "Z");
 }
 
 export const statusLabels: Record<DeliveryStatus, string> = {

@@ -16,8 +16,14 @@ export interface Names {
 export function useNames(): Loaded<Names> {
   return useLoad(async (api) => {
     const [destinations, sources] = await Promise.all([
-      listAll((t) => api.destinations.listDestinations({ pageToken: t, pageSize: 100 }), (r) => r.destinations),
-      listAll((t) => api.sources.listSources({ pageToken: t, pageSize: 100 }), (r) => r.sources),
+      listAll(
+        (t) => api.destinations.listDestinations({ pageToken: t, pageSize: 100 }),
+        (r) => r.destinations,
+      ),
+      listAll(
+        (t) => api.sources.listSources({ pageToken: t, pageSize: 100 }),
+        (r) => r.sources,
+      ),
     ]);
     return { destinations, sources };
   }, []);

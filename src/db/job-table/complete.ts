@@ -105,7 +105,7 @@ export function recordsParameter(completions: readonly DeliveryCompletion[]): st
     if (i > 0) json += ",";
     json += completionRecord(completions[i]!);
   }
-  return json + "]";
+  return `${json}]`;
 }
 
 /**
@@ -136,5 +136,5 @@ function completionRecord(c: DeliveryCompletion): string {
     if (a.responseBody !== null) json += `,"response_body":${JSON.stringify(a.responseBody)}`;
     json += "}";
   }
-  return json + "]}";
+  return `${json}]}`;
 }

@@ -96,6 +96,10 @@ export function transitionSql(transition: Transition): string {
   const items = [transition.status === undefined ? "" : statusSet(transition.status), transition.set ?? "", fenceSet(transition.fence)];
   const set = items.filter((item) => item !== "").join(", ");
   return `UPDATE deliveries d SET ${set}${transition.from ? ` FROM ${transition.from}` : ""}
-      WHERE (${transition.where})${fenceWhere(transition.fence)}${transition.returning ? `
-      RETURNING ${transition.returning}` : ""}`;
+      WHERE (${transition.where})${fenceWhere(transition.fence)}${
+        transition.returning
+          ? `
+      RETURNING ${transition.returning}`
+          : ""
+      }`;
 }

@@ -86,12 +86,7 @@ export async function replayBatch(
   };
 }
 
-export function replayBatchQuery(
-  replay: BulkReplay,
-  after: ReplayPosition | undefined,
-  now: Date,
-  limit: number,
-): Query {
+export function replayBatchQuery(replay: BulkReplay, after: ReplayPosition | undefined, now: Date, limit: number): Query {
   const params = new Params();
   const where = filterPredicates(replay.filter, params);
   where.push(`m.received_at >= ${params.add(replay.retentionCutoff, "timestamptz")}`);

@@ -43,11 +43,7 @@ export interface ApplySyncResult {
  * once, against the state before this statement.
  */
 export async function applySync(client: pg.PoolClient, options: ApplySyncOptions): Promise<ApplySyncResult> {
-  const payload = templateSql(
-    options.template,
-    { userId: "c.user_id", value: "c.value_text", messageId: "c.message_id" },
-    5,
-  );
+  const payload = templateSql(options.template, { userId: "c.user_id", value: "c.value_text", messageId: "c.message_id" }, 5);
   const result = await client.query<{
     added: string;
     removed: string;
@@ -111,9 +107,5 @@ export async function applySync(client: pg.PoolClient, options: ApplySyncOptions
 
 /** Records the outcome of a sync on the audience row. */
 export async function markSynced(client: pg.PoolClient, audienceId: string, members: number, at: Date): Promise<void> {
-  await client.query("UPDATE audiences SET member_count = $2, last_synced_at = $3 WHERE id = $1", [
-    audienceId,
-    members,
-    at,
-  ]);
+  await client.query("UPDATE audiences SET member_count = $2, last_synced_at = $3 WHERE id = $1", [audienceId, members, at]);
 }

@@ -45,10 +45,7 @@ export async function insertAudience(db: Queryable, audience: NewAudience): Prom
 
 /** One audience; `forUpdate` locks it, which serialises the syncs of one audience. */
 export async function selectAudience(db: Queryable, id: string, forUpdate = false): Promise<AudienceRow | undefined> {
-  const result = await db.query<AudienceRow>(
-    `SELECT ${columns} FROM audiences WHERE id = $1 ${forUpdate ? "FOR UPDATE" : ""}`,
-    [id],
-  );
+  const result = await db.query<AudienceRow>(`SELECT ${columns} FROM audiences WHERE id = $1 ${forUpdate ? "FOR UPDATE" : ""}`, [id]);
   return result.rows[0];
 }
 

@@ -7,17 +7,12 @@ import type { Queryable } from "../pool.js";
  * commits (its delete notifications reference them), without blocking
  * anything else. Returns the given ids that do not exist separately.
  */
-export async function lockAffectedSources(
-  db: Queryable,
-  sourceIds: readonly string[],
-): Promise<{ found: string[]; missing: string[] }> {
+export async function lockAffectedSources(db: Queryable, sourceIds: readonly string[]): Promise<{ found: string[]; missing: string[] }> {
   if (sourceIds.length === 0) {
     const all = await db.query<{ id: string }>("SELECT id FROM sources ORDER BY created_at, id FOR KEY SHARE");
     return { found: all.rows.map((r) => r.id), missing: [] };
   }
-  const result = await db.query<{ id: string }>("SELECT id FROM sources WHERE id = ANY($1::uuid[]) FOR KEY SHARE", [
-    sourceIds,
-  ]);
+  const result = await db.query<{ id: string }>("SELECT id FROM sources WHERE id = ANY($1::uuid[]) FOR KEY SHARE", [sourceIds]);
   const found = new Set(result.rows.map((r) => r.id));
   return { found: sourceIds.filter((id) => found.has(id)), missing: sourceIds.filter((id) => !found.has(id)) };
 }

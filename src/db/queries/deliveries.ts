@@ -34,14 +34,17 @@ const columns = `d.id, d.destination_id, d.source_id, m.message_id, m.type, d.st
   d.created_at, coalesce(d.earliest_attempt_at, d.first_attempt_at) AS first_attempt_at, d.run_at, d.finalized_at, m.payload, m.user_id`;
 
 export async function selectDelivery(db: Queryable, id: string): Promise<DeliveryRow | undefined> {
-  const result = await db.query<DeliveryRow>(
-    `SELECT ${columns} FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE d.id = $1`,
-    [id],
-  );
+  const result = await db.query<DeliveryRow>(`SELECT ${columns} FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE d.id = $1`, [
+    id,
+  ]);
   return result.rows[0];
 }
 
-export async function selectAttempts(db: Queryable, destinationIds: readonly string[], deliveryIds: readonly string[]): Promise<AttemptRow[]> {
+export async function selectAttempts(
+  db: Queryable,
+  destinationIds: readonly string[],
+  deliveryIds: readonly string[],
+): Promise<AttemptRow[]> {
   if (deliveryIds.length === 0) return [];
   const result = await db.query<AttemptRow>(
     `SELECT delivery_id, attempt, url, attempted_at, outcome, status_code, error, latency_ms, response_body

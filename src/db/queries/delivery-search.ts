@@ -49,7 +49,9 @@ export function searchQuery(filter: DeliveryFilter, options: SearchOptions): Que
   const params = new Params();
   const extra: string[] = [];
   if (options.before) {
-    extra.push(`(d.created_at, d.id) < (${params.add(options.before.createdAt, "timestamptz")}, ${params.add(options.before.id, "bigint")})`);
+    extra.push(
+      `(d.created_at, d.id) < (${params.add(options.before.createdAt, "timestamptz")}, ${params.add(options.before.id, "bigint")})`,
+    );
   }
   return { text: search(filter, params, extra, "d.created_at DESC, d.id DESC", options.limit), values: params.values };
 }

@@ -20,4 +20,3 @@ export async function selectDestinationBacklogs(pool: pg.Pool, timeoutMs: number
     return new Map(result.rows.map((row) => [row.id, Number(row.backlog)]));
   });
 }
-

@@ -135,10 +135,7 @@ export async function missingSourceIds(db: Queryable, ids: readonly string[]): P
 export async function replaceDestinationSources(db: Queryable, destinationId: string, sourceIds: readonly string[]): Promise<void> {
   await db.query("DELETE FROM destination_sources WHERE destination_id = $1", [destinationId]);
   if (sourceIds.length > 0) {
-    await db.query(
-      "INSERT INTO destination_sources (source_id, destination_id) SELECT unnest($1::uuid[]), $2",
-      [sourceIds, destinationId],
-    );
+    await db.query("INSERT INTO destination_sources (source_id, destination_id) SELECT unnest($1::uuid[]), $2", [sourceIds, destinationId]);
   }
 }
 

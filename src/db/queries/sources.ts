@@ -40,10 +40,10 @@ export async function listSourceRows(
 
 /** Replaces the write key's hash; undefined when the source does not exist. */
 export async function updateWriteKeyHash(db: Queryable, id: string, writeKeyHash: Buffer): Promise<SourceRow | undefined> {
-  const result = await db.query<SourceRow>(
-    "UPDATE sources SET write_key_hash = $2 WHERE id = $1 RETURNING id, name, created_at",
-    [id, writeKeyHash],
-  );
+  const result = await db.query<SourceRow>("UPDATE sources SET write_key_hash = $2 WHERE id = $1 RETURNING id, name, created_at", [
+    id,
+    writeKeyHash,
+  ]);
   return result.rows[0];
 }
 
@@ -54,10 +54,7 @@ export async function deleteSourceRow(db: Queryable, id: string): Promise<boolea
 }
 
 /** The source whose write key hashes to `hash`, with the stored hash (for a constant-time check). */
-export async function selectSourceByWriteKeyHash(
-  db: Queryable,
-  hash: Buffer,
-): Promise<{ id: string; write_key_hash: Buffer } | undefined> {
+export async function selectSourceByWriteKeyHash(db: Queryable, hash: Buffer): Promise<{ id: string; write_key_hash: Buffer } | undefined> {
   const result = await db.query<{ id: string; write_key_hash: Buffer }>(
     "SELECT id, write_key_hash FROM sources WHERE write_key_hash = $1",
     [hash],

@@ -83,12 +83,7 @@ function rowsParameter(messages: readonly MessageToStore[]): string {
  * the source already has (a repeat is acknowledged, not stored again), and
  * wakes the delivery loops. Callers pass unique messageIds.
  */
-export async function storeMessages(
-  db: Queryable,
-  sourceId: string,
-  receivedAt: Date,
-  messages: readonly MessageToStore[],
-): Promise<void> {
+export async function storeMessages(db: Queryable, sourceId: string, receivedAt: Date, messages: readonly MessageToStore[]): Promise<void> {
   if (messages.length === 0) return;
   // Prepared (named): parsed and planned once per connection, not per Batch.
   await db.query({ name: "waypost-store-messages", text: storeStatement, values: [sourceId, receivedAt, rowsParameter(messages)] });

@@ -29,7 +29,10 @@ function scan(bytes: Uint8Array, limit: number): void {
 test.each([
   ["binary", (count: number) => toBinary(BatchRequestSchema, batch(count))],
   ["JSON", (count: number) => new TextEncoder().encode(toJsonString(BatchRequestSchema, batch(count)))],
-  ["JSON with spaces", (count: number) => new TextEncoder().encode(`  ${toJsonString(BatchRequestSchema, batch(count), { prettySpaces: 2 })}`)],
+  [
+    "JSON with spaces",
+    (count: number) => new TextEncoder().encode(`  ${toJsonString(BatchRequestSchema, batch(count), { prettySpaces: 2 })}`),
+  ],
 ])("%s: a batch at the limit passes, one message more is refused", (_name, encode) => {
   expect(() => scan(encode(50), 50)).not.toThrow();
   expect(() => scan(encode(51), 50)).toThrow(/over the limit of 50/);

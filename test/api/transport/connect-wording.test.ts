@@ -42,7 +42,10 @@ async function readAll(body: AsyncIterable<Uint8Array> | undefined): Promise<Buf
 
 test("an undecodable binary message: Connect says `parse binary: ...`, as internal", async () => {
   const response = await sourceHandler()(request("application/proto", new Uint8Array([0x0a, 0x64, 0x0a, 0x01])));
-  const error = JSON.parse((await readAll(response.body as AsyncIterable<Uint8Array>)).toString("utf8")) as { code: string; message: string };
+  const error = JSON.parse((await readAll(response.body as AsyncIterable<Uint8Array>)).toString("utf8")) as {
+    code: string;
+    message: string;
+  };
   expect(error.code, upgradeHint).toBe("internal");
   expect(isClientFaultMessage(error.message), `${upgradeHint} (message: ${error.message})`).toBe(true);
 });

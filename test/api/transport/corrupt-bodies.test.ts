@@ -113,12 +113,7 @@ describe("gRPC", () => {
     // Announce 10 MB, send 64 KB of it, and keep the stream open like a slow uploader.
     const header = Buffer.alloc(5);
     header.writeUInt32BE(10 * 1024 * 1024, 1);
-    const answer = await grpcCall(
-      "/waypost.v1.TrackingService/Batch",
-      Buffer.concat([header, Buffer.alloc(64 * 1024)]),
-      {},
-      false,
-    );
+    const answer = await grpcCall("/waypost.v1.TrackingService/Batch", Buffer.concat([header, Buffer.alloc(64 * 1024)]), {}, false);
     expect(answer.closed).toBe(true);
     expect(answer.status).toBe("8"); // resource exhausted
   }, 10_000);

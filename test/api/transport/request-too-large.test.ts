@@ -39,12 +39,20 @@ function expectTooLarge(status: number, body: ErrorBody) {
 }
 
 /** A raw request over Node's http, so the body can be chunked or held back. */
-function rawPost(options: { headers: Record<string, string>; chunks: Buffer[]; endBody: boolean }): Promise<{ status: number; body: ErrorBody }> {
+function rawPost(options: {
+  headers: Record<string, string>;
+  chunks: Buffer[];
+  endBody: boolean;
+}): Promise<{ status: number; body: ErrorBody }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       `${server.url}/waypost.v1.TrackingService/Batch`,
       // A connection of its own: one whose body was cut short cannot be reused.
-      { method: "POST", agent: false, headers: { "content-type": "application/json", authorization: `Bearer ${writeKey}`, ...options.headers } },
+      {
+        method: "POST",
+        agent: false,
+        headers: { "content-type": "application/json", authorization: `Bearer ${writeKey}`, ...options.headers },
+      },
       (res) => {
         let text = "";
         res.setEncoding("utf8");

@@ -112,10 +112,9 @@ test("the claim takes the plain destination's oldest deliveries and nothing of t
   const { deliveries } = await claimDeliveries(pool, options);
   expect(deliveries).toHaveLength(256);
   expect(new Set(deliveries.map((d) => d.destinationId))).toEqual(new Set([plainId]));
-  const oldest = await pool.query<{ id: string }>(
-    "SELECT id::text FROM deliveries WHERE destination_id = $1 ORDER BY run_at LIMIT 256",
-    [plainId],
-  );
+  const oldest = await pool.query<{ id: string }>("SELECT id::text FROM deliveries WHERE destination_id = $1 ORDER BY run_at LIMIT 256", [
+    plainId,
+  ]);
   expect(new Set(deliveries.map((d) => d.id))).toEqual(new Set(oldest.rows.map((r) => r.id)));
   // The throttled destination's half token stays.
   const bucket = await pool.query("SELECT tokens FROM destination_rate_buckets WHERE destination_id = $1", [throttledId]);

@@ -229,7 +229,14 @@ test("a heartbeat extends only leases the holder still has: not one taken over, 
   // One lease has run out (the holder stalled) and another process claims
   // the delivery; the others are still held.
   await pool.query("UPDATE deliveries SET leased_until = $2 WHERE id = $1", [takenOver, t0]);
-  const taken = await claimDeliveries(pool, { now: later, limit: 10, perDestinationLimit: 10, room: new Map(), leaseMs: minute, owner: "b" });
+  const taken = await claimDeliveries(pool, {
+    now: later,
+    limit: 10,
+    perDestinationLimit: 10,
+    room: new Map(),
+    leaseMs: minute,
+    owner: "b",
+  });
   const [other] = taken.deliveries;
   expect(taken.deliveries.map((d) => d.id)).toEqual([takenOver]);
   await completeDeliveries(pool, [completion(job(revoked), t0, "retrying")]);
@@ -239,7 +246,11 @@ test("a heartbeat extends only leases the holder still has: not one taken over, 
   const extended = await extendLeases(pool, later, minute, jobs);
   expect([...extended]).toEqual([kept]);
   expect((await row(kept)).leased_until).toEqual(new Date(later.getTime() + minute));
-  expect(await row(takenOver)).toMatchObject({ lease_owner: "b", lease_token: other!.leaseToken, leased_until: new Date(later.getTime() + minute) });
+  expect(await row(takenOver)).toMatchObject({
+    lease_owner: "b",
+    lease_token: other!.leaseToken,
+    leased_until: new Date(later.getTime() + minute),
+  });
   expect(await row(revoked)).toMatchObject({ status: "retrying", leased_until: null });
   expect(await row(completed)).toMatchObject({ status: "delivered", leased_until: null });
 });
@@ -258,7 +269,14 @@ test("a refused result is counted and handed back; the limit-th refusal fails th
   expect(await refuse(first!, t0)).toBe("pending");
   const once = await pool.query("SELECT refused_completions, last_error, first_attempt_at FROM deliveries WHERE id = $1", [id]);
   expect(once.rows[0]).toEqual({ refused_completions: 1, last_error: "refused by a trigger", first_attempt_at: t0 });
-  expect(await row(id)).toMatchObject({ status: "pending", leased_until: null, lease_owner: null, attempt_count: 0, attempts: 0, run_at: new Date(t0.getTime() + minute) });
+  expect(await row(id)).toMatchObject({
+    status: "pending",
+    leased_until: null,
+    lease_owner: null,
+    attempt_count: 0,
+    attempts: 0,
+    run_at: new Date(t0.getTime() + minute),
+  });
   // A stale holder's refusal (its lease moved on) counts nothing.
   expect(await refuse(first!, t0)).toBeUndefined();
 

@@ -39,7 +39,14 @@ beforeEach(async () => {
 const enqueue = () => enqueueOne(pool, sourceId, t0);
 
 async function claimOne(now = t0): Promise<ClaimedDelivery> {
-  const { deliveries } = await claimDeliveries(pool, { now, limit: 1, perDestinationLimit: 1, room: new Map(), leaseMs: minute, owner: "a" });
+  const { deliveries } = await claimDeliveries(pool, {
+    now,
+    limit: 1,
+    perDestinationLimit: 1,
+    room: new Map(),
+    leaseMs: minute,
+    owner: "a",
+  });
   return deliveries[0]!;
 }
 
@@ -145,22 +152,63 @@ test("a completion's times, URLs, errors and response bodies are stored exactly"
       ...completion(job, "retrying"),
       runAt,
       attemptedAt,
-      retryUrls: ["https://example.com/a?x=\"1\"", "https://example.com/b"],
+      retryUrls: ['https://example.com/a?x="1"', "https://example.com/b"],
       attempts: [
-        { urlIndex: 0, url: "https://example.com/a?x=\"1\"", attemptedAt, outcome: "retryable", statusCode: 503, error: odd, latencyMs: 7, responseBody: odd },
-        { urlIndex: 1, url: "https://example.com/b", attemptedAt, outcome: "retryable", statusCode: null, error: null, latencyMs: 0, responseBody: null },
+        {
+          urlIndex: 0,
+          url: 'https://example.com/a?x="1"',
+          attemptedAt,
+          outcome: "retryable",
+          statusCode: 503,
+          error: odd,
+          latencyMs: 7,
+          responseBody: odd,
+        },
+        {
+          urlIndex: 1,
+          url: "https://example.com/b",
+          attemptedAt,
+          outcome: "retryable",
+          statusCode: null,
+          error: null,
+          latencyMs: 0,
+          responseBody: null,
+        },
       ],
     },
   ]);
   const delivery = await pool.query("SELECT run_at, first_attempt_at, finalized_at, retry_urls FROM deliveries WHERE id = $1", [id]);
-  expect(delivery.rows[0]).toEqual({ run_at: runAt, first_attempt_at: attemptedAt, finalized_at: null, retry_urls: ["https://example.com/a?x=\"1\"", "https://example.com/b"] });
+  expect(delivery.rows[0]).toEqual({
+    run_at: runAt,
+    first_attempt_at: attemptedAt,
+    finalized_at: null,
+    retry_urls: ['https://example.com/a?x="1"', "https://example.com/b"],
+  });
   const attempts = await pool.query(
     "SELECT url_index, url, attempted_at, outcome, status_code, error, latency_ms, response_body FROM delivery_attempts WHERE delivery_id = $1 ORDER BY url_index",
     [id],
   );
   expect(attempts.rows).toEqual([
-    { url_index: 0, url: "https://example.com/a?x=\"1\"", attempted_at: attemptedAt, outcome: "retryable", status_code: 503, error: odd, latency_ms: 7, response_body: odd },
-    { url_index: 1, url: "https://example.com/b", attempted_at: attemptedAt, outcome: "retryable", status_code: null, error: null, latency_ms: 0, response_body: null },
+    {
+      url_index: 0,
+      url: 'https://example.com/a?x="1"',
+      attempted_at: attemptedAt,
+      outcome: "retryable",
+      status_code: 503,
+      error: odd,
+      latency_ms: 7,
+      response_body: odd,
+    },
+    {
+      url_index: 1,
+      url: "https://example.com/b",
+      attempted_at: attemptedAt,
+      outcome: "retryable",
+      status_code: null,
+      error: null,
+      latency_ms: 0,
+      response_body: null,
+    },
   ]);
 
   const again = await claimOne(runAt);

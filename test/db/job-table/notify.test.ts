@@ -1,13 +1,7 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import {
-  claimDeliveries,
-  completeDeliveries,
-  deliveriesChannel,
-  replayDelivery,
-  wakeWorkers,
-} from "../../../src/db/job-table/index.js";
+import { claimDeliveries, completeDeliveries, deliveriesChannel, replayDelivery, wakeWorkers } from "../../../src/db/job-table/index.js";
 import type { Pool } from "../../../src/db/pool.js";
 import { queueDeleteNotifications } from "../../../src/db/queries/deletion-notifications.js";
 import { insertDeletionRequest } from "../../../src/db/queries/deletion-requests.js";
@@ -97,7 +91,17 @@ test("a replay and an enabled destination wake the loops", async () => {
     deliveries: [job],
   } = await claimDeliveries(pool, { now: t0, limit: 1, perDestinationLimit: 1, room: new Map(), leaseMs: 60_000, owner: "a" });
   await completeDeliveries(pool, [
-    { destinationId, id: job!.id, leaseToken: job!.leaseToken, status: "failed", runAt: t0, attempted: true, attemptedAt: t0, retryUrls: null, attempts: [] },
+    {
+      destinationId,
+      id: job!.id,
+      leaseToken: job!.leaseToken,
+      status: "failed",
+      runAt: t0,
+      attempted: true,
+      attemptedAt: t0,
+      retryUrls: null,
+      attempts: [],
+    },
   ]);
   await wakeups();
   expect(await replayDelivery(pool, destinationId, job!.id, t0)).toBe(true);

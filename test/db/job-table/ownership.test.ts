@@ -3,7 +3,6 @@ import path from "node:path";
 import { expect, test } from "vitest";
 
 const srcDir = new URL("../../../src/", import.meta.url).pathname;
-const jobTableDir = path.join(srcDir, "db", "job-table");
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {

@@ -14,8 +14,14 @@ const kinds: Record<AudienceKind, string> = {
 export function AudiencesView() {
   const loaded = useLoad(
     async (api) => ({
-      audiences: await listAll((pageToken) => api.audiences.listAudiences({ pageToken, pageSize: 100 }), (r) => r.audiences),
-      sources: await listAll((pageToken) => api.sources.listSources({ pageToken, pageSize: 100 }), (r) => r.sources),
+      audiences: await listAll(
+        (pageToken) => api.audiences.listAudiences({ pageToken, pageSize: 100 }),
+        (r) => r.audiences,
+      ),
+      sources: await listAll(
+        (pageToken) => api.sources.listSources({ pageToken, pageSize: 100 }),
+        (r) => r.sources,
+      ),
     }),
     [],
   );

@@ -16,7 +16,10 @@ export function DeletionsView() {
   const loaded = useLoad(
     async (api) => ({
       requests: (await api.deletions.listDeletionRequests({ pageSize: 100 })).deletionRequests,
-      sources: await listAll((pageToken) => api.sources.listSources({ pageToken, pageSize: 100 }), (r) => r.sources),
+      sources: await listAll(
+        (pageToken) => api.sources.listSources({ pageToken, pageSize: 100 }),
+        (r) => r.sources,
+      ),
     }),
     [],
   );

@@ -113,11 +113,7 @@ function Summary(props: { delivery: Delivery; destination: Destination | undefin
     ["Finished", formatTime(d.finalizeTime)],
     ["Attempts", String(d.attemptCount)],
   ];
-  return (
-    <dl class="props">
-      {rows.map(([k, v]) => [<dt key={`${k}-t`}>{k}</dt>, <dd key={`${k}-d`}>{v || "–"}</dd>])}
-    </dl>
-  );
+  return <dl class="props">{rows.map(([k, v]) => [<dt key={`${k}-t`}>{k}</dt>, <dd key={`${k}-d`}>{v || "–"}</dd>])}</dl>;
 }
 
 function RequestHeaders(props: { delivery: Delivery }) {

@@ -11,7 +11,10 @@ export function DestinationEditView(props: { params: { id: string } }) {
   const creating = id === "new";
   const loaded = useLoad(
     async (api) => ({
-      sources: await listAll((pageToken) => api.sources.listSources({ pageToken, pageSize: 100 }), (r) => r.sources),
+      sources: await listAll(
+        (pageToken) => api.sources.listSources({ pageToken, pageSize: 100 }),
+        (r) => r.sources,
+      ),
       destination: creating ? undefined : (await api.destinations.getDestination({ id })).destination,
     }),
     [id],

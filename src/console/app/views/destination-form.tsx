@@ -93,8 +93,7 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
       </div>
       <div class="field">
         <label>
-          <input type="checkbox" checked={draft.enabled} onChange={(e) => update({ enabled: e.currentTarget.checked })} />{" "}
-          Enabled
+          <input type="checkbox" checked={draft.enabled} onChange={(e) => update({ enabled: e.currentTarget.checked })} /> Enabled
         </label>
       </div>
       <fieldset aria-describedby="error-sourceIds">
@@ -102,11 +101,7 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
         {props.sources.length === 0 && <p>No sources yet: create one on the Sources page.</p>}
         {props.sources.map((s) => (
           <label key={s.id} class="check">
-            <input
-              type="checkbox"
-              checked={draft.sourceIds.includes(s.id)}
-              onChange={(e) => toggleSource(s.id, e.currentTarget.checked)}
-            />{" "}
+            <input type="checkbox" checked={draft.sourceIds.includes(s.id)} onChange={(e) => toggleSource(s.id, e.currentTarget.checked)} />{" "}
             {s.name}
           </label>
         ))}
@@ -120,12 +115,7 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
           <div class="radios">
             {(["keep", "set", "clear"] as const).map((mode) => (
               <label key={mode} class="check">
-                <input
-                  type="radio"
-                  name="secret-mode"
-                  checked={draft.secretMode === mode}
-                  onChange={() => update({ secretMode: mode })}
-                />{" "}
+                <input type="radio" name="secret-mode" checked={draft.secretMode === mode} onChange={() => update({ secretMode: mode })} />{" "}
                 {mode === "keep"
                   ? `Keep the current one (${props.destination?.hasSharedSecret ? "set" : "none"})`
                   : mode === "set"

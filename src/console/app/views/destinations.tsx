@@ -7,8 +7,14 @@ import { listAll } from "../paging.js";
 export function DestinationsView() {
   const loaded = useLoad(
     async (api) => ({
-      destinations: await listAll((pageToken) => api.destinations.listDestinations({ pageToken, pageSize: 100 }), (r) => r.destinations),
-      sources: await listAll((pageToken) => api.sources.listSources({ pageToken, pageSize: 100 }), (r) => r.sources),
+      destinations: await listAll(
+        (pageToken) => api.destinations.listDestinations({ pageToken, pageSize: 100 }),
+        (r) => r.destinations,
+      ),
+      sources: await listAll(
+        (pageToken) => api.sources.listSources({ pageToken, pageSize: 100 }),
+        (r) => r.sources,
+      ),
     }),
     [],
   );
@@ -38,7 +44,18 @@ export function DestinationsView() {
       <ErrorMessage error={action.error ?? loaded.error} />
       <table aria-label="Destinations">
         <HeaderRow
-          columns={["Name", "State", "Health", "Sources", "Webhooks", "Shared secret", "Signing secret", "Rate limit", "Ordering", "Actions"]}
+          columns={[
+            "Name",
+            "State",
+            "Health",
+            "Sources",
+            "Webhooks",
+            "Shared secret",
+            "Signing secret",
+            "Rate limit",
+            "Ordering",
+            "Actions",
+          ]}
         />
         <tbody>
           {loaded.data?.destinations.length === 0 && <EmptyRow columns={10}>No destinations yet.</EmptyRow>}
@@ -62,7 +79,11 @@ export function DestinationsView() {
               <td>{rateLimitLabel(d)}</td>
               <td>{orderingLabel(d)}</td>
               <td class="actions">
-                <button type="button" aria-label={`${d.enabled === false ? "Enable" : "Disable"} ${d.name}`} onClick={() => setEnabled(d.id, d.etag, d.enabled === false)}>
+                <button
+                  type="button"
+                  aria-label={`${d.enabled === false ? "Enable" : "Disable"} ${d.name}`}
+                  onClick={() => setEnabled(d.id, d.etag, d.enabled === false)}
+                >
                   {d.enabled === false ? "Enable" : "Disable"}
                 </button>
                 <a class="button" href={`/console/destinations/${d.id}`} aria-label={`Edit ${d.name}`}>

@@ -6,7 +6,11 @@ import { errorId, FieldError, type FieldErrors } from "../field-error.js";
  * ordering. The server's messages about them (`destination.maxRequestsPerSecond: …`,
  * `destination.ordering: …`) are shown under each field.
  */
-export function FlowControlFields(props: { draft: DestinationDraft; errors: FieldErrors; onChange(change: Partial<DestinationDraft>): void }) {
+export function FlowControlFields(props: {
+  draft: DestinationDraft;
+  errors: FieldErrors;
+  onChange(change: Partial<DestinationDraft>): void;
+}) {
   const { draft, errors, onChange } = props;
   const invalid = (field: string) => ({
     "aria-invalid": errors[field] ? ("true" as const) : undefined,

@@ -94,6 +94,7 @@ export function LiveView() {
   return (
     <section>
       <h1>Live</h1>
+      {/* biome-ignore lint/a11y/useSemanticElements: role="search" on the form is the search landmark; see delivery-filters.tsx */}
       <form class="filters" role="search" aria-label="Filter live deliveries" onSubmit={(e) => e.preventDefault()}>
         <label>
           Destination

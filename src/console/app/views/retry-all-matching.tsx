@@ -31,9 +31,10 @@ export function RetryAllMatching(props: { filter: DeliveryFilter; onQueued(): vo
       api.deliveries.retryDeliveries({ destinationId, statuses, messageId, userId, since, until }),
     );
     if (!response) return;
-    const skipped = response.notReplayableCount > 0n
-      ? ` ${response.notReplayableCount} could not be replayed: their messages are past the retention period.`
-      : "";
+    const skipped =
+      response.notReplayableCount > 0n
+        ? ` ${response.notReplayableCount} could not be replayed: their messages are past the retention period.`
+        : "";
     setResult(`Replaying ${response.replayCount} deliveries in the background.${skipped}`);
     props.onQueued();
   }

@@ -50,8 +50,8 @@ export function SignInView(props: { notice: string | undefined; onSignedIn(token
           </p>
         )}
         <p class="hint">
-          The token is <code>WAYPOST_ADMIN_TOKEN</code>, or the file the server named in its log when it created one. It
-          is kept for this tab only.
+          The token is <code>WAYPOST_ADMIN_TOKEN</code>, or the file the server named in its log when it created one. It is kept for this
+          tab only.
         </p>
       </form>
     </main>

@@ -46,13 +46,13 @@ export function SigningSecretFields(props: {
     <fieldset>
       <legend>Signing secret</legend>
       <p class="hint">
-        Signs every request the Standard Webhooks way (webhook-id, webhook-timestamp, webhook-signature headers). The server
-        shows a secret only once.
+        Signs every request the Standard Webhooks way (webhook-id, webhook-timestamp, webhook-signature headers). The server shows a secret
+        only once.
       </p>
       {!destination ? (
         <label class="check">
-          <input type="checkbox" checked={props.generate} onChange={(e) => props.onGenerateChange(e.currentTarget.checked)} />{" "}
-          Generate signing secret
+          <input type="checkbox" checked={props.generate} onChange={(e) => props.onGenerateChange(e.currentTarget.checked)} /> Generate
+          signing secret
         </label>
       ) : (
         <>

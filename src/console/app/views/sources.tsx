@@ -6,7 +6,14 @@ import { listAll } from "../paging.js";
 
 /** Sources: list, create (the write key shown once), rotate a key, delete. */
 export function SourcesView() {
-  const sources = useLoad((api) => listAll((pageToken) => api.sources.listSources({ pageToken, pageSize: 100 }), (r) => r.sources), []);
+  const sources = useLoad(
+    (api) =>
+      listAll(
+        (pageToken) => api.sources.listSources({ pageToken, pageSize: 100 }),
+        (r) => r.sources,
+      ),
+    [],
+  );
   const action = useAction();
   const [name, setName] = useState("");
   const [shownKey, setShownKey] = useState<{ label: string; value: string } | undefined>();

@@ -7,8 +7,7 @@ const maxHeaders = 5;
 /** The webhooks of a destination (1 to 5), each with up to 5 static headers. */
 export function WebhookFields(props: { webhooks: WebhookDraft[]; errors: FieldErrors; onChange(webhooks: WebhookDraft[]): void }) {
   const { webhooks, errors, onChange } = props;
-  const set = (index: number, change: Partial<WebhookDraft>) =>
-    onChange(webhooks.map((w, i) => (i === index ? { ...w, ...change } : w)));
+  const set = (index: number, change: Partial<WebhookDraft>) => onChange(webhooks.map((w, i) => (i === index ? { ...w, ...change } : w)));
   return (
     <fieldset>
       <legend>Webhooks</legend>
@@ -37,9 +36,7 @@ export function WebhookFields(props: { webhooks: WebhookDraft[]; errors: FieldEr
                 <input
                   id={`webhook-${i}-header-${h}-name`}
                   value={header.name}
-                  onInput={(e) =>
-                    set(i, { headers: webhook.headers.map((x, j) => (j === h ? { ...x, name: e.currentTarget.value } : x)) })
-                  }
+                  onInput={(e) => set(i, { headers: webhook.headers.map((x, j) => (j === h ? { ...x, name: e.currentTarget.value } : x)) })}
                 />
                 <label for={`webhook-${i}-header-${h}-value`}>{`Webhook ${n} header ${h + 1} value`}</label>
                 <input
@@ -49,11 +46,7 @@ export function WebhookFields(props: { webhooks: WebhookDraft[]; errors: FieldEr
                     set(i, { headers: webhook.headers.map((x, j) => (j === h ? { ...x, value: e.currentTarget.value } : x)) })
                   }
                 />
-                <button
-                  type="button"
-                  class="quiet"
-                  onClick={() => set(i, { headers: webhook.headers.filter((_, j) => j !== h) })}
-                >
+                <button type="button" class="quiet" onClick={() => set(i, { headers: webhook.headers.filter((_, j) => j !== h) })}>
                   {`Remove header ${h + 1} of webhook ${n}`}
                 </button>
               </div>
@@ -76,11 +69,7 @@ export function WebhookFields(props: { webhooks: WebhookDraft[]; errors: FieldEr
           </div>
         );
       })}
-      <button
-        type="button"
-        disabled={webhooks.length >= maxWebhooks}
-        onClick={() => onChange([...webhooks, { url: "", headers: [] }])}
-      >
+      <button type="button" disabled={webhooks.length >= maxWebhooks} onClick={() => onChange([...webhooks, { url: "", headers: [] }])}>
         Add webhook
       </button>
     </fieldset>

@@ -1,0 +1,189 @@
+import type pg from "pg";
+import type { Dispatcher } from "undici";
+import type { Clock } from "../clock.js";
+import type { DeliveryConfig, OperatorWebhookConfig } from "../config.js";
+import type { AttemptResult, DeliveryCompletion } from "../db/job-table/index.js";
+import type { Transition } from "../health/circuit.js";
+import { createHealthMonitor, type HealthMonitor } from "../health/health-monitor.js";
+import { createOperatorEvents } from "../health/operator-events.js";
+import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
+import { createAddressGuard } from "../outbound/address-guard.js";
+import { createHttpClient } from "../outbound/http-client.js";
+import type { WebhookRequest } from "../outbound/send.js";
+import { createCompletionWriter, type CompletionWriter } from "./completion-writer.js";
+import { createDeliveryHooks, type DeliveryHookEmitter } from "./delivery-hooks.js";
+import { createDeliveryMetrics, type DeliveryMetrics } from "./delivery-metrics.js";
+import { createDestinationDispatchers } from "./destination-dispatchers.js";
+import { createDestinationSettings, type DestinationSettings } from "./destination-settings.js";
+import { createLeaseKeeper, type LeaseKeeper } from "./lease-keeper.js";
+import { sendAll } from "./stages.js";
+import { createWakeup, type Wakeup } from "./wakeup.js";
+
+export interface DeliveryRuntimeOptions {
+  pool: pg.Pool;
+  /** For the LISTEN connection, which must not come from the pool. */
+  connectionString: string;
+  config: DeliveryConfig;
+  clock: Clock;
+  logger: Logger;
+  metrics?: Metrics | undefined;
+  /** Outbound HTTP for every destination; by default each destination gets a guarded undici client of its own. */
+  dispatcher?: Dispatcher | undefined;
+  /** Extra trusted CAs for the default clients. */
+  ca?: string | string[] | undefined;
+  /** Where operator events (circuit opened/closed, deliveries expired) are POSTed; unset: only logged. */
+  operatorWebhook?: OperatorWebhookConfig | undefined;
+}
+
+/** Everything the delivery loop works with, built once. */
+export interface DeliveryRuntime {
+  hooks: DeliveryHookEmitter;
+  health: HealthMonitor;
+  wakeup: Wakeup;
+  leases: LeaseKeeper;
+  writer: CompletionWriter;
+  metrics: DeliveryMetrics;
+  settings: DestinationSettings;
+  /** Sends a delivery's requests through its destination's client; one result per request. */
+  send(destinationId: string, requests: readonly WebhookRequest[]): Promise<AttemptResult[]>;
+  /** Starts what runs beside the loop: the LISTEN connection, lease heartbeats, the health monitor. */
+  start(): Promise<void>;
+  /** Resolves once results given to the writer are written and the events they caused are sent. */
+  settle(): Promise<void>;
+  /** Closes everything, giving up what is not done within `left()` ms (the shutdown deadline). */
+  close(left: () => number): Promise<void>;
+}
+
+/**
+ * The delivery wing's composition root: builds the collaborators of the
+ * loop once (the address guard, the HTTP clients, the wake-up, the lease
+ * keeper, the completion writer, endpoint health and operator events) and
+ * wires what each result causes: leases released, metrics, circuit changes
+ * announced, a wake-up when a claim may find more. The loop itself only
+ * claims, delivers and stops.
+ */
+export function createDeliveryRuntime(options: DeliveryRuntimeOptions): DeliveryRuntime {
+  const { pool, config, clock, logger } = options;
+  const metrics = createDeliveryMetrics(options.metrics);
+  const hooks = createDeliveryHooks(logger);
+  const settings = createDestinationSettings({ pool });
+  // One guard: the default clients check resolved addresses with it, and
+  // sendAll checks literal addresses before any request (custom dispatchers too).
+  const guard = createAddressGuard({ allowPrivate: config.allowPrivateDestinations, allowedCidrs: config.allowedCidrs });
+  // Webhooks go through a client per destination, so an endpoint that hangs
+  // (or, with pipelining on, stalls its body) holds only its own
+  // destination's requests; operator events through one shared client.
+  const dispatcher = options.dispatcher ?? createHttpClient({ guard, timeoutMs: config.timeoutMs, ca: options.ca });
+  const dispatchers = options.dispatcher
+    ? undefined
+    : createDestinationDispatchers({
+        guard,
+        timeoutMs: config.timeoutMs,
+        ca: options.ca,
+        pipelining: config.pipelining,
+        // A destination never has more than its cap in flight (a delivery's
+        // URLs aside), so more connections than that would sit idle.
+        connectionsPerOrigin: Math.min(config.perDestinationConcurrency, 128),
+        now: () => clock.now().getTime(),
+      });
+  const wakeup = createWakeup({ connectionString: options.connectionString, logger });
+  const operatorEvents = createOperatorEvents({
+    webhook: options.operatorWebhook,
+    dispatcher,
+    guard,
+    timeoutMs: config.timeoutMs,
+    clock,
+    logger,
+  });
+  const health = createHealthMonitor({ pool, clock, logger, metrics: options.metrics, events: operatorEvents });
+  let announcing: Promise<void> = Promise.resolve();
+  const announce = (transitions: Transition[]) => {
+    // A closed circuit's backlog is due now: claim it without waiting for the poll.
+    if (transitions.some((t) => t.kind === "closed")) wakeup.wake();
+    announcing = announcing
+      .then(() => health.transitions(transitions))
+      .catch((error) => logger.error({ err: error }, "announcing circuit changes failed"));
+  };
+  const leases = createLeaseKeeper({
+    pool,
+    clock,
+    leaseMs: config.leaseMs,
+    logger,
+    onLost: (ids) => {
+      logger.warn(
+        { count: ids.length },
+        "delivery leases lost while held here (taken over, cancelled or replayed); those not yet sent are dropped",
+      );
+      hooks.emit("lost", ids);
+    },
+  });
+  const onWritten = (written: DeliveryCompletion[], stale: DeliveryCompletion[], transitions: Transition[]) => {
+    // Written or not, these leases are over: no more heartbeats for them.
+    for (const c of written) leases.release(c.id);
+    for (const c of stale) leases.release(c.id);
+    for (const c of written) if (c.attempted) metrics.finished(c.destinationId, c.status);
+    if (transitions.length > 0) announce(transitions);
+    if (written.length > 0) hooks.emit("completed", written);
+    // A finished delivery of a per-user ordered destination may release
+    // that user's next one: claim now rather than at the next poll.
+    if (written.some((c) => c.status !== "pending" && c.status !== "retrying" && settings.isOrdered(c.destinationId))) wakeup.wake();
+    if (stale.length > 0) {
+      logger.info({ count: stale.length }, "delivery results dropped: their deliveries changed hands or state meanwhile");
+      hooks.emit("stale", stale);
+    }
+  };
+  const writer = createCompletionWriter({
+    pool,
+    logger,
+    health: { policy: { circuit: config.circuit, retry: config.retry }, clock },
+    refusals: { retryDelayMs: config.retry.initialDelayMs },
+    onDropped: (dropped) => {
+      for (const c of dropped) leases.release(c.id);
+    },
+    onWritten,
+  });
+
+  return {
+    hooks,
+    health,
+    wakeup,
+    leases,
+    writer,
+    metrics,
+    settings,
+    send(destinationId, requests) {
+      const send = (d: Dispatcher) => sendAll(requests, { dispatcher: d, guard, timeoutMs: config.timeoutMs, now: () => clock.now() });
+      return dispatchers ? dispatchers.use(destinationId, send) : send(dispatcher);
+    },
+    async start() {
+      await wakeup.listen();
+      leases.start();
+      health.start();
+    },
+    async settle() {
+      await writer.flush();
+      await announcing;
+      await operatorEvents.flush();
+    },
+    async close(left) {
+      await writer.close(left());
+      leases.stop();
+      await health.stop();
+      await within(announcing, left());
+      await within(operatorEvents.stop(), left());
+      await wakeup.close();
+      if (!options.dispatcher) {
+        await dispatchers?.close(left());
+        await (dispatcher as { close(): Promise<void> }).close();
+      }
+    },
+  };
+}
+
+/** Waits for a promise, but no longer than ms. */
+export async function within(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}

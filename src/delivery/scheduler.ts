@@ -1,0 +1,144 @@
+import type { DeliveryConfig } from "../config.js";
+import { heldPerDestination } from "./held-rounds.js";
+
+/** A claimed delivery as the scheduler sees it: which destination's slots it takes. */
+export interface Schedulable {
+  destinationId: string;
+}
+
+export interface SchedulerOptions {
+  config: Pick<DeliveryConfig, "concurrency" | "perDestinationConcurrency" | "leaseMs" | "timeoutMs">;
+  /** Most deliveries one claim takes. */
+  maxClaim: number;
+}
+
+/** What the next claim may take: in all, and per destination already held here. */
+export interface ClaimPlan {
+  limit: number;
+  /** Room left per destination that has deliveries here (absent: the full per-destination hold). */
+  room: Map<string, number>;
+  perDestinationLimit: number;
+}
+
+export interface Scheduler<T extends Schedulable> {
+  /** The next claim's limits; undefined when every slot of the process is taken. */
+  planClaim(): ClaimPlan | undefined;
+  /**
+   * Takes a claim's deliveries under the plan it was made with. Returns
+   * those to start now (their destination has a free concurrency slot; the
+   * rest wait here for one) and whether the claim came back full, so more
+   * may be due at once.
+   */
+  accept(items: readonly T[], plan: ClaimPlan): { start: T[]; full: boolean };
+  /**
+   * One delivery of the destination finished. Returns the one to start in
+   * its slot (the destination's oldest waiting), and whether to claim now,
+   * ahead of the senders.
+   */
+  finished(destinationId: string): { next: T | undefined; claimAhead: boolean };
+  /** Takes every waiting delivery out (on stop: they are handed back unsent). */
+  drainWaiting(): T[];
+  /** Deliveries held here, in flight and waiting. */
+  readonly held: number;
+}
+
+interface Slots<T> {
+  inFlight: number;
+  waiting: T[];
+}
+
+/**
+ * The delivery loop's arithmetic, with no I/O: slots per destination, the
+ * rounds a destination may hold here, and when to claim ahead. The loop
+ * asks it what to claim, gives it what was claimed, tells it what finished,
+ * and starts what it says; tests drive it the way retry-policy's are driven.
+ *
+ * - A process holds at most `concurrency` deliveries, in flight and waiting.
+ * - A destination has at most `perDestinationConcurrency` in flight, and
+ *   holds at most heldPerDestination (several rounds of that, so claims are
+ *   big and cheap, but never more than half the process's slots, so a
+ *   destination whose endpoint hangs leaves the rest to the others).
+ * - Claims go ahead of the senders: once the last claim was cut short and a
+ *   quarter of a destination's room (or of the process's slots, when those
+ *   cut it short) is free again, the next claim's round trip overlaps the
+ *   sends still queued.
+ */
+export function createScheduler<T extends Schedulable>(options: SchedulerOptions): Scheduler<T> {
+  const { config, maxClaim } = options;
+  const perDestinationHeld = heldPerDestination(config);
+  const claimAheadRoom = Math.max(1, Math.floor(perDestinationHeld / 4));
+  const claimAheadSlots = Math.max(1, Math.floor(config.concurrency / 4));
+  const slots = new Map<string, Slots<T>>();
+  let held = 0;
+  // The last claim was cut short (by the process's slots or a destination's
+  // room): more may be due than it took.
+  let capacityBound = false;
+  // The last claim took all the process's free slots allowed.
+  let slotsBound = false;
+
+  const roomOf = (entry: Slots<T>) => Math.max(0, perDestinationHeld - entry.inFlight - entry.waiting.length);
+
+  function slotsOf(destinationId: string): Slots<T> {
+    let entry = slots.get(destinationId);
+    if (!entry) slots.set(destinationId, (entry = { inFlight: 0, waiting: [] }));
+    return entry;
+  }
+
+  return {
+    get held() {
+      return held;
+    },
+    planClaim() {
+      const free = config.concurrency - held;
+      if (free <= 0) {
+        capacityBound = true;
+        return undefined;
+      }
+      const room = new Map<string, number>();
+      for (const [id, entry] of slots) room.set(id, roomOf(entry));
+      return { limit: Math.min(free, maxClaim), room, perDestinationLimit: perDestinationHeld };
+    },
+    accept(items, plan) {
+      const start: T[] = [];
+      const claimed = new Map<string, number>();
+      for (const item of items) {
+        held++;
+        claimed.set(item.destinationId, (claimed.get(item.destinationId) ?? 0) + 1);
+        const entry = slotsOf(item.destinationId);
+        if (entry.inFlight < config.perDestinationConcurrency) {
+          entry.inFlight++;
+          start.push(item);
+        } else {
+          entry.waiting.push(item);
+        }
+      }
+      const full = items.length === plan.limit;
+      slotsBound = full;
+      capacityBound =
+        full ||
+        [...plan.room].some(([id, free]) => free === 0 && slots.has(id)) ||
+        [...claimed].some(([id, n]) => n >= (plan.room.get(id) ?? perDestinationHeld));
+      return { start, full };
+    },
+    finished(destinationId) {
+      const entry = slots.get(destinationId);
+      if (!entry) throw new Error(`scheduler: no delivery of destination ${destinationId} was in flight`);
+      entry.inFlight--;
+      held--;
+      const next = entry.waiting.shift();
+      if (next) entry.inFlight++;
+      else if (entry.inFlight === 0) slots.delete(destinationId);
+      const claimAhead = capacityBound && (roomOf(entry) >= claimAheadRoom || (slotsBound && config.concurrency - held >= claimAheadSlots));
+      return { next, claimAhead };
+    },
+    drainWaiting() {
+      const drained: T[] = [];
+      for (const [id, entry] of slots) {
+        drained.push(...entry.waiting.splice(0));
+        if (entry.inFlight === 0) slots.delete(id);
+      }
+      held -= drained.length;
+      return drained;
+    },
+  };
+}
