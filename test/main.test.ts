@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
@@ -6,7 +5,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createTestDatabase, type TestDatabase } from "./helpers/database.js";
-import { entry, eventually, launchService, serviceEnv, type ServiceProcess } from "./helpers/process.js";
+import { entry, eventually, launchService, runToExit, serviceEnv, type ServiceProcess } from "./helpers/process.js";
 import { startReceiver, type Receiver } from "./helpers/receiver.js";
 import { testAdminToken } from "./helpers/server.js";
 
@@ -56,16 +55,6 @@ function processesOf(dataDir: string): string[] {
     }
   }
   return found;
-}
-
-/** Runs `node dist/server.js` to its end; for starts that must fail. */
-function runToExit(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [entry], { env, stdio: ["ignore", "ignore", "pipe"] });
-    let stderr = "";
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on("exit", (code) => resolve({ code, stderr }));
-  });
 }
 
 describe.skipIf(!existsSync("/proc/self/environ"))("npm start with the embedded Postgres", () => {

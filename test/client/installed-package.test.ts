@@ -1,14 +1,12 @@
 import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { build, transform } from "esbuild";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchBrowser } from "../helpers/browser.js";
+import { launchBrowser, type PageServer, servePage } from "../helpers/browser.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
@@ -257,8 +255,7 @@ window.__result = { failures, origin: location.origin };
 
 describe("in Chromium, from a page on another origin", () => {
   let browser: Browser;
-  let pageServer: http.Server;
-  let pageOrigin: string;
+  let pageServer: PageServer | undefined;
   beforeAll(async () => {
     const project = path.join(work, "typed-user");
     writeFileSync(path.join(project, "page.js"), pageScript);
@@ -271,26 +268,18 @@ describe("in Chromium, from a page on another origin", () => {
       write: false,
       logLevel: "silent",
     });
-    const script = bundle.outputFiles[0]!.text;
-    const html = '<!doctype html><title>shop</title><script type="module" src="/page.js"></script>';
-    pageServer = http.createServer((req, res) => {
-      const isScript = req.url === "/page.js";
-      res.writeHead(200, { "content-type": isScript ? "text/javascript" : "text/html" });
-      res.end(isScript ? script : html);
-    });
-    await new Promise<void>((resolve) => pageServer.listen(0, "127.0.0.1", resolve));
-    pageOrigin = `http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`;
+    pageServer = await servePage(bundle.outputFiles[0]!.text);
     browser = await launchBrowser();
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
-    await new Promise((resolve) => pageServer?.close(resolve));
+    await pageServer?.close();
   });
 
   async function sendFromPage(target: TestServer, writeKey: string) {
     const page = await browser.newPage();
     try {
-      await page.goto(`${pageOrigin}/?${new URLSearchParams({ endpoint: target.url, writeKey })}`);
+      await page.goto(`${pageServer!.origin}/?${new URLSearchParams({ endpoint: target.url, writeKey })}`);
       await page.waitForFunction(() => (window as { __result?: unknown }).__result !== undefined, undefined, { timeout: 20_000 });
       return (await page.evaluate(() => (window as { __result?: unknown }).__result)) as { failures: string[]; origin: string };
     } finally {

@@ -1,9 +1,8 @@
-import { spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { entry, eventually, launchService, serviceEnv, type ServiceProcess } from "../helpers/process.js";
+import { entry, eventually, launchService, runToExit, serviceEnv, type ServiceProcess } from "../helpers/process.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { testAdminToken } from "../helpers/server.js";
 
@@ -72,16 +71,6 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-/** Runs `node dist/server.js` to its end; for starts that must fail. */
-function runToExit(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [entry], { env, stdio: ["ignore", "ignore", "pipe"] });
-    let stderr = "";
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on("exit", (code) => resolve({ code, stderr }));
-  });
 }
 
 describe.skipIf(!existsSync("/proc/self/stat"))("a crashed Waypost on the embedded Postgres", () => {

@@ -8,6 +8,16 @@ import { testAdminToken } from "./server.js";
 
 export const entry = fileURLToPath(new URL("../../dist/server.js", import.meta.url));
 
+/** Runs `node dist/server.js` to its end; for starts that must fail. */
+export function runToExit(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [entry], { env, stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on("exit", (code) => resolve({ code, stderr }));
+  });
+}
+
 export interface ServiceProcess {
   child: ChildProcess;
   /** http://127.0.0.1:PORT of its health and metrics endpoints. */

@@ -1,11 +1,9 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { build } from "esbuild";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { storedMessageIds } from "../compat/support.js";
-import { launchBrowser } from "../helpers/browser.js";
+import { launchBrowser, type PageServer, servePage } from "../helpers/browser.js";
 import { startFlakyProxy, type FlakyProxy, type ProxiedExchange } from "../helpers/flaky-proxy.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
@@ -53,8 +51,7 @@ window.__result = { messageIds: contexts.map((ctx) => ctx.event.messageId), orig
 let server: TestServer;
 let proxy: FlakyProxy;
 let browser: Browser;
-let pageServer: http.Server;
-let pageOrigin: string;
+let pageServer: PageServer | undefined;
 
 beforeAll(async () => {
   const bundle = await build({
@@ -66,15 +63,7 @@ beforeAll(async () => {
     write: false,
     logLevel: "silent",
   });
-  const script = bundle.outputFiles[0]!.text;
-  const html = '<!doctype html><title>shop</title><script type="module" src="/page.js"></script>';
-  pageServer = http.createServer((req, res) => {
-    const isScript = req.url === "/page.js";
-    res.writeHead(200, { "content-type": isScript ? "text/javascript" : "text/html" });
-    res.end(isScript ? script : html);
-  });
-  await new Promise<void>((resolve) => pageServer.listen(0, "127.0.0.1", resolve));
-  pageOrigin = `http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`;
+  pageServer = await servePage(bundle.outputFiles[0]!.text);
   server = await startTestServer();
   proxy = await startFlakyProxy(server.url);
   browser = await launchBrowser();
@@ -84,7 +73,7 @@ afterAll(async () => {
   await browser?.close();
   await proxy?.close();
   await server?.stop();
-  if (pageServer) await new Promise((resolve) => pageServer.close(resolve));
+  await pageServer?.close();
 });
 
 /** Loads the page in a new browser context; resolves with the messageIds the SDK gave its three calls. */
@@ -96,7 +85,7 @@ async function sendFromPage(writeKey: string, mode: "standard" | "batching") {
     if (!request.url().startsWith("http://127.0.0.1:")) offLoopback.push(request.url());
   });
   const apiHost = `${new URL(proxy.url).host}/v1`;
-  await page.goto(`${pageOrigin}/?${new URLSearchParams({ writeKey, apiHost, mode })}`);
+  await page.goto(`${pageServer!.origin}/?${new URLSearchParams({ writeKey, apiHost, mode })}`);
   await page.waitForFunction(() => (window as { __result?: unknown }).__result !== undefined, undefined, { timeout: 20_000 });
   const result = (await page.evaluate(() => (window as { __result?: unknown }).__result)) as {
     messageIds: string[];
