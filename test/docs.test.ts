@@ -51,3 +51,54 @@ test("the docs the code points to exist, with the anchors it names", () => {
   const broken = pointers.filter(({ page, anchor }) => !headings.get(page)!.has(anchor)).map(({ page, anchor }) => `${page}#${anchor}`);
   expect([...new Set(broken)]).toEqual([]);
 });
+
+/** The anchor a heading gets on GitHub, near enough for the headings these pages use. */
+function anchorOf(heading: string): string {
+  return heading
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N} _-]/gu, "")
+    .trim()
+    .replace(/ /g, "-");
+}
+
+function markdownLinks(text: string): string[] {
+  // Fenced code is not prose: a `[x](y)` there is code.
+  const prose = text.replace(/```[\s\S]*?```/g, "");
+  return [...prose.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!);
+}
+
+const docPages = readdirSync(path.join(root, "docs")).filter((name) => name.endsWith(".md"));
+
+test("the docs never point back into the README: every link from docs/*.md goes to a docs page or the code", () => {
+  expect(docPages.length).toBeGreaterThan(10);
+  const readme = path.join(root, "README.md");
+  const back = docPages.flatMap((page) => {
+    const text = readFileSync(path.join(root, "docs", page), "utf8");
+    const links = markdownLinks(text)
+      .filter((target) => !/^[a-z]+:/.test(target))
+      .filter((target) => path.resolve(root, "docs", target.split("#")[0]!) === readme)
+      .map((target) => `${page}: link to ${target}`);
+    // Prose too ("see the README's ..."); other folders' READMEs (bench/README.md) are fine.
+    const mentions = [...text.matchAll(/(?<![\w/.-])README(?:\.md|'s)|\bthe README\b/g)].map((m) => `${page}: "${m[0]}"`);
+    return [...links, ...mentions];
+  });
+  expect(back).toEqual([]);
+});
+
+test("every relative link in the README and docs/*.md reaches a file, and its anchor a heading there", () => {
+  const sources = ["README.md", ...docPages.map((page) => `docs/${page}`)];
+  const broken = sources.flatMap((source) =>
+    markdownLinks(readFileSync(path.join(root, source), "utf8"))
+      .filter((target) => !/^[a-z]+:/.test(target))
+      .flatMap((target) => {
+        const [file, anchor] = target.split("#");
+        const resolved = file ? path.resolve(root, path.dirname(source), file) : path.join(root, source);
+        if (!existsSync(resolved)) return [`${source}: ${target} (no such file)`];
+        if (!anchor || !resolved.endsWith(".md")) return [];
+        const text = readFileSync(resolved, "utf8").replace(/```[\s\S]*?```/g, "");
+        const anchors = new Set([...text.matchAll(/^#+ (.+)$/gm)].map((m) => anchorOf(m[1]!)));
+        return anchors.has(anchor) ? [] : [`${source}: ${target} (no such heading)`];
+      }),
+  );
+  expect(broken).toEqual([]);
+});
