@@ -31,7 +31,11 @@ export interface PostOptions {
  * resource for every response, which a webhook (whose
  * answer is a status code and at most a kilobyte of body) does not need.
  * It uses undici's current handler API (onRequestStart, onResponseStart,
- * ...), not the deprecated onConnect/onHeaders/onData hooks.
+ * ...), not the deprecated onConnect/onHeaders/onData hooks. Through a
+ * Pool, undici 7 adapts such a handler and parses each response's headers
+ * into an object for it: about 3 µs of client CPU per request more than
+ * the deprecated hooks (28 → 31 µs in a same-run A/B of this function),
+ * the price of not depending on hooks the next major version removes.
  * Time limits are the dispatcher's (headers, body and connect timeouts), as
  * with `request()`; errors reject with undici's own error objects, so their
  * codes classify the same way.
