@@ -118,6 +118,8 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   const metrics = createMetrics({ backlog: backlog.read });
   const ingestor = createIngestor({ pool, clock, metrics });
   const auth = createAuthenticator({ pool, adminToken: admin.token });
+  // One address guard for the process: destination validation at the API
+  // and every outbound request check against the same rules.
   const addressGuard = createAddressGuard({
     allowPrivate: config.delivery.allowPrivateDestinations,
     allowedCidrs: config.delivery.allowedCidrs,
@@ -183,6 +185,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
       dispatcher: options.dispatcher,
       ca: options.ca,
       operatorWebhook: config.operatorWebhook,
+      guard: addressGuard,
     });
     const loop = delivery;
     await loop.start();

@@ -8,7 +8,7 @@ import { createHealthMonitor, type HealthMonitor } from "../health/health-monito
 import { createOperatorEvents } from "../health/operator-events.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import { createAddressGuard } from "../outbound/address-guard.js";
+import { type AddressGuard, createAddressGuard } from "../outbound/address-guard.js";
 import { createHttpClient } from "../outbound/http-client.js";
 import type { WebhookRequest } from "../outbound/send.js";
 import { createCompletionWriter, type CompletionWriter } from "./completion-writer.js";
@@ -34,6 +34,8 @@ export interface DeliveryRuntimeOptions {
   ca?: string | string[] | undefined;
   /** Where operator events (circuit opened/closed, deliveries expired) are POSTed; unset: only logged. */
   operatorWebhook?: OperatorWebhookConfig | undefined;
+  /** The process's address guard; one is built from the config when absent (tests of the loop alone). */
+  guard?: AddressGuard | undefined;
 }
 
 /** Everything the delivery loop works with, built once. */
@@ -70,7 +72,7 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
   const settings = createDestinationSettings({ pool });
   // One guard: the default clients check resolved addresses with it, and
   // sendAll checks literal addresses before any request (custom dispatchers too).
-  const guard = createAddressGuard({ allowPrivate: config.allowPrivateDestinations, allowedCidrs: config.allowedCidrs });
+  const guard = options.guard ?? createAddressGuard({ allowPrivate: config.allowPrivateDestinations, allowedCidrs: config.allowedCidrs });
   // Webhooks go through a client per destination, so an endpoint that hangs
   // (or, with pipelining on, stalls its body) holds only its own
   // destination's requests; operator events through one shared client.
