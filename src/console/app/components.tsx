@@ -56,3 +56,24 @@ export function SecretOnce(props: { label: string; value: string; onDismiss(): v
     </div>
   );
 }
+
+/** The "Destination" filter of the deliveries list and Live: every destination by name, or all. */
+export function DestinationSelect(props: {
+  value: string;
+  destinations: ReadonlyArray<{ id: string; name: string }> | undefined;
+  onChange(destinationId: string): void;
+}) {
+  return (
+    <label>
+      Destination
+      <select value={props.value} onChange={(e) => props.onChange(e.currentTarget.value)}>
+        <option value="">All destinations</option>
+        {props.destinations?.map((d) => (
+          <option key={d.id} value={d.id}>
+            {d.name}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}

@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
+import { DestinationSelect } from "../components.js";
 import { statusOptions, type DeliveryFilter } from "../delivery-filter.js";
 
 /** The filter form of the Deliveries page; applies on submit. */
@@ -18,17 +19,11 @@ export function DeliveryFilters(props: { filter: DeliveryFilter; destinations: D
         props.onApply(draft);
       }}
     >
-      <label>
-        Destination
-        <select value={draft.destination} onChange={set("destination")}>
-          <option value="">All destinations</option>
-          {props.destinations.map((d) => (
-            <option key={d.id} value={d.id}>
-              {d.name}
-            </option>
-          ))}
-        </select>
-      </label>
+      <DestinationSelect
+        value={draft.destination}
+        destinations={props.destinations}
+        onChange={(id) => setDraft((d) => ({ ...d, destination: id }))}
+      />
       <label>
         Status
         <select value={draft.status} onChange={set("status")}>

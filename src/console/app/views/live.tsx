@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
 import { DeliveryOrder, DeliveryStatus, DeliveryView, type Delivery } from "../../../../gen/waypost/v1/delivery_pb.js";
-import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
+import { DestinationSelect, EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
 import { useSession } from "../context.js";
 import { statusOf } from "../delivery-filter.js";
 import { describeError, isUnauthenticated } from "../errors.js";
@@ -96,17 +96,11 @@ export function LiveView() {
       <h1>Live</h1>
       {/* biome-ignore lint/a11y/useSemanticElements: role="search" on the form is the search landmark; see delivery-filters.tsx */}
       <form class="filters" role="search" aria-label="Filter live deliveries" onSubmit={(e) => e.preventDefault()}>
-        <label>
-          Destination
-          <select value={destination} onChange={(e) => apply({ destination: e.currentTarget.value, status })}>
-            <option value="">All destinations</option>
-            {names.data?.destinations.map((d) => (
-              <option key={d.id} value={d.id}>
-                {d.name}
-              </option>
-            ))}
-          </select>
-        </label>
+        <DestinationSelect
+          value={destination}
+          destinations={names.data?.destinations}
+          onChange={(id) => apply({ destination: id, status })}
+        />
         <label>
           Status
           <select value={status} onChange={(e) => apply({ destination, status: e.currentTarget.value })}>
