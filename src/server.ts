@@ -10,6 +10,7 @@ import { createConsoleRoutes } from "./console/serve.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { Config } from "./config.js";
 import { startEmbeddedPostgres } from "./db/embedded.js";
+import { createDayPartitions } from "./db/job-table/index.js";
 import { runMigrations } from "./db/migrate.js";
 import { createPool, ping } from "./db/pool.js";
 import { selectDestinationNames } from "./db/queries/destinations.js";
@@ -110,6 +111,9 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   closers.push(() => pool.end());
   let stopping = false;
   await runMigrations(pool);
+  // The history's and attempts' partitions for today and the next days
+  // (maintenance keeps creating them ahead).
+  await createDayPartitions(pool, clock.now(), 3);
   const admin = await resolveAdminToken(config.adminToken, config.dataDir);
   if (admin.file) {
     logger.info({ file: admin.file }, admin.created ? "created an admin token; read it from this file" : "admin token is in this file");

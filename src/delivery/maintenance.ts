@@ -1,6 +1,12 @@
 import type pg from "pg";
 import type { Clock } from "../clock.js";
-import { expirePausedDeliveries, purgeOldMessages, vacuumJobTableIfNeeded } from "../db/job-table/index.js";
+import {
+  createDayPartitions,
+  dropDaysBefore,
+  expirePausedDeliveries,
+  purgeOldMessages,
+  vacuumJobTableIfNeeded,
+} from "../db/job-table/index.js";
 import type { Logger } from "../logger.js";
 
 export interface MaintenanceOptions {
@@ -15,8 +21,12 @@ export interface MaintenanceOptions {
 }
 
 export interface Maintenance {
-  /** One pass: expire paused deliveries, purge data past retention. */
-  runOnce(): Promise<{ expired: number; purged: number }>;
+  /**
+   * One pass: create the coming days' partitions, expire paused deliveries,
+   * drop the days of history and attempts past retention, purge messages
+   * past it.
+   */
+  runOnce(): Promise<{ expired: number; purged: number; droppedDays: number }>;
   /** VACUUM the job table if dead rows have piled up; true when it did. */
   vacuumIfNeeded(): Promise<boolean>;
   start(): void;
@@ -24,6 +34,8 @@ export interface Maintenance {
 }
 
 const purgeBatch = 5_000;
+/** Day partitions are created this many days ahead, so a completion always finds its day's. */
+const daysAhead = 3;
 
 /** Periodic housekeeping; safe to run in several processes at once. */
 export function createMaintenance(options: MaintenanceOptions): Maintenance {
@@ -40,16 +52,22 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
 
   async function runOnce() {
     const now = options.clock.now();
+    await createDayPartitions(options.pool, now, daysAhead);
     const expired = await expirePausedDeliveries(options.pool, now, options.deadlineMs);
     const cutoff = new Date(now.getTime() - options.retentionMs);
+    // Whole days first: the messages' delete then finds few finished deliveries left.
+    const dropped = await dropDaysBefore(options.pool, cutoff);
     let purged = 0;
     for (;;) {
       const n = await purgeOldMessages(options.pool, cutoff, purgeBatch);
       purged += n;
       if (n < purgeBatch) break;
     }
-    if (expired > 0 || purged > 0) options.logger.info({ expired, purged }, "maintenance");
-    return { expired, purged };
+    const droppedDays = dropped.length;
+    if (expired > 0 || purged > 0 || droppedDays > 0) {
+      options.logger.info({ expired, purged, droppedDays: dropped.map((d) => `${d.table}_${d.day}`) }, "maintenance");
+    }
+    return { expired, purged, droppedDays };
   }
 
   return {

@@ -1,12 +1,13 @@
 import type { Queryable } from "../pool.js";
-import { transitionSql } from "./fence.js";
+import { finishCtes } from "./fence.js";
 
-const cancelStatement = transitionSql({
+const cancelStatement = `WITH ${finishCtes("cancelled", {
   fence: { kind: "revoke" },
-  status: "'cancelled'::delivery_status",
-  set: "finalized_at = $2",
-  where: "d.destination_id = $1 AND d.status IN ('pending', 'retrying')",
-});
+  status: "'cancelled'",
+  finalizedAt: "$2::timestamptz",
+  where: "d.destination_id = $1",
+})}
+  SELECT count(*)::int AS n FROM cancelled`;
 
 /**
  * Cancels a destination's unfinished deliveries (it is being deleted). The
@@ -14,6 +15,6 @@ const cancelStatement = transitionSql({
  * Returns how many were cancelled.
  */
 export async function cancelDestinationDeliveries(db: Queryable, destinationId: string, now: Date): Promise<number> {
-  const result = await db.query(cancelStatement, [destinationId, now]);
-  return result.rowCount ?? 0;
+  const result = await db.query<{ n: number }>(cancelStatement, [destinationId, now]);
+  return result.rows[0]?.n ?? 0;
 }

@@ -60,10 +60,8 @@ export interface ClaimResult {
 // The lease the claim takes: $1 now, $4 lease length in ms, $5 this process.
 const claimTransition = transitionSql({
   fence: { kind: "grant", until: "$1::timestamptz + make_interval(secs => $4::double precision / 1000)", owner: "$5" },
-  from: "messages m",
-  where: `d.id = ANY (ARRAY(SELECT id FROM due))
-        AND (d.destination_id, d.id) IN (SELECT destination_id, id FROM due)
-        AND m.id = d.message_pk`,
+  from: "due u, messages m",
+  where: "d.destination_id = u.destination_id AND d.id = u.id AND m.id = d.message_pk",
   returning: `d.destination_id, d.id, d.lease_token, d.attempt_count, d.first_attempt_at, d.retry_urls, m.payload,
               m.message_id, d.id IN (SELECT probe_delivery_id FROM probes) AS probe`,
 });
@@ -78,7 +76,7 @@ const claimTransition = transitionSql({
  * HOT update; a delivery whose process died becomes due again when it
  * passes, without any sweeper. The claim chooses destinations first (its
  * lanes: enabled, not held, not throttled, with room) and then reads each
- * one's oldest due deliveries over deliveries_lane_idx (destination_id,
+ * one's oldest due deliveries over delivery_queue_lane_idx (destination_id,
  * run_at), at most as many as that destination may get, and keeps the
  * oldest `limit` of them; so a backlog it cannot take from is never read.
  * The locked rows are re-checked, as another process may have taken them
@@ -137,7 +135,7 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
           AND dst.id NOT IN (${heldDestinationsSql("$1")})
           AND dst.id NOT IN (SELECT id FROM throttled)
      ), chosen AS (
-       -- Each lane's oldest due deliveries, over deliveries_lane_idx
+       -- Each lane's oldest due deliveries, over delivery_queue_lane_idx
        -- (destination_id, run_at), at most its cap, then the oldest of all.
        -- The lane's LIMIT is $2, not its cap: a LIMIT that is not a constant
        -- or parameter is costed at 10 % of the lane's backlog, which on a
@@ -148,9 +146,9 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
                 row_number() OVER (PARTITION BY c.destination_id ORDER BY c.run_at) AS rank
            FROM lanes l
           CROSS JOIN LATERAL (
-            SELECT d.destination_id, d.id, d.run_at FROM deliveries d
+            SELECT d.destination_id, d.id, d.run_at FROM delivery_queue d
              WHERE d.destination_id = l.destination_id
-               AND d.status IN ('pending', 'retrying') AND d.run_at <= $1
+               AND d.run_at <= $1
                AND (d.leased_until IS NULL OR d.leased_until <= $1)
                AND ${orderingHeadSql("d")}
              ORDER BY d.run_at
@@ -160,14 +158,16 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
      ), probes AS (
        ${takeProbesSql("(SELECT destination_id, id FROM chosen WHERE destination_id IN (SELECT destination_id FROM probing))", "$1", "$4")}
      ), due AS (
-       -- id = ANY(ARRAY(...)) keeps both steps on index lookups; a join here
-       -- lets the planner pick a hash join over the whole table.
-       SELECT d.destination_id, d.id FROM deliveries d
-        WHERE d.id = ANY (ARRAY(SELECT id FROM chosen))
-          AND d.status IN ('pending', 'retrying') AND d.run_at <= $1
-          AND (d.leased_until IS NULL OR d.leased_until <= $1)
-          AND (d.destination_id NOT IN (SELECT destination_id FROM probing) OR d.id IN (SELECT probe_delivery_id FROM probes))
-        FOR UPDATE OF d SKIP LOCKED
+       -- One primary-key probe per chosen delivery (a join here lets the
+       -- planner pick a hash join over the whole queue), locked and
+       -- re-checked: another claim may have taken it since the scan.
+       SELECT q.destination_id, q.id FROM chosen c
+        CROSS JOIN LATERAL (
+          SELECT d.destination_id, d.id FROM delivery_queue d
+           WHERE d.destination_id = c.destination_id AND d.id = c.id AND d.run_at <= $1
+             AND (d.leased_until IS NULL OR d.leased_until <= $1)
+             AND (d.destination_id NOT IN (SELECT destination_id FROM probing) OR d.id IN (SELECT probe_delivery_id FROM probes))
+           FOR UPDATE OF d SKIP LOCKED) q
      ), claimed AS (
        ${claimTransition}
      ), taken AS (

@@ -1,6 +1,6 @@
 import type { AttemptResult } from "./attempt-result.js";
 import type { Queryable } from "../pool.js";
-import { transitionSql } from "./fence.js";
+import { finishCtes, transitionSql } from "./fence.js";
 
 export type DeliveryStatus = "pending" | "retrying" | "delivered" | "failed" | "expired" | "cancelled";
 
@@ -23,26 +23,43 @@ export interface DeliveryCompletion {
 }
 
 const terminal = new Set<DeliveryStatus>(["delivered", "failed", "expired", "cancelled"]);
+const terminalSql = "('delivered', 'failed', 'expired', 'cancelled')";
 
-// The lease holder's results: applied only while its token still holds.
-const completeTransition = transitionSql({
+// The lease holder's results, applied only while its token still holds: a
+// delivery still to be retried (or released untouched) stays in the queue
+// with its new state...
+const retryTransition = transitionSql({
   fence: { kind: "held", token: "c.lease_token" },
   status: "c.status",
   set: `run_at = c.run_at,
-              finalized_at = c.finalized_at,
               attempt_count = d.attempt_count + CASE WHEN c.attempted THEN 1 ELSE 0 END,
               first_attempt_at = CASE WHEN c.attempted THEN coalesce(d.first_attempt_at, c.attempted_at)
                                       ELSE d.first_attempt_at END,
               retry_urls = CASE WHEN c.retry_urls IS NULL THEN NULL
                                 ELSE ARRAY(SELECT json_array_elements_text(c.retry_urls)) END`,
   from: "c",
-  where: "d.destination_id = c.destination_id AND d.id = c.id",
+  where: `d.destination_id = c.destination_id AND d.id = c.id AND c.status NOT IN ${terminalSql}`,
   returning: "d.destination_id, d.id, d.attempt_count",
+});
+
+// ...and a finished one moves to the history.
+const finishedCtes = finishCtes("finished", {
+  fence: { kind: "held", token: "c.lease_token" },
+  status: "c.status",
+  finalizedAt: "c.finalized_at",
+  set: {
+    attempt_count: "d.attempt_count + CASE WHEN c.attempted THEN 1 ELSE 0 END",
+    first_attempt_at: "CASE WHEN c.attempted THEN coalesce(d.first_attempt_at, c.attempted_at) ELSE d.first_attempt_at END",
+    retry_urls: "CASE WHEN c.retry_urls IS NULL THEN NULL ELSE ARRAY(SELECT json_array_elements_text(c.retry_urls)) END",
+  },
+  using: "c",
+  where: `d.destination_id = c.destination_id AND d.id = c.id AND c.status IN ${terminalSql}`,
 });
 
 /**
  * Writes a batch of completions in one statement: the deliveries' new state
- * and, for those whose lease still held, their attempt rows.
+ * (a finished delivery leaves the queue for the history) and, for those
+ * whose lease still held, their attempt rows.
  * Returns the ids that were written. Every delivery result passes through
  * here (the completion writer batches them), so anything recorded per
  * result belongs in this statement.
@@ -62,8 +79,11 @@ export async function completeDeliveries(db: Queryable, completions: readonly De
          FROM json_to_recordset($1::json)
            AS r(destination_id uuid, id bigint, lease_token int, status delivery_status, run_at bigint,
                 attempted boolean, attempted_at bigint, retry_urls json, finalized_at bigint, attempts json)
-     ), done AS (
-       ${completeTransition}
+     ), retried AS (
+       ${retryTransition}
+     ), ${finishedCtes}, done AS (
+       SELECT destination_id, id, attempt_count FROM retried
+       UNION ALL SELECT destination_id, id, attempt_count FROM finished
      ), logged AS (
        INSERT INTO delivery_attempts (destination_id, delivery_id, attempt, url_index, url, attempted_at, outcome,
                                       status_code, error, latency_ms, response_body)

@@ -13,7 +13,7 @@ import { notifyWhen } from "./notify.js";
  */
 export function enqueueCte(rows: string, name = "queued"): string {
   return `${name} AS (
-       INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at, ordering_key)
+       INSERT INTO delivery_queue (destination_id, message_pk, source_id, run_at, created_at, ordering_key)
        ${rows}
        RETURNING 1
      )`;

@@ -1,22 +1,18 @@
 import type { Queryable } from "../pool.js";
-import { transitionSql } from "./fence.js";
+import { finishCtes } from "./fence.js";
 
-const expireTransition = transitionSql({
+const expiredCtes = finishCtes("expired", {
   fence: { kind: "revoke" },
-  status: "'expired'::delivery_status",
-  set: "finalized_at = $1",
-  where: `d.status IN ('pending', 'retrying')
-        AND (d.destination_id IN (SELECT id FROM destinations WHERE NOT enabled)
+  status: "'expired'",
+  finalizedAt: "$1::timestamptz",
+  where: `(d.destination_id IN (SELECT id FROM destinations WHERE NOT enabled)
              OR d.destination_id IN (SELECT destination_id FROM destination_health WHERE state <> 'closed'))
         AND coalesce(d.first_attempt_at, d.created_at) < $1::timestamptz - make_interval(secs => $2::double precision / 1000)`,
-  returning: "d.destination_id",
 });
 
 // The expiries are counted per destination for the operator's
 // destination.deliveries_expired event (endpoint health reports them).
-const expireStatement = `WITH expired AS (
-    ${expireTransition}
-  ), counted AS (
+const expireStatement = `WITH ${expiredCtes}, counted AS (
     INSERT INTO destination_health (destination_id, expired_unreported, updated_at)
     SELECT destination_id, count(*), $1 FROM expired GROUP BY destination_id ORDER BY destination_id
     ON CONFLICT (destination_id) DO UPDATE

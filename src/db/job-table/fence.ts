@@ -14,15 +14,21 @@
  * lease is not yet ended, so it never revives a lease that another process
  * took over or that the holder's own completion ended.
  *
- * Every UPDATE of `deliveries` is built by `transitionSql`, which adds the
- * fence's SET items and condition; no module writes `lease_token` by hand.
+ * The job table is two tables: `delivery_queue` holds the deliveries being
+ * worked (pending, retrying), `delivery_history` the finished ones. Three
+ * kinds of statement change them, all built here:
  *
- * A transition that moves `status` names the new status in `status` (not in
- * `set`), and the fence stamps `finished_xid` with it: the id of the
- * transaction that moved the delivery into a final state (NULL while
- * unfinished), which the finish feed reads. It used to be a row trigger;
- * stamping it here costs nothing per row, and every status change passes
- * through here anyway.
+ * - `transitionSql`: an UPDATE of a queued delivery (claim, heartbeat, a
+ *   retry's new run time, a replay of a waiting delivery);
+ * - `finishCtes`: a delivery reaching a final state leaves the queue (DELETE,
+ *   with the fence's condition) and enters the history (INSERT) in the same
+ *   statement; the history row's `finished_xid` is the transaction's id,
+ *   which the finish feed reads;
+ * - `reopenCtes`: a finished delivery replayed leaves the history and
+ *   enters the queue again with the token moved on (a revoke).
+ *
+ * No other module writes `lease_token`, `leased_until` or `lease_owner`, or
+ * moves rows between the two tables.
  */
 
 /** How a transition meets the lease. */
@@ -38,7 +44,7 @@ export type Fence =
 
 export interface Transition {
   fence: Fence;
-  /** The new status (an SQL expression), when the transition moves it. */
+  /** The new status (an SQL expression: pending or retrying), when the transition moves it. */
   status?: string;
   /** SET items besides the lease and status columns; may be empty. */
   set?: string;
@@ -79,27 +85,106 @@ function fenceWhere(fence: Fence): string {
   }
 }
 
-/**
- * The status and its finish stamp. A status that does not change keeps its
- * stamp, so a finished delivery is reported by the feed once (as the
- * trigger this replaces did: it ran only on a change).
- */
-function statusSet(status: string): string {
-  return `status = ${status},
-              finished_xid = CASE WHEN (${status}) IN ('pending', 'retrying') THEN NULL
-                                  WHEN (${status}) = d.status THEN d.finished_xid
-                                  ELSE pg_current_xact_id() END`;
-}
-
-/** One UPDATE of the job table with its lease fence. */
+/** One UPDATE of a queued delivery with its lease fence; `status`, if given, must be pending or retrying. */
 export function transitionSql(transition: Transition): string {
-  const items = [transition.status === undefined ? "" : statusSet(transition.status), transition.set ?? "", fenceSet(transition.fence)];
+  const items = [transition.status === undefined ? "" : `status = ${transition.status}`, transition.set ?? "", fenceSet(transition.fence)];
   const set = items.filter((item) => item !== "").join(", ");
-  return `UPDATE deliveries d SET ${set}${transition.from ? ` FROM ${transition.from}` : ""}
+  return `UPDATE delivery_queue d SET ${set}${transition.from ? ` FROM ${transition.from}` : ""}
       WHERE (${transition.where})${fenceWhere(transition.fence)}${
         transition.returning
           ? `
       RETURNING ${transition.returning}`
           : ""
       }`;
+}
+
+/** A move of queued deliveries into the history: they reach a final state. */
+export interface Finish {
+  /** `held` (the lease holder's result) or `revoke` (cancel, expire). */
+  fence: Extract<Fence, { kind: "held" } | { kind: "revoke" }>;
+  /** The final status, an SQL expression over `d` and `using`. */
+  status: string;
+  /** When it finished, an SQL expression. */
+  finalizedAt: string;
+  /** Columns of the history row that differ from the queued row's (SQL expressions over `d` and `using`). */
+  set?: Partial<Record<"attempt_count" | "first_attempt_at" | "retry_urls" | "last_error", string>>;
+  /** A USING list (other tables or CTEs), without the keyword. */
+  using?: string;
+  where: string;
+}
+
+/** The history's columns, in the order `finishCtes` writes them. */
+const historyColumns = [
+  "destination_id",
+  "id",
+  "message_pk",
+  "source_id",
+  "status",
+  "created_at",
+  "finalized_at",
+  "attempt_count",
+  "lease_token",
+  "first_attempt_at",
+  "earliest_attempt_at",
+  "retry_urls",
+  "ordering_key",
+  "last_error",
+];
+
+/**
+ * Two CTEs, `${name}_left` and `${name}`, for the caller's WITH list: the
+ * deliveries matching `where` (and the fence) leave the queue and are
+ * written to the history. `${name}` returns each one's destination_id, id,
+ * attempt_count and status.
+ */
+export function finishCtes(name: string, finish: Finish): string {
+  const value: Record<string, string> = {
+    status: `(${finish.status})::delivery_status`,
+    finalized_at: finish.finalizedAt,
+    lease_token: finish.fence.kind === "revoke" ? "d.lease_token + 1" : "d.lease_token",
+    ...finish.set,
+  };
+  const returning = historyColumns.map((column) => `${value[column] ?? `d.${column}`} AS ${column}`).join(", ");
+  return `${name}_left AS (
+       DELETE FROM delivery_queue d${finish.using ? ` USING ${finish.using}` : ""}
+        WHERE (${finish.where})${fenceWhere(finish.fence)}
+       RETURNING ${returning}
+     ), ${name} AS (
+       INSERT INTO delivery_history (${historyColumns.join(", ")})
+       SELECT ${historyColumns.join(", ")} FROM ${name}_left
+       RETURNING destination_id, id, attempt_count, status
+     )`;
+}
+
+/** A replay of finished deliveries: back into the queue, due at `runAt`. */
+export interface Reopen {
+  /** A USING list naming the deliveries, without the keyword. */
+  using: string;
+  /** Which history rows `h` to move. */
+  where: string;
+  /** When they are due, an SQL expression. */
+  runAt: string;
+}
+
+/**
+ * Two CTEs, `${name}_left` and `${name}`: finished deliveries leave the
+ * history and wait in the queue again as retries, with the token moved on
+ * (a revoke: nothing in flight can complete them), every URL, and a fresh
+ * retry window (first_attempt_at cleared; the first attempt ever made is
+ * kept in earliest_attempt_at). `${name}` returns destination_id and id.
+ */
+export function reopenCtes(name: string, reopen: Reopen): string {
+  return `${name}_left AS (
+       DELETE FROM delivery_history h USING ${reopen.using}
+        WHERE ${reopen.where}
+       RETURNING h.destination_id, h.id, h.message_pk, h.source_id, h.created_at, h.attempt_count, h.lease_token, h.ordering_key,
+                 coalesce(h.earliest_attempt_at, h.first_attempt_at) AS earliest_attempt_at
+     ), ${name} AS (
+       INSERT INTO delivery_queue (destination_id, id, message_pk, source_id, status, run_at, created_at, attempt_count,
+                                   lease_token, earliest_attempt_at, ordering_key)
+       SELECT l.destination_id, l.id, l.message_pk, l.source_id, 'retrying', ${reopen.runAt}, l.created_at, l.attempt_count,
+              l.lease_token + 1, l.earliest_attempt_at, l.ordering_key
+         FROM ${name}_left l
+       RETURNING destination_id, id
+     )`;
 }

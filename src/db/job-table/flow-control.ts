@@ -16,9 +16,9 @@
  *
  * Ordering. Every delivery carries ordering_key (its call's userId, else
  * anonymousId; NULL: not ordered). For a destination with per-user ordering,
- * a delivery is claimable only when no unfinished (pending or retrying,
+ * a delivery is claimable only when no other queued (pending or retrying,
  * leased or not, due or not) delivery of the same destination and key has a
- * smaller id. The probe follows deliveries_ordering_idx.
+ * smaller id. The probe follows delivery_queue_ordering_idx.
  */
 
 /** Bucket size in tokens: half a second of the rate, at least one token. */
@@ -94,10 +94,9 @@ export const refillWaitMsSql = `(SELECT min((${wakeTokensSql("b.rate")} - (b.tok
 export function orderingHeadSql(d: string): string {
   return `(${d}.ordering_key IS NULL
         OR ${d}.destination_id NOT IN (SELECT id FROM ordered)
-        OR NOT EXISTS (SELECT 1 FROM deliveries e
+        OR NOT EXISTS (SELECT 1 FROM delivery_queue e
                         WHERE e.destination_id = ${d}.destination_id AND e.ordering_key = ${d}.ordering_key
-                          AND e.status IN ('pending', 'retrying') AND e.ordering_key IS NOT NULL
-                          AND e.id < ${d}.id))`;
+                          AND e.ordering_key IS NOT NULL AND e.id < ${d}.id))`;
 }
 
 /** CTE body: destinations with per-user ordering. */

@@ -1,6 +1,9 @@
 /**
- * The job table (`deliveries`) and every change of its rows' state, in one
- * place (River's way). This index is the only entry point; each operation
+ * The job table and every change of its rows' state, in one place (River's
+ * way). It is two tables: `delivery_queue`, the deliveries being worked
+ * (pending, retrying), and `delivery_history`, the finished ones,
+ * append-only and partitioned by day like `delivery_attempts`; the view
+ * `deliveries` shows both to readers. This index is the only entry point; each operation
  * lives in its own module, and all of them go through the one lease fence
  * (fence.ts):
  *
@@ -15,11 +18,14 @@
  *   expire    a paused destination's deliveries past their window (revokes)
  *   replay    a finished or waiting delivery due again now (revokes); in
  *             bulk, the deliveries matching a filter, batch by batch
- *   purge     finished work past retention; VACUUM when dead rows pile up
+ *   days      the day partitions: created ahead, dropped past retention
+ *   purge     messages past retention; VACUUM the queue when dead rows pile up
  *   notify    the channel that wakes the delivery loops
  *
- * Deleting messages (purge, a user's data deletion) removes their deliveries
- * by cascade; a completion in flight then matches no row.
+ * A delivery reaching a final state leaves the queue for the history in the
+ * statement that finishes it (fence.ts). Deleting messages (purge, a user's
+ * data deletion) removes their deliveries (a trigger on messages); a
+ * completion in flight then matches no row.
  */
 export type { AttemptOutcome, AttemptResult } from "./attempt-result.js";
 export { cancelDestinationDeliveries } from "./cancel.js";
@@ -31,6 +37,7 @@ export { enqueueCte, notifyIfQueued, orderingKeySql } from "./enqueue.js";
 export { expirePausedDeliveries } from "./expire.js";
 export { deliveriesChannel, wakeWorkers } from "./notify.js";
 export { purgeOldMessages, vacuumJobTableIfNeeded } from "./purge.js";
+export { createDayPartitions, dropDaysBefore, type DroppedDay } from "./days.js";
 export { replayDelivery } from "./replay.js";
 export {
   countReplayable,

@@ -1,6 +1,6 @@
 import type { Queryable } from "../pool.js";
 import type { DeliveryCompletion, DeliveryStatus } from "./complete.js";
-import { transitionSql } from "./fence.js";
+import { finishCtes, transitionSql } from "./fence.js";
 
 export interface RefusedCompletion {
   completion: DeliveryCompletion;
@@ -15,19 +15,26 @@ export interface RefusedCompletion {
 
 // $1 destination, $2 id, $3 the claim's token, $4 the limit, $5 the error,
 // $6 retry at, $7 now, $8 whether a request was sent. The last refusal
-// fails the delivery; earlier ones hand it back for a later try.
+// fails the delivery (it moves to the history); earlier ones hand it back
+// for a later try.
 const final = "d.refused_completions + 1 >= $4";
-const refuseTransition = transitionSql({
-  fence: { kind: "held", token: "$3" },
-  status: `CASE WHEN ${final} THEN 'failed'::delivery_status ELSE d.status END`,
-  set: `refused_completions = d.refused_completions + 1,
-              last_error = $5,
-              run_at = CASE WHEN ${final} THEN d.run_at ELSE $6::timestamptz END,
-              finalized_at = CASE WHEN ${final} THEN $7::timestamptz END,
-              first_attempt_at = CASE WHEN $8 THEN coalesce(d.first_attempt_at, $7::timestamptz) ELSE d.first_attempt_at END`,
-  where: "d.destination_id = $1 AND d.id = $2",
-  returning: "d.status",
-});
+const firstAttempt = "CASE WHEN $8 THEN coalesce(d.first_attempt_at, $7::timestamptz) ELSE d.first_attempt_at END";
+const refuseStatement = `WITH handed_back AS (
+       ${transitionSql({
+         fence: { kind: "held", token: "$3" },
+         set: `refused_completions = d.refused_completions + 1, last_error = $5, run_at = $6::timestamptz,
+              first_attempt_at = ${firstAttempt}`,
+         where: `d.destination_id = $1 AND d.id = $2 AND NOT (${final})`,
+         returning: "d.status",
+       })}
+     ), ${finishCtes("failed", {
+       fence: { kind: "held", token: "$3" },
+       status: "'failed'",
+       finalizedAt: "$7::timestamptz",
+       set: { last_error: "$5", first_attempt_at: firstAttempt },
+       where: `d.destination_id = $1 AND d.id = $2 AND ${final}`,
+     })}
+     SELECT status FROM handed_back UNION ALL SELECT status FROM failed`;
 
 /**
  * The lease holder's fallback when the database refused its result (the
@@ -41,7 +48,7 @@ const refuseTransition = transitionSql({
  */
 export async function recordRefusedCompletion(db: Queryable, refused: RefusedCompletion): Promise<DeliveryStatus | undefined> {
   const c = refused.completion;
-  const result = await db.query<{ status: DeliveryStatus }>(refuseTransition, [
+  const result = await db.query<{ status: DeliveryStatus }>(refuseStatement, [
     c.destinationId,
     c.id,
     c.leaseToken,

@@ -1,5 +1,5 @@
 import type { Queryable } from "../pool.js";
-import { transitionSql } from "./fence.js";
+import { reopenCtes, transitionSql } from "./fence.js";
 import { and, filterPredicates, Params, type DeliveryFilter, type Query } from "./filter.js";
 import { notifyWhen } from "./notify.js";
 import { replaySet, replayStatus } from "./replay.js";
@@ -28,7 +28,7 @@ export function countReplayableQuery(filter: BulkReplay["filter"], retentionCuto
   return {
     text: `SELECT count(*) FILTER (WHERE m.received_at >= ${cutoff}) AS replayable,
                   count(*) FILTER (WHERE m.received_at < ${cutoff}) AS past_retention,
-                  (SELECT max(id) FROM deliveries)::text AS max_id
+                  (SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM delivery_ids)::text AS max_id
              FROM deliveries d JOIN messages m ON m.id = d.message_pk
             WHERE ${and(where)}`,
     values: params.values,
@@ -99,15 +99,21 @@ export function replayBatchQuery(replay: BulkReplay, after: ReplayPosition | und
        SELECT d.destination_id, d.id, d.created_at FROM deliveries d JOIN messages m ON m.id = d.message_pk
         WHERE ${and(where)}
         ORDER BY d.created_at, d.id LIMIT ${params.add(limit, "int")}
-     ), replayed AS (
+     ), waiting AS (
        ${transitionSql({
          fence: { kind: "revoke" },
          status: replayStatus,
          set: replaySet(runAt),
          from: "batch b",
-         where: `d.destination_id = b.destination_id AND d.id = b.id AND d.status = ANY(${statuses})`,
+         where: `d.destination_id = b.destination_id AND d.id = b.id AND d.status = 'retrying' AND 'retrying' = ANY(${statuses})`,
          returning: "1",
        })}
+     ), ${reopenCtes("reopened", {
+       using: "batch b",
+       where: `h.destination_id = b.destination_id AND h.id = b.id AND h.status IN ('failed', 'expired') AND h.status = ANY(${statuses})`,
+       runAt,
+     })}, replayed AS (
+       SELECT 1 FROM waiting UNION ALL SELECT 1 FROM reopened
      ), last AS (
        SELECT created_at, id FROM batch ORDER BY created_at DESC, id DESC LIMIT 1
      )

@@ -4,8 +4,8 @@ import { withTransaction } from "../pool.js";
 /**
  * Unfinished deliveries (pending + retrying) of every destination, 0 for
  * those without any, so a gauge falls to 0 rather than vanishing. Each count
- * reads only the destination's part of the lane index (unfinished rows
- * only), so its cost follows the backlog, not the table. The statement
+ * reads only the destination's part of the queue (which holds
+ * nothing else), so its cost follows the backlog, not the history. The statement
  * timeout bounds a scrape when the backlog is huge or the database slow.
  */
 export async function selectDestinationBacklogs(pool: pg.Pool, timeoutMs: number): Promise<Map<string, number>> {
@@ -13,8 +13,7 @@ export async function selectDestinationBacklogs(pool: pg.Pool, timeoutMs: number
     await client.query(`SET LOCAL statement_timeout = ${Math.max(1, Math.round(timeoutMs))}`);
     const result = await client.query<{ id: string; backlog: string }>(
       `SELECT d.id,
-              (SELECT count(*) FROM deliveries j
-                WHERE j.destination_id = d.id AND j.status IN ('pending', 'retrying')) AS backlog
+              (SELECT count(*) FROM delivery_queue j WHERE j.destination_id = d.id) AS backlog
          FROM destinations d`,
     );
     return new Map(result.rows.map((row) => [row.id, Number(row.backlog)]));
