@@ -34,7 +34,7 @@ beforeAll(async () => {
     [source, now],
   );
   await pool.query(
-    `INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at, ordering_key)
+    `INSERT INTO delivery_queue (destination_id, message_pk, source_id, run_at, created_at, ordering_key)
      SELECT d.id, m.id, m.source_id, m.received_at, m.received_at, m.user_id
        FROM messages m CROSS JOIN (VALUES ($1::uuid, 1), ($2::uuid, 5), ($3::uuid, 5)) AS d(id, every)
       WHERE m.id % d.every = 0
@@ -44,8 +44,8 @@ beforeAll(async () => {
   // Each user's first delivery to the ordered destination is retrying, due
   // only in an hour: everything after it waits, though due.
   await pool.query(
-    `UPDATE deliveries SET status = 'retrying', run_at = $2::timestamptz + interval '1 hour', attempt_count = 1
-      WHERE destination_id = $1 AND id IN (SELECT min(id) FROM deliveries WHERE destination_id = $1 AND ordering_key LIKE 'user-1%' GROUP BY ordering_key)`,
+    `UPDATE delivery_queue SET status = 'retrying', run_at = $2::timestamptz + interval '1 hour', attempt_count = 1
+      WHERE destination_id = $1 AND id IN (SELECT min(id) FROM delivery_queue WHERE destination_id = $1 AND ordering_key LIKE 'user-1%' GROUP BY ordering_key)`,
     [orderedId, now],
   );
   await pool.query("UPDATE destination_rate_buckets SET tokens = 300, refilled_at = $2 WHERE destination_id = $1", [limitedId, now]);
@@ -63,10 +63,10 @@ const claimStatement = () => captureClaim(options);
 test("the claim plan follows indexes on 100,000 deliveries with ordering and a rate limit on", async () => {
   const { text, values } = await claimStatement();
   const plan = (await pool.query(`EXPLAIN ${text}`, values)).rows.map((r) => r["QUERY PLAN"] as string).join("\n");
-  expect(plan).toMatch(/Index (Only )?Scan using deliveries_lane_idx on deliveries d(_\d+)?\b/);
+  expect(plan).toMatch(/Index (Only )?Scan using delivery_queue_lane_idx on delivery_queue d(_\d+)?\b/);
   // The per-user rule is an index probe per candidate, never a join over the table.
-  expect(plan).toMatch(/Index (Only )?Scan using deliveries_ordering_idx on deliveries e\b/);
-  expect(plan).not.toMatch(/Seq Scan on deliveries/);
+  expect(plan).toMatch(/Index (Only )?Scan using delivery_queue_ordering_idx on delivery_queue e\b/);
+  expect(plan).not.toMatch(/Seq Scan on delivery_queue/);
 });
 
 test("prepared, the claim keeps to the same indexes when Postgres switches to its generic plan", async () => {
@@ -94,9 +94,9 @@ test("prepared, the claim keeps to the same indexes when Postgres switches to it
   }
   // A generic plan keeps the parameters as such.
   expect(plan).toMatch(/run_at <= \$1/);
-  expect(plan).toMatch(/Index (Only )?Scan using deliveries_lane_idx on deliveries d(_\d+)?\b/);
-  expect(plan).toMatch(/Index (Only )?Scan using deliveries_ordering_idx on deliveries e\b/);
-  expect(plan).not.toMatch(/Seq Scan on deliveries/);
+  expect(plan).toMatch(/Index (Only )?Scan using delivery_queue_lane_idx on delivery_queue d(_\d+)?\b/);
+  expect(plan).toMatch(/Index (Only )?Scan using delivery_queue_ordering_idx on delivery_queue e\b/);
+  expect(plan).not.toMatch(/Seq Scan on delivery_queue/);
 });
 
 test("a claim takes one delivery per user of the ordered destination and no more than the tokens of the limited one", async () => {
@@ -140,7 +140,7 @@ test("a delivery with no user key is not held by earlier ones", async () => {
     [source, now],
   );
   const inserted = await pool.query<{ id: string }>(
-    `INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at, ordering_key)
+    `INSERT INTO delivery_queue (destination_id, message_pk, source_id, run_at, created_at, ordering_key)
      VALUES ($1, $2, $3, $4, $4, NULL) RETURNING id::text`,
     [orderedId, message.rows[0].id, source, new Date(now.getTime() - 2 * 3_600_000)],
   );

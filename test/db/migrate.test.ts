@@ -34,16 +34,24 @@ test("the job table enforces its own rules", async () => {
     `INSERT INTO messages (source_id, message_id, type, received_at, payload)
      VALUES ('00000000-0000-4000-8000-000000000001', 'm', 'track', now(), '{}') RETURNING id`,
   );
-  const insert = (status: string, finalized: string) =>
+  const queue = (status: string) =>
     db.query(
-      `INSERT INTO deliveries (destination_id, message_pk, source_id, status, run_at, created_at, finalized_at)
-       VALUES ('00000000-0000-4000-8000-000000000002', $1, '00000000-0000-4000-8000-000000000001', $2, now(), now(), ${finalized})`,
+      `INSERT INTO delivery_queue (destination_id, message_pk, source_id, status, run_at, created_at)
+       VALUES ('00000000-0000-4000-8000-000000000002', $1, '00000000-0000-4000-8000-000000000001', $2, now(), now())`,
       [message.rows[0].id, status],
     );
-  await expect(insert("delivered", "NULL")).rejects.toThrow(/finalized_iff_terminal/);
-  await expect(insert("pending", "now()")).rejects.toThrow(/finalized_iff_terminal/);
-  await expect(insert("running", "NULL")).rejects.toThrow(/invalid input value for enum/);
-  await expect(insert("pending", "NULL")).resolves.toMatchObject({ rowCount: 1 });
+  const history = (status: string) =>
+    db.query(
+      `INSERT INTO delivery_history (destination_id, id, message_pk, source_id, status, created_at, finalized_at, attempt_count, lease_token)
+       VALUES ('00000000-0000-4000-8000-000000000002', nextval('delivery_ids'), $1, '00000000-0000-4000-8000-000000000001', $2, now(), now(), 0, 0)`,
+      [message.rows[0].id, status],
+    );
+  // The queue holds only what is being worked, the history only what is final.
+  await expect(queue("delivered")).rejects.toThrow(/delivery_queue_status_check/);
+  await expect(history("pending")).rejects.toThrow(/delivery_history_status_check/);
+  await expect(queue("running")).rejects.toThrow(/invalid input value for enum/);
+  await expect(queue("pending")).resolves.toMatchObject({ rowCount: 1 });
+  await expect(history("delivered")).resolves.toMatchObject({ rowCount: 1 });
   await expect(
     db.query(
       `INSERT INTO messages (source_id, message_id, type, received_at, payload)
@@ -54,15 +62,15 @@ test("the job table enforces its own rules", async () => {
 
 test("the claim query uses the index made for it", async () => {
   // One destination's oldest due deliveries, as each lane of the claim reads them.
-  const query = `EXPLAIN SELECT destination_id, id FROM deliveries
-      WHERE destination_id = '00000000-0000-4000-8000-000000000001' AND status IN ('pending', 'retrying') AND run_at <= now()
+  const query = `EXPLAIN SELECT destination_id, id FROM delivery_queue
+      WHERE destination_id = '00000000-0000-4000-8000-000000000001' AND run_at <= now()
       ORDER BY run_at LIMIT 100 FOR UPDATE SKIP LOCKED`;
   const plan = await pools[0]!.query(query);
   await pools[0]!.query("SET enable_seqscan = off");
   const forced = await pools[0]!.query(query);
   await pools[0]!.query("RESET enable_seqscan");
   expect(plan.rows.length).toBeGreaterThan(0);
-  expect(forced.rows.map((r) => r["QUERY PLAN"]).join("\n")).toContain("deliveries_lane_idx");
+  expect(forced.rows.map((r) => r["QUERY PLAN"]).join("\n")).toContain("delivery_queue_lane_idx");
 });
 
 test("a database that applied migrations 2 and 3 as released starts with their reworded comments; other edits are still refused", async () => {

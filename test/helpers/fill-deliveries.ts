@@ -29,17 +29,25 @@ export async function fillDeliveries(db: pg.Pool, rows: number, destinations = 2
        FROM generate_series(1, $2) i`,
     [sourceId, rows, users],
   );
-  await db.query(
-    `INSERT INTO deliveries (destination_id, message_pk, source_id, status, run_at, created_at, attempt_count,
-                             first_attempt_at, finalized_at, finished_xid)
-     SELECT ('00000000-0000-4000-8000-' || lpad((m.id / 100 % $2 + 1)::text, 12, '0'))::uuid, m.id, m.source_id, s.status,
-            m.received_at, m.received_at, 1, m.received_at,
-            CASE WHEN s.status <> 'pending' THEN m.received_at + interval '1 second' END,
-            CASE WHEN s.status <> 'pending' THEN (3 + m.id / 100)::text::xid8 END
-       FROM messages m
+  // The days the finished ones fall in have their partitions, as maintenance would have made them.
+  await db.query("SELECT waypost_create_day_partitions((now() - interval '8 days')::date, (now() + interval '1 day')::date)");
+  const spread = `FROM messages m
       CROSS JOIN LATERAL (SELECT (CASE WHEN m.id % 100 < 90 THEN 'delivered' WHEN m.id % 100 < 95 THEN 'failed'
                                        WHEN m.id % 100 < 98 THEN 'expired' ELSE 'pending' END)::delivery_status AS status) s
-      WHERE m.source_id = $1`,
+      WHERE m.source_id = $1`;
+  const destination = "('00000000-0000-4000-8000-' || lpad((m.id / 100 % $2 + 1)::text, 12, '0'))::uuid";
+  await db.query(
+    `INSERT INTO delivery_history (destination_id, id, message_pk, source_id, status, created_at, finalized_at, attempt_count,
+                                   lease_token, first_attempt_at, finished_xid)
+     SELECT ${destination}, nextval('delivery_ids'), m.id, m.source_id, s.status, m.received_at, m.received_at + interval '1 second', 1,
+            1, m.received_at, (3 + m.id / 100)::text::xid8
+       ${spread} AND s.status <> 'pending'`,
+    [sourceId, destinations],
+  );
+  await db.query(
+    `INSERT INTO delivery_queue (destination_id, message_pk, source_id, status, run_at, created_at, attempt_count, first_attempt_at)
+     SELECT ${destination}, m.id, m.source_id, s.status, m.received_at, m.received_at, 1, m.received_at
+       ${spread} AND s.status = 'pending'`,
     [sourceId, destinations],
   );
   await db.query(
@@ -47,7 +55,7 @@ export async function fillDeliveries(db: pg.Pool, rows: number, destinations = 2
      SELECT destination_id, id, 1, 0, 'http://example.com', finalized_at,
             CASE status WHEN 'delivered' THEN 'success' WHEN 'failed' THEN 'permanent' ELSE 'retryable' END::attempt_outcome,
             CASE status WHEN 'delivered' THEN 200 WHEN 'failed' THEN 400 ELSE 503 END, (id * 7919) % 900 + 10
-       FROM deliveries WHERE finalized_at IS NOT NULL`,
+       FROM delivery_history`,
   );
   await db.query("ANALYZE");
   return {

@@ -107,7 +107,7 @@ export interface Finish {
   /** When it finished, an SQL expression. */
   finalizedAt: string;
   /** Columns of the history row that differ from the queued row's (SQL expressions over `d` and `using`). */
-  set?: Partial<Record<"attempt_count" | "first_attempt_at" | "retry_urls" | "last_error", string>>;
+  set?: Partial<Record<"attempt_count" | "first_attempt_at" | "retry_urls" | "refused_completions" | "last_error", string>>;
   /** A USING list (other tables or CTEs), without the keyword. */
   using?: string;
   where: string;
@@ -128,6 +128,7 @@ const historyColumns = [
   "earliest_attempt_at",
   "retry_urls",
   "ordering_key",
+  "refused_completions",
   "last_error",
 ];
 

@@ -31,7 +31,7 @@ const refuseStatement = `WITH handed_back AS (
        fence: { kind: "held", token: "$3" },
        status: "'failed'",
        finalizedAt: "$7::timestamptz",
-       set: { last_error: "$5", first_attempt_at: firstAttempt },
+       set: { refused_completions: "d.refused_completions + 1", last_error: "$5", first_attempt_at: firstAttempt },
        where: `d.destination_id = $1 AND d.id = $2 AND ${final}`,
      })}
      SELECT status FROM handed_back UNION ALL SELECT status FROM failed`;

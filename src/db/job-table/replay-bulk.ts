@@ -105,12 +105,16 @@ export function replayBatchQuery(replay: BulkReplay, after: ReplayPosition | und
          status: replayStatus,
          set: replaySet(runAt),
          from: "batch b",
-         where: `d.destination_id = b.destination_id AND d.id = b.id AND d.status = 'retrying' AND 'retrying' = ANY(${statuses})`,
+         where: `d.id = ANY (ARRAY(SELECT id FROM batch)) AND d.destination_id = b.destination_id AND d.id = b.id
+          AND d.status = 'retrying' AND 'retrying' = ANY(${statuses})`,
          returning: "1",
        })}
      ), ${reopenCtes("reopened", {
        using: "batch b",
-       where: `h.destination_id = b.destination_id AND h.id = b.id AND h.status IN ('failed', 'expired') AND h.status = ANY(${statuses})`,
+       // id = ANY(ARRAY(...)) keeps it on index lookups; the join alone lets
+       // the planner hash the whole history.
+       where: `h.id = ANY (ARRAY(SELECT id FROM batch)) AND h.destination_id = b.destination_id AND h.id = b.id
+          AND h.status IN ('failed', 'expired') AND h.status = ANY(${statuses})`,
        runAt,
      })}, replayed AS (
        SELECT 1 FROM waiting UNION ALL SELECT 1 FROM reopened

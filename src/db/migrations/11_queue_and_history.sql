@@ -81,6 +81,7 @@ CREATE TABLE delivery_history (
   retry_urls text[],
   -- Kept for a replay, which queues the delivery again in its user's order.
   ordering_key text,
+  refused_completions integer NOT NULL DEFAULT 0,
   last_error text,
   -- The transaction that finished it: the finish feed reads it (see
   -- src/db/queries/delivery-search.ts).
@@ -162,10 +163,10 @@ SELECT destination_id, id, message_pk, source_id, status, run_at, created_at, at
   FROM deliveries_v1 WHERE status IN ('pending', 'retrying');
 
 INSERT INTO delivery_history (destination_id, id, message_pk, source_id, status, created_at, finalized_at, attempt_count,
-                              lease_token, first_attempt_at, earliest_attempt_at, retry_urls, ordering_key, last_error,
-                              finished_xid)
+                              lease_token, first_attempt_at, earliest_attempt_at, retry_urls, ordering_key,
+                              refused_completions, last_error, finished_xid)
 SELECT destination_id, id, message_pk, source_id, status, created_at, finalized_at, attempt_count,
-       lease_token, first_attempt_at, earliest_attempt_at, retry_urls, ordering_key, last_error,
+       lease_token, first_attempt_at, earliest_attempt_at, retry_urls, ordering_key, refused_completions, last_error,
        coalesce(finished_xid, pg_current_xact_id())
   FROM deliveries_v1 WHERE status NOT IN ('pending', 'retrying');
 
@@ -184,7 +185,7 @@ CREATE VIEW deliveries AS
   UNION ALL
   SELECT destination_id, id, message_pk, source_id, status, finalized_at AS run_at, created_at, attempt_count, lease_token,
          NULL::timestamptz, NULL::text, first_attempt_at, earliest_attempt_at, finalized_at,
-         retry_urls, ordering_key, 0, last_error, finished_xid
+         retry_urls, ordering_key, refused_completions, last_error, finished_xid
     FROM delivery_history;
 
 -- Deleting messages (retention, a user's deletion, a deleted source's

@@ -46,7 +46,7 @@ beforeAll(async () => {
   let first = 1;
   for (const [id, count] of [...backlogs, [plainId, 1_000] as [string, number]]) {
     await pool.query(
-      `INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at, ordering_key)
+      `INSERT INTO delivery_queue (destination_id, message_pk, source_id, run_at, created_at, ordering_key)
        SELECT $1, m.id, m.source_id, m.received_at, m.received_at, m.user_id
          FROM messages m WHERE m.id >= $2 AND m.id < $3 ORDER BY m.id`,
       [id, first, first + count],
@@ -79,10 +79,10 @@ interface PlanNode {
   Plans?: PlanNode[];
 }
 
-/** Rows every scan of `deliveries` produced or filtered out, in all its loops. */
+/** Rows every scan of `delivery_queue` produced or filtered out, in all its loops. */
 function deliveryRowsRead(node: PlanNode): number {
   const own =
-    node["Relation Name"] === "deliveries"
+    node["Relation Name"] === "delivery_queue"
       ? ((node["Actual Rows"] ?? 0) + (node["Rows Removed by Filter"] ?? 0)) * (node["Actual Loops"] ?? 1)
       : 0;
   return own + (node.Plans ?? []).reduce((sum, child) => sum + deliveryRowsRead(child), 0);

@@ -170,7 +170,7 @@ test.each(revokers)("a completion from before $name changes nothing", async ({ r
   // First a failed attempt, so the delivery is retrying (replay's precondition) with one attempt row.
   const [first] = await claim(t0);
   expect(await completeDeliveries(pool, [completion(first!, t0, "retrying")])).toEqual(new Set([id]));
-  await pool.query("UPDATE deliveries SET run_at = $2 WHERE id = $1", [id, t0]);
+  await pool.query("UPDATE delivery_queue SET run_at = $2 WHERE id = $1", [id, t0]);
   const [held] = await claim(t0);
   expect(held!.id).toBe(id);
 
@@ -228,7 +228,7 @@ test("a heartbeat extends only leases the holder still has: not one taken over, 
   const later = new Date(t0.getTime() + minute / 2);
   // One lease has run out (the holder stalled) and another process claims
   // the delivery; the others are still held.
-  await pool.query("UPDATE deliveries SET leased_until = $2 WHERE id = $1", [takenOver, t0]);
+  await pool.query("UPDATE delivery_queue SET leased_until = $2 WHERE id = $1", [takenOver, t0]);
   const taken = await claimDeliveries(pool, {
     now: later,
     limit: 10,

@@ -12,9 +12,9 @@ import { withTransaction, type Pool, type Queryable } from "../../../src/db/pool
 import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
 import { enqueueOne, seedSourceAndDestination } from "../../helpers/job-table-fixtures.js";
 
-// finished_xid (what the finish feed reads) is stamped by the job table's
-// transitions, and attempt rows go with their delivery, without a row
-// trigger or a foreign key on the completion's path.
+// finished_xid (what the finish feed reads) is the transaction that moved
+// the delivery into the history, and attempt rows go with their delivery's
+// message, without a row trigger or a foreign key on the completion's path.
 
 const minute = 60_000;
 const t0 = new Date("2026-11-01T00:00:00Z");
@@ -113,32 +113,41 @@ test("a replay clears the stamp and a cancellation sets it", async () => {
   expect(await finishedXid(id)).toBe(xid);
 });
 
-test("a writer that moves the status without stamping (an older version, a hand-written UPDATE) is still stamped", async () => {
+test("a final status cannot be written into the queue, nor a waiting one into the history: finishing goes through the job table", async () => {
   const { id } = await enqueue();
-  const xid = await inTransaction((db) =>
-    db.query("UPDATE deliveries SET status = 'cancelled', finalized_at = $2 WHERE id = $1", [id, t0]),
+  await expect(pool.query("UPDATE delivery_queue SET status = 'cancelled' WHERE id = $1", [id])).rejects.toThrow(
+    /delivery_queue_status_check/,
   );
-  expect(await finishedXid(id)).toBe(xid);
-  await pool.query("UPDATE deliveries SET status = 'retrying', finalized_at = NULL WHERE id = $1", [id]);
-  expect(await finishedXid(id)).toBeNull();
+  const job = await claimOne();
+  await completeDeliveries(pool, [completion(job, "delivered")]);
+  expect((await pool.query("SELECT count(*)::int AS n FROM delivery_queue WHERE id = $1", [id])).rows[0].n).toBe(0);
+  await expect(pool.query("UPDATE delivery_history SET status = 'retrying' WHERE id = $1", [id])).rejects.toThrow(
+    /delivery_history_status_check/,
+  );
 });
 
-test("attempt rows are deleted with their delivery, whichever way it goes", async () => {
+test("attempt rows are deleted with their delivery's message, queued or finished", async () => {
   const attemptsOf = async (id: string) =>
     (await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM delivery_attempts WHERE delivery_id = $1", [id])).rows[0]!.n;
-  const viaMessage = await enqueue();
+  const deliveriesOf = async (id: string) =>
+    (await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries WHERE id = $1", [id])).rows[0]!.n;
+  const finished = await enqueue();
   await completeDeliveries(pool, [completion(await claimOne(), "delivered")]);
-  const viaDelivery = await enqueue();
+  const kept = await enqueue();
   await completeDeliveries(pool, [completion(await claimOne(), "delivered")]);
-  expect(await attemptsOf(viaMessage.id)).toBe(1);
-  expect(await attemptsOf(viaDelivery.id)).toBe(1);
+  const waiting = await enqueue();
+  await completeDeliveries(pool, [completion(await claimOne(), "retrying")]);
+  for (const one of [finished, waiting, kept]) expect(await attemptsOf(one.id)).toBe(1);
 
-  // Deleting the message cascades to its deliveries (a foreign key), and from there to their attempts.
-  await pool.query("DELETE FROM messages WHERE message_id = $1", [viaMessage.messageId]);
-  expect(await attemptsOf(viaMessage.id)).toBe(0);
-  expect(await attemptsOf(viaDelivery.id)).toBe(1);
-  await pool.query("DELETE FROM deliveries WHERE id = $1", [viaDelivery.id]);
-  expect(await attemptsOf(viaDelivery.id)).toBe(0);
+  // Deleting messages takes their deliveries (in the queue and in the
+  // history) and those deliveries' attempts along, in one statement.
+  await pool.query("DELETE FROM messages WHERE message_id = ANY($1)", [[finished.messageId, waiting.messageId]]);
+  for (const gone of [finished, waiting]) {
+    expect(await attemptsOf(gone.id)).toBe(0);
+    expect(await deliveriesOf(gone.id)).toBe(0);
+  }
+  expect(await attemptsOf(kept.id)).toBe(1);
+  expect(await deliveriesOf(kept.id)).toBe(1);
 });
 
 test("a completion's times, URLs, errors and response bodies are stored exactly", async () => {
