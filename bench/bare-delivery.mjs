@@ -9,8 +9,8 @@
 //   wait on a claim round trip;
 // - `inflight` senders take from that queue, sign (HMAC-SHA1, as the service
 //   does) and POST through an undici Pool of `connections` keep-alive connections;
-// - a second connection marks them delivered (fenced by lease_token) in
-//   batches of 500, or every 20 ms for a smaller tail;
+// - a second connection moves them to the history as delivered (fenced by
+//   lease_token) in batches of 500, or every 20 ms for a smaller tail;
 // - every statement is prepared (named).
 //
 //   node bench/bare-delivery.mjs DATABASE_URL SINK_URL COUNT [CONNECTIONS=64] [INFLIGHT=256]
@@ -26,25 +26,34 @@ import { cpuSeconds } from "./lib/cpu.mjs";
 const batch = 500;
 const ahead = 1_000;
 
+// Claims by destination over the queue's lane index (destination_id, run_at), as the service does.
 const claimStatement = `
-  UPDATE deliveries d
+  UPDATE delivery_queue d
      SET leased_until = now() + interval '5 minutes', lease_token = d.lease_token + 1
-    FROM messages m
-   WHERE d.id = ANY (ARRAY(
-           SELECT id FROM deliveries
-            WHERE status IN ('pending', 'retrying') AND run_at <= now()
-              AND (leased_until IS NULL OR leased_until <= now())
-            ORDER BY run_at LIMIT ${batch}
-            FOR UPDATE SKIP LOCKED))
+    FROM (SELECT q.destination_id, q.id FROM destinations dst
+           CROSS JOIN LATERAL (
+             SELECT destination_id, id FROM delivery_queue
+              WHERE destination_id = dst.id AND run_at <= now() AND (leased_until IS NULL OR leased_until <= now())
+              ORDER BY run_at LIMIT ${batch}
+              FOR UPDATE SKIP LOCKED) q
+           LIMIT ${batch}) c, messages m
+   WHERE d.destination_id = c.destination_id AND d.id = c.id
      AND m.id = d.message_pk
   RETURNING d.destination_id, d.id, d.lease_token, m.payload`;
 
+// A finished delivery leaves the queue for the history, fenced by lease_token.
 const doneStatement = `
-  UPDATE deliveries d
-     SET status = 'delivered', finalized_at = now(), leased_until = NULL,
-         attempt_count = d.attempt_count + 1, first_attempt_at = coalesce(d.first_attempt_at, now())
-    FROM unnest($1::uuid[], $2::bigint[], $3::int[]) AS u(destination_id, id, lease_token)
-   WHERE d.destination_id = u.destination_id AND d.id = u.id AND d.lease_token = u.lease_token`;
+  WITH gone AS (
+    DELETE FROM delivery_queue d
+     USING unnest($1::uuid[], $2::bigint[], $3::int[]) AS u(destination_id, id, lease_token)
+     WHERE d.destination_id = u.destination_id AND d.id = u.id AND d.lease_token = u.lease_token
+    RETURNING d.*
+  )
+  INSERT INTO delivery_history (destination_id, id, message_pk, source_id, status, created_at, finalized_at, attempt_count,
+                                lease_token, first_attempt_at)
+  SELECT destination_id, id, message_pk, source_id, 'delivered', created_at, now(), attempt_count + 1,
+         lease_token, coalesce(first_attempt_at, now())
+    FROM gone`;
 
 /**
  * @param {{ url: string, sinkUrl: string, count: number, connections?: number, inflight?: number, secret?: string, path?: string }} options

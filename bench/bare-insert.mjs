@@ -22,7 +22,7 @@ const insertStatement = `
     ON CONFLICT (source_id, message_id) DO NOTHING
     RETURNING id
   )
-  INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at)
+  INSERT INTO delivery_queue (destination_id, message_pk, source_id, run_at, created_at)
   SELECT $5, m.id, $1, now(), now() FROM m`;
 
 /**

@@ -23,12 +23,12 @@ export async function queueDeliveries(pool, { sourceId, destinationId, count, pr
            FROM generate_series($3::int, $3::int + $5::int - 1) AS g
          RETURNING id
        )
-       INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at)
+       INSERT INTO delivery_queue (destination_id, message_pk, source_id, run_at, created_at)
        SELECT $2, m.id, $1, now(), now() FROM m`,
       [sourceId, destinationId, start, prefix, n],
     );
   }
-  await pool.query("ANALYZE messages; ANALYZE deliveries");
+  await pool.query("ANALYZE messages; ANALYZE delivery_queue");
 }
 
 /**

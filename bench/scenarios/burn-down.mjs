@@ -94,7 +94,7 @@ export async function bareLoopBaseline(pool, db, sink, count, concurrency) {
     JSON.stringify([{ url: `${sink.url}/ok`, headers: {} }]),
   ]);
   await queueDeliveries(pool, { sourceId, destinationId, count, prefix: `bareloop${Date.now()}` });
-  await pool.query("VACUUM deliveries");
+  await pool.query("VACUUM delivery_queue");
   await checkpoint(pool);
   await sink.reset();
   const before = await transactionCount(pool);

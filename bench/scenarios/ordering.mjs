@@ -76,10 +76,10 @@ export async function queueUserDeliveries(pool, { sourceId, destinationId, count
            FROM generate_series($3::int, $3::int + $5::int - 1) AS g
          RETURNING id, user_id
        )
-       INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at, ordering_key)
+       INSERT INTO delivery_queue (destination_id, message_pk, source_id, run_at, created_at, ordering_key)
        SELECT $2, m.id, $1, now(), now(), m.user_id FROM m ORDER BY m.id`,
       [sourceId, destinationId, start, prefix, n, users],
     );
   }
-  await pool.query("ANALYZE messages; ANALYZE deliveries");
+  await pool.query("ANALYZE messages; ANALYZE delivery_queue");
 }

@@ -118,10 +118,7 @@ async function measureTopology({ db, sink, topology, deliveries, durationMs, con
  * @returns {Promise<number>}
  */
 async function countBacklog(pool, destinationId) {
-  const { rows } = await pool.query(
-    "SELECT count(*)::int AS n FROM deliveries WHERE destination_id = $1 AND status IN ('pending', 'retrying')",
-    [destinationId],
-  );
+  const { rows } = await pool.query("SELECT count(*)::int AS n FROM delivery_queue WHERE destination_id = $1", [destinationId]);
   return rows[0].n;
 }
 

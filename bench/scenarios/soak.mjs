@@ -25,19 +25,16 @@ export async function soakScenario({ db, sink, durationMs, rate = 4_000, windowM
     const delivered = (await sink.count()) - before;
     const size = (
       await pool.query(
-        "SELECT pg_total_relation_size('deliveries') AS b, (SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'deliveries') AS dead",
+        "SELECT pg_total_relation_size('delivery_queue') AS b, (SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'delivery_queue') AS dead",
       )
     ).rows[0];
-    const backlog = (
-      await pool.query("SELECT count(*)::int AS n FROM deliveries WHERE destination_id = $1 AND status IN ('pending', 'retrying')", [
-        destination.id,
-      ])
-    ).rows[0].n;
+    const backlog = (await pool.query("SELECT count(*)::int AS n FROM delivery_queue WHERE destination_id = $1", [destination.id])).rows[0]
+      .n;
     windows.push({
       ingest_per_s: Math.round((sent / elapsedMs) * 1000),
       delivered_per_s: Math.round((delivered / elapsedMs) * 1000),
       backlog,
-      deliveries_table_mb: Math.round(Number(size.b) / 2 ** 20),
+      queue_table_mb: Math.round(Number(size.b) / 2 ** 20),
       dead_tuples: Number(size.dead),
     });
   }

@@ -150,7 +150,11 @@ test("a page of deliveries ends early, with a next page token, once its bodies r
     expect(new Set(seen).size).toBe(seen.length);
 
     // The finish feed's first read: the newest that fit.
-    await capped.pool.query("UPDATE deliveries SET status = 'delivered', finalized_at = now(), finished_xid = pg_current_xact_id()");
+    await capped.pool.query(
+      `WITH q AS (DELETE FROM delivery_queue RETURNING *)
+       INSERT INTO delivery_history (destination_id, id, message_pk, source_id, status, created_at, finalized_at, attempt_count, lease_token)
+       SELECT destination_id, id, message_pk, source_id, 'delivered', created_at, now(), attempt_count, lease_token FROM q`,
+    );
     const feed = await capped.deliveries.listDeliveries({ destinationId, order: DeliveryOrder.FINISH_TIME_DESC, pageSize: 50 });
     expect(feed.deliveries.length).toBeGreaterThan(0);
     expect(feed.deliveries.reduce((sum, d) => sum + Buffer.byteLength(d.body), 0)).toBeLessThanOrEqual(20_000);

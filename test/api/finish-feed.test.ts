@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { DeliveryOrder, DeliveryStatus } from "../../gen/waypost/v1/delivery_pb.js";
+import type { Queryable } from "../../src/db/pool.js";
+import { finishByHand, reopenByHand } from "../helpers/job-table-fixtures.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
@@ -37,18 +39,14 @@ async function pendingDeliveries(count: number): Promise<string[]> {
        SELECT $1, 'feed-' || gen_random_uuid(), 'track', now(), '{"type":"track"}' FROM generate_series(1, $3)
        RETURNING id
      )
-     INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at)
+     INSERT INTO delivery_queue (destination_id, message_pk, source_id, run_at, created_at)
      SELECT $2, m.id, $1, now(), now() FROM m RETURNING id::text`,
     [sourceId, pausedId, count],
   );
   return result.rows.map((r) => r.id).sort((a, b) => Number(a) - Number(b));
 }
 
-const finish = (db: { query: TestServer["pool"]["query"] }, ids: string[]) =>
-  db.query("UPDATE deliveries SET status = 'delivered', finalized_at = now() WHERE destination_id = $1 AND id = ANY($2::bigint[])", [
-    pausedId,
-    ids,
-  ]);
+const finish = (db: Queryable, ids: string[]) => finishByHand(db, pausedId, ids, "delivered");
 
 test("a poller sees every delivery that finished since its last poll, once, newest first", async () => {
   let { ids, token } = await poll(okId, "");
@@ -119,22 +117,13 @@ test("a burst larger than a page comes in pages, each delivery once, then what f
 test("a replayed delivery that finishes again is seen again", async () => {
   const [id] = await pendingDeliveries(1);
   let { token } = await poll(pausedId, "");
-  await server.pool.query("UPDATE deliveries SET status = 'failed', finalized_at = now() WHERE destination_id = $1 AND id = $2", [
-    pausedId,
-    id,
-  ]);
+  await finishByHand(server.pool, pausedId, [id!], "failed");
   let page = await poll(pausedId, token);
   expect(page.ids).toEqual([id]);
-  await server.pool.query("UPDATE deliveries SET status = 'retrying', finalized_at = NULL WHERE destination_id = $1 AND id = $2", [
-    pausedId,
-    id,
-  ]);
+  await reopenByHand(server.pool, pausedId, [id!]);
   page = await poll(pausedId, page.token);
   expect(page.ids).toEqual([]);
-  await server.pool.query("UPDATE deliveries SET status = 'delivered', finalized_at = now() WHERE destination_id = $1 AND id = $2", [
-    pausedId,
-    id,
-  ]);
+  await finishByHand(server.pool, pausedId, [id!], "delivered");
   page = await poll(pausedId, page.token);
   expect(page.ids).toEqual([id]);
   token = page.token;

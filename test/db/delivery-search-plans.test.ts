@@ -64,7 +64,10 @@ const week = 7 * 24 * 3_600_000;
 
 test("listing a destination, newest first, with and without a time range", async () => {
   const destinationId = table.destinationIds[3]!;
-  expectIndexOnly(await plan("list destination", searchQuery({ destinationId }, { limit: 51 })), /delivery_history_\w+_destination_id_created_at_id_idx/);
+  expectIndexOnly(
+    await plan("list destination", searchQuery({ destinationId }, { limit: 51 })),
+    /delivery_history_\w+_destination_id_created_at_id_idx/,
+  );
   const until = new Date(Date.now() - week / 2);
   const since = new Date(until.getTime() - 3_600_000);
   expectIndexOnly(
@@ -93,7 +96,10 @@ test("finding by userId and messageId goes through the messages' indexes", async
 test("the finish feed reads the newest finishes from its index", async () => {
   const destinationId = table.destinationIds[0]!;
   const snapshot = (await pool.query<{ s: string }>("SELECT pg_current_snapshot()::text AS s")).rows[0]!.s;
-  expectIndexOnly(await plan("feed start", feedQuery({ destinationId }, undefined, 100)), /delivery_history_\w+_destination_id_finished_xid_idx/);
+  expectIndexOnly(
+    await plan("feed start", feedQuery({ destinationId }, undefined, 100)),
+    /delivery_history_\w+_destination_id_finished_xid_idx/,
+  );
   expectIndexOnly(
     await plan("feed next", feedQuery({ destinationId }, { seen: snapshot }, 101)),
     /delivery_history_\w+_destination_id_finished_xid_idx/,

@@ -33,12 +33,18 @@ async function insert(count: number, status: string, receivedAt: Date): Promise<
     `WITH m AS (
        INSERT INTO messages (source_id, message_id, type, received_at, payload)
        SELECT $1, gen_random_uuid()::text, 'track', $4, '{}' FROM generate_series(1, $3) RETURNING id
+     ), queued AS (
+       INSERT INTO delivery_queue (destination_id, message_pk, source_id, status, run_at, created_at, attempt_count,
+                                   first_attempt_at, lease_token, lease_owner)
+       SELECT $2, m.id, $1, $5::text::delivery_status, $4, $4, 3, $4, 7, 'someone'
+         FROM m WHERE $5::text IN ('pending', 'retrying') RETURNING id
+     ), finished AS (
+       INSERT INTO delivery_history (destination_id, id, message_pk, source_id, status, created_at, finalized_at, attempt_count,
+                                     first_attempt_at, lease_token)
+       SELECT $2, nextval('delivery_ids'), m.id, $1, $5::text::delivery_status, $4, $4, 3, $4, 7
+         FROM m WHERE $5::text NOT IN ('pending', 'retrying') RETURNING id
      )
-     INSERT INTO deliveries (destination_id, message_pk, source_id, status, run_at, created_at, attempt_count,
-                             first_attempt_at, finalized_at, lease_token, lease_owner)
-     SELECT $2, m.id, $1, $5::delivery_status, $4, $4, 3, $4,
-            CASE WHEN $5 IN ('pending', 'retrying') THEN NULL ELSE $4::timestamptz END, 7, 'someone'
-       FROM m RETURNING id::text`,
+     SELECT id::text FROM queued UNION ALL SELECT id::text FROM finished`,
     [sourceId, destinationId, count, receivedAt, status],
   );
   return result.rows.map((r) => r.id);

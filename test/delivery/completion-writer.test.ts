@@ -120,7 +120,7 @@ test("a row the database refuses is isolated: the rest of its batch and later re
       END IF;
       RETURN NEW;
     END $$`);
-  await pool.query(`CREATE TRIGGER refuse_poison BEFORE UPDATE ON deliveries FOR EACH ROW EXECUTE FUNCTION refuse_poison()`);
+  await pool.query(`CREATE TRIGGER refuse_poison BEFORE INSERT ON delivery_history FOR EACH ROW EXECUTE FUNCTION refuse_poison()`);
   try {
     const written: string[] = [];
     const writer = createCompletionWriter({
@@ -162,7 +162,7 @@ test("a row the database refuses is isolated: the rest of its batch and later re
     await writer.flush();
     expect(written).toContain(later!.id);
   } finally {
-    await pool.query("DROP TRIGGER refuse_poison ON deliveries");
+    await pool.query("DROP TRIGGER refuse_poison ON delivery_history");
   }
 });
 

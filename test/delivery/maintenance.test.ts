@@ -44,12 +44,33 @@ test("delivered data is purged after the retention period; unfinished work is ke
 
   // The stuck delivery stays unfinished (as a long-paused one would) to show unfinished work survives.
   clock.advance(2 * day);
-  await server.pool.query("UPDATE deliveries SET first_attempt_at = $1 WHERE status = 'retrying'", [clock.now()]);
-  const { purged } = await server.waypost.maintenance!.runOnce();
+  await server.pool.query("UPDATE delivery_queue SET first_attempt_at = $1 WHERE status = 'retrying'", [clock.now()]);
+  const firstDay = (
+    await server.pool.query<{ day: string }>(
+      "SELECT to_char(finalized_at AT TIME ZONE 'UTC', 'YYYYMMDD') AS day FROM delivery_history LIMIT 1",
+    )
+  ).rows[0]!.day;
+  const days = async () =>
+    (
+      await server.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_class WHERE relname IN ($1, $2)", [
+        `delivery_history_${firstDay}`,
+        `delivery_attempts_${firstDay}`,
+      ])
+    ).rows[0]!.n;
+  expect(await days()).toBe(2);
+  const { purged, droppedDays } = await server.waypost.maintenance!.runOnce();
   expect(purged).toBe(3);
+  // The finished deliveries and every attempt of that day went with the
+  // day's partitions (dropped, not deleted from); the stuck delivery waits on.
+  expect(droppedDays).toBeGreaterThanOrEqual(2);
+  expect(await days()).toBe(0);
   expect(await count("messages")).toBe(1);
   expect(await count("deliveries")).toBe(1);
-  expect(await count("delivery_attempts")).toBe(1);
+  expect(await count("delivery_queue")).toBe(1);
+  expect(await count("delivery_attempts")).toBe(0);
+  // The coming days' partitions were made ahead of time.
+  const ahead = new Date(clock.now().getTime() + 2 * day).toISOString().slice(0, 10).replaceAll("-", "");
+  expect((await server.pool.query("SELECT to_regclass($1) IS NOT NULL AS made", [`delivery_history_${ahead}`])).rows[0].made).toBe(true);
 });
 
 test("the job table is vacuumed once dead rows pile up, whether or not autovacuum runs", async () => {
@@ -67,18 +88,18 @@ test("the job table is vacuumed once dead rows pile up, whether or not autovacuu
          INSERT INTO messages (source_id, message_id, type, received_at, payload)
          SELECT $1, 'churn-' || g, 'track', now(), '{}' FROM generate_series(1, 30000) g RETURNING id
        )
-       INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at)
+       INSERT INTO delivery_queue (destination_id, message_pk, source_id, run_at, created_at)
        SELECT $2, m.id, $1, now(), now() FROM m`,
       [source.id, destination.id],
     );
-    // Each completion-like update leaves a dead version behind.
-    await client.query("UPDATE deliveries SET status = 'cancelled', finalized_at = now() WHERE destination_id = $1", [destination.id]);
+    // Each claim-like update leaves a dead version behind.
+    await client.query("UPDATE delivery_queue SET run_at = now() + interval '1 minute' WHERE destination_id = $1", [destination.id]);
     await client.query("SELECT pg_stat_force_next_flush()");
   } finally {
     client.release();
   }
   const dead = async () =>
-    Number((await server.pool.query("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'deliveries'")).rows[0].n_dead_tup);
+    Number((await server.pool.query("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'delivery_queue'")).rows[0].n_dead_tup);
   expect(await dead()).toBeGreaterThanOrEqual(20_000);
   expect(await server.waypost.maintenance!.vacuumIfNeeded()).toBe(true);
   expect(await dead()).toBeLessThan(20_000);

@@ -166,7 +166,7 @@ test("disabling pauses pending deliveries, enabling resumes them, deleting cance
   const { messageId: queued } = await server.tracking((await server.createSource()).writeKey).track({ track: { userId: "u", event: "E" } });
   expect(queued).toBeTruthy();
   await server.pool.query(
-    `INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at)
+    `INSERT INTO delivery_queue (destination_id, message_pk, source_id, run_at, created_at)
      SELECT $1, id, source_id, $2, $2 FROM messages WHERE message_id = $3`,
     [destination.id, clock.now(), queued],
   );
@@ -190,7 +190,13 @@ test("disabling pauses pending deliveries, enabling resumes them, deleting cance
   expect(r!.requests.map((q) => JSON.parse(q.body).messageId)).toEqual([queued]);
 
   await server.destinations.updateDestination({ destination: { id: destination.id, enabled: false }, updateMask: { paths: ["enabled"] } });
-  await server.pool.query("UPDATE deliveries SET status = 'pending', finalized_at = NULL WHERE id = $1", [pending.id]);
+  // Back to waiting (as if never sent), to see the deletion cancel it.
+  await server.pool.query(
+    `WITH h AS (DELETE FROM delivery_history WHERE id = $1 RETURNING *)
+     INSERT INTO delivery_queue (destination_id, id, message_pk, source_id, run_at, created_at)
+     SELECT destination_id, id, message_pk, source_id, created_at, created_at FROM h`,
+    [pending.id],
+  );
   await server.destinations.deleteDestination({ id: destination.id });
   expect((await deliveryOf(queued)).status).toBe("cancelled");
 });

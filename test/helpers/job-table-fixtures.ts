@@ -31,3 +31,29 @@ export async function enqueueOne(db: Queryable, sourceId: string, at: Date): Pro
   );
   return { id: row.rows[0]!.id, messageId };
 }
+
+/**
+ * Moves queued deliveries into the history by hand, as a final `status` at
+ * the database's now (bypassing the lease fence, so the test controls which
+ * transaction finishes them). Returns how many moved.
+ */
+export async function finishByHand(db: Queryable, destinationId: string, ids: readonly string[], status: string): Promise<number> {
+  const result = await db.query(
+    `WITH q AS (DELETE FROM delivery_queue WHERE destination_id = $1 AND id = ANY($2::bigint[]) RETURNING *)
+     INSERT INTO delivery_history (destination_id, id, message_pk, source_id, status, created_at, finalized_at, attempt_count, lease_token)
+     SELECT destination_id, id, message_pk, source_id, $3::delivery_status, created_at, now(), attempt_count, lease_token + 1 FROM q`,
+    [destinationId, ids, status],
+  );
+  return result.rowCount ?? 0;
+}
+
+/** Puts finished deliveries back in the queue by hand, as retrying and due now. */
+export async function reopenByHand(db: Queryable, destinationId: string, ids: readonly string[]): Promise<number> {
+  const result = await db.query(
+    `WITH h AS (DELETE FROM delivery_history WHERE destination_id = $1 AND id = ANY($2::bigint[]) RETURNING *)
+     INSERT INTO delivery_queue (destination_id, id, message_pk, source_id, status, run_at, created_at, attempt_count, lease_token)
+     SELECT destination_id, id, message_pk, source_id, 'retrying', now(), created_at, attempt_count, lease_token + 1 FROM h`,
+    [destinationId, ids],
+  );
+  return result.rowCount ?? 0;
+}
