@@ -2,10 +2,12 @@
 // `npm run bench`: starts what it needs on loopback (a Postgres database, the
 // service as separate processes, a keep-alive sink process) and prints one
 // JSON object per line. Options:
-//   --only=ingest,burn-down,scaling,end-to-end,baselines,isolation,client,cheap-requests,ordering,rate-limit,soak
+//   --only=ingest,burn-down,scaling,end-to-end,baselines,isolation,client,cheap-requests,ordering,rate-limit,history,retention,soak
 //   --quick   smaller counts and shorter steps (a smoke run, not a measurement)
 //   --soak    add a 5-minute steady run that checks rates do not decay
 //   --duration=MS --deliveries=N   override the ingest duration and the burn-down size
+//   --history=N   finished deliveries in the history scenario (default 10,000,000; --quick 200,000)
+//   --retained=N  finished deliveries in the day the retention scenario drops (default 5,000,000)
 import os from "node:os";
 import { openPostgres } from "./lib/postgres.mjs";
 import { startSink } from "./lib/sink.mjs";
@@ -15,10 +17,12 @@ import { burnDownScenario } from "./scenarios/burn-down.mjs";
 import { cheapRequestsScenario } from "./scenarios/cheap-requests.mjs";
 import { clientScenario } from "./scenarios/client.mjs";
 import { endToEndScenario } from "./scenarios/end-to-end.mjs";
+import { historyScenario } from "./scenarios/history.mjs";
 import { ingestScenario } from "./scenarios/ingest.mjs";
 import { isolationScenario } from "./scenarios/isolation.mjs";
 import { orderingScenario } from "./scenarios/ordering.mjs";
 import { rateLimitScenario } from "./scenarios/rate-limit.mjs";
+import { retentionScenario } from "./scenarios/retention.mjs";
 import { scalingScenario } from "./scenarios/scaling.mjs";
 import { soakScenario } from "./scenarios/soak.mjs";
 
@@ -26,7 +30,9 @@ const args = process.argv.slice(2);
 const quick = args.includes("--quick");
 const onlyArg = args.find((a) => a.startsWith("--only="));
 const only = onlyArg ? new Set(onlyArg.slice(7).split(",")) : undefined;
-const wants = (/** @type {string} */ name) => (only ? only.has(name) : name !== "soak" || args.includes("--soak"));
+// Soak, history and retention take minutes (and gigabytes): run when asked for.
+const slow = new Set(["soak", "history", "retention"]);
+const wants = (/** @type {string} */ name) => (only ? only.has(name) : !slow.has(name) || args.includes(`--${name}`));
 
 const sizes = quick
   ? {
@@ -54,6 +60,8 @@ const numberArg = (/** @type {string} */ name) => {
 };
 const durationArg = numberArg("duration");
 const deliveriesArg = numberArg("deliveries");
+const historySize = numberArg("history") ?? (quick ? 200_000 : 10_000_000);
+const retainedSize = numberArg("retained") ?? (quick ? 200_000 : 5_000_000);
 if (durationArg) sizes.durationMs = durationArg;
 if (deliveriesArg) sizes.burnDown = deliveriesArg;
 
@@ -122,6 +130,10 @@ try {
   if (Object.keys(rss).length > 0) {
     report({ scenario: "memory", peak_rss_mb: rss, max_peak_rss_mb: Math.max(...Object.values(rss)), target_mb: 300 });
   }
+  if (wants("history")) {
+    await inFreshDatabase((db) => historyScenario({ db, sink, count: Math.min(sizes.burnDown, 50_000), history: historySize }));
+  }
+  if (wants("retention")) await inFreshDatabase((db) => retentionScenario({ db, count: retainedSize }));
   if (wants("soak")) await inFreshDatabase((db) => soakScenario({ db, sink, durationMs: sizes.soakMs }));
 } finally {
   await sink.close();
