@@ -11,13 +11,18 @@ import {
 } from "../../gen/waypost/v1/tracking_plan_pb.js";
 import type { ViolationAggregate, ViolationKindName } from "../db/queries/plan-violations.js";
 import type { PlanModeName, TrackingPlanRow } from "../db/queries/tracking-plans.js";
+import type { Clock } from "../clock.js";
 import { planEtag, type TrackingPlans } from "../plans/tracking-plans.js";
 import { invalidArgument, requireUuid } from "./errors.js";
 import { pageSize } from "./paging.js";
 
 export interface TrackingPlanServiceOptions {
   plans: TrackingPlans;
+  /** "Now", for InferTrackingPlan's default window. */
+  clock: Clock;
 }
+
+const defaultInferWindowMs = 7 * 86_400_000;
 
 const modeNames: Record<PlanMode, PlanModeName | undefined> = {
   [PlanMode.UNSPECIFIED]: undefined,
@@ -68,6 +73,12 @@ export function createTrackingPlanService(options: TrackingPlanServiceOptions): 
       const since = req.since ? timestampDate(req.since) : undefined;
       const rows = await plans.violations({ sourceId, since, limit });
       return { violations: rows.map(violationToProto) };
+    },
+    async inferTrackingPlan(req) {
+      const sourceId = requireUuid("sourceId", req.sourceId);
+      const since = req.since ? timestampDate(req.since) : new Date(options.clock.now().getTime() - defaultInferWindowMs);
+      const inferred = await plans.infer(sourceId, since);
+      return { plan: inferred.plan as JsonObject, callsRead: BigInt(inferred.callsRead) };
     },
   };
 }

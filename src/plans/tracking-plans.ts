@@ -3,11 +3,13 @@ import type { Clock } from "../clock.js";
 import { withTransaction } from "../db/pool.js";
 import { listViolations, type ViolationAggregate } from "../db/queries/plan-violations.js";
 import { selectSource } from "../db/queries/sources.js";
+import { selectStoredCallBodies } from "../db/queries/stored-calls.js";
 import { selectTrackingPlan, upsertTrackingPlan, type PlanModeName, type TrackingPlanRow } from "../db/queries/tracking-plans.js";
 import { InvalidInputError, NotFoundError } from "../errors.js";
 import { compilePlan } from "./compile-plan.js";
+import { inferPlan } from "./infer-plan.js";
 import type { PlanCache } from "./plan-cache.js";
-import { readPlanDocument } from "./plan-document.js";
+import { readPlanDocument, type PlanDocument } from "./plan-document.js";
 import type { ViolationRecorder } from "./violation-recorder.js";
 
 export interface TrackingPlansOptions {
@@ -34,7 +36,12 @@ export interface TrackingPlans {
   set(input: SetPlanInput): Promise<SetPlanResult>;
   get(sourceId: string): Promise<TrackingPlanRow | undefined>;
   violations(options: { sourceId: string; since: Date | undefined; limit: number }): Promise<ViolationAggregate[]>;
+  /** A plan built from the source's calls received since `since` (the newest 10,000 at most). */
+  infer(sourceId: string, since: Date): Promise<{ plan: PlanDocument; callsRead: number }>;
 }
+
+/** Inferring reads at most this many stored calls, the newest. */
+export const maxInferredCalls = 10_000;
 
 /** A plan's etag: its revision, opaque to clients. */
 export function planEtag(row: TrackingPlanRow): string {
@@ -74,6 +81,11 @@ export function createTrackingPlans(options: TrackingPlansOptions): TrackingPlan
       await requireSource(query.sourceId);
       await options.recorder.flush();
       return listViolations(pool, query);
+    },
+    async infer(sourceId, since) {
+      await requireSource(sourceId);
+      const bodies = await selectStoredCallBodies(pool, { sourceId, since, limit: maxInferredCalls });
+      return { plan: inferPlan(bodies, `Inferred from ${bodies.length} calls since ${since.toISOString()}`), callsRead: bodies.length };
     },
   };
 }

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file waypost/v1/tracking_plan.proto.
  */
 export const file_waypost_v1_tracking_plan: GenFile = /*@__PURE__*/
-  fileDesc("Ch53YXlwb3N0L3YxL3RyYWNraW5nX3BsYW4ucHJvdG8SCndheXBvc3QudjEiqwEKDFRyYWNraW5nUGxhbhIRCglzb3VyY2VfaWQYASABKAkSJQoEcGxhbhgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSIgoEbW9kZRgDIAEoDjIULndheXBvc3QudjEuUGxhbk1vZGUSDAoEZXRhZxgEIAEoCRIvCgt1cGRhdGVfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAihAEKFlNldFRyYWNraW5nUGxhblJlcXVlc3QSEQoJc291cmNlX2lkGAEgASgJEiUKBHBsYW4YAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiIKBG1vZGUYAyABKA4yFC53YXlwb3N0LnYxLlBsYW5Nb2RlEgwKBGV0YWcYBCABKAkiSgoXU2V0VHJhY2tpbmdQbGFuUmVzcG9uc2USLwoNdHJhY2tpbmdfcGxhbhgBIAEoCzIYLndheXBvc3QudjEuVHJhY2tpbmdQbGFuIisKFkdldFRyYWNraW5nUGxhblJlcXVlc3QSEQoJc291cmNlX2lkGAEgASgJIkoKF0dldFRyYWNraW5nUGxhblJlc3BvbnNlEi8KDXRyYWNraW5nX3BsYW4YASABKAsyGC53YXlwb3N0LnYxLlRyYWNraW5nUGxhbiL0AQoJVmlvbGF0aW9uEhEKCWNhbGxfdHlwZRgBIAEoCRINCgVldmVudBgCIAEoCRIMCgRwYXRoGAMgASgJEicKBGtpbmQYBCABKA4yGS53YXlwb3N0LnYxLlZpb2xhdGlvbktpbmQSDwoHbWVzc2FnZRgFIAEoCRINCgVjb3VudBgGIAEoAxIuCgpmaXJzdF9zZWVuGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCglsYXN0X3NlZW4YCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2V4YW1wbGUYCSABKAkiaAoVTGlzdFZpb2xhdGlvbnNSZXF1ZXN0EhEKCXNvdXJjZV9pZBgBIAEoCRIpCgVzaW5jZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcGFnZV9zaXplGAMgASgFIkMKFkxpc3RWaW9sYXRpb25zUmVzcG9uc2USKQoKdmlvbGF0aW9ucxgBIAMoCzIVLndheXBvc3QudjEuVmlvbGF0aW9uKngKCFBsYW5Nb2RlEhkKFVBMQU5fTU9ERV9VTlNQRUNJRklFRBAAEhEKDVBMQU5fTU9ERV9PRkYQARIVChFQTEFOX01PREVfT0JTRVJWRRACEhIKDlBMQU5fTU9ERV9PTUlUEAMSEwoPUExBTl9NT0RFX0JMT0NLEAQq2AEKDVZpb2xhdGlvbktpbmQSHgoaVklPTEFUSU9OX0tJTkRfVU5TUEVDSUZJRUQQABIiCh5WSU9MQVRJT05fS0lORF9VTlBMQU5ORURfRVZFTlQQARIjCh9WSU9MQVRJT05fS0lORF9SRVFVSVJFRF9NSVNTSU5HEAISHQoZVklPTEFUSU9OX0tJTkRfV1JPTkdfVFlQRRADEiUKIVZJT0xBVElPTl9LSU5EX1VOUExBTk5FRF9QUk9QRVJUWRAEEhgKFFZJT0xBVElPTl9LSU5EX09USEVSEAUypgIKE1RyYWNraW5nUGxhblNlcnZpY2USWgoPU2V0VHJhY2tpbmdQbGFuEiIud2F5cG9zdC52MS5TZXRUcmFja2luZ1BsYW5SZXF1ZXN0GiMud2F5cG9zdC52MS5TZXRUcmFja2luZ1BsYW5SZXNwb25zZRJaCg9HZXRUcmFja2luZ1BsYW4SIi53YXlwb3N0LnYxLkdldFRyYWNraW5nUGxhblJlcXVlc3QaIy53YXlwb3N0LnYxLkdldFRyYWNraW5nUGxhblJlc3BvbnNlElcKDkxpc3RWaW9sYXRpb25zEiEud2F5cG9zdC52MS5MaXN0VmlvbGF0aW9uc1JlcXVlc3QaIi53YXlwb3N0LnYxLkxpc3RWaW9sYXRpb25zUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch53YXlwb3N0L3YxL3RyYWNraW5nX3BsYW4ucHJvdG8SCndheXBvc3QudjEiqwEKDFRyYWNraW5nUGxhbhIRCglzb3VyY2VfaWQYASABKAkSJQoEcGxhbhgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSIgoEbW9kZRgDIAEoDjIULndheXBvc3QudjEuUGxhbk1vZGUSDAoEZXRhZxgEIAEoCRIvCgt1cGRhdGVfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAihAEKFlNldFRyYWNraW5nUGxhblJlcXVlc3QSEQoJc291cmNlX2lkGAEgASgJEiUKBHBsYW4YAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiIKBG1vZGUYAyABKA4yFC53YXlwb3N0LnYxLlBsYW5Nb2RlEgwKBGV0YWcYBCABKAkiSgoXU2V0VHJhY2tpbmdQbGFuUmVzcG9uc2USLwoNdHJhY2tpbmdfcGxhbhgBIAEoCzIYLndheXBvc3QudjEuVHJhY2tpbmdQbGFuIisKFkdldFRyYWNraW5nUGxhblJlcXVlc3QSEQoJc291cmNlX2lkGAEgASgJIkoKF0dldFRyYWNraW5nUGxhblJlc3BvbnNlEi8KDXRyYWNraW5nX3BsYW4YASABKAsyGC53YXlwb3N0LnYxLlRyYWNraW5nUGxhbiL0AQoJVmlvbGF0aW9uEhEKCWNhbGxfdHlwZRgBIAEoCRINCgVldmVudBgCIAEoCRIMCgRwYXRoGAMgASgJEicKBGtpbmQYBCABKA4yGS53YXlwb3N0LnYxLlZpb2xhdGlvbktpbmQSDwoHbWVzc2FnZRgFIAEoCRINCgVjb3VudBgGIAEoAxIuCgpmaXJzdF9zZWVuGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCglsYXN0X3NlZW4YCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2V4YW1wbGUYCSABKAkiaAoVTGlzdFZpb2xhdGlvbnNSZXF1ZXN0EhEKCXNvdXJjZV9pZBgBIAEoCRIpCgVzaW5jZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcGFnZV9zaXplGAMgASgFIkMKFkxpc3RWaW9sYXRpb25zUmVzcG9uc2USKQoKdmlvbGF0aW9ucxgBIAMoCzIVLndheXBvc3QudjEuVmlvbGF0aW9uIlgKGEluZmVyVHJhY2tpbmdQbGFuUmVxdWVzdBIRCglzb3VyY2VfaWQYASABKAkSKQoFc2luY2UYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlYKGUluZmVyVHJhY2tpbmdQbGFuUmVzcG9uc2USJQoEcGxhbhgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKY2FsbHNfcmVhZBgCIAEoAyp4CghQbGFuTW9kZRIZChVQTEFOX01PREVfVU5TUEVDSUZJRUQQABIRCg1QTEFOX01PREVfT0ZGEAESFQoRUExBTl9NT0RFX09CU0VSVkUQAhISCg5QTEFOX01PREVfT01JVBADEhMKD1BMQU5fTU9ERV9CTE9DSxAEKtgBCg1WaW9sYXRpb25LaW5kEh4KGlZJT0xBVElPTl9LSU5EX1VOU1BFQ0lGSUVEEAASIgoeVklPTEFUSU9OX0tJTkRfVU5QTEFOTkVEX0VWRU5UEAESIwofVklPTEFUSU9OX0tJTkRfUkVRVUlSRURfTUlTU0lORxACEh0KGVZJT0xBVElPTl9LSU5EX1dST05HX1RZUEUQAxIlCiFWSU9MQVRJT05fS0lORF9VTlBMQU5ORURfUFJPUEVSVFkQBBIYChRWSU9MQVRJT05fS0lORF9PVEhFUhAFMogDChNUcmFja2luZ1BsYW5TZXJ2aWNlEloKD1NldFRyYWNraW5nUGxhbhIiLndheXBvc3QudjEuU2V0VHJhY2tpbmdQbGFuUmVxdWVzdBojLndheXBvc3QudjEuU2V0VHJhY2tpbmdQbGFuUmVzcG9uc2USWgoPR2V0VHJhY2tpbmdQbGFuEiIud2F5cG9zdC52MS5HZXRUcmFja2luZ1BsYW5SZXF1ZXN0GiMud2F5cG9zdC52MS5HZXRUcmFja2luZ1BsYW5SZXNwb25zZRJXCg5MaXN0VmlvbGF0aW9ucxIhLndheXBvc3QudjEuTGlzdFZpb2xhdGlvbnNSZXF1ZXN0GiIud2F5cG9zdC52MS5MaXN0VmlvbGF0aW9uc1Jlc3BvbnNlEmAKEUluZmVyVHJhY2tpbmdQbGFuEiQud2F5cG9zdC52MS5JbmZlclRyYWNraW5nUGxhblJlcXVlc3QaJS53YXlwb3N0LnYxLkluZmVyVHJhY2tpbmdQbGFuUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * TrackingPlan is a source's plan and its mode.
@@ -263,6 +263,54 @@ export const ListViolationsResponseSchema: GenMessage<ListViolationsResponse> = 
   messageDesc(file_waypost_v1_tracking_plan, 7);
 
 /**
+ * @generated from message waypost.v1.InferTrackingPlanRequest
+ */
+export type InferTrackingPlanRequest = Message<"waypost.v1.InferTrackingPlanRequest"> & {
+  /**
+   * @generated from field: string source_id = 1;
+   */
+  sourceId: string;
+
+  /**
+   * Calls received at or after this time; the last 7 days when unset.
+   *
+   * @generated from field: google.protobuf.Timestamp since = 2;
+   */
+  since?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message waypost.v1.InferTrackingPlanRequest.
+ * Use `create(InferTrackingPlanRequestSchema)` to create a new message.
+ */
+export const InferTrackingPlanRequestSchema: GenMessage<InferTrackingPlanRequest> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_tracking_plan, 8);
+
+/**
+ * @generated from message waypost.v1.InferTrackingPlanResponse
+ */
+export type InferTrackingPlanResponse = Message<"waypost.v1.InferTrackingPlanResponse"> & {
+  /**
+   * @generated from field: google.protobuf.Struct plan = 1;
+   */
+  plan?: JsonObject | undefined;
+
+  /**
+   * How many stored calls it was built from (at most the newest 10,000).
+   *
+   * @generated from field: int64 calls_read = 2;
+   */
+  callsRead: bigint;
+};
+
+/**
+ * Describes the message waypost.v1.InferTrackingPlanResponse.
+ * Use `create(InferTrackingPlanResponseSchema)` to create a new message.
+ */
+export const InferTrackingPlanResponseSchema: GenMessage<InferTrackingPlanResponse> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_tracking_plan, 9);
+
+/**
  * PlanMode is what ingest does with a call that violates the plan.
  *
  * @generated from enum waypost.v1.PlanMode
@@ -403,6 +451,18 @@ export const TrackingPlanService: GenService<{
     methodKind: "unary";
     input: typeof ListViolationsRequestSchema;
     output: typeof ListViolationsResponseSchema;
+  },
+  /**
+   * InferTrackingPlan builds a plan from the source's stored calls: every
+   * event and property seen, its JSON type, required when always present.
+   * It is returned, not set: review it, commit it, then set it.
+   *
+   * @generated from rpc waypost.v1.TrackingPlanService.InferTrackingPlan
+   */
+  inferTrackingPlan: {
+    methodKind: "unary";
+    input: typeof InferTrackingPlanRequestSchema;
+    output: typeof InferTrackingPlanResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_waypost_v1_tracking_plan, 0);
