@@ -19,7 +19,11 @@ export function benchPlan(count) {
     "Order Completed": {
       properties: {
         type: "object",
-        properties: { orderId: { type: "string" }, total: { type: "number", minimum: 0 }, currency: { type: "string", enum: ["EUR", "USD"] } },
+        properties: {
+          orderId: { type: "string" },
+          total: { type: "number", minimum: 0 },
+          currency: { type: "string", enum: ["EUR", "USD"] },
+        },
         required: ["orderId", "total", "currency"],
       },
     },
@@ -28,7 +32,12 @@ export function benchPlan(count) {
     events[`Event ${i}`] = {
       properties: {
         type: "object",
-        properties: { id: { type: "string" }, value: { type: "number" }, flag: { type: "boolean" }, tags: { type: "array", items: { type: "string" } } },
+        properties: {
+          id: { type: "string" },
+          value: { type: "number" },
+          flag: { type: "boolean" },
+          tags: { type: "array", items: { type: "string" } },
+        },
         required: ["id"],
       },
     };
@@ -44,12 +53,25 @@ export function benchPlan(count) {
  * the same rows; the difference is the cost of checking.
  * @param {{ db: import("../lib/postgres.mjs").Database, sink: import("../lib/sink.mjs").Sink, durationMs: number, concurrency?: number, batchSize?: number }} options
  */
-export async function planIngestScenario({ db, sink, durationMs, concurrency = Number(process.env.BENCH_INGEST_CONCURRENCY ?? 8), batchSize = 100 }) {
+export async function planIngestScenario({
+  db,
+  sink,
+  durationMs,
+  concurrency = Number(process.env.BENCH_INGEST_CONCURRENCY ?? 8),
+  batchSize = 100,
+}) {
   const service = await startService(db.url, { WAYPOST_ROLE: "api" });
   const plain = await createSourceAndDestination(service.url, `${sink.url}/ok`, { name: "no-plan" });
   const planned = await createSourceAndDestination(service.url, `${sink.url}/ok`, { name: "plan" });
-  await rpc(service.url, "TrackingPlanService/SetTrackingPlan", { sourceId: planned.source.id, plan: benchPlan(50), mode: "PLAN_MODE_BLOCK" });
-  const clients = { plain: trackingClient(service.url, plain.source.writeKey), planned: trackingClient(service.url, planned.source.writeKey) };
+  await rpc(service.url, "TrackingPlanService/SetTrackingPlan", {
+    sourceId: planned.source.id,
+    plan: benchPlan(50),
+    mode: "PLAN_MODE_BLOCK",
+  });
+  const clients = {
+    plain: trackingClient(service.url, plain.source.writeKey),
+    planned: trackingClient(service.url, planned.source.writeKey),
+  };
   await runFor(clients.plain, 1_000, concurrency, batchSize);
   await runFor(clients.planned, 1_000, concurrency, batchSize);
   const pool = new pg.Pool({ connectionString: db.url, max: 1 });

@@ -98,7 +98,11 @@ function prepareCalls(calls: readonly Call[], receivedAt: Date, plan: ActivePlan
       violations.push(...check.violations);
       const first = check.violations[0];
       if (first && plan.mode === "block") {
-        rejected.push({ index, field: first.path.split(/[.[]/)[0]!, reason: `violates the tracking plan: ${first.path}: ${first.message}` });
+        rejected.push({
+          index,
+          field: first.path.split(/[.[]/)[0]!,
+          reason: `violates the tracking plan: ${first.path}: ${first.message}`,
+        });
         messageIds.push("");
         return;
       }

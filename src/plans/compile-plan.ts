@@ -66,6 +66,11 @@ function schemaErrorText(errors: ErrorObject[] | null | undefined): string {
   const first = errors?.[0];
   if (!first) return "is not a valid JSON Schema";
   const allowed = (first.params as { allowedValues?: unknown[] }).allowedValues;
-  const detail = allowed ? ` (${allowed.slice(0, 10).map((v) => JSON.stringify(v)).join(", ")})` : "";
+  const detail = allowed
+    ? ` (${allowed
+        .slice(0, 10)
+        .map((v) => JSON.stringify(v))
+        .join(", ")})`
+    : "";
   return `is not a valid JSON Schema: ${first.message ?? "invalid"}${detail}`;
 }

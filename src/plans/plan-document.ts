@@ -38,7 +38,8 @@ export function readPlanDocument(value: unknown, field = "plan"): PlanDocument {
   if (plan.events !== undefined) {
     const events = requireObject(`${field}.events`, plan.events);
     const names = Object.keys(events);
-    if (names.length > maxEvents) throw new InvalidInputError(`${field}.events`, `has ${names.length} events, over the limit of ${maxEvents}`);
+    if (names.length > maxEvents)
+      throw new InvalidInputError(`${field}.events`, `has ${names.length} events, over the limit of ${maxEvents}`);
     for (const name of names) {
       const at = `${field}.events${keySegment(name)}`;
       if (name === "" || name.length > maxEventNameLength) {
@@ -72,7 +73,8 @@ function requireObject(field: string, value: unknown): Record<string, unknown> {
 
 function onlyKeys(field: string, value: Record<string, unknown>, allowed: readonly string[]): void {
   for (const key of Object.keys(value)) {
-    if (!allowed.includes(key)) throw new InvalidInputError(`${field}${keySegment(key)}`, `is not expected here (expected ${allowed.join(" or ")})`);
+    if (!allowed.includes(key))
+      throw new InvalidInputError(`${field}${keySegment(key)}`, `is not expected here (expected ${allowed.join(" or ")})`);
   }
 }
 

@@ -63,7 +63,10 @@ export function objectType(schema: Record<string, unknown>, indent: string): str
     lines.push(`${inner}${tsKey(name)}${required.has(name) ? "" : "?"}: ${schemaType(child, inner)};`);
   }
   const additional = schema.additionalProperties;
-  const open = schema.properties === undefined && schema.patternProperties === undefined ? additional !== false : additional !== undefined && additional !== false;
+  const open =
+    schema.properties === undefined && schema.patternProperties === undefined
+      ? additional !== false
+      : additional !== undefined && additional !== false;
   if (open || schema.patternProperties !== undefined) lines.push(`${inner}[key: string]: unknown;`);
   if (lines.length === 0) return "Record<string, never>";
   return `{\n${lines.join("\n")}\n${indent}}`;

@@ -38,7 +38,9 @@ describe("apply, get, violations", () => {
     expect(JSON.parse(got.stdout)).toEqual(checkoutPlan);
     expect(got.stderr).toContain("mode observe");
 
-    await server.tracking(source.writeKey).track({ track: { userId: "u1", event: "Order Completed", properties: { total: "1", currency: "EUR" } } });
+    await server
+      .tracking(source.writeKey)
+      .track({ track: { userId: "u1", event: "Order Completed", properties: { total: "1", currency: "EUR" } } });
     const listed = await waypost(["plan", "violations", "--source", source.id, "--since", "1h"], env);
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.stdout).toMatch(/1\s+wrong_type\s+track\s+Order Completed\s+properties\.total\s+must be number\s+"1"/);
@@ -63,9 +65,15 @@ test("infer builds a plan from stored calls that the same traffic then satisfies
   const source = await server.createSource("cli-infer");
   const tracking = server.tracking(source.writeKey);
   const traffic = async (round: number) => {
-    await tracking.track({ track: { userId: "u1", messageId: `a${round}`, event: "Order Completed", properties: { total: 10, currency: "EUR", items: [1] } } });
-    await tracking.track({ track: { userId: "u1", messageId: `b${round}`, event: "Order Completed", properties: { total: 5.5, currency: "USD", coupon: "X" } } });
-    await tracking.track({ track: { userId: "u2", messageId: `c${round}`, event: "Signed Up", properties: { plan: { name: "pro", seats: 3 } } } });
+    await tracking.track({
+      track: { userId: "u1", messageId: `a${round}`, event: "Order Completed", properties: { total: 10, currency: "EUR", items: [1] } },
+    });
+    await tracking.track({
+      track: { userId: "u1", messageId: `b${round}`, event: "Order Completed", properties: { total: 5.5, currency: "USD", coupon: "X" } },
+    });
+    await tracking.track({
+      track: { userId: "u2", messageId: `c${round}`, event: "Signed Up", properties: { plan: { name: "pro", seats: 3 } } },
+    });
     await tracking.identify({ identify: { userId: "u1", messageId: `d${round}`, traits: { email: "a@example.com", age: null } } });
     await tracking.page({ page: { anonymousId: "x", messageId: `e${round}`, name: "Home", properties: { path: "/" } } });
   };
@@ -90,7 +98,9 @@ test("infer builds a plan from stored calls that the same traffic then satisfies
   const violations = await waypostJson<{ violations?: unknown[] }>(["plan", "violations", "--source", source.id], env);
   expect(violations.violations ?? []).toEqual([]);
   // A call outside what was seen is refused.
-  const refused = await tracking.track({ track: { userId: "u1", event: "Order Completed", properties: { total: "10", currency: "EUR" } } }).catch((e) => e);
+  const refused = await tracking
+    .track({ track: { userId: "u1", event: "Order Completed", properties: { total: "10", currency: "EUR" } } })
+    .catch((e) => e);
   expect(String(refused)).toContain("violates the tracking plan: properties.total: must be number");
 });
 
@@ -110,7 +120,19 @@ describe("codegen", () => {
   }
 
   function compile(root: string): Promise<{ code: number; output: string }> {
-    const args = [tsc, "--strict", "--noEmit", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--skipLibCheck", "main.ts"];
+    const args = [
+      tsc,
+      "--strict",
+      "--noEmit",
+      "--module",
+      "nodenext",
+      "--moduleResolution",
+      "nodenext",
+      "--target",
+      "es2022",
+      "--skipLibCheck",
+      "main.ts",
+    ];
     return new Promise((resolve) => {
       execFile(process.execPath, args, { cwd: root }, (error, stdout, stderr) => {
         resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, output: stdout + stderr });
@@ -118,7 +140,8 @@ describe("codegen", () => {
     });
   }
 
-  const header = 'import { Analytics } from "@waypost/client";\nimport { identify, trackOrderCompleted, trackSignedUp } from "./tracking-plan.js";\nconst analytics = new Analytics({ writeKey: "k", endpoint: "http://127.0.0.1:1" });\n';
+  const header =
+    'import { Analytics } from "@waypost/client";\nimport { identify, trackOrderCompleted, trackSignedUp } from "./tracking-plan.js";\nconst analytics = new Analytics({ writeKey: "k", endpoint: "http://127.0.0.1:1" });\n';
 
   test("the module compiles under tsc --strict with correct calls and refuses a wrongly typed property", async () => {
     const file = writePlan("codegen.json", checkoutPlan);
@@ -137,12 +160,18 @@ describe("codegen", () => {
     expect(ok.output).toBe("");
     expect(ok.code).toBe(0);
 
-    const bad = project(generated, `${header}trackOrderCompleted(analytics, { userId: "u1", properties: { total: "12.50", currency: "EUR" } });\n`);
+    const bad = project(
+      generated,
+      `${header}trackOrderCompleted(analytics, { userId: "u1", properties: { total: "12.50", currency: "EUR" } });\n`,
+    );
     const refused = await compile(bad);
     expect(refused.code).not.toBe(0);
     expect(refused.output).toMatch(/main\.ts\(4,.*error TS2322: Type 'string' is not assignable to type 'number'/);
 
-    const wrongEnum = project(generated, `${header}trackOrderCompleted(analytics, { userId: "u1", properties: { total: 1, currency: "GBP" } });\n`);
+    const wrongEnum = project(
+      generated,
+      `${header}trackOrderCompleted(analytics, { userId: "u1", properties: { total: 1, currency: "GBP" } });\n`,
+    );
     expect((await compile(wrongEnum)).code).not.toBe(0);
   }, 120_000);
 });

@@ -63,7 +63,13 @@ describe("checkCall", () => {
     expect(checkCall(plan, { ...emptyCall("screen"), userId: "u", name: "S", properties: { x: 1 } }, false).violations).toEqual([]);
     const identify = { ...emptyCall("identify"), userId: "u", traits: { email: "not an email" } };
     expect(checkCall(plan, identify, false).violations).toEqual([
-      expect.objectContaining({ callType: "identify", event: "", path: "traits.email", kind: "other", message: 'must match format "email"' }),
+      expect.objectContaining({
+        callType: "identify",
+        event: "",
+        path: "traits.email",
+        kind: "other",
+        message: 'must match format "email"',
+      }),
     ]);
   });
 });

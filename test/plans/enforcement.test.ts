@@ -63,7 +63,9 @@ describe("block", () => {
       ],
     });
     expect(batch.accepted).toBe(1);
-    expect(batch.rejected).toEqual([expect.objectContaining({ index: 1, reason: "violates the tracking plan: event: is not an event of the plan" })]);
+    expect(batch.rejected).toEqual([
+      expect.objectContaining({ index: 1, reason: "violates the tracking plan: event: is not an event of the plan" }),
+    ]);
 
     const single = await compat(source.writeKey, "/v1/track", { userId: "u1", event: "Order Completed", properties: { currency: "EUR" } });
     expect(single.status).toBe(400);
@@ -160,14 +162,19 @@ test("every violation kind is recorded, with counts, first and last seen and a c
   expect(byKind.get(ViolationKind.OTHER)).toMatchObject({ path: "properties.currency", count: 3n, example: '"GBP"' });
   expect(byKind.get(ViolationKind.UNPLANNED_PROPERTY)).toMatchObject({ path: "properties.extra", count: 3n });
   expect(byKind.get(ViolationKind.UNPLANNED_EVENT)).toMatchObject({ event: "Refunded", path: "event", count: 1n });
-  expect(violations.filter((v) => v.kind === ViolationKind.REQUIRED_MISSING).map((v) => v.path).sort()).toEqual([
-    "properties.currency",
-    "properties.total",
-  ]);
+  expect(
+    violations
+      .filter((v) => v.kind === ViolationKind.REQUIRED_MISSING)
+      .map((v) => v.path)
+      .sort(),
+  ).toEqual(["properties.currency", "properties.total"]);
   const wrong = byKind.get(ViolationKind.WRONG_TYPE)!;
   expect(wrong.firstSeen).toBeDefined();
   expect(wrong.lastSeen).toBeDefined();
-  const since = await plans.listViolations({ sourceId: source.id, since: { seconds: BigInt(Math.floor(Date.now() / 1000) + 3600), nanos: 0 } });
+  const since = await plans.listViolations({
+    sourceId: source.id,
+    since: { seconds: BigInt(Math.floor(Date.now() / 1000) + 3600), nanos: 0 },
+  });
   expect(since.violations).toEqual([]);
   const metrics = await (await fetch(`${server.url}/metrics`)).text();
   expect(metrics).toContain(`waypost_plan_violations_total{source_id="${source.id}",kind="wrong_type"} 3`);
@@ -197,7 +204,9 @@ describe("setting plans", () => {
     const second = (await plans.setTrackingPlan({ sourceId: source.id, plan: { name: "v2" }, etag: first.etag })).trackingPlan!;
     expect(second.etag).not.toBe(first.etag);
     expect(second.mode).toBe(PlanMode.OBSERVE);
-    const error = await plans.setTrackingPlan({ sourceId: source.id, plan: { name: "v3" }, etag: first.etag }).catch((e) => ConnectError.from(e));
+    const error = await plans
+      .setTrackingPlan({ sourceId: source.id, plan: { name: "v3" }, etag: first.etag })
+      .catch((e) => ConnectError.from(e));
     expect((error as ConnectError).code).toBe(Code.Aborted);
     const got = (await plans.getTrackingPlan({ sourceId: source.id })).trackingPlan!;
     expect(got.plan).toEqual({ name: "v2" });

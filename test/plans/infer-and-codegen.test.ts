@@ -34,7 +34,9 @@ test("schemaType: the TypeScript a schema allows", () => {
   expect(schemaType({ type: ["number", "null"] })).toBe("number | null");
   expect(schemaType({ type: "array", items: { type: "integer" } })).toBe("number[]");
   expect(schemaType({ anyOf: [{ type: "string" }, { const: 3 }] })).toBe("string | 3");
-  expect(schemaType({ type: "object", properties: { "odd key": { type: "boolean" } }, required: ["odd key"] })).toBe('{\n  "odd key": boolean;\n}');
+  expect(schemaType({ type: "object", properties: { "odd key": { type: "boolean" } }, required: ["odd key"] })).toBe(
+    '{\n  "odd key": boolean;\n}',
+  );
   expect(schemaType({ type: "object" })).toBe("{\n  [key: string]: unknown;\n}");
 });
 

@@ -67,9 +67,10 @@ function describePlan(plan: TrackingPlan): string {
   ]);
 }
 
-
 export function registerPlans(program: Command, wire: Wire): void {
-  const plan = program.command("plan").description("tracking plans: apply one from a file, read it, its violations; infer one; generate typed calls");
+  const plan = program
+    .command("plan")
+    .description("tracking plans: apply one from a file, read it, its violations; infer one; generate typed calls");
 
   plan
     .command("apply")
@@ -83,10 +84,9 @@ export function registerPlans(program: Command, wire: Wire): void {
         const mode = flags.mode === undefined ? PlanMode.UNSPECIFIED : modes[flags.mode.toLowerCase()];
         if (mode === undefined) throw new UsageError(`--mode: "${flags.mode}" is not one of off, observe, omit, block`);
         const document = readPlanFile(file);
-        const response = await ctx.admin(TrackingPlanService).setTrackingPlan(
-          { sourceId: flags.source, plan: document as never, mode, etag: flags.etag ?? "" },
-          { signal: ctx.signal },
-        );
+        const response = await ctx
+          .admin(TrackingPlanService)
+          .setTrackingPlan({ sourceId: flags.source, plan: document as never, mode, etag: flags.etag ?? "" }, { signal: ctx.signal });
         ctx.print(SetTrackingPlanResponseSchema, response, () => describePlan(response.trackingPlan!));
       }),
     );

@@ -113,7 +113,7 @@ export function TrackingPlanView(props: { params: { id: string } }) {
       {plan?.plan && (
         <>
           <h2>Plan</h2>
-          <pre class="body" aria-label="Plan document">
+          <pre class="body" data-testid="plan-document">
             {JSON.stringify(plan.plan, null, 2)}
           </pre>
         </>
