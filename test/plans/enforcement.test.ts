@@ -73,8 +73,24 @@ describe("block", () => {
     const ok = await compat(source.writeKey, "/v1/track", { userId: "u1", event: "Order Completed", properties: goodOrder });
     expect(ok).toEqual({ status: 200, json: { success: true } });
 
+    const batchAnswer = await compat(source.writeKey, "/v1/batch", {
+      batch: [
+        { type: "track", userId: "u1", event: "Order Completed", properties: goodOrder },
+        { type: "identify", userId: "u1", traits: { age: 3.5 } },
+      ],
+    });
+    expect(batchAnswer).toEqual({
+      status: 200,
+      json: {
+        success: true,
+        accepted: 1,
+        rejected: [{ index: 1, field: "traits", reason: "violates the tracking plan: traits.age: must be integer" }],
+        rejectedCount: 1,
+      },
+    });
+
     const stored = await storedBodies(source.id);
-    expect(stored.map((b) => b.properties)).toEqual([goodOrder, goodOrder]);
+    expect(stored.map((b) => b.properties)).toEqual([goodOrder, goodOrder, goodOrder]);
   });
 
   test("binary (protobuf) requests are checked as JSON ones are", async () => {
