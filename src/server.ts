@@ -120,7 +120,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   const backlog = createBacklogReader({ pool, clock, logger });
   const metrics = createMetrics({ backlog: backlog.read });
   // Tracking plans: compiled per source and revision; violations counted in memory and written every second.
-  const planCache = createPlanCache({ pool, logger });
+  const planCache = createPlanCache({ pool, logger, clock });
   const violationRecorder = createViolationRecorder({ pool, logger, metrics });
   violationRecorder.start();
   closers.push(() => violationRecorder.stop());

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { systemClock, type Clock } from "../clock.js";
 import { selectTrackingPlan, selectTrackingPlanRevision, type PlanModeName } from "../db/queries/tracking-plans.js";
 import type { Logger } from "../logger.js";
 import { compilePlan, type CompiledPlan } from "./compile-plan.js";
@@ -20,8 +21,8 @@ export interface PlanCacheOptions {
    * through another process applies within this time.
    */
   checkIntervalMs?: number;
-  /** Milliseconds now; injectable for tests. */
-  now?: () => number;
+  /** Time for the interval: the process's clock, so tests can move past it. */
+  clock?: Clock;
 }
 
 export interface PlanCache {
@@ -46,7 +47,8 @@ interface Entry {
  */
 export function createPlanCache(options: PlanCacheOptions): PlanCache {
   const interval = options.checkIntervalMs ?? 1000;
-  const now = options.now ?? Date.now;
+  const clock = options.clock ?? systemClock;
+  const now = () => clock.now().getTime();
   const entries = new Map<string, Entry>();
   // Moves on with every forget: a read that began before a change does not store what it read.
   let epoch = 0;

@@ -2,6 +2,7 @@ import { Code, ConnectError, createClient, type Client } from "@connectrpc/conne
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { PlanMode, TrackingPlanService, ViolationKind } from "../../gen/waypost/v1/tracking_plan_pb.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import { ManualClock } from "../../src/clock.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { adminTransport } from "./support.js";
 import { checkoutPlan } from "./fixtures.js";
@@ -251,4 +252,29 @@ describe("setting plans", () => {
     });
     expect(response.status).toBe(401);
   });
+});
+
+test("another process applies a plan change once it reads the plan's revision again (at most a second later)", async () => {
+  const clock = new ManualClock();
+  const other = await startTestServer({ database: server.database, clock, config: { role: "api" } });
+  try {
+    const source = await server.createSource("two-processes");
+    const tracking = other.tracking(source.writeKey);
+    const bad = { track: { userId: "u1", event: "Order Completed", properties: badOrder } };
+    await tracking.track(bad); // the other process now knows the source has no plan
+    await plans.setTrackingPlan({ sourceId: source.id, plan: checkoutPlan, mode: PlanMode.BLOCK });
+    // Within the interval, it still goes by what it read.
+    await tracking.track(bad);
+    clock.advance(1_000);
+    const error = await tracking.track(bad).catch((e) => ConnectError.from(e));
+    expect((error as ConnectError).rawMessage).toContain("violates the tracking plan");
+    // The process that served SetTrackingPlan applied it at once.
+    const here = await server
+      .tracking(source.writeKey)
+      .track(bad)
+      .catch((e) => ConnectError.from(e));
+    expect((here as ConnectError).code).toBe(Code.InvalidArgument);
+  } finally {
+    await other.stopService();
+  }
 });
