@@ -44,8 +44,9 @@ export async function upsertViolations(db: Queryable, aggregates: readonly Viola
        SET count = plan_violations.count + excluded.count,
            first_seen = least(plan_violations.first_seen, excluded.first_seen),
            last_seen = greatest(plan_violations.last_seen, excluded.last_seen),
-           message = excluded.message,
-           example = excluded.example`,
+           -- The most recent example wins, whichever process flushes last.
+           message = CASE WHEN excluded.last_seen >= plan_violations.last_seen THEN excluded.message ELSE plan_violations.message END,
+           example = CASE WHEN excluded.last_seen >= plan_violations.last_seen THEN excluded.example ELSE plan_violations.example END`,
     [JSON.stringify(rows)],
   );
 }
