@@ -11,6 +11,7 @@ export interface Metrics {
   deliveriesInFlight: Gauge;
   destinationCircuitOpen: Gauge<"destination_id">;
   destinationBacklog: Gauge<"destination_id">;
+  planViolations: Counter<"source_id" | "kind">;
 }
 
 export interface MetricsOptions {
@@ -53,6 +54,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       help: "Time from sending a webhook request to its outcome.",
       labelNames: ["destination_id"],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [registry],
+    }),
+    planViolations: new Counter({
+      name: "waypost_plan_violations_total",
+      help: "Calls' violations of their source's tracking plan, by kind (recorded in every mode but off).",
+      labelNames: ["source_id", "kind"],
       registers: [registry],
     }),
     deliveriesInFlight: new Gauge({

@@ -27,6 +27,9 @@ import type { RouteHandler } from "./http/types.js";
 import { createIngestor, type Ingestor } from "./ingest/ingestor.js";
 import type { Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
+import { createPlanCache } from "./plans/plan-cache.js";
+import { createTrackingPlans } from "./plans/tracking-plans.js";
+import { createViolationRecorder } from "./plans/violation-recorder.js";
 import { startupSummary } from "./startup-summary.js";
 
 export interface WaypostOptions {
@@ -120,7 +123,13 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   }
   const backlog = createBacklogReader({ pool, clock, logger });
   const metrics = createMetrics({ backlog: backlog.read });
-  const ingestor = createIngestor({ pool, clock, metrics });
+  // Tracking plans: compiled per source and revision; violations counted in memory and written every second.
+  const planCache = createPlanCache({ pool, logger, clock });
+  const violationRecorder = createViolationRecorder({ pool, logger, metrics });
+  violationRecorder.start();
+  closers.push(() => violationRecorder.stop());
+  const trackingPlans = createTrackingPlans({ pool, clock, cache: planCache, recorder: violationRecorder });
+  const ingestor = createIngestor({ pool, clock, metrics, plans: { cache: planCache, recorder: violationRecorder } });
   const auth = createAuthenticator({ pool, adminToken: admin.token });
   // One address guard for the process: destination validation at the API
   // and every outbound request check against the same rules.
@@ -150,6 +159,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     signingSecretOverlapMs: config.signingSecretOverlapMs,
     replayer,
     retentionMs: config.retentionMs,
+    trackingPlans,
   });
   const operational = createOperationalRoutes({
     registry: metrics.registry,

@@ -7,12 +7,14 @@ import { DeliveryService } from "../../gen/waypost/v1/delivery_pb.js";
 import { DestinationService } from "../../gen/waypost/v1/destination_pb.js";
 import { SourceService } from "../../gen/waypost/v1/source_pb.js";
 import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
+import { TrackingPlanService } from "../../gen/waypost/v1/tracking_plan_pb.js";
 import type { Clock } from "../clock.js";
 import type { AddressGuard } from "../outbound/address-guard.js";
 import type { BulkReplayer } from "../delivery/bulk-replayer.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
 import type { Logger } from "../logger.js";
+import type { TrackingPlans } from "../plans/tracking-plans.js";
 import { createAdminReadDeadline } from "./admin-read-deadline.js";
 import { createAudienceService } from "./audience-service.js";
 import type { Authenticator } from "./auth.js";
@@ -23,6 +25,7 @@ import { createRpcAdapter, type RpcNodeHandler } from "./transport/rpc-adapter.j
 import { createDomainErrorInterceptor } from "./domain-errors.js";
 import { createErrorLogInterceptor } from "./transport/rpc-error-log.js";
 import { createSourceService } from "./source-service.js";
+import { createTrackingPlanService } from "./tracking-plan-service.js";
 import { createTrackingService } from "./tracking-service.js";
 import { registerWireTrackingService } from "./tracking-wire-service.js";
 
@@ -47,6 +50,8 @@ export interface RpcHandlersOptions {
    * ingest and delivery need.
    */
   adminReads: { pool: pg.Pool; statementTimeoutMs: number; maxResponseBytes: number };
+  /** TrackingPlanService's plans and violations. */
+  trackingPlans: TrackingPlans;
 }
 
 export interface RpcHandlers {
@@ -135,6 +140,7 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
       );
       registerAudienceService(router, createAudienceService({ pool: options.pool, clock: options.clock }));
       router.service(DeletionService, createDeletionService({ pool: options.pool, clock: options.clock }));
+      router.service(TrackingPlanService, createTrackingPlanService({ plans: options.trackingPlans, clock: options.clock }));
     },
   });
   return { tracking, admin, trackingPrefix: `/${TrackingService.typeName}/` };

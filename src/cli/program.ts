@@ -3,6 +3,7 @@ import { registerAudiences } from "./commands/audiences.js";
 import { registerDeletions } from "./commands/deletions.js";
 import { registerDeliveries } from "./commands/deliveries.js";
 import { registerDestinations } from "./commands/destinations.js";
+import { registerPlans } from "./commands/plans.js";
 import { registerSend } from "./commands/send.js";
 import { registerServe } from "./commands/serve.js";
 import { registerSources } from "./commands/sources.js";
@@ -16,7 +17,7 @@ import { describeRpcError, UsageError } from "./errors.js";
  */
 export function createProgram(io: CliIo, signal: AbortSignal): Command {
   const program = new Command("waypost")
-    .description("Drive a running Waypost: sources, destinations, deliveries, stats, audiences, deletions.")
+    .description("Drive a running Waypost: sources, destinations, deliveries, stats, audiences, deletions, tracking plans.")
     .addOption(new Option("--url <url>", "the Waypost server").env("WAYPOST_URL").default("http://127.0.0.1:8080"))
     .addOption(
       new Option("--token <token>", "the admin token (default: the token file in WAYPOST_DATA_DIR, ./.waypost)").env("WAYPOST_ADMIN_TOKEN"),
@@ -44,6 +45,7 @@ export function createProgram(io: CliIo, signal: AbortSignal): Command {
   registerStats(program, wire);
   registerAudiences(program, wire);
   registerDeletions(program, wire);
+  registerPlans(program, wire);
   registerSend(program, wire);
   addCommonOptions(program);
   return program;

@@ -8,6 +8,9 @@ import type { Metrics } from "../metrics.js";
 import { limits } from "./limits.js";
 import { buildCallPayload } from "./payload.js";
 import { validateCall } from "./validate.js";
+import type { ActivePlan, PlanCache } from "../plans/plan-cache.js";
+import { checkCall, type Violation } from "../plans/check-call.js";
+import type { ViolationRecorder } from "../plans/violation-recorder.js";
 
 export interface RejectedCall {
   index: number;
@@ -28,6 +31,8 @@ export interface IngestorOptions {
   pool: pg.Pool;
   clock: Clock;
   metrics?: Metrics | undefined;
+  /** Tracking plans: each source's plan is applied to its calls (docs/tracking-plans.md). */
+  plans?: { cache: PlanCache; recorder: ViolationRecorder } | undefined;
 }
 
 export interface Ingestor {
@@ -42,8 +47,11 @@ export interface Ingestor {
 export function createIngestor(options: IngestorOptions): Ingestor {
   return {
     async ingest(sourceId, calls, db = options.pool) {
+      // Taken once per request, before the calls are checked: a plan changed
+      // meanwhile applies to calls received after the change.
+      const plan = options.plans ? await options.plans.cache.forSource(sourceId) : undefined;
       const receivedAt = options.clock.now();
-      const prepared = prepareCalls(calls, receivedAt);
+      const prepared = prepareCalls(calls, receivedAt, plan);
       await storeMessages(
         db,
         sourceId,
@@ -54,6 +62,7 @@ export function createIngestor(options: IngestorOptions): Ingestor {
         for (const item of prepared.toStore) options.metrics.callsAccepted.inc({ type: item.call.type });
         if (prepared.rejected.length > 0) options.metrics.callsRejected.inc(prepared.rejected.length);
       }
+      if (prepared.violations.length > 0) options.plans?.recorder.record(sourceId, prepared.violations, receivedAt);
       return {
         accepted: calls.length - prepared.rejected.length,
         rejected: prepared.rejected,
@@ -67,19 +76,37 @@ interface PreparedCalls {
   toStore: Array<{ call: Call; message: MessageToStore }>;
   rejected: RejectedCall[];
   messageIds: string[];
+  violations: Violation[];
 }
 
-function prepareCalls(calls: readonly Call[], receivedAt: Date): PreparedCalls {
+function prepareCalls(calls: readonly Call[], receivedAt: Date, plan: ActivePlan | undefined): PreparedCalls {
   const toStore: PreparedCalls["toStore"] = [];
   const rejected: RejectedCall[] = [];
   const messageIds: string[] = [];
+  const violations: Violation[] = [];
   const seen = new Set<string>();
-  calls.forEach((call, index) => {
+  calls.forEach((given, index) => {
+    let call = given;
     const problem = validateCall(call);
     if (problem) {
       rejected.push({ index, field: problem.field, reason: problem.message });
       messageIds.push("");
       return;
+    }
+    if (plan) {
+      const check = checkCall(plan.compiled, call, plan.mode === "omit");
+      violations.push(...check.violations);
+      const first = check.violations[0];
+      if (first && plan.mode === "block") {
+        rejected.push({
+          index,
+          field: first.path.split(/[.[]/)[0]!,
+          reason: `violates the tracking plan: ${first.path}: ${first.message}`,
+        });
+        messageIds.push("");
+        return;
+      }
+      call = check.call;
     }
     const messageId = call.messageId || randomUUID();
     const payload = buildCallPayload(call, messageId, receivedAt);
@@ -109,5 +136,5 @@ function prepareCalls(calls: readonly Call[], receivedAt: Date): PreparedCalls {
       },
     });
   });
-  return { toStore, rejected, messageIds };
+  return { toStore, rejected, messageIds, violations };
 }

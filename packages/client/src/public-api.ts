@@ -45,3 +45,4 @@ export * from "../../../gen/waypost/v1/destination_pb.js";
 export * from "../../../gen/waypost/v1/audience_pb.js";
 export * from "../../../gen/waypost/v1/deletion_pb.js";
 export * from "../../../gen/waypost/v1/delivery_pb.js";
+export * from "../../../gen/waypost/v1/tracking_plan_pb.js";

@@ -5,6 +5,7 @@ import { DeletionService } from "../../../gen/waypost/v1/deletion_pb.js";
 import { DeliveryService } from "../../../gen/waypost/v1/delivery_pb.js";
 import { DestinationService } from "../../../gen/waypost/v1/destination_pb.js";
 import { SourceService } from "../../../gen/waypost/v1/source_pb.js";
+import { TrackingPlanService } from "../../../gen/waypost/v1/tracking_plan_pb.js";
 
 export interface Api {
   sources: Client<typeof SourceService>;
@@ -12,6 +13,7 @@ export interface Api {
   deliveries: Client<typeof DeliveryService>;
   audiences: Client<typeof AudienceService>;
   deletions: Client<typeof DeletionService>;
+  plans: Client<typeof TrackingPlanService>;
 }
 
 /**
@@ -34,5 +36,6 @@ export function createApi(token: string): Api {
     deliveries: createClient(DeliveryService, transport),
     audiences: createClient(AudienceService, transport),
     deletions: createClient(DeletionService, transport),
+    plans: createClient(TrackingPlanService, transport),
   };
 }

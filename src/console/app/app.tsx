@@ -15,6 +15,7 @@ import { NotFoundView } from "./views/not-found.js";
 import { OverviewView } from "./views/overview.js";
 import { SignInView } from "./views/sign-in.js";
 import { SourcesView } from "./views/sources.js";
+import { TrackingPlansView, TrackingPlanView } from "./views/tracking-plans.js";
 
 /** The console: the sign-in page until a token is accepted, then the views. */
 export function App() {
@@ -60,6 +61,8 @@ export function App() {
             <Route path="/console/live" component={LiveView} />
             <Route path="/console/audiences" component={AudiencesView} />
             <Route path="/console/deletions" component={DeletionsView} />
+            <Route path="/console/plans" component={TrackingPlansView} />
+            <Route path="/console/plans/:id" component={TrackingPlanView} />
             <Route default component={NotFoundView} />
           </Router>
         </Layout>

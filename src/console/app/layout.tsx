@@ -10,6 +10,7 @@ const links: Array<[string, string]> = [
   ["/console/live", "Live"],
   ["/console/audiences", "Audiences"],
   ["/console/deletions", "Deletions"],
+  ["/console/plans", "Tracking plans"],
 ];
 
 function isCurrent(path: string, href: string): boolean {

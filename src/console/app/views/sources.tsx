@@ -61,6 +61,9 @@ export function SourcesView() {
               </td>
               <td>{formatTime(s.createTime)}</td>
               <td class="actions">
+                <a href={`/console/plans/${s.id}`} aria-label={`Tracking plan of ${s.name}`}>
+                  Tracking plan
+                </a>
                 <button type="button" aria-label={`Rotate key of ${s.name}`} onClick={() => rotate(s.id, s.name)}>
                   Rotate key
                 </button>

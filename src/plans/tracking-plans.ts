@@ -1,0 +1,91 @@
+import type pg from "pg";
+import type { Clock } from "../clock.js";
+import { withTransaction } from "../db/pool.js";
+import { listViolations, type ViolationAggregate } from "../db/queries/plan-violations.js";
+import { selectSource } from "../db/queries/sources.js";
+import { selectStoredCallBodies } from "../db/queries/stored-calls.js";
+import { selectTrackingPlan, upsertTrackingPlan, type PlanModeName, type TrackingPlanRow } from "../db/queries/tracking-plans.js";
+import { InvalidInputError, NotFoundError } from "../errors.js";
+import { compilePlan } from "./compile-plan.js";
+import { inferPlan } from "./infer-plan.js";
+import type { PlanCache } from "./plan-cache.js";
+import { readPlanDocument, type PlanDocument } from "./plan-document.js";
+import type { ViolationRecorder } from "./violation-recorder.js";
+
+export interface TrackingPlansOptions {
+  pool: pg.Pool;
+  clock: Clock;
+  /** Told of every change, so that this process applies it to the next call. */
+  cache: PlanCache;
+  /** Flushed before violations are read, so a list includes what this process counted. */
+  recorder: ViolationRecorder;
+}
+
+export interface SetPlanInput {
+  sourceId: string;
+  plan: unknown;
+  /** undefined: keep the current mode (off for a new plan). */
+  mode: PlanModeName | undefined;
+  /** The etag last read; "" to replace whatever is there. */
+  etag: string;
+}
+
+export type SetPlanResult = { plan: TrackingPlanRow } | { conflict: true };
+
+export interface TrackingPlans {
+  set(input: SetPlanInput): Promise<SetPlanResult>;
+  get(sourceId: string): Promise<TrackingPlanRow | undefined>;
+  violations(options: { sourceId: string; since: Date | undefined; limit: number }): Promise<ViolationAggregate[]>;
+  /** A plan built from the source's calls received since `since` (the newest 10,000 at most). */
+  infer(sourceId: string, since: Date): Promise<{ plan: PlanDocument; callsRead: number }>;
+}
+
+/** Inferring reads at most this many stored calls, the newest. */
+export const maxInferredCalls = 10_000;
+
+/** A plan's etag: its revision, opaque to clients. */
+export function planEtag(row: TrackingPlanRow): string {
+  return `r${row.revision}`;
+}
+
+/**
+ * Setting, reading and the violations of tracking plans. A plan is checked
+ * (shape, and every schema compiled) before it is stored, so a plan that
+ * is stored always compiles.
+ */
+export function createTrackingPlans(options: TrackingPlansOptions): TrackingPlans {
+  const { pool } = options;
+  async function requireSource(sourceId: string): Promise<void> {
+    if (!(await selectSource(pool, sourceId))) throw new NotFoundError("source", sourceId);
+  }
+  return {
+    async set(input) {
+      if (input.plan === undefined) throw new InvalidInputError("plan", "is required");
+      compilePlan(readPlanDocument(input.plan));
+      await requireSource(input.sourceId);
+      const result = await withTransaction(pool, async (tx): Promise<SetPlanResult> => {
+        const current = await selectTrackingPlan(tx, input.sourceId, true);
+        const currentEtag = current ? planEtag(current) : "";
+        if (input.etag !== "" && input.etag !== currentEtag) return { conflict: true };
+        const mode = input.mode ?? current?.mode ?? "off";
+        return { plan: await upsertTrackingPlan(tx, { sourceId: input.sourceId, plan: input.plan, mode, at: options.clock.now() }) };
+      });
+      options.cache.forget(input.sourceId);
+      return result;
+    },
+    async get(sourceId) {
+      await requireSource(sourceId);
+      return selectTrackingPlan(pool, sourceId);
+    },
+    async violations(query) {
+      await requireSource(query.sourceId);
+      await options.recorder.flush();
+      return listViolations(pool, query);
+    },
+    async infer(sourceId, since) {
+      await requireSource(sourceId);
+      const bodies = await selectStoredCallBodies(pool, { sourceId, since, limit: maxInferredCalls });
+      return { plan: inferPlan(bodies, `Inferred from ${bodies.length} calls since ${since.toISOString()}`), callsRead: bodies.length };
+    },
+  };
+}

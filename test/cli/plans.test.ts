@@ -1,0 +1,177 @@
+import { execFile } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { startTestServer, type TestServer } from "../helpers/server.js";
+import { checkoutPlan } from "../plans/fixtures.js";
+import { cliEnv, waypost, waypostJson } from "./support.js";
+
+let server: TestServer;
+let env: NodeJS.ProcessEnv;
+let dir: string;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  env = cliEnv(server);
+  dir = mkdtempSync(path.join(tmpdir(), "waypost-plan-cli-"));
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+function writePlan(name: string, plan: unknown): string {
+  const file = path.join(dir, name);
+  writeFileSync(file, JSON.stringify(plan, null, 2));
+  return file;
+}
+
+describe("apply, get, violations", () => {
+  test("apply sets the plan and its mode; get prints it back; violations lists what calls did", async () => {
+    const source = await server.createSource("cli-plan");
+    const file = writePlan("plan.json", checkoutPlan);
+    const applied = await waypost(["plan", "apply", file, "--source", source.id, "--mode", "observe"], env);
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(applied.stdout).toMatch(/mode:\s+observe/);
+    const got = await waypost(["plan", "get", "--source", source.id], env);
+    expect(JSON.parse(got.stdout)).toEqual(checkoutPlan);
+    expect(got.stderr).toContain("mode observe");
+
+    await server
+      .tracking(source.writeKey)
+      .track({ track: { userId: "u1", event: "Order Completed", properties: { total: "1", currency: "EUR" } } });
+    const listed = await waypost(["plan", "violations", "--source", source.id, "--since", "1h"], env);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(/1\s+wrong_type\s+track\s+Order Completed\s+properties\.total\s+must be number\s+"1"/);
+
+    // Applying again without --mode keeps the mode.
+    const again = await waypostJson<{ trackingPlan: { mode: string } }>(["plan", "apply", file, "--source", source.id], env);
+    expect(again.trackingPlan.mode).toBe("PLAN_MODE_OBSERVE");
+  });
+
+  test("an invalid plan file fails before anything is sent, naming the path", async () => {
+    const source = await server.createSource("cli-bad-plan");
+    const file = writePlan("bad.json", { events: { Paid: { properties: { type: "object", properties: { total: { type: "money" } } } } } });
+    const result = await waypost(["plan", "apply", file, "--source", source.id, "--mode", "block"], env);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("plan.events.Paid.properties.properties.total.type");
+    const got = await waypostJson<{ trackingPlan: { etag?: string } }>(["plan", "get", "--source", source.id], env);
+    expect(got.trackingPlan.etag ?? "").toBe("");
+  });
+});
+
+test("infer builds a plan from stored calls that the same traffic then satisfies in block mode", async () => {
+  const source = await server.createSource("cli-infer");
+  const tracking = server.tracking(source.writeKey);
+  const traffic = async (round: number) => {
+    await tracking.track({
+      track: { userId: "u1", messageId: `a${round}`, event: "Order Completed", properties: { total: 10, currency: "EUR", items: [1] } },
+    });
+    await tracking.track({
+      track: { userId: "u1", messageId: `b${round}`, event: "Order Completed", properties: { total: 5.5, currency: "USD", coupon: "X" } },
+    });
+    await tracking.track({
+      track: { userId: "u2", messageId: `c${round}`, event: "Signed Up", properties: { plan: { name: "pro", seats: 3 } } },
+    });
+    await tracking.identify({ identify: { userId: "u1", messageId: `d${round}`, traits: { email: "a@example.com", age: null } } });
+    await tracking.page({ page: { anonymousId: "x", messageId: `e${round}`, name: "Home", properties: { path: "/" } } });
+  };
+  await traffic(1);
+  const inferred = await waypost(["plan", "infer", "--source", source.id, "--since", "1h"], env);
+  expect(inferred.code, inferred.stderr).toBe(0);
+  expect(inferred.stderr).toContain("built from 5 stored calls");
+  const plan = JSON.parse(inferred.stdout);
+  expect(plan.events["Order Completed"].properties).toEqual({
+    type: "object",
+    properties: { coupon: { type: "string" }, currency: { type: "string" }, items: { type: "array" }, total: { type: "number" } },
+    required: ["currency", "total"],
+  });
+  expect(plan.identify.traits.properties.age).toEqual({ type: "null" });
+
+  const file = writePlan("inferred.json", plan);
+  const applied = await waypost(["plan", "apply", file, "--source", source.id, "--mode", "block"], env);
+  expect(applied.code, applied.stderr).toBe(0);
+  await traffic(2);
+  const stored = await server.pool.query("SELECT count(*)::int AS n FROM messages WHERE source_id = $1", [source.id]);
+  expect(stored.rows[0].n).toBe(10);
+  const violations = await waypostJson<{ violations?: unknown[] }>(["plan", "violations", "--source", source.id], env);
+  expect(violations.violations ?? []).toEqual([]);
+  // A call outside what was seen is refused.
+  const refused = await tracking
+    .track({ track: { userId: "u1", event: "Order Completed", properties: { total: "10", currency: "EUR" } } })
+    .catch((e) => e);
+  expect(String(refused)).toContain("violates the tracking plan: properties.total: must be number");
+});
+
+describe("codegen", () => {
+  const repoRoot = fileURLToPath(new URL("../../", import.meta.url));
+  const tsc = path.join(repoRoot, "node_modules/typescript/bin/tsc");
+
+  /** A project that depends on @waypost/client (the workspace package, built) with one source file. */
+  function project(generated: string, main: string): string {
+    const root = mkdtempSync(path.join(tmpdir(), "waypost-codegen-"));
+    mkdirSync(path.join(root, "node_modules/@waypost"), { recursive: true });
+    symlinkSync(path.join(repoRoot, "packages/client"), path.join(root, "node_modules/@waypost/client"), "dir");
+    writeFileSync(path.join(root, "package.json"), JSON.stringify({ type: "module" }));
+    writeFileSync(path.join(root, "tracking-plan.ts"), generated);
+    writeFileSync(path.join(root, "main.ts"), main);
+    return root;
+  }
+
+  function compile(root: string): Promise<{ code: number; output: string }> {
+    const args = [
+      tsc,
+      "--strict",
+      "--noEmit",
+      "--module",
+      "nodenext",
+      "--moduleResolution",
+      "nodenext",
+      "--target",
+      "es2022",
+      "--skipLibCheck",
+      "main.ts",
+    ];
+    return new Promise((resolve) => {
+      execFile(process.execPath, args, { cwd: root }, (error, stdout, stderr) => {
+        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, output: stdout + stderr });
+      });
+    });
+  }
+
+  const header =
+    'import { Analytics } from "@waypost/client";\nimport { identify, trackOrderCompleted, trackSignedUp } from "./tracking-plan.js";\nconst analytics = new Analytics({ writeKey: "k", endpoint: "http://127.0.0.1:1" });\n';
+
+  test("the module compiles under tsc --strict with correct calls and refuses a wrongly typed property", async () => {
+    const file = writePlan("codegen.json", checkoutPlan);
+    const out = path.join(dir, "tracking-plan.ts");
+    const result = await waypost(["plan", "codegen", file, "--out", out], env);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain("2 events");
+    const generated = readFileSync(out, "utf8");
+    expect(generated).toContain("export function trackOrderCompleted(");
+
+    const good = project(
+      generated,
+      `${header}trackOrderCompleted(analytics, { userId: "u1", properties: { total: 12.5, currency: "EUR" } });\ntrackSignedUp(analytics, { userId: "u1" });\nidentify(analytics, { userId: "u1", traits: { email: "a@example.com", age: 3 } });\n`,
+    );
+    const ok = await compile(good);
+    expect(ok.output).toBe("");
+    expect(ok.code).toBe(0);
+
+    const bad = project(
+      generated,
+      `${header}trackOrderCompleted(analytics, { userId: "u1", properties: { total: "12.50", currency: "EUR" } });\n`,
+    );
+    const refused = await compile(bad);
+    expect(refused.code).not.toBe(0);
+    expect(refused.output).toMatch(/main\.ts\(4,.*error TS2322: Type 'string' is not assignable to type 'number'/);
+
+    const wrongEnum = project(
+      generated,
+      `${header}trackOrderCompleted(analytics, { userId: "u1", properties: { total: 1, currency: "GBP" } });\n`,
+    );
+    expect((await compile(wrongEnum)).code).not.toBe(0);
+  }, 120_000);
+});
