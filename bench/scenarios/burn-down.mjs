@@ -67,10 +67,14 @@ export async function burnDownScenario({ db, sink, count, concurrency = 64 }) {
  */
 export async function waitForStatus(pool, destinationId, count, status = "delivered") {
   for (;;) {
-    const n = (
+    const n =
       // The history alone: a count through the deliveries view would also read the queue every 50 ms.
-      await pool.query("SELECT count(*)::int AS n FROM delivery_history WHERE destination_id = $1 AND status = $2", [destinationId, status])
-    ).rows[0].n;
+      (
+        await pool.query("SELECT count(*)::int AS n FROM delivery_history WHERE destination_id = $1 AND status = $2", [
+          destinationId,
+          status,
+        ])
+      ).rows[0].n;
     if (n >= count) return;
     await new Promise((r) => setTimeout(r, 50));
   }
