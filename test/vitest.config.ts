@@ -7,7 +7,9 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     // One migrated template database per run; each file copies it.
     globalSetup: ["test/global-setup.ts"],
-    testTimeout: 30_000,
+    // A bound for a test that hangs, not a speed check: on a busy two-core
+    // machine a test that starts processes (the CLI's) has taken over 30 s.
+    testTimeout: 120_000,
     hookTimeout: 60_000,
     // Test files share one Postgres server but each gets its own database.
     fileParallelism: true,

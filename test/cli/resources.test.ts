@@ -1,16 +1,12 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, expect, test, vi } from "vitest";
+import { afterAll, beforeAll, expect, test } from "vitest";
 import { AudienceKind } from "../../gen/waypost/v1/audience_pb.js";
 import { audienceClient } from "../audiences/support.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { createTestDatabase } from "../helpers/database.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { cliEnv, startWaypost, waypost, waypostJson } from "./support.js";
-
-// Each test runs the CLI a dozen times, a Node start-up each: on a busy
-// two-core machine that alone has taken over 30 s.
-vi.setConfig({ testTimeout: 180_000 });
 
 let server: TestServer;
 let receiver: Receiver;
