@@ -5,6 +5,7 @@ import { withTransaction } from "../db/pool.js";
 import type { HealthPolicy, Transition } from "../health/circuit.js";
 import { recordHealth } from "../health/record-health.js";
 import type { Logger } from "../logger.js";
+import { createLeaseWriteLane, type LeaseWriteLane } from "./lease-write-lane.js";
 
 export interface CompletionWriterOptions {
   pool: pg.Pool;
@@ -34,6 +35,8 @@ export interface CompletionWriterOptions {
   /** First wait after a failed write (doubling, up to `retryMaxMs`). */
   retryInitialMs?: number;
   retryMaxMs?: number;
+  /** Shared with the lease keeper, so a write never runs beside a lease extension (lease-write-lane.ts). */
+  lane?: LeaseWriteLane;
 }
 
 export interface CompletionWriter {
@@ -103,6 +106,7 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
     retryDelayMs: options.refusals?.retryDelayMs ?? 10_000,
     clock: options.refusals?.clock ?? options.health?.clock ?? systemClock,
   };
+  const lane = options.lane ?? createLeaseWriteLane();
   let buffer: DeliveryCompletion[] = [];
   // A drain started at the end of this event-loop turn.
   let scheduled: NodeJS.Immediate | undefined;
@@ -148,6 +152,10 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
    * taking them in this order cannot deadlock with it.
    */
   async function writeOnce(batch: DeliveryCompletion[]): Promise<{ written: Set<string>; transitions: Transition[] }> {
+    return lane.run(() => writeInTransaction(batch));
+  }
+
+  async function writeInTransaction(batch: DeliveryCompletion[]): Promise<{ written: Set<string>; transitions: Transition[] }> {
     const health = options.health;
     if (!health) return { written: await completeDeliveries(options.pool, batch), transitions: [] };
     return withTransaction(options.pool, async (tx) => {
@@ -188,13 +196,15 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
     const context = { err: error, deliveryId: poison.id, destinationId: poison.destinationId, status: poison.status };
     const now = refusals.clock.now();
     try {
-      const status = await recordRefusedCompletion(options.pool, {
-        completion: poison,
-        error: `the database refused this delivery's result: ${error instanceof Error ? error.message : String(error)}`,
-        now,
-        retryAt: new Date(now.getTime() + refusals.retryDelayMs),
-        maxRefusals: refusals.max,
-      });
+      const status = await lane.run(() =>
+        recordRefusedCompletion(options.pool, {
+          completion: poison,
+          error: `the database refused this delivery's result: ${error instanceof Error ? error.message : String(error)}`,
+          now,
+          retryAt: new Date(now.getTime() + refusals.retryDelayMs),
+          maxRefusals: refusals.max,
+        }),
+      );
       logger.error(
         { ...context, recordedStatus: status },
         "the database refused this delivery's result; recorded the refusal without its attempts",

@@ -19,6 +19,7 @@ import { createDestinationSettings, type DestinationSettings } from "./destinati
 import { createLeaseKeeper, type LeaseKeeper } from "./lease-keeper.js";
 import { sendAll } from "./stages.js";
 import { createWakeup, type Wakeup } from "./wakeup.js";
+import { createLeaseWriteLane } from "./lease-write-lane.js";
 
 export interface DeliveryRuntimeOptions {
   pool: pg.Pool;
@@ -107,7 +108,10 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
       .then(() => health.transitions(transitions))
       .catch((error) => logger.error({ err: error }, "announcing circuit changes failed"));
   };
+  // Lease extensions and completion writes take turns (lease-write-lane.ts).
+  const lane = createLeaseWriteLane();
   const leases = createLeaseKeeper({
+    lane,
     pool,
     clock,
     leaseMs: config.leaseMs,
@@ -136,6 +140,7 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
     }
   };
   const writer = createCompletionWriter({
+    lane,
     pool,
     logger,
     health: { policy: { circuit: config.circuit, retry: config.retry }, clock },

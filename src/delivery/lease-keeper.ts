@@ -2,6 +2,7 @@ import type { Clock } from "../clock.js";
 import { extendLeases, type HeldLease } from "../db/job-table/index.js";
 import type { Queryable } from "../db/pool.js";
 import type { Logger } from "../logger.js";
+import { createLeaseWriteLane, type LeaseWriteLane } from "./lease-write-lane.js";
 
 export interface LeaseKeeperOptions {
   pool: Queryable;
@@ -13,6 +14,8 @@ export interface LeaseKeeperOptions {
   intervalMs?: number;
   /** Called with the ids a heartbeat found no longer held by this process. */
   onLost?: (ids: string[]) => void;
+  /** Shared with the completion writer, so an extension never runs beside a completion write (lease-write-lane.ts). */
+  lane?: LeaseWriteLane;
 }
 
 export interface LeaseKeeper {
@@ -59,6 +62,7 @@ export function createLeaseKeeper(options: LeaseKeeperOptions): LeaseKeeper {
   const { pool, clock, leaseMs, logger } = options;
   const intervalMs = options.intervalMs ?? Math.max(1, Math.floor(leaseMs / 3));
   const held = new Map<string, Held>();
+  const lane = options.lane ?? createLeaseWriteLane();
   let timer: NodeJS.Timeout | undefined;
   let running = false;
   // Send-time extensions asked for in this turn of the event loop: one statement for all.
@@ -67,8 +71,12 @@ export function createLeaseKeeper(options: LeaseKeeperOptions): LeaseKeeper {
 
   async function extend(ids: string[]): Promise<Set<string>> {
     const leases = ids.map((id) => held.get(id)?.lease).filter((l): l is HeldLease => l !== undefined);
-    const now = clock.now();
-    const extended = await extendLeases(pool, now, leaseMs, leases);
+    let now = clock.now();
+    const extended = await lane.run(() => {
+      // The lease runs from when the statement runs, not from when it was asked for.
+      now = clock.now();
+      return extendLeases(pool, now, leaseMs, leases);
+    });
     for (const id of extended) {
       const entry = held.get(id);
       if (entry) entry.until = now.getTime() + leaseMs;
