@@ -64,7 +64,14 @@ test("a heartbeat waits for the completion write in flight, then extends the lea
     const lane = createLeaseWriteLane();
     const keeper = createLeaseKeeper({ pool, clock, leaseMs, logger, lane });
     for (const job of deliveries) keeper.hold(job, t0);
-    const writer = createCompletionWriter({ pool, logger, lane, onWritten: (written) => written.forEach((c) => keeper.release(c.id)) });
+    const writer = createCompletionWriter({
+      pool,
+      logger,
+      lane,
+      onWritten: (written) => {
+        for (const c of written) keeper.release(c.id);
+      },
+    });
     writer.add(delivered(done));
     const flushed = writer.flush();
     // The write has deleted its row from the queue and waits, inside its statement, on the test's lock.
