@@ -136,7 +136,8 @@ export function createScheduler<T extends Schedulable>(options: SchedulerOptions
       const next = entry.waiting.shift();
       if (next) entry.inFlight++;
       else if (entry.inFlight === 0) slots.delete(destinationId);
-      const claimAhead = capacityBound && (roomOf(destinationId, entry) >= claimAheadRoom || (slotsBound && config.concurrency - held >= claimAheadSlots));
+      const claimAhead =
+        capacityBound && (roomOf(destinationId, entry) >= claimAheadRoom || (slotsBound && config.concurrency - held >= claimAheadSlots));
       return { next, claimAhead };
     },
     drainWaiting() {

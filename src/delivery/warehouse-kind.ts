@@ -105,7 +105,9 @@ export function createWarehouseKind(options: WarehouseKindOptions): WarehouseKin
     const started = performance.now();
     const work = target.loader
       .load(batch.map(({ job }) => ({ payload: job.payload, receivedAt: job.receivedAt })))
-      .catch((error: unknown): LoadOutcome[] => batch.map(() => ({ outcome: "retryable", error: `warehouse load failed: ${String(error)}` })))
+      .catch((error: unknown): LoadOutcome[] =>
+        batch.map(() => ({ outcome: "retryable", error: `warehouse load failed: ${String(error)}` })),
+      )
       .then((outcomes) => {
         const latencyMs = Math.round(performance.now() - started);
         batch.forEach(({ resolve }, i) => {
