@@ -11,6 +11,20 @@ export const maxIdentifierBytes = 63;
  * digit at all gets a name from its hash, so it still has a column of its own.
  */
 export function snakeCase(name: string): string {
+  // The same few keys come in every call: remember them (bounded; it starts over when full).
+  let snake = snakeCache.get(name);
+  if (snake === undefined) {
+    if (snakeCache.size >= maxCached) snakeCache.clear();
+    snake = computeSnakeCase(name);
+    snakeCache.set(name, snake);
+  }
+  return snake;
+}
+
+const snakeCache = new Map<string, string>();
+const maxCached = 10_000;
+
+function computeSnakeCase(name: string): string {
   const snake = name
     .replace(/([\p{Ll}\p{N}])(\p{Lu})/gu, "$1_$2")
     .replace(/(\p{Lu}+)(\p{Lu}\p{Ll})/gu, "$1_$2")

@@ -48,15 +48,22 @@ const typeColumns: Record<string, ReadonlyArray<[string, ColumnType]>> = {
   aliases: [["previous_id", "text"]],
 };
 
-/** The fixed columns of a table: what its CREATE TABLE has. */
-export function fixedColumns(table: string, isEventTable: boolean): Map<string, ColumnType> {
-  if (table === "users")
-    return new Map([
+/** The fixed columns of a table: what its CREATE TABLE has (shared: never changed). */
+export function fixedColumns(table: string, isEventTable: boolean): ReadonlyMap<string, ColumnType> {
+  const key = table === "users" ? "users" : isEventTable ? "tracks" : table;
+  let columns = fixedByKind.get(key);
+  if (!columns) {
+    const users: Array<[string, ColumnType]> = [
       ["id", "text"],
       ["received_at", "timestamptz"],
-    ]);
-  return new Map([...commonColumns, ...(typeColumns[isEventTable ? "tracks" : table] ?? [])]);
+    ];
+    columns = new Map(key === "users" ? users : [...commonColumns, ...(typeColumns[key] ?? [])]);
+    fixedByKind.set(key, columns);
+  }
+  return columns;
 }
+
+const fixedByKind = new Map<string, ReadonlyMap<string, ColumnType>>();
 
 /** The table of a track event: its name in snake_case, `_`-prefixed when it is one of the layout's own. */
 export function eventTable(event: string): string {
