@@ -101,7 +101,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
 
   async function deliver({ job, destination }: Held): Promise<void> {
     try {
-      if (!destination || !destination.enabled) {
+      if (!destination?.enabled) {
         // Deleted: its deliveries are cancelled; disabled: handed back, paused.
         writer.add(releaseCompletion(job, clock.now(), destination ? "release" : "cancelled"));
         return;
