@@ -2,7 +2,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import pg from "pg";
 import { afterAll, beforeAll, expect, test, vi } from "vitest";
 import { DeletionService } from "../../gen/waypost/v1/deletion_pb.js";
-import { DestinationKind } from "../../gen/waypost/v1/destination_pb.js";
+import { DestinationHealth, DestinationKind } from "../../gen/waypost/v1/destination_pb.js";
 import { ManualClock } from "../../src/clock.js";
 import type { DeliveryCompletion } from "../../src/delivery/loop.js";
 import { withAdmin } from "../audiences/support.js";
@@ -179,6 +179,11 @@ test("a warehouse that is down is retried on the normal schedule; back up, nothi
   );
   expect(attempt.rows[0].error).toContain("warehouse unavailable");
   expect(attempt.rows[0].url).not.toContain("s3cret-pw");
+  // Endpoint health sees it like a failing webhook endpoint.
+  const health = (await server.destinations.getDestination({ id: destination.id })).destination!;
+  expect(health.health).toBe(DestinationHealth.FAILING);
+  expect(health.lastError).toContain("warehouse unavailable");
+  expect(health.lastError).not.toContain("s3cret-pw");
   proxy.up();
   // The retry is due about 10 s later; its batch then waits for the flush interval.
   const reclaimed = claims(3);
