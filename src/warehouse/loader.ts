@@ -1,7 +1,7 @@
 import pg from "pg";
 import { changeOf, type WarehouseChange } from "./layout.js";
 import { errorText, isRetryableError } from "./retryable.js";
-import { createSchemaState, type NeededColumns } from "./schema-state.js";
+import { createSchemaState, isStaleSchemaError, type NeededColumns } from "./schema-state.js";
 import { batchStatements, deleteStatements } from "./statements.js";
 
 /** One call to load: its stored body (the webhook body) and when Waypost received it. */
@@ -33,6 +33,9 @@ export interface WarehouseLoader {
 }
 
 const success: LoadOutcome = { outcome: "success" };
+
+/** A parsed call of the batch, with its place in it. */
+type Item = { index: number; change: WarehouseChange };
 
 /**
  * Loads batches of calls into a Postgres warehouse: the tables and columns
@@ -102,10 +105,35 @@ export function createWarehouseLoader(options: WarehouseLoaderOptions): Warehous
     if (mismatches > 0) options.onMismatches?.(mismatches);
   }
 
+  /** Makes the tables and columns the calls need, then loads them; returns the calls still in the batch. */
+  async function ensureAndWrite(all: Item[], outcomes: LoadOutcome[]): Promise<Item[]> {
+    const refused = await state.ensure(neededColumns(all.map((i) => i.change)));
+    const items = all.filter(({ index, change }) => {
+      const column = refusedColumn(change, refused);
+      if (column) outcomes[index] = { outcome: "permanent", error: `warehouse refused column ${column.table}.${column.column}` };
+      return !column;
+    });
+    try {
+      let mismatches = 0;
+      await transaction(async (client) => {
+        mismatches = await write(
+          client,
+          items.map((i) => i.change),
+        );
+      });
+      if (mismatches > 0) options.onMismatches?.(mismatches);
+      for (const { index } of items) outcomes[index] = success;
+    } catch (error) {
+      if (isRetryableError(error) || isStaleSchemaError(error)) throw error;
+      await writeOneByOne(items, outcomes);
+    }
+    return items;
+  }
+
   return {
     async load(calls) {
       const outcomes: LoadOutcome[] = new Array(calls.length);
-      let items: Array<{ index: number; change: WarehouseChange }> = [];
+      let items: Item[] = [];
       calls.forEach((call, index) => {
         try {
           items.push({ index, change: changeOf(JSON.parse(call.payload) as Record<string, unknown>, call.receivedAt) });
@@ -114,25 +142,13 @@ export function createWarehouseLoader(options: WarehouseLoaderOptions): Warehous
         }
       });
       try {
-        const refused = await state.ensure(neededColumns(items.map((i) => i.change)));
-        items = items.filter(({ index, change }) => {
-          const column = refusedColumn(change, refused);
-          if (column) outcomes[index] = { outcome: "permanent", error: `warehouse refused column ${column.table}.${column.column}` };
-          return !column;
-        });
         try {
-          let mismatches = 0;
-          await transaction(async (client) => {
-            mismatches = await write(
-              client,
-              items.map((i) => i.change),
-            );
-          });
-          if (mismatches > 0) options.onMismatches?.(mismatches);
-          for (const { index } of items) outcomes[index] = success;
+          items = await ensureAndWrite(items, outcomes);
         } catch (error) {
-          if (isRetryableError(error)) throw error;
-          await writeOneByOne(items, outcomes);
+          if (!isStaleSchemaError(error)) throw error;
+          // Tables dropped in the warehouse since they were made: read the catalog again, once.
+          state.reset();
+          items = await ensureAndWrite(items, outcomes);
         }
       } catch (error) {
         // The warehouse is away (or went away mid-batch): nothing of the batch is known committed.

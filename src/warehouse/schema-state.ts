@@ -17,8 +17,19 @@ export interface SchemaState {
    * could not be added (a column limit, a refused name), per table.
    */
   ensure(needed: ReadonlyMap<string, NeededColumns>): Promise<Map<string, Set<string>>>;
+  /** Forgets what it knows (a table or schema was dropped behind its back): the next ensure reads the catalog again. */
+  reset(): void;
   /** The schema's tables that have a user column (for deletes), read from the catalog. */
   userTables(client: pg.ClientBase): Promise<Array<{ table: string; column: string }>>;
+}
+
+/**
+ * The schema, a table or a column this process knows of is gone (someone
+ * dropped it in the warehouse): what it knows must be read again.
+ */
+export function isStaleSchemaError(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code;
+  return code === "42P01" || code === "42703" || code === "3F000";
 }
 
 /** Codes of a race with another loader making the same table or column. */
@@ -63,6 +74,10 @@ export function createSchemaState(options: { pool: pg.Pool; schema: string }): S
 
   return {
     typeOf: (table, column) => tables.get(table)?.get(column),
+    reset() {
+      tables.clear();
+      schemaReady = false;
+    },
     async ensure(needed) {
       const failed = new Map<string, Set<string>>();
       if (!schemaReady) {
@@ -84,7 +99,7 @@ export function createSchemaState(options: { pool: pg.Pool; schema: string }): S
               `ALTER TABLE ${qualified(schema, table)} ${[...missing].map(([n, t]) => `ADD COLUMN IF NOT EXISTS ${columnSql(n, t)}`).join(", ")}`,
             );
         } catch (error) {
-          if (isConnectionError(error)) throw error;
+          if (isConnectionError(error) || isStaleSchemaError(error)) throw error;
           // The table with its fixed columns alone, then the rest one by one.
           if (!known) await ddl(createSql(table, new Map()));
           // One column the database refuses must not keep the others out.
@@ -92,7 +107,7 @@ export function createSchemaState(options: { pool: pg.Pool; schema: string }): S
             try {
               await ddl(`ALTER TABLE ${qualified(schema, table)} ADD COLUMN IF NOT EXISTS ${columnSql(name, type)}`);
             } catch (columnError) {
-              if (isConnectionError(columnError)) throw columnError;
+              if (isConnectionError(columnError) || isStaleSchemaError(columnError)) throw columnError;
               let set = failed.get(table);
               if (!set) failed.set(table, (set = new Set()));
               set.add(name);

@@ -257,3 +257,31 @@ test("the pool to a warehouse is closed when the destination is repointed and wh
   server.waypost.delivery!.poke();
   await vi.waitFor(async () => expect(await connections(second)).toBe(0), { timeout: 10_000 });
 });
+
+test("one bad call fails alone; after the warehouse is fixed, RetryDeliveries loads it", async () => {
+  const { client, destination } = await warehouseDestination("bulk");
+  // An event table a column short of Postgres' 1,600: a call bringing two new properties cannot fit.
+  const columns = Array.from({ length: 1_595 }, (_, i) => `"c${i}" boolean`).join(", ");
+  await db.query("CREATE SCHEMA bulk");
+  await db.query(`CREATE TABLE bulk.wide (id text PRIMARY KEY, ${columns})`);
+  const claimed = claims(2);
+  const bad = await client.track({ track: { userId: "u", event: "Wide", properties: { first: 1, second: 2, third: 3 } } });
+  await client.track({ track: { userId: "u", event: "Narrow", properties: { ok: true } } });
+  await claimed;
+  const results = await flushByClock(destination.id, 2);
+  expect(results.map((c) => c.status).sort()).toEqual(["delivered", "failed"]);
+  expect(await rows("SELECT count(*)::int AS n FROM bulk.narrow")).toEqual([{ n: 1 }]);
+  const failed = await server.deliveries.listDeliveries({ destinationId: destination.id, messageId: bad.messageId });
+  const detail = await server.deliveries.getDelivery({ id: failed.deliveries[0]!.id });
+  expect(detail.delivery?.attempts[0]?.error).toContain("refused column");
+
+  // The fix: the table made anew (dropped columns still count toward the limit).
+  await db.query("DROP TABLE bulk.wide");
+  const replayed = claims(1);
+  await server.deliveries.retryDeliveries({ destinationId: destination.id });
+  server.waypost.delivery!.poke();
+  await replayed;
+  const retried = await flushByClock(destination.id, 1);
+  expect(retried.map((c) => c.status)).toEqual(["delivered"]);
+  expect(await rows("SELECT first, second, third FROM bulk.wide")).toEqual([{ first: "1", second: "2", third: "3" }]);
+});
