@@ -26,6 +26,7 @@ import { rateLimitScenario } from "./scenarios/rate-limit.mjs";
 import { retentionScenario } from "./scenarios/retention.mjs";
 import { scalingScenario } from "./scenarios/scaling.mjs";
 import { soakScenario } from "./scenarios/soak.mjs";
+import { warehouseScenario } from "./scenarios/warehouse.mjs";
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
@@ -43,6 +44,7 @@ const sizes = quick
       rates: [2_000, 5_000, 10_000],
       latencyMs: 3_000,
       isolation: 10_000,
+      warehouse: 30_000,
       soakMs: 30_000,
     }
   : {
@@ -52,6 +54,7 @@ const sizes = quick
       rates: [2_000, 4_000, 5_000, 6_000, 7_000, 8_000, 10_000, 12_000, 15_000],
       latencyMs: 10_000,
       isolation: 50_000,
+      warehouse: 200_000,
       soakMs: Number(process.env.BENCH_SOAK_MS ?? 300_000),
     };
 
@@ -129,6 +132,9 @@ try {
     await inFreshDatabase((db) => orderingScenario({ db, sink, count: sizes.burnDown, users: quick ? 1_000 : 10_000 }));
   if (wants("rate-limit")) {
     await inFreshDatabase((db) => rateLimitScenario({ db, sink, count: sizes.isolation, limitedBacklog: quick ? 8_000 : 30_000 }));
+  }
+  if (wants("warehouse")) {
+    rss.warehouse = (await warehouseScenario({ createDatabase: () => postgres.createDatabase(), count: sizes.warehouse })).rss;
   }
   if (Object.keys(rss).length > 0) {
     report({ scenario: "memory", peak_rss_mb: rss, max_peak_rss_mb: Math.max(...Object.values(rss)), target_mb: 300 });

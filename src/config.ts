@@ -32,7 +32,21 @@ export interface DeliveryConfig {
   allowedCidrs: string[];
   /** Per-destination circuit breaker and back-off; see src/health/. */
   circuit: CircuitConfig;
+  /** Batching of warehouse destinations; the defaults when absent. */
+  warehouse?: WarehouseConfig | undefined;
 }
+
+/** How warehouse destinations batch their loads. */
+export interface WarehouseConfig {
+  /** A batch is loaded at the latest this long after its first call arrived. */
+  flushMs: number;
+  /** ...or once it holds this many calls. */
+  batchSize: number;
+  /** Connections to one warehouse, per process. */
+  connections: number;
+}
+
+export const defaultWarehouseConfig: WarehouseConfig = { flushMs: 10_000, batchSize: 5_000, connections: 2 };
 
 /** When a failing destination's circuit opens, and how it is probed. */
 export interface CircuitConfig {
@@ -157,6 +171,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       allowPrivateDestinations: allow.all,
       allowedCidrs: allow.cidrs,
       circuit,
+      warehouse: {
+        flushMs: int(env, "WAYPOST_WAREHOUSE_FLUSH_MS", defaultWarehouseConfig.flushMs, 0, 3_600_000),
+        batchSize: int(env, "WAYPOST_WAREHOUSE_BATCH_SIZE", defaultWarehouseConfig.batchSize, 1, 100_000),
+        connections: int(env, "WAYPOST_WAREHOUSE_CONNECTIONS", defaultWarehouseConfig.connections, 1, 100),
+      },
     },
     signingSecretOverlapMs: int(env, "WAYPOST_SIGNING_SECRET_OVERLAP_MS", 24 * 3_600_000, 0, 30 * 24 * 3_600_000),
     operatorWebhook: parseOperatorWebhook(env),

@@ -12,6 +12,7 @@ export interface Metrics {
   destinationCircuitOpen: Gauge<"destination_id">;
   destinationBacklog: Gauge<"destination_id">;
   planViolations: Counter<"source_id" | "kind">;
+  warehouseTypeMismatches: Counter<"destination_id">;
 }
 
 export interface MetricsOptions {
@@ -70,6 +71,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     destinationCircuitOpen: new Gauge({
       name: "waypost_destination_circuit_open",
       help: "1 while the destination's circuit breaker holds its deliveries back (probe in flight included), else 0.",
+      labelNames: ["destination_id"],
+      registers: [registry],
+    }),
+    warehouseTypeMismatches: new Counter({
+      name: "waypost_warehouse_type_mismatches_total",
+      help: "Values a warehouse destination stored as NULL because they did not fit their column's type.",
       labelNames: ["destination_id"],
       registers: [registry],
     }),

@@ -4,6 +4,7 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { BatchRequestSchema, BatchResponseSchema } from "../../dist/gen/waypost/v1/tracking_pb.js";
 
 const placeholder = "@".repeat(24);
+const keyPlaceholder = "%".repeat(12);
 
 /** @typedef {ReturnType<typeof trackingClient>} TrackingClient */
 
@@ -12,14 +13,17 @@ const placeholder = "@".repeat(24);
  * binary protobuf, as a server-side SDK would. The load generator shares the
  * machine with Postgres and the service, so it encodes one template batch
  * once and then only writes fresh messageIds into a copy of its bytes: the
- * server still decodes, validates and stores every call as usual.
+ * server still decodes, validates and stores every call as usual. With
+ * `propertyKeys`, the first call of every batch has one more property whose
+ * key sendBatch's `propertyKey` writes (a warehouse's new column).
  * @param {string} baseUrl
  * @param {string} writeKey
+ * @param {{ propertyKeys?: boolean }} [options]
  */
-export function trackingClient(baseUrl, writeKey) {
+export function trackingClient(baseUrl, writeKey, { propertyKeys = false } = {}) {
   const session = http2.connect(baseUrl);
   session.on("error", () => {});
-  /** @type {Map<number, { bytes: Buffer, offsets: number[] }>} */
+  /** @type {Map<number, { bytes: Buffer, offsets: number[], keyAt: number }>} */
   const templates = new Map();
   let sequence = 0;
 
@@ -35,7 +39,12 @@ export function trackingClient(baseUrl, writeKey) {
             messageId: placeholder,
             userId: `user-${i % 5000}`,
             event: "Order Completed",
-            properties: { orderId: String(i), total: 42.5, currency: "EUR" },
+            properties: {
+              orderId: String(i),
+              total: 42.5,
+              currency: "EUR",
+              ...(propertyKeys && i === 0 ? { [keyPlaceholder]: 1 } : {}),
+            },
             context: { ip: "203.0.113.9" },
           },
         },
@@ -44,7 +53,7 @@ export function trackingClient(baseUrl, writeKey) {
     const bytes = Buffer.from(toBinary(BatchRequestSchema, batch));
     const offsets = [];
     for (let at = bytes.indexOf(placeholder); at >= 0; at = bytes.indexOf(placeholder, at + 1)) offsets.push(at);
-    entry = { bytes, offsets };
+    entry = { bytes, offsets, keyAt: propertyKeys ? bytes.indexOf(keyPlaceholder) : -1 };
     templates.set(size, entry);
     return entry;
   }
@@ -53,11 +62,14 @@ export function trackingClient(baseUrl, writeKey) {
     /**
      * Sends one Batch of `size` track calls; resolves with their messageIds once acknowledged.
      * @param {number} size
+     * @param {string} [prefix]
+     * @param {string} [propertyKey] the extra property's key (with propertyKeys), at most 12 characters
      * @returns {Promise<string[]>}
      */
-    sendBatch(size, prefix = "c") {
-      const { bytes, offsets } = template(size);
+    sendBatch(size, prefix = "c", propertyKey = "same") {
+      const { bytes, offsets, keyAt } = template(size);
       const body = Buffer.from(bytes);
+      if (keyAt >= 0) body.write(propertyKey.padEnd(keyPlaceholder.length, "x").slice(0, keyPlaceholder.length), keyAt, "latin1");
       const ids = offsets.map((at) => {
         const id = `${prefix}-${process.pid}-${++sequence}`.padEnd(placeholder.length, "-").slice(0, placeholder.length);
         body.write(id, at, "latin1");

@@ -3,7 +3,13 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type pg from "pg";
-import { DestinationSchema, type DestinationService, Ordering, type Destination } from "../../gen/waypost/v1/destination_pb.js";
+import {
+  DestinationKind,
+  DestinationSchema,
+  type DestinationService,
+  Ordering,
+  type Destination,
+} from "../../gen/waypost/v1/destination_pb.js";
 import type { Clock } from "../clock.js";
 import { cancelDestinationDeliveries, wakeWorkers } from "../db/job-table/index.js";
 import { withTransaction, type Queryable } from "../db/pool.js";
@@ -24,6 +30,7 @@ import { healthFields } from "./destination-health-fields.js";
 import type { AddressGuard } from "../outbound/address-guard.js";
 import { validateName, validateSecret, validateSourceIds, validateWebhooks } from "./destination-validation.js";
 import { keepMaskedValues, maskWebhooks } from "./masked-headers.js";
+import { kindOf, kindToProto, postgresToProto, refuseWebhookSettings, validatePostgres } from "./destination-kinds.js";
 import { orderingToProto, validateMaxRequestsPerSecond, validateOrdering } from "./flow-control-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
@@ -47,6 +54,7 @@ const updatablePaths = new Set([
   "signing_secrets",
   "max_requests_per_second",
   "ordering",
+  "postgres",
 ]);
 
 /** DestinationService: webhook destinations, validated as docs/api.md#destinations says. */
@@ -59,11 +67,14 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       if (!input) throw invalidArgument("destination", "is required");
       const id = randomUUID();
       const name = validateName("destination.name", input.name);
-      const webhooks = keepMaskedValues(
-        "destination.webhooks",
-        validateWebhooks("destination.webhooks", input.webhooks, options.addressGuard),
-        [],
-      );
+      const kind = kindOf(input);
+      if (kind === "postgres") refuseWebhookSettings(input, req.generateSigningSecret);
+      else if (input.postgres) throw invalidArgument("destination.postgres", "only a Postgres destination has warehouse settings");
+      const postgres = kind === "postgres" ? validatePostgres(input.postgres) : null;
+      const webhooks =
+        kind === "postgres"
+          ? []
+          : keepMaskedValues("destination.webhooks", validateWebhooks("destination.webhooks", input.webhooks, options.addressGuard), []);
       const sourceIds = validateSourceIds("destination.sourceIds", input.sourceIds);
       const secret = validateSecret("destination.sharedSecret", input.sharedSecret);
       const signingSecrets = validateSigningSecrets("destination.signingSecrets", input.signingSecrets);
@@ -83,6 +94,8 @@ export function createDestinationService(options: DestinationServiceOptions): Se
           id,
           name,
           enabled: input.enabled ?? true,
+          kind,
+          postgres,
           webhooks,
           sharedSecret: secret,
           signingSecrets,
@@ -172,13 +185,14 @@ function maskPaths(paths: readonly string[], input: Destination): Set<string> {
     if (input.signingSecrets.length > 0) implied.add("signing_secrets");
     if (input.maxRequestsPerSecond !== undefined) implied.add("max_requests_per_second");
     if (input.ordering !== Ordering.UNSPECIFIED) implied.add("ordering");
+    if (input.postgres) implied.add("postgres");
     return implied;
   }
   for (const path of paths) {
     if (!updatablePaths.has(path)) {
       throw invalidArgument(
         "updateMask",
-        `cannot update ${JSON.stringify(path)}; updatable: name, sourceIds, enabled, webhooks, sharedSecret, signingSecrets, maxRequestsPerSecond, ordering`,
+        `cannot update ${JSON.stringify(path)}; updatable: name, sourceIds, enabled, webhooks, sharedSecret, signingSecrets, maxRequestsPerSecond, ordering, postgres`,
       );
     }
   }
@@ -194,9 +208,20 @@ async function applyUpdate(
   addressGuard: AddressGuard,
 ) {
   const name = paths.has("name") ? validateName("destination.name", input.name) : current.name;
-  const webhooks = paths.has("webhooks")
-    ? keepMaskedValues("destination.webhooks", validateWebhooks("destination.webhooks", input.webhooks, addressGuard), current.webhooks)
-    : current.webhooks;
+  if (input.kind !== DestinationKind.UNSPECIFIED && kindOf(input) !== current.kind) {
+    throw invalidArgument("destination.kind", `a destination's kind cannot change (it is ${current.kind})`);
+  }
+  if (current.kind === "postgres") {
+    const webhookPaths = ["webhooks", "shared_secret", "signing_secrets"].filter((p) => paths.has(p));
+    if (webhookPaths.length > 0) refuseWebhookSettings(input, false);
+  } else if (paths.has("postgres")) {
+    throw invalidArgument("destination.postgres", "only a Postgres destination has warehouse settings");
+  }
+  const postgres = paths.has("postgres") && current.postgres ? validatePostgres(input.postgres, current.postgres) : current.postgres;
+  const webhooks =
+    paths.has("webhooks") && current.kind === "webhook"
+      ? keepMaskedValues("destination.webhooks", validateWebhooks("destination.webhooks", input.webhooks, addressGuard), current.webhooks)
+      : current.webhooks;
   const secret = paths.has("shared_secret") ? validateSecret("destination.sharedSecret", input.sharedSecret) : current.shared_secret;
   const enabled = paths.has("enabled") ? (input.enabled ?? false) : current.enabled;
   const signingSecrets = paths.has("signing_secrets")
@@ -215,6 +240,8 @@ async function applyUpdate(
     id: current.id,
     name,
     enabled,
+    kind: current.kind,
+    postgres,
     webhooks,
     sharedSecret: secret,
     signingSecrets,
@@ -223,11 +250,11 @@ async function applyUpdate(
     at: now,
   });
   // New webhooks get a probe at once rather than after an open circuit's cooldown.
-  if (paths.has("webhooks")) await probeNow(tx, current.id, now);
+  if (paths.has("webhooks") || paths.has("postgres")) await probeNow(tx, current.id, now);
   // Turning a destination on, new webhooks, or a changed rate limit or
   // ordering (the claim reads both) can make waiting deliveries due: wake the workers.
   const flowChanged = rate !== current.max_requests_per_second || ordering !== current.ordering;
-  if ((enabled && (!current.enabled || flowChanged)) || paths.has("webhooks")) await wakeWorkers(tx);
+  if ((enabled && (!current.enabled || flowChanged)) || paths.has("webhooks") || paths.has("postgres")) await wakeWorkers(tx);
 }
 
 async function requireSources(db: Queryable, sourceIds: readonly string[]) {
@@ -250,6 +277,8 @@ function toProto(row: DestinationRow, now: Date): Destination {
     sourceIds: row.source_ids,
     enabled: row.enabled,
     webhooks: maskWebhooks(row.webhooks),
+    kind: kindToProto(row.kind),
+    postgres: postgresToProto(row.postgres),
     hasSharedSecret: row.shared_secret !== null,
     maxRequestsPerSecond: row.max_requests_per_second,
     ordering: orderingToProto(row.ordering),

@@ -50,6 +50,7 @@ export function webhookHeaders(
       retryUrls: null,
       payload: delivery.payload,
       messageId: delivery.message_id,
+      receivedAt: now,
       probe: false,
       destinationRevision: destination.revision,
     },

@@ -2,7 +2,9 @@ import type pg from "pg";
 import type { Dispatcher } from "undici";
 import type { Clock } from "../clock.js";
 import type { DeliveryConfig, OperatorWebhookConfig } from "../config.js";
-import type { AttemptResult, DeliveryCompletion } from "../db/job-table/index.js";
+import type { AttemptResult, ClaimedDelivery, DeliveryCompletion } from "../db/job-table/index.js";
+import { type DestinationConfigRow, loadDestinationConfigs } from "../db/queries/destinations.js";
+import { defaultWarehouseConfig } from "../config.js";
 import type { Transition } from "../health/circuit.js";
 import { createHealthMonitor, type HealthMonitor } from "../health/health-monitor.js";
 import { createOperatorEvents } from "../health/operator-events.js";
@@ -19,6 +21,9 @@ import { createDestinationSettings, type DestinationSettings } from "./destinati
 import { createLeaseKeeper, type LeaseKeeper } from "./lease-keeper.js";
 import { sendAll } from "./stages.js";
 import { createWakeup, type Wakeup } from "./wakeup.js";
+import type { DestinationKind } from "./destination-kind.js";
+import { createWarehouseKind } from "./warehouse-kind.js";
+import { createWebhookKind } from "./webhook-kind.js";
 import { createLeaseWriteLane } from "./lease-write-lane.js";
 
 export interface DeliveryRuntimeOptions {
@@ -50,6 +55,14 @@ export interface DeliveryRuntime {
   settings: DestinationSettings;
   /** Sends a delivery's requests through its destination's client; one result per request. */
   send(destinationId: string, requests: readonly WebhookRequest[]): Promise<AttemptResult[]>;
+  /** Delivers a due delivery of an enabled destination through its kind; its attempts once known. */
+  deliver(job: ClaimedDelivery, destination: DestinationConfigRow): Promise<AttemptResult[]>;
+  /** Deliveries of the destination its kind takes at once; undefined: the configured per-destination concurrency. */
+  inFlightLimit(destinationId: string): number | undefined;
+  /** Each turn of the loop: time-based work of the kinds (batches due by the flush interval, idle pools). */
+  tick(): void;
+  /** Delivers what the kinds hold now (batches not yet due), without waiting for their time. */
+  flush(): void;
   /** Starts what runs beside the loop: the LISTEN connection, lease heartbeats, the health monitor. */
   start(): Promise<void>;
   /** Resolves once results given to the writer are written and the events they caused are sent. */
@@ -151,6 +164,36 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
     onWritten,
   });
 
+  const send = (destinationId: string, requests: readonly WebhookRequest[]) => {
+    const post = (d: Dispatcher) => sendAll(requests, { dispatcher: d, guard, timeoutMs: config.timeoutMs, now: () => clock.now() });
+    return dispatchers ? dispatchers.use(destinationId, post) : post(dispatcher);
+  };
+  // The kinds, built once; a destination's kind is chosen by its settings.
+  const webhooks = createWebhookKind({ clock, send });
+  const warehouses = createWarehouseKind({
+    config: config.warehouse ?? defaultWarehouseConfig,
+    maxInFlight: Math.max(config.perDestinationConcurrency, Math.floor(config.concurrency / 2)),
+    clock,
+    logger,
+    metrics: options.metrics,
+  });
+  const kindOf = (destination: DestinationConfigRow | undefined): DestinationKind =>
+    destination?.kind === "postgres" ? warehouses : webhooks;
+  let lastReconcile = clock.now().getTime();
+  let reconciling = false;
+  const reconcileWarehouses = () => {
+    // Deleted or repointed warehouse destinations lose their pools even when no delivery of theirs comes by.
+    const open = warehouses.openDestinations();
+    const now = clock.now().getTime();
+    if (open.length === 0 || reconciling || now - lastReconcile < reconcileEveryMs) return;
+    lastReconcile = now;
+    reconciling = true;
+    loadDestinationConfigs(pool, open)
+      .then((current) => warehouses.reconcile(current))
+      .catch((error) => logger.warn({ err: error }, "checking warehouse destinations failed"))
+      .finally(() => (reconciling = false));
+  };
+
   return {
     hooks,
     health,
@@ -159,9 +202,16 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
     writer,
     metrics,
     settings,
-    send(destinationId, requests) {
-      const send = (d: Dispatcher) => sendAll(requests, { dispatcher: d, guard, timeoutMs: config.timeoutMs, now: () => clock.now() });
-      return dispatchers ? dispatchers.use(destinationId, send) : send(dispatcher);
+    send,
+    deliver: (job, destination) => kindOf(destination).deliver(job, destination),
+    inFlightLimit(destinationId) {
+      const destination = settings.get(destinationId);
+      return destination ? kindOf(destination).inFlightLimit?.(destination) : undefined;
+    },
+    flush: () => warehouses.flush(),
+    tick() {
+      warehouses.tick();
+      reconcileWarehouses();
     },
     async start() {
       await wakeup.listen();
@@ -174,6 +224,8 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
       await operatorEvents.flush();
     },
     async close(left) {
+      // Batches held by a kind are loaded first, so their results can still be written.
+      await within(warehouses.close(), left());
       await writer.close(left());
       leases.stop();
       await health.stop();
@@ -187,6 +239,9 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
     },
   };
 }
+
+/** How often open warehouse pools are checked against their destinations' settings. */
+const reconcileEveryMs = 30_000;
 
 /** Waits for a promise, but no longer than ms. */
 export async function within(promise: Promise<unknown>, ms: number): Promise<void> {

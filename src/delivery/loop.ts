@@ -10,7 +10,7 @@ import type { Logger } from "../logger.js";
 import type { DeliveryHooks } from "./delivery-hooks.js";
 import { createDeliveryRuntime, within, type DeliveryRuntime, type DeliveryRuntimeOptions } from "./delivery-runtime.js";
 import { createScheduler } from "./scheduler.js";
-import { decideCompletion, prepareDelivery, releaseCompletion } from "./stages.js";
+import { decideCompletion, releaseCompletion } from "./stages.js";
 
 export interface DeliveryLoopOptions extends DeliveryRuntimeOptions {
   pool: pg.Pool;
@@ -55,7 +55,12 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
   const { pool, config, clock, logger } = options;
   const runtime: DeliveryRuntime = createDeliveryRuntime(options);
   const { hooks, leases, writer, wakeup, settings, metrics } = runtime;
-  const scheduler = createScheduler<Held>({ config, maxClaim: options.maxClaim ?? 500 });
+  const scheduler = createScheduler<Held>({
+    config,
+    maxClaim: options.maxClaim ?? 500,
+    // A batching kind (a warehouse) takes a batch's worth at once.
+    limitOf: (destinationId) => runtime.inFlightLimit(destinationId),
+  });
   const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   const active = new Set<Promise<void>>();
   let running = false;
@@ -96,10 +101,9 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
 
   async function deliver({ job, destination }: Held): Promise<void> {
     try {
-      const preparation = prepareDelivery(job, destination, clock.now());
-      if (preparation.kind !== "send") {
-        const kind = preparation.kind === "cancel" ? "cancelled" : "release";
-        writer.add(releaseCompletion(job, clock.now(), kind));
+      if (!destination?.enabled) {
+        // Deleted: its deliveries are cancelled; disabled: handed back, paused.
+        writer.add(releaseCompletion(job, clock.now(), destination ? "release" : "cancelled"));
         return;
       }
       // Claimed ahead, it may have waited rounds here: never send on a lost lease.
@@ -108,7 +112,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
         hooks.emit("lost", [job.id]);
         return;
       }
-      const results = await runtime.send(job.destinationId, preparation.requests);
+      const results = await runtime.deliver(job, destination);
       metrics.attempted(job.destinationId, results);
       writer.add(decideCompletion(job, results, clock.now(), config.retry, options.random));
     } catch (error) {
@@ -130,6 +134,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       // the loop comes back when its bucket has refilled.
       const waitMs = refillWaitMs === undefined ? config.pollIntervalMs : Math.min(config.pollIntervalMs, Math.ceil(refillWaitMs));
       if (!full && running) await wakeup.wait(waitMs);
+      runtime.tick();
     }
   }
 
@@ -143,6 +148,8 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     },
     poke: () => wakeup.wake(),
     async settle() {
+      // Batches a kind holds are loaded now rather than at their flush time.
+      runtime.flush();
       await Promise.allSettled([...active]);
       await runtime.settle();
     },
@@ -157,6 +164,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       const waiting = scheduler.drainWaiting();
       metrics.inFlight(-waiting.length);
       for (const { job } of waiting) writer.add(releaseCompletion(job, clock.now(), "release"));
+      runtime.flush();
       await within(Promise.allSettled([...active]), left());
       await runtime.close(left);
     },

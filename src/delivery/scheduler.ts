@@ -10,6 +10,12 @@ export interface SchedulerOptions {
   config: Pick<DeliveryConfig, "concurrency" | "perDestinationConcurrency" | "leaseMs" | "timeoutMs">;
   /** Most deliveries one claim takes. */
   maxClaim: number;
+  /**
+   * A destination's own in-flight limit, which is also all it holds here
+   * (a batching kind takes a batch's worth at once); undefined: the
+   * configured per-destination concurrency and rounds.
+   */
+  limitOf?: (destinationId: string) => number | undefined;
 }
 
 /** What the next claim may take: in all, and per destination already held here. */
@@ -76,7 +82,9 @@ export function createScheduler<T extends Schedulable>(options: SchedulerOptions
   // The last claim took all the process's free slots allowed.
   let slotsBound = false;
 
-  const roomOf = (entry: Slots<T>) => Math.max(0, perDestinationHeld - entry.inFlight - entry.waiting.length);
+  const heldOf = (destinationId: string) => options.limitOf?.(destinationId) ?? perDestinationHeld;
+  const inFlightOf = (destinationId: string) => options.limitOf?.(destinationId) ?? config.perDestinationConcurrency;
+  const roomOf = (destinationId: string, entry: Slots<T>) => Math.max(0, heldOf(destinationId) - entry.inFlight - entry.waiting.length);
 
   function slotsOf(destinationId: string): Slots<T> {
     let entry = slots.get(destinationId);
@@ -95,7 +103,7 @@ export function createScheduler<T extends Schedulable>(options: SchedulerOptions
         return undefined;
       }
       const room = new Map<string, number>();
-      for (const [id, entry] of slots) room.set(id, roomOf(entry));
+      for (const [id, entry] of slots) room.set(id, roomOf(id, entry));
       return { limit: Math.min(free, maxClaim), room, perDestinationLimit: perDestinationHeld };
     },
     accept(items, plan) {
@@ -105,7 +113,7 @@ export function createScheduler<T extends Schedulable>(options: SchedulerOptions
         held++;
         claimed.set(item.destinationId, (claimed.get(item.destinationId) ?? 0) + 1);
         const entry = slotsOf(item.destinationId);
-        if (entry.inFlight < config.perDestinationConcurrency) {
+        if (entry.inFlight < inFlightOf(item.destinationId)) {
           entry.inFlight++;
           start.push(item);
         } else {
@@ -117,7 +125,7 @@ export function createScheduler<T extends Schedulable>(options: SchedulerOptions
       capacityBound =
         full ||
         [...plan.room].some(([id, free]) => free === 0 && slots.has(id)) ||
-        [...claimed].some(([id, n]) => n >= (plan.room.get(id) ?? perDestinationHeld));
+        [...claimed].some(([id, n]) => n >= (plan.room.get(id) ?? plan.perDestinationLimit));
       return { start, full };
     },
     finished(destinationId) {
@@ -128,7 +136,8 @@ export function createScheduler<T extends Schedulable>(options: SchedulerOptions
       const next = entry.waiting.shift();
       if (next) entry.inFlight++;
       else if (entry.inFlight === 0) slots.delete(destinationId);
-      const claimAhead = capacityBound && (roomOf(entry) >= claimAheadRoom || (slotsBound && config.concurrency - held >= claimAheadSlots));
+      const claimAhead =
+        capacityBound && (roomOf(destinationId, entry) >= claimAheadRoom || (slotsBound && config.concurrency - held >= claimAheadSlots));
       return { next, claimAhead };
     },
     drainWaiting() {

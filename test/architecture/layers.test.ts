@@ -11,7 +11,7 @@ const layers: ReadonlyArray<{ name: string; modules: readonly string[] }> = [
     modules: ["clock.ts", "logger.ts", "metrics.ts", "errors.ts", "startup-error.ts", "admin-token.ts", "config.ts", "signing/", "http/"],
   },
   { name: "database", modules: ["db/"] },
-  { name: "outbound requests", modules: ["outbound/"] },
+  { name: "outbound requests", modules: ["outbound/", "warehouse/"] },
   { name: "domain", modules: ["ingest/", "plans/", "health/", "delivery/", "audiences/", "deletion/"] },
   { name: "edge", modules: ["api/", "compat/", "console/"] },
   { name: "composition", modules: ["activity-log.ts", "backlog-reader.ts", "startup-summary.ts", "server.ts", "main.ts", "cli/"] },

@@ -102,3 +102,16 @@ test("on stop, the waiting deliveries are taken out and no longer held; those in
 test("a finish for a destination with nothing in flight is a bug, and says so", () => {
   expect(() => scheduler().finished("nowhere")).toThrow(/no delivery of destination nowhere was in flight/);
 });
+
+test("a batching kind's destination takes its own limit: all of it in flight at once, and that much room", () => {
+  // "w" is a warehouse destination that loads 6 at a time: no waiting list, room up to 6.
+  const s = createScheduler<Item>({ config, maxClaim: 500, limitOf: (id) => (id === "w" ? 6 : undefined) });
+  const { start } = s.accept([...items("w", 6), ...items("a", 6)], s.planClaim()!);
+  expect(start.filter((i) => i.destinationId === "w")).toHaveLength(6);
+  expect(start.filter((i) => i.destinationId === "a")).toHaveLength(config.perDestinationConcurrency);
+  const room = s.planClaim()!.room;
+  expect(room.get("w")).toBe(0);
+  expect(room.get("a")).toBe(perDestinationHeld - 6);
+  s.finished("w");
+  expect(s.planClaim()!.room.get("w")).toBe(1);
+});

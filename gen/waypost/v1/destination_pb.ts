@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waypost/v1/destination.proto.
  */
 export const file_waypost_v1_destination: GenFile = /*@__PURE__*/
-  fileDesc("Chx3YXlwb3N0L3YxL2Rlc3RpbmF0aW9uLnByb3RvEgp3YXlwb3N0LnYxInkKB1dlYmhvb2sSCwoDdXJsGAEgASgJEjEKB2hlYWRlcnMYAiADKAsyIC53YXlwb3N0LnYxLldlYmhvb2suSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIoEGCgtEZXN0aW5hdGlvbhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhIKCnNvdXJjZV9pZHMYAyADKAkSFAoHZW5hYmxlZBgEIAEoCEgAiAEBEiUKCHdlYmhvb2tzGAUgAygLMhMud2F5cG9zdC52MS5XZWJob29rEhUKDXNoYXJlZF9zZWNyZXQYBiABKAkSGQoRaGFzX3NoYXJlZF9zZWNyZXQYByABKAgSDAoEZXRhZxgIIAEoCRIvCgtjcmVhdGVfdGltZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KBmhlYWx0aBgLIAEoDjIdLndheXBvc3QudjEuRGVzdGluYXRpb25IZWFsdGgSNQoRbGFzdF9zdWNjZXNzX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKEWxhc3RfZmFpbHVyZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpsYXN0X2Vycm9yGA4gASgJEhcKD3NpZ25pbmdfc2VjcmV0cxgPIAMoCRIaChJoYXNfc2lnbmluZ19zZWNyZXQYECABKAgSHAoUY29uc2VjdXRpdmVfZmFpbHVyZXMYESABKAUSMwoPbmV4dF9wcm9iZV90aW1lGBIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI2ChJiYWNrb2ZmX3VudGlsX3RpbWUYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiQKF21heF9yZXF1ZXN0c19wZXJfc2Vjb25kGBQgASgNSAGIAQESJgoIb3JkZXJpbmcYFSABKA4yFC53YXlwb3N0LnYxLk9yZGVyaW5nQgoKCF9lbmFibGVkQhoKGF9tYXhfcmVxdWVzdHNfcGVyX3NlY29uZCJpChhDcmVhdGVEZXN0aW5hdGlvblJlcXVlc3QSLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEh8KF2dlbmVyYXRlX3NpZ25pbmdfc2VjcmV0GAIgASgIImEKGUNyZWF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEhYKDnNpZ25pbmdfc2VjcmV0GAIgASgJIiMKFUdldERlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJGChZHZXREZXN0aW5hdGlvblJlc3BvbnNlEiwKC2Rlc3RpbmF0aW9uGAEgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbiJTChdMaXN0RGVzdGluYXRpb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIRCglzb3VyY2VfaWQYAyABKAkiYgoYTGlzdERlc3RpbmF0aW9uc1Jlc3BvbnNlEi0KDGRlc3RpbmF0aW9ucxgBIAMoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInkKGFVwZGF0ZURlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIkkKGVVwZGF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uIiYKGERlbGV0ZURlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSIbChlEZWxldGVEZXN0aW5hdGlvblJlc3BvbnNlIigKGlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXF1ZXN0EgoKAmlkGAEgASgJImMKG1JvdGF0ZVNpZ25pbmdTZWNyZXRSZXNwb25zZRIWCg5zaWduaW5nX3NlY3JldBgBIAEoCRIsCgtkZXN0aW5hdGlvbhgCIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24qnAEKEURlc3RpbmF0aW9uSGVhbHRoEiIKHkRFU1RJTkFUSU9OX0hFQUxUSF9VTlNQRUNJRklFRBAAEh4KGkRFU1RJTkFUSU9OX0hFQUxUSF9IRUFMVEhZEAESHgoaREVTVElOQVRJT05fSEVBTFRIX0ZBSUxJTkcQAhIjCh9ERVNUSU5BVElPTl9IRUFMVEhfQ0lSQ1VJVF9PUEVOEAMqTgoIT3JkZXJpbmcSGAoUT1JERVJJTkdfVU5TUEVDSUZJRUQQABIRCg1PUkRFUklOR19OT05FEAESFQoRT1JERVJJTkdfUEVSX1VTRVIQAjLaBAoSRGVzdGluYXRpb25TZXJ2aWNlEmAKEUNyZWF0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5DcmVhdGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLkNyZWF0ZURlc3RpbmF0aW9uUmVzcG9uc2USVwoOR2V0RGVzdGluYXRpb24SIS53YXlwb3N0LnYxLkdldERlc3RpbmF0aW9uUmVxdWVzdBoiLndheXBvc3QudjEuR2V0RGVzdGluYXRpb25SZXNwb25zZRJdChBMaXN0RGVzdGluYXRpb25zEiMud2F5cG9zdC52MS5MaXN0RGVzdGluYXRpb25zUmVxdWVzdBokLndheXBvc3QudjEuTGlzdERlc3RpbmF0aW9uc1Jlc3BvbnNlEmAKEVVwZGF0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5VcGRhdGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLlVwZGF0ZURlc3RpbmF0aW9uUmVzcG9uc2USYAoRRGVsZXRlRGVzdGluYXRpb24SJC53YXlwb3N0LnYxLkRlbGV0ZURlc3RpbmF0aW9uUmVxdWVzdBolLndheXBvc3QudjEuRGVsZXRlRGVzdGluYXRpb25SZXNwb25zZRJmChNSb3RhdGVTaWduaW5nU2VjcmV0EiYud2F5cG9zdC52MS5Sb3RhdGVTaWduaW5nU2VjcmV0UmVxdWVzdBonLndheXBvc3QudjEuUm90YXRlU2lnbmluZ1NlY3JldFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
+  fileDesc("Chx3YXlwb3N0L3YxL2Rlc3RpbmF0aW9uLnByb3RvEgp3YXlwb3N0LnYxInkKB1dlYmhvb2sSCwoDdXJsGAEgASgJEjEKB2hlYWRlcnMYAiADKAsyIC53YXlwb3N0LnYxLldlYmhvb2suSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkoKEVBvc3RncmVzV2FyZWhvdXNlEgsKA3VybBgBIAEoCRIOCgZzY2hlbWEYAiABKAkSGAoQaGFzX3Bvc3RncmVzX3VybBgDIAEoCCLdBgoLRGVzdGluYXRpb24SCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRISCgpzb3VyY2VfaWRzGAMgAygJEhQKB2VuYWJsZWQYBCABKAhIAIgBARIlCgh3ZWJob29rcxgFIAMoCzITLndheXBvc3QudjEuV2ViaG9vaxIVCg1zaGFyZWRfc2VjcmV0GAYgASgJEhkKEWhhc19zaGFyZWRfc2VjcmV0GAcgASgIEgwKBGV0YWcYCCABKAkSLwoLY3JlYXRlX3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCgZoZWFsdGgYCyABKA4yHS53YXlwb3N0LnYxLkRlc3RpbmF0aW9uSGVhbHRoEjUKEWxhc3Rfc3VjY2Vzc190aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1ChFsYXN0X2ZhaWx1cmVfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKbGFzdF9lcnJvchgOIAEoCRIXCg9zaWduaW5nX3NlY3JldHMYDyADKAkSGgoSaGFzX3NpZ25pbmdfc2VjcmV0GBAgASgIEhwKFGNvbnNlY3V0aXZlX2ZhaWx1cmVzGBEgASgFEjMKD25leHRfcHJvYmVfdGltZRgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoSYmFja29mZl91bnRpbF90aW1lGBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIkChdtYXhfcmVxdWVzdHNfcGVyX3NlY29uZBgUIAEoDUgBiAEBEiYKCG9yZGVyaW5nGBUgASgOMhQud2F5cG9zdC52MS5PcmRlcmluZxIpCgRraW5kGBYgASgOMhsud2F5cG9zdC52MS5EZXN0aW5hdGlvbktpbmQSLwoIcG9zdGdyZXMYFyABKAsyHS53YXlwb3N0LnYxLlBvc3RncmVzV2FyZWhvdXNlQgoKCF9lbmFibGVkQhoKGF9tYXhfcmVxdWVzdHNfcGVyX3NlY29uZCJpChhDcmVhdGVEZXN0aW5hdGlvblJlcXVlc3QSLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEh8KF2dlbmVyYXRlX3NpZ25pbmdfc2VjcmV0GAIgASgIImEKGUNyZWF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEhYKDnNpZ25pbmdfc2VjcmV0GAIgASgJIiMKFUdldERlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJGChZHZXREZXN0aW5hdGlvblJlc3BvbnNlEiwKC2Rlc3RpbmF0aW9uGAEgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbiJTChdMaXN0RGVzdGluYXRpb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIRCglzb3VyY2VfaWQYAyABKAkiYgoYTGlzdERlc3RpbmF0aW9uc1Jlc3BvbnNlEi0KDGRlc3RpbmF0aW9ucxgBIAMoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInkKGFVwZGF0ZURlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIkkKGVVwZGF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uIiYKGERlbGV0ZURlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSIbChlEZWxldGVEZXN0aW5hdGlvblJlc3BvbnNlIigKGlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXF1ZXN0EgoKAmlkGAEgASgJImMKG1JvdGF0ZVNpZ25pbmdTZWNyZXRSZXNwb25zZRIWCg5zaWduaW5nX3NlY3JldBgBIAEoCRIsCgtkZXN0aW5hdGlvbhgCIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24qnAEKEURlc3RpbmF0aW9uSGVhbHRoEiIKHkRFU1RJTkFUSU9OX0hFQUxUSF9VTlNQRUNJRklFRBAAEh4KGkRFU1RJTkFUSU9OX0hFQUxUSF9IRUFMVEhZEAESHgoaREVTVElOQVRJT05fSEVBTFRIX0ZBSUxJTkcQAhIjCh9ERVNUSU5BVElPTl9IRUFMVEhfQ0lSQ1VJVF9PUEVOEAMqTgoIT3JkZXJpbmcSGAoUT1JERVJJTkdfVU5TUEVDSUZJRUQQABIRCg1PUkRFUklOR19OT05FEAESFQoRT1JERVJJTkdfUEVSX1VTRVIQAipwCg9EZXN0aW5hdGlvbktpbmQSIAocREVTVElOQVRJT05fS0lORF9VTlNQRUNJRklFRBAAEhwKGERFU1RJTkFUSU9OX0tJTkRfV0VCSE9PSxABEh0KGURFU1RJTkFUSU9OX0tJTkRfUE9TVEdSRVMQAjLaBAoSRGVzdGluYXRpb25TZXJ2aWNlEmAKEUNyZWF0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5DcmVhdGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLkNyZWF0ZURlc3RpbmF0aW9uUmVzcG9uc2USVwoOR2V0RGVzdGluYXRpb24SIS53YXlwb3N0LnYxLkdldERlc3RpbmF0aW9uUmVxdWVzdBoiLndheXBvc3QudjEuR2V0RGVzdGluYXRpb25SZXNwb25zZRJdChBMaXN0RGVzdGluYXRpb25zEiMud2F5cG9zdC52MS5MaXN0RGVzdGluYXRpb25zUmVxdWVzdBokLndheXBvc3QudjEuTGlzdERlc3RpbmF0aW9uc1Jlc3BvbnNlEmAKEVVwZGF0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5VcGRhdGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLlVwZGF0ZURlc3RpbmF0aW9uUmVzcG9uc2USYAoRRGVsZXRlRGVzdGluYXRpb24SJC53YXlwb3N0LnYxLkRlbGV0ZURlc3RpbmF0aW9uUmVxdWVzdBolLndheXBvc3QudjEuRGVsZXRlRGVzdGluYXRpb25SZXNwb25zZRJmChNSb3RhdGVTaWduaW5nU2VjcmV0EiYud2F5cG9zdC52MS5Sb3RhdGVTaWduaW5nU2VjcmV0UmVxdWVzdBonLndheXBvc3QudjEuUm90YXRlU2lnbmluZ1NlY3JldFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
 
 /**
  * Webhook is one endpoint of a destination.
@@ -43,7 +43,46 @@ export const WebhookSchema: GenMessage<Webhook> = /*@__PURE__*/
   messageDesc(file_waypost_v1_destination, 0);
 
 /**
- * Destination forwards the calls of its sources to 1 to 5 webhooks.
+ * PostgresWarehouse is where a Postgres destination loads its calls.
+ *
+ * @generated from message waypost.v1.PostgresWarehouse
+ */
+export type PostgresWarehouse = Message<"waypost.v1.PostgresWarehouse"> & {
+  /**
+   * Write-only: postgres://user:password@host:5432/database. Responses carry
+   * it with the password masked (see has_postgres_url); an update that sends
+   * the masked URL back keeps the stored one.
+   *
+   * @generated from field: string url = 1;
+   */
+  url: string;
+
+  /**
+   * The schema the tables are in; a lowercase Postgres identifier, created
+   * when missing. Empty on create: "waypost".
+   *
+   * @generated from field: string schema = 2;
+   */
+  schema: string;
+
+  /**
+   * Output only: a URL is stored.
+   *
+   * @generated from field: bool has_postgres_url = 3;
+   */
+  hasPostgresUrl: boolean;
+};
+
+/**
+ * Describes the message waypost.v1.PostgresWarehouse.
+ * Use `create(PostgresWarehouseSchema)` to create a new message.
+ */
+export const PostgresWarehouseSchema: GenMessage<PostgresWarehouse> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 1);
+
+/**
+ * Destination forwards the calls of its sources: to 1 to 5 webhooks, or
+ * into a Postgres warehouse.
  *
  * @generated from message waypost.v1.Destination
  */
@@ -186,6 +225,21 @@ export type Destination = Message<"waypost.v1.Destination"> & {
    * @generated from field: waypost.v1.Ordering ordering = 21;
    */
   ordering: Ordering;
+
+  /**
+   * The kind, chosen on create (it cannot change). Unspecified: a webhook destination.
+   *
+   * @generated from field: waypost.v1.DestinationKind kind = 22;
+   */
+  kind: DestinationKind;
+
+  /**
+   * A Postgres destination's warehouse (kind DESTINATION_KIND_POSTGRES only;
+   * it has no webhooks).
+   *
+   * @generated from field: waypost.v1.PostgresWarehouse postgres = 23;
+   */
+  postgres?: PostgresWarehouse | undefined;
 };
 
 /**
@@ -193,7 +247,7 @@ export type Destination = Message<"waypost.v1.Destination"> & {
  * Use `create(DestinationSchema)` to create a new message.
  */
 export const DestinationSchema: GenMessage<Destination> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 1);
+  messageDesc(file_waypost_v1_destination, 2);
 
 /**
  * @generated from message waypost.v1.CreateDestinationRequest
@@ -217,7 +271,7 @@ export type CreateDestinationRequest = Message<"waypost.v1.CreateDestinationRequ
  * Use `create(CreateDestinationRequestSchema)` to create a new message.
  */
 export const CreateDestinationRequestSchema: GenMessage<CreateDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 2);
+  messageDesc(file_waypost_v1_destination, 3);
 
 /**
  * @generated from message waypost.v1.CreateDestinationResponse
@@ -241,7 +295,7 @@ export type CreateDestinationResponse = Message<"waypost.v1.CreateDestinationRes
  * Use `create(CreateDestinationResponseSchema)` to create a new message.
  */
 export const CreateDestinationResponseSchema: GenMessage<CreateDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 3);
+  messageDesc(file_waypost_v1_destination, 4);
 
 /**
  * @generated from message waypost.v1.GetDestinationRequest
@@ -258,7 +312,7 @@ export type GetDestinationRequest = Message<"waypost.v1.GetDestinationRequest"> 
  * Use `create(GetDestinationRequestSchema)` to create a new message.
  */
 export const GetDestinationRequestSchema: GenMessage<GetDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 4);
+  messageDesc(file_waypost_v1_destination, 5);
 
 /**
  * @generated from message waypost.v1.GetDestinationResponse
@@ -275,7 +329,7 @@ export type GetDestinationResponse = Message<"waypost.v1.GetDestinationResponse"
  * Use `create(GetDestinationResponseSchema)` to create a new message.
  */
 export const GetDestinationResponseSchema: GenMessage<GetDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 5);
+  messageDesc(file_waypost_v1_destination, 6);
 
 /**
  * @generated from message waypost.v1.ListDestinationsRequest
@@ -304,7 +358,7 @@ export type ListDestinationsRequest = Message<"waypost.v1.ListDestinationsReques
  * Use `create(ListDestinationsRequestSchema)` to create a new message.
  */
 export const ListDestinationsRequestSchema: GenMessage<ListDestinationsRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 6);
+  messageDesc(file_waypost_v1_destination, 7);
 
 /**
  * @generated from message waypost.v1.ListDestinationsResponse
@@ -326,7 +380,7 @@ export type ListDestinationsResponse = Message<"waypost.v1.ListDestinationsRespo
  * Use `create(ListDestinationsResponseSchema)` to create a new message.
  */
 export const ListDestinationsResponseSchema: GenMessage<ListDestinationsResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 7);
+  messageDesc(file_waypost_v1_destination, 8);
 
 /**
  * @generated from message waypost.v1.UpdateDestinationRequest
@@ -339,7 +393,7 @@ export type UpdateDestinationRequest = Message<"waypost.v1.UpdateDestinationRequ
 
   /**
    * Fields to change: name, source_ids, enabled, webhooks, shared_secret,
-   * signing_secrets, max_requests_per_second, ordering.
+   * signing_secrets, max_requests_per_second, ordering, postgres.
    * Empty: every field that is set in destination.
    *
    * @generated from field: google.protobuf.FieldMask update_mask = 2;
@@ -352,7 +406,7 @@ export type UpdateDestinationRequest = Message<"waypost.v1.UpdateDestinationRequ
  * Use `create(UpdateDestinationRequestSchema)` to create a new message.
  */
 export const UpdateDestinationRequestSchema: GenMessage<UpdateDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 8);
+  messageDesc(file_waypost_v1_destination, 9);
 
 /**
  * @generated from message waypost.v1.UpdateDestinationResponse
@@ -369,7 +423,7 @@ export type UpdateDestinationResponse = Message<"waypost.v1.UpdateDestinationRes
  * Use `create(UpdateDestinationResponseSchema)` to create a new message.
  */
 export const UpdateDestinationResponseSchema: GenMessage<UpdateDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 9);
+  messageDesc(file_waypost_v1_destination, 10);
 
 /**
  * @generated from message waypost.v1.DeleteDestinationRequest
@@ -386,7 +440,7 @@ export type DeleteDestinationRequest = Message<"waypost.v1.DeleteDestinationRequ
  * Use `create(DeleteDestinationRequestSchema)` to create a new message.
  */
 export const DeleteDestinationRequestSchema: GenMessage<DeleteDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 10);
+  messageDesc(file_waypost_v1_destination, 11);
 
 /**
  * @generated from message waypost.v1.DeleteDestinationResponse
@@ -399,7 +453,7 @@ export type DeleteDestinationResponse = Message<"waypost.v1.DeleteDestinationRes
  * Use `create(DeleteDestinationResponseSchema)` to create a new message.
  */
 export const DeleteDestinationResponseSchema: GenMessage<DeleteDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 11);
+  messageDesc(file_waypost_v1_destination, 12);
 
 /**
  * @generated from message waypost.v1.RotateSigningSecretRequest
@@ -416,7 +470,7 @@ export type RotateSigningSecretRequest = Message<"waypost.v1.RotateSigningSecret
  * Use `create(RotateSigningSecretRequestSchema)` to create a new message.
  */
 export const RotateSigningSecretRequestSchema: GenMessage<RotateSigningSecretRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 12);
+  messageDesc(file_waypost_v1_destination, 13);
 
 /**
  * @generated from message waypost.v1.RotateSigningSecretResponse
@@ -440,7 +494,7 @@ export type RotateSigningSecretResponse = Message<"waypost.v1.RotateSigningSecre
  * Use `create(RotateSigningSecretResponseSchema)` to create a new message.
  */
 export const RotateSigningSecretResponseSchema: GenMessage<RotateSigningSecretResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 13);
+  messageDesc(file_waypost_v1_destination, 14);
 
 /**
  * DestinationHealth is how the destination's endpoint has been answering.
@@ -519,7 +573,42 @@ export const OrderingSchema: GenEnum<Ordering> = /*@__PURE__*/
   enumDesc(file_waypost_v1_destination, 1);
 
 /**
- * DestinationService manages webhook destinations. Admin token required.
+ * DestinationKind is where a destination's calls go.
+ * DESTINATION_KIND_UNSPECIFIED (the zero value, what an unset field reads as)
+ * means the same as DESTINATION_KIND_WEBHOOK; responses always name a kind.
+ *
+ * @generated from enum waypost.v1.DestinationKind
+ */
+export enum DestinationKind {
+  /**
+   * @generated from enum value: DESTINATION_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Each call is POSTed as JSON to the destination's webhooks.
+   *
+   * @generated from enum value: DESTINATION_KIND_WEBHOOK = 1;
+   */
+  WEBHOOK = 1,
+
+  /**
+   * Calls are loaded, in batches, into tables of a Postgres database in the
+   * analytics-warehouse layout.
+   *
+   * @generated from enum value: DESTINATION_KIND_POSTGRES = 2;
+   */
+  POSTGRES = 2,
+}
+
+/**
+ * Describes the enum waypost.v1.DestinationKind.
+ */
+export const DestinationKindSchema: GenEnum<DestinationKind> = /*@__PURE__*/
+  enumDesc(file_waypost_v1_destination, 2);
+
+/**
+ * DestinationService manages destinations (webhooks, Postgres warehouses). Admin token required.
  *
  * @generated from service waypost.v1.DestinationService
  */

@@ -1,6 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Command } from "commander";
-import { Ordering, type Destination, type DestinationSchema } from "../../../gen/waypost/v1/destination_pb.js";
+import { DestinationKind, Ordering, type Destination, type DestinationSchema } from "../../../gen/waypost/v1/destination_pb.js";
 import { UsageError } from "../errors.js";
 import { collect } from "../format.js";
 
@@ -45,7 +45,42 @@ export function parseOrdering(text: string): Ordering {
   return ordering;
 }
 
+const kindByName: Record<string, DestinationKind> = { webhook: DestinationKind.WEBHOOK, postgres: DestinationKind.POSTGRES };
+
+/** --kind: webhook or postgres. */
+export function parseKind(text: string): DestinationKind {
+  const kind = kindByName[text.trim().toLowerCase()];
+  if (kind === undefined) throw new UsageError(`--kind: "${text}" is not one of webhook, postgres`);
+  return kind;
+}
+
 export const destinationFlags: FlagMapping[] = [
+  {
+    declare: (c, mode) => {
+      if (mode === "create") c.option("--kind <kind>", "webhook (default): POST calls to --url; postgres: load them into warehouse tables");
+    },
+    apply(flags, into) {
+      if (flags.kind === undefined) return undefined;
+      into.kind = parseKind(flags.kind as string);
+      // The kind is chosen once, on create: no update path.
+      return undefined;
+    },
+  },
+  {
+    declare: (c, mode) => {
+      c.option(
+        "--postgres-url <url>",
+        mode === "create" ? "the warehouse: postgres://user:password@host:5432/database (--kind postgres)" : "a new warehouse URL",
+      );
+      c.option("--schema <name>", 'the warehouse schema its tables go in (default "waypost")');
+    },
+    apply(flags, into) {
+      if (flags.postgresUrl === undefined && flags.schema === undefined) return undefined;
+      // An empty URL on update keeps the stored one (the server never shows it).
+      into.postgres = { url: (flags.postgresUrl as string | undefined) ?? "", schema: (flags.schema as string | undefined) ?? "" };
+      return "postgres";
+    },
+  },
   {
     declare: (c, mode) =>
       mode === "create" ? c.requiredOption("--name <name>", "the destination's name") : c.option("--name <name>", "a new name"),
@@ -68,7 +103,7 @@ export const destinationFlags: FlagMapping[] = [
     // update) sets the headers of the current webhooks.
     declare: (c, mode) => {
       const url = "a webhook URL (repeat for up to 5)";
-      if (mode === "create") c.requiredOption("--url <url...>", url, collectAll);
+      if (mode === "create") c.option("--url <url...>", `${url}; required for a webhook destination`, collectAll);
       else c.option("--url <url...>", `${url}; replaces the webhooks`, collectAll);
       c.option("--header <name:value>", "a static header sent to every URL (repeat for several)", collect);
     },

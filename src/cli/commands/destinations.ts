@@ -4,6 +4,7 @@ import {
   CreateDestinationResponseSchema,
   DeleteDestinationResponseSchema,
   DestinationHealth,
+  DestinationKind,
   DestinationService,
   GetDestinationResponseSchema,
   ListDestinationsResponseSchema,
@@ -28,6 +29,11 @@ export function healthText(d: Destination): string {
   return healthNames[d.health] ?? String(d.health);
 }
 
+/** webhook or postgres (unspecified reads as webhook, as the server treats it). */
+export function kindText(d: Destination): string {
+  return d.kind === DestinationKind.POSTGRES ? "postgres" : "webhook";
+}
+
 /** The rate limit: "none" when absent or 0. */
 export function rateLimitText(d: Destination): string {
   return d.maxRequestsPerSecond ? `${d.maxRequestsPerSecond}/s` : "none";
@@ -49,13 +55,18 @@ export const destinationColumns: Array<{ header: string; value(d: Destination): 
   { header: "SOURCES", value: (d) => String(d.sourceIds.length) },
   { header: "SECRET", value: (d) => (d.hasSharedSecret ? "yes" : "no") },
   { header: "SIGNING", value: (d) => (d.hasSigningSecret ? "yes" : "no") },
-  { header: "URLS", value: (d) => d.webhooks.map((w) => w.url).join(" ") },
+  {
+    header: "URLS",
+    value: (d) => (d.postgres ? `${d.postgres.url} (schema ${d.postgres.schema})` : d.webhooks.map((w) => w.url).join(" ")),
+  },
 ];
 
 export function describeDestination(d: Destination): string {
   const lines = fields([
     ["id", d.id],
     ["name", d.name],
+    ["kind", kindText(d)],
+    ...(d.postgres ? [["warehouse", d.postgres.url] as const, ["schema", d.postgres.schema] as const] : []),
     ["enabled", d.enabled === false ? "no" : "yes"],
     ["health", healthText(d)],
     ["consecutive failures", String(d.consecutiveFailures)],
@@ -95,7 +106,7 @@ async function update(ctx: CliContext, id: string, flags: DestinationFlags): Pro
 }
 
 export function registerDestinations(program: Command, wire: Wire): void {
-  const destinations = program.command("destinations").description("manage webhook destinations");
+  const destinations = program.command("destinations").description("manage destinations (webhooks, Postgres warehouses)");
 
   destinations
     .command("list")
@@ -135,6 +146,11 @@ export function registerDestinations(program: Command, wire: Wire): void {
     .action(
       wire(async (ctx, flags: DestinationFlags) => {
         const { destination } = destinationFromFlags(flags);
+        if (destination.kind === DestinationKind.POSTGRES) {
+          if (flags.postgresUrl === undefined) throw new UsageError("--kind postgres needs --postgres-url");
+        } else if (flags.url === undefined) {
+          throw new UsageError("a webhook destination needs --url (or give --kind postgres with --postgres-url)");
+        }
         const response = await ctx
           .admin(DestinationService)
           .createDestination({ destination, generateSigningSecret: flags.generateSigningSecret === true });

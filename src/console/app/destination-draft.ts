@@ -1,5 +1,5 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { Ordering, type Destination, type DestinationSchema } from "../../../gen/waypost/v1/destination_pb.js";
+import { DestinationKind, Ordering, type Destination, type DestinationSchema } from "../../../gen/waypost/v1/destination_pb.js";
 
 export interface HeaderDraft {
   name: string;
@@ -13,6 +13,11 @@ export interface WebhookDraft {
 
 /** The destination form's state, as people edit it. */
 export interface DestinationDraft {
+  /** Chosen on create; fixed afterwards. */
+  kind: "webhook" | "postgres";
+  /** Postgres only: the warehouse URL (masked as the server shows it, on edit) and schema. */
+  postgresUrl: string;
+  schema: string;
   name: string;
   enabled: boolean;
   sourceIds: string[];
@@ -30,6 +35,9 @@ export interface DestinationDraft {
 export function draftOf(destination: Destination | undefined): DestinationDraft {
   if (!destination) {
     return {
+      kind: "webhook",
+      postgresUrl: "",
+      schema: "",
       name: "",
       enabled: true,
       sourceIds: [],
@@ -42,6 +50,9 @@ export function draftOf(destination: Destination | undefined): DestinationDraft 
     };
   }
   return {
+    kind: destination.kind === DestinationKind.POSTGRES ? "postgres" : "webhook",
+    postgresUrl: destination.postgres?.url ?? "",
+    schema: destination.postgres?.schema ?? "",
     name: destination.name,
     enabled: destination.enabled !== false,
     sourceIds: [...destination.sourceIds],
@@ -77,6 +88,20 @@ export function parseRateLimit(text: string): number | { problem: string } {
  */
 export function toRequest(draft: DestinationDraft): { destination: MessageInitShape<typeof DestinationSchema>; paths: string[] } {
   const rate = parseRateLimit(draft.rateLimit);
+  if (draft.kind === "postgres") {
+    return {
+      destination: {
+        name: draft.name,
+        enabled: draft.enabled,
+        sourceIds: draft.sourceIds,
+        kind: DestinationKind.POSTGRES,
+        postgres: { url: draft.postgresUrl.trim(), schema: draft.schema.trim() },
+        maxRequestsPerSecond: typeof rate === "number" ? rate : 0,
+        ordering: draft.ordering === "per-user" ? Ordering.PER_USER : Ordering.NONE,
+      },
+      paths: ["name", "enabled", "source_ids", "postgres", "max_requests_per_second", "ordering"],
+    };
+  }
   const destination: MessageInitShape<typeof DestinationSchema> = {
     name: draft.name,
     enabled: draft.enabled,

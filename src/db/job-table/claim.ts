@@ -22,6 +22,8 @@ export interface ClaimedDelivery {
   payload: string;
   /** The message's id: Standard Webhooks' webhook-id, the same on every attempt. */
   messageId: string;
+  /** When Waypost received the message (a warehouse's received_at). */
+  receivedAt: Date;
   /** Claimed as the probe of the destination's open circuit. */
   probe: boolean;
   /**
@@ -63,7 +65,7 @@ const claimTransition = transitionSql({
   from: "due u, messages m",
   where: "d.destination_id = u.destination_id AND d.id = u.id AND m.id = d.message_pk",
   returning: `d.destination_id, d.id, d.lease_token, d.attempt_count, d.first_attempt_at, d.retry_urls, m.payload,
-              m.message_id, d.id IN (SELECT probe_delivery_id FROM probes) AS probe`,
+              m.message_id, m.received_at, d.id IN (SELECT probe_delivery_id FROM probes) AS probe`,
 });
 
 /**
@@ -104,6 +106,7 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
     retry_urls: string[] | null;
     payload: string;
     message_id: string;
+    received_at: Date;
     probe: boolean;
     destination_revision: number | null;
   }>({
@@ -203,6 +206,7 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
         retryUrls: row.retry_urls,
         payload: row.payload,
         messageId: row.message_id,
+        receivedAt: row.received_at,
         probe: row.probe,
         destinationRevision: row.destination_revision,
       })),

@@ -1,10 +1,22 @@
 import type { StoredSigningSecret } from "../../signing/standard-webhooks.js";
 import type { Queryable } from "../pool.js";
 
+/** The kinds of destination: where its deliveries go. */
+export type DestinationKindName = "webhook" | "postgres";
+
+/** A Postgres warehouse destination's settings (the URL includes its password: never returned or logged). */
+export interface PostgresSettings {
+  url: string;
+  schema: string;
+}
+
 export interface DestinationRow {
   id: string;
   name: string;
   enabled: boolean;
+  kind: DestinationKindName;
+  /** Set for kind postgres only. */
+  postgres: PostgresSettings | null;
   webhooks: Array<{ url: string; headers: Record<string, string> }>;
   shared_secret: string | null;
   max_requests_per_second: number;
@@ -25,7 +37,7 @@ export interface DestinationRow {
   cursor_at: string;
 }
 
-const columns = `d.id, d.name, d.enabled, d.webhooks, d.shared_secret, d.signing_secrets, d.max_requests_per_second, d.ordering,
+const columns = `d.id, d.name, d.enabled, d.kind, d.postgres, d.webhooks, d.shared_secret, d.signing_secrets, d.max_requests_per_second, d.ordering,
   d.revision, d.created_at, d.updated_at,
   d.created_at::text AS cursor_at,
   h.state AS circuit_state, h.consecutive_failures, h.probe_at, h.backoff_until,
@@ -61,6 +73,8 @@ export interface DestinationWrite {
   id: string;
   name: string;
   enabled: boolean;
+  kind: DestinationKindName;
+  postgres: PostgresSettings | null;
   webhooks: DestinationRow["webhooks"];
   sharedSecret: string | null;
   signingSecrets: StoredSigningSecret[];
@@ -82,14 +96,16 @@ function destinationParams(row: DestinationWrite): unknown[] {
     JSON.stringify(row.signingSecrets),
     row.maxRequestsPerSecond,
     row.ordering,
+    row.kind,
+    row.postgres === null ? null : JSON.stringify(row.postgres),
   ];
 }
 
 export async function insertDestination(db: Queryable, row: DestinationWrite): Promise<void> {
   await db.query(
     `INSERT INTO destinations (id, name, enabled, webhooks, shared_secret, signing_secrets, created_at, updated_at,
-                               max_requests_per_second, ordering)
-     VALUES ($1, $2, $3, $4, $5, $7, $6, $6, $8, $9)`,
+                               max_requests_per_second, ordering, kind, postgres)
+     VALUES ($1, $2, $3, $4, $5, $7, $6, $6, $8, $9, $10, $11)`,
     destinationParams(row),
   );
 }
@@ -98,7 +114,7 @@ export async function insertDestination(db: Queryable, row: DestinationWrite): P
 export async function updateDestinationRow(db: Queryable, row: DestinationWrite): Promise<void> {
   await db.query(
     `UPDATE destinations SET name = $2, enabled = $3, webhooks = $4, shared_secret = $5, signing_secrets = $7,
-            max_requests_per_second = $8, ordering = $9, revision = revision + 1, updated_at = $6 WHERE id = $1`,
+            max_requests_per_second = $8, ordering = $9, kind = $10, postgres = $11, revision = revision + 1, updated_at = $6 WHERE id = $1`,
     destinationParams(row),
   );
 }
@@ -143,6 +159,8 @@ export async function replaceDestinationSources(db: Queryable, destinationId: st
 export interface DestinationConfigRow {
   id: string;
   enabled: boolean;
+  kind: DestinationKindName;
+  postgres: PostgresSettings | null;
   webhooks: Array<{ url: string; headers: Record<string, string> }>;
   shared_secret: string | null;
   /** Standard Webhooks secrets; expired ones are skipped when signing. */
@@ -160,7 +178,7 @@ export interface DestinationConfigRow {
 export async function loadDestinationConfigs(db: Queryable, ids: readonly string[]): Promise<Map<string, DestinationConfigRow>> {
   const result = await db.query<DestinationConfigRow>({
     name: "waypost_load_destination_configs",
-    text: "SELECT id, enabled, webhooks, shared_secret, signing_secrets, ordering, revision FROM destinations WHERE id = ANY ($1::uuid[])",
+    text: "SELECT id, enabled, kind, postgres, webhooks, shared_secret, signing_secrets, ordering, revision FROM destinations WHERE id = ANY ($1::uuid[])",
     values: [ids],
   });
   return new Map(result.rows.map((row) => [row.id, row]));

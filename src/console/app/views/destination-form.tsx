@@ -8,6 +8,7 @@ import { describeError, fieldError, isUnauthenticated } from "../errors.js";
 import { FieldError, type FieldErrors } from "../field-error.js";
 import { FlowControlFields } from "./flow-control-fields.js";
 import { SigningSecretFields } from "./signing-secret-fields.js";
+import { WarehouseFields } from "./warehouse-fields.js";
 import { WebhookFields } from "./webhook-fields.js";
 
 /**
@@ -92,6 +93,19 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
         <FieldError errors={errors} field="name" />
       </div>
       <div class="field">
+        <label for="destination-kind">Kind</label>
+        <select
+          id="destination-kind"
+          value={draft.kind}
+          disabled={!creating}
+          onChange={(e) => update({ kind: e.currentTarget.value === "postgres" ? "postgres" : "webhook" })}
+        >
+          <option value="webhook">Webhooks</option>
+          <option value="postgres">Postgres warehouse</option>
+        </select>
+        <FieldError errors={errors} field="kind" />
+      </div>
+      <div class="field">
         <label>
           <input type="checkbox" checked={draft.enabled} onChange={(e) => update({ enabled: e.currentTarget.checked })} /> Enabled
         </label>
@@ -107,46 +121,8 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
         ))}
         <FieldError errors={errors} field="sourceIds" prefix />
       </fieldset>
-      <WebhookFields webhooks={draft.webhooks} errors={errors} onChange={(webhooks) => update({ webhooks })} />
-      <fieldset>
-        <legend>Shared secret</legend>
-        <p class="hint">Signs every request with an X-Signature header. It is write-only: the server never shows it again.</p>
-        {!creating && (
-          <div class="radios">
-            {(["keep", "set", "clear"] as const).map((mode) => (
-              <label key={mode} class="check">
-                <input type="radio" name="secret-mode" checked={draft.secretMode === mode} onChange={() => update({ secretMode: mode })} />{" "}
-                {mode === "keep"
-                  ? `Keep the current one (${props.destination?.hasSharedSecret ? "set" : "none"})`
-                  : mode === "set"
-                    ? "Set a new one"
-                    : "Clear it"}
-              </label>
-            ))}
-          </div>
-        )}
-        {draft.secretMode === "set" && (
-          <div class="field">
-            <label for="destination-secret">Shared secret</label>
-            <input
-              id="destination-secret"
-              type="password"
-              autocomplete="new-password"
-              value={draft.secret}
-              onInput={(e) => update({ secret: e.currentTarget.value })}
-              aria-invalid={errors.sharedSecret ? "true" : undefined}
-              aria-describedby={errors.sharedSecret ? "error-sharedSecret" : undefined}
-            />
-          </div>
-        )}
-        <FieldError errors={errors} field="sharedSecret" />
-      </fieldset>
-      <SigningSecretFields
-        destination={props.destination}
-        generate={draft.generateSigningSecret}
-        onGenerateChange={(generateSigningSecret) => update({ generateSigningSecret })}
-        onRotated={(rotated) => setEtag(rotated.etag)}
-      />
+      {draft.kind === "postgres" && <WarehouseFields draft={draft} errors={errors} onChange={update} />}
+      {draft.kind === "webhook" && webhookSettings()}
       <FlowControlFields draft={draft} errors={errors} onChange={update} />
       <div class="form-actions">
         <button type="submit" disabled={busy}>
@@ -155,4 +131,57 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
       </div>
     </form>
   );
+
+  /** What only webhook destinations have: URLs and headers, the shared secret, signing secrets (JSX, not a component: no remount per render). */
+  function webhookSettings() {
+    return (
+      <>
+        <WebhookFields webhooks={draft.webhooks} errors={errors} onChange={(webhooks) => update({ webhooks })} />
+        <fieldset>
+          <legend>Shared secret</legend>
+          <p class="hint">Signs every request with an X-Signature header. It is write-only: the server never shows it again.</p>
+          {!creating && (
+            <div class="radios">
+              {(["keep", "set", "clear"] as const).map((mode) => (
+                <label key={mode} class="check">
+                  <input
+                    type="radio"
+                    name="secret-mode"
+                    checked={draft.secretMode === mode}
+                    onChange={() => update({ secretMode: mode })}
+                  />{" "}
+                  {mode === "keep"
+                    ? `Keep the current one (${props.destination?.hasSharedSecret ? "set" : "none"})`
+                    : mode === "set"
+                      ? "Set a new one"
+                      : "Clear it"}
+                </label>
+              ))}
+            </div>
+          )}
+          {draft.secretMode === "set" && (
+            <div class="field">
+              <label for="destination-secret">Shared secret</label>
+              <input
+                id="destination-secret"
+                type="password"
+                autocomplete="new-password"
+                value={draft.secret}
+                onInput={(e) => update({ secret: e.currentTarget.value })}
+                aria-invalid={errors.sharedSecret ? "true" : undefined}
+                aria-describedby={errors.sharedSecret ? "error-sharedSecret" : undefined}
+              />
+            </div>
+          )}
+          <FieldError errors={errors} field="sharedSecret" />
+        </fieldset>
+        <SigningSecretFields
+          destination={props.destination}
+          generate={draft.generateSigningSecret}
+          onGenerateChange={(generateSigningSecret) => update({ generateSigningSecret })}
+          onRotated={(rotated) => setEtag(rotated.etag)}
+        />
+      </>
+    );
+  }
 }

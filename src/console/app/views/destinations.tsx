@@ -68,6 +68,11 @@ export function DestinationsView() {
               <td title={d.lastError ? `Last error: ${d.lastError}` : undefined}>{healthLabel(d)}</td>
               <td>{d.sourceIds.map(sourceName).join(", ")}</td>
               <td>
+                {d.postgres && (
+                  <div>
+                    <code>{d.postgres.url}</code> (schema <code>{d.postgres.schema}</code>)
+                  </div>
+                )}
                 {d.webhooks.map((w) => (
                   <div key={w.url}>
                     <code>{w.url}</code>

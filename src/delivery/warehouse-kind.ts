@@ -1,0 +1,169 @@
+import type { Clock } from "../clock.js";
+import type { WarehouseConfig } from "../config.js";
+import type { AttemptResult, ClaimedDelivery } from "../db/job-table/index.js";
+import type { DestinationConfigRow, PostgresSettings } from "../db/queries/destinations.js";
+import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
+import { createWarehouseLoader, type LoadOutcome, type WarehouseLoader } from "../warehouse/loader.js";
+import { maskPostgresUrl } from "../warehouse/settings.js";
+import type { DestinationKind } from "./destination-kind.js";
+
+export interface WarehouseKindOptions {
+  config: WarehouseConfig;
+  /** Deliveries one destination may have in flight here (the process's share); a batch is at most half of it. */
+  maxInFlight: number;
+  clock: Clock;
+  logger: Logger;
+  metrics?: Metrics | undefined;
+  /** How loaders are made (tests count pools); the real loader by default. */
+  createLoader?: (settings: PostgresSettings, onMismatches: (count: number) => void) => WarehouseLoader;
+}
+
+/** A destination's open warehouse: its pool, and the calls waiting for the next batch. */
+interface Target {
+  settings: PostgresSettings;
+  label: string;
+  loader: WarehouseLoader;
+  waiting: Array<{ job: ClaimedDelivery; resolve: (results: AttemptResult[]) => void }>;
+  /** When the first waiting call arrived (clock ms). */
+  firstAt: number | undefined;
+  lastUsed: number;
+  loading: Set<Promise<void>>;
+}
+
+/** A warehouse whose destination sent nothing for this long has its pool closed (it reopens on the next call). */
+const idleCloseMs = 5 * 60_000;
+
+/**
+ * The Postgres warehouse kind: calls wait here until their batch is loaded
+ * (half the destination's in-flight share, at most the batch size, or the
+ * flush interval after the first, whichever comes first), and each learns
+ * its outcome when the batch's transaction ends. The loop keeps their
+ * leases alive meanwhile. The other half of the share fills the next batch
+ * while one loads. One pool per destination, bounded, closed when the
+ * destination's warehouse settings change or it goes quiet.
+ */
+export interface WarehouseKind extends DestinationKind {
+  tick(): void;
+  flush(): void;
+  /** Destinations with an open pool here. */
+  openDestinations(): string[];
+  /**
+   * Closes the pools of destinations deleted or no longer pointing at the
+   * same warehouse (`current`: the settings of openDestinations() now;
+   * missing ones are gone), after loading what they hold.
+   */
+  reconcile(current: ReadonlyMap<string, DestinationConfigRow>): void;
+}
+
+export function createWarehouseKind(options: WarehouseKindOptions): WarehouseKind {
+  const { config, clock, logger } = options;
+  const batchSize = Math.max(1, Math.min(config.batchSize, Math.floor(options.maxInFlight / 2)));
+  const targets = new Map<string, Target>();
+  const makeLoader =
+    options.createLoader ??
+    ((settings: PostgresSettings, onMismatches: (count: number) => void) =>
+      createWarehouseLoader({ url: settings.url, schema: settings.schema, maxConnections: config.connections, onMismatches }));
+
+  function targetOf(destination: DestinationConfigRow): Target {
+    const settings = destination.postgres!;
+    let target = targets.get(destination.id);
+    if (target && (target.settings.url !== settings.url || target.settings.schema !== settings.schema)) {
+      retire(destination.id, target);
+      target = undefined;
+    }
+    if (!target) {
+      const id = destination.id;
+      target = {
+        settings,
+        label: `${maskPostgresUrl(settings.url)}#${settings.schema}`,
+        loader: makeLoader(settings, (count) => options.metrics?.warehouseTypeMismatches.inc({ destination_id: id }, count)),
+        waiting: [],
+        firstAt: undefined,
+        lastUsed: clock.now().getTime(),
+        loading: new Set(),
+      };
+      targets.set(id, target);
+    }
+    return target;
+  }
+
+  /** Loads what the target holds, ends its pool once its loads are done. */
+  function retire(id: string, target: Target) {
+    targets.delete(id);
+    load(target);
+    void Promise.allSettled([...target.loading])
+      .then(() => target.loader.close())
+      .catch((error) => logger.warn({ err: error, destinationId: id }, "closing a warehouse pool failed"));
+  }
+
+  function load(target: Target) {
+    if (target.waiting.length === 0) return;
+    const batch = target.waiting.splice(0);
+    target.firstAt = undefined;
+    const attemptedAt = clock.now();
+    const started = performance.now();
+    const work = target.loader
+      .load(batch.map(({ job }) => ({ payload: job.payload, receivedAt: job.receivedAt })))
+      .catch((error: unknown): LoadOutcome[] =>
+        batch.map(() => ({ outcome: "retryable", error: `warehouse load failed: ${String(error)}` })),
+      )
+      .then((outcomes) => {
+        const latencyMs = Math.round(performance.now() - started);
+        batch.forEach(({ resolve }, i) => {
+          const outcome = outcomes[i] ?? { outcome: "retryable", error: "no outcome" };
+          resolve([
+            {
+              urlIndex: 0,
+              url: target.label,
+              attemptedAt,
+              outcome: outcome.outcome,
+              statusCode: null,
+              error: outcome.outcome === "success" ? null : outcome.error,
+              latencyMs,
+              responseBody: null,
+            },
+          ]);
+        });
+      });
+    target.loading.add(work);
+    void work.finally(() => target.loading.delete(work));
+  }
+
+  return {
+    openDestinations: () => [...targets.keys()],
+    reconcile(current) {
+      for (const [id, target] of [...targets]) {
+        const settings = current.get(id)?.postgres;
+        if (!settings || settings.url !== target.settings.url || settings.schema !== target.settings.schema) retire(id, target);
+      }
+    },
+    deliver(job, destination) {
+      const target = targetOf(destination);
+      target.lastUsed = clock.now().getTime();
+      return new Promise<AttemptResult[]>((resolve) => {
+        target.waiting.push({ job, resolve });
+        target.firstAt ??= target.lastUsed;
+        if (target.waiting.length >= batchSize) load(target);
+      });
+    },
+    inFlightLimit: () => batchSize * 2,
+    tick() {
+      const now = clock.now().getTime();
+      for (const [id, target] of targets) {
+        if (target.firstAt !== undefined && now - target.firstAt >= config.flushMs) load(target);
+        else if (target.waiting.length === 0 && target.loading.size === 0 && now - target.lastUsed >= idleCloseMs) retire(id, target);
+      }
+    },
+    flush() {
+      for (const target of targets.values()) load(target);
+    },
+    async close() {
+      const all = [...targets];
+      targets.clear();
+      for (const [, target] of all) load(target);
+      await Promise.allSettled(all.flatMap(([, target]) => [...target.loading]));
+      await Promise.allSettled(all.map(([, target]) => target.loader.close()));
+    },
+  };
+}

@@ -1,0 +1,75 @@
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DestinationKind } from "../../gen/waypost/v1/destination_pb.js";
+import { launchBrowser } from "../helpers/browser.js";
+import { startTestServer, type TestServer } from "../helpers/server.js";
+
+/**
+ * The destination form for a Postgres warehouse, in Chromium against a real
+ * Waypost: the kind chosen on create, the URL's password never shown, the
+ * server's message beside the field it names.
+ */
+describe("a Postgres destination in the console", () => {
+  let server: TestServer;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  const pageErrors: string[] = [];
+  const url = "postgres://loader:pa55word@warehouse.internal:5432/analytics";
+
+  beforeAll(async () => {
+    server = await startTestServer();
+    await server.createSource("web");
+    browser = await launchBrowser();
+    context = await browser.newContext({ viewport: { width: 1500, height: 1000 } });
+    page = await context.newPage();
+    page.setDefaultTimeout(10_000);
+    page.on("pageerror", (error) => pageErrors.push(String(error)));
+    await page.goto(`${server.url}/console/`);
+    await page.getByLabel("Admin token").fill(server.adminToken);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("navigation", { name: "Main" }).waitFor();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  it("creates a Postgres destination, shows the schema error beside its field, and never shows the password", async () => {
+    await page.goto(`${server.url}/console/destinations/new`);
+    await page.getByLabel("Name", { exact: true }).fill("warehouse");
+    await page.getByRole("checkbox", { name: "web", exact: true }).check();
+    await page.getByRole("combobox", { name: "Kind" }).selectOption({ label: "Postgres warehouse" });
+    expect(await page.getByRole("textbox", { name: "Webhook 1 URL" }).count()).toBe(0);
+    await page.getByRole("textbox", { name: "Warehouse URL" }).fill(url);
+    await page.getByRole("textbox", { name: "Schema" }).fill("Not A Schema");
+    await page.getByRole("button", { name: "Create destination" }).click();
+    const schemaError = page.locator("#error-postgres_schema");
+    await schemaError.waitFor();
+    expect(await schemaError.textContent()).toContain("lowercase Postgres identifier");
+    expect((await server.destinations.listDestinations({})).destinations).toEqual([]);
+
+    await page.getByRole("textbox", { name: "Schema" }).fill("analytics");
+    await page.getByRole("button", { name: "Create destination" }).click();
+    const table = page.getByRole("table", { name: "Destinations" });
+    await table.getByRole("row").filter({ hasText: "warehouse" }).waitFor();
+    expect(await table.textContent()).toContain("postgres://loader:****@warehouse.internal:5432/analytics");
+    const [created] = (await server.destinations.listDestinations({})).destinations;
+    expect(created?.kind).toBe(DestinationKind.POSTGRES);
+    expect(created?.postgres?.schema).toBe("analytics");
+
+    // Editing keeps the stored URL when the masked one is sent back.
+    await page.goto(`${server.url}/console/destinations/${created!.id}`);
+    const urlField = page.getByRole("textbox", { name: "Warehouse URL" });
+    await urlField.waitFor();
+    expect(await urlField.inputValue()).not.toContain("pa55word");
+    expect(await page.getByRole("combobox", { name: "Kind" }).isDisabled()).toBe(true);
+    await page.getByRole("textbox", { name: "Schema" }).fill("events");
+    await page.getByRole("button", { name: "Save destination" }).click();
+    await table.getByRole("row").filter({ hasText: "events" }).waitFor();
+    const stored = await server.pool.query("SELECT postgres FROM destinations WHERE id = $1", [created!.id]);
+    expect(stored.rows[0].postgres).toEqual({ url, schema: "events" });
+    expect(await page.content()).not.toContain("pa55word");
+    expect(pageErrors).toEqual([]);
+  });
+});

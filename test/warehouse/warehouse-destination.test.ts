@@ -1,0 +1,287 @@
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import pg from "pg";
+import { afterAll, beforeAll, expect, test, vi } from "vitest";
+import { DeletionService } from "../../gen/waypost/v1/deletion_pb.js";
+import { DestinationHealth, DestinationKind } from "../../gen/waypost/v1/destination_pb.js";
+import { ManualClock } from "../../src/clock.js";
+import type { DeliveryCompletion } from "../../src/delivery/loop.js";
+import { withAdmin } from "../audiences/support.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { startTestServer, type TestServer } from "../helpers/server.js";
+import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
+
+const flushMs = 10_000;
+let clock: ManualClock;
+let server: TestServer;
+let warehouse: TestDatabase;
+let second: TestDatabase;
+let db: pg.Pool;
+let proxy: TcpProxy;
+
+beforeAll(async () => {
+  clock = new ManualClock(new Date("2026-11-22T10:00:00Z"));
+  [warehouse, second] = await Promise.all([createTestDatabase({ migrated: false }), createTestDatabase({ migrated: false })]);
+  const target = new URL(warehouse.url);
+  proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+  db = new pg.Pool({ connectionString: warehouse.url, max: 2 });
+  // A process share of 8 per destination: batches of 4 load at once, smaller ones at the flush interval.
+  server = await startTestServer({
+    clock,
+    config: { delivery: { concurrency: 16, perDestinationConcurrency: 4, warehouse: { flushMs, batchSize: 5_000, connections: 2 } } },
+  });
+});
+afterAll(async () => {
+  await server?.stop();
+  await db?.end();
+  await proxy?.close();
+  await warehouse?.drop();
+  await second?.drop();
+});
+
+/** The warehouse URL through the proxy (so it can be taken down), with a password to mask. */
+function proxiedUrl(database = warehouse): string {
+  const url = new URL(database.url);
+  url.port = String(proxy.port);
+  url.password = "s3cret-pw";
+  return url.toString();
+}
+
+async function warehouseDestination(schema: string) {
+  const source = await server.createSource();
+  const destination = await server.createDestination({
+    name: `wh-${schema}`,
+    sourceIds: [source.id],
+    kind: DestinationKind.POSTGRES,
+    postgres: { url: proxiedUrl(), schema },
+  });
+  return { source, destination, client: server.tracking(source.writeKey) };
+}
+
+const finalStatuses = ["delivered", "failed", "expired", "cancelled"];
+
+/** Resolves with the next `count` results of this destination's deliveries in one of `statuses`. */
+function resultsOf(destinationId: string, count: number, statuses = finalStatuses): Promise<DeliveryCompletion[]> {
+  const loop = server.waypost.delivery!;
+  return new Promise((resolve) => {
+    const seen: DeliveryCompletion[] = [];
+    const off = loop.hooks.on("completed", (completions) => {
+      seen.push(...completions.filter((c) => c.destinationId === destinationId && statuses.includes(c.status)));
+      if (seen.length >= count) {
+        off();
+        resolve(seen);
+      }
+    });
+  });
+}
+
+/** Moves the clock past the flush interval and lets the loop turn: the batch held now is loaded. */
+async function flushByClock(destinationId: string, count: number, statuses?: string[]) {
+  const done = resultsOf(destinationId, count, statuses);
+  clock.advance(flushMs);
+  server.waypost.delivery!.poke();
+  return done;
+}
+
+/** Resolves once the loop has claimed `count` deliveries (into a batch) from now on; set it up before what makes them due. */
+function claims(count: number): Promise<void> {
+  const loop = server.waypost.delivery!;
+  return new Promise<void>((resolve) => {
+    let total = 0;
+    const off = loop.hooks.on("claimed", ({ count: n }) => {
+      total += n;
+      if (total >= count) {
+        off();
+        resolve();
+      }
+    });
+  });
+}
+
+const rows = async (sql: string) => (await db.query(sql)).rows;
+
+test("a Postgres destination: its URL's password is never returned; bad settings name their field", async () => {
+  const { destination } = await warehouseDestination("api");
+  expect(destination.kind).toBe(DestinationKind.POSTGRES);
+  expect(destination.webhooks).toEqual([]);
+  expect(destination.postgres?.hasPostgresUrl).toBe(true);
+  expect(destination.postgres?.schema).toBe("api");
+  expect(destination.postgres?.url).toContain("****");
+  const got = await server.destinations.getDestination({ id: destination.id });
+  expect(JSON.stringify(got, (_, v) => (typeof v === "bigint" ? String(v) : v))).not.toContain("s3cret-pw");
+  const bad = async (postgres: { url: string; schema?: string }, field: string) => {
+    const error = await server.destinations
+      .createDestination({ destination: { name: "x", kind: DestinationKind.POSTGRES, postgres } })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConnectError);
+    expect((error as ConnectError).code).toBe(Code.InvalidArgument);
+    expect((error as ConnectError).message).toContain(field);
+  };
+  await bad({ url: "http://example.com/db" }, "destination.postgres.url");
+  await bad({ url: "postgres://host" }, "destination.postgres.url");
+  await bad({ url: proxiedUrl(), schema: 'x"; DROP SCHEMA public; --' }, "destination.postgres.schema");
+  const withWebhooks = await server.destinations
+    .createDestination({
+      destination: {
+        name: "x",
+        kind: DestinationKind.POSTGRES,
+        postgres: { url: proxiedUrl() },
+        webhooks: [{ url: "https://example.com" }],
+      },
+    })
+    .catch((e: unknown) => e);
+  expect((withWebhooks as ConnectError).message).toContain("destination.webhooks");
+  // The masked URL sent back keeps the stored one.
+  const updated = await server.destinations.updateDestination({
+    destination: { id: destination.id, postgres: { url: destination.postgres!.url, schema: "api2" } },
+    updateMask: { paths: ["postgres"] },
+  });
+  expect(updated.destination?.postgres?.schema).toBe("api2");
+  const stored = await server.pool.query("SELECT postgres FROM destinations WHERE id = $1", [destination.id]);
+  expect(stored.rows[0].postgres.url).toContain("s3cret-pw");
+});
+
+test("calls wait for their batch: loaded at the flush interval, delivered when it commits", async () => {
+  const { client, destination } = await warehouseDestination("flush");
+  const claimed = claims(2);
+  const first = await client.identify({ identify: { userId: "u1", traits: { plan: "pro" } } });
+  await client.track({ track: { userId: "u1", event: "Order Completed", properties: { total: 30 } } });
+  await claimed;
+  expect(await rows("SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = 'flush'")).toEqual([{ n: 0 }]);
+  const done = await flushByClock(destination.id, 2);
+  expect(done.map((c) => c.status)).toEqual(["delivered", "delivered"]);
+  expect(await rows("SELECT user_id, total FROM flush.order_completed")).toEqual([{ user_id: "u1", total: "30" }]);
+  expect(await rows("SELECT id, plan FROM flush.users")).toEqual([{ id: "u1", plan: "pro" }]);
+  const received = await server.pool.query("SELECT received_at FROM messages WHERE message_id = $1", [first.messageId]);
+  expect((await rows(`SELECT received_at FROM flush.identifies`))[0].received_at).toEqual(received.rows[0].received_at);
+});
+
+test("a full batch loads without waiting for the interval", async () => {
+  const { client, destination } = await warehouseDestination("batched");
+  const done = resultsOf(destination.id, 4);
+  for (let i = 0; i < 4; i++) await client.track({ track: { userId: `u${i}`, event: "Tapped" } });
+  expect((await done).map((c) => c.status)).toEqual(["delivered", "delivered", "delivered", "delivered"]);
+  expect(await rows("SELECT count(*)::int AS n FROM batched.tapped")).toEqual([{ n: 4 }]);
+});
+
+test("a warehouse that is down is retried on the normal schedule; back up, nothing is lost or duplicated", async () => {
+  const { client, destination } = await warehouseDestination("outage");
+  proxy.down();
+  const claimed = claims(3);
+  const ids = [];
+  for (let i = 0; i < 3; i++) ids.push((await client.track({ track: { userId: "u", event: "Kept", messageId: `k${i}` } })).messageId);
+  await claimed;
+  const retrying = await flushByClock(destination.id, 3, ["retrying"]);
+  expect(retrying.map((c) => c.status)).toEqual(["retrying", "retrying", "retrying"]);
+  const attempt = await server.pool.query(
+    `SELECT a.error, a.url FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id JOIN messages m ON m.id = d.message_pk
+      WHERE m.message_id = $1`,
+    [ids[0]],
+  );
+  expect(attempt.rows[0].error).toContain("warehouse unavailable");
+  expect(attempt.rows[0].url).not.toContain("s3cret-pw");
+  // Endpoint health sees it like a failing webhook endpoint.
+  const health = (await server.destinations.getDestination({ id: destination.id })).destination!;
+  expect(health.health).toBe(DestinationHealth.FAILING);
+  expect(health.lastError).toContain("warehouse unavailable");
+  expect(health.lastError).not.toContain("s3cret-pw");
+  proxy.up();
+  // The retry is due about 10 s later; its batch then waits for the flush interval.
+  const reclaimed = claims(3);
+  clock.advance(10_000);
+  server.waypost.delivery!.poke();
+  await reclaimed;
+  const delivered = await flushByClock(destination.id, 3);
+  expect(delivered.map((c) => c.status)).toEqual(["delivered", "delivered", "delivered"]);
+  expect(await rows("SELECT count(*)::int AS n FROM outage.kept")).toEqual([{ n: 3 }]);
+  expect(await rows("SELECT count(*)::int AS n FROM outage.tracks")).toEqual([{ n: 3 }]);
+});
+
+test("a mismatched value is stored NULL and counted in /metrics", async () => {
+  const { client, destination } = await warehouseDestination("types");
+  for (const amount of [5, "five"]) {
+    const claimed = claims(1);
+    await client.track({ track: { userId: "u", event: "Paid", properties: { amount } } });
+    await claimed;
+    await flushByClock(destination.id, 1);
+  }
+  expect(await rows("SELECT amount FROM types.paid ORDER BY amount NULLS LAST")).toEqual([{ amount: "5" }, { amount: null }]);
+  const metrics = await (await fetch(`${server.url}/metrics`)).text();
+  expect(metrics).toContain(`waypost_warehouse_type_mismatches_total{destination_id="${destination.id}"} 1`);
+});
+
+test("a deletion request deletes the user's rows from every table of the schema", async () => {
+  const { client, source, destination } = await warehouseDestination("forget");
+  const claimed = claims(3);
+  await client.identify({ identify: { userId: "gone", traits: { a: 1 } } });
+  await client.track({ track: { userId: "gone", event: "Bought" } });
+  await client.track({ track: { userId: "kept", event: "Bought" } });
+  await claimed;
+  await flushByClock(destination.id, 3);
+  const deletions = withAdmin(createClient(DeletionService, server.transport), server.adminToken);
+  const notified = claims(1);
+  await deletions.createDeletionRequest({ userId: "gone", sourceIds: [source.id] });
+  server.waypost.delivery!.poke();
+  await notified;
+  await flushByClock(destination.id, 1);
+  expect(await rows("SELECT user_id FROM forget.bought")).toEqual([{ user_id: "kept" }]);
+  expect(await rows("SELECT count(*)::int AS n FROM forget.identifies")).toEqual([{ n: 0 }]);
+  expect(await rows("SELECT count(*)::int AS n FROM forget.users")).toEqual([{ n: 0 }]);
+});
+
+test("the pool to a warehouse is closed when the destination is repointed and when it is deleted", async () => {
+  const { client, destination } = await warehouseDestination("pools");
+  const connections = async (database: TestDatabase) =>
+    (
+      await db.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name = 'waypost-warehouse'", [
+        database.name,
+      ])
+    ).rows[0].n as number;
+  const one = claims(1);
+  await client.track({ track: { userId: "u", event: "One" } });
+  await one;
+  await flushByClock(destination.id, 1);
+  expect(await connections(warehouse)).toBeGreaterThan(0);
+  await server.destinations.updateDestination({
+    destination: { id: destination.id, postgres: { url: proxiedUrl(second), schema: "pools" } },
+    updateMask: { paths: ["postgres"] },
+  });
+  const two = claims(1);
+  await client.track({ track: { userId: "u", event: "Two" } });
+  await two;
+  await flushByClock(destination.id, 1);
+  // Other destinations of this file still use the first warehouse: count this one's by the second.
+  await vi.waitFor(async () => expect(await connections(second)).toBeGreaterThan(0), { timeout: 10_000 });
+  await server.destinations.deleteDestination({ id: destination.id });
+  // The loop checks its open warehouses against their destinations every 30 s (by the clock).
+  clock.advance(30_000);
+  server.waypost.delivery!.poke();
+  await vi.waitFor(async () => expect(await connections(second)).toBe(0), { timeout: 10_000 });
+});
+
+test("one bad call fails alone; after the warehouse is fixed, RetryDeliveries loads it", async () => {
+  const { client, destination } = await warehouseDestination("bulk");
+  // An event table a column short of Postgres' 1,600: a call bringing two new properties cannot fit.
+  const columns = Array.from({ length: 1_595 }, (_, i) => `"c${i}" boolean`).join(", ");
+  await db.query("CREATE SCHEMA bulk");
+  await db.query(`CREATE TABLE bulk.wide (id text PRIMARY KEY, ${columns})`);
+  const claimed = claims(2);
+  const bad = await client.track({ track: { userId: "u", event: "Wide", properties: { first: 1, second: 2, third: 3 } } });
+  await client.track({ track: { userId: "u", event: "Narrow", properties: { ok: true } } });
+  await claimed;
+  const results = await flushByClock(destination.id, 2);
+  expect(results.map((c) => c.status).sort()).toEqual(["delivered", "failed"]);
+  expect(await rows("SELECT count(*)::int AS n FROM bulk.narrow")).toEqual([{ n: 1 }]);
+  const failed = await server.deliveries.listDeliveries({ destinationId: destination.id, messageId: bad.messageId });
+  const detail = await server.deliveries.getDelivery({ id: failed.deliveries[0]!.id });
+  expect(detail.delivery?.attempts[0]?.error).toContain("refused column");
+
+  // The fix: the table made anew (dropped columns still count toward the limit).
+  await db.query("DROP TABLE bulk.wide");
+  const replayed = claims(1);
+  await server.deliveries.retryDeliveries({ destinationId: destination.id });
+  server.waypost.delivery!.poke();
+  await replayed;
+  const retried = await flushByClock(destination.id, 1);
+  expect(retried.map((c) => c.status)).toEqual(["delivered"]);
+  expect(await rows("SELECT first, second, third FROM bulk.wide")).toEqual([{ first: "1", second: "2", third: "3" }]);
+});
