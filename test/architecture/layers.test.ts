@@ -12,7 +12,7 @@ const layers: ReadonlyArray<{ name: string; modules: readonly string[] }> = [
   },
   { name: "database", modules: ["db/"] },
   { name: "outbound requests", modules: ["outbound/"] },
-  { name: "domain", modules: ["ingest/", "health/", "delivery/", "audiences/", "deletion/"] },
+  { name: "domain", modules: ["routing/", "ingest/", "health/", "delivery/", "audiences/", "deletion/"] },
   { name: "edge", modules: ["api/", "compat/", "console/"] },
   { name: "composition", modules: ["activity-log.ts", "backlog-reader.ts", "startup-summary.ts", "server.ts", "main.ts", "cli/"] },
 ];
@@ -25,6 +25,9 @@ const domainOrder: ReadonlyArray<readonly [from: string, mayNotImport: string]> 
   ["ingest/", "health/"],
   ["ingest/", "audiences/"],
   ["ingest/", "deletion/"],
+  // Routing rules are pure: they know no caller.
+  ["routing/", "ingest/"],
+  ["routing/", "delivery/"],
   ["audiences/", "delivery/"],
   ["deletion/", "delivery/"],
 ];
