@@ -34,6 +34,8 @@ export interface TransformSandboxes {
   run(key: string, source: string, body: string): Promise<TransformOutcome>;
   /** A syntax error in `source` with its line, or undefined. Compiles only: runs nothing. */
   syntaxError(source: string): Promise<string | undefined>;
+  /** Frees the sandbox kept for `key` (a test run's). */
+  forget(key: string): void;
   close(): void;
 }
 
@@ -176,6 +178,7 @@ export function createTransformSandboxes(options: TransformSandboxOptions): Tran
         runtime.dispose();
       }
     },
+    forget: discard,
     close() {
       for (const key of [...sandboxes.keys()]) discard(key);
     },

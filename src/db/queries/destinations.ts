@@ -22,11 +22,16 @@ export interface DestinationRow {
   created_at: Date;
   updated_at: Date;
   source_ids: string[];
+  /** Routing rules: null or {} is no filter. */
+  filter: Record<string, unknown> | null;
+  drop_fields: string[];
+  /** "" is no transform. */
+  transform: string;
   cursor_at: string;
 }
 
 const columns = `d.id, d.name, d.enabled, d.webhooks, d.shared_secret, d.signing_secrets, d.max_requests_per_second, d.ordering,
-  d.revision, d.created_at, d.updated_at,
+  d.filter, d.drop_fields, d.transform, d.revision, d.created_at, d.updated_at,
   d.created_at::text AS cursor_at,
   h.state AS circuit_state, h.consecutive_failures, h.probe_at, h.backoff_until,
   h.last_success_at, h.last_failure_at, h.last_error,
@@ -67,6 +72,9 @@ export interface DestinationWrite {
   /** 0: no limit. */
   maxRequestsPerSecond: number;
   ordering: DestinationRow["ordering"];
+  filter: Record<string, unknown> | null;
+  dropFields: readonly string[];
+  transform: string;
   at: Date;
 }
 
@@ -82,14 +90,17 @@ function destinationParams(row: DestinationWrite): unknown[] {
     JSON.stringify(row.signingSecrets),
     row.maxRequestsPerSecond,
     row.ordering,
+    row.filter === null ? null : JSON.stringify(row.filter),
+    row.dropFields,
+    row.transform,
   ];
 }
 
 export async function insertDestination(db: Queryable, row: DestinationWrite): Promise<void> {
   await db.query(
     `INSERT INTO destinations (id, name, enabled, webhooks, shared_secret, signing_secrets, created_at, updated_at,
-                               max_requests_per_second, ordering)
-     VALUES ($1, $2, $3, $4, $5, $7, $6, $6, $8, $9)`,
+                               max_requests_per_second, ordering, filter, drop_fields, transform)
+     VALUES ($1, $2, $3, $4, $5, $7, $6, $6, $8, $9, $10, $11, $12)`,
     destinationParams(row),
   );
 }
@@ -98,7 +109,8 @@ export async function insertDestination(db: Queryable, row: DestinationWrite): P
 export async function updateDestinationRow(db: Queryable, row: DestinationWrite): Promise<void> {
   await db.query(
     `UPDATE destinations SET name = $2, enabled = $3, webhooks = $4, shared_secret = $5, signing_secrets = $7,
-            max_requests_per_second = $8, ordering = $9, revision = revision + 1, updated_at = $6 WHERE id = $1`,
+            max_requests_per_second = $8, ordering = $9, filter = $10, drop_fields = $11, transform = $12,
+            revision = revision + 1, updated_at = $6 WHERE id = $1`,
     destinationParams(row),
   );
 }
@@ -150,6 +162,8 @@ export interface DestinationConfigRow {
   ordering: DestinationRow["ordering"];
   /** Moves on with every settings change (the etag). */
   revision: number;
+  drop_fields: string[];
+  transform: string;
 }
 
 /**
@@ -160,7 +174,8 @@ export interface DestinationConfigRow {
 export async function loadDestinationConfigs(db: Queryable, ids: readonly string[]): Promise<Map<string, DestinationConfigRow>> {
   const result = await db.query<DestinationConfigRow>({
     name: "waypost_load_destination_configs",
-    text: "SELECT id, enabled, webhooks, shared_secret, signing_secrets, ordering, revision FROM destinations WHERE id = ANY ($1::uuid[])",
+    text: `SELECT id, enabled, webhooks, shared_secret, signing_secrets, ordering, revision, drop_fields, transform
+             FROM destinations WHERE id = ANY ($1::uuid[])`,
     values: [ids],
   });
   return new Map(result.rows.map((row) => [row.id, row]));
