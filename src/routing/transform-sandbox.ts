@@ -1,252 +1,123 @@
-import releaseSync from "@jitl/quickjs-wasmfile-release-sync";
-import {
-  newQuickJSWASMModuleFromVariant,
-  type QuickJSContext,
-  type QuickJSHandle,
-  type QuickJSRuntime,
-  type QuickJSSyncVariant,
-  type QuickJSWASMModule,
-} from "quickjs-emscripten-core";
-import { routingLimits } from "./filter-limits.js";
+import { Worker } from "node:worker_threads";
+import type { TransformOutcome, TransformSandboxes, TransformSandboxOptions } from "./sandbox-host.js";
+import type { WorkerRequest } from "./transform-worker.js";
 
-/** What a transform made of one body. */
-export type TransformOutcome =
-  | { kind: "send"; body: string; elapsedMs: number }
-  | { kind: "dropped"; elapsedMs: number }
-  | { kind: "error"; message: string; elapsedMs: number };
+export type { TransformOutcome, TransformSandboxes, TransformSandboxOptions } from "./sandbox-host.js";
 
-export interface TransformSandboxOptions {
-  /** Most time one call may run (WAYPOST_TRANSFORM_TIMEOUT_MS). */
-  timeoutMs: number;
-  /** Most memory one destination's sandbox may hold (WAYPOST_TRANSFORM_MEMORY_MB). */
-  memoryMb: number;
-  /** Sandboxes kept (one per destination and settings revision); past it the oldest goes. */
-  maxSandboxes?: number;
+/** How long past its time limit a call may go before its worker is ended. */
+const graceMs = 1_000;
+
+interface Pending {
+  request: WorkerRequest;
+  resolve: (result: unknown) => void;
+  timer?: NodeJS.Timeout;
 }
 
-export interface TransformSandboxes {
-  /**
-   * Runs `source`'s transform over `body` in the sandbox kept for `key` (a
-   * destination and its settings revision), creating it on first use. A
-   * failure leaves the host untouched; the sandbox is thrown away and made
-   * anew on the next call, so one bad call cannot poison the next.
-   */
-  run(key: string, source: string, body: string): Promise<TransformOutcome>;
-  /** A syntax error in `source` with its line, or undefined. Compiles only: runs nothing. */
-  syntaxError(source: string): Promise<string | undefined>;
-  /** Frees the sandbox kept for `key` (a test run's). */
-  forget(key: string): void;
-  close(): void;
-}
-
-interface Sandbox {
-  runtime: QuickJSRuntime;
-  context: QuickJSContext;
-  run: QuickJSHandle;
-}
-
-// Captures JSON and the checks before the transform's own code runs, so a
-// transform that replaces JSON or Object cannot fake its result's shape.
-const harness = `
-globalThis.__waypostRun = (function () {
-  const parse = JSON.parse, stringify = JSON.stringify, protoOf = Object.getPrototypeOf, objectProto = Object.prototype;
-  return function (input) {
-    if (typeof globalThis.transform !== "function") throw new TypeError("the source must define function transform(event)");
-    const out = globalThis.transform(parse(input));
-    if (out === null) return null;
-    if (typeof out !== "object" || Array.isArray(out) || protoOf(out) !== objectProto) {
-      throw new TypeError("must return a plain object or null, not " + (Array.isArray(out) ? "an array" : typeof out));
-    }
-    return stringify(out);
-  };
-})();`;
-
-let modulePromise: Promise<QuickJSWASMModule> | undefined;
-
-/** The WebAssembly QuickJS module, loaded once per process on first use. */
-function quickjs(): Promise<QuickJSWASMModule> {
-  modulePromise ??= newQuickJSWASMModuleFromVariant(releaseSync as unknown as QuickJSSyncVariant).then((module) => {
-    // The first evaluation in a process is many times slower than the next
-    // (the WebAssembly code warms up); done here, it counts against no transform.
-    const runtime = module.newRuntime();
-    const context = runtime.newContext();
-    context.unwrapResult(context.evalCode(`${harness}; JSON.stringify({ a: [1, "b"] })`)).dispose();
-    context.dispose();
-    runtime.dispose();
-    return module;
-  });
-  return modulePromise;
-}
-
+/**
+ * Destinations' transforms, run in a worker thread: the sandbox's own
+ * limits stop a transform in almost every case, and when one overruns them
+ * (a long native built-in) the worker is ended and started anew, failing
+ * that call only. The main thread's event loop never runs transform code,
+ * so ingest and the API stay responsive whatever a transform does.
+ */
 export function createTransformSandboxes(options: TransformSandboxOptions): TransformSandboxes {
-  const sandboxes = new Map<string, Sandbox>();
-  const maxSandboxes = options.maxSandboxes ?? 200;
+  let worker: Worker | undefined;
+  let nextId = 1;
+  let closed = false;
+  const pending = new Map<number, Pending>();
+  // One call in the worker at a time, so a deadline is that call's own.
+  const queue: Pending[] = [];
+  let current: Pending | undefined;
 
-  function discard(key: string) {
-    const sandbox = sandboxes.get(key);
-    if (!sandbox) return;
-    sandboxes.delete(key);
-    dispose(sandbox);
+  function start(): Worker {
+    const started = new Worker(workerUrl(), { workerData: options });
+    started.unref();
+    started.on("message", (message: { id: number; result: unknown }) => finish(message.id, message.result));
+    started.on("error", () => restart("the transform worker failed"));
+    started.on("exit", () => {
+      if (worker === started) restart("the transform worker stopped");
+    });
+    return started;
   }
 
-  async function sandboxFor(key: string, source: string): Promise<Sandbox> {
-    const existing = sandboxes.get(key);
-    if (existing) return existing;
-    const module = await quickjs();
-    const runtime = module.newRuntime();
-    runtime.setMemoryLimit(options.memoryMb * 1024 * 1024);
-    runtime.setMaxStackSize(512 * 1024);
-    const context = runtime.newContext();
-    const sandbox: Sandbox = { runtime, context, run: context.undefined };
-    try {
-      context.unwrapResult(context.evalCode(harness, "harness.js")).dispose();
-      // The transform's top level runs once, under the same limits as a call.
-      const loaded = withDeadline(runtime, options.timeoutMs, () => context.evalCode(source, "transform.js"));
-      if (loaded.error) {
-        const message = describe(context, loaded.error);
-        loaded.error.dispose();
-        throw new TransformError(message);
-      }
-      loaded.value.dispose();
-      sandbox.run = context.getProp(context.global, "__waypostRun");
-    } catch (error) {
-      dispose(sandbox);
-      throw error;
+  function finish(id: number, result: unknown) {
+    const call = pending.get(id);
+    if (!call) return;
+    pending.delete(id);
+    clearTimeout(call.timer);
+    if (current === call) current = undefined;
+    call.resolve(result);
+    pump();
+  }
+
+  /** Ends the worker (and every sandbox in it); the call it was running fails, the rest go to a new one. */
+  function restart(reason: string) {
+    const stuck = current;
+    current = undefined;
+    const old = worker;
+    worker = undefined;
+    old?.removeAllListeners("exit");
+    void old?.terminate();
+    if (stuck) {
+      pending.delete(stuck.request.id);
+      stuck.resolve(failure(stuck.request, reason));
     }
-    if (sandboxes.size >= maxSandboxes) discard(sandboxes.keys().next().value!);
-    sandboxes.set(key, sandbox);
-    return sandbox;
+    pump();
+  }
+
+  function pump() {
+    if (current || closed) return;
+    const next = queue.shift();
+    if (!next) return;
+    current = next;
+    worker ??= start();
+    if (next.request.op === "run") {
+      next.timer = setTimeout(() => restart(`ran longer than ${options.timeoutMs} ms`), options.timeoutMs + graceMs);
+    }
+    worker.postMessage(next.request);
+  }
+
+  function call<T>(request: WorkerRequest extends infer R ? (R extends WorkerRequest ? Omit<R, "id"> : never) : never): Promise<T> {
+    if (closed) return Promise.reject(new Error("the transform sandboxes are closed"));
+    const id = nextId++;
+    return new Promise<T>((resolve) => {
+      const entry: Pending = { request: { ...request, id } as WorkerRequest, resolve: resolve as (r: unknown) => void };
+      pending.set(id, entry);
+      queue.push(entry);
+      pump();
+    });
   }
 
   return {
-    async run(key, source, body) {
-      const started = performance.now();
-      const elapsed = () => performance.now() - started;
-      let sandbox: Sandbox;
-      try {
-        sandbox = await sandboxFor(key, source);
-      } catch (error) {
-        return { kind: "error", message: truncate(errorText(error)), elapsedMs: elapsed() };
-      }
-      const { context, runtime } = sandbox;
-      try {
-        const input = context.newString(body);
-        const result = withDeadline(runtime, options.timeoutMs, () => context.callFunction(sandbox.run, context.undefined, input));
-        input.dispose();
-        if (result.error) {
-          const message = describe(context, result.error);
-          result.error.dispose();
-          discard(key);
-          return { kind: "error", message: truncate(message), elapsedMs: elapsed() };
-        }
-        const out = context.dump(result.value) as string | null;
-        result.value.dispose();
-        if (out === null) return { kind: "dropped", elapsedMs: elapsed() };
-        const bytes = Buffer.byteLength(out);
-        if (bytes > routingLimits.maxBodyBytes) {
-          return {
-            kind: "error",
-            message: `the result is ${bytes} bytes, over the limit of ${routingLimits.maxBodyBytes} bytes (32 KB) per call`,
-            elapsedMs: elapsed(),
-          };
-        }
-        return { kind: "send", body: out, elapsedMs: elapsed() };
-      } catch (error) {
-        // The interpreter itself gave up (out of memory while reporting, say).
-        discard(key);
-        return { kind: "error", message: truncate(errorText(error)), elapsedMs: elapsed() };
-      }
-    },
-    async syntaxError(source) {
-      const module = await quickjs();
-      const runtime = module.newRuntime();
-      runtime.setMemoryLimit(options.memoryMb * 1024 * 1024);
-      const context = runtime.newContext();
-      try {
-        const compiled = withDeadline(runtime, Math.max(options.timeoutMs, 1000), () =>
-          context.evalCode(source, "transform.js", { compileOnly: true }),
-        );
-        if (!compiled.error) {
-          compiled.value.dispose();
-          return undefined;
-        }
-        const message = describe(context, compiled.error);
-        compiled.error.dispose();
-        return message;
-      } finally {
-        context.dispose();
-        runtime.dispose();
-      }
-    },
-    forget: discard,
+    run: (key, source, body) => call<TransformOutcome>({ op: "run", key, source, body }),
+    syntaxError: (source) => call<string | undefined>({ op: "syntax", source }),
+    forget: (key) => void call({ op: "forget", key }),
     close() {
-      for (const key of [...sandboxes.keys()]) discard(key);
+      closed = true;
+      for (const entry of pending.values()) {
+        clearTimeout(entry.timer);
+        entry.resolve(failure(entry.request, "the transform sandboxes were closed"));
+      }
+      pending.clear();
+      queue.length = 0;
+      void worker?.terminate();
+      worker = undefined;
     },
   };
 }
 
-class TransformError extends Error {}
-
-function withDeadline<T>(runtime: QuickJSRuntime, timeoutMs: number, work: () => T): T {
-  const deadline = performance.now() + timeoutMs;
-  let timedOut = false;
-  runtime.setInterruptHandler(() => {
-    if (performance.now() > deadline) timedOut = true;
-    return timedOut;
-  });
-  try {
-    return work();
-  } finally {
-    runtime.removeInterruptHandler();
-    if (timedOut) lastTimeout.set(runtime, timeoutMs);
-  }
+function failure(request: WorkerRequest, message: string): unknown {
+  if (request.op === "run") return { kind: "error", message, elapsedMs: 0 } satisfies TransformOutcome;
+  if (request.op === "syntax") return message;
+  return undefined;
 }
 
-const lastTimeout = new WeakMap<QuickJSRuntime, number>();
-
-/** An error thrown inside the sandbox, as `Name: message (line N)`. */
-function describe(context: QuickJSContext, handle: QuickJSHandle): string {
-  const timeout = lastTimeout.get(context.runtime);
-  lastTimeout.delete(context.runtime);
-  let dumped: unknown;
-  try {
-    dumped = context.dump(handle);
-  } catch {
-    dumped = undefined;
-  }
-  if (timeout !== undefined) return `ran longer than ${timeout} ms`;
-  if (dumped && typeof dumped === "object") {
-    const error = dumped as { name?: string; message?: string; lineNumber?: number; stack?: string };
-    const line = error.lineNumber ?? lineFromStack(error.stack);
-    const text = `${error.name ?? "Error"}: ${error.message ?? ""}`;
-    if (error.message === "out of memory") return "ran out of memory";
-    return line !== undefined ? `${text} (line ${line})` : text;
-  }
-  if (dumped === null) return "ran out of memory";
-  return `threw ${String(dumped)}`;
-}
-
-function lineFromStack(stack: string | undefined): number | undefined {
-  const match = stack?.match(/transform\.js:(\d+)/);
-  return match ? Number(match[1]) : undefined;
-}
-
-function errorText(error: unknown): string {
-  if (error instanceof TransformError) return error.message;
-  return error instanceof Error ? error.message : String(error);
-}
-
-function truncate(message: string): string {
-  const limit = routingLimits.maxTransformErrorBytes;
-  return Buffer.byteLength(message) <= limit ? message : `${Buffer.from(message).subarray(0, limit).toString("utf8")}…`;
-}
-
-function dispose(sandbox: Sandbox): void {
-  try {
-    sandbox.run.dispose();
-    sandbox.context.dispose();
-    sandbox.runtime.dispose();
-  } catch {
-    // A runtime that ran out of memory may refuse to free cleanly; it is unreachable either way.
-  }
+/**
+ * The worker's compiled entry. Run from TypeScript sources (the tests), it
+ * is the build's copy in dist/: a worker thread cannot load .ts itself.
+ */
+function workerUrl(): URL {
+  const here = import.meta.url;
+  if (here.endsWith(".ts")) return new URL(here.replace(/\/src\/routing\/transform-sandbox\.ts$/, "/dist/src/routing/transform-worker.js"));
+  return new URL("./transform-worker.js", here);
 }

@@ -1,0 +1,23 @@
+import { parentPort, workerData } from "node:worker_threads";
+import { createSandboxHost, type TransformSandboxOptions } from "./sandbox-host.js";
+
+/** A request from the main thread, answered with the same id. */
+export type WorkerRequest =
+  | { id: number; op: "run"; key: string; source: string; body: string }
+  | { id: number; op: "syntax"; source: string }
+  | { id: number; op: "forget"; key: string };
+
+// The worker thread's entry: it holds every destination's sandbox and runs
+// one call at a time. Started only by transform-sandbox.ts.
+if (parentPort) {
+  const port = parentPort;
+  const host = createSandboxHost(workerData as TransformSandboxOptions);
+  port.on("message", async (request: WorkerRequest) => {
+    if (request.op === "run") port.postMessage({ id: request.id, result: await host.run(request.key, request.source, request.body) });
+    else if (request.op === "syntax") port.postMessage({ id: request.id, result: await host.syntaxError(request.source) });
+    else {
+      host.forget(request.key);
+      port.postMessage({ id: request.id, result: undefined });
+    }
+  });
+}
