@@ -2,7 +2,7 @@
 // `npm run bench`: starts what it needs on loopback (a Postgres database, the
 // service as separate processes, a keep-alive sink process) and prints one
 // JSON object per line. Options:
-//   --only=ingest,burn-down,scaling,end-to-end,baselines,isolation,client,cheap-requests,ordering,rate-limit,soak
+//   --only=ingest,routing-ingest,burn-down,scaling,end-to-end,baselines,isolation,client,cheap-requests,ordering,rate-limit,soak
 //   --quick   smaller counts and shorter steps (a smoke run, not a measurement)
 //   --soak    add a 5-minute steady run that checks rates do not decay
 //   --duration=MS --deliveries=N   override the ingest duration and the burn-down size
@@ -16,6 +16,7 @@ import { cheapRequestsScenario } from "./scenarios/cheap-requests.mjs";
 import { clientScenario } from "./scenarios/client.mjs";
 import { endToEndScenario } from "./scenarios/end-to-end.mjs";
 import { ingestScenario } from "./scenarios/ingest.mjs";
+import { routingIngestScenario } from "./scenarios/routing-ingest.mjs";
 import { isolationScenario } from "./scenarios/isolation.mjs";
 import { orderingScenario } from "./scenarios/ordering.mjs";
 import { rateLimitScenario } from "./scenarios/rate-limit.mjs";
@@ -88,6 +89,7 @@ const rss = {};
 let burnDownRate;
 try {
   if (wants("ingest")) rss.ingest = (await inFreshDatabase((db) => ingestScenario({ db, sink, durationMs: sizes.durationMs }))).rss;
+  if (wants("routing-ingest")) await inFreshDatabase((db) => routingIngestScenario({ db, sink, durationMs: sizes.durationMs }));
   if (wants("burn-down") || wants("baselines")) {
     const result = await inFreshDatabase((db) => burnDownScenario({ db, sink, count: sizes.burnDown }));
     burnDownRate = result.rate;
