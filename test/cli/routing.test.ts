@@ -30,7 +30,7 @@ test("--filter, --drop-field and --transform-file set the rules; test, backfill 
   const file = path.join(dir, "transform.js");
   writeFileSync(file, "function transform(e) { e.event = 'order'; return e }\n");
 
-  const created = await waypostJson(
+  const created = await waypostJson<{ destination: { id: string } }>(
     [
       "destinations",
       "create",
@@ -52,7 +52,7 @@ test("--filter, --drop-field and --transform-file set the rules; test, backfill 
     ],
     env,
   );
-  const id = created.destination.id as string;
+  const id = created.destination.id;
   const stored = (await server.destinations.getDestination({ id })).destination!;
   expect(stored.filter).toEqual({ "properties.total": { $gt: 100 } });
   expect(stored.dropFields).toEqual(["properties.email", "context.ip"]);
