@@ -19,8 +19,12 @@ export async function selectCallsByMessageId(
   sourceId: string | undefined,
   limit = 20,
 ): Promise<StoredCallRow[]> {
+  // Per source, through the (source_id, message_id) key: messages has no
+  // index on message_id alone (it would cost every insert), and sources are few.
   const result = await db.query<StoredCallRow>(
-    `SELECT ${columns} FROM messages m WHERE m.message_id = $1 AND ($2::uuid IS NULL OR m.source_id = $2)
+    `SELECT ${columns} FROM sources s
+       CROSS JOIN LATERAL (SELECT * FROM messages m WHERE m.source_id = s.id AND m.message_id = $1) m
+      WHERE ($2::uuid IS NULL OR s.id = $2)
       ORDER BY m.source_id LIMIT $3`,
     [messageId, sourceId ?? null, limit],
   );

@@ -3,10 +3,11 @@ import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
 import type { Source } from "../../../../gen/waypost/v1/source_pb.js";
 import { ErrorMessage, SecretOnce } from "../components.js";
 import { useSession } from "../context.js";
-import { draftOf, parseRateLimit, toRequest, type DestinationDraft } from "../destination-draft.js";
+import { draftOf, parseFilter, parseRateLimit, toRequest, type DestinationDraft } from "../destination-draft.js";
 import { describeError, fieldError, isUnauthenticated } from "../errors.js";
 import { FieldError, type FieldErrors } from "../field-error.js";
 import { FlowControlFields } from "./flow-control-fields.js";
+import { RuleFields } from "./rule-fields.js";
 import { SigningSecretFields } from "./signing-secret-fields.js";
 import { WebhookFields } from "./webhook-fields.js";
 
@@ -35,6 +36,11 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
     const rate = parseRateLimit(draft.rateLimit);
     if (typeof rate !== "number") {
       setErrors({ maxRequestsPerSecond: rate.problem });
+      return;
+    }
+    const filter = parseFilter(draft.filter);
+    if (filter.problem !== undefined) {
+      setErrors({ filter: filter.problem });
       return;
     }
     setBusy(true);
@@ -148,6 +154,7 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
         onRotated={(rotated) => setEtag(rotated.etag)}
       />
       <FlowControlFields draft={draft} errors={errors} onChange={update} />
+      <RuleFields draft={draft} errors={errors} onChange={update} />
       <div class="form-actions">
         <button type="submit" disabled={busy}>
           {creating ? "Create destination" : "Save destination"}
