@@ -53,7 +53,7 @@ export function OverviewView() {
       <h1>Overview</h1>
       <form
         class="inline"
-        role="search"
+        aria-label="Find a message"
         onSubmit={(e) => {
           e.preventDefault();
           if (messageId.trim() !== "") route(`/console/messages/${encodeURIComponent(messageId.trim())}`);
