@@ -70,6 +70,11 @@ globalThis.__waypostRun = (function () {
 
 let modulePromise: Promise<QuickJSWASMModule> | undefined;
 
+/** Loads and warms the interpreter, so that no call's time limit pays for it. */
+export async function warmUpSandboxes(): Promise<void> {
+  await quickjs();
+}
+
 /** The WebAssembly QuickJS module, loaded once per process on first use. */
 function quickjs(): Promise<QuickJSWASMModule> {
   modulePromise ??= newQuickJSWASMModuleFromVariant(releaseSync as unknown as QuickJSSyncVariant).then((module) => {

@@ -10,8 +10,10 @@ const graceMs = 1_000;
 interface Pending {
   request: WorkerRequest;
   resolve: (result: unknown) => void;
-  timer?: NodeJS.Timeout;
 }
+
+/** Requests handed to the worker at once: it runs them one by one, without waiting for the main thread in between. */
+const maxInFlight = 64;
 
 /**
  * Destinations' transforms, run in a worker thread: the sandbox's own
@@ -24,15 +26,24 @@ export function createTransformSandboxes(options: TransformSandboxOptions): Tran
   let worker: Worker | undefined;
   let nextId = 1;
   let closed = false;
-  const pending = new Map<number, Pending>();
-  // One call in the worker at a time, so a deadline is that call's own.
   const queue: Pending[] = [];
-  let current: Pending | undefined;
+  // Sent to the worker and not answered yet, oldest first: the worker
+  // answers in order, so the oldest is the one running.
+  const inFlight: Pending[] = [];
+  let watchdog: NodeJS.Timeout | undefined;
+  // Whether the current worker has loaded the interpreter (time limits start then).
+  let ready = false;
 
   function start(): Worker {
     const started = new Worker(workerUrl(), { workerData: options });
+    ready = false;
     started.unref();
-    started.on("message", (message: { id: number; result: unknown }) => finish(message.id, message.result));
+    started.on("message", (message: { id: number; result: unknown; ready?: true }) => {
+      if (message.ready) {
+        ready = true;
+        armWatchdog();
+      } else finish(message.id, message.result);
+    });
     started.on("error", () => restart("the transform worker failed"));
     started.on("exit", () => {
       if (worker === started) restart("the transform worker stopped");
@@ -40,50 +51,57 @@ export function createTransformSandboxes(options: TransformSandboxOptions): Tran
     return started;
   }
 
+  /** The oldest call in flight has this long to answer, from when the one before it did. */
+  function armWatchdog() {
+    clearTimeout(watchdog);
+    watchdog = undefined;
+    const running = inFlight[0];
+    if (!running || !ready) return;
+    const limitMs = running.request.op === "run" ? options.timeoutMs + graceMs : Math.max(options.timeoutMs, 1000) + graceMs;
+    watchdog = setTimeout(() => restart(`ran longer than ${options.timeoutMs} ms`), limitMs);
+    watchdog.unref();
+  }
+
   function finish(id: number, result: unknown) {
-    const call = pending.get(id);
-    if (!call) return;
-    pending.delete(id);
-    clearTimeout(call.timer);
-    if (current === call) current = undefined;
-    call.resolve(result);
+    const index = inFlight.findIndex((p) => p.request.id === id);
+    if (index < 0) return;
+    const [call] = inFlight.splice(index, 1);
+    call!.resolve(result);
+    armWatchdog();
     pump();
   }
 
   /** Ends the worker (and every sandbox in it); the call it was running fails, the rest go to a new one. */
   function restart(reason: string) {
-    const stuck = current;
-    current = undefined;
+    const stuck = inFlight.shift();
     const old = worker;
     worker = undefined;
     old?.removeAllListeners("exit");
     void old?.terminate();
-    if (stuck) {
-      pending.delete(stuck.request.id);
-      stuck.resolve(failure(stuck.request, reason));
-    }
+    if (stuck) stuck.resolve(failure(stuck.request, reason));
+    // The rest had not run: they go first to the new worker.
+    queue.unshift(...inFlight.splice(0));
+    armWatchdog();
     pump();
   }
 
   function pump() {
-    if (current || closed) return;
-    const next = queue.shift();
-    if (!next) return;
-    current = next;
-    worker ??= start();
-    if (next.request.op === "run") {
-      next.timer = setTimeout(() => restart(`ran longer than ${options.timeoutMs} ms`), options.timeoutMs + graceMs);
+    if (closed) return;
+    const wasIdle = inFlight.length === 0;
+    while (queue.length > 0 && inFlight.length < maxInFlight) {
+      const next = queue.shift()!;
+      worker ??= start();
+      inFlight.push(next);
+      worker.postMessage(next.request);
     }
-    worker.postMessage(next.request);
+    if (wasIdle) armWatchdog();
   }
 
   function call<T>(request: WorkerRequest extends infer R ? (R extends WorkerRequest ? Omit<R, "id"> : never) : never): Promise<T> {
     if (closed) return Promise.reject(new Error("the transform sandboxes are closed"));
     const id = nextId++;
     return new Promise<T>((resolve) => {
-      const entry: Pending = { request: { ...request, id } as WorkerRequest, resolve: resolve as (r: unknown) => void };
-      pending.set(id, entry);
-      queue.push(entry);
+      queue.push({ request: { ...request, id } as WorkerRequest, resolve: resolve as (r: unknown) => void });
       pump();
     });
   }
@@ -94,12 +112,9 @@ export function createTransformSandboxes(options: TransformSandboxOptions): Tran
     forget: (key) => void call({ op: "forget", key }),
     close() {
       closed = true;
-      for (const entry of pending.values()) {
-        clearTimeout(entry.timer);
+      clearTimeout(watchdog);
+      for (const entry of [...inFlight.splice(0), ...queue.splice(0)])
         entry.resolve(failure(entry.request, "the transform sandboxes were closed"));
-      }
-      pending.clear();
-      queue.length = 0;
       void worker?.terminate();
       worker = undefined;
     },

@@ -1,5 +1,5 @@
 import { parentPort, workerData } from "node:worker_threads";
-import { createSandboxHost, type TransformSandboxOptions } from "./sandbox-host.js";
+import { createSandboxHost, warmUpSandboxes, type TransformSandboxOptions } from "./sandbox-host.js";
 
 /** A request from the main thread, answered with the same id. */
 export type WorkerRequest =
@@ -12,6 +12,9 @@ export type WorkerRequest =
 if (parentPort) {
   const port = parentPort;
   const host = createSandboxHost(workerData as TransformSandboxOptions);
+  // Loading the interpreter takes a while on a busy machine: the main thread
+  // starts its time limits only once this says the worker is ready.
+  void warmUpSandboxes().then(() => port.postMessage({ ready: true }));
   port.on("message", async (request: WorkerRequest) => {
     if (request.op === "run") port.postMessage({ id: request.id, result: await host.run(request.key, request.source, request.body) });
     else if (request.op === "syntax") port.postMessage({ id: request.id, result: await host.syntaxError(request.source) });
