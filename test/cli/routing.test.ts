@@ -21,11 +21,17 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-test("--filter, --drop-field and --transform-file set the rules; test, backfill and explain report on them", async () => {
+let id = "";
+let sourceId = "";
+let small = { messageId: "" };
+let big = { messageId: "" };
+
+test("--filter, --drop-field and --transform-file set the rules; a bad filter is refused naming the path", async () => {
   const source = await server.createSource("cli routing");
+  sourceId = source.id;
   const tracking = server.tracking(source.writeKey);
-  const small = await tracking.track({ track: { userId: "u", event: "Order Completed", properties: { total: 5 } } });
-  const big = await tracking.track({ track: { userId: "u", event: "Order Completed", properties: { total: 500, email: "e@x" } } });
+  small = await tracking.track({ track: { userId: "u", event: "Order Completed", properties: { total: 5 } } });
+  big = await tracking.track({ track: { userId: "u", event: "Order Completed", properties: { total: 500, email: "e@x" } } });
   const dir = mkdtempSync(path.join(tmpdir(), "waypost-transform-"));
   const file = path.join(dir, "transform.js");
   writeFileSync(file, "function transform(e) { e.event = 'order'; return e }\n");
@@ -52,24 +58,31 @@ test("--filter, --drop-field and --transform-file set the rules; test, backfill 
     ],
     env,
   );
-  const id = created.destination.id;
+  id = created.destination.id;
   const stored = (await server.destinations.getDestination({ id })).destination!;
   expect(stored.filter).toEqual({ "properties.total": { $gt: 100 } });
   expect(stored.dropFields).toEqual(["properties.email", "context.ip"]);
   expect(stored.transform).toContain("e.event = 'order'");
 
-  const bad = await waypost(["destinations", "update", id, "--filter", '{"properties.total":{"$gt":"x"}}'], env);
+  const [bad, notJson] = await Promise.all([
+    waypost(["destinations", "update", id, "--filter", '{"properties.total":{"$gt":"x"}}'], env),
+    waypost(["destinations", "update", id, "--filter", "{"], env),
+  ]);
   expect(bad.code).toBe(1);
   expect(bad.stderr).toContain("invalid_argument: destination.filter.properties.total.$gt: must be a number");
-  const notJson = await waypost(["destinations", "update", id, "--filter", "{"], env);
   expect(notJson.code).toBe(2);
+});
 
+test("destinations test shows each call's outcome and body, sending nothing", async () => {
   const tested = await waypost(["destinations", "test", id, "--sample", "5"], env);
   expect(tested.code, tested.stderr).toBe(0);
   expect(tested.stdout).toMatch(new RegExp(`${small.messageId}\\s+track\\s+Order Completed\\s+filtered`));
   expect(tested.stdout).toMatch(new RegExp(`${big.messageId}\\s+track\\s+Order Completed\\s+send\\s+.*"event":"order"`));
   expect(tested.stdout).not.toContain("e@x");
+  expect(receiver.requests).toEqual([]);
+});
 
+test("destinations backfill queues in the background; messages explain gives each destination's fate", async () => {
   const backfill = await waypost(["destinations", "backfill", id, "--since", "1h"], env);
   expect(backfill.code, backfill.stderr).toBe(0);
   expect(backfill.stdout).toContain("backfilling up to 2 calls");
@@ -78,7 +91,7 @@ test("--filter, --drop-field and --transform-file set the rules; test, backfill 
   const explained = await waypost(["messages", "explain", big.messageId], env);
   expect(explained.code, explained.stderr).toBe(0);
   expect(explained.stdout).toMatch(new RegExp(`crm\\s+${id}\\s+pending\\s+\\d+\\s+0`));
-  const filtered = await waypostJson(["messages", "explain", small.messageId, "--source", source.id], env);
+  const filtered = await waypostJson(["messages", "explain", small.messageId, "--source", sourceId], env);
   expect(filtered.destinations).toEqual([expect.objectContaining({ destinationId: id, fate: "FATE_CREATED_LATER" })]);
   const missing = await waypost(["messages", "explain", "nope"], env);
   expect(missing.code).toBe(1);
