@@ -2,7 +2,7 @@
 // `npm run bench`: starts what it needs on loopback (a Postgres database, the
 // service as separate processes, a keep-alive sink process) and prints one
 // JSON object per line. Options:
-//   --only=ingest,plan-ingest,burn-down,scaling,end-to-end,baselines,isolation,client,cheap-requests,ordering,rate-limit,history,retention,soak
+//   --only=ingest,plan-ingest,routing-ingest,burn-down,scaling,end-to-end,baselines,isolation,client,cheap-requests,ordering,rate-limit,warehouse,history,retention,soak
 //   --quick   smaller counts and shorter steps (a smoke run, not a measurement)
 //   --soak    add a 5-minute steady run that checks rates do not decay
 //   --duration=MS --deliveries=N   override the ingest duration and the burn-down size
@@ -20,6 +20,7 @@ import { endToEndScenario } from "./scenarios/end-to-end.mjs";
 import { historyScenario } from "./scenarios/history.mjs";
 import { ingestScenario } from "./scenarios/ingest.mjs";
 import { planIngestScenario } from "./scenarios/plan-ingest.mjs";
+import { routingIngestScenario } from "./scenarios/routing-ingest.mjs";
 import { isolationScenario } from "./scenarios/isolation.mjs";
 import { orderingScenario } from "./scenarios/ordering.mjs";
 import { rateLimitScenario } from "./scenarios/rate-limit.mjs";
@@ -102,6 +103,7 @@ try {
   if (wants("ingest")) rss.ingest = (await inFreshDatabase((db) => ingestScenario({ db, sink, durationMs: sizes.durationMs }))).rss;
   // A 50-event tracking plan in block mode beside no plan, same service.
   if (wants("plan-ingest")) await inFreshDatabase((db) => planIngestScenario({ db, sink, durationMs: sizes.durationMs }));
+  if (wants("routing-ingest")) await inFreshDatabase((db) => routingIngestScenario({ db, sink, durationMs: sizes.durationMs }));
   if (wants("burn-down") || wants("baselines")) {
     const result = await inFreshDatabase((db) => burnDownScenario({ db, sink, count: sizes.burnDown }));
     burnDownRate = result.rate;

@@ -104,6 +104,15 @@ export interface Config {
   summaryIntervalMs: number;
   /** DeliveryService's own database pool and bounds (docs/limits.md#admin-read-limits). */
   adminReads: AdminReadConfig;
+  /** Limits of a destination's transform sandbox (docs/routing.md#transforms). */
+  transform: TransformConfig;
+}
+
+export interface TransformConfig {
+  /** Most time one call of a transform may run. */
+  timeoutMs: number;
+  /** Most memory one destination's transform sandbox may hold. */
+  memoryMb: number;
 }
 
 export interface AdminReadConfig {
@@ -188,6 +197,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       connections: int(env, "WAYPOST_ADMIN_READ_CONNECTIONS", 4, 1, 100),
       statementTimeoutMs: int(env, "WAYPOST_ADMIN_STATEMENT_TIMEOUT_MS", 15_000, 100, 600_000),
       maxResponseBytes: 4 * 1024 * 1024,
+    },
+    transform: {
+      timeoutMs: int(env, "WAYPOST_TRANSFORM_TIMEOUT_MS", 50, 1, 10_000),
+      memoryMb: int(env, "WAYPOST_TRANSFORM_MEMORY_MB", 32, 1, 1024),
     },
   };
 }

@@ -5,6 +5,8 @@ export interface Metrics {
   registry: Registry;
   callsAccepted: Counter<"type">;
   callsRejected: Counter;
+  callsFiltered: Counter<"destination_id" | "reason">;
+  transformDuration: Histogram;
   deliveriesFinished: Counter<"destination_id" | "status">;
   attempts: Counter<"destination_id" | "outcome">;
   attemptLatency: Histogram<"destination_id">;
@@ -36,6 +38,18 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     callsRejected: new Counter({
       name: "waypost_calls_rejected_total",
       help: "Calls refused as invalid or oversized.",
+      registers: [registry],
+    }),
+    callsFiltered: new Counter({
+      name: "waypost_calls_filtered_total",
+      help: "Calls a destination did not get because of its rules: reason filter (when routed) or transform (returned null when sent).",
+      labelNames: ["destination_id", "reason"],
+      registers: [registry],
+    }),
+    transformDuration: new Histogram({
+      name: "waypost_transform_duration_seconds",
+      help: "Time one call spent in a destination's transform sandbox.",
+      buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1],
       registers: [registry],
     }),
     deliveriesFinished: new Counter({

@@ -16,6 +16,8 @@ import { createPool, ping } from "./db/pool.js";
 import { selectDestinationNames } from "./db/queries/destinations.js";
 import { createAddressGuard } from "./outbound/address-guard.js";
 import { createBulkReplayer } from "./delivery/bulk-replayer.js";
+import { createBackfiller, type Backfiller } from "./delivery/backfiller.js";
+import { createTransformSandboxes } from "./routing/transform-sandbox.js";
 import { createDeliveryLoop, type DeliveryLoop } from "./delivery/loop.js";
 import { createMaintenance, type Maintenance } from "./delivery/maintenance.js";
 import { createCors } from "./http/cors.js";
@@ -61,6 +63,8 @@ export interface Waypost {
   /** Present when this process delivers (role worker or all). */
   delivery: DeliveryLoop | undefined;
   maintenance: Maintenance | undefined;
+  /** BackfillDestination's background batches (tests wait for them with idle()). */
+  backfiller: Backfiller;
   stop(): Promise<void>;
 }
 
@@ -139,6 +143,12 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   });
   const replayer = createBulkReplayer({ pool, clock, logger });
   closers.push(() => replayer.stop());
+  const backfiller = createBackfiller({ pool, clock, logger });
+  closers.push(() => backfiller.stop());
+  // One set of transform sandboxes per process: the delivery loop runs
+  // destinations' transforms in it, the API checks and tests drafts.
+  const sandboxes = createTransformSandboxes(config.transform);
+  closers.push(async () => sandboxes.close());
   // Admin reads get their own few connections: see RpcHandlersOptions.adminReads.
   const adminReadPool = createPool({
     connectionString,
@@ -158,6 +168,8 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     addressGuard,
     signingSecretOverlapMs: config.signingSecretOverlapMs,
     replayer,
+    backfiller,
+    sandboxes,
     retentionMs: config.retentionMs,
     trackingPlans,
   });
@@ -200,6 +212,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
       ca: options.ca,
       operatorWebhook: config.operatorWebhook,
       guard: addressGuard,
+      sandboxes,
     });
     const loop = delivery;
     await loop.start();
@@ -248,6 +261,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     metrics,
     delivery,
     maintenance,
+    backfiller,
     async stop() {
       stopping = true;
       await closeAll(closers);

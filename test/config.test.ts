@@ -132,3 +132,13 @@ test("admin reads: their pool size and statement timeout come from the environme
   expect(() => loadConfig({ WAYPOST_ADMIN_READ_CONNECTIONS: "0" })).toThrow(/WAYPOST_ADMIN_READ_CONNECTIONS/);
   expect(() => loadConfig({ WAYPOST_ADMIN_STATEMENT_TIMEOUT_MS: "soon" })).toThrow(/WAYPOST_ADMIN_STATEMENT_TIMEOUT_MS/);
 });
+
+test("transform limits: 50 ms and 32 MB unless set, bounded", () => {
+  expect(loadConfig({}).transform).toEqual({ timeoutMs: 50, memoryMb: 32 });
+  expect(loadConfig({ WAYPOST_TRANSFORM_TIMEOUT_MS: "200", WAYPOST_TRANSFORM_MEMORY_MB: "64" }).transform).toEqual({
+    timeoutMs: 200,
+    memoryMb: 64,
+  });
+  expect(() => loadConfig({ WAYPOST_TRANSFORM_TIMEOUT_MS: "0" })).toThrow(/WAYPOST_TRANSFORM_TIMEOUT_MS/);
+  expect(() => loadConfig({ WAYPOST_TRANSFORM_MEMORY_MB: "lots" })).toThrow(/WAYPOST_TRANSFORM_MEMORY_MB/);
+});

@@ -103,7 +103,8 @@ export function toProto(row: DeliveryRow, details: DeliveryDetails | undefined):
     anonymousId: anonymousIdOf(row.payload),
     ...(details
       ? {
-          body: row.payload,
+          // What the last attempt sent: the stored body unless the destination's rules changed it.
+          body: row.sent_body ?? row.payload,
           requestHeaders: details.webhooks[0]?.headers ?? {},
           webhookHeaders: details.webhooks.map((w) => create(WebhookHeadersSchema, w)),
           attempts: details.attempts.map((a) =>
@@ -116,6 +117,7 @@ export function toProto(row: DeliveryRow, details: DeliveryDetails | undefined):
               error: a.error ?? "",
               latencyMs: a.latency_ms,
               responseBody: a.response_body ?? "",
+              destinationEtag: a.destination_revision === null ? "" : `r${a.destination_revision}`,
             }),
           ),
         }

@@ -10,6 +10,7 @@ import type { BulkReplayer } from "../delivery/bulk-replayer.js";
 import { decodeCreatedCursor, decodeFeedPosition, encodeCreatedCursor, encodeFeedPosition } from "./delivery-cursors.js";
 import { statusFilter, statusName, textFilter, timeRange, toProto } from "./delivery-proto.js";
 import { destinationStats } from "./destination-stats.js";
+import { explainMessage } from "./explain-message.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { pageSize } from "./paging.js";
 import { webhookHeaders } from "./request-headers.js";
@@ -63,6 +64,7 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
   }
 
   return {
+    explainMessage: (req) => explainMessage(pool, req),
     async listDeliveries(req) {
       const filter: DeliveryFilter = {
         destinationId: req.destinationId === "" ? undefined : requireUuid("destinationId", req.destinationId),

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { create } from "@bufbuild/protobuf";
+import { create, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type pg from "pg";
@@ -33,6 +33,10 @@ import { keepMaskedValues, maskWebhooks } from "./masked-headers.js";
 import { kindOf, kindToProto, postgresToProto, refuseWebhookSettings, validatePostgres } from "./destination-kinds.js";
 import { orderingToProto, validateMaxRequestsPerSecond, validateOrdering } from "./flow-control-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
+import type { TransformSandboxes } from "../routing/transform-sandbox.js";
+import { validateDropFieldList, validateFilter, validateTransform } from "../routing/validate-rules.js";
+import type { Backfiller } from "../delivery/backfiller.js";
+import { createDestinationRules } from "./destination-rules.js";
 import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
 import { hasActiveSigningSecret, maxSigningSecrets, rotateSigningSecrets, validateSigningSecrets } from "./signing-secrets.js";
 
@@ -43,6 +47,12 @@ export interface DestinationServiceOptions {
   signingSecretOverlapMs?: number;
   /** Refuses webhook URLs naming a private address literally (the SSRF guard of deliveries). */
   addressGuard: AddressGuard;
+  /** Checks a transform's syntax (nothing is run). */
+  sandboxes: TransformSandboxes;
+  /** Called after any change to a destination's routing (its rules, sources or state). */
+  onRoutingChanged?: () => void;
+  /** Runs BackfillDestination's batches in the background. */
+  backfiller: Backfiller;
 }
 
 const updatablePaths = new Set([
@@ -55,13 +65,19 @@ const updatablePaths = new Set([
   "max_requests_per_second",
   "ordering",
   "postgres",
+  "filter",
+  "drop_fields",
+  "transform",
 ]);
 
 /** DestinationService: webhook destinations, validated as docs/api.md#destinations says. */
 export function createDestinationService(options: DestinationServiceOptions): ServiceImpl<typeof DestinationService> {
   const { pool, clock } = options;
   const overlapMs = options.signingSecretOverlapMs ?? 24 * 3_600_000;
+  const rules = createDestinationRules(options);
   return {
+    testDestination: (req) => rules.testDestination(req),
+    backfillDestination: (req) => rules.backfillDestination(req),
     async createDestination(req) {
       const input = req.destination;
       if (!input) throw invalidArgument("destination", "is required");
@@ -87,6 +103,9 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       }
       const rate = validateMaxRequestsPerSecond("destination.maxRequestsPerSecond", input.maxRequestsPerSecond);
       const ordering = validateOrdering("destination.ordering", input.ordering);
+      const filter = validateFilter("destination.filter", input.filter);
+      const dropFields = validateDropFieldList("destination.dropFields", input.dropFields);
+      const transform = await validateTransform("destination.transform", input.transform, options.sandboxes);
       const row = await withTransaction(pool, async (tx) => {
         await requireSources(tx, sourceIds);
         const now = clock.now();
@@ -101,11 +120,15 @@ export function createDestinationService(options: DestinationServiceOptions): Se
           signingSecrets,
           maxRequestsPerSecond: rate,
           ordering,
+          filter,
+          dropFields,
+          transform,
           at: now,
         });
         await replaceDestinationSources(tx, id, sourceIds);
         return (await selectDestination(tx, id))!;
       });
+      options.onRoutingChanged?.();
       return { destination: toProto(row, clock.now()), signingSecret: generated };
     },
     async getDestination(req) {
@@ -131,6 +154,7 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       if (!input) throw invalidArgument("destination", "is required");
       const id = requireUuid("destination.id", input.id);
       const paths = maskPaths(req.updateMask?.paths ?? [], input);
+      const rules = await validateRuleUpdate(input, paths, options.sandboxes);
       const row = await withTransaction(pool, async (tx) => {
         // The row lock serialises concurrent updates; the etag catches
         // read-modify-write races between clients.
@@ -142,9 +166,10 @@ export function createDestinationService(options: DestinationServiceOptions): Se
             Code.Aborted,
           );
         }
-        await applyUpdate(tx, current, input, paths, clock.now(), options.addressGuard);
+        await applyUpdate(tx, current, input, paths, clock.now(), options.addressGuard, rules);
         return (await selectDestination(tx, id))!;
       });
+      options.onRoutingChanged?.();
       return { destination: toProto(row, clock.now()) };
     },
     async rotateSigningSecret(req) {
@@ -168,6 +193,7 @@ export function createDestinationService(options: DestinationServiceOptions): Se
         await deleteDestinationRow(tx, id);
         await deleteDestinationHealth(tx, id);
       });
+      options.onRoutingChanged?.();
       return {};
     },
   };
@@ -186,13 +212,16 @@ function maskPaths(paths: readonly string[], input: Destination): Set<string> {
     if (input.maxRequestsPerSecond !== undefined) implied.add("max_requests_per_second");
     if (input.ordering !== Ordering.UNSPECIFIED) implied.add("ordering");
     if (input.postgres) implied.add("postgres");
+    if (input.filter !== undefined) implied.add("filter");
+    if (input.dropFields.length > 0) implied.add("drop_fields");
+    if (input.transform !== "") implied.add("transform");
     return implied;
   }
   for (const path of paths) {
     if (!updatablePaths.has(path)) {
       throw invalidArgument(
         "updateMask",
-        `cannot update ${JSON.stringify(path)}; updatable: name, sourceIds, enabled, webhooks, sharedSecret, signingSecrets, maxRequestsPerSecond, ordering, postgres`,
+        `cannot update ${JSON.stringify(path)}; updatable: name, sourceIds, enabled, webhooks, sharedSecret, signingSecrets, maxRequestsPerSecond, ordering, postgres, filter, dropFields, transform`,
       );
     }
   }
@@ -206,6 +235,7 @@ async function applyUpdate(
   paths: Set<string>,
   now: Date,
   addressGuard: AddressGuard,
+  rules: RuleUpdate,
 ) {
   const name = paths.has("name") ? validateName("destination.name", input.name) : current.name;
   if (input.kind !== DestinationKind.UNSPECIFIED && kindOf(input) !== current.kind) {
@@ -247,6 +277,9 @@ async function applyUpdate(
     signingSecrets,
     maxRequestsPerSecond: rate,
     ordering,
+    filter: rules.filter === undefined ? current.filter : rules.filter,
+    dropFields: rules.dropFields ?? current.drop_fields,
+    transform: rules.transform ?? current.transform,
     at: now,
   });
   // New webhooks get a probe at once rather than after an open circuit's cooldown.
@@ -255,6 +288,21 @@ async function applyUpdate(
   // ordering (the claim reads both) can make waiting deliveries due: wake the workers.
   const flowChanged = rate !== current.max_requests_per_second || ordering !== current.ordering;
   if ((enabled && (!current.enabled || flowChanged)) || paths.has("webhooks") || paths.has("postgres")) await wakeWorkers(tx);
+}
+
+/** The routing rules an update sets (undefined: unchanged), validated before the transaction. */
+interface RuleUpdate {
+  filter?: Record<string, unknown> | null;
+  dropFields?: string[];
+  transform?: string;
+}
+
+async function validateRuleUpdate(input: Destination, paths: Set<string>, sandboxes: TransformSandboxes): Promise<RuleUpdate> {
+  const rules: RuleUpdate = {};
+  if (paths.has("filter")) rules.filter = validateFilter("destination.filter", input.filter);
+  if (paths.has("drop_fields")) rules.dropFields = validateDropFieldList("destination.dropFields", input.dropFields);
+  if (paths.has("transform")) rules.transform = await validateTransform("destination.transform", input.transform, sandboxes);
+  return rules;
 }
 
 async function requireSources(db: Queryable, sourceIds: readonly string[]) {
@@ -282,6 +330,9 @@ function toProto(row: DestinationRow, now: Date): Destination {
     hasSharedSecret: row.shared_secret !== null,
     maxRequestsPerSecond: row.max_requests_per_second,
     ordering: orderingToProto(row.ordering),
+    filter: (row.filter ?? undefined) as JsonObject | undefined,
+    dropFields: row.drop_fields,
+    transform: row.transform,
     etag: etagOf(row),
     createTime: timestampFromDate(row.created_at),
     updateTime: timestampFromDate(row.updated_at),

@@ -5,6 +5,7 @@ import type { DeliveryStatus as StatusName } from "../db/job-table/index.js";
 import { selectDestinationStats } from "../db/queries/deliveries.js";
 import { selectLatencyPercentiles, selectMinuteSeries, type LatencyRow, type MinuteRow } from "../db/queries/delivery-stats.js";
 import type { Queryable } from "../db/pool.js";
+import { selectFilteredPerMinute } from "../db/queries/message-fates.js";
 
 const minuteMs = 60_000;
 /** The windows of `windows`, in minutes: the last hour, 6 hours and 24 hours. */
@@ -22,11 +23,13 @@ export async function destinationStats(
 ): Promise<MessageInitShape<typeof GetDestinationStatsResponseSchema>> {
   const minute = Math.floor(now.getTime() / minuteMs) * minuteMs;
   const starts = windowMinutes.map((n) => new Date(minute - (n - 1) * minuteMs));
-  const [stats, series, latency] = await Promise.all([
+  const [stats, deliverySeries, latency, filteredSeries] = await Promise.all([
     selectDestinationStats(db, destinationId, new Date(now.getTime() - 3_600_000)),
     selectMinuteSeries(db, destinationId, starts[2]!),
     selectLatencyPercentiles(db, destinationId, starts),
+    selectFilteredPerMinute(db, destinationId, starts[2]!),
   ]);
+  const series = withFiltered(deliverySeries, filteredSeries);
   const count = (status: StatusName) => BigInt(stats.counts[status] ?? "0");
   const [lastHour, last6h, lastDay] = starts.map((start) => totals(series.filter((m) => m.minute >= start))) as [Totals, Totals, Totals];
   const [hourLatency, , dayLatency] = latency as [LatencyRow, LatencyRow, LatencyRow];
@@ -67,6 +70,7 @@ export async function destinationStats(
         failedAttempts: BigInt(sum.failedAttempts),
         p50LatencyMs: latency[i]!.p50 ?? 0,
         p99LatencyMs: latency[i]!.p99 ?? 0,
+        filtered: BigInt(sum.filtered),
       }),
     ),
     backlog: count("pending") + count("retrying"),
@@ -81,16 +85,45 @@ export async function destinationStats(
         failedAttempts: BigInt(m.failedAttempts),
         p50LatencyMs: m.p50,
         p99LatencyMs: m.p99,
+        filtered: BigInt(m.filtered),
       }),
     ),
+    filteredLast24h: BigInt(lastDay.filtered),
   };
 }
 
-type Totals = Pick<MinuteRow, "delivered" | "failed" | "expired" | "attempts" | "successes" | "failedAttempts">;
+type Minute = MinuteRow & { filtered: number };
+type Totals = Pick<Minute, "delivered" | "failed" | "expired" | "attempts" | "successes" | "failedAttempts" | "filtered">;
 
-function totals(minutes: readonly MinuteRow[]): Totals {
-  const sum = { delivered: 0, failed: 0, expired: 0, attempts: 0, successes: 0, failedAttempts: 0 };
+/** The delivery minutes and the filtered ones as one series, oldest first; a minute with only filtered calls is in it too. */
+function withFiltered(deliveries: readonly MinuteRow[], filtered: ReadonlyArray<{ minute: Date; filtered: number }>): Minute[] {
+  const byMinute = new Map<number, Minute>(deliveries.map((m) => [m.minute.getTime(), { ...m, filtered: 0 }]));
+  for (const f of filtered) {
+    const at = f.minute.getTime();
+    const existing = byMinute.get(at);
+    if (existing) existing.filtered = f.filtered;
+    else {
+      byMinute.set(at, {
+        minute: f.minute,
+        delivered: 0,
+        failed: 0,
+        expired: 0,
+        attempts: 0,
+        successes: 0,
+        failedAttempts: 0,
+        p50: 0,
+        p99: 0,
+        filtered: f.filtered,
+      });
+    }
+  }
+  return [...byMinute.values()].sort((a, b) => a.minute.getTime() - b.minute.getTime());
+}
+
+function totals(minutes: readonly Minute[]): Totals {
+  const sum = { delivered: 0, failed: 0, expired: 0, attempts: 0, successes: 0, failedAttempts: 0, filtered: 0 };
   for (const m of minutes) {
+    sum.filtered += m.filtered;
     sum.delivered += m.delivered;
     sum.failed += m.failed;
     sum.expired += m.expired;

@@ -11,6 +11,8 @@ import { TrackingPlanService } from "../../gen/waypost/v1/tracking_plan_pb.js";
 import type { Clock } from "../clock.js";
 import type { AddressGuard } from "../outbound/address-guard.js";
 import type { BulkReplayer } from "../delivery/bulk-replayer.js";
+import type { Backfiller } from "../delivery/backfiller.js";
+import type { TransformSandboxes } from "../routing/transform-sandbox.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
 import type { Logger } from "../logger.js";
@@ -40,6 +42,10 @@ export interface RpcHandlersOptions {
   interceptors?: Interceptor[];
   /** RetryDeliveries' background batches, and the retention that bounds them. */
   replayer: BulkReplayer;
+  /** Runs BackfillDestination in the background. */
+  backfiller: Backfiller;
+  /** Checks transforms' syntax and runs TestDestination's. */
+  sandboxes: TransformSandboxes;
   retentionMs: number;
   /** After RotateSigningSecret, the previous secret keeps signing this long. */
   signingSecretOverlapMs?: number;
@@ -126,6 +132,8 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
           clock: options.clock,
           addressGuard: options.addressGuard,
           signingSecretOverlapMs: options.signingSecretOverlapMs,
+          sandboxes: options.sandboxes,
+          backfiller: options.backfiller,
         }),
       );
       router.service(

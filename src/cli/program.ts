@@ -4,6 +4,7 @@ import { registerDeletions } from "./commands/deletions.js";
 import { registerDeliveries } from "./commands/deliveries.js";
 import { registerDestinations } from "./commands/destinations.js";
 import { registerPlans } from "./commands/plans.js";
+import { registerMessages } from "./commands/routing.js";
 import { registerSend } from "./commands/send.js";
 import { registerServe } from "./commands/serve.js";
 import { registerSources } from "./commands/sources.js";
@@ -42,6 +43,7 @@ export function createProgram(io: CliIo, signal: AbortSignal): Command {
   registerSources(program, wire);
   registerDestinations(program, wire);
   registerDeliveries(program, wire);
+  registerMessages(program, wire);
   registerStats(program, wire);
   registerAudiences(program, wire);
   registerDeletions(program, wire);

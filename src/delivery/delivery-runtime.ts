@@ -56,7 +56,7 @@ export interface DeliveryRuntime {
   /** Sends a delivery's requests through its destination's client; one result per request. */
   send(destinationId: string, requests: readonly WebhookRequest[]): Promise<AttemptResult[]>;
   /** Delivers a due delivery of an enabled destination through its kind; its attempts once known. */
-  deliver(job: ClaimedDelivery, destination: DestinationConfigRow): Promise<AttemptResult[]>;
+  deliver(job: ClaimedDelivery, destination: DestinationConfigRow, body: string): Promise<AttemptResult[]>;
   /** Deliveries of the destination its kind takes at once; undefined: the configured per-destination concurrency. */
   inFlightLimit(destinationId: string): number | undefined;
   /** Each turn of the loop: time-based work of the kinds (batches due by the flush interval, idle pools). */
@@ -203,7 +203,7 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
     metrics,
     settings,
     send,
-    deliver: (job, destination) => kindOf(destination).deliver(job, destination),
+    deliver: (job, destination, body) => kindOf(destination).deliver(job, destination, body),
     inFlightLimit(destinationId) {
       const destination = settings.get(destinationId);
       return destination ? kindOf(destination).inFlightLimit?.(destination) : undefined;

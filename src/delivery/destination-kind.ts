@@ -15,9 +15,11 @@ export interface DestinationKind {
    * known: one attempt per request for webhooks; for a batching kind, one
    * attempt when its batch commits or fails. An attempt's outcome is
    * `success`, `retryable` (retried on the normal schedule) or `permanent`
-   * (failed, with its error). It never rejects.
+   * (failed, with its error). It never rejects. `body` is the call as the
+   * destination's rules shaped it (fields dropped, transformed): what the
+   * kind delivers, rather than the stored `job.payload`.
    */
-  deliver(job: ClaimedDelivery, destination: DestinationConfigRow): Promise<AttemptResult[]>;
+  deliver(job: ClaimedDelivery, destination: DestinationConfigRow, body: string): Promise<AttemptResult[]>;
   /**
    * How many of this destination's deliveries the loop hands over at once
    * (in flight here); undefined: the configured per-destination concurrency.

@@ -10,7 +10,10 @@ import type { Logger } from "../logger.js";
 import type { DeliveryHooks } from "./delivery-hooks.js";
 import { createDeliveryRuntime, within, type DeliveryRuntime, type DeliveryRuntimeOptions } from "./delivery-runtime.js";
 import { createScheduler } from "./scheduler.js";
-import { decideCompletion, releaseCompletion } from "./stages.js";
+import { decideCompletion, releaseCompletion, transformFailedCompletion } from "./stages.js";
+import { recordTransformDrop } from "../db/queries/transform-drops.js";
+import { createTransformSandboxes, type TransformSandboxes } from "../routing/transform-sandbox.js";
+import { shapeBody } from "../routing/shape-body.js";
 
 export interface DeliveryLoopOptions extends DeliveryRuntimeOptions {
   pool: pg.Pool;
@@ -21,6 +24,8 @@ export interface DeliveryLoopOptions extends DeliveryRuntimeOptions {
   random?: () => number;
   /** Most deliveries one claim takes. */
   maxClaim?: number;
+  /** Where destinations' transforms run; one with the default limits when absent. */
+  sandboxes?: TransformSandboxes;
 }
 
 export interface DeliveryLoop {
@@ -61,6 +66,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     // A batching kind (a warehouse) takes a batch's worth at once.
     limitOf: (destinationId) => runtime.inFlightLimit(destinationId),
   });
+  const sandboxes = options.sandboxes ?? createTransformSandboxes({ timeoutMs: 50, memoryMb: 32 });
   const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   const active = new Set<Promise<void>>();
   let running = false;
@@ -99,6 +105,30 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     active.add(work);
   }
 
+  /**
+   * The body this delivery sends under its destination's current rules
+   * (dropped fields, transform); undefined when the delivery was finished
+   * here instead (the transform failed, or dropped the call).
+   */
+  async function shaped(job: ClaimedDelivery, destination: DestinationConfigRow): Promise<string | undefined> {
+    const rules = {
+      dropFields: destination.drop_fields,
+      transform: destination.transform,
+      sandboxKey: `${destination.id}:${destination.revision}`,
+    };
+    const outcome = await shapeBody(job.payload, rules, sandboxes);
+    if (outcome.transformMs !== undefined) options.metrics?.transformDuration.observe(outcome.transformMs / 1000);
+    if (outcome.kind === "send") return outcome.body;
+    if (outcome.kind === "error") {
+      writer.add(transformFailedCompletion(job, destination, outcome.error, clock.now()));
+      return undefined;
+    }
+    await recordTransformDrop(pool, job.destinationId, job.id, clock.now());
+    options.metrics?.callsFiltered.inc({ destination_id: job.destinationId, reason: "transform" });
+    writer.add(releaseCompletion(job, clock.now(), "cancelled"));
+    return undefined;
+  }
+
   async function deliver({ job, destination }: Held): Promise<void> {
     try {
       if (!destination?.enabled) {
@@ -106,13 +136,26 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
         writer.add(releaseCompletion(job, clock.now(), destination ? "release" : "cancelled"));
         return;
       }
+      // The destination's rules of this moment (dropped fields, transform) shape what is delivered, whatever its kind.
+      let body = job.payload;
+      if (destination.drop_fields.length > 0 || destination.transform !== "") {
+        const sent = await shaped(job, destination);
+        if (sent === undefined) return;
+        body = sent;
+      }
       // Claimed ahead, it may have waited rounds here: never send on a lost lease.
       if (!(await leases.ensure(job.id))) {
         logger.info({ deliveryId: job.id }, "delivery dropped unsent: its lease moved on while it waited here");
         hooks.emit("lost", [job.id]);
         return;
       }
-      const results = await runtime.deliver(job, destination);
+      // Which settings the attempt was made with, and the body when the rules changed it.
+      const sentBody = body === job.payload ? undefined : body;
+      const results = (await runtime.deliver(job, destination, body)).map((r) => ({
+        ...r,
+        destinationRevision: destination.revision,
+        sentBody,
+      }));
       metrics.attempted(job.destinationId, results);
       writer.add(decideCompletion(job, results, clock.now(), config.retry, options.random));
     } catch (error) {
@@ -167,6 +210,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       runtime.flush();
       await within(Promise.allSettled([...active]), left());
       await runtime.close(left);
+      if (!options.sandboxes) sandboxes.close();
     },
   };
 }

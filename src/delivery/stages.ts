@@ -55,25 +55,31 @@ function signingKeysOf(destination: DestinationConfigRow, now: Date): Buffer[] {
 }
 
 /** The headers every request of this attempt carries besides the webhook's own. */
-function signatureHeaders(job: ClaimedDelivery, destination: DestinationConfigRow, now: Date): Record<string, string> {
+function signatureHeaders(job: ClaimedDelivery, destination: DestinationConfigRow, now: Date, body: string): Record<string, string> {
   const headers: Record<string, string> = {};
-  if (destination.shared_secret) headers["x-signature"] = signPayload(destination.shared_secret, job.payload);
+  if (destination.shared_secret) headers["x-signature"] = signPayload(destination.shared_secret, body);
   const signingKeys = signingKeysOf(destination, now);
   // webhook-id is the message's id, the same on every retry, so receivers
   // can drop duplicates; the timestamp is this attempt's.
-  if (signingKeys.length > 0) Object.assign(headers, standardWebhookHeaders(signingKeys, job.messageId, now, job.payload));
+  if (signingKeys.length > 0) Object.assign(headers, standardWebhookHeaders(signingKeys, job.messageId, now, body));
   return headers;
 }
 
 /**
  * Stage 1, prepare: the requests to send. The body is the stored payload,
- * byte for byte; the signatures are computed over exactly those bytes.
+ * byte for byte, or what the destination's rules made of it (shapeBody);
+ * the signatures are computed over exactly the bytes sent.
  * `now` is the attempt's time (the Standard Webhooks timestamp).
  */
-export function prepareDelivery(job: ClaimedDelivery, destination: DestinationConfigRow | undefined, now: Date): Preparation {
+export function prepareDelivery(
+  job: ClaimedDelivery,
+  destination: DestinationConfigRow | undefined,
+  now: Date,
+  body: string = job.payload,
+): Preparation {
   if (!destination) return { kind: "cancel", reason: "destination deleted" };
   if (!destination.enabled) return { kind: "release", reason: "destination disabled" };
-  const signed = signatureHeaders(job, destination, now);
+  const signed = signatureHeaders(job, destination, now, body);
   const hasSignatures = Object.keys(signed).length > 0;
   // A retry goes only to the URLs that failed retryably. If the settings
   // changed so that none of them is configured any more, every URL is tried.
@@ -85,7 +91,7 @@ export function prepareDelivery(job: ClaimedDelivery, destination: DestinationCo
       urlIndex: destination.webhooks.indexOf(webhook),
       url: webhook.url,
       target: target.url,
-      body: job.payload,
+      body,
       headers: hasSignatures ? { ...target.headers, ...signed } : target.headers,
     };
   });
@@ -158,5 +164,38 @@ export function releaseCompletion(job: ClaimedDelivery, now: Date, status: "canc
     retryUrls: job.retryUrls,
     attempts: [],
     probe: job.probe,
+  };
+}
+
+/**
+ * A delivery whose transform failed: failed at once (retrying cannot help
+ * until the transform is fixed; RetryDeliveries sends it again then), with
+ * one permanent attempt carrying the error, so it shows where every failure does.
+ */
+export function transformFailedCompletion(
+  job: ClaimedDelivery,
+  destination: DestinationConfigRow,
+  error: string,
+  now: Date,
+): DeliveryCompletion {
+  const webhook = destination.webhooks[0]!;
+  return {
+    ...releaseCompletion(job, now, "release"),
+    status: "failed",
+    attempted: true,
+    retryUrls: null,
+    attempts: [
+      {
+        urlIndex: 0,
+        url: webhook.url,
+        attemptedAt: now,
+        outcome: "permanent",
+        statusCode: null,
+        error,
+        latencyMs: 0,
+        responseBody: null,
+        destinationRevision: destination.revision,
+      },
+    ],
   };
 }

@@ -24,7 +24,8 @@ interface Target {
   settings: PostgresSettings;
   label: string;
   loader: WarehouseLoader;
-  waiting: Array<{ job: ClaimedDelivery; resolve: (results: AttemptResult[]) => void }>;
+  /** Each call with the body to load (the call as its destination's rules shaped it). */
+  waiting: Array<{ job: ClaimedDelivery; body: string; resolve: (results: AttemptResult[]) => void }>;
   /** When the first waiting call arrived (clock ms). */
   firstAt: number | undefined;
   lastUsed: number;
@@ -104,7 +105,7 @@ export function createWarehouseKind(options: WarehouseKindOptions): WarehouseKin
     const attemptedAt = clock.now();
     const started = performance.now();
     const work = target.loader
-      .load(batch.map(({ job }) => ({ payload: job.payload, receivedAt: job.receivedAt })))
+      .load(batch.map(({ job, body }) => ({ payload: body, receivedAt: job.receivedAt })))
       .catch((error: unknown): LoadOutcome[] =>
         batch.map(() => ({ outcome: "retryable", error: `warehouse load failed: ${String(error)}` })),
       )
@@ -138,11 +139,11 @@ export function createWarehouseKind(options: WarehouseKindOptions): WarehouseKin
         if (!settings || settings.url !== target.settings.url || settings.schema !== target.settings.schema) retire(id, target);
       }
     },
-    deliver(job, destination) {
+    deliver(job, destination, body) {
       const target = targetOf(destination);
       target.lastUsed = clock.now().getTime();
       return new Promise<AttemptResult[]>((resolve) => {
-        target.waiting.push({ job, resolve });
+        target.waiting.push({ job, body, resolve });
         target.firstAt ??= target.lastUsed;
         if (target.waiting.length >= batchSize) load(target);
       });

@@ -17,8 +17,9 @@ export interface WebhookKindOptions {
  */
 export function createWebhookKind(options: WebhookKindOptions): DestinationKind {
   return {
-    async deliver(job, destination) {
-      const preparation = prepareDelivery(job, destination, options.clock.now());
+    async deliver(job, destination, body) {
+      // Signed over the bytes sent.
+      const preparation = prepareDelivery(job, destination, options.clock.now(), body);
       // The loop has checked the destination exists and is enabled.
       if (preparation.kind !== "send") throw new Error(`webhook delivery not sendable: ${preparation.reason}`);
       return options.send(job.destinationId, preparation.requests);

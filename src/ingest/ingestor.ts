@@ -11,6 +11,7 @@ import { validateCall } from "./validate.js";
 import type { ActivePlan, PlanCache } from "../plans/plan-cache.js";
 import { checkCall, type Violation } from "../plans/check-call.js";
 import type { ViolationRecorder } from "../plans/violation-recorder.js";
+import { createSourceFilterCache, type SourceFilters } from "./source-filters.js";
 
 export interface RejectedCall {
   index: number;
@@ -45,6 +46,22 @@ export interface Ingestor {
  * through. Nothing is acknowledged before its statement has committed.
  */
 export function createIngestor(options: IngestorOptions): Ingestor {
+  const filterCache = createSourceFilterCache();
+
+  /** Stores and routes; when a destination's filters changed since they were read, reads them again and retries. */
+  async function storeRouted(db: Queryable, sourceId: string, receivedAt: Date, messages: MessageToStore[]) {
+    let filters = await filterCache.get(db, sourceId);
+    for (let tries = 1; ; tries++) {
+      applyFilters(messages, filters);
+      const result = await storeMessages(db, sourceId, receivedAt, messages, filters.stamp);
+      if (result.fresh || tries >= 5) {
+        if (!result.fresh) throw new Error("the source's destination filters kept changing while its calls were stored; try again");
+        return result;
+      }
+      filters = await filterCache.get(db, sourceId, true);
+    }
+  }
+
   return {
     async ingest(sourceId, calls, db = options.pool) {
       // Taken once per request, before the calls are checked: a plan changed
@@ -52,13 +69,12 @@ export function createIngestor(options: IngestorOptions): Ingestor {
       const plan = options.plans ? await options.plans.cache.forSource(sourceId) : undefined;
       const receivedAt = options.clock.now();
       const prepared = prepareCalls(calls, receivedAt, plan);
-      await storeMessages(
-        db,
-        sourceId,
-        receivedAt,
-        prepared.toStore.map((item) => item.message),
-      );
+      const messages = prepared.toStore.map((item) => item.message);
+      const result = await storeRouted(db, sourceId, receivedAt, messages);
       if (options.metrics) {
+        for (const [destinationId, count] of result.filtered) {
+          options.metrics.callsFiltered.inc({ destination_id: destinationId, reason: "filter" }, count);
+        }
         for (const item of prepared.toStore) options.metrics.callsAccepted.inc({ type: item.call.type });
         if (prepared.rejected.length > 0) options.metrics.callsRejected.inc(prepared.rejected.length);
       }
@@ -70,6 +86,19 @@ export function createIngestor(options: IngestorOptions): Ingestor {
       };
     },
   };
+}
+
+/** Marks each message with the destinations whose filter turns it away. */
+function applyFilters(messages: MessageToStore[], filters: SourceFilters): void {
+  for (const message of messages) {
+    if (filters.filters.length === 0) {
+      message.filteredOut = undefined;
+      continue;
+    }
+    const body = JSON.parse(message.payload) as unknown;
+    const out = filters.filters.filter((f) => !f.matches(body)).map((f) => f.destinationId);
+    message.filteredOut = out.length > 0 ? out : undefined;
+  }
 }
 
 interface PreparedCalls {

@@ -12,7 +12,7 @@ const layers: ReadonlyArray<{ name: string; modules: readonly string[] }> = [
   },
   { name: "database", modules: ["db/"] },
   { name: "outbound requests", modules: ["outbound/", "warehouse/"] },
-  { name: "domain", modules: ["ingest/", "plans/", "health/", "delivery/", "audiences/", "deletion/"] },
+  { name: "domain", modules: ["routing/", "ingest/", "plans/", "health/", "delivery/", "audiences/", "deletion/"] },
   { name: "edge", modules: ["api/", "compat/", "console/"] },
   { name: "composition", modules: ["activity-log.ts", "backlog-reader.ts", "startup-summary.ts", "server.ts", "main.ts", "cli/"] },
 ];
@@ -28,6 +28,9 @@ const domainOrder: ReadonlyArray<readonly [from: string, mayNotImport: string]> 
   ["plans/", "delivery/"],
   ["plans/", "audiences/"],
   ["plans/", "deletion/"],
+  // Routing rules are pure: they know no caller.
+  ["routing/", "ingest/"],
+  ["routing/", "delivery/"],
   ["audiences/", "delivery/"],
   ["deletion/", "delivery/"],
 ];

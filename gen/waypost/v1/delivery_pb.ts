@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waypost/v1/delivery.proto.
  */
 export const file_waypost_v1_delivery: GenFile = /*@__PURE__*/
-  fileDesc("Chl3YXlwb3N0L3YxL2RlbGl2ZXJ5LnByb3RvEgp3YXlwb3N0LnYxIt0BCg9EZWxpdmVyeUF0dGVtcHQSDwoHYXR0ZW1wdBgBIAEoBRILCgN1cmwYAiABKAkSMAoMYXR0ZW1wdF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgdvdXRjb21lGAQgASgOMhoud2F5cG9zdC52MS5BdHRlbXB0T3V0Y29tZRITCgtzdGF0dXNfY29kZRgFIAEoBRINCgVlcnJvchgGIAEoCRISCgpsYXRlbmN5X21zGAcgASgFEhUKDXJlc3BvbnNlX2JvZHkYCCABKAkijAUKCERlbGl2ZXJ5EgoKAmlkGAEgASgJEhYKDmRlc3RpbmF0aW9uX2lkGAIgASgJEhEKCXNvdXJjZV9pZBgDIAEoCRISCgptZXNzYWdlX2lkGAQgASgJEgwKBHR5cGUYBSABKAkSKgoGc3RhdHVzGAYgASgOMhoud2F5cG9zdC52MS5EZWxpdmVyeVN0YXR1cxIVCg1hdHRlbXB0X2NvdW50GAcgASgFEi8KC2NyZWF0ZV90aW1lGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI2ChJmaXJzdF9hdHRlbXB0X3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKEW5leHRfYXR0ZW1wdF90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1maW5hbGl6ZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCghhdHRlbXB0cxgMIAMoCzIbLndheXBvc3QudjEuRGVsaXZlcnlBdHRlbXB0EgwKBGJvZHkYDSABKAkSQQoPcmVxdWVzdF9oZWFkZXJzGA4gAygLMigud2F5cG9zdC52MS5EZWxpdmVyeS5SZXF1ZXN0SGVhZGVyc0VudHJ5Eg8KB3VzZXJfaWQYDyABKAkSFAoMYW5vbnltb3VzX2lkGBAgASgJEjMKD3dlYmhvb2tfaGVhZGVycxgRIAMoCzIaLndheXBvc3QudjEuV2ViaG9va0hlYWRlcnMaNQoTUmVxdWVzdEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIocBCg5XZWJob29rSGVhZGVycxILCgN1cmwYASABKAkSOAoHaGVhZGVycxgCIAMoCzInLndheXBvc3QudjEuV2ViaG9va0hlYWRlcnMuSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIv0CChVMaXN0RGVsaXZlcmllc1JlcXVlc3QSFgoOZGVzdGluYXRpb25faWQYASABKAkSKgoGc3RhdHVzGAIgASgOMhoud2F5cG9zdC52MS5EZWxpdmVyeVN0YXR1cxIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCRIsCghzdGF0dXNlcxgFIAMoDjIaLndheXBvc3QudjEuRGVsaXZlcnlTdGF0dXMSEgoKbWVzc2FnZV9pZBgGIAEoCRIPCgd1c2VyX2lkGAcgASgJEikKBXNpbmNlGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKAoFb3JkZXIYCiABKA4yGS53YXlwb3N0LnYxLkRlbGl2ZXJ5T3JkZXISJgoEdmlldxgLIAEoDjIYLndheXBvc3QudjEuRGVsaXZlcnlWaWV3IlsKFkxpc3REZWxpdmVyaWVzUmVzcG9uc2USKAoKZGVsaXZlcmllcxgBIAMoCzIULndheXBvc3QudjEuRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiAKEkdldERlbGl2ZXJ5UmVxdWVzdBIKCgJpZBgBIAEoCSI9ChNHZXREZWxpdmVyeVJlc3BvbnNlEiYKCGRlbGl2ZXJ5GAEgASgLMhQud2F5cG9zdC52MS5EZWxpdmVyeSIiChRSZXRyeURlbGl2ZXJ5UmVxdWVzdBIKCgJpZBgBIAEoCSI/ChVSZXRyeURlbGl2ZXJ5UmVzcG9uc2USJgoIZGVsaXZlcnkYASABKAsyFC53YXlwb3N0LnYxLkRlbGl2ZXJ5ItkBChZSZXRyeURlbGl2ZXJpZXNSZXF1ZXN0EhYKDmRlc3RpbmF0aW9uX2lkGAEgASgJEiwKCHN0YXR1c2VzGAIgAygOMhoud2F5cG9zdC52MS5EZWxpdmVyeVN0YXR1cxIpCgVzaW5jZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCm1lc3NhZ2VfaWQYBSABKAkSDwoHdXNlcl9pZBgGIAEoCSJNChdSZXRyeURlbGl2ZXJpZXNSZXNwb25zZRIUCgxyZXBsYXlfY291bnQYASABKAMSHAoUbm90X3JlcGxheWFibGVfY291bnQYAiABKAMiNAoaR2V0RGVzdGluYXRpb25TdGF0c1JlcXVlc3QSFgoOZGVzdGluYXRpb25faWQYASABKAki0wYKG0dldERlc3RpbmF0aW9uU3RhdHNSZXNwb25zZRIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCRIPCgdwZW5kaW5nGAIgASgDEhAKCHJldHJ5aW5nGAMgASgDEhEKCWRlbGl2ZXJlZBgEIAEoAxIOCgZmYWlsZWQYBSABKAMSDwoHZXhwaXJlZBgGIAEoAxIRCgljYW5jZWxsZWQYByABKAMSGgoSYXR0ZW1wdHNfbGFzdF9ob3VyGAggASgDEiUKHXN1Y2Nlc3NmdWxfYXR0ZW1wdHNfbGFzdF9ob3VyGAkgASgDEiEKGW1lYW5fbGF0ZW5jeV9tc19sYXN0X2hvdXIYCiABKAESGwoTZGVsaXZlcmVkX2xhc3RfaG91chgLIAEoAxIYChBmYWlsZWRfbGFzdF9ob3VyGAwgASgDEhkKEWV4cGlyZWRfbGFzdF9ob3VyGA0gASgDEhoKEmRlbGl2ZXJlZF9sYXN0XzI0aBgOIAEoAxIXCg9mYWlsZWRfbGFzdF8yNGgYDyABKAMSGAoQZXhwaXJlZF9sYXN0XzI0aBgQIAEoAxIjChZzdWNjZXNzX3JhdGVfbGFzdF9ob3VyGBEgASgBSACIAQESIgoVc3VjY2Vzc19yYXRlX2xhc3RfMjRoGBIgASgBSAGIAQESIAoYcDUwX2xhdGVuY3lfbXNfbGFzdF9ob3VyGBMgASgFEiAKGHA5OV9sYXRlbmN5X21zX2xhc3RfaG91chgUIAEoBRIfChdwNTBfbGF0ZW5jeV9tc19sYXN0XzI0aBgVIAEoBRIfChdwOTlfbGF0ZW5jeV9tc19sYXN0XzI0aBgWIAEoBRIPCgdiYWNrbG9nGBcgASgDEicKBnNlcmllcxgYIAMoCzIXLndheXBvc3QudjEuU3RhdHNNaW51dGUSIQoZZmFpbGVkX2F0dGVtcHRzX2xhc3RfaG91chgZIAEoAxIgChhmYWlsZWRfYXR0ZW1wdHNfbGFzdF8yNGgYGiABKAMSKAoHd2luZG93cxgbIAMoCzIXLndheXBvc3QudjEuU3RhdHNXaW5kb3dCGQoXX3N1Y2Nlc3NfcmF0ZV9sYXN0X2hvdXJCGAoWX3N1Y2Nlc3NfcmF0ZV9sYXN0XzI0aCL2AQoLU3RhdHNXaW5kb3cSDwoHbWludXRlcxgBIAEoBRIRCglkZWxpdmVyZWQYAiABKAMSDgoGZmFpbGVkGAMgASgDEg8KB2V4cGlyZWQYBCABKAMSGQoMc3VjY2Vzc19yYXRlGAUgASgBSACIAQESEAoIYXR0ZW1wdHMYBiABKAMSGwoTc3VjY2Vzc2Z1bF9hdHRlbXB0cxgHIAEoAxIXCg9mYWlsZWRfYXR0ZW1wdHMYCCABKAMSFgoOcDUwX2xhdGVuY3lfbXMYCSABKAUSFgoOcDk5X2xhdGVuY3lfbXMYCiABKAVCDwoNX3N1Y2Nlc3NfcmF0ZSLpAQoLU3RhdHNNaW51dGUSLgoKc3RhcnRfdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJZGVsaXZlcmVkGAIgASgDEg4KBmZhaWxlZBgDIAEoAxIPCgdleHBpcmVkGAQgASgDEhAKCGF0dGVtcHRzGAUgASgDEhsKE3N1Y2Nlc3NmdWxfYXR0ZW1wdHMYBiABKAMSFgoOcDUwX2xhdGVuY3lfbXMYByABKAUSFgoOcDk5X2xhdGVuY3lfbXMYCCABKAUSFwoPZmFpbGVkX2F0dGVtcHRzGAkgASgDKuMBCg5EZWxpdmVyeVN0YXR1cxIfChtERUxJVkVSWV9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdERUxJVkVSWV9TVEFUVVNfUEVORElORxABEhwKGERFTElWRVJZX1NUQVRVU19SRVRSWUlORxACEh0KGURFTElWRVJZX1NUQVRVU19ERUxJVkVSRUQQAxIaChZERUxJVkVSWV9TVEFUVVNfRkFJTEVEEAQSGwoXREVMSVZFUllfU1RBVFVTX0VYUElSRUQQBRIdChlERUxJVkVSWV9TVEFUVVNfQ0FOQ0VMTEVEEAYqqwEKDkF0dGVtcHRPdXRjb21lEh8KG0FUVEVNUFRfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhsKF0FUVEVNUFRfT1VUQ09NRV9TVUNDRVNTEAESHQoZQVRURU1QVF9PVVRDT01FX1JFVFJZQUJMRRACEh0KGUFUVEVNUFRfT1VUQ09NRV9QRVJNQU5FTlQQAxIdChlBVFRFTVBUX09VVENPTUVfQUJBTkRPTkVEEAQqeQoNRGVsaXZlcnlPcmRlchIeChpERUxJVkVSWV9PUkRFUl9VTlNQRUNJRklFRBAAEiMKH0RFTElWRVJZX09SREVSX0NSRUFURV9USU1FX0RFU0MQARIjCh9ERUxJVkVSWV9PUkRFUl9GSU5JU0hfVElNRV9ERVNDEAIqXgoMRGVsaXZlcnlWaWV3Eh0KGURFTElWRVJZX1ZJRVdfVU5TUEVDSUZJRUQQABIWChJERUxJVkVSWV9WSUVXX0ZVTEwQARIXChNERUxJVkVSWV9WSUVXX0JBU0lDEAIy1AMKD0RlbGl2ZXJ5U2VydmljZRJXCg5MaXN0RGVsaXZlcmllcxIhLndheXBvc3QudjEuTGlzdERlbGl2ZXJpZXNSZXF1ZXN0GiIud2F5cG9zdC52MS5MaXN0RGVsaXZlcmllc1Jlc3BvbnNlEk4KC0dldERlbGl2ZXJ5Eh4ud2F5cG9zdC52MS5HZXREZWxpdmVyeVJlcXVlc3QaHy53YXlwb3N0LnYxLkdldERlbGl2ZXJ5UmVzcG9uc2USVAoNUmV0cnlEZWxpdmVyeRIgLndheXBvc3QudjEuUmV0cnlEZWxpdmVyeVJlcXVlc3QaIS53YXlwb3N0LnYxLlJldHJ5RGVsaXZlcnlSZXNwb25zZRJaCg9SZXRyeURlbGl2ZXJpZXMSIi53YXlwb3N0LnYxLlJldHJ5RGVsaXZlcmllc1JlcXVlc3QaIy53YXlwb3N0LnYxLlJldHJ5RGVsaXZlcmllc1Jlc3BvbnNlEmYKE0dldERlc3RpbmF0aW9uU3RhdHMSJi53YXlwb3N0LnYxLkdldERlc3RpbmF0aW9uU3RhdHNSZXF1ZXN0Gicud2F5cG9zdC52MS5HZXREZXN0aW5hdGlvblN0YXRzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("Chl3YXlwb3N0L3YxL2RlbGl2ZXJ5LnByb3RvEgp3YXlwb3N0LnYxIvcBCg9EZWxpdmVyeUF0dGVtcHQSDwoHYXR0ZW1wdBgBIAEoBRILCgN1cmwYAiABKAkSMAoMYXR0ZW1wdF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgdvdXRjb21lGAQgASgOMhoud2F5cG9zdC52MS5BdHRlbXB0T3V0Y29tZRITCgtzdGF0dXNfY29kZRgFIAEoBRINCgVlcnJvchgGIAEoCRISCgpsYXRlbmN5X21zGAcgASgFEhUKDXJlc3BvbnNlX2JvZHkYCCABKAkSGAoQZGVzdGluYXRpb25fZXRhZxgJIAEoCSKMBQoIRGVsaXZlcnkSCgoCaWQYASABKAkSFgoOZGVzdGluYXRpb25faWQYAiABKAkSEQoJc291cmNlX2lkGAMgASgJEhIKCm1lc3NhZ2VfaWQYBCABKAkSDAoEdHlwZRgFIAEoCRIqCgZzdGF0dXMYBiABKA4yGi53YXlwb3N0LnYxLkRlbGl2ZXJ5U3RhdHVzEhUKDWF0dGVtcHRfY291bnQYByABKAUSLwoLY3JlYXRlX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjYKEmZpcnN0X2F0dGVtcHRfdGltZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNQoRbmV4dF9hdHRlbXB0X3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDWZpbmFsaXplX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCGF0dGVtcHRzGAwgAygLMhsud2F5cG9zdC52MS5EZWxpdmVyeUF0dGVtcHQSDAoEYm9keRgNIAEoCRJBCg9yZXF1ZXN0X2hlYWRlcnMYDiADKAsyKC53YXlwb3N0LnYxLkRlbGl2ZXJ5LlJlcXVlc3RIZWFkZXJzRW50cnkSDwoHdXNlcl9pZBgPIAEoCRIUCgxhbm9ueW1vdXNfaWQYECABKAkSMwoPd2ViaG9va19oZWFkZXJzGBEgAygLMhoud2F5cG9zdC52MS5XZWJob29rSGVhZGVycxo1ChNSZXF1ZXN0SGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEihwEKDldlYmhvb2tIZWFkZXJzEgsKA3VybBgBIAEoCRI4CgdoZWFkZXJzGAIgAygLMicud2F5cG9zdC52MS5XZWJob29rSGVhZGVycy5IZWFkZXJzRW50cnkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi/QIKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCRIqCgZzdGF0dXMYAiABKA4yGi53YXlwb3N0LnYxLkRlbGl2ZXJ5U3RhdHVzEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJEiwKCHN0YXR1c2VzGAUgAygOMhoud2F5cG9zdC52MS5EZWxpdmVyeVN0YXR1cxISCgptZXNzYWdlX2lkGAYgASgJEg8KB3VzZXJfaWQYByABKAkSKQoFc2luY2UYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIoCgVvcmRlchgKIAEoDjIZLndheXBvc3QudjEuRGVsaXZlcnlPcmRlchImCgR2aWV3GAsgASgOMhgud2F5cG9zdC52MS5EZWxpdmVyeVZpZXciWwoWTGlzdERlbGl2ZXJpZXNSZXNwb25zZRIoCgpkZWxpdmVyaWVzGAEgAygLMhQud2F5cG9zdC52MS5EZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIAoSR2V0RGVsaXZlcnlSZXF1ZXN0EgoKAmlkGAEgASgJIj0KE0dldERlbGl2ZXJ5UmVzcG9uc2USJgoIZGVsaXZlcnkYASABKAsyFC53YXlwb3N0LnYxLkRlbGl2ZXJ5IiIKFFJldHJ5RGVsaXZlcnlSZXF1ZXN0EgoKAmlkGAEgASgJIj8KFVJldHJ5RGVsaXZlcnlSZXNwb25zZRImCghkZWxpdmVyeRgBIAEoCzIULndheXBvc3QudjEuRGVsaXZlcnki2QEKFlJldHJ5RGVsaXZlcmllc1JlcXVlc3QSFgoOZGVzdGluYXRpb25faWQYASABKAkSLAoIc3RhdHVzZXMYAiADKA4yGi53YXlwb3N0LnYxLkRlbGl2ZXJ5U3RhdHVzEikKBXNpbmNlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKbWVzc2FnZV9pZBgFIAEoCRIPCgd1c2VyX2lkGAYgASgJIk0KF1JldHJ5RGVsaXZlcmllc1Jlc3BvbnNlEhQKDHJlcGxheV9jb3VudBgBIAEoAxIcChRub3RfcmVwbGF5YWJsZV9jb3VudBgCIAEoAyI0ChpHZXREZXN0aW5hdGlvblN0YXRzUmVxdWVzdBIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCSLuBgobR2V0RGVzdGluYXRpb25TdGF0c1Jlc3BvbnNlEhYKDmRlc3RpbmF0aW9uX2lkGAEgASgJEg8KB3BlbmRpbmcYAiABKAMSEAoIcmV0cnlpbmcYAyABKAMSEQoJZGVsaXZlcmVkGAQgASgDEg4KBmZhaWxlZBgFIAEoAxIPCgdleHBpcmVkGAYgASgDEhEKCWNhbmNlbGxlZBgHIAEoAxIaChJhdHRlbXB0c19sYXN0X2hvdXIYCCABKAMSJQodc3VjY2Vzc2Z1bF9hdHRlbXB0c19sYXN0X2hvdXIYCSABKAMSIQoZbWVhbl9sYXRlbmN5X21zX2xhc3RfaG91chgKIAEoARIbChNkZWxpdmVyZWRfbGFzdF9ob3VyGAsgASgDEhgKEGZhaWxlZF9sYXN0X2hvdXIYDCABKAMSGQoRZXhwaXJlZF9sYXN0X2hvdXIYDSABKAMSGgoSZGVsaXZlcmVkX2xhc3RfMjRoGA4gASgDEhcKD2ZhaWxlZF9sYXN0XzI0aBgPIAEoAxIYChBleHBpcmVkX2xhc3RfMjRoGBAgASgDEiMKFnN1Y2Nlc3NfcmF0ZV9sYXN0X2hvdXIYESABKAFIAIgBARIiChVzdWNjZXNzX3JhdGVfbGFzdF8yNGgYEiABKAFIAYgBARIgChhwNTBfbGF0ZW5jeV9tc19sYXN0X2hvdXIYEyABKAUSIAoYcDk5X2xhdGVuY3lfbXNfbGFzdF9ob3VyGBQgASgFEh8KF3A1MF9sYXRlbmN5X21zX2xhc3RfMjRoGBUgASgFEh8KF3A5OV9sYXRlbmN5X21zX2xhc3RfMjRoGBYgASgFEg8KB2JhY2tsb2cYFyABKAMSJwoGc2VyaWVzGBggAygLMhcud2F5cG9zdC52MS5TdGF0c01pbnV0ZRIhChlmYWlsZWRfYXR0ZW1wdHNfbGFzdF9ob3VyGBkgASgDEiAKGGZhaWxlZF9hdHRlbXB0c19sYXN0XzI0aBgaIAEoAxIoCgd3aW5kb3dzGBsgAygLMhcud2F5cG9zdC52MS5TdGF0c1dpbmRvdxIZChFmaWx0ZXJlZF9sYXN0XzI0aBgcIAEoA0IZChdfc3VjY2Vzc19yYXRlX2xhc3RfaG91ckIYChZfc3VjY2Vzc19yYXRlX2xhc3RfMjRoIogCCgtTdGF0c1dpbmRvdxIPCgdtaW51dGVzGAEgASgFEhEKCWRlbGl2ZXJlZBgCIAEoAxIOCgZmYWlsZWQYAyABKAMSDwoHZXhwaXJlZBgEIAEoAxIZCgxzdWNjZXNzX3JhdGUYBSABKAFIAIgBARIQCghhdHRlbXB0cxgGIAEoAxIbChNzdWNjZXNzZnVsX2F0dGVtcHRzGAcgASgDEhcKD2ZhaWxlZF9hdHRlbXB0cxgIIAEoAxIWCg5wNTBfbGF0ZW5jeV9tcxgJIAEoBRIWCg5wOTlfbGF0ZW5jeV9tcxgKIAEoBRIQCghmaWx0ZXJlZBgLIAEoA0IPCg1fc3VjY2Vzc19yYXRlIvsBCgtTdGF0c01pbnV0ZRIuCgpzdGFydF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglkZWxpdmVyZWQYAiABKAMSDgoGZmFpbGVkGAMgASgDEg8KB2V4cGlyZWQYBCABKAMSEAoIYXR0ZW1wdHMYBSABKAMSGwoTc3VjY2Vzc2Z1bF9hdHRlbXB0cxgGIAEoAxIWCg5wNTBfbGF0ZW5jeV9tcxgHIAEoBRIWCg5wOTlfbGF0ZW5jeV9tcxgIIAEoBRIXCg9mYWlsZWRfYXR0ZW1wdHMYCSABKAMSEAoIZmlsdGVyZWQYCiABKAMiPgoVRXhwbGFpbk1lc3NhZ2VSZXF1ZXN0EhIKCm1lc3NhZ2VfaWQYASABKAkSEQoJc291cmNlX2lkGAIgASgJIp8BCg9EZXN0aW5hdGlvbkZhdGUSFgoOZGVzdGluYXRpb25faWQYASABKAkSGAoQZGVzdGluYXRpb25fbmFtZRgCIAEoCRIeCgRmYXRlGAMgASgOMhAud2F5cG9zdC52MS5GYXRlEg4KBnJlYXNvbhgEIAEoCRITCgtkZWxpdmVyeV9pZBgFIAEoCRIVCg1hdHRlbXB0X2NvdW50GAYgASgFIqQBCg1FeHBsYWluZWRDYWxsEhEKCXNvdXJjZV9pZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJEgwKBHR5cGUYAyABKAkSDQoFZXZlbnQYBCABKAkSDwoHdXNlcl9pZBgFIAEoCRIwCgxyZWNlaXZlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBGJvZHkYByABKAkidAoWRXhwbGFpbk1lc3NhZ2VSZXNwb25zZRInCgRjYWxsGAEgASgLMhkud2F5cG9zdC52MS5FeHBsYWluZWRDYWxsEjEKDGRlc3RpbmF0aW9ucxgCIAMoCzIbLndheXBvc3QudjEuRGVzdGluYXRpb25GYXRlKuMBCg5EZWxpdmVyeVN0YXR1cxIfChtERUxJVkVSWV9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdERUxJVkVSWV9TVEFUVVNfUEVORElORxABEhwKGERFTElWRVJZX1NUQVRVU19SRVRSWUlORxACEh0KGURFTElWRVJZX1NUQVRVU19ERUxJVkVSRUQQAxIaChZERUxJVkVSWV9TVEFUVVNfRkFJTEVEEAQSGwoXREVMSVZFUllfU1RBVFVTX0VYUElSRUQQBRIdChlERUxJVkVSWV9TVEFUVVNfQ0FOQ0VMTEVEEAYqqwEKDkF0dGVtcHRPdXRjb21lEh8KG0FUVEVNUFRfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhsKF0FUVEVNUFRfT1VUQ09NRV9TVUNDRVNTEAESHQoZQVRURU1QVF9PVVRDT01FX1JFVFJZQUJMRRACEh0KGUFUVEVNUFRfT1VUQ09NRV9QRVJNQU5FTlQQAxIdChlBVFRFTVBUX09VVENPTUVfQUJBTkRPTkVEEAQqeQoNRGVsaXZlcnlPcmRlchIeChpERUxJVkVSWV9PUkRFUl9VTlNQRUNJRklFRBAAEiMKH0RFTElWRVJZX09SREVSX0NSRUFURV9USU1FX0RFU0MQARIjCh9ERUxJVkVSWV9PUkRFUl9GSU5JU0hfVElNRV9ERVNDEAIqXgoMRGVsaXZlcnlWaWV3Eh0KGURFTElWRVJZX1ZJRVdfVU5TUEVDSUZJRUQQABIWChJERUxJVkVSWV9WSUVXX0ZVTEwQARIXChNERUxJVkVSWV9WSUVXX0JBU0lDEAIq/QEKBEZhdGUSFAoQRkFURV9VTlNQRUNJRklFRBAAEhAKDEZBVEVfUEVORElORxABEhEKDUZBVEVfUkVUUllJTkcQAhISCg5GQVRFX0RFTElWRVJFRBADEg8KC0ZBVEVfRkFJTEVEEAQSEAoMRkFURV9FWFBJUkVEEAUSEgoORkFURV9DQU5DRUxMRUQQBhIRCg1GQVRFX0ZJTFRFUkVEEAcSFgoSRkFURV9OT1RfQ09OTkVDVEVEEAgSEQoNRkFURV9ESVNBQkxFRBAJEhkKFUZBVEVfSU5URUdSQVRJT05TX09GRhAKEhYKEkZBVEVfQ1JFQVRFRF9MQVRFUhALMq0ECg9EZWxpdmVyeVNlcnZpY2USVwoOTGlzdERlbGl2ZXJpZXMSIS53YXlwb3N0LnYxLkxpc3REZWxpdmVyaWVzUmVxdWVzdBoiLndheXBvc3QudjEuTGlzdERlbGl2ZXJpZXNSZXNwb25zZRJOCgtHZXREZWxpdmVyeRIeLndheXBvc3QudjEuR2V0RGVsaXZlcnlSZXF1ZXN0Gh8ud2F5cG9zdC52MS5HZXREZWxpdmVyeVJlc3BvbnNlElQKDVJldHJ5RGVsaXZlcnkSIC53YXlwb3N0LnYxLlJldHJ5RGVsaXZlcnlSZXF1ZXN0GiEud2F5cG9zdC52MS5SZXRyeURlbGl2ZXJ5UmVzcG9uc2USWgoPUmV0cnlEZWxpdmVyaWVzEiIud2F5cG9zdC52MS5SZXRyeURlbGl2ZXJpZXNSZXF1ZXN0GiMud2F5cG9zdC52MS5SZXRyeURlbGl2ZXJpZXNSZXNwb25zZRJmChNHZXREZXN0aW5hdGlvblN0YXRzEiYud2F5cG9zdC52MS5HZXREZXN0aW5hdGlvblN0YXRzUmVxdWVzdBonLndheXBvc3QudjEuR2V0RGVzdGluYXRpb25TdGF0c1Jlc3BvbnNlElcKDkV4cGxhaW5NZXNzYWdlEiEud2F5cG9zdC52MS5FeHBsYWluTWVzc2FnZVJlcXVlc3QaIi53YXlwb3N0LnYxLkV4cGxhaW5NZXNzYWdlUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * DeliveryAttempt is one request (or refusal to send one) to one URL.
@@ -63,6 +63,13 @@ export type DeliveryAttempt = Message<"waypost.v1.DeliveryAttempt"> & {
    * @generated from field: string response_body = 8;
    */
   responseBody: string;
+
+  /**
+   * The destination's settings the attempt was made with: its etag then.
+   *
+   * @generated from field: string destination_etag = 9;
+   */
+  destinationEtag: string;
 };
 
 /**
@@ -627,6 +634,14 @@ export type GetDestinationStatsResponse = Message<"waypost.v1.GetDestinationStat
    * @generated from field: repeated waypost.v1.StatsWindow windows = 27;
    */
   windows: StatsWindow[];
+
+  /**
+   * Calls that got no delivery (or were dropped when sent) because of the
+   * destination's filter or transform, in the last 24 hours.
+   *
+   * @generated from field: int64 filtered_last_24h = 28;
+   */
+  filteredLast24h: bigint;
 };
 
 /**
@@ -702,6 +717,13 @@ export type StatsWindow = Message<"waypost.v1.StatsWindow"> & {
    * @generated from field: int32 p99_latency_ms = 10;
    */
   p99LatencyMs: number;
+
+  /**
+   * Calls filtered in the window (filter or transform).
+   *
+   * @generated from field: int64 filtered = 11;
+   */
+  filtered: bigint;
 };
 
 /**
@@ -767,6 +789,13 @@ export type StatsMinute = Message<"waypost.v1.StatsMinute"> & {
    * @generated from field: int64 failed_attempts = 9;
    */
   failedAttempts: bigint;
+
+  /**
+   * Calls filtered in the minute (filter or transform).
+   *
+   * @generated from field: int64 filtered = 10;
+   */
+  filtered: bigint;
 };
 
 /**
@@ -775,6 +804,153 @@ export type StatsMinute = Message<"waypost.v1.StatsMinute"> & {
  */
 export const StatsMinuteSchema: GenMessage<StatsMinute> = /*@__PURE__*/
   messageDesc(file_waypost_v1_delivery, 14);
+
+/**
+ * @generated from message waypost.v1.ExplainMessageRequest
+ */
+export type ExplainMessageRequest = Message<"waypost.v1.ExplainMessageRequest"> & {
+  /**
+   * @generated from field: string message_id = 1;
+   */
+  messageId: string;
+
+  /**
+   * Needed only when several sources used the message id.
+   *
+   * @generated from field: string source_id = 2;
+   */
+  sourceId: string;
+};
+
+/**
+ * Describes the message waypost.v1.ExplainMessageRequest.
+ * Use `create(ExplainMessageRequestSchema)` to create a new message.
+ */
+export const ExplainMessageRequestSchema: GenMessage<ExplainMessageRequest> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_delivery, 15);
+
+/**
+ * DestinationFate is a call's fate at one destination.
+ *
+ * @generated from message waypost.v1.DestinationFate
+ */
+export type DestinationFate = Message<"waypost.v1.DestinationFate"> & {
+  /**
+   * @generated from field: string destination_id = 1;
+   */
+  destinationId: string;
+
+  /**
+   * @generated from field: string destination_name = 2;
+   */
+  destinationName: string;
+
+  /**
+   * @generated from field: waypost.v1.Fate fate = 3;
+   */
+  fate: Fate;
+
+  /**
+   * With FILTERED: "filter" or "transform".
+   *
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+
+  /**
+   * With a delivery: its id and attempts so far.
+   *
+   * @generated from field: string delivery_id = 5;
+   */
+  deliveryId: string;
+
+  /**
+   * @generated from field: int32 attempt_count = 6;
+   */
+  attemptCount: number;
+};
+
+/**
+ * Describes the message waypost.v1.DestinationFate.
+ * Use `create(DestinationFateSchema)` to create a new message.
+ */
+export const DestinationFateSchema: GenMessage<DestinationFate> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_delivery, 16);
+
+/**
+ * ExplainedCall is the stored call.
+ *
+ * @generated from message waypost.v1.ExplainedCall
+ */
+export type ExplainedCall = Message<"waypost.v1.ExplainedCall"> & {
+  /**
+   * @generated from field: string source_id = 1;
+   */
+  sourceId: string;
+
+  /**
+   * @generated from field: string message_id = 2;
+   */
+  messageId: string;
+
+  /**
+   * @generated from field: string type = 3;
+   */
+  type: string;
+
+  /**
+   * @generated from field: string event = 4;
+   */
+  event: string;
+
+  /**
+   * @generated from field: string user_id = 5;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp receive_time = 6;
+   */
+  receiveTime?: Timestamp | undefined;
+
+  /**
+   * The stored body.
+   *
+   * @generated from field: string body = 7;
+   */
+  body: string;
+};
+
+/**
+ * Describes the message waypost.v1.ExplainedCall.
+ * Use `create(ExplainedCallSchema)` to create a new message.
+ */
+export const ExplainedCallSchema: GenMessage<ExplainedCall> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_delivery, 17);
+
+/**
+ * @generated from message waypost.v1.ExplainMessageResponse
+ */
+export type ExplainMessageResponse = Message<"waypost.v1.ExplainMessageResponse"> & {
+  /**
+   * @generated from field: waypost.v1.ExplainedCall call = 1;
+   */
+  call?: ExplainedCall | undefined;
+
+  /**
+   * One per destination that exists now, by name.
+   *
+   * @generated from field: repeated waypost.v1.DestinationFate destinations = 2;
+   */
+  destinations: DestinationFate[];
+};
+
+/**
+ * Describes the message waypost.v1.ExplainMessageResponse.
+ * Use `create(ExplainMessageResponseSchema)` to create a new message.
+ */
+export const ExplainMessageResponseSchema: GenMessage<ExplainMessageResponse> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_delivery, 18);
 
 /**
  * @generated from enum waypost.v1.DeliveryStatus
@@ -924,6 +1100,92 @@ export const DeliveryViewSchema: GenEnum<DeliveryView> = /*@__PURE__*/
   enumDesc(file_waypost_v1_delivery, 3);
 
 /**
+ * Fate is what happened to a call at one destination.
+ *
+ * @generated from enum waypost.v1.Fate
+ */
+export enum Fate {
+  /**
+   * @generated from enum value: FATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * From its delivery.
+   *
+   * @generated from enum value: FATE_PENDING = 1;
+   */
+  PENDING = 1,
+
+  /**
+   * @generated from enum value: FATE_RETRYING = 2;
+   */
+  RETRYING = 2,
+
+  /**
+   * @generated from enum value: FATE_DELIVERED = 3;
+   */
+  DELIVERED = 3,
+
+  /**
+   * @generated from enum value: FATE_FAILED = 4;
+   */
+  FAILED = 4,
+
+  /**
+   * @generated from enum value: FATE_EXPIRED = 5;
+   */
+  EXPIRED = 5,
+
+  /**
+   * @generated from enum value: FATE_CANCELLED = 6;
+   */
+  CANCELLED = 6,
+
+  /**
+   * No delivery: the filter turned it away, or the transform returned null
+   * (reason "filter" or "transform").
+   *
+   * @generated from enum value: FATE_FILTERED = 7;
+   */
+  FILTERED = 7,
+
+  /**
+   * The destination is not connected to the call's source.
+   *
+   * @generated from enum value: FATE_NOT_CONNECTED = 8;
+   */
+  NOT_CONNECTED = 8,
+
+  /**
+   * The destination was disabled when the call arrived.
+   *
+   * @generated from enum value: FATE_DISABLED = 9;
+   */
+  DISABLED = 9,
+
+  /**
+   * The call's integrations turned the destination off.
+   *
+   * @generated from enum value: FATE_INTEGRATIONS_OFF = 10;
+   */
+  INTEGRATIONS_OFF = 10,
+
+  /**
+   * The destination did not exist when the call arrived.
+   *
+   * @generated from enum value: FATE_CREATED_LATER = 11;
+   */
+  CREATED_LATER = 11,
+}
+
+/**
+ * Describes the enum waypost.v1.Fate.
+ */
+export const FateSchema: GenEnum<Fate> = /*@__PURE__*/
+  enumDesc(file_waypost_v1_delivery, 4);
+
+/**
  * DeliveryService shows and replays deliveries. Admin token required.
  *
  * @generated from service waypost.v1.DeliveryService
@@ -975,6 +1237,17 @@ export const DeliveryService: GenService<{
     methodKind: "unary";
     input: typeof GetDestinationStatsRequestSchema;
     output: typeof GetDestinationStatsResponseSchema;
+  },
+  /**
+   * ExplainMessage tells what happened to one call at every destination
+   * that exists now, including those that got no delivery and why.
+   *
+   * @generated from rpc waypost.v1.DeliveryService.ExplainMessage
+   */
+  explainMessage: {
+    methodKind: "unary";
+    input: typeof ExplainMessageRequestSchema;
+    output: typeof ExplainMessageResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_waypost_v1_delivery, 0);

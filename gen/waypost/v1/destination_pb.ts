@@ -5,14 +5,14 @@
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_field_mask, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { Message } from "@bufbuild/protobuf";
+import { file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file waypost/v1/destination.proto.
  */
 export const file_waypost_v1_destination: GenFile = /*@__PURE__*/
-  fileDesc("Chx3YXlwb3N0L3YxL2Rlc3RpbmF0aW9uLnByb3RvEgp3YXlwb3N0LnYxInkKB1dlYmhvb2sSCwoDdXJsGAEgASgJEjEKB2hlYWRlcnMYAiADKAsyIC53YXlwb3N0LnYxLldlYmhvb2suSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkoKEVBvc3RncmVzV2FyZWhvdXNlEgsKA3VybBgBIAEoCRIOCgZzY2hlbWEYAiABKAkSGAoQaGFzX3Bvc3RncmVzX3VybBgDIAEoCCLdBgoLRGVzdGluYXRpb24SCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRISCgpzb3VyY2VfaWRzGAMgAygJEhQKB2VuYWJsZWQYBCABKAhIAIgBARIlCgh3ZWJob29rcxgFIAMoCzITLndheXBvc3QudjEuV2ViaG9vaxIVCg1zaGFyZWRfc2VjcmV0GAYgASgJEhkKEWhhc19zaGFyZWRfc2VjcmV0GAcgASgIEgwKBGV0YWcYCCABKAkSLwoLY3JlYXRlX3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCgZoZWFsdGgYCyABKA4yHS53YXlwb3N0LnYxLkRlc3RpbmF0aW9uSGVhbHRoEjUKEWxhc3Rfc3VjY2Vzc190aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1ChFsYXN0X2ZhaWx1cmVfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKbGFzdF9lcnJvchgOIAEoCRIXCg9zaWduaW5nX3NlY3JldHMYDyADKAkSGgoSaGFzX3NpZ25pbmdfc2VjcmV0GBAgASgIEhwKFGNvbnNlY3V0aXZlX2ZhaWx1cmVzGBEgASgFEjMKD25leHRfcHJvYmVfdGltZRgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoSYmFja29mZl91bnRpbF90aW1lGBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIkChdtYXhfcmVxdWVzdHNfcGVyX3NlY29uZBgUIAEoDUgBiAEBEiYKCG9yZGVyaW5nGBUgASgOMhQud2F5cG9zdC52MS5PcmRlcmluZxIpCgRraW5kGBYgASgOMhsud2F5cG9zdC52MS5EZXN0aW5hdGlvbktpbmQSLwoIcG9zdGdyZXMYFyABKAsyHS53YXlwb3N0LnYxLlBvc3RncmVzV2FyZWhvdXNlQgoKCF9lbmFibGVkQhoKGF9tYXhfcmVxdWVzdHNfcGVyX3NlY29uZCJpChhDcmVhdGVEZXN0aW5hdGlvblJlcXVlc3QSLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEh8KF2dlbmVyYXRlX3NpZ25pbmdfc2VjcmV0GAIgASgIImEKGUNyZWF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEhYKDnNpZ25pbmdfc2VjcmV0GAIgASgJIiMKFUdldERlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJGChZHZXREZXN0aW5hdGlvblJlc3BvbnNlEiwKC2Rlc3RpbmF0aW9uGAEgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbiJTChdMaXN0RGVzdGluYXRpb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIRCglzb3VyY2VfaWQYAyABKAkiYgoYTGlzdERlc3RpbmF0aW9uc1Jlc3BvbnNlEi0KDGRlc3RpbmF0aW9ucxgBIAMoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInkKGFVwZGF0ZURlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIkkKGVVwZGF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uIiYKGERlbGV0ZURlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSIbChlEZWxldGVEZXN0aW5hdGlvblJlc3BvbnNlIigKGlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXF1ZXN0EgoKAmlkGAEgASgJImMKG1JvdGF0ZVNpZ25pbmdTZWNyZXRSZXNwb25zZRIWCg5zaWduaW5nX3NlY3JldBgBIAEoCRIsCgtkZXN0aW5hdGlvbhgCIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24qnAEKEURlc3RpbmF0aW9uSGVhbHRoEiIKHkRFU1RJTkFUSU9OX0hFQUxUSF9VTlNQRUNJRklFRBAAEh4KGkRFU1RJTkFUSU9OX0hFQUxUSF9IRUFMVEhZEAESHgoaREVTVElOQVRJT05fSEVBTFRIX0ZBSUxJTkcQAhIjCh9ERVNUSU5BVElPTl9IRUFMVEhfQ0lSQ1VJVF9PUEVOEAMqTgoIT3JkZXJpbmcSGAoUT1JERVJJTkdfVU5TUEVDSUZJRUQQABIRCg1PUkRFUklOR19OT05FEAESFQoRT1JERVJJTkdfUEVSX1VTRVIQAipwCg9EZXN0aW5hdGlvbktpbmQSIAocREVTVElOQVRJT05fS0lORF9VTlNQRUNJRklFRBAAEhwKGERFU1RJTkFUSU9OX0tJTkRfV0VCSE9PSxABEh0KGURFU1RJTkFUSU9OX0tJTkRfUE9TVEdSRVMQAjLaBAoSRGVzdGluYXRpb25TZXJ2aWNlEmAKEUNyZWF0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5DcmVhdGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLkNyZWF0ZURlc3RpbmF0aW9uUmVzcG9uc2USVwoOR2V0RGVzdGluYXRpb24SIS53YXlwb3N0LnYxLkdldERlc3RpbmF0aW9uUmVxdWVzdBoiLndheXBvc3QudjEuR2V0RGVzdGluYXRpb25SZXNwb25zZRJdChBMaXN0RGVzdGluYXRpb25zEiMud2F5cG9zdC52MS5MaXN0RGVzdGluYXRpb25zUmVxdWVzdBokLndheXBvc3QudjEuTGlzdERlc3RpbmF0aW9uc1Jlc3BvbnNlEmAKEVVwZGF0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5VcGRhdGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLlVwZGF0ZURlc3RpbmF0aW9uUmVzcG9uc2USYAoRRGVsZXRlRGVzdGluYXRpb24SJC53YXlwb3N0LnYxLkRlbGV0ZURlc3RpbmF0aW9uUmVxdWVzdBolLndheXBvc3QudjEuRGVsZXRlRGVzdGluYXRpb25SZXNwb25zZRJmChNSb3RhdGVTaWduaW5nU2VjcmV0EiYud2F5cG9zdC52MS5Sb3RhdGVTaWduaW5nU2VjcmV0UmVxdWVzdBonLndheXBvc3QudjEuUm90YXRlU2lnbmluZ1NlY3JldFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
+  fileDesc("Chx3YXlwb3N0L3YxL2Rlc3RpbmF0aW9uLnByb3RvEgp3YXlwb3N0LnYxInkKB1dlYmhvb2sSCwoDdXJsGAEgASgJEjEKB2hlYWRlcnMYAiADKAsyIC53YXlwb3N0LnYxLldlYmhvb2suSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkoKEVBvc3RncmVzV2FyZWhvdXNlEgsKA3VybBgBIAEoCRIOCgZzY2hlbWEYAiABKAkSGAoQaGFzX3Bvc3RncmVzX3VybBgDIAEoCCKuBwoLRGVzdGluYXRpb24SCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRISCgpzb3VyY2VfaWRzGAMgAygJEhQKB2VuYWJsZWQYBCABKAhIAIgBARIlCgh3ZWJob29rcxgFIAMoCzITLndheXBvc3QudjEuV2ViaG9vaxIVCg1zaGFyZWRfc2VjcmV0GAYgASgJEhkKEWhhc19zaGFyZWRfc2VjcmV0GAcgASgIEgwKBGV0YWcYCCABKAkSLwoLY3JlYXRlX3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCgZoZWFsdGgYCyABKA4yHS53YXlwb3N0LnYxLkRlc3RpbmF0aW9uSGVhbHRoEjUKEWxhc3Rfc3VjY2Vzc190aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1ChFsYXN0X2ZhaWx1cmVfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKbGFzdF9lcnJvchgOIAEoCRIXCg9zaWduaW5nX3NlY3JldHMYDyADKAkSGgoSaGFzX3NpZ25pbmdfc2VjcmV0GBAgASgIEhwKFGNvbnNlY3V0aXZlX2ZhaWx1cmVzGBEgASgFEjMKD25leHRfcHJvYmVfdGltZRgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoSYmFja29mZl91bnRpbF90aW1lGBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIkChdtYXhfcmVxdWVzdHNfcGVyX3NlY29uZBgUIAEoDUgBiAEBEiYKCG9yZGVyaW5nGBUgASgOMhQud2F5cG9zdC52MS5PcmRlcmluZxIpCgRraW5kGBYgASgOMhsud2F5cG9zdC52MS5EZXN0aW5hdGlvbktpbmQSLwoIcG9zdGdyZXMYFyABKAsyHS53YXlwb3N0LnYxLlBvc3RncmVzV2FyZWhvdXNlEicKBmZpbHRlchgYIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEwoLZHJvcF9maWVsZHMYGSADKAkSEQoJdHJhbnNmb3JtGBogASgJQgoKCF9lbmFibGVkQhoKGF9tYXhfcmVxdWVzdHNfcGVyX3NlY29uZCJpChhDcmVhdGVEZXN0aW5hdGlvblJlcXVlc3QSLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEh8KF2dlbmVyYXRlX3NpZ25pbmdfc2VjcmV0GAIgASgIImEKGUNyZWF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEhYKDnNpZ25pbmdfc2VjcmV0GAIgASgJIiMKFUdldERlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJGChZHZXREZXN0aW5hdGlvblJlc3BvbnNlEiwKC2Rlc3RpbmF0aW9uGAEgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbiJTChdMaXN0RGVzdGluYXRpb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIRCglzb3VyY2VfaWQYAyABKAkiYgoYTGlzdERlc3RpbmF0aW9uc1Jlc3BvbnNlEi0KDGRlc3RpbmF0aW9ucxgBIAMoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInkKGFVwZGF0ZURlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIkkKGVVwZGF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uIiYKGERlbGV0ZURlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSIbChlEZWxldGVEZXN0aW5hdGlvblJlc3BvbnNlIigKGlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXF1ZXN0EgoKAmlkGAEgASgJImMKG1JvdGF0ZVNpZ25pbmdTZWNyZXRSZXNwb25zZRIWCg5zaWduaW5nX3NlY3JldBgBIAEoCRIsCgtkZXN0aW5hdGlvbhgCIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24icAoWVGVzdERlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SEwoLc2FtcGxlX3NpemUYAiABKAUSEwoLbWVzc2FnZV9pZHMYAyADKAkilwEKClRlc3RlZENhbGwSEgoKbWVzc2FnZV9pZBgBIAEoCRIMCgR0eXBlGAIgASgJEg0KBWV2ZW50GAMgASgJEigKB291dGNvbWUYBCABKA4yFy53YXlwb3N0LnYxLlRlc3RPdXRjb21lEg0KBWVycm9yGAUgASgJEgwKBGJvZHkYBiABKAkSEQoJc291cmNlX2lkGAcgASgJIkAKF1Rlc3REZXN0aW5hdGlvblJlc3BvbnNlEiUKBWNhbGxzGAEgAygLMhYud2F5cG9zdC52MS5UZXN0ZWRDYWxsIooBChpCYWNrZmlsbERlc3RpbmF0aW9uUmVxdWVzdBIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCRIpCgVzaW5jZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjYKG0JhY2tmaWxsRGVzdGluYXRpb25SZXNwb25zZRIXCg9jYW5kaWRhdGVfY291bnQYASABKAMqnAEKEURlc3RpbmF0aW9uSGVhbHRoEiIKHkRFU1RJTkFUSU9OX0hFQUxUSF9VTlNQRUNJRklFRBAAEh4KGkRFU1RJTkFUSU9OX0hFQUxUSF9IRUFMVEhZEAESHgoaREVTVElOQVRJT05fSEVBTFRIX0ZBSUxJTkcQAhIjCh9ERVNUSU5BVElPTl9IRUFMVEhfQ0lSQ1VJVF9PUEVOEAMqTgoIT3JkZXJpbmcSGAoUT1JERVJJTkdfVU5TUEVDSUZJRUQQABIRCg1PUkRFUklOR19OT05FEAESFQoRT1JERVJJTkdfUEVSX1VTRVIQAipwCg9EZXN0aW5hdGlvbktpbmQSIAocREVTVElOQVRJT05fS0lORF9VTlNQRUNJRklFRBAAEhwKGERFU1RJTkFUSU9OX0tJTkRfV0VCSE9PSxABEh0KGURFU1RJTkFUSU9OX0tJTkRfUE9TVEdSRVMQAiqmAQoLVGVzdE91dGNvbWUSHAoYVEVTVF9PVVRDT01FX1VOU1BFQ0lGSUVEEAASFQoRVEVTVF9PVVRDT01FX1NFTkQQARIZChVURVNUX09VVENPTUVfRklMVEVSRUQQAhIlCiFURVNUX09VVENPTUVfRFJPUFBFRF9CWV9UUkFOU0ZPUk0QAxIgChxURVNUX09VVENPTUVfVFJBTlNGT1JNX0VSUk9SEAQyngYKEkRlc3RpbmF0aW9uU2VydmljZRJgChFDcmVhdGVEZXN0aW5hdGlvbhIkLndheXBvc3QudjEuQ3JlYXRlRGVzdGluYXRpb25SZXF1ZXN0GiUud2F5cG9zdC52MS5DcmVhdGVEZXN0aW5hdGlvblJlc3BvbnNlElcKDkdldERlc3RpbmF0aW9uEiEud2F5cG9zdC52MS5HZXREZXN0aW5hdGlvblJlcXVlc3QaIi53YXlwb3N0LnYxLkdldERlc3RpbmF0aW9uUmVzcG9uc2USXQoQTGlzdERlc3RpbmF0aW9ucxIjLndheXBvc3QudjEuTGlzdERlc3RpbmF0aW9uc1JlcXVlc3QaJC53YXlwb3N0LnYxLkxpc3REZXN0aW5hdGlvbnNSZXNwb25zZRJgChFVcGRhdGVEZXN0aW5hdGlvbhIkLndheXBvc3QudjEuVXBkYXRlRGVzdGluYXRpb25SZXF1ZXN0GiUud2F5cG9zdC52MS5VcGRhdGVEZXN0aW5hdGlvblJlc3BvbnNlEmAKEURlbGV0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5EZWxldGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLkRlbGV0ZURlc3RpbmF0aW9uUmVzcG9uc2USZgoTUm90YXRlU2lnbmluZ1NlY3JldBImLndheXBvc3QudjEuUm90YXRlU2lnbmluZ1NlY3JldFJlcXVlc3QaJy53YXlwb3N0LnYxLlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXNwb25zZRJaCg9UZXN0RGVzdGluYXRpb24SIi53YXlwb3N0LnYxLlRlc3REZXN0aW5hdGlvblJlcXVlc3QaIy53YXlwb3N0LnYxLlRlc3REZXN0aW5hdGlvblJlc3BvbnNlEmYKE0JhY2tmaWxsRGVzdGluYXRpb24SJi53YXlwb3N0LnYxLkJhY2tmaWxsRGVzdGluYXRpb25SZXF1ZXN0Gicud2F5cG9zdC52MS5CYWNrZmlsbERlc3RpbmF0aW9uUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Webhook is one endpoint of a destination.
@@ -240,6 +240,31 @@ export type Destination = Message<"waypost.v1.Destination"> & {
    * @generated from field: waypost.v1.PostgresWarehouse postgres = 23;
    */
   postgres?: PostgresWarehouse | undefined;
+
+  /**
+   * Which calls the destination gets: a document matched against the
+   * webhook body (see docs/routing.md). Absent or empty: every call.
+   * A call that does not match gets no delivery and counts as filtered.
+   *
+   * @generated from field: google.protobuf.Struct filter = 24;
+   */
+  filter?: JsonObject | undefined;
+
+  /**
+   * Dotted paths (at most 50) removed from the body before it is sent.
+   *
+   * @generated from field: repeated string drop_fields = 25;
+   */
+  dropFields: string[];
+
+  /**
+   * JavaScript source (at most 64 KB) defining transform(event), run in a
+   * sandbox when a delivery is sent; returns the object to send, or null to
+   * drop the call. "" (with update_mask) removes it.
+   *
+   * @generated from field: string transform = 26;
+   */
+  transform: string;
 };
 
 /**
@@ -393,7 +418,8 @@ export type UpdateDestinationRequest = Message<"waypost.v1.UpdateDestinationRequ
 
   /**
    * Fields to change: name, source_ids, enabled, webhooks, shared_secret,
-   * signing_secrets, max_requests_per_second, ordering, postgres.
+   * signing_secrets, max_requests_per_second, ordering, postgres, filter,
+   * drop_fields, transform.
    * Empty: every field that is set in destination.
    *
    * @generated from field: google.protobuf.FieldMask update_mask = 2;
@@ -495,6 +521,163 @@ export type RotateSigningSecretResponse = Message<"waypost.v1.RotateSigningSecre
  */
 export const RotateSigningSecretResponseSchema: GenMessage<RotateSigningSecretResponse> = /*@__PURE__*/
   messageDesc(file_waypost_v1_destination, 14);
+
+/**
+ * @generated from message waypost.v1.TestDestinationRequest
+ */
+export type TestDestinationRequest = Message<"waypost.v1.TestDestinationRequest"> & {
+  /**
+   * The draft: its filter, drop_fields and transform are tested. Its
+   * source_ids pick the calls; when empty and id is set, the sources of the
+   * existing destination with that id.
+   *
+   * @generated from field: waypost.v1.Destination destination = 1;
+   */
+  destination?: Destination | undefined;
+
+  /**
+   * How many of the most recent calls (default 20, at most 500).
+   *
+   * @generated from field: int32 sample_size = 2;
+   */
+  sampleSize: number;
+
+  /**
+   * These calls instead of the most recent ones (at most 500).
+   *
+   * @generated from field: repeated string message_ids = 3;
+   */
+  messageIds: string[];
+};
+
+/**
+ * Describes the message waypost.v1.TestDestinationRequest.
+ * Use `create(TestDestinationRequestSchema)` to create a new message.
+ */
+export const TestDestinationRequestSchema: GenMessage<TestDestinationRequest> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 15);
+
+/**
+ * TestedCall is one call and what the draft's rules would do with it.
+ *
+ * @generated from message waypost.v1.TestedCall
+ */
+export type TestedCall = Message<"waypost.v1.TestedCall"> & {
+  /**
+   * @generated from field: string message_id = 1;
+   */
+  messageId: string;
+
+  /**
+   * @generated from field: string type = 2;
+   */
+  type: string;
+
+  /**
+   * @generated from field: string event = 3;
+   */
+  event: string;
+
+  /**
+   * @generated from field: waypost.v1.TestOutcome outcome = 4;
+   */
+  outcome: TestOutcome;
+
+  /**
+   * With TRANSFORM_ERROR: starts with "transform: ".
+   *
+   * @generated from field: string error = 5;
+   */
+  error: string;
+
+  /**
+   * With SEND: the exact JSON that would be sent (and signed).
+   *
+   * @generated from field: string body = 6;
+   */
+  body: string;
+
+  /**
+   * @generated from field: string source_id = 7;
+   */
+  sourceId: string;
+};
+
+/**
+ * Describes the message waypost.v1.TestedCall.
+ * Use `create(TestedCallSchema)` to create a new message.
+ */
+export const TestedCallSchema: GenMessage<TestedCall> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 16);
+
+/**
+ * @generated from message waypost.v1.TestDestinationResponse
+ */
+export type TestDestinationResponse = Message<"waypost.v1.TestDestinationResponse"> & {
+  /**
+   * Newest first (or in the order of message_ids).
+   *
+   * @generated from field: repeated waypost.v1.TestedCall calls = 1;
+   */
+  calls: TestedCall[];
+};
+
+/**
+ * Describes the message waypost.v1.TestDestinationResponse.
+ * Use `create(TestDestinationResponseSchema)` to create a new message.
+ */
+export const TestDestinationResponseSchema: GenMessage<TestDestinationResponse> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 17);
+
+/**
+ * @generated from message waypost.v1.BackfillDestinationRequest
+ */
+export type BackfillDestinationRequest = Message<"waypost.v1.BackfillDestinationRequest"> & {
+  /**
+   * @generated from field: string destination_id = 1;
+   */
+  destinationId: string;
+
+  /**
+   * Calls received at or after since and before until (absent: now).
+   *
+   * @generated from field: google.protobuf.Timestamp since = 2;
+   */
+  since?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp until = 3;
+   */
+  until?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message waypost.v1.BackfillDestinationRequest.
+ * Use `create(BackfillDestinationRequestSchema)` to create a new message.
+ */
+export const BackfillDestinationRequestSchema: GenMessage<BackfillDestinationRequest> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 18);
+
+/**
+ * @generated from message waypost.v1.BackfillDestinationResponse
+ */
+export type BackfillDestinationResponse = Message<"waypost.v1.BackfillDestinationResponse"> & {
+  /**
+   * Calls in the range that the destination has no delivery for. With a
+   * filter set, those the filter turns away are left out as the batches go,
+   * so fewer deliveries may be created.
+   *
+   * @generated from field: int64 candidate_count = 1;
+   */
+  candidateCount: bigint;
+};
+
+/**
+ * Describes the message waypost.v1.BackfillDestinationResponse.
+ * Use `create(BackfillDestinationResponseSchema)` to create a new message.
+ */
+export const BackfillDestinationResponseSchema: GenMessage<BackfillDestinationResponse> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 19);
 
 /**
  * DestinationHealth is how the destination's endpoint has been answering.
@@ -608,6 +791,52 @@ export const DestinationKindSchema: GenEnum<DestinationKind> = /*@__PURE__*/
   enumDesc(file_waypost_v1_destination, 2);
 
 /**
+ * TestOutcome is what a destination's rules would do with one call.
+ *
+ * @generated from enum waypost.v1.TestOutcome
+ */
+export enum TestOutcome {
+  /**
+   * @generated from enum value: TEST_OUTCOME_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * It would be sent, with this body.
+   *
+   * @generated from enum value: TEST_OUTCOME_SEND = 1;
+   */
+  SEND = 1,
+
+  /**
+   * The filter does not match: no delivery.
+   *
+   * @generated from enum value: TEST_OUTCOME_FILTERED = 2;
+   */
+  FILTERED = 2,
+
+  /**
+   * The transform returned null.
+   *
+   * @generated from enum value: TEST_OUTCOME_DROPPED_BY_TRANSFORM = 3;
+   */
+  DROPPED_BY_TRANSFORM = 3,
+
+  /**
+   * The transform failed: the delivery would fail.
+   *
+   * @generated from enum value: TEST_OUTCOME_TRANSFORM_ERROR = 4;
+   */
+  TRANSFORM_ERROR = 4,
+}
+
+/**
+ * Describes the enum waypost.v1.TestOutcome.
+ */
+export const TestOutcomeSchema: GenEnum<TestOutcome> = /*@__PURE__*/
+  enumDesc(file_waypost_v1_destination, 3);
+
+/**
  * DestinationService manages destinations (webhooks, Postgres warehouses). Admin token required.
  *
  * @generated from service waypost.v1.DestinationService
@@ -663,6 +892,29 @@ export const DestinationService: GenService<{
     methodKind: "unary";
     input: typeof RotateSigningSecretRequestSchema;
     output: typeof RotateSigningSecretResponseSchema;
+  },
+  /**
+   * Runs a draft's filter, drop_fields and transform over recent stored
+   * calls of its sources (or the given message ids) without sending anything.
+   *
+   * @generated from rpc waypost.v1.DestinationService.TestDestination
+   */
+  testDestination: {
+    methodKind: "unary";
+    input: typeof TestDestinationRequestSchema;
+    output: typeof TestDestinationResponseSchema;
+  },
+  /**
+   * Creates deliveries for the retained calls of a time range that the
+   * destination has no delivery for and that pass its rules now. Answers at
+   * once and works in the background, in batches.
+   *
+   * @generated from rpc waypost.v1.DestinationService.BackfillDestination
+   */
+  backfillDestination: {
+    methodKind: "unary";
+    input: typeof BackfillDestinationRequestSchema;
+    output: typeof BackfillDestinationResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_waypost_v1_destination, 0);

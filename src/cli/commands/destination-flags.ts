@@ -2,7 +2,8 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Command } from "commander";
 import { DestinationKind, Ordering, type Destination, type DestinationSchema } from "../../../gen/waypost/v1/destination_pb.js";
 import { UsageError } from "../errors.js";
-import { collect } from "../format.js";
+import { readFileSync } from "node:fs";
+import { collect, parseJsonObject } from "../format.js";
 
 /** The options commander parsed for a destination's flags. */
 export type DestinationFlags = Record<string, unknown>;
@@ -159,6 +160,44 @@ export const destinationFlags: FlagMapping[] = [
     },
   },
   {
+    declare: (c, mode) =>
+      c.option(
+        "--filter <json>",
+        mode === "create" ? "which calls it gets: a filter document (see docs/routing.md)" : 'a new filter; "{}" removes it',
+      ),
+    apply(flags, into) {
+      if (flags.filter === undefined) return undefined;
+      into.filter = parseJsonObject(flags.filter as string, "--filter") as DestinationInit["filter"];
+      return "filter";
+    },
+  },
+  {
+    declare: (c, mode) =>
+      c.option(
+        "--drop-field <path>",
+        mode === "create"
+          ? "a dotted path removed from every body (repeat for several)"
+          : 'replaces the dropped fields (repeat; "" removes them all)',
+        collect,
+      ),
+    apply(flags, into) {
+      const paths = flags.dropField as string[] | undefined;
+      if (paths === undefined) return undefined;
+      into.dropFields = paths.filter((p) => p !== "");
+      return "drop_fields";
+    },
+  },
+  {
+    declare: (c, mode) =>
+      c.option("--transform-file <file>", mode === "create" ? "JavaScript defining transform(event)" : 'a new transform; "" removes it'),
+    apply(flags, into) {
+      const file = flags.transformFile as string | undefined;
+      if (file === undefined) return undefined;
+      into.transform = file === "" ? "" : readTransform(file);
+      return "transform";
+    },
+  },
+  {
     declare: (c, mode) => {
       c.option("--disabled", mode === "create" ? "create it disabled (calls are not routed to it)" : "disable it");
       if (mode === "update") c.option("--enabled", "enable it");
@@ -172,6 +211,14 @@ export const destinationFlags: FlagMapping[] = [
     },
   },
 ];
+
+function readTransform(file: string): string {
+  try {
+    return readFileSync(file, "utf8");
+  } catch (error) {
+    throw new UsageError(`--transform-file: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+}
 
 function collectAll(value: string, previous: string[] | undefined): string[] {
   return collect(value, previous);

@@ -17,6 +17,7 @@ import type { CliContext, Wire } from "../context.js";
 import { UsageError } from "../errors.js";
 import { fields, table, time } from "../format.js";
 import { declareDestinationFlags, destinationFromFlags, type DestinationFlags } from "./destination-flags.js";
+import { registerDestinationRules } from "./routing.js";
 
 const healthNames: Record<DestinationHealth, string> = {
   [DestinationHealth.UNSPECIFIED]: "-",
@@ -78,6 +79,9 @@ export function describeDestination(d: Destination): string {
     ["rate limit", d.maxRequestsPerSecond ? `${d.maxRequestsPerSecond} requests/s` : "none"],
     ["ordering", orderingText(d)],
     ["sources", d.sourceIds.join(", ") || "-"],
+    ["filter", d.filter ? JSON.stringify(d.filter) : "none"],
+    ["dropped fields", d.dropFields.join(", ") || "none"],
+    ["transform", d.transform ? `${d.transform.split("\n").length} lines` : "none"],
     ["shared secret", d.hasSharedSecret ? "set" : "none"],
     ["signing secret", d.hasSigningSecret ? "set" : "none"],
     ["created", time(d.createTime)],
@@ -196,6 +200,8 @@ export function registerDestinations(program: Command, wire: Wire): void {
         );
       }),
     );
+
+  registerDestinationRules(destinations, wire);
 
   destinations
     .command("delete")

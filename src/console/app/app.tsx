@@ -11,6 +11,7 @@ import { DeliveryDetailView } from "./views/delivery-detail.js";
 import { DestinationEditView } from "./views/destination-edit.js";
 import { DestinationsView } from "./views/destinations.js";
 import { LiveView } from "./views/live.js";
+import { MessageView } from "./views/message.js";
 import { NotFoundView } from "./views/not-found.js";
 import { OverviewView } from "./views/overview.js";
 import { SignInView } from "./views/sign-in.js";
@@ -59,6 +60,7 @@ export function App() {
             <Route path="/console/deliveries" component={DeliveriesView} />
             <Route path="/console/deliveries/:id" component={DeliveryDetailView} />
             <Route path="/console/live" component={LiveView} />
+            <Route path="/console/messages/:id" component={MessageView} />
             <Route path="/console/audiences" component={AudiencesView} />
             <Route path="/console/deletions" component={DeletionsView} />
             <Route path="/console/plans" component={TrackingPlansView} />

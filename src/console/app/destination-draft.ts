@@ -30,6 +30,10 @@ export interface DestinationDraft {
   ordering: "none" | "per-user";
   /** Create only: ask the server for a Standard Webhooks signing secret. */
   generateSigningSecret: boolean;
+  /** Routing rules as typed: the filter's JSON ("" is none), one dropped path a line, the transform's source. */
+  filter: string;
+  dropFields: string;
+  transform: string;
 }
 
 export function draftOf(destination: Destination | undefined): DestinationDraft {
@@ -47,6 +51,9 @@ export function draftOf(destination: Destination | undefined): DestinationDraft 
       rateLimit: "",
       ordering: "none",
       generateSigningSecret: false,
+      filter: "",
+      dropFields: "",
+      transform: "",
     };
   }
   return {
@@ -65,6 +72,37 @@ export function draftOf(destination: Destination | undefined): DestinationDraft 
     rateLimit: destination.maxRequestsPerSecond ? String(destination.maxRequestsPerSecond) : "",
     ordering: destination.ordering === Ordering.PER_USER ? "per-user" : "none",
     generateSigningSecret: false,
+    filter: destination.filter && Object.keys(destination.filter).length > 0 ? JSON.stringify(destination.filter, null, 2) : "",
+    dropFields: destination.dropFields.join("\n"),
+    transform: destination.transform,
+  };
+}
+
+type JsonObject = NonNullable<MessageInitShape<typeof DestinationSchema>["filter"]>;
+
+/** The filter as typed: {} when empty (no filter), the object, or what is wrong with the text. */
+export function parseFilter(text: string): { filter: JsonObject; problem?: undefined } | { problem: string } {
+  if (text.trim() === "") return { filter: {} };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return { problem: `is not JSON: ${(error as Error).message}` };
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return { problem: "must be a JSON object" };
+  return { filter: value as JsonObject };
+}
+
+/** The routing rules of a draft as the API takes them; the filter must have passed parseFilter. */
+export function rulesOf(draft: DestinationDraft): { filter: JsonObject; dropFields: string[]; transform: string } {
+  const parsed = parseFilter(draft.filter);
+  return {
+    filter: parsed.problem === undefined ? parsed.filter : {},
+    dropFields: draft.dropFields
+      .split("\n")
+      .map((line) => line.trim())
+      .filter((line) => line !== ""),
+    transform: draft.transform.trim() === "" ? "" : draft.transform,
   };
 }
 
@@ -112,8 +150,9 @@ export function toRequest(draft: DestinationDraft): { destination: MessageInitSh
     })),
     maxRequestsPerSecond: typeof rate === "number" ? rate : 0,
     ordering: draft.ordering === "per-user" ? Ordering.PER_USER : Ordering.NONE,
+    ...rulesOf(draft),
   };
-  const paths = ["name", "enabled", "source_ids", "webhooks", "max_requests_per_second", "ordering"];
+  const paths = ["name", "enabled", "source_ids", "webhooks", "max_requests_per_second", "ordering", "filter", "drop_fields", "transform"];
   if (draft.secretMode === "set" && draft.secret !== "") {
     destination.sharedSecret = draft.secret;
     paths.push("shared_secret");

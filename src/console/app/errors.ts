@@ -20,7 +20,7 @@ export function isUnauthenticated(error: unknown): boolean {
  */
 export function fieldError(error: unknown, resource: string): { field: string; message: string } | undefined {
   if (!(error instanceof ConnectError) || error.code !== Code.InvalidArgument) return undefined;
-  const match = /^([A-Za-z_][\w.\-[\]]*): (.*)$/s.exec(error.rawMessage);
+  const match = /^([A-Za-z_][\w.\-[\]$]*): (.*)$/s.exec(error.rawMessage);
   if (!match) return undefined;
   const prefix = `${resource}.`;
   const field = match[1]!.startsWith(prefix) ? match[1]!.slice(prefix.length) : match[1]!;

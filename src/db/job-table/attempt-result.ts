@@ -14,4 +14,8 @@ export interface AttemptResult {
   latencyMs: number;
   responseBody: string | null;
   retryAfterMs?: number | undefined;
+  /** The destination's settings revision the attempt was made with. */
+  destinationRevision?: number | undefined;
+  /** The body sent, when the destination's rules changed it (absent: the stored body). */
+  sentBody?: string | undefined;
 }

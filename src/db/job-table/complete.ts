@@ -86,14 +86,14 @@ export async function completeDeliveries(db: Queryable, completions: readonly De
        UNION ALL SELECT destination_id, id, attempt_count FROM finished
      ), logged AS (
        INSERT INTO delivery_attempts (destination_id, delivery_id, attempt, url_index, url, attempted_at, outcome,
-                                      status_code, error, latency_ms, response_body)
+                                      status_code, error, latency_ms, response_body, destination_revision, sent_body)
        SELECT c.destination_id, c.id, done.attempt_count, a.url_index, a.url, ${fromEpochMs("a.attempted_at")}, a.outcome,
-              a.status_code, a.error, a.latency_ms, a.response_body
+              a.status_code, a.error, a.latency_ms, a.response_body, a.destination_revision, a.sent_body
          FROM c
          JOIN done ON done.destination_id = c.destination_id AND done.id = c.id
          CROSS JOIN LATERAL json_to_recordset(c.attempts)
            AS a(url_index int, url text, attempted_at bigint, outcome attempt_outcome, status_code int, error text,
-                latency_ms int, response_body text)
+                latency_ms int, response_body text, destination_revision int, sent_body text)
        ON CONFLICT DO NOTHING
        RETURNING 1
      )
@@ -154,6 +154,8 @@ function completionRecord(c: DeliveryCompletion): string {
     if (a.statusCode !== null) json += `,"status_code":${a.statusCode}`;
     if (a.error !== null) json += `,"error":${JSON.stringify(a.error)}`;
     if (a.responseBody !== null) json += `,"response_body":${JSON.stringify(a.responseBody)}`;
+    if (a.destinationRevision !== undefined) json += `,"destination_revision":${a.destinationRevision}`;
+    if (a.sentBody !== undefined) json += `,"sent_body":${JSON.stringify(a.sentBody)}`;
     json += "}";
   }
   return `${json}]}`;

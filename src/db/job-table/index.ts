@@ -34,6 +34,7 @@ export { extendLeases, type HeldLease } from "./extend.js";
 export { completeDeliveries, type DeliveryCompletion, type DeliveryStatus } from "./complete.js";
 export { recordRefusedCompletion, type RefusedCompletion } from "./refuse.js";
 export { enqueueCte, notifyIfQueued, orderingKeySql } from "./enqueue.js";
+export { enqueueBackfill } from "./backfill.js";
 export { expirePausedDeliveries } from "./expire.js";
 export { deliveriesChannel, wakeWorkers } from "./notify.js";
 export { purgeOldMessages, vacuumJobTableIfNeeded } from "./purge.js";

@@ -13,9 +13,11 @@ export interface DeliveryRow {
   first_attempt_at: Date | null;
   run_at: Date;
   finalized_at: Date | null;
-  /** The exact body sent. */
+  /** The stored body. */
   payload: string;
   user_id: string | null;
+  /** The body the last attempt sent, when the destination's rules changed it. */
+  sent_body: string | null;
 }
 
 export interface AttemptRow {
@@ -28,10 +30,13 @@ export interface AttemptRow {
   error: string | null;
   latency_ms: number;
   response_body: string | null;
+  destination_revision: number | null;
 }
 
 const columns = `d.id, d.destination_id, d.source_id, m.message_id, m.type, d.status, d.attempt_count,
-  d.created_at, coalesce(d.earliest_attempt_at, d.first_attempt_at) AS first_attempt_at, d.run_at, d.finalized_at, m.payload, m.user_id`;
+  d.created_at, coalesce(d.earliest_attempt_at, d.first_attempt_at) AS first_attempt_at, d.run_at, d.finalized_at, m.payload, m.user_id,
+  (SELECT a.sent_body FROM delivery_attempts a WHERE a.destination_id = d.destination_id AND a.delivery_id = d.id
+    ORDER BY a.attempt DESC, a.url_index LIMIT 1) AS sent_body`;
 
 export async function selectDelivery(db: Queryable, id: string): Promise<DeliveryRow | undefined> {
   const result = await db.query<DeliveryRow>(`SELECT ${columns} FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE d.id = $1`, [
@@ -47,7 +52,7 @@ export async function selectAttempts(
 ): Promise<AttemptRow[]> {
   if (deliveryIds.length === 0) return [];
   const result = await db.query<AttemptRow>(
-    `SELECT delivery_id, attempt, url, attempted_at, outcome, status_code, error, latency_ms, response_body
+    `SELECT delivery_id, attempt, url, attempted_at, outcome, status_code, error, latency_ms, response_body, destination_revision
        FROM delivery_attempts
       WHERE (destination_id, delivery_id) IN (SELECT * FROM unnest($1::uuid[], $2::bigint[]))
       ORDER BY delivery_id, attempt, url_index`,

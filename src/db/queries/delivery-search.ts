@@ -12,6 +12,8 @@ export interface SearchRow extends DeliveryRow {
 
 const columns = `d.id, d.destination_id, d.source_id, m.message_id, m.type, d.status, d.attempt_count,
   d.created_at, coalesce(d.earliest_attempt_at, d.first_attempt_at) AS first_attempt_at, d.run_at, d.finalized_at, m.payload, m.user_id,
+  (SELECT a.sent_body FROM delivery_attempts a WHERE a.destination_id = d.destination_id AND a.delivery_id = d.id
+    ORDER BY a.attempt DESC, a.url_index LIMIT 1) AS sent_body,
   d.created_at::text AS cursor_at, d.finished_xid::text AS finished_xid`;
 
 /**

@@ -34,11 +34,16 @@ export interface DestinationRow {
   created_at: Date;
   updated_at: Date;
   source_ids: string[];
+  /** Routing rules: null or {} is no filter. */
+  filter: Record<string, unknown> | null;
+  drop_fields: string[];
+  /** "" is no transform. */
+  transform: string;
   cursor_at: string;
 }
 
 const columns = `d.id, d.name, d.enabled, d.kind, d.postgres, d.webhooks, d.shared_secret, d.signing_secrets, d.max_requests_per_second, d.ordering,
-  d.revision, d.created_at, d.updated_at,
+  d.filter, d.drop_fields, d.transform, d.revision, d.created_at, d.updated_at,
   d.created_at::text AS cursor_at,
   h.state AS circuit_state, h.consecutive_failures, h.probe_at, h.backoff_until,
   h.last_success_at, h.last_failure_at, h.last_error,
@@ -81,6 +86,9 @@ export interface DestinationWrite {
   /** 0: no limit. */
   maxRequestsPerSecond: number;
   ordering: DestinationRow["ordering"];
+  filter: Record<string, unknown> | null;
+  dropFields: readonly string[];
+  transform: string;
   at: Date;
 }
 
@@ -98,14 +106,17 @@ function destinationParams(row: DestinationWrite): unknown[] {
     row.ordering,
     row.kind,
     row.postgres === null ? null : JSON.stringify(row.postgres),
+    row.filter === null ? null : JSON.stringify(row.filter),
+    row.dropFields,
+    row.transform,
   ];
 }
 
 export async function insertDestination(db: Queryable, row: DestinationWrite): Promise<void> {
   await db.query(
     `INSERT INTO destinations (id, name, enabled, webhooks, shared_secret, signing_secrets, created_at, updated_at,
-                               max_requests_per_second, ordering, kind, postgres)
-     VALUES ($1, $2, $3, $4, $5, $7, $6, $6, $8, $9, $10, $11)`,
+                               max_requests_per_second, ordering, kind, postgres, filter, drop_fields, transform)
+     VALUES ($1, $2, $3, $4, $5, $7, $6, $6, $8, $9, $10, $11, $12, $13, $14)`,
     destinationParams(row),
   );
 }
@@ -114,7 +125,8 @@ export async function insertDestination(db: Queryable, row: DestinationWrite): P
 export async function updateDestinationRow(db: Queryable, row: DestinationWrite): Promise<void> {
   await db.query(
     `UPDATE destinations SET name = $2, enabled = $3, webhooks = $4, shared_secret = $5, signing_secrets = $7,
-            max_requests_per_second = $8, ordering = $9, kind = $10, postgres = $11, revision = revision + 1, updated_at = $6 WHERE id = $1`,
+            max_requests_per_second = $8, ordering = $9, kind = $10, postgres = $11, filter = $12, drop_fields = $13, transform = $14,
+            revision = revision + 1, updated_at = $6 WHERE id = $1`,
     destinationParams(row),
   );
 }
@@ -168,6 +180,8 @@ export interface DestinationConfigRow {
   ordering: DestinationRow["ordering"];
   /** Moves on with every settings change (the etag). */
   revision: number;
+  drop_fields: string[];
+  transform: string;
 }
 
 /**
@@ -178,7 +192,8 @@ export interface DestinationConfigRow {
 export async function loadDestinationConfigs(db: Queryable, ids: readonly string[]): Promise<Map<string, DestinationConfigRow>> {
   const result = await db.query<DestinationConfigRow>({
     name: "waypost_load_destination_configs",
-    text: "SELECT id, enabled, kind, postgres, webhooks, shared_secret, signing_secrets, ordering, revision FROM destinations WHERE id = ANY ($1::uuid[])",
+    text: `SELECT id, enabled, kind, postgres, webhooks, shared_secret, signing_secrets, ordering, revision, drop_fields, transform
+             FROM destinations WHERE id = ANY ($1::uuid[])`,
     values: [ids],
   });
   return new Map(result.rows.map((row) => [row.id, row]));

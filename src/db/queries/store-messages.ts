@@ -1,6 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Queryable } from "../pool.js";
 import { enqueueCte, notifyIfQueued, orderingKeySql } from "../job-table/index.js";
+import { filtersStampSql } from "./source-filters.js";
 
 /** A message ready to store: validated, its body built. */
 export interface MessageToStore {
@@ -13,6 +14,20 @@ export interface MessageToStore {
   payload: string;
   /** The call's integrations object, which routing reads. */
   integrations: JsonObject | undefined;
+  /** Destinations whose filter turned the call away (absent: none). */
+  filteredOut?: readonly string[];
+}
+
+/** What storing a batch did. */
+export interface StoreResult {
+  /**
+   * False when the filters the caller routed with are no longer the
+   * source's (a destination changed since they were read): nothing was
+   * stored; read them again and store again.
+   */
+  fresh: boolean;
+  /** Calls turned away by a destination's filter, per destination id. */
+  filtered: Array<[destinationId: string, count: number]>;
 }
 
 /** The name a call's integrations object uses for every webhook destination. */
@@ -45,21 +60,38 @@ export function routingCondition(integrations: string, destinationName: string):
 // goes as a JSON string instead (`s`), escaped once more.
 const storeStatement = `
   WITH input AS (
-    SELECT * FROM ROWS FROM (json_to_recordset($3::json) AS (m text, t text, u text, a text, g jsonb, p json, s text))
-      WITH ORDINALITY AS i(message_id, type, user_id, anonymous_id, integrations, raw_payload, escaped_payload, position)
+    SELECT * FROM ROWS FROM (json_to_recordset($3::json) AS (m text, t text, u text, a text, g jsonb, x jsonb, p json, s text))
+      WITH ORDINALITY AS i(message_id, type, user_id, anonymous_id, integrations, filtered_out, raw_payload, escaped_payload, position)
+  ), fresh AS (
+    SELECT ${filtersStampSql("$1")} = $4::jsonb AS ok
   ), inserted AS (
     INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload)
     SELECT $1, message_id, type, nullif(user_id, ''), $2, coalesce(escaped_payload, raw_payload::text) FROM input
+     WHERE (SELECT ok FROM fresh)
     ON CONFLICT (source_id, message_id) DO NOTHING
     RETURNING id, message_id
   ), targets AS (
-    SELECT d.id, d.name FROM destination_sources ds JOIN destinations d ON d.id = ds.destination_id
-     WHERE ds.source_id = $1 AND d.enabled
+    SELECT d.id, d.name, d.enabled FROM destination_sources ds JOIN destinations d ON d.id = ds.destination_id
+     WHERE ds.source_id = $1
   ), ${enqueueCte(`SELECT t.id, m.id, $1, $2, $2, ${orderingKeySql("i.user_id", "i.anonymous_id")}
-       FROM inserted m JOIN input i USING (message_id) JOIN targets t ON ${routingCondition("i.integrations", "t.name")}
+       FROM inserted m JOIN input i USING (message_id)
+       JOIN targets t ON t.enabled AND ${routingCondition("i.integrations", "t.name")}
+                     AND NOT coalesce(i.filtered_out ? t.id::text, false)
       -- Delivery ids follow the calls' order in the batch (per-user ordering's acceptance order).
-      ORDER BY i.position`)}
-  SELECT ${notifyIfQueued()}`;
+      ORDER BY i.position`)}, fated AS (
+    -- Why the other connected destinations got no delivery, as it was decided now.
+    INSERT INTO call_fates (message_pk, destination_id, fate, reason, recorded_at)
+    SELECT m.id, t.id, f.fate, CASE WHEN f.fate = 'filtered' THEN 'filter' END, $2
+      FROM inserted m JOIN input i USING (message_id) JOIN targets t ON true
+     CROSS JOIN LATERAL (SELECT CASE WHEN NOT t.enabled THEN 'disabled'
+                                     WHEN NOT ${routingCondition("i.integrations", "t.name")} THEN 'integrations_off'
+                                     WHEN coalesce(i.filtered_out ? t.id::text, false) THEN 'filtered' END AS fate) f
+     WHERE f.fate IS NOT NULL
+    RETURNING destination_id, fate
+  )
+  SELECT ${notifyIfQueued()}, (SELECT ok FROM fresh) AS fresh,
+         (SELECT json_agg(json_build_array(destination_id, n)) FROM
+            (SELECT destination_id, count(*)::int AS n FROM fated WHERE fate = 'filtered' GROUP BY destination_id) f) AS filtered`;
 
 /** The rows as one JSON array; absent fields are left out (SQL NULL). */
 function rowsParameter(messages: readonly MessageToStore[]): string {
@@ -70,6 +102,7 @@ function rowsParameter(messages: readonly MessageToStore[]): string {
       u: message.userId,
       a: message.anonymousId,
       g: message.integrations,
+      x: message.filteredOut,
     });
     const payload = message.payload.includes("\\u") ? `"s":${JSON.stringify(message.payload)}` : `"p":${message.payload}`;
     return `${fields.slice(0, -1)},${payload}}`;
@@ -81,10 +114,25 @@ function rowsParameter(messages: readonly MessageToStore[]): string {
  * Stores messages and routes them to the source's enabled destinations in
  * one statement, so atomically and in one round trip, skipping messageIds
  * the source already has (a repeat is acknowledged, not stored again), and
- * wakes the delivery loops. Callers pass unique messageIds.
+ * wakes the delivery loops. A destination that is disabled, that the call's
+ * integrations turn off, or whose filter turned the call away (the caller
+ * says which, and `filtersStamp` which filters it used) gets a fate row
+ * instead of a delivery. Callers pass unique messageIds.
  */
-export async function storeMessages(db: Queryable, sourceId: string, receivedAt: Date, messages: readonly MessageToStore[]): Promise<void> {
-  if (messages.length === 0) return;
+export async function storeMessages(
+  db: Queryable,
+  sourceId: string,
+  receivedAt: Date,
+  messages: readonly MessageToStore[],
+  filtersStamp = "{}",
+): Promise<StoreResult> {
+  if (messages.length === 0) return { fresh: true, filtered: [] };
   // Prepared (named): parsed and planned once per connection, not per Batch.
-  await db.query({ name: "waypost-store-messages", text: storeStatement, values: [sourceId, receivedAt, rowsParameter(messages)] });
+  const result = await db.query<{ fresh: boolean; filtered: Array<[string, number]> | null }>({
+    name: "waypost-store-messages",
+    text: storeStatement,
+    values: [sourceId, receivedAt, rowsParameter(messages), filtersStamp],
+  });
+  const row = result.rows[0]!;
+  return { fresh: row.fresh, filtered: row.filtered ?? [] };
 }

@@ -103,7 +103,12 @@ function Summary(props: { delivery: Delivery; destination: Destination | undefin
   const rows: Array<[string, ComponentChild]> = [
     ["Status", statusLabels[d.status]],
     ["Type", d.type],
-    ["Message ID", d.messageId],
+    [
+      "Message ID",
+      <a href={`/console/messages/${encodeURIComponent(d.messageId)}?source=${d.sourceId}`} title="Its fate at every destination">
+        {d.messageId}
+      </a>,
+    ],
     ["User ID", d.userId || d.anonymousId],
     ["Destination", <DestinationLink id={d.destinationId} names={names} />],
     ["Source", <SourceLink id={d.sourceId} names={names} />],

@@ -3,10 +3,11 @@ import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
 import type { Source } from "../../../../gen/waypost/v1/source_pb.js";
 import { ErrorMessage, SecretOnce } from "../components.js";
 import { useSession } from "../context.js";
-import { draftOf, parseRateLimit, toRequest, type DestinationDraft } from "../destination-draft.js";
+import { draftOf, parseFilter, parseRateLimit, toRequest, type DestinationDraft } from "../destination-draft.js";
 import { describeError, fieldError, isUnauthenticated } from "../errors.js";
 import { FieldError, type FieldErrors } from "../field-error.js";
 import { FlowControlFields } from "./flow-control-fields.js";
+import { RuleFields } from "./rule-fields.js";
 import { SigningSecretFields } from "./signing-secret-fields.js";
 import { WarehouseFields } from "./warehouse-fields.js";
 import { WebhookFields } from "./webhook-fields.js";
@@ -36,6 +37,11 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
     const rate = parseRateLimit(draft.rateLimit);
     if (typeof rate !== "number") {
       setErrors({ maxRequestsPerSecond: rate.problem });
+      return;
+    }
+    const filter = parseFilter(draft.filter);
+    if (filter.problem !== undefined) {
+      setErrors({ filter: filter.problem });
       return;
     }
     setBusy(true);
@@ -124,6 +130,7 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
       {draft.kind === "postgres" && <WarehouseFields draft={draft} errors={errors} onChange={update} />}
       {draft.kind === "webhook" && webhookSettings()}
       <FlowControlFields draft={draft} errors={errors} onChange={update} />
+      <RuleFields draft={draft} errors={errors} onChange={update} />
       <div class="form-actions">
         <button type="submit" disabled={busy}>
           {creating ? "Create destination" : "Save destination"}

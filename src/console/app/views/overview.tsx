@@ -1,4 +1,4 @@
-import { useEffect } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
 import type { GetDestinationStatsResponse, StatsWindow } from "../../../../gen/waypost/v1/delivery_pb.js";
 import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
@@ -32,7 +32,8 @@ type Period = (typeof periods)[number];
  * period (kept in the query string, so a reload keeps it).
  */
 export function OverviewView() {
-  const { query } = useLocation();
+  const { query, route } = useLocation();
+  const [messageId, setMessageId] = useState("");
   const period = periods.find((p) => p.key === query.period) ?? periods[2];
   const loaded = useLoad(async (api) => {
     const destinations = await listAll(
@@ -50,6 +51,18 @@ export function OverviewView() {
   return (
     <section>
       <h1>Overview</h1>
+      <form
+        class="inline"
+        aria-label="Find a message"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (messageId.trim() !== "") route(`/console/messages/${encodeURIComponent(messageId.trim())}`);
+        }}
+      >
+        <label for="overview-message-id">Message ID</label>
+        <input id="overview-message-id" value={messageId} onInput={(e) => setMessageId(e.currentTarget.value)} />
+        <button type="submit">Explain</button>
+      </form>
       <nav class="period" aria-label="Chart period">
         <span class="hint">Chart period:</span>
         {periods.map((p) => (
@@ -90,7 +103,7 @@ function DestinationCard(props: { destination: Destination; stats: GetDestinatio
       </h2>
       <table aria-label="Outcomes">
         <caption class="hint">Backlog (pending + retrying): {s.backlog.toString()}</caption>
-        <HeaderRow columns={["Period", "Delivered", "Failed", "Expired", "Failed attempts", "Success rate", "p50", "p99"]} />
+        <HeaderRow columns={["Period", "Delivered", "Failed", "Expired", "Filtered", "Failed attempts", "Success rate", "p50", "p99"]} />
         <tbody>
           {periods.map((p) => {
             const w = s.windows.find((window) => window.minutes === p.minutes);
@@ -101,6 +114,7 @@ function DestinationCard(props: { destination: Destination; stats: GetDestinatio
                 <td class="num">{w.delivered.toString()}</td>
                 <td class="num">{w.failed.toString()}</td>
                 <td class="num">{w.expired.toString()}</td>
+                <td class="num">{w.filtered.toString()}</td>
                 <td class={w.failedAttempts > 0n ? "num attention" : "num"}>{failedOf(w)}</td>
                 <td class="num">{rate(w.successRate)}</td>
                 <td class="num">{ms(w.p50LatencyMs)}</td>

@@ -1,0 +1,106 @@
+import { randomUUID } from "node:crypto";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type pg from "pg";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import {
+  TestOutcome,
+  type BackfillDestinationRequest,
+  type BackfillDestinationResponseSchema,
+  type TestDestinationRequest,
+  type TestDestinationResponseSchema,
+  type TestedCallSchema,
+} from "../../gen/waypost/v1/destination_pb.js";
+import type { Clock } from "../clock.js";
+import { countBackfillCandidates } from "../db/queries/backfill-candidates.js";
+import { selectDestination } from "../db/queries/destinations.js";
+import { selectCallsByMessageIds, selectRecentCalls, type StoredCallRow } from "../db/queries/message-lookup.js";
+import type { Backfiller } from "../delivery/backfiller.js";
+import { compileFilter, type CompiledFilter } from "../routing/filter.js";
+import { shapeBody } from "../routing/shape-body.js";
+import type { TransformSandboxes } from "../routing/transform-sandbox.js";
+import { validateDropFieldList, validateFilter, validateTransform } from "../routing/validate-rules.js";
+import { validateSourceIds } from "./destination-validation.js";
+import { invalidArgument, notFound, requireUuid } from "./errors.js";
+import { eventOf } from "./explain-message.js";
+
+export interface DestinationRulesOptions {
+  pool: pg.Pool;
+  clock: Clock;
+  sandboxes: TransformSandboxes;
+  backfiller: Backfiller;
+}
+
+const maxSample = 500;
+
+/** TestDestination and BackfillDestination: a destination's rules over stored calls. */
+export function createDestinationRules(options: DestinationRulesOptions) {
+  const { pool, sandboxes } = options;
+
+  /** The draft's rules and sources; an existing destination's (by id) fill what the draft leaves unset. */
+  async function draftOf(req: TestDestinationRequest) {
+    const input = req.destination;
+    if (!input) throw invalidArgument("destination", "is required");
+    const existing = input.id === "" ? undefined : await selectDestination(pool, requireUuid("destination.id", input.id));
+    if (input.id !== "" && !existing) throw notFound("destination", input.id);
+    const sourceIds =
+      input.sourceIds.length > 0 ? validateSourceIds("destination.sourceIds", input.sourceIds) : (existing?.source_ids ?? []);
+    if (sourceIds.length === 0)
+      throw invalidArgument("destination.sourceIds", "name the sources whose calls to test with (or an existing destination's id)");
+    const filter = input.filter !== undefined ? validateFilter("destination.filter", input.filter) : (existing?.filter ?? null);
+    const dropFields =
+      input.dropFields.length > 0 ? validateDropFieldList("destination.dropFields", input.dropFields) : (existing?.drop_fields ?? []);
+    const transform =
+      input.transform !== "" ? await validateTransform("destination.transform", input.transform, sandboxes) : (existing?.transform ?? "");
+    return { sourceIds, matches: filter ? compileFilter(filter) : undefined, dropFields, transform };
+  }
+
+  async function callsOf(req: TestDestinationRequest, sourceIds: readonly string[]): Promise<StoredCallRow[]> {
+    if (req.messageIds.length > maxSample) throw invalidArgument("messageIds", `at most ${maxSample} message ids`);
+    if (req.messageIds.length > 0) return selectCallsByMessageIds(pool, sourceIds, req.messageIds);
+    if (req.sampleSize < 0 || req.sampleSize > maxSample) throw invalidArgument("sampleSize", `must be 0 to ${maxSample} (0: 20)`);
+    return selectRecentCalls(pool, sourceIds, req.sampleSize === 0 ? 20 : req.sampleSize);
+  }
+
+  return {
+    async testDestination(req: TestDestinationRequest): Promise<MessageInitShape<typeof TestDestinationResponseSchema>> {
+      const draft = await draftOf(req);
+      const calls = await callsOf(req, draft.sourceIds);
+      // A sandbox of its own, freed after: a draft never shares state with live deliveries.
+      const sandboxKey = `test:${randomUUID()}`;
+      try {
+        const tested: Array<MessageInitShape<typeof TestedCallSchema>> = [];
+        for (const call of calls) tested.push(await testOne(call, draft, sandboxKey));
+        return { calls: tested };
+      } finally {
+        sandboxes.forget(sandboxKey);
+      }
+    },
+    async backfillDestination(req: BackfillDestinationRequest): Promise<MessageInitShape<typeof BackfillDestinationResponseSchema>> {
+      const destinationId = requireUuid("destinationId", req.destinationId);
+      if (!req.since) throw invalidArgument("since", "is required");
+      const since = timestampDate(req.since);
+      const until = req.until ? timestampDate(req.until) : options.clock.now();
+      if (until.getTime() <= since.getTime()) throw invalidArgument("until", "must be after since");
+      const destination = await selectDestination(pool, destinationId);
+      if (!destination) throw notFound("destination", destinationId);
+      const range = { destinationId, since, until };
+      const candidates = await countBackfillCandidates(pool, range);
+      const matches: CompiledFilter | undefined = destination.filter ? compileFilter(destination.filter) : undefined;
+      if (candidates > 0) options.backfiller.start({ ...range, matches });
+      return { candidateCount: BigInt(candidates) };
+    },
+  };
+
+  async function testOne(
+    call: StoredCallRow,
+    draft: { matches: CompiledFilter | undefined; dropFields: string[]; transform: string },
+    sandboxKey: string,
+  ): Promise<MessageInitShape<typeof TestedCallSchema>> {
+    const base = { messageId: call.message_id, sourceId: call.source_id, type: call.type, event: eventOf(call.payload) };
+    if (draft.matches && !draft.matches(JSON.parse(call.payload))) return { ...base, outcome: TestOutcome.FILTERED };
+    const shaped = await shapeBody(call.payload, { dropFields: draft.dropFields, transform: draft.transform, sandboxKey }, sandboxes);
+    if (shaped.kind === "send") return { ...base, outcome: TestOutcome.SEND, body: shaped.body };
+    if (shaped.kind === "dropped") return { ...base, outcome: TestOutcome.DROPPED_BY_TRANSFORM };
+    return { ...base, outcome: TestOutcome.TRANSFORM_ERROR, error: shaped.error };
+  }
+}

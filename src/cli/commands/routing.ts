@@ -1,0 +1,113 @@
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { Command } from "commander";
+import { DeliveryService, ExplainMessageResponseSchema, Fate } from "../../../gen/waypost/v1/delivery_pb.js";
+import {
+  BackfillDestinationResponseSchema,
+  DestinationService,
+  TestDestinationResponseSchema,
+  TestOutcome,
+} from "../../../gen/waypost/v1/destination_pb.js";
+import type { Wire } from "../context.js";
+import { collect, fields, parseCount, parseTime, table, time } from "../format.js";
+
+const outcomeNames: Record<TestOutcome, string> = {
+  [TestOutcome.UNSPECIFIED]: "-",
+  [TestOutcome.SEND]: "send",
+  [TestOutcome.FILTERED]: "filtered",
+  [TestOutcome.DROPPED_BY_TRANSFORM]: "dropped by transform",
+  [TestOutcome.TRANSFORM_ERROR]: "transform error",
+};
+
+export const fateNames: Record<Fate, string> = {
+  [Fate.UNSPECIFIED]: "-",
+  [Fate.PENDING]: "pending",
+  [Fate.RETRYING]: "retrying",
+  [Fate.DELIVERED]: "delivered",
+  [Fate.FAILED]: "failed",
+  [Fate.EXPIRED]: "expired",
+  [Fate.CANCELLED]: "cancelled",
+  [Fate.FILTERED]: "filtered",
+  [Fate.NOT_CONNECTED]: "not connected",
+  [Fate.DISABLED]: "disabled",
+  [Fate.INTEGRATIONS_OFF]: "integrations off",
+  [Fate.CREATED_LATER]: "created later",
+};
+
+/** `destinations test` and `destinations backfill`: a destination's rules over stored calls. */
+export function registerDestinationRules(destinations: Command, wire: Wire): void {
+  destinations
+    .command("test")
+    .description("run a destination's rules over recent calls of its sources, sending nothing")
+    .argument("<id>", "destination id")
+    .option("--sample <n>", "how many recent calls (default 20, at most 500)")
+    .option("--message <id>", "test this call instead (repeat for several)", collect)
+    .option("--filter <json>", "try this filter instead of the destination's")
+    .action(
+      wire(async (ctx, id: string, flags: { sample?: string; message?: string[]; filter?: string }) => {
+        const response = await ctx.admin(DestinationService).testDestination({
+          destination: { id, ...(flags.filter !== undefined ? { filter: JSON.parse(flags.filter) } : {}) },
+          sampleSize: flags.sample === undefined ? 0 : parseCount(flags.sample, "--sample"),
+          messageIds: flags.message ?? [],
+        });
+        ctx.print(TestDestinationResponseSchema, response, () => {
+          const rows = response.calls.map((c) => [c.messageId, c.type, c.event || "-", outcomeNames[c.outcome], c.error || c.body]);
+          return table(["MESSAGE ID", "TYPE", "EVENT", "OUTCOME", "BODY OR ERROR"], rows);
+        });
+      }),
+    );
+
+  destinations
+    .command("backfill")
+    .description("queue deliveries of retained calls received in a range that the destination has none for and that pass its rules")
+    .argument("<id>", "destination id")
+    .requiredOption("--since <time>", "received at or after: ISO 8601, or back from now: 30s, 15m, 2h, 7d")
+    .option("--until <time>", "received before (default: now)")
+    .action(
+      wire(async (ctx, id: string, flags: { since: string; until?: string }) => {
+        const response = await ctx.admin(DestinationService).backfillDestination({
+          destinationId: id,
+          since: timestampFromDate(parseTime(flags.since, "--since")),
+          ...(flags.until ? { until: timestampFromDate(parseTime(flags.until, "--until")) } : {}),
+        });
+        ctx.print(
+          BackfillDestinationResponseSchema,
+          response,
+          () => `backfilling up to ${response.candidateCount} calls in the background (those the filter turns away are skipped)\n`,
+        );
+      }),
+    );
+}
+
+/** `messages explain`: what happened to one call at every destination. */
+export function registerMessages(program: Command, wire: Wire): void {
+  const messages = program.command("messages").description("look up stored calls");
+  messages
+    .command("explain")
+    .description("what happened to a call at every destination, and why")
+    .argument("<message-id>", "the call's messageId")
+    .option("--source <id>", "the source, when several used the messageId")
+    .action(
+      wire(async (ctx, messageId: string, flags: { source?: string }) => {
+        const response = await ctx.admin(DeliveryService).explainMessage({ messageId, sourceId: flags.source ?? "" });
+        ctx.print(ExplainMessageResponseSchema, response, () => {
+          const call = response.call!;
+          const head = fields([
+            ["message id", call.messageId],
+            ["source", call.sourceId],
+            ["type", call.type],
+            ["event", call.event || "-"],
+            ["user id", call.userId || "-"],
+            ["received", time(call.receiveTime)],
+          ]);
+          const rows = response.destinations.map((d) => [
+            d.destinationName,
+            d.destinationId,
+            fateNames[d.fate] + (d.reason ? ` (${d.reason})` : ""),
+            d.deliveryId || "-",
+            d.deliveryId ? String(d.attemptCount) : "-",
+          ]);
+          return `${head}\n${table(["DESTINATION", "ID", "FATE", "DELIVERY", "ATTEMPTS"], rows)}`;
+        });
+      }),
+    );
+}

@@ -1,0 +1,69 @@
+import { useLocation } from "preact-iso";
+import { Fate } from "../../../../gen/waypost/v1/delivery_pb.js";
+import { BodyView } from "../body-view.js";
+import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
+import { useLoad } from "../context.js";
+import { formatTime } from "../format.js";
+
+const fateLabels: Record<Fate, string> = {
+  [Fate.UNSPECIFIED]: "–",
+  [Fate.PENDING]: "Pending",
+  [Fate.RETRYING]: "Retrying",
+  [Fate.DELIVERED]: "Delivered",
+  [Fate.FAILED]: "Failed",
+  [Fate.EXPIRED]: "Expired",
+  [Fate.CANCELLED]: "Cancelled",
+  [Fate.FILTERED]: "Filtered",
+  [Fate.NOT_CONNECTED]: "Not connected",
+  [Fate.DISABLED]: "Disabled",
+  [Fate.INTEGRATIONS_OFF]: "Integrations off",
+  [Fate.CREATED_LATER]: "Created later",
+};
+
+/** One stored call and what happened to it at every destination (ExplainMessage). */
+export function MessageView(props: { params: { id: string } }) {
+  const messageId = decodeURIComponent(props.params.id);
+  const { query } = useLocation();
+  const sourceId = query.source ?? "";
+  const loaded = useLoad((api) => api.deliveries.explainMessage({ messageId, sourceId }), [messageId, sourceId]);
+  const call = loaded.data?.call;
+  return (
+    <section>
+      <h1>Message {messageId}</h1>
+      <ErrorMessage error={loaded.error} />
+      {call && (
+        <>
+          <dl class="fields">
+            <dt>Type</dt>
+            <dd>{call.type}</dd>
+            <dt>Event</dt>
+            <dd>{call.event || "–"}</dd>
+            <dt>User ID</dt>
+            <dd>{call.userId || "–"}</dd>
+            <dt>Received</dt>
+            <dd>{formatTime(call.receiveTime)}</dd>
+          </dl>
+          <table aria-label="Fate at every destination">
+            <HeaderRow columns={["Destination", "Fate", "Reason", "Delivery", "Attempts"]} />
+            <tbody>
+              {loaded.data!.destinations.length === 0 && <EmptyRow columns={5}>No destinations.</EmptyRow>}
+              {loaded.data!.destinations.map((d) => (
+                <tr key={d.destinationId}>
+                  <td>
+                    <a href={`/console/destinations/${d.destinationId}`}>{d.destinationName}</a>
+                  </td>
+                  <td>{fateLabels[d.fate]}</td>
+                  <td>{d.reason || "–"}</td>
+                  <td>{d.deliveryId ? <a href={`/console/deliveries/${d.deliveryId}`}>{d.deliveryId}</a> : "–"}</td>
+                  <td class="num">{d.deliveryId ? String(d.attemptCount) : "–"}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <h2>Stored body</h2>
+          <BodyView body={call.body} />
+        </>
+      )}
+    </section>
+  );
+}

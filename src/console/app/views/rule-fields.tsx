@@ -1,0 +1,135 @@
+import { useState } from "preact/hooks";
+import { TestOutcome, type TestedCall } from "../../../../gen/waypost/v1/destination_pb.js";
+import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
+import { useSession } from "../context.js";
+import { parseFilter, rulesOf, type DestinationDraft } from "../destination-draft.js";
+import { describeError } from "../errors.js";
+import { errorId, FieldError, type FieldErrors } from "../field-error.js";
+
+const outcomeNames: Record<TestOutcome, string> = {
+  [TestOutcome.UNSPECIFIED]: "–",
+  [TestOutcome.SEND]: "Send",
+  [TestOutcome.FILTERED]: "Filtered",
+  [TestOutcome.DROPPED_BY_TRANSFORM]: "Dropped by transform",
+  [TestOutcome.TRANSFORM_ERROR]: "Transform error",
+};
+
+/**
+ * A destination's routing rules (docs/routing.md): the filter, the dropped
+ * fields and the transform, with Test against recent calls, which runs the
+ * draft over the last calls of its sources on the server and sends nothing.
+ */
+export function RuleFields(props: { draft: DestinationDraft; errors: FieldErrors; onChange(change: Partial<DestinationDraft>): void }) {
+  const { draft, errors, onChange } = props;
+  const { api } = useSession();
+  const [tested, setTested] = useState<TestedCall[] | undefined>();
+  const [testError, setTestError] = useState<string | undefined>();
+  const [testing, setTesting] = useState(false);
+  // The server names the part of a rule that is wrong (filter.properties.total.$gt): it is the field's error.
+  const hasError = (field: string) =>
+    Object.keys(errors).some((k) => k === field || k.startsWith(`${field}.`) || k.startsWith(`${field}[`));
+  const described = (field: string) => ({
+    "aria-invalid": hasError(field) ? ("true" as const) : undefined,
+    "aria-describedby": hasError(field) ? errorId(field) : `hint-${field}`,
+  });
+
+  async function test() {
+    setTestError(undefined);
+    const filter = parseFilter(draft.filter);
+    if (filter.problem !== undefined) {
+      setTestError(`Filter ${filter.problem}`);
+      return;
+    }
+    setTesting(true);
+    try {
+      // The draft as it stands, over its own sources: nothing stored is used in its place.
+      const response = await api.destinations.testDestination({
+        destination: { sourceIds: draft.sourceIds, ...rulesOf(draft) },
+        sampleSize: 20,
+      });
+      setTested(response.calls);
+    } catch (caught) {
+      setTested(undefined);
+      setTestError(describeError(caught));
+    } finally {
+      setTesting(false);
+    }
+  }
+
+  return (
+    <fieldset>
+      <legend>Routing rules</legend>
+      <div class="field">
+        <label for="destination-filter">Filter</label>
+        <textarea
+          id="destination-filter"
+          rows={4}
+          class="code"
+          value={draft.filter}
+          onInput={(e) => onChange({ filter: e.currentTarget.value })}
+          {...described("filter")}
+        />
+        <p id="hint-filter" class="hint">
+          JSON matched against each call, e.g. {'{"type": "track", "properties.total": {"$gt": 100}}'}. Empty: every call.
+        </p>
+        <FieldError errors={errors} field="filter" prefix />
+      </div>
+      <div class="field">
+        <label for="destination-drop-fields">Dropped fields</label>
+        <textarea
+          id="destination-drop-fields"
+          rows={3}
+          class="code"
+          value={draft.dropFields}
+          onInput={(e) => onChange({ dropFields: e.currentTarget.value })}
+          {...described("dropFields")}
+        />
+        <p id="hint-dropFields" class="hint">
+          One dotted path a line (context.ip, properties.email): removed before sending.
+        </p>
+        <FieldError errors={errors} field="dropFields" prefix />
+      </div>
+      <div class="field">
+        <label for="destination-transform">Transform</label>
+        <textarea
+          id="destination-transform"
+          rows={8}
+          class="code"
+          spellcheck={false}
+          value={draft.transform}
+          onInput={(e) => onChange({ transform: e.currentTarget.value })}
+          {...described("transform")}
+        />
+        <p id="hint-transform" class="hint">
+          JavaScript defining function transform(event): return the object to send, or null to drop the call.
+        </p>
+        <FieldError errors={errors} field="transform" />
+      </div>
+      <div class="form-actions">
+        <button type="button" onClick={test} disabled={testing}>
+          Test against recent calls
+        </button>
+      </div>
+      <ErrorMessage error={testError} />
+      {tested && (
+        <table aria-label="Test results">
+          <HeaderRow columns={["Message ID", "Type", "Event", "Outcome", "Body or error"]} />
+          <tbody>
+            {tested.length === 0 && <EmptyRow columns={5}>No stored calls from these sources yet.</EmptyRow>}
+            {tested.map((call) => (
+              <tr key={`${call.sourceId}:${call.messageId}`}>
+                <td>{call.messageId}</td>
+                <td>{call.type}</td>
+                <td>{call.event || "–"}</td>
+                <td>{outcomeNames[call.outcome]}</td>
+                <td>
+                  <pre class="body">{call.error || call.body || "–"}</pre>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </fieldset>
+  );
+}

@@ -1,0 +1,99 @@
+import { writeFileSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import { startTestServer, type TestServer } from "../helpers/server.js";
+import { cliEnv, waypost, waypostJson } from "./support.js";
+
+/** Routing rules through `waypost`: the flags, `destinations test` and `backfill`, and `messages explain`. */
+let server: TestServer;
+let receiver: Receiver;
+let env: NodeJS.ProcessEnv;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  receiver = await startReceiver();
+  env = cliEnv(server);
+});
+afterAll(async () => {
+  await server?.stop();
+  await receiver?.close();
+});
+
+let id = "";
+let sourceId = "";
+let small = { messageId: "" };
+let big = { messageId: "" };
+
+test("--filter, --drop-field and --transform-file set the rules; a bad filter is refused naming the path", async () => {
+  const source = await server.createSource("cli routing");
+  sourceId = source.id;
+  const tracking = server.tracking(source.writeKey);
+  small = await tracking.track({ track: { userId: "u", event: "Order Completed", properties: { total: 5 } } });
+  big = await tracking.track({ track: { userId: "u", event: "Order Completed", properties: { total: 500, email: "e@x" } } });
+  const dir = mkdtempSync(path.join(tmpdir(), "waypost-transform-"));
+  const file = path.join(dir, "transform.js");
+  writeFileSync(file, "function transform(e) { e.event = 'order'; return e }\n");
+
+  const created = await waypostJson<{ destination: { id: string } }>(
+    [
+      "destinations",
+      "create",
+      "--name",
+      "crm",
+      "--source",
+      source.id,
+      "--url",
+      receiver.url,
+      "--disabled",
+      "--filter",
+      '{"properties.total":{"$gt":100}}',
+      "--drop-field",
+      "properties.email",
+      "--drop-field",
+      "context.ip",
+      "--transform-file",
+      file,
+    ],
+    env,
+  );
+  id = created.destination.id;
+  const stored = (await server.destinations.getDestination({ id })).destination!;
+  expect(stored.filter).toEqual({ "properties.total": { $gt: 100 } });
+  expect(stored.dropFields).toEqual(["properties.email", "context.ip"]);
+  expect(stored.transform).toContain("e.event = 'order'");
+
+  const [bad, notJson] = await Promise.all([
+    waypost(["destinations", "update", id, "--filter", '{"properties.total":{"$gt":"x"}}'], env),
+    waypost(["destinations", "update", id, "--filter", "{"], env),
+  ]);
+  expect(bad.code).toBe(1);
+  expect(bad.stderr).toContain("invalid_argument: destination.filter.properties.total.$gt: must be a number");
+  expect(notJson.code).toBe(2);
+});
+
+test("destinations test shows each call's outcome and body, sending nothing", async () => {
+  const tested = await waypost(["destinations", "test", id, "--sample", "5"], env);
+  expect(tested.code, tested.stderr).toBe(0);
+  expect(tested.stdout).toMatch(new RegExp(`${small.messageId}\\s+track\\s+Order Completed\\s+filtered`));
+  expect(tested.stdout).toMatch(new RegExp(`${big.messageId}\\s+track\\s+Order Completed\\s+send\\s+.*"event":"order"`));
+  expect(tested.stdout).not.toContain("e@x");
+  expect(receiver.requests).toEqual([]);
+});
+
+test("destinations backfill queues in the background; messages explain gives each destination's fate", async () => {
+  const backfill = await waypost(["destinations", "backfill", id, "--since", "1h"], env);
+  expect(backfill.code, backfill.stderr).toBe(0);
+  expect(backfill.stdout).toContain("backfilling up to 2 calls");
+  await server.waypost.backfiller.idle();
+
+  const explained = await waypost(["messages", "explain", big.messageId], env);
+  expect(explained.code, explained.stderr).toBe(0);
+  expect(explained.stdout).toMatch(new RegExp(`crm\\s+${id}\\s+pending\\s+\\d+\\s+0`));
+  const filtered = await waypostJson(["messages", "explain", small.messageId, "--source", sourceId], env);
+  expect(filtered.destinations).toEqual([expect.objectContaining({ destinationId: id, fate: "FATE_CREATED_LATER" })]);
+  const missing = await waypost(["messages", "explain", "nope"], env);
+  expect(missing.code).toBe(1);
+  expect(missing.stderr).toContain("not_found");
+});
