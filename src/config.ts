@@ -90,6 +90,18 @@ export interface Config {
   summaryIntervalMs: number;
   /** DeliveryService's own database pool and bounds (docs/limits.md#admin-read-limits). */
   adminReads: AdminReadConfig;
+  /** OpenTelemetry spans (docs/tracing.md). */
+  tracing: TracingConfig;
+}
+
+/**
+ * Whether, and where, spans are exported. Only the endpoint is read here;
+ * the other OTEL_* variables (sampler, service name, headers, timeouts,
+ * batch sizes) are read by the OpenTelemetry SDK itself.
+ */
+export interface TracingConfig {
+  /** The OTLP/HTTP traces URL; undefined: tracing is off. */
+  tracesUrl: string | undefined;
 }
 
 export interface AdminReadConfig {
@@ -170,7 +182,33 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       statementTimeoutMs: int(env, "WAYPOST_ADMIN_STATEMENT_TIMEOUT_MS", 15_000, 100, 600_000),
       maxResponseBytes: 4 * 1024 * 1024,
     },
+    tracing: { tracesUrl: parseTracesUrl(env) },
   };
+}
+
+/**
+ * The traces URL as the OpenTelemetry specification derives it: the
+ * signal-specific variable as it is, else the base endpoint with
+ * v1/traces appended. OTEL_SDK_DISABLED=true turns tracing off.
+ */
+function parseTracesUrl(env: Record<string, string | undefined>): string | undefined {
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true") return undefined;
+  const specific = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  const name = specific ? "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT";
+  const value = specific || base;
+  if (!value) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`${name} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new ConfigError(`${name} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
+  }
+  if (specific) return url.href;
+  return `${url.href.replace(/\/+$/, "")}/v1/traces`;
 }
 
 function parseCircuit(env: Record<string, string | undefined>): CircuitConfig {

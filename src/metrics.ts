@@ -11,6 +11,7 @@ export interface Metrics {
   deliveriesInFlight: Gauge;
   destinationCircuitOpen: Gauge<"destination_id">;
   destinationBacklog: Gauge<"destination_id">;
+  traceSpansDropped: Counter<"reason">;
 }
 
 export interface MetricsOptions {
@@ -78,6 +79,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
         this.reset();
         for (const [destinationId, count] of counts ?? []) this.set({ destination_id: destinationId }, count);
       },
+    }),
+    traceSpansDropped: new Counter({
+      name: "waypost_trace_spans_dropped_total",
+      help: "Spans never exported, with tracing on: queue_full (the export queue had no room) or export_failed (the collector refused them or was unreachable).",
+      labelNames: ["reason"],
+      registers: [registry],
     }),
   };
 }

@@ -27,6 +27,8 @@ import { createIngestor, type Ingestor } from "./ingest/ingestor.js";
 import type { Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { startupSummary } from "./startup-summary.js";
+import { startTracing } from "./tracing/start-tracing.js";
+import type { Tracing } from "./tracing/tracing.js";
 
 export interface WaypostOptions {
   config: Config;
@@ -54,6 +56,8 @@ export interface Waypost {
   adminToken: string;
   ingestor: Ingestor;
   metrics: Metrics;
+  /** Spans of tracking requests and webhook attempts (off unless an OTLP endpoint is set). */
+  tracing: Tracing;
   /** Present when this process delivers (role worker or all). */
   delivery: DeliveryLoop | undefined;
   maintenance: Maintenance | undefined;
@@ -116,6 +120,13 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   }
   const backlog = createBacklogReader({ pool, clock, logger });
   const metrics = createMetrics({ backlog: backlog.read });
+  const tracing = await startTracing({
+    config: config.tracing,
+    onDropped: (count, reason) => metrics.traceSpansDropped.inc({ reason }, count),
+  });
+  // Pushed before the delivery loop's closer, so it runs after it: the
+  // spans of the last attempts are exported too (within the shutdown timeout).
+  closers.push(() => tracing.shutdown(config.delivery.shutdownTimeoutMs));
   const ingestor = createIngestor({ pool, clock, metrics });
   const auth = createAuthenticator({ pool, adminToken: admin.token });
   // One address guard for the process: destination validation at the API
@@ -146,6 +157,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     signingSecretOverlapMs: config.signingSecretOverlapMs,
     replayer,
     retentionMs: config.retentionMs,
+    tracing,
   });
   const operational = createOperationalRoutes({
     registry: metrics.registry,
@@ -158,7 +170,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     operational,
     ...(serveRpc
       ? [
-          createCompatHttpApi({ ingestor, auth, logger }),
+          createCompatHttpApi({ ingestor, auth, logger, tracing }),
           createConsoleRoutes(),
           prefixRoute(rpc.trackingPrefix, (req, res) => rpc.tracking(req as never, res as never)),
           prefixRoute("/waypost.v1.", (req, res) => rpc.admin(req as never, res as never)),
@@ -186,6 +198,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
       ca: options.ca,
       operatorWebhook: config.operatorWebhook,
       guard: addressGuard,
+      tracing,
     });
     const loop = delivery;
     await loop.start();
@@ -232,6 +245,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     adminToken: admin.token,
     ingestor,
     metrics,
+    tracing,
     delivery,
     maintenance,
     async stop() {

@@ -13,6 +13,7 @@ import type { BulkReplayer } from "../delivery/bulk-replayer.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
 import type { Logger } from "../logger.js";
+import { tracingOff, type Tracing } from "../tracing/tracing.js";
 import { createAdminReadDeadline } from "./admin-read-deadline.js";
 import { createAudienceService } from "./audience-service.js";
 import type { Authenticator } from "./auth.js";
@@ -22,6 +23,7 @@ import { createDestinationService } from "./destination-service.js";
 import { createRpcAdapter, type RpcNodeHandler } from "./transport/rpc-adapter.js";
 import { createDomainErrorInterceptor } from "./domain-errors.js";
 import { createErrorLogInterceptor } from "./transport/rpc-error-log.js";
+import { createRequestSpanInterceptor } from "./request-span.js";
 import { createSourceService } from "./source-service.js";
 import { createTrackingService } from "./tracking-service.js";
 import { registerWireTrackingService } from "./tracking-wire-service.js";
@@ -47,6 +49,8 @@ export interface RpcHandlersOptions {
    * ingest and delivery need.
    */
   adminReads: { pool: pg.Pool; statementTimeoutMs: number; maxResponseBytes: number };
+  /** Server spans of tracking requests, and the trace context their calls store (off: passed through). */
+  tracing?: Tracing | undefined;
 }
 
 export interface RpcHandlers {
@@ -95,7 +99,8 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
     // Its size refusals carry a RequestTooLarge detail, so clients split rather than retry.
     maxRequestBytes: limits.maxRequestBytes,
     jsonOptions,
-    interceptors,
+    // Outermost, so that a refused key or a bad request ends its span as failed.
+    interceptors: [createRequestSpanInterceptor(options.tracing ?? tracingOff), ...interceptors],
     gate,
     logger: options.logger,
     routes(router: ConnectRouter) {

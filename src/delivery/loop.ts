@@ -11,6 +11,8 @@ import type { DeliveryHooks } from "./delivery-hooks.js";
 import { createDeliveryRuntime, within, type DeliveryRuntime, type DeliveryRuntimeOptions } from "./delivery-runtime.js";
 import { createScheduler } from "./scheduler.js";
 import { decideCompletion, prepareDelivery, releaseCompletion } from "./stages.js";
+import { traceAttempt } from "./attempt-spans.js";
+import { tracingOff } from "../tracing/tracing.js";
 
 export interface DeliveryLoopOptions extends DeliveryRuntimeOptions {
   pool: pg.Pool;
@@ -108,7 +110,9 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
         hooks.emit("lost", [job.id]);
         return;
       }
-      const results = await runtime.send(job.destinationId, preparation.requests);
+      const attempt = traceAttempt(options.tracing ?? tracingOff, job, destination!, preparation.requests);
+      const results = await runtime.send(job.destinationId, attempt.requests);
+      attempt.end(results);
       metrics.attempted(job.destinationId, results);
       writer.add(decideCompletion(job, results, clock.now(), config.retry, options.random));
     } catch (error) {

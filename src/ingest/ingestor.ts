@@ -5,6 +5,7 @@ import type { Queryable } from "../db/pool.js";
 import { storeMessages, type MessageToStore } from "../db/queries/store-messages.js";
 import type { Call } from "./call.js";
 import type { Metrics } from "../metrics.js";
+import type { TraceContext } from "../tracing/trace-context.js";
 import { limits } from "./limits.js";
 import { buildCallPayload } from "./payload.js";
 import { validateCall } from "./validate.js";
@@ -30,9 +31,16 @@ export interface IngestorOptions {
   metrics?: Metrics | undefined;
 }
 
+export interface IngestOptions {
+  /** Stored with every call, and sent on every webhook request for it. */
+  trace?: TraceContext | undefined;
+  /** Where to store them (a transaction); the pool by default. */
+  db?: Queryable | undefined;
+}
+
 export interface Ingestor {
   /** Validates, stores and routes calls of one source in one statement. */
-  ingest(sourceId: string, calls: readonly Call[], db?: Queryable): Promise<IngestResult>;
+  ingest(sourceId: string, calls: readonly Call[], options?: IngestOptions): Promise<IngestResult>;
 }
 
 /**
@@ -41,9 +49,9 @@ export interface Ingestor {
  */
 export function createIngestor(options: IngestorOptions): Ingestor {
   return {
-    async ingest(sourceId, calls, db = options.pool) {
+    async ingest(sourceId, calls, { trace, db = options.pool } = {}) {
       const receivedAt = options.clock.now();
-      const prepared = prepareCalls(calls, receivedAt);
+      const prepared = prepareCalls(calls, receivedAt, trace);
       await storeMessages(
         db,
         sourceId,
@@ -69,7 +77,7 @@ interface PreparedCalls {
   messageIds: string[];
 }
 
-function prepareCalls(calls: readonly Call[], receivedAt: Date): PreparedCalls {
+function prepareCalls(calls: readonly Call[], receivedAt: Date, trace: TraceContext | undefined): PreparedCalls {
   const toStore: PreparedCalls["toStore"] = [];
   const rejected: RejectedCall[] = [];
   const messageIds: string[] = [];
@@ -106,6 +114,8 @@ function prepareCalls(calls: readonly Call[], receivedAt: Date): PreparedCalls {
         anonymousId: call.anonymousId,
         payload,
         integrations: call.integrations,
+        traceparent: trace?.traceparent,
+        tracestate: trace?.tracestate,
       },
     });
   });

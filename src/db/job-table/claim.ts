@@ -22,6 +22,9 @@ export interface ClaimedDelivery {
   payload: string;
   /** The message's id: Standard Webhooks' webhook-id, the same on every attempt. */
   messageId: string;
+  /** The W3C trace context stored with the message, sent on every attempt (null: none). */
+  traceparent?: string | null;
+  tracestate?: string | null;
   /** Claimed as the probe of the destination's open circuit. */
   probe: boolean;
   /**
@@ -65,7 +68,7 @@ const claimTransition = transitionSql({
         AND (d.destination_id, d.id) IN (SELECT destination_id, id FROM due)
         AND m.id = d.message_pk`,
   returning: `d.destination_id, d.id, d.lease_token, d.attempt_count, d.first_attempt_at, d.retry_urls, m.payload,
-              m.message_id, d.id IN (SELECT probe_delivery_id FROM probes) AS probe`,
+              m.message_id, m.traceparent, m.tracestate, d.id IN (SELECT probe_delivery_id FROM probes) AS probe`,
 });
 
 /**
@@ -106,6 +109,8 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
     retry_urls: string[] | null;
     payload: string;
     message_id: string;
+    traceparent: string | null;
+    tracestate: string | null;
     probe: boolean;
     destination_revision: number | null;
   }>({
@@ -203,6 +208,8 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
         retryUrls: row.retry_urls,
         payload: row.payload,
         messageId: row.message_id,
+        traceparent: row.traceparent,
+        tracestate: row.tracestate,
         probe: row.probe,
         destinationRevision: row.destination_revision,
       })),

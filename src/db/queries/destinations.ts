@@ -142,6 +142,8 @@ export async function replaceDestinationSources(db: Queryable, destinationId: st
 /** A destination's delivery settings, as the delivery loop reads them. */
 export interface DestinationConfigRow {
   id: string;
+  /** Named on each attempt's span when tracing is on. */
+  name: string;
   enabled: boolean;
   webhooks: Array<{ url: string; headers: Record<string, string> }>;
   shared_secret: string | null;
@@ -160,7 +162,7 @@ export interface DestinationConfigRow {
 export async function loadDestinationConfigs(db: Queryable, ids: readonly string[]): Promise<Map<string, DestinationConfigRow>> {
   const result = await db.query<DestinationConfigRow>({
     name: "waypost_load_destination_configs",
-    text: "SELECT id, enabled, webhooks, shared_secret, signing_secrets, ordering, revision FROM destinations WHERE id = ANY ($1::uuid[])",
+    text: "SELECT id, name, enabled, webhooks, shared_secret, signing_secrets, ordering, revision FROM destinations WHERE id = ANY ($1::uuid[])",
     values: [ids],
   });
   return new Map(result.rows.map((row) => [row.id, row]));
