@@ -132,3 +132,19 @@ test("admin reads: their pool size and statement timeout come from the environme
   expect(() => loadConfig({ WAYPOST_ADMIN_READ_CONNECTIONS: "0" })).toThrow(/WAYPOST_ADMIN_READ_CONNECTIONS/);
   expect(() => loadConfig({ WAYPOST_ADMIN_STATEMENT_TIMEOUT_MS: "soon" })).toThrow(/WAYPOST_ADMIN_STATEMENT_TIMEOUT_MS/);
 });
+
+test("tracing is on when an OTLP endpoint is set: the traces URL as OpenTelemetry derives it", () => {
+  expect(loadConfig({}).tracing.tracesUrl).toBeUndefined();
+  expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" }).tracing.tracesUrl).toBe("http://collector:4318/v1/traces");
+  expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "https://otel.example.com/otlp/" }).tracing.tracesUrl).toBe(
+    "https://otel.example.com/otlp/v1/traces",
+  );
+  // The signal-specific variable is used as it is, and wins.
+  expect(
+    loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://a:4318", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://b:4318/custom" }).tracing
+      .tracesUrl,
+  ).toBe("http://b:4318/custom");
+  expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://a:4318", OTEL_SDK_DISABLED: "true" }).tracing.tracesUrl).toBeUndefined();
+  expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT/);
+  expect(() => loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "not a url" })).toThrow(ConfigError);
+});

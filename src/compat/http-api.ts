@@ -206,7 +206,12 @@ async function submit(
 }
 
 /** Ingests the messages that parsed; returns every rejection by request index. */
-async function ingestValid(ingestor: Ingestor, sourceId: string, request: ParsedRequest, span: RequestSpan | undefined): Promise<Rejection[]> {
+async function ingestValid(
+  ingestor: Ingestor,
+  sourceId: string,
+  request: ParsedRequest,
+  span: RequestSpan | undefined,
+): Promise<Rejection[]> {
   const rejections: Rejection[] = [];
   const valid: Array<{ call: Call; index: number }> = [];
   request.messages.forEach((message, index) => {

@@ -89,7 +89,11 @@ test("a batch's calls each carry the request's context", async () => {
   const { traceparent } = newTraceparent();
   const response = await fetch(`${server.url}/v1/batch`, {
     method: "POST",
-    headers: { "content-type": "application/json", authorization: `Basic ${Buffer.from(`${source.writeKey}:`).toString("base64")}`, traceparent },
+    headers: {
+      "content-type": "application/json",
+      authorization: `Basic ${Buffer.from(`${source.writeKey}:`).toString("base64")}`,
+      traceparent,
+    },
     body: JSON.stringify({ batch: [1, 2, 3].map((n) => ({ type: "track", userId: `u${n}`, event: "E" })) }),
   });
   expect(response.status).toBe(200);
