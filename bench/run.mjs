@@ -2,7 +2,7 @@
 // `npm run bench`: starts what it needs on loopback (a Postgres database, the
 // service as separate processes, a keep-alive sink process) and prints one
 // JSON object per line. Options:
-//   --only=ingest,burn-down,scaling,end-to-end,baselines,isolation,client,cheap-requests,ordering,rate-limit,soak
+//   --only=ingest,burn-down,scaling,end-to-end,baselines,isolation,client,cheap-requests,ordering,rate-limit,tracing,soak
 //   --quick   smaller counts and shorter steps (a smoke run, not a measurement)
 //   --soak    add a 5-minute steady run that checks rates do not decay
 //   --duration=MS --deliveries=N   override the ingest duration and the burn-down size
@@ -21,6 +21,7 @@ import { orderingScenario } from "./scenarios/ordering.mjs";
 import { rateLimitScenario } from "./scenarios/rate-limit.mjs";
 import { scalingScenario } from "./scenarios/scaling.mjs";
 import { soakScenario } from "./scenarios/soak.mjs";
+import { tracingScenario } from "./scenarios/tracing.mjs";
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
@@ -118,6 +119,17 @@ try {
     await inFreshDatabase((db) => orderingScenario({ db, sink, count: sizes.burnDown, users: quick ? 1_000 : 10_000 }));
   if (wants("rate-limit")) {
     await inFreshDatabase((db) => rateLimitScenario({ db, sink, count: sizes.isolation, limitedBacklog: quick ? 8_000 : 30_000 }));
+  }
+  // Trace context off (with and without a context in the calls) and on, ingest and burn-down, interleaved.
+  if (wants("tracing")) {
+    await tracingScenario({
+      createDatabase: () => postgres.createDatabase(),
+      sink,
+      durationMs: sizes.durationMs,
+      deliveries: Math.min(sizes.burnDown, 50_000),
+      rounds: quick ? 1 : 2,
+      beforeEntry: process.env.BENCH_BEFORE_ENTRY,
+    });
   }
   if (Object.keys(rss).length > 0) {
     report({ scenario: "memory", peak_rss_mb: rss, max_peak_rss_mb: Math.max(...Object.values(rss)), target_mb: 300 });

@@ -15,8 +15,9 @@ const placeholder = "@".repeat(24);
  * server still decodes, validates and stores every call as usual.
  * @param {string} baseUrl
  * @param {string} writeKey
+ * @param {Record<string, string>} [headers] sent with every request (a traceparent, say)
  */
-export function trackingClient(baseUrl, writeKey) {
+export function trackingClient(baseUrl, writeKey, headers = {}) {
   const session = http2.connect(baseUrl);
   session.on("error", () => {});
   /** @type {Map<number, { bytes: Buffer, offsets: number[] }>} */
@@ -69,6 +70,7 @@ export function trackingClient(baseUrl, writeKey) {
           ":path": "/waypost.v1.TrackingService/Batch",
           "content-type": "application/proto",
           authorization: `Bearer ${writeKey}`,
+          ...headers,
         });
         /** @type {Buffer[]} */
         const chunks = [];
