@@ -17,16 +17,18 @@ export async function queueDeliveries(pool, { sourceId, destinationId, count, pr
     const n = Math.min(chunk, count - start);
     await pool.query(
       `WITH m AS (
-         INSERT INTO messages (source_id, message_id, type, user_id, received_at, traceparent, payload)
-         SELECT $1, $4 || '-' || g, 'track', 'user-' || g, now(), $6::text,
+         INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload${traceparent ? ", traceparent" : ""})
+         SELECT $1, $4 || '-' || g, 'track', 'user-' || g, now(),
                 '{"version":1,"type":"track","userId":"user-' || g || '","event":"Order Completed","properties":{"orderId":"' || g ||
                 '","total":42.5,"currency":"EUR"},"context":{"ip":"203.0.113.9"},"timestamp":"2026-11-22T10:04:05.123Z","messageId":"' || $4 || '-' || g || '"}'
+                ${traceparent ? ", $6::text" : ""}
            FROM generate_series($3::int, $3::int + $5::int - 1) AS g
          RETURNING id
        )
        INSERT INTO deliveries (destination_id, message_pk, source_id, run_at, created_at)
        SELECT $2, m.id, $1, now(), now() FROM m`,
-      [sourceId, destinationId, start, prefix, n, traceparent ?? null],
+      // Without a traceparent the column is not named: a build from before it was added runs this too.
+      traceparent ? [sourceId, destinationId, start, prefix, n, traceparent] : [sourceId, destinationId, start, prefix, n],
     );
   }
   await pool.query("ANALYZE messages; ANALYZE deliveries");

@@ -25,11 +25,16 @@ export function createRequestSpanInterceptor(tracing: Tracing): Interceptor {
       return res;
     } catch (error) {
       const failure = ConnectError.from(error);
-      span.set({ "rpc.response.status_code": Code[failure.code] ?? String(failure.code) });
+      span.set({ "rpc.response.status_code": codeName(failure.code) });
       span.end(failure.rawMessage);
       throw error;
     }
   };
+}
+
+/** The code as the Connect protocol spells it: invalid_argument, unauthenticated... */
+function codeName(code: Code): string {
+  return (Code[code] ?? String(code)).replace(/[A-Z]/g, (letter, at: number) => (at > 0 ? "_" : "") + letter.toLowerCase());
 }
 
 function rpcAttributes(method: string, contentType: string | null): Record<string, string> {

@@ -121,3 +121,16 @@ test("every retry of a delivery carries the same traceparent", async () => {
     [traceparent, "k=v"],
   ]);
 });
+
+test("a webhook cannot have a static traceparent or tracestate header: they are the call's", async () => {
+  const source = await server.createSource();
+  for (const name of ["traceparent", "Tracestate"]) {
+    await expect(
+      server.createDestination({
+        name: "static trace header",
+        sourceIds: [source.id],
+        webhooks: [{ url: "http://127.0.0.1:9/hook", headers: { [name]: "00-x" } }],
+      }),
+    ).rejects.toThrow(new RegExp(name, "i"));
+  }
+});
