@@ -102,6 +102,8 @@ export interface Config {
 export interface TracingConfig {
   /** The OTLP/HTTP traces URL; undefined: tracing is off. */
   tracesUrl: string | undefined;
+  /** The OTLP/HTTP encoding: protobuf (the OpenTelemetry default) or JSON. */
+  protocol: "http/protobuf" | "http/json";
 }
 
 export interface AdminReadConfig {
@@ -182,8 +184,18 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       statementTimeoutMs: int(env, "WAYPOST_ADMIN_STATEMENT_TIMEOUT_MS", 15_000, 100, 600_000),
       maxResponseBytes: 4 * 1024 * 1024,
     },
-    tracing: { tracesUrl: parseTracesUrl(env) },
+    tracing: { tracesUrl: parseTracesUrl(env), protocol: parseOtlpProtocol(env) },
   };
+}
+
+/** OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL; grpc is not offered. */
+function parseOtlpProtocol(env: Record<string, string | undefined>): TracingConfig["protocol"] {
+  const name = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL";
+  const value = env[name]?.trim() || "http/protobuf";
+  if (value !== "http/protobuf" && value !== "http/json") {
+    throw new ConfigError(`${name} must be http/protobuf or http/json (grpc is not supported), got ${JSON.stringify(value)}`);
+  }
+  return value;
 }
 
 /**

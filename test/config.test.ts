@@ -147,4 +147,11 @@ test("tracing is on when an OTLP endpoint is set: the traces URL as OpenTelemetr
   expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://a:4318", OTEL_SDK_DISABLED: "true" }).tracing.tracesUrl).toBeUndefined();
   expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT/);
   expect(() => loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "not a url" })).toThrow(ConfigError);
+  // Protobuf unless told otherwise; grpc is refused, naming the variable.
+  expect(loadConfig({}).tracing.protocol).toBe("http/protobuf");
+  expect(loadConfig({ OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" }).tracing.protocol).toBe("http/json");
+  expect(
+    loadConfig({ OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/protobuf" }).tracing.protocol,
+  ).toBe("http/protobuf");
+  expect(() => loadConfig({ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "grpc" })).toThrow(/OTEL_EXPORTER_OTLP_TRACES_PROTOCOL/);
 });

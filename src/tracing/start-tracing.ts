@@ -12,8 +12,8 @@ export interface StartTracingOptions {
  * is on: with it off, not one of its modules is imported.
  */
 export async function startTracing(options: StartTracingOptions): Promise<Tracing> {
-  const { tracesUrl } = options.config;
+  const { tracesUrl, protocol } = options.config;
   if (tracesUrl === undefined) return tracingOff;
   const { createOtelTracing } = await import("./otel-tracing.js");
-  return createOtelTracing({ tracesUrl, onDropped: options.onDropped });
+  return createOtelTracing({ tracesUrl, protocol, onDropped: options.onDropped });
 }

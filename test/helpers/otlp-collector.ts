@@ -1,5 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { decodeProtobufExport } from "./otlp-protobuf.js";
 
 /** A span as an OTLP/HTTP JSON export carries it, with its attributes as plain values. */
 export interface CollectedSpan {
@@ -25,6 +26,8 @@ export interface OtlpCollector {
   spans: CollectedSpan[];
   /** Export requests received, answered or not. */
   requests: number;
+  /** Content types of the requests received. */
+  contentTypes: Set<string>;
   /** Export requests answered. */
   answered: number;
   mode: CollectorMode;
@@ -36,8 +39,8 @@ export interface OtlpCollector {
 }
 
 /**
- * A real OTLP/HTTP endpoint on loopback that decodes the JSON encoding (the
- * exporter's) into spans. "refuse" answers 400 (the exporter gives the batch
+ * A real OTLP/HTTP endpoint on loopback that decodes what it receives, JSON
+ * or protobuf, into spans. "refuse" answers 400 (the exporter gives the batch
  * up), "hang" never answers.
  */
 export async function startOtlpCollector(mode: CollectorMode = "accept"): Promise<OtlpCollector> {
@@ -53,7 +56,10 @@ export async function startOtlpCollector(mode: CollectorMode = "accept"): Promis
       } else if (collector.mode === "refuse") {
         answer(res, 400, "{}");
       } else {
-        collector.spans.push(...decode(Buffer.concat(chunks).toString("utf8")));
+        const body = Buffer.concat(chunks);
+        const type = req.headers["content-type"] ?? "";
+        collector.contentTypes.add(type);
+        collector.spans.push(...(type.startsWith("application/json") ? decode(body.toString("utf8")) : decodeProtobufExport(body)));
         answer(res, 200, "{}");
       }
       for (const wake of [...waiters]) wake();
@@ -79,6 +85,7 @@ export async function startOtlpCollector(mode: CollectorMode = "accept"): Promis
     tracesUrl: `http://127.0.0.1:${port}/v1/traces`,
     spans: [],
     requests: 0,
+    contentTypes: new Set(),
     answered: 0,
     mode,
     async waitForSpans(count, filter = () => true) {

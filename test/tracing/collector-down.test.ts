@@ -15,7 +15,7 @@ afterEach(async () => {
 async function tracedServer(collector: OtlpCollector): Promise<TestServer> {
   // Stopping gives the exporter up to the shutdown timeout: keep it short, the collector is down.
   const server = await startTestServer({
-    config: { tracing: { tracesUrl: collector.tracesUrl }, delivery: { shutdownTimeoutMs: 500 } },
+    config: { tracing: { tracesUrl: collector.tracesUrl, protocol: "http/protobuf" }, delivery: { shutdownTimeoutMs: 500 } },
   });
   open.push({ close: () => server.stop() });
   open.push(collector);

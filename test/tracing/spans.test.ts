@@ -17,7 +17,7 @@ const receivers: Receiver[] = [];
 beforeAll(async () => {
   clock = new ManualClock(new Date("2026-11-25T10:00:00Z"));
   collector = await startOtlpCollector();
-  server = await startTestServer({ clock, config: { tracing: { tracesUrl: collector.tracesUrl } } });
+  server = await startTestServer({ clock, config: { tracing: { tracesUrl: collector.tracesUrl, protocol: "http/json" } } });
 });
 afterAll(async () => {
   await server?.stop();
@@ -147,4 +147,35 @@ test("a refused request's span is marked failed", async () => {
   expect(span.kind).toBe(serverKind);
   expect(span.statusCode).toBe(2);
   expect(span.attributes["http.response.status_code"]).toBe(401);
+});
+
+test("the protobuf encoding (the default) carries the same spans", async () => {
+  const protobufCollector = await startOtlpCollector();
+  const other = await startTestServer({ config: { tracing: { tracesUrl: protobufCollector.tracesUrl, protocol: "http/protobuf" } } });
+  try {
+    const { receiver, source, destination } = await setupRoute(other);
+    receivers.push(receiver);
+    const incoming = newTraceparent();
+    const delivered = other.waitForDeliveries(1);
+    await trackWith(other, "grpc", source.writeKey, { traceparent: incoming.traceparent });
+    const [request] = await receiver.waitForRequests(1);
+    await delivered;
+    await other.waypost.tracing.flush();
+    const spans = await protobufCollector.waitForSpans(2, (s) => s.traceId === incoming.traceId);
+    expect([...protobufCollector.contentTypes]).toEqual(["application/x-protobuf"]);
+    const serverSpan = spans.find((s) => s.kind === serverKind)!;
+    const attempt = spans.find((s) => s.kind === clientKind)!;
+    expect(serverSpan.parentSpanId).toBe(incoming.parentId);
+    expect(serverSpan.serviceName).toBe("waypost");
+    expect(attempt.parentSpanId).toBe(serverSpan.spanId);
+    expect(sentParent(request!)).toMatchObject({ traceId: incoming.traceId, parentId: attempt.spanId });
+    expect(attempt.attributes).toMatchObject({
+      "waypost.destination.id": destination.id,
+      "waypost.attempt.number": 1,
+      "http.response.status_code": 200,
+    });
+  } finally {
+    await other.stop();
+    await protobufCollector.close();
+  }
 });
