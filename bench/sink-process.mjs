@@ -3,11 +3,12 @@
 // connections (any path but /dead, which never answers). With latency
 // tracking on, it records when each messageId arrived. It is also the OTLP
 // endpoint of the tracing runs: POST /v1/traces is answered 200 and its
-// spans counted (not as webhooks).
+// requests and bytes counted (not as webhooks).
 import http from "node:http";
 
 let count = 0;
-let spans = 0;
+let otlpRequests = 0;
+let otlpBytes = 0;
 let track = false;
 /** @type {Array<[string, number]>} */
 let arrivals = [];
@@ -15,7 +16,7 @@ let arrivals = [];
 const hanging = new Set();
 /**
  * The parent's requests (bench/lib/sink.mjs), each answered with its id.
- * @typedef {{ id: number, type: "count" | "spans" | "reset" | "arrivals" | "close", track?: boolean }} SinkRequest
+ * @typedef {{ id: number, type: "count" | "otlp" | "reset" | "arrivals" | "close", track?: boolean }} SinkRequest
  */
 
 /** @param {object} message */
@@ -26,18 +27,17 @@ function send(message) {
 const wallNow = () => performance.timeOrigin + performance.now();
 
 /**
- * An OTLP/HTTP JSON export: the spans in it are counted by their "spanId"
- * keys (parentSpanId is spelled with a capital S), not parsed.
+ * An OTLP/HTTP export (protobuf or JSON): counted, not decoded, and
+ * answered with an empty ExportTraceServiceResponse in its encoding.
  * @param {http.IncomingMessage} req
  * @param {http.ServerResponse} res
  */
 function receiveSpans(req, res) {
-  /** @type {Buffer[]} */
-  const chunks = [];
-  req.on("data", (c) => chunks.push(c));
+  req.on("data", (/** @type {Buffer} */ c) => (otlpBytes += c.length));
   req.on("end", () => {
-    spans += Buffer.concat(chunks).toString().split('"spanId":').length - 1;
-    res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    otlpRequests++;
+    const json = String(req.headers["content-type"]).startsWith("application/json");
+    res.writeHead(200, { "content-type": json ? "application/json" : "application/x-protobuf" }).end(json ? "{}" : "");
   });
 }
 
@@ -73,10 +73,11 @@ server.listen(0, "127.0.0.1", () => send({ port: /** @type {import("node:net").A
 
 process.on("message", (/** @type {SinkRequest} */ message) => {
   if (message.type === "count") send({ id: message.id, count });
-  else if (message.type === "spans") send({ id: message.id, spans });
+  else if (message.type === "otlp") send({ id: message.id, requests: otlpRequests, bytes: otlpBytes });
   else if (message.type === "reset") {
     count = 0;
-    spans = 0;
+    otlpRequests = 0;
+    otlpBytes = 0;
     arrivals = [];
     track = Boolean(message.track);
     send({ id: message.id, ok: true });

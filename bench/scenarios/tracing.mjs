@@ -27,9 +27,9 @@ export async function tracingScenario({ createDatabase, sink, durationMs, delive
     { name: "off_forwarding", env: {}, context: true },
     { name: "on", env: { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_TRACES_SAMPLER: "always_on" }, context: true },
   ];
-  /** @type {Record<string, { ingest: number[], burnDown: number[], ingestCpu: number[], burnDownCpu: number[], spans: number[] }>} */
+  /** @type {Record<string, { ingest: number[], burnDown: number[], ingestCpu: number[], burnDownCpu: number[], otlpBytes: number[] }>} */
   const results = Object.fromEntries(
-    variants.map((v) => [v.name, { ingest: [], burnDown: [], ingestCpu: [], burnDownCpu: [], spans: [] }]),
+    variants.map((v) => [v.name, { ingest: [], burnDown: [], ingestCpu: [], burnDownCpu: [], otlpBytes: [] }]),
   );
   for (let round = 1; round <= rounds; round++) {
     for (const v of variants) {
@@ -65,7 +65,7 @@ export async function tracingScenario({ createDatabase, sink, durationMs, delive
       r.burnDown.push(burn.rate);
       if (ingest.cpuUsPerCall !== null) r.ingestCpu.push(ingest.cpuUsPerCall);
       if (burn.cpuUsPerWebhook !== null) r.burnDownCpu.push(burn.cpuUsPerWebhook);
-      r.spans.push(await sink.spans());
+      r.otlpBytes.push((await sink.otlp()).bytes);
     }
   }
   const reference = results.off;
@@ -84,7 +84,7 @@ export async function tracingScenario({ createDatabase, sink, durationMs, delive
           burn_down_cpu_us_per_webhook: median(r.burnDownCpu),
           ingest_ratio_to_off: ratio(r.ingest, reference.ingest),
           burn_down_ratio_to_off: ratio(r.burnDown, reference.burnDown),
-          spans_received_last_round: r.spans.at(-1),
+          otlp_bytes_received_last_round: r.otlpBytes.at(-1),
         },
       ]),
     ),
