@@ -2,7 +2,7 @@
 // `npm run bench`: starts what it needs on loopback (a Postgres database, the
 // service as separate processes, a keep-alive sink process) and prints one
 // JSON object per line. Options:
-//   --only=ingest,plan-ingest,routing-ingest,burn-down,scaling,end-to-end,baselines,isolation,client,cheap-requests,ordering,rate-limit,warehouse,history,retention,soak
+//   --only=ingest,plan-ingest,routing-ingest,burn-down,scaling,end-to-end,baselines,isolation,client,cheap-requests,ordering,rate-limit,warehouse,tracing,history,retention,soak
 //   --quick   smaller counts and shorter steps (a smoke run, not a measurement)
 //   --soak    add a 5-minute steady run that checks rates do not decay
 //   --duration=MS --deliveries=N   override the ingest duration and the burn-down size
@@ -28,6 +28,7 @@ import { retentionScenario } from "./scenarios/retention.mjs";
 import { scalingScenario } from "./scenarios/scaling.mjs";
 import { soakScenario } from "./scenarios/soak.mjs";
 import { warehouseScenario } from "./scenarios/warehouse.mjs";
+import { tracingScenario } from "./scenarios/tracing.mjs";
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
@@ -137,6 +138,17 @@ try {
   }
   if (wants("warehouse")) {
     rss.warehouse = (await warehouseScenario({ createDatabase: () => postgres.createDatabase(), count: sizes.warehouse })).rss;
+  }
+  // Trace context off (with and without a context in the calls) and on, ingest and burn-down, interleaved.
+  if (wants("tracing")) {
+    await tracingScenario({
+      createDatabase: () => postgres.createDatabase(),
+      sink,
+      durationMs: sizes.durationMs,
+      deliveries: Math.min(sizes.burnDown, 50_000),
+      rounds: quick ? 1 : 2,
+      beforeEntry: process.env.BENCH_BEFORE_ENTRY,
+    });
   }
   if (Object.keys(rss).length > 0) {
     report({ scenario: "memory", peak_rss_mb: rss, max_peak_rss_mb: Math.max(...Object.values(rss)), target_mb: 300 });

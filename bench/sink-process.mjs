@@ -1,10 +1,14 @@
 // @ts-check
 // A webhook sink in its own process: answers 200 at once on keep-alive
 // connections (any path but /dead, which never answers). With latency
-// tracking on, it records when each messageId arrived.
+// tracking on, it records when each messageId arrived. It is also the OTLP
+// endpoint of the tracing runs: POST /v1/traces is answered 200 and its
+// requests and bytes counted (not as webhooks).
 import http from "node:http";
 
 let count = 0;
+let otlpRequests = 0;
+let otlpBytes = 0;
 let track = false;
 /** @type {Array<[string, number]>} */
 let arrivals = [];
@@ -12,7 +16,7 @@ let arrivals = [];
 const hanging = new Set();
 /**
  * The parent's requests (bench/lib/sink.mjs), each answered with its id.
- * @typedef {{ id: number, type: "count" | "reset" | "arrivals" | "close", track?: boolean }} SinkRequest
+ * @typedef {{ id: number, type: "count" | "otlp" | "reset" | "arrivals" | "close", track?: boolean }} SinkRequest
  */
 
 /** @param {object} message */
@@ -22,7 +26,23 @@ function send(message) {
 }
 const wallNow = () => performance.timeOrigin + performance.now();
 
+/**
+ * An OTLP/HTTP export (protobuf or JSON): counted, not decoded, and
+ * answered with an empty ExportTraceServiceResponse in its encoding.
+ * @param {http.IncomingMessage} req
+ * @param {http.ServerResponse} res
+ */
+function receiveSpans(req, res) {
+  req.on("data", (/** @type {Buffer} */ c) => (otlpBytes += c.length));
+  req.on("end", () => {
+    otlpRequests++;
+    const json = String(req.headers["content-type"]).startsWith("application/json");
+    res.writeHead(200, { "content-type": json ? "application/json" : "application/x-protobuf" }).end(json ? "{}" : "");
+  });
+}
+
 const server = http.createServer((req, res) => {
+  if (req.url === "/v1/traces") return receiveSpans(req, res);
   if (req.url === "/dead") {
     hanging.add(res);
     res.on("close", () => hanging.delete(res));
@@ -53,8 +73,11 @@ server.listen(0, "127.0.0.1", () => send({ port: /** @type {import("node:net").A
 
 process.on("message", (/** @type {SinkRequest} */ message) => {
   if (message.type === "count") send({ id: message.id, count });
+  else if (message.type === "otlp") send({ id: message.id, requests: otlpRequests, bytes: otlpBytes });
   else if (message.type === "reset") {
     count = 0;
+    otlpRequests = 0;
+    otlpBytes = 0;
     arrivals = [];
     track = Boolean(message.track);
     send({ id: message.id, ok: true });

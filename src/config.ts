@@ -106,6 +106,8 @@ export interface Config {
   adminReads: AdminReadConfig;
   /** Limits of a destination's transform sandbox (docs/routing.md#transforms). */
   transform: TransformConfig;
+  /** OpenTelemetry spans (docs/tracing.md). */
+  tracing: TracingConfig;
 }
 
 export interface TransformConfig {
@@ -113,6 +115,18 @@ export interface TransformConfig {
   timeoutMs: number;
   /** Most memory one destination's transform sandbox may hold. */
   memoryMb: number;
+}
+
+/**
+ * Whether, and where, spans are exported. Only the endpoint is read here;
+ * the other OTEL_* variables (sampler, service name, headers, timeouts,
+ * batch sizes) are read by the OpenTelemetry SDK itself.
+ */
+export interface TracingConfig {
+  /** The OTLP/HTTP traces URL; undefined: tracing is off. */
+  tracesUrl: string | undefined;
+  /** The OTLP/HTTP encoding: protobuf (the OpenTelemetry default) or JSON. */
+  protocol: "http/protobuf" | "http/json";
 }
 
 export interface AdminReadConfig {
@@ -202,7 +216,43 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       timeoutMs: int(env, "WAYPOST_TRANSFORM_TIMEOUT_MS", 50, 1, 10_000),
       memoryMb: int(env, "WAYPOST_TRANSFORM_MEMORY_MB", 32, 1, 1024),
     },
+    tracing: { tracesUrl: parseTracesUrl(env), protocol: parseOtlpProtocol(env) },
   };
+}
+
+/** OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL; grpc is not offered. */
+function parseOtlpProtocol(env: Record<string, string | undefined>): TracingConfig["protocol"] {
+  const name = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL";
+  const value = env[name]?.trim() || "http/protobuf";
+  if (value !== "http/protobuf" && value !== "http/json") {
+    throw new ConfigError(`${name} must be http/protobuf or http/json (grpc is not supported), got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+/**
+ * The traces URL as the OpenTelemetry specification derives it: the
+ * signal-specific variable as it is, else the base endpoint with
+ * v1/traces appended. OTEL_SDK_DISABLED=true turns tracing off.
+ */
+function parseTracesUrl(env: Record<string, string | undefined>): string | undefined {
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true") return undefined;
+  const specific = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  const name = specific ? "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT";
+  const value = specific || base;
+  if (!value) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`${name} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new ConfigError(`${name} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
+  }
+  if (specific) return url.href;
+  return `${url.href.replace(/\/+$/, "")}/v1/traces`;
 }
 
 function parseCircuit(env: Record<string, string | undefined>): CircuitConfig {

@@ -15,6 +15,7 @@ export interface Metrics {
   destinationBacklog: Gauge<"destination_id">;
   planViolations: Counter<"source_id" | "kind">;
   warehouseTypeMismatches: Counter<"destination_id">;
+  traceSpansDropped: Counter<"reason">;
 }
 
 export interface MetricsOptions {
@@ -106,6 +107,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
         this.reset();
         for (const [destinationId, count] of counts ?? []) this.set({ destination_id: destinationId }, count);
       },
+    }),
+    traceSpansDropped: new Counter({
+      name: "waypost_trace_spans_dropped_total",
+      help: "Spans never exported, with tracing on: queue_full (the export queue had no room) or export_failed (the collector refused them or was unreachable).",
+      labelNames: ["reason"],
+      registers: [registry],
     }),
   };
 }

@@ -33,6 +33,8 @@ import { createPlanCache } from "./plans/plan-cache.js";
 import { createTrackingPlans } from "./plans/tracking-plans.js";
 import { createViolationRecorder } from "./plans/violation-recorder.js";
 import { startupSummary } from "./startup-summary.js";
+import { startTracing } from "./tracing/start-tracing.js";
+import type { Tracing } from "./tracing/tracing.js";
 
 export interface WaypostOptions {
   config: Config;
@@ -60,6 +62,8 @@ export interface Waypost {
   adminToken: string;
   ingestor: Ingestor;
   metrics: Metrics;
+  /** Spans of tracking requests and webhook attempts (off unless an OTLP endpoint is set). */
+  tracing: Tracing;
   /** Present when this process delivers (role worker or all). */
   delivery: DeliveryLoop | undefined;
   maintenance: Maintenance | undefined;
@@ -127,6 +131,13 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   }
   const backlog = createBacklogReader({ pool, clock, logger });
   const metrics = createMetrics({ backlog: backlog.read });
+  const tracing = await startTracing({
+    config: config.tracing,
+    onDropped: (count, reason) => metrics.traceSpansDropped.inc({ reason }, count),
+  });
+  // Pushed before the delivery loop's closer, so it runs after it: the
+  // spans of the last attempts are exported too (within the shutdown timeout).
+  closers.push(() => tracing.shutdown(config.delivery.shutdownTimeoutMs));
   // Tracking plans: compiled per source and revision; violations counted in memory and written every second.
   const planCache = createPlanCache({ pool, logger, clock });
   const violationRecorder = createViolationRecorder({ pool, logger, metrics });
@@ -172,6 +183,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     sandboxes,
     retentionMs: config.retentionMs,
     trackingPlans,
+    tracing,
   });
   const operational = createOperationalRoutes({
     registry: metrics.registry,
@@ -184,7 +196,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     operational,
     ...(serveRpc
       ? [
-          createCompatHttpApi({ ingestor, auth, logger }),
+          createCompatHttpApi({ ingestor, auth, logger, tracing }),
           createConsoleRoutes(),
           prefixRoute(rpc.trackingPrefix, (req, res) => rpc.tracking(req as never, res as never)),
           prefixRoute("/waypost.v1.", (req, res) => rpc.admin(req as never, res as never)),
@@ -213,6 +225,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
       operatorWebhook: config.operatorWebhook,
       guard: addressGuard,
       sandboxes,
+      tracing,
     });
     const loop = delivery;
     await loop.start();
@@ -259,6 +272,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     adminToken: admin.token,
     ingestor,
     metrics,
+    tracing,
     delivery,
     maintenance,
     backfiller,

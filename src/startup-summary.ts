@@ -19,5 +19,14 @@ export function startupSummary(config: Config, url: string): Record<string, unkn
     ...(delivers ? { concurrency: delivery.concurrency, perDestinationConcurrency: delivery.perDestinationConcurrency } : {}),
     retentionDays: config.retentionMs / (24 * 60 * 60_000),
     database: config.databaseUrl ? "DATABASE_URL" : `embedded in ${config.dataDir}`,
+    // Where spans go (credentials left out), or false: trace context is only passed through.
+    traces: config.tracing.tracesUrl ? withoutCredentials(config.tracing.tracesUrl) : false,
   };
+}
+
+function withoutCredentials(href: string): string {
+  const url = new URL(href);
+  url.username = "";
+  url.password = "";
+  return url.href;
 }

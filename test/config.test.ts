@@ -142,3 +142,26 @@ test("transform limits: 50 ms and 32 MB unless set, bounded", () => {
   expect(() => loadConfig({ WAYPOST_TRANSFORM_TIMEOUT_MS: "0" })).toThrow(/WAYPOST_TRANSFORM_TIMEOUT_MS/);
   expect(() => loadConfig({ WAYPOST_TRANSFORM_MEMORY_MB: "lots" })).toThrow(/WAYPOST_TRANSFORM_MEMORY_MB/);
 });
+
+test("tracing is on when an OTLP endpoint is set: the traces URL as OpenTelemetry derives it", () => {
+  expect(loadConfig({}).tracing.tracesUrl).toBeUndefined();
+  expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" }).tracing.tracesUrl).toBe("http://collector:4318/v1/traces");
+  expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "https://otel.example.com/otlp/" }).tracing.tracesUrl).toBe(
+    "https://otel.example.com/otlp/v1/traces",
+  );
+  // The signal-specific variable is used as it is, and wins.
+  expect(
+    loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://a:4318", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://b:4318/custom" }).tracing
+      .tracesUrl,
+  ).toBe("http://b:4318/custom");
+  expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://a:4318", OTEL_SDK_DISABLED: "true" }).tracing.tracesUrl).toBeUndefined();
+  expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT/);
+  expect(() => loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "not a url" })).toThrow(ConfigError);
+  // Protobuf unless told otherwise; grpc is refused, naming the variable.
+  expect(loadConfig({}).tracing.protocol).toBe("http/protobuf");
+  expect(loadConfig({ OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" }).tracing.protocol).toBe("http/json");
+  expect(
+    loadConfig({ OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/protobuf" }).tracing.protocol,
+  ).toBe("http/protobuf");
+  expect(() => loadConfig({ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "grpc" })).toThrow(/OTEL_EXPORTER_OTLP_TRACES_PROTOCOL/);
+});

@@ -11,6 +11,7 @@ test("role all: the console, CORS, private destinations, concurrency and retenti
     WAYPOST_DELIVERY_CONCURRENCY: "200",
     WAYPOST_RETENTION_DAYS: "3",
     DATABASE_URL: "postgres://waypost:hunter2-secret@db/waypost",
+    OTEL_EXPORTER_OTLP_ENDPOINT: "https://otel:hunter2-secret@collector.example.com:4318",
   });
   const summary = startupSummary(config, url);
   expect(summary).toEqual({
@@ -23,6 +24,7 @@ test("role all: the console, CORS, private destinations, concurrency and retenti
     perDestinationConcurrency: 64,
     retentionDays: 3,
     database: "DATABASE_URL",
+    traces: "https://collector.example.com:4318/v1/traces",
   });
   expect(JSON.stringify(summary)).not.toContain("hunter2-secret");
 });

@@ -18,9 +18,9 @@ const keyPlaceholder = "%".repeat(12);
  * key sendBatch's `propertyKey` writes (a warehouse's new column).
  * @param {string} baseUrl
  * @param {string} writeKey
- * @param {{ propertyKeys?: boolean }} [options]
+ * @param {{ propertyKeys?: boolean, headers?: Record<string, string> }} [options] headers: sent with every request (a traceparent, say)
  */
-export function trackingClient(baseUrl, writeKey, { propertyKeys = false } = {}) {
+export function trackingClient(baseUrl, writeKey, { propertyKeys = false, headers = {} } = {}) {
   const session = http2.connect(baseUrl);
   session.on("error", () => {});
   /** @type {Map<number, { bytes: Buffer, offsets: number[], keyAt: number }>} */
@@ -81,6 +81,7 @@ export function trackingClient(baseUrl, writeKey, { propertyKeys = false } = {})
           ":path": "/waypost.v1.TrackingService/Batch",
           "content-type": "application/proto",
           authorization: `Bearer ${writeKey}`,
+          ...headers,
         });
         /** @type {Buffer[]} */
         const chunks = [];

@@ -15,12 +15,13 @@ const entry = fileURLToPath(new URL("../../dist/server.js", import.meta.url));
  * `node dist/server.js` as the user runs it, in its own process.
  * @param {string} databaseUrl
  * @param {Record<string, string>} [env] added to the service's environment
+ * @param {{ entry?: string }} [options] `entry`: another build's dist/server.js (a before/after comparison)
  */
-export async function startService(databaseUrl, env = {}) {
+export async function startService(databaseUrl, env = {}, options = {}) {
   // BENCH_CPU_PROF=dir writes a V8 CPU profile of each service process there.
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   const startedAt = performance.now();
-  const child = spawn(process.execPath, [...profile, entry], {
+  const child = spawn(process.execPath, [...profile, options.entry ?? entry], {
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,
@@ -49,6 +50,11 @@ export async function startService(databaseUrl, env = {}) {
     secondsSinceStart: (at = performance.now()) => Math.round(at - startedAt) / 1000,
     /** Peak resident memory so far, from the kernel (VmHWM), in MB. */
     peakRssMb: () => peakRssMb(child.pid),
+    /** waypost_trace_spans_dropped_total from /metrics, summed over its reasons. */
+    async droppedSpans() {
+      const text = await (await fetch(`${url}/metrics`)).text();
+      return [...text.matchAll(/^waypost_trace_spans_dropped_total\{[^}]*\} (\S+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+    },
     async stop() {
       child.kill("SIGTERM");
       await exited;

@@ -31,6 +31,11 @@ export async function startSink() {
     url: `http://127.0.0.1:${port}`,
     pid: child.pid,
     count: async () => (await ask({ type: "count" })).count,
+    /** OTLP exports received on /v1/traces since the last reset: requests and bytes. */
+    otlp: async () => {
+      const { requests, bytes } = await ask({ type: "otlp" });
+      return { requests: /** @type {number} */ (requests), bytes: /** @type {number} */ (bytes) };
+    },
     reset: (track = false) => ask({ type: "reset", track }),
     arrivals: async () => (await ask({ type: "arrivals" })).arrivals,
     /**

@@ -14,13 +14,16 @@ import { report } from "../lib/stats.mjs";
  * queue. Baseline in the same run: a bare claim → POST → mark-done loop in
  * its own process (bare-delivery.mjs: claims pipelined ahead of the senders,
  * completions batched on their own connection, prepared statements).
- * @param {{ db: import("../lib/postgres.mjs").Database, sink: import("../lib/sink.mjs").Sink, count: number, concurrency?: number }} options
+ * The tracing scenario (tracing.mjs) runs it with extra service
+ * environment and a stored trace context on every message, labelled,
+ * without the bare baseline.
+ * @param {{ db: import("../lib/postgres.mjs").Database, sink: import("../lib/sink.mjs").Sink, count: number, concurrency?: number, env?: Record<string, string>, traceparent?: string, variant?: Record<string, unknown>, baseline?: boolean, entry?: string }} options
  */
-export async function burnDownScenario({ db, sink, count, concurrency = 64 }) {
-  const service = await startService(db.url, { WAYPOST_DESTINATION_CONCURRENCY: String(concurrency) });
+export async function burnDownScenario({ db, sink, count, concurrency = 64, env = {}, traceparent, variant, baseline = true, entry }) {
+  const service = await startService(db.url, { WAYPOST_DESTINATION_CONCURRENCY: String(concurrency), ...env }, { entry });
   const pool = new pg.Pool({ connectionString: db.url, max: 4 });
   const { source, destination } = await createSourceAndDestination(service.url, `${sink.url}/ok`, { name: "burn", enabled: false });
-  await queueDeliveries(pool, { sourceId: source.id, destinationId: destination.id, count, prefix: "burn" });
+  await queueDeliveries(pool, { sourceId: source.id, destinationId: destination.id, count, prefix: "burn", traceparent });
   await sink.reset();
   const meter = await startCpuMeter(pool, { service: service.pid });
   const start = performance.now();
@@ -31,8 +34,24 @@ export async function burnDownScenario({ db, sink, count, concurrency = 64 }) {
   const { used, transactions } = await meter.stop();
   const window = [service.secondsSinceStart(start), service.secondsSinceStart(recorded)];
   const rss = service.peakRssMb();
+  const droppedSpans = variant ? await service.droppedSpans() : undefined;
   await service.stop();
   const rate = Math.round((count / (arrived - start)) * 1000);
+  const cpuUsPerWebhook = used.service === null ? null : Math.round((used.service * 1e6) / count);
+  if (!baseline) {
+    await pool.end();
+    report({
+      scenario: "delivery_burn_down",
+      ...variant,
+      deliveries: count,
+      webhooks_per_s: rate,
+      all_recorded_after_s: Math.round(recorded - start) / 1000,
+      cpu_us_per_webhook: { service: cpuUsPerWebhook, postgres: used.postgres === null ? null : Math.round((used.postgres * 1e6) / count) },
+      spans_dropped: droppedSpans,
+      server_peak_rss_mb: rss,
+    });
+    return { rate, rss, cpuUsPerWebhook };
+  }
   const bareResult = await bareLoopBaseline(pool, db, sink, count, concurrency);
   const bare = bareResult.per_s;
   await pool.end();
@@ -56,7 +75,7 @@ export async function burnDownScenario({ db, sink, count, concurrency = 64 }) {
     target_webhooks_per_s: 15_000,
     server_peak_rss_mb: rss,
   });
-  return { rate, rss };
+  return { rate, rss, cpuUsPerWebhook };
 }
 
 /**

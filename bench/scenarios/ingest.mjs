@@ -13,7 +13,9 @@ import { report, summarize } from "../lib/stats.mjs";
  * the same rows inserted by a bare script in its own process (bare-insert.mjs:
  * 4 connections, one prepared multi-row statement per batch, no RPC, no
  * decoding, no validation).
- * @param {{ db: import("../lib/postgres.mjs").Database, sink: import("../lib/sink.mjs").Sink, durationMs: number, concurrency?: number, batchSize?: number }} options
+ * The tracing scenario (tracing.mjs) runs it with extra service
+ * environment and request headers, labelled, without the bare baseline.
+ * @param {{ db: import("../lib/postgres.mjs").Database, sink: import("../lib/sink.mjs").Sink, durationMs: number, concurrency?: number, batchSize?: number, env?: Record<string, string>, headers?: Record<string, string>, variant?: Record<string, unknown>, baseline?: boolean, entry?: string }} options
  */
 export async function ingestScenario({
   db,
@@ -21,10 +23,15 @@ export async function ingestScenario({
   durationMs,
   concurrency = Number(process.env.BENCH_INGEST_CONCURRENCY ?? 8),
   batchSize = 100,
+  env = {},
+  headers = {},
+  variant,
+  baseline: withBaseline = true,
+  entry,
 }) {
-  const service = await startService(db.url, { WAYPOST_ROLE: "api" });
+  const service = await startService(db.url, { WAYPOST_ROLE: "api", ...env }, { entry });
   const { source } = await createSourceAndDestination(service.url, `${sink.url}/ok`, { name: "ingest" });
-  const client = trackingClient(service.url, source.writeKey);
+  const client = trackingClient(service.url, source.writeKey, { headers });
   const warmup = await runFor(client, 1_000, concurrency, batchSize); // warm-up: JIT, connections
   const pool = new pg.Pool({ connectionString: db.url, max: 1 });
   const meter = await startCpuMeter(pool, { service: service.pid });
@@ -35,10 +42,24 @@ export async function ingestScenario({
   await pool.end();
   client.close();
   const rss = service.peakRssMb();
+  const droppedSpans = variant ? await service.droppedSpans() : undefined;
   await service.stop();
+  const eventsPerS = Math.round((events / elapsedMs) * 1000);
+  if (!withBaseline) {
+    report({
+      scenario: "ingest",
+      ...variant,
+      events_per_s: eventsPerS,
+      rpc_latency_ms: summarize(latencies),
+      cpu_us_per_call: { service: perUnit(used.service, events), postgres: perUnit(used.postgres, events) },
+      requests: events / batchSize,
+      spans_dropped: droppedSpans,
+      server_peak_rss_mb: rss,
+    });
+    return { eventsPerS, rss, cpuUsPerCall: perUnit(used.service, events) };
+  }
   const bare = await bareInsertBaseline(db, source.id, durationMs, batchSize);
   const baseline = bare.rows_per_s;
-  const eventsPerS = Math.round((events / elapsedMs) * 1000);
   report({
     scenario: "ingest",
     events_per_s: eventsPerS,
@@ -56,7 +77,7 @@ export async function ingestScenario({
     target_events_per_s: 50_000,
     server_peak_rss_mb: rss,
   });
-  return { eventsPerS, rss };
+  return { eventsPerS, rss, cpuUsPerCall: perUnit(used.service, events) };
 }
 
 /**

@@ -25,6 +25,9 @@ export const reservedHeaders = new Set([
   "host",
   "transfer-encoding",
   "connection",
+  // The call's trace context (docs/tracing.md).
+  "traceparent",
+  "tracestate",
 ]);
 
 const headerNamePattern = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;

@@ -17,6 +17,7 @@ import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
 import type { Logger } from "../logger.js";
 import type { TrackingPlans } from "../plans/tracking-plans.js";
+import { tracingOff, type Tracing } from "../tracing/tracing.js";
 import { createAdminReadDeadline } from "./admin-read-deadline.js";
 import { createAudienceService } from "./audience-service.js";
 import type { Authenticator } from "./auth.js";
@@ -26,6 +27,7 @@ import { createDestinationService } from "./destination-service.js";
 import { createRpcAdapter, type RpcNodeHandler } from "./transport/rpc-adapter.js";
 import { createDomainErrorInterceptor } from "./domain-errors.js";
 import { createErrorLogInterceptor } from "./transport/rpc-error-log.js";
+import { createRequestSpanInterceptor } from "./request-span.js";
 import { createSourceService } from "./source-service.js";
 import { createTrackingPlanService } from "./tracking-plan-service.js";
 import { createTrackingService } from "./tracking-service.js";
@@ -58,6 +60,8 @@ export interface RpcHandlersOptions {
   adminReads: { pool: pg.Pool; statementTimeoutMs: number; maxResponseBytes: number };
   /** TrackingPlanService's plans and violations. */
   trackingPlans: TrackingPlans;
+  /** Server spans of tracking requests, and the trace context their calls store (off: passed through). */
+  tracing?: Tracing | undefined;
 }
 
 export interface RpcHandlers {
@@ -106,7 +110,8 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
     // Its size refusals carry a RequestTooLarge detail, so clients split rather than retry.
     maxRequestBytes: limits.maxRequestBytes,
     jsonOptions,
-    interceptors,
+    // Outermost, so that a refused key or a bad request ends its span as failed.
+    interceptors: [createRequestSpanInterceptor(options.tracing ?? tracingOff), ...interceptors],
     gate,
     logger: options.logger,
     routes(router: ConnectRouter) {

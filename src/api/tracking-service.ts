@@ -6,6 +6,7 @@ import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
 import { sourceKey } from "./auth.js";
 import { invalidArgument } from "./errors.js";
+import { requestSpanKey } from "./request-span.js";
 
 export interface TrackingServiceOptions {
   ingestor: Ingestor;
@@ -30,7 +31,7 @@ export function createTrackingService(options: TrackingServiceOptions): ServiceI
 /** A unary call (undefined when the request did not carry it), as TrackingService answers it. */
 export async function ingestOne(ingestor: Ingestor, type: CallType, call: Call | undefined, ctx: HandlerContext) {
   if (!call) throw invalidArgument(type, `the request must carry the call in a field named "${type}"`);
-  const result = await ingestor.ingest(sourceOf(ctx), [call]);
+  const result = await ingestTraced(ingestor, [call], ctx);
   const rejected = result.rejected[0];
   if (rejected) throw invalidArgument(`${type}.${rejected.field}`, rejected.reason);
   return { messageId: result.messageIds[0] ?? "" };
@@ -45,9 +46,10 @@ export async function ingestBatch(ingestor: Ingestor, calls: ReadonlyArray<Call 
     );
   }
   const present = calls.flatMap((call, index) => (call ? [{ call, index }] : []));
-  const result = await ingestor.ingest(
-    sourceOf(ctx),
+  const result = await ingestTraced(
+    ingestor,
     present.map((p) => p.call),
+    ctx,
   );
   const messageIds: string[] = calls.map(() => "");
   present.forEach((p, i) => {
@@ -66,6 +68,19 @@ export async function ingestBatch(ingestor: Ingestor, calls: ReadonlyArray<Call 
     rejectedCount: rejected.length,
     messageIds,
   };
+}
+
+/** Ingests with the request's trace context, and puts the outcome on its span. */
+async function ingestTraced(ingestor: Ingestor, calls: readonly Call[], ctx: HandlerContext) {
+  const source = sourceOf(ctx);
+  const span = ctx.values.get(requestSpanKey);
+  const result = await ingestor.ingest(source, calls, { trace: span?.stored });
+  span?.set({
+    "waypost.source.id": source,
+    "waypost.calls.accepted": result.accepted,
+    "waypost.calls.rejected": result.rejected.length,
+  });
+  return result;
 }
 
 function sourceOf(ctx: HandlerContext): string {

@@ -4,6 +4,8 @@ import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
 import type { Logger } from "../logger.js";
 import type { Req, Res, RouteHandler } from "../http/types.js";
+import { headerText, readTraceContext } from "../tracing/trace-context.js";
+import { tracingOff, type RequestSpan, type Tracing } from "../tracing/tracing.js";
 import { ClientGoneError, CompatError, sendCompat, sendCompatError, sendPreflight, setCorsHeaders, toCompatError } from "./errors.js";
 import { declaredLength, discardRest, readBody, tooLarge } from "./read-body.js";
 import { parseJsonBody, parseRequest, type Endpoint, type ParsedRequest } from "./parse-message.js";
@@ -12,6 +14,8 @@ export interface CompatHttpApiOptions {
   ingestor: Ingestor;
   auth: Authenticator;
   logger: Logger;
+  /** Server spans of tracking requests, and the trace context their calls store (absent or off: passed through). */
+  tracing?: Tracing | undefined;
 }
 
 /**
@@ -64,6 +68,31 @@ async function handle(options: CompatHttpApiOptions, req: Req, res: Res, path: s
   if (req.method !== "POST") {
     throw new CompatError(405, "method_not_allowed", `${String(req.method).slice(0, 20)} is not allowed here: use POST`);
   }
+  const span = startRequestSpan(options.tracing, req, path);
+  try {
+    await accept(options, req, res, endpoint, span);
+    span?.end();
+  } catch (error) {
+    const known = toCompatError(error);
+    span?.set({ "http.response.status_code": known?.status ?? 500 });
+    span?.end(known?.message ?? "internal error");
+    throw error;
+  }
+}
+
+/**
+ * With tracing on, the request's server span (a child of its traceparent);
+ * off, the incoming context to store as it came. Undefined when tracing is
+ * off and the request carries none: nothing to do.
+ */
+function startRequestSpan(tracing: Tracing | undefined, req: Req, path: string): RequestSpan | undefined {
+  const incoming = readTraceContext(headerText(req.headers.traceparent), headerText(req.headers.tracestate));
+  if (!tracing?.enabled && !incoming) return undefined;
+  const attributes = { "http.request.method": "POST", "http.route": path, "url.path": path, "http.response.status_code": 200 };
+  return (tracing ?? tracingOff).startRequest({ name: `POST ${path}`, incoming, attributes });
+}
+
+async function accept(options: CompatHttpApiOptions, req: Req, res: Res, endpoint: Endpoint, span: RequestSpan | undefined) {
   // Refuse before reading a byte when the client says up front that it is too large.
   if ((declaredLength(req) ?? 0) > limits.maxRequestBytes) throw tooLarge();
   // A key in the header is checked before the body is read; a key in the body after.
@@ -71,7 +100,8 @@ async function handle(options: CompatHttpApiOptions, req: Req, res: Res, path: s
   const headerSource = headerKey === undefined ? undefined : await authenticate(options, headerKey);
   const request = parseRequest(endpoint, parseJsonBody(await readBody(req)));
   const source = headerSource ?? (await authenticate(options, request.writeKey));
-  const answer = await submit(options.ingestor, source.id, request, endpoint.kind === "single");
+  span?.set({ "waypost.source.id": source.id });
+  const answer = await submit(options.ingestor, source.id, request, endpoint.kind === "single", span);
   sendCompat(res, 200, answer);
 }
 
@@ -149,9 +179,16 @@ const maxListedRejections = limits.maxListedRejections;
  *
  * Resolves only after the Ingestor's statement has committed.
  */
-async function submit(ingestor: Ingestor, sourceId: string, request: ParsedRequest, single: boolean): Promise<SubmitAnswer> {
-  const rejections = await ingestValid(ingestor, sourceId, request);
+async function submit(
+  ingestor: Ingestor,
+  sourceId: string,
+  request: ParsedRequest,
+  single: boolean,
+  span: RequestSpan | undefined,
+): Promise<SubmitAnswer> {
+  const rejections = await ingestValid(ingestor, sourceId, request, span);
   const total = request.messages.length;
+  span?.set({ "waypost.calls.accepted": total - rejections.length, "waypost.calls.rejected": rejections.length });
   if (rejections.length === 0) return { success: true };
   const first = rejections[0]!;
   if (single) throw new CompatError(400, "invalid_message", `${first.field}: ${first.reason}`);
@@ -169,7 +206,12 @@ async function submit(ingestor: Ingestor, sourceId: string, request: ParsedReque
 }
 
 /** Ingests the messages that parsed; returns every rejection by request index. */
-async function ingestValid(ingestor: Ingestor, sourceId: string, request: ParsedRequest): Promise<Rejection[]> {
+async function ingestValid(
+  ingestor: Ingestor,
+  sourceId: string,
+  request: ParsedRequest,
+  span: RequestSpan | undefined,
+): Promise<Rejection[]> {
   const rejections: Rejection[] = [];
   const valid: Array<{ call: Call; index: number }> = [];
   request.messages.forEach((message, index) => {
@@ -180,6 +222,7 @@ async function ingestValid(ingestor: Ingestor, sourceId: string, request: Parsed
     const result = await ingestor.ingest(
       sourceId,
       valid.map((v) => v.call),
+      { trace: span?.stored },
     );
     for (const rejected of result.rejected) {
       rejections.push({ index: valid[rejected.index]!.index, field: rejected.field, reason: rejected.reason });

@@ -10,6 +10,7 @@ import { createHealthMonitor, type HealthMonitor } from "../health/health-monito
 import { createOperatorEvents } from "../health/operator-events.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
+import type { Tracing } from "../tracing/tracing.js";
 import { type AddressGuard, createAddressGuard } from "../outbound/address-guard.js";
 import { createHttpClient } from "../outbound/http-client.js";
 import type { WebhookRequest } from "../outbound/send.js";
@@ -42,6 +43,8 @@ export interface DeliveryRuntimeOptions {
   operatorWebhook?: OperatorWebhookConfig | undefined;
   /** The process's address guard; one is built from the config when absent (tests of the loop alone). */
   guard?: AddressGuard | undefined;
+  /** A client span per webhook request when on; off (the default), requests carry the stored trace context. */
+  tracing?: Tracing | undefined;
 }
 
 /** Everything the delivery loop works with, built once. */
@@ -169,7 +172,7 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
     return dispatchers ? dispatchers.use(destinationId, post) : post(dispatcher);
   };
   // The kinds, built once; a destination's kind is chosen by its settings.
-  const webhooks = createWebhookKind({ clock, send });
+  const webhooks = createWebhookKind({ clock, send, tracing: options.tracing });
   const warehouses = createWarehouseKind({
     config: config.warehouse ?? defaultWarehouseConfig,
     maxInFlight: Math.max(config.perDestinationConcurrency, Math.floor(config.concurrency / 2)),

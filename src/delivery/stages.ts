@@ -6,6 +6,7 @@ import { sendWebhook, type AttemptResult, type SendContext, type WebhookRequest 
 import { activeSigningSecrets, signingKey, standardWebhookHeaders } from "../signing/standard-webhooks.js";
 import { signPayload } from "../outbound/sign.js";
 import { userAgent } from "../outbound/user-agent.js";
+import { traceHeaders } from "../tracing/trace-context.js";
 
 /** What to do with a claimed delivery, decided from the destination's current settings. */
 export type Preparation =
@@ -79,8 +80,11 @@ export function prepareDelivery(
 ): Preparation {
   if (!destination) return { kind: "cancel", reason: "destination deleted" };
   if (!destination.enabled) return { kind: "release", reason: "destination disabled" };
-  const signed = signatureHeaders(job, destination, now, body);
-  const hasSignatures = Object.keys(signed).length > 0;
+  const extra = signatureHeaders(job, destination, now, body);
+  // The call's trace context goes out as it came; with tracing on, the
+  // attempt's span replaces traceparent with its own (attempt-spans.ts).
+  if (job.traceparent) Object.assign(extra, traceHeaders({ traceparent: job.traceparent, tracestate: job.tracestate ?? undefined }));
+  const hasExtra = Object.keys(extra).length > 0;
   // A retry goes only to the URLs that failed retryably. If the settings
   // changed so that none of them is configured any more, every URL is tried.
   const retrying = job.retryUrls ? destination.webhooks.filter((w) => job.retryUrls!.includes(w.url)) : [];
@@ -92,7 +96,7 @@ export function prepareDelivery(
       url: webhook.url,
       target: target.url,
       body,
-      headers: hasSignatures ? { ...target.headers, ...signed } : target.headers,
+      headers: hasExtra ? { ...target.headers, ...extra } : target.headers,
     };
   });
   return { kind: "send", requests };

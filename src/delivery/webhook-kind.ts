@@ -1,6 +1,8 @@
 import type { Clock } from "../clock.js";
 import type { AttemptResult } from "../db/job-table/index.js";
 import type { WebhookRequest } from "../outbound/send.js";
+import { tracingOff, type Tracing } from "../tracing/tracing.js";
+import { traceAttempt } from "./attempt-spans.js";
 import type { DestinationKind } from "./destination-kind.js";
 import { prepareDelivery } from "./stages.js";
 
@@ -8,6 +10,8 @@ export interface WebhookKindOptions {
   clock: Clock;
   /** Sends a delivery's requests through its destination's HTTP client (the runtime's). */
   send(destinationId: string, requests: readonly WebhookRequest[]): Promise<AttemptResult[]>;
+  /** A client span per request when tracing is on (attempt-spans.ts). */
+  tracing?: Tracing | undefined;
 }
 
 /**
@@ -22,7 +26,10 @@ export function createWebhookKind(options: WebhookKindOptions): DestinationKind 
       const preparation = prepareDelivery(job, destination, options.clock.now(), body);
       // The loop has checked the destination exists and is enabled.
       if (preparation.kind !== "send") throw new Error(`webhook delivery not sendable: ${preparation.reason}`);
-      return options.send(job.destinationId, preparation.requests);
+      const attempt = traceAttempt(options.tracing ?? tracingOff, job, destination, preparation.requests);
+      const results = await options.send(job.destinationId, attempt.requests);
+      attempt.end(results);
+      return results;
     },
     // The HTTP clients belong to the runtime, which closes them.
     close: async () => {},

@@ -5,6 +5,7 @@ import type { Queryable } from "../db/pool.js";
 import { storeMessages, type MessageToStore } from "../db/queries/store-messages.js";
 import type { Call } from "./call.js";
 import type { Metrics } from "../metrics.js";
+import type { TraceContext } from "../tracing/trace-context.js";
 import { limits } from "./limits.js";
 import { buildCallPayload } from "./payload.js";
 import { validateCall } from "./validate.js";
@@ -36,9 +37,16 @@ export interface IngestorOptions {
   plans?: { cache: PlanCache; recorder: ViolationRecorder } | undefined;
 }
 
+export interface IngestOptions {
+  /** Stored with every call, and sent on every webhook request for it. */
+  trace?: TraceContext | undefined;
+  /** Where to store them (a transaction); the pool by default. */
+  db?: Queryable | undefined;
+}
+
 export interface Ingestor {
   /** Validates, stores and routes calls of one source in one statement. */
-  ingest(sourceId: string, calls: readonly Call[], db?: Queryable): Promise<IngestResult>;
+  ingest(sourceId: string, calls: readonly Call[], options?: IngestOptions): Promise<IngestResult>;
 }
 
 /**
@@ -63,12 +71,12 @@ export function createIngestor(options: IngestorOptions): Ingestor {
   }
 
   return {
-    async ingest(sourceId, calls, db = options.pool) {
+    async ingest(sourceId, calls, { trace, db = options.pool } = {}) {
       // Taken once per request, before the calls are checked: a plan changed
       // meanwhile applies to calls received after the change.
       const plan = options.plans ? await options.plans.cache.forSource(sourceId) : undefined;
       const receivedAt = options.clock.now();
-      const prepared = prepareCalls(calls, receivedAt, plan);
+      const prepared = prepareCalls(calls, receivedAt, plan, trace);
       const messages = prepared.toStore.map((item) => item.message);
       const result = await storeRouted(db, sourceId, receivedAt, messages);
       if (options.metrics) {
@@ -108,7 +116,12 @@ interface PreparedCalls {
   violations: Violation[];
 }
 
-function prepareCalls(calls: readonly Call[], receivedAt: Date, plan: ActivePlan | undefined): PreparedCalls {
+function prepareCalls(
+  calls: readonly Call[],
+  receivedAt: Date,
+  plan: ActivePlan | undefined,
+  trace: TraceContext | undefined,
+): PreparedCalls {
   const toStore: PreparedCalls["toStore"] = [];
   const rejected: RejectedCall[] = [];
   const messageIds: string[] = [];
@@ -162,6 +175,8 @@ function prepareCalls(calls: readonly Call[], receivedAt: Date, plan: ActivePlan
         anonymousId: call.anonymousId,
         payload,
         integrations: call.integrations,
+        traceparent: trace?.traceparent,
+        tracestate: trace?.tracestate,
       },
     });
   });

@@ -8,7 +8,18 @@ import { expect, test } from "vitest";
 const layers: ReadonlyArray<{ name: string; modules: readonly string[] }> = [
   {
     name: "foundation",
-    modules: ["clock.ts", "logger.ts", "metrics.ts", "errors.ts", "startup-error.ts", "admin-token.ts", "config.ts", "signing/", "http/"],
+    modules: [
+      "clock.ts",
+      "logger.ts",
+      "metrics.ts",
+      "errors.ts",
+      "startup-error.ts",
+      "admin-token.ts",
+      "config.ts",
+      "signing/",
+      "http/",
+      "tracing/",
+    ],
   },
   { name: "database", modules: ["db/"] },
   { name: "outbound requests", modules: ["outbound/", "warehouse/"] },

@@ -4,6 +4,7 @@ import { Dispatcher } from "./dispatcher.js";
 import { resolveOptions, type AnalyticsOptions } from "./options.js";
 import type { QueuedCall } from "./queue.js";
 import { Reporter } from "./reporter.js";
+import { loadedOpenTelemetryReader, loadOpenTelemetryReader, type TraceparentReader } from "./trace-context.js";
 import { defaultMaxBatchBytes } from "./split.js";
 import type { AliasCall, CallInputs, CallType, GroupCall, IdentifyCall, PageCall, ScreenCall, TrackCall } from "./types.js";
 import { prepareCall } from "./validate-call.js";
@@ -31,9 +32,12 @@ export class AnalyticsClient {
   private readonly log: ClientLog;
   private readonly closeTimeoutMs: number;
   private closing: Promise<void> | undefined;
+  private readTraceparent: TraceparentReader | undefined;
 
   constructor(options: AnalyticsOptions, transportFactory: TransportFactory) {
     const resolved = resolveOptions(options);
+    if (typeof options.traceparent === "function") this.readTraceparent = options.traceparent;
+    else if (options.traceparent !== false) this.useOpenTelemetry();
     this.log = createClientLog({ debug: options.debug, sink: options.logger });
     this.owned = obtainTransport(transportFactory, options);
     const client = trackingClientFor(this.owned.transport, resolved.writeKey);
@@ -125,6 +129,22 @@ export class AnalyticsClient {
     return this.closing !== undefined;
   }
 
+  /**
+   * Reads the active OpenTelemetry context when @opentelemetry/api is
+   * installed. The first client of a process imports it: its calls made
+   * before the import settles (a few ticks) carry no context.
+   */
+  private useOpenTelemetry(): void {
+    const loaded = loadedOpenTelemetryReader();
+    if (loaded) {
+      this.readTraceparent = loaded.reader;
+      return;
+    }
+    void loadOpenTelemetryReader().then((reader) => {
+      this.readTraceparent ??= reader;
+    });
+  }
+
   private enqueue<T extends CallType>(type: T, call: CallInputs[T]): string {
     if (this.closing) {
       throw new Error(`analytics.${type}() was called after close(): this client no longer accepts calls`);
@@ -137,6 +157,7 @@ export class AnalyticsClient {
       bytes: prepared.bytes,
       seq: 0,
       call,
+      traceparent: this.readTraceparent?.(),
     };
     this.dispatcher.enqueue(queued);
     if (this.log.debugEnabled) this.log.debug(`queued ${type} ${prepared.messageId} (${prepared.bytes} bytes)`);

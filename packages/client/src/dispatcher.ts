@@ -28,10 +28,21 @@ interface Batch {
   /** Retries made so far. */
   attempt: number;
   request?: BatchRequest;
+  /** Its first traced call's context, sent with every attempt. */
+  headers?: Record<string, string>;
   controller?: AbortController;
   timer?: ReturnType<typeof setTimeout>;
   /** Settled or abandoned; a late response is then ignored. */
   done: boolean;
+}
+
+/**
+ * The headers of a batch: one request carries one trace context, that of
+ * its first call made inside a trace (undefined when none was).
+ */
+function traceHeaders(calls: readonly QueuedCall[]): Record<string, string> | undefined {
+  for (const call of calls) if (call.traceparent) return { traceparent: call.traceparent };
+  return undefined;
 }
 
 /**
@@ -149,6 +160,7 @@ export class Dispatcher {
       }
       batch.calls = encoded.sent;
       batch.request = encoded.request;
+      batch.headers = traceHeaders(batch.calls);
       if (batch.calls.length === 0) {
         // Not re-entering pump() from inside its loop.
         queueMicrotask(() => this.afterSettling());
@@ -163,7 +175,7 @@ export class Dispatcher {
       this.o.log.debug(`sending ${batch.calls.length} calls, ~${batchRequestBytes(batch.calls)} bytes${retryNote}`);
     }
     this.o
-      .sendBatch(batch.request, { signal: controller.signal, timeoutMs: this.o.requestTimeoutMs })
+      .sendBatch(batch.request, { signal: controller.signal, timeoutMs: this.o.requestTimeoutMs, headers: batch.headers })
       .then(
         (response) => this.onResponse(batch, response),
         (error: unknown) => this.onError(batch, error),

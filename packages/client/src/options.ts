@@ -71,6 +71,13 @@ export interface AnalyticsOptions {
   debug?: boolean;
   /** Receives each log line instead of stderr (Go: `Config.Logger`). */
   logger?: (line: string) => void;
+  /**
+   * Where each call's `traceparent` comes from; a batch is sent with the one
+   * of its first call that has one. Default: the active OpenTelemetry
+   * context when `@opentelemetry/api` is installed (read at the call); a
+   * function of your own; `false`: never send one.
+   */
+  traceparent?: (() => string | undefined) | false;
 }
 
 /** The options with every default filled in. */

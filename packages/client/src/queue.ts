@@ -7,6 +7,8 @@ export interface QueuedCall extends PreparedCall {
   seq: number;
   /** The caller's object, handed back to the callbacks. */
   call: AnyCall;
+  /** The trace context active when the call was made. */
+  traceparent?: string | undefined;
 }
 
 /**

@@ -24,6 +24,9 @@ export interface ClaimedDelivery {
   messageId: string;
   /** When Waypost received the message (a warehouse's received_at). */
   receivedAt: Date;
+  /** The W3C trace context stored with the message, sent on every attempt (null: none). */
+  traceparent?: string | null;
+  tracestate?: string | null;
   /** Claimed as the probe of the destination's open circuit. */
   probe: boolean;
   /**
@@ -65,7 +68,7 @@ const claimTransition = transitionSql({
   from: "due u, messages m",
   where: "d.destination_id = u.destination_id AND d.id = u.id AND m.id = d.message_pk",
   returning: `d.destination_id, d.id, d.lease_token, d.attempt_count, d.first_attempt_at, d.retry_urls, m.payload,
-              m.message_id, m.received_at, d.id IN (SELECT probe_delivery_id FROM probes) AS probe`,
+              m.message_id, m.received_at, m.traceparent, m.tracestate, d.id IN (SELECT probe_delivery_id FROM probes) AS probe`,
 });
 
 /**
@@ -107,6 +110,8 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
     payload: string;
     message_id: string;
     received_at: Date;
+    traceparent: string | null;
+    tracestate: string | null;
     probe: boolean;
     destination_revision: number | null;
   }>({
@@ -207,6 +212,8 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
         payload: row.payload,
         messageId: row.message_id,
         receivedAt: row.received_at,
+        traceparent: row.traceparent,
+        tracestate: row.tracestate,
         probe: row.probe,
         destinationRevision: row.destination_revision,
       })),

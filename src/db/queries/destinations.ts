@@ -170,6 +170,8 @@ export async function replaceDestinationSources(db: Queryable, destinationId: st
 /** A destination's delivery settings, as the delivery loop reads them. */
 export interface DestinationConfigRow {
   id: string;
+  /** Named on each attempt's span when tracing is on. */
+  name: string;
   enabled: boolean;
   kind: DestinationKindName;
   postgres: PostgresSettings | null;
@@ -192,7 +194,7 @@ export interface DestinationConfigRow {
 export async function loadDestinationConfigs(db: Queryable, ids: readonly string[]): Promise<Map<string, DestinationConfigRow>> {
   const result = await db.query<DestinationConfigRow>({
     name: "waypost_load_destination_configs",
-    text: `SELECT id, enabled, kind, postgres, webhooks, shared_secret, signing_secrets, ordering, revision, drop_fields, transform
+    text: `SELECT id, name, enabled, kind, postgres, webhooks, shared_secret, signing_secrets, ordering, revision, drop_fields, transform
              FROM destinations WHERE id = ANY ($1::uuid[])`,
     values: [ids],
   });

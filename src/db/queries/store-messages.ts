@@ -16,6 +16,9 @@ export interface MessageToStore {
   integrations: JsonObject | undefined;
   /** Destinations whose filter turned the call away (absent: none). */
   filteredOut?: readonly string[];
+  /** The W3C trace context sent on every webhook request for the call (absent: none). */
+  traceparent?: string | undefined;
+  tracestate?: string | undefined;
 }
 
 /** What storing a batch did. */
@@ -60,13 +63,13 @@ export function routingCondition(integrations: string, destinationName: string):
 // goes as a JSON string instead (`s`), escaped once more.
 const storeStatement = `
   WITH input AS (
-    SELECT * FROM ROWS FROM (json_to_recordset($3::json) AS (m text, t text, u text, a text, g jsonb, x jsonb, p json, s text))
-      WITH ORDINALITY AS i(message_id, type, user_id, anonymous_id, integrations, filtered_out, raw_payload, escaped_payload, position)
+    SELECT * FROM ROWS FROM (json_to_recordset($3::json) AS (m text, t text, u text, a text, g jsonb, x jsonb, p json, s text, tp text, ts text))
+      WITH ORDINALITY AS i(message_id, type, user_id, anonymous_id, integrations, filtered_out, raw_payload, escaped_payload, traceparent, tracestate, position)
   ), fresh AS (
     SELECT ${filtersStampSql("$1")} = $4::jsonb AS ok
   ), inserted AS (
-    INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload)
-    SELECT $1, message_id, type, nullif(user_id, ''), $2, coalesce(escaped_payload, raw_payload::text) FROM input
+    INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload, traceparent, tracestate)
+    SELECT $1, message_id, type, nullif(user_id, ''), $2, coalesce(escaped_payload, raw_payload::text), traceparent, tracestate FROM input
      WHERE (SELECT ok FROM fresh)
     ON CONFLICT (source_id, message_id) DO NOTHING
     RETURNING id, message_id
@@ -103,6 +106,8 @@ function rowsParameter(messages: readonly MessageToStore[]): string {
       a: message.anonymousId,
       g: message.integrations,
       x: message.filteredOut,
+      tp: message.traceparent,
+      ts: message.tracestate,
     });
     const payload = message.payload.includes("\\u") ? `"s":${JSON.stringify(message.payload)}` : `"p":${message.payload}`;
     return `${fields.slice(0, -1)},${payload}}`;
