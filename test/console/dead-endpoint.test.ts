@@ -53,8 +53,8 @@ test("the Overview counts and charts the failed attempts of an endpoint whose de
   const card = page.getByRole("article", { name: "dead hook" });
   const lastHour = card.getByRole("row", { name: /Last hour/ });
   await lastHour.waitFor();
-  // Delivered, failed, expired, failed attempts, success rate.
-  expect((await lastHour.getByRole("cell").allTextContents()).slice(0, 5)).toEqual(["0", "0", "0", "3 of 3", "–"]);
+  // Delivered, failed, expired, filtered, failed attempts, success rate.
+  expect((await lastHour.getByRole("cell").allTextContents()).slice(0, 6)).toEqual(["0", "0", "0", "0", "3 of 3", "–"]);
   await card.getByRole("row", { name: /Last 6 h/ }).waitFor();
   await card.getByRole("row", { name: /Last 24 h/ }).waitFor();
   await card.locator(".u-legend").getByText("Failed attempts").waitFor();
