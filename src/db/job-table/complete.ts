@@ -25,18 +25,21 @@ export interface DeliveryCompletion {
 const terminal = new Set<DeliveryStatus>(["delivered", "failed", "expired", "cancelled"]);
 const terminalSql = "('delivered', 'failed', 'expired', 'cancelled')";
 
+// What a result changes on the delivery, whether it stays in the queue or
+// moves to the history (SQL over the delivery `d` and the result `c`).
+const resultColumns = {
+  attempt_count: "d.attempt_count + CASE WHEN c.attempted THEN 1 ELSE 0 END",
+  first_attempt_at: "CASE WHEN c.attempted THEN coalesce(d.first_attempt_at, c.attempted_at) ELSE d.first_attempt_at END",
+  retry_urls: "CASE WHEN c.retry_urls IS NULL THEN NULL ELSE ARRAY(SELECT json_array_elements_text(c.retry_urls)) END",
+};
+
 // The lease holder's results, applied only while its token still holds: a
 // delivery still to be retried (or released untouched) stays in the queue
 // with its new state...
 const retryTransition = transitionSql({
   fence: { kind: "held", token: "c.lease_token" },
   status: "c.status",
-  set: `run_at = c.run_at,
-              attempt_count = d.attempt_count + CASE WHEN c.attempted THEN 1 ELSE 0 END,
-              first_attempt_at = CASE WHEN c.attempted THEN coalesce(d.first_attempt_at, c.attempted_at)
-                                      ELSE d.first_attempt_at END,
-              retry_urls = CASE WHEN c.retry_urls IS NULL THEN NULL
-                                ELSE ARRAY(SELECT json_array_elements_text(c.retry_urls)) END`,
+  set: ["run_at = c.run_at", ...Object.entries(resultColumns).map(([column, value]) => `${column} = ${value}`)].join(", "),
   from: "c",
   where: `d.destination_id = c.destination_id AND d.id = c.id AND c.status NOT IN ${terminalSql}`,
   returning: "d.destination_id, d.id, d.attempt_count",
@@ -47,11 +50,7 @@ const finishedCtes = finishCtes("finished", {
   fence: { kind: "held", token: "c.lease_token" },
   status: "c.status",
   finalizedAt: "c.finalized_at",
-  set: {
-    attempt_count: "d.attempt_count + CASE WHEN c.attempted THEN 1 ELSE 0 END",
-    first_attempt_at: "CASE WHEN c.attempted THEN coalesce(d.first_attempt_at, c.attempted_at) ELSE d.first_attempt_at END",
-    retry_urls: "CASE WHEN c.retry_urls IS NULL THEN NULL ELSE ARRAY(SELECT json_array_elements_text(c.retry_urls)) END",
-  },
+  set: resultColumns,
   using: "c",
   where: `d.destination_id = c.destination_id AND d.id = c.id AND c.status IN ${terminalSql}`,
 });
