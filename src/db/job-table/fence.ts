@@ -72,17 +72,26 @@ function fenceSet(fence: Fence): string {
   }
 }
 
-function fenceWhere(fence: Fence): string {
+function fenceWhere(fence: Fence, alias = jobAlias): string {
   switch (fence.kind) {
     case "held":
     case "extend":
       // A completion ends the lease (leased_until NULL) but keeps the token:
       // the holder's own later changes (a second result, a heartbeat) must
       // not apply after it.
-      return ` AND d.lease_token = ${fence.token} AND d.leased_until IS NOT NULL`;
+      return ` AND ${alias}.lease_token = ${fence.token} AND ${alias}.leased_until IS NOT NULL`;
     default:
       return "";
   }
+}
+
+/**
+ * The fence's condition on a queue row aliased `alias`, for a lookup that
+ * finds and locks the rows (FOR UPDATE) before a transition writes them by
+ * tuple id: the locked rows cannot change before the write.
+ */
+export function fenceCondition(fence: Fence, alias: string): string {
+  return `true${fenceWhere(fence, alias)}`;
 }
 
 /** One UPDATE of a queued delivery with its lease fence; `status`, if given, must be pending or retrying. */
