@@ -1,5 +1,6 @@
 // @ts-check
 import { readFileSync } from "node:fs";
+import { startStatementWindow } from "./statements.mjs";
 
 // /proc/<pid>/stat counts CPU time in clock ticks; Linux reports 100 per second to user space.
 const ticksPerSecond = 100;
@@ -58,10 +59,13 @@ export async function startCpuMeter(pool, processes) {
   const before = new Map(Object.entries(processes).map(([name, pid]) => [name, cpuSeconds(pid)]));
   const backendsBefore = new Map((await backendPids(pool)).map((pid) => [pid, cpuSeconds(pid)]));
   const transactionsBefore = await transactionCount(pool);
+  const statementWindow = await startStatementWindow(pool);
   return {
     /**
-     * CPU seconds per process over the window, the window's length in seconds, and the database's transactions in it.
-     * @returns {Promise<{ seconds: number, used: Record<Name | "postgres" | "load_generator", number | null>, transactions: number }>}
+     * CPU seconds per process over the window, the window's length in seconds, the database's transactions in it,
+     * and its costliest statements (when the server has pg_stat_statements loaded; otherwise undefined).
+     * @returns {Promise<{ seconds: number, used: Record<Name | "postgres" | "load_generator", number | null>, transactions: number,
+     *                     statements: import("./statements.mjs").StatementFigure[] | undefined }>}
      */
     async stop() {
       const seconds = (performance.now() - startedAt) / 1000;
@@ -85,7 +89,8 @@ export async function startCpuMeter(pool, processes) {
       // Let the backends publish their transaction counts (at most once a second each).
       await new Promise((resolve) => setTimeout(resolve, 1_100));
       const transactions = (await transactionCount(pool)) - transactionsBefore;
-      return { seconds, used, transactions };
+      const statements = await statementWindow?.stop();
+      return { seconds, used, transactions, statements };
     },
   };
 }

@@ -31,7 +31,7 @@ export async function burnDownScenario({ db, sink, count, concurrency = 64, env 
   const arrived = await sink.waitForCount(count);
   await waitForStatus(pool, destination.id, count);
   const recorded = performance.now();
-  const { used, transactions } = await meter.stop();
+  const { used, transactions, statements } = await meter.stop();
   const window = [service.secondsSinceStart(start), service.secondsSinceStart(recorded)];
   const rss = service.peakRssMb();
   const droppedSpans = variant ? await service.droppedSpans() : undefined;
@@ -74,6 +74,7 @@ export async function burnDownScenario({ db, sink, count, concurrency = 64, env 
     profile_window_s: window,
     target_webhooks_per_s: 15_000,
     server_peak_rss_mb: rss,
+    postgres_statements: statements,
   });
   return { rate, rss, cpuUsPerWebhook };
 }

@@ -61,13 +61,14 @@ export async function burnDown(db, sink, count, name) {
     await setEnabled(service.url, destination.id, true);
     const arrived = await sink.waitForCount(count);
     while ((await unfinished(pool, destination.id)) > 0) await new Promise((r) => setTimeout(r, 200));
-    const { used } = await meter.stop();
+    const { used, statements } = await meter.stop();
     return {
       webhooks_per_s: Math.round((count / (arrived - start)) * 1000),
       cpu_us_per_webhook: {
         service: used.service === null ? null : Math.round((used.service * 1e6) / count),
         postgres: used.postgres === null ? null : Math.round((used.postgres * 1e6) / count),
       },
+      postgres_statements: statements,
     };
   } finally {
     await pool.end();

@@ -38,7 +38,7 @@ export async function ingestScenario({
   const window = [service.secondsSinceStart()];
   const { events, latencies, elapsedMs } = await runFor(client, durationMs, concurrency, batchSize);
   window.push(service.secondsSinceStart());
-  const { used, transactions } = await meter.stop();
+  const { used, transactions, statements } = await meter.stop();
   await pool.end();
   client.close();
   const rss = service.peakRssMb();
@@ -76,6 +76,7 @@ export async function ingestScenario({
     ratio_to_bare_insert: Math.round((eventsPerS / baseline) * 100) / 100,
     target_events_per_s: 50_000,
     server_peak_rss_mb: rss,
+    postgres_statements: statements,
   });
   return { eventsPerS, rss, cpuUsPerCall: perUnit(used.service, events) };
 }
