@@ -1,7 +1,9 @@
 // @ts-check
 import pg from "pg";
-import { rpc } from "../lib/admin.mjs";
+import { rpc, setEnabled } from "../lib/admin.mjs";
+import { startCpuMeter } from "../lib/cpu.mjs";
 import { trackingClient } from "../lib/load.mjs";
+import { queueDeliveries } from "../lib/queue.mjs";
 import { startService } from "../lib/service.mjs";
 import { report } from "../lib/stats.mjs";
 
@@ -16,6 +18,8 @@ import { report } from "../lib/stats.mjs";
  * @param {{ createDatabase: () => Promise<import("../lib/postgres.mjs").Database>, count: number }} options
  */
 export async function warehouseScenario({ createDatabase, count }) {
+  const backlog = await loadBacklog({ createDatabase, count });
+  report({ scenario: "warehouse-backlog", ...backlog, target_loaded_per_s: 20_000 });
   const steady = await run({ createDatabase, count, newProperties: false });
   const evolving = await run({ createDatabase, count, newProperties: true });
   report({ scenario: "warehouse", ...steady, target_loaded_per_s: 20_000 });
@@ -25,7 +29,68 @@ export async function warehouseScenario({ createDatabase, count }) {
     ratio_to_fixed_columns: Math.round((evolving.loaded_calls_per_s / steady.loaded_calls_per_s) * 100) / 100,
     target_ratio: 0.8,
   });
-  return { rss: Math.max(steady.server_peak_rss_mb, evolving.server_peak_rss_mb) };
+  return { rss: Math.max(steady.server_peak_rss_mb, evolving.server_peak_rss_mb, backlog.server_peak_rss_mb) };
+}
+
+/**
+ * The loader alone: `count` track calls already stored and queued for a
+ * disabled warehouse destination (written in SQL, as the burn-down fills
+ * its queue), then the destination enabled; calls/s from then until the
+ * last row is committed in the warehouse, with the CPU per call of the
+ * service and of Postgres (the job table's and the warehouse's backends
+ * both: they are one server) and the costliest statements of each.
+ * @param {{ createDatabase: () => Promise<import("../lib/postgres.mjs").Database>, count: number }} options
+ */
+async function loadBacklog({ createDatabase, count }) {
+  const db = await createDatabase();
+  const warehouse = await createDatabase();
+  const service = await startService(db.url, { WAYPOST_DELIVERY_CONCURRENCY: "10000", WAYPOST_WAREHOUSE_FLUSH_MS: "500" });
+  const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+  const warehousePool = new pg.Pool({ connectionString: warehouse.url, max: 2 });
+  try {
+    const { source } = await rpc(service.url, "SourceService/CreateSource", { source: { name: "warehouse" } });
+    const { destination } = await rpc(service.url, "DestinationService/CreateDestination", {
+      destination: {
+        name: "warehouse",
+        sourceIds: [source.id],
+        enabled: false,
+        kind: "DESTINATION_KIND_POSTGRES",
+        postgres: { url: warehouse.url },
+      },
+    });
+    await queueDeliveries(pool, { sourceId: source.id, destinationId: destination.id, count, prefix: "backlog" });
+    const loaded = async () => {
+      const result = await warehousePool.query("SELECT count(*)::int AS n FROM waypost.order_completed").catch(() => ({ rows: [{ n: 0 }] }));
+      return result.rows[0].n;
+    };
+    const meter = await startCpuMeter(pool, { service: service.pid });
+    const warehouseMeter = await startCpuMeter(warehousePool, {});
+    const start = performance.now();
+    await setEnabled(service.url, destination.id, true);
+    while ((await loaded()) < count) await new Promise((r) => setTimeout(r, 100));
+    const committed = performance.now();
+    const jobTable = await meter.stop();
+    const loading = await warehouseMeter.stop();
+    const perCall = (/** @type {number | null} */ seconds) => (seconds === null ? null : Math.round((seconds * 1e6) / count));
+    return {
+      calls: count,
+      loaded_calls_per_s: Math.round((count / (committed - start)) * 1000),
+      cpu_us_per_call: {
+        service: perCall(jobTable.used.service),
+        postgres_job_table: perCall(jobTable.used.postgres),
+        postgres_warehouse: perCall(loading.used.postgres),
+      },
+      server_peak_rss_mb: service.peakRssMb(),
+      postgres_statements: jobTable.statements,
+      warehouse_statements: loading.statements,
+    };
+  } finally {
+    await pool.end();
+    await warehousePool.end();
+    await service.stop();
+    await warehouse.drop();
+    await db.drop();
+  }
 }
 
 /**

@@ -69,6 +69,9 @@ interface Slots<T> {
  *   cut it short) is free again, the next claim's round trip overlaps the
  *   sends still queued.
  */
+/** Most batching destinations remembered (each adds an entry to every claim's room). */
+const maxBatching = 1_000;
+
 export function createScheduler<T extends Schedulable>(options: SchedulerOptions): Scheduler<T> {
   const { config, maxClaim } = options;
   const perDestinationHeld = heldPerDestination(config);
@@ -81,10 +84,21 @@ export function createScheduler<T extends Schedulable>(options: SchedulerOptions
   let capacityBound = false;
   // The last claim took all the process's free slots allowed.
   let slotsBound = false;
+  // Destinations of a batching kind seen here, with their own limit. A claim
+  // offers each its whole limit even while nothing of it is held here:
+  // offered the webhook hold instead, a warehouse got one small claim per
+  // flush interval (a batch never filled; 354 calls/s from a backlog).
+  const batching = new Map<string, number>();
 
   const heldOf = (destinationId: string) => options.limitOf?.(destinationId) ?? perDestinationHeld;
   const inFlightOf = (destinationId: string) => options.limitOf?.(destinationId) ?? config.perDestinationConcurrency;
   const roomOf = (destinationId: string, entry: Slots<T>) => Math.max(0, heldOf(destinationId) - entry.inFlight - entry.waiting.length);
+
+  function noteBatching(destinationId: string) {
+    const limit = options.limitOf?.(destinationId);
+    if (limit === undefined) batching.delete(destinationId);
+    else if (batching.size < maxBatching || batching.has(destinationId)) batching.set(destinationId, limit);
+  }
 
   function slotsOf(destinationId: string): Slots<T> {
     let entry = slots.get(destinationId);
@@ -103,6 +117,7 @@ export function createScheduler<T extends Schedulable>(options: SchedulerOptions
         return undefined;
       }
       const room = new Map<string, number>();
+      for (const [id, limit] of batching) room.set(id, limit);
       for (const [id, entry] of slots) room.set(id, roomOf(id, entry));
       return { limit: Math.min(free, maxClaim), room, perDestinationLimit: perDestinationHeld };
     },
@@ -111,6 +126,7 @@ export function createScheduler<T extends Schedulable>(options: SchedulerOptions
       const claimed = new Map<string, number>();
       for (const item of items) {
         held++;
+        if (!claimed.has(item.destinationId)) noteBatching(item.destinationId);
         claimed.set(item.destinationId, (claimed.get(item.destinationId) ?? 0) + 1);
         const entry = slotsOf(item.destinationId);
         if (entry.inFlight < inFlightOf(item.destinationId)) {

@@ -115,3 +115,18 @@ test("a batching kind's destination takes its own limit: all of it in flight at 
   s.finished("w");
   expect(s.planClaim()!.room.get("w")).toBe(1);
 });
+
+test("a batching kind's destination is offered its whole limit in the next claim, even with nothing of it held here", () => {
+  const s = createScheduler<Item>({ config, maxClaim: 500, limitOf: (id) => (id === "w" ? 6 : undefined) });
+  // Unknown yet: the first claim offers it the webhook hold, as any destination.
+  expect(s.planClaim()!.room.has("w")).toBe(false);
+  s.accept(items("w", 6), s.planClaim()!);
+  for (let i = 0; i < 6; i++) s.finished("w");
+  // Nothing of it is held now; the next claim still offers its limit, not the webhook hold.
+  expect(s.planClaim()!.room.get("w")).toBe(6);
+  // A webhook destination with nothing held is left to the default.
+  s.accept(items("a", 2), s.planClaim()!);
+  s.finished("a");
+  s.finished("a");
+  expect(s.planClaim()!.room.has("a")).toBe(false);
+});

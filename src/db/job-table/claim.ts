@@ -138,10 +138,12 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
      ), lanes AS (
        -- The destinations this claim may take from, and how many of each:
        -- one (the probe) of a probing destination, else its room, capped by
-       -- its whole tokens. Chosen before any delivery is read.
+       -- its whole tokens (without a rate limit, by nothing more: capped by
+       -- the default hold, a batching kind's larger room went unused).
+       -- Chosen before any delivery is read.
        SELECT dst.id AS destination_id,
               least(CASE WHEN dst.id IN (SELECT destination_id FROM probing) THEN 1 ELSE coalesce(r.free, $3) END,
-                    ${tokenAllowanceSql("b", "$3")}) AS cap
+                    ${tokenAllowanceSql("b", "$2")}) AS cap
          FROM destinations dst
          LEFT JOIN room r ON r.destination_id = dst.id
          LEFT JOIN buckets b ON b.destination_id = dst.id
