@@ -60,7 +60,9 @@ async function loadBacklog({ createDatabase, count }) {
     });
     await queueDeliveries(pool, { sourceId: source.id, destinationId: destination.id, count, prefix: "backlog" });
     const loaded = async () => {
-      const result = await warehousePool.query("SELECT count(*)::int AS n FROM waypost.order_completed").catch(() => ({ rows: [{ n: 0 }] }));
+      const result = await warehousePool
+        .query("SELECT count(*)::int AS n FROM waypost.order_completed")
+        .catch(() => ({ rows: [{ n: 0 }] }));
       return result.rows[0].n;
     };
     const meter = await startCpuMeter(pool, { service: service.pid });

@@ -123,7 +123,14 @@ test("the claim takes the plain destination's oldest deliveries and nothing of t
 
 test("a destination's room past the default hold is taken whole when it has no rate limit (a batching kind's batch)", async () => {
   // 744 of the plain destination's deliveries are still due (the test above leased 256).
-  const { deliveries } = await claimDeliveries(pool, { ...options, perDestinationLimit: 256, room: new Map([[fullId, 0], [plainId, 900]]) });
+  const { deliveries } = await claimDeliveries(pool, {
+    ...options,
+    perDestinationLimit: 256,
+    room: new Map([
+      [fullId, 0],
+      [plainId, 900],
+    ]),
+  });
   expect(deliveries).toHaveLength(500);
   expect(new Set(deliveries.map((d) => d.destinationId))).toEqual(new Set([plainId]));
 });
