@@ -2,17 +2,20 @@
 // `npm run bench`: starts what it needs on loopback (a Postgres database, the
 // service as separate processes, a keep-alive sink process) and prints one
 // JSON object per line. Options:
-//   --only=ingest,plan-ingest,routing-ingest,burn-down,scaling,end-to-end,baselines,isolation,client,cheap-requests,ordering,rate-limit,warehouse,tracing,history,retention,soak
+//   --only=ingest,plan-ingest,routing-ingest,burn-down,transform-burn-down,scaling,end-to-end,baselines,isolation,client,cheap-requests,ordering,rate-limit,warehouse,tracing,history,retention,backfill,soak
 //   --quick   smaller counts and shorter steps (a smoke run, not a measurement)
 //   --soak    add a 5-minute steady run that checks rates do not decay
 //   --duration=MS --deliveries=N   override the ingest duration and the burn-down size
 //   --history=N   finished deliveries in the history scenario (default 10,000,000; --quick 200,000)
 //   --retained=N  finished deliveries in the day the retention scenario drops (default 5,000,000)
+//   --backfill=N  retained calls the backfill scenario backfills (default 1,000,000; --quick 50,000)
+//   (transform-burn-down: windows of --deliveries, at most 50,000; --quick 5,000)
 import os from "node:os";
 import { openPostgres } from "./lib/postgres.mjs";
 import { startSink } from "./lib/sink.mjs";
 import { report } from "./lib/stats.mjs";
 import { baselinesScenario } from "./scenarios/baselines.mjs";
+import { backfillScenario } from "./scenarios/backfill.mjs";
 import { burnDownScenario } from "./scenarios/burn-down.mjs";
 import { cheapRequestsScenario } from "./scenarios/cheap-requests.mjs";
 import { clientScenario } from "./scenarios/client.mjs";
@@ -29,13 +32,14 @@ import { scalingScenario } from "./scenarios/scaling.mjs";
 import { soakScenario } from "./scenarios/soak.mjs";
 import { warehouseScenario } from "./scenarios/warehouse.mjs";
 import { tracingScenario } from "./scenarios/tracing.mjs";
+import { transformBurnDownScenario } from "./scenarios/transform-burn-down.mjs";
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
 const onlyArg = args.find((a) => a.startsWith("--only="));
 const only = onlyArg ? new Set(onlyArg.slice(7).split(",")) : undefined;
-// Soak, history and retention take minutes (and gigabytes): run when asked for.
-const slow = new Set(["soak", "history", "retention"]);
+// Soak, history, retention and backfill take minutes (and gigabytes): run when asked for.
+const slow = new Set(["soak", "history", "retention", "backfill"]);
 const wants = (/** @type {string} */ name) => (only ? only.has(name) : !slow.has(name) || args.includes(`--${name}`));
 
 const sizes = quick
@@ -68,6 +72,9 @@ const durationArg = numberArg("duration");
 const deliveriesArg = numberArg("deliveries");
 const historySize = numberArg("history") ?? (quick ? 200_000 : 10_000_000);
 const retainedSize = numberArg("retained") ?? (quick ? 200_000 : 5_000_000);
+const backfillSize = numberArg("backfill") ?? (quick ? 50_000 : 1_000_000);
+// Each of the four windows of transform-burn-down (and a warm-up of each kind): at most 50,000.
+const transformWindow = deliveriesArg ? Math.min(deliveriesArg, 50_000) : quick ? 5_000 : Math.min(sizes.burnDown, 50_000);
 if (durationArg) sizes.durationMs = durationArg;
 if (deliveriesArg) sizes.burnDown = deliveriesArg;
 
@@ -109,6 +116,10 @@ try {
     const result = await inFreshDatabase((db) => burnDownScenario({ db, sink, count: sizes.burnDown }));
     burnDownRate = result.rate;
     rss.burn_down = result.rss;
+  }
+  // A small transform's burn-down beside the same without rules, windows A B B A in one service.
+  if (wants("transform-burn-down")) {
+    rss.transform_burn_down = (await inFreshDatabase((db) => transformBurnDownScenario({ db, sink, count: transformWindow }))).rss;
   }
   if (wants("scaling")) {
     const results = await scalingScenario({
@@ -157,6 +168,8 @@ try {
     await inFreshDatabase((db) => historyScenario({ db, sink, count: Math.min(sizes.burnDown, 50_000), history: historySize }));
   }
   if (wants("retention")) await inFreshDatabase((db) => retentionScenario({ db, count: retainedSize }));
+  // BackfillDestination over retained calls, with tracking RPCs' latency beside it and delivery running.
+  if (wants("backfill")) await inFreshDatabase((db) => backfillScenario({ db, sink, count: backfillSize }));
   if (wants("soak")) await inFreshDatabase((db) => soakScenario({ db, sink, durationMs: sizes.soakMs }));
 } finally {
   await sink.close();
