@@ -9,8 +9,14 @@ export interface BackfillerOptions {
   pool: pg.Pool;
   clock: Clock;
   logger: Logger;
-  /** Calls per batch: small enough to keep each transaction short. */
+  /**
+   * Calls per batch (default 5,000): each batch's insert reads the
+   * destination's queued deliveries once (to skip calls already waiting
+   * there), so batches are large; the filter runs over them in slices of
+   * `sliceSize` with a turn of the event loop between.
+   */
   batchSize?: number;
+  sliceSize?: number;
 }
 
 export interface Backfill extends BackfillRange {
@@ -29,13 +35,15 @@ export interface Backfiller {
 
 /**
  * Runs backfills in batches: reads a page of calls the destination has no
- * delivery for, keeps those its filter passes, and queues them in one short
- * transaction, yielding to the event loop between batches so ingest and
- * the admin API stay responsive. Deliveries it creates are ordinary ones:
+ * finished delivery for, keeps those its filter passes, and queues those
+ * with no delivery waiting either in one transaction, yielding to the
+ * event loop between slices and batches so ingest and the admin API stay
+ * responsive. Deliveries it creates are ordinary ones:
  * the claim applies rate limits and per-user ordering to them as to any.
  */
 export function createBackfiller(options: BackfillerOptions): Backfiller {
-  const batchSize = options.batchSize ?? 1000;
+  const batchSize = options.batchSize ?? 5_000;
+  const sliceSize = options.sliceSize ?? 250;
   const running = new Set<Promise<void>>();
   let stopping = false;
 
@@ -50,7 +58,7 @@ export function createBackfiller(options: BackfillerOptions): Backfiller {
       const page = await selectBackfillCandidates(options.pool, backfill, after, batchSize);
       if (page.length === 0) break;
       after = page[page.length - 1]!.id;
-      const passing = backfill.matches ? page.filter((call) => backfill.matches!(JSON.parse(call.payload))) : page;
+      const passing = backfill.matches ? await filterInSlices(page, backfill.matches, sliceSize) : page;
       queued += await enqueueBackfill(
         options.pool,
         backfill.destinationId,
@@ -79,4 +87,18 @@ export function createBackfiller(options: BackfillerOptions): Backfiller {
       await this.idle();
     },
   };
+}
+
+/** The calls the filter passes, a slice at a time, yielding to the event loop between slices. */
+async function filterInSlices<T extends { payload: string }>(
+  calls: readonly T[],
+  matches: CompiledFilter,
+  sliceSize: number,
+): Promise<T[]> {
+  const passing: T[] = [];
+  for (let start = 0; start < calls.length; start += sliceSize) {
+    if (start > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    for (const call of calls.slice(start, start + sliceSize)) if (matches(JSON.parse(call.payload))) passing.push(call);
+  }
+  return passing;
 }

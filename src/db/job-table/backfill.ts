@@ -18,7 +18,9 @@ export async function enqueueBackfill(pool: pg.Pool, destinationId: string, mess
               ${orderingKeySql("m.user_id", "(m.payload::json ->> 'anonymousId')")}
          FROM messages m
         WHERE m.id = ANY ($3::bigint[])
-          AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.destination_id = $1 AND d.message_pk = m.id)
+          AND NOT EXISTS (SELECT 1 FROM delivery_history h WHERE h.destination_id = $1 AND h.message_pk = m.id)
+          -- The queue has no message index: one read of the destination's queued deliveries per batch.
+          AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.destination_id = $1 AND q.message_pk = m.id)
         ORDER BY m.id`)}
        SELECT (SELECT count(*)::int FROM queued) AS queued, ${notifyIfQueued()}`,
       [destinationId, at, messagePks],

@@ -7,19 +7,32 @@ export interface BackfillRange {
 }
 
 // Calls of the destination's sources received in the range (delete
-// notifications left out) that it has no delivery for.
-const candidates = `FROM messages m
+// notifications left out) with no finished delivery to it (the history's
+// message index answers that per call).
+const received = `FROM messages m
   WHERE m.source_id IN (SELECT ds.source_id FROM destination_sources ds WHERE ds.destination_id = $1)
     AND m.received_at >= $2 AND m.received_at < $3 AND m.type <> 'delete'
-    AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.destination_id = $1 AND d.message_pk = m.id)`;
+    AND NOT EXISTS (SELECT 1 FROM delivery_history h WHERE h.destination_id = $1 AND h.message_pk = m.id)`;
 
-/** How many calls a backfill of this range would consider. */
+// ... and none waiting in the queue either. The queue has no message index
+// (it would cost every ingested delivery an index entry), so this reads the
+// destination's queued deliveries once per statement: fine for the one count
+// a backfill answers with, not for every page of it (backfill.ts checks the
+// queue once per batch it inserts).
+const candidates = `${received}
+    AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.destination_id = $1 AND q.message_pk = m.id)`;
+
+/** How many calls a backfill of this range would create deliveries for (before its filter). */
 export async function countBackfillCandidates(db: Queryable, range: BackfillRange): Promise<number> {
   const result = await db.query<{ n: string }>(`SELECT count(*)::text AS n ${candidates}`, [range.destinationId, range.since, range.until]);
   return Number(result.rows[0]!.n);
 }
 
-/** The next page of candidates after message `afterPk`, in acceptance order. */
+/**
+ * The next page of the range's calls without a finished delivery to the
+ * destination, after message `afterPk`, in acceptance order. Some may have
+ * a delivery waiting in the queue: enqueueBackfill skips those.
+ */
 export async function selectBackfillCandidates(
   db: Queryable,
   range: BackfillRange,
@@ -27,7 +40,7 @@ export async function selectBackfillCandidates(
   limit: number,
 ): Promise<Array<{ id: string; payload: string }>> {
   const result = await db.query<{ id: string; payload: string }>(
-    `SELECT m.id, m.payload ${candidates} AND m.id > $4 ORDER BY m.id LIMIT $5`,
+    `SELECT m.id, m.payload ${received} AND m.id > $4 ORDER BY m.id LIMIT $5`,
     [range.destinationId, range.since, range.until, afterPk, limit],
   );
   return result.rows;
