@@ -41,9 +41,13 @@ export async function retentionScenario({ db, count }) {
     await pool.query("VACUUM ANALYZE delivery_history, delivery_attempts");
     const before = await sizes(pool);
     const { dropDaysBefore } = await import("../../dist/src/db/job-table/days.js");
+    // The whole drop (the files freed) is timed here; how long the parents were locked (the
+    // detach) a second connection watches, polling pg_locks every 10 ms.
+    const lockWatch = watchParentLocks(db.url);
     const dropStart = performance.now();
     const dropped = await dropDaysBefore(pool, new Date(Date.now() - 30 * 86_400_000));
     const dropMs = Math.round(performance.now() - dropStart);
+    const parentLockedMs = await lockWatch.stop();
     await pool.query("SELECT pg_stat_force_next_flush()").catch(() => undefined);
     const after = await sizes(pool);
     report({
@@ -52,6 +56,7 @@ export async function retentionScenario({ db, count }) {
       fill_s: fillSeconds,
       dropped: dropped.map((/** @type {{ table: string, day: string }} */ d) => `${d.table}_${d.day}`),
       drop_ms: dropMs,
+      parent_locked_ms_seen: parentLockedMs,
       mb_before: before,
       mb_after: after,
       target_drop_ms_max: 1_000,
@@ -73,4 +78,44 @@ async function sizes(pool) {
       GROUP BY p.relname ORDER BY 1`,
   );
   return Object.fromEntries(rows.map((/** @type {{ parent: string, b: string }} */ r) => [r.parent, Math.round(Number(r.b) / 2 ** 20)]));
+}
+
+/**
+ * Polls (every 10 ms) whether anything holds an AccessExclusive lock on the
+ * history's or the attempts' parent table, and reports the longest run of
+ * polls that saw one (0: none seen): about how long completions (inserts
+ * into the history) and attempt rows waited.
+ * @param {string} url
+ */
+function watchParentLocks(url) {
+  const client = new pg.Client({ connectionString: url });
+  let stopped = false;
+  let longest = 0;
+  const watching = (async () => {
+    await client.connect();
+    /** @type {number | undefined} */
+    let since;
+    while (!stopped) {
+      const { rows } = await client.query(
+        `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+          WHERE c.relname IN ('delivery_history', 'delivery_attempts') AND l.mode = 'AccessExclusiveLock' AND l.granted`,
+      );
+      const now = performance.now();
+      if (rows[0].n > 0) since ??= now;
+      else if (since !== undefined) {
+        longest = Math.max(longest, now - since);
+        since = undefined;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    if (since !== undefined) longest = Math.max(longest, performance.now() - since);
+    await client.end();
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await watching;
+      return Math.round(longest);
+    },
+  };
 }
