@@ -1,6 +1,7 @@
 import type pg from "pg";
 import type { Clock } from "../clock.js";
 import {
+  analyzeJobTableIfStale,
   createDayPartitions,
   dropDaysBefore,
   expirePausedDeliveries,
@@ -47,6 +48,8 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
   async function vacuumIfNeeded(): Promise<boolean> {
     const vacuumed = await vacuumJobTableIfNeeded(options.pool);
     if (vacuumed) options.logger.info("vacuumed the job table (dead rows had piled up)");
+    // A vacuum analyzes too; otherwise statistics gone stale are taken anew.
+    else if (await analyzeJobTableIfStale(options.pool)) options.logger.debug("analyzed the job table (its rows had changed)");
     return vacuumed;
   }
 

@@ -40,3 +40,27 @@ export async function vacuumJobTableIfNeeded(db: Queryable, minDead = 20_000, de
   await db.query("VACUUM (SKIP_LOCKED, ANALYZE) delivery_queue");
   return true;
 }
+
+/**
+ * ANALYZEs the queue when its rows changed a lot since its statistics were
+ * taken (`minChanged` rows, and a `changedFraction` of the rows it had
+ * then). The claim and the heartbeat are prepared statements whose plans
+ * are kept until the queue's statistics change: planned while the queue
+ * was nearly empty, a claim kept a plan for a few rows (a sequential scan
+ * matched against every claimed row) while a backfill queued half a million,
+ * and each claim took seconds. Autovacuum analyzes on its own when it runs;
+ * Waypost does not count on it. Returns whether it analyzed.
+ */
+export async function analyzeJobTableIfStale(db: Queryable, minChanged = 10_000, changedFraction = 0.2): Promise<boolean> {
+  const stats = await db.query<{ changed: string; rows: string }>(
+    `SELECT s.n_mod_since_analyze AS changed, greatest(c.reltuples, 0) AS rows
+       FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+      WHERE s.relname = 'delivery_queue' AND s.schemaname = current_schema()`,
+  );
+  const row = stats.rows[0];
+  if (!row) return false;
+  const changed = Number(row.changed);
+  if (changed < minChanged || changed < Number(row.rows) * changedFraction) return false;
+  await db.query("ANALYZE (SKIP_LOCKED) delivery_queue");
+  return true;
+}
