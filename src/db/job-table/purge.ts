@@ -30,13 +30,8 @@ export async function purgeOldMessages(db: Queryable, cutoff: Date, limit: numbe
  * and need no such care. Returns whether it vacuumed.
  */
 export async function vacuumJobTableIfNeeded(db: Queryable, minDead = 20_000, deadFraction = 0.1): Promise<boolean> {
-  const stats = await db.query<{ dead: string; live: string }>(
-    "SELECT n_dead_tup AS dead, n_live_tup AS live FROM pg_stat_user_tables WHERE relname = 'delivery_queue' AND schemaname = current_schema()",
-  );
-  const row = stats.rows[0];
-  if (!row) return false;
-  const dead = Number(row.dead);
-  if (dead < minDead || dead < Number(row.live) * deadFraction) return false;
+  const activity = await queueActivity(db);
+  if (!activity || activity.dead < minDead || activity.dead < activity.live * deadFraction) return false;
   await db.query("VACUUM (SKIP_LOCKED, ANALYZE) delivery_queue");
   return true;
 }
@@ -52,15 +47,19 @@ export async function vacuumJobTableIfNeeded(db: Queryable, minDead = 20_000, de
  * Waypost does not count on it. Returns whether it analyzed.
  */
 export async function analyzeJobTableIfStale(db: Queryable, minChanged = 10_000, changedFraction = 0.2): Promise<boolean> {
-  const stats = await db.query<{ changed: string; rows: string }>(
-    `SELECT s.n_mod_since_analyze AS changed, greatest(c.reltuples, 0) AS rows
+  const activity = await queueActivity(db);
+  if (!activity || activity.changed < minChanged || activity.changed < activity.analyzedRows * changedFraction) return false;
+  await db.query("ANALYZE (SKIP_LOCKED) delivery_queue");
+  return true;
+}
+
+/** What the statistics collector knows of the queue: rows dead, live, changed since the last ANALYZE, and counted by it. */
+async function queueActivity(db: Queryable): Promise<{ dead: number; live: number; changed: number; analyzedRows: number } | undefined> {
+  const stats = await db.query<{ dead: string; live: string; changed: string; analyzed_rows: string }>(
+    `SELECT s.n_dead_tup AS dead, s.n_live_tup AS live, s.n_mod_since_analyze AS changed, greatest(c.reltuples, 0) AS analyzed_rows
        FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
       WHERE s.relname = 'delivery_queue' AND s.schemaname = current_schema()`,
   );
   const row = stats.rows[0];
-  if (!row) return false;
-  const changed = Number(row.changed);
-  if (changed < minChanged || changed < Number(row.rows) * changedFraction) return false;
-  await db.query("ANALYZE (SKIP_LOCKED) delivery_queue");
-  return true;
+  return row && { dead: Number(row.dead), live: Number(row.live), changed: Number(row.changed), analyzedRows: Number(row.analyzed_rows) };
 }
