@@ -1,6 +1,6 @@
 import type { AttemptResult } from "./attempt-result.js";
 import type { Queryable } from "../pool.js";
-import { finishCtes, transitionSql } from "./fence.js";
+import { fenceCondition, finishCtes, transitionSql } from "./fence.js";
 
 export type DeliveryStatus = "pending" | "retrying" | "delivered" | "failed" | "expired" | "cancelled";
 
@@ -36,22 +36,25 @@ const resultColumns = {
 // The lease holder's results, applied only while its token still holds: a
 // delivery still to be retried (or released untouched) stays in the queue
 // with its new state...
+const fence = { kind: "held", token: "c.lease_token" } as const;
 const retryTransition = transitionSql({
-  fence: { kind: "held", token: "c.lease_token" },
+  fence,
+  fenceCheckedOnLock: true,
   status: "c.status",
   set: ["run_at = c.run_at", ...Object.entries(resultColumns).map(([column, value]) => `${column} = ${value}`)].join(", "),
-  from: "c",
+  from: "held c",
   where: `d.destination_id = c.destination_id AND d.id = c.id AND c.status NOT IN ${terminalSql}`,
   returning: "d.destination_id, d.id, d.attempt_count",
 });
 
 // ...and a finished one moves to the history.
 const finishedCtes = finishCtes("finished", {
-  fence: { kind: "held", token: "c.lease_token" },
+  fence,
+  fenceCheckedOnLock: true,
   status: "c.status",
   finalizedAt: "c.finalized_at",
   set: resultColumns,
-  using: "c",
+  using: "held c",
   where: `d.destination_id = c.destination_id AND d.id = c.id AND c.status IN ${terminalSql}`,
 });
 
@@ -65,19 +68,27 @@ const finishedCtes = finishCtes("finished", {
  *
  * The batch travels as one JSON parameter (each completion with its
  * attempts nested), not as an array per column: no per-element escaping or
- * date formatting by pg, and a fixed text that is prepared once per
- * connection.
+ * date formatting by pg, and one fixed text whatever the batch's size.
  */
 export async function completeDeliveries(db: Queryable, completions: readonly DeliveryCompletion[]): Promise<Set<string>> {
   if (completions.length === 0) return new Set();
   const result = await db.query<{ id: string }>({
-    name: "waypost_complete_deliveries",
+    // Planned for each batch, not prepared: see claimDeliveries.
     text: `WITH c AS (
        SELECT r.destination_id, r.id, r.lease_token, r.status, ${fromEpochMs("r.run_at")} AS run_at, r.attempted,
               ${fromEpochMs("r.attempted_at")} AS attempted_at, r.retry_urls, ${fromEpochMs("r.finalized_at")} AS finalized_at, r.attempts
          FROM json_to_recordset($1::json)
            AS r(destination_id uuid, id bigint, lease_token int, status delivery_status, run_at bigint,
                 attempted boolean, attempted_at bigint, retry_urls json, finalized_at bigint, attempts json)
+     ), held AS (
+       -- The results whose lease still holds, their rows locked: one
+       -- primary-key probe each (a LATERAL subquery with LIMIT, which the
+       -- planner cannot turn into a join over the queue).
+       SELECT c.* FROM c
+        CROSS JOIN LATERAL (
+          SELECT 1 FROM delivery_queue l
+           WHERE l.destination_id = c.destination_id AND l.id = c.id AND ${fenceCondition(fence, "l")}
+           LIMIT 1 FOR UPDATE) q
      ), retried AS (
        ${retryTransition}
      ), ${finishedCtes}, done AS (

@@ -16,19 +16,25 @@ export interface HeldLease {
 // fence's `leased_until IS NOT NULL` for nearly no rows (statistics of a
 // queue at rest, with no lease) and scanned the whole queue, matching every
 // row against every lease: 300 ms per heartbeat with 60,000 queued.
+// The tuple ids are safe here: a row changed by another transaction since
+// this statement's snapshot fails the fence (only the holder's own
+// completion or a revoke can change a held lease), so no locked row is a
+// version the snapshot cannot see. The completion, which a heartbeat can
+// race, writes through the key instead.
 const until = "$1::timestamptz + make_interval(secs => $2::double precision / 1000)";
+const fence = { kind: "extend", token: "k.lease_token", until } as const;
 const extendTransition = `WITH held AS (
        SELECT q.row_id
          FROM unnest($3::uuid[], $4::bigint[], $5::int[]) AS k(destination_id, id, lease_token)
         CROSS JOIN LATERAL (
           SELECT l.ctid AS row_id FROM delivery_queue l
            WHERE l.destination_id = k.destination_id AND l.id = k.id AND l.status IN ('pending', 'retrying')
-             AND ${fenceCondition({ kind: "extend", token: "k.lease_token", until }, "l")}
+             AND ${fenceCondition(fence, "l")}
            LIMIT 1 FOR UPDATE) q
      )
      ${transitionSql({
-       // The fence was checked on the locked rows above; they cannot have changed since.
-       fence: { kind: "extend", token: "d.lease_token", until },
+       fence,
+       fenceCheckedOnLock: true,
        where: "d.ctid = ANY (ARRAY(SELECT row_id FROM held))",
        returning: "d.id",
      })}`;
@@ -45,7 +51,7 @@ const extendTransition = `WITH held AS (
 export async function extendLeases(db: Queryable, now: Date, leaseMs: number, leases: readonly HeldLease[]): Promise<Set<string>> {
   if (leases.length === 0) return new Set();
   const result = await db.query<{ id: string }>({
-    name: "waypost_extend_leases",
+    // Planned for each heartbeat, not prepared: see claimDeliveries.
     text: extendTransition,
     values: [now, leaseMs, leases.map((l) => l.destinationId), leases.map((l) => l.id), leases.map((l) => l.leaseToken)],
   });

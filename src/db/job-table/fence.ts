@@ -44,6 +44,15 @@ export type Fence =
 
 export interface Transition {
   fence: Fence;
+  /**
+   * The rows were found and locked earlier in the same statement with
+   * `fenceCondition(fence, …)` (a primary-key probe per delivery, FOR
+   * UPDATE), so the write does not repeat the check: locked, they cannot
+   * have changed. Repeated here, the fence's `leased_until IS NOT NULL`
+   * made the planner estimate the rows from statistics of a queue at rest
+   * (no leases: nearly no rows) and scan the queue for every result.
+   */
+  fenceCheckedOnLock?: boolean;
   /** The new status (an SQL expression: pending or retrying), when the transition moves it. */
   status?: string;
   /** SET items besides the lease and status columns; may be empty. */
@@ -72,7 +81,8 @@ function fenceSet(fence: Fence): string {
   }
 }
 
-function fenceWhere(fence: Fence, alias = jobAlias): string {
+function fenceWhere(fence: Fence, alias = jobAlias, checkedOnLock = false): string {
+  if (checkedOnLock) return "";
   switch (fence.kind) {
     case "held":
     case "extend":
@@ -99,7 +109,7 @@ export function transitionSql(transition: Transition): string {
   const items = [transition.status === undefined ? "" : `status = ${transition.status}`, transition.set ?? "", fenceSet(transition.fence)];
   const set = items.filter((item) => item !== "").join(", ");
   return `UPDATE delivery_queue d SET ${set}${transition.from ? ` FROM ${transition.from}` : ""}
-      WHERE (${transition.where})${fenceWhere(transition.fence)}${
+      WHERE (${transition.where})${fenceWhere(transition.fence, jobAlias, transition.fenceCheckedOnLock)}${
         transition.returning
           ? `
       RETURNING ${transition.returning}`
@@ -111,6 +121,8 @@ export function transitionSql(transition: Transition): string {
 export interface Finish {
   /** `held` (the lease holder's result) or `revoke` (cancel, expire). */
   fence: Extract<Fence, { kind: "held" } | { kind: "revoke" }>;
+  /** As Transition's: the rows were locked with the fence checked earlier in the statement. */
+  fenceCheckedOnLock?: boolean;
   /** The final status, an SQL expression over `d` and `using`. */
   status: string;
   /** When it finished, an SQL expression. */
@@ -157,7 +169,7 @@ export function finishCtes(name: string, finish: Finish): string {
   const returning = historyColumns.map((column) => `${value[column] ?? `d.${column}`} AS ${column}`).join(", ");
   return `${name}_left AS (
        DELETE FROM delivery_queue d${finish.using ? ` USING ${finish.using}` : ""}
-        WHERE (${finish.where})${fenceWhere(finish.fence)}
+        WHERE (${finish.where})${fenceWhere(finish.fence, jobAlias, finish.fenceCheckedOnLock)}
        RETURNING ${returning}
      ), ${name} AS (
        INSERT INTO delivery_history (${historyColumns.join(", ")})
