@@ -19,6 +19,7 @@ import { createBulkReplayer } from "./delivery/bulk-replayer.js";
 import { createBackfiller, type Backfiller } from "./delivery/backfiller.js";
 import { createTransformSandboxes } from "./routing/transform-sandbox.js";
 import { createDeliveryLoop, type DeliveryLoop } from "./delivery/loop.js";
+import { createLoopWaker } from "./ingest/loop-waker.js";
 import { createMaintenance, type Maintenance } from "./delivery/maintenance.js";
 import { createCors } from "./http/cors.js";
 import { listen } from "./http/listener.js";
@@ -144,7 +145,17 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   violationRecorder.start();
   closers.push(() => violationRecorder.stop());
   const trackingPlans = createTrackingPlans({ pool, clock, cache: planCache, recorder: violationRecorder });
-  const ingestor = createIngestor({ pool, clock, metrics, plans: { cache: planCache, recorder: violationRecorder } });
+  // Declared here: ingest wakes this process's own delivery loop (created below, unless the role is api).
+  let delivery: DeliveryLoop | undefined;
+  const loopWaker = createLoopWaker({ pool, logger, local: () => delivery?.poke() });
+  closers.push(() => loopWaker.close());
+  const ingestor = createIngestor({
+    pool,
+    clock,
+    metrics,
+    plans: { cache: planCache, recorder: violationRecorder },
+    onQueued: () => loopWaker.queued(),
+  });
   const auth = createAuthenticator({ pool, adminToken: admin.token });
   // One address guard for the process: destination validation at the API
   // and every outbound request check against the same rules.
@@ -210,7 +221,6 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     logger,
   });
 
-  let delivery: DeliveryLoop | undefined;
   let maintenance: Maintenance | undefined;
   if (config.role !== "api") {
     delivery = createDeliveryLoop({

@@ -35,6 +35,8 @@ export interface IngestorOptions {
   metrics?: Metrics | undefined;
   /** Tracking plans: each source's plan is applied to its calls (docs/tracking-plans.md). */
   plans?: { cache: PlanCache; recorder: ViolationRecorder } | undefined;
+  /** Called after a store that queued deliveries has committed: wakes the delivery loops (createLoopWaker). */
+  onQueued?: (() => void) | undefined;
 }
 
 export interface IngestOptions {
@@ -79,6 +81,7 @@ export function createIngestor(options: IngestorOptions): Ingestor {
       const prepared = prepareCalls(calls, receivedAt, plan, trace);
       const messages = prepared.toStore.map((item) => item.message);
       const result = await storeRouted(db, sourceId, receivedAt, messages);
+      if (result.queued) options.onQueued?.();
       if (options.metrics) {
         for (const [destinationId, count] of result.filtered) {
           options.metrics.callsFiltered.inc({ destination_id: destinationId, reason: "filter" }, count);

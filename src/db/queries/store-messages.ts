@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Queryable } from "../pool.js";
-import { enqueueCte, notifyIfQueued, orderingKeySql } from "../job-table/index.js";
+import { enqueueCte, orderingKeySql } from "../job-table/index.js";
 import { filtersStampSql } from "./source-filters.js";
 
 /** A message ready to store: validated, its body built. */
@@ -31,6 +31,8 @@ export interface StoreResult {
   fresh: boolean;
   /** Calls turned away by a destination's filter, per destination id. */
   filtered: Array<[destinationId: string, count: number]>;
+  /** Whether any delivery was queued: the caller wakes the delivery loops (see createLoopWaker). */
+  queued: boolean;
 }
 
 /** The name a call's integrations object uses for every webhook destination. */
@@ -92,7 +94,7 @@ const storeStatement = `
      WHERE f.fate IS NOT NULL
     RETURNING destination_id, fate
   )
-  SELECT ${notifyIfQueued()}, (SELECT ok FROM fresh) AS fresh,
+  SELECT EXISTS (SELECT 1 FROM queued) AS queued, (SELECT ok FROM fresh) AS fresh,
          (SELECT json_agg(json_build_array(destination_id, n)) FROM
             (SELECT destination_id, count(*)::int AS n FROM fated WHERE fate = 'filtered' GROUP BY destination_id) f) AS filtered`;
 
@@ -118,8 +120,10 @@ function rowsParameter(messages: readonly MessageToStore[]): string {
 /**
  * Stores messages and routes them to the source's enabled destinations in
  * one statement, so atomically and in one round trip, skipping messageIds
- * the source already has (a repeat is acknowledged, not stored again), and
- * wakes the delivery loops. A destination that is disabled, that the call's
+ * the source already has (a repeat is acknowledged, not stored again). It
+ * does not NOTIFY: the caller wakes the delivery loops after it commits
+ * (createLoopWaker), as a NOTIFY here would serialize every ingest commit
+ * on Postgres's one notification lock. A destination that is disabled, that the call's
  * integrations turn off, or whose filter turned the call away (the caller
  * says which, and `filtersStamp` which filters it used) gets a fate row
  * instead of a delivery. Callers pass unique messageIds.
@@ -131,13 +135,13 @@ export async function storeMessages(
   messages: readonly MessageToStore[],
   filtersStamp = "{}",
 ): Promise<StoreResult> {
-  if (messages.length === 0) return { fresh: true, filtered: [] };
+  if (messages.length === 0) return { fresh: true, filtered: [], queued: false };
   // Prepared (named): parsed and planned once per connection, not per Batch.
-  const result = await db.query<{ fresh: boolean; filtered: Array<[string, number]> | null }>({
+  const result = await db.query<{ fresh: boolean; filtered: Array<[string, number]> | null; queued: boolean }>({
     name: "waypost-store-messages",
     text: storeStatement,
     values: [sourceId, receivedAt, rowsParameter(messages), filtersStamp],
   });
   const row = result.rows[0]!;
-  return { fresh: row.fresh, filtered: row.filtered ?? [] };
+  return { fresh: row.fresh, filtered: row.filtered ?? [], queued: row.queued };
 }
