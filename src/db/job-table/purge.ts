@@ -39,11 +39,10 @@ export async function vacuumJobTableIfNeeded(db: Queryable, minDead = 20_000, de
 /**
  * ANALYZEs the queue when its rows changed a lot since its statistics were
  * taken (`minChanged` rows, and a `changedFraction` of the rows it had
- * then). The claim and the heartbeat are prepared statements whose plans
- * are kept until the queue's statistics change: planned while the queue
- * was nearly empty, a claim kept a plan for a few rows (a sequential scan
- * matched against every claimed row) while a backfill queued half a million,
- * and each claim took seconds. Autovacuum analyzes on its own when it runs;
+ * then). The claim, heartbeat and completion are planned per call, but
+ * from these statistics: taken while the queue was nearly empty, they had
+ * a claim read its whole lane (a bitmap scan and a sort) while a backfill
+ * queued half a million. Autovacuum analyzes on its own when it runs;
  * Waypost does not count on it. Returns whether it analyzed.
  */
 export async function analyzeJobTableIfStale(db: Queryable, minChanged = 10_000, changedFraction = 0.2): Promise<boolean> {
