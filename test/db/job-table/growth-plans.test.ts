@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { analyzeJobTableIfStale, claimDeliveries, completeDeliveries, extendLeases } from "../../../src/db/job-table/index.js";
 import type { Pool, PoolClient } from "../../../src/db/pool.js";
 import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
+import { seedSourceAndDestination } from "../../helpers/job-table-fixtures.js";
 
 // A queue that fills after the service has been running on an almost empty
 // one (a backfill, an endpoint's outage): the claim, the heartbeat and the
@@ -12,18 +13,14 @@ import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
 // rows read here).
 let database: TestDatabase;
 let pool: Pool;
-const source = "00000000-0000-4000-8000-000000000001";
-const destination = "00000000-0000-4000-8000-0000000000e6";
+let source: string;
+let destination: string;
 const filled = 20_000;
 let queuedSoFar = 0;
 
 beforeAll(async () => {
   ({ database, pool } = await openTestDatabase());
-  await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', 'x')", [source]);
-  await pool.query(
-    `INSERT INTO destinations (id, name, enabled, webhooks) VALUES ($1, 'plain', true, '[{"url":"http://h/","headers":{}}]')`,
-    [destination],
-  );
+  ({ sourceId: source, destinationId: destination } = await seedSourceAndDestination(pool, new Date()));
   await pool.query("ANALYZE");
 }, 120_000);
 afterAll(async () => {
