@@ -145,9 +145,8 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   violationRecorder.start();
   closers.push(() => violationRecorder.stop());
   const trackingPlans = createTrackingPlans({ pool, clock, cache: planCache, recorder: violationRecorder });
-  // Declared here: ingest wakes this process's own delivery loop (created below, unless the role is api).
-  let delivery: DeliveryLoop | undefined;
-  const loopWaker = createLoopWaker({ pool, logger, local: () => delivery?.poke() });
+  // Ingest wakes the delivery loops of every process after it commits (docs/design.md).
+  const loopWaker = createLoopWaker({ pool, logger });
   closers.push(() => loopWaker.close());
   const ingestor = createIngestor({
     pool,
@@ -221,6 +220,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     logger,
   });
 
+  let delivery: DeliveryLoop | undefined;
   let maintenance: Maintenance | undefined;
   if (config.role !== "api") {
     delivery = createDeliveryLoop({

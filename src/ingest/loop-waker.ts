@@ -7,14 +7,12 @@ export interface LoopWakerOptions {
   pool: Queryable;
   logger: Pick<Logger, "warn">;
   /**
-   * Least time between two NOTIFYs, in ms. Calls queued in between are
-   * announced by one NOTIFY when it has passed.
+   * Least time between two NOTIFYs, in ms (2 by default). Calls queued in
+   * between are announced by one NOTIFY when it has passed.
    */
   intervalMs?: number;
   /** Measures the interval (injectable for tests); the system clock by default. */
   clock?: Clock;
-  /** This process's own delivery loop, woken at once without a round trip (role `all`). */
-  local?: (() => void) | undefined;
 }
 
 export interface LoopWaker {
@@ -25,9 +23,9 @@ export interface LoopWaker {
 }
 
 /**
- * Wakes the delivery loops after ingest has committed deliveries: this
- * process's loop at once, the loops of other processes (which LISTEN) by a
- * NOTIFY sent at most once per `intervalMs`, as its own statement.
+ * Wakes the delivery loops (every process's, this one's too: they LISTEN)
+ * after ingest has committed deliveries, by a NOTIFY sent as its own
+ * statement, at most once per `intervalMs`.
  *
  * Why not a NOTIFY in the ingest statement, where it was: a transaction
  * that notified takes Postgres's one notification lock at commit and holds
@@ -38,9 +36,14 @@ export interface LoopWaker {
  *
  * A wake-up is only a hint: a loop that misses one finds the deliveries at
  * its next poll, so a failed NOTIFY is logged and not retried.
+ *
+ * This process's own loop is woken the same way, not called directly: in a
+ * run where ingest poked it after every request instead, an `all` process
+ * delivered 663 a second with 8,000 calls a second coming in, where woken by
+ * NOTIFY it kept up.
  */
 export function createLoopWaker(options: LoopWakerOptions): LoopWaker {
-  const intervalMs = options.intervalMs ?? 10;
+  const intervalMs = options.intervalMs ?? 2;
   const clock = options.clock ?? systemClock;
   let lastSentAt = Number.NEGATIVE_INFINITY;
   let owed = false;
@@ -75,7 +78,6 @@ export function createLoopWaker(options: LoopWakerOptions): LoopWaker {
 
   return {
     queued() {
-      options.local?.();
       owed = true;
       if (!closed) schedule();
     },
