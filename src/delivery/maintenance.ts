@@ -17,7 +17,7 @@ export interface MaintenanceOptions {
   retentionMs: number;
   deadlineMs: number;
   intervalMs?: number;
-  /** How often to check the job table for dead rows to vacuum. */
+  /** How often to check the job table for dead rows to vacuum and stale statistics (2 s by default). */
   vacuumCheckMs?: number;
 }
 
@@ -86,7 +86,7 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
         vacuuming = vacuumIfNeeded()
           .catch((error) => options.logger.error({ err: error }, "vacuum failed"))
           .finally(() => (vacuumBusy = false));
-      }, options.vacuumCheckMs ?? 10_000);
+      }, options.vacuumCheckMs ?? 2_000);
       vacuumTimer.unref();
       let busy = false;
       timer = setInterval(() => {

@@ -105,7 +105,7 @@ test("after running on an almost empty queue, claims, heartbeats and completions
     }
     await queue(client, filled);
 
-    // Until the queue is analyzed again (maintenance checks every 10 s), a
+    // Until the queue is analyzed again (maintenance checks every 2 s), a
     // claim planned from the old statistics may read the whole lane once
     // (a bitmap scan, then a sort), but never once per delivery taken.
     let before = await queueRowsRead(client);
