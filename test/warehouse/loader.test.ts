@@ -1,6 +1,7 @@
-import pg from "pg";
+import type pg from "pg";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { createWarehouseLoader, type WarehouseCall, type WarehouseLoader } from "../../src/warehouse/loader.js";
+import { createPool } from "../../src/db/pool.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { startTcpProxy } from "../helpers/tcp-proxy.js";
 
@@ -17,7 +18,9 @@ function loader(schema: string, url = warehouse.url): WarehouseLoader {
 
 beforeAll(async () => {
   warehouse = await createTestDatabase({ migrated: false });
-  db = new pg.Pool({ connectionString: warehouse.url, max: 2 });
+  // createPool listens for an idle connection's error: the warehouse's database is dropped
+  // WITH (FORCE) at the end, which can reach a connection the ended pool is still closing.
+  db = createPool({ connectionString: warehouse.url, max: 2 });
 });
 
 afterAll(async () => {

@@ -1,11 +1,12 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import pg from "pg";
+import type pg from "pg";
 import { afterAll, beforeAll, expect, test, vi } from "vitest";
 import { DeletionService } from "../../gen/waypost/v1/deletion_pb.js";
 import { DestinationHealth, DestinationKind } from "../../gen/waypost/v1/destination_pb.js";
 import { ManualClock } from "../../src/clock.js";
 import type { DeliveryCompletion } from "../../src/delivery/loop.js";
 import { withAdmin } from "../audiences/support.js";
+import { createPool } from "../../src/db/pool.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
@@ -23,7 +24,9 @@ beforeAll(async () => {
   [warehouse, second] = await Promise.all([createTestDatabase({ migrated: false }), createTestDatabase({ migrated: false })]);
   const target = new URL(warehouse.url);
   proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
-  db = new pg.Pool({ connectionString: warehouse.url, max: 2 });
+  // createPool listens for an idle connection's error: the warehouse's database is dropped
+  // WITH (FORCE) at the end, which can reach a connection the ended pool is still closing.
+  db = createPool({ connectionString: warehouse.url, max: 2 });
   // A process share of 8 per destination: batches of 4 load at once, smaller ones at the flush interval.
   server = await startTestServer({
     clock,
