@@ -6,6 +6,7 @@ import {
   dropDaysBefore,
   expirePausedDeliveries,
   purgeOldMessages,
+  readQueueActivity,
   vacuumJobTableIfNeeded,
 } from "../db/job-table/index.js";
 import type { Logger } from "../logger.js";
@@ -46,10 +47,11 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
   let vacuuming: Promise<unknown> = Promise.resolve();
 
   async function vacuumIfNeeded(): Promise<boolean> {
-    const vacuumed = await vacuumJobTableIfNeeded(options.pool);
+    const activity = await readQueueActivity(options.pool);
+    const vacuumed = await vacuumJobTableIfNeeded(options.pool, activity);
     if (vacuumed) options.logger.info("vacuumed the job table (dead rows had piled up)");
     // A vacuum analyzes too; otherwise statistics gone stale are taken anew.
-    else if (await analyzeJobTableIfStale(options.pool)) options.logger.debug("analyzed the job table (its rows had changed)");
+    else if (await analyzeJobTableIfStale(options.pool, activity)) options.logger.debug("analyzed the job table (its rows had changed)");
     return vacuumed;
   }
 

@@ -37,7 +37,7 @@ export { enqueueCte, notifyIfQueued, orderingKeySql } from "./enqueue.js";
 export { enqueueBackfill } from "./backfill.js";
 export { expirePausedDeliveries } from "./expire.js";
 export { deliveriesChannel, wakeWorkers } from "./notify.js";
-export { analyzeJobTableIfStale, purgeOldMessages, vacuumJobTableIfNeeded } from "./purge.js";
+export { analyzeJobTableIfStale, purgeOldMessages, readQueueActivity, type QueueActivity, vacuumJobTableIfNeeded } from "./purge.js";
 export { createDayPartitions, dropDaysBefore, type DroppedDay } from "./days.js";
 export { replayDelivery } from "./replay.js";
 export {

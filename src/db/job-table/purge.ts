@@ -20,7 +20,8 @@ export async function purgeOldMessages(db: Queryable, cutoff: Date, limit: numbe
 }
 
 /**
- * VACUUMs the queue when dead row versions have piled up. Claims,
+ * VACUUMs the queue when dead row versions have piled up (20,000, and a
+ * tenth of its live rows), as `activity` shows them (read now if not given). Claims,
  * heartbeats and retries update its rows and every finished delivery leaves
  * it, and the claim scans the head of its lane index: if nothing vacuums,
  * every claim wades through more dead entries and delivery slows to a crawl.
@@ -29,31 +30,42 @@ export async function purgeOldMessages(db: Queryable, cutoff: Date, limit: numbe
  * process vacuuming is enough. The history and the attempts are append-only
  * and need no such care. Returns whether it vacuumed.
  */
-export async function vacuumJobTableIfNeeded(db: Queryable, minDead = 20_000, deadFraction = 0.1): Promise<boolean> {
-  const activity = await queueActivity(db);
-  if (!activity || activity.dead < minDead || activity.dead < activity.live * deadFraction) return false;
+export async function vacuumJobTableIfNeeded(db: Queryable, activity?: QueueActivity): Promise<boolean> {
+  const seen = activity ?? (await readQueueActivity(db));
+  if (!seen || seen.dead < 20_000 || seen.dead < seen.live * 0.1) return false;
   await db.query("VACUUM (SKIP_LOCKED, ANALYZE) delivery_queue");
   return true;
 }
 
 /**
  * ANALYZEs the queue when its rows changed a lot since its statistics were
- * taken (`minChanged` rows, and a `changedFraction` of the rows it had
- * then). The claim, heartbeat and completion are planned per call, but
+ * taken (10,000 rows, and a fifth of the rows it had then), as `activity`
+ * shows them (read now if not given). The claim, heartbeat and completion are planned per call, but
  * from these statistics: taken while the queue was nearly empty, they had
  * a claim read its whole lane (a bitmap scan and a sort) while a backfill
  * queued half a million. Autovacuum analyzes on its own when it runs;
  * Waypost does not count on it. Returns whether it analyzed.
  */
-export async function analyzeJobTableIfStale(db: Queryable, minChanged = 10_000, changedFraction = 0.2): Promise<boolean> {
-  const activity = await queueActivity(db);
-  if (!activity || activity.changed < minChanged || activity.changed < activity.analyzedRows * changedFraction) return false;
+export async function analyzeJobTableIfStale(db: Queryable, activity?: QueueActivity): Promise<boolean> {
+  const seen = activity ?? (await readQueueActivity(db));
+  if (!seen || seen.changed < 10_000 || seen.changed < seen.analyzedRows * 0.2) return false;
   await db.query("ANALYZE (SKIP_LOCKED) delivery_queue");
   return true;
 }
 
 /** What the statistics collector knows of the queue: rows dead, live, changed since the last ANALYZE, and counted by it. */
-async function queueActivity(db: Queryable): Promise<{ dead: number; live: number; changed: number; analyzedRows: number } | undefined> {
+export interface QueueActivity {
+  dead: number;
+  live: number;
+  changed: number;
+  analyzedRows: number;
+}
+
+/**
+ * The queue's activity, read once for both checks above (maintenance runs
+ * them every 2 s); undefined when the statistics have no row for it yet.
+ */
+export async function readQueueActivity(db: Queryable): Promise<QueueActivity | undefined> {
   const stats = await db.query<{ dead: string; live: string; changed: string; analyzed_rows: string }>(
     `SELECT s.n_dead_tup AS dead, s.n_live_tup AS live, s.n_mod_since_analyze AS changed, greatest(c.reltuples, 0) AS analyzed_rows
        FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid

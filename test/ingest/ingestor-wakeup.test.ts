@@ -1,0 +1,49 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { systemClock } from "../../src/clock.js";
+import type { Pool } from "../../src/db/pool.js";
+import { emptyCall } from "../../src/ingest/call.js";
+import { createIngestor } from "../../src/ingest/ingestor.js";
+import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { seedSourceAndDestination } from "../helpers/job-table-fixtures.js";
+
+// The ingest statement no longer NOTIFYs: the ingestor tells its caller (the
+// server's loop waker) once a store that queued deliveries has committed.
+let database: TestDatabase;
+let pool: Pool;
+let sourceId: string;
+
+beforeAll(async () => {
+  ({ database, pool } = await openTestDatabase());
+  ({ sourceId } = await seedSourceAndDestination(pool, new Date()));
+});
+afterAll(async () => {
+  await pool?.end();
+  await database?.drop();
+});
+
+function track(messageId: string) {
+  return { ...emptyCall("track"), messageId, userId: "u", event: "Order Completed" };
+}
+
+test("the ingestor says when a store queued deliveries, after it committed, and only then", async () => {
+  const wakes: number[] = [];
+  const ingestor = createIngestor({
+    pool,
+    clock: systemClock,
+    onQueued: () => wakes.push(wakes.length),
+  });
+  const messageId = randomUUID();
+  const first = await ingestor.ingest(sourceId, [track(messageId)]);
+  expect(first.accepted).toBe(1);
+  expect(wakes).toHaveLength(1);
+  // Committed by then: another connection sees the delivery.
+  const { rows } = await pool.query("SELECT count(*)::int AS n FROM delivery_queue WHERE source_id = $1", [sourceId]);
+  expect(rows[0].n).toBe(1);
+  // A repeated messageId is acknowledged but queues nothing: no wake-up.
+  expect((await ingestor.ingest(sourceId, [track(messageId)])).accepted).toBe(1);
+  expect(wakes).toHaveLength(1);
+  // A rejected call (a track without its event) stores nothing either.
+  expect((await ingestor.ingest(sourceId, [{ ...track(randomUUID()), event: "" }])).rejected).toHaveLength(1);
+  expect(wakes).toHaveLength(1);
+});
