@@ -1,10 +1,14 @@
 import { randomUUID } from "node:crypto";
+import { once } from "node:events";
+import pg from "pg";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { systemClock } from "../../src/clock.js";
 import type { Pool } from "../../src/db/pool.js";
 import { emptyCall } from "../../src/ingest/call.js";
 import { createIngestor } from "../../src/ingest/ingestor.js";
+import { deliveriesChannel } from "../../src/db/job-table/index.js";
 import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { startTestServer } from "../helpers/server.js";
 import { seedSourceAndDestination } from "../helpers/job-table-fixtures.js";
 
 // The ingest statement no longer NOTIFYs: the ingestor tells its caller (the
@@ -46,4 +50,22 @@ test("the ingestor says when a store queued deliveries, after it committed, and 
   // A rejected call (a track without its event) stores nothing either.
   expect((await ingestor.ingest(sourceId, [{ ...track(randomUUID()), event: "" }])).rejected).toHaveLength(1);
   expect(wakes).toHaveLength(1);
+});
+
+test("a Track call to an api process wakes the delivery loops of other processes (LISTEN)", async () => {
+  const server = await startTestServer({ config: { role: "api" } });
+  const listener = new pg.Client({ connectionString: server.database.url });
+  try {
+    await listener.connect();
+    await listener.query(`LISTEN ${deliveriesChannel}`);
+    const source = await server.createSource("wake");
+    await server.createDestination({ name: "hook", sourceIds: [source.id], webhooks: [{ url: "http://127.0.0.1:9/hook" }] });
+    const woken = once(listener, "notification");
+    await server.tracking(source.writeKey).track({ track: { userId: "u", event: "Order Completed" } });
+    const [notification] = (await woken) as [pg.Notification];
+    expect(notification.channel).toBe(deliveriesChannel);
+  } finally {
+    await listener.end();
+    await server.stop();
+  }
 });
