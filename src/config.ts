@@ -87,6 +87,8 @@ export interface Config {
   /** Unset: an embedded Postgres runs in dataDir. */
   databaseUrl: string | undefined;
   dataDir: string;
+  /** The embedded Postgres's port on 127.0.0.1; undefined: a free one, picked at each start. */
+  embeddedPostgresPort: number | undefined;
   /** Unset: created on first start and kept in dataDir. */
   adminToken: string | undefined;
   logLevel: string;
@@ -170,14 +172,16 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
   const allow = parseAllowPrivate(env.WAYPOST_ALLOW_PRIVATE_DESTINATIONS);
   const circuit = parseCircuit(env);
+  const databaseUrl = parseDatabaseUrl(env.DATABASE_URL);
   return {
     port: int(env, "PORT", 8080, 0, 65535),
     // Loopback until told otherwise: a first start is not reachable from the
     // network. Containers set HOST=0.0.0.0.
     host: env.HOST || "127.0.0.1",
     role,
-    databaseUrl: parseDatabaseUrl(env.DATABASE_URL),
+    databaseUrl,
     dataDir: env.WAYPOST_DATA_DIR || "./.waypost",
+    embeddedPostgresPort: parseEmbeddedPostgresPort(env, databaseUrl),
     adminToken,
     logLevel: parseLogLevel(env.WAYPOST_LOG_LEVEL),
     retentionMs: int(env, "WAYPOST_RETENTION_DAYS", 7, 1, 3650) * 24 * 60 * 60_000,
@@ -326,6 +330,21 @@ function parseDatabaseUrl(raw: string | undefined): string | undefined {
       ? `DATABASE_URL must be a Postgres URL like ${example}`
       : `DATABASE_URL must be a Postgres URL like ${example}, got a ${scheme}: URL (Waypost stores its data in Postgres only)`,
   );
+}
+
+/**
+ * A fixed port for the embedded Postgres (to reach it with psql or pg_dump at
+ * a known address). Not below 1024: Postgres runs unprivileged. With
+ * DATABASE_URL there is no embedded Postgres, and a port set for it is a
+ * mistake worth naming rather than ignoring.
+ */
+function parseEmbeddedPostgresPort(env: Record<string, string | undefined>, databaseUrl: string | undefined): number | undefined {
+  const name = "WAYPOST_EMBEDDED_POSTGRES_PORT";
+  if (env[name] === undefined || env[name] === "") return undefined;
+  if (databaseUrl !== undefined) {
+    throw new ConfigError(`${name} is set but so is DATABASE_URL: the embedded Postgres runs only without DATABASE_URL; unset one of them`);
+  }
+  return int(env, name, 0, 1024, 65535);
 }
 
 function int(env: Record<string, string | undefined>, name: string, fallback: number, min: number, max: number): number {

@@ -1,4 +1,4 @@
-import { pino, type Logger } from "pino";
+import { pino, stdSerializers, type Logger } from "pino";
 
 export type { Logger };
 
@@ -29,7 +29,23 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
         ],
         censor: "[redacted]",
       },
+      serializers: { err: serializeError },
     },
     destination as never,
   );
+}
+
+/**
+ * pino's error serializer with the pg client left out: pg-pool attaches the
+ * client to an idle connection's error (`err.client`), and logged whole it
+ * is kilobytes of socket, parser and connection state that tell a reader
+ * nothing the error's own fields do not. The code, message and stack stay.
+ */
+function serializeError(error: unknown): unknown {
+  const serialized = stdSerializers.err(error as Error) as unknown;
+  if (serialized && typeof serialized === "object" && "client" in serialized) {
+    const { client: _client, ...rest } = serialized as Record<string, unknown>;
+    return rest;
+  }
+  return serialized;
 }

@@ -7,10 +7,19 @@ const signalExitCodes = { SIGTERM: 143, SIGINT: 130 } as const;
 type StopSignal = keyof typeof signalExitCodes;
 
 /**
+ * A repeat of the stop signal within this long is the same request: one
+ * Ctrl-C on `npm start` arrives twice, from the terminal (to the whole
+ * foreground process group) and forwarded by npm, about 1 ms apart.
+ */
+const sameRequestMs = 1_000;
+
+/**
  * `node dist/server.js`: run Waypost until SIGTERM or SIGINT. The first
  * signal stops gracefully (in-flight work finished or handed back, within
- * WAYPOST_SHUTDOWN_TIMEOUT_MS); a second one exits at once. The handlers
- * are in place before start-up, so a signal during it is not lost either.
+ * WAYPOST_SHUTDOWN_TIMEOUT_MS); a second one exits at once, unless it is the
+ * same signal again within a second (the same request, delivered twice). The
+ * handlers are in place before start-up, so a signal during it is not lost
+ * either.
  */
 async function main(): Promise<void> {
   let config: Config;
@@ -26,9 +35,10 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
   let waypost: Waypost | undefined;
   let stopRequested: StopSignal | undefined;
+  let requestedAt = 0;
 
   const stop = (signal: StopSignal) => {
-    logger.info({ signal }, "shutting down: finishing in-flight work (send the signal again to exit at once)");
+    logger.info({ signal }, "shutting down: finishing in-flight work (another signal a second or more later exits at once)");
     waypost!.stop().then(
       () => process.exit(0),
       (error: unknown) => {
@@ -39,11 +49,16 @@ async function main(): Promise<void> {
   };
   const onSignal = (signal: StopSignal) => {
     if (stopRequested) {
+      if (signal === stopRequested && performance.now() - requestedAt < sameRequestMs) {
+        logger.debug({ signal }, "the same stop signal again within a second: one request, still finishing in-flight work");
+        return;
+      }
       // Exiting runs the exit hooks, which stop an embedded Postgres.
       logger.warn({ signal }, "second signal: exiting now without finishing in-flight work");
       process.exit(signalExitCodes[signal]);
     }
     stopRequested = signal;
+    requestedAt = performance.now();
     if (waypost) stop(signal);
     else logger.info({ signal }, "stop requested during start-up: stopping once started");
   };

@@ -114,9 +114,20 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   await checkListenAddress(config.port, config.host);
   let connectionString = config.databaseUrl;
   if (!connectionString) {
-    const embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, logger });
+    // In its own process group: a Ctrl-C in the terminal reaches this
+    // process only, and Postgres is stopped by the first closer pushed, so
+    // last, once every result has been written and the pools are closed.
+    const embedded = await startEmbeddedPostgres({
+      dataDir: config.dataDir,
+      logger,
+      port: config.embeddedPostgresPort,
+      ownProcessGroup: true,
+    });
     closers.push(() => embedded.stop());
-    logger.info({ dataDir: config.dataDir }, "started embedded Postgres (set DATABASE_URL to use your own)");
+    logger.info(
+      { dataDir: config.dataDir, port: embedded.port },
+      "started embedded Postgres on 127.0.0.1 (set DATABASE_URL to use your own)",
+    );
     connectionString = embedded.url;
   }
   const pool = createPool({ connectionString, max: 20, logger });

@@ -165,3 +165,23 @@ test("tracing is on when an OTLP endpoint is set: the traces URL as OpenTelemetr
   ).toBe("http/protobuf");
   expect(() => loadConfig({ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "grpc" })).toThrow(/OTEL_EXPORTER_OTLP_TRACES_PROTOCOL/);
 });
+
+test("the embedded Postgres's port: a free one unless WAYPOST_EMBEDDED_POSTGRES_PORT is set, 1024 to 65535, not beside DATABASE_URL", () => {
+  expect(loadConfig({}).embeddedPostgresPort).toBeUndefined();
+  expect(loadConfig({ WAYPOST_EMBEDDED_POSTGRES_PORT: "" }).embeddedPostgresPort).toBeUndefined();
+  expect(loadConfig({ WAYPOST_EMBEDDED_POSTGRES_PORT: "5433" }).embeddedPostgresPort).toBe(5433);
+  for (const bad of ["0", "80", "65536", "54.3", "postgres"]) {
+    const refusal = (() => {
+      try {
+        loadConfig({ WAYPOST_EMBEDDED_POSTGRES_PORT: bad });
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(refusal).toBeInstanceOf(ConfigError);
+    expect((refusal as Error).message).toBe(`WAYPOST_EMBEDDED_POSTGRES_PORT must be an integer from 1024 to 65535, got ${JSON.stringify(bad)}`);
+  }
+  expect(() => loadConfig({ WAYPOST_EMBEDDED_POSTGRES_PORT: "5433", DATABASE_URL: "postgres://u:p@db:5432/waypost" })).toThrow(
+    "WAYPOST_EMBEDDED_POSTGRES_PORT is set but so is DATABASE_URL: the embedded Postgres runs only without DATABASE_URL; unset one of them",
+  );
+});

@@ -111,6 +111,27 @@ test("a port in use is named, with the setting to change, before any database co
   }
 }, 60_000);
 
+test("a WAYPOST_EMBEDDED_POSTGRES_PORT in use is named, with the setting to change, and the data directory is left unlocked", async () => {
+  const taken = net.createServer();
+  await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+  const port = (taken.address() as net.AddressInfo).port;
+  const dataDir = dataDirectory();
+  try {
+    const result = await runToExit(serviceEnv(undefined, { WAYPOST_DATA_DIR: dataDir, WAYPOST_EMBEDDED_POSTGRES_PORT: String(port) }));
+    expect(result.code).toBe(1);
+    const [line, cause] = result.stderr.split("\n");
+    expect(line).toBe(
+      `waypost: failed to start: the embedded Postgres cannot listen on 127.0.0.1:${port}: the port is in use. ` +
+        "Set WAYPOST_EMBEDDED_POSTGRES_PORT to another port, or leave it unset for a free one",
+    );
+    // Postgres's own words follow, as the cause.
+    expect(cause).toContain('could not bind IPv4 address "127.0.0.1": Address already in use');
+    expect(existsSync(path.join(dataDir, "waypost.pid"))).toBe(false);
+  } finally {
+    await new Promise((resolve) => taken.close(resolve));
+  }
+}, 120_000);
+
 test("a bad WAYPOST_LOG_LEVEL or a DATABASE_URL of another database is named, with exit code 2 and no stack trace", async () => {
   const [level, mysql] = await Promise.all([
     runToExit(serviceEnv(database.url, { WAYPOST_LOG_LEVEL: "verbose" })),

@@ -12,6 +12,8 @@ import { clearOrphanedPostgres } from "./orphaned-postgres.js";
 export interface EmbeddedPostgres {
   /** Connection string of the running server. */
   url: string;
+  /** Its port on 127.0.0.1. */
+  port: number;
   stop(): Promise<void>;
 }
 
@@ -19,8 +21,16 @@ export interface EmbeddedPostgresOptions {
   /** The cluster lives in `<dataDir>/postgres`. */
   dataDir: string;
   logger: Logger;
-  /** Port to listen on; 0 picks a free one. */
+  /** Port to listen on; 0 or unset picks a free one. */
   port?: number;
+  /**
+   * Run Postgres in a process group of its own, so that a terminal's Ctrl-C
+   * (sent to the whole foreground group) does not reach it: for a caller
+   * that handles SIGINT itself and stops this server last, after its own
+   * work is written. Otherwise it shares the caller's group and a Ctrl-C
+   * stops it along with the caller.
+   */
+  ownProcessGroup?: boolean;
 }
 
 /**
@@ -39,6 +49,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     const server = await startServer(options, dataDir, EmbeddedPostgresServer);
     return {
       url: server.url,
+      port: server.port,
       stop: async () => {
         try {
           await server.stop();
@@ -74,6 +85,7 @@ async function startServer(
     onLog: (message: string) => remember(message),
     onError: (error: unknown) => remember(error instanceof Error ? error.message : String(error)),
   });
+  if (options.ownProcessGroup) spawnInOwnProcessGroup(server);
   // Postgres explains a failure only in its output; keep the last lines of
   // it, so a failed start says why (it rejects with nothing).
   const output: string[] = [];
@@ -93,7 +105,7 @@ async function startServer(
     });
   }
   await server.start().catch((error: unknown) => {
-    throw explainStartFailure(clusterDir, output, error);
+    throw explainStartFailure(clusterDir, port, output, error);
   });
   const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
   // The package keeps its child process private; the exit safety net needs it.
@@ -101,6 +113,7 @@ async function startServer(
   if (child) running.add(child);
   return {
     url,
+    port,
     stop: async () => {
       await server.stop();
       if (child) running.delete(child);
@@ -146,10 +159,31 @@ function stopRunningServers(): void {
   for (const child of running) child.kill("SIGINT");
 }
 
+/**
+ * The package spawns initdb and postgres with the object its getUidAndGid()
+ * returns (the user to run as, when root) as spawn options, plus the
+ * environment: adding `detached` there is the one way in. Detached, the
+ * child calls setsid(): a session and process group of its own, and still
+ * this process's child (so its exit is seen, and an orphan is recognised
+ * as before: src/db/orphaned-postgres.ts).
+ */
+function spawnInOwnProcessGroup(server: object): void {
+  const target = server as { getUidAndGid(name?: string): Promise<Record<string, unknown>> };
+  const original = target.getUidAndGid.bind(server);
+  target.getUidAndGid = async (name?: string) => ({ ...(await original(name)), detached: true });
+}
+
 /** A failed start of the server, named by what Postgres printed. */
-function explainStartFailure(clusterDir: string, output: string[], error: unknown): StartupError {
+function explainStartFailure(clusterDir: string, port: number, output: string[], error: unknown): StartupError {
   const text = output.join("\n");
   const cause = error ?? new Error(output.at(-1) ?? "postgres exited");
+  if (/could not bind .*Address already in use|could not create any TCP\/IP sockets/.test(text)) {
+    return new StartupError(
+      `the embedded Postgres cannot listen on 127.0.0.1:${port}: the port is in use. ` +
+        "Set WAYPOST_EMBEDDED_POSTGRES_PORT to another port, or leave it unset for a free one",
+      { cause: new Error(output.find((line) => /could not bind/.test(line)) ?? text) },
+    );
+  }
   if (/lock file "postmaster\.pid" already exists/.test(text)) {
     return new StartupError(
       `the embedded Postgres in ${clusterDir} is already running (another Waypost using this data directory?): ` +

@@ -50,9 +50,18 @@ export async function startServiceProcess(databaseUrl: string, env: Record<strin
   return launchService(process.execPath, [entry], serviceEnv(databaseUrl, env));
 }
 
-/** Runs a command that starts the service (node, or npm start) and resolves once it listens. */
-export async function launchService(command: string, args: string[], env: NodeJS.ProcessEnv, cwd?: string): Promise<ServiceProcess> {
-  const child = spawn(command, args, { env, cwd, stdio: ["ignore", "pipe", "pipe"] });
+/**
+ * Runs a command that starts the service (node, or npm start) and resolves once it listens.
+ * `detached`: in a process group of its own, as a terminal runs its foreground job.
+ */
+export async function launchService(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cwd?: string,
+  options: { detached?: boolean } = {},
+): Promise<ServiceProcess> {
+  const child = spawn(command, args, { env, cwd, stdio: ["ignore", "pipe", "pipe"], detached: options.detached ?? false });
   const logs: string[] = [];
   const exited = new Promise<number | string>((resolve) => child.on("exit", (code, signal) => resolve(code ?? signal ?? -1)));
   const url = await new Promise<string>((resolve, reject) => {
