@@ -64,16 +64,17 @@ function alive(pid: number): boolean {
 const postmasterPidFile = (dataDir: string) => path.join(dataDir, "postgres", "postmaster.pid");
 
 /**
- * Another node process runs the embedded Postgres of `dataDir` and then
- * drops the data directory lock, as a Waypost from before the lock would
- * run: resolves with it and its postmaster's pid once Postgres is up.
+ * Another node process runs the embedded Postgres of `dataDir` (in a process
+ * group of its own, as the server runs it) and then drops the data directory
+ * lock, as a Waypost from before the lock would run: resolves with it and
+ * its postmaster's pid once Postgres is up.
  */
 async function startLocklessOwner(dataDir: string): Promise<{ child: ChildProcess; postmaster: number }> {
   const script = `
     import { unlinkSync } from "node:fs";
     import { startEmbeddedPostgres } from ${JSON.stringify(embeddedModule)};
     import { createLogger } from ${JSON.stringify(embeddedModule.replace(/db\/embedded\.js$/, "logger.js"))};
-    await startEmbeddedPostgres({ dataDir: ${JSON.stringify(dataDir)}, logger: createLogger("silent") });
+    await startEmbeddedPostgres({ dataDir: ${JSON.stringify(dataDir)}, logger: createLogger("silent"), ownProcessGroup: true });
     unlinkSync(${JSON.stringify(path.join(dataDir, "waypost.pid"))});
     console.log("ready");
     setInterval(() => {}, 60_000);
