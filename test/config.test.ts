@@ -179,7 +179,9 @@ test("the embedded Postgres's port: a free one unless WAYPOST_EMBEDDED_POSTGRES_
       }
     })();
     expect(refusal).toBeInstanceOf(ConfigError);
-    expect((refusal as Error).message).toBe(`WAYPOST_EMBEDDED_POSTGRES_PORT must be an integer from 1024 to 65535, got ${JSON.stringify(bad)}`);
+    expect((refusal as Error).message).toBe(
+      `WAYPOST_EMBEDDED_POSTGRES_PORT must be an integer from 1024 to 65535, got ${JSON.stringify(bad)}`,
+    );
   }
   expect(() => loadConfig({ WAYPOST_EMBEDDED_POSTGRES_PORT: "5433", DATABASE_URL: "postgres://u:p@db:5432/waypost" })).toThrow(
     "WAYPOST_EMBEDDED_POSTGRES_PORT is set but so is DATABASE_URL: the embedded Postgres runs only without DATABASE_URL; unset one of them",

@@ -24,7 +24,12 @@ test("an idle connection terminated by Postgres (57P01) is one short warning wit
       done();
     },
   });
-  const pool = createPool({ connectionString: database.url, max: 1, logger: createLogger("info", sink), applicationName: "waypost-log-test" });
+  const pool = createPool({
+    connectionString: database.url,
+    max: 1,
+    logger: createLogger("info", sink),
+    applicationName: "waypost-log-test",
+  });
   const admin = new pg.Client({ connectionString: database.url });
   await admin.connect();
   try {

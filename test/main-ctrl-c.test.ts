@@ -63,7 +63,11 @@ function alive(pid: number): boolean {
 
 /** Process group id, field 5 of /proc/PID/stat. */
 function processGroup(pid: number): number {
-  return Number(readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")[2]);
+  return Number(
+    readFileSync(`/proc/${pid}/stat`, "utf8")
+      .replace(/^.*\) /, "")
+      .split(" ")[2],
+  );
 }
 
 describe.skipIf(!existsSync("/proc/self/stat"))("Ctrl-C on the server with its embedded Postgres", () => {
