@@ -11,6 +11,7 @@ import { decodeCreatedCursor, decodeFeedPosition, encodeCreatedCursor, encodeFee
 import { statusFilter, statusName, textFilter, timeRange, toProto } from "./delivery-proto.js";
 import { destinationStats } from "./destination-stats.js";
 import { explainMessage } from "./explain-message.js";
+import { listFates } from "./list-fates.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { pageSize } from "./paging.js";
 import { webhookHeaders } from "./request-headers.js";
@@ -65,6 +66,7 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
 
   return {
     explainMessage: (req) => explainMessage(pool, req),
+    listFates: (req) => listFates(pool, req),
     async listDeliveries(req) {
       const filter: DeliveryFilter = {
         destinationId: req.destinationId === "" ? undefined : requireUuid("destinationId", req.destinationId),
