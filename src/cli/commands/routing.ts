@@ -9,6 +9,7 @@ import {
 } from "../../../gen/waypost/v1/destination_pb.js";
 import type { Wire } from "../context.js";
 import { resolveDestinationRef } from "./destination-ref.js";
+import { registerMessagesFiltered } from "./messages-filtered.js";
 import { collect, fields, parseCount, parseTime, table, time } from "../format.js";
 
 const outcomeNames: Record<TestOutcome, string> = {
@@ -113,4 +114,5 @@ export function registerMessages(program: Command, wire: Wire): void {
         });
       }),
     );
+  registerMessagesFiltered(messages, wire);
 }

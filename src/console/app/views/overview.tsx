@@ -114,7 +114,18 @@ function DestinationCard(props: { destination: Destination; stats: GetDestinatio
                 <td class="num">{w.delivered.toString()}</td>
                 <td class="num">{w.failed.toString()}</td>
                 <td class="num">{w.expired.toString()}</td>
-                <td class="num">{w.filtered.toString()}</td>
+                <td class="num">
+                  {w.filtered > 0n ? (
+                    <a
+                      href={`/console/destinations/${d.id}/filtered?minutes=${p.minutes}`}
+                      aria-label={`${w.filtered} filtered in the ${p.long}: list them`}
+                    >
+                      {w.filtered.toString()}
+                    </a>
+                  ) : (
+                    "0"
+                  )}
+                </td>
                 <td class={w.failedAttempts > 0n ? "num attention" : "num"}>{failedOf(w)}</td>
                 <td class="num">{rate(w.successRate)}</td>
                 <td class="num">{ms(w.p50LatencyMs)}</td>
