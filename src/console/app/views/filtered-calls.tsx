@@ -58,8 +58,14 @@ export function FilteredCallsView(props: { params: { id: string } }) {
     <section>
       <h1>Calls {destination?.name ?? destinationId} got no delivery for</h1>
       <p class="hint">
-        Newest first{since ? `, recorded since ${since.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z")}` : ""}.{" "}
-        <a href={`/console/destinations/${destinationId}`}>The destination's rules</a>
+        Newest first
+        {since
+          ? `, recorded since ${since
+              .toISOString()
+              .replace("T", " ")
+              .replace(/\.\d+Z$/, "Z")}`
+          : ""}
+        . <a href={`/console/destinations/${destinationId}`}>The destination's rules</a>
       </p>
       <nav class="period" aria-label="Reason">
         {reasons.map((r) => (
