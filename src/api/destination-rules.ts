@@ -56,7 +56,7 @@ export function createDestinationRules(options: DestinationRulesOptions) {
 
   async function callsOf(req: TestDestinationRequest, sourceIds: readonly string[]): Promise<StoredCallRow[]> {
     if (req.messageIds.length > maxSample) throw invalidArgument("messageIds", `at most ${maxSample} message ids`);
-    req.messageIds.forEach((id, i) => requireStorableText(`messageIds[${i}]`, id));
+    for (const [i, id] of req.messageIds.entries()) requireStorableText(`messageIds[${i}]`, id);
     if (req.messageIds.length > 0) return selectCallsByMessageIds(pool, sourceIds, req.messageIds);
     if (req.sampleSize < 0 || req.sampleSize > maxSample) throw invalidArgument("sampleSize", `must be 0 to ${maxSample} (0: 20)`);
     return selectRecentCalls(pool, sourceIds, req.sampleSize === 0 ? 20 : req.sampleSize);

@@ -66,7 +66,8 @@ function fateFilter(fate: Fate): RecordedFate[] {
 
 function reasonFilter(reason: string, fate: Fate): string | undefined {
   if (reason === "") return undefined;
-  if (!reasons.has(reason)) throw invalidArgument("reason", `must be "filter" or "transform" (or empty for both), not ${JSON.stringify(reason.slice(0, 64))}`);
+  if (!reasons.has(reason))
+    throw invalidArgument("reason", `must be "filter" or "transform" (or empty for both), not ${JSON.stringify(reason.slice(0, 64))}`);
   if (fate !== Fate.UNSPECIFIED && fate !== Fate.FILTERED) throw invalidArgument("reason", "goes only with FATE_FILTERED");
   return reason;
 }

@@ -52,6 +52,7 @@ export function explainFate(input: FateInput): ExplainedFate {
   }
   const fromDelivery = { deliveryId: delivery?.id ?? "", attemptCount: delivery?.attemptCount ?? 0 };
   if (recorded) return { fate: recorded.fate, reason: recorded.reason ?? "", ...fromDelivery };
-  if (input.connected && input.destinationCreatedAt.getTime() > input.callReceivedAt.getTime()) return { fate: "created_later", reason: "", ...fromDelivery };
+  if (input.connected && input.destinationCreatedAt.getTime() > input.callReceivedAt.getTime())
+    return { fate: "created_later", reason: "", ...fromDelivery };
   return { fate: "not_connected", reason: "", ...fromDelivery };
 }

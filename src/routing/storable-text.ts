@@ -29,7 +29,9 @@ export function requireStorableJson(value: unknown, field: string): void {
     }
     if (current === null || typeof current !== "object") continue;
     if (Array.isArray(current)) {
-      current.forEach((child, i) => stack.push([child, `${path}[${i}]`]));
+      current.forEach((child, i) => {
+        stack.push([child, `${path}[${i}]`]);
+      });
       continue;
     }
     for (const [key, child] of Object.entries(current)) {

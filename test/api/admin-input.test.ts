@@ -187,14 +187,26 @@ describe("message ids and filter documents must be storable text", () => {
       () => `{"destination":{"sourceIds":["${sourceId}"]},"messageIds":["ok","a\\u0000b"]}`,
       "messageIds[1]: must not contain NUL characters",
     ],
-    ["DestinationService/CreateDestination", () => draft(`{"a\\u0000b":1}`), String.raw`destination.filter: the key "a\u0000b" must not contain NUL characters`],
-    ["DestinationService/CreateDestination", () => draft(`{"$or":[{"type":"x\\u0000"}]}`), "destination.filter.$or[0].type: must not contain NUL characters"],
+    [
+      "DestinationService/CreateDestination",
+      () => draft(`{"a\\u0000b":1}`),
+      String.raw`destination.filter: the key "a\u0000b" must not contain NUL characters`,
+    ],
+    [
+      "DestinationService/CreateDestination",
+      () => draft(`{"$or":[{"type":"x\\u0000"}]}`),
+      "destination.filter.$or[0].type: must not contain NUL characters",
+    ],
     [
       "DestinationService/TestDestination",
       () => `{"destination":{"sourceIds":["${sourceId}"],"filter":{"p":{"$in":["a","\\u0000"]}}}}`,
       "destination.filter.p.$in[1]: must not contain NUL characters",
     ],
-    ["DestinationService/CreateDestination", () => draft(`{"a\\ud800":1}`), String.raw`destination.filter: the key "a\ud800" must not contain unpaired UTF-16 surrogates`],
+    [
+      "DestinationService/CreateDestination",
+      () => draft(`{"a\\ud800":1}`),
+      String.raw`destination.filter: the key "a\ud800" must not contain unpaired UTF-16 surrogates`,
+    ],
   ] as const;
 
   test.each(cases)("%s: %s is 400 invalid_argument naming the field", async (method, body, message) => {

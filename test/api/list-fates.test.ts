@@ -76,7 +76,12 @@ test("the calls a destination filtered, newest first, by reason, paged without r
 
 test("disabled and integrations-off fates, and a time range", async () => {
   const source = await server.createSource();
-  const disabled = await server.createDestination({ name: "off", sourceIds: [source.id], webhooks: [{ url: receiver.url }], enabled: false });
+  const disabled = await server.createDestination({
+    name: "off",
+    sourceIds: [source.id],
+    webhooks: [{ url: receiver.url }],
+    enabled: false,
+  });
   const optedOut = await server.createDestination({ name: "opted out", sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
   const tracking = server.tracking(source.writeKey);
   const { messageId } = await tracking.track({ track: { userId: "u", event: "Off", integrations: { "opted out": false } } });

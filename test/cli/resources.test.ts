@@ -195,8 +195,12 @@ test("destinations commands take a name as well as an id, as --destination does"
   expect(got.stderr).toBe("");
   expect(got.code).toBe(0);
   expect(got.stdout).toMatch(new RegExp(`^id:\\s+${id}$`, "m"));
-  expect((await waypostJson<{ destination: { enabled?: boolean } }>(["destinations", "disable", "crm by name"], env)).destination.enabled).toBe(false);
-  expect((await waypostJson<{ destination: { id: string } }>(["destinations", "update", "crm by name", "--name", "crm"], env)).destination.id).toBe(id);
+  expect(
+    (await waypostJson<{ destination: { enabled?: boolean } }>(["destinations", "disable", "crm by name"], env)).destination.enabled,
+  ).toBe(false);
+  expect(
+    (await waypostJson<{ destination: { id: string } }>(["destinations", "update", "crm by name", "--name", "crm"], env)).destination.id,
+  ).toBe(id);
   expect((await waypostJson<{ destination: { enabled: boolean } }>(["destinations", "enable", "crm"], env)).destination.enabled).toBe(true);
   expect((await waypost(["destinations", "test", "crm", "--sample", "1"], env)).code).toBe(0);
 

@@ -108,7 +108,8 @@ test("messages filtered lists the calls a destination's filter turned away, by r
   });
   const tracking = server.tracking(source.writeKey);
   const turnedAway = [];
-  for (const total of [1, 2, 3]) turnedAway.push((await tracking.track({ track: { userId: `u${total}`, event: "Order", properties: { total } } })).messageId);
+  for (const total of [1, 2, 3])
+    turnedAway.push((await tracking.track({ track: { userId: `u${total}`, event: "Order", properties: { total } } })).messageId);
   await tracking.track({ track: { userId: "big", event: "Order", properties: { total: 500 } } });
 
   const text = await waypost(["messages", "filtered", "--destination", "big orders"], env);
@@ -126,7 +127,10 @@ test("messages filtered lists the calls a destination's filter turned away, by r
   );
   expect(json.calls.map((c) => c.messageId)).toEqual([turnedAway[2], turnedAway[1]]);
   expect(json.nextPageToken).toBeTruthy();
-  const none = await waypostJson<{ calls?: unknown[] }>(["messages", "filtered", "--destination", "big orders", "--reason", "transform"], env);
+  const none = await waypostJson<{ calls?: unknown[] }>(
+    ["messages", "filtered", "--destination", "big orders", "--reason", "transform"],
+    env,
+  );
   expect(none.calls ?? []).toEqual([]);
 
   const wrong = await waypost(["messages", "filtered", "--destination", "big orders", "--reason", "nope"], env);

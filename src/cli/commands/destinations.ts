@@ -174,7 +174,9 @@ export function registerDestinations(program: Command, wire: Wire): void {
       .description("change the settings given by flags; others stay as they are")
       .argument("<destination>", "destination id or name"),
     "update",
-  ).action(wire(async (ctx, ref: string, flags: DestinationFlags) => update(ctx, await resolveDestinationRef(ctx, ref, "<destination>"), flags)));
+  ).action(
+    wire(async (ctx, ref: string, flags: DestinationFlags) => update(ctx, await resolveDestinationRef(ctx, ref, "<destination>"), flags)),
+  );
 
   destinations
     .command("enable")
