@@ -102,3 +102,11 @@ test("every relative link in the README and docs/*.md reaches a file, and its an
   );
   expect(broken).toEqual([]);
 });
+
+test("the docs' client install line is the client README's Node 20 line (one copy of Connect)", () => {
+  const command = /npm install \/path\/to\/waypost-client[^\n]*\\\n[^\n]*/;
+  const readme = command.exec(readFileSync(path.join(root, "packages/client/README.md"), "utf8"));
+  expect(readme?.[0]).toContain("@connectrpc/connect@~2.1");
+  const docs = readFileSync(path.join(root, "docs/client.md"), "utf8");
+  expect(docs).toContain(readme![0]);
+});

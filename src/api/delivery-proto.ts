@@ -84,8 +84,28 @@ function anonymousIdOf(payload: string): string {
   }
 }
 
-/** A delivery for the API; details (body, headers, attempts) only in the full view. */
-export function toProto(row: DeliveryRow, details: DeliveryDetails | undefined): Delivery {
+/** An attempt as lastErrorOf reads it. */
+type AttemptResult = Pick<AttemptRow, "outcome" | "status_code" | "error">;
+
+/** What went wrong in an attempt: its error, else its HTTP status; "" for a success. */
+export function attemptError(attempt: AttemptResult | undefined): string {
+  if (!attempt || attempt.outcome === "success") return "";
+  return attempt.error || (attempt.status_code ? `HTTP ${attempt.status_code}` : attempt.outcome);
+}
+
+/** The last attempt's error among a delivery's attempts (ordered by attempt): its first failed request. */
+export function lastErrorOf(attempts: readonly AttemptRow[]): string {
+  const last = attempts.reduce((n, a) => Math.max(n, a.attempt), 0);
+  const ofLast = attempts.filter((a) => a.attempt === last);
+  return attemptError(ofLast.find((a) => a.outcome !== "success") ?? ofLast[0]);
+}
+
+/**
+ * A delivery for the API; details (body, headers, attempts) only in the
+ * full view. `lastError` is the basic view's (the full view's comes from
+ * its attempts).
+ */
+export function toProto(row: DeliveryRow, details: DeliveryDetails | undefined, lastError = ""): Delivery {
   const open = row.status === "pending" || row.status === "retrying";
   return create(DeliverySchema, {
     id: row.id,
@@ -101,6 +121,7 @@ export function toProto(row: DeliveryRow, details: DeliveryDetails | undefined):
     finalizeTime: row.finalized_at ? timestampFromDate(row.finalized_at) : undefined,
     userId: row.user_id ?? "",
     anonymousId: anonymousIdOf(row.payload),
+    lastError: details ? lastErrorOf(details.attempts) : lastError,
     ...(details
       ? {
           // What the last attempt sent: the stored body unless the destination's rules changed it.

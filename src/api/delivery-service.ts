@@ -6,11 +6,13 @@ import { countReplayable, replayDelivery, type BulkReplay, type DeliveryFilter }
 import { selectAttempts, selectDelivery, type DeliveryRow } from "../db/queries/deliveries.js";
 import { readFinishFeed, rowsWithinBytes, searchDeliveries } from "../db/queries/delivery-search.js";
 import { destinationExists, loadDestinationConfigs } from "../db/queries/destinations.js";
+import { selectLastAttempts } from "../db/queries/last-attempts.js";
 import type { BulkReplayer } from "../delivery/bulk-replayer.js";
 import { decodeCreatedCursor, decodeFeedPosition, encodeCreatedCursor, encodeFeedPosition } from "./delivery-cursors.js";
-import { statusFilter, statusName, textFilter, timeRange, toProto } from "./delivery-proto.js";
+import { attemptError, statusFilter, statusName, textFilter, timeRange, toProto } from "./delivery-proto.js";
 import { destinationStats } from "./destination-stats.js";
 import { explainMessage } from "./explain-message.js";
+import { listFates } from "./list-fates.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { pageSize } from "./paging.js";
 import { webhookHeaders } from "./request-headers.js";
@@ -53,7 +55,14 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
   }
 
   async function present(rows: DeliveryRow[], view: DeliveryView): Promise<Delivery[]> {
-    return view === DeliveryView.BASIC ? rows.map((row) => toProto(row, undefined)) : withDetails(rows);
+    if (view !== DeliveryView.BASIC) return withDetails(rows);
+    const last = await selectLastAttempts(
+      pool,
+      rows.map((r) => r.destination_id),
+      rows.map((r) => r.id),
+    );
+    const errors = new Map(last.map((a) => [a.delivery_id, attemptError(a)]));
+    return rows.map((row) => toProto(row, undefined, errors.get(row.id)));
   }
 
   async function getOne(rawId: string): Promise<Delivery> {
@@ -65,6 +74,7 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
 
   return {
     explainMessage: (req) => explainMessage(pool, req),
+    listFates: (req) => listFates(pool, req),
     async listDeliveries(req) {
       const filter: DeliveryFilter = {
         destinationId: req.destinationId === "" ? undefined : requireUuid("destinationId", req.destinationId),

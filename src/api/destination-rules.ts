@@ -19,7 +19,7 @@ import { compileFilter, type CompiledFilter } from "../routing/filter.js";
 import { shapeBody } from "../routing/shape-body.js";
 import type { TransformSandboxes } from "../routing/transform-sandbox.js";
 import { validateDropFieldList, validateFilter, validateTransform } from "../routing/validate-rules.js";
-import { validateSourceIds } from "./destination-validation.js";
+import { requireStorableText, validateSourceIds } from "./destination-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { eventOf } from "./explain-message.js";
 
@@ -56,6 +56,7 @@ export function createDestinationRules(options: DestinationRulesOptions) {
 
   async function callsOf(req: TestDestinationRequest, sourceIds: readonly string[]): Promise<StoredCallRow[]> {
     if (req.messageIds.length > maxSample) throw invalidArgument("messageIds", `at most ${maxSample} message ids`);
+    for (const [i, id] of req.messageIds.entries()) requireStorableText(`messageIds[${i}]`, id);
     if (req.messageIds.length > 0) return selectCallsByMessageIds(pool, sourceIds, req.messageIds);
     if (req.sampleSize < 0 || req.sampleSize > maxSample) throw invalidArgument("sampleSize", `must be 0 to ${maxSample} (0: 20)`);
     return selectRecentCalls(pool, sourceIds, req.sampleSize === 0 ? 20 : req.sampleSize);

@@ -11,6 +11,7 @@ import { selectMessageDeliveries } from "../db/queries/message-deliveries.js";
 import { selectDestinationFates } from "../db/queries/message-fates.js";
 import { selectCallsByMessageId } from "../db/queries/message-lookup.js";
 import { explainFate, type Fate as FateName, type FateInput } from "../routing/fates.js";
+import { requireStorableText } from "./destination-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 
 const fateToProto: Record<FateName, Fate> = {
@@ -30,6 +31,8 @@ const fateToProto: Record<FateName, Fate> = {
 /** ExplainMessage: a stored call and its fate at every destination that exists now. */
 export async function explainMessage(db: Queryable, req: ExplainMessageRequest): Promise<ExplainMessageResponse> {
   if (req.messageId === "") throw invalidArgument("messageId", "is required");
+  // Stored ids never hold NUL (Postgres text cannot): one here is the caller's mistake, not a failed query.
+  requireStorableText("messageId", req.messageId);
   const sourceId = req.sourceId === "" ? undefined : requireUuid("sourceId", req.sourceId);
   const calls = await selectCallsByMessageId(db, req.messageId, sourceId);
   if (calls.length === 0) throw notFound("message", req.messageId);
@@ -62,6 +65,7 @@ export async function explainMessage(db: Queryable, req: ExplainMessageRequest):
         recorded: row.fate ? { fate: row.fate, reason: row.reason } : null,
         destinationCreatedAt: row.created_at,
         callReceivedAt: call.received_at,
+        connected: row.connected,
       };
       const explained = explainFate(input);
       return {

@@ -23,6 +23,8 @@ export interface FateInput {
   recorded: { fate: "filtered" | "disabled" | "integrations_off"; reason: string | null } | null;
   destinationCreatedAt: Date;
   callReceivedAt: Date;
+  /** Connected to the call's source now. */
+  connected: boolean;
 }
 
 export interface ExplainedFate {
@@ -35,8 +37,10 @@ export interface ExplainedFate {
 /**
  * A call's fate at a destination: its delivery's state; else the reason
  * recorded when the call was routed (never recomputed from today's
- * settings); else the destination did not exist yet; else it was not
- * connected to the call's source when the call arrived.
+ * settings); else, for a destination connected to the call's source now,
+ * it did not exist yet; else it was not connected to the call's source
+ * (one created later and never connected to that source is not connected:
+ * its age is not why the call missed it).
  * A transform that dropped the call leaves a cancelled delivery and a
  * recorded reason: the reason wins, so the drop does not read as a cancel.
  */
@@ -48,6 +52,7 @@ export function explainFate(input: FateInput): ExplainedFate {
   }
   const fromDelivery = { deliveryId: delivery?.id ?? "", attemptCount: delivery?.attemptCount ?? 0 };
   if (recorded) return { fate: recorded.fate, reason: recorded.reason ?? "", ...fromDelivery };
-  if (input.destinationCreatedAt.getTime() > input.callReceivedAt.getTime()) return { fate: "created_later", reason: "", ...fromDelivery };
+  if (input.connected && input.destinationCreatedAt.getTime() > input.callReceivedAt.getTime())
+    return { fate: "created_later", reason: "", ...fromDelivery };
   return { fate: "not_connected", reason: "", ...fromDelivery };
 }

@@ -1,6 +1,7 @@
 import { InvalidInputError } from "../errors.js";
 import { routingLimits } from "./filter-limits.js";
 import { pathProblem, splitPath, valueAt } from "./json-path.js";
+import { requireStorableJson, requireStorableKey } from "./storable-text.js";
 
 /** A compiled filter: whether a webhook body passes. */
 export type CompiledFilter = (body: unknown) => boolean;
@@ -33,7 +34,10 @@ function compileDocument(document: Record<string, unknown>, field: string, depth
   if (depth > routingLimits.maxFilterDepth) {
     throw new InvalidInputError(field, `nests deeper than ${routingLimits.maxFilterDepth} levels`);
   }
-  const parts = Object.entries(document).map(([key, value]) => compileKey(key, value, join(field, key), depth, state));
+  const parts = Object.entries(document).map(([key, value]) => {
+    requireStorableKey(key, field);
+    return compileKey(key, value, join(field, key), depth, state);
+  });
   return allOf(parts);
 }
 
@@ -68,18 +72,21 @@ function documentList(value: unknown, field: string): Array<Record<string, unkno
 function compileCondition(value: unknown, field: string, state: CompileState): (actual: unknown) => boolean {
   if (!isPlainObject(value)) {
     count(state, field);
+    requireStorableJson(value, field);
     const literal = value as JsonValue;
     return (actual) => actual !== undefined && jsonEqual(actual, literal);
   }
   const entries = Object.entries(value);
   if (entries.length === 0) throw new InvalidInputError(field, "must be a literal or an object of operators, not an empty object");
   const tests = entries.map(([op, operand]) => {
+    requireStorableKey(op, field);
     const opField = `${field}.${op}`;
     if (!operators.has(op)) {
       const hint = op.startsWith("$") ? "unknown operator" : "an object value holds operators only (compare whole objects with $eq)";
       throw new InvalidInputError(opField, hint);
     }
     count(state, opField);
+    requireStorableJson(operand, opField);
     return compileOperator(op, operand, opField);
   });
   return tests.length === 1 ? tests[0]! : (actual) => tests.every((t) => t(actual));

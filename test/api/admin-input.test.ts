@@ -169,6 +169,54 @@ describe("delivery filters must be storable text", () => {
   });
 });
 
+describe("message ids and filter documents must be storable text", () => {
+  async function adminJson(method: string, body: string) {
+    const response = await fetch(`${strict.url}/waypost.v1.${method}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${strict.adminToken}` },
+      body,
+    });
+    return { status: response.status, json: (await response.json()) as { code: string; message: string } };
+  }
+  const draft = (filter: string) =>
+    `{"destination":{"name":"nul","sourceIds":["${sourceId}"],"webhooks":[{"url":"https://hooks.example.com/"}],"filter":${filter}}}`;
+  const cases = [
+    ["DeliveryService/ExplainMessage", () => `{"messageId":"a\\u0000b"}`, "messageId: must not contain NUL characters"],
+    [
+      "DestinationService/TestDestination",
+      () => `{"destination":{"sourceIds":["${sourceId}"]},"messageIds":["ok","a\\u0000b"]}`,
+      "messageIds[1]: must not contain NUL characters",
+    ],
+    [
+      "DestinationService/CreateDestination",
+      () => draft(`{"a\\u0000b":1}`),
+      String.raw`destination.filter: the key "a\u0000b" must not contain NUL characters`,
+    ],
+    [
+      "DestinationService/CreateDestination",
+      () => draft(`{"$or":[{"type":"x\\u0000"}]}`),
+      "destination.filter.$or[0].type: must not contain NUL characters",
+    ],
+    [
+      "DestinationService/TestDestination",
+      () => `{"destination":{"sourceIds":["${sourceId}"],"filter":{"p":{"$in":["a","\\u0000"]}}}}`,
+      "destination.filter.p.$in[1]: must not contain NUL characters",
+    ],
+    [
+      "DestinationService/CreateDestination",
+      () => draft(`{"a\\ud800":1}`),
+      String.raw`destination.filter: the key "a\ud800" must not contain unpaired UTF-16 surrogates`,
+    ],
+  ] as const;
+
+  test.each(cases)("%s: %s is 400 invalid_argument naming the field", async (method, body, message) => {
+    const answer = await adminJson(method, body());
+    expect(answer.json.message).toBe(message);
+    expect(answer.status).toBe(400);
+    expect(answer.json.code).toBe("invalid_argument");
+  });
+});
+
 test("server errors of RPCs are logged with their cause; client errors are not", async () => {
   const before = logs.length;
   await strict.pool.query("ALTER TABLE sources RENAME TO sources_away");

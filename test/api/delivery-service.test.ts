@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { DeliveryStatus } from "../../gen/waypost/v1/delivery_pb.js";
+import { DeliveryStatus, DeliveryView } from "../../gen/waypost/v1/delivery_pb.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
@@ -87,4 +87,19 @@ test("/metrics has per-destination delivery counts and latency", async () => {
   expect(text).toContain(`waypost_deliveries_total{destination_id="${failedDestinationId}",status="failed"} 5`);
   expect(text).toMatch(new RegExp(`waypost_delivery_attempt_duration_seconds_count\\{destination_id="${destinationId}"\\} 5`));
   expect(text).toContain('waypost_calls_accepted_total{type="track"} 5');
+});
+
+test("every view carries the last attempt's error; a delivered one has none", async () => {
+  const [basicFailed, fullFailed, basicOk] = await Promise.all([
+    server.deliveries.listDeliveries({ destinationId: failedDestinationId, view: DeliveryView.BASIC, pageSize: 5 }),
+    server.deliveries.listDeliveries({ destinationId: failedDestinationId, pageSize: 5 }),
+    server.deliveries.listDeliveries({ destinationId, view: DeliveryView.BASIC, pageSize: 5 }),
+  ]);
+  expect(basicFailed.deliveries).toHaveLength(5);
+  for (const d of basicFailed.deliveries) {
+    expect(d.attempts).toEqual([]);
+    expect(d.lastError).toBe("HTTP 422");
+  }
+  expect(fullFailed.deliveries.map((d) => d.lastError)).toEqual(basicFailed.deliveries.map((d) => d.lastError));
+  expect(basicOk.deliveries.map((d) => d.lastError)).toEqual(["", "", "", "", ""]);
 });

@@ -31,6 +31,7 @@ test("every fate, as recorded when the call was routed", async () => {
     .track({ track: { userId: "u1", event: "Order Completed", integrations: { "d off": false } } });
   await done;
   const later = await server.createDestination({ name: "f later", sourceIds: [source.id], ...hook });
+  const laterElsewhere = await server.createDestination({ name: "g later elsewhere", sourceIds: [other.id], ...hook });
   // Today's settings do not rewrite history.
   await server.destinations.updateDestination({ destination: { id: disabled.id, enabled: true }, updateMask: { paths: ["enabled"] } });
   await server.destinations.updateDestination({ destination: { id: filtered.id }, updateMask: { paths: ["filter"] } });
@@ -46,6 +47,8 @@ test("every fate, as recorded when the call was routed", async () => {
     { id: off.id, name: "d off", fate: Fate.INTEGRATIONS_OFF, reason: "" },
     { id: unconnected.id, name: "e elsewhere", fate: Fate.NOT_CONNECTED, reason: "" },
     { id: later.id, name: "f later", fate: Fate.CREATED_LATER, reason: "" },
+    // Created after the call, but never connected to its source: its age is not why it missed the call.
+    { id: laterElsewhere.id, name: "g later elsewhere", fate: Fate.NOT_CONNECTED, reason: "" },
   ]);
   const withDelivery = explained.destinations[0]!;
   expect(withDelivery.deliveryId).not.toBe("");

@@ -108,6 +108,12 @@ describe("Batch", () => {
     ]);
   });
 
+  test("a rejection at index 0 names its index in Connect JSON", async () => {
+    const result = await post("Batch", JSON.stringify({ batch: [{ identify: {} }, { track: { userId: "u1", event: "Signed Up" } }] }));
+    expect(result.status).toBe(200);
+    expect(result.json.rejected).toEqual([{ index: 0, reason: expect.stringContaining("userId") }]);
+  });
+
   test("an oversized call inside a batch is rejected alone; the rest are stored", async () => {
     const before = await storedCount();
     const big = "x".repeat(40 * 1024);

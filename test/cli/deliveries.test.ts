@@ -158,7 +158,8 @@ test("deliveries tail prints deliveries as they finish, until SIGINT", async () 
   );
   await done;
   const line = await tail.waitForLine((l) => l.includes(messageId));
-  expect(line).toMatch(new RegExp(`^\\S+Z\\s+delivered\\s+\\d+\\s+${destinationId}\\s+page\\s+${messageId}\\s+dora\\s+200$`));
+  // The destination by name, not by id.
+  expect(line).toMatch(new RegExp(`^\\S+Z\\s+delivered\\s+\\d+\\s+hooks\\s+page\\s+${messageId}\\s+dora\\s+200$`));
   const jsonLine = await json.waitForLine((l) => l.includes(messageId));
   expect(JSON.parse(jsonLine)).toMatchObject({ messageId, userId: "dora", status: "DELIVERY_STATUS_DELIVERED", type: "page" });
   tail.child.kill("SIGINT");

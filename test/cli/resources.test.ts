@@ -188,6 +188,32 @@ test("destinations: create, get, list, update, enable, disable, delete", async (
   expect((await waypost(["destinations", "get", id], env)).code).toBe(1);
 });
 
+test("destinations commands take a name as well as an id, as --destination does", async () => {
+  const source = await server.createSource("for named destinations");
+  const { id } = await server.createDestination({ name: "crm by name", sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
+  const got = await waypost(["destinations", "get", "crm by name"], env);
+  expect(got.stderr).toBe("");
+  expect(got.code).toBe(0);
+  expect(got.stdout).toMatch(new RegExp(`^id:\\s+${id}$`, "m"));
+  expect(
+    (await waypostJson<{ destination: { enabled?: boolean } }>(["destinations", "disable", "crm by name"], env)).destination.enabled,
+  ).toBe(false);
+  expect(
+    (await waypostJson<{ destination: { id: string } }>(["destinations", "update", "crm by name", "--name", "crm"], env)).destination.id,
+  ).toBe(id);
+  expect((await waypostJson<{ destination: { enabled: boolean } }>(["destinations", "enable", "crm"], env)).destination.enabled).toBe(true);
+  expect((await waypost(["destinations", "test", "crm", "--sample", "1"], env)).code).toBe(0);
+
+  await server.createDestination({ name: "crm", sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
+  const ambiguous = await waypost(["destinations", "get", "crm"], env);
+  expect(ambiguous.code).toBe(2);
+  expect(ambiguous.stderr).toContain('<destination>: 2 destinations are named "crm"; give one\'s id:');
+  const unknown = await waypost(["destinations", "delete", "nobody"], env);
+  expect(unknown.code).toBe(2);
+  expect(unknown.stderr).toContain('<destination>: no destination has the id or name "nobody"');
+  expect(await waypost(["destinations", "delete", id], env)).toMatchObject({ code: 0, stdout: `deleted destination ${id}\n` });
+});
+
 test("audiences list and sync from a file; deletions create and get", async () => {
   const source = await server.createSource("for audiences");
   const audiences = audienceClient(server);

@@ -97,3 +97,43 @@ test("destinations backfill queues in the background; messages explain gives eac
   expect(missing.code).toBe(1);
   expect(missing.stderr).toContain("not_found");
 });
+
+test("messages filtered lists the calls a destination's filter turned away, by reason, as a table and as JSON", async () => {
+  const source = await server.createSource("cli filtered");
+  await server.createDestination({
+    name: "big orders",
+    sourceIds: [source.id],
+    webhooks: [{ url: receiver.url }],
+    filter: { "properties.total": { $gt: 100 } },
+  });
+  const tracking = server.tracking(source.writeKey);
+  const turnedAway = [];
+  for (const total of [1, 2, 3])
+    turnedAway.push((await tracking.track({ track: { userId: `u${total}`, event: "Order", properties: { total } } })).messageId);
+  await tracking.track({ track: { userId: "big", event: "Order", properties: { total: 500 } } });
+
+  const text = await waypost(["messages", "filtered", "--destination", "big orders"], env);
+  expect(text.stderr).toBe("");
+  expect(text.code).toBe(0);
+  const lines = text.stdout.trim().split("\n");
+  expect(lines[0]).toMatch(/^RECORDED\s+MESSAGE ID\s+TYPE\s+EVENT\s+USER\s+FATE\s+SOURCE$/);
+  // Newest first, one line each, with the reason.
+  expect(lines.slice(1).map((l) => l.split(/\s+/)[1])).toEqual([...turnedAway].reverse());
+  expect(lines[1]).toMatch(new RegExp(`\\s+track\\s+Order\\s+u3\\s+filtered \\(filter\\)\\s+${source.id}$`));
+
+  const json = await waypostJson<{ calls: Array<{ messageId: string; reason: string }>; nextPageToken?: string }>(
+    ["messages", "filtered", "--destination", "big orders", "--reason", "filter", "--limit", "2"],
+    env,
+  );
+  expect(json.calls.map((c) => c.messageId)).toEqual([turnedAway[2], turnedAway[1]]);
+  expect(json.nextPageToken).toBeTruthy();
+  const none = await waypostJson<{ calls?: unknown[] }>(
+    ["messages", "filtered", "--destination", "big orders", "--reason", "transform"],
+    env,
+  );
+  expect(none.calls ?? []).toEqual([]);
+
+  const wrong = await waypost(["messages", "filtered", "--destination", "big orders", "--reason", "nope"], env);
+  expect(wrong.code).toBe(2);
+  expect(wrong.stderr).toContain("--reason: one of filtered, filter, transform, disabled, integrations-off, any");
+});

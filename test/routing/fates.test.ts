@@ -2,7 +2,7 @@ import { expect, test } from "vitest";
 import { explainFate } from "../../src/routing/fates.js";
 
 const at = (minute: number) => new Date(Date.UTC(2026, 10, 25, 6, minute));
-const base = { recorded: null, destinationCreatedAt: at(0), callReceivedAt: at(5) };
+const base = { recorded: null, destinationCreatedAt: at(0), callReceivedAt: at(5), connected: true };
 
 test("a delivery's state is the fate, with its id and attempts", () => {
   expect(explainFate({ ...base, delivery: { id: "7", status: "failed", attemptCount: 3 } })).toEqual({
@@ -39,4 +39,8 @@ test("a transform's drop reads as filtered, not as the cancelled delivery it lef
 test("without a delivery or a record: created later, else not connected", () => {
   expect(explainFate({ ...base, destinationCreatedAt: at(6) }).fate).toBe("created_later");
   expect(explainFate(base).fate).toBe("not_connected");
+});
+
+test("a destination created later but not connected to the call's source is not connected", () => {
+  expect(explainFate({ ...base, destinationCreatedAt: at(6), connected: false }).fate).toBe("not_connected");
 });

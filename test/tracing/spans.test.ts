@@ -104,6 +104,29 @@ test("a call without a traceparent starts a trace at its request's span, and the
   expect(rows[0].traceparent).toBe(`00-${sent.traceId}-${serverSpan.spanId}-01`);
 });
 
+describe.each(protocols)("over %s", (protocol) => {
+  test.each([
+    ["an all-zero trace id", `00-${"0".repeat(32)}-${"a".repeat(16)}-01`],
+    ["an all-zero parent id", `00-${"b".repeat(32)}-${"0".repeat(16)}-01`],
+  ])("a call whose traceparent has %s starts a new trace, and the receiver gets its traceparent", async (_, invalid) => {
+    const { receiver, source } = await route();
+    const delivered = server.waitForDeliveries(1);
+    const messageId = await trackWith(server, protocol, source.writeKey, { traceparent: invalid, tracestate: "vendor=1" });
+    const [request] = await receiver.waitForRequests(1);
+    await delivered;
+    const sent = sentParent(request!);
+    expect(sent.traceId).not.toBe("0".repeat(32));
+    expect(sent.traceId).not.toBe("b".repeat(32));
+    // The tracestate went with the refused traceparent.
+    expect(request!.headers.tracestate).toBeUndefined();
+    const { serverSpan, clientSpans } = await traceOf(sent.traceId);
+    expect(serverSpan.parentSpanId).toBe("");
+    expect(clientSpans[0]!.spanId).toBe(sent.parentId);
+    const { rows } = await server.pool.query("SELECT traceparent FROM messages WHERE message_id = $1", [messageId]);
+    expect(rows[0].traceparent).toBe(`00-${sent.traceId}-${serverSpan.spanId}-01`);
+  });
+});
+
 test("a retried delivery has a span per attempt, each the parent of its own request's traceparent", async () => {
   const { receiver, source } = await route((_, index) => ({ status: index === 0 ? 503 : 200 }));
   const incoming = newTraceparent();

@@ -187,7 +187,8 @@ export class Dispatcher {
     if (batch.done) return;
     this.settle(batch);
     const reasons = new Map<number, string>();
-    for (const r of response.rejected) reasons.set(r.index, r.reason);
+    // A server that predates index's presence leaves it out for the first call.
+    for (const r of response.rejected) reasons.set(r.index ?? 0, r.reason);
     this.o.log.debug(`batch of ${batch.calls.length} acknowledged: ${response.accepted} accepted, ${reasons.size} rejected`);
     const accepted: QueuedCall[] = [];
     batch.calls.forEach((call, index) => {

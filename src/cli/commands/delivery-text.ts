@@ -30,13 +30,13 @@ export function lastResult(d: Delivery): string {
   return last.statusCode ? String(last.statusCode) : `error: ${last.error}`;
 }
 
-/** One finished delivery on one line (deliveries tail). */
-export function tailLine(d: Delivery): string {
+/** One finished delivery on one line (deliveries tail), with its destination's name. */
+export function tailLine(d: Delivery, destinationName: string): string {
   return [
     time(d.finalizeTime),
     statusText(d.status).padEnd(9),
     d.id,
-    d.destinationId,
+    destinationName,
     d.type,
     d.messageId,
     d.userId || "-",

@@ -17,6 +17,7 @@ import type { CliContext, Wire } from "../context.js";
 import { UsageError } from "../errors.js";
 import { fields, table, time } from "../format.js";
 import { declareDestinationFlags, destinationFromFlags, type DestinationFlags } from "./destination-flags.js";
+import { resolveDestinationRef } from "./destination-ref.js";
 import { registerDestinationRules } from "./routing.js";
 
 const healthNames: Record<DestinationHealth, string> = {
@@ -137,9 +138,10 @@ export function registerDestinations(program: Command, wire: Wire): void {
   destinations
     .command("get")
     .description("show one destination")
-    .argument("<id>", "destination id")
+    .argument("<destination>", "destination id or name")
     .action(
-      wire(async (ctx, id: string) => {
+      wire(async (ctx, ref: string) => {
+        const id = await resolveDestinationRef(ctx, ref, "<destination>");
         const response = await ctx.admin(DestinationService).getDestination({ id });
         ctx.print(GetDestinationResponseSchema, response, () => describeDestination(response.destination!));
       }),
@@ -170,28 +172,31 @@ export function registerDestinations(program: Command, wire: Wire): void {
     destinations
       .command("update")
       .description("change the settings given by flags; others stay as they are")
-      .argument("<id>", "destination id"),
+      .argument("<destination>", "destination id or name"),
     "update",
-  ).action(wire(async (ctx, id: string, flags: DestinationFlags) => update(ctx, id, flags)));
+  ).action(
+    wire(async (ctx, ref: string, flags: DestinationFlags) => update(ctx, await resolveDestinationRef(ctx, ref, "<destination>"), flags)),
+  );
 
   destinations
     .command("enable")
     .description("enable a destination")
-    .argument("<id>", "destination id")
-    .action(wire(async (ctx, id: string) => update(ctx, id, { enabled: true })));
+    .argument("<destination>", "destination id or name")
+    .action(wire(async (ctx, ref: string) => update(ctx, await resolveDestinationRef(ctx, ref, "<destination>"), { enabled: true })));
 
   destinations
     .command("disable")
     .description("disable a destination: its deliveries wait (and expire after the retry window)")
-    .argument("<id>", "destination id")
-    .action(wire(async (ctx, id: string) => update(ctx, id, { disabled: true })));
+    .argument("<destination>", "destination id or name")
+    .action(wire(async (ctx, ref: string) => update(ctx, await resolveDestinationRef(ctx, ref, "<destination>"), { disabled: true })));
 
   destinations
     .command("rotate-signing-secret")
     .description("generate a new Standard Webhooks signing secret (printed once); the previous ones keep signing for an overlap")
-    .argument("<id>", "destination id")
+    .argument("<destination>", "destination id or name")
     .action(
-      wire(async (ctx, id: string) => {
+      wire(async (ctx, ref: string) => {
+        const id = await resolveDestinationRef(ctx, ref, "<destination>");
         const response = await ctx.admin(DestinationService).rotateSigningSecret({ id });
         ctx.print(
           RotateSigningSecretResponseSchema,
@@ -206,9 +211,10 @@ export function registerDestinations(program: Command, wire: Wire): void {
   destinations
     .command("delete")
     .description("delete a destination; its unfinished deliveries are cancelled")
-    .argument("<id>", "destination id")
+    .argument("<destination>", "destination id or name")
     .action(
-      wire(async (ctx, id: string) => {
+      wire(async (ctx, ref: string) => {
+        const id = await resolveDestinationRef(ctx, ref, "<destination>");
         const response = await ctx.admin(DestinationService).deleteDestination({ id });
         ctx.print(DeleteDestinationResponseSchema, response, () => `deleted destination ${id}`);
       }),

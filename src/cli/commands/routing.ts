@@ -8,6 +8,8 @@ import {
   TestOutcome,
 } from "../../../gen/waypost/v1/destination_pb.js";
 import type { Wire } from "../context.js";
+import { resolveDestinationRef } from "./destination-ref.js";
+import { registerMessagesFiltered } from "./messages-filtered.js";
 import { collect, fields, parseCount, parseTime, table, time } from "../format.js";
 
 const outcomeNames: Record<TestOutcome, string> = {
@@ -38,12 +40,13 @@ export function registerDestinationRules(destinations: Command, wire: Wire): voi
   destinations
     .command("test")
     .description("run a destination's rules over recent calls of its sources, sending nothing")
-    .argument("<id>", "destination id")
+    .argument("<destination>", "destination id or name")
     .option("--sample <n>", "how many recent calls (default 20, at most 500)")
     .option("--message <id>", "test this call instead (repeat for several)", collect)
     .option("--filter <json>", "try this filter instead of the destination's")
     .action(
-      wire(async (ctx, id: string, flags: { sample?: string; message?: string[]; filter?: string }) => {
+      wire(async (ctx, ref: string, flags: { sample?: string; message?: string[]; filter?: string }) => {
+        const id = await resolveDestinationRef(ctx, ref, "<destination>");
         const response = await ctx.admin(DestinationService).testDestination({
           destination: { id, ...(flags.filter !== undefined ? { filter: JSON.parse(flags.filter) } : {}) },
           sampleSize: flags.sample === undefined ? 0 : parseCount(flags.sample, "--sample"),
@@ -59,11 +62,12 @@ export function registerDestinationRules(destinations: Command, wire: Wire): voi
   destinations
     .command("backfill")
     .description("queue deliveries of retained calls received in a range that the destination has none for and that pass its rules")
-    .argument("<id>", "destination id")
+    .argument("<destination>", "destination id or name")
     .requiredOption("--since <time>", "received at or after: ISO 8601, or back from now: 30s, 15m, 2h, 7d")
     .option("--until <time>", "received before (default: now)")
     .action(
-      wire(async (ctx, id: string, flags: { since: string; until?: string }) => {
+      wire(async (ctx, ref: string, flags: { since: string; until?: string }) => {
+        const id = await resolveDestinationRef(ctx, ref, "<destination>");
         const response = await ctx.admin(DestinationService).backfillDestination({
           destinationId: id,
           since: timestampFromDate(parseTime(flags.since, "--since")),
@@ -110,4 +114,5 @@ export function registerMessages(program: Command, wire: Wire): void {
         });
       }),
     );
+  registerMessagesFiltered(messages, wire);
 }

@@ -11,6 +11,7 @@ import {
 } from "../../../gen/waypost/v1/delivery_pb.js";
 import type { CliContext } from "../context.js";
 import { tailLine } from "./delivery-text.js";
+import { listAllDestinations } from "./destination-ref.js";
 
 type Filter = Pick<ListDeliveriesRequest, "destinationId" | "statuses" | "messageId" | "userId" | "since" | "until">;
 
@@ -29,15 +30,16 @@ export async function tailDeliveries(
   lines: number,
   intervalMs = 1000,
 ): Promise<void> {
-  const print = (deliveries: readonly Delivery[]) => {
+  const names = ctx.json ? undefined : createNameBook(ctx);
+  const print = async (deliveries: readonly Delivery[]) => {
     // The feed answers newest first.
     for (const d of [...deliveries].reverse()) {
-      ctx.out(ctx.json ? JSON.stringify(toJson(DeliverySchema, d)) : tailLine(d));
+      ctx.out(names ? tailLine(d, await names.nameOf(d.destinationId)) : JSON.stringify(toJson(DeliverySchema, d)));
     }
   };
   const request = { ...filter, order: DeliveryOrder.FINISH_TIME_DESC };
   const first = await client.listDeliveries({ ...request, pageSize: Math.max(lines, 1) }, { signal: ctx.signal });
-  if (lines > 0) print(first.deliveries);
+  if (lines > 0) await print(first.deliveries);
   let pageToken = first.nextPageToken;
   let full = false;
   while (!ctx.signal.aborted) {
@@ -52,8 +54,33 @@ export async function tailDeliveries(
       if (ctx.signal.aborted) break;
       throw error;
     }
-    print(page.deliveries);
+    await print(page.deliveries);
     pageToken = page.nextPageToken;
     full = page.deliveries.length === pageSize;
   }
+}
+
+/**
+ * Destination names for the tail's lines, listed once and again only when
+ * a delivery names a destination not seen yet (created since); a deleted
+ * one's id stands for its name. A name several destinations share gets the
+ * id beside it, so the lines tell them apart.
+ */
+function createNameBook(ctx: CliContext) {
+  let names: Map<string, string> | undefined;
+  const load = async () => {
+    const all = await listAllDestinations(ctx);
+    const counts = new Map<string, number>();
+    for (const d of all) counts.set(d.name, (counts.get(d.name) ?? 0) + 1);
+    names = new Map(all.map((d) => [d.id, counts.get(d.name)! > 1 ? `${d.name} (${d.id})` : d.name]));
+  };
+  return {
+    async nameOf(id: string): Promise<string> {
+      if (!names?.has(id)) {
+        await load();
+        if (!names!.has(id)) names!.set(id, id);
+      }
+      return names!.get(id)!;
+    },
+  };
 }

@@ -10,6 +10,7 @@ import { DeliveriesView } from "./views/deliveries.js";
 import { DeliveryDetailView } from "./views/delivery-detail.js";
 import { DestinationEditView } from "./views/destination-edit.js";
 import { DestinationsView } from "./views/destinations.js";
+import { FilteredCallsView } from "./views/filtered-calls.js";
 import { LiveView } from "./views/live.js";
 import { MessageView } from "./views/message.js";
 import { NotFoundView } from "./views/not-found.js";
@@ -57,6 +58,7 @@ export function App() {
             <Route path="/console/sources" component={SourcesView} />
             <Route path="/console/destinations" component={DestinationsView} />
             <Route path="/console/destinations/:id" component={DestinationEditView} />
+            <Route path="/console/destinations/:id/filtered" component={FilteredCallsView} />
             <Route path="/console/deliveries" component={DeliveriesView} />
             <Route path="/console/deliveries/:id" component={DeliveryDetailView} />
             <Route path="/console/live" component={LiveView} />

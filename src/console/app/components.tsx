@@ -1,5 +1,7 @@
 import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
+import type { Destination } from "../../../gen/waypost/v1/destination_pb.js";
+import { destinationTell, sharedNames } from "./twins.js";
 
 export function ErrorMessage(props: { error: string | undefined }) {
   return props.error ? (
@@ -60,9 +62,10 @@ export function SecretOnce(props: { label: string; value: string; onDismiss(): v
 /** The "Destination" filter of the deliveries list and Live: every destination by name, or all. */
 export function DestinationSelect(props: {
   value: string;
-  destinations: ReadonlyArray<{ id: string; name: string }> | undefined;
+  destinations: ReadonlyArray<Pick<Destination, "id" | "name" | "webhooks" | "postgres">> | undefined;
   onChange(destinationId: string): void;
 }) {
+  const shared = sharedNames(props.destinations ?? []);
   return (
     <label>
       Destination
@@ -70,7 +73,7 @@ export function DestinationSelect(props: {
         <option value="">All destinations</option>
         {props.destinations?.map((d) => (
           <option key={d.id} value={d.id}>
-            {d.name}
+            {shared.has(d.name) ? `${d.name} (${destinationTell(d)})` : d.name}
           </option>
         ))}
       </select>

@@ -27,8 +27,13 @@ export function holdOf(delivery: Delivery, destination: Destination | undefined,
 /** The statuses Retry accepts. */
 export const retryableStatuses = new Set([DeliveryStatus.FAILED, DeliveryStatus.EXPIRED, DeliveryStatus.RETRYING]);
 
-/** What Retry would do, or why it cannot: shown beside the button, so a disabled button is never unexplained. */
-export function retryHint(delivery: Delivery, held: boolean): string {
+/**
+ * What Retry would do, or why it cannot: shown beside the button, so a
+ * disabled button is never unexplained. A warehouse destination loads rows
+ * rather than sending requests, and says so.
+ */
+export function retryHint(delivery: Delivery, held: boolean, warehouse = false): string {
+  const send = warehouse ? "Loads it into the warehouse" : "Sends it";
   switch (delivery.status) {
     case DeliveryStatus.DELIVERED:
       return "Delivered: there is nothing to retry.";
@@ -39,8 +44,10 @@ export function retryHint(delivery: Delivery, held: boolean): string {
     case DeliveryStatus.RETRYING:
       return held
         ? "Retry makes it due now, with a fresh retry window; what holds it still applies."
-        : "Sends it now rather than at its next attempt, with a fresh retry window.";
+        : `${send} now rather than at its next attempt, with a fresh retry window.`;
     default:
-      return "Sends it again now to every webhook, with a fresh retry window.";
+      return warehouse
+        ? "Loads it into the warehouse again now, with a fresh retry window."
+        : "Sends it again now to every webhook, with a fresh retry window.";
   }
 }

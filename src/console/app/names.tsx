@@ -2,6 +2,7 @@ import type { Destination } from "../../../gen/waypost/v1/destination_pb.js";
 import type { Source } from "../../../gen/waypost/v1/source_pb.js";
 import { useLoad, type Loaded } from "./context.js";
 import { listAll } from "./paging.js";
+import { destinationTell, sourceTell } from "./twins.js";
 
 export interface Names {
   destinations: Destination[];
@@ -33,10 +34,14 @@ export function useNames(): Loaded<Names> {
 export function DestinationLink(props: { id: string; names: Names | undefined }) {
   const destination = props.names?.destinations.find((d) => d.id === props.id);
   if (!destination) return <code title="Destination ID">{props.id}</code>;
+  const twin = props.names!.destinations.some((d) => d.name === destination.name && d.id !== destination.id);
   return (
-    <a href={`/console/destinations/${props.id}`} title={props.id}>
-      {destination.name}
-    </a>
+    <>
+      <a href={`/console/destinations/${props.id}`} title={props.id}>
+        {destination.name}
+      </a>
+      {twin && <TwinHint text={destinationTell(destination)} />}
+    </>
   );
 }
 
@@ -44,9 +49,23 @@ export function DestinationLink(props: { id: string; names: Names | undefined })
 export function SourceLink(props: { id: string; names: Names | undefined }) {
   const source = props.names?.sources.find((s) => s.id === props.id);
   if (!source) return <code title="Source ID">{props.id}</code>;
+  const twin = props.names!.sources.some((s) => s.name === source.name && s.id !== source.id);
   return (
-    <a href={`/console/sources#source-${props.id}`} title={props.id}>
-      {source.name}
-    </a>
+    <>
+      <a href={`/console/sources#source-${props.id}`} title={props.id}>
+        {source.name}
+      </a>
+      {twin && <TwinHint text={sourceTell(source)} />}
+    </>
+  );
+}
+
+/** Beside a name others share: what tells it apart, after a space (so it reads as words, to screen readers too). */
+export function TwinHint(props: { text: string }) {
+  return (
+    <>
+      {" "}
+      <span class="hint twin">{props.text}</span>
+    </>
   );
 }

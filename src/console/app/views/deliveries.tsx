@@ -65,9 +65,11 @@ export function DeliveriesView() {
       />
       <ErrorMessage error={page.error ?? names.error} />
       <table aria-label="Deliveries">
-        <HeaderRow columns={["ID", "Created", "Destination", "Type", "Message ID", "User ID", "Status", "Attempts", "Finished"]} />
+        <HeaderRow
+          columns={["ID", "Created", "Destination", "Type", "Message ID", "User ID", "Status", "Attempts", "Last error", "Finished"]}
+        />
         <tbody>
-          {page.data?.deliveries.length === 0 && <EmptyRow columns={9}>No deliveries match.</EmptyRow>}
+          {page.data?.deliveries.length === 0 && <EmptyRow columns={10}>No deliveries match.</EmptyRow>}
           {page.data?.deliveries.map((d) => (
             <tr key={d.id}>
               <td>
@@ -86,6 +88,9 @@ export function DeliveriesView() {
               <td>{d.userId || d.anonymousId}</td>
               <td class={`status-${statusLabels[d.status]}`}>{statusLabels[d.status]}</td>
               <td class="num">{d.attemptCount}</td>
+              <td class="last-error" title={d.lastError || undefined}>
+                {d.lastError || "–"}
+              </td>
               <td>{formatTime(d.finalizeTime)}</td>
             </tr>
           ))}

@@ -2,7 +2,7 @@ import type { ComponentChild } from "preact";
 import { useEffect } from "preact/hooks";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AttemptOutcome, DeliveryStatus, type Delivery } from "../../../../gen/waypost/v1/delivery_pb.js";
-import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
+import { DestinationKind, type Destination } from "../../../../gen/waypost/v1/destination_pb.js";
 import { BodyView } from "../body-view.js";
 import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
 import { useAction, useLoad } from "../context.js";
@@ -81,11 +81,12 @@ export function DeliveryDetailView(props: { params: { id: string } }) {
               Retry
             </button>{" "}
             <span id="retry-hint" class="hint">
-              {retryHint(delivery, hold !== undefined)}
+              {retryHint(delivery, hold !== undefined, loaded.data?.destination?.kind === DestinationKind.POSTGRES)}
             </span>
           </p>
           <BodyView body={delivery.body} />
-          <RequestHeaders delivery={delivery} />
+          {/* A warehouse destination sends no HTTP requests: it has no headers to show. */}
+          {loaded.data?.destination?.kind !== DestinationKind.POSTGRES && <RequestHeaders delivery={delivery} />}
           <Attempts delivery={delivery} />
         </>
       )}

@@ -1,16 +1,21 @@
 import { useState } from "preact/hooks";
-import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
+import type { Destination, TestedCall } from "../../../../gen/waypost/v1/destination_pb.js";
 import type { Source } from "../../../../gen/waypost/v1/source_pb.js";
 import { ErrorMessage, SecretOnce } from "../components.js";
 import { useSession } from "../context.js";
 import { draftOf, parseFilter, parseRateLimit, toRequest, type DestinationDraft } from "../destination-draft.js";
 import { describeError, fieldError, isUnauthenticated } from "../errors.js";
 import { FieldError, type FieldErrors } from "../field-error.js";
+import { sharedNames, sourceTell } from "../twins.js";
 import { FlowControlFields } from "./flow-control-fields.js";
-import { RuleFields } from "./rule-fields.js";
+import { RuleFields, TestResults } from "./rule-fields.js";
 import { SigningSecretFields } from "./signing-secret-fields.js";
 import { WarehouseFields } from "./warehouse-fields.js";
 import { WebhookFields } from "./webhook-fields.js";
+import { TwinHint } from "../names.js";
+
+/** The draft's parts a test's results depend on: changing one clears them. */
+const testedKeys: ReadonlyArray<keyof DestinationDraft> = ["filter", "dropFields", "transform", "sourceIds", "kind"];
 
 /**
  * Creates or edits a destination. An invalid_argument from the server names
@@ -28,7 +33,12 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
   const [etag, setEtag] = useState(props.destination?.etag ?? "");
   // A generated signing secret, shown once after creating.
   const [generated, setGenerated] = useState<{ name: string; secret: string } | undefined>();
-  const update = (change: Partial<DestinationDraft>) => setDraft((d) => ({ ...d, ...change }));
+  // Test against recent calls: its results belong to the draft they were made from.
+  const [tested, setTested] = useState<TestedCall[] | undefined>();
+  const update = (change: Partial<DestinationDraft>) => {
+    setDraft((d) => ({ ...d, ...change }));
+    if (testedKeys.some((key) => key in change)) setTested(undefined);
+  };
 
   async function submit(event: Event) {
     event.preventDefault();
@@ -72,6 +82,7 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
     }
   }
 
+  const sharedSources = sharedNames(props.sources);
   const toggleSource = (id: string, on: boolean) =>
     update({ sourceIds: on ? [...draft.sourceIds, id] : draft.sourceIds.filter((s) => s !== id) });
 
@@ -85,59 +96,74 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
   }
 
   return (
-    <form class="stacked" onSubmit={submit} noValidate>
-      <ErrorMessage error={formError} />
-      <div class="field">
-        <label for="destination-name">Name</label>
-        <input
-          id="destination-name"
-          value={draft.name}
-          onInput={(e) => update({ name: e.currentTarget.value })}
-          aria-invalid={errors.name ? "true" : undefined}
-          aria-describedby={errors.name ? "error-name" : undefined}
-        />
-        <FieldError errors={errors} field="name" />
-      </div>
-      <div class="field">
-        <label for="destination-kind">Kind</label>
-        <select
-          id="destination-kind"
-          value={draft.kind}
-          disabled={!creating}
-          onChange={(e) => update({ kind: e.currentTarget.value === "postgres" ? "postgres" : "webhook" })}
-        >
-          <option value="webhook">Webhooks</option>
-          <option value="postgres">Postgres warehouse</option>
-        </select>
-        <FieldError errors={errors} field="kind" />
-      </div>
-      <div class="field">
-        <label>
-          <input type="checkbox" checked={draft.enabled} onChange={(e) => update({ enabled: e.currentTarget.checked })} /> Enabled
-        </label>
-      </div>
-      <fieldset aria-describedby="error-sourceIds">
-        <legend>Sources</legend>
-        {props.sources.length === 0 && <p>No sources yet: create one on the Sources page.</p>}
-        {props.sources.map((s) => (
-          <label key={s.id} class="check">
-            <input type="checkbox" checked={draft.sourceIds.includes(s.id)} onChange={(e) => toggleSource(s.id, e.currentTarget.checked)} />{" "}
-            {s.name}
-          </label>
-        ))}
-        <FieldError errors={errors} field="sourceIds" prefix />
-      </fieldset>
-      {draft.kind === "postgres" && <WarehouseFields draft={draft} errors={errors} onChange={update} />}
-      {draft.kind === "webhook" && webhookSettings()}
-      <FlowControlFields draft={draft} errors={errors} onChange={update} />
-      <RuleFields draft={draft} errors={errors} onChange={update} />
-      <div class="form-actions">
-        <button type="submit" disabled={busy}>
-          {creating ? "Create destination" : "Save destination"}
-        </button>
-      </div>
-    </form>
+    <>
+      {form()}
+      {tested && <TestResults calls={tested} />}
+    </>
   );
+
+  /** The form itself (JSX, not a component: no remount per render). */
+  function form() {
+    return (
+      <form class="stacked" onSubmit={submit} noValidate>
+        <ErrorMessage error={formError} />
+        <div class="field">
+          <label for="destination-name">Name</label>
+          <input
+            id="destination-name"
+            value={draft.name}
+            onInput={(e) => update({ name: e.currentTarget.value })}
+            aria-invalid={errors.name ? "true" : undefined}
+            aria-describedby={errors.name ? "error-name" : undefined}
+          />
+          <FieldError errors={errors} field="name" />
+        </div>
+        <div class="field">
+          <label for="destination-kind">Kind</label>
+          <select
+            id="destination-kind"
+            value={draft.kind}
+            disabled={!creating}
+            onChange={(e) => update({ kind: e.currentTarget.value === "postgres" ? "postgres" : "webhook" })}
+          >
+            <option value="webhook">Webhooks</option>
+            <option value="postgres">Postgres warehouse</option>
+          </select>
+          <FieldError errors={errors} field="kind" />
+        </div>
+        <div class="field">
+          <label>
+            <input type="checkbox" checked={draft.enabled} onChange={(e) => update({ enabled: e.currentTarget.checked })} /> Enabled
+          </label>
+        </div>
+        <fieldset aria-describedby="error-sourceIds">
+          <legend>Sources</legend>
+          {props.sources.length === 0 && <p>No sources yet: create one on the Sources page.</p>}
+          {props.sources.map((s) => (
+            <label key={s.id} class="check">
+              <input
+                type="checkbox"
+                checked={draft.sourceIds.includes(s.id)}
+                onChange={(e) => toggleSource(s.id, e.currentTarget.checked)}
+              />{" "}
+              {s.name}
+              {sharedSources.has(s.name) && <TwinHint text={sourceTell(s)} />}
+            </label>
+          ))}
+          <FieldError errors={errors} field="sourceIds" prefix />
+        </fieldset>
+        {draft.kind === "postgres" && <WarehouseFields draft={draft} errors={errors} onChange={update} />}
+        {draft.kind === "webhook" && webhookSettings()}
+        <FlowControlFields draft={draft} errors={errors} onChange={update} />
+        <RuleFields draft={draft} errors={errors} onChange={update} tested={tested} onTested={setTested} />
+        <div class="form-actions">
+          <button type="submit" disabled={busy}>
+            {creating ? "Create destination" : "Save destination"}
+          </button>
+        </div>
+      </form>
+    );
+  }
 
   /** What only webhook destinations have: URLs and headers, the shared secret, signing secrets (JSX, not a component: no remount per render). */
   function webhookSettings() {

@@ -2,6 +2,8 @@ import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
 import { useAction, useLoad } from "../context.js";
 import { healthLabel, orderingLabel, rateLimitLabel } from "../health.js";
 import { listAll } from "../paging.js";
+import { destinationTell, sharedNames } from "../twins.js";
+import { TwinHint } from "../names.js";
 
 /** Destinations: list, enable/disable, delete; create and edit are on their own page. */
 export function DestinationsView() {
@@ -20,6 +22,7 @@ export function DestinationsView() {
   );
   const action = useAction();
   const sourceName = (id: string) => loaded.data?.sources.find((s) => s.id === id)?.name ?? id;
+  const shared = sharedNames(loaded.data?.destinations ?? []);
 
   async function setEnabled(id: string, etag: string, enabled: boolean) {
     await action.run((api) =>
@@ -63,6 +66,7 @@ export function DestinationsView() {
             <tr key={d.id}>
               <td>
                 <a href={`/console/destinations/${d.id}`}>{d.name}</a>
+                {shared.has(d.name) && <TwinHint text={destinationTell(d)} />}
               </td>
               <td>{d.enabled === false ? "disabled" : "enabled"}</td>
               <td title={d.lastError ? `Last error: ${d.lastError}` : undefined}>{healthLabel(d)}</td>

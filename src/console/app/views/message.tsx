@@ -4,6 +4,8 @@ import { BodyView } from "../body-view.js";
 import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
 import { useLoad } from "../context.js";
 import { formatTime } from "../format.js";
+import { sharedNames } from "../twins.js";
+import { TwinHint } from "../names.js";
 
 const fateLabels: Record<Fate, string> = {
   [Fate.UNSPECIFIED]: "–",
@@ -27,6 +29,7 @@ export function MessageView(props: { params: { id: string } }) {
   const sourceId = query.source ?? "";
   const loaded = useLoad((api) => api.deliveries.explainMessage({ messageId, sourceId }), [messageId, sourceId]);
   const call = loaded.data?.call;
+  const shared = sharedNames((loaded.data?.destinations ?? []).map((d) => ({ name: d.destinationName })));
   return (
     <section>
       <h1>Message {messageId}</h1>
@@ -51,6 +54,7 @@ export function MessageView(props: { params: { id: string } }) {
                 <tr key={d.destinationId}>
                   <td>
                     <a href={`/console/destinations/${d.destinationId}`}>{d.destinationName}</a>
+                    {shared.has(d.destinationName) && <TwinHint text={d.destinationId.slice(0, 8)} />}
                   </td>
                   <td>{fateLabels[d.fate]}</td>
                   <td>{d.reason || "–"}</td>

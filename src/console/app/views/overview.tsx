@@ -6,7 +6,9 @@ import { ErrorMessage, HeaderRow } from "../components.js";
 import { useLoad } from "../context.js";
 import { destinationState } from "../health.js";
 import { listAll } from "../paging.js";
+import { destinationTell } from "../twins.js";
 import { DestinationChart } from "./destination-chart.js";
+import { TwinHint } from "../names.js";
 
 const refreshMs = 15_000;
 
@@ -80,7 +82,13 @@ export function OverviewView() {
       )}
       <div class="cards">
         {loaded.data?.map(({ destination, stats }) => (
-          <DestinationCard key={destination.id} destination={destination} stats={stats} period={period} />
+          <DestinationCard
+            key={destination.id}
+            destination={destination}
+            stats={stats}
+            period={period}
+            twin={loaded.data!.some((other) => other.destination.name === destination.name && other.destination.id !== destination.id)}
+          />
         ))}
       </div>
     </section>
@@ -92,13 +100,14 @@ function failedOf(w: StatsWindow): string {
   return w.attempts === 0n ? "–" : `${w.failedAttempts} of ${w.attempts}`;
 }
 
-function DestinationCard(props: { destination: Destination; stats: GetDestinationStatsResponse; period: Period }) {
+function DestinationCard(props: { destination: Destination; stats: GetDestinationStatsResponse; period: Period; twin: boolean }) {
   const { destination: d, stats: s } = props;
   const state = destinationState(d);
   return (
-    <article class="card" aria-label={d.name}>
+    <article class="card" aria-label={props.twin ? `${d.name} (${destinationTell(d)})` : d.name}>
       <h2>
         <a href={`/console/deliveries?destination=${d.id}`}>{d.name}</a>
+        {props.twin && <TwinHint text={destinationTell(d)} />}
         <span class={`state ${state.replace(/\W+/g, "-")}`}>{state}</span>
       </h2>
       <table aria-label="Outcomes">
@@ -114,7 +123,18 @@ function DestinationCard(props: { destination: Destination; stats: GetDestinatio
                 <td class="num">{w.delivered.toString()}</td>
                 <td class="num">{w.failed.toString()}</td>
                 <td class="num">{w.expired.toString()}</td>
-                <td class="num">{w.filtered.toString()}</td>
+                <td class="num">
+                  {w.filtered > 0n ? (
+                    <a
+                      href={`/console/destinations/${d.id}/filtered?minutes=${p.minutes}`}
+                      aria-label={`${w.filtered} filtered in the ${p.long}: list them`}
+                    >
+                      {w.filtered.toString()}
+                    </a>
+                  ) : (
+                    "0"
+                  )}
+                </td>
                 <td class={w.failedAttempts > 0n ? "num attention" : "num"}>{failedOf(w)}</td>
                 <td class="num">{rate(w.successRate)}</td>
                 <td class="num">{ms(w.p50LatencyMs)}</td>

@@ -1,4 +1,4 @@
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import { TestOutcome, type TestedCall } from "../../../../gen/waypost/v1/destination_pb.js";
 import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
 import { useSession } from "../context.js";
@@ -19,12 +19,21 @@ const outcomeNames: Record<TestOutcome, string> = {
  * fields and the transform, with Test against recent calls, which runs the
  * draft over the last calls of its sources on the server and sends nothing.
  */
-export function RuleFields(props: { draft: DestinationDraft; errors: FieldErrors; onChange(change: Partial<DestinationDraft>): void }) {
-  const { draft, errors, onChange } = props;
+export function RuleFields(props: {
+  draft: DestinationDraft;
+  errors: FieldErrors;
+  onChange(change: Partial<DestinationDraft>): void;
+  /** The test's results (undefined: none), shown by the form below itself, full width. */
+  tested: TestedCall[] | undefined;
+  onTested(calls: TestedCall[] | undefined): void;
+}) {
+  const { draft, errors, onChange, tested, onTested: setTested } = props;
   const { api } = useSession();
-  const [tested, setTested] = useState<TestedCall[] | undefined>();
   const [testError, setTestError] = useState<string | undefined>();
   const [testing, setTesting] = useState(false);
+  // Results and errors of an earlier draft would read as this one's.
+  const rulesKey = JSON.stringify([draft.filter, draft.dropFields, draft.transform, draft.sourceIds]);
+  useEffect(() => setTestError(undefined), [rulesKey]);
   // The server names the part of a rule that is wrong (filter.properties.total.$gt): it is the field's error.
   const hasError = (field: string) =>
     Object.keys(errors).some((k) => k === field || k.startsWith(`${field}.`) || k.startsWith(`${field}[`));
@@ -112,24 +121,36 @@ export function RuleFields(props: { draft: DestinationDraft; errors: FieldErrors
       </div>
       <ErrorMessage error={testError} />
       {tested && (
-        <table aria-label="Test results">
-          <HeaderRow columns={["Message ID", "Type", "Event", "Outcome", "Body or error"]} />
-          <tbody>
-            {tested.length === 0 && <EmptyRow columns={5}>No stored calls from these sources yet.</EmptyRow>}
-            {tested.map((call) => (
-              <tr key={`${call.sourceId}:${call.messageId}`}>
-                <td>{call.messageId}</td>
-                <td>{call.type}</td>
-                <td>{call.event || "–"}</td>
-                <td>{outcomeNames[call.outcome]}</td>
-                <td>
-                  <pre class="body">{call.error || call.body || "–"}</pre>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <p class="hint" role="status">
+          Tested {tested.length} {tested.length === 1 ? "call" : "calls"}: the results are below the form.
+        </p>
       )}
     </fieldset>
+  );
+}
+
+/** The results of Test against recent calls, as wide as the page: bodies need the room. */
+export function TestResults(props: { calls: TestedCall[] }) {
+  return (
+    <section class="test-results" aria-label="Test against recent calls">
+      <h2>Test results</h2>
+      <table aria-label="Test results">
+        <HeaderRow columns={["Message ID", "Type", "Event", "Outcome", "Body or error"]} />
+        <tbody>
+          {props.calls.length === 0 && <EmptyRow columns={5}>No stored calls from these sources yet.</EmptyRow>}
+          {props.calls.map((call) => (
+            <tr key={`${call.sourceId}:${call.messageId}`}>
+              <td>{call.messageId}</td>
+              <td>{call.type}</td>
+              <td>{call.event || "–"}</td>
+              <td>{outcomeNames[call.outcome]}</td>
+              <td>
+                <pre class="body">{call.error || call.body || "–"}</pre>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
   );
 }

@@ -61,10 +61,15 @@ export function SigningSecretFields(props: {
           {shown !== undefined && (
             <SecretOnce label={`New signing secret of ${destination.name}.`} value={shown} onDismiss={() => setShown(undefined)} />
           )}
+          {/* Without a secret there is nothing to rotate: the same call generates the first one. */}
           <button type="button" disabled={busy} onClick={rotate}>
-            Rotate signing secret
+            {hasSecret ? "Rotate signing secret" : "Generate signing secret"}
           </button>
-          <p class="hint">A new secret signs from now on; the previous ones keep signing for an overlap (24 hours by default).</p>
+          <p class="hint">
+            {hasSecret
+              ? "A new secret signs from now on; the previous ones keep signing for an overlap (24 hours by default)."
+              : "Requests are signed from now on; receivers need the secret to verify them."}
+          </p>
         </>
       )}
     </fieldset>

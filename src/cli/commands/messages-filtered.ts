@@ -1,0 +1,81 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { Command } from "commander";
+import { DeliveryService, Fate, ListFatesResponseSchema, type ListFatesRequest } from "../../../gen/waypost/v1/delivery_pb.js";
+import type { Wire } from "../context.js";
+import { UsageError } from "../errors.js";
+import { parseCount, parseTime, table, time } from "../format.js";
+import { resolveDestinationRef } from "./destination-ref.js";
+
+/** --reason: which recorded fate (and reason) to list. */
+const reasons: Record<string, Pick<ListFatesRequest, "fate" | "reason">> = {
+  filtered: { fate: Fate.FILTERED, reason: "" },
+  filter: { fate: Fate.FILTERED, reason: "filter" },
+  transform: { fate: Fate.FILTERED, reason: "transform" },
+  disabled: { fate: Fate.DISABLED, reason: "" },
+  "integrations-off": { fate: Fate.INTEGRATIONS_OFF, reason: "" },
+  any: { fate: Fate.UNSPECIFIED, reason: "" },
+};
+
+const fateWords: Partial<Record<Fate, string>> = {
+  [Fate.FILTERED]: "filtered",
+  [Fate.DISABLED]: "disabled",
+  [Fate.INTEGRATIONS_OFF]: "integrations off",
+};
+
+interface Flags {
+  destination: string;
+  reason: string;
+  since?: string;
+  until?: string;
+  limit: string;
+}
+
+/** `messages filtered`: the calls a destination got no delivery for (ListFates). */
+export function registerMessagesFiltered(messages: Command, wire: Wire): void {
+  messages
+    .command("filtered")
+    .description("the calls a destination got no delivery for (its filter or transform turned them away), newest first")
+    .requiredOption("--destination <id|name>", "the destination")
+    .option("--reason <reason>", `${Object.keys(reasons).join(", ")} (filtered: filter or transform)`, "filtered")
+    .option("--since <time>", "recorded at or after: ISO 8601, or back from now: 30s, 15m, 2h, 7d")
+    .option("--until <time>", "recorded before: ISO 8601, or back from now")
+    .option("--limit <n>", "at most this many", "50")
+    .action(
+      wire(async (ctx, flags: Flags) => {
+        const which = reasons[flags.reason];
+        if (!which) throw new UsageError(`--reason: one of ${Object.keys(reasons).join(", ")}, not ${JSON.stringify(flags.reason)}`);
+        const limit = parseCount(flags.limit, "--limit");
+        const request = {
+          destinationId: await resolveDestinationRef(ctx, flags.destination),
+          ...which,
+          since: flags.since === undefined ? undefined : timestampFromDate(parseTime(flags.since, "--since")),
+          until: flags.until === undefined ? undefined : timestampFromDate(parseTime(flags.until, "--until")),
+        };
+        const client = ctx.admin(DeliveryService);
+        const all = create(ListFatesResponseSchema);
+        do {
+          const page = await client.listFates(
+            { ...request, pageSize: Math.min(500, limit - all.calls.length), pageToken: all.nextPageToken },
+            { signal: ctx.signal },
+          );
+          all.calls.push(...page.calls);
+          all.nextPageToken = page.nextPageToken;
+        } while (all.nextPageToken && all.calls.length < limit);
+        ctx.print(ListFatesResponseSchema, all, () =>
+          table(
+            ["RECORDED", "MESSAGE ID", "TYPE", "EVENT", "USER", "FATE", "SOURCE"],
+            all.calls.map((c) => [
+              time(c.recordTime),
+              c.messageId,
+              c.type,
+              c.event || "-",
+              c.userId || "-",
+              (fateWords[c.fate] ?? String(c.fate)) + (c.reason ? ` (${c.reason})` : ""),
+              c.sourceId,
+            ]),
+          ),
+        );
+      }),
+    );
+}

@@ -1,0 +1,118 @@
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { useEffect, useState } from "preact/hooks";
+import { useLocation } from "preact-iso";
+import { Fate, type ListFatesRequest } from "../../../../gen/waypost/v1/delivery_pb.js";
+import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
+import { useLoad } from "../context.js";
+import { formatTime } from "../format.js";
+import { SourceLink, useNames } from "../names.js";
+
+const pageSize = 50;
+
+/** The reasons the page offers, in the address as ?reason=. */
+const reasons: ReadonlyArray<{ key: string; label: string; request: Pick<ListFatesRequest, "fate" | "reason"> }> = [
+  { key: "filtered", label: "Filter or transform", request: { fate: Fate.FILTERED, reason: "" } },
+  { key: "filter", label: "Filter", request: { fate: Fate.FILTERED, reason: "filter" } },
+  { key: "transform", label: "Transform", request: { fate: Fate.FILTERED, reason: "transform" } },
+  { key: "disabled", label: "Disabled", request: { fate: Fate.DISABLED, reason: "" } },
+  { key: "integrations-off", label: "Integrations off", request: { fate: Fate.INTEGRATIONS_OFF, reason: "" } },
+];
+
+const fateLabels: Partial<Record<Fate, string>> = {
+  [Fate.FILTERED]: "Filtered",
+  [Fate.DISABLED]: "Disabled",
+  [Fate.INTEGRATIONS_OFF]: "Integrations off",
+};
+
+/**
+ * The calls a destination got no delivery for (ListFates), newest first:
+ * what the overview's filtered count counts. `?minutes=` limits it to the
+ * count's window; `?reason=` to one reason.
+ */
+export function FilteredCallsView(props: { params: { id: string } }) {
+  const destinationId = props.params.id;
+  const { query } = useLocation();
+  const reason = reasons.find((r) => r.key === query.reason) ?? reasons[0]!;
+  const minutes = Number(query.minutes);
+  const window = Number.isInteger(minutes) && minutes > 0 ? minutes : undefined;
+  // The window's start, fixed when the page opens, so "More" pages one list.
+  const [since] = useState(() => (window ? new Date(Date.now() - window * 60_000) : undefined));
+  const [tokens, setTokens] = useState<string[]>([""]);
+  useEffect(() => setTokens([""]), [reason.key]);
+  const pageToken = tokens[tokens.length - 1]!;
+  const names = useNames();
+  const page = useLoad(
+    (api) =>
+      api.deliveries.listFates({
+        destinationId,
+        ...reason.request,
+        ...(since ? { since: timestampFromDate(since) } : {}),
+        pageSize,
+        pageToken,
+      }),
+    [destinationId, reason.key, pageToken],
+  );
+  const destination = names.data?.destinations.find((d) => d.id === destinationId);
+  const base = `/console/destinations/${destinationId}/filtered?${window ? `minutes=${window}&` : ""}reason=`;
+  return (
+    <section>
+      <h1>Calls {destination?.name ?? destinationId} got no delivery for</h1>
+      <p class="hint">
+        Newest first
+        {since
+          ? `, recorded since ${since
+              .toISOString()
+              .replace("T", " ")
+              .replace(/\.\d+Z$/, "Z")}`
+          : ""}
+        . <a href={`/console/destinations/${destinationId}`}>The destination's rules</a>
+      </p>
+      <nav class="period" aria-label="Reason">
+        {reasons.map((r) => (
+          <a key={r.key} href={`${base}${r.key}`} aria-current={r === reason ? "true" : undefined}>
+            {r.label}
+          </a>
+        ))}
+      </nav>
+      <ErrorMessage error={page.error ?? names.error} />
+      <table aria-label="Calls without a delivery">
+        <HeaderRow columns={["Recorded", "Message ID", "Source", "Type", "Event", "User ID", "Fate", "Reason"]} />
+        <tbody>
+          {page.data?.calls.length === 0 && <EmptyRow columns={8}>No calls.</EmptyRow>}
+          {page.data?.calls.map((c) => (
+            <tr key={`${c.sourceId}/${c.messageId}`}>
+              <td>{formatTime(c.recordTime)}</td>
+              <td>
+                <a href={`/console/messages/${encodeURIComponent(c.messageId)}?source=${c.sourceId}`}>
+                  <code>{c.messageId}</code>
+                </a>
+              </td>
+              <td>
+                <SourceLink id={c.sourceId} names={names.data} />
+              </td>
+              <td>{c.type}</td>
+              <td>{c.event || "–"}</td>
+              <td>{c.userId || "–"}</td>
+              <td>{fateLabels[c.fate] ?? "–"}</td>
+              <td>{c.reason || "–"}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <div class="pager">
+        <button type="button" class="quiet" disabled={tokens.length <= 1} onClick={() => setTokens((t) => t.slice(0, -1))}>
+          Previous page
+        </button>
+        <button
+          type="button"
+          class="quiet"
+          disabled={!page.data?.nextPageToken}
+          onClick={() => page.data && setTokens((t) => [...t, page.data!.nextPageToken])}
+        >
+          Next page
+        </button>
+        <span class="hint">Page {tokens.length}</span>
+      </div>
+    </section>
+  );
+}
