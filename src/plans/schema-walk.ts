@@ -20,6 +20,8 @@ interface SchemaNode {
   /** JSON pointer of the schema inside the root schema. */
   pointer: string;
   schema: Record<string, unknown>;
+  /** The base URI its references are resolved against (the nearest `$id`). */
+  base: string;
 }
 
 interface Edge {
@@ -39,27 +41,36 @@ interface Edge {
 export function checkSchemaEvaluable(at: string, root: unknown): void {
   if (!isObject(root)) return;
   const nodes = new Map<string, SchemaNode>();
-  const anchors = new Map<string, string>();
+  /** Where each resource (`$id`) and anchor is: absolute URI → pointer. */
+  const places = new Map<string, string>();
   const inPlaceEdges = new Map<string, Edge[]>();
-  const visit = (pointer: string, schema: unknown): void => {
+  const visit = (pointer: string, schema: unknown, parentBase: string): void => {
     if (!isObject(schema)) return;
-    nodes.set(pointer, { pointer, schema });
+    let base = parentBase;
+    if (typeof schema.$id === "string") {
+      const id = resolve(schema.$id, parentBase);
+      if (id !== undefined && !schema.$id.startsWith("#")) {
+        base = withoutFragment(id);
+        places.set(base, pointer);
+      } else if (id !== undefined) places.set(id, pointer);
+    }
+    nodes.set(pointer, { pointer, schema, base });
     checkPatterns(at, pointer, schema);
-    for (const key of ["$anchor", "$dynamicAnchor"]) if (typeof schema[key] === "string") anchors.set(`#${schema[key]}`, pointer);
-    if (typeof schema.$id === "string" && schema.$id.startsWith("#")) anchors.set(schema.$id, pointer);
+    for (const key of ["$anchor", "$dynamicAnchor"]) if (typeof schema[key] === "string") places.set(`${base}#${schema[key]}`, pointer);
     const edges: Edge[] = [];
     inPlaceEdges.set(pointer, edges);
     forEachChild(schema, (childPointer, child, applies) => {
       if (applies === "in-place") edges.push({ to: `${pointer}${childPointer}`, ref: false });
-      visit(`${pointer}${childPointer}`, child);
+      visit(`${pointer}${childPointer}`, child, base);
     });
   };
-  visit("", root);
+  places.set(rootBase, "");
+  visit("", root, rootBase);
   for (const node of nodes.values()) {
     for (const key of ["$ref", "$dynamicRef"]) {
       const ref = node.schema[key];
       if (typeof ref !== "string") continue;
-      const target = resolveLocal(ref, anchors);
+      const target = resolveRef(ref, node.base, places);
       if (target !== undefined && nodes.has(target)) inPlaceEdges.get(node.pointer)!.push({ to: target, ref: true });
     }
   }
@@ -70,6 +81,41 @@ export function checkSchemaEvaluable(at: string, root: unknown): void {
       "refers back to itself without moving into the value (a $ref loop): the schema cannot be evaluated",
     );
   }
+}
+
+/** The base URI of a schema without `$id`: references are resolved against it as a validator would. */
+const rootBase = "waypost:/plan-schema";
+
+function resolve(reference: string, base: string): string | undefined {
+  try {
+    return new URL(reference, base).href;
+  } catch {
+    return undefined;
+  }
+}
+
+function withoutFragment(uri: string): string {
+  const hash = uri.indexOf("#");
+  return hash === -1 ? uri : uri.slice(0, hash);
+}
+
+/** The pointer a reference names inside this schema (a resource and a JSON pointer or an anchor); undefined for one outside it. */
+function resolveRef(ref: string, base: string, places: ReadonlyMap<string, string>): string | undefined {
+  const uri = resolve(ref, base);
+  if (uri === undefined) return undefined;
+  const resource = places.get(withoutFragment(uri));
+  const hash = uri.indexOf("#");
+  const fragment = hash === -1 ? "" : uri.slice(hash + 1);
+  if (fragment === "") return resource;
+  if (fragment.startsWith("/")) {
+    if (resource === undefined) return undefined;
+    try {
+      return `${resource}${decodeURIComponent(fragment)}`;
+    } catch {
+      return undefined;
+    }
+  }
+  return places.get(uri);
 }
 
 function checkPatterns(at: string, pointer: string, schema: Record<string, unknown>): void {
@@ -110,20 +156,6 @@ function forEachChild(schema: Record<string, unknown>, each: (pointer: string, c
     if (!isObject(map)) continue;
     for (const [name, child] of Object.entries(map)) each(`/${escape(key)}/${escape(name)}`, child, "container");
   }
-}
-
-/** The pointer a fragment-only reference names (`#`, `#/$defs/a`, `#anchor`); undefined for any other. */
-function resolveLocal(ref: string, anchors: ReadonlyMap<string, string>): string | undefined {
-  if (!ref.startsWith("#")) return undefined;
-  if (ref === "#") return "";
-  if (ref.startsWith("#/")) {
-    try {
-      return decodeURIComponent(ref.slice(1));
-    } catch {
-      return undefined;
-    }
-  }
-  return anchors.get(ref);
 }
 
 /** A node on a cycle of in-place edges that contains a `$ref` edge (iterative, so a deep schema cannot overflow the stack). */

@@ -87,6 +87,8 @@ describe("schemas that cannot be evaluated", () => {
     ["the root referring to itself", { $ref: "#" }, "plan.events.E.properties.$ref"],
     ["a loop through $defs", { $ref: "#/$defs/a", $defs: { a: { $ref: "#/$defs/b" }, b: { allOf: [{ $ref: "#/$defs/a" }] } } }, "plan.events.E.properties.$defs.a.$ref"],
     ["a loop through an anchor under a property", { type: "object", properties: { p: { $anchor: "p", anyOf: [{ type: "string" }, { $ref: "#p" }] } } }, "plan.events.E.properties.properties.p.anyOf[1].$ref"],
+    ["a loop through an $id under a property", { type: "object", properties: { a: { $id: "https://example.com/a", $ref: "https://example.com/a" } } }, "plan.events.E.properties.properties.a.$ref"],
+    ["a loop through a relative $id", { $id: "https://example.com/s", $defs: { b: { $id: "b", allOf: [{ $ref: "b#" }] } }, $ref: "b" }, "plan.events.E.properties.$defs.b.allOf[0].$ref"],
   ])("%s is refused at save", (_what, schema, path) => {
     const error = refusal(schema);
     expect(error.field).toBe(path);
@@ -99,6 +101,18 @@ describe("schemas that cannot be evaluated", () => {
     expect(checkCall(plan, track({ name: "a", children: [{ name: "b", children: [] }] }), false).violations).toEqual([]);
     expect(checkCall(plan, track({ name: "a", children: [{ name: 2 }] }), false).violations).toEqual([
       expect.objectContaining({ path: "properties.children[0].name", kind: "wrong_type" }),
+    ]);
+  });
+
+  test("references through $id that move into the value are accepted", () => {
+    const list = {
+      $id: "https://example.com/list",
+      $defs: { node: { $id: "node", type: "object", properties: { value: { type: "number" }, next: { $ref: "node" } } } },
+      $ref: "node",
+    };
+    const plan = compilePlan(planOf(list));
+    expect(checkCall(plan, track({ value: 1, next: { value: 2, next: { value: "3" } } }), false).violations).toEqual([
+      expect.objectContaining({ path: "properties.next.next.value", kind: "wrong_type" }),
     ]);
   });
 
