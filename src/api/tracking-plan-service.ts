@@ -12,7 +12,7 @@ import {
 import type { ViolationAggregate, ViolationKindName } from "../db/queries/plan-violations.js";
 import type { PlanModeName, TrackingPlanRow } from "../db/queries/tracking-plans.js";
 import type { Clock } from "../clock.js";
-import { planEtag, type TrackingPlans } from "../plans/tracking-plans.js";
+import { planEtag, planText, type TrackingPlans } from "../plans/tracking-plans.js";
 import { invalidArgument, requireUuid } from "./errors.js";
 import { pageSize } from "./paging.js";
 
@@ -54,7 +54,7 @@ export function createTrackingPlanService(options: TrackingPlanServiceOptions): 
     async setTrackingPlan(req) {
       const sourceId = requireUuid("sourceId", req.sourceId);
       if (!(req.mode in modeNames)) throw invalidArgument("mode", `${req.mode} is not a plan mode`);
-      const result = await plans.set({ sourceId, plan: req.plan, mode: modeNames[req.mode], etag: req.etag });
+      const result = await plans.set({ sourceId, plan: req.plan, planText: req.planJson, mode: modeNames[req.mode], etag: req.etag });
       if ("conflict" in result) {
         throw new ConnectError(
           `the tracking plan of source ${sourceId} was changed since etag ${JSON.stringify(req.etag)} was read; get it again and retry`,
@@ -85,9 +85,12 @@ export function createTrackingPlanService(options: TrackingPlanServiceOptions): 
 
 function toProto(sourceId: string, row: TrackingPlanRow | undefined): TrackingPlan {
   if (!row) return create(TrackingPlanSchema, { sourceId, mode: PlanMode.OFF, etag: "" });
+  const text = planText(row);
   return create(TrackingPlanSchema, {
     sourceId,
-    plan: row.plan as JsonObject,
+    // In the order it was applied (jsonb's is not).
+    plan: (row.plan_text === null ? row.plan : JSON.parse(text)) as JsonObject,
+    planJson: text,
     mode: modeOf[row.mode],
     etag: planEtag(row),
     updateTime: timestampFromDate(row.updated_at),

@@ -23,7 +23,10 @@ export interface TrackingPlansOptions {
 
 export interface SetPlanInput {
   sourceId: string;
+  /** The plan as a value (a Struct)... */
   plan: unknown;
+  /** ...or as JSON text, kept byte for byte ("" or undefined: not given). */
+  planText?: string | undefined;
   /** undefined: keep the current mode (off for a new plan). */
   mode: PlanModeName | undefined;
   /** The etag last read; "" to replace whatever is there. */
@@ -43,6 +46,29 @@ export interface TrackingPlans {
 /** Inferring reads at most this many stored calls, the newest. */
 export const maxInferredCalls = 10_000;
 
+/**
+ * The plan and the text to keep: JSON text as given, or a plan given as a
+ * value written with a two-space indent (what `waypost plan get` printed).
+ */
+function readPlanInput(input: SetPlanInput): { plan: unknown; text: string } {
+  const given = input.planText !== undefined && input.planText !== "";
+  if (given && input.plan !== undefined) throw new InvalidInputError("planJson", "give plan or planJson, not both");
+  if (!given) {
+    if (input.plan === undefined) throw new InvalidInputError("plan", "is required");
+    return { plan: input.plan, text: `${JSON.stringify(input.plan, null, 2)}\n` };
+  }
+  try {
+    return { plan: JSON.parse(input.planText!) as unknown, text: input.planText! };
+  } catch (error) {
+    throw new InvalidInputError("planJson", `is not JSON: ${(error as Error).message}`);
+  }
+}
+
+/** The plan's JSON text as it was applied (plans set before the text was kept: written from the stored value). */
+export function planText(row: TrackingPlanRow): string {
+  return row.plan_text ?? `${JSON.stringify(row.plan, null, 2)}\n`;
+}
+
 /** A plan's etag: its revision, opaque to clients. */
 export function planEtag(row: TrackingPlanRow): string {
   return `r${row.revision}`;
@@ -60,15 +86,15 @@ export function createTrackingPlans(options: TrackingPlansOptions): TrackingPlan
   }
   return {
     async set(input) {
-      if (input.plan === undefined) throw new InvalidInputError("plan", "is required");
-      compilePlan(readPlanDocument(input.plan));
+      const { plan, text } = readPlanInput(input);
+      compilePlan(readPlanDocument(plan));
       await requireSource(input.sourceId);
       const result = await withTransaction(pool, async (tx): Promise<SetPlanResult> => {
         const current = await selectTrackingPlan(tx, input.sourceId, true);
         const currentEtag = current ? planEtag(current) : "";
         if (input.etag !== "" && input.etag !== currentEtag) return { conflict: true };
         const mode = input.mode ?? current?.mode ?? "off";
-        return { plan: await upsertTrackingPlan(tx, { sourceId: input.sourceId, plan: input.plan, mode, at: options.clock.now() }) };
+        return { plan: await upsertTrackingPlan(tx, { sourceId: input.sourceId, plan, planText: text, mode, at: options.clock.now() }) };
       });
       options.cache.forget(input.sourceId);
       return result;
