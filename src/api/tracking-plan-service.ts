@@ -20,6 +20,8 @@ export interface TrackingPlanServiceOptions {
   plans: TrackingPlans;
   /** "Now", for InferTrackingPlan's default window. */
   clock: Clock;
+  /** The cap of an admin answer: a larger inferred plan is resource_exhausted. */
+  maxResponseBytes?: number;
 }
 
 const defaultInferWindowMs = 7 * 86_400_000;
@@ -78,6 +80,14 @@ export function createTrackingPlanService(options: TrackingPlanServiceOptions): 
       const sourceId = requireUuid("sourceId", req.sourceId);
       const since = req.since ? timestampDate(req.since) : new Date(options.clock.now().getTime() - defaultInferWindowMs);
       const inferred = await plans.infer(sourceId, since);
+      const bytes = Buffer.byteLength(JSON.stringify(inferred.plan));
+      const cap = options.maxResponseBytes ?? Number.POSITIVE_INFINITY;
+      if (bytes > cap) {
+        throw new ConnectError(
+          `the plan inferred from ${inferred.callsRead} calls is ${bytes} bytes, over the limit of ${cap} bytes of an admin answer; infer from a shorter time (since)`,
+          Code.ResourceExhausted,
+        );
+      }
       return { plan: inferred.plan as JsonObject, callsRead: BigInt(inferred.callsRead) };
     },
   };

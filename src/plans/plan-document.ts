@@ -7,6 +7,7 @@ export type JsonSchema = Record<string, unknown> | boolean;
 /** The plan as the operator writes it (docs/tracking-plans.md). */
 export interface PlanDocument {
   name?: string;
+  description?: string;
   events?: Record<string, { description?: string; properties?: JsonSchema }>;
   identify?: { traits?: JsonSchema };
   group?: { traits?: JsonSchema };
@@ -32,6 +33,7 @@ export function readPlanDocument(value: unknown, field = "plan"): PlanDocument {
     }
   }
   if (plan.name !== undefined && typeof plan.name !== "string") throw new InvalidInputError(`${field}.name`, "must be a string");
+  if (plan.description !== undefined && typeof plan.description !== "string") throw new InvalidInputError(`${field}.description`, "must be a string");
   if (plan.allowUnplannedEvents !== undefined && typeof plan.allowUnplannedEvents !== "boolean") {
     throw new InvalidInputError(`${field}.allowUnplannedEvents`, "must be true or false");
   }

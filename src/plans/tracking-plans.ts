@@ -1,19 +1,22 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type pg from "pg";
 import type { Clock } from "../clock.js";
 import { withTransaction } from "../db/pool.js";
 import { listViolations, type ViolationAggregate } from "../db/queries/plan-violations.js";
 import { selectSource } from "../db/queries/sources.js";
-import { selectStoredCallBodies } from "../db/queries/stored-calls.js";
+import { selectStoredCallBodiesById, selectStoredCallIds } from "../db/queries/stored-calls.js";
 import { selectTrackingPlan, upsertTrackingPlan, type PlanModeName, type TrackingPlanRow } from "../db/queries/tracking-plans.js";
 import { InvalidInputError, NotFoundError } from "../errors.js";
 import { compilePlan } from "./compile-plan.js";
-import { inferPlan } from "./infer-plan.js";
+import { createPlanInference } from "./infer-plan.js";
 import type { PlanCache } from "./plan-cache.js";
 import { readPlanDocument, type PlanDocument } from "./plan-document.js";
 import type { ViolationRecorder } from "./violation-recorder.js";
 
 export interface TrackingPlansOptions {
   pool: pg.Pool;
+  /** Where inference reads stored calls: the admin reads' pool, with its statement timeout (default: pool). */
+  readPool?: pg.Pool;
   clock: Clock;
   /** Told of every change, so that this process applies it to the next call. */
   cache: PlanCache;
@@ -39,12 +42,18 @@ export interface TrackingPlans {
   set(input: SetPlanInput): Promise<SetPlanResult>;
   get(sourceId: string): Promise<TrackingPlanRow | undefined>;
   violations(options: { sourceId: string; since: Date | undefined; limit: number }): Promise<ViolationAggregate[]>;
-  /** A plan built from the source's calls received since `since` (the newest 10,000 at most). */
+  /**
+   * A plan built from the source's calls received since `since` (the newest
+   * 10,000 at most), read a page at a time, within the inference limits.
+   */
   infer(sourceId: string, since: Date): Promise<{ plan: PlanDocument; callsRead: number }>;
 }
 
 /** Inferring reads at most this many stored calls, the newest. */
 export const maxInferredCalls = 10_000;
+
+/** Stored calls read per query while inferring (at most 100 × 32 KB of bodies in memory at once). */
+const inferPageSize = 100;
 
 /**
  * The plan and the text to keep: JSON text as given, or a plan given as a
@@ -110,8 +119,18 @@ export function createTrackingPlans(options: TrackingPlansOptions): TrackingPlan
     },
     async infer(sourceId, since) {
       await requireSource(sourceId);
-      const bodies = await selectStoredCallBodies(pool, { sourceId, since, limit: maxInferredCalls });
-      return { plan: inferPlan(bodies, `Inferred from ${bodies.length} calls since ${since.toISOString()}`), callsRead: bodies.length };
+      const reads = options.readPool ?? pool;
+      const ids = await selectStoredCallIds(reads, { sourceId, since, limit: maxInferredCalls });
+      const inference = createPlanInference();
+      let callsRead = 0;
+      for (let start = 0; start < ids.length; start += inferPageSize) {
+        const bodies = await selectStoredCallBodiesById(reads, ids.slice(start, start + inferPageSize));
+        for (const body of bodies) inference.add(body);
+        callsRead += bodies.length;
+        // A page's work done, other requests get the event loop before the next.
+        await nextTurn();
+      }
+      return { plan: inference.plan(`Inferred from ${callsRead} calls since ${since.toISOString()}`), callsRead };
     },
   };
 }
