@@ -36,6 +36,7 @@ test("inference over calls with 1,400 new keys each is bounded in keys and size,
   await storeHostileCalls(server, source.id, 600, 1400);
   const tracking = server.tracking(source.writeKey);
 
+  const rssBefore = process.memoryUsage().rss;
   const delay = monitorEventLoopDelay({ resolution: 10 });
   delay.enable();
   let done = false;
@@ -55,7 +56,7 @@ test("inference over calls with 1,400 new keys each is bounded in keys and size,
   const response = await inferring;
   delay.disable();
   const body = await response.text();
-  console.log("MEASURE", delay.max / 1e6, Buffer.byteLength(body), answeredDuring, process.memoryUsage().rss / 1e6);
+  const rssGrowthMb = (process.memoryUsage().rss - rssBefore) / 1e6;
   expect(response.status, body).toBe(200);
   const answer = JSON.parse(body) as { plan: Record<string, any>; callsRead: string };
   expect(Number(answer.callsRead)).toBeGreaterThanOrEqual(600);
@@ -67,8 +68,10 @@ test("inference over calls with 1,400 new keys each is bounded in keys and size,
   // 840,000 distinct keys would be tens of MB; the bounded plan is a few KB.
   expect(Buffer.byteLength(body)).toBeLessThan(100_000);
   expect(answeredDuring).toBeGreaterThan(0);
-  // No long stall of the event loop (a bound for a freeze, not a speed check).
+  // No long stall of the event loop and no memory in proportion to the keys (bounds for a freeze
+  // and a blow-up, not speed or size checks: unbounded, this took 10 s of frozen loop and 1.2 GB).
   expect(delay.max / 1e6).toBeLessThan(2000);
+  expect(rssGrowthMb).toBeLessThan(500);
   // What it infers can be applied.
   compilePlan(readPlanDocument(answer.plan));
 });
