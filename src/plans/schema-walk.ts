@@ -178,8 +178,8 @@ function findLoop(edges: ReadonlyMap<string, Edge[]>): string | undefined {
       if (seen === "open") {
         // The cycle runs from edge.to up the stack to here: name the first $ref on it.
         const from = stack.findIndex((frame) => frame.node === edge.to);
-        const onCycle = [...stack.slice(from + 1).map((frame) => ({ at: stack[stack.indexOf(frame) - 1]!.node, edge: frame.via! })), { at: top.node, edge }];
-        return onCycle.find((step) => step.edge.ref)?.at ?? top.node;
+        for (let i = from + 1; i < stack.length; i += 1) if (stack[i]!.via!.ref) return stack[i - 1]!.node;
+        return top.node;
       }
       if (seen === undefined) {
         state.set(edge.to, "open");
