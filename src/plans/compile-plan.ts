@@ -47,7 +47,8 @@ export function compilePlan(plan: PlanDocument, field = "plan"): CompiledPlan {
     if (given === undefined) return undefined;
     const { dialect, schema } = typeof given === "boolean" ? { dialect: "2020-12" as const, schema: given } : readDialect(at, given);
     const ajv = ajvFor(dialect);
-    if (!guard(at, () => ajv.validateSchema(schema))) throw new InvalidInputError(schemaErrorPath(at, ajv.errors), schemaErrorText(ajv.errors));
+    if (!guard(at, () => ajv.validateSchema(schema)))
+      throw new InvalidInputError(schemaErrorPath(at, ajv.errors), schemaErrorText(ajv.errors));
     checkSchemaEvaluable(at, schema);
     const compiled = guard(at, () => ({ validate: ajv.compile(schema), shape: plannedShape(schema) }));
     for (const value of probeValues) guard(at, () => compiled.validate(value), "cannot be evaluated");

@@ -168,7 +168,10 @@ export function createPlanInference(limits: InferenceLimits = defaultInferenceLi
           `${keysCollapsed} values under keys past the limits (${limits.maxKeysPerObject} keys per object, ${limits.maxKeys} in all, ${limits.maxKeyLength} characters a key) are described by additionalProperties`,
         );
       }
-      if (eventsLeftOut > 0) notes.push(`${eventsLeftOut} track calls of events past the limit of ${limits.maxEvents} events (or with names over ${limits.maxEventNameLength} characters) were left out`);
+      if (eventsLeftOut > 0)
+        notes.push(
+          `${eventsLeftOut} track calls of events past the limit of ${limits.maxEvents} events (or with names over ${limits.maxEventNameLength} characters) were left out`,
+        );
       if (notes.length > 0) plan.description = `${notes.join("; ")}.`;
       for (const event of [...events.keys()].sort()) plan.events![event] = { properties: toSchema(events.get(event)!) };
       if (sections.identify.objects > 0) plan.identify = { traits: toSchema(sections.identify) };

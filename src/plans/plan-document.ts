@@ -33,7 +33,8 @@ export function readPlanDocument(value: unknown, field = "plan"): PlanDocument {
     }
   }
   if (plan.name !== undefined && typeof plan.name !== "string") throw new InvalidInputError(`${field}.name`, "must be a string");
-  if (plan.description !== undefined && typeof plan.description !== "string") throw new InvalidInputError(`${field}.description`, "must be a string");
+  if (plan.description !== undefined && typeof plan.description !== "string")
+    throw new InvalidInputError(`${field}.description`, "must be a string");
   if (plan.allowUnplannedEvents !== undefined && typeof plan.allowUnplannedEvents !== "boolean") {
     throw new InvalidInputError(`${field}.allowUnplannedEvents`, "must be true or false");
   }

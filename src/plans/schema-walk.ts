@@ -129,7 +129,7 @@ function checkPatterns(at: string, pointer: string, schema: Record<string, unkno
   };
   if (typeof schema.pattern === "string") check(schema.pattern, "/pattern");
   if (isObject(schema.patternProperties)) {
-    for (const source of Object.keys(schema.patternProperties)) check(source, `/patternProperties/${escape(source)}`);
+    for (const source of Object.keys(schema.patternProperties)) check(source, `/patternProperties/${escapePointer(source)}`);
   }
 }
 
@@ -140,21 +140,21 @@ function forEachChild(schema: Record<string, unknown>, each: (pointer: string, c
     ["in-place", inPlace],
     ["descending", descending],
   ] as const) {
-    for (const key of kinds.single) if (key in schema && !Array.isArray(schema[key])) each(`/${escape(key)}`, schema[key], applies);
+    for (const key of kinds.single) if (key in schema && !Array.isArray(schema[key])) each(`/${escapePointer(key)}`, schema[key], applies);
     for (const key of kinds.list) {
       const list = schema[key];
-      if (Array.isArray(list)) list.forEach((child, index) => each(`/${escape(key)}/${index}`, child, applies));
+      if (Array.isArray(list)) for (const [index, child] of list.entries()) each(`/${escapePointer(key)}/${index}`, child, applies);
     }
     for (const key of kinds.map) {
       const map = schema[key];
       if (!isObject(map)) continue;
-      for (const [name, child] of Object.entries(map)) each(`/${escape(key)}/${escape(name)}`, child, applies);
+      for (const [name, child] of Object.entries(map)) each(`/${escapePointer(key)}/${escapePointer(name)}`, child, applies);
     }
   }
   for (const key of containers) {
     const map = schema[key];
     if (!isObject(map)) continue;
-    for (const [name, child] of Object.entries(map)) each(`/${escape(key)}/${escape(name)}`, child, "container");
+    for (const [name, child] of Object.entries(map)) each(`/${escapePointer(key)}/${escapePointer(name)}`, child, "container");
   }
 }
 
@@ -190,7 +190,7 @@ function findLoop(edges: ReadonlyMap<string, Edge[]>): string | undefined {
   return undefined;
 }
 
-function escape(key: string): string {
+function escapePointer(key: string): string {
   return key.replace(/~/g, "~0").replace(/\//g, "~1");
 }
 

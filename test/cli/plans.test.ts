@@ -65,7 +65,8 @@ describe("the plan as applied, and schema dialects", () => {
   test("get prints the plan byte for byte as applied, keys in the file's order", async () => {
     const source = await server.createSource("cli-exact");
     // Keys out of alphabetical order, four-space indent, an inline object, no final newline.
-    const text = '{\n    "name": "Shop",\n    "events": {\n        "Zed": {"properties": {"type": "object", "properties": {"z": {"type": "number"}, "a": {"type": "string"}}}},\n        "Alpha": {}\n    },\n    "allowUnplannedEvents": false\n}';
+    const text =
+      '{\n    "name": "Shop",\n    "events": {\n        "Zed": {"properties": {"type": "object", "properties": {"z": {"type": "number"}, "a": {"type": "string"}}}},\n        "Alpha": {}\n    },\n    "allowUnplannedEvents": false\n}';
     const file = path.join(dir, "exact.json");
     writeFileSync(file, text);
     const applied = await waypost(["plan", "apply", file, "--source", source.id], env);
@@ -82,11 +83,15 @@ describe("the plan as applied, and schema dialects", () => {
   test("a draft-07 plan applies; draft-04 and a Snowplow Iglu schema fail with the path and keyword", async () => {
     const source = await server.createSource("cli-drafts");
     const properties = { type: "object", properties: { total: { type: "number" } } };
-    const draft07 = writePlan("draft-07.json", { events: { Paid: { properties: { $schema: "http://json-schema.org/draft-07/schema#", ...properties } } } });
+    const draft07 = writePlan("draft-07.json", {
+      events: { Paid: { properties: { $schema: "http://json-schema.org/draft-07/schema#", ...properties } } },
+    });
     const ok = await waypost(["plan", "apply", draft07, "--source", source.id], env);
     expect(ok.code, ok.stderr).toBe(0);
 
-    const draft04 = writePlan("draft-04.json", { events: { Paid: { properties: { $schema: "http://json-schema.org/draft-04/schema#", ...properties } } } });
+    const draft04 = writePlan("draft-04.json", {
+      events: { Paid: { properties: { $schema: "http://json-schema.org/draft-04/schema#", ...properties } } },
+    });
     const old = await waypost(["plan", "apply", draft04, "--source", source.id], env);
     expect(old.code).toBe(2);
     expect(old.stderr).toContain("plan.events.Paid.properties.$schema");

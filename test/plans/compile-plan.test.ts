@@ -29,14 +29,14 @@ describe("patterns run in linear time", () => {
     // 40 characters: a backtracking engine would try about 2^40 ways; the linear one reads them once.
     const hostile = `${"a".repeat(40)}!`;
     const checked = checkCall(plan, track({ name: hostile }), false);
-    expect(checked.violations).toEqual([expect.objectContaining({ path: "properties.name", kind: "other", message: 'must match pattern "^(a+)+$"' })]);
+    expect(checked.violations).toEqual([
+      expect.objectContaining({ path: "properties.name", kind: "other", message: 'must match pattern "^(a+)+$"' }),
+    ]);
     expect(checkCall(plan, track({ name: "aaaa" }), false).violations).toEqual([]);
   });
 
   test("patternProperties keys also run on the linear engine, in Ajv and in the unplanned-key walk", () => {
-    const plan = compilePlan(
-      planOf({ type: "object", patternProperties: { "^(x+)+$": { type: "number" } }, additionalProperties: false }),
-    );
+    const plan = compilePlan(planOf({ type: "object", patternProperties: { "^(x+)+$": { type: "number" } }, additionalProperties: false }));
     const hostile = `${"x".repeat(40)}!`;
     const checked = checkCall(plan, track({ xxx: 1, [hostile]: 1 }), true);
     expect(checked.violations.map((v) => [v.path, v.kind])).toEqual([[`properties[${JSON.stringify(hostile)}]`, "unplanned_property"]]);
@@ -66,8 +66,23 @@ describe("patterns run in linear time", () => {
 describe("uniqueItems", () => {
   test("finds duplicates as JSON Schema defines them (object key order and 1 vs 1.0 do not matter)", () => {
     const plan = compilePlan(planOf({ type: "object", properties: { tags: { type: "array", uniqueItems: true } } }));
-    expect(checkCall(plan, track({ tags: [{ a: 1, b: [2] }, { b: [2], a: 1.0 }] }), false).violations).toEqual([
-      expect.objectContaining({ path: "properties.tags", kind: "other", message: "must NOT have duplicate items (items ## 1 and 0 are identical)" }),
+    expect(
+      checkCall(
+        plan,
+        track({
+          tags: [
+            { a: 1, b: [2] },
+            { b: [2], a: 1.0 },
+          ],
+        }),
+        false,
+      ).violations,
+    ).toEqual([
+      expect.objectContaining({
+        path: "properties.tags",
+        kind: "other",
+        message: "must NOT have duplicate items (items ## 1 and 0 are identical)",
+      }),
     ]);
     expect(checkCall(plan, track({ tags: [{ a: 1 }, { a: 2 }, [1], "1", 1] }), false).violations).toEqual([]);
   });
@@ -85,10 +100,26 @@ describe("uniqueItems", () => {
 describe("schemas that cannot be evaluated", () => {
   test.each([
     ["the root referring to itself", { $ref: "#" }, "plan.events.E.properties.$ref"],
-    ["a loop through $defs", { $ref: "#/$defs/a", $defs: { a: { $ref: "#/$defs/b" }, b: { allOf: [{ $ref: "#/$defs/a" }] } } }, "plan.events.E.properties.$defs.a.$ref"],
-    ["a loop through an anchor under a property", { type: "object", properties: { p: { $anchor: "p", anyOf: [{ type: "string" }, { $ref: "#p" }] } } }, "plan.events.E.properties.properties.p.anyOf[1].$ref"],
-    ["a loop through an $id under a property", { type: "object", properties: { a: { $id: "https://example.com/a", $ref: "https://example.com/a" } } }, "plan.events.E.properties.properties.a.$ref"],
-    ["a loop through a relative $id", { $id: "https://example.com/s", $defs: { b: { $id: "b", allOf: [{ $ref: "b#" }] } }, $ref: "b" }, "plan.events.E.properties.$defs.b.allOf[0].$ref"],
+    [
+      "a loop through $defs",
+      { $ref: "#/$defs/a", $defs: { a: { $ref: "#/$defs/b" }, b: { allOf: [{ $ref: "#/$defs/a" }] } } },
+      "plan.events.E.properties.$defs.a.$ref",
+    ],
+    [
+      "a loop through an anchor under a property",
+      { type: "object", properties: { p: { $anchor: "p", anyOf: [{ type: "string" }, { $ref: "#p" }] } } },
+      "plan.events.E.properties.properties.p.anyOf[1].$ref",
+    ],
+    [
+      "a loop through an $id under a property",
+      { type: "object", properties: { a: { $id: "https://example.com/a", $ref: "https://example.com/a" } } },
+      "plan.events.E.properties.properties.a.$ref",
+    ],
+    [
+      "a loop through a relative $id",
+      { $id: "https://example.com/s", $defs: { b: { $id: "b", allOf: [{ $ref: "b#" }] } }, $ref: "b" },
+      "plan.events.E.properties.$defs.b.allOf[0].$ref",
+    ],
   ])("%s is refused at save", (_what, schema, path) => {
     const error = refusal(schema);
     expect(error.field).toBe(path);
@@ -122,7 +153,11 @@ describe("schemas that cannot be evaluated", () => {
     for (let i = 0; i < 100_000; i += 1) deep = { a: deep };
     const checked = checkCall(plan, track(deep), false);
     expect(checked.violations).toEqual([
-      expect.objectContaining({ path: "properties", kind: "other", message: expect.stringContaining("could not be checked against the plan") }),
+      expect.objectContaining({
+        path: "properties",
+        kind: "other",
+        message: expect.stringContaining("could not be checked against the plan"),
+      }),
     ]);
   });
 });

@@ -136,7 +136,8 @@ describe("JSON Schema dialects through SetTrackingPlan", () => {
 });
 
 describe("the plan as applied", () => {
-  const text = '{\n    "name": "Zebra first",\n    "events": {\n        "Zed": {"properties": {"type": "object", "properties": {"z": {"type": "number"}, "a": {"type": "string"}}}},\n        "Alpha": {}\n    },\n    "allowUnplannedEvents": true\n}';
+  const text =
+    '{\n    "name": "Zebra first",\n    "events": {\n        "Zed": {"properties": {"type": "object", "properties": {"z": {"type": "number"}, "a": {"type": "string"}}}},\n        "Alpha": {}\n    },\n    "allowUnplannedEvents": true\n}';
 
   test("planJson is kept and returned byte for byte; plan follows the same key order", async () => {
     const source = await server.createSource("exact-text");

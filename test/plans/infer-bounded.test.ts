@@ -1,5 +1,5 @@
 import { monitorEventLoopDelay } from "node:perf_hooks";
-import { createClient, type Client } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { TrackingPlanService } from "../../gen/waypost/v1/tracking_plan_pb.js";
 import { compilePlan } from "../../src/plans/compile-plan.js";
@@ -9,11 +9,9 @@ import { startTestServer, type TestServer } from "../helpers/server.js";
 import { adminTransport } from "./support.js";
 
 let server: TestServer;
-let plans: Client<typeof TrackingPlanService>;
 
 beforeAll(async () => {
   server = await startTestServer();
-  plans = createClient(TrackingPlanService, adminTransport(server));
 });
 afterAll(async () => {
   await server?.stop();
@@ -77,7 +75,10 @@ test("inference over calls with 1,400 new keys each is bounded in keys and size,
 });
 
 test("a plan over the admin answer cap is resource_exhausted, not sent", async () => {
-  const small = await startTestServer({ database: server.database, config: { adminReads: { connections: 2, statementTimeoutMs: 15_000, maxResponseBytes: 2000 } } });
+  const small = await startTestServer({
+    database: server.database,
+    config: { adminReads: { connections: 2, statementTimeoutMs: 15_000, maxResponseBytes: 2000 } },
+  });
   try {
     const source = await small.createSource("wide-plan");
     await storeHostileCalls(small, source.id, 3, 50);
