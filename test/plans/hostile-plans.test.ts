@@ -69,6 +69,28 @@ describe("a backtracking pattern", () => {
   });
 });
 
+test("a call over the per-call size limit is refused before it is checked against the plan", async () => {
+  const source = await server.createSource("oversized");
+  const items = { type: "array", items: { type: "string", pattern: "^[a-z]+$" } };
+  await plans.setTrackingPlan({
+    sourceId: source.id,
+    plan: { events: { Tagged: { properties: { type: "object", properties: { tags: items } } } } },
+    mode: PlanMode.OBSERVE,
+  });
+  // 20,000 values the pattern refuses, about 100 KB: refused for its size, with no schema work and no violation.
+  const big = await compat(source.writeKey, "/v1/track", {
+    userId: "u1",
+    event: "Tagged",
+    properties: { tags: Array(20_000).fill("1234") },
+  });
+  expect(big.status).toBe(400);
+  expect(String(big.json.message)).toContain("over the limit of 32768 bytes (32 KB) per call");
+  expect((await plans.listViolations({ sourceId: source.id })).violations).toEqual([]);
+  // The plan is in force for calls within the limit.
+  expect((await compat(source.writeKey, "/v1/track", { userId: "u1", event: "Tagged", properties: { tags: ["1"] } })).status).toBe(200);
+  expect((await plans.listViolations({ sourceId: source.id })).violations.map((v) => v.path)).toEqual(["properties.tags[0]"]);
+});
+
 describe("plans that cannot be evaluated", () => {
   test('{"$ref":"#"} is refused at save with invalid_argument, and calls of that event stay accepted', async () => {
     const source = await server.createSource("self-ref");
