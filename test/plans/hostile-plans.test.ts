@@ -182,6 +182,18 @@ describe("the plan as applied", () => {
     expect((both as ConnectError).rawMessage).toContain("planJson: give plan or planJson, not both");
   });
 
+  test("a U+0000 anywhere in a plan is invalid_argument naming where, not internal", async () => {
+    const source = await server.createSource("nul-plan");
+    const inStruct = await plans.setTrackingPlan({ sourceId: source.id, plan: { name: "a\u0000b" } }).catch((e) => ConnectError.from(e));
+    expect((inStruct as ConnectError).code).toBe(Code.InvalidArgument);
+    expect((inStruct as ConnectError).rawMessage).toContain("plan.name: contains the character U+0000");
+    const inText = await plans
+      .setTrackingPlan({ sourceId: source.id, planJson: '{"events": {"E": {"properties": {"enum": ["x\\u0000"]}}}}' })
+      .catch((e) => ConnectError.from(e));
+    expect((inText as ConnectError).code).toBe(Code.InvalidArgument);
+    expect((inText as ConnectError).rawMessage).toContain("plan.events.E.properties.enum[0]: contains the character U+0000");
+  });
+
   test("a plan given as a Struct is returned as JSON text in the order given", async () => {
     const source = await server.createSource("struct-text");
     await plans.setTrackingPlan({ sourceId: source.id, plan: { name: "n", events: { B: {}, A: {} } } });
