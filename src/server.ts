@@ -150,12 +150,21 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   // Pushed before the delivery loop's closer, so it runs after it: the
   // spans of the last attempts are exported too (within the shutdown timeout).
   closers.push(() => tracing.shutdown(config.delivery.shutdownTimeoutMs));
+  // Admin reads get their own few connections: see RpcHandlersOptions.adminReads.
+  const adminReadPool = createPool({
+    connectionString,
+    max: config.adminReads.connections,
+    logger,
+    applicationName: "waypost-admin-reads",
+    statementTimeoutMs: config.adminReads.statementTimeoutMs,
+  });
+  closers.push(() => adminReadPool.end());
   // Tracking plans: compiled per source and revision; violations counted in memory and written every second.
   const planCache = createPlanCache({ pool, logger, clock });
   const violationRecorder = createViolationRecorder({ pool, logger, metrics });
   violationRecorder.start();
   closers.push(() => violationRecorder.stop());
-  const trackingPlans = createTrackingPlans({ pool, clock, cache: planCache, recorder: violationRecorder });
+  const trackingPlans = createTrackingPlans({ pool, readPool: adminReadPool, clock, cache: planCache, recorder: violationRecorder });
   // Ingest wakes the delivery loops of every process after it commits (docs/design.md).
   const loopWaker = createLoopWaker({ pool, logger });
   closers.push(() => loopWaker.close());
@@ -181,15 +190,6 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   // destinations' transforms in it, the API checks and tests drafts.
   const sandboxes = createTransformSandboxes(config.transform);
   closers.push(async () => sandboxes.close());
-  // Admin reads get their own few connections: see RpcHandlersOptions.adminReads.
-  const adminReadPool = createPool({
-    connectionString,
-    max: config.adminReads.connections,
-    logger,
-    applicationName: "waypost-admin-reads",
-    statementTimeoutMs: config.adminReads.statementTimeoutMs,
-  });
-  closers.push(() => adminReadPool.end());
   const rpc = createRpcHandlers({
     adminReads: { pool: adminReadPool, ...config.adminReads },
     pool,

@@ -13,8 +13,9 @@ import { runFor } from "./ingest.mjs";
 
 /**
  * A tracking plan of `count` events, each with a few typed properties and
- * required ones; "Order Completed" (the event the load sends) is one of
- * them, described so that every call of the load satisfies it.
+ * required ones and a pattern; "Order Completed" (the event the load
+ * sends) is one of them, described so that every call of the load
+ * satisfies it.
  * @param {number} count
  */
 export function benchPlan(count) {
@@ -24,7 +25,8 @@ export function benchPlan(count) {
       properties: {
         type: "object",
         properties: {
-          orderId: { type: "string" },
+          // A pattern on every call, so the linear-time regex engine's cost is in the figure.
+          orderId: { type: "string", pattern: "^[0-9]+$" },
           total: { type: "number", minimum: 0 },
           currency: { type: "string", enum: ["EUR", "USD"] },
         },
@@ -37,7 +39,7 @@ export function benchPlan(count) {
       properties: {
         type: "object",
         properties: {
-          id: { type: "string" },
+          id: { type: "string", pattern: "^[a-z0-9-]{1,64}$" },
           value: { type: "number" },
           flag: { type: "boolean" },
           tags: { type: "array", items: { type: "string" } },

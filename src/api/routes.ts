@@ -153,7 +153,14 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
       );
       registerAudienceService(router, createAudienceService({ pool: options.pool, clock: options.clock }));
       router.service(DeletionService, createDeletionService({ pool: options.pool, clock: options.clock }));
-      router.service(TrackingPlanService, createTrackingPlanService({ plans: options.trackingPlans, clock: options.clock }));
+      router.service(
+        TrackingPlanService,
+        createTrackingPlanService({
+          plans: options.trackingPlans,
+          clock: options.clock,
+          maxResponseBytes: options.adminReads.maxResponseBytes,
+        }),
+      );
     },
   });
   return { tracking, admin, trackingPrefix: `/${TrackingService.typeName}/` };

@@ -12,7 +12,7 @@ import {
 import type { ViolationAggregate, ViolationKindName } from "../db/queries/plan-violations.js";
 import type { PlanModeName, TrackingPlanRow } from "../db/queries/tracking-plans.js";
 import type { Clock } from "../clock.js";
-import { planEtag, type TrackingPlans } from "../plans/tracking-plans.js";
+import { planEtag, planText, type TrackingPlans } from "../plans/tracking-plans.js";
 import { invalidArgument, requireUuid } from "./errors.js";
 import { pageSize } from "./paging.js";
 
@@ -20,6 +20,8 @@ export interface TrackingPlanServiceOptions {
   plans: TrackingPlans;
   /** "Now", for InferTrackingPlan's default window. */
   clock: Clock;
+  /** The cap of an admin answer: a larger inferred plan is resource_exhausted. */
+  maxResponseBytes?: number;
 }
 
 const defaultInferWindowMs = 7 * 86_400_000;
@@ -54,7 +56,7 @@ export function createTrackingPlanService(options: TrackingPlanServiceOptions): 
     async setTrackingPlan(req) {
       const sourceId = requireUuid("sourceId", req.sourceId);
       if (!(req.mode in modeNames)) throw invalidArgument("mode", `${req.mode} is not a plan mode`);
-      const result = await plans.set({ sourceId, plan: req.plan, mode: modeNames[req.mode], etag: req.etag });
+      const result = await plans.set({ sourceId, plan: req.plan, planText: req.planJson, mode: modeNames[req.mode], etag: req.etag });
       if ("conflict" in result) {
         throw new ConnectError(
           `the tracking plan of source ${sourceId} was changed since etag ${JSON.stringify(req.etag)} was read; get it again and retry`,
@@ -78,6 +80,14 @@ export function createTrackingPlanService(options: TrackingPlanServiceOptions): 
       const sourceId = requireUuid("sourceId", req.sourceId);
       const since = req.since ? timestampDate(req.since) : new Date(options.clock.now().getTime() - defaultInferWindowMs);
       const inferred = await plans.infer(sourceId, since);
+      const bytes = Buffer.byteLength(JSON.stringify(inferred.plan));
+      const cap = options.maxResponseBytes ?? Number.POSITIVE_INFINITY;
+      if (bytes > cap) {
+        throw new ConnectError(
+          `the plan inferred from ${inferred.callsRead} calls is ${bytes} bytes, over the limit of ${cap} bytes of an admin answer; infer from a shorter time (since)`,
+          Code.ResourceExhausted,
+        );
+      }
       return { plan: inferred.plan as JsonObject, callsRead: BigInt(inferred.callsRead) };
     },
   };
@@ -85,9 +95,12 @@ export function createTrackingPlanService(options: TrackingPlanServiceOptions): 
 
 function toProto(sourceId: string, row: TrackingPlanRow | undefined): TrackingPlan {
   if (!row) return create(TrackingPlanSchema, { sourceId, mode: PlanMode.OFF, etag: "" });
+  const text = planText(row);
   return create(TrackingPlanSchema, {
     sourceId,
-    plan: row.plan as JsonObject,
+    // In the order it was applied (jsonb's is not).
+    plan: (row.plan_text === null ? row.plan : JSON.parse(text)) as JsonObject,
+    planJson: text,
     mode: modeOf[row.mode],
     etag: planEtag(row),
     updateTime: timestampFromDate(row.updated_at),

@@ -33,6 +33,8 @@ export interface CliContext {
   /** One JSON document built by the command (several RPCs' answers), or text. */
   printJson(value: unknown, text: () => string): void;
   out(text: string): void;
+  /** Writes text to stdout as it is, adding no newline (a file's bytes, such as a plan applied from git). */
+  outExact(text: string): void;
   err(text: string): void;
   signal: AbortSignal;
 }
@@ -82,6 +84,9 @@ export function createContext(command: Command, io: CliIo, signal: AbortSignal):
       else write(io.stdout, text());
     },
     out: (text) => write(io.stdout, text),
+    outExact: (text) => {
+      io.stdout.write(text);
+    },
     err: (text) => write(io.stderr, text),
     signal,
   };

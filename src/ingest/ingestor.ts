@@ -138,6 +138,23 @@ function prepareCalls(
       messageIds.push("");
       return;
     }
+    const messageId = call.messageId || randomUUID();
+    const refuseIfTooLarge = (payload: string): boolean => {
+      const size = Buffer.byteLength(payload);
+      if (size <= limits.maxCallBytes) return false;
+      rejected.push({
+        index,
+        field: "message",
+        reason: `message is ${size} bytes, over the limit of ${limits.maxCallBytes} bytes (32 KB) per call`,
+      });
+      messageIds.push("");
+      return true;
+    };
+    // Unless the plan strips keys (omit), the call is stored as given: one
+    // over the size limit is refused before any schema work, so a request
+    // of hundreds of KB cannot buy that much checking against the plan.
+    let payload = plan?.mode === "omit" ? undefined : buildCallPayload(call, messageId, receivedAt);
+    if (payload !== undefined && refuseIfTooLarge(payload)) return;
     if (plan) {
       const check = checkCall(plan.compiled, call, plan.mode === "omit");
       violations.push(...check.violations);
@@ -151,19 +168,12 @@ function prepareCalls(
         messageIds.push("");
         return;
       }
+      if (check.call !== call) payload = undefined;
       call = check.call;
     }
-    const messageId = call.messageId || randomUUID();
-    const payload = buildCallPayload(call, messageId, receivedAt);
-    const size = Buffer.byteLength(payload);
-    if (size > limits.maxCallBytes) {
-      rejected.push({
-        index,
-        field: "message",
-        reason: `message is ${size} bytes, over the limit of ${limits.maxCallBytes} bytes (32 KB) per call`,
-      });
-      messageIds.push("");
-      return;
+    if (payload === undefined) {
+      payload = buildCallPayload(call, messageId, receivedAt);
+      if (refuseIfTooLarge(payload)) return;
     }
     messageIds.push(messageId);
     // A repeat inside one batch is acknowledged like a repeat across batches.

@@ -84,14 +84,23 @@ function checkObject(
     seen.add(key);
     violations.push({ callType: call.type, event, path, kind, message, example: exampleText(example) });
   };
-  if (!schema.validate(value)) {
-    for (const error of schema.validate.errors ?? []) addAjvError(add, root, value, error);
-  }
   let kept = value;
-  if (schema.shape) {
-    const unplanned: UnplannedKey[] = [];
-    kept = findUnplanned(value, schema.shape, root, strip, unplanned);
-    for (const key of unplanned) add(key.path, "unplanned_property", "is not in the plan", key.value);
+  try {
+    if (!schema.validate(value)) {
+      for (const error of schema.validate.errors ?? []) addAjvError(add, root, value, error);
+    }
+    if (schema.shape) {
+      const unplanned: UnplannedKey[] = [];
+      kept = findUnplanned(value, schema.shape, root, strip, unplanned);
+      for (const key of unplanned) add(key.path, "unplanned_property", "is not in the plan", key.value);
+    }
+  } catch (error) {
+    // A value the schema cannot be evaluated on (nesting deep enough to
+    // overflow the stack through a recursive schema...) is a violation of
+    // the plan, so the call gets the mode's answer and never a failed request.
+    const reason = error instanceof Error ? error.message : String(error);
+    add(root, "other", `could not be checked against the plan (${reason})`, undefined);
+    kept = value;
   }
   if (!strip || kept === value) return { violations, call };
   const structJson = call.structJson ? { ...call.structJson } : undefined;

@@ -1,14 +1,10 @@
-import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
-import addFormatsModule from "ajv-formats";
+import type { ErrorObject, ValidateFunction } from "ajv/dist/2020.js";
 import { InvalidInputError } from "../errors.js";
 import { keySegment, pointerToPath } from "./json-path.js";
 import type { JsonSchema, PlanDocument } from "./plan-document.js";
 import { plannedShape, type PlannedShape } from "./planned-shape.js";
-
-// ajv-formats is CommonJS; under NodeNext its default import is the module object.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as (
-  ajv: Ajv2020,
-) => void;
+import { createAjv, readDialect, type Dialect, type PlanAjv } from "./schema-dialect.js";
+import { checkSchemaEvaluable } from "./schema-walk.js";
 
 /** One schema of the plan, compiled: its validator and the keys it names. */
 export interface CompiledSchema {
@@ -25,24 +21,38 @@ export interface CompiledPlan {
   page: CompiledSchema | undefined;
 }
 
+/** Values every compiled schema is tried on at save: one that throws on them cannot be evaluated. */
+const probeValues: unknown[] = [{}, [], "", 0, null, true];
+
 /**
  * Compiles every schema of the plan with Ajv (JSON Schema draft 2020-12,
- * the formats of ajv-formats), in an Ajv instance of its own so that an
- * old plan's compiled code goes with it. Strict mode stays on for keywords,
- * so a misspelt one (`"tpye"`) is refused, naming where it is. A schema
- * that is not JSON Schema is an InvalidInputError naming its path.
+ * or draft-07 when its `$schema` says so; the formats of ajv-formats), in
+ * Ajv instances of its own so that an old plan's compiled code goes with
+ * it. Strict mode stays on for keywords, so a misspelt one (`"tpye"`) is
+ * refused, naming where it is. Patterns run on a linear-time engine, and a
+ * schema that cannot be evaluated (a `$ref` loop) is refused. Any problem
+ * is an InvalidInputError naming its path, never another error.
  */
 export function compilePlan(plan: PlanDocument, field = "plan"): CompiledPlan {
-  const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false, strictTuples: false, strictRequired: false, logger: false });
-  addFormats(ajv);
-  const compile = (at: string, schema: JsonSchema | undefined): CompiledSchema | undefined => {
-    if (schema === undefined) return undefined;
-    if (!ajv.validateSchema(schema)) throw new InvalidInputError(schemaErrorPath(at, ajv.errors), schemaErrorText(ajv.errors));
-    try {
-      return { validate: ajv.compile(schema), shape: plannedShape(schema) };
-    } catch (error) {
-      throw new InvalidInputError(at, error instanceof Error ? error.message : String(error));
+  const instances = new Map<Dialect, PlanAjv>();
+  const ajvFor = (dialect: Dialect) => {
+    let ajv = instances.get(dialect);
+    if (!ajv) {
+      ajv = createAjv(dialect);
+      instances.set(dialect, ajv);
     }
+    return ajv;
+  };
+  const compile = (at: string, given: JsonSchema | undefined): CompiledSchema | undefined => {
+    if (given === undefined) return undefined;
+    const { dialect, schema } = typeof given === "boolean" ? { dialect: "2020-12" as const, schema: given } : readDialect(at, given);
+    const ajv = ajvFor(dialect);
+    if (!guard(at, () => ajv.validateSchema(schema)))
+      throw new InvalidInputError(schemaErrorPath(at, ajv.errors), schemaErrorText(ajv.errors));
+    checkSchemaEvaluable(at, schema);
+    const compiled = guard(at, () => ({ validate: ajv.compile(schema), shape: plannedShape(schema) }));
+    for (const value of probeValues) guard(at, () => compiled.validate(value), "cannot be evaluated");
+    return compiled;
   };
   const events = new Map<string, CompiledSchema | undefined>();
   for (const [name, event] of Object.entries(plan.events ?? {})) {
@@ -55,6 +65,17 @@ export function compilePlan(plan: PlanDocument, field = "plan"): CompiledPlan {
     group: compile(`${field}.group.traits`, plan.group?.traits),
     page: compile(`${field}.page.properties`, plan.page?.properties),
   };
+}
+
+/** Runs a step of compiling; whatever it throws becomes an InvalidInputError at `at`. */
+function guard<T>(at: string, step: () => T, prefix?: string): T {
+  try {
+    return step();
+  } catch (error) {
+    if (error instanceof InvalidInputError) throw error;
+    const message = error instanceof Error ? error.message : String(error);
+    throw new InvalidInputError(at, prefix ? `${prefix}: ${message}` : message);
+  }
 }
 
 function schemaErrorPath(at: string, errors: ErrorObject[] | null | undefined): string {

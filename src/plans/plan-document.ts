@@ -7,6 +7,7 @@ export type JsonSchema = Record<string, unknown> | boolean;
 /** The plan as the operator writes it (docs/tracking-plans.md). */
 export interface PlanDocument {
   name?: string;
+  description?: string;
   events?: Record<string, { description?: string; properties?: JsonSchema }>;
   identify?: { traits?: JsonSchema };
   group?: { traits?: JsonSchema };
@@ -26,12 +27,16 @@ const maxEventNameLength = 200;
  */
 export function readPlanDocument(value: unknown, field = "plan"): PlanDocument {
   const plan = requireObject(field, value);
+  const nul = findNul(plan, field);
+  if (nul !== undefined) throw new InvalidInputError(nul, "contains the character U+0000, which cannot be stored");
   for (const key of Object.keys(plan)) {
     if (!topLevelKeys.has(key)) {
       throw new InvalidInputError(`${field}${keySegment(key)}`, `is not part of a plan (expected one of ${[...topLevelKeys].join(", ")})`);
     }
   }
   if (plan.name !== undefined && typeof plan.name !== "string") throw new InvalidInputError(`${field}.name`, "must be a string");
+  if (plan.description !== undefined && typeof plan.description !== "string")
+    throw new InvalidInputError(`${field}.description`, "must be a string");
   if (plan.allowUnplannedEvents !== undefined && typeof plan.allowUnplannedEvents !== "boolean") {
     throw new InvalidInputError(`${field}.allowUnplannedEvents`, "must be true or false");
   }
@@ -81,4 +86,24 @@ function onlyKeys(field: string, value: Record<string, unknown>, allowed: readon
 function requireSchema(field: string, value: unknown): void {
   if (value === undefined || typeof value === "boolean") return;
   requireObject(field, value);
+}
+
+/** The path of the first key or string holding U+0000 (Postgres's text and jsonb refuse it); iterative, for any depth. */
+function findNul(root: unknown, field: string): string | undefined {
+  const stack: Array<[unknown, string]> = [[root, field]];
+  while (stack.length > 0) {
+    const [value, path] = stack.pop()!;
+    if (typeof value === "string") {
+      if (value.includes("\u0000")) return path;
+    } else if (Array.isArray(value)) {
+      for (const [index, item] of value.entries()) stack.push([item, `${path}[${index}]`]);
+    } else if (value !== null && typeof value === "object") {
+      for (const [key, item] of Object.entries(value)) {
+        const at = `${path}${keySegment(key)}`;
+        if (key.includes("\u0000")) return at;
+        stack.push([item, at]);
+      }
+    }
+  }
+  return undefined;
 }

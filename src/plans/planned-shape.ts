@@ -1,4 +1,5 @@
 import { keySegment } from "./json-path.js";
+import { linearPattern, type LinearPattern } from "./linear-pattern.js";
 import type { JsonSchema } from "./plan-document.js";
 
 /**
@@ -11,7 +12,8 @@ import type { JsonSchema } from "./plan-document.js";
  */
 export interface PlannedShape {
   names: Map<string, PlannedShape | undefined>;
-  patterns: RegExp[];
+  /** On the linear-time engine, as Ajv's are: keys come from write-key holders. */
+  patterns: LinearPattern[];
   open: boolean;
 }
 
@@ -25,7 +27,7 @@ export function plannedShape(schema: JsonSchema | undefined): PlannedShape | und
   for (const [key, child] of Object.entries(properties ?? {})) names.set(key, plannedShape(child as JsonSchema));
   const patterns = Object.keys(patternProperties ?? {}).flatMap((source) => {
     try {
-      return [new RegExp(source, "u")];
+      return [linearPattern(source)];
     } catch {
       return [];
     }

@@ -46,3 +46,24 @@ test("codegen: one function per event, names made unique", () => {
   expect(source).toContain("export function trackOrderCompleted_(");
   expect(source).toContain("export function track_2faEnabled(");
 });
+
+test("infer: keys past the limits are collapsed into additionalProperties, events past the limit left out, and both said", () => {
+  const limits = { maxKeysPerObject: 3, maxKeys: 5, maxKeyLength: 10, maxEvents: 2, maxEventNameLength: 200 };
+  const bodies = [
+    { type: "track", event: "A", properties: { a: 1, b: 2, c: 3, d: "x", e: null } },
+    { type: "track", event: "B", properties: { a: 1, b: "y", c: true, ["long".repeat(5)]: 1 } },
+    { type: "track", event: "C", properties: { a: 1 } },
+  ].map((b) => JSON.stringify(b));
+  const plan = inferPlan(bodies, "limited", limits);
+  expect(Object.keys(plan.events!)).toEqual(["A", "B"]);
+  expect(plan.events!.A!.properties).toMatchObject({
+    properties: { a: {}, b: {}, c: {} },
+    additionalProperties: { type: ["null", "string"] },
+  });
+  // Five keys in all: B names two before the plan-wide limit, the rest are collapsed.
+  expect(Object.keys((plan.events!.B!.properties as { properties: object }).properties)).toEqual(["a", "b"]);
+  expect(plan.events!.B!.properties).toMatchObject({ additionalProperties: { type: ["boolean", "number"] } });
+  expect(plan.description).toContain("additionalProperties");
+  expect(plan.description).toContain("1 track calls of events past the limit of 2 events");
+  compilePlan(readPlanDocument(plan));
+});

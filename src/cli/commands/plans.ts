@@ -34,8 +34,12 @@ function kindText(kind: ViolationKind): string {
   return (ViolationKind[kind] ?? String(kind)).toLowerCase();
 }
 
-/** A plan file: JSON, checked here as the server checks it, so CI fails before anything is sent. */
-function readPlanFile(file: string): PlanDocument {
+/**
+ * A plan file: JSON, checked here as the server checks it, so CI fails
+ * before anything is sent. Its text is sent as it is, so `plan get` gives
+ * back the same bytes.
+ */
+function readPlanFile(file: string): { plan: PlanDocument; text: string } {
   let text: string;
   try {
     text = readFileSync(file, "utf8");
@@ -51,7 +55,7 @@ function readPlanFile(file: string): PlanDocument {
   try {
     const plan = readPlanDocument(value);
     compilePlan(plan);
-    return plan;
+    return { plan, text };
   } catch (error) {
     if (error instanceof InvalidInputError) throw new UsageError(`${file}: ${error.message}`);
     throw error;
@@ -83,23 +87,25 @@ export function registerPlans(program: Command, wire: Wire): void {
       wire(async (ctx, file: string, flags: { source: string; mode?: string; etag?: string }) => {
         const mode = flags.mode === undefined ? PlanMode.UNSPECIFIED : modes[flags.mode.toLowerCase()];
         if (mode === undefined) throw new UsageError(`--mode: "${flags.mode}" is not one of off, observe, omit, block`);
-        const document = readPlanFile(file);
+        const { text } = readPlanFile(file);
         const response = await ctx
           .admin(TrackingPlanService)
-          .setTrackingPlan({ sourceId: flags.source, plan: document as never, mode, etag: flags.etag ?? "" }, { signal: ctx.signal });
+          .setTrackingPlan({ sourceId: flags.source, planJson: text, mode, etag: flags.etag ?? "" }, { signal: ctx.signal });
         ctx.print(SetTrackingPlanResponseSchema, response, () => describePlan(response.trackingPlan!));
       }),
     );
 
   plan
     .command("get")
-    .description("print a source's tracking plan (JSON on stdout; mode and etag on stderr)")
+    .description("print a source's tracking plan as it was applied, byte for byte (JSON on stdout; mode and etag on stderr)")
     .requiredOption("--source <id>", "the source")
     .action(
       wire(async (ctx, flags: { source: string }) => {
         const response = await ctx.admin(TrackingPlanService).getTrackingPlan({ sourceId: flags.source }, { signal: ctx.signal });
         const current = response.trackingPlan!;
-        ctx.print(GetTrackingPlanResponseSchema, response, () => (current.plan ? JSON.stringify(current.plan, null, 2) : "(no plan)"));
+        if (ctx.json) ctx.print(GetTrackingPlanResponseSchema, response, () => "");
+        else if (current.planJson !== "") ctx.outExact(current.planJson);
+        else ctx.out("(no plan)");
         if (!ctx.json) ctx.err(`mode ${modeText(current.mode)}, etag ${current.etag || "-"}`);
       }),
     );
@@ -158,7 +164,7 @@ export function registerPlans(program: Command, wire: Wire): void {
     .requiredOption("--out <file.ts>", "where to write the module")
     .action(
       wire(async (ctx, file: string, flags: { out: string }) => {
-        const document = readPlanFile(file);
+        const { plan: document } = readPlanFile(file);
         writeFileSync(flags.out, generatePlanModule(document));
         const events = Object.keys(document.events ?? {}).length;
         ctx.printJson({ out: flags.out, events }, () => `wrote ${flags.out} (${events} events)`);

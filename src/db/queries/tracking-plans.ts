@@ -5,6 +5,8 @@ export type PlanModeName = "off" | "observe" | "omit" | "block";
 export interface TrackingPlanRow {
   source_id: string;
   plan: Record<string, unknown>;
+  /** The plan's JSON text as applied (null for plans set before it was kept). */
+  plan_text: string | null;
   mode: PlanModeName;
   revision: number;
   updated_at: Date;
@@ -13,7 +15,7 @@ export interface TrackingPlanRow {
 /** The source's plan; `lock` takes the row lock for a read-modify-write. */
 export async function selectTrackingPlan(db: Queryable, sourceId: string, lock = false): Promise<TrackingPlanRow | undefined> {
   const result = await db.query<TrackingPlanRow>(
-    `SELECT source_id, plan, mode, revision, updated_at FROM tracking_plans WHERE source_id = $1${lock ? " FOR UPDATE" : ""}`,
+    `SELECT source_id, plan, plan_text, mode, revision, updated_at FROM tracking_plans WHERE source_id = $1${lock ? " FOR UPDATE" : ""}`,
     [sourceId],
   );
   return result.rows[0];
@@ -28,15 +30,15 @@ export async function selectTrackingPlanRevision(db: Queryable, sourceId: string
 /** Inserts or replaces the plan, moving the revision on. */
 export async function upsertTrackingPlan(
   db: Queryable,
-  input: { sourceId: string; plan: unknown; mode: PlanModeName; at: Date },
+  input: { sourceId: string; plan: unknown; planText: string; mode: PlanModeName; at: Date },
 ): Promise<TrackingPlanRow> {
   const result = await db.query<TrackingPlanRow>(
-    `INSERT INTO tracking_plans (source_id, plan, mode, updated_at) VALUES ($1, $2::jsonb, $3, $4)
+    `INSERT INTO tracking_plans (source_id, plan, plan_text, mode, updated_at) VALUES ($1, $2::jsonb, $3, $4, $5)
      ON CONFLICT (source_id) DO UPDATE
-       SET plan = excluded.plan, mode = excluded.mode, updated_at = excluded.updated_at,
+       SET plan = excluded.plan, plan_text = excluded.plan_text, mode = excluded.mode, updated_at = excluded.updated_at,
            revision = tracking_plans.revision + 1
-     RETURNING source_id, plan, mode, revision, updated_at`,
-    [input.sourceId, JSON.stringify(input.plan), input.mode, input.at],
+     RETURNING source_id, plan, plan_text, mode, revision, updated_at`,
+    [input.sourceId, JSON.stringify(input.plan), input.planText, input.mode, input.at],
   );
   return result.rows[0]!;
 }

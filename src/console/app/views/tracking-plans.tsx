@@ -114,7 +114,7 @@ export function TrackingPlanView(props: { params: { id: string } }) {
         <>
           <h2>Plan</h2>
           <pre class="body" data-testid="plan-document">
-            {JSON.stringify(plan.plan, null, 2)}
+            {plan.planJson || JSON.stringify(plan.plan, null, 2)}
           </pre>
         </>
       )}
