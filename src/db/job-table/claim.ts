@@ -24,6 +24,8 @@ export interface ClaimedDelivery {
   messageId: string;
   /** When Waypost received the message (a warehouse's received_at). */
   receivedAt: Date;
+  /** When the client says it sent the message (its `sentAt`; a warehouse's sent_at), null when it did not say. */
+  sentAt?: Date | null;
   /** The W3C trace context stored with the message, sent on every attempt (null: none). */
   traceparent?: string | null;
   tracestate?: string | null;
