@@ -103,9 +103,10 @@ test("keys that make one column name keep both values, whatever their order", ()
   expect(a.order_id).toBe(2);
   expect(a.address_city).toBe("y");
   expect(Object.values(a).sort()).toEqual([1, 2, "x", "y"]);
-  // A property named like a fixed column, beside one named like its `_` form.
+  // A property named like a fixed column (it becomes `_id`), beside one whose snake_case form is the same.
   const change = changeOf({ type: "track", event: "E", messageId: "m", properties: { id: "p", _id: "q" } }, receivedAt);
   if (change.kind !== "rows") throw new Error("expected rows");
   const event = values(change.rows[1]);
-  expect(Object.entries(event).filter(([k]) => k.startsWith("_id")).map(([, v]) => v).sort()).toEqual(["p", "q"]);
+  expect(event._id).toBe("p");
+  expect(Object.values(event)).toContain("q");
 });
