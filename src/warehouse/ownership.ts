@@ -47,6 +47,18 @@ export async function databaseIdentity(db: Queryable): Promise<DatabaseIdentity>
   return { database: base.rows[0]!.database, systemId: system, startedAt: base.rows[0]!.started_at };
 }
 
+/** A database's identity, asked once (and again after a failure). */
+export function cachedIdentity(db: Queryable): () => Promise<DatabaseIdentity> {
+  let identity: Promise<DatabaseIdentity> | undefined;
+  return () => {
+    identity ??= databaseIdentity(db).catch((error: unknown) => {
+      identity = undefined;
+      throw error;
+    });
+    return identity;
+  };
+}
+
 /** Whether two connections are in the same database of the same cluster, whatever their URLs say. */
 export function sameDatabase(a: DatabaseIdentity, b: DatabaseIdentity): boolean {
   if (a.database !== b.database) return false;
