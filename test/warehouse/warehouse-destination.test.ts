@@ -10,6 +10,7 @@ import { createPool } from "../../src/db/pool.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
+import { post } from "../compat/support.js";
 
 const flushMs = 10_000;
 let clock: ManualClock;
@@ -326,4 +327,38 @@ test("values not stored in their columns: the call is delivered, its attempt say
   expect(stats.discardedValuesLastHour).toBe(BigInt(attempt.discardedValues));
   const metrics = await (await fetch(`${server.url}/metrics`)).text();
   expect(metrics).toContain(`waypost_warehouse_refused_columns_total{destination_id="${destination.id}"} ${attempt.discardedValues}`);
+});
+
+test("a /v1/batch's sentAt is stored with each call and loaded as sent_at (a message's own, else the batch's); loaded_at is the load time", async () => {
+  const { source, destination } = await warehouseDestination("sent");
+  const claimed = claims(3);
+  const response = await post(
+    server,
+    "/v1/batch",
+    {
+      sentAt: "2026-11-22T09:59:58.000Z",
+      batch: [
+        { type: "track", userId: "u", event: "Own", messageId: "own", sentAt: "2026-11-22T09:59:57.500Z" },
+        { type: "track", userId: "u", event: "Batch", messageId: "batch" },
+        { type: "track", userId: "u", event: "Odd", messageId: "odd", sentAt: "0000-01-01T00:00:00Z" },
+      ],
+    },
+    { writeKey: source.writeKey },
+  );
+  expect(response.status).toBe(200);
+  await claimed;
+  expect((await flushByClock(destination.id, 3)).map((c) => c.status)).toEqual(["delivered", "delivered", "delivered"]);
+  const stored = await server.pool.query("SELECT message_id, sent_at FROM messages WHERE message_id IN ('own', 'batch', 'odd') ORDER BY 1");
+  expect(stored.rows).toEqual([
+    { message_id: "batch", sent_at: new Date("2026-11-22T09:59:58.000Z") },
+    // A sentAt Postgres cannot hold (year 0) is left out, the batch's taken instead.
+    { message_id: "odd", sent_at: new Date("2026-11-22T09:59:58.000Z") },
+    { message_id: "own", sent_at: new Date("2026-11-22T09:59:57.500Z") },
+  ]);
+  const loaded = await rows("SELECT id, sent_at, loaded_at IS NOT NULL AS has_loaded_at FROM sent.tracks ORDER BY id");
+  expect(loaded).toEqual([
+    { id: "batch", sent_at: new Date("2026-11-22T09:59:58.000Z"), has_loaded_at: true },
+    { id: "odd", sent_at: new Date("2026-11-22T09:59:58.000Z"), has_loaded_at: true },
+    { id: "own", sent_at: new Date("2026-11-22T09:59:57.500Z"), has_loaded_at: true },
+  ]);
 });
