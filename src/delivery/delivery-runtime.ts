@@ -254,4 +254,3 @@ export async function within(promise: Promise<unknown>, ms: number): Promise<voi
   await Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
   clearTimeout(timer);
 }
-

@@ -17,8 +17,7 @@ export interface WarehouseCall {
 /** What became of one call of a batch. */
 export type LoadOutcome =
   /** `discarded`: values of the call not stored in their columns (kept in the discards table), `note` says which. */
-  | { outcome: "success"; discarded?: number; note?: string }
-  | { outcome: "retryable" | "permanent"; error: string };
+  { outcome: "success"; discarded?: number; note?: string } | { outcome: "retryable" | "permanent"; error: string };
 
 /** Values of a batch not stored in their columns: of a mismatched type (stored NULL), or for a column that could not be added. */
 export interface DiscardCounts {

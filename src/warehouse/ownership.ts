@@ -90,12 +90,7 @@ export type WarehouseCheck =
  * Connects to a warehouse once (bounded in time) and checks it is not
  * Waypost's own database and that its schema holds no table Waypost did not make.
  */
-export async function checkWarehouse(
-  url: string,
-  schema: string,
-  own: DatabaseIdentity,
-  timeoutMs = 5_000,
-): Promise<WarehouseCheck> {
+export async function checkWarehouse(url: string, schema: string, own: DatabaseIdentity, timeoutMs = 5_000): Promise<WarehouseCheck> {
   const client = new pg.Client({
     connectionString: url,
     connectionTimeoutMillis: timeoutMs,

@@ -125,7 +125,9 @@ export function createSchemaState(options: SchemaStateOptions): SchemaState {
 
   async function addColumns(table: string, missing: NeededColumns) {
     try {
-      await ddl(`ALTER TABLE ${qualified(schema, table)} ${[...missing].map(([n, t]) => `ADD COLUMN IF NOT EXISTS ${columnSql(n, t)}`).join(", ")}`);
+      await ddl(
+        `ALTER TABLE ${qualified(schema, table)} ${[...missing].map(([n, t]) => `ADD COLUMN IF NOT EXISTS ${columnSql(n, t)}`).join(", ")}`,
+      );
     } catch (error) {
       if (isConnectionError(error) || isStaleSchemaError(error)) throw error;
       // One column the database refuses must not keep the others out.

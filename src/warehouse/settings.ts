@@ -44,7 +44,7 @@ function parameterProblem(params: URLSearchParams): string | undefined {
     if (seen.has(name)) return `parameter ${shown} is given twice`;
     seen.add(name);
     if (allowed !== "any" && !allowed.includes(value)) return `parameter ${shown} must be one of ${allowed.join(", ")}`;
-    if (value.length > 200 || /[\u0000-\u001f]/.test(value)) return `parameter ${shown} must be at most 200 printable characters`;
+    if (value.length > 200 || /\p{Cc}/u.test(value)) return `parameter ${shown} must be at most 200 printable characters`;
   }
   return undefined;
 }

@@ -67,7 +67,10 @@ test("a schema holding tables Waypost did not make is refused; a new or empty on
       destination: { name: "wh-move", kind: DestinationKind.POSTGRES, postgres: { url: warehouse.url, schema: "elsewhere" } },
     });
     const moved = await server.destinations
-      .updateDestination({ destination: { id: destination!.id, postgres: { url: "", schema: "crm" } }, updateMask: { paths: ["postgres"] } })
+      .updateDestination({
+        destination: { id: destination!.id, postgres: { url: "", schema: "crm" } },
+        updateMask: { paths: ["postgres"] },
+      })
       .catch((e: unknown) => e);
     expect((moved as ConnectError).code).toBe(Code.InvalidArgument);
     expect((moved as ConnectError).message).toContain("destination.postgres.schema");
@@ -102,14 +105,22 @@ test("URL parameters are an allow-list: TLS files (a FIFO, /dev/zero) and unknow
   const badMode = await refusal({ url: withParam(warehouse.url, "sslmode", "bogus"), schema: "tls" });
   expect(badMode.message).toContain('parameter "sslmode" must be one of');
   const fine = await server.destinations.createDestination({
-    destination: { name: "wh-tls", kind: DestinationKind.POSTGRES, postgres: { url: withParam(warehouse.url, "sslmode", "disable"), schema: "tls" } },
+    destination: {
+      name: "wh-tls",
+      kind: DestinationKind.POSTGRES,
+      postgres: { url: withParam(warehouse.url, "sslmode", "disable"), schema: "tls" },
+    },
   });
   expect(fine.destination?.postgres?.url).toContain("sslmode=disable");
 });
 
 test("a warehouse that does not answer at save is accepted (the loader checks before it loads)", async () => {
   const created = await server.destinations.createDestination({
-    destination: { name: "wh-down", kind: DestinationKind.POSTGRES, postgres: { url: "postgres://loader:pw@127.0.0.1:1/analytics", schema: "x" } },
+    destination: {
+      name: "wh-down",
+      kind: DestinationKind.POSTGRES,
+      postgres: { url: "postgres://loader:pw@127.0.0.1:1/analytics", schema: "x" },
+    },
   });
   expect(created.destination?.postgres?.hasPostgresUrl).toBe(true);
 });

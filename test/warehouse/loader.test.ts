@@ -1,6 +1,11 @@
 import type pg from "pg";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { createWarehouseLoader, type WarehouseCall, type WarehouseLoader, type WarehouseLoaderOptions } from "../../src/warehouse/loader.js";
+import {
+  createWarehouseLoader,
+  type WarehouseCall,
+  type WarehouseLoader,
+  type WarehouseLoaderOptions,
+} from "../../src/warehouse/loader.js";
 import { createPool } from "../../src/db/pool.js";
 import { databaseIdentity } from "../../src/warehouse/ownership.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
@@ -300,7 +305,9 @@ test("a column flood stops at the cap: later calls, new context fields included,
     const refusedBefore = refusedColumns;
     // Each call brings 400 new context fields (columns of tracks and of the event's table).
     for (let i = 0; i < 4; i++) {
-      const outcomes = await l.load([call({ type: "track", userId: "u", event: "Flood", messageId: `f${i}`, context: keys(i * 400, 400) })]);
+      const outcomes = await l.load([
+        call({ type: "track", userId: "u", event: "Flood", messageId: `f${i}`, context: keys(i * 400, 400) }),
+      ]);
       expect(outcomes.map((o) => o.outcome)).toEqual(["success"]);
     }
     const tracks = Object.keys(await columnTypes("flood", "tracks"));
@@ -344,7 +351,9 @@ test("a warehouse that is Waypost's own database is refused before anything is l
   const own = await databaseIdentity(db);
   const l = loader("own", warehouse.url, { ownDatabase: async () => own });
   const outcomes = await l.load([call({ type: "track", userId: "u", event: "Nope" })]);
-  expect(outcomes).toEqual([{ outcome: "permanent", error: "warehouse URL is Waypost's own database: a warehouse must be another database" }]);
+  expect(outcomes).toEqual([
+    { outcome: "permanent", error: "warehouse URL is Waypost's own database: a warehouse must be another database" },
+  ]);
   expect(await rows("SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = 'own'")).toEqual([{ n: 0 }]);
   // Another database of the same server is fine.
   const elsewhere = loader("elsewhere", warehouse.url, { ownDatabase: async () => ({ ...own, database: "someone_else" }) });

@@ -31,7 +31,13 @@ beforeAll(async () => {
   // A process share of 8 per destination: batches of 4 load at once, smaller ones at the flush interval.
   server = await startTestServer({
     clock,
-    config: { delivery: { concurrency: 16, perDestinationConcurrency: 4, warehouse: { flushMs, batchSize: 5_000, connections: 2, maxColumns: 1_000 } } },
+    config: {
+      delivery: {
+        concurrency: 16,
+        perDestinationConcurrency: 4,
+        warehouse: { flushMs, batchSize: 5_000, connections: 2, maxColumns: 1_000 },
+      },
+    },
   });
 });
 afterAll(async () => {

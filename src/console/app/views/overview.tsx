@@ -96,9 +96,9 @@ function failedOf(w: StatsWindow): string {
 function Discarded(props: { stats: GetDestinationStatsResponse }) {
   const { discardedValuesLastHour: hour, discardedValuesLast24h: day } = props.stats;
   return (
-    <p class={day > 0n ? "hint attention" : "hint"} aria-label="Values not stored in their columns">
-      Values not stored in their columns (kept in the warehouse's <code>waypost_discards</code> table): {hour.toString()} in the last
-      hour, {day.toString()} in the last 24 h.
+    <p class={day > 0n ? "hint attention" : "hint"} role="note" aria-label="Values not stored in their columns">
+      Values not stored in their columns (kept in the warehouse's <code>waypost_discards</code> table): {hour.toString()} in the last hour,{" "}
+      {day.toString()} in the last 24 h.
     </p>
   );
 }
