@@ -145,30 +145,46 @@ function insertStatement(
   return { text, values: arrays };
 }
 
+/** Discard rows per table row at most; the rest of that row's discards share one more row (column `*`). */
+export const maxDiscardRowsPerRow = 50;
+
 /**
  * The discards as rows of the discards table, one per (table, row, column):
  * a retried batch, or a user identified twice, rewrites its row rather than
- * adding another. Values are text (JSON for anything but a string).
+ * adding another. Values are text (JSON for anything but a string). A row
+ * with more than 50 discards (a flood of new keys past the cap) gets one
+ * more row, column `*`, holding the rest as one JSON object (column →
+ * value): every value stays visible, and a flood cannot multiply the rows.
  */
 function discardsStatement(schema: string, changes: readonly WarehouseChange[], discards: readonly Discard[]): Statement {
-  const rows = new Map<string, string[]>();
+  const rows = new Map<string, Array<string | null>>();
+  const perRow = new Map<string, number>();
+  const overflow = new Map<string, { row: Array<string | null>; values: Map<string, unknown> }>();
   for (const d of discards) {
     const change = changes[d.origin]!;
     if (change.kind !== "rows") continue;
     const source = d.table === "users" ? change.user : change.rows.find((r) => r.table === d.table);
-    const cell = (name: string) => source?.cells.get(name)?.value as string | undefined;
+    const cell = (name: string) => (source?.cells.get(name)?.value as string | undefined) ?? null;
     const rowId = cell("id") ?? change.id;
-    const userId = d.table === "users" ? cell("id") : cell("user_id");
-    rows.set(JSON.stringify([d.table, rowId, d.column]), [
-      d.table,
-      d.column,
-      rowId,
-      userId ?? null,
-      valueText(d.value),
-      d.reason,
-      cell("received_at") ?? null,
-      cell("loaded_at") ?? null,
-    ] as string[]);
+    const rowKey = JSON.stringify([d.table, rowId]);
+    const key = JSON.stringify([d.table, rowId, d.column]);
+    const row = [d.table, d.column, rowId, d.table === "users" ? cell("id") : cell("user_id"), valueText(d.value), d.reason];
+    row.push(cell("received_at"), cell("loaded_at"));
+    const count = perRow.get(rowKey) ?? 0;
+    if (rows.has(key) || count < maxDiscardRowsPerRow) {
+      if (!rows.has(key)) perRow.set(rowKey, count + 1);
+      rows.set(key, row);
+      continue;
+    }
+    let more = overflow.get(rowKey);
+    if (!more) overflow.set(rowKey, (more = { row, values: new Map() }));
+    more.values.set(d.column, d.value);
+  }
+  for (const [rowKey, { row, values }] of overflow) {
+    row[1] = "*";
+    row[4] = JSON.stringify(Object.fromEntries(values));
+    row[5] = `${values.size} more values not stored in their columns (column → value); the first one's reason: ${row[5]}`;
+    rows.set(`${rowKey}*`, row);
   }
   const columns = ["table_name", "column_name", "row_id", "user_id", "value", "reason", "received_at", "loaded_at"];
   const casts = columns.map((c, i) => `$${i + 1}::${c.endsWith("_at") ? "timestamptz" : "text"}[]`);

@@ -326,6 +326,15 @@ test("a column flood stops at the cap: later calls, new context fields included,
     expect(await rows("SELECT value, reason FROM flood.waypost_discards WHERE row_id = 'late' AND table_name = 'tracks'")).toEqual([
       { value: "x", reason: "the table has reached 1000 columns (WAYPOST_WAREHOUSE_MAX_COLUMNS)" },
     ]);
+    // A flood keeps every value, in at most 51 rows per table row: 50 columns, and the rest as one JSON object.
+    const perRow = await rows(
+      "SELECT row_id, count(*)::int AS n, max(value) FILTER (WHERE column_name = '*') AS rest FROM flood.waypost_discards WHERE table_name = 'tracks' GROUP BY 1 ORDER BY 1",
+    );
+    const third = perRow.find((r) => r.row_id === "f3")!;
+    expect(third.n).toBe(51);
+    const rest = JSON.parse(third.rest as string) as Record<string, string>;
+    expect(Object.keys(rest).length + 50).toBe(400);
+    expect(rest.context_k1599).toBe("v1599");
     // Only identifies was new: no ALTER TABLE was tried for the full tables.
     expect(await alters()).toBe(altersBefore);
     await l.load([call({ type: "track", userId: "u", event: "Flood", messageId: "later", context: { another: 1 } })]);
