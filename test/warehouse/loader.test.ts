@@ -187,7 +187,10 @@ test("one bad call fails alone: the rest of its batch commits", async () => {
     call({ type: "track", userId: "u", event: "Fine", properties: { ok: true } }),
     { payload: "not json" },
   ]);
-  expect(outcomes[0]).toMatchObject({ outcome: "permanent", error: expect.stringContaining("invalid input syntax for type json: Unicode low surrogate") });
+  expect(outcomes[0]).toMatchObject({
+    outcome: "permanent",
+    error: expect.stringContaining("invalid input syntax for type json: Unicode low surrogate"),
+  });
   expect(outcomes[1]).toEqual({ outcome: "success" });
   expect(outcomes[2]).toMatchObject({ outcome: "permanent" });
   expect(await rows("SELECT count(*)::int AS n FROM alone.fine")).toEqual([{ n: 1 }]);
