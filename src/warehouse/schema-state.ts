@@ -74,7 +74,7 @@ export function createSchemaState(options: SchemaStateOptions): SchemaState {
       if (!row.marked) unmarked.add(row.table);
     }
     // Tables made before tables were marked: Waypost loads them, so they are its own.
-    for (const table of unmarked) await mark(table).catch(() => {});
+    for (const table of unmarked) await mark(table);
   }
 
   async function ddl(sql: string): Promise<void> {
@@ -85,7 +85,16 @@ export function createSchemaState(options: SchemaStateOptions): SchemaState {
     }
   }
 
-  const mark = (table: string) => pool.query(`COMMENT ON TABLE ${qualified(schema, table)} IS ${quoteLiteral(tableMarker)}`);
+  /**
+   * Marks a table as Waypost's (see tableMarker). A mark that cannot be
+   * written (the role does not own the table) does not stop loading: the
+   * table is only refused the next time the destination's settings are saved.
+   */
+  const mark = (table: string) =>
+    pool.query(`COMMENT ON TABLE ${qualified(schema, table)} IS ${quoteLiteral(tableMarker)}`).then(
+      () => {},
+      () => {},
+    );
 
   const columnSql = (name: string, type: ColumnType) => `${quoteIdent(name)} ${type}`;
 
