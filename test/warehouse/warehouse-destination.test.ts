@@ -368,3 +368,23 @@ test("a /v1/batch's sentAt is stored with each call and loaded as sent_at (a mes
     { id: "own", sent_at: new Date("2026-11-22T09:59:57.500Z"), has_loaded_at: true },
   ]);
 });
+
+test("settings that name Waypost's own database (saved past the API's check) fail their deliveries before anything is loaded", async () => {
+  const { client, destination } = await warehouseDestination("own");
+  // As if saved by an earlier version, or while the check could not connect.
+  await server.pool.query(
+    "UPDATE destinations SET postgres = jsonb_build_object('url', $2::text, 'schema', 'public'), revision = revision + 1 WHERE id = $1",
+    [destination.id, server.database.url],
+  );
+  const columnsBefore = await server.pool.query("SELECT count(*)::int AS n FROM information_schema.columns WHERE table_schema = 'public'");
+  const claimed = claims(1);
+  await client.track({ track: { userId: "u", event: "Messages", properties: { injected: true } } });
+  await claimed;
+  const [result] = await flushByClock(destination.id, 1);
+  expect(result!.status).toBe("failed");
+  const list = await server.deliveries.listDeliveries({ destinationId: destination.id });
+  const attempt = (await server.deliveries.getDelivery({ id: list.deliveries[0]!.id })).delivery!.attempts[0]!;
+  expect(attempt.error).toBe("warehouse URL is Waypost's own database: a warehouse must be another database");
+  const columnsAfter = await server.pool.query("SELECT count(*)::int AS n FROM information_schema.columns WHERE table_schema = 'public'");
+  expect(columnsAfter.rows).toEqual(columnsBefore.rows);
+});
