@@ -110,3 +110,7 @@ test("keys that make one column name keep both values, whatever their order", ()
   expect(event._id).toBe("p");
   expect(Object.values(event)).toContain("q");
 });
+
+test("the suffixed column of a colliding key is the documented one", () => {
+  expect([...flatten({ orderId: "a", order_id: "b" }).keys()].sort()).toEqual(["order_id", "order_id_120559ff"]);
+});
