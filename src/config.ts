@@ -44,9 +44,11 @@ export interface WarehouseConfig {
   batchSize: number;
   /** Connections to one warehouse, per process. */
   connections: number;
+  /** Columns per warehouse table at most (Postgres's own limit is 1,600); values past it go to the discards table. */
+  maxColumns: number;
 }
 
-export const defaultWarehouseConfig: WarehouseConfig = { flushMs: 10_000, batchSize: 5_000, connections: 2 };
+export const defaultWarehouseConfig: WarehouseConfig = { flushMs: 10_000, batchSize: 5_000, connections: 2, maxColumns: 1_000 };
 
 /** When a failing destination's circuit opens, and how it is probed. */
 export interface CircuitConfig {
@@ -202,6 +204,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         flushMs: int(env, "WAYPOST_WAREHOUSE_FLUSH_MS", defaultWarehouseConfig.flushMs, 0, 3_600_000),
         batchSize: int(env, "WAYPOST_WAREHOUSE_BATCH_SIZE", defaultWarehouseConfig.batchSize, 1, 100_000),
         connections: int(env, "WAYPOST_WAREHOUSE_CONNECTIONS", defaultWarehouseConfig.connections, 1, 100),
+        maxColumns: int(env, "WAYPOST_WAREHOUSE_MAX_COLUMNS", defaultWarehouseConfig.maxColumns, 50, 1_500),
       },
     },
     signingSecretOverlapMs: int(env, "WAYPOST_SIGNING_SECRET_OVERLAP_MS", 24 * 3_600_000, 0, 30 * 24 * 3_600_000),

@@ -15,6 +15,7 @@ export interface Metrics {
   destinationBacklog: Gauge<"destination_id">;
   planViolations: Counter<"source_id" | "kind">;
   warehouseTypeMismatches: Counter<"destination_id">;
+  warehouseRefusedColumns: Counter<"destination_id">;
   traceSpansDropped: Counter<"reason">;
 }
 
@@ -92,6 +93,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     warehouseTypeMismatches: new Counter({
       name: "waypost_warehouse_type_mismatches_total",
       help: "Values a warehouse destination stored as NULL because they did not fit their column's type.",
+      labelNames: ["destination_id"],
+      registers: [registry],
+    }),
+    warehouseRefusedColumns: new Counter({
+      name: "waypost_warehouse_refused_columns_total",
+      help: "Values a warehouse destination kept in its discards table because their column could not be added (past the column cap, or refused by Postgres).",
       labelNames: ["destination_id"],
       registers: [registry],
     }),

@@ -139,6 +139,7 @@ export function toProto(row: DeliveryRow, details: DeliveryDetails | undefined, 
               latencyMs: a.latency_ms,
               responseBody: a.response_body ?? "",
               destinationEtag: a.destination_revision === null ? "" : `r${a.destination_revision}`,
+              discardedValues: a.discarded_values ?? 0,
             }),
           ),
         }

@@ -37,6 +37,7 @@ import type { TransformSandboxes } from "../routing/transform-sandbox.js";
 import { validateDropFieldList, validateFilter, validateTransform } from "../routing/validate-rules.js";
 import type { Backfiller } from "../delivery/backfiller.js";
 import { createDestinationRules } from "./destination-rules.js";
+import { createWarehouseGuard, type WarehouseGuard } from "./warehouse-check.js";
 import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
 import { hasActiveSigningSecret, maxSigningSecrets, rotateSigningSecrets, validateSigningSecrets } from "./signing-secrets.js";
 
@@ -53,6 +54,8 @@ export interface DestinationServiceOptions {
   onRoutingChanged?: () => void;
   /** Runs BackfillDestination's batches in the background. */
   backfiller: Backfiller;
+  /** Looks at a warehouse when its settings are saved (by default: connects to it once, up to 5 s). */
+  warehouseGuard?: WarehouseGuard;
 }
 
 const updatablePaths = new Set([
@@ -75,6 +78,7 @@ export function createDestinationService(options: DestinationServiceOptions): Se
   const { pool, clock } = options;
   const overlapMs = options.signingSecretOverlapMs ?? 24 * 3_600_000;
   const rules = createDestinationRules(options);
+  const warehouseGuard = options.warehouseGuard ?? createWarehouseGuard(pool);
   return {
     testDestination: (req) => rules.testDestination(req),
     backfillDestination: (req) => rules.backfillDestination(req),
@@ -87,6 +91,7 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       if (kind === "postgres") refuseWebhookSettings(input, req.generateSigningSecret);
       else if (input.postgres) throw invalidArgument("destination.postgres", "only a Postgres destination has warehouse settings");
       const postgres = kind === "postgres" ? validatePostgres(input.postgres) : null;
+      if (postgres) await warehouseGuard(postgres);
       const webhooks =
         kind === "postgres"
           ? []
@@ -155,6 +160,8 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       const id = requireUuid("destination.id", input.id);
       const paths = maskPaths(req.updateMask?.paths ?? [], input);
       const rules = await validateRuleUpdate(input, paths, options.sandboxes);
+      // Outside the transaction: the look at the warehouse may take seconds.
+      if (paths.has("postgres")) await guardWarehouseUpdate(pool, id, input, warehouseGuard);
       const row = await withTransaction(pool, async (tx) => {
         // The row lock serialises concurrent updates; the etag catches
         // read-modify-write races between clients.
@@ -197,6 +204,14 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       return {};
     },
   };
+}
+
+/** New warehouse settings (another URL or schema) are looked at before they are saved. */
+async function guardWarehouseUpdate(db: Queryable, id: string, input: Destination, guard: WarehouseGuard) {
+  const current = await selectDestination(db, id);
+  if (!current?.postgres) return;
+  const next = validatePostgres(input.postgres, current.postgres);
+  if (next.url !== current.postgres.url || next.schema !== current.postgres.schema) await guard(next);
 }
 
 /** Mask paths in proto (snake_case) form; an empty mask means "every field that is set". */

@@ -89,11 +89,13 @@ export async function destinationStats(
       }),
     ),
     filteredLast24h: BigInt(lastDay.filtered),
+    discardedValuesLastHour: BigInt(lastHour.discarded),
+    discardedValuesLast24h: BigInt(lastDay.discarded),
   };
 }
 
 type Minute = MinuteRow & { filtered: number };
-type Totals = Pick<Minute, "delivered" | "failed" | "expired" | "attempts" | "successes" | "failedAttempts" | "filtered">;
+type Totals = Pick<Minute, "delivered" | "failed" | "expired" | "attempts" | "successes" | "failedAttempts" | "filtered" | "discarded">;
 
 /** The delivery minutes and the filtered ones as one series, oldest first; a minute with only filtered calls is in it too. */
 function withFiltered(deliveries: readonly MinuteRow[], filtered: ReadonlyArray<{ minute: Date; filtered: number }>): Minute[] {
@@ -113,6 +115,7 @@ function withFiltered(deliveries: readonly MinuteRow[], filtered: ReadonlyArray<
         failedAttempts: 0,
         p50: 0,
         p99: 0,
+        discarded: 0,
         filtered: f.filtered,
       });
     }
@@ -121,8 +124,9 @@ function withFiltered(deliveries: readonly MinuteRow[], filtered: ReadonlyArray<
 }
 
 function totals(minutes: readonly Minute[]): Totals {
-  const sum = { delivered: 0, failed: 0, expired: 0, attempts: 0, successes: 0, failedAttempts: 0, filtered: 0 };
+  const sum = { delivered: 0, failed: 0, expired: 0, attempts: 0, successes: 0, failedAttempts: 0, filtered: 0, discarded: 0 };
   for (const m of minutes) {
+    sum.discarded += m.discarded;
     sum.filtered += m.filtered;
     sum.delivered += m.delivered;
     sum.failed += m.failed;

@@ -2,15 +2,25 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { callTypes, emptyCall, type Call, type CallType } from "../ingest/call.js";
 import { limits } from "../ingest/limits.js";
 import { CompatError } from "./errors.js";
-import { FieldProblem, isPlainObject, readId, readObject, readString, readTimestamp, type Fields } from "./parse-fields.js";
+import {
+  FieldProblem,
+  isPlainObject,
+  parseIsoTimestamp,
+  readId,
+  readObject,
+  readString,
+  readTimestamp,
+  type Fields,
+} from "./parse-fields.js";
 
 /** One message of a request: a Call ready for ingestion, or why it is not. */
 export type ParsedMessage = { call: Call; problem?: undefined } | { call?: undefined; problem: FieldProblem };
 
-/** A batch's top-level context and integrations, merged into each message. */
+/** A batch's top-level context and integrations, merged into each message, and its `sentAt`. */
 export interface MessageDefaults {
   context?: JsonObject | undefined;
   integrations?: JsonObject | undefined;
+  sentAt?: Date | undefined;
 }
 
 /**
@@ -19,10 +29,11 @@ export interface MessageDefaults {
  * fields, lengths, depth, size) are applied by the Ingestor, so both APIs
  * accept and refuse exactly the same calls.
  *
- * Only the fields of the message's type are read. Everything else the SDKs
- * send (sentAt, originalTimestamp, _metadata, channel, version, writeKey, a
- * `properties` on an identify...) is ignored, which is also what keeps a
- * body's writeKey out of everything delivered.
+ * Only the fields of the message's type are read, and `sentAt` (stored with
+ * the call, outside its body). Everything else the SDKs send
+ * (originalTimestamp, _metadata, channel, version, writeKey, a `properties`
+ * on an identify...) is ignored, which is also what keeps a body's writeKey
+ * out of everything delivered.
  *
  * @param pathType the type fixed by the endpoint (/v1/track), or undefined in
  * a batch, where each message's own `type` decides.
@@ -54,6 +65,7 @@ function readCall(fields: Fields, type: CallType, defaults: MessageDefaults): Ca
   call.messageId = readString(fields, "messageId");
   call.userId = readId(fields, "userId");
   call.timestamp = readTimestamp(fields, "timestamp");
+  call.sentAt = readSentAt(fields) ?? defaults.sentAt;
   call.context = merge(defaults.context, readObject(fields, "context"));
   call.integrations = merge(defaults.integrations, readObject(fields, "integrations"));
   switch (type) {
@@ -147,10 +159,22 @@ export function parseRequest(endpoint: Endpoint, body: Fields): ParsedRequest {
   return { writeKey, messages: batch.map((raw: unknown) => parseMessage(raw, undefined, defaults)) };
 }
 
+/**
+ * The client's send time (`sentAt`, which the SDKs put on each message or on
+ * the batch). Kept when it is an ISO 8601 date; anything else is ignored, as
+ * it always was: it is the client's clock, and never a reason to refuse a call.
+ */
+function readSentAt(fields: Fields): Date | undefined {
+  const value = fields.sentAt;
+  const date = typeof value === "string" ? parseIsoTimestamp(value) : undefined;
+  // Postgres's timestamptz has no year 0.
+  return date && date.getUTCFullYear() >= 1 && date.getUTCFullYear() <= 9999 ? date : undefined;
+}
+
 /** A batch's own context and integrations; a wrong type fails the whole request. */
 function readDefaults(body: Fields): MessageDefaults {
   try {
-    return { context: readObject(body, "context"), integrations: readObject(body, "integrations") };
+    return { context: readObject(body, "context"), integrations: readObject(body, "integrations"), sentAt: readSentAt(body) };
   } catch (error) {
     if (error instanceof FieldProblem) throw new CompatError(400, "invalid_request", error.reason);
     throw error;

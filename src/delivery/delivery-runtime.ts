@@ -24,6 +24,7 @@ import { sendAll } from "./stages.js";
 import { createWakeup, type Wakeup } from "./wakeup.js";
 import type { DestinationKind } from "./destination-kind.js";
 import { createWarehouseKind } from "./warehouse-kind.js";
+import { cachedIdentity } from "../warehouse/ownership.js";
 import { createWebhookKind } from "./webhook-kind.js";
 import { createLeaseWriteLane } from "./lease-write-lane.js";
 
@@ -179,6 +180,7 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
     clock,
     logger,
     metrics: options.metrics,
+    ownDatabase: cachedIdentity(pool),
   });
   const kindOf = (destination: DestinationConfigRow | undefined): DestinationKind =>
     destination?.kind === "postgres" ? warehouses : webhooks;

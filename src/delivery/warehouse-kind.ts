@@ -4,7 +4,8 @@ import type { AttemptResult, ClaimedDelivery } from "../db/job-table/index.js";
 import type { DestinationConfigRow, PostgresSettings } from "../db/queries/destinations.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import { createWarehouseLoader, type LoadOutcome, type WarehouseLoader } from "../warehouse/loader.js";
+import { createWarehouseLoader, type DiscardCounts, type LoadOutcome, type WarehouseLoader } from "../warehouse/loader.js";
+import type { DatabaseIdentity } from "../warehouse/ownership.js";
 import { maskPostgresUrl } from "../warehouse/settings.js";
 import type { DestinationKind } from "./destination-kind.js";
 
@@ -15,8 +16,10 @@ export interface WarehouseKindOptions {
   clock: Clock;
   logger: Logger;
   metrics?: Metrics | undefined;
+  /** Waypost's own database: a warehouse that turns out to be it is refused before anything is loaded. */
+  ownDatabase?: () => Promise<DatabaseIdentity>;
   /** How loaders are made (tests count pools); the real loader by default. */
-  createLoader?: (settings: PostgresSettings, onMismatches: (count: number) => void) => WarehouseLoader;
+  createLoader?: (settings: PostgresSettings, onDiscards: (counts: DiscardCounts) => void) => WarehouseLoader;
 }
 
 /** A destination's open warehouse: its pool, and the calls waiting for the next batch. */
@@ -63,8 +66,15 @@ export function createWarehouseKind(options: WarehouseKindOptions): WarehouseKin
   const targets = new Map<string, Target>();
   const makeLoader =
     options.createLoader ??
-    ((settings: PostgresSettings, onMismatches: (count: number) => void) =>
-      createWarehouseLoader({ url: settings.url, schema: settings.schema, maxConnections: config.connections, onMismatches }));
+    ((settings: PostgresSettings, onDiscards: (counts: DiscardCounts) => void) =>
+      createWarehouseLoader({
+        url: settings.url,
+        schema: settings.schema,
+        maxConnections: config.connections,
+        maxColumns: config.maxColumns,
+        onDiscards,
+        ownDatabase: options.ownDatabase,
+      }));
 
   function targetOf(destination: DestinationConfigRow): Target {
     const settings = destination.postgres!;
@@ -78,7 +88,10 @@ export function createWarehouseKind(options: WarehouseKindOptions): WarehouseKin
       target = {
         settings,
         label: `${maskPostgresUrl(settings.url)}#${settings.schema}`,
-        loader: makeLoader(settings, (count) => options.metrics?.warehouseTypeMismatches.inc({ destination_id: id }, count)),
+        loader: makeLoader(settings, (counts) => {
+          if (counts.typeMismatches > 0) options.metrics?.warehouseTypeMismatches.inc({ destination_id: id }, counts.typeMismatches);
+          if (counts.refusedColumns > 0) options.metrics?.warehouseRefusedColumns.inc({ destination_id: id }, counts.refusedColumns);
+        }),
         waiting: [],
         firstAt: undefined,
         lastUsed: clock.now().getTime(),
@@ -105,7 +118,7 @@ export function createWarehouseKind(options: WarehouseKindOptions): WarehouseKin
     const attemptedAt = clock.now();
     const started = performance.now();
     const work = target.loader
-      .load(batch.map(({ job, body }) => ({ payload: body, receivedAt: job.receivedAt })))
+      .load(batch.map(({ job, body }) => ({ payload: body, receivedAt: job.receivedAt, sentAt: job.sentAt ?? undefined })))
       .catch((error: unknown): LoadOutcome[] =>
         batch.map(() => ({ outcome: "retryable", error: `warehouse load failed: ${String(error)}` })),
       )
@@ -122,7 +135,9 @@ export function createWarehouseKind(options: WarehouseKindOptions): WarehouseKin
               statusCode: null,
               error: outcome.outcome === "success" ? null : outcome.error,
               latencyMs,
-              responseBody: null,
+              // The warehouse's answer: which values of the call were not stored in their columns.
+              responseBody: outcome.outcome === "success" ? (outcome.note ?? null) : null,
+              ...(outcome.outcome === "success" && outcome.discarded ? { discardedValues: outcome.discarded } : {}),
             },
           ]);
         });

@@ -17,6 +17,11 @@ export interface Call {
   previousId: string;
   /** Set only to import past data; otherwise the receive time is used. */
   timestamp: Date | undefined;
+  /**
+   * When the client says it sent the call (the tracking API's `sentAt`):
+   * stored with the call, not part of its body; a warehouse's `sent_at`.
+   */
+  sentAt?: Date | undefined;
   context: JsonObject | undefined;
   integrations: JsonObject | undefined;
   /** track */

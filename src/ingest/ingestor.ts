@@ -190,6 +190,7 @@ function prepareCalls(
         integrations: call.integrations,
         traceparent: trace?.traceparent,
         tracestate: trace?.tracestate,
+        sentAt: call.sentAt,
       },
     });
   });

@@ -53,6 +53,15 @@ export function fitIdentifier(name: string): string {
   return kept + suffix;
 }
 
+/**
+ * The column of a key whose name another key of the same call already has
+ * (`orderId` beside `order_id`): the name, `_` and a hash of the key's path
+ * as sent, so the same key always gets the same column.
+ */
+export function collisionName(name: string, path: string): string {
+  return fitIdentifier(`${name}_${shortHash(path)}`);
+}
+
 /** The identifier a warehouse uses for a user-given name: snake_case, at most 63 bytes. */
 export function warehouseName(name: string): string {
   return fitIdentifier(snakeCase(name));

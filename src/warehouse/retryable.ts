@@ -14,8 +14,14 @@ export function isRetryableError(error: unknown): boolean {
   return ["08", "28", "3D", "40", "53", "55", "57", "58", "XX"].includes(code.slice(0, 2)) || code === "42501";
 }
 
-/** The first line of an error's message, at most 1 KB (as attempts record errors). */
+/**
+ * The first line of an error's message, with Postgres's DETAIL when it
+ * gives one (`invalid input syntax for type json: Unicode low surrogate must
+ * follow a high surrogate.`), at most 1 KB (as attempts record errors).
+ */
 export function errorText(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
-  return message.split("\n")[0]!.slice(0, 1024);
+  const detail = (error as { detail?: unknown } | null)?.detail;
+  const first = message.split("\n")[0]!;
+  return (typeof detail === "string" && detail !== "" ? `${first}: ${detail.split("\n")[0]}` : first).slice(0, 1024);
 }

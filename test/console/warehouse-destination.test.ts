@@ -2,7 +2,8 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DestinationKind } from "../../gen/waypost/v1/destination_pb.js";
 import { launchBrowser } from "../helpers/browser.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { completionsOf, startTestServer, type TestServer } from "../helpers/server.js";
 
 /**
  * The destination form for a Postgres warehouse, in Chromium against a real
@@ -71,5 +72,51 @@ describe("a Postgres destination in the console", () => {
     expect(stored.rows[0].postgres).toEqual({ url, schema: "events" });
     expect(await page.content()).not.toContain("pa55word");
     expect(pageErrors).toEqual([]);
+  });
+});
+
+describe("a warehouse's values not stored in their columns, on the Overview", () => {
+  let server: TestServer;
+  let warehouse: TestDatabase;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    warehouse = await createTestDatabase({ migrated: false });
+    // Each call is its own batch, loaded as soon as the loop turns.
+    server = await startTestServer({
+      config: { delivery: { warehouse: { flushMs: 0, batchSize: 1, connections: 1, maxColumns: 1_000 }, perDestinationConcurrency: 2 } },
+    });
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+    await warehouse?.drop();
+  });
+
+  it("counts them on the destination's card", async () => {
+    const source = await server.createSource("app");
+    const destination = await server.createDestination({
+      name: "warehouse",
+      sourceIds: [source.id],
+      kind: DestinationKind.POSTGRES,
+      postgres: { url: warehouse.url, schema: "shown" },
+    });
+    const client = server.tracking(source.writeKey);
+    for (const amount of [5, "five"]) {
+      const done = completionsOf(server, destination.id, 1);
+      await client.track({ track: { userId: "u", event: "Paid", properties: { amount } } });
+      server.waypost.delivery!.poke();
+      expect((await done).map((c) => c.status)).toEqual(["delivered"]);
+    }
+    const page = await browser.newPage();
+    page.setDefaultTimeout(10_000);
+    await page.goto(`${server.url}/console/`);
+    await page.getByLabel("Admin token").fill(server.adminToken);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    const card = page.getByRole("article", { name: "warehouse" });
+    const note = card.getByLabel("Values not stored in their columns");
+    await note.waitFor();
+    expect(await note.textContent()).toContain("1 in the last hour, 1 in the last 24 h");
   });
 });

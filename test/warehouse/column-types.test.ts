@@ -14,11 +14,11 @@ test("types come from the first value", () => {
 });
 
 test("a value that does not fit its column is a mismatch", () => {
-  expect(coerce(4.5, "bigint")).toEqual({ ok: false });
-  expect(coerce("12", "bigint")).toEqual({ ok: false });
-  expect(coerce("yesterday", "timestamptz")).toEqual({ ok: false });
-  expect(coerce(1, "boolean")).toEqual({ ok: false });
-  expect(coerce("a\u0000b", "text")).toEqual({ ok: false });
+  expect(coerce(4.5, "bigint")).toEqual({ ok: false, reason: "does not fit the bigint column" });
+  expect(coerce("12", "bigint")).toMatchObject({ ok: false });
+  expect(coerce("yesterday", "timestamptz")).toEqual({ ok: false, reason: "is not a valid date-time for the timestamptz column" });
+  expect(coerce(1, "boolean")).toMatchObject({ ok: false });
+  expect(coerce("a\u0000b", "text")).toMatchObject({ ok: false, reason: expect.stringContaining("NUL") });
 });
 
 test("values that fit are given as text parameters", () => {
@@ -27,4 +27,22 @@ test("values that fit are given as text parameters", () => {
   expect(coerce(7, "text")).toEqual({ ok: true, value: "7" });
   expect(coerce([1, "a"], "jsonb")).toEqual({ ok: true, value: '[1,"a"]' });
   expect(coerce(null, "bigint")).toEqual({ ok: true, value: null });
+});
+
+test("a date-time is checked against the calendar: impossible dates and year 0000 are not timestamps", () => {
+  for (const impossible of [
+    "2026-02-30T00:00:00Z",
+    "2026-02-29T00:00:00Z",
+    "2025-04-31T10:00:00Z",
+    "0000-01-01T00:00:00Z",
+    "2026-01-01T24:00:00Z",
+    "2026-01-01T10:60:00Z",
+    "2026-01-01T10:00:00+16:00",
+  ]) {
+    expect(inferType(impossible), impossible).toBe("text");
+    expect(coerce(impossible, "timestamptz"), impossible).toMatchObject({ ok: false });
+  }
+  for (const fine of ["2024-02-29T00:00:00Z", "2000-02-29 23:59:59.999999+15:59", "0001-01-01T00:00Z"]) {
+    expect(inferType(fine), fine).toBe("timestamptz");
+  }
 });

@@ -42,6 +42,7 @@ test("a track goes to tracks (common columns only) and to its event's table (pro
     context_library_name: "web",
     event: "order_completed",
     event_text: "Order Completed",
+    event_table: "order_completed",
   });
   expect(event!.table).toBe("order_completed");
   // A property named like a fixed column gets a leading _.
@@ -93,4 +94,23 @@ test("event tables: hostile names are plain names, the layout's own table names 
   expect(eventTable('x"; DROP TABLE tracks; --')).toBe("x_drop_table_tracks");
   expect(eventTable("Users")).toBe("_users");
   expect(Buffer.byteLength(eventTable("Checkout ".repeat(20)))).toBeLessThanOrEqual(63);
+});
+
+test("keys that make one column name keep both values, whatever their order", () => {
+  const a = Object.fromEntries(flatten({ orderId: 1, order_id: 2, address: { City: "x" }, address_city: "y" }));
+  const b = Object.fromEntries(flatten({ address_city: "y", order_id: 2, address: { City: "x" }, orderId: 1 }));
+  expect(a).toEqual(b);
+  expect(a.order_id).toBe(2);
+  expect(a.address_city).toBe("y");
+  expect(Object.values(a).sort()).toEqual([1, 2, "x", "y"]);
+  // A property named like a fixed column (it becomes `_id`), beside one whose snake_case form is the same.
+  const change = changeOf({ type: "track", event: "E", messageId: "m", properties: { id: "p", _id: "q" } }, receivedAt);
+  if (change.kind !== "rows") throw new Error("expected rows");
+  const event = values(change.rows[1]);
+  expect(event._id).toBe("p");
+  expect(Object.values(event)).toContain("q");
+});
+
+test("the suffixed column of a colliding key is the documented one", () => {
+  expect([...flatten({ orderId: "a", order_id: "b" }).keys()].sort()).toEqual(["order_id", "order_id_120559ff"]);
 });

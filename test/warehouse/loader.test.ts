@@ -1,7 +1,13 @@
 import type pg from "pg";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { createWarehouseLoader, type WarehouseCall, type WarehouseLoader } from "../../src/warehouse/loader.js";
+import {
+  createWarehouseLoader,
+  type WarehouseCall,
+  type WarehouseLoader,
+  type WarehouseLoaderOptions,
+} from "../../src/warehouse/loader.js";
 import { createPool } from "../../src/db/pool.js";
+import { databaseIdentity } from "../../src/warehouse/ownership.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { startTcpProxy } from "../helpers/tcp-proxy.js";
 
@@ -10,8 +16,19 @@ let db: pg.Pool;
 let mismatches = 0;
 const loaders: WarehouseLoader[] = [];
 
-function loader(schema: string, url = warehouse.url): WarehouseLoader {
-  const created = createWarehouseLoader({ url, schema, onMismatches: (n) => (mismatches += n), connectTimeoutMs: 2_000 });
+let refusedColumns = 0;
+
+function loader(schema: string, url = warehouse.url, extra: Partial<WarehouseLoaderOptions> = {}): WarehouseLoader {
+  const created = createWarehouseLoader({
+    url,
+    schema,
+    onDiscards: (counts) => {
+      mismatches += counts.typeMismatches;
+      refusedColumns += counts.refusedColumns;
+    },
+    connectTimeoutMs: 2_000,
+    ...extra,
+  });
   loaders.push(created);
   return created;
 }
@@ -73,6 +90,7 @@ test("every call type lands in its table with the layout's columns, and types co
     "screens",
     "tracks",
     "users",
+    "waypost_discards",
   ]);
   expect(await columnTypes("layout", "order_completed")).toMatchObject({
     id: "text",
@@ -103,7 +121,13 @@ test("a new field adds a column; a mismatched value is stored NULL and counted",
   await l.load([call({ type: "track", userId: "u", event: "Paid", properties: { amount: 5 } })]);
   const before = mismatches;
   const outcomes = await l.load([call({ type: "track", userId: "u", event: "Paid", properties: { amount: "five", currency: "EUR" } })]);
-  expect(outcomes).toEqual([{ outcome: "success" }]);
+  expect(outcomes).toEqual([
+    {
+      outcome: "success",
+      discarded: 1,
+      note: "1 value not stored in its column, kept in waypost_discards: paid.amount: value does not fit the bigint column, stored NULL",
+    },
+  ]);
   expect(mismatches - before).toBe(1);
   expect(await columnTypes("evolve", "paid")).toMatchObject({ amount: "bigint", currency: "text" });
   expect(await rows("SELECT amount, currency FROM evolve.paid ORDER BY currency NULLS FIRST")).toEqual([
@@ -157,16 +181,16 @@ test("names over 63 bytes are cut with a hash, and two of them stay two columns"
 
 test("one bad call fails alone: the rest of its batch commits", async () => {
   const l = loader("alone");
-  // Postgres keeps at most 1,600 columns per table: the second call's new properties cannot all be columns.
-  const props = (from: number, n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${from + i}`, true]));
-  expect(await l.load([call({ type: "track", userId: "u", event: "Wide", properties: props(0, 1580) })])).toEqual([{ outcome: "success" }]);
-  const wide = props(1580, 30);
+  // Postgres's jsonb refuses an unpaired surrogate escape: the database refuses the first call's row.
   const outcomes = await l.load([
-    call({ type: "track", userId: "u", event: "Wide", properties: wide }),
+    call({ type: "track", userId: "u", event: "Odd", properties: { tags: ["\ud800"] } }),
     call({ type: "track", userId: "u", event: "Fine", properties: { ok: true } }),
     { payload: "not json" },
   ]);
-  expect(outcomes[0]).toMatchObject({ outcome: "permanent", error: expect.stringContaining("refused column") });
+  expect(outcomes[0]).toMatchObject({
+    outcome: "permanent",
+    error: expect.stringContaining("invalid input syntax for type json: Unicode low surrogate"),
+  });
   expect(outcomes[1]).toEqual({ outcome: "success" });
   expect(outcomes[2]).toMatchObject({ outcome: "permanent" });
   expect(await rows("SELECT count(*)::int AS n FROM alone.fine")).toEqual([{ n: 1 }]);
@@ -208,4 +232,148 @@ test("a delete notification removes the user's rows from every table of the sche
     expect(await rows(`SELECT DISTINCT user_id FROM forget.${table}`)).toEqual(table === "pages" ? [] : [{ user_id: "u2" }]);
   }
   expect(await rows("SELECT id FROM forget.users")).toEqual([{ id: "u2" }]);
+});
+
+async function discards(schema: string) {
+  return rows(`SELECT table_name, column_name, row_id, user_id, value, reason FROM ${schema}.waypost_discards ORDER BY 1, 2, 3`);
+}
+
+test("impossible dates and year 0000 are stored as NULL and kept as discards; the call loads", async () => {
+  const l = loader("dates");
+  await l.load([call({ type: "track", userId: "u", event: "Booked", properties: { at: "2026-01-01T00:00:00Z" } })]);
+  const before = mismatches;
+  const outcomes = await l.load([
+    call({ type: "track", userId: "u", event: "Booked", messageId: "feb30", properties: { at: "2026-02-30T10:00:00Z" } }),
+    call({ type: "track", userId: "u", event: "Booked", messageId: "year0", properties: { at: "0000-01-01T00:00:00Z" } }),
+  ]);
+  expect(outcomes.map((o) => o.outcome)).toEqual(["success", "success"]);
+  expect(outcomes[0]).toMatchObject({ discarded: 1, note: expect.stringContaining("booked.at: value is not a valid date-time") });
+  expect(mismatches - before).toBe(2);
+  expect(await rows("SELECT id, at FROM dates.booked WHERE id IN ('feb30', 'year0') ORDER BY 1")).toEqual([
+    { id: "feb30", at: null },
+    { id: "year0", at: null },
+  ]);
+  expect(await discards("dates")).toEqual([
+    { table_name: "booked", column_name: "at", row_id: "feb30", user_id: "u", value: "2026-02-30T10:00:00Z", reason: expect.any(String) },
+    { table_name: "booked", column_name: "at", row_id: "year0", user_id: "u", value: "0000-01-01T00:00:00Z", reason: expect.any(String) },
+  ]);
+});
+
+test("orderId and order_id in one call keep both values: the snake_case key keeps the name, the other gets a hashed suffix", async () => {
+  const l = loader("collide");
+  const first = await l.load([
+    call({ type: "track", userId: "u", event: "Ordered", messageId: "c1", properties: { orderId: "camel", order_id: "snake" } }),
+  ]);
+  // The other key order gives the same columns.
+  const second = await l.load([
+    call({ type: "track", userId: "u", event: "Ordered", messageId: "c2", properties: { order_id: "snake2", orderId: "camel2" } }),
+  ]);
+  expect([...first, ...second]).toEqual([{ outcome: "success" }, { outcome: "success" }]);
+  const columns = Object.keys(await columnTypes("collide", "ordered")).filter((c) => c.startsWith("order_id"));
+  expect(columns.sort()).toEqual(["order_id", expect.stringMatching(/^order_id_[0-9a-f]{8}$/)]);
+  const suffixed = columns.find((c) => c !== "order_id")!;
+  expect(await rows(`SELECT id, order_id, "${suffixed}" AS other FROM collide.ordered ORDER BY id`)).toEqual([
+    { id: "c1", order_id: "snake", other: "camel" },
+    { id: "c2", order_id: "snake2", other: "camel2" },
+  ]);
+});
+
+test("every row has loaded_at, sent_at is the client's sentAt, and tracks.event_table names a renamed event's table", async () => {
+  const loadedAt = new Date("2026-11-22T11:00:00.000Z");
+  const l = loader("times", warehouse.url, { now: () => loadedAt });
+  const sentAt = new Date("2026-11-22T10:04:05.900Z");
+  const outcomes = await l.load([
+    { ...call({ type: "track", userId: "u", event: "Users", messageId: "t1" }), sentAt },
+    call({ type: "identify", userId: "u", messageId: "i1", traits: { plan: "pro" } }),
+  ]);
+  expect(outcomes).toEqual([{ outcome: "success" }, { outcome: "success" }]);
+  expect(await rows("SELECT event, event_table, sent_at, loaded_at FROM times.tracks")).toEqual([
+    { event: "users", event_table: "_users", sent_at: sentAt, loaded_at: loadedAt },
+  ]);
+  expect(await rows("SELECT count(*)::int AS n FROM times._users WHERE loaded_at = $1", [loadedAt])).toEqual([{ n: 1 }]);
+  expect(await rows("SELECT sent_at, loaded_at FROM times.identifies")).toEqual([{ sent_at: null, loaded_at: loadedAt }]);
+  expect(await rows("SELECT loaded_at FROM times.users")).toEqual([{ loaded_at: loadedAt }]);
+});
+
+test("a column flood stops at the cap: later calls, new context fields included, still load, the rest kept as discards, no ALTER TABLE retried", async () => {
+  // Counts ALTER TABLE statements run against this database (a sequence is not rolled back with a refused ALTER).
+  await db.query("CREATE SEQUENCE IF NOT EXISTS public.alter_count");
+  await db.query(`CREATE OR REPLACE FUNCTION public.count_alter() RETURNS event_trigger LANGUAGE plpgsql AS
+    $$ BEGIN PERFORM nextval('public.alter_count'); END $$`);
+  await db.query("CREATE EVENT TRIGGER count_alter ON ddl_command_start WHEN TAG IN ('ALTER TABLE') EXECUTE FUNCTION public.count_alter()");
+  const alters = async () => Number((await rows("SELECT last_value, is_called FROM public.alter_count"))[0].last_value);
+  try {
+    const l = loader("flood");
+    const keys = (from: number, n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${from + i}`, `v${from + i}`]));
+    const refusedBefore = refusedColumns;
+    // Each call brings 400 new context fields (columns of tracks and of the event's table).
+    for (let i = 0; i < 4; i++) {
+      const outcomes = await l.load([
+        call({ type: "track", userId: "u", event: "Flood", messageId: `f${i}`, context: keys(i * 400, 400) }),
+      ]);
+      expect(outcomes.map((o) => o.outcome)).toEqual(["success"]);
+    }
+    const tracks = Object.keys(await columnTypes("flood", "tracks"));
+    expect(tracks.length).toBe(1_000);
+    expect(tracks).toContain("loaded_at");
+    expect(refusedColumns - refusedBefore).toBeGreaterThan(0);
+    // The cap reached, a call with a new context field loads; its value is kept in the discards table.
+    const altersBefore = await alters();
+    const later = await l.load([
+      call({ type: "track", userId: "u", event: "Flood", messageId: "late", context: { brandNew: "x", ...keys(0, 2) } }),
+      call({ type: "identify", userId: "u", messageId: "late-identify", traits: { plan: "pro" } }),
+    ]);
+    expect(later.map((o) => o.outcome)).toEqual(["success", "success"]);
+    expect(later[0]).toMatchObject({ note: expect.stringContaining("tracks.context_brand_new") });
+    expect(await rows("SELECT context_k0 FROM flood.tracks WHERE id = 'late'")).toEqual([{ context_k0: "v0" }]);
+    expect(await rows("SELECT value, reason FROM flood.waypost_discards WHERE row_id = 'late' AND table_name = 'tracks'")).toEqual([
+      { value: "x", reason: "the table has reached 1000 columns (WAYPOST_WAREHOUSE_MAX_COLUMNS)" },
+    ]);
+    // A flood keeps every value, in at most 51 rows per table row: 50 columns, and the rest as one JSON object.
+    const perRow = await rows(
+      "SELECT row_id, count(*)::int AS n, max(value) FILTER (WHERE column_name = '*') AS rest FROM flood.waypost_discards WHERE table_name = 'tracks' GROUP BY 1 ORDER BY 1",
+    );
+    const third = perRow.find((r) => r.row_id === "f3")!;
+    expect(third.n).toBe(51);
+    const rest = JSON.parse(third.rest as string) as Record<string, string>;
+    expect(Object.keys(rest).length + 50).toBe(400);
+    expect(rest.context_k1599).toBe("v1599");
+    // Only identifies was new: no ALTER TABLE was tried for the full tables.
+    expect(await alters()).toBe(altersBefore);
+    await l.load([call({ type: "track", userId: "u", event: "Flood", messageId: "later", context: { another: 1 } })]);
+    expect(await alters()).toBe(altersBefore);
+  } finally {
+    await db.query("DROP EVENT TRIGGER count_alter");
+  }
+});
+
+test("a column Postgres refuses keeps Postgres's reason, is remembered, and the call loads without it", async () => {
+  // Past the 1,600 columns Postgres allows (a cap set above it, as no setting can).
+  const l = loader("pglimit", warehouse.url, { maxColumns: 5_000 });
+  const props = (from: number, n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${from + i}`, true]));
+  expect(await l.load([call({ type: "track", userId: "u", event: "Wide", properties: props(0, 1580) })])).toEqual([{ outcome: "success" }]);
+  const outcomes = await l.load([call({ type: "track", userId: "u", event: "Wide", messageId: "wide2", properties: props(1580, 30) })]);
+  expect(outcomes[0]).toMatchObject({ outcome: "success", note: expect.stringContaining("tables can have at most 1600 columns") });
+  const refused = await rows("SELECT count(*)::int AS n, min(reason) AS reason FROM pglimit.waypost_discards WHERE row_id = 'wide2'");
+  expect(refused[0].n).toBeGreaterThan(0);
+  expect(refused[0].reason).toContain("Postgres refused the column: tables can have at most 1600 columns");
+});
+
+test("a warehouse that is Waypost's own database is refused before anything is loaded", async () => {
+  const own = await databaseIdentity(db);
+  const l = loader("own", warehouse.url, { ownDatabase: async () => own });
+  const outcomes = await l.load([call({ type: "track", userId: "u", event: "Nope" })]);
+  expect(outcomes).toEqual([
+    { outcome: "permanent", error: "warehouse URL is Waypost's own database: a warehouse must be another database" },
+  ]);
+  expect(await rows("SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = 'own'")).toEqual([{ n: 0 }]);
+  // Another database of the same server is fine.
+  const elsewhere = loader("elsewhere", warehouse.url, { ownDatabase: async () => ({ ...own, database: "someone_else" }) });
+  expect(await elsewhere.load([call({ type: "track", userId: "u", event: "Yes" })])).toEqual([{ outcome: "success" }]);
+});
+
+test("a URL saved with a TLS file parameter is refused before anything connects", async () => {
+  const l = loader("tls", `${warehouse.url}?sslrootcert=/dev/zero`);
+  const outcomes = await l.load([call({ type: "track", userId: "u", event: "Nope" })]);
+  expect(outcomes).toEqual([{ outcome: "permanent", error: expect.stringContaining('parameter "sslrootcert" is not allowed') }]);
 });

@@ -10,6 +10,7 @@ import { createPool } from "../../src/db/pool.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
+import { post } from "../compat/support.js";
 
 const flushMs = 10_000;
 let clock: ManualClock;
@@ -30,7 +31,13 @@ beforeAll(async () => {
   // A process share of 8 per destination: batches of 4 load at once, smaller ones at the flush interval.
   server = await startTestServer({
     clock,
-    config: { delivery: { concurrency: 16, perDestinationConcurrency: 4, warehouse: { flushMs, batchSize: 5_000, connections: 2 } } },
+    config: {
+      delivery: {
+        concurrency: 16,
+        perDestinationConcurrency: 4,
+        warehouse: { flushMs, batchSize: 5_000, connections: 2, maxColumns: 1_000 },
+      },
+    },
   });
 });
 afterAll(async () => {
@@ -272,12 +279,14 @@ test("the pool to a warehouse is closed when the destination is repointed and wh
 
 test("one bad call fails alone; after the warehouse is fixed, RetryDeliveries loads it", async () => {
   const { client, destination } = await warehouseDestination("bulk");
-  // An event table a column short of Postgres' 1,600: a call bringing two new properties cannot fit.
-  const columns = Array.from({ length: 1_595 }, (_, i) => `"c${i}" boolean`).join(", ");
-  await db.query("CREATE SCHEMA bulk");
-  await db.query(`CREATE TABLE bulk.wide (id text PRIMARY KEY, ${columns})`);
+  const first = claims(1);
+  await client.track({ track: { userId: "u", event: "Capped", properties: { amount: 1 } } });
+  await first;
+  await flushByClock(destination.id, 1);
+  // The warehouse's owner adds a rule of their own that the next call breaks.
+  await db.query("ALTER TABLE bulk.capped ADD CONSTRAINT small CHECK (amount < 100)");
   const claimed = claims(2);
-  const bad = await client.track({ track: { userId: "u", event: "Wide", properties: { first: 1, second: 2, third: 3 } } });
+  const bad = await client.track({ track: { userId: "u", event: "Capped", properties: { amount: 500 } } });
   await client.track({ track: { userId: "u", event: "Narrow", properties: { ok: true } } });
   await claimed;
   const results = await flushByClock(destination.id, 2);
@@ -285,15 +294,97 @@ test("one bad call fails alone; after the warehouse is fixed, RetryDeliveries lo
   expect(await rows("SELECT count(*)::int AS n FROM bulk.narrow")).toEqual([{ n: 1 }]);
   const failed = await server.deliveries.listDeliveries({ destinationId: destination.id, messageId: bad.messageId });
   const detail = await server.deliveries.getDelivery({ id: failed.deliveries[0]!.id });
-  expect(detail.delivery?.attempts[0]?.error).toContain("refused column");
+  // Postgres's own reason.
+  expect(detail.delivery?.attempts[0]?.error).toContain('violates check constraint "small"');
 
-  // The fix: the table made anew (dropped columns still count toward the limit).
-  await db.query("DROP TABLE bulk.wide");
+  await db.query("ALTER TABLE bulk.capped DROP CONSTRAINT small");
   const replayed = claims(1);
   await server.deliveries.retryDeliveries({ destinationId: destination.id });
   server.waypost.delivery!.poke();
   await replayed;
   const retried = await flushByClock(destination.id, 1);
   expect(retried.map((c) => c.status)).toEqual(["delivered"]);
-  expect(await rows("SELECT first, second, third FROM bulk.wide")).toEqual([{ first: "1", second: "2", third: "3" }]);
+  expect(await rows("SELECT amount FROM bulk.capped ORDER BY amount")).toEqual([{ amount: "1" }, { amount: "500" }]);
+});
+
+test("values not stored in their columns: the call is delivered, its attempt says which and why (Postgres's reason kept), the stats count them", async () => {
+  const { client, destination } = await warehouseDestination("wide");
+  // An event table a few columns short of Postgres' 1,600 (made by hand: dropped columns count toward that limit too).
+  const columns = Array.from({ length: 1_595 }, (_, i) => `"c${i}" boolean`).join(", ");
+  await db.query("CREATE SCHEMA wide");
+  await db.query(`CREATE TABLE wide.wide (id text PRIMARY KEY, ${columns})`);
+  const claimed = claims(2);
+  const sent = await client.track({
+    track: { userId: "u", event: "Wide", properties: { first: 1, second: 2, third: 3, fourth: 4, fifth: 5, sixth: 6, seventh: 7 } },
+  });
+  await client.track({ track: { userId: "u", event: "Typed", properties: { when: "2026-02-30T10:00:00Z", n: 1 } } });
+  await claimed;
+  expect((await flushByClock(destination.id, 2)).map((c) => c.status)).toEqual(["delivered", "delivered"]);
+  const list = await server.deliveries.listDeliveries({ destinationId: destination.id, messageId: sent.messageId });
+  const attempt = (await server.deliveries.getDelivery({ id: list.deliveries[0]!.id })).delivery!.attempts[0]!;
+  expect(attempt.discardedValues).toBeGreaterThan(0);
+  expect(attempt.responseBody).toContain("kept in waypost_discards");
+  expect(attempt.responseBody).toContain("tables can have at most 1600 columns");
+  const discarded = await rows("SELECT column_name, value, reason FROM wide.waypost_discards WHERE table_name = 'wide' ORDER BY 1");
+  expect(discarded.length).toBe(attempt.discardedValues);
+  expect(discarded[0].reason).toContain("Postgres refused the column: tables can have at most 1600 columns");
+  const stats = await server.deliveries.getDestinationStats({ destinationId: destination.id });
+  expect(stats.discardedValuesLast24h).toBe(BigInt(attempt.discardedValues));
+  expect(stats.discardedValuesLastHour).toBe(BigInt(attempt.discardedValues));
+  const metrics = await (await fetch(`${server.url}/metrics`)).text();
+  expect(metrics).toContain(`waypost_warehouse_refused_columns_total{destination_id="${destination.id}"} ${attempt.discardedValues}`);
+});
+
+test("a /v1/batch's sentAt is stored with each call and loaded as sent_at (a message's own, else the batch's); loaded_at is the load time", async () => {
+  const { source, destination } = await warehouseDestination("sent");
+  const claimed = claims(3);
+  const response = await post(
+    server,
+    "/v1/batch",
+    {
+      sentAt: "2026-11-22T09:59:58.000Z",
+      batch: [
+        { type: "track", userId: "u", event: "Own", messageId: "own", sentAt: "2026-11-22T09:59:57.500Z" },
+        { type: "track", userId: "u", event: "Batch", messageId: "batch" },
+        { type: "track", userId: "u", event: "Odd", messageId: "odd", sentAt: "0000-01-01T00:00:00Z" },
+      ],
+    },
+    { writeKey: source.writeKey },
+  );
+  expect(response.status).toBe(200);
+  await claimed;
+  expect((await flushByClock(destination.id, 3)).map((c) => c.status)).toEqual(["delivered", "delivered", "delivered"]);
+  const stored = await server.pool.query("SELECT message_id, sent_at FROM messages WHERE message_id IN ('own', 'batch', 'odd') ORDER BY 1");
+  expect(stored.rows).toEqual([
+    { message_id: "batch", sent_at: new Date("2026-11-22T09:59:58.000Z") },
+    // A sentAt Postgres cannot hold (year 0) is left out, the batch's taken instead.
+    { message_id: "odd", sent_at: new Date("2026-11-22T09:59:58.000Z") },
+    { message_id: "own", sent_at: new Date("2026-11-22T09:59:57.500Z") },
+  ]);
+  const loaded = await rows("SELECT id, sent_at, loaded_at IS NOT NULL AS has_loaded_at FROM sent.tracks ORDER BY id");
+  expect(loaded).toEqual([
+    { id: "batch", sent_at: new Date("2026-11-22T09:59:58.000Z"), has_loaded_at: true },
+    { id: "odd", sent_at: new Date("2026-11-22T09:59:58.000Z"), has_loaded_at: true },
+    { id: "own", sent_at: new Date("2026-11-22T09:59:57.500Z"), has_loaded_at: true },
+  ]);
+});
+
+test("settings that name Waypost's own database (saved past the API's check) fail their deliveries before anything is loaded", async () => {
+  const { client, destination } = await warehouseDestination("own");
+  // As if saved by an earlier version, or while the check could not connect.
+  await server.pool.query(
+    "UPDATE destinations SET postgres = jsonb_build_object('url', $2::text, 'schema', 'public'), revision = revision + 1 WHERE id = $1",
+    [destination.id, server.database.url],
+  );
+  const columnsBefore = await server.pool.query("SELECT count(*)::int AS n FROM information_schema.columns WHERE table_schema = 'public'");
+  const claimed = claims(1);
+  await client.track({ track: { userId: "u", event: "Messages", properties: { injected: true } } });
+  await claimed;
+  const [result] = await flushByClock(destination.id, 1);
+  expect(result!.status).toBe("failed");
+  const list = await server.deliveries.listDeliveries({ destinationId: destination.id });
+  const attempt = (await server.deliveries.getDelivery({ id: list.deliveries[0]!.id })).delivery!.attempts[0]!;
+  expect(attempt.error).toBe("warehouse URL is Waypost's own database: a warehouse must be another database");
+  const columnsAfter = await server.pool.query("SELECT count(*)::int AS n FROM information_schema.columns WHERE table_schema = 'public'");
+  expect(columnsAfter.rows).toEqual(columnsBefore.rows);
 });

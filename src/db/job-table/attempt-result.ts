@@ -16,6 +16,8 @@ export interface AttemptResult {
   retryAfterMs?: number | undefined;
   /** The destination's settings revision the attempt was made with. */
   destinationRevision?: number | undefined;
+  /** A warehouse load: values of the call not stored in their columns (kept in the warehouse's discards table). */
+  discardedValues?: number | undefined;
   /** The body sent, when the destination's rules changed it (absent: the stored body). */
   sentBody?: string | undefined;
 }

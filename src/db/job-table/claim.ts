@@ -24,6 +24,8 @@ export interface ClaimedDelivery {
   messageId: string;
   /** When Waypost received the message (a warehouse's received_at). */
   receivedAt: Date;
+  /** When the client says it sent the message (its `sentAt`; a warehouse's sent_at), null when it did not say. */
+  sentAt?: Date | null;
   /** The W3C trace context stored with the message, sent on every attempt (null: none). */
   traceparent?: string | null;
   tracestate?: string | null;
@@ -75,7 +77,7 @@ const claimTransition = transitionSql({
   from: "messages m",
   where: "d.ctid = ANY (ARRAY(SELECT row_id FROM due)) AND m.id = d.message_pk",
   returning: `d.destination_id, d.id, d.lease_token, d.attempt_count, d.first_attempt_at, d.retry_urls, m.payload,
-              m.message_id, m.received_at, m.traceparent, m.tracestate, d.id IN (SELECT probe_delivery_id FROM probes) AS probe`,
+              m.message_id, m.received_at, m.sent_at, m.traceparent, m.tracestate, d.id IN (SELECT probe_delivery_id FROM probes) AS probe`,
 });
 
 /**
@@ -117,6 +119,7 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
     payload: string;
     message_id: string;
     received_at: Date;
+    sent_at: Date | null;
     traceparent: string | null;
     tracestate: string | null;
     probe: boolean;
@@ -225,6 +228,7 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
         payload: row.payload,
         messageId: row.message_id,
         receivedAt: row.received_at,
+        sentAt: row.sent_at,
         traceparent: row.traceparent,
         tracestate: row.tracestate,
         probe: row.probe,

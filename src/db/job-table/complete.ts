@@ -96,14 +96,14 @@ export async function completeDeliveries(db: Queryable, completions: readonly De
        UNION ALL SELECT destination_id, id, attempt_count FROM finished
      ), logged AS (
        INSERT INTO delivery_attempts (destination_id, delivery_id, attempt, url_index, url, attempted_at, outcome,
-                                      status_code, error, latency_ms, response_body, destination_revision, sent_body)
+                                      status_code, error, latency_ms, response_body, destination_revision, sent_body, discarded_values)
        SELECT c.destination_id, c.id, done.attempt_count, a.url_index, a.url, ${fromEpochMs("a.attempted_at")}, a.outcome,
-              a.status_code, a.error, a.latency_ms, a.response_body, a.destination_revision, a.sent_body
+              a.status_code, a.error, a.latency_ms, a.response_body, a.destination_revision, a.sent_body, a.discarded_values
          FROM c
          JOIN done ON done.destination_id = c.destination_id AND done.id = c.id
          CROSS JOIN LATERAL json_to_recordset(c.attempts)
            AS a(url_index int, url text, attempted_at bigint, outcome attempt_outcome, status_code int, error text,
-                latency_ms int, response_body text, destination_revision int, sent_body text)
+                latency_ms int, response_body text, destination_revision int, sent_body text, discarded_values int)
        ON CONFLICT DO NOTHING
        RETURNING 1
      )
@@ -166,6 +166,7 @@ function completionRecord(c: DeliveryCompletion): string {
     if (a.responseBody !== null) json += `,"response_body":${JSON.stringify(a.responseBody)}`;
     if (a.destinationRevision !== undefined) json += `,"destination_revision":${a.destinationRevision}`;
     if (a.sentBody !== undefined) json += `,"sent_body":${JSON.stringify(a.sentBody)}`;
+    if (a.discardedValues) json += `,"discarded_values":${a.discardedValues}`;
     json += "}";
   }
   return `${json}]}`;

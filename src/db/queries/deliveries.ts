@@ -31,6 +31,7 @@ export interface AttemptRow {
   latency_ms: number;
   response_body: string | null;
   destination_revision: number | null;
+  discarded_values: number | null;
 }
 
 const columns = `d.id, d.destination_id, d.source_id, m.message_id, m.type, d.status, d.attempt_count,
@@ -52,7 +53,8 @@ export async function selectAttempts(
 ): Promise<AttemptRow[]> {
   if (deliveryIds.length === 0) return [];
   const result = await db.query<AttemptRow>(
-    `SELECT delivery_id, attempt, url, attempted_at, outcome, status_code, error, latency_ms, response_body, destination_revision
+    `SELECT delivery_id, attempt, url, attempted_at, outcome, status_code, error, latency_ms, response_body, destination_revision,
+            discarded_values
        FROM delivery_attempts
       WHERE (destination_id, delivery_id) IN (SELECT * FROM unnest($1::uuid[], $2::bigint[]))
       ORDER BY delivery_id, attempt, url_index`,

@@ -13,6 +13,8 @@ export interface MinuteRow {
   failedAttempts: number;
   p50: number;
   p99: number;
+  /** Values warehouse loads did not store in their columns. */
+  discarded: number;
 }
 
 /**
@@ -39,13 +41,15 @@ export function minuteSeriesQuery(destinationId: string, since: Date): Query {
               count(*) AS attempts,
               count(*) FILTER (WHERE outcome = 'success') AS successes,
               count(*) FILTER (WHERE outcome IN ('retryable', 'permanent')) AS failed_attempts,
+              sum(discarded_values) AS discarded,
               percentile_disc(0.5) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE outcome <> 'abandoned') AS p50,
               percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE outcome <> 'abandoned') AS p99
          FROM delivery_attempts
         WHERE destination_id = $1 AND attempted_at >= $2
         GROUP BY 1
      )
-     SELECT coalesce(f.minute, t.minute) AS minute, f.delivered, f.failed, f.expired, t.attempts, t.successes, t.failed_attempts, t.p50, t.p99
+     SELECT coalesce(f.minute, t.minute) AS minute, f.delivered, f.failed, f.expired, t.attempts, t.successes, t.failed_attempts, t.p50, t.p99,
+            t.discarded
        FROM finals f FULL JOIN tries t ON t.minute = f.minute
       ORDER BY 1`,
     values: [destinationId, since],
@@ -64,6 +68,7 @@ export async function selectMinuteSeries(db: Queryable, destinationId: string, s
     failed_attempts: string | null;
     p50: number | null;
     p99: number | null;
+    discarded: string | null;
   }>(query.text, query.values);
   return result.rows.map((r) => ({
     minute: r.minute,
@@ -75,6 +80,7 @@ export async function selectMinuteSeries(db: Queryable, destinationId: string, s
     failedAttempts: Number(r.failed_attempts ?? 0),
     p50: r.p50 ?? 0,
     p99: r.p99 ?? 0,
+    discarded: Number(r.discarded ?? 0),
   }));
 }
 

@@ -19,6 +19,8 @@ export interface MessageToStore {
   /** The W3C trace context sent on every webhook request for the call (absent: none). */
   traceparent?: string | undefined;
   tracestate?: string | undefined;
+  /** When the client says it sent the call (absent: it did not say). */
+  sentAt?: Date | undefined;
 }
 
 /** What storing a batch did. */
@@ -65,13 +67,13 @@ export function routingCondition(integrations: string, destinationName: string):
 // goes as a JSON string instead (`s`), escaped once more.
 const storeStatement = `
   WITH input AS (
-    SELECT * FROM ROWS FROM (json_to_recordset($3::json) AS (m text, t text, u text, a text, g jsonb, x jsonb, p json, s text, tp text, ts text))
-      WITH ORDINALITY AS i(message_id, type, user_id, anonymous_id, integrations, filtered_out, raw_payload, escaped_payload, traceparent, tracestate, position)
+    SELECT * FROM ROWS FROM (json_to_recordset($3::json) AS (m text, t text, u text, a text, g jsonb, x jsonb, p json, s text, tp text, ts text, sa timestamptz))
+      WITH ORDINALITY AS i(message_id, type, user_id, anonymous_id, integrations, filtered_out, raw_payload, escaped_payload, traceparent, tracestate, sent_at, position)
   ), fresh AS (
     SELECT ${filtersStampSql("$1")} = $4::jsonb AS ok
   ), inserted AS (
-    INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload, traceparent, tracestate)
-    SELECT $1, message_id, type, nullif(user_id, ''), $2, coalesce(escaped_payload, raw_payload::text), traceparent, tracestate FROM input
+    INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload, traceparent, tracestate, sent_at)
+    SELECT $1, message_id, type, nullif(user_id, ''), $2, coalesce(escaped_payload, raw_payload::text), traceparent, tracestate, sent_at FROM input
      WHERE (SELECT ok FROM fresh)
     ON CONFLICT (source_id, message_id) DO NOTHING
     RETURNING id, message_id
@@ -110,6 +112,7 @@ function rowsParameter(messages: readonly MessageToStore[]): string {
       x: message.filteredOut,
       tp: message.traceparent,
       ts: message.tracestate,
+      sa: message.sentAt,
     });
     const payload = message.payload.includes("\\u") ? `"s":${JSON.stringify(message.payload)}` : `"p":${message.payload}`;
     return `${fields.slice(0, -1)},${payload}}`;

@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
 import type { GetDestinationStatsResponse, StatsWindow } from "../../../../gen/waypost/v1/delivery_pb.js";
-import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
+import { type Destination, DestinationKind } from "../../../../gen/waypost/v1/destination_pb.js";
 import { ErrorMessage, HeaderRow } from "../components.js";
 import { useLoad } from "../context.js";
 import { destinationState } from "../health.js";
@@ -100,6 +100,17 @@ function failedOf(w: StatsWindow): string {
   return w.attempts === 0n ? "–" : `${w.failedAttempts} of ${w.attempts}`;
 }
 
+/** A warehouse's values not stored in their columns: stored NULL or kept out of a full table, all kept in waypost_discards. */
+function Discarded(props: { stats: GetDestinationStatsResponse }) {
+  const { discardedValuesLastHour: hour, discardedValuesLast24h: day } = props.stats;
+  return (
+    <p class={day > 0n ? "hint attention" : "hint"} role="note" aria-label="Values not stored in their columns">
+      Values not stored in their columns (kept in the warehouse's <code>waypost_discards</code> table): {hour.toString()} in the last hour,{" "}
+      {day.toString()} in the last 24 h.
+    </p>
+  );
+}
+
 function DestinationCard(props: { destination: Destination; stats: GetDestinationStatsResponse; period: Period; twin: boolean }) {
   const { destination: d, stats: s } = props;
   const state = destinationState(d);
@@ -144,6 +155,7 @@ function DestinationCard(props: { destination: Destination; stats: GetDestinatio
           })}
         </tbody>
       </table>
+      {d.kind === DestinationKind.POSTGRES && <Discarded stats={s} />}
       <DestinationChart name={d.name} series={s.series} minutes={props.period.minutes} period={props.period.long} />
     </article>
   );
