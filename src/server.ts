@@ -168,7 +168,10 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   closers.push(() => backfiller.stop());
   // One set of transform sandboxes per process: the delivery loop runs
   // destinations' transforms in it, the API checks and tests drafts.
-  const sandboxes = createTransformSandboxes(config.transform);
+  const sandboxes = createTransformSandboxes({
+    ...config.transform,
+    onFailure: (key, reason) => metrics.transformSandboxFailures.inc({ destination_id: key.split(":")[0], reason }),
+  });
   closers.push(async () => sandboxes.close());
   // Admin reads get their own few connections: see RpcHandlersOptions.adminReads.
   const adminReadPool = createPool({
