@@ -104,11 +104,25 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
   // Sandboxes being made: two calls of one key that both find none share one.
   const creating = new Map<string, Promise<Sandbox>>();
   const maxSandboxes = options.maxSandboxes ?? 100;
-  let toCollect = false;
+  // Thrown-away sandboxes whose memory grew, not collected yet.
+  let grownDiscarded = 0;
+
+  /**
+   * Collects once a grown sandbox was thrown away. The thread keeps the
+   * interpreter instance it made last reachable until it makes the next
+   * (measured: a collection frees every thrown-away instance but that one),
+   * so this runs after each new instance, and between calls only when an
+   * older one is waiting too.
+   */
+  function collectIfDue(minimum: number) {
+    if (grownDiscarded < minimum) return;
+    grownDiscarded = minimum === 1 ? 0 : 1;
+    options.collect?.();
+  }
 
   function release(sandbox: Sandbox) {
     dispose(sandbox);
-    if (grew(sandbox.instance)) toCollect = true;
+    if (grew(sandbox.instance)) grownDiscarded++;
   }
 
   function discard(key: string) {
@@ -120,6 +134,7 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
 
   async function newSandbox(source: string): Promise<Sandbox> {
     const instance = await newSandboxInstance(options.memoryMb);
+    collectIfDue(1);
     const runtime = instance.module.newRuntime();
     runtime.setMemoryLimit(options.memoryMb * 1024 * 1024);
     runtime.setMaxStackSize(512 * 1024);
@@ -189,6 +204,13 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
       discard(key);
       return { kind: "error", message: truncate(failure.message), elapsedMs: elapsed(), failure: failure.failure };
     }
+    // A built-in that runs long natively (a big sort) is not interrupted; past the limit, the call failed all the same.
+    if (performance.now() > deadline) {
+      result.value.value.dispose();
+      discard(key);
+      const failure = timeoutFailure();
+      return { kind: "error", message: failure.message, elapsedMs: elapsed(), failure: failure.failure };
+    }
     const out = context.dump(result.value.value) as string | null;
     result.value.value.dispose();
     if (out === null) return { kind: "dropped", elapsedMs: elapsed() };
@@ -251,11 +273,7 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
       }
     },
     forget: discard,
-    afterCall() {
-      if (!toCollect) return;
-      toCollect = false;
-      options.collect?.();
-    },
+    afterCall: () => collectIfDue(2),
     close() {
       for (const key of [...sandboxes.keys()]) discard(key);
     },
