@@ -159,32 +159,29 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
     return sandbox;
   }
 
-  async function sandboxFor(key: string, source: string): Promise<Sandbox> {
-    for (;;) {
-      const existing = sandboxes.get(key);
-      if (existing) {
-        // Most recently used last: eviction takes the first.
-        sandboxes.delete(key);
-        sandboxes.set(key, existing);
-        return existing;
-      }
-      let pending = creating.get(key);
-      if (!pending) {
-        pending = newSandbox(source).then((sandbox) => {
-          if (sandboxes.size >= maxSandboxes) discard(sandboxes.keys().next().value!);
-          sandboxes.set(key, sandbox);
-          return sandbox;
-        });
-        creating.set(key, pending);
-        void pending.then(
-          () => creating.delete(key),
-          () => creating.delete(key),
-        );
-      }
-      const sandbox = await pending;
-      // Thrown away while this call waited (another call of the key failed): make it anew.
-      if (sandboxes.get(key) === sandbox) return sandbox;
+  /** The key's sandbox, made on first use; calls that find it being made wait for that one. */
+  function sandboxFor(key: string, source: string): Promise<Sandbox> {
+    const existing = sandboxes.get(key);
+    if (existing) {
+      // Most recently used last: eviction takes the first.
+      sandboxes.delete(key);
+      sandboxes.set(key, existing);
+      return Promise.resolve(existing);
     }
+    let pending = creating.get(key);
+    if (!pending) {
+      pending = newSandbox(source).then((sandbox) => {
+        if (sandboxes.size >= maxSandboxes) discard(sandboxes.keys().next().value!);
+        sandboxes.set(key, sandbox);
+        return sandbox;
+      });
+      creating.set(key, pending);
+      void pending.then(
+        () => creating.delete(key),
+        () => creating.delete(key),
+      );
+    }
+    return pending;
   }
 
   function timeoutFailure(): { message: string; failure: SandboxFailure } {
@@ -232,7 +229,10 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
       const started = performance.now();
       const elapsed = () => performance.now() - started;
       try {
-        const sandbox = await sandboxFor(key, source);
+        let sandbox = await sandboxFor(key, source);
+        // Thrown away while this call waited (another call of the key failed
+        // first): made anew. Checked with no await before the call uses it.
+        while (sandboxes.get(key) !== sandbox) sandbox = await sandboxFor(key, source);
         return callIn(key, sandbox, body, elapsed);
       } catch (error) {
         // The transform's top level failed, or the interpreter itself gave up
