@@ -126,7 +126,8 @@ export function createTransformSandboxes(options: TransformSandboxOptions): Tran
       if (lane) lane.expectedMs = Math.max(0, lane.expectedMs - held.expectedMs);
       state.lastUsedAt = Date.now();
       const outcome = result as TransformOutcome;
-      const ms = outcome.kind === "error" && outcome.failure === "timeout" ? options.timeoutMs : (outcome as { elapsedMs: number }).elapsedMs;
+      const ms =
+        outcome.kind === "error" && outcome.failure === "timeout" ? options.timeoutMs : (outcome as { elapsedMs: number }).elapsedMs;
       state.avgMs = state.avgMs === undefined ? ms : state.avgMs * 0.8 + ms * 0.2;
       if (outcome.kind === "error" && outcome.failure) options.onFailure?.(state.key, outcome.failure);
       freeIfDone(state);

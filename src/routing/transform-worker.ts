@@ -36,7 +36,8 @@ if (parentPort) {
 
   async function answer(request: WorkerRequest): Promise<void> {
     if (request.op === "forget") return host.forget(request.key);
-    const result = request.op === "run" ? await host.run(request.key, request.source, request.body) : await host.syntaxError(request.source);
+    const result =
+      request.op === "run" ? await host.run(request.key, request.source, request.body) : await host.syntaxError(request.source);
     port.postMessage({ id: request.id, result } satisfies WorkerMessage);
   }
 

@@ -107,7 +107,9 @@ test("hostile transforms fail only their own deliveries while plain and transfor
   expect(receiver.requests.some((r) => /"early \d+"/.test(r.body))).toBe(false);
   const metrics = await (await fetch(`${server.url}/metrics`)).text();
   expect(metrics).toMatch(new RegExp(`waypost_transform_sandbox_failures_total\\{destination_id="${hog.id}",reason="timeout"\\} [1-9]`));
-  expect(metrics).toMatch(new RegExp(`waypost_transform_sandbox_failures_total\\{destination_id="${bomb.id}",reason="out_of_memory"\\} [1-9]`));
+  expect(metrics).toMatch(
+    new RegExp(`waypost_transform_sandbox_failures_total\\{destination_id="${bomb.id}",reason="out_of_memory"\\} [1-9]`),
+  );
   expect(metrics).toMatch(new RegExp(`waypost_transform_deferred_total\\{destination_id="${hog.id}"\\} [1-9]`));
   expect(metrics).not.toContain(`destination_id="${renaming.id}",reason=`);
 }, 180_000);

@@ -68,7 +68,8 @@ test("four transforms filling arrays at once raise RSS by at most 256 MB, and ot
       innocentCalls("beside-arrays", 30),
     ]);
   });
-  for (const outcome of bombs.flat()) expect(outcome).toMatchObject({ kind: "error", message: "ran out of memory", failure: "out_of_memory" });
+  for (const outcome of bombs.flat())
+    expect(outcome).toMatchObject({ kind: "error", message: "ran out of memory", failure: "out_of_memory" });
   expectAllSent(innocent);
   expect((peak - baseline) / 1024 / 1024).toBeLessThanOrEqual(256);
   // The bombs' sandboxes were thrown away and made anew: the destinations work again once fixed.

@@ -29,15 +29,19 @@ test.each([
   ["an Error's message getter", "const e = new Error('x'); Object.defineProperty(e, 'message', { get() { while (true) {} } }); throw e"],
   ["a thrown object's message getter", "throw { name: 'X', get message() { while (true) {} } }"],
   ["an Error's stack getter", "const e = new Error('x'); Object.defineProperty(e, 'stack', { get() { while (true) {} } }); throw e"],
-])("a thrown value whose %s loops is a timeout within the limit, and its worker goes on", async (_name, thrower) => {
-  // A long grace: had describing the error escaped the time limit, the watchdog would not answer within the test.
-  const sandboxes = pool({ timeoutMs: 100, memoryMb: 16, workers: 1, graceMs: 600_000 });
-  expect(countOf(await sandboxes.run("counter", counter, body(1)))).toBe(1);
-  const outcome = await sandboxes.run("getter", `function transform(event) { ${thrower} }`, body(2));
-  expect(outcome).toMatchObject({ kind: "error", message: "ran longer than 100 ms", failure: "timeout" });
-  // The same worker, its other sandboxes untouched: it was never ended.
-  expect(countOf(await sandboxes.run("counter", counter, body(3)))).toBe(2);
-}, 60_000);
+])(
+  "a thrown value whose %s loops is a timeout within the limit, and its worker goes on",
+  async (_name, thrower) => {
+    // A long grace: had describing the error escaped the time limit, the watchdog would not answer within the test.
+    const sandboxes = pool({ timeoutMs: 100, memoryMb: 16, workers: 1, graceMs: 600_000 });
+    expect(countOf(await sandboxes.run("counter", counter, body(1)))).toBe(1);
+    const outcome = await sandboxes.run("getter", `function transform(event) { ${thrower} }`, body(2));
+    expect(outcome).toMatchObject({ kind: "error", message: "ran longer than 100 ms", failure: "timeout" });
+    // The same worker, its other sandboxes untouched: it was never ended.
+    expect(countOf(await sandboxes.run("counter", counter, body(3)))).toBe(2);
+  },
+  60_000,
+);
 
 test("after the watchdog ends a worker, only the calls that ran past the limit fail; the rest run in a new one", async () => {
   const sandboxes = pool({ timeoutMs: 50, memoryMb: 128, workers: 1, graceMs: 300 });
