@@ -17,7 +17,7 @@ import { selectDestinationNames } from "./db/queries/destinations.js";
 import { createAddressGuard } from "./outbound/address-guard.js";
 import { createBulkReplayer } from "./delivery/bulk-replayer.js";
 import { createBackfiller, type Backfiller } from "./delivery/backfiller.js";
-import { createTransformSandboxes } from "./routing/transform-sandbox.js";
+import { createTransformSandboxes, destinationOf } from "./routing/transform-sandbox.js";
 import { createDeliveryLoop, type DeliveryLoop } from "./delivery/loop.js";
 import { createLoopWaker } from "./ingest/loop-waker.js";
 import { createMaintenance, type Maintenance } from "./delivery/maintenance.js";
@@ -170,7 +170,11 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   // destinations' transforms in it, the API checks and tests drafts.
   const sandboxes = createTransformSandboxes({
     ...config.transform,
-    onFailure: (key, reason) => metrics.transformSandboxFailures.inc({ destination_id: key.split(":")[0], reason }),
+    onFailure: (key, reason) => {
+      // A test run's sandbox (TestDestination) is no destination's: its failures are in its answer.
+      const destinationId = destinationOf(key);
+      if (destinationId) metrics.transformSandboxFailures.inc({ destination_id: destinationId, reason });
+    },
   });
   closers.push(async () => sandboxes.close());
   // Admin reads get their own few connections: see RpcHandlersOptions.adminReads.

@@ -46,7 +46,7 @@ export function sandboxKey(destinationId: string, revision: number): string {
 }
 
 /** A key's destination, when it is one (test runs' keys are not). */
-function destinationOf(key: string): string | undefined {
+export function destinationOf(key: string): string | undefined {
   const match = /^([0-9a-f-]{36}):\d+$/.exec(key);
   return match?.[1];
 }
