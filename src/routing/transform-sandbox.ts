@@ -35,8 +35,10 @@ export interface TransformSandboxes {
   run(key: string, source: string, body: string, options?: RunOptions): Promise<TransformOutcome>;
   /** A syntax error in `source` with its line, or undefined; in a lane of its own, never behind deliveries. */
   syntaxError(source: string): Promise<string | undefined>;
-  /** Frees the sandbox of `key` once its calls are done (a test run's, a deleted destination's). */
+  /** Frees the sandbox of `key` once its calls are done (a test run's). */
   forget(key: string): void;
+  /** Frees every sandbox of the destination once its calls are done (it was deleted). */
+  forgetDestination(destinationId: string): void;
   close(): void;
 }
 
@@ -47,8 +49,12 @@ export function sandboxKey(destinationId: string, revision: number): string {
 
 /** A key's destination, when it is one (test runs' keys are not). */
 export function destinationOf(key: string): string | undefined {
-  const match = /^([0-9a-f-]{36}):\d+$/.exec(key);
-  return match?.[1];
+  return revisionOf(key)?.destinationId;
+}
+
+function revisionOf(key: string): { destinationId: string; revision: number } | undefined {
+  const match = /^([0-9a-f-]{36}):(\d+)$/.exec(key);
+  return match ? { destinationId: match[1]!, revision: Number(match[2]) } : undefined;
 }
 
 /** How long a delivery may expect to wait for its key's sandbox before it is put off instead. */
@@ -207,11 +213,12 @@ export function createTransformSandboxes(options: TransformSandboxOptions): Tran
     if (state) return state;
     state = { key, pending: [], lane: undefined, inFlight: 0, avgMs: undefined, lastUsedAt: Date.now(), forgotten: false };
     keys.set(key, state);
-    // A destination's new settings revision: the old revision's sandbox goes once it is done.
-    const destination = destinationOf(key);
-    if (destination !== undefined) {
+    // A destination's new settings revision: older revisions' sandboxes go once they are done.
+    const current = revisionOf(key);
+    if (current !== undefined) {
       for (const other of keys.values()) {
-        if (other !== state && destinationOf(other.key) === destination) forget(other);
+        const older = revisionOf(other.key);
+        if (older?.destinationId === current.destinationId && older.revision < current.revision) forget(other);
       }
     }
     return state;
@@ -263,6 +270,9 @@ export function createTransformSandboxes(options: TransformSandboxOptions): Tran
     forget(key) {
       const state = keys.get(key);
       if (state) forget(state);
+    },
+    forgetDestination(destinationId) {
+      for (const state of [...keys.values()]) if (destinationOf(state.key) === destinationId) forget(state);
     },
     close() {
       closed = true;

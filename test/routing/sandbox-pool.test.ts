@@ -128,14 +128,18 @@ test("a syntax check does not wait behind deliveries' transforms", async () => {
   await Promise.all(hog);
 }, 60_000);
 
-test("a destination's new settings revision frees the old one's sandbox; forget frees a test run's", async () => {
+test("a destination's new settings revision frees the old one's sandbox; deleting it frees all; forget frees a test run's", async () => {
   const sandboxes = pool({ timeoutMs: 1_000, memoryMb: 16, workers: 1 });
   const destination = "6f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f";
   expect(countOf(await sandboxes.run(`${destination}:1`, counter, body(1)))).toBe(1);
   expect(countOf(await sandboxes.run(`${destination}:1`, counter, body(2)))).toBe(2);
   expect(countOf(await sandboxes.run(`${destination}:2`, counter, body(3)))).toBe(1);
-  // Revision 1 was freed when revision 2 came: a late call of it starts from scratch.
+  // Revision 1 was freed when revision 2 came: a late call of it starts from scratch, and frees nothing newer.
   expect(countOf(await sandboxes.run(`${destination}:1`, counter, body(4)))).toBe(1);
+  expect(countOf(await sandboxes.run(`${destination}:2`, counter, body(4)))).toBe(2);
+  // Deleted: every sandbox of the destination goes.
+  sandboxes.forgetDestination(destination);
+  expect(countOf(await sandboxes.run(`${destination}:2`, counter, body(4)))).toBe(1);
   expect(countOf(await sandboxes.run("test:a", counter, body(5)))).toBe(1);
   sandboxes.forget("test:a");
   expect(countOf(await sandboxes.run("test:a", counter, body(6)))).toBe(1);
