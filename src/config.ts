@@ -1,4 +1,5 @@
 import { isIP } from "node:net";
+import { availableParallelism } from "node:os";
 import { signingSecretProblem } from "./signing/standard-webhooks.js";
 import { defaultConnectionLimits, type ConnectionLimits } from "./http/connection-limits.js";
 
@@ -119,6 +120,8 @@ export interface TransformConfig {
   timeoutMs: number;
   /** Most memory one destination's transform sandbox may hold. */
   memoryMb: number;
+  /** Worker threads running transform sandboxes (the machine's parallelism unless set). */
+  workers: number;
 }
 
 /**
@@ -222,6 +225,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     transform: {
       timeoutMs: int(env, "WAYPOST_TRANSFORM_TIMEOUT_MS", 50, 1, 10_000),
       memoryMb: int(env, "WAYPOST_TRANSFORM_MEMORY_MB", 32, 1, 1024),
+      workers: int(env, "WAYPOST_TRANSFORM_WORKERS", availableParallelism(), 1, 64),
     },
     tracing: { tracesUrl: parseTracesUrl(env), protocol: parseOtlpProtocol(env) },
   };

@@ -7,6 +7,8 @@ export interface Metrics {
   callsRejected: Counter;
   callsFiltered: Counter<"destination_id" | "reason">;
   transformDuration: Histogram;
+  transformSandboxFailures: Counter<"destination_id" | "reason">;
+  transformDeferred: Counter<"destination_id">;
   deliveriesFinished: Counter<"destination_id" | "status">;
   attempts: Counter<"destination_id" | "outcome">;
   attemptLatency: Histogram<"destination_id">;
@@ -52,6 +54,18 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       name: "waypost_transform_duration_seconds",
       help: "Time one call spent in a destination's transform sandbox.",
       buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1],
+      registers: [registry],
+    }),
+    transformSandboxFailures: new Counter({
+      name: "waypost_transform_sandbox_failures_total",
+      help: "Calls a destination's transform sandbox failed and was thrown away for: reason timeout, out_of_memory or worker_ended (its worker thread was ended under it).",
+      labelNames: ["destination_id", "reason"],
+      registers: [registry],
+    }),
+    transformDeferred: new Counter({
+      name: "waypost_transform_deferred_total",
+      help: "Deliveries handed back unsent for a second because their destination's transform sandbox had more waiting than it could run soon.",
+      labelNames: ["destination_id"],
       registers: [registry],
     }),
     deliveriesFinished: new Counter({

@@ -17,7 +17,7 @@ import { selectDestinationNames } from "./db/queries/destinations.js";
 import { createAddressGuard } from "./outbound/address-guard.js";
 import { createBulkReplayer } from "./delivery/bulk-replayer.js";
 import { createBackfiller, type Backfiller } from "./delivery/backfiller.js";
-import { createTransformSandboxes } from "./routing/transform-sandbox.js";
+import { createTransformSandboxes, destinationOf } from "./routing/transform-sandbox.js";
 import { createDeliveryLoop, type DeliveryLoop } from "./delivery/loop.js";
 import { createLoopWaker } from "./ingest/loop-waker.js";
 import { createMaintenance, type Maintenance } from "./delivery/maintenance.js";
@@ -188,7 +188,14 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   closers.push(() => backfiller.stop());
   // One set of transform sandboxes per process: the delivery loop runs
   // destinations' transforms in it, the API checks and tests drafts.
-  const sandboxes = createTransformSandboxes(config.transform);
+  const sandboxes = createTransformSandboxes({
+    ...config.transform,
+    onFailure: (key, reason) => {
+      // A test run's sandbox (TestDestination) is no destination's: its failures are in its answer.
+      const destinationId = destinationOf(key);
+      if (destinationId) metrics.transformSandboxFailures.inc({ destination_id: destinationId, reason });
+    },
+  });
   closers.push(async () => sandboxes.close());
   const rpc = createRpcHandlers({
     adminReads: { pool: adminReadPool, ...config.adminReads },

@@ -1,4 +1,5 @@
 import { expect, test } from "vitest";
+import { availableParallelism } from "node:os";
 import { ConfigError, loadConfig } from "../src/config.js";
 
 test("defaults are the documented ones", () => {
@@ -133,14 +134,14 @@ test("admin reads: their pool size and statement timeout come from the environme
   expect(() => loadConfig({ WAYPOST_ADMIN_STATEMENT_TIMEOUT_MS: "soon" })).toThrow(/WAYPOST_ADMIN_STATEMENT_TIMEOUT_MS/);
 });
 
-test("transform limits: 50 ms and 32 MB unless set, bounded", () => {
-  expect(loadConfig({}).transform).toEqual({ timeoutMs: 50, memoryMb: 32 });
-  expect(loadConfig({ WAYPOST_TRANSFORM_TIMEOUT_MS: "200", WAYPOST_TRANSFORM_MEMORY_MB: "64" }).transform).toEqual({
-    timeoutMs: 200,
-    memoryMb: 64,
-  });
+test("transform limits: 50 ms, 32 MB and a worker per core unless set, bounded", () => {
+  expect(loadConfig({}).transform).toEqual({ timeoutMs: 50, memoryMb: 32, workers: availableParallelism() });
+  expect(
+    loadConfig({ WAYPOST_TRANSFORM_TIMEOUT_MS: "200", WAYPOST_TRANSFORM_MEMORY_MB: "64", WAYPOST_TRANSFORM_WORKERS: "3" }).transform,
+  ).toEqual({ timeoutMs: 200, memoryMb: 64, workers: 3 });
   expect(() => loadConfig({ WAYPOST_TRANSFORM_TIMEOUT_MS: "0" })).toThrow(/WAYPOST_TRANSFORM_TIMEOUT_MS/);
   expect(() => loadConfig({ WAYPOST_TRANSFORM_MEMORY_MB: "lots" })).toThrow(/WAYPOST_TRANSFORM_MEMORY_MB/);
+  expect(() => loadConfig({ WAYPOST_TRANSFORM_WORKERS: "0" })).toThrow(/WAYPOST_TRANSFORM_WORKERS/);
 });
 
 test("tracing is on when an OTLP endpoint is set: the traces URL as OpenTelemetry derives it", () => {

@@ -102,6 +102,7 @@ export function createDestinationRules(options: DestinationRulesOptions) {
     const shaped = await shapeBody(call.payload, { dropFields: draft.dropFields, transform: draft.transform, sandboxKey }, sandboxes);
     if (shaped.kind === "send") return { ...base, outcome: TestOutcome.SEND, body: shaped.body };
     if (shaped.kind === "dropped") return { ...base, outcome: TestOutcome.DROPPED_BY_TRANSFORM };
-    return { ...base, outcome: TestOutcome.TRANSFORM_ERROR, error: shaped.error };
+    // A test run's calls go one at a time and are never put off: "busy" cannot come back here.
+    return { ...base, outcome: TestOutcome.TRANSFORM_ERROR, error: shaped.kind === "error" ? shaped.error : "transform: busy" };
   }
 }

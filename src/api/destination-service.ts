@@ -200,6 +200,8 @@ export function createDestinationService(options: DestinationServiceOptions): Se
         await deleteDestinationRow(tx, id);
         await deleteDestinationHealth(tx, id);
       });
+      // Its sandboxes in this process go now; other processes free theirs when unused.
+      options.sandboxes.forgetDestination(id);
       options.onRoutingChanged?.();
       return {};
     },

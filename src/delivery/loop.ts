@@ -10,9 +10,9 @@ import type { Logger } from "../logger.js";
 import type { DeliveryHooks } from "./delivery-hooks.js";
 import { createDeliveryRuntime, within, type DeliveryRuntime, type DeliveryRuntimeOptions } from "./delivery-runtime.js";
 import { createScheduler } from "./scheduler.js";
-import { decideCompletion, releaseCompletion, transformFailedCompletion } from "./stages.js";
+import { decideCompletion, deferredCompletion, releaseCompletion, transformFailedCompletion } from "./stages.js";
 import { recordTransformDrop } from "../db/queries/transform-drops.js";
-import { createTransformSandboxes, type TransformSandboxes } from "../routing/transform-sandbox.js";
+import { createTransformSandboxes, maxQueueWaitMs, sandboxKey, type TransformSandboxes } from "../routing/transform-sandbox.js";
 import { shapeBody } from "../routing/shape-body.js";
 
 export interface DeliveryLoopOptions extends DeliveryRuntimeOptions {
@@ -73,11 +73,20 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
   // When a rate-limited destination will have tokens again (ms, from the last claim).
   let refillWaitMs: number | undefined;
   let loopDone: Promise<void> = Promise.resolve();
+  // Destinations whose transform sandbox had more waiting than it could run
+  // soon, until when: claims take none of theirs meanwhile (their deliveries
+  // were handed back, and would only be handed back again).
+  const transformBackoff = new Map<string, number>();
 
   /** One claim; true when it came back full (more may be due at once). */
   async function claimOnce(): Promise<boolean> {
     const plan = scheduler.planClaim();
     if (!plan) return false;
+    const now = clock.now().getTime();
+    for (const [destinationId, until] of transformBackoff) {
+      if (until <= now) transformBackoff.delete(destinationId);
+      else plan.room.set(destinationId, 0);
+    }
     const startedAt = performance.now();
     const claimedAt = clock.now();
     const claim = await claimDeliveries(pool, { now: claimedAt, leaseMs: config.leaseMs, owner, ...plan });
@@ -114,9 +123,17 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     const rules = {
       dropFields: destination.drop_fields,
       transform: destination.transform,
-      sandboxKey: `${destination.id}:${destination.revision}`,
+      sandboxKey: sandboxKey(destination.id, destination.revision),
     };
-    const outcome = await shapeBody(job.payload, rules, sandboxes);
+    const outcome = await shapeBody(job.payload, rules, sandboxes, { mayDefer: true });
+    if (outcome.kind === "busy") {
+      // Waiting for the sandbox would hold this slot from other destinations: hand it back for later.
+      const until = clock.now().getTime() + maxQueueWaitMs;
+      transformBackoff.set(job.destinationId, until);
+      options.metrics?.transformDeferred.inc({ destination_id: job.destinationId });
+      writer.add(deferredCompletion(job, new Date(until)));
+      return undefined;
+    }
     if (outcome.transformMs !== undefined) options.metrics?.transformDuration.observe(outcome.transformMs / 1000);
     if (outcome.kind === "send") return outcome.body;
     if (outcome.kind === "error") {

@@ -172,6 +172,15 @@ export function releaseCompletion(job: ClaimedDelivery, now: Date, status: "canc
 }
 
 /**
+ * A delivery put off unattempted until `runAt` (its destination's transform
+ * sandbox has more waiting than it can run soon): handed back, so it holds
+ * no slot meanwhile.
+ */
+export function deferredCompletion(job: ClaimedDelivery, runAt: Date): DeliveryCompletion {
+  return { ...releaseCompletion(job, runAt, "release"), attemptedAt: runAt };
+}
+
+/**
  * A delivery whose transform failed: failed at once (retrying cannot help
  * until the transform is fixed; RetryDeliveries sends it again then), with
  * one permanent attempt carrying the error, so it shows where every failure does.

@@ -1,52 +1,57 @@
-import releaseSync from "@jitl/quickjs-wasmfile-release-sync";
-import {
-  newQuickJSWASMModuleFromVariant,
-  type QuickJSContext,
-  type QuickJSHandle,
-  type QuickJSRuntime,
-  type QuickJSSyncVariant,
-  type QuickJSWASMModule,
-} from "quickjs-emscripten-core";
+import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten-core";
 import { routingLimits } from "./filter-limits.js";
+import { grew, newSandboxInstance, type SandboxInstance } from "./sandbox-instance.js";
+
+/** Why a sandbox failed a call, besides the transform's own errors: what /metrics counts. */
+export type SandboxFailure = "timeout" | "out_of_memory" | "worker_ended";
 
 /** What a transform made of one body. */
 export type TransformOutcome =
   | { kind: "send"; body: string; elapsedMs: number }
   | { kind: "dropped"; elapsedMs: number }
-  | { kind: "error"; message: string; elapsedMs: number };
+  | { kind: "error"; message: string; elapsedMs: number; failure?: SandboxFailure }
+  /** Not run: the destination's sandbox has more waiting than it can run soon (only when the caller may defer). */
+  | { kind: "busy"; elapsedMs: 0 };
 
-export interface TransformSandboxOptions {
+export interface SandboxHostOptions {
   /** Most time one call may run (WAYPOST_TRANSFORM_TIMEOUT_MS). */
   timeoutMs: number;
   /** Most memory one destination's sandbox may hold (WAYPOST_TRANSFORM_MEMORY_MB). */
   memoryMb: number;
-  /** Sandboxes kept (one per destination and settings revision); past it the oldest goes. */
+  /** Sandboxes kept in this thread; past it the least recently used goes. */
   maxSandboxes?: number;
+  /**
+   * Runs a full garbage collection of this thread: a discarded sandbox's
+   * memory goes back to the system only when its WebAssembly.Memory is
+   * collected, which V8 may otherwise put off for several sandboxes' worth.
+   */
+  collect?: () => void;
 }
 
 /**
- * The sandboxes themselves, in the thread that runs them. QuickJS checks
- * its interrupt handler only between bytecode operations, so a built-in
- * that runs long natively (filling a huge array near the memory limit)
- * can overrun the limit: this host runs in a worker thread
- * (transform-worker.ts), which the main thread can always end.
+ * The sandboxes themselves, in the worker thread that runs them
+ * (transform-worker.ts). Each sandbox is its own interpreter instance over
+ * its own bounded memory (sandbox-instance.ts).
  */
-export interface TransformSandboxes {
+export interface SandboxHost {
   /**
    * Runs `source`'s transform over `body` in the sandbox kept for `key` (a
    * destination and its settings revision), creating it on first use. A
-   * failure leaves the host untouched; the sandbox is thrown away and made
-   * anew on the next call, so one bad call cannot poison the next.
+   * failure throws the sandbox away; the next call makes it anew, so one bad
+   * call cannot poison the next.
    */
   run(key: string, source: string, body: string): Promise<TransformOutcome>;
   /** A syntax error in `source` with its line, or undefined. Compiles only: runs nothing. */
   syntaxError(source: string): Promise<string | undefined>;
-  /** Frees the sandbox kept for `key` (a test run's). */
+  /** Frees the sandbox kept for `key`. */
   forget(key: string): void;
+  /** Between calls: gives the memory of sandboxes thrown away since the last call back to the system. */
+  afterCall(): void;
   close(): void;
 }
 
 interface Sandbox {
+  instance: SandboxInstance;
   runtime: QuickJSRuntime;
   context: QuickJSContext;
   run: QuickJSHandle;
@@ -68,183 +73,266 @@ globalThis.__waypostRun = (function () {
   };
 })();`;
 
-let modulePromise: Promise<QuickJSWASMModule> | undefined;
+/** Time given to read a thrown value's name and message (its getters run) when the call's own time is nearly spent. */
+const describeMs = 10;
 
-/** Loads and warms the interpreter, so that no call's time limit pays for it. */
-export async function warmUpSandboxes(): Promise<void> {
-  await quickjs();
+/** A failure with what the metrics count it as. */
+class SandboxError extends Error {
+  constructor(
+    message: string,
+    readonly failure?: SandboxFailure,
+  ) {
+    super(message);
+  }
 }
 
-/** The WebAssembly QuickJS module, loaded once per process on first use. */
-function quickjs(): Promise<QuickJSWASMModule> {
-  modulePromise ??= newQuickJSWASMModuleFromVariant(releaseSync as unknown as QuickJSSyncVariant).then((module) => {
-    // The first evaluation in a process is many times slower than the next
-    // (the WebAssembly code warms up); done here, it counts against no transform.
-    const runtime = module.newRuntime();
-    const context = runtime.newContext();
-    context.unwrapResult(context.evalCode(`${harness}; JSON.stringify({ a: [1, "b"] })`)).dispose();
-    context.dispose();
-    runtime.dispose();
-    return module;
-  });
-  return modulePromise;
+/** Loads and warms the interpreter in this thread, so that no call's time limit pays for it. */
+export async function warmUpSandboxes(memoryMb: number): Promise<void> {
+  // The first evaluation in a thread is many times slower than the next
+  // (the WebAssembly code warms up); done here, it counts against no transform.
+  const { module } = await newSandboxInstance(memoryMb);
+  const runtime = module.newRuntime();
+  const context = runtime.newContext();
+  context.unwrapResult(context.evalCode(`${harness}; JSON.stringify({ a: [1, "b"] })`)).dispose();
+  context.dispose();
+  runtime.dispose();
 }
 
-export function createSandboxHost(options: TransformSandboxOptions): TransformSandboxes {
+export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
+  const { timeoutMs } = options;
   const sandboxes = new Map<string, Sandbox>();
-  const maxSandboxes = options.maxSandboxes ?? 200;
+  // Sandboxes being made: two calls of one key that both find none share one.
+  const creating = new Map<string, Promise<Sandbox>>();
+  const maxSandboxes = options.maxSandboxes ?? 100;
+  // Thrown-away sandboxes whose memory grew, not collected yet.
+  let grownDiscarded = 0;
+
+  /**
+   * Collects once a grown sandbox was thrown away. The thread keeps the
+   * interpreter instance it made last reachable until it makes the next
+   * (measured: a collection frees every thrown-away instance but that one),
+   * so this runs after each new instance, and between calls only when an
+   * older one is waiting too.
+   */
+  function collectIfDue(minimum: number) {
+    if (grownDiscarded < minimum) return;
+    grownDiscarded = minimum === 1 ? 0 : 1;
+    options.collect?.();
+  }
+
+  function release(sandbox: Sandbox) {
+    dispose(sandbox);
+    if (grew(sandbox.instance)) grownDiscarded++;
+  }
 
   function discard(key: string) {
     const sandbox = sandboxes.get(key);
     if (!sandbox) return;
     sandboxes.delete(key);
-    dispose(sandbox);
+    release(sandbox);
   }
 
-  async function sandboxFor(key: string, source: string): Promise<Sandbox> {
-    const existing = sandboxes.get(key);
-    if (existing) return existing;
-    const module = await quickjs();
-    const runtime = module.newRuntime();
+  async function newSandbox(source: string): Promise<Sandbox> {
+    const instance = await newSandboxInstance(options.memoryMb);
+    collectIfDue(1);
+    const runtime = instance.module.newRuntime();
     runtime.setMemoryLimit(options.memoryMb * 1024 * 1024);
     runtime.setMaxStackSize(512 * 1024);
     const context = runtime.newContext();
-    const sandbox: Sandbox = { runtime, context, run: context.undefined };
+    const sandbox: Sandbox = { instance, runtime, context, run: context.undefined };
     try {
       context.unwrapResult(context.evalCode(harness, "harness.js")).dispose();
       // The transform's top level runs once, under the same limits as a call.
-      const loaded = withDeadline(runtime, options.timeoutMs, () => context.evalCode(source, "transform.js"));
-      if (loaded.error) {
-        const message = describe(context, loaded.error);
-        loaded.error.dispose();
-        throw new TransformError(message);
+      const deadline = performance.now() + timeoutMs;
+      const loaded = guarded(runtime, deadline, () => context.evalCode(source, "transform.js"));
+      if (loaded.timedOut || loaded.value.error) {
+        const failure = loaded.timedOut ? timeoutFailure() : describe(sandbox, loaded.value.error!, deadline);
+        loaded.value.error?.dispose();
+        throw new SandboxError(failure.message, failure.failure);
       }
-      loaded.value.dispose();
+      loaded.value.value.dispose();
       sandbox.run = context.getProp(context.global, "__waypostRun");
     } catch (error) {
-      dispose(sandbox);
+      release(sandbox);
       throw error;
     }
-    if (sandboxes.size >= maxSandboxes) discard(sandboxes.keys().next().value!);
-    sandboxes.set(key, sandbox);
     return sandbox;
   }
+
+  /** The key's sandbox, made on first use; calls that find it being made wait for that one. */
+  function sandboxFor(key: string, source: string): Promise<Sandbox> {
+    const existing = sandboxes.get(key);
+    if (existing) {
+      // Most recently used last: eviction takes the first.
+      sandboxes.delete(key);
+      sandboxes.set(key, existing);
+      return Promise.resolve(existing);
+    }
+    let pending = creating.get(key);
+    if (!pending) {
+      pending = newSandbox(source).then((sandbox) => {
+        if (sandboxes.size >= maxSandboxes) discard(sandboxes.keys().next().value!);
+        sandboxes.set(key, sandbox);
+        return sandbox;
+      });
+      creating.set(key, pending);
+      void pending.then(
+        () => creating.delete(key),
+        () => creating.delete(key),
+      );
+    }
+    return pending;
+  }
+
+  function timeoutFailure(): { message: string; failure: SandboxFailure } {
+    return { message: `ran longer than ${timeoutMs} ms`, failure: "timeout" };
+  }
+
+  /** The call's result, read in the sandbox; a failure throws the sandbox away. */
+  function callIn(key: string, sandbox: Sandbox, body: string, elapsed: () => number): TransformOutcome {
+    const { context, runtime } = sandbox;
+    const deadline = performance.now() + timeoutMs;
+    const input = context.newString(body);
+    const result = guarded(runtime, deadline, () => context.callFunction(sandbox.run, context.undefined, input));
+    input.dispose();
+    if (result.timedOut || result.value.error) {
+      const failure = result.timedOut ? timeoutFailure() : describe(sandbox, result.value.error!, deadline);
+      result.value.error?.dispose();
+      discard(key);
+      return { kind: "error", message: truncate(failure.message), elapsedMs: elapsed(), failure: failure.failure };
+    }
+    // A built-in that runs long natively (a big sort) is not interrupted; past the limit, the call failed all the same.
+    if (performance.now() > deadline) {
+      result.value.value.dispose();
+      discard(key);
+      const failure = timeoutFailure();
+      return { kind: "error", message: failure.message, elapsedMs: elapsed(), failure: failure.failure };
+    }
+    const out = context.dump(result.value.value) as string | null;
+    result.value.value.dispose();
+    if (out === null) return { kind: "dropped", elapsedMs: elapsed() };
+    const bytes = Buffer.byteLength(out);
+    if (bytes > routingLimits.maxBodyBytes) {
+      return {
+        kind: "error",
+        message: `the result is ${bytes} bytes, over the limit of ${routingLimits.maxBodyBytes} bytes (32 KB) per call`,
+        elapsedMs: elapsed(),
+      };
+    }
+    return { kind: "send", body: out, elapsedMs: elapsed() };
+  }
+
+  let syntaxInstance: Promise<SandboxInstance> | undefined;
 
   return {
     async run(key, source, body) {
       const started = performance.now();
       const elapsed = () => performance.now() - started;
-      let sandbox: Sandbox;
       try {
-        sandbox = await sandboxFor(key, source);
+        let sandbox = await sandboxFor(key, source);
+        // Thrown away while this call waited (another call of the key failed
+        // first): made anew. Checked with no await before the call uses it.
+        while (sandboxes.get(key) !== sandbox) sandbox = await sandboxFor(key, source);
+        return callIn(key, sandbox, body, elapsed);
       } catch (error) {
-        return { kind: "error", message: truncate(errorText(error)), elapsedMs: elapsed() };
-      }
-      const { context, runtime } = sandbox;
-      try {
-        const input = context.newString(body);
-        const result = withDeadline(runtime, options.timeoutMs, () => context.callFunction(sandbox.run, context.undefined, input));
-        input.dispose();
-        if (result.error) {
-          const message = describe(context, result.error);
-          result.error.dispose();
-          discard(key);
-          return { kind: "error", message: truncate(message), elapsedMs: elapsed() };
-        }
-        const out = context.dump(result.value) as string | null;
-        result.value.dispose();
-        if (out === null) return { kind: "dropped", elapsedMs: elapsed() };
-        const bytes = Buffer.byteLength(out);
-        if (bytes > routingLimits.maxBodyBytes) {
-          return {
-            kind: "error",
-            message: `the result is ${bytes} bytes, over the limit of ${routingLimits.maxBodyBytes} bytes (32 KB) per call`,
-            elapsedMs: elapsed(),
-          };
-        }
-        return { kind: "send", body: out, elapsedMs: elapsed() };
-      } catch (error) {
-        // The interpreter itself gave up (out of memory while reporting, say).
+        // The transform's top level failed, or the interpreter itself gave up
+        // (out of memory while reporting, say): nothing of it is kept.
         discard(key);
-        return { kind: "error", message: truncate(errorText(error)), elapsedMs: elapsed() };
+        const failure = error instanceof SandboxError ? error.failure : /memory/i.test(errorText(error)) ? "out_of_memory" : undefined;
+        return { kind: "error", message: truncate(errorText(error)), elapsedMs: elapsed(), failure };
       }
     },
     async syntaxError(source) {
-      const module = await quickjs();
+      syntaxInstance ??= newSandboxInstance(options.memoryMb);
+      const { module } = await syntaxInstance;
       const runtime = module.newRuntime();
       runtime.setMemoryLimit(options.memoryMb * 1024 * 1024);
       const context = runtime.newContext();
       try {
-        const compiled = withDeadline(runtime, Math.max(options.timeoutMs, 1000), () =>
+        const compiled = guarded(runtime, performance.now() + Math.max(timeoutMs, 1000), () =>
           context.evalCode(source, "transform.js", { compileOnly: true }),
         );
-        if (!compiled.error) {
-          compiled.value.dispose();
+        if (compiled.timedOut) return "took too long to compile";
+        if (!compiled.value.error) {
+          compiled.value.value.dispose();
           return undefined;
         }
-        const message = describe(context, compiled.error);
-        compiled.error.dispose();
+        const message = describe({ runtime, context }, compiled.value.error, performance.now() + describeMs).message;
+        compiled.value.error.dispose();
         return message;
+      } catch (error) {
+        syntaxInstance = undefined;
+        return truncate(errorText(error));
       } finally {
-        context.dispose();
-        runtime.dispose();
+        try {
+          context.dispose();
+          runtime.dispose();
+        } catch {
+          syntaxInstance = undefined;
+        }
       }
     },
     forget: discard,
+    afterCall: () => collectIfDue(2),
     close() {
       for (const key of [...sandboxes.keys()]) discard(key);
     },
   };
+
+  /**
+   * An error thrown inside the sandbox, as `Name: message (line N)`. Reading
+   * it runs the error's getters (a `message` getter may loop), so it runs
+   * under the call's deadline, or a few milliseconds past it.
+   */
+  function describe(
+    sandbox: Pick<Sandbox, "runtime" | "context">,
+    handle: QuickJSHandle,
+    deadline: number,
+  ): { message: string; failure?: SandboxFailure } {
+    const read = guarded(sandbox.runtime, Math.max(deadline, performance.now() + describeMs), () => {
+      try {
+        return { dumped: sandbox.context.dump(handle) as unknown };
+      } catch {
+        return undefined;
+      }
+    });
+    if (read.timedOut) return timeoutFailure();
+    if (!read.value) return { message: "ran out of memory", failure: "out_of_memory" };
+    const dumped = read.value.dumped;
+    if (dumped && typeof dumped === "object") {
+      const error = dumped as { name?: unknown; message?: unknown; lineNumber?: unknown; stack?: unknown };
+      const message = typeof error.message === "string" ? error.message : "";
+      if (message === "out of memory") return { message: "ran out of memory", failure: "out_of_memory" };
+      const line = typeof error.lineNumber === "number" ? error.lineNumber : lineFromStack(error.stack);
+      const text = `${typeof error.name === "string" ? error.name : "Error"}: ${message}`;
+      return { message: line !== undefined ? `${text} (line ${line})` : text };
+    }
+    if (dumped === null) return { message: "ran out of memory", failure: "out_of_memory" };
+    return { message: `threw ${String(dumped)}` };
+  }
 }
 
-class TransformError extends Error {}
-
-function withDeadline<T>(runtime: QuickJSRuntime, timeoutMs: number, work: () => T): T {
-  const deadline = performance.now() + timeoutMs;
+/** Runs `work` with the interpreter interrupted past `deadline`. */
+function guarded<T>(runtime: QuickJSRuntime, deadline: number, work: () => T): { value: T; timedOut: boolean } {
   let timedOut = false;
   runtime.setInterruptHandler(() => {
     if (performance.now() > deadline) timedOut = true;
     return timedOut;
   });
   try {
-    return work();
+    const value = work();
+    return { value, timedOut };
   } finally {
     runtime.removeInterruptHandler();
-    if (timedOut) lastTimeout.set(runtime, timeoutMs);
   }
 }
 
-const lastTimeout = new WeakMap<QuickJSRuntime, number>();
-
-/** An error thrown inside the sandbox, as `Name: message (line N)`. */
-function describe(context: QuickJSContext, handle: QuickJSHandle): string {
-  const timeout = lastTimeout.get(context.runtime);
-  lastTimeout.delete(context.runtime);
-  let dumped: unknown;
-  try {
-    dumped = context.dump(handle);
-  } catch {
-    dumped = undefined;
-  }
-  if (timeout !== undefined) return `ran longer than ${timeout} ms`;
-  if (dumped && typeof dumped === "object") {
-    const error = dumped as { name?: string; message?: string; lineNumber?: number; stack?: string };
-    const line = error.lineNumber ?? lineFromStack(error.stack);
-    const text = `${error.name ?? "Error"}: ${error.message ?? ""}`;
-    if (error.message === "out of memory") return "ran out of memory";
-    return line !== undefined ? `${text} (line ${line})` : text;
-  }
-  if (dumped === null) return "ran out of memory";
-  return `threw ${String(dumped)}`;
-}
-
-function lineFromStack(stack: string | undefined): number | undefined {
-  const match = stack?.match(/transform\.js:(\d+)/);
+function lineFromStack(stack: unknown): number | undefined {
+  const match = typeof stack === "string" ? stack.match(/transform\.js:(\d+)/) : null;
   return match ? Number(match[1]) : undefined;
 }
 
 function errorText(error: unknown): string {
-  if (error instanceof TransformError) return error.message;
   return error instanceof Error ? error.message : String(error);
 }
 
@@ -259,6 +347,6 @@ function dispose(sandbox: Sandbox): void {
     sandbox.context.dispose();
     sandbox.runtime.dispose();
   } catch {
-    // A runtime that ran out of memory may refuse to free cleanly; it is unreachable either way.
+    // A runtime that ran out of memory may refuse to free cleanly; its whole instance goes with it either way.
   }
 }

@@ -10,7 +10,7 @@ let server: TestServer;
 let receiver: Receiver;
 
 beforeAll(async () => {
-  server = await startTestServer({ config: { transform: { timeoutMs: 200, memoryMb: 16 } } });
+  server = await startTestServer({ config: { transform: { timeoutMs: 200, memoryMb: 16, workers: 2 } } });
   receiver = await startReceiver();
 });
 afterAll(async () => {
