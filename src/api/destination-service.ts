@@ -35,7 +35,6 @@ import { orderingToProto, validateMaxRequestsPerSecond, validateOrdering } from 
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import type { TransformSandboxes } from "../routing/transform-sandbox.js";
 import { validateDropFieldList, validateFilter, validateTransform } from "../routing/validate-rules.js";
-import type { Backfiller } from "../delivery/backfiller.js";
 import { createDestinationRules } from "./destination-rules.js";
 import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
 import { hasActiveSigningSecret, maxSigningSecrets, rotateSigningSecrets, validateSigningSecrets } from "./signing-secrets.js";
@@ -51,8 +50,8 @@ export interface DestinationServiceOptions {
   sandboxes: TransformSandboxes;
   /** Called after any change to a destination's routing (its rules, sources or state). */
   onRoutingChanged?: () => void;
-  /** Runs BackfillDestination's batches in the background. */
-  backfiller: Backfiller;
+  /** Called after a background job (a backfill) is stored. */
+  onJobCreated?: () => void;
 }
 
 const updatablePaths = new Set([
@@ -78,6 +77,9 @@ export function createDestinationService(options: DestinationServiceOptions): Se
   return {
     testDestination: (req) => rules.testDestination(req),
     backfillDestination: (req) => rules.backfillDestination(req),
+    getBackfill: (req) => rules.getBackfill(req),
+    listBackfills: (req) => rules.listBackfills(req),
+    cancelBackfill: (req) => rules.cancelBackfill(req),
     async createDestination(req) {
       const input = req.destination;
       if (!input) throw invalidArgument("destination", "is required");

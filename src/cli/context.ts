@@ -34,6 +34,10 @@ export interface CliContext {
   printJson(value: unknown, text: () => string): void;
   out(text: string): void;
   err(text: string): void;
+  /** Writes as is (no newline added): a progress bar redrawn in place. */
+  write(text: string): void;
+  /** Whether stdout is a terminal (a progress bar is drawn in place) rather than a file or pipe. */
+  tty: boolean;
   signal: AbortSignal;
 }
 
@@ -83,6 +87,8 @@ export function createContext(command: Command, io: CliIo, signal: AbortSignal):
     },
     out: (text) => write(io.stdout, text),
     err: (text) => write(io.stderr, text),
+    write: (text) => io.stdout.write(text),
+    tty: (io.stdout as { isTTY?: boolean }).isTTY === true,
     signal,
   };
 }

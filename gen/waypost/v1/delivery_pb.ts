@@ -6,13 +6,15 @@ import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobu
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { JobState } from "./job_pb.js";
+import { file_waypost_v1_job } from "./job_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file waypost/v1/delivery.proto.
  */
 export const file_waypost_v1_delivery: GenFile = /*@__PURE__*/
-  fileDesc("Chl3YXlwb3N0L3YxL2RlbGl2ZXJ5LnByb3RvEgp3YXlwb3N0LnYxIvcBCg9EZWxpdmVyeUF0dGVtcHQSDwoHYXR0ZW1wdBgBIAEoBRILCgN1cmwYAiABKAkSMAoMYXR0ZW1wdF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgdvdXRjb21lGAQgASgOMhoud2F5cG9zdC52MS5BdHRlbXB0T3V0Y29tZRITCgtzdGF0dXNfY29kZRgFIAEoBRINCgVlcnJvchgGIAEoCRISCgpsYXRlbmN5X21zGAcgASgFEhUKDXJlc3BvbnNlX2JvZHkYCCABKAkSGAoQZGVzdGluYXRpb25fZXRhZxgJIAEoCSKMBQoIRGVsaXZlcnkSCgoCaWQYASABKAkSFgoOZGVzdGluYXRpb25faWQYAiABKAkSEQoJc291cmNlX2lkGAMgASgJEhIKCm1lc3NhZ2VfaWQYBCABKAkSDAoEdHlwZRgFIAEoCRIqCgZzdGF0dXMYBiABKA4yGi53YXlwb3N0LnYxLkRlbGl2ZXJ5U3RhdHVzEhUKDWF0dGVtcHRfY291bnQYByABKAUSLwoLY3JlYXRlX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjYKEmZpcnN0X2F0dGVtcHRfdGltZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNQoRbmV4dF9hdHRlbXB0X3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDWZpbmFsaXplX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCGF0dGVtcHRzGAwgAygLMhsud2F5cG9zdC52MS5EZWxpdmVyeUF0dGVtcHQSDAoEYm9keRgNIAEoCRJBCg9yZXF1ZXN0X2hlYWRlcnMYDiADKAsyKC53YXlwb3N0LnYxLkRlbGl2ZXJ5LlJlcXVlc3RIZWFkZXJzRW50cnkSDwoHdXNlcl9pZBgPIAEoCRIUCgxhbm9ueW1vdXNfaWQYECABKAkSMwoPd2ViaG9va19oZWFkZXJzGBEgAygLMhoud2F5cG9zdC52MS5XZWJob29rSGVhZGVycxo1ChNSZXF1ZXN0SGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEihwEKDldlYmhvb2tIZWFkZXJzEgsKA3VybBgBIAEoCRI4CgdoZWFkZXJzGAIgAygLMicud2F5cG9zdC52MS5XZWJob29rSGVhZGVycy5IZWFkZXJzRW50cnkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi/QIKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCRIqCgZzdGF0dXMYAiABKA4yGi53YXlwb3N0LnYxLkRlbGl2ZXJ5U3RhdHVzEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJEiwKCHN0YXR1c2VzGAUgAygOMhoud2F5cG9zdC52MS5EZWxpdmVyeVN0YXR1cxISCgptZXNzYWdlX2lkGAYgASgJEg8KB3VzZXJfaWQYByABKAkSKQoFc2luY2UYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIoCgVvcmRlchgKIAEoDjIZLndheXBvc3QudjEuRGVsaXZlcnlPcmRlchImCgR2aWV3GAsgASgOMhgud2F5cG9zdC52MS5EZWxpdmVyeVZpZXciWwoWTGlzdERlbGl2ZXJpZXNSZXNwb25zZRIoCgpkZWxpdmVyaWVzGAEgAygLMhQud2F5cG9zdC52MS5EZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIAoSR2V0RGVsaXZlcnlSZXF1ZXN0EgoKAmlkGAEgASgJIj0KE0dldERlbGl2ZXJ5UmVzcG9uc2USJgoIZGVsaXZlcnkYASABKAsyFC53YXlwb3N0LnYxLkRlbGl2ZXJ5IiIKFFJldHJ5RGVsaXZlcnlSZXF1ZXN0EgoKAmlkGAEgASgJIj8KFVJldHJ5RGVsaXZlcnlSZXNwb25zZRImCghkZWxpdmVyeRgBIAEoCzIULndheXBvc3QudjEuRGVsaXZlcnki2QEKFlJldHJ5RGVsaXZlcmllc1JlcXVlc3QSFgoOZGVzdGluYXRpb25faWQYASABKAkSLAoIc3RhdHVzZXMYAiADKA4yGi53YXlwb3N0LnYxLkRlbGl2ZXJ5U3RhdHVzEikKBXNpbmNlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKbWVzc2FnZV9pZBgFIAEoCRIPCgd1c2VyX2lkGAYgASgJIk0KF1JldHJ5RGVsaXZlcmllc1Jlc3BvbnNlEhQKDHJlcGxheV9jb3VudBgBIAEoAxIcChRub3RfcmVwbGF5YWJsZV9jb3VudBgCIAEoAyI0ChpHZXREZXN0aW5hdGlvblN0YXRzUmVxdWVzdBIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCSLuBgobR2V0RGVzdGluYXRpb25TdGF0c1Jlc3BvbnNlEhYKDmRlc3RpbmF0aW9uX2lkGAEgASgJEg8KB3BlbmRpbmcYAiABKAMSEAoIcmV0cnlpbmcYAyABKAMSEQoJZGVsaXZlcmVkGAQgASgDEg4KBmZhaWxlZBgFIAEoAxIPCgdleHBpcmVkGAYgASgDEhEKCWNhbmNlbGxlZBgHIAEoAxIaChJhdHRlbXB0c19sYXN0X2hvdXIYCCABKAMSJQodc3VjY2Vzc2Z1bF9hdHRlbXB0c19sYXN0X2hvdXIYCSABKAMSIQoZbWVhbl9sYXRlbmN5X21zX2xhc3RfaG91chgKIAEoARIbChNkZWxpdmVyZWRfbGFzdF9ob3VyGAsgASgDEhgKEGZhaWxlZF9sYXN0X2hvdXIYDCABKAMSGQoRZXhwaXJlZF9sYXN0X2hvdXIYDSABKAMSGgoSZGVsaXZlcmVkX2xhc3RfMjRoGA4gASgDEhcKD2ZhaWxlZF9sYXN0XzI0aBgPIAEoAxIYChBleHBpcmVkX2xhc3RfMjRoGBAgASgDEiMKFnN1Y2Nlc3NfcmF0ZV9sYXN0X2hvdXIYESABKAFIAIgBARIiChVzdWNjZXNzX3JhdGVfbGFzdF8yNGgYEiABKAFIAYgBARIgChhwNTBfbGF0ZW5jeV9tc19sYXN0X2hvdXIYEyABKAUSIAoYcDk5X2xhdGVuY3lfbXNfbGFzdF9ob3VyGBQgASgFEh8KF3A1MF9sYXRlbmN5X21zX2xhc3RfMjRoGBUgASgFEh8KF3A5OV9sYXRlbmN5X21zX2xhc3RfMjRoGBYgASgFEg8KB2JhY2tsb2cYFyABKAMSJwoGc2VyaWVzGBggAygLMhcud2F5cG9zdC52MS5TdGF0c01pbnV0ZRIhChlmYWlsZWRfYXR0ZW1wdHNfbGFzdF9ob3VyGBkgASgDEiAKGGZhaWxlZF9hdHRlbXB0c19sYXN0XzI0aBgaIAEoAxIoCgd3aW5kb3dzGBsgAygLMhcud2F5cG9zdC52MS5TdGF0c1dpbmRvdxIZChFmaWx0ZXJlZF9sYXN0XzI0aBgcIAEoA0IZChdfc3VjY2Vzc19yYXRlX2xhc3RfaG91ckIYChZfc3VjY2Vzc19yYXRlX2xhc3RfMjRoIogCCgtTdGF0c1dpbmRvdxIPCgdtaW51dGVzGAEgASgFEhEKCWRlbGl2ZXJlZBgCIAEoAxIOCgZmYWlsZWQYAyABKAMSDwoHZXhwaXJlZBgEIAEoAxIZCgxzdWNjZXNzX3JhdGUYBSABKAFIAIgBARIQCghhdHRlbXB0cxgGIAEoAxIbChNzdWNjZXNzZnVsX2F0dGVtcHRzGAcgASgDEhcKD2ZhaWxlZF9hdHRlbXB0cxgIIAEoAxIWCg5wNTBfbGF0ZW5jeV9tcxgJIAEoBRIWCg5wOTlfbGF0ZW5jeV9tcxgKIAEoBRIQCghmaWx0ZXJlZBgLIAEoA0IPCg1fc3VjY2Vzc19yYXRlIvsBCgtTdGF0c01pbnV0ZRIuCgpzdGFydF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglkZWxpdmVyZWQYAiABKAMSDgoGZmFpbGVkGAMgASgDEg8KB2V4cGlyZWQYBCABKAMSEAoIYXR0ZW1wdHMYBSABKAMSGwoTc3VjY2Vzc2Z1bF9hdHRlbXB0cxgGIAEoAxIWCg5wNTBfbGF0ZW5jeV9tcxgHIAEoBRIWCg5wOTlfbGF0ZW5jeV9tcxgIIAEoBRIXCg9mYWlsZWRfYXR0ZW1wdHMYCSABKAMSEAoIZmlsdGVyZWQYCiABKAMiPgoVRXhwbGFpbk1lc3NhZ2VSZXF1ZXN0EhIKCm1lc3NhZ2VfaWQYASABKAkSEQoJc291cmNlX2lkGAIgASgJIp8BCg9EZXN0aW5hdGlvbkZhdGUSFgoOZGVzdGluYXRpb25faWQYASABKAkSGAoQZGVzdGluYXRpb25fbmFtZRgCIAEoCRIeCgRmYXRlGAMgASgOMhAud2F5cG9zdC52MS5GYXRlEg4KBnJlYXNvbhgEIAEoCRITCgtkZWxpdmVyeV9pZBgFIAEoCRIVCg1hdHRlbXB0X2NvdW50GAYgASgFIqQBCg1FeHBsYWluZWRDYWxsEhEKCXNvdXJjZV9pZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJEgwKBHR5cGUYAyABKAkSDQoFZXZlbnQYBCABKAkSDwoHdXNlcl9pZBgFIAEoCRIwCgxyZWNlaXZlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBGJvZHkYByABKAkidAoWRXhwbGFpbk1lc3NhZ2VSZXNwb25zZRInCgRjYWxsGAEgASgLMhkud2F5cG9zdC52MS5FeHBsYWluZWRDYWxsEjEKDGRlc3RpbmF0aW9ucxgCIAMoCzIbLndheXBvc3QudjEuRGVzdGluYXRpb25GYXRlKuMBCg5EZWxpdmVyeVN0YXR1cxIfChtERUxJVkVSWV9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdERUxJVkVSWV9TVEFUVVNfUEVORElORxABEhwKGERFTElWRVJZX1NUQVRVU19SRVRSWUlORxACEh0KGURFTElWRVJZX1NUQVRVU19ERUxJVkVSRUQQAxIaChZERUxJVkVSWV9TVEFUVVNfRkFJTEVEEAQSGwoXREVMSVZFUllfU1RBVFVTX0VYUElSRUQQBRIdChlERUxJVkVSWV9TVEFUVVNfQ0FOQ0VMTEVEEAYqqwEKDkF0dGVtcHRPdXRjb21lEh8KG0FUVEVNUFRfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhsKF0FUVEVNUFRfT1VUQ09NRV9TVUNDRVNTEAESHQoZQVRURU1QVF9PVVRDT01FX1JFVFJZQUJMRRACEh0KGUFUVEVNUFRfT1VUQ09NRV9QRVJNQU5FTlQQAxIdChlBVFRFTVBUX09VVENPTUVfQUJBTkRPTkVEEAQqeQoNRGVsaXZlcnlPcmRlchIeChpERUxJVkVSWV9PUkRFUl9VTlNQRUNJRklFRBAAEiMKH0RFTElWRVJZX09SREVSX0NSRUFURV9USU1FX0RFU0MQARIjCh9ERUxJVkVSWV9PUkRFUl9GSU5JU0hfVElNRV9ERVNDEAIqXgoMRGVsaXZlcnlWaWV3Eh0KGURFTElWRVJZX1ZJRVdfVU5TUEVDSUZJRUQQABIWChJERUxJVkVSWV9WSUVXX0ZVTEwQARIXChNERUxJVkVSWV9WSUVXX0JBU0lDEAIq/QEKBEZhdGUSFAoQRkFURV9VTlNQRUNJRklFRBAAEhAKDEZBVEVfUEVORElORxABEhEKDUZBVEVfUkVUUllJTkcQAhISCg5GQVRFX0RFTElWRVJFRBADEg8KC0ZBVEVfRkFJTEVEEAQSEAoMRkFURV9FWFBJUkVEEAUSEgoORkFURV9DQU5DRUxMRUQQBhIRCg1GQVRFX0ZJTFRFUkVEEAcSFgoSRkFURV9OT1RfQ09OTkVDVEVEEAgSEQoNRkFURV9ESVNBQkxFRBAJEhkKFUZBVEVfSU5URUdSQVRJT05TX09GRhAKEhYKEkZBVEVfQ1JFQVRFRF9MQVRFUhALMq0ECg9EZWxpdmVyeVNlcnZpY2USVwoOTGlzdERlbGl2ZXJpZXMSIS53YXlwb3N0LnYxLkxpc3REZWxpdmVyaWVzUmVxdWVzdBoiLndheXBvc3QudjEuTGlzdERlbGl2ZXJpZXNSZXNwb25zZRJOCgtHZXREZWxpdmVyeRIeLndheXBvc3QudjEuR2V0RGVsaXZlcnlSZXF1ZXN0Gh8ud2F5cG9zdC52MS5HZXREZWxpdmVyeVJlc3BvbnNlElQKDVJldHJ5RGVsaXZlcnkSIC53YXlwb3N0LnYxLlJldHJ5RGVsaXZlcnlSZXF1ZXN0GiEud2F5cG9zdC52MS5SZXRyeURlbGl2ZXJ5UmVzcG9uc2USWgoPUmV0cnlEZWxpdmVyaWVzEiIud2F5cG9zdC52MS5SZXRyeURlbGl2ZXJpZXNSZXF1ZXN0GiMud2F5cG9zdC52MS5SZXRyeURlbGl2ZXJpZXNSZXNwb25zZRJmChNHZXREZXN0aW5hdGlvblN0YXRzEiYud2F5cG9zdC52MS5HZXREZXN0aW5hdGlvblN0YXRzUmVxdWVzdBonLndheXBvc3QudjEuR2V0RGVzdGluYXRpb25TdGF0c1Jlc3BvbnNlElcKDkV4cGxhaW5NZXNzYWdlEiEud2F5cG9zdC52MS5FeHBsYWluTWVzc2FnZVJlcXVlc3QaIi53YXlwb3N0LnYxLkV4cGxhaW5NZXNzYWdlUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("Chl3YXlwb3N0L3YxL2RlbGl2ZXJ5LnByb3RvEgp3YXlwb3N0LnYxIvcBCg9EZWxpdmVyeUF0dGVtcHQSDwoHYXR0ZW1wdBgBIAEoBRILCgN1cmwYAiABKAkSMAoMYXR0ZW1wdF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgdvdXRjb21lGAQgASgOMhoud2F5cG9zdC52MS5BdHRlbXB0T3V0Y29tZRITCgtzdGF0dXNfY29kZRgFIAEoBRINCgVlcnJvchgGIAEoCRISCgpsYXRlbmN5X21zGAcgASgFEhUKDXJlc3BvbnNlX2JvZHkYCCABKAkSGAoQZGVzdGluYXRpb25fZXRhZxgJIAEoCSKMBQoIRGVsaXZlcnkSCgoCaWQYASABKAkSFgoOZGVzdGluYXRpb25faWQYAiABKAkSEQoJc291cmNlX2lkGAMgASgJEhIKCm1lc3NhZ2VfaWQYBCABKAkSDAoEdHlwZRgFIAEoCRIqCgZzdGF0dXMYBiABKA4yGi53YXlwb3N0LnYxLkRlbGl2ZXJ5U3RhdHVzEhUKDWF0dGVtcHRfY291bnQYByABKAUSLwoLY3JlYXRlX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjYKEmZpcnN0X2F0dGVtcHRfdGltZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNQoRbmV4dF9hdHRlbXB0X3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDWZpbmFsaXplX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCGF0dGVtcHRzGAwgAygLMhsud2F5cG9zdC52MS5EZWxpdmVyeUF0dGVtcHQSDAoEYm9keRgNIAEoCRJBCg9yZXF1ZXN0X2hlYWRlcnMYDiADKAsyKC53YXlwb3N0LnYxLkRlbGl2ZXJ5LlJlcXVlc3RIZWFkZXJzRW50cnkSDwoHdXNlcl9pZBgPIAEoCRIUCgxhbm9ueW1vdXNfaWQYECABKAkSMwoPd2ViaG9va19oZWFkZXJzGBEgAygLMhoud2F5cG9zdC52MS5XZWJob29rSGVhZGVycxo1ChNSZXF1ZXN0SGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEihwEKDldlYmhvb2tIZWFkZXJzEgsKA3VybBgBIAEoCRI4CgdoZWFkZXJzGAIgAygLMicud2F5cG9zdC52MS5XZWJob29rSGVhZGVycy5IZWFkZXJzRW50cnkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi/QIKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCRIqCgZzdGF0dXMYAiABKA4yGi53YXlwb3N0LnYxLkRlbGl2ZXJ5U3RhdHVzEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJEiwKCHN0YXR1c2VzGAUgAygOMhoud2F5cG9zdC52MS5EZWxpdmVyeVN0YXR1cxISCgptZXNzYWdlX2lkGAYgASgJEg8KB3VzZXJfaWQYByABKAkSKQoFc2luY2UYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIoCgVvcmRlchgKIAEoDjIZLndheXBvc3QudjEuRGVsaXZlcnlPcmRlchImCgR2aWV3GAsgASgOMhgud2F5cG9zdC52MS5EZWxpdmVyeVZpZXciWwoWTGlzdERlbGl2ZXJpZXNSZXNwb25zZRIoCgpkZWxpdmVyaWVzGAEgAygLMhQud2F5cG9zdC52MS5EZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIAoSR2V0RGVsaXZlcnlSZXF1ZXN0EgoKAmlkGAEgASgJIj0KE0dldERlbGl2ZXJ5UmVzcG9uc2USJgoIZGVsaXZlcnkYASABKAsyFC53YXlwb3N0LnYxLkRlbGl2ZXJ5IiIKFFJldHJ5RGVsaXZlcnlSZXF1ZXN0EgoKAmlkGAEgASgJIj8KFVJldHJ5RGVsaXZlcnlSZXNwb25zZRImCghkZWxpdmVyeRgBIAEoCzIULndheXBvc3QudjEuRGVsaXZlcnki2QEKFlJldHJ5RGVsaXZlcmllc1JlcXVlc3QSFgoOZGVzdGluYXRpb25faWQYASABKAkSLAoIc3RhdHVzZXMYAiADKA4yGi53YXlwb3N0LnYxLkRlbGl2ZXJ5U3RhdHVzEikKBXNpbmNlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKbWVzc2FnZV9pZBgFIAEoCRIPCgd1c2VyX2lkGAYgASgJImwKF1JldHJ5RGVsaXZlcmllc1Jlc3BvbnNlEiEKA2pvYhgDIAEoCzIULndheXBvc3QudjEuUmV0cnlKb2JKBAgBEAJKBAgCEANSDHJlcGxheV9jb3VudFIUbm90X3JlcGxheWFibGVfY291bnQi/gEKCFJldHJ5Sm9iEgoKAmlkGAEgASgJEhYKDmRlc3RpbmF0aW9uX2lkGAIgASgJEiMKBXN0YXRlGAMgASgOMhQud2F5cG9zdC52MS5Kb2JTdGF0ZRIPCgdtYXRjaGVkGAQgASgDEg8KB3JldHJpZWQYBSABKAMSFgoObm90X3JlcGxheWFibGUYBiABKAMSDQoFZXJyb3IYByABKAkSLwoLY3JlYXRlX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaF90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIgChJHZXRSZXRyeUpvYlJlcXVlc3QSCgoCaWQYASABKAkiOAoTR2V0UmV0cnlKb2JSZXNwb25zZRIhCgNqb2IYASABKAsyFC53YXlwb3N0LnYxLlJldHJ5Sm9iIjQKGkdldERlc3RpbmF0aW9uU3RhdHNSZXF1ZXN0EhYKDmRlc3RpbmF0aW9uX2lkGAEgASgJIu4GChtHZXREZXN0aW5hdGlvblN0YXRzUmVzcG9uc2USFgoOZGVzdGluYXRpb25faWQYASABKAkSDwoHcGVuZGluZxgCIAEoAxIQCghyZXRyeWluZxgDIAEoAxIRCglkZWxpdmVyZWQYBCABKAMSDgoGZmFpbGVkGAUgASgDEg8KB2V4cGlyZWQYBiABKAMSEQoJY2FuY2VsbGVkGAcgASgDEhoKEmF0dGVtcHRzX2xhc3RfaG91chgIIAEoAxIlCh1zdWNjZXNzZnVsX2F0dGVtcHRzX2xhc3RfaG91chgJIAEoAxIhChltZWFuX2xhdGVuY3lfbXNfbGFzdF9ob3VyGAogASgBEhsKE2RlbGl2ZXJlZF9sYXN0X2hvdXIYCyABKAMSGAoQZmFpbGVkX2xhc3RfaG91chgMIAEoAxIZChFleHBpcmVkX2xhc3RfaG91chgNIAEoAxIaChJkZWxpdmVyZWRfbGFzdF8yNGgYDiABKAMSFwoPZmFpbGVkX2xhc3RfMjRoGA8gASgDEhgKEGV4cGlyZWRfbGFzdF8yNGgYECABKAMSIwoWc3VjY2Vzc19yYXRlX2xhc3RfaG91chgRIAEoAUgAiAEBEiIKFXN1Y2Nlc3NfcmF0ZV9sYXN0XzI0aBgSIAEoAUgBiAEBEiAKGHA1MF9sYXRlbmN5X21zX2xhc3RfaG91chgTIAEoBRIgChhwOTlfbGF0ZW5jeV9tc19sYXN0X2hvdXIYFCABKAUSHwoXcDUwX2xhdGVuY3lfbXNfbGFzdF8yNGgYFSABKAUSHwoXcDk5X2xhdGVuY3lfbXNfbGFzdF8yNGgYFiABKAUSDwoHYmFja2xvZxgXIAEoAxInCgZzZXJpZXMYGCADKAsyFy53YXlwb3N0LnYxLlN0YXRzTWludXRlEiEKGWZhaWxlZF9hdHRlbXB0c19sYXN0X2hvdXIYGSABKAMSIAoYZmFpbGVkX2F0dGVtcHRzX2xhc3RfMjRoGBogASgDEigKB3dpbmRvd3MYGyADKAsyFy53YXlwb3N0LnYxLlN0YXRzV2luZG93EhkKEWZpbHRlcmVkX2xhc3RfMjRoGBwgASgDQhkKF19zdWNjZXNzX3JhdGVfbGFzdF9ob3VyQhgKFl9zdWNjZXNzX3JhdGVfbGFzdF8yNGgiiAIKC1N0YXRzV2luZG93Eg8KB21pbnV0ZXMYASABKAUSEQoJZGVsaXZlcmVkGAIgASgDEg4KBmZhaWxlZBgDIAEoAxIPCgdleHBpcmVkGAQgASgDEhkKDHN1Y2Nlc3NfcmF0ZRgFIAEoAUgAiAEBEhAKCGF0dGVtcHRzGAYgASgDEhsKE3N1Y2Nlc3NmdWxfYXR0ZW1wdHMYByABKAMSFwoPZmFpbGVkX2F0dGVtcHRzGAggASgDEhYKDnA1MF9sYXRlbmN5X21zGAkgASgFEhYKDnA5OV9sYXRlbmN5X21zGAogASgFEhAKCGZpbHRlcmVkGAsgASgDQg8KDV9zdWNjZXNzX3JhdGUi+wEKC1N0YXRzTWludXRlEi4KCnN0YXJ0X3RpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWRlbGl2ZXJlZBgCIAEoAxIOCgZmYWlsZWQYAyABKAMSDwoHZXhwaXJlZBgEIAEoAxIQCghhdHRlbXB0cxgFIAEoAxIbChNzdWNjZXNzZnVsX2F0dGVtcHRzGAYgASgDEhYKDnA1MF9sYXRlbmN5X21zGAcgASgFEhYKDnA5OV9sYXRlbmN5X21zGAggASgFEhcKD2ZhaWxlZF9hdHRlbXB0cxgJIAEoAxIQCghmaWx0ZXJlZBgKIAEoAyI+ChVFeHBsYWluTWVzc2FnZVJlcXVlc3QSEgoKbWVzc2FnZV9pZBgBIAEoCRIRCglzb3VyY2VfaWQYAiABKAkinwEKD0Rlc3RpbmF0aW9uRmF0ZRIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCRIYChBkZXN0aW5hdGlvbl9uYW1lGAIgASgJEh4KBGZhdGUYAyABKA4yEC53YXlwb3N0LnYxLkZhdGUSDgoGcmVhc29uGAQgASgJEhMKC2RlbGl2ZXJ5X2lkGAUgASgJEhUKDWF0dGVtcHRfY291bnQYBiABKAUipAEKDUV4cGxhaW5lZENhbGwSEQoJc291cmNlX2lkGAEgASgJEhIKCm1lc3NhZ2VfaWQYAiABKAkSDAoEdHlwZRgDIAEoCRINCgVldmVudBgEIAEoCRIPCgd1c2VyX2lkGAUgASgJEjAKDHJlY2VpdmVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEYm9keRgHIAEoCSJ0ChZFeHBsYWluTWVzc2FnZVJlc3BvbnNlEicKBGNhbGwYASABKAsyGS53YXlwb3N0LnYxLkV4cGxhaW5lZENhbGwSMQoMZGVzdGluYXRpb25zGAIgAygLMhsud2F5cG9zdC52MS5EZXN0aW5hdGlvbkZhdGUq4wEKDkRlbGl2ZXJ5U3RhdHVzEh8KG0RFTElWRVJZX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF0RFTElWRVJZX1NUQVRVU19QRU5ESU5HEAESHAoYREVMSVZFUllfU1RBVFVTX1JFVFJZSU5HEAISHQoZREVMSVZFUllfU1RBVFVTX0RFTElWRVJFRBADEhoKFkRFTElWRVJZX1NUQVRVU19GQUlMRUQQBBIbChdERUxJVkVSWV9TVEFUVVNfRVhQSVJFRBAFEh0KGURFTElWRVJZX1NUQVRVU19DQU5DRUxMRUQQBiqrAQoOQXR0ZW1wdE91dGNvbWUSHwobQVRURU1QVF9PVVRDT01FX1VOU1BFQ0lGSUVEEAASGwoXQVRURU1QVF9PVVRDT01FX1NVQ0NFU1MQARIdChlBVFRFTVBUX09VVENPTUVfUkVUUllBQkxFEAISHQoZQVRURU1QVF9PVVRDT01FX1BFUk1BTkVOVBADEh0KGUFUVEVNUFRfT1VUQ09NRV9BQkFORE9ORUQQBCp5Cg1EZWxpdmVyeU9yZGVyEh4KGkRFTElWRVJZX09SREVSX1VOU1BFQ0lGSUVEEAASIwofREVMSVZFUllfT1JERVJfQ1JFQVRFX1RJTUVfREVTQxABEiMKH0RFTElWRVJZX09SREVSX0ZJTklTSF9USU1FX0RFU0MQAipeCgxEZWxpdmVyeVZpZXcSHQoZREVMSVZFUllfVklFV19VTlNQRUNJRklFRBAAEhYKEkRFTElWRVJZX1ZJRVdfRlVMTBABEhcKE0RFTElWRVJZX1ZJRVdfQkFTSUMQAir9AQoERmF0ZRIUChBGQVRFX1VOU1BFQ0lGSUVEEAASEAoMRkFURV9QRU5ESU5HEAESEQoNRkFURV9SRVRSWUlORxACEhIKDkZBVEVfREVMSVZFUkVEEAMSDwoLRkFURV9GQUlMRUQQBBIQCgxGQVRFX0VYUElSRUQQBRISCg5GQVRFX0NBTkNFTExFRBAGEhEKDUZBVEVfRklMVEVSRUQQBxIWChJGQVRFX05PVF9DT05ORUNURUQQCBIRCg1GQVRFX0RJU0FCTEVEEAkSGQoVRkFURV9JTlRFR1JBVElPTlNfT0ZGEAoSFgoSRkFURV9DUkVBVEVEX0xBVEVSEAsy/QQKD0RlbGl2ZXJ5U2VydmljZRJXCg5MaXN0RGVsaXZlcmllcxIhLndheXBvc3QudjEuTGlzdERlbGl2ZXJpZXNSZXF1ZXN0GiIud2F5cG9zdC52MS5MaXN0RGVsaXZlcmllc1Jlc3BvbnNlEk4KC0dldERlbGl2ZXJ5Eh4ud2F5cG9zdC52MS5HZXREZWxpdmVyeVJlcXVlc3QaHy53YXlwb3N0LnYxLkdldERlbGl2ZXJ5UmVzcG9uc2USVAoNUmV0cnlEZWxpdmVyeRIgLndheXBvc3QudjEuUmV0cnlEZWxpdmVyeVJlcXVlc3QaIS53YXlwb3N0LnYxLlJldHJ5RGVsaXZlcnlSZXNwb25zZRJaCg9SZXRyeURlbGl2ZXJpZXMSIi53YXlwb3N0LnYxLlJldHJ5RGVsaXZlcmllc1JlcXVlc3QaIy53YXlwb3N0LnYxLlJldHJ5RGVsaXZlcmllc1Jlc3BvbnNlEk4KC0dldFJldHJ5Sm9iEh4ud2F5cG9zdC52MS5HZXRSZXRyeUpvYlJlcXVlc3QaHy53YXlwb3N0LnYxLkdldFJldHJ5Sm9iUmVzcG9uc2USZgoTR2V0RGVzdGluYXRpb25TdGF0cxImLndheXBvc3QudjEuR2V0RGVzdGluYXRpb25TdGF0c1JlcXVlc3QaJy53YXlwb3N0LnYxLkdldERlc3RpbmF0aW9uU3RhdHNSZXNwb25zZRJXCg5FeHBsYWluTWVzc2FnZRIhLndheXBvc3QudjEuRXhwbGFpbk1lc3NhZ2VSZXF1ZXN0GiIud2F5cG9zdC52MS5FeHBsYWluTWVzc2FnZVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_waypost_v1_job]);
 
 /**
  * DeliveryAttempt is one request (or refusal to send one) to one URL.
@@ -436,19 +438,9 @@ export const RetryDeliveriesRequestSchema: GenMessage<RetryDeliveriesRequest> = 
  */
 export type RetryDeliveriesResponse = Message<"waypost.v1.RetryDeliveriesResponse"> & {
   /**
-   * How many matching deliveries will be replayed.
-   *
-   * @generated from field: int64 replay_count = 1;
+   * @generated from field: waypost.v1.RetryJob job = 3;
    */
-  replayCount: bigint;
-
-  /**
-   * Matching deliveries that cannot be replayed: their messages are past the
-   * retention period (being purged).
-   *
-   * @generated from field: int64 not_replayable_count = 2;
-   */
-  notReplayableCount: bigint;
+  job?: RetryJob | undefined;
 };
 
 /**
@@ -457,6 +449,111 @@ export type RetryDeliveriesResponse = Message<"waypost.v1.RetryDeliveriesRespons
  */
 export const RetryDeliveriesResponseSchema: GenMessage<RetryDeliveriesResponse> = /*@__PURE__*/
   messageDesc(file_waypost_v1_delivery, 10);
+
+/**
+ * RetryJob is a RetryDeliveries job and its progress.
+ *
+ * @generated from message waypost.v1.RetryJob
+ */
+export type RetryJob = Message<"waypost.v1.RetryJob"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string destination_id = 2;
+   */
+  destinationId: string;
+
+  /**
+   * @generated from field: waypost.v1.JobState state = 3;
+   */
+  state: JobState;
+
+  /**
+   * Matching deliveries that will be replayed (counted when it was asked for).
+   *
+   * @generated from field: int64 matched = 4;
+   */
+  matched: bigint;
+
+  /**
+   * Replayed so far. When done, matched - retried changed state meanwhile
+   * (delivered by an attempt in flight, say) and were left alone.
+   *
+   * @generated from field: int64 retried = 5;
+   */
+  retried: bigint;
+
+  /**
+   * Matching deliveries that cannot be replayed: their messages are past the
+   * retention period (being purged).
+   *
+   * @generated from field: int64 not_replayable = 6;
+   */
+  notReplayable: bigint;
+
+  /**
+   * Why it was cancelled or failed; while running, the last page's error.
+   *
+   * @generated from field: string error = 7;
+   */
+  error: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp create_time = 8;
+   */
+  createTime?: Timestamp | undefined;
+
+  /**
+   * When it ended (absent while running).
+   *
+   * @generated from field: google.protobuf.Timestamp finish_time = 9;
+   */
+  finishTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message waypost.v1.RetryJob.
+ * Use `create(RetryJobSchema)` to create a new message.
+ */
+export const RetryJobSchema: GenMessage<RetryJob> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_delivery, 11);
+
+/**
+ * @generated from message waypost.v1.GetRetryJobRequest
+ */
+export type GetRetryJobRequest = Message<"waypost.v1.GetRetryJobRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message waypost.v1.GetRetryJobRequest.
+ * Use `create(GetRetryJobRequestSchema)` to create a new message.
+ */
+export const GetRetryJobRequestSchema: GenMessage<GetRetryJobRequest> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_delivery, 12);
+
+/**
+ * @generated from message waypost.v1.GetRetryJobResponse
+ */
+export type GetRetryJobResponse = Message<"waypost.v1.GetRetryJobResponse"> & {
+  /**
+   * @generated from field: waypost.v1.RetryJob job = 1;
+   */
+  job?: RetryJob | undefined;
+};
+
+/**
+ * Describes the message waypost.v1.GetRetryJobResponse.
+ * Use `create(GetRetryJobResponseSchema)` to create a new message.
+ */
+export const GetRetryJobResponseSchema: GenMessage<GetRetryJobResponse> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_delivery, 13);
 
 /**
  * @generated from message waypost.v1.GetDestinationStatsRequest
@@ -473,7 +570,7 @@ export type GetDestinationStatsRequest = Message<"waypost.v1.GetDestinationStats
  * Use `create(GetDestinationStatsRequestSchema)` to create a new message.
  */
 export const GetDestinationStatsRequestSchema: GenMessage<GetDestinationStatsRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 11);
+  messageDesc(file_waypost_v1_delivery, 14);
 
 /**
  * @generated from message waypost.v1.GetDestinationStatsResponse
@@ -649,7 +746,7 @@ export type GetDestinationStatsResponse = Message<"waypost.v1.GetDestinationStat
  * Use `create(GetDestinationStatsResponseSchema)` to create a new message.
  */
 export const GetDestinationStatsResponseSchema: GenMessage<GetDestinationStatsResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 12);
+  messageDesc(file_waypost_v1_delivery, 15);
 
 /**
  * StatsWindow is a destination's figures over the last `minutes` minutes.
@@ -731,7 +828,7 @@ export type StatsWindow = Message<"waypost.v1.StatsWindow"> & {
  * Use `create(StatsWindowSchema)` to create a new message.
  */
 export const StatsWindowSchema: GenMessage<StatsWindow> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 13);
+  messageDesc(file_waypost_v1_delivery, 16);
 
 /**
  * StatsMinute is one minute of a destination's activity.
@@ -803,7 +900,7 @@ export type StatsMinute = Message<"waypost.v1.StatsMinute"> & {
  * Use `create(StatsMinuteSchema)` to create a new message.
  */
 export const StatsMinuteSchema: GenMessage<StatsMinute> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 14);
+  messageDesc(file_waypost_v1_delivery, 17);
 
 /**
  * @generated from message waypost.v1.ExplainMessageRequest
@@ -827,7 +924,7 @@ export type ExplainMessageRequest = Message<"waypost.v1.ExplainMessageRequest"> 
  * Use `create(ExplainMessageRequestSchema)` to create a new message.
  */
 export const ExplainMessageRequestSchema: GenMessage<ExplainMessageRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 15);
+  messageDesc(file_waypost_v1_delivery, 18);
 
 /**
  * DestinationFate is a call's fate at one destination.
@@ -875,7 +972,7 @@ export type DestinationFate = Message<"waypost.v1.DestinationFate"> & {
  * Use `create(DestinationFateSchema)` to create a new message.
  */
 export const DestinationFateSchema: GenMessage<DestinationFate> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 16);
+  messageDesc(file_waypost_v1_delivery, 19);
 
 /**
  * ExplainedCall is the stored call.
@@ -926,7 +1023,7 @@ export type ExplainedCall = Message<"waypost.v1.ExplainedCall"> & {
  * Use `create(ExplainedCallSchema)` to create a new message.
  */
 export const ExplainedCallSchema: GenMessage<ExplainedCall> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 17);
+  messageDesc(file_waypost_v1_delivery, 20);
 
 /**
  * @generated from message waypost.v1.ExplainMessageResponse
@@ -950,7 +1047,7 @@ export type ExplainMessageResponse = Message<"waypost.v1.ExplainMessageResponse"
  * Use `create(ExplainMessageResponseSchema)` to create a new message.
  */
 export const ExplainMessageResponseSchema: GenMessage<ExplainMessageResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 18);
+  messageDesc(file_waypost_v1_delivery, 21);
 
 /**
  * @generated from enum waypost.v1.DeliveryStatus
@@ -1220,8 +1317,8 @@ export const DeliveryService: GenService<{
   },
   /**
    * RetryDeliveries replays every matching delivery of a destination with a
-   * fresh retry window. It answers at once with how many it will replay and
-   * replays them in batches in the background.
+   * fresh retry window. It answers at once with the job (how many match),
+   * stored in Postgres and worked in pages by any worker process.
    *
    * @generated from rpc waypost.v1.DeliveryService.RetryDeliveries
    */
@@ -1229,6 +1326,16 @@ export const DeliveryService: GenService<{
     methodKind: "unary";
     input: typeof RetryDeliveriesRequestSchema;
     output: typeof RetryDeliveriesResponseSchema;
+  },
+  /**
+   * GetRetryJob reads a RetryDeliveries job again (its progress).
+   *
+   * @generated from rpc waypost.v1.DeliveryService.GetRetryJob
+   */
+  getRetryJob: {
+    methodKind: "unary";
+    input: typeof GetRetryJobRequestSchema;
+    output: typeof GetRetryJobResponseSchema;
   },
   /**
    * @generated from rpc waypost.v1.DeliveryService.GetDestinationStats

@@ -1,14 +1,13 @@
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { Command } from "commander";
 import { DeliveryService, ExplainMessageResponseSchema, Fate } from "../../../gen/waypost/v1/delivery_pb.js";
 import {
-  BackfillDestinationResponseSchema,
   DestinationService,
   TestDestinationResponseSchema,
   TestOutcome,
 } from "../../../gen/waypost/v1/destination_pb.js";
 import type { Wire } from "../context.js";
-import { collect, fields, parseCount, parseTime, table, time } from "../format.js";
+import { registerBackfillCommand } from "./backfills.js";
+import { collect, fields, parseCount, table, time } from "../format.js";
 
 const outcomeNames: Record<TestOutcome, string> = {
   [TestOutcome.UNSPECIFIED]: "-",
@@ -56,26 +55,7 @@ export function registerDestinationRules(destinations: Command, wire: Wire): voi
       }),
     );
 
-  destinations
-    .command("backfill")
-    .description("queue deliveries of retained calls received in a range that the destination has none for and that pass its rules")
-    .argument("<id>", "destination id")
-    .requiredOption("--since <time>", "received at or after: ISO 8601, or back from now: 30s, 15m, 2h, 7d")
-    .option("--until <time>", "received before (default: now)")
-    .action(
-      wire(async (ctx, id: string, flags: { since: string; until?: string }) => {
-        const response = await ctx.admin(DestinationService).backfillDestination({
-          destinationId: id,
-          since: timestampFromDate(parseTime(flags.since, "--since")),
-          ...(flags.until ? { until: timestampFromDate(parseTime(flags.until, "--until")) } : {}),
-        });
-        ctx.print(
-          BackfillDestinationResponseSchema,
-          response,
-          () => `backfilling up to ${response.candidateCount} calls in the background (those the filter turns away are skipped)\n`,
-        );
-      }),
-    );
+  registerBackfillCommand(destinations, wire);
 }
 
 /** `messages explain`: what happened to one call at every destination. */
