@@ -32,7 +32,8 @@ export interface BackfillJobOptions {
 export const destinationDeleted = "the destination was deleted";
 
 /**
- * A backfill's page: under the per-destination backfill lock, and only if
+ * A backfill's page: under the per-destination backfill lock (taken before
+ * the job's own, see JobHandler.lock), and only if
  * the destination still exists (checked with a lock a deletion waits for,
  * so no delivery is ever queued for a deleted destination), reads the next
  * page of the range's calls without a finished delivery, runs the
@@ -44,10 +45,10 @@ export function createBackfillJob(options: BackfillJobOptions = {}): JobHandler 
   const pageSize = options.pageSize ?? 5_000;
   const sliceSize = options.sliceSize ?? 250;
   return {
+    lock: (tx, destinationId) => lockDestinationBackfills(tx, destinationId),
     async page(tx: pg.PoolClient, job: JobRow, now: Date): Promise<PageOutcome> {
       const params = job.params as unknown as BackfillParams;
       const progress = job.progress as unknown as BackfillProgress;
-      await lockDestinationBackfills(tx, job.destination_id);
       const destination = await lockDestinationIfExists(tx, job.destination_id);
       if (!destination) return { kind: "stop", state: "cancelled", error: destinationDeleted };
       const matches = destination.filter ? compileFilter(destination.filter) : undefined;

@@ -23,6 +23,12 @@ export type PageOutcome =
 
 /** A kind of job: one page of its work, written in the transaction `tx` (which the runner commits with the job's cursor). */
 export interface JobHandler {
+  /**
+   * Locks a page needs beyond the job's own (a backfill's per-destination
+   * lock), taken first: waiting for them, a page holds no lock on the job,
+   * so a cancel is not held up by it.
+   */
+  lock?(tx: pg.PoolClient, destinationId: string): Promise<void>;
   page(tx: pg.PoolClient, job: JobRow, now: Date): Promise<PageOutcome>;
 }
 
@@ -125,13 +131,16 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
           return;
         }
         if (!held) return;
-        const outcome = await runPage(handler, job.id, token).catch(async (error: unknown) => {
+        const outcome = await runPage(handler, job, token).catch(async (error: unknown) => {
           const state = await recordJobFailure(pool, job.id, token, {
             error: error instanceof Error ? error.message : String(error),
             now: clock.now(),
             retryMs,
             maxFailures,
-          }).catch(() => undefined);
+          }).catch((writeError: unknown) => {
+            logger.warn({ err: writeError, jobId: job.id }, "recording a background job's failure failed; its lease runs out");
+            return undefined;
+          });
           logger.warn({ err: error, jobId: job.id, state }, "a background job's page failed");
           return "ended" as const;
         });
@@ -145,8 +154,10 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
   }
 
   /** One page in one transaction; "ended" when the job is over here (or no longer this process's). */
-  async function runPage(handler: JobHandler, id: string, token: string): Promise<"more" | "ended"> {
+  async function runPage(handler: JobHandler, job: JobRow, token: string): Promise<"more" | "ended"> {
+    const id = job.id;
     return withTransaction(pool, async (tx) => {
+      await handler.lock?.(tx, job.destination_id);
       const current = await lockJobForPage(tx, id, token);
       if (!current) return "ended";
       const now = clock.now();

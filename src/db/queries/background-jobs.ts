@@ -74,7 +74,7 @@ export async function listJobs(db: Queryable, kind: JobKind, destinationId: stri
  */
 export async function claimJob(db: Queryable, token: string, now: Date, leaseMs: number): Promise<JobRow | undefined> {
   const result = await db.query<JobRow>(
-    `UPDATE background_jobs SET lease_token = $1, lease_until = $2::timestamptz + $3 * interval '1 millisecond', updated_at = $2
+    `UPDATE background_jobs SET lease_token = $1, lease_until = $2::timestamptz + $3::int * interval '1 millisecond', updated_at = $2
       WHERE id = (SELECT id FROM background_jobs
                    WHERE state = 'running' AND (lease_until IS NULL OR lease_until <= $2)
                    ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
@@ -87,7 +87,7 @@ export async function claimJob(db: Queryable, token: string, now: Date, leaseMs:
 /** The holder's heartbeat; false when the job is no longer its own (taken over, cancelled, ended). */
 export async function extendJobLease(db: Queryable, id: string, token: string, now: Date, leaseMs: number): Promise<boolean> {
   const result = await db.query(
-    `UPDATE background_jobs SET lease_until = $3::timestamptz + $4 * interval '1 millisecond'
+    `UPDATE background_jobs SET lease_until = $3::timestamptz + $4::int * interval '1 millisecond'
       WHERE id = $1 AND lease_token = $2 AND state = 'running'`,
     [id, token, now, leaseMs],
   );
@@ -119,7 +119,7 @@ export interface PageWrite {
 export async function savePage(db: Queryable, id: string, token: string, page: PageWrite): Promise<void> {
   await db.query(
     `UPDATE background_jobs SET cursor = $3, progress = $4, failures = 0, updated_at = $5,
-            lease_until = $5::timestamptz + $6 * interval '1 millisecond'
+            lease_until = $5::timestamptz + $6::int * interval '1 millisecond'
       WHERE id = $1 AND lease_token = $2 AND state = 'running'`,
     [id, token, page.cursor, page.progress, page.now, page.leaseMs],
   );
@@ -154,9 +154,9 @@ export async function recordJobFailure(
   const result = await db.query<{ state: JobState }>(
     `UPDATE background_jobs
         SET failures = failures + 1, error = $3, updated_at = $4, lease_token = NULL,
-            state = CASE WHEN failures + 1 >= $6 THEN 'failed' ELSE state END,
-            finished_at = CASE WHEN failures + 1 >= $6 THEN $4 ELSE NULL END,
-            lease_until = CASE WHEN failures + 1 >= $6 THEN NULL ELSE $4::timestamptz + $5 * interval '1 millisecond' END
+            state = CASE WHEN failures + 1 >= $6::int THEN 'failed' ELSE state END,
+            finished_at = CASE WHEN failures + 1 >= $6::int THEN $4::timestamptz ELSE NULL END,
+            lease_until = CASE WHEN failures + 1 >= $6::int THEN NULL ELSE $4::timestamptz + $5::int * interval '1 millisecond' END
       WHERE id = $1 AND lease_token = $2 AND state = 'running'
       RETURNING state`,
     [id, token, failure.error.slice(0, 1024), failure.now, failure.retryMs, failure.maxFailures],
