@@ -94,7 +94,7 @@ test("the counts are what the backfill did: candidates, created, and those the f
   expect(await queued(destinationId)).toBe(4);
 });
 
-test("CancelBackfill stops it after the page being written; what it created stays", async () => {
+test("CancelBackfill stops it before its next page", async () => {
   const { destinationId, since } = await setUp(3, 0);
   const pause = await pauseBackfills(destinationId);
   const { backfill } = await server.destinations.backfillDestination({ destinationId, since });
