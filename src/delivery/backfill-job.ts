@@ -68,7 +68,11 @@ export function createBackfillJob(options: BackfillJobOptions = {}): JobHandler 
 }
 
 /** Whether the filter passes each call, a slice at a time, yielding to the event loop between slices. */
-async function filterInSlices(calls: ReadonlyArray<{ payload: string | null }>, matches: CompiledFilter, sliceSize: number): Promise<boolean[]> {
+async function filterInSlices(
+  calls: ReadonlyArray<{ payload: string | null }>,
+  matches: CompiledFilter,
+  sliceSize: number,
+): Promise<boolean[]> {
   const passes: boolean[] = [];
   for (let start = 0; start < calls.length; start += sliceSize) {
     if (start > 0) await new Promise<void>((resolve) => setImmediate(resolve));

@@ -114,7 +114,7 @@ test("destinations backfill --detach returns at once with the job; backfills get
   expect(detached).toMatchObject({ candidates: "1" });
   const waited = await waypost(["backfills", "get", detached.id, "--wait"], env);
   expect(waited.code, waited.stderr).toBe(0);
-  expect(waited.stdout).toMatch(/100%  created 0, filtered 1 of 1 candidates/);
+  expect(waited.stdout).toMatch(/100% {2}created 0, filtered 1 of 1 candidates/);
   const listed = await waypostJson<{ backfills: BackfillJson[] }>(["backfills", "list", "--destination", "crm"], env);
   expect(listed.backfills.map((b) => [b.state, b.created, b.filtered])).toEqual([
     ["JOB_STATE_DONE", undefined, "1"],

@@ -65,7 +65,10 @@ test("a running backfill shows its progress and can be cancelled; a finished one
   const cells = await done.getByRole("cell").allTextContents();
   expect(cells.slice(4, 7)).toEqual(["3", "2", "1"]);
   expect(await done.getByRole("progressbar").getAttribute("value")).toBe("3");
-  await eventually(async () => (await server.pool.query("SELECT count(*) FROM delivery_queue WHERE destination_id = $1", [destinationId])).rows[0].count === "2");
+  await eventually(
+    async () =>
+      (await server.pool.query("SELECT count(*) FROM delivery_queue WHERE destination_id = $1", [destinationId])).rows[0].count === "2",
+  );
 });
 
 test("ran without page errors or Content-Security-Policy violations", () => {

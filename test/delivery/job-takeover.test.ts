@@ -33,9 +33,16 @@ const waitingForLock = () =>
     60_000,
   );
 
-test("a backfill continues in another process after its worker is killed mid-way, creating each delivery exactly once", { timeout: 180_000 }, async () => {
+test("a backfill continues in another process after its worker is killed mid-way, creating each delivery exactly once", {
+  timeout: 180_000,
+}, async () => {
   const source = await api.createSource();
-  const destination = await api.createDestination({ name: "new crm", sourceIds: [source.id], webhooks: [{ url: "http://127.0.0.1:9/" }], enabled: false });
+  const destination = await api.createDestination({
+    name: "new crm",
+    sourceIds: [source.id],
+    webhooks: [{ url: "http://127.0.0.1:9/" }],
+    enabled: false,
+  });
   const since = new Date(Date.now() - 3_600_000);
   await api.pool.query(
     `INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload)

@@ -69,7 +69,11 @@ export function registerBackfillCommand(destinations: Command, wire: Wire): void
           ...(until ? { until: timestampFromDate(until) } : {}),
         });
         if (flags.detach) {
-          ctx.print(BackfillSchema, backfill!, () => `${describe(backfill!)}\n(follow it with: waypost backfills get ${backfill!.id} --wait)`);
+          ctx.print(
+            BackfillSchema,
+            backfill!,
+            () => `${describe(backfill!)}\n(follow it with: waypost backfills get ${backfill!.id} --wait)`,
+          );
           return;
         }
         await follow(ctx, backfill!);

@@ -92,32 +92,38 @@ export function registerDeliveries(program: Command, wire: Wire): void {
       .description("retry one delivery now, or (with --destination) every matching one, showing the progress")
       .argument("[id]", "delivery id"),
     "retry every matching delivery of this destination",
-  ).action(
-    wire(async (ctx, id: string | undefined, flags: FilterFlags & { detach?: boolean }) => {
-      const client = ctx.admin(DeliveryService);
-      if (id !== undefined) {
-        // Only the filters: the common flags (--json, --url, --token) go with an id too.
-        if (filterFlagNames.some((name) => flags[name] !== undefined)) {
-          throw new UsageError("give a delivery id, or --destination with filters, not both");
+  )
+    .action(
+      wire(async (ctx, id: string | undefined, flags: FilterFlags & { detach?: boolean }) => {
+        const client = ctx.admin(DeliveryService);
+        if (id !== undefined) {
+          // Only the filters: the common flags (--json, --url, --token) go with an id too.
+          if (filterFlagNames.some((name) => flags[name] !== undefined)) {
+            throw new UsageError("give a delivery id, or --destination with filters, not both");
+          }
+          const response = await client.retryDelivery({ id });
+          ctx.print(
+            RetryDeliveryResponseSchema,
+            response,
+            () => `delivery ${id} is ${statusText(response.delivery!.status)}: it will be sent again now`,
+          );
+          return;
         }
-        const response = await client.retryDelivery({ id });
-        ctx.print(
-          RetryDeliveryResponseSchema,
-          response,
-          () => `delivery ${id} is ${statusText(response.delivery!.status)}: it will be sent again now`,
-        );
-        return;
-      }
-      if (!flags.destination) throw new UsageError("give a delivery id, or --destination ID|NAME to retry every matching delivery");
-      const { destinationId, statuses, messageId, userId, since, until } = await filterFromFlags(ctx, flags);
-      const { job } = await client.retryDeliveries({ destinationId, statuses, messageId, userId, since, until });
-      if (flags.detach) {
-        ctx.print(RetryJobSchema, job!, () => `${describeRetryJob(job!)}\n(follow it with: waypost deliveries retry-job ${job!.id} --wait)`);
-        return;
-      }
-      await followRetryJob(ctx, job!);
-    }),
-  ).option("--detach", "with --destination: return at once, printing the retry job (it goes on in the server)");
+        if (!flags.destination) throw new UsageError("give a delivery id, or --destination ID|NAME to retry every matching delivery");
+        const { destinationId, statuses, messageId, userId, since, until } = await filterFromFlags(ctx, flags);
+        const { job } = await client.retryDeliveries({ destinationId, statuses, messageId, userId, since, until });
+        if (flags.detach) {
+          ctx.print(
+            RetryJobSchema,
+            job!,
+            () => `${describeRetryJob(job!)}\n(follow it with: waypost deliveries retry-job ${job!.id} --wait)`,
+          );
+          return;
+        }
+        await followRetryJob(ctx, job!);
+      }),
+    )
+    .option("--detach", "with --destination: return at once, printing the retry job (it goes on in the server)");
 
   deliveries
     .command("retry-job")

@@ -1,10 +1,6 @@
 import type { Command } from "commander";
 import { DeliveryService, ExplainMessageResponseSchema, Fate } from "../../../gen/waypost/v1/delivery_pb.js";
-import {
-  DestinationService,
-  TestDestinationResponseSchema,
-  TestOutcome,
-} from "../../../gen/waypost/v1/destination_pb.js";
+import { DestinationService, TestDestinationResponseSchema, TestOutcome } from "../../../gen/waypost/v1/destination_pb.js";
 import type { Wire } from "../context.js";
 import { registerBackfillCommand } from "./backfills.js";
 import { collect, fields, parseCount, table, time } from "../format.js";

@@ -200,10 +200,12 @@ export async function cancelJob(db: Queryable, kind: JobKind, id: string, now: D
  * delivery may be queued for it) or waits until this transaction commits
  * (and then cancels what it queued). Updates of the destination are not held up.
  */
-export async function lockDestinationIfExists(db: Queryable, destinationId: string): Promise<{ filter: Record<string, unknown> | null } | undefined> {
-  const result = await db.query<{ filter: Record<string, unknown> | null }>(
-    "SELECT filter FROM destinations WHERE id = $1 FOR KEY SHARE",
-    [destinationId],
-  );
+export async function lockDestinationIfExists(
+  db: Queryable,
+  destinationId: string,
+): Promise<{ filter: Record<string, unknown> | null } | undefined> {
+  const result = await db.query<{ filter: Record<string, unknown> | null }>("SELECT filter FROM destinations WHERE id = $1 FOR KEY SHARE", [
+    destinationId,
+  ]);
   return result.rows[0];
 }

@@ -42,13 +42,14 @@ export function Backfills(props: { destinationId: string }) {
       <h2 id="backfills-heading">Backfills</h2>
       <form class="inline" onSubmit={start}>
         <label>
-          Days back{" "}
-          <input type="number" min="1" max="365" value={days} onInput={(e) => setDays((e.target as HTMLInputElement).value)} />
+          Days back <input type="number" min="1" max="365" value={days} onInput={(e) => setDays((e.target as HTMLInputElement).value)} />
         </label>
         <button type="submit" disabled={action.busy}>
           Backfill
         </button>
-        <span class="hint">Creates deliveries for retained calls of that period that this destination has none for and that pass its filter.</span>
+        <span class="hint">
+          Creates deliveries for retained calls of that period that this destination has none for and that pass its filter.
+        </span>
       </form>
       <ErrorMessage error={action.error ?? loaded.error} />
       <table aria-label="Backfills">

@@ -13,7 +13,8 @@ const readJob = async (api: Api, job: RetryJob) => (await api.deliveries.getRetr
 
 /** What a retry job has done, in words. */
 function describeJob(job: RetryJob): string {
-  const skipped = job.notReplayable > 0n ? ` ${job.notReplayable} could not be replayed: their messages are past the retention period.` : "";
+  const skipped =
+    job.notReplayable > 0n ? ` ${job.notReplayable} could not be replayed: their messages are past the retention period.` : "";
   const ended = job.state === JobState.RUNNING ? "" : ` ${jobStateLabels[job.state]}${job.error ? `: ${job.error}` : ""}.`;
   return `Retried ${job.retried} of ${job.matched} matching deliveries.${ended}${skipped}`;
 }
