@@ -209,3 +209,9 @@ export async function lockDestinationIfExists(
   ]);
   return result.rows[0];
 }
+
+/** Deletes jobs that ended before `cutoff` (retention): a running job is kept however old. Returns how many. */
+export async function purgeEndedJobs(db: Queryable, cutoff: Date): Promise<number> {
+  const result = await db.query("DELETE FROM background_jobs WHERE state <> 'running' AND finished_at < $1", [cutoff]);
+  return result.rowCount ?? 0;
+}
