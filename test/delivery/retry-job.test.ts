@@ -121,3 +121,32 @@ test("a retry job replays every match in pages with a fresh window and a new lea
   // One wake-up per batch that replayed something: 29 in batches of 10.
   expect(notifications).toEqual(["waypost_deliveries", "waypost_deliveries", "waypost_deliveries"]);
 });
+
+test("a retry job whose destination was deleted is cancelled, replaying nothing", async () => {
+  const gone = "00000000-0000-4000-8000-0000000000b2";
+  const id = randomUUID();
+  await insertJob(pool, {
+    id,
+    kind: "retry",
+    destinationId: gone,
+    params: { statuses: ["failed"], retentionCutoff: cutoff.toISOString(), maxId: "1000000" },
+    progress: { matched: 3, retried: 0, notReplayable: 0 },
+    state: "running",
+    at: now,
+  });
+  const jobs = createJobRunner({
+    pool,
+    clock: new ManualClock(now),
+    logger: createLogger("silent"),
+    leaseMs: 60_000,
+    pollMs: 60_000,
+    handlers: { backfill: createBackfillJob(), retry: createRetryJob() },
+  });
+  await jobs.idle();
+  await jobs.stop();
+  expect(await selectJob(pool, "retry", id)).toMatchObject({
+    state: "cancelled",
+    error: "the destination was deleted",
+    progress: { retried: 0 },
+  });
+});
