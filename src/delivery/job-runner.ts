@@ -96,11 +96,16 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
           const token = randomUUID();
           const job = await claimJob(pool, token, clock.now(), options.leaseMs);
           if (!job) break;
-          const run = work(job, token).finally(() => {
-            working.delete(run);
-            // Room for another: one may be waiting.
-            if (!stopping) void look();
-          });
+          const run = work(job, token)
+            // A job that could not even be released (the database away) is left to its lease.
+            .catch((error: unknown) =>
+              logger.warn({ err: error, jobId: job.id }, "a background job stopped on an error; its lease runs out"),
+            )
+            .finally(() => {
+              working.delete(run);
+              // Room for another: one may be waiting.
+              if (!stopping) void look();
+            });
           working.add(run);
         }
       } while (lookAgain && !stopping);
