@@ -15,8 +15,9 @@ import { runMigrations } from "./db/migrate.js";
 import { createPool, ping } from "./db/pool.js";
 import { selectDestinationNames } from "./db/queries/destinations.js";
 import { createAddressGuard } from "./outbound/address-guard.js";
-import { createBulkReplayer } from "./delivery/bulk-replayer.js";
-import { createBackfiller, type Backfiller } from "./delivery/backfiller.js";
+import { createBackfillJob } from "./delivery/backfill-job.js";
+import { createJobRunner, type JobRunner } from "./delivery/job-runner.js";
+import { createRetryJob } from "./delivery/retry-job.js";
 import { createTransformSandboxes, destinationOf } from "./routing/transform-sandbox.js";
 import { createDeliveryLoop, type DeliveryLoop } from "./delivery/loop.js";
 import { createLoopWaker } from "./ingest/loop-waker.js";
@@ -68,8 +69,8 @@ export interface Waypost {
   /** Present when this process delivers (role worker or all). */
   delivery: DeliveryLoop | undefined;
   maintenance: Maintenance | undefined;
-  /** BackfillDestination's background batches (tests wait for them with idle()). */
-  backfiller: Backfiller;
+  /** Present when this process works background jobs, backfills and bulk retries (role worker or all; tests wait with idle()). */
+  jobs: JobRunner | undefined;
   stop(): Promise<void>;
 }
 
@@ -182,10 +183,18 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     allowPrivate: config.delivery.allowPrivateDestinations,
     allowedCidrs: config.delivery.allowedCidrs,
   });
-  const replayer = createBulkReplayer({ pool, clock, logger });
-  closers.push(() => replayer.stop());
-  const backfiller = createBackfiller({ pool, clock, logger });
-  closers.push(() => backfiller.stop());
+  // Backfills and bulk retries are jobs in Postgres: any worker process
+  // takes them (an api process only stores them).
+  const jobs =
+    config.role === "api"
+      ? undefined
+      : createJobRunner({
+          pool,
+          clock,
+          logger,
+          leaseMs: config.delivery.leaseMs,
+          handlers: { backfill: createBackfillJob(), retry: createRetryJob() },
+        });
   // One set of transform sandboxes per process: the delivery loop runs
   // destinations' transforms in it, the API checks and tests drafts.
   const sandboxes = createTransformSandboxes({
@@ -206,8 +215,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     logger,
     addressGuard,
     signingSecretOverlapMs: config.signingSecretOverlapMs,
-    replayer,
-    backfiller,
+    onJobCreated: () => jobs?.wake(),
     sandboxes,
     retentionMs: config.retentionMs,
     trackingPlans,
@@ -269,6 +277,10 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     housekeeping.start();
     closers.push(() => housekeeping.stop());
   }
+  if (jobs) {
+    jobs.start();
+    closers.push(() => jobs.stop());
+  }
 
   const activity = createActivityLog({
     logger,
@@ -303,7 +315,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     tracing,
     delivery,
     maintenance,
-    backfiller,
+    jobs,
     async stop() {
       stopping = true;
       await closeAll(closers);

@@ -18,7 +18,7 @@ import { report, sleep, summarize } from "../lib/stats.mjs";
  * sent in the 3 s before the backfill (after 3 s to settle) and of those
  * sent during it. The backfill has ended when the destination has as many
  * deliveries, queued or finished, as
- * BackfillDestination's candidateCount (polled in SQL by destination_id,
+ * BackfillDestination's backfill.candidates (polled in SQL by destination_id,
  * at most every 500 ms, less often while far from it). A second
  * BackfillDestination at the end must find nothing to create.
  * @param {{ db: import("../lib/postgres.mjs").Database, sink: import("../lib/sink.mjs").Sink, count: number, rate?: number }} options
@@ -51,7 +51,7 @@ export async function backfillScenario({ db, sink, count, rate = 200 }) {
       since: new Date(Date.now() - 4 * 24 * 3600_000).toISOString(),
     });
     const answeredMs = performance.now() - start;
-    const candidates = Number(answer.candidateCount ?? 0);
+    const candidates = Number(answer.backfill?.candidates ?? 0);
     const { polls, delivered } = await waitForDeliveries(pool, destination.id, candidates, start);
     const ended = performance.now();
     const webhooks = await sink.count();
@@ -84,7 +84,7 @@ export async function backfillScenario({ db, sink, count, rate = 200 }) {
       },
       webhooks_during_backfill: { sink: webhooks, backfilled_delivered: delivered },
       cpu_percent_of_core_during_backfill: { service: percent(used.service), postgres: percent(used.postgres) },
-      second_backfill_candidate_count: Number(again.candidateCount ?? 0),
+      second_backfill_candidate_count: Number(again.backfill?.candidates ?? 0),
       postgres_statements: statements,
       server_peak_rss_mb: service.peakRssMb(),
     });

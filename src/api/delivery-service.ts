@@ -2,12 +2,15 @@ import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type pg from "pg";
 import { DeliveryOrder, type DeliveryService, DeliveryStatus, DeliveryView, type Delivery } from "../../gen/waypost/v1/delivery_pb.js";
 import type { Clock } from "../clock.js";
+import { randomUUID } from "node:crypto";
 import { countReplayable, replayDelivery, type BulkReplay, type DeliveryFilter } from "../db/job-table/index.js";
 import { selectAttempts, selectDelivery, type DeliveryRow } from "../db/queries/deliveries.js";
 import { readFinishFeed, rowsWithinBytes, searchDeliveries } from "../db/queries/delivery-search.js";
 import { destinationExists, loadDestinationConfigs } from "../db/queries/destinations.js";
 import { selectLastAttempts } from "../db/queries/last-attempts.js";
-import type { BulkReplayer } from "../delivery/bulk-replayer.js";
+import { insertJob, selectJob } from "../db/queries/background-jobs.js";
+import type { RetryParams, RetryProgress } from "../delivery/retry-job.js";
+import { retryJobToProto } from "./job-proto.js";
 import { decodeCreatedCursor, decodeFeedPosition, encodeCreatedCursor, encodeFeedPosition } from "./delivery-cursors.js";
 import { attemptError, statusFilter, statusName, textFilter, timeRange, toProto } from "./delivery-proto.js";
 import { destinationStats } from "./destination-stats.js";
@@ -20,8 +23,8 @@ import { webhookHeaders } from "./request-headers.js";
 export interface DeliveryServiceOptions {
   pool: pg.Pool;
   clock: Clock;
-  /** Runs RetryDeliveries' batches in the background. */
-  replayer: BulkReplayer;
+  /** Called after a background job (a bulk retry) is stored. */
+  onJobCreated?: () => void;
   /** Messages older than this are being purged: their deliveries are not replayed in bulk. */
   retentionMs: number;
   /** A page of ListDeliveries ends early, with a next page token, once its bodies reach this. */
@@ -137,10 +140,34 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
       if (!(await destinationExists(pool, destinationId))) throw notFound("destination", destinationId);
       const retentionCutoff = new Date(clock.now().getTime() - options.retentionMs);
       const counts = await countReplayable(pool, filter, retentionCutoff);
-      if (counts.replayable > 0 && counts.maxId !== null) {
-        options.replayer.start({ filter, retentionCutoff, maxId: counts.maxId });
-      }
-      return { replayCount: BigInt(counts.replayable), notReplayableCount: BigInt(counts.pastRetention) };
+      const params: RetryParams = {
+        statuses: [...filter.statuses],
+        ...(filter.messageId ? { messageId: filter.messageId } : {}),
+        ...(filter.userId ? { userId: filter.userId } : {}),
+        ...(filter.since ? { since: filter.since.toISOString() } : {}),
+        ...(filter.until ? { until: filter.until.toISOString() } : {}),
+        retentionCutoff: retentionCutoff.toISOString(),
+        maxId: counts.maxId ?? "0",
+      };
+      const progress: RetryProgress = { matched: counts.replayable, retried: 0, notReplayable: counts.pastRetention };
+      const row = await insertJob(pool, {
+        id: randomUUID(),
+        kind: "retry",
+        destinationId,
+        params: { ...params },
+        progress: { ...progress },
+        // Nothing to replay: it ends at once (and can still be read).
+        state: counts.replayable > 0 && counts.maxId !== null ? "running" : "done",
+        at: clock.now(),
+      });
+      if (row.state === "running") options.onJobCreated?.();
+      return { job: retryJobToProto(row) };
+    },
+    async getRetryJob(req) {
+      const id = requireUuid("id", req.id);
+      const row = await selectJob(pool, "retry", id);
+      if (!row) throw notFound("retry job", id);
+      return { job: retryJobToProto(row) };
     },
     async getDestinationStats(req) {
       const destinationId = requireUuid("destinationId", req.destinationId);

@@ -6,15 +6,22 @@ import {
   TestOutcome,
   type BackfillDestinationRequest,
   type BackfillDestinationResponseSchema,
+  type CancelBackfillRequest,
+  type CancelBackfillResponseSchema,
+  type GetBackfillRequest,
+  type GetBackfillResponseSchema,
+  type ListBackfillsRequest,
+  type ListBackfillsResponseSchema,
   type TestDestinationRequest,
   type TestDestinationResponseSchema,
   type TestedCallSchema,
 } from "../../gen/waypost/v1/destination_pb.js";
 import type { Clock } from "../clock.js";
 import { countBackfillCandidates } from "../db/queries/backfill-candidates.js";
+import { cancelJob, insertJob, listJobs, selectJob } from "../db/queries/background-jobs.js";
 import { selectDestination } from "../db/queries/destinations.js";
 import { selectCallsByMessageIds, selectRecentCalls, type StoredCallRow } from "../db/queries/message-lookup.js";
-import type { Backfiller } from "../delivery/backfiller.js";
+import type { BackfillParams, BackfillProgress } from "../delivery/backfill-job.js";
 import { compileFilter, type CompiledFilter } from "../routing/filter.js";
 import { shapeBody } from "../routing/shape-body.js";
 import type { TransformSandboxes } from "../routing/transform-sandbox.js";
@@ -22,17 +29,20 @@ import { validateDropFieldList, validateFilter, validateTransform } from "../rou
 import { requireStorableText, validateSourceIds } from "./destination-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { eventOf } from "./explain-message.js";
+import { backfillToProto } from "./job-proto.js";
 
 export interface DestinationRulesOptions {
   pool: pg.Pool;
   clock: Clock;
   sandboxes: TransformSandboxes;
-  backfiller: Backfiller;
+  /** Called after a backfill job is stored (this process's job runner, if any, takes it at once). */
+  onJobCreated?: () => void;
 }
 
 const maxSample = 500;
+const maxListed = 100;
 
-/** TestDestination and BackfillDestination: a destination's rules over stored calls. */
+/** TestDestination and the backfills: a destination's rules over stored calls. */
 export function createDestinationRules(options: DestinationRulesOptions) {
   const { pool, sandboxes } = options;
 
@@ -81,14 +91,44 @@ export function createDestinationRules(options: DestinationRulesOptions) {
       if (!req.since) throw invalidArgument("since", "is required");
       const since = timestampDate(req.since);
       const until = req.until ? timestampDate(req.until) : options.clock.now();
+      if (Number.isNaN(since.getTime())) throw invalidArgument("since", "is not a valid time");
+      if (Number.isNaN(until.getTime())) throw invalidArgument("until", "is not a valid time");
       if (until.getTime() <= since.getTime()) throw invalidArgument("until", "must be after since");
       const destination = await selectDestination(pool, destinationId);
       if (!destination) throw notFound("destination", destinationId);
-      const range = { destinationId, since, until };
-      const candidates = await countBackfillCandidates(pool, range);
-      const matches: CompiledFilter | undefined = destination.filter ? compileFilter(destination.filter) : undefined;
-      if (candidates > 0) options.backfiller.start({ ...range, matches });
-      return { candidateCount: BigInt(candidates) };
+      const candidates = await countBackfillCandidates(pool, { destinationId, since, until });
+      const params: BackfillParams = { since: since.toISOString(), until: until.toISOString() };
+      const progress: BackfillProgress = { candidates, created: 0, filtered: 0 };
+      const row = await insertJob(pool, {
+        id: randomUUID(),
+        kind: "backfill",
+        destinationId,
+        params: { ...params },
+        progress: { ...progress },
+        // Nothing to create: it ends at once (and is still listed).
+        state: candidates > 0 ? "running" : "done",
+        at: options.clock.now(),
+      });
+      if (row.state === "running") options.onJobCreated?.();
+      return { backfill: backfillToProto(row) };
+    },
+    async getBackfill(req: GetBackfillRequest): Promise<MessageInitShape<typeof GetBackfillResponseSchema>> {
+      const id = requireUuid("id", req.id);
+      const row = await selectJob(pool, "backfill", id);
+      if (!row) throw notFound("backfill", id);
+      return { backfill: backfillToProto(row) };
+    },
+    async listBackfills(req: ListBackfillsRequest): Promise<MessageInitShape<typeof ListBackfillsResponseSchema>> {
+      const destinationId = requireUuid("destinationId", req.destinationId);
+      if (req.pageSize < 0 || req.pageSize > maxListed) throw invalidArgument("pageSize", `must be 0 to ${maxListed} (0: 20)`);
+      const rows = await listJobs(pool, "backfill", destinationId, req.pageSize === 0 ? 20 : req.pageSize);
+      return { backfills: rows.map(backfillToProto) };
+    },
+    async cancelBackfill(req: CancelBackfillRequest): Promise<MessageInitShape<typeof CancelBackfillResponseSchema>> {
+      const id = requireUuid("id", req.id);
+      const row = await cancelJob(pool, "backfill", id, options.clock.now());
+      if (!row) throw notFound("backfill", id);
+      return { backfill: backfillToProto(row) };
     },
   };
 

@@ -35,7 +35,6 @@ import { orderingToProto, validateMaxRequestsPerSecond, validateOrdering } from 
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import type { TransformSandboxes } from "../routing/transform-sandbox.js";
 import { validateDropFieldList, validateFilter, validateTransform } from "../routing/validate-rules.js";
-import type { Backfiller } from "../delivery/backfiller.js";
 import { createDestinationRules } from "./destination-rules.js";
 import { createWarehouseGuard, type WarehouseGuard } from "./warehouse-check.js";
 import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
@@ -52,10 +51,10 @@ export interface DestinationServiceOptions {
   sandboxes: TransformSandboxes;
   /** Called after any change to a destination's routing (its rules, sources or state). */
   onRoutingChanged?: () => void;
-  /** Runs BackfillDestination's batches in the background. */
-  backfiller: Backfiller;
   /** Looks at a warehouse when its settings are saved (by default: connects to it once, up to 5 s). */
   warehouseGuard?: WarehouseGuard;
+  /** Called after a background job (a backfill) is stored. */
+  onJobCreated?: () => void;
 }
 
 const updatablePaths = new Set([
@@ -82,6 +81,9 @@ export function createDestinationService(options: DestinationServiceOptions): Se
   return {
     testDestination: (req) => rules.testDestination(req),
     backfillDestination: (req) => rules.backfillDestination(req),
+    getBackfill: (req) => rules.getBackfill(req),
+    listBackfills: (req) => rules.listBackfills(req),
+    cancelBackfill: (req) => rules.cancelBackfill(req),
     async createDestination(req) {
       const input = req.destination;
       if (!input) throw invalidArgument("destination", "is required");

@@ -10,8 +10,6 @@ import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
 import { TrackingPlanService } from "../../gen/waypost/v1/tracking_plan_pb.js";
 import type { Clock } from "../clock.js";
 import type { AddressGuard } from "../outbound/address-guard.js";
-import type { BulkReplayer } from "../delivery/bulk-replayer.js";
-import type { Backfiller } from "../delivery/backfiller.js";
 import type { TransformSandboxes } from "../routing/transform-sandbox.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
@@ -42,12 +40,11 @@ export interface RpcHandlersOptions {
   /** Judges literal webhook addresses when a destination is saved (WAYPOST_ALLOW_PRIVATE_DESTINATIONS). */
   addressGuard: AddressGuard;
   interceptors?: Interceptor[];
-  /** RetryDeliveries' background batches, and the retention that bounds them. */
-  replayer: BulkReplayer;
-  /** Runs BackfillDestination in the background. */
-  backfiller: Backfiller;
+  /** Called after a background job (a backfill, a bulk retry) is stored: this process's runner takes it at once. */
+  onJobCreated?: () => void;
   /** Checks transforms' syntax and runs TestDestination's. */
   sandboxes: TransformSandboxes;
+  /** Bulk retries leave out deliveries whose messages are past retention. */
   retentionMs: number;
   /** After RotateSigningSecret, the previous secret keeps signing this long. */
   signingSecretOverlapMs?: number;
@@ -138,7 +135,7 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
           addressGuard: options.addressGuard,
           signingSecretOverlapMs: options.signingSecretOverlapMs,
           sandboxes: options.sandboxes,
-          backfiller: options.backfiller,
+          onJobCreated: options.onJobCreated,
         }),
       );
       router.service(
@@ -147,7 +144,7 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
           pool: options.adminReads.pool,
           maxResponseBytes: options.adminReads.maxResponseBytes,
           clock: options.clock,
-          replayer: options.replayer,
+          onJobCreated: options.onJobCreated,
           retentionMs: options.retentionMs,
         }),
       );

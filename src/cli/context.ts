@@ -36,6 +36,10 @@ export interface CliContext {
   /** Writes text to stdout as it is, adding no newline (a file's bytes, such as a plan applied from git). */
   outExact(text: string): void;
   err(text: string): void;
+  /** Writes as is (no newline added): a progress bar redrawn in place. */
+  write(text: string): void;
+  /** Whether stdout is a terminal (a progress bar is drawn in place) rather than a file or pipe. */
+  tty: boolean;
   signal: AbortSignal;
 }
 
@@ -88,6 +92,8 @@ export function createContext(command: Command, io: CliIo, signal: AbortSignal):
       io.stdout.write(text);
     },
     err: (text) => write(io.stderr, text),
+    write: (text) => io.stdout.write(text),
+    tty: (io.stdout as { isTTY?: boolean }).isTTY === true,
     signal,
   };
 }

@@ -5,6 +5,11 @@ export class UsageError extends Error {
   override name = "UsageError";
 }
 
+/** A command that ran but did not succeed (a job that was cancelled or failed): exit code 1 with its message. */
+export class CommandFailure extends Error {
+  override name = "CommandFailure";
+}
+
 /** Connect's wire name of a code: NotFound -> not_found. */
 export function codeName(code: Code): string {
   return (Code[code] ?? "unknown").replace(/[A-Z]/g, (c, i: number) => (i === 0 ? "" : "_") + c.toLowerCase());

@@ -1,5 +1,6 @@
 import { Command, CommanderError, Option } from "commander";
 import { registerAudiences } from "./commands/audiences.js";
+import { registerBackfills } from "./commands/backfills.js";
 import { registerDeletions } from "./commands/deletions.js";
 import { registerDeliveries } from "./commands/deliveries.js";
 import { registerDestinations } from "./commands/destinations.js";
@@ -10,7 +11,7 @@ import { registerServe } from "./commands/serve.js";
 import { registerSources } from "./commands/sources.js";
 import { registerStats } from "./commands/stats.js";
 import { createContext, serverUrlCommands, type CliIo, type Wire } from "./context.js";
-import { describeRpcError, UsageError } from "./errors.js";
+import { CommandFailure, describeRpcError, UsageError } from "./errors.js";
 
 /**
  * The `waypost` program. Every command has --url, --token and --json (on the
@@ -43,6 +44,7 @@ export function createProgram(io: CliIo, signal: AbortSignal): Command {
   registerSources(program, wire);
   registerDestinations(program, wire);
   registerDeliveries(program, wire);
+  registerBackfills(program, wire);
   registerMessages(program, wire);
   registerStats(program, wire);
   registerAudiences(program, wire);
@@ -99,7 +101,7 @@ export async function runCli(argv: readonly string[], io: CliIo, signal: AbortSi
       io.stderr.write(`waypost: ${error.message}\n(add --help for usage)\n`);
       return 2;
     }
-    io.stderr.write(`waypost: ${describeRpcError(error)}\n`);
+    io.stderr.write(`waypost: ${error instanceof CommandFailure ? error.message : describeRpcError(error)}\n`);
     return 1;
   }
 }

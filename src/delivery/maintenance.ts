@@ -9,6 +9,7 @@ import {
   readQueueActivity,
   vacuumJobTableIfNeeded,
 } from "../db/job-table/index.js";
+import { purgeEndedJobs } from "../db/queries/background-jobs.js";
 import type { Logger } from "../logger.js";
 
 export interface MaintenanceOptions {
@@ -26,9 +27,9 @@ export interface Maintenance {
   /**
    * One pass: create the coming days' partitions, expire paused deliveries,
    * drop the days of history and attempts past retention, purge messages
-   * past it.
+   * past it, and background jobs (backfills, bulk retries) that ended before it.
    */
-  runOnce(): Promise<{ expired: number; purged: number; droppedDays: number }>;
+  runOnce(): Promise<{ expired: number; purged: number; droppedDays: number; jobsPurged: number }>;
   /** VACUUM the job table if dead rows have piled up; true when it did. */
   vacuumIfNeeded(): Promise<boolean>;
   start(): void;
@@ -68,11 +69,12 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
       purged += n;
       if (n < purgeBatch) break;
     }
+    const jobsPurged = await purgeEndedJobs(options.pool, cutoff);
     const droppedDays = dropped.length;
-    if (expired > 0 || purged > 0 || droppedDays > 0) {
-      options.logger.info({ expired, purged, droppedDays: dropped.map((d) => `${d.table}_${d.day}`) }, "maintenance");
+    if (expired > 0 || purged > 0 || droppedDays > 0 || jobsPurged > 0) {
+      options.logger.info({ expired, purged, droppedDays: dropped.map((d) => `${d.table}_${d.day}`), jobsPurged }, "maintenance");
     }
-    return { expired, purged, droppedDays };
+    return { expired, purged, droppedDays, jobsPurged };
   }
 
   return {

@@ -2,6 +2,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { AttemptOutcome, DeliveryStatus } from "../../gen/waypost/v1/delivery_pb.js";
+import { JobState } from "../../gen/waypost/v1/job_pb.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { ManualClock, startTestServer, type TestServer } from "../helpers/server.js";
 
@@ -54,17 +55,22 @@ test("refuses what cannot be retried, and unknown destinations", async () => {
   const missing = await error(server.deliveries.retryDeliveries({ destinationId: "00000000-0000-4000-8000-000000000999" }));
   expect(missing?.code).toBe(Code.NotFound);
   const none = await server.deliveries.retryDeliveries({ destinationId, since: timestampFromDate(new Date(clock.now().getTime() + day)) });
-  expect(none.replayCount).toBe(0n);
-  expect(none.notReplayableCount).toBe(0n);
+  // Nothing matches: the job is done at once.
+  expect(none.job).toMatchObject({ state: JobState.DONE, matched: 0n, retried: 0n, notReplayable: 0n });
+  expect((await error(server.deliveries.getRetryJob({ id: "nope" })))?.code).toBe(Code.InvalidArgument);
+  expect((await error(server.deliveries.getRetryJob({ id: "00000000-0000-4000-8000-000000000999" })))?.code).toBe(Code.NotFound);
 });
 
 test("replays every failed delivery in the background, counting those past retention as not replayable", async () => {
   failing = false;
   const delivered = server.waitForDeliveries(4, ["delivered"]);
-  const answer = await server.deliveries.retryDeliveries({ destinationId });
-  expect(answer.replayCount).toBe(4n);
-  expect(answer.notReplayableCount).toBe(3n);
+  const { job } = await server.deliveries.retryDeliveries({ destinationId });
+  expect(job).toMatchObject({ destinationId, matched: 4n, notReplayable: 3n });
   const replayed = await delivered;
+  await server.waypost.jobs!.idle();
+  const done = await server.deliveries.getRetryJob({ id: job!.id });
+  expect(done.job).toMatchObject({ id: job!.id, state: JobState.DONE, matched: 4n, retried: 4n, notReplayable: 3n });
+  expect(done.job!.finishTime).toBeDefined();
   const byId = await Promise.all(replayed.map((c) => server.deliveries.getDelivery({ id: c.id })));
   expect(byId.map((r) => r.delivery!.messageId).sort()).toEqual([...newMessages].sort());
   for (const { delivery } of byId) {
@@ -77,16 +83,14 @@ test("replays every failed delivery in the background, counting those past reten
   expect(stillFailed.deliveries.map((d) => d.messageId).sort()).toEqual([...oldMessages].sort());
   // Nothing left to replay but the three past retention.
   const again = await server.deliveries.retryDeliveries({ destinationId });
-  expect(again.replayCount).toBe(0n);
-  expect(again.notReplayableCount).toBe(3n);
+  expect(again.job).toMatchObject({ state: JobState.DONE, matched: 0n, notReplayable: 3n });
 });
 
 test("once purged, deliveries past retention are gone, not counted", async () => {
   const { purged } = await server.waypost.maintenance!.runOnce();
   expect(purged).toBe(3);
   const answer = await server.deliveries.retryDeliveries({ destinationId, statuses: [DeliveryStatus.FAILED, DeliveryStatus.EXPIRED] });
-  expect(answer.replayCount).toBe(0n);
-  expect(answer.notReplayableCount).toBe(0n);
+  expect(answer.job).toMatchObject({ matched: 0n, notReplayable: 0n });
 });
 
 test("filters by userId and time like ListDeliveries", async () => {
@@ -100,7 +104,7 @@ test("filters by userId and time like ListDeliveries", async () => {
   failing = false;
   const delivered = server.waitForDeliveries(2, ["delivered"]);
   const answer = await server.deliveries.retryDeliveries({ destinationId, userId: "alice" });
-  expect(answer.replayCount).toBe(2n);
+  expect(answer.job!.matched).toBe(2n);
   await delivered;
   const bob = await server.deliveries.listDeliveries({ destinationId, userId: "bob", status: DeliveryStatus.FAILED });
   expect(bob.deliveries.map((d) => d.messageId)).toEqual([sent[1]]);

@@ -1,6 +1,7 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { TestOutcome } from "../../gen/waypost/v1/destination_pb.js";
+import { JobState } from "../../gen/waypost/v1/job_pb.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
@@ -82,8 +83,11 @@ test("BackfillDestination queues the range's calls that pass the filter, once", 
   });
   const range = { destinationId: destination.id, since: timestampFromDate(since) };
   const first = await server.destinations.backfillDestination(range);
-  expect(first.candidateCount).toBe(3n);
-  await server.waypost.backfiller.idle();
+  // Three calls in the range; the filter passes one of them.
+  expect(first.backfill).toMatchObject({ destinationId: destination.id, state: JobState.RUNNING, candidates: 3n });
+  await server.waypost.jobs!.idle();
+  const ended = await server.destinations.getBackfill({ id: first.backfill!.id });
+  expect(ended.backfill).toMatchObject({ state: JobState.DONE, candidates: 3n, created: 1n, filtered: 2n });
   const rows = await server.pool.query(
     "SELECT m.message_id FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE d.destination_id = $1",
     [destination.id],
@@ -91,6 +95,6 @@ test("BackfillDestination queues the range's calls that pass the filter, once", 
   expect(rows.rows.map((r) => r.message_id)).toEqual([wanted.messageId]);
   await server.destinations.backfillDestination(range);
   await server.destinations.backfillDestination(range);
-  await server.waypost.backfiller.idle();
+  await server.waypost.jobs!.idle();
   expect(await deliveryCount(destination.id)).toBe(1);
 });

@@ -118,7 +118,7 @@ test("deliveries get: the body and headers sent, secrets masked", async () => {
   expect(text.stdout).not.toContain("key-123");
 });
 
-test("deliveries retry: one, or every matching one in the background", async () => {
+test("deliveries retry: one, or every matching one as a job with its progress", async () => {
   const { deliveries } = await waypostJson<{ deliveries: DeliveryJson[] }>(["deliveries", "list", "--message-id", sent[0]!], env);
   const notNeeded = await waypost(["deliveries", "retry", deliveries[0]!.id], env);
   expect(notNeeded.code).toBe(1);
@@ -138,11 +138,20 @@ test("deliveries retry: one, or every matching one in the background", async () 
   done = server.waitForDeliveries(2, ["delivered"]);
   const bulk = await waypost(["deliveries", "retry", "--destination", destinationId, "--status", "failed", "--since", "1h"], env);
   expect(bulk.code).toBe(0);
-  expect(bulk.stdout).toMatch(/^replaying:\s+2 /m);
+  // Follows the job to its end: progress lines (not a terminal), then the job.
+  expect(bulk.stdout).toContain(`[${"#".repeat(30)}] 100%  retried 2 of 2 matching\n`);
+  expect(bulk.stdout).toMatch(/^matched:\s+2 /m);
   expect(bulk.stdout).toMatch(/^not replayable:\s+0 /m);
+  expect(bulk.stdout).toMatch(/^state:\s+done$/m);
   await done;
-  const again = await waypostJson<{ replayCount?: string }>(["deliveries", "retry", "--destination", destinationId], env);
-  expect(again.replayCount).toBeUndefined();
+  const again = await waypostJson<{ id: string; state: string; matched?: string }>(
+    ["deliveries", "retry", "--destination", destinationId, "--detach"],
+    env,
+  );
+  expect(again).toMatchObject({ state: "JOB_STATE_DONE" });
+  expect(again.matched).toBeUndefined();
+  const read = await waypostJson<{ job: { id: string } }>(["deliveries", "retry-job", again.id], env);
+  expect(read.job.id).toBe(again.id);
 });
 
 test("deliveries tail prints deliveries as they finish, until SIGINT", async () => {

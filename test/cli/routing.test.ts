@@ -6,6 +6,14 @@ import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { cliEnv, waypost, waypostJson } from "./support.js";
 
+interface BackfillJson {
+  id: string;
+  state: string;
+  candidates?: string;
+  created?: string;
+  filtered?: string;
+}
+
 /** Routing rules through `waypost`: the flags, `destinations test` and `backfill`, and `messages explain`. */
 let server: TestServer;
 let receiver: Receiver;
@@ -82,11 +90,13 @@ test("destinations test shows each call's outcome and body, sending nothing", as
   expect(receiver.requests).toEqual([]);
 });
 
-test("destinations backfill queues in the background; messages explain gives each destination's fate", async () => {
-  const backfill = await waypost(["destinations", "backfill", id, "--since", "1h"], env);
+test("destinations backfill follows the job to its end; messages explain gives each destination's fate", async () => {
+  const backfill = await waypost(["destinations", "backfill", "crm", "--since", "1h"], env);
   expect(backfill.code, backfill.stderr).toBe(0);
-  expect(backfill.stdout).toContain("backfilling up to 2 calls");
-  await server.waypost.backfiller.idle();
+  // Not a terminal: progress as plain lines, then the backfill as it ended.
+  expect(backfill.stdout).toContain(`[${"#".repeat(30)}] 100%  created 1, filtered 1 of 2 candidates\n`);
+  expect(backfill.stdout).not.toContain("\r");
+  expect(backfill.stdout).toMatch(/^state:\s+done$/m);
 
   const explained = await waypost(["messages", "explain", big.messageId], env);
   expect(explained.code, explained.stderr).toBe(0);
@@ -96,6 +106,30 @@ test("destinations backfill queues in the background; messages explain gives eac
   const missing = await waypost(["messages", "explain", "nope"], env);
   expect(missing.code).toBe(1);
   expect(missing.stderr).toContain("not_found");
+});
+
+test("destinations backfill --detach returns at once with the job; backfills get --wait, list and cancel", async () => {
+  const detached = await waypostJson<BackfillJson>(["destinations", "backfill", id, "--since", "1h", "--detach"], env);
+  // The call the filter turned away is still without a delivery: the one candidate.
+  expect(detached).toMatchObject({ candidates: "1" });
+  const waited = await waypost(["backfills", "get", detached.id, "--wait"], env);
+  expect(waited.code, waited.stderr).toBe(0);
+  expect(waited.stdout).toMatch(/100% {2}created 0, filtered 1 of 1 candidates/);
+  const listed = await waypostJson<{ backfills: BackfillJson[] }>(["backfills", "list", "--destination", "crm"], env);
+  expect(listed.backfills.map((b) => [b.state, b.created, b.filtered])).toEqual([
+    ["JOB_STATE_DONE", undefined, "1"],
+    ["JOB_STATE_DONE", "1", "1"],
+  ]);
+  const ended = await waypostJson<{ backfill: BackfillJson }>(["backfills", "cancel", detached.id], env);
+  expect(ended.backfill.state).toBe("JOB_STATE_DONE");
+  // A backfill that did not end done: the wait says why and exits 1.
+  await server.pool.query("UPDATE background_jobs SET state = 'cancelled', error = 'the destination was deleted' WHERE id = $1", [
+    detached.id,
+  ]);
+  const failed = await waypost(["backfills", "get", detached.id, "--wait"], env);
+  expect(failed.code).toBe(1);
+  expect(failed.stderr).toBe(`waypost: backfill ${detached.id} cancelled: the destination was deleted\n`);
+  expect((await waypost(["backfills", "get", "nope"], env)).stderr).toContain("invalid_argument: id:");
 });
 
 test("messages filtered lists the calls a destination's filter turned away, by reason, as a table and as JSON", async () => {

@@ -160,7 +160,8 @@ describe("operator console in a real browser", () => {
     receiver.respond = () => ({ status: 200, body: "ok" });
     await page.goBack();
     await page.getByRole("button", { name: "Retry all matching" }).click();
-    await page.getByRole("status").filter({ hasText: "Replaying 2 deliveries" }).waitFor();
+    // The job's progress: it ends done, having replayed both.
+    await page.getByRole("status").filter({ hasText: "Retried 2 of 2 matching deliveries. Done." }).waitFor();
     await filters.getByLabel("User ID").fill("refused-user");
     await filters.getByLabel("Status").selectOption("");
     await filters.getByRole("button", { name: "Search" }).click();

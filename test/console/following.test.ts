@@ -7,7 +7,7 @@ import { completionsOf, startTestServer, type TestServer } from "../helpers/serv
 /**
  * Pages that follow deliveries on their own: Live (from the moment it
  * opens, filtered by destination and status) and the Deliveries list after
- * Retry all matching (the replay runs in the background on the server).
+ * Retry all matching (the replay runs as a job on the server; its progress shows).
  */
 let server: TestServer;
 let receiver: Receiver;
@@ -101,7 +101,8 @@ test("after Retry all matching the list refreshes itself until the replay shows"
     // The failed deliveries are in the history: lock them there (the replay deletes them from it).
     await lock.query("SELECT 1 FROM delivery_history WHERE destination_id = $1 FOR UPDATE", [gamma.id]);
     await page.getByRole("button", { name: "Retry all matching" }).click();
-    await page.getByRole("status").filter({ hasText: "Replaying 2 deliveries" }).waitFor();
+    // The job's progress while it is held back.
+    await page.getByRole("status").filter({ hasText: "Retried 0 of 2 matching deliveries." }).waitFor();
     await expect.poll(() => listsAfterQueued).toBeGreaterThan(0);
     expect(await rows.filter({ hasText: "failed" }).count()).toBe(2);
   } finally {
@@ -109,6 +110,8 @@ test("after Retry all matching the list refreshes itself until the replay shows"
     lock.release();
   }
   await rows.filter({ hasText: "delivered" }).nth(1).waitFor({ timeout: 20_000 });
+  await page.getByRole("status").filter({ hasText: "Retried 2 of 2 matching deliveries. Done." }).waitFor();
+  expect(await page.getByRole("progressbar", { name: "Retry progress" }).getAttribute("value")).toBe("2");
 });
 
 test("ran without page errors or Content-Security-Policy violations", () => {

@@ -1,6 +1,9 @@
+import { randomUUID } from "node:crypto";
 import { PassThrough } from "node:stream";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { ManualClock } from "../../src/clock.js";
+import { insertJob } from "../../src/db/queries/background-jobs.js";
 import { createMaintenance } from "../../src/delivery/maintenance.js";
 import { createLogger } from "../../src/logger.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
@@ -142,4 +145,32 @@ test("a maintenance run still going makes the next ticks skip: runs never overla
     await maintenance.stop();
   }
   expect(await waiting()).toBe(0);
+});
+
+test("backfills and bulk retries that ended are purged after the retention period; a running one is kept", async () => {
+  const source = await server.createSource();
+  const destination = await server.createDestination({ name: "jobs", sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
+  // Nothing to backfill: done at once.
+  const { backfill } = await server.destinations.backfillDestination({
+    destinationId: destination.id,
+    since: timestampFromDate(new Date(clock.now().getTime() - day)),
+  });
+  // One held by a process elsewhere for a long while: still running.
+  const running = randomUUID();
+  await insertJob(server.pool, {
+    id: running,
+    kind: "retry",
+    destinationId: destination.id,
+    params: {},
+    progress: {},
+    state: "running",
+    at: clock.now(),
+  });
+  await server.pool.query("UPDATE background_jobs SET lease_token = gen_random_uuid(), lease_until = 'infinity' WHERE id = $1", [running]);
+  clock.advance(6 * day);
+  expect((await server.waypost.maintenance!.runOnce()).jobsPurged).toBe(0);
+  clock.advance(2 * day);
+  expect((await server.waypost.maintenance!.runOnce()).jobsPurged).toBe(1);
+  const left = await server.pool.query("SELECT id FROM background_jobs WHERE id = ANY($1::uuid[])", [[backfill!.id, running]]);
+  expect(left.rows.map((r) => r.id)).toEqual([running]);
 });

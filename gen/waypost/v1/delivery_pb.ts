@@ -6,13 +6,15 @@ import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobu
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { JobState } from "./job_pb.js";
+import { file_waypost_v1_job } from "./job_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file waypost/v1/delivery.proto.
  */
 export const file_waypost_v1_delivery: GenFile = /*@__PURE__*/
-  fileDesc("Chl3YXlwb3N0L3YxL2RlbGl2ZXJ5LnByb3RvEgp3YXlwb3N0LnYxIpECCg9EZWxpdmVyeUF0dGVtcHQSDwoHYXR0ZW1wdBgBIAEoBRILCgN1cmwYAiABKAkSMAoMYXR0ZW1wdF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgdvdXRjb21lGAQgASgOMhoud2F5cG9zdC52MS5BdHRlbXB0T3V0Y29tZRITCgtzdGF0dXNfY29kZRgFIAEoBRINCgVlcnJvchgGIAEoCRISCgpsYXRlbmN5X21zGAcgASgFEhUKDXJlc3BvbnNlX2JvZHkYCCABKAkSGAoQZGVzdGluYXRpb25fZXRhZxgJIAEoCRIYChBkaXNjYXJkZWRfdmFsdWVzGAogASgFIqAFCghEZWxpdmVyeRIKCgJpZBgBIAEoCRIWCg5kZXN0aW5hdGlvbl9pZBgCIAEoCRIRCglzb3VyY2VfaWQYAyABKAkSEgoKbWVzc2FnZV9pZBgEIAEoCRIMCgR0eXBlGAUgASgJEioKBnN0YXR1cxgGIAEoDjIaLndheXBvc3QudjEuRGVsaXZlcnlTdGF0dXMSFQoNYXR0ZW1wdF9jb3VudBgHIAEoBRIvCgtjcmVhdGVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoSZmlyc3RfYXR0ZW1wdF90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1ChFuZXh0X2F0dGVtcHRfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoNZmluYWxpemVfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoIYXR0ZW1wdHMYDCADKAsyGy53YXlwb3N0LnYxLkRlbGl2ZXJ5QXR0ZW1wdBIMCgRib2R5GA0gASgJEkEKD3JlcXVlc3RfaGVhZGVycxgOIAMoCzIoLndheXBvc3QudjEuRGVsaXZlcnkuUmVxdWVzdEhlYWRlcnNFbnRyeRIPCgd1c2VyX2lkGA8gASgJEhQKDGFub255bW91c19pZBgQIAEoCRIzCg93ZWJob29rX2hlYWRlcnMYESADKAsyGi53YXlwb3N0LnYxLldlYmhvb2tIZWFkZXJzEhIKCmxhc3RfZXJyb3IYEiABKAkaNQoTUmVxdWVzdEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIocBCg5XZWJob29rSGVhZGVycxILCgN1cmwYASABKAkSOAoHaGVhZGVycxgCIAMoCzInLndheXBvc3QudjEuV2ViaG9va0hlYWRlcnMuSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIv0CChVMaXN0RGVsaXZlcmllc1JlcXVlc3QSFgoOZGVzdGluYXRpb25faWQYASABKAkSKgoGc3RhdHVzGAIgASgOMhoud2F5cG9zdC52MS5EZWxpdmVyeVN0YXR1cxIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCRIsCghzdGF0dXNlcxgFIAMoDjIaLndheXBvc3QudjEuRGVsaXZlcnlTdGF0dXMSEgoKbWVzc2FnZV9pZBgGIAEoCRIPCgd1c2VyX2lkGAcgASgJEikKBXNpbmNlGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKAoFb3JkZXIYCiABKA4yGS53YXlwb3N0LnYxLkRlbGl2ZXJ5T3JkZXISJgoEdmlldxgLIAEoDjIYLndheXBvc3QudjEuRGVsaXZlcnlWaWV3IlsKFkxpc3REZWxpdmVyaWVzUmVzcG9uc2USKAoKZGVsaXZlcmllcxgBIAMoCzIULndheXBvc3QudjEuRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiAKEkdldERlbGl2ZXJ5UmVxdWVzdBIKCgJpZBgBIAEoCSI9ChNHZXREZWxpdmVyeVJlc3BvbnNlEiYKCGRlbGl2ZXJ5GAEgASgLMhQud2F5cG9zdC52MS5EZWxpdmVyeSIiChRSZXRyeURlbGl2ZXJ5UmVxdWVzdBIKCgJpZBgBIAEoCSI/ChVSZXRyeURlbGl2ZXJ5UmVzcG9uc2USJgoIZGVsaXZlcnkYASABKAsyFC53YXlwb3N0LnYxLkRlbGl2ZXJ5ItkBChZSZXRyeURlbGl2ZXJpZXNSZXF1ZXN0EhYKDmRlc3RpbmF0aW9uX2lkGAEgASgJEiwKCHN0YXR1c2VzGAIgAygOMhoud2F5cG9zdC52MS5EZWxpdmVyeVN0YXR1cxIpCgVzaW5jZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCm1lc3NhZ2VfaWQYBSABKAkSDwoHdXNlcl9pZBgGIAEoCSJNChdSZXRyeURlbGl2ZXJpZXNSZXNwb25zZRIUCgxyZXBsYXlfY291bnQYASABKAMSHAoUbm90X3JlcGxheWFibGVfY291bnQYAiABKAMiNAoaR2V0RGVzdGluYXRpb25TdGF0c1JlcXVlc3QSFgoOZGVzdGluYXRpb25faWQYASABKAkitQcKG0dldERlc3RpbmF0aW9uU3RhdHNSZXNwb25zZRIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCRIPCgdwZW5kaW5nGAIgASgDEhAKCHJldHJ5aW5nGAMgASgDEhEKCWRlbGl2ZXJlZBgEIAEoAxIOCgZmYWlsZWQYBSABKAMSDwoHZXhwaXJlZBgGIAEoAxIRCgljYW5jZWxsZWQYByABKAMSGgoSYXR0ZW1wdHNfbGFzdF9ob3VyGAggASgDEiUKHXN1Y2Nlc3NmdWxfYXR0ZW1wdHNfbGFzdF9ob3VyGAkgASgDEiEKGW1lYW5fbGF0ZW5jeV9tc19sYXN0X2hvdXIYCiABKAESGwoTZGVsaXZlcmVkX2xhc3RfaG91chgLIAEoAxIYChBmYWlsZWRfbGFzdF9ob3VyGAwgASgDEhkKEWV4cGlyZWRfbGFzdF9ob3VyGA0gASgDEhoKEmRlbGl2ZXJlZF9sYXN0XzI0aBgOIAEoAxIXCg9mYWlsZWRfbGFzdF8yNGgYDyABKAMSGAoQZXhwaXJlZF9sYXN0XzI0aBgQIAEoAxIjChZzdWNjZXNzX3JhdGVfbGFzdF9ob3VyGBEgASgBSACIAQESIgoVc3VjY2Vzc19yYXRlX2xhc3RfMjRoGBIgASgBSAGIAQESIAoYcDUwX2xhdGVuY3lfbXNfbGFzdF9ob3VyGBMgASgFEiAKGHA5OV9sYXRlbmN5X21zX2xhc3RfaG91chgUIAEoBRIfChdwNTBfbGF0ZW5jeV9tc19sYXN0XzI0aBgVIAEoBRIfChdwOTlfbGF0ZW5jeV9tc19sYXN0XzI0aBgWIAEoBRIPCgdiYWNrbG9nGBcgASgDEicKBnNlcmllcxgYIAMoCzIXLndheXBvc3QudjEuU3RhdHNNaW51dGUSIQoZZmFpbGVkX2F0dGVtcHRzX2xhc3RfaG91chgZIAEoAxIgChhmYWlsZWRfYXR0ZW1wdHNfbGFzdF8yNGgYGiABKAMSKAoHd2luZG93cxgbIAMoCzIXLndheXBvc3QudjEuU3RhdHNXaW5kb3cSGQoRZmlsdGVyZWRfbGFzdF8yNGgYHCABKAMSIgoaZGlzY2FyZGVkX3ZhbHVlc19sYXN0X2hvdXIYHSABKAMSIQoZZGlzY2FyZGVkX3ZhbHVlc19sYXN0XzI0aBgeIAEoA0IZChdfc3VjY2Vzc19yYXRlX2xhc3RfaG91ckIYChZfc3VjY2Vzc19yYXRlX2xhc3RfMjRoIogCCgtTdGF0c1dpbmRvdxIPCgdtaW51dGVzGAEgASgFEhEKCWRlbGl2ZXJlZBgCIAEoAxIOCgZmYWlsZWQYAyABKAMSDwoHZXhwaXJlZBgEIAEoAxIZCgxzdWNjZXNzX3JhdGUYBSABKAFIAIgBARIQCghhdHRlbXB0cxgGIAEoAxIbChNzdWNjZXNzZnVsX2F0dGVtcHRzGAcgASgDEhcKD2ZhaWxlZF9hdHRlbXB0cxgIIAEoAxIWCg5wNTBfbGF0ZW5jeV9tcxgJIAEoBRIWCg5wOTlfbGF0ZW5jeV9tcxgKIAEoBRIQCghmaWx0ZXJlZBgLIAEoA0IPCg1fc3VjY2Vzc19yYXRlIvsBCgtTdGF0c01pbnV0ZRIuCgpzdGFydF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglkZWxpdmVyZWQYAiABKAMSDgoGZmFpbGVkGAMgASgDEg8KB2V4cGlyZWQYBCABKAMSEAoIYXR0ZW1wdHMYBSABKAMSGwoTc3VjY2Vzc2Z1bF9hdHRlbXB0cxgGIAEoAxIWCg5wNTBfbGF0ZW5jeV9tcxgHIAEoBRIWCg5wOTlfbGF0ZW5jeV9tcxgIIAEoBRIXCg9mYWlsZWRfYXR0ZW1wdHMYCSABKAMSEAoIZmlsdGVyZWQYCiABKAMiPgoVRXhwbGFpbk1lc3NhZ2VSZXF1ZXN0EhIKCm1lc3NhZ2VfaWQYASABKAkSEQoJc291cmNlX2lkGAIgASgJIp8BCg9EZXN0aW5hdGlvbkZhdGUSFgoOZGVzdGluYXRpb25faWQYASABKAkSGAoQZGVzdGluYXRpb25fbmFtZRgCIAEoCRIeCgRmYXRlGAMgASgOMhAud2F5cG9zdC52MS5GYXRlEg4KBnJlYXNvbhgEIAEoCRITCgtkZWxpdmVyeV9pZBgFIAEoCRIVCg1hdHRlbXB0X2NvdW50GAYgASgFIqQBCg1FeHBsYWluZWRDYWxsEhEKCXNvdXJjZV9pZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJEgwKBHR5cGUYAyABKAkSDQoFZXZlbnQYBCABKAkSDwoHdXNlcl9pZBgFIAEoCRIwCgxyZWNlaXZlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBGJvZHkYByABKAkidAoWRXhwbGFpbk1lc3NhZ2VSZXNwb25zZRInCgRjYWxsGAEgASgLMhkud2F5cG9zdC52MS5FeHBsYWluZWRDYWxsEjEKDGRlc3RpbmF0aW9ucxgCIAMoCzIbLndheXBvc3QudjEuRGVzdGluYXRpb25GYXRlItcBChBMaXN0RmF0ZXNSZXF1ZXN0EhYKDmRlc3RpbmF0aW9uX2lkGAEgASgJEh4KBGZhdGUYAiABKA4yEC53YXlwb3N0LnYxLkZhdGUSDgoGcmVhc29uGAMgASgJEikKBXNpbmNlGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJcGFnZV9zaXplGAYgASgFEhIKCnBhZ2VfdG9rZW4YByABKAki8wEKCUZhdGVkQ2FsbBIRCglzb3VyY2VfaWQYASABKAkSEgoKbWVzc2FnZV9pZBgCIAEoCRIMCgR0eXBlGAMgASgJEg0KBWV2ZW50GAQgASgJEg8KB3VzZXJfaWQYBSABKAkSMAoMcmVjZWl2ZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIeCgRmYXRlGAcgASgOMhAud2F5cG9zdC52MS5GYXRlEg4KBnJlYXNvbhgIIAEoCRIvCgtyZWNvcmRfdGltZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiUgoRTGlzdEZhdGVzUmVzcG9uc2USJAoFY2FsbHMYASADKAsyFS53YXlwb3N0LnYxLkZhdGVkQ2FsbBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkq4wEKDkRlbGl2ZXJ5U3RhdHVzEh8KG0RFTElWRVJZX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF0RFTElWRVJZX1NUQVRVU19QRU5ESU5HEAESHAoYREVMSVZFUllfU1RBVFVTX1JFVFJZSU5HEAISHQoZREVMSVZFUllfU1RBVFVTX0RFTElWRVJFRBADEhoKFkRFTElWRVJZX1NUQVRVU19GQUlMRUQQBBIbChdERUxJVkVSWV9TVEFUVVNfRVhQSVJFRBAFEh0KGURFTElWRVJZX1NUQVRVU19DQU5DRUxMRUQQBiqrAQoOQXR0ZW1wdE91dGNvbWUSHwobQVRURU1QVF9PVVRDT01FX1VOU1BFQ0lGSUVEEAASGwoXQVRURU1QVF9PVVRDT01FX1NVQ0NFU1MQARIdChlBVFRFTVBUX09VVENPTUVfUkVUUllBQkxFEAISHQoZQVRURU1QVF9PVVRDT01FX1BFUk1BTkVOVBADEh0KGUFUVEVNUFRfT1VUQ09NRV9BQkFORE9ORUQQBCp5Cg1EZWxpdmVyeU9yZGVyEh4KGkRFTElWRVJZX09SREVSX1VOU1BFQ0lGSUVEEAASIwofREVMSVZFUllfT1JERVJfQ1JFQVRFX1RJTUVfREVTQxABEiMKH0RFTElWRVJZX09SREVSX0ZJTklTSF9USU1FX0RFU0MQAipeCgxEZWxpdmVyeVZpZXcSHQoZREVMSVZFUllfVklFV19VTlNQRUNJRklFRBAAEhYKEkRFTElWRVJZX1ZJRVdfRlVMTBABEhcKE0RFTElWRVJZX1ZJRVdfQkFTSUMQAir9AQoERmF0ZRIUChBGQVRFX1VOU1BFQ0lGSUVEEAASEAoMRkFURV9QRU5ESU5HEAESEQoNRkFURV9SRVRSWUlORxACEhIKDkZBVEVfREVMSVZFUkVEEAMSDwoLRkFURV9GQUlMRUQQBBIQCgxGQVRFX0VYUElSRUQQBRISCg5GQVRFX0NBTkNFTExFRBAGEhEKDUZBVEVfRklMVEVSRUQQBxIWChJGQVRFX05PVF9DT05ORUNURUQQCBIRCg1GQVRFX0RJU0FCTEVEEAkSGQoVRkFURV9JTlRFR1JBVElPTlNfT0ZGEAoSFgoSRkFURV9DUkVBVEVEX0xBVEVSEAsy9wQKD0RlbGl2ZXJ5U2VydmljZRJXCg5MaXN0RGVsaXZlcmllcxIhLndheXBvc3QudjEuTGlzdERlbGl2ZXJpZXNSZXF1ZXN0GiIud2F5cG9zdC52MS5MaXN0RGVsaXZlcmllc1Jlc3BvbnNlEk4KC0dldERlbGl2ZXJ5Eh4ud2F5cG9zdC52MS5HZXREZWxpdmVyeVJlcXVlc3QaHy53YXlwb3N0LnYxLkdldERlbGl2ZXJ5UmVzcG9uc2USVAoNUmV0cnlEZWxpdmVyeRIgLndheXBvc3QudjEuUmV0cnlEZWxpdmVyeVJlcXVlc3QaIS53YXlwb3N0LnYxLlJldHJ5RGVsaXZlcnlSZXNwb25zZRJaCg9SZXRyeURlbGl2ZXJpZXMSIi53YXlwb3N0LnYxLlJldHJ5RGVsaXZlcmllc1JlcXVlc3QaIy53YXlwb3N0LnYxLlJldHJ5RGVsaXZlcmllc1Jlc3BvbnNlEmYKE0dldERlc3RpbmF0aW9uU3RhdHMSJi53YXlwb3N0LnYxLkdldERlc3RpbmF0aW9uU3RhdHNSZXF1ZXN0Gicud2F5cG9zdC52MS5HZXREZXN0aW5hdGlvblN0YXRzUmVzcG9uc2USVwoORXhwbGFpbk1lc3NhZ2USIS53YXlwb3N0LnYxLkV4cGxhaW5NZXNzYWdlUmVxdWVzdBoiLndheXBvc3QudjEuRXhwbGFpbk1lc3NhZ2VSZXNwb25zZRJICglMaXN0RmF0ZXMSHC53YXlwb3N0LnYxLkxpc3RGYXRlc1JlcXVlc3QaHS53YXlwb3N0LnYxLkxpc3RGYXRlc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("Chl3YXlwb3N0L3YxL2RlbGl2ZXJ5LnByb3RvEgp3YXlwb3N0LnYxIpECCg9EZWxpdmVyeUF0dGVtcHQSDwoHYXR0ZW1wdBgBIAEoBRILCgN1cmwYAiABKAkSMAoMYXR0ZW1wdF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgdvdXRjb21lGAQgASgOMhoud2F5cG9zdC52MS5BdHRlbXB0T3V0Y29tZRITCgtzdGF0dXNfY29kZRgFIAEoBRINCgVlcnJvchgGIAEoCRISCgpsYXRlbmN5X21zGAcgASgFEhUKDXJlc3BvbnNlX2JvZHkYCCABKAkSGAoQZGVzdGluYXRpb25fZXRhZxgJIAEoCRIYChBkaXNjYXJkZWRfdmFsdWVzGAogASgFIqAFCghEZWxpdmVyeRIKCgJpZBgBIAEoCRIWCg5kZXN0aW5hdGlvbl9pZBgCIAEoCRIRCglzb3VyY2VfaWQYAyABKAkSEgoKbWVzc2FnZV9pZBgEIAEoCRIMCgR0eXBlGAUgASgJEioKBnN0YXR1cxgGIAEoDjIaLndheXBvc3QudjEuRGVsaXZlcnlTdGF0dXMSFQoNYXR0ZW1wdF9jb3VudBgHIAEoBRIvCgtjcmVhdGVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoSZmlyc3RfYXR0ZW1wdF90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1ChFuZXh0X2F0dGVtcHRfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoNZmluYWxpemVfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoIYXR0ZW1wdHMYDCADKAsyGy53YXlwb3N0LnYxLkRlbGl2ZXJ5QXR0ZW1wdBIMCgRib2R5GA0gASgJEkEKD3JlcXVlc3RfaGVhZGVycxgOIAMoCzIoLndheXBvc3QudjEuRGVsaXZlcnkuUmVxdWVzdEhlYWRlcnNFbnRyeRIPCgd1c2VyX2lkGA8gASgJEhQKDGFub255bW91c19pZBgQIAEoCRIzCg93ZWJob29rX2hlYWRlcnMYESADKAsyGi53YXlwb3N0LnYxLldlYmhvb2tIZWFkZXJzEhIKCmxhc3RfZXJyb3IYEiABKAkaNQoTUmVxdWVzdEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIocBCg5XZWJob29rSGVhZGVycxILCgN1cmwYASABKAkSOAoHaGVhZGVycxgCIAMoCzInLndheXBvc3QudjEuV2ViaG9va0hlYWRlcnMuSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIv0CChVMaXN0RGVsaXZlcmllc1JlcXVlc3QSFgoOZGVzdGluYXRpb25faWQYASABKAkSKgoGc3RhdHVzGAIgASgOMhoud2F5cG9zdC52MS5EZWxpdmVyeVN0YXR1cxIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCRIsCghzdGF0dXNlcxgFIAMoDjIaLndheXBvc3QudjEuRGVsaXZlcnlTdGF0dXMSEgoKbWVzc2FnZV9pZBgGIAEoCRIPCgd1c2VyX2lkGAcgASgJEikKBXNpbmNlGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKAoFb3JkZXIYCiABKA4yGS53YXlwb3N0LnYxLkRlbGl2ZXJ5T3JkZXISJgoEdmlldxgLIAEoDjIYLndheXBvc3QudjEuRGVsaXZlcnlWaWV3IlsKFkxpc3REZWxpdmVyaWVzUmVzcG9uc2USKAoKZGVsaXZlcmllcxgBIAMoCzIULndheXBvc3QudjEuRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiAKEkdldERlbGl2ZXJ5UmVxdWVzdBIKCgJpZBgBIAEoCSI9ChNHZXREZWxpdmVyeVJlc3BvbnNlEiYKCGRlbGl2ZXJ5GAEgASgLMhQud2F5cG9zdC52MS5EZWxpdmVyeSIiChRSZXRyeURlbGl2ZXJ5UmVxdWVzdBIKCgJpZBgBIAEoCSI/ChVSZXRyeURlbGl2ZXJ5UmVzcG9uc2USJgoIZGVsaXZlcnkYASABKAsyFC53YXlwb3N0LnYxLkRlbGl2ZXJ5ItkBChZSZXRyeURlbGl2ZXJpZXNSZXF1ZXN0EhYKDmRlc3RpbmF0aW9uX2lkGAEgASgJEiwKCHN0YXR1c2VzGAIgAygOMhoud2F5cG9zdC52MS5EZWxpdmVyeVN0YXR1cxIpCgVzaW5jZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCm1lc3NhZ2VfaWQYBSABKAkSDwoHdXNlcl9pZBgGIAEoCSJsChdSZXRyeURlbGl2ZXJpZXNSZXNwb25zZRIhCgNqb2IYAyABKAsyFC53YXlwb3N0LnYxLlJldHJ5Sm9iSgQIARACSgQIAhADUgxyZXBsYXlfY291bnRSFG5vdF9yZXBsYXlhYmxlX2NvdW50Iv4BCghSZXRyeUpvYhIKCgJpZBgBIAEoCRIWCg5kZXN0aW5hdGlvbl9pZBgCIAEoCRIjCgVzdGF0ZRgDIAEoDjIULndheXBvc3QudjEuSm9iU3RhdGUSDwoHbWF0Y2hlZBgEIAEoAxIPCgdyZXRyaWVkGAUgASgDEhYKDm5vdF9yZXBsYXlhYmxlGAYgASgDEg0KBWVycm9yGAcgASgJEi8KC2NyZWF0ZV90aW1lGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hfdGltZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiIAoSR2V0UmV0cnlKb2JSZXF1ZXN0EgoKAmlkGAEgASgJIjgKE0dldFJldHJ5Sm9iUmVzcG9uc2USIQoDam9iGAEgASgLMhQud2F5cG9zdC52MS5SZXRyeUpvYiI0ChpHZXREZXN0aW5hdGlvblN0YXRzUmVxdWVzdBIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCSK1BwobR2V0RGVzdGluYXRpb25TdGF0c1Jlc3BvbnNlEhYKDmRlc3RpbmF0aW9uX2lkGAEgASgJEg8KB3BlbmRpbmcYAiABKAMSEAoIcmV0cnlpbmcYAyABKAMSEQoJZGVsaXZlcmVkGAQgASgDEg4KBmZhaWxlZBgFIAEoAxIPCgdleHBpcmVkGAYgASgDEhEKCWNhbmNlbGxlZBgHIAEoAxIaChJhdHRlbXB0c19sYXN0X2hvdXIYCCABKAMSJQodc3VjY2Vzc2Z1bF9hdHRlbXB0c19sYXN0X2hvdXIYCSABKAMSIQoZbWVhbl9sYXRlbmN5X21zX2xhc3RfaG91chgKIAEoARIbChNkZWxpdmVyZWRfbGFzdF9ob3VyGAsgASgDEhgKEGZhaWxlZF9sYXN0X2hvdXIYDCABKAMSGQoRZXhwaXJlZF9sYXN0X2hvdXIYDSABKAMSGgoSZGVsaXZlcmVkX2xhc3RfMjRoGA4gASgDEhcKD2ZhaWxlZF9sYXN0XzI0aBgPIAEoAxIYChBleHBpcmVkX2xhc3RfMjRoGBAgASgDEiMKFnN1Y2Nlc3NfcmF0ZV9sYXN0X2hvdXIYESABKAFIAIgBARIiChVzdWNjZXNzX3JhdGVfbGFzdF8yNGgYEiABKAFIAYgBARIgChhwNTBfbGF0ZW5jeV9tc19sYXN0X2hvdXIYEyABKAUSIAoYcDk5X2xhdGVuY3lfbXNfbGFzdF9ob3VyGBQgASgFEh8KF3A1MF9sYXRlbmN5X21zX2xhc3RfMjRoGBUgASgFEh8KF3A5OV9sYXRlbmN5X21zX2xhc3RfMjRoGBYgASgFEg8KB2JhY2tsb2cYFyABKAMSJwoGc2VyaWVzGBggAygLMhcud2F5cG9zdC52MS5TdGF0c01pbnV0ZRIhChlmYWlsZWRfYXR0ZW1wdHNfbGFzdF9ob3VyGBkgASgDEiAKGGZhaWxlZF9hdHRlbXB0c19sYXN0XzI0aBgaIAEoAxIoCgd3aW5kb3dzGBsgAygLMhcud2F5cG9zdC52MS5TdGF0c1dpbmRvdxIZChFmaWx0ZXJlZF9sYXN0XzI0aBgcIAEoAxIiChpkaXNjYXJkZWRfdmFsdWVzX2xhc3RfaG91chgdIAEoAxIhChlkaXNjYXJkZWRfdmFsdWVzX2xhc3RfMjRoGB4gASgDQhkKF19zdWNjZXNzX3JhdGVfbGFzdF9ob3VyQhgKFl9zdWNjZXNzX3JhdGVfbGFzdF8yNGgiiAIKC1N0YXRzV2luZG93Eg8KB21pbnV0ZXMYASABKAUSEQoJZGVsaXZlcmVkGAIgASgDEg4KBmZhaWxlZBgDIAEoAxIPCgdleHBpcmVkGAQgASgDEhkKDHN1Y2Nlc3NfcmF0ZRgFIAEoAUgAiAEBEhAKCGF0dGVtcHRzGAYgASgDEhsKE3N1Y2Nlc3NmdWxfYXR0ZW1wdHMYByABKAMSFwoPZmFpbGVkX2F0dGVtcHRzGAggASgDEhYKDnA1MF9sYXRlbmN5X21zGAkgASgFEhYKDnA5OV9sYXRlbmN5X21zGAogASgFEhAKCGZpbHRlcmVkGAsgASgDQg8KDV9zdWNjZXNzX3JhdGUi+wEKC1N0YXRzTWludXRlEi4KCnN0YXJ0X3RpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWRlbGl2ZXJlZBgCIAEoAxIOCgZmYWlsZWQYAyABKAMSDwoHZXhwaXJlZBgEIAEoAxIQCghhdHRlbXB0cxgFIAEoAxIbChNzdWNjZXNzZnVsX2F0dGVtcHRzGAYgASgDEhYKDnA1MF9sYXRlbmN5X21zGAcgASgFEhYKDnA5OV9sYXRlbmN5X21zGAggASgFEhcKD2ZhaWxlZF9hdHRlbXB0cxgJIAEoAxIQCghmaWx0ZXJlZBgKIAEoAyI+ChVFeHBsYWluTWVzc2FnZVJlcXVlc3QSEgoKbWVzc2FnZV9pZBgBIAEoCRIRCglzb3VyY2VfaWQYAiABKAkinwEKD0Rlc3RpbmF0aW9uRmF0ZRIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCRIYChBkZXN0aW5hdGlvbl9uYW1lGAIgASgJEh4KBGZhdGUYAyABKA4yEC53YXlwb3N0LnYxLkZhdGUSDgoGcmVhc29uGAQgASgJEhMKC2RlbGl2ZXJ5X2lkGAUgASgJEhUKDWF0dGVtcHRfY291bnQYBiABKAUipAEKDUV4cGxhaW5lZENhbGwSEQoJc291cmNlX2lkGAEgASgJEhIKCm1lc3NhZ2VfaWQYAiABKAkSDAoEdHlwZRgDIAEoCRINCgVldmVudBgEIAEoCRIPCgd1c2VyX2lkGAUgASgJEjAKDHJlY2VpdmVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEYm9keRgHIAEoCSJ0ChZFeHBsYWluTWVzc2FnZVJlc3BvbnNlEicKBGNhbGwYASABKAsyGS53YXlwb3N0LnYxLkV4cGxhaW5lZENhbGwSMQoMZGVzdGluYXRpb25zGAIgAygLMhsud2F5cG9zdC52MS5EZXN0aW5hdGlvbkZhdGUi1wEKEExpc3RGYXRlc1JlcXVlc3QSFgoOZGVzdGluYXRpb25faWQYASABKAkSHgoEZmF0ZRgCIAEoDjIQLndheXBvc3QudjEuRmF0ZRIOCgZyZWFzb24YAyABKAkSKQoFc2luY2UYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglwYWdlX3NpemUYBiABKAUSEgoKcGFnZV90b2tlbhgHIAEoCSLzAQoJRmF0ZWRDYWxsEhEKCXNvdXJjZV9pZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJEgwKBHR5cGUYAyABKAkSDQoFZXZlbnQYBCABKAkSDwoHdXNlcl9pZBgFIAEoCRIwCgxyZWNlaXZlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEh4KBGZhdGUYByABKA4yEC53YXlwb3N0LnYxLkZhdGUSDgoGcmVhc29uGAggASgJEi8KC3JlY29yZF90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJSChFMaXN0RmF0ZXNSZXNwb25zZRIkCgVjYWxscxgBIAMoCzIVLndheXBvc3QudjEuRmF0ZWRDYWxsEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSrjAQoORGVsaXZlcnlTdGF0dXMSHwobREVMSVZFUllfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXREVMSVZFUllfU1RBVFVTX1BFTkRJTkcQARIcChhERUxJVkVSWV9TVEFUVVNfUkVUUllJTkcQAhIdChlERUxJVkVSWV9TVEFUVVNfREVMSVZFUkVEEAMSGgoWREVMSVZFUllfU1RBVFVTX0ZBSUxFRBAEEhsKF0RFTElWRVJZX1NUQVRVU19FWFBJUkVEEAUSHQoZREVMSVZFUllfU1RBVFVTX0NBTkNFTExFRBAGKqsBCg5BdHRlbXB0T3V0Y29tZRIfChtBVFRFTVBUX09VVENPTUVfVU5TUEVDSUZJRUQQABIbChdBVFRFTVBUX09VVENPTUVfU1VDQ0VTUxABEh0KGUFUVEVNUFRfT1VUQ09NRV9SRVRSWUFCTEUQAhIdChlBVFRFTVBUX09VVENPTUVfUEVSTUFORU5UEAMSHQoZQVRURU1QVF9PVVRDT01FX0FCQU5ET05FRBAEKnkKDURlbGl2ZXJ5T3JkZXISHgoaREVMSVZFUllfT1JERVJfVU5TUEVDSUZJRUQQABIjCh9ERUxJVkVSWV9PUkRFUl9DUkVBVEVfVElNRV9ERVNDEAESIwofREVMSVZFUllfT1JERVJfRklOSVNIX1RJTUVfREVTQxACKl4KDERlbGl2ZXJ5VmlldxIdChlERUxJVkVSWV9WSUVXX1VOU1BFQ0lGSUVEEAASFgoSREVMSVZFUllfVklFV19GVUxMEAESFwoTREVMSVZFUllfVklFV19CQVNJQxACKv0BCgRGYXRlEhQKEEZBVEVfVU5TUEVDSUZJRUQQABIQCgxGQVRFX1BFTkRJTkcQARIRCg1GQVRFX1JFVFJZSU5HEAISEgoORkFURV9ERUxJVkVSRUQQAxIPCgtGQVRFX0ZBSUxFRBAEEhAKDEZBVEVfRVhQSVJFRBAFEhIKDkZBVEVfQ0FOQ0VMTEVEEAYSEQoNRkFURV9GSUxURVJFRBAHEhYKEkZBVEVfTk9UX0NPTk5FQ1RFRBAIEhEKDUZBVEVfRElTQUJMRUQQCRIZChVGQVRFX0lOVEVHUkFUSU9OU19PRkYQChIWChJGQVRFX0NSRUFURURfTEFURVIQCzLHBQoPRGVsaXZlcnlTZXJ2aWNlElcKDkxpc3REZWxpdmVyaWVzEiEud2F5cG9zdC52MS5MaXN0RGVsaXZlcmllc1JlcXVlc3QaIi53YXlwb3N0LnYxLkxpc3REZWxpdmVyaWVzUmVzcG9uc2USTgoLR2V0RGVsaXZlcnkSHi53YXlwb3N0LnYxLkdldERlbGl2ZXJ5UmVxdWVzdBofLndheXBvc3QudjEuR2V0RGVsaXZlcnlSZXNwb25zZRJUCg1SZXRyeURlbGl2ZXJ5EiAud2F5cG9zdC52MS5SZXRyeURlbGl2ZXJ5UmVxdWVzdBohLndheXBvc3QudjEuUmV0cnlEZWxpdmVyeVJlc3BvbnNlEloKD1JldHJ5RGVsaXZlcmllcxIiLndheXBvc3QudjEuUmV0cnlEZWxpdmVyaWVzUmVxdWVzdBojLndheXBvc3QudjEuUmV0cnlEZWxpdmVyaWVzUmVzcG9uc2USTgoLR2V0UmV0cnlKb2ISHi53YXlwb3N0LnYxLkdldFJldHJ5Sm9iUmVxdWVzdBofLndheXBvc3QudjEuR2V0UmV0cnlKb2JSZXNwb25zZRJmChNHZXREZXN0aW5hdGlvblN0YXRzEiYud2F5cG9zdC52MS5HZXREZXN0aW5hdGlvblN0YXRzUmVxdWVzdBonLndheXBvc3QudjEuR2V0RGVzdGluYXRpb25TdGF0c1Jlc3BvbnNlElcKDkV4cGxhaW5NZXNzYWdlEiEud2F5cG9zdC52MS5FeHBsYWluTWVzc2FnZVJlcXVlc3QaIi53YXlwb3N0LnYxLkV4cGxhaW5NZXNzYWdlUmVzcG9uc2USSAoJTGlzdEZhdGVzEhwud2F5cG9zdC52MS5MaXN0RmF0ZXNSZXF1ZXN0Gh0ud2F5cG9zdC52MS5MaXN0RmF0ZXNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_waypost_v1_job]);
 
 /**
  * DeliveryAttempt is one request (or refusal to send one) to one URL.
@@ -455,19 +457,9 @@ export const RetryDeliveriesRequestSchema: GenMessage<RetryDeliveriesRequest> = 
  */
 export type RetryDeliveriesResponse = Message<"waypost.v1.RetryDeliveriesResponse"> & {
   /**
-   * How many matching deliveries will be replayed.
-   *
-   * @generated from field: int64 replay_count = 1;
+   * @generated from field: waypost.v1.RetryJob job = 3;
    */
-  replayCount: bigint;
-
-  /**
-   * Matching deliveries that cannot be replayed: their messages are past the
-   * retention period (being purged).
-   *
-   * @generated from field: int64 not_replayable_count = 2;
-   */
-  notReplayableCount: bigint;
+  job?: RetryJob | undefined;
 };
 
 /**
@@ -476,6 +468,111 @@ export type RetryDeliveriesResponse = Message<"waypost.v1.RetryDeliveriesRespons
  */
 export const RetryDeliveriesResponseSchema: GenMessage<RetryDeliveriesResponse> = /*@__PURE__*/
   messageDesc(file_waypost_v1_delivery, 10);
+
+/**
+ * RetryJob is a RetryDeliveries job and its progress.
+ *
+ * @generated from message waypost.v1.RetryJob
+ */
+export type RetryJob = Message<"waypost.v1.RetryJob"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string destination_id = 2;
+   */
+  destinationId: string;
+
+  /**
+   * @generated from field: waypost.v1.JobState state = 3;
+   */
+  state: JobState;
+
+  /**
+   * Matching deliveries that will be replayed (counted when it was asked for).
+   *
+   * @generated from field: int64 matched = 4;
+   */
+  matched: bigint;
+
+  /**
+   * Replayed so far. When done, matched - retried changed state meanwhile
+   * (delivered by an attempt in flight, say) and were left alone.
+   *
+   * @generated from field: int64 retried = 5;
+   */
+  retried: bigint;
+
+  /**
+   * Matching deliveries that cannot be replayed: their messages are past the
+   * retention period (being purged).
+   *
+   * @generated from field: int64 not_replayable = 6;
+   */
+  notReplayable: bigint;
+
+  /**
+   * Why it was cancelled or failed; while running, the last page's error.
+   *
+   * @generated from field: string error = 7;
+   */
+  error: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp create_time = 8;
+   */
+  createTime?: Timestamp | undefined;
+
+  /**
+   * When it ended (absent while running).
+   *
+   * @generated from field: google.protobuf.Timestamp finish_time = 9;
+   */
+  finishTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message waypost.v1.RetryJob.
+ * Use `create(RetryJobSchema)` to create a new message.
+ */
+export const RetryJobSchema: GenMessage<RetryJob> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_delivery, 11);
+
+/**
+ * @generated from message waypost.v1.GetRetryJobRequest
+ */
+export type GetRetryJobRequest = Message<"waypost.v1.GetRetryJobRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message waypost.v1.GetRetryJobRequest.
+ * Use `create(GetRetryJobRequestSchema)` to create a new message.
+ */
+export const GetRetryJobRequestSchema: GenMessage<GetRetryJobRequest> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_delivery, 12);
+
+/**
+ * @generated from message waypost.v1.GetRetryJobResponse
+ */
+export type GetRetryJobResponse = Message<"waypost.v1.GetRetryJobResponse"> & {
+  /**
+   * @generated from field: waypost.v1.RetryJob job = 1;
+   */
+  job?: RetryJob | undefined;
+};
+
+/**
+ * Describes the message waypost.v1.GetRetryJobResponse.
+ * Use `create(GetRetryJobResponseSchema)` to create a new message.
+ */
+export const GetRetryJobResponseSchema: GenMessage<GetRetryJobResponse> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_delivery, 13);
 
 /**
  * @generated from message waypost.v1.GetDestinationStatsRequest
@@ -492,7 +589,7 @@ export type GetDestinationStatsRequest = Message<"waypost.v1.GetDestinationStats
  * Use `create(GetDestinationStatsRequestSchema)` to create a new message.
  */
 export const GetDestinationStatsRequestSchema: GenMessage<GetDestinationStatsRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 11);
+  messageDesc(file_waypost_v1_delivery, 14);
 
 /**
  * @generated from message waypost.v1.GetDestinationStatsResponse
@@ -683,7 +780,7 @@ export type GetDestinationStatsResponse = Message<"waypost.v1.GetDestinationStat
  * Use `create(GetDestinationStatsResponseSchema)` to create a new message.
  */
 export const GetDestinationStatsResponseSchema: GenMessage<GetDestinationStatsResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 12);
+  messageDesc(file_waypost_v1_delivery, 15);
 
 /**
  * StatsWindow is a destination's figures over the last `minutes` minutes.
@@ -765,7 +862,7 @@ export type StatsWindow = Message<"waypost.v1.StatsWindow"> & {
  * Use `create(StatsWindowSchema)` to create a new message.
  */
 export const StatsWindowSchema: GenMessage<StatsWindow> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 13);
+  messageDesc(file_waypost_v1_delivery, 16);
 
 /**
  * StatsMinute is one minute of a destination's activity.
@@ -837,7 +934,7 @@ export type StatsMinute = Message<"waypost.v1.StatsMinute"> & {
  * Use `create(StatsMinuteSchema)` to create a new message.
  */
 export const StatsMinuteSchema: GenMessage<StatsMinute> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 14);
+  messageDesc(file_waypost_v1_delivery, 17);
 
 /**
  * @generated from message waypost.v1.ExplainMessageRequest
@@ -861,7 +958,7 @@ export type ExplainMessageRequest = Message<"waypost.v1.ExplainMessageRequest"> 
  * Use `create(ExplainMessageRequestSchema)` to create a new message.
  */
 export const ExplainMessageRequestSchema: GenMessage<ExplainMessageRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 15);
+  messageDesc(file_waypost_v1_delivery, 18);
 
 /**
  * DestinationFate is a call's fate at one destination.
@@ -909,7 +1006,7 @@ export type DestinationFate = Message<"waypost.v1.DestinationFate"> & {
  * Use `create(DestinationFateSchema)` to create a new message.
  */
 export const DestinationFateSchema: GenMessage<DestinationFate> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 16);
+  messageDesc(file_waypost_v1_delivery, 19);
 
 /**
  * ExplainedCall is the stored call.
@@ -960,7 +1057,7 @@ export type ExplainedCall = Message<"waypost.v1.ExplainedCall"> & {
  * Use `create(ExplainedCallSchema)` to create a new message.
  */
 export const ExplainedCallSchema: GenMessage<ExplainedCall> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 17);
+  messageDesc(file_waypost_v1_delivery, 20);
 
 /**
  * @generated from message waypost.v1.ExplainMessageResponse
@@ -984,7 +1081,7 @@ export type ExplainMessageResponse = Message<"waypost.v1.ExplainMessageResponse"
  * Use `create(ExplainMessageResponseSchema)` to create a new message.
  */
 export const ExplainMessageResponseSchema: GenMessage<ExplainMessageResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 18);
+  messageDesc(file_waypost_v1_delivery, 21);
 
 /**
  * @generated from message waypost.v1.ListFatesRequest
@@ -1041,7 +1138,7 @@ export type ListFatesRequest = Message<"waypost.v1.ListFatesRequest"> & {
  * Use `create(ListFatesRequestSchema)` to create a new message.
  */
 export const ListFatesRequestSchema: GenMessage<ListFatesRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 19);
+  messageDesc(file_waypost_v1_delivery, 22);
 
 /**
  * FatedCall is a call a destination got no delivery for, and why.
@@ -1105,7 +1202,7 @@ export type FatedCall = Message<"waypost.v1.FatedCall"> & {
  * Use `create(FatedCallSchema)` to create a new message.
  */
 export const FatedCallSchema: GenMessage<FatedCall> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 20);
+  messageDesc(file_waypost_v1_delivery, 23);
 
 /**
  * @generated from message waypost.v1.ListFatesResponse
@@ -1129,7 +1226,7 @@ export type ListFatesResponse = Message<"waypost.v1.ListFatesResponse"> & {
  * Use `create(ListFatesResponseSchema)` to create a new message.
  */
 export const ListFatesResponseSchema: GenMessage<ListFatesResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 21);
+  messageDesc(file_waypost_v1_delivery, 24);
 
 /**
  * @generated from enum waypost.v1.DeliveryStatus
@@ -1399,8 +1496,8 @@ export const DeliveryService: GenService<{
   },
   /**
    * RetryDeliveries replays every matching delivery of a destination with a
-   * fresh retry window. It answers at once with how many it will replay and
-   * replays them in batches in the background.
+   * fresh retry window. It answers at once with the job (how many match),
+   * stored in Postgres and worked in pages by any worker process.
    *
    * @generated from rpc waypost.v1.DeliveryService.RetryDeliveries
    */
@@ -1408,6 +1505,16 @@ export const DeliveryService: GenService<{
     methodKind: "unary";
     input: typeof RetryDeliveriesRequestSchema;
     output: typeof RetryDeliveriesResponseSchema;
+  },
+  /**
+   * GetRetryJob reads a RetryDeliveries job again (its progress).
+   *
+   * @generated from rpc waypost.v1.DeliveryService.GetRetryJob
+   */
+  getRetryJob: {
+    methodKind: "unary";
+    input: typeof GetRetryJobRequestSchema;
+    output: typeof GetRetryJobResponseSchema;
   },
   /**
    * @generated from rpc waypost.v1.DeliveryService.GetDestinationStats

@@ -6,13 +6,15 @@ import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobu
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { JobState } from "./job_pb.js";
+import { file_waypost_v1_job } from "./job_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file waypost/v1/destination.proto.
  */
 export const file_waypost_v1_destination: GenFile = /*@__PURE__*/
-  fileDesc("Chx3YXlwb3N0L3YxL2Rlc3RpbmF0aW9uLnByb3RvEgp3YXlwb3N0LnYxInkKB1dlYmhvb2sSCwoDdXJsGAEgASgJEjEKB2hlYWRlcnMYAiADKAsyIC53YXlwb3N0LnYxLldlYmhvb2suSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkoKEVBvc3RncmVzV2FyZWhvdXNlEgsKA3VybBgBIAEoCRIOCgZzY2hlbWEYAiABKAkSGAoQaGFzX3Bvc3RncmVzX3VybBgDIAEoCCKuBwoLRGVzdGluYXRpb24SCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRISCgpzb3VyY2VfaWRzGAMgAygJEhQKB2VuYWJsZWQYBCABKAhIAIgBARIlCgh3ZWJob29rcxgFIAMoCzITLndheXBvc3QudjEuV2ViaG9vaxIVCg1zaGFyZWRfc2VjcmV0GAYgASgJEhkKEWhhc19zaGFyZWRfc2VjcmV0GAcgASgIEgwKBGV0YWcYCCABKAkSLwoLY3JlYXRlX3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCgZoZWFsdGgYCyABKA4yHS53YXlwb3N0LnYxLkRlc3RpbmF0aW9uSGVhbHRoEjUKEWxhc3Rfc3VjY2Vzc190aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1ChFsYXN0X2ZhaWx1cmVfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKbGFzdF9lcnJvchgOIAEoCRIXCg9zaWduaW5nX3NlY3JldHMYDyADKAkSGgoSaGFzX3NpZ25pbmdfc2VjcmV0GBAgASgIEhwKFGNvbnNlY3V0aXZlX2ZhaWx1cmVzGBEgASgFEjMKD25leHRfcHJvYmVfdGltZRgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoSYmFja29mZl91bnRpbF90aW1lGBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIkChdtYXhfcmVxdWVzdHNfcGVyX3NlY29uZBgUIAEoDUgBiAEBEiYKCG9yZGVyaW5nGBUgASgOMhQud2F5cG9zdC52MS5PcmRlcmluZxIpCgRraW5kGBYgASgOMhsud2F5cG9zdC52MS5EZXN0aW5hdGlvbktpbmQSLwoIcG9zdGdyZXMYFyABKAsyHS53YXlwb3N0LnYxLlBvc3RncmVzV2FyZWhvdXNlEicKBmZpbHRlchgYIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEwoLZHJvcF9maWVsZHMYGSADKAkSEQoJdHJhbnNmb3JtGBogASgJQgoKCF9lbmFibGVkQhoKGF9tYXhfcmVxdWVzdHNfcGVyX3NlY29uZCJpChhDcmVhdGVEZXN0aW5hdGlvblJlcXVlc3QSLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEh8KF2dlbmVyYXRlX3NpZ25pbmdfc2VjcmV0GAIgASgIImEKGUNyZWF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEhYKDnNpZ25pbmdfc2VjcmV0GAIgASgJIiMKFUdldERlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJGChZHZXREZXN0aW5hdGlvblJlc3BvbnNlEiwKC2Rlc3RpbmF0aW9uGAEgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbiJTChdMaXN0RGVzdGluYXRpb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIRCglzb3VyY2VfaWQYAyABKAkiYgoYTGlzdERlc3RpbmF0aW9uc1Jlc3BvbnNlEi0KDGRlc3RpbmF0aW9ucxgBIAMoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInkKGFVwZGF0ZURlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIkkKGVVwZGF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uIiYKGERlbGV0ZURlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSIbChlEZWxldGVEZXN0aW5hdGlvblJlc3BvbnNlIigKGlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXF1ZXN0EgoKAmlkGAEgASgJImMKG1JvdGF0ZVNpZ25pbmdTZWNyZXRSZXNwb25zZRIWCg5zaWduaW5nX3NlY3JldBgBIAEoCRIsCgtkZXN0aW5hdGlvbhgCIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24icAoWVGVzdERlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SEwoLc2FtcGxlX3NpemUYAiABKAUSEwoLbWVzc2FnZV9pZHMYAyADKAkilwEKClRlc3RlZENhbGwSEgoKbWVzc2FnZV9pZBgBIAEoCRIMCgR0eXBlGAIgASgJEg0KBWV2ZW50GAMgASgJEigKB291dGNvbWUYBCABKA4yFy53YXlwb3N0LnYxLlRlc3RPdXRjb21lEg0KBWVycm9yGAUgASgJEgwKBGJvZHkYBiABKAkSEQoJc291cmNlX2lkGAcgASgJIkAKF1Rlc3REZXN0aW5hdGlvblJlc3BvbnNlEiUKBWNhbGxzGAEgAygLMhYud2F5cG9zdC52MS5UZXN0ZWRDYWxsIooBChpCYWNrZmlsbERlc3RpbmF0aW9uUmVxdWVzdBIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCRIpCgVzaW5jZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjYKG0JhY2tmaWxsRGVzdGluYXRpb25SZXNwb25zZRIXCg9jYW5kaWRhdGVfY291bnQYASABKAMqnAEKEURlc3RpbmF0aW9uSGVhbHRoEiIKHkRFU1RJTkFUSU9OX0hFQUxUSF9VTlNQRUNJRklFRBAAEh4KGkRFU1RJTkFUSU9OX0hFQUxUSF9IRUFMVEhZEAESHgoaREVTVElOQVRJT05fSEVBTFRIX0ZBSUxJTkcQAhIjCh9ERVNUSU5BVElPTl9IRUFMVEhfQ0lSQ1VJVF9PUEVOEAMqTgoIT3JkZXJpbmcSGAoUT1JERVJJTkdfVU5TUEVDSUZJRUQQABIRCg1PUkRFUklOR19OT05FEAESFQoRT1JERVJJTkdfUEVSX1VTRVIQAipwCg9EZXN0aW5hdGlvbktpbmQSIAocREVTVElOQVRJT05fS0lORF9VTlNQRUNJRklFRBAAEhwKGERFU1RJTkFUSU9OX0tJTkRfV0VCSE9PSxABEh0KGURFU1RJTkFUSU9OX0tJTkRfUE9TVEdSRVMQAiqmAQoLVGVzdE91dGNvbWUSHAoYVEVTVF9PVVRDT01FX1VOU1BFQ0lGSUVEEAASFQoRVEVTVF9PVVRDT01FX1NFTkQQARIZChVURVNUX09VVENPTUVfRklMVEVSRUQQAhIlCiFURVNUX09VVENPTUVfRFJPUFBFRF9CWV9UUkFOU0ZPUk0QAxIgChxURVNUX09VVENPTUVfVFJBTlNGT1JNX0VSUk9SEAQyngYKEkRlc3RpbmF0aW9uU2VydmljZRJgChFDcmVhdGVEZXN0aW5hdGlvbhIkLndheXBvc3QudjEuQ3JlYXRlRGVzdGluYXRpb25SZXF1ZXN0GiUud2F5cG9zdC52MS5DcmVhdGVEZXN0aW5hdGlvblJlc3BvbnNlElcKDkdldERlc3RpbmF0aW9uEiEud2F5cG9zdC52MS5HZXREZXN0aW5hdGlvblJlcXVlc3QaIi53YXlwb3N0LnYxLkdldERlc3RpbmF0aW9uUmVzcG9uc2USXQoQTGlzdERlc3RpbmF0aW9ucxIjLndheXBvc3QudjEuTGlzdERlc3RpbmF0aW9uc1JlcXVlc3QaJC53YXlwb3N0LnYxLkxpc3REZXN0aW5hdGlvbnNSZXNwb25zZRJgChFVcGRhdGVEZXN0aW5hdGlvbhIkLndheXBvc3QudjEuVXBkYXRlRGVzdGluYXRpb25SZXF1ZXN0GiUud2F5cG9zdC52MS5VcGRhdGVEZXN0aW5hdGlvblJlc3BvbnNlEmAKEURlbGV0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5EZWxldGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLkRlbGV0ZURlc3RpbmF0aW9uUmVzcG9uc2USZgoTUm90YXRlU2lnbmluZ1NlY3JldBImLndheXBvc3QudjEuUm90YXRlU2lnbmluZ1NlY3JldFJlcXVlc3QaJy53YXlwb3N0LnYxLlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXNwb25zZRJaCg9UZXN0RGVzdGluYXRpb24SIi53YXlwb3N0LnYxLlRlc3REZXN0aW5hdGlvblJlcXVlc3QaIy53YXlwb3N0LnYxLlRlc3REZXN0aW5hdGlvblJlc3BvbnNlEmYKE0JhY2tmaWxsRGVzdGluYXRpb24SJi53YXlwb3N0LnYxLkJhY2tmaWxsRGVzdGluYXRpb25SZXF1ZXN0Gicud2F5cG9zdC52MS5CYWNrZmlsbERlc3RpbmF0aW9uUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Chx3YXlwb3N0L3YxL2Rlc3RpbmF0aW9uLnByb3RvEgp3YXlwb3N0LnYxInkKB1dlYmhvb2sSCwoDdXJsGAEgASgJEjEKB2hlYWRlcnMYAiADKAsyIC53YXlwb3N0LnYxLldlYmhvb2suSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkoKEVBvc3RncmVzV2FyZWhvdXNlEgsKA3VybBgBIAEoCRIOCgZzY2hlbWEYAiABKAkSGAoQaGFzX3Bvc3RncmVzX3VybBgDIAEoCCKuBwoLRGVzdGluYXRpb24SCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRISCgpzb3VyY2VfaWRzGAMgAygJEhQKB2VuYWJsZWQYBCABKAhIAIgBARIlCgh3ZWJob29rcxgFIAMoCzITLndheXBvc3QudjEuV2ViaG9vaxIVCg1zaGFyZWRfc2VjcmV0GAYgASgJEhkKEWhhc19zaGFyZWRfc2VjcmV0GAcgASgIEgwKBGV0YWcYCCABKAkSLwoLY3JlYXRlX3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCgZoZWFsdGgYCyABKA4yHS53YXlwb3N0LnYxLkRlc3RpbmF0aW9uSGVhbHRoEjUKEWxhc3Rfc3VjY2Vzc190aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1ChFsYXN0X2ZhaWx1cmVfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKbGFzdF9lcnJvchgOIAEoCRIXCg9zaWduaW5nX3NlY3JldHMYDyADKAkSGgoSaGFzX3NpZ25pbmdfc2VjcmV0GBAgASgIEhwKFGNvbnNlY3V0aXZlX2ZhaWx1cmVzGBEgASgFEjMKD25leHRfcHJvYmVfdGltZRgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoSYmFja29mZl91bnRpbF90aW1lGBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIkChdtYXhfcmVxdWVzdHNfcGVyX3NlY29uZBgUIAEoDUgBiAEBEiYKCG9yZGVyaW5nGBUgASgOMhQud2F5cG9zdC52MS5PcmRlcmluZxIpCgRraW5kGBYgASgOMhsud2F5cG9zdC52MS5EZXN0aW5hdGlvbktpbmQSLwoIcG9zdGdyZXMYFyABKAsyHS53YXlwb3N0LnYxLlBvc3RncmVzV2FyZWhvdXNlEicKBmZpbHRlchgYIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEwoLZHJvcF9maWVsZHMYGSADKAkSEQoJdHJhbnNmb3JtGBogASgJQgoKCF9lbmFibGVkQhoKGF9tYXhfcmVxdWVzdHNfcGVyX3NlY29uZCJpChhDcmVhdGVEZXN0aW5hdGlvblJlcXVlc3QSLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEh8KF2dlbmVyYXRlX3NpZ25pbmdfc2VjcmV0GAIgASgIImEKGUNyZWF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEhYKDnNpZ25pbmdfc2VjcmV0GAIgASgJIiMKFUdldERlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJGChZHZXREZXN0aW5hdGlvblJlc3BvbnNlEiwKC2Rlc3RpbmF0aW9uGAEgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbiJTChdMaXN0RGVzdGluYXRpb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIRCglzb3VyY2VfaWQYAyABKAkiYgoYTGlzdERlc3RpbmF0aW9uc1Jlc3BvbnNlEi0KDGRlc3RpbmF0aW9ucxgBIAMoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInkKGFVwZGF0ZURlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIkkKGVVwZGF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uIiYKGERlbGV0ZURlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSIbChlEZWxldGVEZXN0aW5hdGlvblJlc3BvbnNlIigKGlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXF1ZXN0EgoKAmlkGAEgASgJImMKG1JvdGF0ZVNpZ25pbmdTZWNyZXRSZXNwb25zZRIWCg5zaWduaW5nX3NlY3JldBgBIAEoCRIsCgtkZXN0aW5hdGlvbhgCIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24icAoWVGVzdERlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SEwoLc2FtcGxlX3NpemUYAiABKAUSEwoLbWVzc2FnZV9pZHMYAyADKAkilwEKClRlc3RlZENhbGwSEgoKbWVzc2FnZV9pZBgBIAEoCRIMCgR0eXBlGAIgASgJEg0KBWV2ZW50GAMgASgJEigKB291dGNvbWUYBCABKA4yFy53YXlwb3N0LnYxLlRlc3RPdXRjb21lEg0KBWVycm9yGAUgASgJEgwKBGJvZHkYBiABKAkSEQoJc291cmNlX2lkGAcgASgJIkAKF1Rlc3REZXN0aW5hdGlvblJlc3BvbnNlEiUKBWNhbGxzGAEgAygLMhYud2F5cG9zdC52MS5UZXN0ZWRDYWxsIooBChpCYWNrZmlsbERlc3RpbmF0aW9uUmVxdWVzdBIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCRIpCgVzaW5jZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlwKG0JhY2tmaWxsRGVzdGluYXRpb25SZXNwb25zZRImCghiYWNrZmlsbBgCIAEoCzIULndheXBvc3QudjEuQmFja2ZpbGxKBAgBEAJSD2NhbmRpZGF0ZV9jb3VudCLRAgoIQmFja2ZpbGwSCgoCaWQYASABKAkSFgoOZGVzdGluYXRpb25faWQYAiABKAkSIwoFc3RhdGUYAyABKA4yFC53YXlwb3N0LnYxLkpvYlN0YXRlEhIKCmNhbmRpZGF0ZXMYBCABKAMSDwoHY3JlYXRlZBgFIAEoAxIQCghmaWx0ZXJlZBgGIAEoAxIpCgVzaW5jZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWVycm9yGAkgASgJEi8KC2NyZWF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiIAoSR2V0QmFja2ZpbGxSZXF1ZXN0EgoKAmlkGAEgASgJIj0KE0dldEJhY2tmaWxsUmVzcG9uc2USJgoIYmFja2ZpbGwYASABKAsyFC53YXlwb3N0LnYxLkJhY2tmaWxsIkEKFExpc3RCYWNrZmlsbHNSZXF1ZXN0EhYKDmRlc3RpbmF0aW9uX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBSJAChVMaXN0QmFja2ZpbGxzUmVzcG9uc2USJwoJYmFja2ZpbGxzGAEgAygLMhQud2F5cG9zdC52MS5CYWNrZmlsbCIjChVDYW5jZWxCYWNrZmlsbFJlcXVlc3QSCgoCaWQYASABKAkiQAoWQ2FuY2VsQmFja2ZpbGxSZXNwb25zZRImCghiYWNrZmlsbBgBIAEoCzIULndheXBvc3QudjEuQmFja2ZpbGwqnAEKEURlc3RpbmF0aW9uSGVhbHRoEiIKHkRFU1RJTkFUSU9OX0hFQUxUSF9VTlNQRUNJRklFRBAAEh4KGkRFU1RJTkFUSU9OX0hFQUxUSF9IRUFMVEhZEAESHgoaREVTVElOQVRJT05fSEVBTFRIX0ZBSUxJTkcQAhIjCh9ERVNUSU5BVElPTl9IRUFMVEhfQ0lSQ1VJVF9PUEVOEAMqTgoIT3JkZXJpbmcSGAoUT1JERVJJTkdfVU5TUEVDSUZJRUQQABIRCg1PUkRFUklOR19OT05FEAESFQoRT1JERVJJTkdfUEVSX1VTRVIQAipwCg9EZXN0aW5hdGlvbktpbmQSIAocREVTVElOQVRJT05fS0lORF9VTlNQRUNJRklFRBAAEhwKGERFU1RJTkFUSU9OX0tJTkRfV0VCSE9PSxABEh0KGURFU1RJTkFUSU9OX0tJTkRfUE9TVEdSRVMQAiqmAQoLVGVzdE91dGNvbWUSHAoYVEVTVF9PVVRDT01FX1VOU1BFQ0lGSUVEEAASFQoRVEVTVF9PVVRDT01FX1NFTkQQARIZChVURVNUX09VVENPTUVfRklMVEVSRUQQAhIlCiFURVNUX09VVENPTUVfRFJPUFBFRF9CWV9UUkFOU0ZPUk0QAxIgChxURVNUX09VVENPTUVfVFJBTlNGT1JNX0VSUk9SEAQynQgKEkRlc3RpbmF0aW9uU2VydmljZRJgChFDcmVhdGVEZXN0aW5hdGlvbhIkLndheXBvc3QudjEuQ3JlYXRlRGVzdGluYXRpb25SZXF1ZXN0GiUud2F5cG9zdC52MS5DcmVhdGVEZXN0aW5hdGlvblJlc3BvbnNlElcKDkdldERlc3RpbmF0aW9uEiEud2F5cG9zdC52MS5HZXREZXN0aW5hdGlvblJlcXVlc3QaIi53YXlwb3N0LnYxLkdldERlc3RpbmF0aW9uUmVzcG9uc2USXQoQTGlzdERlc3RpbmF0aW9ucxIjLndheXBvc3QudjEuTGlzdERlc3RpbmF0aW9uc1JlcXVlc3QaJC53YXlwb3N0LnYxLkxpc3REZXN0aW5hdGlvbnNSZXNwb25zZRJgChFVcGRhdGVEZXN0aW5hdGlvbhIkLndheXBvc3QudjEuVXBkYXRlRGVzdGluYXRpb25SZXF1ZXN0GiUud2F5cG9zdC52MS5VcGRhdGVEZXN0aW5hdGlvblJlc3BvbnNlEmAKEURlbGV0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5EZWxldGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLkRlbGV0ZURlc3RpbmF0aW9uUmVzcG9uc2USZgoTUm90YXRlU2lnbmluZ1NlY3JldBImLndheXBvc3QudjEuUm90YXRlU2lnbmluZ1NlY3JldFJlcXVlc3QaJy53YXlwb3N0LnYxLlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXNwb25zZRJaCg9UZXN0RGVzdGluYXRpb24SIi53YXlwb3N0LnYxLlRlc3REZXN0aW5hdGlvblJlcXVlc3QaIy53YXlwb3N0LnYxLlRlc3REZXN0aW5hdGlvblJlc3BvbnNlEmYKE0JhY2tmaWxsRGVzdGluYXRpb24SJi53YXlwb3N0LnYxLkJhY2tmaWxsRGVzdGluYXRpb25SZXF1ZXN0Gicud2F5cG9zdC52MS5CYWNrZmlsbERlc3RpbmF0aW9uUmVzcG9uc2USTgoLR2V0QmFja2ZpbGwSHi53YXlwb3N0LnYxLkdldEJhY2tmaWxsUmVxdWVzdBofLndheXBvc3QudjEuR2V0QmFja2ZpbGxSZXNwb25zZRJUCg1MaXN0QmFja2ZpbGxzEiAud2F5cG9zdC52MS5MaXN0QmFja2ZpbGxzUmVxdWVzdBohLndheXBvc3QudjEuTGlzdEJhY2tmaWxsc1Jlc3BvbnNlElcKDkNhbmNlbEJhY2tmaWxsEiEud2F5cG9zdC52MS5DYW5jZWxCYWNrZmlsbFJlcXVlc3QaIi53YXlwb3N0LnYxLkNhbmNlbEJhY2tmaWxsUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_waypost_v1_job]);
 
 /**
  * Webhook is one endpoint of a destination.
@@ -663,13 +665,9 @@ export const BackfillDestinationRequestSchema: GenMessage<BackfillDestinationReq
  */
 export type BackfillDestinationResponse = Message<"waypost.v1.BackfillDestinationResponse"> & {
   /**
-   * Calls in the range that the destination has no delivery for. With a
-   * filter set, those the filter turns away are left out as the batches go,
-   * so fewer deliveries may be created.
-   *
-   * @generated from field: int64 candidate_count = 1;
+   * @generated from field: waypost.v1.Backfill backfill = 2;
    */
-  candidateCount: bigint;
+  backfill?: Backfill | undefined;
 };
 
 /**
@@ -678,6 +676,198 @@ export type BackfillDestinationResponse = Message<"waypost.v1.BackfillDestinatio
  */
 export const BackfillDestinationResponseSchema: GenMessage<BackfillDestinationResponse> = /*@__PURE__*/
   messageDesc(file_waypost_v1_destination, 19);
+
+/**
+ * Backfill is a backfill job and its progress.
+ *
+ * @generated from message waypost.v1.Backfill
+ */
+export type Backfill = Message<"waypost.v1.Backfill"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string destination_id = 2;
+   */
+  destinationId: string;
+
+  /**
+   * @generated from field: waypost.v1.JobState state = 3;
+   */
+  state: JobState;
+
+  /**
+   * Calls of the range the destination had no delivery for when the
+   * backfill was asked for.
+   *
+   * @generated from field: int64 candidates = 4;
+   */
+  candidates: bigint;
+
+  /**
+   * Deliveries created so far.
+   *
+   * @generated from field: int64 created = 5;
+   */
+  created: bigint;
+
+  /**
+   * Candidates the destination's filter turned away so far. When done,
+   * candidates - created - filtered got a delivery some other way meanwhile.
+   *
+   * @generated from field: int64 filtered = 6;
+   */
+  filtered: bigint;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp since = 7;
+   */
+  since?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp until = 8;
+   */
+  until?: Timestamp | undefined;
+
+  /**
+   * Why it was cancelled or failed; while running, the last page's error.
+   *
+   * @generated from field: string error = 9;
+   */
+  error: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp create_time = 10;
+   */
+  createTime?: Timestamp | undefined;
+
+  /**
+   * When it ended (absent while running).
+   *
+   * @generated from field: google.protobuf.Timestamp finish_time = 11;
+   */
+  finishTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message waypost.v1.Backfill.
+ * Use `create(BackfillSchema)` to create a new message.
+ */
+export const BackfillSchema: GenMessage<Backfill> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 20);
+
+/**
+ * @generated from message waypost.v1.GetBackfillRequest
+ */
+export type GetBackfillRequest = Message<"waypost.v1.GetBackfillRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message waypost.v1.GetBackfillRequest.
+ * Use `create(GetBackfillRequestSchema)` to create a new message.
+ */
+export const GetBackfillRequestSchema: GenMessage<GetBackfillRequest> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 21);
+
+/**
+ * @generated from message waypost.v1.GetBackfillResponse
+ */
+export type GetBackfillResponse = Message<"waypost.v1.GetBackfillResponse"> & {
+  /**
+   * @generated from field: waypost.v1.Backfill backfill = 1;
+   */
+  backfill?: Backfill | undefined;
+};
+
+/**
+ * Describes the message waypost.v1.GetBackfillResponse.
+ * Use `create(GetBackfillResponseSchema)` to create a new message.
+ */
+export const GetBackfillResponseSchema: GenMessage<GetBackfillResponse> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 22);
+
+/**
+ * @generated from message waypost.v1.ListBackfillsRequest
+ */
+export type ListBackfillsRequest = Message<"waypost.v1.ListBackfillsRequest"> & {
+  /**
+   * @generated from field: string destination_id = 1;
+   */
+  destinationId: string;
+
+  /**
+   * Default 20, at most 100: the newest.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+};
+
+/**
+ * Describes the message waypost.v1.ListBackfillsRequest.
+ * Use `create(ListBackfillsRequestSchema)` to create a new message.
+ */
+export const ListBackfillsRequestSchema: GenMessage<ListBackfillsRequest> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 23);
+
+/**
+ * @generated from message waypost.v1.ListBackfillsResponse
+ */
+export type ListBackfillsResponse = Message<"waypost.v1.ListBackfillsResponse"> & {
+  /**
+   * @generated from field: repeated waypost.v1.Backfill backfills = 1;
+   */
+  backfills: Backfill[];
+};
+
+/**
+ * Describes the message waypost.v1.ListBackfillsResponse.
+ * Use `create(ListBackfillsResponseSchema)` to create a new message.
+ */
+export const ListBackfillsResponseSchema: GenMessage<ListBackfillsResponse> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 24);
+
+/**
+ * @generated from message waypost.v1.CancelBackfillRequest
+ */
+export type CancelBackfillRequest = Message<"waypost.v1.CancelBackfillRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message waypost.v1.CancelBackfillRequest.
+ * Use `create(CancelBackfillRequestSchema)` to create a new message.
+ */
+export const CancelBackfillRequestSchema: GenMessage<CancelBackfillRequest> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 25);
+
+/**
+ * @generated from message waypost.v1.CancelBackfillResponse
+ */
+export type CancelBackfillResponse = Message<"waypost.v1.CancelBackfillResponse"> & {
+  /**
+   * As it is now: cancelled, or unchanged if it had already ended.
+   *
+   * @generated from field: waypost.v1.Backfill backfill = 1;
+   */
+  backfill?: Backfill | undefined;
+};
+
+/**
+ * Describes the message waypost.v1.CancelBackfillResponse.
+ * Use `create(CancelBackfillResponseSchema)` to create a new message.
+ */
+export const CancelBackfillResponseSchema: GenMessage<CancelBackfillResponse> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 26);
 
 /**
  * DestinationHealth is how the destination's endpoint has been answering.
@@ -907,7 +1097,8 @@ export const DestinationService: GenService<{
   /**
    * Creates deliveries for the retained calls of a time range that the
    * destination has no delivery for and that pass its rules now. Answers at
-   * once and works in the background, in batches.
+   * once with the backfill, a job stored in Postgres that any worker process
+   * works in pages (and takes over if its process dies).
    *
    * @generated from rpc waypost.v1.DestinationService.BackfillDestination
    */
@@ -915,6 +1106,34 @@ export const DestinationService: GenService<{
     methodKind: "unary";
     input: typeof BackfillDestinationRequestSchema;
     output: typeof BackfillDestinationResponseSchema;
+  },
+  /**
+   * @generated from rpc waypost.v1.DestinationService.GetBackfill
+   */
+  getBackfill: {
+    methodKind: "unary";
+    input: typeof GetBackfillRequestSchema;
+    output: typeof GetBackfillResponseSchema;
+  },
+  /**
+   * A destination's backfills, newest first.
+   *
+   * @generated from rpc waypost.v1.DestinationService.ListBackfills
+   */
+  listBackfills: {
+    methodKind: "unary";
+    input: typeof ListBackfillsRequestSchema;
+    output: typeof ListBackfillsResponseSchema;
+  },
+  /**
+   * Stops a running backfill after the page being written; what it created stays.
+   *
+   * @generated from rpc waypost.v1.DestinationService.CancelBackfill
+   */
+  cancelBackfill: {
+    methodKind: "unary";
+    input: typeof CancelBackfillRequestSchema;
+    output: typeof CancelBackfillResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_waypost_v1_destination, 0);

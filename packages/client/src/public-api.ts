@@ -45,4 +45,5 @@ export * from "../../../gen/waypost/v1/destination_pb.js";
 export * from "../../../gen/waypost/v1/audience_pb.js";
 export * from "../../../gen/waypost/v1/deletion_pb.js";
 export * from "../../../gen/waypost/v1/delivery_pb.js";
+export * from "../../../gen/waypost/v1/job_pb.js";
 export * from "../../../gen/waypost/v1/tracking_plan_pb.js";

@@ -6,14 +6,17 @@ import {
   DeliveryView,
   GetDeliveryResponseSchema,
   ListDeliveriesResponseSchema,
-  RetryDeliveriesResponseSchema,
+  GetRetryJobResponseSchema,
   RetryDeliveryResponseSchema,
+  RetryJobSchema,
+  type RetryJob,
 } from "../../../gen/waypost/v1/delivery_pb.js";
 import { UsageError } from "../errors.js";
 import { fields, parseCount, parseStatuses, parseTime, statusText } from "../format.js";
 import type { CliContext, Wire } from "../context.js";
 import { deliveryRows, describeDelivery } from "./delivery-text.js";
 import { resolveDestinationRef } from "./destination-ref.js";
+import { followJob, jobStateNames, type JobSnapshot } from "./job-progress.js";
 import { tailDeliveries } from "./tail.js";
 
 interface FilterFlags {
@@ -86,36 +89,54 @@ export function registerDeliveries(program: Command, wire: Wire): void {
   filterOptions(
     deliveries
       .command("retry")
-      .description("retry one delivery now, or (with --destination) every matching one, in the background")
+      .description("retry one delivery now, or (with --destination) every matching one, showing the progress")
       .argument("[id]", "delivery id"),
     "retry every matching delivery of this destination",
-  ).action(
-    wire(async (ctx, id: string | undefined, flags: FilterFlags) => {
-      const client = ctx.admin(DeliveryService);
-      if (id !== undefined) {
-        // Only the filters: the common flags (--json, --url, --token) go with an id too.
-        if (filterFlagNames.some((name) => flags[name] !== undefined)) {
-          throw new UsageError("give a delivery id, or --destination with filters, not both");
+  )
+    .action(
+      wire(async (ctx, id: string | undefined, flags: FilterFlags & { detach?: boolean }) => {
+        const client = ctx.admin(DeliveryService);
+        if (id !== undefined) {
+          // Only the filters: the common flags (--json, --url, --token) go with an id too.
+          if (filterFlagNames.some((name) => flags[name] !== undefined)) {
+            throw new UsageError("give a delivery id, or --destination with filters, not both");
+          }
+          const response = await client.retryDelivery({ id });
+          ctx.print(
+            RetryDeliveryResponseSchema,
+            response,
+            () => `delivery ${id} is ${statusText(response.delivery!.status)}: it will be sent again now`,
+          );
+          return;
         }
-        const response = await client.retryDelivery({ id });
-        ctx.print(
-          RetryDeliveryResponseSchema,
-          response,
-          () => `delivery ${id} is ${statusText(response.delivery!.status)}: it will be sent again now`,
-        );
-        return;
-      }
-      if (!flags.destination) throw new UsageError("give a delivery id, or --destination ID|NAME to retry every matching delivery");
-      const { destinationId, statuses, messageId, userId, since, until } = await filterFromFlags(ctx, flags);
-      const response = await client.retryDeliveries({ destinationId, statuses, messageId, userId, since, until });
-      ctx.print(RetryDeliveriesResponseSchema, response, () =>
-        fields([
-          ["replaying", `${response.replayCount} (in the background, with a fresh retry window)`],
-          ["not replayable", `${response.notReplayableCount} (their calls are past the retention period)`],
-        ]),
-      );
-    }),
-  );
+        if (!flags.destination) throw new UsageError("give a delivery id, or --destination ID|NAME to retry every matching delivery");
+        const { destinationId, statuses, messageId, userId, since, until } = await filterFromFlags(ctx, flags);
+        const { job } = await client.retryDeliveries({ destinationId, statuses, messageId, userId, since, until });
+        if (flags.detach) {
+          ctx.print(
+            RetryJobSchema,
+            job!,
+            () => `${describeRetryJob(job!)}\n(follow it with: waypost deliveries retry-job ${job!.id} --wait)`,
+          );
+          return;
+        }
+        await followRetryJob(ctx, job!);
+      }),
+    )
+    .option("--detach", "with --destination: return at once, printing the retry job (it goes on in the server)");
+
+  deliveries
+    .command("retry-job")
+    .description("a bulk retry's state and counts")
+    .argument("<id>", "retry job id (from deliveries retry --destination)")
+    .option("--wait", "follow it until it ends, with a progress bar")
+    .action(
+      wire(async (ctx, id: string, flags: { wait?: boolean }) => {
+        const response = await ctx.admin(DeliveryService).getRetryJob({ id });
+        if (flags.wait) return followRetryJob(ctx, response.job!);
+        ctx.print(GetRetryJobResponseSchema, response, () => describeRetryJob(response.job!));
+      }),
+    );
 
   filterOptions(
     deliveries.command("tail").description("follow deliveries as they finish, until Ctrl-C (with --json: one JSON object per line)"),
@@ -129,4 +150,38 @@ export function registerDeliveries(program: Command, wire: Wire): void {
         await tailDeliveries(ctx, ctx.admin(DeliveryService), await filterFromFlags(ctx, flags), lines);
       }),
     );
+}
+
+function retrySnapshot(job: RetryJob): JobSnapshot {
+  return {
+    state: job.state,
+    done: job.retried,
+    total: job.matched,
+    summary: `retried ${job.retried} of ${job.matched} matching`,
+    error: job.error,
+  };
+}
+
+function describeRetryJob(job: RetryJob): string {
+  return fields([
+    ["retry job", job.id],
+    ["destination", job.destinationId],
+    ["state", jobStateNames[job.state] + (job.error ? ` (${job.error})` : "")],
+    ["matched", `${job.matched} (replayed with a fresh retry window)`],
+    ["retried", String(job.retried)],
+    ["not replayable", `${job.notReplayable} (their calls are past the retention period)`],
+  ]);
+}
+
+/** Follows a bulk retry to its end (a progress bar), then prints it. */
+async function followRetryJob(ctx: CliContext, first: RetryJob): Promise<void> {
+  const client = ctx.admin(DeliveryService);
+  const ended = await followJob(ctx, {
+    label: `retry job ${first.id}`,
+    later: `waypost deliveries retry-job ${first.id}`,
+    first,
+    read: async () => (await client.getRetryJob({ id: first.id }, { signal: ctx.signal })).job!,
+    view: retrySnapshot,
+  });
+  ctx.print(RetryJobSchema, ended, () => describeRetryJob(ended));
 }

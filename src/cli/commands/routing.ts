@@ -1,16 +1,11 @@
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { Command } from "commander";
 import { DeliveryService, ExplainMessageResponseSchema, Fate } from "../../../gen/waypost/v1/delivery_pb.js";
-import {
-  BackfillDestinationResponseSchema,
-  DestinationService,
-  TestDestinationResponseSchema,
-  TestOutcome,
-} from "../../../gen/waypost/v1/destination_pb.js";
+import { DestinationService, TestDestinationResponseSchema, TestOutcome } from "../../../gen/waypost/v1/destination_pb.js";
 import type { Wire } from "../context.js";
+import { registerBackfillCommand } from "./backfills.js";
 import { resolveDestinationRef } from "./destination-ref.js";
 import { registerMessagesFiltered } from "./messages-filtered.js";
-import { collect, fields, parseCount, parseTime, table, time } from "../format.js";
+import { collect, fields, parseCount, table, time } from "../format.js";
 
 const outcomeNames: Record<TestOutcome, string> = {
   [TestOutcome.UNSPECIFIED]: "-",
@@ -59,27 +54,7 @@ export function registerDestinationRules(destinations: Command, wire: Wire): voi
       }),
     );
 
-  destinations
-    .command("backfill")
-    .description("queue deliveries of retained calls received in a range that the destination has none for and that pass its rules")
-    .argument("<destination>", "destination id or name")
-    .requiredOption("--since <time>", "received at or after: ISO 8601, or back from now: 30s, 15m, 2h, 7d")
-    .option("--until <time>", "received before (default: now)")
-    .action(
-      wire(async (ctx, ref: string, flags: { since: string; until?: string }) => {
-        const id = await resolveDestinationRef(ctx, ref, "<destination>");
-        const response = await ctx.admin(DestinationService).backfillDestination({
-          destinationId: id,
-          since: timestampFromDate(parseTime(flags.since, "--since")),
-          ...(flags.until ? { until: timestampFromDate(parseTime(flags.until, "--until")) } : {}),
-        });
-        ctx.print(
-          BackfillDestinationResponseSchema,
-          response,
-          () => `backfilling up to ${response.candidateCount} calls in the background (those the filter turns away are skipped)\n`,
-        );
-      }),
-    );
+  registerBackfillCommand(destinations, wire);
 }
 
 /** `messages explain`: what happened to one call at every destination. */

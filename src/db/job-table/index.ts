@@ -18,6 +18,8 @@
  *   expire    a paused destination's deliveries past their window (revokes)
  *   replay    a finished or waiting delivery due again now (revokes); in
  *             bulk, the deliveries matching a filter, batch by batch
+ *   backfill  a page of stored calls queued for a destination that has no
+ *             delivery of them, under a per-destination lock
  *   days      the day partitions: created ahead, dropped past retention
  *   purge     messages past retention; VACUUM the queue when dead rows pile up
  *   notify    the channel that wakes the delivery loops
@@ -34,7 +36,7 @@ export { extendLeases, type HeldLease } from "./extend.js";
 export { completeDeliveries, type DeliveryCompletion, type DeliveryStatus } from "./complete.js";
 export { recordRefusedCompletion, type RefusedCompletion } from "./refuse.js";
 export { enqueueCte, notifyIfQueued, orderingKeySql } from "./enqueue.js";
-export { enqueueBackfill } from "./backfill.js";
+export { enqueueBackfillPage, lockDestinationBackfills, type BackfillPageResult } from "./backfill.js";
 export { expirePausedDeliveries } from "./expire.js";
 export { deliveriesChannel, wakeWorkers } from "./notify.js";
 export { analyzeJobTableIfStale, purgeOldMessages, readQueueActivity, type QueueActivity, vacuumJobTableIfNeeded } from "./purge.js";

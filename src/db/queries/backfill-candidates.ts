@@ -17,12 +17,12 @@ const received = `FROM messages m
 // ... and none waiting in the queue either. The queue has no message index
 // (it would cost every ingested delivery an index entry), so this reads the
 // destination's queued deliveries once per statement: fine for the one count
-// a backfill answers with, not for every page of it (backfill.ts checks the
-// queue once per batch it inserts).
+// a backfill starts with, not for every page of it (job-table/backfill.ts
+// checks the queue once per page it inserts).
 const candidates = `${received}
     AND NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.destination_id = $1 AND q.message_pk = m.id)`;
 
-/** How many calls a backfill of this range would create deliveries for (before its filter). */
+/** How many calls of the range have no delivery at the destination (a backfill's candidates, before its filter). */
 export async function countBackfillCandidates(db: Queryable, range: BackfillRange): Promise<number> {
   const result = await db.query<{ n: string }>(`SELECT count(*)::text AS n ${candidates}`, [range.destinationId, range.since, range.until]);
   return Number(result.rows[0]!.n);
@@ -31,16 +31,18 @@ export async function countBackfillCandidates(db: Queryable, range: BackfillRang
 /**
  * The next page of the range's calls without a finished delivery to the
  * destination, after message `afterPk`, in acceptance order. Some may have
- * a delivery waiting in the queue: enqueueBackfill skips those.
+ * a delivery waiting in the queue: enqueueBackfillPage skips those. The
+ * bodies are read only when asked for (a filter needs them).
  */
 export async function selectBackfillCandidates(
   db: Queryable,
   range: BackfillRange,
   afterPk: string,
   limit: number,
-): Promise<Array<{ id: string; payload: string }>> {
-  const result = await db.query<{ id: string; payload: string }>(
-    `SELECT m.id, m.payload ${received} AND m.id > $4 ORDER BY m.id LIMIT $5`,
+  withPayload = true,
+): Promise<Array<{ id: string; payload: string | null }>> {
+  const result = await db.query<{ id: string; payload: string | null }>(
+    `SELECT m.id, ${withPayload ? "m.payload" : "NULL AS payload"} ${received} AND m.id > $4 ORDER BY m.id LIMIT $5`,
     [range.destinationId, range.since, range.until, afterPk, limit],
   );
   return result.rows;

@@ -2,6 +2,7 @@ import { useLocation } from "preact-iso";
 import { ErrorMessage } from "../components.js";
 import { useLoad } from "../context.js";
 import { listAll } from "../paging.js";
+import { Backfills } from "./backfills.js";
 import { DestinationForm } from "./destination-form.js";
 
 /** /console/destinations/new creates a destination; /console/destinations/ID edits one. */
@@ -34,6 +35,7 @@ export function DestinationEditView(props: { params: { id: string } }) {
           onSaved={() => route("/console/destinations")}
         />
       )}
+      {loaded.data?.destination && <Backfills destinationId={loaded.data.destination.id} />}
     </section>
   );
 }

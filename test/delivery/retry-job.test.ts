@@ -2,7 +2,11 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { ManualClock } from "../../src/clock.js";
 import type { Pool } from "../../src/db/pool.js";
 import { countReplayable } from "../../src/db/job-table/index.js";
-import { createBulkReplayer } from "../../src/delivery/bulk-replayer.js";
+import { randomUUID } from "node:crypto";
+import { insertJob, selectJob } from "../../src/db/queries/background-jobs.js";
+import { createBackfillJob } from "../../src/delivery/backfill-job.js";
+import { createJobRunner } from "../../src/delivery/job-runner.js";
+import { createRetryJob } from "../../src/delivery/retry-job.js";
 import { createLogger } from "../../src/logger.js";
 import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
 
@@ -50,7 +54,7 @@ async function insert(count: number, status: string, receivedAt: Date): Promise<
   return result.rows.map((r) => r.id);
 }
 
-test("replays every match in batches with a fresh window and a new lease token, and nothing else", async () => {
+test("a retry job replays every match in pages with a fresh window and a new lease token, and nothing else", async () => {
   const recent = new Date("2026-11-19T10:00:00Z");
   const failed = await insert(25, "failed", recent);
   const expired = await insert(4, "expired", recent);
@@ -62,13 +66,31 @@ test("replays every match in batches with a fresh window and a new lease token, 
   // Failing after the replay was asked for: not part of it.
   const later = await insert(2, "failed", recent);
 
-  const replayer = createBulkReplayer({ pool, clock: new ManualClock(now), logger: createLogger("silent"), batchSize: 10 });
+  const jobs = createJobRunner({
+    pool,
+    clock: new ManualClock(now),
+    logger: createLogger("silent"),
+    leaseMs: 60_000,
+    pollMs: 60_000,
+    handlers: { backfill: createBackfillJob(), retry: createRetryJob({ pageSize: 10 }) },
+  });
   const notified = await pool.connect();
   const notifications: string[] = [];
   notified.on("notification", (n) => notifications.push(n.channel));
   await notified.query("LISTEN waypost_deliveries");
-  replayer.start({ filter, retentionCutoff: cutoff, maxId: counts.maxId! });
-  await replayer.idle();
+  const id = randomUUID();
+  await insertJob(pool, {
+    id,
+    kind: "retry",
+    destinationId,
+    params: { statuses: filter.statuses, retentionCutoff: cutoff.toISOString(), maxId: counts.maxId! },
+    progress: { matched: counts.replayable, retried: 0, notReplayable: counts.pastRetention },
+    state: "running",
+    at: now,
+  });
+  await jobs.idle();
+  await jobs.stop();
+  expect(await selectJob(pool, "retry", id)).toMatchObject({ state: "done", progress: { matched: 29, retried: 29, notReplayable: 5 } });
   await notified.query("SELECT 1");
   notified.release();
 
@@ -98,4 +120,33 @@ test("replays every match in batches with a fresh window and a new lease token, 
   for (const id of delivered) expect(byId.get(id)).toMatchObject({ status: "delivered", lease_token: 7 });
   // One wake-up per batch that replayed something: 29 in batches of 10.
   expect(notifications).toEqual(["waypost_deliveries", "waypost_deliveries", "waypost_deliveries"]);
+});
+
+test("a retry job whose destination was deleted is cancelled, replaying nothing", async () => {
+  const gone = "00000000-0000-4000-8000-0000000000b2";
+  const id = randomUUID();
+  await insertJob(pool, {
+    id,
+    kind: "retry",
+    destinationId: gone,
+    params: { statuses: ["failed"], retentionCutoff: cutoff.toISOString(), maxId: "1000000" },
+    progress: { matched: 3, retried: 0, notReplayable: 0 },
+    state: "running",
+    at: now,
+  });
+  const jobs = createJobRunner({
+    pool,
+    clock: new ManualClock(now),
+    logger: createLogger("silent"),
+    leaseMs: 60_000,
+    pollMs: 60_000,
+    handlers: { backfill: createBackfillJob(), retry: createRetryJob() },
+  });
+  await jobs.idle();
+  await jobs.stop();
+  expect(await selectJob(pool, "retry", id)).toMatchObject({
+    state: "cancelled",
+    error: "the destination was deleted",
+    progress: { retried: 0 },
+  });
 });

@@ -1,0 +1,49 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { RetryJobSchema, type RetryJob } from "../../gen/waypost/v1/delivery_pb.js";
+import { BackfillSchema, type Backfill } from "../../gen/waypost/v1/destination_pb.js";
+import { JobState } from "../../gen/waypost/v1/job_pb.js";
+import type { JobRow, JobState as StoredState } from "../db/queries/background-jobs.js";
+import type { BackfillParams, BackfillProgress } from "../delivery/backfill-job.js";
+import type { RetryProgress } from "../delivery/retry-job.js";
+
+const states: Record<StoredState, JobState> = {
+  running: JobState.RUNNING,
+  done: JobState.DONE,
+  cancelled: JobState.CANCELLED,
+  failed: JobState.FAILED,
+};
+
+function common(row: JobRow) {
+  return {
+    id: row.id,
+    destinationId: row.destination_id,
+    state: states[row.state],
+    error: row.error ?? "",
+    createTime: timestampFromDate(row.created_at),
+    ...(row.finished_at ? { finishTime: timestampFromDate(row.finished_at) } : {}),
+  };
+}
+
+export function backfillToProto(row: JobRow): Backfill {
+  const params = row.params as unknown as BackfillParams;
+  const progress = row.progress as unknown as BackfillProgress;
+  return create(BackfillSchema, {
+    ...common(row),
+    candidates: BigInt(progress.candidates),
+    created: BigInt(progress.created),
+    filtered: BigInt(progress.filtered),
+    since: timestampFromDate(new Date(params.since)),
+    until: timestampFromDate(new Date(params.until)),
+  });
+}
+
+export function retryJobToProto(row: JobRow): RetryJob {
+  const progress = row.progress as unknown as RetryProgress;
+  return create(RetryJobSchema, {
+    ...common(row),
+    matched: BigInt(progress.matched),
+    retried: BigInt(progress.retried),
+    notReplayable: BigInt(progress.notReplayable),
+  });
+}

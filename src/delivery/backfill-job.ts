@@ -1,0 +1,82 @@
+import type pg from "pg";
+import { enqueueBackfillPage, lockDestinationBackfills } from "../db/job-table/index.js";
+import { lockDestinationIfExists, type JobRow } from "../db/queries/background-jobs.js";
+import { selectBackfillCandidates } from "../db/queries/backfill-candidates.js";
+import { compileFilter, type CompiledFilter } from "../routing/filter.js";
+import type { JobHandler, PageOutcome } from "./job-runner.js";
+
+/** A backfill's fixed parameters, as stored with the job. */
+export interface BackfillParams {
+  since: string;
+  until: string;
+}
+
+/** A backfill's counters: candidates counted when it was asked for; created and filtered as its pages go. */
+export interface BackfillProgress {
+  candidates: number;
+  created: number;
+  filtered: number;
+}
+
+export interface BackfillJobOptions {
+  /**
+   * Calls per page (default 5,000): each page's insert reads the
+   * destination's queued deliveries once (to skip calls already waiting
+   * there), so pages are large; the filter runs over them in slices of
+   * `sliceSize` with a turn of the event loop between.
+   */
+  pageSize?: number;
+  sliceSize?: number;
+}
+
+export const destinationDeleted = "the destination was deleted";
+
+/**
+ * A backfill's page: under the per-destination backfill lock (taken before
+ * the job's own, see JobHandler.lock), and only if
+ * the destination still exists (checked with a lock a deletion waits for,
+ * so no delivery is ever queued for a deleted destination), reads the next
+ * page of the range's calls without a finished delivery, runs the
+ * destination's filter as it is now over them, and queues those it passes
+ * that have no delivery waiting either. Deliveries it creates are ordinary
+ * ones: the claim applies rate limits and per-user ordering to them.
+ */
+export function createBackfillJob(options: BackfillJobOptions = {}): JobHandler {
+  const pageSize = options.pageSize ?? 5_000;
+  const sliceSize = options.sliceSize ?? 250;
+  return {
+    lock: (tx, destinationId) => lockDestinationBackfills(tx, destinationId),
+    async page(tx: pg.PoolClient, job: JobRow, now: Date): Promise<PageOutcome> {
+      const params = job.params as unknown as BackfillParams;
+      const progress = job.progress as unknown as BackfillProgress;
+      const destination = await lockDestinationIfExists(tx, job.destination_id);
+      if (!destination) return { kind: "stop", state: "cancelled", error: destinationDeleted };
+      const matches = destination.filter ? compileFilter(destination.filter) : undefined;
+      const after = typeof job.cursor?.after === "string" ? job.cursor.after : "0";
+      const range = { destinationId: job.destination_id, since: new Date(params.since), until: new Date(params.until) };
+      const calls = await selectBackfillCandidates(tx, range, after, pageSize, matches !== undefined);
+      const passes = matches ? await filterInSlices(calls, matches, sliceSize) : calls.map(() => true);
+      const result = await enqueueBackfillPage(tx, job.destination_id, { messagePks: calls.map((c) => c.id), passes }, now);
+      return {
+        kind: "page",
+        cursor: { after: calls.length > 0 ? calls[calls.length - 1]!.id : after },
+        progress: { ...progress, created: progress.created + result.created, filtered: progress.filtered + result.filtered },
+        last: calls.length < pageSize,
+      };
+    },
+  };
+}
+
+/** Whether the filter passes each call, a slice at a time, yielding to the event loop between slices. */
+async function filterInSlices(
+  calls: ReadonlyArray<{ payload: string | null }>,
+  matches: CompiledFilter,
+  sliceSize: number,
+): Promise<boolean[]> {
+  const passes: boolean[] = [];
+  for (let start = 0; start < calls.length; start += sliceSize) {
+    if (start > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    for (const call of calls.slice(start, start + sliceSize)) passes.push(matches(JSON.parse(call.payload ?? "{}")));
+  }
+  return passes;
+}

@@ -1,0 +1,206 @@
+import { randomUUID } from "node:crypto";
+import type pg from "pg";
+import type { Clock } from "../clock.js";
+import { withTransaction } from "../db/pool.js";
+import {
+  claimJob,
+  endJob,
+  extendJobLease,
+  lockJobForPage,
+  recordJobFailure,
+  releaseJob,
+  savePage,
+  type JobKind,
+  type JobRow,
+} from "../db/queries/background-jobs.js";
+import type { Logger } from "../logger.js";
+
+/** What one page of a job did, decided by its kind's handler inside the page's transaction. */
+export type PageOutcome =
+  | { kind: "page"; cursor: Record<string, unknown>; progress: Record<string, number>; last: boolean }
+  /** The job cannot go on (its destination is gone): nothing was written. */
+  | { kind: "stop"; state: "cancelled" | "failed"; error: string };
+
+/** A kind of job: one page of its work, written in the transaction `tx` (which the runner commits with the job's cursor). */
+export interface JobHandler {
+  /**
+   * Locks a page needs beyond the job's own (a backfill's per-destination
+   * lock), taken first: waiting for them, a page holds no lock on the job,
+   * so a cancel is not held up by it.
+   */
+  lock?(tx: pg.PoolClient, destinationId: string): Promise<void>;
+  page(tx: pg.PoolClient, job: JobRow, now: Date): Promise<PageOutcome>;
+}
+
+export interface JobRunnerOptions {
+  pool: pg.Pool;
+  /** Lease timing follows this clock (tests move it past a lease at once). */
+  clock: Clock;
+  logger: Logger;
+  handlers: Record<JobKind, JobHandler>;
+  /** A job's lease (the deliveries' WAYPOST_LEASE_MS): after it, another process takes the job over. */
+  leaseMs: number;
+  /** Real time between looks for jobs nobody holds (1 s by default); wake() looks at once. */
+  pollMs?: number;
+  /** Jobs this process works at once (2 by default). */
+  concurrency?: number;
+  /** A failed page is tried again after this (5 s by default)... */
+  retryMs?: number;
+  /** ...and the job fails after this many failed pages in a row (5 by default). */
+  maxFailures?: number;
+}
+
+export interface JobRunner {
+  start(): void;
+  /** Look for jobs now (a job was just created in this process). */
+  wake(): void;
+  /** Resolves when no job is being worked here and none is waiting to be claimed (tests). */
+  idle(): Promise<void>;
+  /** Stops at the next page boundary; the jobs it held are released for another process. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Works background jobs (backfills, bulk retries) stored in Postgres. Any
+ * process with the worker role runs one: it claims a running job nobody
+ * holds (new, or whose holder died and let its lease run out), works it a
+ * page at a time from its stored cursor, and ends it. Each page commits its
+ * work together with the cursor and counters, in a transaction that first
+ * locks the job's row under this process's lease token: a job is never
+ * worked by two processes at once, and one taken over after a crash goes on
+ * exactly where the last commit left it. Leases are kept by the page
+ * commits and by a heartbeat between them.
+ */
+export function createJobRunner(options: JobRunnerOptions): JobRunner {
+  const { pool, clock, logger } = options;
+  const pollMs = options.pollMs ?? 1_000;
+  const concurrency = options.concurrency ?? 2;
+  const retryMs = options.retryMs ?? 5_000;
+  const maxFailures = options.maxFailures ?? 5;
+  const working = new Set<Promise<void>>();
+  let timer: NodeJS.Timeout | undefined;
+  let stopping = false;
+  let looking: Promise<void> | undefined;
+  let lookAgain = false;
+
+  /** Claims jobs while there is room; runs once at a time (a wake during it looks again after). */
+  function look(): Promise<void> {
+    if (looking) {
+      lookAgain = true;
+      return looking;
+    }
+    looking = (async () => {
+      do {
+        lookAgain = false;
+        while (!stopping && working.size < concurrency) {
+          const token = randomUUID();
+          const job = await claimJob(pool, token, clock.now(), options.leaseMs);
+          if (!job) break;
+          const run = work(job, token)
+            // A job that could not even be released (the database away) is left to its lease.
+            .catch((error: unknown) =>
+              logger.warn({ err: error, jobId: job.id }, "a background job stopped on an error; its lease runs out"),
+            )
+            .finally(() => {
+              working.delete(run);
+              // Room for another: one may be waiting.
+              if (!stopping) void look();
+            });
+          working.add(run);
+        }
+      } while (lookAgain && !stopping);
+    })()
+      .catch((error: unknown) => logger.warn({ err: error }, "looking for background jobs failed; trying again shortly"))
+      .finally(() => (looking = undefined));
+    return looking;
+  }
+
+  async function work(job: JobRow, token: string): Promise<void> {
+    const handler = options.handlers[job.kind];
+    let held = true;
+    const heartbeat = setInterval(
+      () => {
+        extendJobLease(pool, job.id, token, clock.now(), options.leaseMs)
+          .then((ok) => (held &&= ok))
+          .catch((error: unknown) => logger.warn({ err: error, jobId: job.id }, "a background job's heartbeat failed"));
+      },
+      Math.max(1, Math.floor(options.leaseMs / 3)),
+    );
+    heartbeat.unref();
+    logger.info({ jobId: job.id, kind: job.kind, destinationId: job.destination_id, cursor: job.cursor }, "working a background job");
+    try {
+      for (;;) {
+        if (stopping) {
+          await releaseJob(pool, job.id, token);
+          logger.info({ jobId: job.id }, "background job released at shutdown; another process continues it");
+          return;
+        }
+        if (!held) return;
+        const outcome = await runPage(handler, job, token).catch(async (error: unknown) => {
+          const state = await recordJobFailure(pool, job.id, token, {
+            error: error instanceof Error ? error.message : String(error),
+            now: clock.now(),
+            retryMs,
+            maxFailures,
+          }).catch((writeError: unknown) => {
+            logger.warn({ err: writeError, jobId: job.id }, "recording a background job's failure failed; its lease runs out");
+            return undefined;
+          });
+          logger.warn({ err: error, jobId: job.id, state }, "a background job's page failed");
+          return "ended" as const;
+        });
+        if (outcome === "ended") return;
+        // Let other work in between pages.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  /** One page in one transaction; "ended" when the job is over here (or no longer this process's). */
+  async function runPage(handler: JobHandler, job: JobRow, token: string): Promise<"more" | "ended"> {
+    const id = job.id;
+    return withTransaction(pool, async (tx) => {
+      await handler.lock?.(tx, job.destination_id);
+      const current = await lockJobForPage(tx, id, token);
+      if (!current) return "ended";
+      const now = clock.now();
+      const outcome = await handler.page(tx, current, now);
+      if (outcome.kind === "stop") {
+        await endJob(tx, id, token, { state: outcome.state, error: outcome.error, now });
+        logger.info({ jobId: id, state: outcome.state, error: outcome.error }, "background job stopped");
+        return "ended";
+      }
+      await savePage(tx, id, token, { cursor: outcome.cursor, progress: outcome.progress, now, leaseMs: options.leaseMs });
+      if (!outcome.last) return "more";
+      await endJob(tx, id, token, { state: "done", now });
+      logger.info({ jobId: id, kind: current.kind, progress: outcome.progress }, "background job done");
+      return "ended";
+    });
+  }
+
+  return {
+    start() {
+      timer = setInterval(() => void look(), pollMs);
+      timer.unref();
+      void look();
+    },
+    wake() {
+      if (!stopping) void look();
+    },
+    async idle() {
+      for (;;) {
+        await look();
+        if (working.size === 0) return;
+        await Promise.all([...working]);
+      }
+    },
+    async stop() {
+      stopping = true;
+      if (timer) clearInterval(timer);
+      await looking;
+      await Promise.all([...working]);
+    },
+  };
+}
