@@ -42,3 +42,13 @@ export function requireId(field: string, value: string): string {
   if (problem) throw new InvalidInputError(field, problem);
   return value.toLowerCase();
 }
+
+// With the u flag a surrogate pair is one code point, so this matches unpaired halves only.
+const loneSurrogate = /\p{Cs}/u;
+
+/** Why Postgres text cannot hold this (a NUL, or once encoded as UTF-8 a lone UTF-16 surrogate), or undefined. */
+export function storableTextProblem(value: string): string | undefined {
+  if (value.includes("\0")) return "must not contain NUL characters";
+  if (loneSurrogate.test(value)) return "must not contain unpaired UTF-16 surrogates";
+  return undefined;
+}

@@ -25,59 +25,76 @@ import {
   type DestinationRow,
 } from "../db/queries/destinations.js";
 import { deleteDestinationHealth, probeNow } from "../db/queries/destination-health.js";
-import { activeSigningSecrets, generateSigningSecret } from "../signing/standard-webhooks.js";
+import { generateSigningSecret } from "../signing/standard-webhooks.js";
 import { healthFields } from "./destination-health-fields.js";
 import type { AddressGuard } from "../outbound/address-guard.js";
-import { validateName, validateSecret, validateSourceIds, validateWebhooks } from "./destination-validation.js";
-import { keepMaskedValues, maskWebhooks } from "./masked-headers.js";
-import { kindOf, kindToProto, postgresToProto, refuseWebhookSettings, validatePostgres } from "./destination-kinds.js";
+import { validateName, validateSourceIds } from "./destination-validation.js";
 import { orderingToProto, validateMaxRequestsPerSecond, validateOrdering } from "./flow-control-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import type { TransformSandboxes } from "../routing/transform-sandbox.js";
 import { validateDropFieldList, validateFilter, validateTransform } from "../routing/validate-rules.js";
 import { createDestinationRules } from "./destination-rules.js";
-import { createWarehouseGuard, type WarehouseGuard } from "./warehouse-check.js";
 import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
-import { hasActiveSigningSecret, maxSigningSecrets, rotateSigningSecrets, validateSigningSecrets } from "./signing-secrets.js";
+import { rotateSigningSecrets } from "../delivery/kinds/webhook/signing-secrets.js";
+import { kindOf, kindOfProto, kindProtoNames, registeredKinds, type RegisteredKind } from "../delivery/kinds/registry.js";
+import type { KindField } from "../delivery/kinds/kind.js";
 
 export interface DestinationServiceOptions {
   pool: pg.Pool;
   clock: Clock;
   /** After RotateSigningSecret the previous secret signs this much longer (default 24 h). */
   signingSecretOverlapMs?: number;
-  /** Refuses webhook URLs naming a private address literally (the SSRF guard of deliveries). */
+  /** Refuses destination hosts (webhook URLs) naming a private address literally (the SSRF guard of deliveries). */
   addressGuard: AddressGuard;
   /** Checks a transform's syntax (nothing is run). */
   sandboxes: TransformSandboxes;
   /** Called after any change to a destination's routing (its rules, sources or state). */
   onRoutingChanged?: () => void;
-  /** Looks at a warehouse when its settings are saved (by default: connects to it once, up to 5 s). */
-  warehouseGuard?: WarehouseGuard;
   /** Called after a background job (a backfill) is stored. */
   onJobCreated?: () => void;
 }
 
-const updatablePaths = new Set([
-  "name",
-  "source_ids",
-  "enabled",
-  "webhooks",
-  "shared_secret",
-  "signing_secrets",
-  "max_requests_per_second",
-  "ordering",
-  "postgres",
-  "filter",
-  "drop_fields",
-  "transform",
-]);
+/** The fields every destination has, by update-mask path, and whether an input sets each (for an empty mask). */
+const commonFields: ReadonlyArray<readonly [path: string, given: (input: Destination) => boolean]> = [
+  ["name", (input) => input.name !== ""],
+  ["source_ids", (input) => input.sourceIds.length > 0],
+  ["enabled", (input) => input.enabled !== undefined],
+  ["max_requests_per_second", (input) => input.maxRequestsPerSecond !== undefined],
+  ["ordering", (input) => input.ordering !== Ordering.UNSPECIFIED],
+  ["filter", (input) => input.filter !== undefined],
+  ["drop_fields", (input) => input.dropFields.length > 0],
+  ["transform", (input) => input.transform !== ""],
+];
 
-/** DestinationService: webhook destinations, validated as docs/api.md#destinations says. */
+/** Every kind's fields, in registry order. */
+const kindFields = (): Array<{ kind: RegisteredKind; field: KindField }> =>
+  registeredKinds.flatMap((kind) => kind.settings.fields.map((field) => ({ kind, field })));
+
+const snakeToCamel = (path: string) => path.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+
+/** The kind a request asks for (unspecified: the first kind, webhooks). */
+function kindOfInput(input: Destination): RegisteredKind {
+  const kind = kindOfProto(input.kind);
+  if (!kind) throw invalidArgument("destination.kind", `unknown kind ${input.kind}; use ${kindProtoNames()}`);
+  return kind;
+}
+
+/** Fields of other kinds are refused on a destination of this one, naming the field. */
+function refuseOtherKinds(kind: RegisteredKind, input: Destination, paths: ReadonlySet<string> | undefined, generate: boolean) {
+  for (const { kind: owner, field } of kindFields()) {
+    if (owner === kind) continue;
+    // On update only the fields the mask names count.
+    if ((!paths || paths.has(field.path)) && field.given(input, generate)) {
+      throw invalidArgument(`destination.${field.name}`, `a ${kind.label} destination has no ${field.describe}`);
+    }
+  }
+}
+
+/** DestinationService: destinations of every registered kind, validated as docs/api.md#destinations says. */
 export function createDestinationService(options: DestinationServiceOptions): ServiceImpl<typeof DestinationService> {
   const { pool, clock } = options;
   const overlapMs = options.signingSecretOverlapMs ?? 24 * 3_600_000;
   const rules = createDestinationRules(options);
-  const warehouseGuard = options.warehouseGuard ?? createWarehouseGuard(pool);
   return {
     testDestination: (req) => rules.testDestination(req),
     backfillDestination: (req) => rules.backfillDestination(req),
@@ -89,30 +106,22 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       if (!input) throw invalidArgument("destination", "is required");
       const id = randomUUID();
       const name = validateName("destination.name", input.name);
-      const kind = kindOf(input);
-      if (kind === "postgres") refuseWebhookSettings(input, req.generateSigningSecret);
-      else if (input.postgres) throw invalidArgument("destination.postgres", "only a Postgres destination has warehouse settings");
-      const postgres = kind === "postgres" ? validatePostgres(input.postgres) : null;
-      if (postgres) await warehouseGuard(postgres);
-      const webhooks =
-        kind === "postgres"
-          ? []
-          : keepMaskedValues("destination.webhooks", validateWebhooks("destination.webhooks", input.webhooks, options.addressGuard), []);
-      const sourceIds = validateSourceIds("destination.sourceIds", input.sourceIds);
-      const secret = validateSecret("destination.sharedSecret", input.sharedSecret);
-      const signingSecrets = validateSigningSecrets("destination.signingSecrets", input.signingSecrets);
+      const kind = kindOfInput(input);
+      refuseOtherKinds(kind, input, undefined, req.generateSigningSecret);
       const generated = req.generateSigningSecret ? generateSigningSecret() : "";
-      if (generated) {
-        if (signingSecrets.length >= maxSigningSecrets) {
-          throw invalidArgument("generateSigningSecret", `a destination has at most ${maxSigningSecrets} signing secrets`);
-        }
-        signingSecrets.push({ secret: generated, expiresAt: null });
-      }
+      const settings = kind.settings.read(input, {
+        paths: new Set(kind.settings.fields.map((f) => f.path)),
+        guard: options.addressGuard,
+        now: clock.now(),
+        generatedSigningSecret: generated || undefined,
+      });
+      const sourceIds = validateSourceIds("destination.sourceIds", input.sourceIds);
       const rate = validateMaxRequestsPerSecond("destination.maxRequestsPerSecond", input.maxRequestsPerSecond);
       const ordering = validateOrdering("destination.ordering", input.ordering);
       const filter = validateFilter("destination.filter", input.filter);
       const dropFields = validateDropFieldList("destination.dropFields", input.dropFields);
       const transform = await validateTransform("destination.transform", input.transform, options.sandboxes);
+      await kind.settings.check?.(settings, undefined, pool);
       const row = await withTransaction(pool, async (tx) => {
         await requireSources(tx, sourceIds);
         const now = clock.now();
@@ -120,11 +129,8 @@ export function createDestinationService(options: DestinationServiceOptions): Se
           id,
           name,
           enabled: input.enabled ?? true,
-          kind,
-          postgres,
-          webhooks,
-          sharedSecret: secret,
-          signingSecrets,
+          kind: kind.name,
+          columns: kind.settings.toRow(settings),
           maxRequestsPerSecond: rate,
           ordering,
           filter,
@@ -162,8 +168,8 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       const id = requireUuid("destination.id", input.id);
       const paths = maskPaths(req.updateMask?.paths ?? [], input);
       const rules = await validateRuleUpdate(input, paths, options.sandboxes);
-      // Outside the transaction: the look at the warehouse may take seconds.
-      if (paths.has("postgres")) await guardWarehouseUpdate(pool, id, input, warehouseGuard);
+      // Outside the transaction: a kind's look at its target (a warehouse) may take seconds.
+      await checkSettingsUpdate(pool, id, input, paths, options.addressGuard, clock.now());
       const row = await withTransaction(pool, async (tx) => {
         // The row lock serialises concurrent updates; the etag catches
         // read-modify-write races between clients.
@@ -210,37 +216,38 @@ export function createDestinationService(options: DestinationServiceOptions): Se
   };
 }
 
-/** New warehouse settings (another URL or schema) are looked at before they are saved. */
-async function guardWarehouseUpdate(db: Queryable, id: string, input: Destination, guard: WarehouseGuard) {
+/** A kind's slower look at changed settings (a warehouse's), before the transaction. */
+async function checkSettingsUpdate(db: pg.Pool, id: string, input: Destination, paths: Set<string>, guard: AddressGuard, now: Date) {
   const current = await selectDestination(db, id);
-  if (!current?.postgres) return;
-  const next = validatePostgres(input.postgres, current.postgres);
-  if (next.url !== current.postgres.url || next.schema !== current.postgres.schema) await guard(next);
+  if (!current) return;
+  const kind = kindOf(current);
+  if (!kind.settings.check || !kind.settings.fields.some((f) => paths.has(f.path))) return;
+  const stored = kind.settings.fromRow(current);
+  // Invalid settings are refused (naming the field) by the update itself.
+  const next = (() => {
+    try {
+      return kind.settings.read(input, { paths, current: stored, guard, now });
+    } catch {
+      return undefined;
+    }
+  })();
+  if (next !== undefined) await kind.settings.check(next, stored, db);
 }
 
 /** Mask paths in proto (snake_case) form; an empty mask means "every field that is set". */
 function maskPaths(paths: readonly string[], input: Destination): Set<string> {
+  const updatable = [...commonFields.map(([path]) => path), ...kindFields().map(({ field }) => field.path)];
   if (paths.length === 0) {
     const implied = new Set<string>();
-    if (input.name !== "") implied.add("name");
-    if (input.sourceIds.length > 0) implied.add("source_ids");
-    if (input.enabled !== undefined) implied.add("enabled");
-    if (input.webhooks.length > 0) implied.add("webhooks");
-    if (input.sharedSecret !== "") implied.add("shared_secret");
-    if (input.signingSecrets.length > 0) implied.add("signing_secrets");
-    if (input.maxRequestsPerSecond !== undefined) implied.add("max_requests_per_second");
-    if (input.ordering !== Ordering.UNSPECIFIED) implied.add("ordering");
-    if (input.postgres) implied.add("postgres");
-    if (input.filter !== undefined) implied.add("filter");
-    if (input.dropFields.length > 0) implied.add("drop_fields");
-    if (input.transform !== "") implied.add("transform");
+    for (const [path, given] of commonFields) if (given(input)) implied.add(path);
+    for (const { field } of kindFields()) if (field.given(input, false)) implied.add(field.path);
     return implied;
   }
   for (const path of paths) {
-    if (!updatablePaths.has(path)) {
+    if (!updatable.includes(path)) {
       throw invalidArgument(
         "updateMask",
-        `cannot update ${JSON.stringify(path)}; updatable: name, sourceIds, enabled, webhooks, sharedSecret, signingSecrets, maxRequestsPerSecond, ordering, postgres, filter, dropFields, transform`,
+        `cannot update ${JSON.stringify(path)}; updatable: ${[...new Set(updatable)].map(snakeToCamel).join(", ")}`,
       );
     }
   }
@@ -257,25 +264,13 @@ async function applyUpdate(
   rules: RuleUpdate,
 ) {
   const name = paths.has("name") ? validateName("destination.name", input.name) : current.name;
-  if (input.kind !== DestinationKind.UNSPECIFIED && kindOf(input) !== current.kind) {
+  const kind = kindOf(current);
+  if (input.kind !== DestinationKind.UNSPECIFIED && kindOfInput(input) !== kind) {
     throw invalidArgument("destination.kind", `a destination's kind cannot change (it is ${current.kind})`);
   }
-  if (current.kind === "postgres") {
-    const webhookPaths = ["webhooks", "shared_secret", "signing_secrets"].filter((p) => paths.has(p));
-    if (webhookPaths.length > 0) refuseWebhookSettings(input, false);
-  } else if (paths.has("postgres")) {
-    throw invalidArgument("destination.postgres", "only a Postgres destination has warehouse settings");
-  }
-  const postgres = paths.has("postgres") && current.postgres ? validatePostgres(input.postgres, current.postgres) : current.postgres;
-  const webhooks =
-    paths.has("webhooks") && current.kind === "webhook"
-      ? keepMaskedValues("destination.webhooks", validateWebhooks("destination.webhooks", input.webhooks, addressGuard), current.webhooks)
-      : current.webhooks;
-  const secret = paths.has("shared_secret") ? validateSecret("destination.sharedSecret", input.sharedSecret) : current.shared_secret;
+  refuseOtherKinds(kind, input, paths, false);
+  const settings = kind.settings.read(input, { paths, current: kind.settings.fromRow(current), guard: addressGuard, now });
   const enabled = paths.has("enabled") ? (input.enabled ?? false) : current.enabled;
-  const signingSecrets = paths.has("signing_secrets")
-    ? validateSigningSecrets("destination.signingSecrets", input.signingSecrets)
-    : activeSigningSecrets(current.signing_secrets, now);
   const rate = paths.has("max_requests_per_second")
     ? validateMaxRequestsPerSecond("destination.maxRequestsPerSecond", input.maxRequestsPerSecond)
     : current.max_requests_per_second;
@@ -290,10 +285,7 @@ async function applyUpdate(
     name,
     enabled,
     kind: current.kind,
-    postgres,
-    webhooks,
-    sharedSecret: secret,
-    signingSecrets,
+    columns: kind.settings.toRow(settings),
     maxRequestsPerSecond: rate,
     ordering,
     filter: rules.filter === undefined ? current.filter : rules.filter,
@@ -301,12 +293,13 @@ async function applyUpdate(
     transform: rules.transform ?? current.transform,
     at: now,
   });
-  // New webhooks get a probe at once rather than after an open circuit's cooldown.
-  if (paths.has("webhooks") || paths.has("postgres")) await probeNow(tx, current.id, now);
-  // Turning a destination on, new webhooks, or a changed rate limit or
+  // A new target (webhooks, a warehouse) gets a probe at once rather than after an open circuit's cooldown.
+  const moved = kind.settings.fields.some((field) => field.moves && paths.has(field.path));
+  if (moved) await probeNow(tx, current.id, now);
+  // Turning a destination on, a new target, or a changed rate limit or
   // ordering (the claim reads both) can make waiting deliveries due: wake the workers.
   const flowChanged = rate !== current.max_requests_per_second || ordering !== current.ordering;
-  if ((enabled && (!current.enabled || flowChanged)) || paths.has("webhooks") || paths.has("postgres")) await wakeWorkers(tx);
+  if ((enabled && (!current.enabled || flowChanged)) || moved) await wakeWorkers(tx);
 }
 
 /** The routing rules an update sets (undefined: unchanged), validated before the transaction. */
@@ -336,17 +329,16 @@ function etagOf(row: DestinationRow): string {
 }
 
 function toProto(row: DestinationRow, now: Date): Destination {
+  const kind = kindOf(row);
   return create(DestinationSchema, {
+    // The kind's own fields, masked.
+    ...kind.settings.toProto(kind.settings.fromRow(row), now),
     ...healthFields(row, now),
-    hasSigningSecret: hasActiveSigningSecret(row.signing_secrets, now),
     id: row.id,
     name: row.name,
     sourceIds: row.source_ids,
     enabled: row.enabled,
-    webhooks: maskWebhooks(row.webhooks),
-    kind: kindToProto(row.kind),
-    postgres: postgresToProto(row.postgres),
-    hasSharedSecret: row.shared_secret !== null,
+    kind: kind.proto,
     maxRequestsPerSecond: row.max_requests_per_second,
     ordering: orderingToProto(row.ordering),
     filter: (row.filter ?? undefined) as JsonObject | undefined,

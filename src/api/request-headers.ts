@@ -1,25 +1,8 @@
 import type { DestinationConfigRow } from "../db/queries/destinations.js";
-import { prepareDelivery } from "../delivery/stages.js";
+import { destinationOfRow, kindOf } from "../delivery/kinds/registry.js";
+import { maskHeaders } from "../delivery/kinds/webhook/secret-headers.js";
 
-/** What a masked header value reads. Plain ASCII, so it survives terminals, logs and grep. */
-export const maskedValue = "[masked]";
-
-/**
- * Header names whose values are secrets: signatures (derived from the shared
- * secret: with the body, they would let a reader test guesses of it) and
- * static headers that look like credentials.
- */
-const secretName = /authorization|cookie|token|secret|key|password|passwd|signature|credential|session|auth/i;
-
-export function isSecretHeader(name: string): boolean {
-  return secretName.test(name);
-}
-
-export function maskHeaders(headers: Readonly<Record<string, string>>): Record<string, string> {
-  const masked: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) masked[name] = isSecretHeader(name) ? maskedValue : value;
-  return masked;
-}
+export { isSecretHeader, maskedValue, maskHeaders } from "../delivery/kinds/webhook/secret-headers.js";
 
 export interface WebhookHeaders {
   url: string;
@@ -40,7 +23,10 @@ export function webhookHeaders(
   now: Date,
 ): WebhookHeaders[] {
   if (!destination) return [];
-  const preparation = prepareDelivery(
+  // Kinds that send no requests with headers (a warehouse) have none to show.
+  const preview = kindOf(destination).preview;
+  if (!preview) return [];
+  const requests = preview(
     {
       destinationId: destination.id,
       id: delivery.id,
@@ -55,9 +41,8 @@ export function webhookHeaders(
       destinationRevision: destination.revision,
     },
     // Shown as it would be sent, also while the destination is disabled.
-    { ...destination, enabled: true },
+    destinationOfRow(destination),
     now,
   );
-  if (preparation.kind !== "send") return [];
-  return preparation.requests.map((r) => ({ url: r.url, headers: maskHeaders(r.headers) }));
+  return requests.map((r) => ({ url: r.url, headers: maskHeaders(r.headers) }));
 }

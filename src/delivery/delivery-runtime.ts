@@ -3,30 +3,25 @@ import type { Dispatcher } from "undici";
 import type { Clock } from "../clock.js";
 import type { DeliveryConfig, OperatorWebhookConfig } from "../config.js";
 import type { AttemptResult, ClaimedDelivery, DeliveryCompletion } from "../db/job-table/index.js";
-import { type DestinationConfigRow, loadDestinationConfigs } from "../db/queries/destinations.js";
-import { defaultWarehouseConfig } from "../config.js";
 import type { Transition } from "../health/circuit.js";
 import { createHealthMonitor, type HealthMonitor } from "../health/health-monitor.js";
 import { createOperatorEvents } from "../health/operator-events.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import type { Tracing } from "../tracing/tracing.js";
+import { tracingOff, type Tracing } from "../tracing/tracing.js";
 import { type AddressGuard, createAddressGuard } from "../outbound/address-guard.js";
 import { createHttpClient } from "../outbound/http-client.js";
-import type { WebhookRequest } from "../outbound/send.js";
 import { createCompletionWriter, type CompletionWriter } from "./completion-writer.js";
 import { createDeliveryHooks, type DeliveryHookEmitter } from "./delivery-hooks.js";
 import { createDeliveryMetrics, type DeliveryMetrics } from "./delivery-metrics.js";
 import { createDestinationDispatchers } from "./destination-dispatchers.js";
-import { createDestinationSettings, type DestinationSettings } from "./destination-settings.js";
+import { createDestinationSettings, loadDestinations, type DestinationSettings } from "./destination-settings.js";
 import { createLeaseKeeper, type LeaseKeeper } from "./lease-keeper.js";
-import { sendAll } from "./stages.js";
 import { createWakeup, type Wakeup } from "./wakeup.js";
-import type { DestinationKind } from "./destination-kind.js";
-import { createWarehouseKind } from "./warehouse-kind.js";
-import { cachedIdentity } from "../warehouse/ownership.js";
-import { createWebhookKind } from "./webhook-kind.js";
 import { createLeaseWriteLane } from "./lease-write-lane.js";
+import { traceDelivery } from "./kinds/attempt-spans.js";
+import type { KindDelivery } from "./kinds/kind.js";
+import { type AnyDestination, kindOf, registeredKinds } from "./kinds/registry.js";
 
 export interface DeliveryRuntimeOptions {
   pool: pg.Pool;
@@ -44,7 +39,7 @@ export interface DeliveryRuntimeOptions {
   operatorWebhook?: OperatorWebhookConfig | undefined;
   /** The process's address guard; one is built from the config when absent (tests of the loop alone). */
   guard?: AddressGuard | undefined;
-  /** A client span per webhook request when on; off (the default), requests carry the stored trace context. */
+  /** A client span per attempt (per webhook request) when on; off (the default), requests carry the stored trace context. */
   tracing?: Tracing | undefined;
 }
 
@@ -57,10 +52,10 @@ export interface DeliveryRuntime {
   writer: CompletionWriter;
   metrics: DeliveryMetrics;
   settings: DestinationSettings;
-  /** Sends a delivery's requests through its destination's client; one result per request. */
-  send(destinationId: string, requests: readonly WebhookRequest[]): Promise<AttemptResult[]>;
   /** Delivers a due delivery of an enabled destination through its kind; its attempts once known. */
-  deliver(job: ClaimedDelivery, destination: DestinationConfigRow, body: string): Promise<AttemptResult[]>;
+  deliver(job: ClaimedDelivery, destination: AnyDestination, body: string): Promise<AttemptResult[]>;
+  /** Where attempts of the destination go, as its kind names it. */
+  labelOf(destination: AnyDestination): string;
   /** Deliveries of the destination its kind takes at once; undefined: the configured per-destination concurrency. */
   inFlightLimit(destinationId: string): number | undefined;
   /** Each turn of the loop: time-based work of the kinds (batches due by the flush interval, idle pools). */
@@ -78,7 +73,8 @@ export interface DeliveryRuntime {
 /**
  * The delivery wing's composition root: builds the collaborators of the
  * loop once (the address guard, the HTTP clients, the wake-up, the lease
- * keeper, the completion writer, endpoint health and operator events) and
+ * keeper, the completion writer, endpoint health and operator events, the
+ * delivery half of every registered kind) and
  * wires what each result causes: leases released, metrics, circuit changes
  * announced, a wake-up when a claim may find more. The loop itself only
  * claims, delivers and stops.
@@ -168,34 +164,40 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
     onWritten,
   });
 
-  const send = (destinationId: string, requests: readonly WebhookRequest[]) => {
-    const post = (d: Dispatcher) => sendAll(requests, { dispatcher: d, guard, timeoutMs: config.timeoutMs, now: () => clock.now() });
-    return dispatchers ? dispatchers.use(destinationId, post) : post(dispatcher);
-  };
-  // The kinds, built once; a destination's kind is chosen by its settings.
-  const webhooks = createWebhookKind({ clock, send, tracing: options.tracing });
-  const warehouses = createWarehouseKind({
-    config: config.warehouse ?? defaultWarehouseConfig,
-    maxInFlight: Math.max(config.perDestinationConcurrency, Math.floor(config.concurrency / 2)),
+  // Each registered kind's delivery half, built once; a destination goes to its kind's.
+  const tracing = options.tracing ?? tracingOff;
+  const context = {
+    pool,
+    config,
     clock,
     logger,
     metrics: options.metrics,
-    ownDatabase: cachedIdentity(pool),
-  });
-  const kindOf = (destination: DestinationConfigRow | undefined): DestinationKind =>
-    destination?.kind === "postgres" ? warehouses : webhooks;
+    guard,
+    tracing,
+    http: <T>(destinationId: string, send: (d: Dispatcher) => Promise<T>) =>
+      dispatchers ? dispatchers.use(destinationId, send) : send(dispatcher),
+  };
+  const deliveries = new Map<string, KindDelivery<AnyDestination>>(
+    registeredKinds.map((kind) => [kind.name, kind.createDelivery(context)]),
+  );
+  const deliveryOf = (destination: AnyDestination) => deliveries.get(kindOf(destination).name)!;
   let lastReconcile = clock.now().getTime();
   let reconciling = false;
-  const reconcileWarehouses = () => {
-    // Deleted or repointed warehouse destinations lose their pools even when no delivery of theirs comes by.
-    const open = warehouses.openDestinations();
+  const reconcile = () => {
+    // Deleted or changed destinations lose what their kind holds open (pools, connections) even when no delivery of theirs comes by.
+    const open = [...deliveries.values()].flatMap((d) => d.openDestinations?.() ?? []);
     const now = clock.now().getTime();
     if (open.length === 0 || reconciling || now - lastReconcile < reconcileEveryMs) return;
     lastReconcile = now;
     reconciling = true;
-    loadDestinationConfigs(pool, open)
-      .then((current) => warehouses.reconcile(current))
-      .catch((error) => logger.warn({ err: error }, "checking warehouse destinations failed"))
+    loadDestinations(pool, open)
+      .then((current) => {
+        for (const [name, delivery] of deliveries) {
+          const own = new Map([...current].filter(([, destination]) => destination.kind === name));
+          delivery.reconcile?.(own);
+        }
+      })
+      .catch((error) => logger.warn({ err: error }, "checking destinations with open connections failed"))
       .finally(() => (reconciling = false));
   };
 
@@ -207,16 +209,24 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
     writer,
     metrics,
     settings,
-    send,
-    deliver: (job, destination, body) => kindOf(destination).deliver(job, destination, body),
+    deliver(job, destination, body) {
+      const delivery = deliveryOf(destination);
+      // Kinds that send requests start a span per request themselves; every other attempt gets one here.
+      const span = delivery.span?.(destination);
+      if (!span) return delivery.deliver(job, destination, body);
+      return traceDelivery(tracing, job, destination, span, () => delivery.deliver(job, destination, body));
+    },
+    labelOf: (destination) => deliveryOf(destination).label(destination),
     inFlightLimit(destinationId) {
       const destination = settings.get(destinationId);
-      return destination ? kindOf(destination).inFlightLimit?.(destination) : undefined;
+      return destination ? deliveryOf(destination).inFlightLimit?.(destination) : undefined;
     },
-    flush: () => warehouses.flush(),
+    flush() {
+      for (const delivery of deliveries.values()) delivery.flush?.();
+    },
     tick() {
-      warehouses.tick();
-      reconcileWarehouses();
+      for (const delivery of deliveries.values()) delivery.tick?.();
+      reconcile();
     },
     async start() {
       await wakeup.listen();
@@ -229,8 +239,8 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
       await operatorEvents.flush();
     },
     async close(left) {
-      // Batches held by a kind are loaded first, so their results can still be written.
-      await within(warehouses.close(), left());
+      // What the kinds hold (batches) is delivered first, so their results can still be written.
+      await within(Promise.allSettled([...deliveries.values()].map((d) => d.close())), left());
       await writer.close(left());
       leases.stop();
       await health.stop();
@@ -245,7 +255,7 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
   };
 }
 
-/** How often open warehouse pools are checked against their destinations' settings. */
+/** How often what kinds hold open (warehouse pools) is checked against their destinations' settings. */
 const reconcileEveryMs = 30_000;
 
 /** Waits for a promise, but no longer than ms. */

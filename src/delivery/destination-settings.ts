@@ -1,6 +1,7 @@
 import type { ClaimedDelivery } from "../db/job-table/index.js";
 import type { Queryable } from "../db/pool.js";
-import { loadDestinationConfigs, type DestinationConfigRow } from "../db/queries/destinations.js";
+import { loadDestinationConfigs } from "../db/queries/destinations.js";
+import { type AnyDestination, destinationOfRow } from "./kinds/registry.js";
 
 export interface DestinationSettings {
   /**
@@ -11,7 +12,7 @@ export interface DestinationSettings {
    */
   refresh(claimed: readonly ClaimedDelivery[]): Promise<void>;
   /** The settings a delivery claimed now is sent with; undefined: the destination is gone. */
-  get(destinationId: string): DestinationConfigRow | undefined;
+  get(destinationId: string): AnyDestination | undefined;
   /** Whether the destination delivers each user's calls in order, as of its last claim here. */
   isOrdered(destinationId: string): boolean;
 }
@@ -21,7 +22,7 @@ const maxCached = 10_000;
 
 /** The delivery loop's cache of destination settings, keyed by id and checked by revision. */
 export function createDestinationSettings(options: { pool: Queryable }): DestinationSettings {
-  const configs = new Map<string, DestinationConfigRow>();
+  const configs = new Map<string, AnyDestination>();
   const ordered = new Set<string>();
   return {
     async refresh(claimed) {
@@ -30,7 +31,7 @@ export function createDestinationSettings(options: { pool: Queryable }): Destina
       const stale = [...seen].filter(([id, revision]) => revision === null || configs.get(id)?.revision !== revision).map(([id]) => id);
       if (stale.length > 0) {
         if (configs.size + stale.length > maxCached) configs.clear();
-        const loaded = await loadDestinationConfigs(options.pool, stale);
+        const loaded = await loadDestinations(options.pool, stale);
         for (const id of stale) {
           const row = loaded.get(id);
           if (row) configs.set(id, row);
@@ -45,4 +46,10 @@ export function createDestinationSettings(options: { pool: Queryable }): Destina
     get: (destinationId) => configs.get(destinationId),
     isOrdered: (destinationId) => ordered.has(destinationId),
   };
+}
+
+/** The current settings of these destinations, each read by its kind (missing: deleted). */
+export async function loadDestinations(pool: Queryable, ids: readonly string[]): Promise<Map<string, AnyDestination>> {
+  const rows = await loadDestinationConfigs(pool, ids);
+  return new Map([...rows].map(([id, row]) => [id, destinationOfRow(row)]));
 }

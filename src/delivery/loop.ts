@@ -2,18 +2,17 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type pg from "pg";
 import type { Clock } from "../clock.js";
-import type { DeliveryConfig } from "../config.js";
+import { defaultTransformConfig, type DeliveryConfig, type TransformConfig } from "../config.js";
 import { claimDeliveries, type ClaimedDelivery, type DeliveryCompletion } from "../db/job-table/index.js";
-import type { DestinationConfigRow } from "../db/queries/destinations.js";
 import type { HealthMonitor } from "../health/health-monitor.js";
 import type { Logger } from "../logger.js";
 import type { DeliveryHooks } from "./delivery-hooks.js";
 import { createDeliveryRuntime, within, type DeliveryRuntime, type DeliveryRuntimeOptions } from "./delivery-runtime.js";
 import { createScheduler } from "./scheduler.js";
-import { decideCompletion, deferredCompletion, releaseCompletion, transformFailedCompletion } from "./stages.js";
-import { recordTransformDrop } from "../db/queries/transform-drops.js";
-import { createTransformSandboxes, maxQueueWaitMs, sandboxKey, type TransformSandboxes } from "../routing/transform-sandbox.js";
-import { shapeBody } from "../routing/shape-body.js";
+import { decideCompletion, releaseCompletion } from "./completion.js";
+import { createTransformSandboxes, type TransformSandboxes } from "../routing/transform-sandbox.js";
+import type { AnyDestination } from "./kinds/registry.js";
+import { createShapeStage } from "./shape-stage.js";
 
 export interface DeliveryLoopOptions extends DeliveryRuntimeOptions {
   pool: pg.Pool;
@@ -24,8 +23,10 @@ export interface DeliveryLoopOptions extends DeliveryRuntimeOptions {
   random?: () => number;
   /** Most deliveries one claim takes. */
   maxClaim?: number;
-  /** Where destinations' transforms run; one with the default limits when absent. */
+  /** Where destinations' transforms run; one of the loop's own (with `transform`'s limits) when absent. */
   sandboxes?: TransformSandboxes;
+  /** The sandbox limits of the loop's own sandboxes (WAYPOST_TRANSFORM_*); the defaults when absent. */
+  transform?: TransformConfig;
 }
 
 export interface DeliveryLoop {
@@ -46,12 +47,13 @@ export interface DeliveryLoop {
 interface Held {
   destinationId: string;
   job: ClaimedDelivery;
-  destination: DestinationConfigRow | undefined;
+  destination: AnyDestination | undefined;
 }
 
 /**
  * The producer: claims due deliveries, never more than the scheduler has
- * room for, and runs each through prepare → send → record (stages.ts). The
+ * room for, and runs each through shape (shape-stage.ts) → its kind's
+ * deliver (kinds/) → complete (completion.ts). The
  * scheduler decides what to claim and what to start; the runtime holds the
  * collaborators (clients, writer, leases, health); this file is the loop
  * between them: run, claim, deliver, stop.
@@ -66,27 +68,28 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     // A batching kind (a warehouse) takes a batch's worth at once.
     limitOf: (destinationId) => runtime.inFlightLimit(destinationId),
   });
-  const sandboxes = options.sandboxes ?? createTransformSandboxes({ timeoutMs: 50, memoryMb: 32 });
+  const sandboxes = options.sandboxes ?? createTransformSandboxes({ ...(options.transform ?? defaultTransformConfig) });
+  const shape = createShapeStage({
+    pool,
+    clock,
+    metrics: options.metrics,
+    sandboxes,
+    finish: (completion) => writer.add(completion),
+    labelOf: (destination) => runtime.labelOf(destination),
+  });
   const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   const active = new Set<Promise<void>>();
   let running = false;
   // When a rate-limited destination will have tokens again (ms, from the last claim).
   let refillWaitMs: number | undefined;
   let loopDone: Promise<void> = Promise.resolve();
-  // Destinations whose transform sandbox had more waiting than it could run
-  // soon, until when: claims take none of theirs meanwhile (their deliveries
-  // were handed back, and would only be handed back again).
-  const transformBackoff = new Map<string, number>();
 
   /** One claim; true when it came back full (more may be due at once). */
   async function claimOnce(): Promise<boolean> {
     const plan = scheduler.planClaim();
     if (!plan) return false;
     const now = clock.now().getTime();
-    for (const [destinationId, until] of transformBackoff) {
-      if (until <= now) transformBackoff.delete(destinationId);
-      else plan.room.set(destinationId, 0);
-    }
+    for (const destinationId of shape.backingOff(now)) plan.room.set(destinationId, 0);
     const startedAt = performance.now();
     const claimedAt = clock.now();
     const claim = await claimDeliveries(pool, { now: claimedAt, leaseMs: config.leaseMs, owner, ...plan });
@@ -114,38 +117,6 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     active.add(work);
   }
 
-  /**
-   * The body this delivery sends under its destination's current rules
-   * (dropped fields, transform); undefined when the delivery was finished
-   * here instead (the transform failed, or dropped the call).
-   */
-  async function shaped(job: ClaimedDelivery, destination: DestinationConfigRow): Promise<string | undefined> {
-    const rules = {
-      dropFields: destination.drop_fields,
-      transform: destination.transform,
-      sandboxKey: sandboxKey(destination.id, destination.revision),
-    };
-    const outcome = await shapeBody(job.payload, rules, sandboxes, { mayDefer: true });
-    if (outcome.kind === "busy") {
-      // Waiting for the sandbox would hold this slot from other destinations: hand it back for later.
-      const until = clock.now().getTime() + maxQueueWaitMs;
-      transformBackoff.set(job.destinationId, until);
-      options.metrics?.transformDeferred.inc({ destination_id: job.destinationId });
-      writer.add(deferredCompletion(job, new Date(until)));
-      return undefined;
-    }
-    if (outcome.transformMs !== undefined) options.metrics?.transformDuration.observe(outcome.transformMs / 1000);
-    if (outcome.kind === "send") return outcome.body;
-    if (outcome.kind === "error") {
-      writer.add(transformFailedCompletion(job, destination, outcome.error, clock.now()));
-      return undefined;
-    }
-    await recordTransformDrop(pool, job.destinationId, job.id, clock.now());
-    options.metrics?.callsFiltered.inc({ destination_id: job.destinationId, reason: "transform" });
-    writer.add(releaseCompletion(job, clock.now(), "cancelled"));
-    return undefined;
-  }
-
   async function deliver({ job, destination }: Held): Promise<void> {
     try {
       if (!destination?.enabled) {
@@ -155,10 +126,11 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       }
       // The destination's rules of this moment (dropped fields, transform) shape what is delivered, whatever its kind.
       let body = job.payload;
-      if (destination.drop_fields.length > 0 || destination.transform !== "") {
-        const sent = await shaped(job, destination);
-        if (sent === undefined) return;
-        body = sent;
+      // Not awaited without rules: the call reaches its kind in the same turn as its claim.
+      if (shape.applies(destination)) {
+        const shaped = await shape.shape(job, destination);
+        if (shaped === undefined) return;
+        body = shaped;
       }
       // Claimed ahead, it may have waited rounds here: never send on a lost lease.
       if (!(await leases.ensure(job.id))) {

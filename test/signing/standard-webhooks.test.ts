@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { Webhook } from "standardwebhooks";
 import { afterEach, expect, test, vi } from "vitest";
-import { rotateSigningSecrets, validateSigningSecrets } from "../../src/api/signing-secrets.js";
+import { rotateSigningSecrets, validateSigningSecrets } from "../../src/delivery/kinds/webhook/signing-secrets.js";
 import {
   activeSigningSecrets,
   generateSigningSecret,

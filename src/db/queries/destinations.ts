@@ -1,27 +1,40 @@
 import type { StoredSigningSecret } from "../../signing/standard-webhooks.js";
 import type { Queryable } from "../pool.js";
 
-/** The kinds of destination: where its deliveries go. */
-export type DestinationKindName = "webhook" | "postgres";
-
-/** A Postgres warehouse destination's settings (the URL includes its password: never returned or logged). */
-export interface PostgresSettings {
-  url: string;
-  schema: string;
+/**
+ * The columns kinds store their settings in, each kind using its own and
+ * leaving the others empty (a kind maps its settings to and from them:
+ * src/delivery/kinds/). A kind that stores something new adds its column
+ * here and in a migration.
+ */
+export interface KindColumns {
+  /** Webhook: the URLs and their static headers. */
+  webhooks: Array<{ url: string; headers: Record<string, string> }>;
+  /** Webhook: the X-Signature secret. */
+  shared_secret: string | null;
+  /** Webhook: Standard Webhooks secrets; expired ones are skipped when signing. */
+  signing_secrets: StoredSigningSecret[];
+  /** Postgres: the warehouse (its URL includes the password: never returned or logged). */
+  postgres: { url: string; schema: string } | null;
 }
 
-export interface DestinationRow {
+/** Each kind column, and whether it is jsonb (written as JSON text) or plain text. */
+const kindColumns: Readonly<Record<keyof KindColumns, "jsonb" | "text">> = {
+  webhooks: "jsonb",
+  shared_secret: "text",
+  signing_secrets: "jsonb",
+  postgres: "jsonb",
+};
+const kindColumnNames = Object.keys(kindColumns) as Array<keyof KindColumns>;
+
+export interface DestinationRow extends KindColumns {
   id: string;
   name: string;
   enabled: boolean;
-  kind: DestinationKindName;
-  /** Set for kind postgres only. */
-  postgres: PostgresSettings | null;
-  webhooks: Array<{ url: string; headers: Record<string, string> }>;
-  shared_secret: string | null;
+  /** The kind's name (src/delivery/kinds/registry.ts); its settings are in the kind columns. */
+  kind: string;
   max_requests_per_second: number;
   ordering: "none" | "per_user";
-  signing_secrets: StoredSigningSecret[];
   /** The endpoint's health (destination_health); null before its first attempt. */
   circuit_state: "closed" | "open" | "half_open" | null;
   consecutive_failures: number | null;
@@ -42,7 +55,7 @@ export interface DestinationRow {
   cursor_at: string;
 }
 
-const columns = `d.id, d.name, d.enabled, d.kind, d.postgres, d.webhooks, d.shared_secret, d.signing_secrets, d.max_requests_per_second, d.ordering,
+const columns = `d.id, d.name, d.enabled, d.kind, ${kindColumnNames.map((c) => `d.${c}`).join(", ")}, d.max_requests_per_second, d.ordering,
   d.filter, d.drop_fields, d.transform, d.revision, d.created_at, d.updated_at,
   d.created_at::text AS cursor_at,
   h.state AS circuit_state, h.consecutive_failures, h.probe_at, h.backoff_until,
@@ -78,11 +91,9 @@ export interface DestinationWrite {
   id: string;
   name: string;
   enabled: boolean;
-  kind: DestinationKindName;
-  postgres: PostgresSettings | null;
-  webhooks: DestinationRow["webhooks"];
-  sharedSecret: string | null;
-  signingSecrets: StoredSigningSecret[];
+  kind: string;
+  /** The kind's settings in its columns (the others empty). */
+  columns: KindColumns;
   /** 0: no limit. */
   maxRequestsPerSecond: number;
   ordering: DestinationRow["ordering"];
@@ -92,43 +103,43 @@ export interface DestinationWrite {
   at: Date;
 }
 
-/** The parameters both writes take, in the order their statements number them. */
+const json = (value: unknown) => (value === null ? null : JSON.stringify(value));
+
+/** The written columns, once: each with its value. Both writes are built from this list. */
+const writtenColumns: ReadonlyArray<readonly [column: string, value: (row: DestinationWrite) => unknown]> = [
+  ["name", (row) => row.name],
+  ["enabled", (row) => row.enabled],
+  ["kind", (row) => row.kind],
+  ...kindColumnNames.map(
+    (column) =>
+      [column, (row: DestinationWrite) => (kindColumns[column] === "jsonb" ? json(row.columns[column]) : row.columns[column])] as const,
+  ),
+  ["max_requests_per_second", (row) => row.maxRequestsPerSecond],
+  ["ordering", (row) => row.ordering],
+  ["filter", (row) => json(row.filter)],
+  ["drop_fields", (row) => row.dropFields],
+  ["transform", (row) => row.transform],
+  ["updated_at", (row) => row.at],
+];
+
+/** $1 is the id; the written columns follow in order. */
 function destinationParams(row: DestinationWrite): unknown[] {
-  return [
-    row.id,
-    row.name,
-    row.enabled,
-    JSON.stringify(row.webhooks),
-    row.sharedSecret,
-    row.at,
-    JSON.stringify(row.signingSecrets),
-    row.maxRequestsPerSecond,
-    row.ordering,
-    row.kind,
-    row.postgres === null ? null : JSON.stringify(row.postgres),
-    row.filter === null ? null : JSON.stringify(row.filter),
-    row.dropFields,
-    row.transform,
-  ];
+  return [row.id, ...writtenColumns.map(([, value]) => value(row))];
 }
 
 export async function insertDestination(db: Queryable, row: DestinationWrite): Promise<void> {
+  const names = writtenColumns.map(([column]) => column);
+  const values = names.map((_, i) => `$${i + 2}`);
   await db.query(
-    `INSERT INTO destinations (id, name, enabled, webhooks, shared_secret, signing_secrets, created_at, updated_at,
-                               max_requests_per_second, ordering, kind, postgres, filter, drop_fields, transform)
-     VALUES ($1, $2, $3, $4, $5, $7, $6, $6, $8, $9, $10, $11, $12, $13, $14)`,
+    `INSERT INTO destinations (id, ${names.join(", ")}, created_at) VALUES ($1, ${values.join(", ")}, $${names.length + 1})`,
     destinationParams(row),
   );
 }
 
 /** Writes new settings and moves the revision (the etag) on. */
 export async function updateDestinationRow(db: Queryable, row: DestinationWrite): Promise<void> {
-  await db.query(
-    `UPDATE destinations SET name = $2, enabled = $3, webhooks = $4, shared_secret = $5, signing_secrets = $7,
-            max_requests_per_second = $8, ordering = $9, kind = $10, postgres = $11, filter = $12, drop_fields = $13, transform = $14,
-            revision = revision + 1, updated_at = $6 WHERE id = $1`,
-    destinationParams(row),
-  );
+  const sets = writtenColumns.map(([column], i) => `${column} = $${i + 2}`);
+  await db.query(`UPDATE destinations SET ${sets.join(", ")}, revision = revision + 1 WHERE id = $1`, destinationParams(row));
 }
 
 /** Replaces the Standard Webhooks secrets (a rotation) and moves the revision on. */
@@ -167,18 +178,12 @@ export async function replaceDestinationSources(db: Queryable, destinationId: st
   }
 }
 
-/** A destination's delivery settings, as the delivery loop reads them. */
-export interface DestinationConfigRow {
+/** A destination's delivery settings, as the delivery loop reads them (its kind maps the kind columns to its settings). */
+export interface DestinationConfigRow extends KindColumns {
   id: string;
-  /** Named on each attempt's span when tracing is on. */
   name: string;
   enabled: boolean;
-  kind: DestinationKindName;
-  postgres: PostgresSettings | null;
-  webhooks: Array<{ url: string; headers: Record<string, string> }>;
-  shared_secret: string | null;
-  /** Standard Webhooks secrets; expired ones are skipped when signing. */
-  signing_secrets: StoredSigningSecret[];
+  kind: string;
   ordering: DestinationRow["ordering"];
   /** Moves on with every settings change (the etag). */
   revision: number;
@@ -194,7 +199,7 @@ export interface DestinationConfigRow {
 export async function loadDestinationConfigs(db: Queryable, ids: readonly string[]): Promise<Map<string, DestinationConfigRow>> {
   const result = await db.query<DestinationConfigRow>({
     name: "waypost_load_destination_configs",
-    text: `SELECT id, name, enabled, kind, postgres, webhooks, shared_secret, signing_secrets, ordering, revision, drop_fields, transform
+    text: `SELECT id, name, enabled, kind, ${kindColumnNames.join(", ")}, ordering, revision, drop_fields, transform
              FROM destinations WHERE id = ANY ($1::uuid[])`,
     values: [ids],
   });

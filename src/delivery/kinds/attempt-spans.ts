@@ -1,8 +1,8 @@
-import type { ClaimedDelivery } from "../db/job-table/index.js";
-import type { DestinationConfigRow } from "../db/queries/destinations.js";
-import type { AttemptResult, WebhookRequest } from "../outbound/send.js";
-import type { TraceContext } from "../tracing/trace-context.js";
-import type { AttemptSpan, SpanAttributes, Tracing } from "../tracing/tracing.js";
+import type { AttemptResult, ClaimedDelivery } from "../../db/job-table/index.js";
+import type { WebhookRequest } from "../../outbound/send.js";
+import type { TraceContext } from "../../tracing/trace-context.js";
+import type { AttemptSpan, SpanAttributes, Tracing } from "../../tracing/tracing.js";
+import type { DestinationCommon } from "./kind.js";
 
 /** A delivery's requests as they are sent, and what ends their spans. */
 export interface TracedAttempt {
@@ -13,25 +13,37 @@ export interface TracedAttempt {
 
 const untraced = (requests: readonly WebhookRequest[]): TracedAttempt => ({ requests, end() {} });
 
+function parentOf(job: ClaimedDelivery): TraceContext | undefined {
+  return job.traceparent ? { traceparent: job.traceparent, tracestate: job.tracestate ?? undefined } : undefined;
+}
+
+/** Which delivery of which destination an attempt is: on every attempt's span, whatever its kind. */
+export function attemptAttributes(job: ClaimedDelivery, destination: DestinationCommon): SpanAttributes {
+  return {
+    "waypost.destination.id": destination.id,
+    "waypost.destination.name": destination.name,
+    "waypost.delivery.id": job.id,
+    "waypost.message.id": job.messageId,
+    "waypost.attempt.number": job.attemptCount + 1,
+  };
+}
+
 /**
  * With tracing on, one client span per webhook request of this attempt, a
  * child of the call's stored trace context, and each request carries the
  * traceparent of its own span, so the receiver's spans are its children.
  * Off, the requests go as prepared (with the stored context, if any).
  */
-export function traceAttempt(
+export function traceRequests(
   tracing: Tracing,
   job: ClaimedDelivery,
-  destination: DestinationConfigRow,
+  destination: DestinationCommon,
   requests: readonly WebhookRequest[],
 ): TracedAttempt {
   if (!tracing.enabled) return untraced(requests);
-  const parent: TraceContext | undefined = job.traceparent
-    ? { traceparent: job.traceparent, tracestate: job.tracestate ?? undefined }
-    : undefined;
   const spans: AttemptSpan[] = [];
   const traced = requests.map((request) => {
-    const span = tracing.startAttempt(parent, "POST", requestAttributes(job, destination, request));
+    const span = tracing.startAttempt(parentOf(job), "POST", { ...requestAttributes(request), ...attemptAttributes(job, destination) });
     spans.push(span);
     return { ...request, headers: { ...request.headers, ...span.headers } };
   });
@@ -47,8 +59,29 @@ export function traceAttempt(
   };
 }
 
-/** HTTP client semantic conventions, and which delivery of which destination this is. */
-function requestAttributes(job: ClaimedDelivery, destination: DestinationConfigRow, request: WebhookRequest): SpanAttributes {
+/**
+ * One span around an attempt of a kind that does not start its own (a
+ * warehouse load, a publish): named by the kind, ended with the attempt's
+ * outcome once the kind reports it.
+ */
+export async function traceDelivery(
+  tracing: Tracing,
+  job: ClaimedDelivery,
+  destination: DestinationCommon,
+  span: { name: string; attributes: SpanAttributes },
+  deliver: () => Promise<AttemptResult[]>,
+): Promise<AttemptResult[]> {
+  if (!tracing.enabled) return deliver();
+  const started = tracing.startAttempt(parentOf(job), span.name, { ...span.attributes, ...attemptAttributes(job, destination) });
+  const results = await deliver();
+  const result = results.find((r) => r.outcome === "success") ?? results[0];
+  if (result) started.end(...resultAttributes(result));
+  else started.end({}, "no result");
+  return results;
+}
+
+/** HTTP client semantic conventions. */
+function requestAttributes(request: WebhookRequest): SpanAttributes {
   const url = request.target;
   return {
     "http.request.method": "POST",
@@ -56,11 +89,6 @@ function requestAttributes(job: ClaimedDelivery, destination: DestinationConfigR
     "server.port": Number(url.port) || (url.protocol === "https:" ? 443 : 80),
     // Without the query, which may carry a token.
     "url.full": `${url.origin}${url.pathname}`,
-    "waypost.destination.id": destination.id,
-    "waypost.destination.name": destination.name,
-    "waypost.delivery.id": job.id,
-    "waypost.message.id": job.messageId,
-    "waypost.attempt.number": job.attemptCount + 1,
   };
 }
 

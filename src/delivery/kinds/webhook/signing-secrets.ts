@@ -3,8 +3,10 @@ import {
   generateSigningSecret,
   signingSecretProblem,
   type StoredSigningSecret,
-} from "../signing/standard-webhooks.js";
-import { invalidArgument } from "./errors.js";
+} from "../../../signing/standard-webhooks.js";
+import { InvalidInputError } from "../../../errors.js";
+
+const invalidArgument = (field: string, problem: string) => new InvalidInputError(field, problem);
 
 /** More would only make every request's signature header longer. */
 export const maxSigningSecrets = 5;

@@ -1,13 +1,15 @@
-import type { Clock } from "../clock.js";
-import type { WarehouseConfig } from "../config.js";
-import type { AttemptResult, ClaimedDelivery } from "../db/job-table/index.js";
-import type { DestinationConfigRow, PostgresSettings } from "../db/queries/destinations.js";
-import type { Logger } from "../logger.js";
-import type { Metrics } from "../metrics.js";
-import { createWarehouseLoader, type DiscardCounts, type LoadOutcome, type WarehouseLoader } from "../warehouse/loader.js";
-import type { DatabaseIdentity } from "../warehouse/ownership.js";
-import { maskPostgresUrl } from "../warehouse/settings.js";
-import type { DestinationKind } from "./destination-kind.js";
+import type { Clock } from "../../../clock.js";
+import type { WarehouseConfig } from "../../../config.js";
+import type { AttemptResult, ClaimedDelivery } from "../../../db/job-table/index.js";
+import type { Logger } from "../../../logger.js";
+import type { Metrics } from "../../../metrics.js";
+import { createWarehouseLoader, type DiscardCounts, type LoadOutcome, type WarehouseLoader } from "../../../warehouse/loader.js";
+import type { DatabaseIdentity } from "../../../warehouse/ownership.js";
+import { maskPostgresUrl } from "../../../warehouse/settings.js";
+import type { DestinationOf, KindDelivery } from "../kind.js";
+import type { PostgresSettings } from "./settings.js";
+
+export type PostgresDestination = DestinationOf<"postgres", PostgresSettings>;
 
 export interface WarehouseKindOptions {
   config: WarehouseConfig;
@@ -47,17 +49,12 @@ const idleCloseMs = 5 * 60_000;
  * while one loads. One pool per destination, bounded, closed when the
  * destination's warehouse settings change or it goes quiet.
  */
-export interface WarehouseKind extends DestinationKind {
+export interface WarehouseKind extends KindDelivery<PostgresDestination> {
   tick(): void;
   flush(): void;
   /** Destinations with an open pool here. */
   openDestinations(): string[];
-  /**
-   * Closes the pools of destinations deleted or no longer pointing at the
-   * same warehouse (`current`: the settings of openDestinations() now;
-   * missing ones are gone), after loading what they hold.
-   */
-  reconcile(current: ReadonlyMap<string, DestinationConfigRow>): void;
+  reconcile(current: ReadonlyMap<string, PostgresDestination>): void;
 }
 
 export function createWarehouseKind(options: WarehouseKindOptions): WarehouseKind {
@@ -76,8 +73,8 @@ export function createWarehouseKind(options: WarehouseKindOptions): WarehouseKin
         ownDatabase: options.ownDatabase,
       }));
 
-  function targetOf(destination: DestinationConfigRow): Target {
-    const settings = destination.postgres!;
+  function targetOf(destination: PostgresDestination): Target {
+    const settings = destination.postgres;
     let target = targets.get(destination.id);
     if (target && (target.settings.url !== settings.url || target.settings.schema !== settings.schema)) {
       retire(destination.id, target);
@@ -164,6 +161,15 @@ export function createWarehouseKind(options: WarehouseKindOptions): WarehouseKin
       });
     },
     inFlightLimit: () => batchSize * 2,
+    label: (destination) => `${maskPostgresUrl(destination.postgres.url)}#${destination.postgres.schema}`,
+    span: (destination) => ({
+      name: "load",
+      attributes: {
+        "db.system.name": "postgresql",
+        "db.namespace": destination.postgres.schema,
+        "server.address": hostOf(destination.postgres.url),
+      },
+    }),
     tick() {
       const now = clock.now().getTime();
       for (const [id, target] of targets) {
@@ -182,4 +188,12 @@ export function createWarehouseKind(options: WarehouseKindOptions): WarehouseKin
       await Promise.allSettled(all.map(([, target]) => target.loader.close()));
     },
   };
+}
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return "";
+  }
 }

@@ -1,0 +1,94 @@
+import type { ClaimedDelivery } from "../../../db/job-table/index.js";
+import type { WebhookRequest } from "../../../outbound/send.js";
+import { signPayload } from "../../../outbound/sign.js";
+import { userAgent } from "../../../outbound/user-agent.js";
+import { activeSigningSecrets, signingKey, standardWebhookHeaders } from "../../../signing/standard-webhooks.js";
+import { traceHeaders } from "../../../tracing/trace-context.js";
+import type { DestinationOf } from "../kind.js";
+import type { StoredWebhook, WebhookSettings } from "./settings.js";
+
+export type WebhookDestination = DestinationOf<"webhook", WebhookSettings>;
+
+/** What every request to one webhook shares: parsed once per settings revision. */
+interface WebhookTarget {
+  url: URL;
+  headers: Record<string, string>;
+}
+
+// Keyed by the webhook objects of the destinations the loop holds (one per
+// destination and settings revision): a settings change brings new
+// objects, and entries go with them.
+const targets = new WeakMap<StoredWebhook, WebhookTarget>();
+
+function targetOf(webhook: StoredWebhook): WebhookTarget {
+  let target = targets.get(webhook);
+  if (!target) {
+    target = {
+      url: new URL(webhook.url),
+      headers: { ...webhook.headers, "user-agent": userAgent, "content-type": "application/json" },
+    };
+    targets.set(webhook, target);
+  }
+  return target;
+}
+
+// Decoded signing keys, per settings object (one per settings revision).
+const keys = new WeakMap<WebhookSettings, { at: number; keys: Buffer[] }>();
+
+/** The keys of the secrets active at `now`; [] when the destination does not sign this way. */
+function signingKeysOf(settings: WebhookSettings, now: Date): Buffer[] {
+  if (settings.signingSecrets.length === 0) return [];
+  const cached = keys.get(settings);
+  // Keys are decoded once per revision and second: a secret may expire while the settings are in use.
+  const second = Math.floor(now.getTime() / 1000);
+  if (cached && cached.at === second) return cached.keys;
+  const active = activeSigningSecrets(settings.signingSecrets, now).map((s) => signingKey(s.secret));
+  keys.set(settings, { at: second, keys: active });
+  return active;
+}
+
+/** The headers every request of this attempt carries besides the webhook's own. */
+function signatureHeaders(job: ClaimedDelivery, settings: WebhookSettings, now: Date, body: string): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (settings.sharedSecret) headers["x-signature"] = signPayload(settings.sharedSecret, body);
+  const signingKeys = signingKeysOf(settings, now);
+  // webhook-id is the message's id, the same on every retry, so receivers
+  // can drop duplicates; the timestamp is this attempt's.
+  if (signingKeys.length > 0) Object.assign(headers, standardWebhookHeaders(signingKeys, job.messageId, now, body));
+  return headers;
+}
+
+/**
+ * The webhook kind's prepare: the requests of one attempt. The body is the
+ * stored payload, byte for byte, or what the destination's rules made of it;
+ * the signatures are computed over exactly the bytes sent. `now` is the
+ * attempt's time (the Standard Webhooks timestamp).
+ */
+export function prepareRequests(
+  job: ClaimedDelivery,
+  destination: WebhookDestination,
+  now: Date,
+  body: string = job.payload,
+): WebhookRequest[] {
+  const settings = destination.webhook;
+  const extra = signatureHeaders(job, settings, now, body);
+  // The call's trace context goes out as it came; with tracing on, the
+  // attempt's span replaces traceparent with its own (attempt-spans.ts).
+  if (job.traceparent) Object.assign(extra, traceHeaders({ traceparent: job.traceparent, tracestate: job.tracestate ?? undefined }));
+  const hasExtra = Object.keys(extra).length > 0;
+  // A retry goes only to the URLs that failed retryably. If the settings
+  // changed so that none of them is configured any more, every URL is tried.
+  const retryUrls = job.retryUrls;
+  const retrying = retryUrls ? settings.webhooks.filter((w) => retryUrls.includes(w.url)) : [];
+  const chosen = retrying.length > 0 ? retrying : settings.webhooks;
+  return chosen.map((webhook) => {
+    const target = targetOf(webhook);
+    return {
+      urlIndex: settings.webhooks.indexOf(webhook),
+      url: webhook.url,
+      target: target.url,
+      body,
+      headers: hasExtra ? { ...target.headers, ...extra } : target.headers,
+    };
+  });
+}
