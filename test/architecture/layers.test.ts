@@ -48,6 +48,18 @@ const domainOrder: ReadonlyArray<readonly [from: string, mayNotImport: string]> 
 
 const srcDir = new URL("../../src/", import.meta.url).pathname;
 
+// Destination kinds are domain modules the API asks (the registry): a kind
+// that knew the API, a transport or the composition could not be added or
+// tested on its own.
+const kindsMayNotImport = ["api/", "compat/", "console/", "cli/", "server.ts", "main.ts"];
+
+/** Imports from a kind (src/delivery/kinds/) of the edge or the composition. */
+function kindImportsAbove(edges: ReadonlyArray<{ from: string; to: string }>): string[] {
+  return edges
+    .filter(({ from, to }) => from.startsWith("delivery/kinds/") && kindsMayNotImport.some((above) => to.startsWith(above)))
+    .map(({ from, to }) => `${from} imports ${to}`);
+}
+
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const full = path.join(dir, entry.name);
@@ -56,12 +68,20 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-/** Each src-relative module a file imports (relative imports only; gen/ and packages are not layers). */
-function importsOf(file: string): string[] {
+/** Each root-relative module a file imports (relative imports only; gen/ and packages are not layers). */
+function importsOf(file: string, root = srcDir): string[] {
   const text = readFileSync(file, "utf8");
   return [...text.matchAll(/(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']+)["']/g)]
-    .map((match) => path.relative(srcDir, path.resolve(path.dirname(file), match[1]!)).replace(/\.js$/, ".ts"))
+    .map((match) => path.relative(root, path.resolve(path.dirname(file), match[1]!)).replace(/\.js$/, ".ts"))
     .filter((target) => !target.startsWith(".."));
+}
+
+/** Every import between the modules under `root`. */
+function edgesUnder(root: string): Array<{ from: string; to: string }> {
+  return sourceFiles(root).flatMap((file) => {
+    const from = path.relative(root, file);
+    return importsOf(file, root).map((to) => ({ from, to }));
+  });
 }
 
 const moduleOf = (relative: string) => (relative.includes("/") ? `${relative.split("/")[0]}/` : relative);
@@ -72,10 +92,7 @@ function layerOf(relative: string): number {
   return index;
 }
 
-const edges = sourceFiles(srcDir).flatMap((file) => {
-  const from = path.relative(srcDir, file);
-  return importsOf(file).map((to) => ({ from, to }));
-});
+const edges = edgesUnder(srcDir);
 
 test("every module of src/ is in a layer, and the test sees the imports", () => {
   for (const { from, to } of edges) {
@@ -111,4 +128,14 @@ test("domain code throws its own errors: only the edge speaks Connect", () => {
     .filter((file) => [0, 1, 2, 3].includes(layerOf(file)))
     .filter((file) => /@connectrpc\/connect["'/]/.test(readFileSync(path.join(srcDir, file), "utf8")));
   expect(connectOutsideEdge).toEqual([]);
+});
+
+test("a destination kind imports neither the API, a transport nor the composition", () => {
+  expect(edges.filter(({ from }) => from.startsWith("delivery/kinds/")).length).toBeGreaterThan(10);
+  expect(kindImportsAbove(edges)).toEqual([]);
+});
+
+test("the kind rule catches a kind planted with an import of the API", () => {
+  const planted = edgesUnder(new URL("../fixtures/layers/", import.meta.url).pathname);
+  expect(kindImportsAbove(planted)).toEqual(["delivery/kinds/planted/index.ts imports api/routes.ts"]);
 });

@@ -1,31 +1,26 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Command } from "commander";
-import { DestinationKind, Ordering, type Destination, type DestinationSchema } from "../../../gen/waypost/v1/destination_pb.js";
+import { type DestinationKind, Ordering, type Destination, type DestinationSchema } from "../../../gen/waypost/v1/destination_pb.js";
+import { kindDescriptors } from "../../delivery/kinds/descriptors.js";
 import { UsageError } from "../errors.js";
 import { readFileSync } from "node:fs";
 import { collect, parseJsonObject } from "../format.js";
+import { kindFlags } from "./kind-flags.js";
 
 /** The options commander parsed for a destination's flags. */
 export type DestinationFlags = Record<string, unknown>;
 
-type DestinationInit = MessageInitShape<typeof DestinationSchema>;
+export type DestinationInit = MessageInitShape<typeof DestinationSchema>;
 
 /**
  * One setting of a destination as command-line flags: how to declare them,
  * and how they change the destination (naming the update-mask path).
  * A new setting is one more entry in `destinationFlags`.
  */
-interface FlagMapping {
+export interface FlagMapping {
   declare(command: Command, mode: "create" | "update"): void;
   /** Writes the setting into `into` when its flags were given; returns the mask path it changed. */
   apply(flags: DestinationFlags, into: DestinationInit, current: Destination | undefined): string | undefined;
-}
-
-function parseHeader(text: string): [string, string] {
-  const colon = text.indexOf(":");
-  const name = colon > 0 ? text.slice(0, colon).trim() : "";
-  if (!name) throw new UsageError(`--header: "${text}" is not NAME:VALUE`);
-  return [name, text.slice(colon + 1).trim()];
 }
 
 /** --rate-limit: a whole number of requests per second; 0 is no limit. */
@@ -46,40 +41,27 @@ export function parseOrdering(text: string): Ordering {
   return ordering;
 }
 
-const kindByName: Record<string, DestinationKind> = { webhook: DestinationKind.WEBHOOK, postgres: DestinationKind.POSTGRES };
+const kindNames = kindDescriptors.map((kind) => kind.name).join(", ");
 
-/** --kind: webhook or postgres. */
+/** --kind: one of the registered kinds' names. */
 export function parseKind(text: string): DestinationKind {
-  const kind = kindByName[text.trim().toLowerCase()];
-  if (kind === undefined) throw new UsageError(`--kind: "${text}" is not one of webhook, postgres`);
-  return kind;
+  const kind = kindDescriptors.find((k) => k.name === text.trim().toLowerCase());
+  if (kind === undefined) throw new UsageError(`--kind: "${text}" is not one of ${kindNames}`);
+  return kind.proto;
 }
 
+/** Every destination's flags, then each kind's own (kind-flags.ts). */
 export const destinationFlags: FlagMapping[] = [
   {
     declare: (c, mode) => {
-      if (mode === "create") c.option("--kind <kind>", "webhook (default): POST calls to --url; postgres: load them into warehouse tables");
+      const kinds = kindDescriptors.map((kind, i) => `${kind.name}${i === 0 ? " (default)" : ""}: ${kind.summary}`).join("; ");
+      if (mode === "create") c.option("--kind <kind>", kinds);
     },
     apply(flags, into) {
       if (flags.kind === undefined) return undefined;
       into.kind = parseKind(flags.kind as string);
       // The kind is chosen once, on create: no update path.
       return undefined;
-    },
-  },
-  {
-    declare: (c, mode) => {
-      c.option(
-        "--postgres-url <url>",
-        mode === "create" ? "the warehouse: postgres://user:password@host:5432/database (--kind postgres)" : "a new warehouse URL",
-      );
-      c.option("--schema <name>", 'the warehouse schema its tables go in (default "waypost")');
-    },
-    apply(flags, into) {
-      if (flags.postgresUrl === undefined && flags.schema === undefined) return undefined;
-      // An empty URL on update keeps the stored one (the server never shows it).
-      into.postgres = { url: (flags.postgresUrl as string | undefined) ?? "", schema: (flags.schema as string | undefined) ?? "" };
-      return "postgres";
     },
   },
   {
@@ -92,55 +74,11 @@ export const destinationFlags: FlagMapping[] = [
     },
   },
   {
-    declare: (c) => c.option("--source <id...>", "a source whose calls it receives (repeat for several)", collectAll),
+    declare: (c) => c.option("--source <id...>", "a source whose calls it receives (repeat for several)", collect),
     apply(flags, into) {
       if (flags.source === undefined) return undefined;
       into.sourceIds = flags.source as string[];
       return "source_ids";
-    },
-  },
-  {
-    // --url and --header together make the webhooks; --header alone (on
-    // update) sets the headers of the current webhooks.
-    declare: (c, mode) => {
-      const url = "a webhook URL (repeat for up to 5)";
-      if (mode === "create") c.option("--url <url...>", `${url}; required for a webhook destination`, collectAll);
-      else c.option("--url <url...>", `${url}; replaces the webhooks`, collectAll);
-      c.option("--header <name:value>", "a static header sent to every URL (repeat for several)", collect);
-    },
-    apply(flags, into, current) {
-      const urls = flags.url as string[] | undefined;
-      const headerFlags = flags.header as string[] | undefined;
-      if (urls === undefined && headerFlags === undefined) return undefined;
-      const headers = Object.fromEntries((headerFlags ?? []).map(parseHeader));
-      const targets = urls ?? current?.webhooks.map((w) => w.url) ?? [];
-      into.webhooks = targets.map((url) => ({ url, headers }));
-      return "webhooks";
-    },
-  },
-  {
-    declare: (c, mode) =>
-      c.option("--shared-secret <secret>", mode === "create" ? "sign every request (X-Signature)" : 'a new signing secret; "" removes it'),
-    apply(flags, into) {
-      if (flags.sharedSecret === undefined) return undefined;
-      into.sharedSecret = flags.sharedSecret as string;
-      return "shared_secret";
-    },
-  },
-  {
-    declare: (c, mode) =>
-      c.option(
-        "--signing-secret <whsec>",
-        mode === "create"
-          ? "a Standard Webhooks signing secret (whsec_...; repeat for several)"
-          : 'replaces the Standard Webhooks signing secrets (repeat for several; "" removes them all)',
-        collect,
-      ),
-    apply(flags, into) {
-      const secrets = flags.signingSecret as string[] | undefined;
-      if (secrets === undefined) return undefined;
-      into.signingSecrets = secrets.filter((s) => s !== "");
-      return "signing_secrets";
     },
   },
   {
@@ -210,6 +148,7 @@ export const destinationFlags: FlagMapping[] = [
       return "enabled";
     },
   },
+  ...kindDescriptors.flatMap((kind) => kindFlags[kind.name].flags),
 ];
 
 function readTransform(file: string): string {
@@ -218,10 +157,6 @@ function readTransform(file: string): string {
   } catch (error) {
     throw new UsageError(`--transform-file: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
   }
-}
-
-function collectAll(value: string, previous: string[] | undefined): string[] {
-  return collect(value, previous);
 }
 
 export function declareDestinationFlags(command: Command, mode: "create" | "update"): Command {

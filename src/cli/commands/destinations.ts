@@ -18,6 +18,8 @@ import { UsageError } from "../errors.js";
 import { fields, table, time } from "../format.js";
 import { declareDestinationFlags, destinationFromFlags, type DestinationFlags } from "./destination-flags.js";
 import { resolveDestinationRef } from "./destination-ref.js";
+import { kindFlags } from "./kind-flags.js";
+import { descriptorOfProto } from "../../delivery/kinds/descriptors.js";
 import { registerDestinationRules } from "./routing.js";
 
 const healthNames: Record<DestinationHealth, string> = {
@@ -31,10 +33,12 @@ export function healthText(d: Destination): string {
   return healthNames[d.health] ?? String(d.health);
 }
 
-/** webhook or postgres (unspecified reads as webhook, as the server treats it). */
+/** The kind's name (unspecified reads as webhook, as the server treats it). */
 export function kindText(d: Destination): string {
-  return d.kind === DestinationKind.POSTGRES ? "postgres" : "webhook";
+  return descriptorOfProto(d.kind).name;
 }
+
+const kindFlagsOf = (d: Destination) => kindFlags[descriptorOfProto(d.kind).name];
 
 /** The rate limit: "none" when absent or 0. */
 export function rateLimitText(d: Destination): string {
@@ -59,7 +63,7 @@ export const destinationColumns: Array<{ header: string; value(d: Destination): 
   { header: "SIGNING", value: (d) => (d.hasSigningSecret ? "yes" : "no") },
   {
     header: "URLS",
-    value: (d) => (d.postgres ? `${d.postgres.url} (schema ${d.postgres.schema})` : d.webhooks.map((w) => w.url).join(" ")),
+    value: (d) => kindFlagsOf(d).target(d),
   },
 ];
 
@@ -68,7 +72,7 @@ export function describeDestination(d: Destination): string {
     ["id", d.id],
     ["name", d.name],
     ["kind", kindText(d)],
-    ...(d.postgres ? [["warehouse", d.postgres.url] as const, ["schema", d.postgres.schema] as const] : []),
+    ...kindFlagsOf(d).details(d),
     ["enabled", d.enabled === false ? "no" : "yes"],
     ["health", healthText(d)],
     ["consecutive failures", String(d.consecutiveFailures)],
@@ -152,11 +156,8 @@ export function registerDestinations(program: Command, wire: Wire): void {
     .action(
       wire(async (ctx, flags: DestinationFlags) => {
         const { destination } = destinationFromFlags(flags);
-        if (destination.kind === DestinationKind.POSTGRES) {
-          if (flags.postgresUrl === undefined) throw new UsageError("--kind postgres needs --postgres-url");
-        } else if (flags.url === undefined) {
-          throw new UsageError("a webhook destination needs --url (or give --kind postgres with --postgres-url)");
-        }
+        const missing = kindFlags[descriptorOfProto(destination.kind ?? DestinationKind.UNSPECIFIED).name].missing(flags);
+        if (missing) throw new UsageError(missing);
         const response = await ctx
           .admin(DestinationService)
           .createDestination({ destination, generateSigningSecret: flags.generateSigningSecret === true });

@@ -32,8 +32,18 @@ export const retryableStatuses = new Set([DeliveryStatus.FAILED, DeliveryStatus.
  * disabled button is never unexplained. A warehouse destination loads rows
  * rather than sending requests, and says so.
  */
-export function retryHint(delivery: Delivery, held: boolean, warehouse = false): string {
-  const send = warehouse ? "Loads it into the warehouse" : "Sends it";
+/** What a retry does, as the destination's kind says it (views/kind-forms.tsx). */
+export interface RetryWording {
+  /** "Sends it" */
+  now: string;
+  /** "Sends it again now to every webhook" */
+  again: string;
+}
+
+const webhookWording: RetryWording = { now: "Sends it", again: "Sends it again now to every webhook" };
+
+export function retryHint(delivery: Delivery, held: boolean, wording: RetryWording = webhookWording): string {
+  const send = wording.now;
   switch (delivery.status) {
     case DeliveryStatus.DELIVERED:
       return "Delivered: there is nothing to retry.";
@@ -46,8 +56,6 @@ export function retryHint(delivery: Delivery, held: boolean, warehouse = false):
         ? "Retry makes it due now, with a fresh retry window; what holds it still applies."
         : `${send} now rather than at its next attempt, with a fresh retry window.`;
     default:
-      return warehouse
-        ? "Loads it into the warehouse again now, with a fresh retry window."
-        : "Sends it again now to every webhook, with a fresh retry window.";
+      return `${wording.again}, with a fresh retry window.`;
   }
 }

@@ -1,5 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { DestinationKind, Ordering, type Destination, type DestinationSchema } from "../../../gen/waypost/v1/destination_pb.js";
+import { Ordering, type Destination, type DestinationSchema } from "../../../gen/waypost/v1/destination_pb.js";
+import { descriptorNamed, descriptorOfProto, type KindName } from "../../delivery/kinds/descriptors.js";
+import { kindForms } from "./views/kind-forms.js";
 
 export interface HeaderDraft {
   name: string;
@@ -11,67 +13,69 @@ export interface WebhookDraft {
   headers: HeaderDraft[];
 }
 
-/** The destination form's state, as people edit it. */
+/**
+ * The destination form's state, as people edit it: what every destination
+ * has, then each kind's part (its form in views/kind-forms.tsx fills and
+ * sends it).
+ */
 export interface DestinationDraft {
   /** Chosen on create; fixed afterwards. */
-  kind: "webhook" | "postgres";
-  /** Postgres only: the warehouse URL (masked as the server shows it, on edit) and schema. */
-  postgresUrl: string;
-  schema: string;
+  kind: KindName;
   name: string;
   enabled: boolean;
   sourceIds: string[];
-  webhooks: WebhookDraft[];
-  /** keep the stored secret (edit only), set a new one, or clear it. */
-  secretMode: "keep" | "set" | "clear";
-  secret: string;
   /** Requests per second as typed; "" or "0" is no limit. */
   rateLimit: string;
   ordering: "none" | "per-user";
-  /** Create only: ask the server for a Standard Webhooks signing secret. */
+  // Webhook: the URLs and headers, the shared secret (keep it: edit only, set
+  // a new one, or clear it), and on create whether to ask for a Standard
+  // Webhooks signing secret.
+  webhooks: WebhookDraft[];
+  secretMode: "keep" | "set" | "clear";
+  secret: string;
   generateSigningSecret: boolean;
+  // Postgres: the warehouse URL (masked as the server shows it, on edit) and schema.
+  postgresUrl: string;
+  schema: string;
   /** Routing rules as typed: the filter's JSON ("" is none), one dropped path a line, the transform's source. */
   filter: string;
   dropFields: string;
   transform: string;
 }
 
+/** Every kind's part of the draft, empty (a new destination), so switching the kind on create keeps a full draft. */
+function emptyKindParts(): Omit<
+  DestinationDraft,
+  "kind" | "name" | "enabled" | "sourceIds" | "rateLimit" | "ordering" | "filter" | "dropFields" | "transform"
+> {
+  return Object.assign({}, ...Object.values(kindForms).map((form) => form.draft(undefined)));
+}
+
 export function draftOf(destination: Destination | undefined): DestinationDraft {
   if (!destination) {
     return {
-      kind: "webhook",
-      postgresUrl: "",
-      schema: "",
+      ...emptyKindParts(),
+      kind: descriptorOfProto(0).name,
       name: "",
       enabled: true,
       sourceIds: [],
-      webhooks: [{ url: "", headers: [] }],
-      secretMode: "set",
-      secret: "",
       rateLimit: "",
       ordering: "none",
-      generateSigningSecret: false,
       filter: "",
       dropFields: "",
       transform: "",
     };
   }
+  const kind = descriptorOfProto(destination.kind).name;
   return {
-    kind: destination.kind === DestinationKind.POSTGRES ? "postgres" : "webhook",
-    postgresUrl: destination.postgres?.url ?? "",
-    schema: destination.postgres?.schema ?? "",
+    ...emptyKindParts(),
+    ...kindForms[kind].draft(destination),
+    kind,
     name: destination.name,
     enabled: destination.enabled !== false,
     sourceIds: [...destination.sourceIds],
-    webhooks: destination.webhooks.map((w) => ({
-      url: w.url,
-      headers: Object.entries(w.headers).map(([name, value]) => ({ name, value })),
-    })),
-    secretMode: "keep",
-    secret: "",
     rateLimit: destination.maxRequestsPerSecond ? String(destination.maxRequestsPerSecond) : "",
     ordering: destination.ordering === Ordering.PER_USER ? "per-user" : "none",
-    generateSigningSecret: false,
     filter: destination.filter && Object.keys(destination.filter).length > 0 ? JSON.stringify(destination.filter, null, 2) : "",
     dropFields: destination.dropFields.join("\n"),
     transform: destination.transform,
@@ -126,39 +130,27 @@ export function parseRateLimit(text: string): number | { problem: string } {
  */
 export function toRequest(draft: DestinationDraft): { destination: MessageInitShape<typeof DestinationSchema>; paths: string[] } {
   const rate = parseRateLimit(draft.rateLimit);
-  if (draft.kind === "postgres") {
-    return {
-      destination: {
-        name: draft.name,
-        enabled: draft.enabled,
-        sourceIds: draft.sourceIds,
-        kind: DestinationKind.POSTGRES,
-        postgres: { url: draft.postgresUrl.trim(), schema: draft.schema.trim() },
-        maxRequestsPerSecond: typeof rate === "number" ? rate : 0,
-        ordering: draft.ordering === "per-user" ? Ordering.PER_USER : Ordering.NONE,
-      },
-      paths: ["name", "enabled", "source_ids", "postgres", "max_requests_per_second", "ordering"],
-    };
-  }
+  const own = kindForms[draft.kind].request(draft);
   const destination: MessageInitShape<typeof DestinationSchema> = {
     name: draft.name,
     enabled: draft.enabled,
     sourceIds: draft.sourceIds,
-    webhooks: draft.webhooks.map((w) => ({
-      url: w.url.trim(),
-      headers: Object.fromEntries(w.headers.filter((h) => h.name.trim() !== "").map((h) => [h.name.trim(), h.value])),
-    })),
+    kind: descriptorNamed(draft.kind)?.proto,
     maxRequestsPerSecond: typeof rate === "number" ? rate : 0,
     ordering: draft.ordering === "per-user" ? Ordering.PER_USER : Ordering.NONE,
     ...rulesOf(draft),
+    ...own.fields,
   };
-  const paths = ["name", "enabled", "source_ids", "webhooks", "max_requests_per_second", "ordering", "filter", "drop_fields", "transform"];
-  if (draft.secretMode === "set" && draft.secret !== "") {
-    destination.sharedSecret = draft.secret;
-    paths.push("shared_secret");
-  } else if (draft.secretMode === "clear") {
-    destination.sharedSecret = "";
-    paths.push("shared_secret");
-  }
+  const paths = [
+    "name",
+    "enabled",
+    "source_ids",
+    "max_requests_per_second",
+    "ordering",
+    "filter",
+    "drop_fields",
+    "transform",
+    ...own.paths,
+  ];
   return { destination, paths };
 }

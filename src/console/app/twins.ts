@@ -1,4 +1,5 @@
 import type { Destination } from "../../../gen/waypost/v1/destination_pb.js";
+import { kindFormOf } from "./views/kind-forms.js";
 
 /**
  * The names more than one of `items` has. Names need not be unique, and
@@ -12,8 +13,8 @@ export function sharedNames(items: ReadonlyArray<{ name: string }>): Set<string>
 }
 
 /** What tells a destination apart from another of its name: where it sends, and the start of its id. */
-export function destinationTell(d: Pick<Destination, "id" | "webhooks" | "postgres">): string {
-  const where = d.webhooks[0]?.url ?? (d.postgres ? `schema ${d.postgres.schema}` : "");
+export function destinationTell(d: Pick<Destination, "id" | "kind" | "webhooks" | "postgres">): string {
+  const where = kindFormOf(d).tell(d);
   return where ? `${where} · ${d.id.slice(0, 8)}` : d.id.slice(0, 8);
 }
 

@@ -1,6 +1,7 @@
 import { DestinationKind as KindProto } from "../../../gen/waypost/v1/destination_pb.js";
 import type { ClaimedDelivery } from "../../db/job-table/index.js";
 import type { DestinationConfigRow } from "../../db/queries/destinations.js";
+import type { KindName as DescribedKind } from "./descriptors.js";
 import type { DeliveryContext, DestinationCommon, DestinationOf, KindDelivery, KindModule, KindSettings } from "./kind.js";
 import { postgresKind } from "./postgres/index.js";
 import { webhookKind } from "./webhook/index.js";
@@ -15,6 +16,9 @@ const kinds = [webhookKind, postgresKind] as const;
 type Kind = (typeof kinds)[number];
 /** The stored names of the kinds: "webhook" | "postgres" | ... */
 export type KindName = Kind["name"];
+// The clients' list (descriptors.ts) names the same kinds: either list missing one does not compile.
+const sameKinds: [KindName] extends [DescribedKind] ? ([DescribedKind] extends [KindName] ? true : false) : false = true;
+void sameKinds;
 
 type DestinationOfKind<M> = M extends KindModule<infer K, infer S> ? DestinationOf<K, S> : never;
 /** A destination as the delivery loop holds it: what every destination has, and its kind's settings under the kind's name. */

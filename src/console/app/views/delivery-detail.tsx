@@ -2,7 +2,8 @@ import type { ComponentChild } from "preact";
 import { useEffect } from "preact/hooks";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AttemptOutcome, DeliveryStatus, type Delivery } from "../../../../gen/waypost/v1/delivery_pb.js";
-import { DestinationKind, type Destination } from "../../../../gen/waypost/v1/destination_pb.js";
+import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
+import { kindFormOf } from "./kind-forms.js";
 import { BodyView } from "../body-view.js";
 import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
 import { useAction, useLoad } from "../context.js";
@@ -43,6 +44,8 @@ export function DeliveryDetailView(props: { params: { id: string } }) {
   const names = useNames();
   const action = useAction();
   const delivery = loaded.data?.delivery;
+  // Unknown until the destination is read (or when it is gone).
+  const kind = loaded.data?.destination ? kindFormOf(loaded.data.destination) : undefined;
   const open = delivery?.status === DeliveryStatus.PENDING || delivery?.status === DeliveryStatus.RETRYING;
   useEffect(() => {
     if (!open) return;
@@ -81,12 +84,12 @@ export function DeliveryDetailView(props: { params: { id: string } }) {
               Retry
             </button>{" "}
             <span id="retry-hint" class="hint">
-              {retryHint(delivery, hold !== undefined, loaded.data?.destination?.kind === DestinationKind.POSTGRES)}
+              {retryHint(delivery, hold !== undefined, kind?.retry)}
             </span>
           </p>
           <BodyView body={delivery.body} />
-          {/* A warehouse destination sends no HTTP requests: it has no headers to show. */}
-          {loaded.data?.destination?.kind !== DestinationKind.POSTGRES && <RequestHeaders delivery={delivery} />}
+          {/* A kind that sends no HTTP requests (a warehouse) has no headers to show. */}
+          {(kind?.requestHeaders ?? true) && <RequestHeaders delivery={delivery} />}
           <Attempts delivery={delivery} />
         </>
       )}

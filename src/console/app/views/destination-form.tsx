@@ -9,9 +9,8 @@ import { FieldError, type FieldErrors } from "../field-error.js";
 import { sharedNames, sourceTell } from "../twins.js";
 import { FlowControlFields } from "./flow-control-fields.js";
 import { RuleFields, TestResults } from "./rule-fields.js";
-import { SigningSecretFields } from "./signing-secret-fields.js";
-import { WarehouseFields } from "./warehouse-fields.js";
-import { WebhookFields } from "./webhook-fields.js";
+import { kindForms } from "./kind-forms.js";
+import { descriptorNamed, kindDescriptors } from "../../../delivery/kinds/descriptors.js";
 import { TwinHint } from "../names.js";
 
 /** The draft's parts a test's results depend on: changing one clears them. */
@@ -124,10 +123,13 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
             id="destination-kind"
             value={draft.kind}
             disabled={!creating}
-            onChange={(e) => update({ kind: e.currentTarget.value === "postgres" ? "postgres" : "webhook" })}
+            onChange={(e) => update({ kind: descriptorNamed(e.currentTarget.value)?.name ?? draft.kind })}
           >
-            <option value="webhook">Webhooks</option>
-            <option value="postgres">Postgres warehouse</option>
+            {kindDescriptors.map((kind) => (
+              <option key={kind.name} value={kind.name}>
+                {kind.title}
+              </option>
+            ))}
           </select>
           <FieldError errors={errors} field="kind" />
         </div>
@@ -152,8 +154,7 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
           ))}
           <FieldError errors={errors} field="sourceIds" prefix />
         </fieldset>
-        {draft.kind === "postgres" && <WarehouseFields draft={draft} errors={errors} onChange={update} />}
-        {draft.kind === "webhook" && webhookSettings()}
+        {kindFields()}
         <FlowControlFields draft={draft} errors={errors} onChange={update} />
         <RuleFields draft={draft} errors={errors} onChange={update} tested={tested} onTested={setTested} />
         <div class="form-actions">
@@ -165,56 +166,17 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
     );
   }
 
-  /** What only webhook destinations have: URLs and headers, the shared secret, signing secrets (JSX, not a component: no remount per render). */
-  function webhookSettings() {
+  /** The fields of the draft's kind (JSX, not a component: no remount per render). */
+  function kindFields() {
+    const KindFields = kindForms[draft.kind].Fields;
     return (
-      <>
-        <WebhookFields webhooks={draft.webhooks} errors={errors} onChange={(webhooks) => update({ webhooks })} />
-        <fieldset>
-          <legend>Shared secret</legend>
-          <p class="hint">Signs every request with an X-Signature header. It is write-only: the server never shows it again.</p>
-          {!creating && (
-            <div class="radios">
-              {(["keep", "set", "clear"] as const).map((mode) => (
-                <label key={mode} class="check">
-                  <input
-                    type="radio"
-                    name="secret-mode"
-                    checked={draft.secretMode === mode}
-                    onChange={() => update({ secretMode: mode })}
-                  />{" "}
-                  {mode === "keep"
-                    ? `Keep the current one (${props.destination?.hasSharedSecret ? "set" : "none"})`
-                    : mode === "set"
-                      ? "Set a new one"
-                      : "Clear it"}
-                </label>
-              ))}
-            </div>
-          )}
-          {draft.secretMode === "set" && (
-            <div class="field">
-              <label for="destination-secret">Shared secret</label>
-              <input
-                id="destination-secret"
-                type="password"
-                autocomplete="new-password"
-                value={draft.secret}
-                onInput={(e) => update({ secret: e.currentTarget.value })}
-                aria-invalid={errors.sharedSecret ? "true" : undefined}
-                aria-describedby={errors.sharedSecret ? "error-sharedSecret" : undefined}
-              />
-            </div>
-          )}
-          <FieldError errors={errors} field="sharedSecret" />
-        </fieldset>
-        <SigningSecretFields
-          destination={props.destination}
-          generate={draft.generateSigningSecret}
-          onGenerateChange={(generateSigningSecret) => update({ generateSigningSecret })}
-          onRotated={(rotated) => setEtag(rotated.etag)}
-        />
-      </>
+      <KindFields
+        draft={draft}
+        errors={errors}
+        onChange={update}
+        destination={props.destination}
+        onRotated={(rotated) => setEtag(rotated.etag)}
+      />
     );
   }
 }

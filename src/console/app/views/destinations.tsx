@@ -1,4 +1,5 @@
 import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
+import { kindFormOf } from "./kind-forms.js";
 import { useAction, useLoad } from "../context.js";
 import { healthLabel, orderingLabel, rateLimitLabel } from "../health.js";
 import { listAll } from "../paging.js";
@@ -71,18 +72,7 @@ export function DestinationsView() {
               <td>{d.enabled === false ? "disabled" : "enabled"}</td>
               <td title={d.lastError ? `Last error: ${d.lastError}` : undefined}>{healthLabel(d)}</td>
               <td>{d.sourceIds.map(sourceName).join(", ")}</td>
-              <td>
-                {d.postgres && (
-                  <div>
-                    <code>{d.postgres.url}</code> (schema <code>{d.postgres.schema}</code>)
-                  </div>
-                )}
-                {d.webhooks.map((w) => (
-                  <div key={w.url}>
-                    <code>{w.url}</code>
-                  </div>
-                ))}
-              </td>
+              <td>{kindFormOf(d).Where({ destination: d })}</td>
               <td>{d.hasSharedSecret ? "set" : "none"}</td>
               <td>{d.hasSigningSecret ? "set" : "none"}</td>
               <td>{rateLimitLabel(d)}</td>

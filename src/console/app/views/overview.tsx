@@ -1,7 +1,8 @@
 import { useEffect, useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
 import type { GetDestinationStatsResponse, StatsWindow } from "../../../../gen/waypost/v1/delivery_pb.js";
-import { type Destination, DestinationKind } from "../../../../gen/waypost/v1/destination_pb.js";
+import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
+import { kindFormOf } from "./kind-forms.js";
 import { ErrorMessage, HeaderRow } from "../components.js";
 import { useLoad } from "../context.js";
 import { destinationState } from "../health.js";
@@ -155,7 +156,7 @@ function DestinationCard(props: { destination: Destination; stats: GetDestinatio
           })}
         </tbody>
       </table>
-      {d.kind === DestinationKind.POSTGRES && <Discarded stats={s} />}
+      {kindFormOf(d).discards && <Discarded stats={s} />}
       <DestinationChart name={d.name} series={s.series} minutes={props.period.minutes} period={props.period.long} />
     </article>
   );

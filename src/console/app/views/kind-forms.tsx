@@ -1,0 +1,132 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { JSX } from "preact";
+import type { Destination, DestinationSchema } from "../../../../gen/waypost/v1/destination_pb.js";
+import { descriptorOfProto, type KindName } from "../../../delivery/kinds/descriptors.js";
+import type { RetryWording } from "../delivery-hold.js";
+import type { DestinationDraft } from "../destination-draft.js";
+import type { FieldErrors } from "../field-error.js";
+import { SharedSecretFields } from "./shared-secret-fields.js";
+import { SigningSecretFields } from "./signing-secret-fields.js";
+import { WarehouseFields } from "./warehouse-fields.js";
+import { WebhookFields } from "./webhook-fields.js";
+
+type DestinationInit = MessageInitShape<typeof DestinationSchema>;
+
+export interface KindFieldsProps {
+  draft: DestinationDraft;
+  errors: FieldErrors;
+  onChange(change: Partial<DestinationDraft>): void;
+  /** The destination being edited; undefined while creating. */
+  destination: Destination | undefined;
+  /** After a rotation the form must send the new etag. */
+  onRotated(destination: Destination): void;
+}
+
+/**
+ * What the console's destination form knows of one kind: its part of the
+ * draft, how it goes into a request (with its update-mask paths), and its
+ * fields. The form itself only loops over the kinds (descriptors.ts).
+ */
+export interface KindForm {
+  /** This kind's part of the draft, from the destination being edited (undefined: a new one). */
+  draft(destination: Destination | undefined): Partial<DestinationDraft>;
+  /** This kind's settings as a request carries them, and the mask paths they change. */
+  request(draft: DestinationDraft): { fields: DestinationInit; paths: string[] };
+  Fields(props: KindFieldsProps): JSX.Element;
+  /** Where its calls go, in the destinations list. */
+  Where(props: { destination: Destination }): JSX.Element;
+  /** Where its calls go, in a few words: tells destinations of one name apart. */
+  tell(destination: Pick<Destination, "webhooks" | "postgres">): string;
+  /** What a retry does, in the delivery view's hint. */
+  retry: RetryWording;
+  /** Whether its attempts are HTTP requests with headers to show. */
+  requestHeaders: boolean;
+  /** Whether it stores values apart when they do not fit (the overview shows how many). */
+  discards: boolean;
+}
+
+const webhookForm: KindForm = {
+  draft: (destination) => ({
+    webhooks: destination
+      ? destination.webhooks.map((w) => ({ url: w.url, headers: Object.entries(w.headers).map(([name, value]) => ({ name, value })) }))
+      : [{ url: "", headers: [] }],
+    secretMode: destination ? "keep" : "set",
+    secret: "",
+    generateSigningSecret: false,
+  }),
+  request(draft) {
+    const fields: DestinationInit = {
+      webhooks: draft.webhooks.map((w) => ({
+        url: w.url.trim(),
+        headers: Object.fromEntries(w.headers.filter((h) => h.name.trim() !== "").map((h) => [h.name.trim(), h.value])),
+      })),
+    };
+    const paths = ["webhooks"];
+    if (draft.secretMode === "set" && draft.secret !== "") {
+      fields.sharedSecret = draft.secret;
+      paths.push("shared_secret");
+    } else if (draft.secretMode === "clear") {
+      fields.sharedSecret = "";
+      paths.push("shared_secret");
+    }
+    return { fields, paths };
+  },
+  Fields: (props) => (
+    <>
+      <WebhookFields webhooks={props.draft.webhooks} errors={props.errors} onChange={(webhooks) => props.onChange({ webhooks })} />
+      <SharedSecretFields {...props} />
+      <SigningSecretFields
+        destination={props.destination}
+        generate={props.draft.generateSigningSecret}
+        onGenerateChange={(generateSigningSecret) => props.onChange({ generateSigningSecret })}
+        onRotated={props.onRotated}
+      />
+    </>
+  ),
+  Where: ({ destination }) => (
+    <>
+      {destination.webhooks.map((w) => (
+        <div key={w.url}>
+          <code>{w.url}</code>
+        </div>
+      ))}
+    </>
+  ),
+  tell: (d) => d.webhooks[0]?.url ?? "",
+  retry: { now: "Sends it", again: "Sends it again now to every webhook" },
+  requestHeaders: true,
+  discards: false,
+};
+
+const postgresForm: KindForm = {
+  draft: (destination) => ({ postgresUrl: destination?.postgres?.url ?? "", schema: destination?.postgres?.schema ?? "" }),
+  request: (draft) => ({
+    fields: { postgres: { url: draft.postgresUrl.trim(), schema: draft.schema.trim() } },
+    paths: ["postgres"],
+  }),
+  Fields: (props) => <WarehouseFields draft={props.draft} errors={props.errors} onChange={props.onChange} />,
+  Where: ({ destination }) => (
+    <div>
+      {destination.postgres && (
+        <>
+          <code>{destination.postgres.url}</code> (schema <code>{destination.postgres.schema}</code>)
+        </>
+      )}
+    </div>
+  ),
+  tell: (d) => (d.postgres ? `schema ${d.postgres.schema}` : ""),
+  retry: { now: "Loads it into the warehouse", again: "Loads it into the warehouse again now" },
+  requestHeaders: false,
+  discards: true,
+};
+
+/** Each kind's form, by kind name: a kind without an entry does not compile. */
+export const kindForms: Record<KindName, KindForm> = {
+  webhook: webhookForm,
+  postgres: postgresForm,
+};
+
+/** The form of a destination's kind (unspecified reads as webhooks, as the server treats it). */
+export function kindFormOf(destination: Pick<Destination, "kind">): KindForm {
+  return kindForms[descriptorOfProto(destination.kind).name];
+}
