@@ -103,9 +103,12 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): BrokerPublis
     }
     target.channel.on("error", (error: unknown) => lose(`channel error: ${causeOf(error)}`));
     target.channel.on("close", () => {
-      // A channel the broker closed (an exchange that does not exist) takes its connection along, so the next publish starts clean.
-      lose("channel closed");
-      void model.close().catch(() => {});
+      // When the connection goes, its channels close first: wait a turn for the connection to say why.
+      setImmediate(() => {
+        lose("channel closed");
+        // A channel the broker closed (an exchange that does not exist) takes its connection along, so the next publish starts clean.
+        void model.close().catch(() => {});
+      });
     });
     target.channel.on("return", (message: Message) => {
       const messageId = message.properties.messageId as string | undefined;
@@ -149,8 +152,12 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): BrokerPublis
       target.pending.add(entry);
       const confirmed = (error: unknown) => {
         if (!target.pending.has(entry)) return;
-        if (error) entry.settle(fail(causeOf(error) === "message nacked" ? "nacked by the broker" : causeOf(error)));
-        else if (entry.returned !== undefined) entry.settle(fail(entry.returned));
+        if (error && causeOf(error) === "message nacked") entry.settle(fail("nacked by the broker"));
+        else if (error) {
+          // amqplib fails unconfirmed messages with a bare "channel closed" before the connection
+          // reports why: let that report (lose) settle them with the cause, this is the fallback.
+          setImmediate(() => target.pending.has(entry) && entry.settle(fail(target.lost ?? causeOf(error))));
+        } else if (entry.returned !== undefined) entry.settle(fail(entry.returned));
         else entry.settle({ outcome: "success" });
       };
       try {
