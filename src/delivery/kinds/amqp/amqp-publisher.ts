@@ -172,7 +172,8 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): BrokerPublis
   return {
     publish(call) {
       if (closing) return Promise.resolve(fail("publisher closed (the destination changed or the process stops)"));
-      const result = publishOnce(call);
+      // Never rejects: anything unforeseen is a failed attempt naming it.
+      const result = publishOnce(call).catch((error: unknown) => fail(causeOf(error)));
       inFlight.add(result);
       void result.then(() => inFlight.delete(result));
       return result;

@@ -112,7 +112,8 @@ export function createNatsPublisher(options: NatsPublisherOptions): BrokerPublis
   return {
     publish(call) {
       if (closing) return Promise.resolve(fail("publisher closed (the destination changed or the process stops)"));
-      const result = publishOnce(call);
+      // Never rejects: anything unforeseen is a failed attempt naming it.
+      const result = publishOnce(call).catch((error: unknown) => fail(causeOf(error)));
       inFlight.add(result);
       void result.then(() => inFlight.delete(result));
       return result;
@@ -131,7 +132,11 @@ export function createNatsPublisher(options: NatsPublisherOptions): BrokerPublis
 }
 
 function describePublishError(error: unknown, subject: string, timeoutMs: number, target: Target): string {
-  if (error instanceof RequestError && error.isNoResponders()) return `no stream matches subject ${JSON.stringify(subject)} (no responders)`;
+  // The client reports no responders on a publish as "jetstream is not enabled"; what it means here
+  // is that no stream takes the subject (or the server runs without JetStream).
+  const cause = error instanceof Error ? error.cause : undefined;
+  const noResponders = [error, cause].some((e) => e instanceof RequestError && e.isNoResponders());
+  if (noResponders) return `no stream matches subject ${JSON.stringify(subject)} (no responders)`;
   if (error instanceof errors.TimeoutError) return `no acknowledgement from JetStream within ${timeoutMs} ms on subject ${JSON.stringify(subject)}`;
   if (target.lost !== undefined || error instanceof errors.ClosedConnectionError) {
     return `connection lost (${target.lost ?? causeOf(error)}) before JetStream acknowledged`;
