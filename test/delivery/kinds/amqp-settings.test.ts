@@ -65,6 +65,7 @@ test("responses mask the password; the masked URL sent back keeps the stored one
   const updated = validateAmqpSettings(field, { url: view.url, exchange: "other" }, strict, stored);
   expect(updated.url).toBe("amqps://writer:p%40ss@broker.example.com:5671/prod");
   expect(updated.exchange).toBe("other");
+  expect(validateAmqpSettings(field, { url: "" }, strict, stored).url).toBe(stored.url);
   // "***" with another host, or on a create, is never stored as the password.
   expect(problem({ url: "amqps://writer:***@elsewhere.example.com/prod" }, stored)).toMatch(
     /^destination\.amqp\.url: has the password "\*\*\*" but no stored URL/,

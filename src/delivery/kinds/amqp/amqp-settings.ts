@@ -97,13 +97,14 @@ function validateAmqpUrl(field: string, raw: string, guard: AddressGuard): strin
 }
 
 /**
- * The URL to validate: the stored one when the masked form of it came
- * back. A `***` password with nothing stored to keep (a create, or the
+ * The URL to validate: the stored one when none or the masked form of it
+ * came back. A `***` password with nothing stored to keep (a create, or the
  * host or user changed) is refused: storing "***" as the password is
  * never what was meant.
  */
 export function keepStoredAmqpUrl(field: string, incoming: string, stored?: AmqpSettings | undefined): string {
-  if (stored && incoming === maskUrlPassword(stored.url)) return stored.url;
+  // An update that sends no URL, or the masked one back, keeps the stored URL.
+  if (stored && (incoming === "" || incoming === maskUrlPassword(stored.url))) return stored.url;
   if (passwordOf(incoming) === maskedSecret) {
     throw new InvalidInputError(
       field,

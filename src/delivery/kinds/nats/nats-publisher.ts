@@ -66,6 +66,9 @@ export function createNatsPublisher(options: NatsPublisherOptions): BrokerPublis
         timeout: options.timeoutMs,
         reconnect: false,
         ignoreClusterUpdates: true,
+        // Otherwise every request builds two Error objects up front for their stack traces: about a
+        // third of the client's CPU per publish, for stacks no attempt record shows.
+        noAsyncTraces: true,
         ...(tls ? { tls: {} } : {}),
         ...(options.token ? { token: options.token } : {}),
         ...(options.user ? { user: options.user, pass: options.password } : {}),
