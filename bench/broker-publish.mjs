@@ -6,7 +6,7 @@
 // process's CPU per publish (user + system); the brokers' own CPU is not
 // counted. Run `npm run build` first (it imports dist/).
 //
-//   node bench/broker-publish.mjs [COUNT=20000] [INFLIGHT=64]
+//   node bench/broker-publish.mjs [COUNT=20000] [INFLIGHT=64] [ONLY=amqp|nats]
 //
 // Env: WAYPOST_TEST_AMQP_URL (amqp://guest:guest@127.0.0.1:5672), WAYPOST_TEST_NATS_URL (nats://127.0.0.1:4222).
 import { randomUUID } from "node:crypto";
@@ -20,6 +20,7 @@ import { createAddressGuard } from "../dist/src/outbound/address-guard.js";
 
 const count = Number(process.argv[2] ?? 20_000);
 const inflight = Number(process.argv[3] ?? 64);
+const only = process.argv[4];
 const amqpUrl = process.env.WAYPOST_TEST_AMQP_URL || "amqp://guest:guest@127.0.0.1:5672";
 const natsUrl = process.env.WAYPOST_TEST_NATS_URL || "nats://127.0.0.1:4222";
 const guard = createAddressGuard({ allowPrivate: true, allowedCidrs: [] });
@@ -97,7 +98,7 @@ async function measure(name, publisher, lanes) {
 }
 
 // AMQP: a topic exchange with one bound queue (which the run purges as it goes).
-{
+if (only !== "nats") {
   const admin = await amqpConnect(amqpUrl);
   const channel = await admin.createChannel();
   const exchange = `waypost-bench-${id}`;
@@ -115,7 +116,7 @@ async function measure(name, publisher, lanes) {
 }
 
 // NATS: a file stream over the subject, deleted afterwards.
-{
+if (only !== "amqp") {
   const nc = await natsConnect({ servers: new URL(natsUrl).host });
   const jsm = await jetstreamManager(nc);
   const stream = `WAYPOST_BENCH_${id}`;

@@ -88,7 +88,8 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): BrokerPublis
         current = undefined;
         currentTarget = undefined;
       }
-      for (const entry of target.pending) entry.settle(fail(`connection lost (${cause}) before the broker confirmed`));
+      const what = cause.startsWith("channel error") ? cause : `connection lost (${cause})`;
+      for (const entry of target.pending) entry.settle(fail(`${what} before the broker confirmed`));
       target.pending.clear();
       options.logger?.warn({ broker: where, cause: redact(cause, secrets) }, "amqp connection lost; the next publish reopens it");
     };
