@@ -31,7 +31,15 @@ const body = JSON.stringify({
   type: "track",
   userId: "user-1",
   event: "Order Completed",
-  properties: { orderId: "o-1", total: 42.5, currency: "EUR", products: [{ sku: "a", qty: 1 }, { sku: "b", qty: 2 }] },
+  properties: {
+    orderId: "o-1",
+    total: 42.5,
+    currency: "EUR",
+    products: [
+      { sku: "a", qty: 1 },
+      { sku: "b", qty: 2 },
+    ],
+  },
   context: { library: { name: "waypost-client", version: "0.2.0" }, ip: "203.0.113.9", userAgent: "Mozilla/5.0 (X11; Linux x86_64)" },
   timestamp: "2026-11-28T09:00:00.000Z",
   messageId: "m",
@@ -105,7 +113,14 @@ if (only !== "nats") {
   await channel.assertExchange(exchange, "topic", { durable: false });
   const { queue } = await channel.assertQueue(exchange, { durable: false, autoDelete: false });
   await channel.bindQueue(queue, exchange, "#");
-  const publisher = createAmqpPublisher({ url: amqpUrl, exchange, routingKey: "{type}.{event}", mandatory: true, guard, timeoutMs: 30_000 });
+  const publisher = createAmqpPublisher({
+    url: amqpUrl,
+    exchange,
+    routingKey: "{type}.{event}",
+    mandatory: true,
+    guard,
+    timeoutMs: 30_000,
+  });
   await measure("amqp-sequential", publisher, 1);
   await channel.purgeQueue(queue);
   await measure("amqp-inflight", publisher, inflight);

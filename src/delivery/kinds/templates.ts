@@ -88,16 +88,16 @@ type Part = { literal: string; placeholder?: undefined } | { placeholder: Placeh
 function compile(parts: readonly Part[]): (values: TemplateValues) => string {
   if (parts.length === 1 && parts[0]!.placeholder !== undefined) {
     const only = parts[0]!.placeholder;
-    return (values) => valueOf(only, values);
+    return (values) => placeholderValue(only, values);
   }
   return (values) => {
     let out = "";
-    for (const part of parts) out += part.placeholder === undefined ? part.literal : valueOf(part.placeholder, values);
+    for (const part of parts) out += part.placeholder === undefined ? part.literal : placeholderValue(part.placeholder, values);
     return out;
   };
 }
 
-function valueOf(name: Placeholder, values: TemplateValues): string {
+function placeholderValue(name: Placeholder, values: TemplateValues): string {
   switch (name) {
     case "type":
       return values.type;

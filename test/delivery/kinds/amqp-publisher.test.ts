@@ -231,7 +231,10 @@ describe.skipIf(!available)("AMQP publisher against RabbitMQ", () => {
       await new Promise((resolve) => setImmediate(resolve));
       proxy.down();
       const failed = await Promise.all(inFlight);
-      expect(failed.every((r) => r.outcome === "retryable" && /^amqp: .*connection lost/.test(r.error ?? "")), JSON.stringify(failed[0])).toBe(true);
+      expect(
+        failed.every((r) => r.outcome === "retryable" && /^amqp: .*connection lost/.test(r.error ?? "")),
+        JSON.stringify(failed[0]),
+      ).toBe(true);
       proxy.up();
       // The retries, as the schedule would make them: the publisher opens a new connection.
       expect(await Promise.all(calls.map((c) => p.publish(c)))).toEqual(calls.map(() => ({ outcome: "success" })));

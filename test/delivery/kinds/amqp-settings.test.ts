@@ -23,9 +23,13 @@ test("the defaults: the default exchange, routing key {type}, mandatory", () => 
     routingKey: "{type}",
     mandatory: true,
   });
-  expect(validateAmqpSettings(field, { url: "amqp://broker.example.com", exchange: "events", routingKey: "{type}.{event}", mandatory: false }, strict)).toEqual(
-    { url: "amqp://broker.example.com", exchange: "events", routingKey: "{type}.{event}", mandatory: false },
-  );
+  expect(
+    validateAmqpSettings(
+      field,
+      { url: "amqp://broker.example.com", exchange: "events", routingKey: "{type}.{event}", mandatory: false },
+      strict,
+    ),
+  ).toEqual({ url: "amqp://broker.example.com", exchange: "events", routingKey: "{type}.{event}", mandatory: false });
 });
 
 test("the URL: required, amqp or amqps, a host the guard allows; the password never echoed", () => {
@@ -33,7 +37,9 @@ test("the URL: required, amqp or amqps, a host the guard allows; the password ne
   expect(problem({ url: "http://broker.example.com" })).toBe('destination.amqp.url: must use amqp or amqps, got "http"');
   expect(problem({ url: "amqp://u:s3cret@" })).not.toContain("s3cret");
   expect(problem({ url: "not a url s3cret" })).toBe("destination.amqp.url: is not an absolute URL (amqp://user:password@host:port/vhost)");
-  expect(problem({ url: "amqp://guest:guest@127.0.0.1:5672" })).toMatch(/^destination\.amqp\.url: address 127\.0\.0\.1 is private.*WAYPOST_ALLOW_PRIVATE_DESTINATIONS/);
+  expect(problem({ url: "amqp://guest:guest@127.0.0.1:5672" })).toMatch(
+    /^destination\.amqp\.url: address 127\.0\.0\.1 is private.*WAYPOST_ALLOW_PRIVATE_DESTINATIONS/,
+  );
   expect(problem({ url: "amqp://localhost" })).toMatch(/^destination\.amqp\.url: host localhost is loopback/);
   expect(problem({ url: "amqp://[::1]:5672" })).toMatch(/^destination\.amqp\.url: address ::1 is private/);
   const allowing = createAddressGuard({ allowPrivate: true, allowedCidrs: [] });
@@ -45,7 +51,9 @@ test("the exchange and routing key are checked, naming the field", () => {
     "destination.amqp.exchange: may hold only letters, digits, hyphen, underscore, period and colon",
   );
   expect(problem({ url: "amqp://b.example.com", exchange: "x".repeat(256) })).toBe("destination.amqp.exchange: is longer than 255 bytes");
-  expect(problem({ url: "amqp://b.example.com", routingKey: "{type}.{user}" })).toMatch(/^destination\.amqp\.routingKey: unknown placeholder \{user\}/);
+  expect(problem({ url: "amqp://b.example.com", routingKey: "{type}.{user}" })).toMatch(
+    /^destination\.amqp\.routingKey: unknown placeholder \{user\}/,
+  );
   expect(problem({ url: "amqp://b.example.com", routingKey: "{type}..x" })).toMatch(/^destination\.amqp\.routingKey: .*empty token/);
   expect(problem({ url: "amqp://b.example.com", routingKey: "events.*" })).toMatch(/^destination\.amqp\.routingKey: .*wildcard/);
 });

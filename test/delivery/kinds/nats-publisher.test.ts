@@ -113,7 +113,15 @@ describe.skipIf(!available)("NATS JetStream publisher", () => {
 
   test("a server the address guard refuses is never contacted", async () => {
     const strict = createAddressGuard({ allowPrivate: false, allowedCidrs: [] });
-    const p = createNatsPublisher({ servers: [testNatsUrl], subject: "x.{type}", token: "", user: "", password: "", guard: strict, timeoutMs });
+    const p = createNatsPublisher({
+      servers: [testNatsUrl],
+      subject: "x.{type}",
+      token: "",
+      user: "",
+      password: "",
+      guard: strict,
+      timeoutMs,
+    });
     publishers.push(p);
     const result = await p.publish(call());
     expect(result.outcome).toBe("retryable");

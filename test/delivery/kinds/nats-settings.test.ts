@@ -31,9 +31,15 @@ test("servers: 1 to 5 nats:// or tls:// URLs, not mixed, no credentials, hosts t
   expect(problem({ servers: Array.from({ length: 6 }, (_, i) => `nats://n${i}.example.com`) })).toBe(
     "destination.nats.servers: at most 5 servers are allowed, got 6",
   );
-  expect(problem({ servers: ["nats://n.example.com", "http://n.example.com"] })).toBe('destination.nats.servers[1]: must use nats or tls, got "http"');
-  expect(problem({ servers: ["nats://n.example.com", "tls://m.example.com"] })).toMatch(/^destination\.nats\.servers: mixes nats:\/\/ and tls:\/\//);
-  expect(problem({ servers: ["nats://u:p@n.example.com"] })).toMatch(/^destination\.nats\.servers\[0\]: must not contain a user name or password/);
+  expect(problem({ servers: ["nats://n.example.com", "http://n.example.com"] })).toBe(
+    'destination.nats.servers[1]: must use nats or tls, got "http"',
+  );
+  expect(problem({ servers: ["nats://n.example.com", "tls://m.example.com"] })).toMatch(
+    /^destination\.nats\.servers: mixes nats:\/\/ and tls:\/\//,
+  );
+  expect(problem({ servers: ["nats://u:p@n.example.com"] })).toMatch(
+    /^destination\.nats\.servers\[0\]: must not contain a user name or password/,
+  );
   expect(problem({ servers: ["nats://n.example.com/path"] })).toBe("destination.nats.servers[0]: must be just scheme, host and port");
   expect(problem({ servers: ["nats://10.0.0.5:4222"] })).toMatch(/^destination\.nats\.servers\[0\]: address 10\.0\.0\.5 is private/);
 });
@@ -42,7 +48,9 @@ test("the subject template is checked naming the field", () => {
   expect(problem({ servers: ["nats://n.example.com"], subject: "waypost.>" })).toMatch(/^destination\.nats\.subject: .*wildcard/);
   expect(problem({ servers: ["nats://n.example.com"], subject: "waypost.{type}." })).toMatch(/^destination\.nats\.subject: .*empty token/);
   expect(problem({ servers: ["nats://n.example.com"], subject: "waypost {type}" })).toMatch(/^destination\.nats\.subject: .*not allowed/);
-  expect(problem({ servers: ["nats://n.example.com"], subject: "{nope}" })).toMatch(/^destination\.nats\.subject: unknown placeholder \{nope\}/);
+  expect(problem({ servers: ["nats://n.example.com"], subject: "{nope}" })).toMatch(
+    /^destination\.nats\.subject: unknown placeholder \{nope\}/,
+  );
 });
 
 test("credentials: a password needs a user, a token excludes a user", () => {

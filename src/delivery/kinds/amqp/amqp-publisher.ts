@@ -137,10 +137,7 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): BrokerPublis
     }
     if (target.lost !== undefined) return fail(`connection lost (${target.lost})`);
     return new Promise<PublishResult>((resolve) => {
-      const timer = setTimeout(
-        () => entry.settle(fail(`no confirm from the broker within ${options.timeoutMs} ms`)),
-        options.timeoutMs,
-      );
+      const timer = setTimeout(() => entry.settle(fail(`no confirm from the broker within ${options.timeoutMs} ms`)), options.timeoutMs);
       const entry: Pending = {
         messageId: call.messageId,
         returned: undefined,

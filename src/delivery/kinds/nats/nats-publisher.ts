@@ -140,7 +140,8 @@ function describePublishError(error: unknown, subject: string, timeoutMs: number
   const cause = error instanceof Error ? error.cause : undefined;
   const noResponders = [error, cause].some((e) => e instanceof RequestError && e.isNoResponders());
   if (noResponders) return `no stream matches subject ${JSON.stringify(subject)} (no responders)`;
-  if (error instanceof errors.TimeoutError) return `no acknowledgement from JetStream within ${timeoutMs} ms on subject ${JSON.stringify(subject)}`;
+  if (error instanceof errors.TimeoutError)
+    return `no acknowledgement from JetStream within ${timeoutMs} ms on subject ${JSON.stringify(subject)}`;
   if (target.lost !== undefined || error instanceof errors.ClosedConnectionError) {
     return `connection lost (${target.lost ?? causeOf(error)}) before JetStream acknowledged`;
   }
