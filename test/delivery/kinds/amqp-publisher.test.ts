@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import net from "node:net";
 import { type ChannelModel, type ConsumeMessage, connect } from "amqplib";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createAmqpPublisher } from "../../../src/delivery/kinds/amqp/amqp-publisher.js";
@@ -250,6 +251,45 @@ describe.skipIf(!available)("AMQP publisher against RabbitMQ", () => {
       expect([first, ...calls].filter((c) => !seen.has(c.messageId))).toEqual([]);
     } finally {
       await proxy.close();
+    }
+  });
+
+  test("a connection that confirms nothing in time fails the attempt naming the timeout and is replaced", async () => {
+    const { exchange } = await declare("#");
+    // A proxy that can stop passing the broker's frames back, as a dead route does, without closing anything.
+    const target = new URL(testAmqpUrl);
+    let stalled = false;
+    let connections = 0;
+    const sockets = new Set<net.Socket>();
+    const proxy = net.createServer((client) => {
+      connections++;
+      const upstream = net.connect(Number(target.port || 5672), target.hostname);
+      for (const s of [client, upstream]) {
+        sockets.add(s);
+        s.on("error", () => {});
+      }
+      client.on("data", (data) => upstream.write(data));
+      upstream.on("data", (data) => {
+        if (!stalled) client.write(data);
+      });
+      client.on("close", () => upstream.destroy());
+      upstream.on("close", () => client.destroy());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = new URL(testAmqpUrl);
+      url.port = String((proxy.address() as net.AddressInfo).port);
+      const p = createAmqpPublisher({ url: url.href, exchange, routingKey: "{type}", mandatory: true, guard, timeoutMs: 3_000 });
+      publishers.push(p);
+      expect(await p.publish(call())).toEqual({ outcome: "success" });
+      stalled = true;
+      expect(await p.publish(call())).toEqual({ outcome: "retryable", error: "amqp: no confirm from the broker within 3000 ms" });
+      stalled = false;
+      expect(await p.publish(call())).toEqual({ outcome: "success" });
+      expect(connections).toBe(2);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
     }
   });
 

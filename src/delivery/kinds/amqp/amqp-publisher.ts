@@ -22,6 +22,8 @@ interface Target {
   pending: Set<Pending>;
   /** Set once the broker or the network ended it: the next publish opens a new one. */
   lost: string | undefined;
+  /** Gives it up: fails what awaits a confirm, naming the cause, and lets the next publish open a new one. */
+  lose(cause: string): void;
 }
 
 interface Pending {
@@ -80,7 +82,7 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): BrokerPublis
       () => new Error(`no connection within ${options.timeoutMs} ms`),
       (late) => void late.close().catch(() => {}),
     );
-    const target: Target = { model, channel: undefined as never, pending: new Set(), lost: undefined };
+    const target: Target = { model, channel: undefined as never, pending: new Set(), lost: undefined, lose: (cause) => lose(cause) };
     const lose = (cause: string) => {
       if (target.lost !== undefined) return;
       target.lost = cause;
@@ -137,7 +139,14 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): BrokerPublis
     }
     if (target.lost !== undefined) return fail(`connection lost (${target.lost})`);
     return new Promise<PublishResult>((resolve) => {
-      const timer = setTimeout(() => entry.settle(fail(`no confirm from the broker within ${options.timeoutMs} ms`)), options.timeoutMs);
+      const timer = setTimeout(() => {
+        const cause = `no confirm from the broker within ${options.timeoutMs} ms`;
+        entry.settle(fail(cause));
+        // A connection that confirms nothing (a dead peer the heartbeat has not caught yet, a
+        // stalled route) is given up: the next publish opens a fresh one.
+        target.lose(cause);
+        void target.model.close().catch(() => {});
+      }, options.timeoutMs);
       const entry: Pending = {
         messageId: call.messageId,
         returned: undefined,
