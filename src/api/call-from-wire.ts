@@ -7,8 +7,8 @@ import type {
   WireScreen,
   WireTrack,
 } from "../../gen/waypost/internal/v1/tracking_wire_pb.js";
-import { emptyCall, type Call, type CallType, type StructJson } from "./call.js";
-import { structJsonFromWire } from "./struct-wire.js";
+import { emptyCall, type Call, type CallType, type StructJson } from "../calls/call.js";
+import { structJsonFromWire } from "../ingest/struct-wire.js";
 
 type AnyWireCall = WireIdentify | WireTrack | WirePage | WireScreen | WireGroup | WireAlias;
 

@@ -1,8 +1,8 @@
 import { fromBinary, type JsonObject } from "@bufbuild/protobuf";
 import { WireStructFieldSchema } from "../../gen/waypost/internal/v1/tracking_wire_pb.js";
-import { callTypes, emptyCall, type Call, type CallType, type StructJson } from "./call.js";
-import { needsReferenceDecoding } from "./from-wire.js";
-import { readEnd, readText, structJsonFromWire, type Reader } from "./struct-wire.js";
+import { callTypes, emptyCall, type Call, type CallType, type StructJson } from "../calls/call.js";
+import { needsReferenceDecoding } from "./call-from-wire.js";
+import { readEnd, readText, structJsonFromWire, type Reader } from "../ingest/struct-wire.js";
 
 /**
  * Reads one batch entry (the encoding of a waypost.v1.Message) straight into
