@@ -12,7 +12,7 @@ import { structJsonFromWire } from "../ingest/struct-wire.js";
 
 type AnyWireCall = WireIdentify | WireTrack | WirePage | WireScreen | WireGroup | WireAlias;
 
-/** Marks a call whose Struct bytes this reader leaves to protobuf-es (see struct-wire.ts). */
+/** Marks a call whose Struct bytes this reader leaves to protobuf-es (see src/ingest/struct-wire.ts). */
 export const needsReferenceDecoding = Symbol("needs reference decoding");
 
 /**
