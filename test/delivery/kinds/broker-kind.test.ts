@@ -9,7 +9,7 @@ import { createBrokerKind, routingFields } from "../../../src/delivery/kinds/bro
 import { createNatsPublisher } from "../../../src/delivery/kinds/nats/nats-publisher.js";
 import type { NatsSettings } from "../../../src/delivery/kinds/nats/nats-settings.js";
 import { createPublisherCache } from "../../../src/delivery/kinds/publisher-cache.js";
-import { emptyCall } from "../../../src/ingest/call.js";
+import { emptyCall } from "../../../src/calls/call.js";
 import { buildCallPayload } from "../../../src/ingest/payload.js";
 import { createAddressGuard } from "../../../src/outbound/address-guard.js";
 import { brokerAnswers, testNatsUrl } from "../../helpers/brokers.js";
