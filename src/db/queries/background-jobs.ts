@@ -166,10 +166,10 @@ export async function recordJobFailure(
 
 /** The holder stops (a shutdown) without ending the job: another process may take it at once. */
 export async function releaseJob(db: Queryable, id: string, token: string): Promise<void> {
-  await db.query(
-    "UPDATE background_jobs SET lease_id = NULL, lease_until = NULL WHERE id = $1 AND lease_id = $2 AND state = 'running'",
-    [id, token],
-  );
+  await db.query("UPDATE background_jobs SET lease_id = NULL, lease_until = NULL WHERE id = $1 AND lease_id = $2 AND state = 'running'", [
+    id,
+    token,
+  ]);
 }
 
 /**
