@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { expect, test } from "vitest";
 import { createMetrics } from "../src/metrics.js";
@@ -50,4 +50,19 @@ test("the README's tour writes its files only where git ignores them (the source
     }
   });
   expect(committable).toEqual([]);
+});
+
+test("the README's folder map has a row for every folder of src/, and no row for a folder that is gone", () => {
+  const map = section(readme, "Where things live");
+  const rows = [...map.matchAll(/^\| `(src\/[^`]+\/)` \|/gm)].map((m) => m[1]!);
+  expect(rows.length).toBeGreaterThan(10);
+  const folders = readdirSync(new URL("../src/", import.meta.url), { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => `src/${entry.name}/`);
+  expect(folders.filter((folder) => !rows.includes(folder))).toEqual([]);
+  expect(rows.filter((row) => !existsSync(new URL(`../${row}`, import.meta.url)))).toEqual([]);
+});
+
+test("the README stays short: under 300 lines", () => {
+  expect(readme.split("\n").length).toBeLessThan(300);
 });

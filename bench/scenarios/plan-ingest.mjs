@@ -5,7 +5,7 @@ import { startCpuMeter } from "../lib/cpu.mjs";
 import { trackingClient } from "../lib/load.mjs";
 import { startService } from "../lib/service.mjs";
 import { report, summarize } from "../lib/stats.mjs";
-import { emptyCall } from "../../dist/src/ingest/call.js";
+import { emptyCall } from "../../dist/src/calls/call.js";
 import { checkCall } from "../../dist/src/plans/check-call.js";
 import { compilePlan } from "../../dist/src/plans/compile-plan.js";
 import { readPlanDocument } from "../../dist/src/plans/plan-document.js";

@@ -1,7 +1,7 @@
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
-import type { Call, CallType } from "../ingest/call.js";
-import { callFromBatchMessage, callFromProto } from "../ingest/from-proto.js";
+import type { Call, CallType } from "../calls/call.js";
+import { callFromBatchMessage, callFromProto } from "./call-from-proto.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
 import { sourceKey } from "./auth.js";

@@ -11,10 +11,10 @@ import {
   type WireBatchRequest,
 } from "../../gen/waypost/internal/v1/tracking_wire_pb.js";
 import { BatchRequestSchema, TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
-import type { Call, CallType } from "../ingest/call.js";
-import { callFromBatchMessage, callFromProto } from "../ingest/from-proto.js";
-import { callFromWireEntry } from "../ingest/call-wire.js";
-import { callFromWire, needsReferenceDecoding } from "../ingest/from-wire.js";
+import type { Call, CallType } from "../calls/call.js";
+import { callFromBatchMessage, callFromProto } from "./call-from-proto.js";
+import { callFromWireEntry } from "./call-wire.js";
+import { callFromWire, needsReferenceDecoding } from "./call-from-wire.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { ingestBatch, ingestOne } from "./tracking-service.js";
 

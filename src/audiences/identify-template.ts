@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { emptyCall } from "../ingest/call.js";
+import { emptyCall } from "../calls/call.js";
 import { buildCallPayload } from "../ingest/payload.js";
 import type { IdentifyTemplate, TemplateHole } from "../db/queries/identify-template-sql.js";
 

@@ -1,5 +1,5 @@
 import { parseAuthorization, type Authenticator } from "../api/auth.js";
-import type { Call } from "../ingest/call.js";
+import type { Call } from "../calls/call.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
 import type { Logger } from "../logger.js";

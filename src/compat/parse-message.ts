@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { callTypes, emptyCall, type Call, type CallType } from "../ingest/call.js";
+import { callTypes, emptyCall, isCallType, unknownCallType, type Call, type CallType } from "../calls/call.js";
 import { limits } from "../ingest/limits.js";
 import { CompatError } from "./errors.js";
 import {
@@ -54,10 +54,8 @@ function readType(fields: Fields): CallType {
   if (type === undefined || type === null || type === "") {
     throw new FieldProblem("type", `type is required: one of ${callTypes.join(", ")}`);
   }
-  if (typeof type !== "string" || !(callTypes as readonly string[]).includes(type)) {
-    throw new FieldProblem("type", `type must be one of ${callTypes.join(", ")}`);
-  }
-  return type as CallType;
+  if (!isCallType(type)) throw new FieldProblem("type", `type must be one of ${callTypes.join(", ")}`);
+  return type;
 }
 
 function readCall(fields: Fields, type: CallType, defaults: MessageDefaults): Call {
@@ -98,6 +96,8 @@ function readCall(fields: Fields, type: CallType, defaults: MessageDefaults): Ca
       // An alias body carries "Previous ID" and "User ID" only (see docs/webhooks.md#the-body).
       call.previousId = readId(fields, "previousId");
       break;
+    default:
+      unknownCallType(type);
   }
   return call;
 }

@@ -3,7 +3,7 @@ import type pg from "pg";
 import type { Clock } from "../clock.js";
 import type { Queryable } from "../db/pool.js";
 import { storeMessages, type MessageToStore } from "../db/queries/store-messages.js";
-import type { Call } from "./call.js";
+import type { Call } from "../calls/call.js";
 import type { Metrics } from "../metrics.js";
 import type { TraceContext } from "../tracing/trace-context.js";
 import { limits } from "./limits.js";

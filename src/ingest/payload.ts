@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { Call } from "./call.js";
+import { unknownCallType, type Call } from "../calls/call.js";
 
 /**
  * The JSON body sent to webhooks (see docs/webhooks.md#the-body), serialised once. Keys are
@@ -49,6 +49,8 @@ export function buildCallPayload(call: Call, messageId: string, receivedAt: Date
       text("Previous ID", call.previousId);
       text("User ID", call.userId);
       break;
+    default:
+      unknownCallType(call.type);
   }
   out += `,"context":${raw?.context ?? JSON.stringify(call.context ?? {})}`;
   out += `,"timestamp":${JSON.stringify((call.timestamp ?? receivedAt).toISOString())}`;

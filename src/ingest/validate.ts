@@ -1,5 +1,5 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import type { Call } from "./call.js";
+import type { Call } from "../calls/call.js";
 import { limits } from "./limits.js";
 
 /** Why a call was refused, naming the field (camelCase, as in JSON). */

@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ErrorObject } from "ajv/dist/2020.js";
-import type { Call } from "../ingest/call.js";
+import { unknownCallType, type Call } from "../calls/call.js";
 import type { ViolationKindName } from "../db/queries/plan-violations.js";
 import type { CompiledPlan, CompiledSchema } from "./compile-plan.js";
 import { exampleText, keySegment, pointerToPath } from "./json-path.js";
@@ -62,8 +62,11 @@ export function checkCall(plan: CompiledPlan, call: Call, strip: boolean): CallC
       return checkObject(plan.identify, call, "traits", "", strip);
     case "group":
       return checkObject(plan.group, call, "traits", "", strip);
-    default:
+    case "screen":
+    case "alias":
       return { violations: [], call };
+    default:
+      return unknownCallType(call.type);
   }
 }
 

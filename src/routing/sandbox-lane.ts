@@ -1,6 +1,7 @@
 import { Worker } from "node:worker_threads";
 import type { SandboxFailure, SandboxHostOptions, TransformOutcome } from "./sandbox-host.js";
 import type { WorkerMessage, WorkerRequest } from "./transform-worker.js";
+import { transformWorkerUrl } from "./worker-entry.js";
 
 /** A request as the main thread holds it until it is answered. */
 export interface LaneCall {
@@ -52,7 +53,7 @@ export function createSandboxLane(options: SandboxLaneOptions): SandboxLane {
   let watchdog: NodeJS.Timeout | undefined;
 
   function start(): Worker {
-    const started = new Worker(workerUrl(), { workerData: host });
+    const started = new Worker(transformWorkerUrl(), { workerData: host });
     ready = false;
     started.unref();
     started.on("message", (message: WorkerMessage) => {
@@ -159,14 +160,4 @@ export function createSandboxLane(options: SandboxLaneOptions): SandboxLane {
 export function failure(call: LaneCall, message: string, cause?: SandboxFailure): unknown {
   if (call.request.op === "run") return { kind: "error", message, elapsedMs: 0, failure: cause } satisfies TransformOutcome;
   return message;
-}
-
-/**
- * The worker's compiled entry. Run from TypeScript sources (the tests), it
- * is the build's copy in dist/: a worker thread cannot load .ts itself.
- */
-function workerUrl(): URL {
-  const here = import.meta.url;
-  if (here.endsWith(".ts")) return new URL(here.replace(/\/src\/routing\/sandbox-lane\.ts$/, "/dist/src/routing/transform-worker.js"));
-  return new URL("./transform-worker.js", here);
 }

@@ -1,3 +1,4 @@
+import { isCallType, unknownCallType } from "../calls/call.js";
 import { type ColumnType, inferType } from "./column-types.js";
 import { flatten, isPlainObject } from "./flatten.js";
 import { collisionName, fitIdentifier, warehouseName } from "./identifiers.js";
@@ -102,6 +103,7 @@ export function changeOf(body: Body, receivedAt: Date | undefined, times: LoadTi
   }
   const id = str(body.messageId);
   if (!id) throw new Error("call without messageId");
+  if (!isCallType(type)) throw new Error(`unknown call type ${JSON.stringify(type)}`);
   const common = commonCells(body, receivedAt, times);
   const row = (table: string, extra: Array<[string, unknown]>, fields?: unknown, isEventTable = false): TableRow => {
     const cells = new Map(common);
@@ -146,7 +148,7 @@ export function changeOf(body: Body, receivedAt: Date | undefined, times: LoadTi
     case "alias":
       return { kind: "rows", id, rows: [row("aliases", [["previous_id", str(body["Previous ID"])]])], user: undefined };
     default:
-      throw new Error(`unknown call type ${JSON.stringify(type)}`);
+      return unknownCallType(type);
   }
 }
 

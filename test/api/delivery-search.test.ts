@@ -27,7 +27,7 @@ beforeAll(async () => {
       signingSecrets: [`whsec_${randomBytes(32).toString("base64")}`],
       webhooks: [
         { url: ok.url, headers: { Authorization: "Bearer hunter2", "X-Api-Key": "k-123", "X-Team": "growth" } },
-        { url: `${ok.url}?second`, headers: { "X-Session-Token": "abc" } },
+        { url: `${ok.url}?second`, headers: { "X-Session-Token": "session-token-xyz" } },
       ],
     })
   ).id;
@@ -130,7 +130,7 @@ test("a delivery carries the exact body sent and the headers sent, secrets maske
   for (const leaked of [
     "hunter2",
     "k-123",
-    "abc",
+    "session-token-xyz",
     secret,
     sent!.headers["x-signature"] as string,
     sent!.headers["webhook-signature"] as string,

@@ -3,7 +3,7 @@ import { ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { AudienceKind } from "../../gen/waypost/v1/audience_pb.js";
-import { emptyCall } from "../../src/ingest/call.js";
+import { emptyCall } from "../../src/calls/call.js";
 import { buildCallPayload } from "../../src/ingest/payload.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { audienceClient, clearMessages, countRows, createAudience, identifyCalls, storedMembers, streamOf } from "./support.js";

@@ -2,7 +2,7 @@ import pg from "pg";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { identifyTemplate } from "../../src/audiences/identify-template.js";
 import { templateSql } from "../../src/db/queries/identify-template-sql.js";
-import { emptyCall } from "../../src/ingest/call.js";
+import { emptyCall } from "../../src/calls/call.js";
 import { buildCallPayload } from "../../src/ingest/payload.js";
 import { serverUrl } from "../helpers/database.js";
 

@@ -80,7 +80,7 @@ async function storeBackfill(extra: { lease?: { token: string; until: Date }; cu
     at: now,
   });
   if (extra.lease || extra.cursor) {
-    await pool.query("UPDATE background_jobs SET lease_token = $2, lease_until = $3, cursor = $4 WHERE id = $1", [
+    await pool.query("UPDATE background_jobs SET lease_id = $2, lease_until = $3, cursor = $4 WHERE id = $1", [
       id,
       extra.lease?.token ?? null,
       extra.lease?.until ?? null,
@@ -111,7 +111,7 @@ test("a backfill job queues each passing call once, skipping those waiting or fi
   expect(await selectJob(pool, "backfill", first)).toMatchObject({
     state: "done",
     progress: { candidates: 5, created: 2, filtered: 3 },
-    lease_token: null,
+    lease_id: null,
   });
   const second = await storeBackfill();
   await jobs.idle();
@@ -156,7 +156,7 @@ test("a process that stops releases its job at a page boundary, and another fini
   const id = await storeBackfill();
   await first.idle();
   await stopping;
-  expect(await selectJob(pool, "backfill", id)).toMatchObject({ state: "running", lease_token: null, progress: { created: 1 } });
+  expect(await selectJob(pool, "backfill", id)).toMatchObject({ state: "running", lease_id: null, progress: { created: 1 } });
   expect(await messageIdsQueued()).toEqual(["m3", "m1"]);
   const second = runner(clock);
   await second.idle();

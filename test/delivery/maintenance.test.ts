@@ -166,7 +166,7 @@ test("backfills and bulk retries that ended are purged after the retention perio
     state: "running",
     at: clock.now(),
   });
-  await server.pool.query("UPDATE background_jobs SET lease_token = gen_random_uuid(), lease_until = 'infinity' WHERE id = $1", [running]);
+  await server.pool.query("UPDATE background_jobs SET lease_id = gen_random_uuid(), lease_until = 'infinity' WHERE id = $1", [running]);
   clock.advance(6 * day);
   expect((await server.waypost.maintenance!.runOnce()).jobsPurged).toBe(0);
   clock.advance(2 * day);

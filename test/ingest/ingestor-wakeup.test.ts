@@ -4,7 +4,7 @@ import pg from "pg";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { systemClock } from "../../src/clock.js";
 import type { Pool } from "../../src/db/pool.js";
-import { emptyCall } from "../../src/ingest/call.js";
+import { emptyCall } from "../../src/calls/call.js";
 import { createIngestor } from "../../src/ingest/ingestor.js";
 import { deliveriesChannel } from "../../src/db/job-table/index.js";
 import { openTestDatabase, type TestDatabase } from "../helpers/database.js";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { emptyCall, type Call, type CallType } from "../../src/ingest/call.js";
+import { emptyCall, type Call, type CallType } from "../../src/calls/call.js";
 import { buildCallPayload, buildDeletePayload } from "../../src/ingest/payload.js";
 
 const at = new Date("2026-11-22T10:04:05.123Z");

@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { emptyCall, type Call, type CallType } from "../../src/ingest/call.js";
+import { emptyCall, type Call, type CallType } from "../../src/calls/call.js";
 import { exceedsDepth, validateCall } from "../../src/ingest/validate.js";
 
 const call = (type: CallType, fields: Partial<Call>): Call => ({ ...emptyCall(type), ...fields });

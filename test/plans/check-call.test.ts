@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { emptyCall, type Call } from "../../src/ingest/call.js";
+import { emptyCall, type Call } from "../../src/calls/call.js";
 import { checkCall } from "../../src/plans/check-call.js";
 import { compilePlan } from "../../src/plans/compile-plan.js";
 import { readPlanDocument } from "../../src/plans/plan-document.js";

@@ -1,6 +1,7 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Option, type Command } from "commander";
 import { TrackingService } from "../../../gen/waypost/v1/tracking_pb.js";
+import { callTypes, type CallType, type TypeField, typeFields, unknownCallType } from "../../calls/call.js";
 import type { CliContext, Wire } from "../context.js";
 import { UsageError } from "../errors.js";
 import { fields, parseJsonObject, parseTime } from "../format.js";
@@ -22,25 +23,15 @@ interface SendFlags {
   timestamp?: string;
 }
 
-const types = ["identify", "track", "page", "screen", "group", "alias"] as const;
-type CallType = (typeof types)[number];
-
-/** Which flags each call type takes (beyond the common ones). */
-const allowed: Record<CallType, (keyof SendFlags)[]> = {
-  identify: ["traits"],
-  track: ["event", "properties"],
-  page: ["name", "category", "properties"],
-  screen: ["name", "properties"],
-  group: ["groupId", "traits"],
-  alias: ["previousId"],
-};
-const specific: (keyof SendFlags)[] = ["event", "name", "category", "groupId", "previousId", "properties", "traits"];
+/** The flags of the fields only some types carry (calls/call.ts says which). */
+const specific: TypeField[] = ["event", "name", "category", "groupId", "previousId", "properties", "traits"];
 
 const flagName = (key: string) => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 
 async function send(ctx: CliContext, type: CallType, flags: SendFlags): Promise<void> {
   for (const key of specific) {
-    if (flags[key] !== undefined && !allowed[type].includes(key)) throw new UsageError(`${flagName(key)} does not apply to ${type} calls`);
+    if (flags[key] !== undefined && !typeFields[type].includes(key))
+      throw new UsageError(`${flagName(key)} does not apply to ${type} calls`);
   }
   if (type === "alias" && flags.anonymousId) throw new UsageError("--anonymous-id does not apply to alias calls (use --previous-id)");
   const json = (key: "properties" | "traits" | "context") =>
@@ -75,6 +66,8 @@ async function send(ctx: CliContext, type: CallType, flags: SendFlags): Promise<
     case "alias":
       response = await client.alias({ alias: { ...common, previousId: flags.previousId ?? "" } });
       break;
+    default:
+      return unknownCallType(type);
   }
   ctx.printJson({ messageId: response.messageId }, () => fields([["message id", response.messageId]]));
 }
@@ -83,7 +76,7 @@ export function registerSend(program: Command, wire: Wire): void {
   program
     .command("send")
     .description("send one call with a source's write key, for trying things out")
-    .addArgument(program.createArgument("<type>", "the call's type").choices(types))
+    .addArgument(program.createArgument("<type>", "the call's type").choices(callTypes))
     .requiredOption("--write-key <key>", "the source's write key")
     .option("--user <id>", "userId")
     .option("--anonymous-id <id>", "anonymousId")

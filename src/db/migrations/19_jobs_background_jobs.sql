@@ -1,6 +1,6 @@
 -- Background jobs (backfills and bulk retries) live here, not in the process
 -- that started them. A running job is worked by whichever process holds its
--- lease (lease_token, until lease_until); a process that dies leaves the lease
+-- lease (lease_id, until lease_until); a process that dies leaves the lease
 -- to run out, and any live worker takes the job over from its cursor. Each
 -- page of work commits its deliveries together with the cursor and progress,
 -- so a job continued elsewhere neither repeats nor skips a page.
@@ -21,7 +21,7 @@ CREATE TABLE background_jobs (
   error text,
   -- Consecutive pages that failed; the job fails at a limit.
   failures integer NOT NULL DEFAULT 0,
-  lease_token uuid,
+  lease_id uuid,
   lease_until timestamptz,
   created_at timestamptz NOT NULL,
   updated_at timestamptz NOT NULL,

@@ -14,13 +14,13 @@ export interface JobRow {
   progress: Record<string, number>;
   error: string | null;
   failures: number;
-  lease_token: string | null;
+  lease_id: string | null;
   created_at: Date;
   updated_at: Date;
   finished_at: Date | null;
 }
 
-const columns = `id, kind, destination_id, state, params, cursor, progress, error, failures, lease_token,
+const columns = `id, kind, destination_id, state, params, cursor, progress, error, failures, lease_id,
   created_at, updated_at, finished_at`;
 
 export interface NewJob {
@@ -74,7 +74,7 @@ export async function listJobs(db: Queryable, kind: JobKind, destinationId: stri
  */
 export async function claimJob(db: Queryable, token: string, now: Date, leaseMs: number): Promise<JobRow | undefined> {
   const result = await db.query<JobRow>(
-    `UPDATE background_jobs SET lease_token = $1, lease_until = $2::timestamptz + $3::int * interval '1 millisecond', updated_at = $2
+    `UPDATE background_jobs SET lease_id = $1, lease_until = $2::timestamptz + $3::int * interval '1 millisecond', updated_at = $2
       WHERE id = (SELECT id FROM background_jobs
                    WHERE state = 'running' AND (lease_until IS NULL OR lease_until <= $2)
                    ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
@@ -88,7 +88,7 @@ export async function claimJob(db: Queryable, token: string, now: Date, leaseMs:
 export async function extendJobLease(db: Queryable, id: string, token: string, now: Date, leaseMs: number): Promise<boolean> {
   const result = await db.query(
     `UPDATE background_jobs SET lease_until = $3::timestamptz + $4::int * interval '1 millisecond'
-      WHERE id = $1 AND lease_token = $2 AND state = 'running'`,
+      WHERE id = $1 AND lease_id = $2 AND state = 'running'`,
     [id, token, now, leaseMs],
   );
   return (result.rowCount ?? 0) > 0;
@@ -102,7 +102,7 @@ export async function extendJobLease(db: Queryable, id: string, token: string, n
  */
 export async function lockJobForPage(db: Queryable, id: string, token: string): Promise<JobRow | undefined> {
   const result = await db.query<JobRow>(
-    `SELECT ${columns} FROM background_jobs WHERE id = $1 AND lease_token = $2 AND state = 'running' FOR UPDATE`,
+    `SELECT ${columns} FROM background_jobs WHERE id = $1 AND lease_id = $2 AND state = 'running' FOR UPDATE`,
     [id, token],
   );
   return result.rows[0];
@@ -120,7 +120,7 @@ export async function savePage(db: Queryable, id: string, token: string, page: P
   await db.query(
     `UPDATE background_jobs SET cursor = $3, progress = $4, failures = 0, updated_at = $5,
             lease_until = $5::timestamptz + $6::int * interval '1 millisecond'
-      WHERE id = $1 AND lease_token = $2 AND state = 'running'`,
+      WHERE id = $1 AND lease_id = $2 AND state = 'running'`,
     [id, token, page.cursor, page.progress, page.now, page.leaseMs],
   );
 }
@@ -133,8 +133,8 @@ export async function endJob(
   end: { state: "done" | "cancelled" | "failed"; error?: string; now: Date },
 ): Promise<boolean> {
   const result = await db.query(
-    `UPDATE background_jobs SET state = $3, error = $4, finished_at = $5, updated_at = $5, lease_token = NULL, lease_until = NULL
-      WHERE id = $1 AND lease_token = $2 AND state = 'running'`,
+    `UPDATE background_jobs SET state = $3, error = $4, finished_at = $5, updated_at = $5, lease_id = NULL, lease_until = NULL
+      WHERE id = $1 AND lease_id = $2 AND state = 'running'`,
     [id, token, end.state, end.error ?? null, end.now],
   );
   return (result.rowCount ?? 0) > 0;
@@ -153,11 +153,11 @@ export async function recordJobFailure(
 ): Promise<JobState | undefined> {
   const result = await db.query<{ state: JobState }>(
     `UPDATE background_jobs
-        SET failures = failures + 1, error = $3, updated_at = $4, lease_token = NULL,
+        SET failures = failures + 1, error = $3, updated_at = $4, lease_id = NULL,
             state = CASE WHEN failures + 1 >= $6::int THEN 'failed' ELSE state END,
             finished_at = CASE WHEN failures + 1 >= $6::int THEN $4::timestamptz ELSE NULL END,
             lease_until = CASE WHEN failures + 1 >= $6::int THEN NULL ELSE $4::timestamptz + $5::int * interval '1 millisecond' END
-      WHERE id = $1 AND lease_token = $2 AND state = 'running'
+      WHERE id = $1 AND lease_id = $2 AND state = 'running'
       RETURNING state`,
     [id, token, failure.error.slice(0, 1024), failure.now, failure.retryMs, failure.maxFailures],
   );
@@ -166,10 +166,10 @@ export async function recordJobFailure(
 
 /** The holder stops (a shutdown) without ending the job: another process may take it at once. */
 export async function releaseJob(db: Queryable, id: string, token: string): Promise<void> {
-  await db.query(
-    "UPDATE background_jobs SET lease_token = NULL, lease_until = NULL WHERE id = $1 AND lease_token = $2 AND state = 'running'",
-    [id, token],
-  );
+  await db.query("UPDATE background_jobs SET lease_id = NULL, lease_until = NULL WHERE id = $1 AND lease_id = $2 AND state = 'running'", [
+    id,
+    token,
+  ]);
 }
 
 /**
@@ -181,7 +181,7 @@ export async function cancelJob(db: Queryable, kind: JobKind, id: string, now: D
   const result = await db.query<JobRow>(
     `WITH cancelled AS (
        UPDATE background_jobs SET state = 'cancelled', error = 'cancelled on request', finished_at = $3, updated_at = $3,
-              lease_token = NULL, lease_until = NULL
+              lease_id = NULL, lease_until = NULL
         WHERE id = $1 AND kind = $2 AND state = 'running'
         RETURNING ${columns}
      )

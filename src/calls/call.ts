@@ -3,6 +3,37 @@ import type { JsonObject } from "@bufbuild/protobuf";
 export const callTypes = ["identify", "track", "page", "screen", "group", "alias"] as const;
 export type CallType = (typeof callTypes)[number];
 
+/** The fields of a Call that only some types carry. */
+export type TypeField = "event" | "name" | "category" | "groupId" | "previousId" | "properties" | "traits";
+
+/**
+ * Which of those each type carries (every type but alias also has an
+ * anonymousId). A Record over CallType: a type added to callTypes does not
+ * compile until it is given its fields here.
+ */
+export const typeFields: Readonly<Record<CallType, readonly TypeField[]>> = {
+  identify: ["traits"],
+  track: ["event", "properties"],
+  page: ["name", "category", "properties"],
+  screen: ["name", "properties"],
+  group: ["groupId", "traits"],
+  alias: ["previousId"],
+};
+
+export function isCallType(value: unknown): value is CallType {
+  return typeof value === "string" && Object.hasOwn(typeFields, value);
+}
+
+/**
+ * The `default` of every switch over a call's type. Its parameter is
+ * `never`, so a switch that misses a type does not compile (the type checker
+ * finds the forgotten case, not a test); a value that is no call type at run
+ * time throws.
+ */
+export function unknownCallType(type: never): never {
+  throw new Error(`unknown call type ${JSON.stringify(type)}`);
+}
+
 /**
  * One analytics call as every entry point (Connect RPC, the compatible HTTP
  * API, audience syncs) hands it to ingestion. Empty strings mean "absent", as

@@ -1,6 +1,6 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Alias, Group, Identify, Message, Page, Screen, Track } from "../../gen/waypost/v1/tracking_pb.js";
-import { emptyCall, type Call, type CallType } from "./call.js";
+import { emptyCall, type Call, type CallType } from "../calls/call.js";
 
 type AnyCall = Identify | Track | Page | Screen | Group | Alias;
 

@@ -1,0 +1,68 @@
+import { lookup as dnsLookup, type LookupAddress } from "node:dns";
+import { isIP, type LookupFunction } from "node:net";
+import type { AddressGuard } from "../../outbound/address-guard.js";
+
+/**
+ * A broker host named literally (an IP, localhost) that the address guard
+ * refuses can only fail at delivery: the reason, to refuse it when it is
+ * saved; undefined for names, which are judged on what they resolve to.
+ */
+export function refuseLiteralHost(hostname: string, guard: AddressGuard): string | undefined {
+  const host = hostname.replace(/^\[(.*)\]$/, "$1");
+  const lower = host.toLowerCase().replace(/\.$/, "");
+  if (lower === "localhost" || lower.endsWith(".localhost")) {
+    return guard.refuse("127.0.0.1") && `host ${hostname} is loopback; allow it with WAYPOST_ALLOW_PRIVATE_DESTINATIONS`;
+  }
+  return isIP(host) === 0 ? undefined : guard.refuse(host);
+}
+
+/** A broker connection refused by the address guard. */
+export class RefusedBrokerAddressError extends Error {
+  override name = "RefusedBrokerAddressError";
+  readonly code = "EWAYPOST_REFUSED_ADDRESS";
+}
+
+/**
+ * A `lookup` for net.connect / tls.connect that runs the address guard on
+ * every address the broker's name resolves to, before the socket opens: a
+ * public name pointing at a private address is refused as a webhook's is.
+ * (Literal IPs skip lookup: check them with refuseLiteralHost first.)
+ */
+export function guardedLookup(guard: AddressGuard): LookupFunction {
+  return ((hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+    dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
+      if (error) return callback(error);
+      for (const entry of addresses) {
+        const reason = guard.refuse(entry.address);
+        if (reason) return callback(new RefusedBrokerAddressError(`${hostname} resolves to ${reason}`));
+      }
+      if (options.all) return callback(null, addresses);
+      const first = addresses[0];
+      if (!first) return callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }));
+      callback(null, first.address, first.family);
+    });
+  }) as LookupFunction;
+}
+
+/** What a response shows in place of a password or token. */
+export const maskedSecret = "***";
+
+/** The URL with its password (if any) replaced by `***`: `amqp://user:***@host/vhost`. */
+export function maskUrlPassword(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return "";
+  }
+  if (url.password === "") return url.href;
+  url.password = maskedSecret;
+  return url.href;
+}
+
+/** Replaces every occurrence of a secret in a message (errors from clients may echo what they were given). */
+export function redact(message: string, secrets: ReadonlyArray<string | undefined>): string {
+  let out = message;
+  for (const secret of secrets) if (secret && secret.length >= 3) out = out.split(secret).join(maskedSecret);
+  return out;
+}

@@ -1,0 +1,66 @@
+/** One call to publish to a broker: the body a webhook would get, and what names and routes it. */
+export interface BrokerCall {
+  /** The message's id, the same on every attempt: a consumer (or JetStream) drops duplicates by it. */
+  messageId: string;
+  /** The call type (track, identify, ...). */
+  type: string;
+  /** The track call's event name; empty or absent for other types. */
+  event?: string | undefined;
+  sourceId: string;
+  destinationId: string;
+  /** The JSON body after the destination's rules, sent byte for byte. */
+  body: string;
+  /** When the call happened (the message's timestamp property). */
+  timestamp: Date;
+  /** The W3C trace context stored with the call, sent on every attempt. */
+  traceparent?: string | null | undefined;
+  tracestate?: string | null | undefined;
+}
+
+/** An attempt's outcome, as the delivery loop records attempts. */
+export interface PublishResult {
+  outcome: "success" | "retryable" | "permanent";
+  /** Why it failed, naming the cause (never a credential). */
+  error?: string | undefined;
+}
+
+/**
+ * A destination's open target at one settings revision: one connection,
+ * opened on the first publish, reopened after the broker drops it, closed
+ * when the revision changes, the destination goes or the process stops.
+ * `publish` never rejects.
+ */
+export interface BrokerPublisher {
+  publish(call: BrokerCall): Promise<PublishResult>;
+  /** Waits for the publishes in flight to settle, then closes the connection. */
+  close(): Promise<void>;
+}
+
+/** Resolves to the value, or rejects with `onTimeout()` after `ms`; `late` gets a value that came after. */
+export function withTimeout<T>(promise: Promise<T>, ms: number, onTimeout: () => Error, late?: (value: T) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      reject(onTimeout());
+    }, ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        if (timedOut) late?.(value);
+        else resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        if (!timedOut) reject(error);
+      },
+    );
+  });
+}
+
+/** An error's message on one line, bounded (clients put whole frames in some). */
+export function causeOf(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const line = message.replace(/\s+/g, " ").trim();
+  return line.length > 300 ? `${line.slice(0, 300)}…` : line || "unknown error";
+}

@@ -1,0 +1,179 @@
+import { lookup } from "node:dns/promises";
+import { isIP } from "node:net";
+import { type JetStreamClient, jetstream } from "@nats-io/jetstream";
+import { connect, errors, headers, type NatsConnection, RequestError } from "@nats-io/transport-node";
+import type { Logger } from "../../../logger.js";
+import type { AddressGuard } from "../../../outbound/address-guard.js";
+import { redact, refuseLiteralHost } from "../broker-address.js";
+import { type BrokerCall, type BrokerPublisher, causeOf, type PublishResult, withTimeout } from "../broker-publisher.js";
+import { natsSubjectTemplate, type NatsSettings } from "./nats-settings.js";
+
+export interface NatsPublisherOptions extends NatsSettings {
+  /** The SSRF check, on every address a server resolves to, before any socket opens. */
+  guard: AddressGuard;
+  /** Time to connect, and for JetStream to acknowledge each message. */
+  timeoutMs: number;
+  logger?: Logger | undefined;
+  /** Shown by the server for the connection (its monitoring endpoints), e.g. the destination id. */
+  connectionName?: string | undefined;
+}
+
+interface Target {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  lost: string | undefined;
+}
+
+/**
+ * Publishes a destination's calls to NATS JetStream: a call is delivered
+ * once the stream acknowledges it. `Nats-Msg-Id` carries the messageId, so
+ * the stream's duplicate window drops a resend. No stream for the subject,
+ * no acknowledgement in time and a lost connection fail the attempt naming
+ * the cause, retried on the normal schedule. One connection per publisher
+ * (one publisher per destination and settings revision), opened on the
+ * first publish and again after it is lost; the client's own reconnecting
+ * is off so that every connection passes the address guard first, and the
+ * servers a cluster announces are ignored for the same reason.
+ */
+export function createNatsPublisher(options: NatsPublisherOptions): BrokerPublisher {
+  const subject = natsSubjectTemplate("subject", options.subject);
+  const secrets = [options.token, options.password];
+  const tls = options.servers.some((server) => server.startsWith("tls:"));
+  let current: Promise<Target> | undefined;
+  let currentTarget: Target | undefined;
+  let closing = false;
+  const inFlight = new Set<Promise<PublishResult>>();
+
+  const fail = (cause: string): PublishResult => ({ outcome: "retryable", error: `nats: ${redact(cause, secrets)}` });
+
+  function open(): Promise<Target> {
+    if (!current) {
+      const opening = openTarget();
+      current = opening;
+      opening.catch(() => {
+        if (current === opening) current = undefined;
+      });
+    }
+    return current;
+  }
+
+  async function openTarget(): Promise<Target> {
+    const servers = await guardedServers(options.servers, options.guard, tls);
+    const nc = await withTimeout(
+      connect({
+        servers,
+        name: options.connectionName ?? "waypost",
+        timeout: options.timeoutMs,
+        reconnect: false,
+        ignoreClusterUpdates: true,
+        // Otherwise every request builds two Error objects up front for their stack traces: about a
+        // third of the client's CPU per publish, for stacks no attempt record shows.
+        noAsyncTraces: true,
+        ...(tls ? { tls: {} } : {}),
+        ...(options.token ? { token: options.token } : {}),
+        ...(options.user ? { user: options.user, pass: options.password } : {}),
+      }),
+      options.timeoutMs,
+      () => new Error(`no connection within ${options.timeoutMs} ms`),
+      (late) => void late.close().catch(() => {}),
+    );
+    const target: Target = { nc, js: jetstream(nc, { timeout: options.timeoutMs }), lost: undefined };
+    void nc.closed().then((error) => {
+      if (target.lost !== undefined) return;
+      target.lost = error ? causeOf(error) : "closed by the server";
+      if (currentTarget === target) {
+        current = undefined;
+        currentTarget = undefined;
+      }
+      options.logger?.warn({ cause: redact(target.lost, secrets) }, "nats connection lost; the next publish reopens it");
+    });
+    currentTarget = target;
+    return target;
+  }
+
+  async function publishOnce(call: BrokerCall): Promise<PublishResult> {
+    const to = subject.render(call);
+    let target: Target;
+    try {
+      target = await open();
+    } catch (error) {
+      return fail(`cannot connect to ${options.servers.join(", ")}: ${causeOf(error)}`);
+    }
+    if (target.lost !== undefined) return fail(`connection lost (${target.lost})`);
+    const h = headers();
+    if (call.traceparent) h.set("traceparent", call.traceparent);
+    if (call.tracestate) h.set("tracestate", call.tracestate);
+    try {
+      await target.js.publish(to, call.body, { msgID: call.messageId, headers: h, timeout: options.timeoutMs });
+      // A duplicate ack (a resend inside the duplicate window) is delivered too: the stream holds it once.
+      return { outcome: "success" };
+    } catch (error) {
+      return fail(describePublishError(error, to, options.timeoutMs, target));
+    }
+  }
+
+  return {
+    publish(call) {
+      if (closing) return Promise.resolve(fail("publisher closed (the destination changed or the process stops)"));
+      // Never rejects: anything unforeseen is a failed attempt naming it.
+      const result = publishOnce(call).catch((error: unknown) => fail(causeOf(error)));
+      inFlight.add(result);
+      void result.then(() => inFlight.delete(result));
+      return result;
+    },
+    async close() {
+      closing = true;
+      await Promise.all(inFlight);
+      const target = await current?.catch(() => undefined);
+      current = undefined;
+      if (target && target.lost === undefined) {
+        target.lost = "closed";
+        await target.nc.close().catch(() => {});
+      }
+    },
+  };
+}
+
+function describePublishError(error: unknown, subject: string, timeoutMs: number, target: Target): string {
+  // The client reports no responders on a publish as "jetstream is not enabled"; what it means here
+  // is that no stream takes the subject (or the server runs without JetStream).
+  const cause = error instanceof Error ? error.cause : undefined;
+  const noResponders = [error, cause].some((e) => e instanceof RequestError && e.isNoResponders());
+  if (noResponders) return `no stream matches subject ${JSON.stringify(subject)} (no responders)`;
+  if (error instanceof errors.TimeoutError)
+    return `no acknowledgement from JetStream within ${timeoutMs} ms on subject ${JSON.stringify(subject)}`;
+  if (target.lost !== undefined || error instanceof errors.ClosedConnectionError) {
+    return `connection lost (${target.lost ?? causeOf(error)}) before JetStream acknowledged`;
+  }
+  return `${causeOf(error)} (subject ${JSON.stringify(subject)})`;
+}
+
+/**
+ * The servers to dial, after the address guard passed every address they
+ * resolve to. Plain servers are dialled at the checked addresses, so a name
+ * cannot resolve elsewhere in between; TLS servers keep their names (the
+ * certificate is checked against them), and a handshake with a host that
+ * has no certificate for the name fails before anything is sent.
+ */
+async function guardedServers(servers: readonly string[], guard: AddressGuard, tls: boolean): Promise<string[]> {
+  const dial: string[] = [];
+  for (const server of servers) {
+    const url = new URL(server);
+    const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
+    const port = url.port || "4222";
+    const literal = refuseLiteralHost(url.hostname, guard);
+    if (literal) throw new Error(`refused: ${literal}`);
+    if (isIP(host) !== 0) {
+      dial.push(`${url.hostname}:${port}`);
+      continue;
+    }
+    const addresses = await lookup(host, { all: true });
+    for (const { address } of addresses) {
+      const reason = guard.refuse(address);
+      if (reason) throw new Error(`refused: ${host} resolves to ${reason}`);
+    }
+    if (tls) dial.push(`${url.hostname}:${port}`);
+    else for (const { address, family } of addresses) dial.push(family === 6 ? `[${address}]:${port}` : `${address}:${port}`);
+  }
+  return dial;
+}
