@@ -214,7 +214,7 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
       // Kinds that send requests start a span per request themselves; every other attempt gets one here.
       const span = delivery.span?.(destination);
       if (!span) return delivery.deliver(job, destination, body);
-      return traceDelivery(tracing, job, destination, span, () => delivery.deliver(job, destination, body));
+      return traceDelivery(tracing, job, destination, span, (traced) => delivery.deliver(traced, destination, body));
     },
     labelOf: (destination) => deliveryOf(destination).label(destination),
     inFlightLimit(destinationId) {

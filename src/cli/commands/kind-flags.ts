@@ -100,8 +100,97 @@ const postgresFlags: KindFlags = {
   details: (d) => (d.postgres ? [["warehouse", d.postgres.url] as const, ["schema", d.postgres.schema] as const] : []),
 };
 
+const yesNo: Record<string, boolean> = { yes: true, true: true, no: false, false: false };
+
+const amqpFlags: KindFlags = {
+  flags: [
+    {
+      declare: (c, mode) => {
+        c.option(
+          "--amqp-url <url>",
+          mode === "create" ? "the broker: amqp://user:password@host:5672/vhost (--kind amqp)" : "a new broker URL",
+        );
+        c.option("--exchange <name>", 'the exchange it publishes to (default "": the default exchange)');
+        c.option("--routing-key <template>", 'the routing key: {type}, {event}, {sourceId}, {destinationId} (default "{type}")');
+        c.option("--mandatory <yes|no>", "unroutable messages fail the attempt (default yes)");
+      },
+      apply(flags, into, current) {
+        const given = [flags.amqpUrl, flags.exchange, flags.routingKey, flags.mandatory];
+        if (given.every((flag) => flag === undefined)) return undefined;
+        const mandatory = flags.mandatory === undefined ? undefined : yesNo[String(flags.mandatory).toLowerCase()];
+        if (flags.mandatory !== undefined && mandatory === undefined)
+          throw new UsageError(`--mandatory: "${flags.mandatory}" is not yes or no`);
+        // Unchanged settings are sent as Get showed them (the masked URL keeps the stored one).
+        const stored = current?.amqp;
+        into.amqp = {
+          url: (flags.amqpUrl as string | undefined) ?? stored?.url ?? "",
+          exchange: (flags.exchange as string | undefined) ?? stored?.exchange ?? "",
+          routingKey: (flags.routingKey as string | undefined) ?? stored?.routingKey ?? "",
+          mandatory: mandatory ?? stored?.mandatory,
+        };
+        return "amqp";
+      },
+    },
+  ],
+  missing: (flags) => (flags.amqpUrl === undefined ? "--kind amqp needs --amqp-url" : undefined),
+  target: (d) => (d.amqp ? `${d.amqp.url} exchange "${d.amqp.exchange}" key ${d.amqp.routingKey}` : ""),
+  details: (d) =>
+    d.amqp
+      ? [
+          ["broker", d.amqp.url] as const,
+          ["exchange", d.amqp.exchange === "" ? '"" (default)' : d.amqp.exchange] as const,
+          ["routing key", d.amqp.routingKey] as const,
+          ["mandatory", d.amqp.mandatory === false ? "no" : "yes"] as const,
+        ]
+      : [],
+};
+
+const natsFlags: KindFlags = {
+  flags: [
+    {
+      declare: (c, mode) => {
+        c.option(
+          "--nats-server <url>",
+          mode === "create" ? "a NATS server: nats://host:4222 (repeat for up to 5; --kind nats)" : "replaces the servers (repeat)",
+          collect,
+        );
+        c.option("--subject <template>", 'the subject: {type}, {event}, {sourceId}, {destinationId} (default "waypost.{type}")');
+        c.option("--nats-token <token>", "authenticate with a token");
+        c.option("--nats-user <user>", "authenticate with a user and --nats-password");
+        c.option("--nats-password <password>", "the user's password");
+      },
+      apply(flags, into, current) {
+        const given = [flags.natsServer, flags.subject, flags.natsToken, flags.natsUser, flags.natsPassword];
+        if (given.every((flag) => flag === undefined)) return undefined;
+        // Unchanged settings are sent as Get showed them (masked credentials keep the stored ones).
+        const stored = current?.nats;
+        into.nats = {
+          servers: (flags.natsServer as string[] | undefined) ?? stored?.servers ?? [],
+          subject: (flags.subject as string | undefined) ?? stored?.subject ?? "",
+          token: (flags.natsToken as string | undefined) ?? stored?.token ?? "",
+          user: (flags.natsUser as string | undefined) ?? stored?.user ?? "",
+          password: (flags.natsPassword as string | undefined) ?? stored?.password ?? "",
+        };
+        return "nats";
+      },
+    },
+  ],
+  missing: (flags) => (flags.natsServer === undefined ? "--kind nats needs --nats-server" : undefined),
+  target: (d) => (d.nats ? `${d.nats.servers.join(" ")} subject ${d.nats.subject}` : ""),
+  details: (d) =>
+    d.nats
+      ? [
+          ["servers", d.nats.servers.join(" ")] as const,
+          ["subject", d.nats.subject] as const,
+          ["credentials", d.nats.hasToken ? "token" : d.nats.user ? `user ${d.nats.user}` : "none"] as const,
+        ]
+      : [],
+};
+
 /** Each kind's flags, by kind name: a kind without an entry does not compile. */
 export const kindFlags: Record<KindName, KindFlags> = {
   webhook: webhookFlags,
   postgres: postgresFlags,
+  amqp: amqpFlags,
+  nats: natsFlags,
 };

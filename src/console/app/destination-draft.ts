@@ -37,6 +37,17 @@ export interface DestinationDraft {
   // Postgres: the warehouse URL (masked as the server shows it, on edit) and schema.
   postgresUrl: string;
   schema: string;
+  // AMQP: the broker URL (masked on edit), exchange, routing key template, mandatory.
+  amqpUrl: string;
+  exchange: string;
+  routingKey: string;
+  mandatory: boolean;
+  // NATS: the servers (one a line), subject template and credentials ("***" on edit when set).
+  natsServers: string;
+  subject: string;
+  natsToken: string;
+  natsUser: string;
+  natsPassword: string;
   /** Routing rules as typed: the filter's JSON ("" is none), one dropped path a line, the transform's source. */
   filter: string;
   dropFields: string;

@@ -26,6 +26,8 @@ export interface ClaimedDelivery {
   receivedAt: Date;
   /** When the client says it sent the message (its `sentAt`; a warehouse's sent_at), null when it did not say. */
   sentAt?: Date | null;
+  /** The source the message came in through (a broker's `{sourceId}` routing template). */
+  sourceId?: string;
   /** The W3C trace context stored with the message, sent on every attempt (null: none). */
   traceparent?: string | null;
   tracestate?: string | null;
@@ -77,7 +79,7 @@ const claimTransition = transitionSql({
   from: "messages m",
   where: "d.ctid = ANY (ARRAY(SELECT row_id FROM due)) AND m.id = d.message_pk",
   returning: `d.destination_id, d.id, d.lease_token, d.attempt_count, d.first_attempt_at, d.retry_urls, m.payload,
-              m.message_id, m.received_at, m.sent_at, m.traceparent, m.tracestate, d.id IN (SELECT probe_delivery_id FROM probes) AS probe`,
+              m.message_id, m.source_id, m.received_at, m.sent_at, m.traceparent, m.tracestate, d.id IN (SELECT probe_delivery_id FROM probes) AS probe`,
 });
 
 /**
@@ -118,6 +120,7 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
     retry_urls: string[] | null;
     payload: string;
     message_id: string;
+    source_id: string;
     received_at: Date;
     sent_at: Date | null;
     traceparent: string | null;
@@ -227,6 +230,7 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
         retryUrls: row.retry_urls,
         payload: row.payload,
         messageId: row.message_id,
+        sourceId: row.source_id,
         receivedAt: row.received_at,
         sentAt: row.sent_at,
         traceparent: row.traceparent,

@@ -16,6 +16,10 @@ export interface KindColumns {
   signing_secrets: StoredSigningSecret[];
   /** Postgres: the warehouse (its URL includes the password: never returned or logged). */
   postgres: { url: string; schema: string } | null;
+  /** AMQP: the broker URL (with its password), exchange, routing key template, mandatory. */
+  amqp: { url: string; exchange: string; routingKey: string; mandatory: boolean } | null;
+  /** NATS: the servers, subject template and credentials. */
+  nats: { servers: string[]; subject: string; token: string; user: string; password: string } | null;
 }
 
 /** Each kind column, and whether it is jsonb (written as JSON text) or plain text. */
@@ -24,8 +28,20 @@ const kindColumns: Readonly<Record<keyof KindColumns, "jsonb" | "text">> = {
   shared_secret: "text",
   signing_secrets: "jsonb",
   postgres: "jsonb",
+  amqp: "jsonb",
+  nats: "jsonb",
 };
 const kindColumnNames = Object.keys(kindColumns) as Array<keyof KindColumns>;
+
+/** Every kind column empty: a kind's row is this with its own columns set. */
+export const emptyKindColumns: Readonly<KindColumns> = {
+  webhooks: [],
+  shared_secret: null,
+  signing_secrets: [],
+  postgres: null,
+  amqp: null,
+  nats: null,
+};
 
 export interface DestinationRow extends KindColumns {
   id: string;
@@ -92,8 +108,8 @@ export interface DestinationWrite {
   name: string;
   enabled: boolean;
   kind: string;
-  /** The kind's settings in its columns (the others empty). */
-  columns: KindColumns;
+  /** The kind's settings in its columns (the others are written empty). */
+  columns: Partial<KindColumns>;
   /** 0: no limit. */
   maxRequestsPerSecond: number;
   ordering: DestinationRow["ordering"];
@@ -112,7 +128,13 @@ const writtenColumns: ReadonlyArray<readonly [column: string, value: (row: Desti
   ["kind", (row) => row.kind],
   ...kindColumnNames.map(
     (column) =>
-      [column, (row: DestinationWrite) => (kindColumns[column] === "jsonb" ? json(row.columns[column]) : row.columns[column])] as const,
+      [
+        column,
+        (row: DestinationWrite) => {
+          const value = row.columns[column] ?? emptyKindColumns[column];
+          return kindColumns[column] === "jsonb" ? json(value) : value;
+        },
+      ] as const,
   ),
   ["max_requests_per_second", (row) => row.maxRequestsPerSecond],
   ["ordering", (row) => row.ordering],

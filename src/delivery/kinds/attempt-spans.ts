@@ -62,18 +62,23 @@ export function traceRequests(
 /**
  * One span around an attempt of a kind that does not start its own (a
  * warehouse load, a publish): named by the kind, ended with the attempt's
- * outcome once the kind reports it.
+ * outcome once the kind reports it. The kind is handed the call with the
+ * span's trace context in place of the stored one, so what it sends on (a
+ * message's traceparent header) makes the consumer's spans children of it.
  */
 export async function traceDelivery(
   tracing: Tracing,
   job: ClaimedDelivery,
   destination: DestinationCommon,
   span: { name: string; attributes: SpanAttributes },
-  deliver: () => Promise<AttemptResult[]>,
+  deliver: (job: ClaimedDelivery) => Promise<AttemptResult[]>,
 ): Promise<AttemptResult[]> {
-  if (!tracing.enabled) return deliver();
+  if (!tracing.enabled) return deliver(job);
   const started = tracing.startAttempt(parentOf(job), span.name, { ...span.attributes, ...attemptAttributes(job, destination) });
-  const results = await deliver();
+  const context = started.headers.traceparent
+    ? { ...job, traceparent: started.headers.traceparent, tracestate: started.headers.tracestate ?? job.tracestate ?? null }
+    : job;
+  const results = await deliver(context);
   const result = results.find((r) => r.outcome === "success") ?? results[0];
   if (result) started.end(...resultAttributes(result));
   else started.end({}, "no result");

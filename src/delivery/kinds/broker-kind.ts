@@ -15,6 +15,8 @@ export interface BrokerKindOptions<Settings, D extends DestinationCommon = Desti
   targetOf(settings: Settings): string;
   /** The source the call came in through ({sourceId} in templates). */
   sourceIdOf(job: ClaimedDelivery): string;
+  /** The messaging system, as attempt spans name it (`rabbitmq`, `nats`). */
+  system?: string | undefined;
 }
 
 /**
@@ -47,6 +49,10 @@ export function createBrokerKind<Settings, D extends DestinationCommon = Destina
       return [attempt];
     },
     label: (destination) => options.targetOf(options.settingsOf(destination)),
+    span: () => ({
+      name: "publish",
+      attributes: { "messaging.system": options.system ?? "broker", "messaging.operation.type": "publish" },
+    }),
     tick() {
       void options.publishers.sweep();
     },

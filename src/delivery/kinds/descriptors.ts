@@ -18,6 +18,8 @@ export interface KindDescriptor {
 export const kindDescriptors = [
   { name: "webhook", proto: DestinationKind.WEBHOOK, title: "Webhooks", summary: "POST calls to --url" },
   { name: "postgres", proto: DestinationKind.POSTGRES, title: "Postgres warehouse", summary: "load them into warehouse tables" },
+  { name: "amqp", proto: DestinationKind.AMQP, title: "AMQP (RabbitMQ)", summary: "publish them to --amqp-url" },
+  { name: "nats", proto: DestinationKind.NATS, title: "NATS JetStream", summary: "publish them to --nats-server" },
 ] as const satisfies readonly KindDescriptor[];
 
 /** The kinds' names: what per-kind tables (CLI flags, console fields) are keyed by, so a missing kind does not compile. */

@@ -77,8 +77,8 @@ export interface KindSettings<S> {
   check?(settings: S, current: S | undefined, pool: pg.Pool): Promise<void>;
   /** The settings as responses show them: secrets masked, with has_* flags. */
   toProto(settings: S, now: Date): DestinationOutput;
-  /** To the stored columns (every kind column: the ones it does not use are empty). */
-  toRow(settings: S): KindColumns;
+  /** To the stored columns: its own (the others are stored empty). */
+  toRow(settings: S): Partial<KindColumns>;
   fromRow(row: KindColumns): S;
 }
 

@@ -57,6 +57,22 @@ const samples: Record<KindName, Sample> = {
       return rows[0].postgres.url;
     },
   },
+  amqp: {
+    create: () => ({ amqp: { url: "amqp://waypost:amqp-secret-pw@broker.example.com:5672/events", exchange: "events" } }),
+    secret: () => "amqp://waypost:amqp-secret-pw@broker.example.com:5672/events",
+    async stored(id) {
+      const { rows } = await server.pool.query("SELECT amqp FROM destinations WHERE id = $1", [id]);
+      return rows[0].amqp.url;
+    },
+  },
+  nats: {
+    create: () => ({ nats: { servers: ["nats://nats.example.com:4222"], token: "nats-secret-token" } }),
+    secret: () => "nats-secret-token",
+    async stored(id) {
+      const { rows } = await server.pool.query("SELECT nats FROM destinations WHERE id = $1", [id]);
+      return rows[0].nats.token;
+    },
+  },
 };
 
 /** The warehouse's URL with a password (the embedded Postgres's own, or one a trusting server ignores). */

@@ -5,6 +5,7 @@ import { descriptorOfProto, type KindName } from "../../../delivery/kinds/descri
 import type { RetryWording } from "../delivery-hold.js";
 import type { DestinationDraft } from "../destination-draft.js";
 import type { FieldErrors } from "../field-error.js";
+import { AmqpFields, NatsFields } from "./broker-fields.js";
 import { SharedSecretFields } from "./shared-secret-fields.js";
 import { SigningSecretFields } from "./signing-secret-fields.js";
 import { WarehouseFields } from "./warehouse-fields.js";
@@ -36,7 +37,7 @@ export interface KindForm {
   /** Where its calls go, in the destinations list. */
   Where(props: { destination: Destination }): JSX.Element;
   /** Where its calls go, in a few words: tells destinations of one name apart. */
-  tell(destination: Pick<Destination, "webhooks" | "postgres">): string;
+  tell(destination: Pick<Destination, "webhooks" | "postgres" | "amqp" | "nats">): string;
   /** What a retry does, in the delivery view's hint. */
   retry: RetryWording;
   /** Whether its attempts are HTTP requests with headers to show. */
@@ -120,10 +121,84 @@ const postgresForm: KindForm = {
   discards: true,
 };
 
+/** What a broker kind shows where the others show URLs. */
+const brokerParts = {
+  retry: { now: "Publishes it", again: "Publishes it again now" },
+  requestHeaders: false,
+  discards: false,
+} as const;
+
+const amqpForm: KindForm = {
+  draft: (destination) => ({
+    amqpUrl: destination?.amqp?.url ?? "",
+    exchange: destination?.amqp?.exchange ?? "",
+    routingKey: destination?.amqp?.routingKey ?? "",
+    mandatory: destination?.amqp?.mandatory ?? true,
+  }),
+  request: (draft) => ({
+    fields: {
+      amqp: { url: draft.amqpUrl.trim(), exchange: draft.exchange.trim(), routingKey: draft.routingKey.trim(), mandatory: draft.mandatory },
+    },
+    paths: ["amqp"],
+  }),
+  Fields: (props) => <AmqpFields draft={props.draft} errors={props.errors} onChange={props.onChange} />,
+  Where: ({ destination }) => (
+    <div>
+      {destination.amqp && (
+        <>
+          <code>{destination.amqp.url}</code> (exchange <code>{destination.amqp.exchange || '""'}</code>, key{" "}
+          <code>{destination.amqp.routingKey}</code>)
+        </>
+      )}
+    </div>
+  ),
+  tell: (d) => (d.amqp ? `exchange ${d.amqp.exchange || '""'}` : ""),
+  ...brokerParts,
+};
+
+const natsForm: KindForm = {
+  draft: (destination) => ({
+    natsServers: destination?.nats?.servers.join("\n") ?? "",
+    subject: destination?.nats?.subject ?? "",
+    natsToken: destination?.nats?.token ?? "",
+    natsUser: destination?.nats?.user ?? "",
+    natsPassword: destination?.nats?.password ?? "",
+  }),
+  request: (draft) => ({
+    fields: {
+      nats: {
+        servers: draft.natsServers
+          .split("\n")
+          .map((line) => line.trim())
+          .filter((line) => line !== ""),
+        subject: draft.subject.trim(),
+        token: draft.natsToken,
+        user: draft.natsUser.trim(),
+        password: draft.natsPassword,
+      },
+    },
+    paths: ["nats"],
+  }),
+  Fields: (props) => <NatsFields draft={props.draft} errors={props.errors} onChange={props.onChange} />,
+  Where: ({ destination }) => (
+    <div>
+      {destination.nats && (
+        <>
+          <code>{destination.nats.servers.join(" ")}</code> (subject <code>{destination.nats.subject}</code>)
+        </>
+      )}
+    </div>
+  ),
+  tell: (d) => (d.nats ? `subject ${d.nats.subject}` : ""),
+  ...brokerParts,
+};
+
 /** Each kind's form, by kind name: a kind without an entry does not compile. */
 export const kindForms: Record<KindName, KindForm> = {
   webhook: webhookForm,
   postgres: postgresForm,
+  amqp: amqpForm,
+  nats: natsForm,
 };
 
 /** The form of a destination's kind (unspecified reads as webhooks, as the server treats it). */

@@ -51,7 +51,7 @@ export const postgresSettings: KindSettings<PostgresSettings> = {
   toProto: (settings) => ({
     postgres: { url: maskPostgresUrl(settings.url), schema: settings.schema, hasPostgresUrl: settings.url !== "" },
   }),
-  toRow: (settings) => ({ webhooks: [], shared_secret: null, signing_secrets: [], postgres: settings }),
+  toRow: (settings) => ({ postgres: settings }),
   // A row without warehouse settings (none is stored so) reads as an empty URL: loads fail naming it.
   fromRow: (row) => row.postgres ?? { url: "", schema: defaultWarehouseSchema },
 };

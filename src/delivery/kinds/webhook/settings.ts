@@ -90,7 +90,6 @@ export const webhookSettings: KindSettings<WebhookSettings> = {
     webhooks: settings.webhooks,
     shared_secret: settings.sharedSecret,
     signing_secrets: settings.signingSecrets,
-    postgres: null,
   }),
   fromRow: (row) => ({ webhooks: row.webhooks, sharedSecret: row.shared_secret, signingSecrets: row.signing_secrets }),
 };

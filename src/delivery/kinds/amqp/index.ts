@@ -1,0 +1,54 @@
+import { DestinationKind } from "../../../../gen/waypost/v1/destination_pb.js";
+import { maskUrlPassword } from "../broker-address.js";
+import { createBrokerKind } from "../broker-kind.js";
+import { defineKind, type DestinationOf, type KindSettings } from "../kind.js";
+import { createPublisherCache } from "../publisher-cache.js";
+import { createAmqpPublisher } from "./amqp-publisher.js";
+import { type AmqpSettings, amqpDefaults, amqpSettingsView, validateAmqpSettings } from "./amqp-settings.js";
+
+/** A broker whose destination sent nothing for this long has its connection closed (it reopens on the next call). */
+const idleCloseMs = 5 * 60_000;
+
+const settings: KindSettings<AmqpSettings> = {
+  fields: [{ path: "amqp", name: "amqp", describe: "AMQP settings", moves: true, given: (input) => input.amqp !== undefined }],
+  read(input, { paths, current, guard }) {
+    if (current && !paths.has("amqp")) return current;
+    const given = input.amqp;
+    return validateAmqpSettings(
+      "destination.amqp",
+      { url: given?.url ?? "", exchange: given?.exchange, routingKey: given?.routingKey, mandatory: given?.mandatory },
+      guard,
+      current,
+    );
+  },
+  toProto: (settings) => ({ amqp: amqpSettingsView(settings) }),
+  toRow: (settings) => ({ amqp: settings }),
+  // A row without settings (none is stored so) reads as an empty URL: publishes fail naming it.
+  fromRow: (row) => row.amqp ?? { url: "", ...amqpDefaults },
+};
+
+/**
+ * AMQP 0-9-1 (RabbitMQ): each call is one persistent message, delivered
+ * when the broker confirms it (docs/destinations-amqp.md). One connection
+ * per destination and settings revision.
+ */
+export const amqpKind = defineKind({
+  name: "amqp",
+  label: "AMQP",
+  proto: DestinationKind.AMQP,
+  settings,
+  createDelivery: ({ clock, config, guard, logger }) =>
+    createBrokerKind<AmqpSettings, DestinationOf<"amqp", AmqpSettings>>({
+      clock,
+      publishers: createPublisherCache({
+        clock,
+        idleMs: idleCloseMs,
+        create: (destinationId, settings) =>
+          createAmqpPublisher({ ...settings, guard, timeoutMs: config.timeoutMs, logger, connectionName: `waypost ${destinationId}` }),
+      }),
+      settingsOf: (destination) => destination.amqp,
+      targetOf: (settings) => `${maskUrlPassword(settings.url)} exchange "${settings.exchange}"`,
+      sourceIdOf: (job) => job.sourceId ?? "",
+      system: "rabbitmq",
+    }),
+});
