@@ -91,10 +91,11 @@ async function closeAll(closers: Closer[]): Promise<void> {
 }
 
 /**
- * The composition root: database, migrations, API, delivery loop. Everything
- * is created here from the config and passed down; nothing happens at import.
- * Each resource pushes its closer as it opens; stop() and a failing start
- * both unwind the one list, so nothing opened is left behind.
+ * The composition root, wing by wing: the database, what the wings share,
+ * ingest, delivery, the API, then the listener. Everything is created here
+ * from the config and passed down; nothing happens at import. Each wing
+ * pushes its closers as it opens; stop() and a failing start both unwind the
+ * one list (newest first), so nothing opened is left behind.
  */
 export async function startWaypost(options: WaypostOptions): Promise<Waypost> {
   const closers: Closer[] = [];
@@ -108,11 +109,55 @@ export async function startWaypost(options: WaypostOptions): Promise<Waypost> {
   }
 }
 
+/** What every wing is given: the options, the clock, and where to push what it opens. */
+interface Wiring {
+  options: WaypostOptions;
+  config: Config;
+  logger: Logger;
+  clock: Clock;
+  closers: Closer[];
+}
+
 async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost> {
   const { config, logger } = options;
-  const clock = options.clock ?? systemClock;
+  const wiring: Wiring = { options, config, logger, clock: options.clock ?? systemClock, closers };
   // Before the database set-up, which may take seconds: a port in use is named at once.
   await checkListenAddress(config.port, config.host);
+  const database = await openDatabase(wiring);
+  const shared = await openShared(wiring, database);
+  const ingest = openIngest(wiring, database, shared);
+  const delivery = await openDelivery(wiring, database, shared);
+  let stopping = false;
+  const handler = openApi(wiring, database, shared, ingest, delivery, () => stopping);
+  const { url, port } = await openListener(wiring, handler, database, shared, delivery);
+  return {
+    url,
+    port,
+    pool: database.pool,
+    adminReadPool: database.adminReadPool,
+    connectionString: database.connectionString,
+    adminToken: database.adminToken,
+    ingestor: ingest.ingestor,
+    metrics: shared.metrics,
+    tracing: shared.tracing,
+    delivery: delivery.loop,
+    maintenance: delivery.maintenance,
+    jobs: delivery.jobs,
+    async stop() {
+      stopping = true;
+      await closeAll(closers);
+      logger.info("Waypost stopped");
+    },
+  };
+}
+
+type DatabaseWing = Awaited<ReturnType<typeof openDatabase>>;
+type SharedWing = Awaited<ReturnType<typeof openShared>>;
+type IngestWing = ReturnType<typeof openIngest>;
+type DeliveryWing = Awaited<ReturnType<typeof openDelivery>>;
+
+/** The database: embedded Postgres unless DATABASE_URL is set, the pools, migrations, partitions, the admin token. */
+async function openDatabase({ config, logger, clock, closers }: Wiring) {
   let connectionString = config.databaseUrl;
   if (!connectionString) {
     // In its own process group: a Ctrl-C in the terminal reaches this
@@ -133,24 +178,10 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   }
   const pool = createPool({ connectionString, max: 20, logger });
   closers.push(() => pool.end());
-  let stopping = false;
   await runMigrations(pool);
   // The history's and attempts' partitions for today and the next days
   // (maintenance keeps creating them ahead).
   await createDayPartitions(pool, clock.now(), 3);
-  const admin = await resolveAdminToken(config.adminToken, config.dataDir);
-  if (admin.file) {
-    logger.info({ file: admin.file }, admin.created ? "created an admin token; read it from this file" : "admin token is in this file");
-  }
-  const backlog = createBacklogReader({ pool, clock, logger });
-  const metrics = createMetrics({ backlog: backlog.read });
-  const tracing = await startTracing({
-    config: config.tracing,
-    onDropped: (count, reason) => metrics.traceSpansDropped.inc({ reason }, count),
-  });
-  // Pushed before the delivery loop's closer, so it runs after it: the
-  // spans of the last attempts are exported too (within the shutdown timeout).
-  closers.push(() => tracing.shutdown(config.delivery.shutdownTimeoutMs));
   // Admin reads get their own few connections: see RpcHandlersOptions.adminReads.
   const adminReadPool = createPool({
     connectionString,
@@ -160,41 +191,29 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     statementTimeoutMs: config.adminReads.statementTimeoutMs,
   });
   closers.push(() => adminReadPool.end());
-  // Tracking plans: compiled per source and revision; violations counted in memory and written every second.
-  const planCache = createPlanCache({ pool, logger, clock });
-  const violationRecorder = createViolationRecorder({ pool, logger, metrics });
-  violationRecorder.start();
-  closers.push(() => violationRecorder.stop());
-  const trackingPlans = createTrackingPlans({ pool, readPool: adminReadPool, clock, cache: planCache, recorder: violationRecorder });
-  // Ingest wakes the delivery loops of every process after it commits (docs/design.md).
-  const loopWaker = createLoopWaker({ pool, logger });
-  closers.push(() => loopWaker.close());
-  const ingestor = createIngestor({
-    pool,
-    clock,
-    metrics,
-    plans: { cache: planCache, recorder: violationRecorder },
-    onQueued: () => loopWaker.queued(),
+  const admin = await resolveAdminToken(config.adminToken, config.dataDir);
+  if (admin.file) {
+    logger.info({ file: admin.file }, admin.created ? "created an admin token; read it from this file" : "admin token is in this file");
+  }
+  return { connectionString, pool, adminReadPool, adminToken: admin.token };
+}
+
+/** What the wings share: metrics, tracing, the address guard, the transform sandboxes. */
+async function openShared({ config, logger, clock, closers }: Wiring, { pool }: DatabaseWing) {
+  const metrics = createMetrics({ backlog: createBacklogReader({ pool, clock, logger }).read });
+  const tracing = await startTracing({
+    config: config.tracing,
+    onDropped: (count, reason) => metrics.traceSpansDropped.inc({ reason }, count),
   });
-  const auth = createAuthenticator({ pool, adminToken: admin.token });
+  // Pushed before the delivery loop's closer, so it runs after it: the
+  // spans of the last attempts are exported too (within the shutdown timeout).
+  closers.push(() => tracing.shutdown(config.delivery.shutdownTimeoutMs));
   // One address guard for the process: destination validation at the API
   // and every outbound request check against the same rules.
   const addressGuard = createAddressGuard({
     allowPrivate: config.delivery.allowPrivateDestinations,
     allowedCidrs: config.delivery.allowedCidrs,
   });
-  // Backfills and bulk retries are jobs in Postgres: any worker process
-  // takes them (an api process only stores them).
-  const jobs =
-    config.role === "api"
-      ? undefined
-      : createJobRunner({
-          pool,
-          clock,
-          logger,
-          leaseMs: config.delivery.leaseMs,
-          handlers: { backfill: createBackfillJob(), retry: createRetryJob() },
-        });
   // One set of transform sandboxes per process: the delivery loop runs
   // destinations' transforms in it, the API checks and tests drafts.
   const sandboxes = createTransformSandboxes({
@@ -206,24 +225,101 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     },
   });
   closers.push(async () => sandboxes.close());
-  const rpc = createRpcHandlers({
-    adminReads: { pool: adminReadPool, ...config.adminReads },
+  return { metrics, tracing, addressGuard, sandboxes };
+}
+
+/** Ingest: tracking plans, the ingestor, and the wake-up of every process's delivery loop after a commit (docs/design.md). */
+function openIngest({ logger, clock, closers }: Wiring, { pool, adminReadPool }: DatabaseWing, { metrics }: SharedWing) {
+  // Tracking plans: compiled per source and revision; violations counted in memory and written every second.
+  const planCache = createPlanCache({ pool, logger, clock });
+  const violationRecorder = createViolationRecorder({ pool, logger, metrics });
+  violationRecorder.start();
+  closers.push(() => violationRecorder.stop());
+  const trackingPlans = createTrackingPlans({ pool, readPool: adminReadPool, clock, cache: planCache, recorder: violationRecorder });
+  const loopWaker = createLoopWaker({ pool, logger });
+  closers.push(() => loopWaker.close());
+  const ingestor = createIngestor({
     pool,
     clock,
-    ingestor,
+    metrics,
+    plans: { cache: planCache, recorder: violationRecorder },
+    onQueued: () => loopWaker.queued(),
+  });
+  return { ingestor, trackingPlans };
+}
+
+/** Delivery (role worker or all): the loop, maintenance, and background jobs (backfills, bulk retries). */
+async function openDelivery({ options, config, logger, clock, closers }: Wiring, database: DatabaseWing, shared: SharedWing) {
+  const { pool, connectionString } = database;
+  if (config.role === "api") return { loop: undefined, maintenance: undefined, jobs: undefined };
+  const loop: DeliveryLoop = createDeliveryLoop({
+    pool,
+    connectionString,
+    config: config.delivery,
+    clock,
+    logger,
+    metrics: shared.metrics,
+    dispatcher: options.dispatcher,
+    ca: options.ca,
+    operatorWebhook: config.operatorWebhook,
+    guard: shared.addressGuard,
+    sandboxes: shared.sandboxes,
+    tracing: shared.tracing,
+  });
+  await loop.start();
+  closers.push(() => loop.stop());
+  const maintenance: Maintenance = createMaintenance({
+    pool,
+    clock,
+    logger,
+    retentionMs: config.retentionMs,
+    deadlineMs: config.delivery.retry.deadlineMs,
+  });
+  maintenance.start();
+  closers.push(() => maintenance.stop());
+  // Backfills and bulk retries are jobs in Postgres: any worker process
+  // takes them (an api process only stores them).
+  const jobs: JobRunner = createJobRunner({
+    pool,
+    clock,
+    logger,
+    leaseMs: config.delivery.leaseMs,
+    handlers: { backfill: createBackfillJob(), retry: createRetryJob() },
+  });
+  jobs.start();
+  closers.push(() => jobs.stop());
+  return { loop, maintenance, jobs };
+}
+
+/** The API (role api or all): the RPCs, the compatible /v1 API and the console, beside the operational routes every role serves. */
+function openApi(
+  { options, config, logger, clock }: Wiring,
+  database: DatabaseWing,
+  shared: SharedWing,
+  ingest: IngestWing,
+  delivery: DeliveryWing,
+  stopping: () => boolean,
+) {
+  const { pool } = database;
+  const auth = createAuthenticator({ pool, adminToken: database.adminToken });
+  const rpc = createRpcHandlers({
+    adminReads: { pool: database.adminReadPool, ...config.adminReads },
+    pool,
+    clock,
+    ingestor: ingest.ingestor,
     auth,
     logger,
-    addressGuard,
+    addressGuard: shared.addressGuard,
     signingSecretOverlapMs: config.signingSecretOverlapMs,
-    onJobCreated: () => jobs?.wake(),
-    sandboxes,
+    onJobCreated: () => delivery.jobs?.wake(),
+    sandboxes: shared.sandboxes,
     retentionMs: config.retentionMs,
-    trackingPlans,
-    tracing,
+    trackingPlans: ingest.trackingPlans,
+    tracing: shared.tracing,
   });
   const operational = createOperationalRoutes({
-    registry: metrics.registry,
-    isReady: async () => !stopping && (await ping(pool)),
+    registry: shared.metrics.registry,
+    isReady: async () => !stopping() && (await ping(pool)),
   });
   const serveRpc = config.role !== "worker";
   // The compatible /v1 API and the console come before the RPCs; the
@@ -232,56 +328,29 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     operational,
     ...(serveRpc
       ? [
-          createCompatHttpApi({ ingestor, auth, logger, tracing }),
+          createCompatHttpApi({ ingestor: ingest.ingestor, auth, logger, tracing: shared.tracing }),
           createConsoleRoutes(),
-          prefixRoute(rpc.trackingPrefix, (req, res) => rpc.tracking(req as never, res as never)),
-          prefixRoute("/waypost.v1.", (req, res) => rpc.admin(req as never, res as never)),
+          prefixRoute(rpc.trackingPrefix, rpc.tracking),
+          prefixRoute("/waypost.v1.", rpc.admin),
         ]
       : []),
   ];
   const cors = serveRpc ? createCors({ origins: config.corsOrigins }) : undefined;
-  const handler = createRouteTable({
+  return createRouteTable({
     cors: cors ? (req, res, path) => cors.handle(req, res, path) : undefined,
     routes: options.routes ? options.routes(defaultRoutes) : defaultRoutes,
     logger,
   });
+}
 
-  let delivery: DeliveryLoop | undefined;
-  let maintenance: Maintenance | undefined;
-  if (config.role !== "api") {
-    delivery = createDeliveryLoop({
-      pool,
-      connectionString,
-      config: config.delivery,
-      clock,
-      logger,
-      metrics,
-      dispatcher: options.dispatcher,
-      ca: options.ca,
-      operatorWebhook: config.operatorWebhook,
-      guard: addressGuard,
-      sandboxes,
-      tracing,
-    });
-    const loop = delivery;
-    await loop.start();
-    closers.push(() => loop.stop());
-    maintenance = createMaintenance({
-      pool,
-      clock,
-      logger,
-      retentionMs: config.retentionMs,
-      deadlineMs: config.delivery.retry.deadlineMs,
-    });
-    const housekeeping = maintenance;
-    housekeeping.start();
-    closers.push(() => housekeeping.stop());
-  }
-  if (jobs) {
-    jobs.start();
-    closers.push(() => jobs.stop());
-  }
-
+/** The activity summary and the listener, last: nothing is answered before every wing is open. */
+async function openListener(
+  { config, logger, clock, closers }: Wiring,
+  handler: ReturnType<typeof createRouteTable>,
+  { pool }: DatabaseWing,
+  { metrics }: SharedWing,
+  delivery: DeliveryWing,
+) {
   const activity = createActivityLog({
     logger,
     metrics,
@@ -289,12 +358,11 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     intervalMs: config.summaryIntervalMs,
     destinationNames: (ids) => selectDestinationNames(pool, ids),
   });
-  delivery?.hooks.on("completed", activity.completed);
+  delivery.loop?.hooks.on("completed", activity.completed);
   closers.push(async () => {
     activity.stop();
     await activity.flush();
   });
-
   const listener = await listen(handler, config.port, config.host, config.connections).catch((error: unknown) => {
     throw explainListenFailure(error, config.port, config.host);
   });
@@ -302,24 +370,5 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${listener.port}`;
   logger.info(startupSummary(config, url), "Waypost is listening");
-
-  return {
-    url,
-    port: listener.port,
-    pool,
-    adminReadPool,
-    connectionString,
-    adminToken: admin.token,
-    ingestor,
-    metrics,
-    tracing,
-    delivery,
-    maintenance,
-    jobs,
-    async stop() {
-      stopping = true;
-      await closeAll(closers);
-      logger.info("Waypost stopped");
-    },
-  };
+  return { url, port: listener.port };
 }
