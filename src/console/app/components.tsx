@@ -62,7 +62,7 @@ export function SecretOnce(props: { label: string; value: string; onDismiss(): v
 /** The "Destination" filter of the deliveries list and Live: every destination by name, or all. */
 export function DestinationSelect(props: {
   value: string;
-  destinations: ReadonlyArray<Pick<Destination, "id" | "name" | "kind" | "webhooks" | "postgres" | "amqp" | "nats">> | undefined;
+  destinations: ReadonlyArray<Destination> | undefined;
   onChange(destinationId: string): void;
 }) {
   const shared = sharedNames(props.destinations ?? []);

@@ -13,7 +13,7 @@ export function sharedNames(items: ReadonlyArray<{ name: string }>): Set<string>
 }
 
 /** What tells a destination apart from another of its name: where it sends, and the start of its id. */
-export function destinationTell(d: Pick<Destination, "id" | "kind" | "webhooks" | "postgres" | "amqp" | "nats">): string {
+export function destinationTell(d: Destination): string {
   const where = kindFormOf(d).tell(d);
   return where ? `${where} · ${d.id.slice(0, 8)}` : d.id.slice(0, 8);
 }

@@ -37,7 +37,7 @@ export interface KindForm {
   /** Where its calls go, in the destinations list. */
   Where(props: { destination: Destination }): JSX.Element;
   /** Where its calls go, in a few words: tells destinations of one name apart. */
-  tell(destination: Pick<Destination, "webhooks" | "postgres" | "amqp" | "nats">): string;
+  tell(destination: Destination): string;
   /** What a retry does, in the delivery view's hint. */
   retry: RetryWording;
   /** Whether its attempts are HTTP requests with headers to show. */

@@ -29,7 +29,7 @@ const settings: KindSettings<AmqpSettings> = {
 
 /**
  * AMQP 0-9-1 (RabbitMQ): each call is one persistent message, delivered
- * when the broker confirms it (docs/destinations-amqp.md). One connection
+ * when the broker confirms it (docs/amqp.md). One connection
  * per destination and settings revision.
  */
 export const amqpKind = defineKind({

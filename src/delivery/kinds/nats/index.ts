@@ -28,7 +28,7 @@ const settings: KindSettings<NatsSettings> = {
 
 /**
  * NATS JetStream: each call is published with `Nats-Msg-Id` = its message
- * id, delivered on the stream's acknowledgement (docs/destinations-nats.md).
+ * id, delivered on the stream's acknowledgement (docs/nats.md).
  * One connection per destination and settings revision.
  */
 export const natsKind = defineKind({
