@@ -21,6 +21,8 @@ export interface FlagMapping {
   declare(command: Command, mode: "create" | "update"): void;
   /** Writes the setting into `into` when its flags were given; returns the mask path it changed. */
   apply(flags: DestinationFlags, into: DestinationInit, current: Destination | undefined): string | undefined;
+  /** On update: whether `apply` needs the destination as it is (to keep what these flags leave unchanged). */
+  needsCurrent?(flags: DestinationFlags): boolean;
 }
 
 /** --rate-limit: a whole number of requests per second; 0 is no limit. */
@@ -173,4 +175,9 @@ export function destinationFromFlags(flags: DestinationFlags, current?: Destinat
     if (path) paths.push(path);
   }
   return { destination, paths };
+}
+
+/** Whether an update with these flags reads the destination first (some flag keeps part of what is stored). */
+export function flagsNeedCurrent(flags: DestinationFlags): boolean {
+  return destinationFlags.some((mapping) => mapping.needsCurrent?.(flags) === true);
 }

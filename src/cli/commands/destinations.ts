@@ -16,7 +16,7 @@ import {
 import type { CliContext, Wire } from "../context.js";
 import { UsageError } from "../errors.js";
 import { fields, table, time } from "../format.js";
-import { declareDestinationFlags, destinationFromFlags, type DestinationFlags } from "./destination-flags.js";
+import { declareDestinationFlags, destinationFromFlags, type DestinationFlags, flagsNeedCurrent } from "./destination-flags.js";
 import { resolveDestinationRef } from "./destination-ref.js";
 import { kindFlags } from "./kind-flags.js";
 import { descriptorOfProto } from "../../delivery/kinds/descriptors.js";
@@ -106,8 +106,8 @@ function secretOnce(secret: string): string {
 
 async function update(ctx: CliContext, id: string, flags: DestinationFlags): Promise<void> {
   const client = ctx.admin(DestinationService);
-  // --header without --url keeps the current URLs: read them first.
-  const current = flags.header !== undefined && flags.url === undefined ? (await client.getDestination({ id })).destination : undefined;
+  // Some flags keep part of what is stored (--header alone keeps the URLs; --exchange alone the broker URL): read it first.
+  const current = flagsNeedCurrent(flags) ? (await client.getDestination({ id })).destination : undefined;
   const { destination, paths } = destinationFromFlags(flags, current);
   if (paths.length === 0) throw new UsageError("nothing to change: give at least one of the flags (see --help)");
   const response = await client.updateDestination({ destination: { ...destination, id }, updateMask: { paths } });

@@ -42,6 +42,7 @@ const webhookFlags: KindFlags = {
         into.webhooks = targets.map((url) => ({ url, headers }));
         return "webhooks";
       },
+      needsCurrent: (flags) => flags.header !== undefined && flags.url === undefined,
     },
     {
       declare: (c, mode) =>
@@ -130,6 +131,7 @@ const amqpFlags: KindFlags = {
         };
         return "amqp";
       },
+      needsCurrent: (flags) => [flags.amqpUrl, flags.exchange, flags.routingKey, flags.mandatory].some((flag) => flag !== undefined),
     },
   ],
   missing: (flags) => (flags.amqpUrl === undefined ? "--kind amqp needs --amqp-url" : undefined),
@@ -173,6 +175,8 @@ const natsFlags: KindFlags = {
         };
         return "nats";
       },
+      needsCurrent: (flags) =>
+        [flags.natsServer, flags.subject, flags.natsToken, flags.natsUser, flags.natsPassword].some((flag) => flag !== undefined),
     },
   ],
   missing: (flags) => (flags.natsServer === undefined ? "--kind nats needs --nats-server" : undefined),
