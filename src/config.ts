@@ -124,9 +124,6 @@ export interface TransformConfig {
   workers: number;
 }
 
-/** A destination's transform sandbox limits when none are configured (the WAYPOST_TRANSFORM_* defaults). */
-export const defaultTransformConfig: Readonly<TransformConfig> = { timeoutMs: 50, memoryMb: 32, workers: availableParallelism() };
-
 /**
  * Whether, and where, spans are exported. Only the endpoint is read here;
  * the other OTEL_* variables (sampler, service name, headers, timeouts,
@@ -226,9 +223,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       maxResponseBytes: 4 * 1024 * 1024,
     },
     transform: {
-      timeoutMs: int(env, "WAYPOST_TRANSFORM_TIMEOUT_MS", defaultTransformConfig.timeoutMs, 1, 10_000),
-      memoryMb: int(env, "WAYPOST_TRANSFORM_MEMORY_MB", defaultTransformConfig.memoryMb, 1, 1024),
-      workers: int(env, "WAYPOST_TRANSFORM_WORKERS", defaultTransformConfig.workers, 1, 64),
+      timeoutMs: int(env, "WAYPOST_TRANSFORM_TIMEOUT_MS", 50, 1, 10_000),
+      memoryMb: int(env, "WAYPOST_TRANSFORM_MEMORY_MB", 32, 1, 1024),
+      workers: int(env, "WAYPOST_TRANSFORM_WORKERS", availableParallelism(), 1, 64),
     },
     tracing: { tracesUrl: parseTracesUrl(env), protocol: parseOtlpProtocol(env) },
   };

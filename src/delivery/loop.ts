@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type pg from "pg";
 import type { Clock } from "../clock.js";
-import { defaultTransformConfig, type DeliveryConfig, type TransformConfig } from "../config.js";
+import type { DeliveryConfig } from "../config.js";
 import { claimDeliveries, type ClaimedDelivery, type DeliveryCompletion } from "../db/job-table/index.js";
 import type { HealthMonitor } from "../health/health-monitor.js";
 import type { Logger } from "../logger.js";
@@ -10,7 +10,7 @@ import type { DeliveryHooks } from "./delivery-hooks.js";
 import { createDeliveryRuntime, within, type DeliveryRuntime, type DeliveryRuntimeOptions } from "./delivery-runtime.js";
 import { createScheduler } from "./scheduler.js";
 import { decideCompletion, releaseCompletion } from "./completion.js";
-import { createTransformSandboxes, type TransformSandboxes } from "../routing/transform-sandbox.js";
+import type { TransformSandboxes } from "../routing/transform-sandbox.js";
 import type { AnyDestination } from "./kinds/registry.js";
 import { createShapeStage } from "./shape-stage.js";
 
@@ -23,10 +23,11 @@ export interface DeliveryLoopOptions extends DeliveryRuntimeOptions {
   random?: () => number;
   /** Most deliveries one claim takes. */
   maxClaim?: number;
-  /** Where destinations' transforms run; one of the loop's own (with `transform`'s limits) when absent. */
-  sandboxes?: TransformSandboxes;
-  /** The sandbox limits of the loop's own sandboxes (WAYPOST_TRANSFORM_*); the defaults when absent. */
-  transform?: TransformConfig;
+  /**
+   * Where destinations' transforms run: the process's sandboxes, built once
+   * from the config (WAYPOST_TRANSFORM_*) and shared with the API's checks.
+   */
+  sandboxes: TransformSandboxes;
 }
 
 export interface DeliveryLoop {
@@ -68,7 +69,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     // A batching kind (a warehouse) takes a batch's worth at once.
     limitOf: (destinationId) => runtime.inFlightLimit(destinationId),
   });
-  const sandboxes = options.sandboxes ?? createTransformSandboxes({ ...(options.transform ?? defaultTransformConfig) });
+  const { sandboxes } = options;
   const shape = createShapeStage({
     pool,
     clock,
@@ -199,7 +200,6 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       runtime.flush();
       await within(Promise.allSettled([...active]), left());
       await runtime.close(left);
-      if (!options.sandboxes) sandboxes.close();
     },
   };
 }
