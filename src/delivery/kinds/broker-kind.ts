@@ -58,8 +58,11 @@ export function createBrokerKind<Settings, D extends DestinationCommon = Destina
     },
     openDestinations: () => options.publishers.destinations(),
     reconcile(current) {
-      // A deleted destination's connection closes now, not when it goes idle.
-      for (const id of options.publishers.destinations()) if (!current.has(id)) void options.publishers.drop(id);
+      // A deleted or changed destination's connection closes now, not when it goes idle or its next call comes.
+      for (const id of options.publishers.destinations()) {
+        const revision = current.get(id)?.revision;
+        if (revision === undefined || revision > (options.publishers.revisionOf(id) ?? revision)) void options.publishers.drop(id);
+      }
     },
     close: () => options.publishers.close(),
   };

@@ -27,6 +27,8 @@ export interface PublisherCache<Settings> {
   size(): number;
   /** Their ids. */
   destinations(): string[];
+  /** The settings revision the destination's publisher was made for; undefined: none open. */
+  revisionOf(destinationId: string): number | undefined;
   /** Closes them all (on stop). */
   close(): Promise<void>;
 }
@@ -85,6 +87,7 @@ export function createPublisherCache<Settings>(options: PublisherCacheOptions<Se
     },
     size: () => entries.size,
     destinations: () => [...entries.keys()],
+    revisionOf: (destinationId) => entries.get(destinationId)?.revision,
     async close() {
       for (const entry of entries.values()) void retire(entry.publisher);
       entries.clear();
