@@ -91,4 +91,21 @@ describe("broker destinations in the console", () => {
     expect(await page.content()).not.toContain("nats-tok-9");
     expect(pageErrors).toEqual([]);
   });
+
+  it("saves a Postgres destination's routing rules from the form, as every kind's", async () => {
+    await page.goto(`${server.url}/console/destinations/new`);
+    await page.getByLabel("Name", { exact: true }).fill("ruled warehouse");
+    await page.getByRole("checkbox", { name: "web", exact: true }).check();
+    await page.getByRole("combobox", { name: "Kind" }).selectOption({ label: "Postgres warehouse" });
+    await page.getByRole("textbox", { name: "Warehouse URL" }).fill("postgres://loader:pw@warehouse.invalid:5432/analytics");
+    await page.getByRole("textbox", { name: "Filter" }).fill('{"type": "track"}');
+    await page.getByRole("textbox", { name: "Dropped fields" }).fill("context.ip");
+    await page.getByRole("button", { name: "Create destination" }).click();
+    await page.getByRole("table", { name: "Destinations" }).getByRole("row").filter({ hasText: "ruled warehouse" }).waitFor();
+    const created = (await server.destinations.listDestinations({})).destinations.find((d) => d.name === "ruled warehouse");
+    expect(created?.kind).toBe(DestinationKind.POSTGRES);
+    expect(created?.filter).toEqual({ type: "track" });
+    expect(created?.dropFields).toEqual(["context.ip"]);
+    expect(pageErrors).toEqual([]);
+  });
 });
