@@ -2,7 +2,7 @@
 // `npm run bench`: starts what it needs on loopback (a Postgres database, the
 // service as separate processes, a keep-alive sink process) and prints one
 // JSON object per line. Options:
-//   --only=ingest,plan-ingest,routing-ingest,burn-down,transform-burn-down,scaling,end-to-end,baselines,isolation,client,cheap-requests,ordering,rate-limit,warehouse,tracing,history,retention,backfill,soak
+//   --only=ingest,plan-ingest,routing-ingest,burn-down,transform-burn-down,brokers,scaling,end-to-end,baselines,isolation,client,cheap-requests,ordering,rate-limit,warehouse,tracing,history,retention,backfill,soak
 //   --quick   smaller counts and shorter steps (a smoke run, not a measurement)
 //   --soak    add a 5-minute steady run that checks rates do not decay
 //   --duration=MS --deliveries=N   override the ingest duration and the burn-down size
@@ -16,6 +16,7 @@ import { startSink } from "./lib/sink.mjs";
 import { report } from "./lib/stats.mjs";
 import { baselinesScenario } from "./scenarios/baselines.mjs";
 import { backfillScenario } from "./scenarios/backfill.mjs";
+import { brokerBurnDownScenario } from "./scenarios/broker-burn-down.mjs";
 import { burnDownScenario } from "./scenarios/burn-down.mjs";
 import { cheapRequestsScenario } from "./scenarios/cheap-requests.mjs";
 import { clientScenario } from "./scenarios/client.mjs";
@@ -120,6 +121,10 @@ try {
   // A small transform's burn-down beside the same without rules, windows A B B A in one service.
   if (wants("transform-burn-down")) {
     rss.transform_burn_down = (await inFreshDatabase((db) => transformBurnDownScenario({ db, sink, count: transformWindow }))).rss;
+  }
+  // Each broker kind's burn-down beside a webhook one of the same size, in one run (at most 50,000 each).
+  if (wants("brokers")) {
+    rss.broker_burn_down = (await inFreshDatabase((db) => brokerBurnDownScenario({ db, sink, count: transformWindow }))).rss;
   }
   if (wants("scaling")) {
     const results = await scalingScenario({
