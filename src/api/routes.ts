@@ -163,7 +163,12 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
   return { tracking, admin, trackingPrefix: `/${TrackingService.typeName}/` };
 }
 
-/** Method by method, so the sync RPCs get their larger read limit and the rest the admin one. */
+/**
+ * Method by method, so the sync RPCs get their larger read limit and the rest
+ * the admin one. A loop over the service's methods sees each as the union of
+ * them all, which no one implementation matches: hence the one cast here,
+ * rather than a hand-kept list that could miss a new method.
+ */
 function registerAudienceService(router: ConnectRouter, impl: ServiceImpl<typeof AudienceService>): void {
   for (const method of AudienceService.methods) {
     const readMaxBytes = syncMethods.has(method.name)

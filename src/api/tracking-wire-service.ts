@@ -1,5 +1,5 @@
-import { fromBinary, toBinary, type DescMessage, type DescMethod, type MessageShape } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
+import { fromBinary, toBinary, type DescMessage, type DescMethodUnary, type MessageShape } from "@bufbuild/protobuf";
+import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import {
   WireAliasRequestSchema,
   WireBatchRequestSchema,
@@ -30,15 +30,9 @@ import { ingestBatch, ingestOne } from "./tracking-service.js";
  */
 export function registerWireTrackingService(router: ConnectRouter, ingestor: Ingestor): void {
   const unary = (type: CallType, input: DescMessage) => {
-    router.rpc(
-      wireMethod(type, input) as never,
-      ((req: Record<string, unknown>, ctx: HandlerContext) => ingestOne(ingestor, type, callOfWireRequest(type, input, req), ctx)) as never,
-    );
+    router.rpc(wireMethod(type, input), (req, ctx) => ingestOne(ingestor, type, callOfWireRequest(type, input, req), ctx));
   };
-  router.rpc(
-    wireMethod("batch", WireBatchRequestSchema) as never,
-    ((req: WireBatchRequest, ctx: HandlerContext) => ingestBatch(ingestor, callsOfWireBatch(req), ctx)) as never,
-  );
+  router.rpc(wireMethod("batch", WireBatchRequestSchema), (req, ctx) => ingestBatch(ingestor, callsOfWireBatch(req), ctx));
   unary("identify", WireIdentifyRequestSchema);
   unary("track", WireTrackRequestSchema);
   unary("page", WirePageRequestSchema);
@@ -70,9 +64,16 @@ export function callOfWireRequest(type: CallType, input: DescMessage, req: Recor
   return callFromProto(type, reference[type] as Parameters<typeof callFromProto>[1]);
 }
 
-/** The public method with the wire-compatible input: same service, name and path. */
-function wireMethod(localName: keyof typeof TrackingService.method, input: DescMessage): DescMethod {
-  return { ...TrackingService.method[localName], input } as DescMethod;
+/**
+ * The public method with the wire-compatible input: same service, name, path
+ * and answer. (The assertion says what the spread does: the input schema is
+ * replaced, so requests decode as `I`.)
+ */
+function wireMethod<K extends keyof typeof TrackingService.method, I extends DescMessage>(
+  localName: K,
+  input: I,
+): DescMethodUnary<I, (typeof TrackingService.method)[K]["output"]> {
+  return { ...TrackingService.method[localName], input } as DescMethodUnary<I, (typeof TrackingService.method)[K]["output"]>;
 }
 
 /**
