@@ -1,7 +1,9 @@
-import { isIP } from "node:net";
 import { availableParallelism } from "node:os";
 import { signingSecretProblem } from "./signing/standard-webhooks.js";
 import { defaultConnectionLimits, type ConnectionLimits } from "./http/connection-limits.js";
+import { ConfigError, int, parseAllowPrivate, parseCorsOrigins } from "./config-values.js";
+
+export { ConfigError };
 
 /** Which parts of Waypost a process runs. */
 export type Role = "api" | "worker" | "all";
@@ -143,10 +145,6 @@ export interface AdminReadConfig {
   statementTimeoutMs: number;
   /** A page of deliveries stops once the bodies it holds reach this many bytes. */
   maxResponseBytes: number;
-}
-
-export class ConfigError extends Error {
-  override name = "ConfigError";
 }
 
 export const defaultCircuitConfig: CircuitConfig = {
@@ -352,64 +350,4 @@ function parseEmbeddedPostgresPort(env: Record<string, string | undefined>, data
     throw new ConfigError(`${name} is set but so is DATABASE_URL: the embedded Postgres runs only without DATABASE_URL; unset one of them`);
   }
   return int(env, name, 0, 1024, 65535);
-}
-
-function int(env: Record<string, string | undefined>, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
-  }
-  return value;
-}
-
-/** "true", "false", or a comma-separated list of CIDR ranges. */
-function parseAllowPrivate(raw: string | undefined): { all: boolean; cidrs: string[] } {
-  if (raw === undefined || raw === "" || raw === "false") return { all: false, cidrs: [] };
-  if (raw === "true") return { all: true, cidrs: [] };
-  const cidrs = raw
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
-  for (const cidr of cidrs) {
-    const [address, bits] = cidr.split("/");
-    const family = isIP(address ?? "");
-    const max = family === 6 ? 128 : 32;
-    const n = Number(bits);
-    if (family === 0 || bits === undefined || !Number.isInteger(n) || n < 0 || n > max) {
-      throw new ConfigError(
-        `WAYPOST_ALLOW_PRIVATE_DESTINATIONS must be true, false or CIDR ranges like 10.0.0.0/8, got ${JSON.stringify(cidr)}`,
-      );
-    }
-  }
-  return { all: false, cidrs };
-}
-
-/**
- * WAYPOST_CORS_ORIGINS: unset, empty or "*" for any origin, or a comma list of
- * origins as browsers send them (scheme, host, port if not the default; no
- * path, no trailing slash), so that a typo is caught here, not by a page
- * failing to send calls.
- */
-function parseCorsOrigins(raw: string | undefined): string[] | undefined {
-  if (raw === undefined || raw.trim() === "" || raw.trim() === "*") return undefined;
-  const origins = raw
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
-  for (const origin of origins) {
-    let parsed: URL | undefined;
-    try {
-      parsed = new URL(origin);
-    } catch {
-      parsed = undefined;
-    }
-    if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:") || parsed.origin !== origin) {
-      throw new ConfigError(
-        `WAYPOST_CORS_ORIGINS must be "*" or origins like https://shop.example.com (no path or trailing slash), got ${JSON.stringify(origin)}`,
-      );
-    }
-  }
-  return origins;
 }

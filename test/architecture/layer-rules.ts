@@ -23,6 +23,7 @@ export const layers: ReadonlyArray<{ name: string; modules: readonly string[] }>
       "startup-error.ts",
       "admin-token.ts",
       "config.ts",
+      "config-values.ts",
       "signing/",
       "http/",
       "tracing/",
