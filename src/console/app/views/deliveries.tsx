@@ -8,6 +8,7 @@ import { formatTime, statusLabels } from "../format.js";
 import { DestinationLink, useNames } from "../names.js";
 import { DeliveryFilters } from "./delivery-filters.js";
 import { RetryAllMatching } from "./retry-all-matching.js";
+import { Pager, usePageTokens } from "../pager.js";
 
 const pageSize = 50;
 /** While some listed deliveries are still pending or retrying, the page refreshes itself. */
@@ -26,10 +27,8 @@ export function DeliveriesView() {
   const { query, path, route } = useLocation();
   const filter = filterFromQuery(query);
   const filterKey = filterToQuery(filter);
-  // Tokens of the pages before the current one, for "Previous page".
-  const [tokens, setTokens] = useState<string[]>([""]);
-  useEffect(() => setTokens([""]), [filterKey]);
-  const pageToken = tokens[tokens.length - 1]!;
+  const pages = usePageTokens(filterKey);
+  const { pageToken } = pages;
 
   const names = useNames();
   const [replayRefreshes, setReplayRefreshes] = useState(0);
@@ -96,23 +95,11 @@ export function DeliveriesView() {
           ))}
         </tbody>
       </table>
-      <div class="pager">
-        <button type="button" class="quiet" disabled={tokens.length <= 1} onClick={() => setTokens((t) => t.slice(0, -1))}>
-          Previous page
-        </button>
-        <button
-          type="button"
-          class="quiet"
-          disabled={!page.data?.nextPageToken}
-          onClick={() => page.data && setTokens((t) => [...t, page.data!.nextPageToken])}
-        >
-          Next page
-        </button>
+      <Pager pages={pages} nextPageToken={page.data?.nextPageToken}>
         <button type="button" class="quiet" onClick={page.reload}>
           Refresh
         </button>
-        <span class="hint">Page {tokens.length}</span>
-      </div>
+      </Pager>
     </section>
   );
 }

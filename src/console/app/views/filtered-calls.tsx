@@ -1,11 +1,12 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
 import { Fate, type ListFatesRequest } from "../../../../gen/waypost/v1/delivery_pb.js";
 import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
 import { useLoad } from "../context.js";
 import { formatTime } from "../format.js";
 import { SourceLink, useNames } from "../names.js";
+import { Pager, usePageTokens } from "../pager.js";
 
 const pageSize = 50;
 
@@ -37,9 +38,8 @@ export function FilteredCallsView(props: { params: { id: string } }) {
   const window = Number.isInteger(minutes) && minutes > 0 ? minutes : undefined;
   // The window's start, fixed when the page opens, so "More" pages one list.
   const [since] = useState(() => (window ? new Date(Date.now() - window * 60_000) : undefined));
-  const [tokens, setTokens] = useState<string[]>([""]);
-  useEffect(() => setTokens([""]), [reason.key]);
-  const pageToken = tokens[tokens.length - 1]!;
+  const pages = usePageTokens(reason.key);
+  const { pageToken } = pages;
   const names = useNames();
   const page = useLoad(
     (api) =>
@@ -99,20 +99,7 @@ export function FilteredCallsView(props: { params: { id: string } }) {
           ))}
         </tbody>
       </table>
-      <div class="pager">
-        <button type="button" class="quiet" disabled={tokens.length <= 1} onClick={() => setTokens((t) => t.slice(0, -1))}>
-          Previous page
-        </button>
-        <button
-          type="button"
-          class="quiet"
-          disabled={!page.data?.nextPageToken}
-          onClick={() => page.data && setTokens((t) => [...t, page.data!.nextPageToken])}
-        >
-          Next page
-        </button>
-        <span class="hint">Page {tokens.length}</span>
-      </div>
+      <Pager pages={pages} nextPageToken={page.data?.nextPageToken} />
     </section>
   );
 }
