@@ -164,4 +164,37 @@ describe("the console's rough edges", () => {
     }
     expect(pageErrors).toEqual([]);
   });
+
+  it("pages through a list with Next page and Previous page", async () => {
+    const source = await server.createSource("pager source");
+    const destination = await server.createDestination({
+      name: "pager",
+      sourceIds: [source.id],
+      webhooks: [{ url: receiver.url }],
+      filter: { type: "identify" },
+    });
+    // One page is 50 calls: 51 turned away make two pages.
+    const batch = Array.from({ length: 51 }, (_, i) => ({
+      type: { case: "track" as const, value: { userId: `p${i}`, event: "Paged" } },
+    }));
+    expect((await server.tracking(source.writeKey).batch({ batch })).accepted).toBe(51);
+
+    await page.goto(`${server.url}/console/destinations/${destination.id}/filtered`);
+    const rows = page.getByRole("table", { name: "Calls without a delivery" }).getByRole("row").filter({ hasText: "Paged" });
+    const previous = page.getByRole("button", { name: "Previous page" });
+    const next = page.getByRole("button", { name: "Next page" });
+    await rows.nth(49).waitFor();
+    expect(await rows.count()).toBe(50);
+    expect(await previous.isDisabled()).toBe(true);
+    await page.getByText("Page 1", { exact: true }).waitFor();
+
+    await next.click();
+    await page.getByText("Page 2", { exact: true }).waitFor();
+    await expect.poll(() => rows.count()).toBe(1);
+    expect(await next.isDisabled()).toBe(true);
+
+    await previous.click();
+    await page.getByText("Page 1", { exact: true }).waitFor();
+    await expect.poll(() => rows.count()).toBe(50);
+  });
 });
