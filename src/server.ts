@@ -12,7 +12,7 @@ import type { Config } from "./config.js";
 import { startEmbeddedPostgres } from "./db/embedded.js";
 import { createDayPartitions } from "./db/job-table/index.js";
 import { runMigrations } from "./db/migrate.js";
-import { createPool, ping } from "./db/pool.js";
+import { closePool, createPool, ping } from "./db/pool.js";
 import { selectDestinationNames } from "./db/queries/destinations.js";
 import { createAddressGuard } from "./outbound/address-guard.js";
 import { createBackfillJob } from "./delivery/backfill-job.js";
@@ -177,7 +177,7 @@ async function openDatabase({ config, logger, clock, closers }: Wiring) {
     connectionString = embedded.url;
   }
   const pool = createPool({ connectionString, max: 20, logger });
-  closers.push(() => pool.end());
+  closers.push(() => closePool(pool));
   await runMigrations(pool);
   // The history's and attempts' partitions for today and the next days
   // (maintenance keeps creating them ahead).
@@ -190,7 +190,7 @@ async function openDatabase({ config, logger, clock, closers }: Wiring) {
     applicationName: "waypost-admin-reads",
     statementTimeoutMs: config.adminReads.statementTimeoutMs,
   });
-  closers.push(() => adminReadPool.end());
+  closers.push(() => closePool(adminReadPool));
   const admin = await resolveAdminToken(config.adminToken, config.dataDir);
   if (admin.file) {
     logger.info({ file: admin.file }, admin.created ? "created an admin token; read it from this file" : "admin token is in this file");

@@ -40,7 +40,35 @@ export function createPool(options: PoolOptions): pg.Pool {
   // pool replaces it on the next checkout. It is logged: it is often the
   // first sign of a database restart or outage.
   pool.on("error", (error) => options.logger?.warn({ err: error }, "an idle database connection failed; the pool replaces it"));
+  const clients = new Set<pg.PoolClient>();
+  pool.on("connect", (client) => {
+    clients.add(client);
+    client.once("end", () => clients.delete(client));
+  });
+  openClients.set(pool, clients);
   return pool;
+}
+
+/** Every pool's connections still open, for closePool. */
+const openClients = new WeakMap<pg.Pool, Set<pg.PoolClient>>();
+
+/**
+ * Ends the pool and waits until each of its connections has closed.
+ * pool.end() resolves once it has asked its idle connections to end, not
+ * once they have: a Postgres stopped right after (the embedded one, on
+ * shutdown) would still find their backends and terminate them, and each
+ * would report 57P01 "terminating connection" as a failed idle connection.
+ */
+export async function closePool(pool: pg.Pool, waitMs = 5_000): Promise<void> {
+  const ended = [...(openClients.get(pool) ?? [])].map((client) => new Promise<void>((resolve) => client.once("end", () => resolve())));
+  await pool.end();
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, waitMs);
+    timer.unref();
+  });
+  await Promise.race([Promise.all(ended), bound]);
+  clearTimeout(timer);
 }
 
 /** Whether the database answers (the readiness check). */
