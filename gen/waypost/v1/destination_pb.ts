@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file waypost/v1/destination.proto.
  */
 export const file_waypost_v1_destination: GenFile = /*@__PURE__*/
-  fileDesc("Chx3YXlwb3N0L3YxL2Rlc3RpbmF0aW9uLnByb3RvEgp3YXlwb3N0LnYxInkKB1dlYmhvb2sSCwoDdXJsGAEgASgJEjEKB2hlYWRlcnMYAiADKAsyIC53YXlwb3N0LnYxLldlYmhvb2suSGVhZGVyc0VudHJ5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkoKEVBvc3RncmVzV2FyZWhvdXNlEgsKA3VybBgBIAEoCRIOCgZzY2hlbWEYAiABKAkSGAoQaGFzX3Bvc3RncmVzX3VybBgDIAEoCCJ+CgxBbXFwU2V0dGluZ3MSCwoDdXJsGAEgASgJEhAKCGV4Y2hhbmdlGAIgASgJEhMKC3JvdXRpbmdfa2V5GAMgASgJEhYKCW1hbmRhdG9yeRgEIAEoCEgAiAEBEhQKDGhhc19hbXFwX3VybBgFIAEoCEIMCgpfbWFuZGF0b3J5IogBCgxOYXRzU2V0dGluZ3MSDwoHc2VydmVycxgBIAMoCRIPCgdzdWJqZWN0GAIgASgJEg0KBXRva2VuGAMgASgJEgwKBHVzZXIYBCABKAkSEAoIcGFzc3dvcmQYBSABKAkSEQoJaGFzX3Rva2VuGAYgASgIEhQKDGhhc19wYXNzd29yZBgHIAEoCCL+BwoLRGVzdGluYXRpb24SCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRISCgpzb3VyY2VfaWRzGAMgAygJEhQKB2VuYWJsZWQYBCABKAhIAIgBARIlCgh3ZWJob29rcxgFIAMoCzITLndheXBvc3QudjEuV2ViaG9vaxIVCg1zaGFyZWRfc2VjcmV0GAYgASgJEhkKEWhhc19zaGFyZWRfc2VjcmV0GAcgASgIEgwKBGV0YWcYCCABKAkSLwoLY3JlYXRlX3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCgZoZWFsdGgYCyABKA4yHS53YXlwb3N0LnYxLkRlc3RpbmF0aW9uSGVhbHRoEjUKEWxhc3Rfc3VjY2Vzc190aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1ChFsYXN0X2ZhaWx1cmVfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKbGFzdF9lcnJvchgOIAEoCRIXCg9zaWduaW5nX3NlY3JldHMYDyADKAkSGgoSaGFzX3NpZ25pbmdfc2VjcmV0GBAgASgIEhwKFGNvbnNlY3V0aXZlX2ZhaWx1cmVzGBEgASgFEjMKD25leHRfcHJvYmVfdGltZRgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoSYmFja29mZl91bnRpbF90aW1lGBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIkChdtYXhfcmVxdWVzdHNfcGVyX3NlY29uZBgUIAEoDUgBiAEBEiYKCG9yZGVyaW5nGBUgASgOMhQud2F5cG9zdC52MS5PcmRlcmluZxIpCgRraW5kGBYgASgOMhsud2F5cG9zdC52MS5EZXN0aW5hdGlvbktpbmQSLwoIcG9zdGdyZXMYFyABKAsyHS53YXlwb3N0LnYxLlBvc3RncmVzV2FyZWhvdXNlEicKBmZpbHRlchgYIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEwoLZHJvcF9maWVsZHMYGSADKAkSEQoJdHJhbnNmb3JtGBogASgJEiYKBGFtcXAYGyABKAsyGC53YXlwb3N0LnYxLkFtcXBTZXR0aW5ncxImCgRuYXRzGBwgASgLMhgud2F5cG9zdC52MS5OYXRzU2V0dGluZ3NCCgoIX2VuYWJsZWRCGgoYX21heF9yZXF1ZXN0c19wZXJfc2Vjb25kImkKGENyZWF0ZURlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SHwoXZ2VuZXJhdGVfc2lnbmluZ19zZWNyZXQYAiABKAgiYQoZQ3JlYXRlRGVzdGluYXRpb25SZXNwb25zZRIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SFgoOc2lnbmluZ19zZWNyZXQYAiABKAkiIwoVR2V0RGVzdGluYXRpb25SZXF1ZXN0EgoKAmlkGAEgASgJIkYKFkdldERlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uIlMKF0xpc3REZXN0aW5hdGlvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEhEKCXNvdXJjZV9pZBgDIAEoCSJiChhMaXN0RGVzdGluYXRpb25zUmVzcG9uc2USLQoMZGVzdGluYXRpb25zGAEgAygLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkieQoYVXBkYXRlRGVzdGluYXRpb25SZXF1ZXN0EiwKC2Rlc3RpbmF0aW9uGAEgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbhIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siSQoZVXBkYXRlRGVzdGluYXRpb25SZXNwb25zZRIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24iJgoYRGVsZXRlRGVzdGluYXRpb25SZXF1ZXN0EgoKAmlkGAEgASgJIhsKGURlbGV0ZURlc3RpbmF0aW9uUmVzcG9uc2UiKAoaUm90YXRlU2lnbmluZ1NlY3JldFJlcXVlc3QSCgoCaWQYASABKAkiYwobUm90YXRlU2lnbmluZ1NlY3JldFJlc3BvbnNlEhYKDnNpZ25pbmdfc2VjcmV0GAEgASgJEiwKC2Rlc3RpbmF0aW9uGAIgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbiJwChZUZXN0RGVzdGluYXRpb25SZXF1ZXN0EiwKC2Rlc3RpbmF0aW9uGAEgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbhITCgtzYW1wbGVfc2l6ZRgCIAEoBRITCgttZXNzYWdlX2lkcxgDIAMoCSKXAQoKVGVzdGVkQ2FsbBISCgptZXNzYWdlX2lkGAEgASgJEgwKBHR5cGUYAiABKAkSDQoFZXZlbnQYAyABKAkSKAoHb3V0Y29tZRgEIAEoDjIXLndheXBvc3QudjEuVGVzdE91dGNvbWUSDQoFZXJyb3IYBSABKAkSDAoEYm9keRgGIAEoCRIRCglzb3VyY2VfaWQYByABKAkiQAoXVGVzdERlc3RpbmF0aW9uUmVzcG9uc2USJQoFY2FsbHMYASADKAsyFi53YXlwb3N0LnYxLlRlc3RlZENhbGwiigEKGkJhY2tmaWxsRGVzdGluYXRpb25SZXF1ZXN0EhYKDmRlc3RpbmF0aW9uX2lkGAEgASgJEikKBXNpbmNlGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiXAobQmFja2ZpbGxEZXN0aW5hdGlvblJlc3BvbnNlEiYKCGJhY2tmaWxsGAIgASgLMhQud2F5cG9zdC52MS5CYWNrZmlsbEoECAEQAlIPY2FuZGlkYXRlX2NvdW50ItECCghCYWNrZmlsbBIKCgJpZBgBIAEoCRIWCg5kZXN0aW5hdGlvbl9pZBgCIAEoCRIjCgVzdGF0ZRgDIAEoDjIULndheXBvc3QudjEuSm9iU3RhdGUSEgoKY2FuZGlkYXRlcxgEIAEoAxIPCgdjcmVhdGVkGAUgASgDEhAKCGZpbHRlcmVkGAYgASgDEikKBXNpbmNlGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDQoFZXJyb3IYCSABKAkSLwoLY3JlYXRlX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaF90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIgChJHZXRCYWNrZmlsbFJlcXVlc3QSCgoCaWQYASABKAkiPQoTR2V0QmFja2ZpbGxSZXNwb25zZRImCghiYWNrZmlsbBgBIAEoCzIULndheXBvc3QudjEuQmFja2ZpbGwiQQoUTGlzdEJhY2tmaWxsc1JlcXVlc3QSFgoOZGVzdGluYXRpb25faWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFIkAKFUxpc3RCYWNrZmlsbHNSZXNwb25zZRInCgliYWNrZmlsbHMYASADKAsyFC53YXlwb3N0LnYxLkJhY2tmaWxsIiMKFUNhbmNlbEJhY2tmaWxsUmVxdWVzdBIKCgJpZBgBIAEoCSJAChZDYW5jZWxCYWNrZmlsbFJlc3BvbnNlEiYKCGJhY2tmaWxsGAEgASgLMhQud2F5cG9zdC52MS5CYWNrZmlsbCqcAQoRRGVzdGluYXRpb25IZWFsdGgSIgoeREVTVElOQVRJT05fSEVBTFRIX1VOU1BFQ0lGSUVEEAASHgoaREVTVElOQVRJT05fSEVBTFRIX0hFQUxUSFkQARIeChpERVNUSU5BVElPTl9IRUFMVEhfRkFJTElORxACEiMKH0RFU1RJTkFUSU9OX0hFQUxUSF9DSVJDVUlUX09QRU4QAypOCghPcmRlcmluZxIYChRPUkRFUklOR19VTlNQRUNJRklFRBAAEhEKDU9SREVSSU5HX05PTkUQARIVChFPUkRFUklOR19QRVJfVVNFUhACKqYBCg9EZXN0aW5hdGlvbktpbmQSIAocREVTVElOQVRJT05fS0lORF9VTlNQRUNJRklFRBAAEhwKGERFU1RJTkFUSU9OX0tJTkRfV0VCSE9PSxABEh0KGURFU1RJTkFUSU9OX0tJTkRfUE9TVEdSRVMQAhIZChVERVNUSU5BVElPTl9LSU5EX0FNUVAQAxIZChVERVNUSU5BVElPTl9LSU5EX05BVFMQBCqmAQoLVGVzdE91dGNvbWUSHAoYVEVTVF9PVVRDT01FX1VOU1BFQ0lGSUVEEAASFQoRVEVTVF9PVVRDT01FX1NFTkQQARIZChVURVNUX09VVENPTUVfRklMVEVSRUQQAhIlCiFURVNUX09VVENPTUVfRFJPUFBFRF9CWV9UUkFOU0ZPUk0QAxIgChxURVNUX09VVENPTUVfVFJBTlNGT1JNX0VSUk9SEAQynQgKEkRlc3RpbmF0aW9uU2VydmljZRJgChFDcmVhdGVEZXN0aW5hdGlvbhIkLndheXBvc3QudjEuQ3JlYXRlRGVzdGluYXRpb25SZXF1ZXN0GiUud2F5cG9zdC52MS5DcmVhdGVEZXN0aW5hdGlvblJlc3BvbnNlElcKDkdldERlc3RpbmF0aW9uEiEud2F5cG9zdC52MS5HZXREZXN0aW5hdGlvblJlcXVlc3QaIi53YXlwb3N0LnYxLkdldERlc3RpbmF0aW9uUmVzcG9uc2USXQoQTGlzdERlc3RpbmF0aW9ucxIjLndheXBvc3QudjEuTGlzdERlc3RpbmF0aW9uc1JlcXVlc3QaJC53YXlwb3N0LnYxLkxpc3REZXN0aW5hdGlvbnNSZXNwb25zZRJgChFVcGRhdGVEZXN0aW5hdGlvbhIkLndheXBvc3QudjEuVXBkYXRlRGVzdGluYXRpb25SZXF1ZXN0GiUud2F5cG9zdC52MS5VcGRhdGVEZXN0aW5hdGlvblJlc3BvbnNlEmAKEURlbGV0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5EZWxldGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLkRlbGV0ZURlc3RpbmF0aW9uUmVzcG9uc2USZgoTUm90YXRlU2lnbmluZ1NlY3JldBImLndheXBvc3QudjEuUm90YXRlU2lnbmluZ1NlY3JldFJlcXVlc3QaJy53YXlwb3N0LnYxLlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXNwb25zZRJaCg9UZXN0RGVzdGluYXRpb24SIi53YXlwb3N0LnYxLlRlc3REZXN0aW5hdGlvblJlcXVlc3QaIy53YXlwb3N0LnYxLlRlc3REZXN0aW5hdGlvblJlc3BvbnNlEmYKE0JhY2tmaWxsRGVzdGluYXRpb24SJi53YXlwb3N0LnYxLkJhY2tmaWxsRGVzdGluYXRpb25SZXF1ZXN0Gicud2F5cG9zdC52MS5CYWNrZmlsbERlc3RpbmF0aW9uUmVzcG9uc2USTgoLR2V0QmFja2ZpbGwSHi53YXlwb3N0LnYxLkdldEJhY2tmaWxsUmVxdWVzdBofLndheXBvc3QudjEuR2V0QmFja2ZpbGxSZXNwb25zZRJUCg1MaXN0QmFja2ZpbGxzEiAud2F5cG9zdC52MS5MaXN0QmFja2ZpbGxzUmVxdWVzdBohLndheXBvc3QudjEuTGlzdEJhY2tmaWxsc1Jlc3BvbnNlElcKDkNhbmNlbEJhY2tmaWxsEiEud2F5cG9zdC52MS5DYW5jZWxCYWNrZmlsbFJlcXVlc3QaIi53YXlwb3N0LnYxLkNhbmNlbEJhY2tmaWxsUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_waypost_v1_job]);
+  fileDesc("Chx3YXlwb3N0L3YxL2Rlc3RpbmF0aW9uLnByb3RvEgp3YXlwb3N0LnYxIqIBCgdXZWJob29rEgsKA3VybBgBIAEoCRIxCgdoZWFkZXJzGAIgAygLMiAud2F5cG9zdC52MS5XZWJob29rLkhlYWRlcnNFbnRyeRInCgViYXRjaBgDIAEoCzIYLndheXBvc3QudjEuV2ViaG9va0JhdGNoGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInEKDFdlYmhvb2tCYXRjaBIRCgltYXhfY2FsbHMYASABKAUSFgoJbWF4X2J5dGVzGAIgASgFSACIAQESGAoLbWF4X3dhaXRfbXMYAyABKAVIAYgBAUIMCgpfbWF4X2J5dGVzQg4KDF9tYXhfd2FpdF9tcyJKChFQb3N0Z3Jlc1dhcmVob3VzZRILCgN1cmwYASABKAkSDgoGc2NoZW1hGAIgASgJEhgKEGhhc19wb3N0Z3Jlc191cmwYAyABKAgifgoMQW1xcFNldHRpbmdzEgsKA3VybBgBIAEoCRIQCghleGNoYW5nZRgCIAEoCRITCgtyb3V0aW5nX2tleRgDIAEoCRIWCgltYW5kYXRvcnkYBCABKAhIAIgBARIUCgxoYXNfYW1xcF91cmwYBSABKAhCDAoKX21hbmRhdG9yeSKIAQoMTmF0c1NldHRpbmdzEg8KB3NlcnZlcnMYASADKAkSDwoHc3ViamVjdBgCIAEoCRINCgV0b2tlbhgDIAEoCRIMCgR1c2VyGAQgASgJEhAKCHBhc3N3b3JkGAUgASgJEhEKCWhhc190b2tlbhgGIAEoCBIUCgxoYXNfcGFzc3dvcmQYByABKAgi/gcKC0Rlc3RpbmF0aW9uEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKc291cmNlX2lkcxgDIAMoCRIUCgdlbmFibGVkGAQgASgISACIAQESJQoId2ViaG9va3MYBSADKAsyEy53YXlwb3N0LnYxLldlYmhvb2sSFQoNc2hhcmVkX3NlY3JldBgGIAEoCRIZChFoYXNfc2hhcmVkX3NlY3JldBgHIAEoCBIMCgRldGFnGAggASgJEi8KC2NyZWF0ZV90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoGaGVhbHRoGAsgASgOMh0ud2F5cG9zdC52MS5EZXN0aW5hdGlvbkhlYWx0aBI1ChFsYXN0X3N1Y2Nlc3NfdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNQoRbGFzdF9mYWlsdXJlX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmxhc3RfZXJyb3IYDiABKAkSFwoPc2lnbmluZ19zZWNyZXRzGA8gAygJEhoKEmhhc19zaWduaW5nX3NlY3JldBgQIAEoCBIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgRIAEoBRIzCg9uZXh0X3Byb2JlX3RpbWUYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjYKEmJhY2tvZmZfdW50aWxfdGltZRgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJAoXbWF4X3JlcXVlc3RzX3Blcl9zZWNvbmQYFCABKA1IAYgBARImCghvcmRlcmluZxgVIAEoDjIULndheXBvc3QudjEuT3JkZXJpbmcSKQoEa2luZBgWIAEoDjIbLndheXBvc3QudjEuRGVzdGluYXRpb25LaW5kEi8KCHBvc3RncmVzGBcgASgLMh0ud2F5cG9zdC52MS5Qb3N0Z3Jlc1dhcmVob3VzZRInCgZmaWx0ZXIYGCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKC2Ryb3BfZmllbGRzGBkgAygJEhEKCXRyYW5zZm9ybRgaIAEoCRImCgRhbXFwGBsgASgLMhgud2F5cG9zdC52MS5BbXFwU2V0dGluZ3MSJgoEbmF0cxgcIAEoCzIYLndheXBvc3QudjEuTmF0c1NldHRpbmdzQgoKCF9lbmFibGVkQhoKGF9tYXhfcmVxdWVzdHNfcGVyX3NlY29uZCJpChhDcmVhdGVEZXN0aW5hdGlvblJlcXVlc3QSLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEh8KF2dlbmVyYXRlX3NpZ25pbmdfc2VjcmV0GAIgASgIImEKGUNyZWF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEhYKDnNpZ25pbmdfc2VjcmV0GAIgASgJIiMKFUdldERlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJGChZHZXREZXN0aW5hdGlvblJlc3BvbnNlEiwKC2Rlc3RpbmF0aW9uGAEgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbiJTChdMaXN0RGVzdGluYXRpb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIRCglzb3VyY2VfaWQYAyABKAkiYgoYTGlzdERlc3RpbmF0aW9uc1Jlc3BvbnNlEi0KDGRlc3RpbmF0aW9ucxgBIAMoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInkKGFVwZGF0ZURlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIkkKGVVwZGF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uIiYKGERlbGV0ZURlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSIbChlEZWxldGVEZXN0aW5hdGlvblJlc3BvbnNlIigKGlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXF1ZXN0EgoKAmlkGAEgASgJImMKG1JvdGF0ZVNpZ25pbmdTZWNyZXRSZXNwb25zZRIWCg5zaWduaW5nX3NlY3JldBgBIAEoCRIsCgtkZXN0aW5hdGlvbhgCIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24icAoWVGVzdERlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SEwoLc2FtcGxlX3NpemUYAiABKAUSEwoLbWVzc2FnZV9pZHMYAyADKAkilwEKClRlc3RlZENhbGwSEgoKbWVzc2FnZV9pZBgBIAEoCRIMCgR0eXBlGAIgASgJEg0KBWV2ZW50GAMgASgJEigKB291dGNvbWUYBCABKA4yFy53YXlwb3N0LnYxLlRlc3RPdXRjb21lEg0KBWVycm9yGAUgASgJEgwKBGJvZHkYBiABKAkSEQoJc291cmNlX2lkGAcgASgJIkAKF1Rlc3REZXN0aW5hdGlvblJlc3BvbnNlEiUKBWNhbGxzGAEgAygLMhYud2F5cG9zdC52MS5UZXN0ZWRDYWxsIooBChpCYWNrZmlsbERlc3RpbmF0aW9uUmVxdWVzdBIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCRIpCgVzaW5jZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlwKG0JhY2tmaWxsRGVzdGluYXRpb25SZXNwb25zZRImCghiYWNrZmlsbBgCIAEoCzIULndheXBvc3QudjEuQmFja2ZpbGxKBAgBEAJSD2NhbmRpZGF0ZV9jb3VudCLRAgoIQmFja2ZpbGwSCgoCaWQYASABKAkSFgoOZGVzdGluYXRpb25faWQYAiABKAkSIwoFc3RhdGUYAyABKA4yFC53YXlwb3N0LnYxLkpvYlN0YXRlEhIKCmNhbmRpZGF0ZXMYBCABKAMSDwoHY3JlYXRlZBgFIAEoAxIQCghmaWx0ZXJlZBgGIAEoAxIpCgVzaW5jZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWVycm9yGAkgASgJEi8KC2NyZWF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiIAoSR2V0QmFja2ZpbGxSZXF1ZXN0EgoKAmlkGAEgASgJIj0KE0dldEJhY2tmaWxsUmVzcG9uc2USJgoIYmFja2ZpbGwYASABKAsyFC53YXlwb3N0LnYxLkJhY2tmaWxsIkEKFExpc3RCYWNrZmlsbHNSZXF1ZXN0EhYKDmRlc3RpbmF0aW9uX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBSJAChVMaXN0QmFja2ZpbGxzUmVzcG9uc2USJwoJYmFja2ZpbGxzGAEgAygLMhQud2F5cG9zdC52MS5CYWNrZmlsbCIjChVDYW5jZWxCYWNrZmlsbFJlcXVlc3QSCgoCaWQYASABKAkiQAoWQ2FuY2VsQmFja2ZpbGxSZXNwb25zZRImCghiYWNrZmlsbBgBIAEoCzIULndheXBvc3QudjEuQmFja2ZpbGwqnAEKEURlc3RpbmF0aW9uSGVhbHRoEiIKHkRFU1RJTkFUSU9OX0hFQUxUSF9VTlNQRUNJRklFRBAAEh4KGkRFU1RJTkFUSU9OX0hFQUxUSF9IRUFMVEhZEAESHgoaREVTVElOQVRJT05fSEVBTFRIX0ZBSUxJTkcQAhIjCh9ERVNUSU5BVElPTl9IRUFMVEhfQ0lSQ1VJVF9PUEVOEAMqTgoIT3JkZXJpbmcSGAoUT1JERVJJTkdfVU5TUEVDSUZJRUQQABIRCg1PUkRFUklOR19OT05FEAESFQoRT1JERVJJTkdfUEVSX1VTRVIQAiqmAQoPRGVzdGluYXRpb25LaW5kEiAKHERFU1RJTkFUSU9OX0tJTkRfVU5TUEVDSUZJRUQQABIcChhERVNUSU5BVElPTl9LSU5EX1dFQkhPT0sQARIdChlERVNUSU5BVElPTl9LSU5EX1BPU1RHUkVTEAISGQoVREVTVElOQVRJT05fS0lORF9BTVFQEAMSGQoVREVTVElOQVRJT05fS0lORF9OQVRTEAQqpgEKC1Rlc3RPdXRjb21lEhwKGFRFU1RfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhUKEVRFU1RfT1VUQ09NRV9TRU5EEAESGQoVVEVTVF9PVVRDT01FX0ZJTFRFUkVEEAISJQohVEVTVF9PVVRDT01FX0RST1BQRURfQllfVFJBTlNGT1JNEAMSIAocVEVTVF9PVVRDT01FX1RSQU5TRk9STV9FUlJPUhAEMp0IChJEZXN0aW5hdGlvblNlcnZpY2USYAoRQ3JlYXRlRGVzdGluYXRpb24SJC53YXlwb3N0LnYxLkNyZWF0ZURlc3RpbmF0aW9uUmVxdWVzdBolLndheXBvc3QudjEuQ3JlYXRlRGVzdGluYXRpb25SZXNwb25zZRJXCg5HZXREZXN0aW5hdGlvbhIhLndheXBvc3QudjEuR2V0RGVzdGluYXRpb25SZXF1ZXN0GiIud2F5cG9zdC52MS5HZXREZXN0aW5hdGlvblJlc3BvbnNlEl0KEExpc3REZXN0aW5hdGlvbnMSIy53YXlwb3N0LnYxLkxpc3REZXN0aW5hdGlvbnNSZXF1ZXN0GiQud2F5cG9zdC52MS5MaXN0RGVzdGluYXRpb25zUmVzcG9uc2USYAoRVXBkYXRlRGVzdGluYXRpb24SJC53YXlwb3N0LnYxLlVwZGF0ZURlc3RpbmF0aW9uUmVxdWVzdBolLndheXBvc3QudjEuVXBkYXRlRGVzdGluYXRpb25SZXNwb25zZRJgChFEZWxldGVEZXN0aW5hdGlvbhIkLndheXBvc3QudjEuRGVsZXRlRGVzdGluYXRpb25SZXF1ZXN0GiUud2F5cG9zdC52MS5EZWxldGVEZXN0aW5hdGlvblJlc3BvbnNlEmYKE1JvdGF0ZVNpZ25pbmdTZWNyZXQSJi53YXlwb3N0LnYxLlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXF1ZXN0Gicud2F5cG9zdC52MS5Sb3RhdGVTaWduaW5nU2VjcmV0UmVzcG9uc2USWgoPVGVzdERlc3RpbmF0aW9uEiIud2F5cG9zdC52MS5UZXN0RGVzdGluYXRpb25SZXF1ZXN0GiMud2F5cG9zdC52MS5UZXN0RGVzdGluYXRpb25SZXNwb25zZRJmChNCYWNrZmlsbERlc3RpbmF0aW9uEiYud2F5cG9zdC52MS5CYWNrZmlsbERlc3RpbmF0aW9uUmVxdWVzdBonLndheXBvc3QudjEuQmFja2ZpbGxEZXN0aW5hdGlvblJlc3BvbnNlEk4KC0dldEJhY2tmaWxsEh4ud2F5cG9zdC52MS5HZXRCYWNrZmlsbFJlcXVlc3QaHy53YXlwb3N0LnYxLkdldEJhY2tmaWxsUmVzcG9uc2USVAoNTGlzdEJhY2tmaWxscxIgLndheXBvc3QudjEuTGlzdEJhY2tmaWxsc1JlcXVlc3QaIS53YXlwb3N0LnYxLkxpc3RCYWNrZmlsbHNSZXNwb25zZRJXCg5DYW5jZWxCYWNrZmlsbBIhLndheXBvc3QudjEuQ2FuY2VsQmFja2ZpbGxSZXF1ZXN0GiIud2F5cG9zdC52MS5DYW5jZWxCYWNrZmlsbFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_waypost_v1_job]);
 
 /**
  * Webhook is one endpoint of a destination.
@@ -35,6 +35,14 @@ export type Webhook = Message<"waypost.v1.Webhook"> & {
    * @generated from field: map<string, string> headers = 2;
    */
   headers: { [key: string]: string };
+
+  /**
+   * Unset: each call is POSTed alone. Set: calls for this URL go many per
+   * POST, as {"batch":[call, ...]} (docs/webhooks.md#batched-webhooks).
+   *
+   * @generated from field: waypost.v1.WebhookBatch batch = 3;
+   */
+  batch?: WebhookBatch | undefined;
 };
 
 /**
@@ -43,6 +51,44 @@ export type Webhook = Message<"waypost.v1.Webhook"> & {
  */
 export const WebhookSchema: GenMessage<Webhook> = /*@__PURE__*/
   messageDesc(file_waypost_v1_destination, 0);
+
+/**
+ * WebhookBatch bounds the batches one webhook URL receives. A batch is sent
+ * when it holds max_calls calls, when one more call would make its body
+ * larger than max_bytes, or max_wait_ms after its first call arrived.
+ *
+ * @generated from message waypost.v1.WebhookBatch
+ */
+export type WebhookBatch = Message<"waypost.v1.WebhookBatch"> & {
+  /**
+   * Most calls per POST: 2 to 1000. Required.
+   *
+   * @generated from field: int32 max_calls = 1;
+   */
+  maxCalls: number;
+
+  /**
+   * Most bytes of a batch body: 1024 to 512000 (500 KB); unset: 262144
+   * (256 KB). A single call larger than this is sent alone, in a batch of one.
+   *
+   * @generated from field: optional int32 max_bytes = 2;
+   */
+  maxBytes?: number | undefined;
+
+  /**
+   * Longest a batch's first call waits for more: 0 to 60000 ms; unset: 1000.
+   *
+   * @generated from field: optional int32 max_wait_ms = 3;
+   */
+  maxWaitMs?: number | undefined;
+};
+
+/**
+ * Describes the message waypost.v1.WebhookBatch.
+ * Use `create(WebhookBatchSchema)` to create a new message.
+ */
+export const WebhookBatchSchema: GenMessage<WebhookBatch> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 1);
 
 /**
  * PostgresWarehouse is where a Postgres destination loads its calls.
@@ -80,7 +126,7 @@ export type PostgresWarehouse = Message<"waypost.v1.PostgresWarehouse"> & {
  * Use `create(PostgresWarehouseSchema)` to create a new message.
  */
 export const PostgresWarehouseSchema: GenMessage<PostgresWarehouse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 1);
+  messageDesc(file_waypost_v1_destination, 2);
 
 /**
  * AmqpSettings is where an AMQP destination publishes.
@@ -133,7 +179,7 @@ export type AmqpSettings = Message<"waypost.v1.AmqpSettings"> & {
  * Use `create(AmqpSettingsSchema)` to create a new message.
  */
 export const AmqpSettingsSchema: GenMessage<AmqpSettings> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 2);
+  messageDesc(file_waypost_v1_destination, 3);
 
 /**
  * NatsSettings is where a NATS JetStream destination publishes.
@@ -194,7 +240,7 @@ export type NatsSettings = Message<"waypost.v1.NatsSettings"> & {
  * Use `create(NatsSettingsSchema)` to create a new message.
  */
 export const NatsSettingsSchema: GenMessage<NatsSettings> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 3);
+  messageDesc(file_waypost_v1_destination, 4);
 
 /**
  * Destination forwards the calls of its sources: to 1 to 5 webhooks, into a
@@ -402,7 +448,7 @@ export type Destination = Message<"waypost.v1.Destination"> & {
  * Use `create(DestinationSchema)` to create a new message.
  */
 export const DestinationSchema: GenMessage<Destination> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 4);
+  messageDesc(file_waypost_v1_destination, 5);
 
 /**
  * @generated from message waypost.v1.CreateDestinationRequest
@@ -426,7 +472,7 @@ export type CreateDestinationRequest = Message<"waypost.v1.CreateDestinationRequ
  * Use `create(CreateDestinationRequestSchema)` to create a new message.
  */
 export const CreateDestinationRequestSchema: GenMessage<CreateDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 5);
+  messageDesc(file_waypost_v1_destination, 6);
 
 /**
  * @generated from message waypost.v1.CreateDestinationResponse
@@ -450,7 +496,7 @@ export type CreateDestinationResponse = Message<"waypost.v1.CreateDestinationRes
  * Use `create(CreateDestinationResponseSchema)` to create a new message.
  */
 export const CreateDestinationResponseSchema: GenMessage<CreateDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 6);
+  messageDesc(file_waypost_v1_destination, 7);
 
 /**
  * @generated from message waypost.v1.GetDestinationRequest
@@ -467,7 +513,7 @@ export type GetDestinationRequest = Message<"waypost.v1.GetDestinationRequest"> 
  * Use `create(GetDestinationRequestSchema)` to create a new message.
  */
 export const GetDestinationRequestSchema: GenMessage<GetDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 7);
+  messageDesc(file_waypost_v1_destination, 8);
 
 /**
  * @generated from message waypost.v1.GetDestinationResponse
@@ -484,7 +530,7 @@ export type GetDestinationResponse = Message<"waypost.v1.GetDestinationResponse"
  * Use `create(GetDestinationResponseSchema)` to create a new message.
  */
 export const GetDestinationResponseSchema: GenMessage<GetDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 8);
+  messageDesc(file_waypost_v1_destination, 9);
 
 /**
  * @generated from message waypost.v1.ListDestinationsRequest
@@ -513,7 +559,7 @@ export type ListDestinationsRequest = Message<"waypost.v1.ListDestinationsReques
  * Use `create(ListDestinationsRequestSchema)` to create a new message.
  */
 export const ListDestinationsRequestSchema: GenMessage<ListDestinationsRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 9);
+  messageDesc(file_waypost_v1_destination, 10);
 
 /**
  * @generated from message waypost.v1.ListDestinationsResponse
@@ -535,7 +581,7 @@ export type ListDestinationsResponse = Message<"waypost.v1.ListDestinationsRespo
  * Use `create(ListDestinationsResponseSchema)` to create a new message.
  */
 export const ListDestinationsResponseSchema: GenMessage<ListDestinationsResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 10);
+  messageDesc(file_waypost_v1_destination, 11);
 
 /**
  * @generated from message waypost.v1.UpdateDestinationRequest
@@ -562,7 +608,7 @@ export type UpdateDestinationRequest = Message<"waypost.v1.UpdateDestinationRequ
  * Use `create(UpdateDestinationRequestSchema)` to create a new message.
  */
 export const UpdateDestinationRequestSchema: GenMessage<UpdateDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 11);
+  messageDesc(file_waypost_v1_destination, 12);
 
 /**
  * @generated from message waypost.v1.UpdateDestinationResponse
@@ -579,7 +625,7 @@ export type UpdateDestinationResponse = Message<"waypost.v1.UpdateDestinationRes
  * Use `create(UpdateDestinationResponseSchema)` to create a new message.
  */
 export const UpdateDestinationResponseSchema: GenMessage<UpdateDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 12);
+  messageDesc(file_waypost_v1_destination, 13);
 
 /**
  * @generated from message waypost.v1.DeleteDestinationRequest
@@ -596,7 +642,7 @@ export type DeleteDestinationRequest = Message<"waypost.v1.DeleteDestinationRequ
  * Use `create(DeleteDestinationRequestSchema)` to create a new message.
  */
 export const DeleteDestinationRequestSchema: GenMessage<DeleteDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 13);
+  messageDesc(file_waypost_v1_destination, 14);
 
 /**
  * @generated from message waypost.v1.DeleteDestinationResponse
@@ -609,7 +655,7 @@ export type DeleteDestinationResponse = Message<"waypost.v1.DeleteDestinationRes
  * Use `create(DeleteDestinationResponseSchema)` to create a new message.
  */
 export const DeleteDestinationResponseSchema: GenMessage<DeleteDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 14);
+  messageDesc(file_waypost_v1_destination, 15);
 
 /**
  * @generated from message waypost.v1.RotateSigningSecretRequest
@@ -626,7 +672,7 @@ export type RotateSigningSecretRequest = Message<"waypost.v1.RotateSigningSecret
  * Use `create(RotateSigningSecretRequestSchema)` to create a new message.
  */
 export const RotateSigningSecretRequestSchema: GenMessage<RotateSigningSecretRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 15);
+  messageDesc(file_waypost_v1_destination, 16);
 
 /**
  * @generated from message waypost.v1.RotateSigningSecretResponse
@@ -650,7 +696,7 @@ export type RotateSigningSecretResponse = Message<"waypost.v1.RotateSigningSecre
  * Use `create(RotateSigningSecretResponseSchema)` to create a new message.
  */
 export const RotateSigningSecretResponseSchema: GenMessage<RotateSigningSecretResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 16);
+  messageDesc(file_waypost_v1_destination, 17);
 
 /**
  * @generated from message waypost.v1.TestDestinationRequest
@@ -685,7 +731,7 @@ export type TestDestinationRequest = Message<"waypost.v1.TestDestinationRequest"
  * Use `create(TestDestinationRequestSchema)` to create a new message.
  */
 export const TestDestinationRequestSchema: GenMessage<TestDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 17);
+  messageDesc(file_waypost_v1_destination, 18);
 
 /**
  * TestedCall is one call and what the draft's rules would do with it.
@@ -738,7 +784,7 @@ export type TestedCall = Message<"waypost.v1.TestedCall"> & {
  * Use `create(TestedCallSchema)` to create a new message.
  */
 export const TestedCallSchema: GenMessage<TestedCall> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 18);
+  messageDesc(file_waypost_v1_destination, 19);
 
 /**
  * @generated from message waypost.v1.TestDestinationResponse
@@ -757,7 +803,7 @@ export type TestDestinationResponse = Message<"waypost.v1.TestDestinationRespons
  * Use `create(TestDestinationResponseSchema)` to create a new message.
  */
 export const TestDestinationResponseSchema: GenMessage<TestDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 19);
+  messageDesc(file_waypost_v1_destination, 20);
 
 /**
  * @generated from message waypost.v1.BackfillDestinationRequest
@@ -786,7 +832,7 @@ export type BackfillDestinationRequest = Message<"waypost.v1.BackfillDestination
  * Use `create(BackfillDestinationRequestSchema)` to create a new message.
  */
 export const BackfillDestinationRequestSchema: GenMessage<BackfillDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 20);
+  messageDesc(file_waypost_v1_destination, 21);
 
 /**
  * @generated from message waypost.v1.BackfillDestinationResponse
@@ -803,7 +849,7 @@ export type BackfillDestinationResponse = Message<"waypost.v1.BackfillDestinatio
  * Use `create(BackfillDestinationResponseSchema)` to create a new message.
  */
 export const BackfillDestinationResponseSchema: GenMessage<BackfillDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 21);
+  messageDesc(file_waypost_v1_destination, 22);
 
 /**
  * Backfill is a backfill job and its progress.
@@ -884,7 +930,7 @@ export type Backfill = Message<"waypost.v1.Backfill"> & {
  * Use `create(BackfillSchema)` to create a new message.
  */
 export const BackfillSchema: GenMessage<Backfill> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 22);
+  messageDesc(file_waypost_v1_destination, 23);
 
 /**
  * @generated from message waypost.v1.GetBackfillRequest
@@ -901,7 +947,7 @@ export type GetBackfillRequest = Message<"waypost.v1.GetBackfillRequest"> & {
  * Use `create(GetBackfillRequestSchema)` to create a new message.
  */
 export const GetBackfillRequestSchema: GenMessage<GetBackfillRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 23);
+  messageDesc(file_waypost_v1_destination, 24);
 
 /**
  * @generated from message waypost.v1.GetBackfillResponse
@@ -918,7 +964,7 @@ export type GetBackfillResponse = Message<"waypost.v1.GetBackfillResponse"> & {
  * Use `create(GetBackfillResponseSchema)` to create a new message.
  */
 export const GetBackfillResponseSchema: GenMessage<GetBackfillResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 24);
+  messageDesc(file_waypost_v1_destination, 25);
 
 /**
  * @generated from message waypost.v1.ListBackfillsRequest
@@ -942,7 +988,7 @@ export type ListBackfillsRequest = Message<"waypost.v1.ListBackfillsRequest"> & 
  * Use `create(ListBackfillsRequestSchema)` to create a new message.
  */
 export const ListBackfillsRequestSchema: GenMessage<ListBackfillsRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 25);
+  messageDesc(file_waypost_v1_destination, 26);
 
 /**
  * @generated from message waypost.v1.ListBackfillsResponse
@@ -959,7 +1005,7 @@ export type ListBackfillsResponse = Message<"waypost.v1.ListBackfillsResponse"> 
  * Use `create(ListBackfillsResponseSchema)` to create a new message.
  */
 export const ListBackfillsResponseSchema: GenMessage<ListBackfillsResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 26);
+  messageDesc(file_waypost_v1_destination, 27);
 
 /**
  * @generated from message waypost.v1.CancelBackfillRequest
@@ -976,7 +1022,7 @@ export type CancelBackfillRequest = Message<"waypost.v1.CancelBackfillRequest"> 
  * Use `create(CancelBackfillRequestSchema)` to create a new message.
  */
 export const CancelBackfillRequestSchema: GenMessage<CancelBackfillRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 27);
+  messageDesc(file_waypost_v1_destination, 28);
 
 /**
  * @generated from message waypost.v1.CancelBackfillResponse
@@ -995,7 +1041,7 @@ export type CancelBackfillResponse = Message<"waypost.v1.CancelBackfillResponse"
  * Use `create(CancelBackfillResponseSchema)` to create a new message.
  */
 export const CancelBackfillResponseSchema: GenMessage<CancelBackfillResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 28);
+  messageDesc(file_waypost_v1_destination, 29);
 
 /**
  * DestinationHealth is how the destination's endpoint has been answering.

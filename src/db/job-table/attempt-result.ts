@@ -20,4 +20,13 @@ export interface AttemptResult {
   discardedValues?: number | undefined;
   /** The body sent, when the destination's rules changed it (absent: the stored body). */
   sentBody?: string | undefined;
+  /** The batch operation this attempt was part of (one request or transaction for many calls). */
+  batch?: BatchAttemptRef | undefined;
+}
+
+export interface BatchAttemptRef {
+  /** A random UUID made by the sender, one per batch operation (per POST, per warehouse transaction, per broker publish round). */
+  id: string;
+  /** How many calls the operation carried. */
+  calls: number;
 }

@@ -1,15 +1,22 @@
 import { DestinationKind } from "../../../../gen/waypost/v1/destination_pb.js";
+import type { ClaimedDelivery } from "../../../db/job-table/index.js";
+import { sendWebhook } from "../../../outbound/send.js";
 import { traceRequests } from "../attempt-spans.js";
 import { defineKind } from "../kind.js";
-import { prepareRequests } from "./prepare.js";
+import { createWebhookBatcher, isBatched } from "./batcher.js";
+import { chosenWebhooks, prepareRequests, type WebhookDestination } from "./prepare.js";
 import { sendAll } from "./send-all.js";
-import { webhookSettings } from "./settings.js";
+import { type StoredWebhook, webhookSettings } from "./settings.js";
+
+/** A batch keeps one POST in flight while the next fills, and more: a loopback receiver answers in a few ms. */
+const batchesInFlight = 4;
 
 /**
  * Webhooks, the first kind: a delivery is a signed POST to each of the
  * destination's URLs (to those that failed retryably, on a retry), one
- * attempt per URL; it succeeds when any succeeds. The HTTP clients (one per
- * destination) belong to the runtime, which closes them.
+ * attempt per URL; it succeeds when any succeeds. A URL with batch settings
+ * gets the call inside a batch POST instead (batcher.ts). The HTTP clients
+ * (one per destination) belong to the runtime, which closes them.
  */
 export const webhookKind = defineKind({
   name: "webhook",
@@ -19,19 +26,36 @@ export const webhookKind = defineKind({
   preview: (job, destination, now) => prepareRequests(job, destination, now),
   createDelivery(context) {
     const { clock, config, guard } = context;
+    const sendContext = { guard, timeoutMs: config.timeoutMs, now: () => clock.now() };
+    const batcher = createWebhookBatcher({
+      clock,
+      send: (destinationId, request) => context.http(destinationId, (dispatcher) => sendWebhook(request, { ...sendContext, dispatcher })),
+    });
+    /** A POST of this call alone to each of `webhooks`, signed over the bytes sent. */
+    async function sendSingly(job: ClaimedDelivery, destination: WebhookDestination, body: string, webhooks: readonly StoredWebhook[]) {
+      const requests = prepareRequests(job, destination, clock.now(), body, webhooks);
+      const attempt = traceRequests(context.tracing, job, destination, requests);
+      const results = await context.http(job.destinationId, (dispatcher) => sendAll(attempt.requests, { ...sendContext, dispatcher }));
+      attempt.end(results);
+      return results;
+    }
     return {
       async deliver(job, destination, body) {
-        // Signed over the bytes sent.
-        const requests = prepareRequests(job, destination, clock.now(), body);
-        const attempt = traceRequests(context.tracing, job, destination, requests);
-        const results = await context.http(job.destinationId, (dispatcher) =>
-          sendAll(attempt.requests, { dispatcher, guard, timeoutMs: config.timeoutMs, now: () => clock.now() }),
-        );
-        attempt.end(results);
-        return results;
+        const chosen = chosenWebhooks(job, destination.webhook);
+        if (!chosen.some(isBatched)) return sendSingly(job, destination, body, chosen);
+        const waiting = chosen.filter(isBatched).map((webhook) => batcher.add(job.destinationId, destination.webhook, webhook, body));
+        const single = chosen.filter((webhook) => !isBatched(webhook));
+        const results = single.length > 0 ? await sendSingly(job, destination, body, single) : [];
+        return [...results, ...(await Promise.all(waiting))].sort((a, b) => a.urlIndex - b.urlIndex);
       },
       label: (destination) => destination.webhook.webhooks[0]?.url ?? "",
-      close: async () => {},
+      inFlightLimit(destination) {
+        const most = Math.max(0, ...destination.webhook.webhooks.map((w) => w.batch?.maxCalls ?? 0));
+        return most === 0 ? undefined : Math.max(config.perDestinationConcurrency, most * batchesInFlight);
+      },
+      tick: () => batcher.tick(),
+      flush: () => batcher.flush(),
+      close: () => batcher.close(),
     };
   },
 });

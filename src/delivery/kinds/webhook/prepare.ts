@@ -10,7 +10,7 @@ import type { StoredWebhook, WebhookSettings } from "./settings.js";
 export type WebhookDestination = DestinationOf<"webhook", WebhookSettings>;
 
 /** What every request to one webhook shares: parsed once per settings revision. */
-interface WebhookTarget {
+export interface WebhookTarget {
   url: URL;
   headers: Record<string, string>;
 }
@@ -20,7 +20,7 @@ interface WebhookTarget {
 // objects, and entries go with them.
 const targets = new WeakMap<StoredWebhook, WebhookTarget>();
 
-function targetOf(webhook: StoredWebhook): WebhookTarget {
+export function targetOf(webhook: StoredWebhook): WebhookTarget {
   let target = targets.get(webhook);
   if (!target) {
     target = {
@@ -47,15 +47,27 @@ function signingKeysOf(settings: WebhookSettings, now: Date): Buffer[] {
   return active;
 }
 
-/** The headers every request of this attempt carries besides the webhook's own. */
-function signatureHeaders(job: ClaimedDelivery, settings: WebhookSettings, now: Date, body: string): Record<string, string> {
+/**
+ * The signatures of a request body: X-Signature and Standard Webhooks
+ * (`id` is its webhook-id; the timestamp is this attempt's).
+ */
+export function signatureHeaders(id: string, settings: WebhookSettings, now: Date, body: string): Record<string, string> {
   const headers: Record<string, string> = {};
   if (settings.sharedSecret) headers["x-signature"] = signPayload(settings.sharedSecret, body);
   const signingKeys = signingKeysOf(settings, now);
-  // webhook-id is the message's id, the same on every retry, so receivers
-  // can drop duplicates; the timestamp is this attempt's.
-  if (signingKeys.length > 0) Object.assign(headers, standardWebhookHeaders(signingKeys, job.messageId, now, body));
+  if (signingKeys.length > 0) Object.assign(headers, standardWebhookHeaders(signingKeys, id, now, body));
   return headers;
+}
+
+/**
+ * The webhooks an attempt of this call goes to: on a retry, only the URLs
+ * that failed retryably; if the settings changed so that none of them is
+ * configured any more, every URL.
+ */
+export function chosenWebhooks(job: ClaimedDelivery, settings: WebhookSettings): readonly StoredWebhook[] {
+  const retryUrls = job.retryUrls;
+  const retrying = retryUrls ? settings.webhooks.filter((w) => retryUrls.includes(w.url)) : [];
+  return retrying.length > 0 ? retrying : settings.webhooks;
 }
 
 /**
@@ -69,18 +81,15 @@ export function prepareRequests(
   destination: WebhookDestination,
   now: Date,
   body: string = job.payload,
+  chosen: readonly StoredWebhook[] = chosenWebhooks(job, destination.webhook),
 ): WebhookRequest[] {
   const settings = destination.webhook;
-  const extra = signatureHeaders(job, settings, now, body);
+  // webhook-id is the message's id, the same on every retry, so receivers can drop duplicates.
+  const extra = signatureHeaders(job.messageId, settings, now, body);
   // The call's trace context goes out as it came; with tracing on, the
   // attempt's span replaces traceparent with its own (attempt-spans.ts).
   if (job.traceparent) Object.assign(extra, traceHeaders({ traceparent: job.traceparent, tracestate: job.tracestate ?? undefined }));
   const hasExtra = Object.keys(extra).length > 0;
-  // A retry goes only to the URLs that failed retryably. If the settings
-  // changed so that none of them is configured any more, every URL is tried.
-  const retryUrls = job.retryUrls;
-  const retrying = retryUrls ? settings.webhooks.filter((w) => retryUrls.includes(w.url)) : [];
-  const chosen = retrying.length > 0 ? retrying : settings.webhooks;
   return chosen.map((webhook) => {
     const target = targetOf(webhook);
     return {

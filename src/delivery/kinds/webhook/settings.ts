@@ -7,10 +7,13 @@ import type { KindField, KindSettings } from "../kind.js";
 import { isSecretHeader, maskedValue, maskHeaders } from "./secret-headers.js";
 import { activeSigningSecrets } from "../../../signing/standard-webhooks.js";
 import { maxSigningSecrets, validateSigningSecrets } from "./signing-secrets.js";
+import { type StoredWebhookBatch, validateWebhookBatch } from "./batch-settings.js";
 
 export interface StoredWebhook {
   url: string;
   headers: Record<string, string>;
+  /** Absent: one call per POST. */
+  batch?: StoredWebhookBatch | undefined;
 }
 
 /** A webhook destination's settings: where it POSTs, and how it signs. */
@@ -108,10 +111,14 @@ export function validateWebhooks(field: string, webhooks: readonly Webhook[], gu
   if (webhooks.length > webhookLimits.maxWebhooks) {
     throw invalid(field, `at most ${webhookLimits.maxWebhooks} webhooks are allowed, got ${webhooks.length}`);
   }
-  return webhooks.map((webhook, i) => ({
-    url: validateUrl(`${field}[${i}].url`, webhook.url, guard),
-    headers: validateHeaders(`${field}[${i}].headers`, webhook.headers),
-  }));
+  return webhooks.map((webhook, i) => {
+    const stored: StoredWebhook = {
+      url: validateUrl(`${field}[${i}].url`, webhook.url, guard),
+      headers: validateHeaders(`${field}[${i}].headers`, webhook.headers),
+    };
+    const batch = validateWebhookBatch(`${field}[${i}].batch`, webhook.batch);
+    return batch ? { ...stored, batch } : stored;
+  });
 }
 
 function validateUrl(field: string, raw: string, guard: AddressGuard): string {
@@ -193,7 +200,11 @@ function validateSecret(field: string, secret: string): string | null {
  * credentials.
  */
 export function maskWebhooks(webhooks: readonly StoredWebhook[]): StoredWebhook[] {
-  return webhooks.map((webhook) => ({ url: webhook.url, headers: maskHeaders(webhook.headers) }));
+  return webhooks.map((webhook) => ({
+    url: webhook.url,
+    headers: maskHeaders(webhook.headers),
+    ...(webhook.batch ? { batch: webhook.batch } : {}),
+  }));
 }
 
 /**
@@ -220,6 +231,6 @@ export function keepMaskedValues(field: string, incoming: StoredWebhook[], curre
       }
       headers[name] = stored[1];
     }
-    return { url: webhook.url, headers };
+    return webhook.batch ? { url: webhook.url, headers, batch: webhook.batch } : { url: webhook.url, headers };
   });
 }

@@ -1,0 +1,136 @@
+import { randomUUID } from "node:crypto";
+import type { Clock } from "../../../clock.js";
+import type { AttemptResult } from "../../../db/job-table/index.js";
+import type { WebhookRequest } from "../../../outbound/send.js";
+import type { StoredWebhookBatch } from "./batch-settings.js";
+import { signatureHeaders, targetOf } from "./prepare.js";
+import type { StoredWebhook, WebhookSettings } from "./settings.js";
+
+/** Sends one request of a destination (through its HTTP client) and classifies the outcome. */
+export type BatchSend = (destinationId: string, request: WebhookRequest) => Promise<AttemptResult>;
+
+interface Waiting {
+  body: string;
+  resolve: (result: AttemptResult) => void;
+}
+
+/** The calls waiting for one URL of one destination. */
+interface Batch {
+  destinationId: string;
+  urlIndex: number;
+  /** The webhook and settings the batch is sent with (those of the revision its calls came with). */
+  webhook: StoredWebhook & { batch: StoredWebhookBatch };
+  settings: WebhookSettings;
+  calls: Waiting[];
+  /** The body's size so far, in UTF-8 bytes. */
+  bytes: number;
+  /** When the first call arrived (clock ms). */
+  firstAt: number;
+  /** Sends it once its wait is over in real time (the loop's tick does it by the injectable clock). */
+  timer: NodeJS.Timeout;
+}
+
+// `{"batch":[` and `]}`.
+const wrapperBytes = 12;
+
+export interface WebhookBatcher {
+  /** Adds a call to its URL's batch; resolves with the attempt of the POST that carried it. */
+  add(
+    destinationId: string,
+    settings: WebhookSettings,
+    webhook: StoredWebhook & { batch: StoredWebhookBatch },
+    body: string,
+  ): Promise<AttemptResult>;
+  /** Sends the batches whose first call has waited max_wait_ms. */
+  tick(): void;
+  /** Sends every batch now. */
+  flush(): void;
+  /** Sends every batch and waits for their answers. */
+  close(): Promise<void>;
+}
+
+/**
+ * Batched webhooks: calls for a batched URL wait here until their batch
+ * holds max_calls, until one more would make the body larger than
+ * max_bytes, or until max_wait_ms after the first; then one POST carries
+ * `{"batch":[...]}`, each element exactly the body a single POST would
+ * have carried. Its outcome is every call's: each gets the same attempt,
+ * with the same `batch` ref.
+ */
+export function createWebhookBatcher(options: { clock: Clock; send: BatchSend }): WebhookBatcher {
+  const { clock } = options;
+  const batches = new Map<string, Batch>();
+  const sending = new Set<Promise<void>>();
+
+  function send(key: string, batch: Batch) {
+    if (batches.get(key) === batch) batches.delete(key);
+    clearTimeout(batch.timer);
+    const { calls, settings, webhook } = batch;
+    const id = randomUUID();
+    const body = `{"batch":[${calls.map((c) => c.body).join(",")}]}`;
+    const target = targetOf(webhook);
+    // A batch has no single message id or trace context: webhook-id is the
+    // batch's own id, new for every POST; the calls carry their messageIds.
+    const headers = { ...target.headers, ...signatureHeaders(id, settings, clock.now(), body) };
+    const request: WebhookRequest = { urlIndex: batch.urlIndex, url: webhook.url, target: target.url, headers, body };
+    const ref = { id, calls: calls.length };
+    const work = options.send(batch.destinationId, request).then((result) => {
+      const attempt = { ...result, batch: ref };
+      for (const call of calls) call.resolve(attempt);
+    });
+    sending.add(work);
+    void work.finally(() => sending.delete(work));
+  }
+
+  function open(key: string, destinationId: string, settings: WebhookSettings, webhook: Batch["webhook"]): Batch {
+    const now = clock.now().getTime();
+    const batch: Batch = {
+      destinationId,
+      urlIndex: settings.webhooks.indexOf(webhook),
+      webhook,
+      settings,
+      calls: [],
+      bytes: wrapperBytes,
+      firstAt: now,
+      timer: setTimeout(() => {
+        if (batches.get(key) === batch && clock.now().getTime() - batch.firstAt >= webhook.batch.maxWaitMs) send(key, batch);
+      }, webhook.batch.maxWaitMs),
+    };
+    batch.timer.unref();
+    batches.set(key, batch);
+    return batch;
+  }
+
+  return {
+    add(destinationId, settings, webhook, body) {
+      const key = `${destinationId} ${webhook.url}`;
+      const size = Buffer.byteLength(body);
+      let batch = batches.get(key);
+      // Settings moved on (a new revision): what waits goes with the settings it came with.
+      if (batch && batch.webhook !== webhook) send(key, batch);
+      // One more would make the body too large: what waits goes first; a call too large alone goes in a batch of one.
+      else if (batch && batch.bytes + 1 + size > webhook.batch.maxBytes) send(key, batch);
+      batch = batches.get(key) ?? open(key, destinationId, settings, webhook);
+      const result = new Promise<AttemptResult>((resolve) => batch.calls.push({ body, resolve }));
+      batch.bytes += size + (batch.calls.length > 1 ? 1 : 0);
+      if (batch.calls.length >= webhook.batch.maxCalls) send(key, batch);
+      return result;
+    },
+    tick() {
+      const now = clock.now().getTime();
+      for (const [key, batch] of [...batches]) if (now - batch.firstAt >= batch.webhook.batch.maxWaitMs) send(key, batch);
+    },
+    flush() {
+      for (const [key, batch] of [...batches]) send(key, batch);
+    },
+    async close() {
+      for (const [key, batch] of [...batches]) send(key, batch);
+      await Promise.allSettled([...sending]);
+    },
+  };
+}
+
+/** A webhook whose calls go in batches. */
+export function isBatched(webhook: StoredWebhook): webhook is StoredWebhook & { batch: StoredWebhookBatch } {
+  return webhook.batch !== undefined;
+}
