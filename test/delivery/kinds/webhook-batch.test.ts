@@ -1,0 +1,208 @@
+import { createHmac, randomBytes } from "node:crypto";
+import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { Fate } from "../../../gen/waypost/v1/delivery_pb.js";
+import { ManualClock } from "../../../src/clock.js";
+import { claimRound, healthConfig } from "../../health/support.js";
+import { startReceiver, type ReceivedRequest, type Receiver } from "../../helpers/receiver.js";
+import { completionsOf, startTestServer, type TestServer } from "../../helpers/server.js";
+import { verifyStandardWebhook } from "../../helpers/standard-webhooks.js";
+
+let clock: ManualClock;
+let server: TestServer;
+const receivers: Receiver[] = [];
+
+beforeAll(async () => {
+  clock = new ManualClock(new Date("2026-11-22T10:00:00Z"));
+  // The loop claims only when woken (a new call, a poke): batches fill from the test's calls alone.
+  server = await startTestServer({ clock, config: healthConfig() });
+});
+afterAll(async () => {
+  await server?.stop();
+});
+afterEach(async () => {
+  await server.waypost.delivery!.settle();
+  await Promise.all(receivers.splice(0).map((r) => r.close()));
+});
+
+async function receiver(respond: (index: number) => number = () => 200) {
+  const r = await startReceiver({ respond: (_, index) => ({ status: respond(index) }) });
+  receivers.push(r);
+  return r;
+}
+
+type Batch = { maxCalls: number; maxBytes?: number; maxWaitMs?: number };
+
+async function batchedDestination(url: string, batch: Batch, extra = {}) {
+  const source = await server.createSource();
+  const destination = await server.createDestination({ name: "batched", sourceIds: [source.id], webhooks: [{ url, batch }], ...extra });
+  return { source, destination, client: server.tracking(source.writeKey) };
+}
+
+/** The calls a batch POST carried, as sent. */
+const callsIn = (request: ReceivedRequest): Array<{ messageId: string; event?: string; properties?: Record<string, unknown> }> =>
+  JSON.parse(request.body).batch;
+
+/**
+ * Resolves once the loop has claimed `count` more deliveries and handed
+ * them on: set it up before what makes them due. Without rules a claimed
+ * call reaches its kind within the claim's own turn of the event loop.
+ */
+function handedOver(count: number): Promise<void> {
+  const loop = server.waypost.delivery!;
+  return new Promise<void>((resolve) => {
+    let total = 0;
+    const off = loop.hooks.on("claimed", ({ count: n }) => {
+      total += n;
+      if (total < count) return;
+      off();
+      setImmediate(resolve);
+    });
+  });
+}
+
+/** Moves the clock and lets the loop turn once (its tick sends the batches due by then). */
+async function advance(ms: number) {
+  const loop = server.waypost.delivery!;
+  const turned = new Promise<void>((resolve) => {
+    const off = loop.hooks.on("claimed", () => {
+      off();
+      resolve();
+    });
+  });
+  clock.advance(ms);
+  loop.poke();
+  await turned;
+}
+
+async function attemptsOf(messageId: string, destinationId: string) {
+  const result = await server.pool.query(
+    `SELECT a.outcome, a.status_code FROM deliveries d JOIN messages m ON m.id = d.message_pk
+       JOIN delivery_attempts a ON a.delivery_id = d.id
+      WHERE m.message_id = $1 AND d.destination_id = $2 ORDER BY a.attempt`,
+    [messageId, destinationId],
+  );
+  return result.rows;
+}
+
+test("one POST carries the calls as {batch:[...]}, each the body a single POST carries after the rules; both signatures verify over it", async () => {
+  const secret = `whsec_${randomBytes(32).toString("base64")}`;
+  const [batchReceiver, singleReceiver] = [await receiver(), await receiver()];
+  const rules = {
+    sharedSecret: "shh",
+    signingSecrets: [secret],
+    filter: { type: "track" },
+    dropFields: ["properties.secret"],
+    transform: "function transform(e) { if (e.event === 'Skip') return null; e.properties.shaped = true; return e }",
+  };
+  const { source, destination } = await batchedDestination(batchReceiver.url, { maxCalls: 3, maxWaitMs: 60_000 }, rules);
+  // The same rules, one call per POST: what each call of the batch must be, byte for byte.
+  await server.createDestination({ name: "single", sourceIds: [source.id], webhooks: [{ url: singleReceiver.url }], ...rules });
+  const client = server.tracking(source.writeKey);
+  const finished = completionsOf(server, destination.id, 4);
+  const track = async (event: string) => (await client.track({ track: { userId: "u", event, properties: { secret: "x", n: 1 } } })).messageId;
+  const [a, skipped] = [await track("A"), await track("Skip")];
+  const { messageId: identified } = await client.identify({ identify: { userId: "u" } });
+  const [b, c] = [await track("B"), await track("C")];
+  await finished;
+
+  const [request] = await batchReceiver.waitForRequests(1);
+  expect(batchReceiver.requests).toHaveLength(1);
+  const calls = callsIn(request!);
+  expect(calls.map((call) => call.messageId).sort()).toEqual([a, b, c].sort());
+  expect(calls.every((call) => call.properties?.shaped === true && !("secret" in call.properties))).toBe(true);
+  const singles = new Map((await singleReceiver.waitForRequests(3)).map((r) => [JSON.parse(r.body).messageId, r.body]));
+  expect(request!.body).toBe(`{"batch":[${calls.map((call) => singles.get(call.messageId)).join(",")}]}`);
+
+  expect(request!.headers["content-type"]).toBe("application/json");
+  expect(request!.headers["x-signature"]).toBe(createHmac("sha1", "shh").update(request!.body).digest("hex"));
+  expect(verifyStandardWebhook(secret, request!, clock.now())).toEqual(JSON.parse(request!.body));
+  // A batch is not one message: its webhook-id is its own.
+  expect([a, b, c]).not.toContain(request!.headers["webhook-id"]);
+  expect(request!.headers.traceparent).toBeUndefined();
+
+  for (const id of [a, b, c]) expect(await attemptsOf(id, destination.id)).toEqual([{ outcome: "success", status_code: 200 }]);
+  const fateOf = async (messageId: string) =>
+    (await server.deliveries.explainMessage({ messageId })).destinations.find((d) => d.destinationId === destination.id);
+  expect(await fateOf(skipped)).toMatchObject({ fate: Fate.FILTERED, reason: "transform" });
+  expect(await fateOf(identified)).toMatchObject({ fate: Fate.FILTERED, reason: "filter" });
+});
+
+test("a 500 retries the whole batch: every call's delivery shows the failed attempt, then the success", async () => {
+  const r = await receiver((index) => (index === 0 ? 500 : 200));
+  const secret = `whsec_${randomBytes(32).toString("base64")}`;
+  const { destination, client } = await batchedDestination(r.url, { maxCalls: 2, maxWaitMs: 60_000 }, { signingSecrets: [secret] });
+  const failed = completionsOf(server, destination.id, 2);
+  const x = (await client.track({ track: { userId: "u1", event: "X" } })).messageId;
+  const y = (await client.track({ track: { userId: "u2", event: "Y" } })).messageId;
+  expect((await failed).map((c) => c.status)).toEqual(["retrying", "retrying"]);
+
+  const row = await server.pool.query("SELECT max(run_at) AS at FROM deliveries WHERE destination_id = $1", [destination.id]);
+  clock.set(row.rows[0].at);
+  const delivered = completionsOf(server, destination.id, 2);
+  await claimRound(server);
+  expect((await delivered).map((c) => c.status)).toEqual(["delivered", "delivered"]);
+
+  const [first, second] = r.requests;
+  expect(r.requests).toHaveLength(2);
+  for (const request of [first!, second!]) expect(callsIn(request).map((call) => call.messageId).sort()).toEqual([x, y].sort());
+  expect(second!.headers["webhook-id"]).not.toBe(first!.headers["webhook-id"]);
+  for (const id of [x, y]) {
+    expect(await attemptsOf(id, destination.id)).toEqual([
+      { outcome: "retryable", status_code: 500 },
+      { outcome: "success", status_code: 200 },
+    ]);
+  }
+});
+
+test("max_calls: a batch goes as soon as it is full; the rest waits for its time", async () => {
+  const r = await receiver();
+  // Waits shorter than a lease (the clock jumps: the heartbeats do not run in between).
+  const { destination, client } = await batchedDestination(r.url, { maxCalls: 2, maxWaitMs: 10_000 });
+  const all = handedOver(5);
+  const full = completionsOf(server, destination.id, 4);
+  for (let i = 0; i < 5; i++) await client.track({ track: { userId: `u${i}`, event: `E${i}` } });
+  await all;
+  await full;
+  expect(r.requests.map((request) => callsIn(request).length)).toEqual([2, 2]);
+  const last = completionsOf(server, destination.id, 1);
+  await advance(10_000);
+  await last;
+  expect(r.requests.map((request) => callsIn(request).length)).toEqual([2, 2, 1]);
+});
+
+test("max_wait_ms: the first call of a batch waits that long for more, no longer", async () => {
+  const r = await receiver();
+  const { destination, client } = await batchedDestination(r.url, { maxCalls: 10, maxWaitMs: 5_000 });
+  const first = handedOver(1);
+  const a = (await client.track({ track: { userId: "u", event: "A" } })).messageId;
+  await first;
+  await advance(4_999);
+  const second = handedOver(1);
+  const b = (await client.track({ track: { userId: "v", event: "B" } })).messageId;
+  await second;
+  const finished = completionsOf(server, destination.id, 2);
+  await advance(1);
+  await finished;
+  // B found A still waiting at 4,999 ms; both went at 5,000 ms.
+  expect(r.requests.map((request) => callsIn(request).map((call) => call.messageId))).toEqual([[a, b]]);
+});
+
+test("max_bytes: no batch body is larger; a call larger alone goes in a batch of one", async () => {
+  const r = await receiver();
+  const maxBytes = 1024;
+  const { client } = await batchedDestination(r.url, { maxCalls: 100, maxBytes, maxWaitMs: 60_000 });
+  const all = handedOver(8);
+  for (let i = 0; i < 7; i++) await client.track({ track: { userId: `u${i}`, event: "Small", properties: { pad: "x".repeat(100) } } });
+  const big = (await client.track({ track: { userId: "big", event: "Big", properties: { pad: "x".repeat(2_000) } } })).messageId;
+  await all;
+  await server.waypost.delivery!.settle();
+
+  const batches = r.requests.map(callsIn);
+  expect(batches.flat()).toHaveLength(8);
+  expect(batches.filter((calls) => calls.length > 1).length).toBeGreaterThan(0);
+  for (const request of r.requests) {
+    const calls = callsIn(request);
+    if (calls.some((call) => call.messageId === big)) expect(calls).toHaveLength(1);
+    else expect(Buffer.byteLength(request.body)).toBeLessThanOrEqual(maxBytes);
+  }
+});
