@@ -99,7 +99,8 @@ test("one POST carries the calls as {batch:[...]}, each the body a single POST c
   await server.createDestination({ name: "single", sourceIds: [source.id], webhooks: [{ url: singleReceiver.url }], ...rules });
   const client = server.tracking(source.writeKey);
   const finished = completionsOf(server, destination.id, 4);
-  const track = async (event: string) => (await client.track({ track: { userId: "u", event, properties: { secret: "x", n: 1 } } })).messageId;
+  const track = async (event: string) =>
+    (await client.track({ track: { userId: "u", event, properties: { secret: "x", n: 1 } } })).messageId;
   const [a, skipped] = [await track("A"), await track("Skip")];
   const { messageId: identified } = await client.identify({ identify: { userId: "u" } });
   const [b, c] = [await track("B"), await track("C")];
@@ -144,7 +145,12 @@ test("a 500 retries the whole batch: every call's delivery shows the failed atte
 
   const [first, second] = r.requests;
   expect(r.requests).toHaveLength(2);
-  for (const request of [first!, second!]) expect(callsIn(request).map((call) => call.messageId).sort()).toEqual([x, y].sort());
+  for (const request of [first!, second!])
+    expect(
+      callsIn(request)
+        .map((call) => call.messageId)
+        .sort(),
+    ).toEqual([x, y].sort());
   expect(second!.headers["webhook-id"]).not.toBe(first!.headers["webhook-id"]);
   for (const id of [x, y]) {
     expect(await attemptsOf(id, destination.id)).toEqual([
