@@ -3,6 +3,7 @@ import type { KindName } from "../../delivery/kinds/descriptors.js";
 import { UsageError } from "../errors.js";
 import { collect } from "../format.js";
 import type { DestinationFlags, FlagMapping } from "./destination-flags.js";
+import { batchDetails, batchFlagsGiven, batchOf, declareBatchFlags } from "./webhook-batch-flags.js";
 
 /** What the CLI knows of one kind: its settings as flags, and how `list` and `get` show them. */
 export interface KindFlags {
@@ -26,23 +27,31 @@ const webhookFlags: KindFlags = {
   flags: [
     {
       // --url and --header together make the webhooks; --header alone (on
-      // update) sets the headers of the current webhooks.
+      // update) sets the headers of the current webhooks. The --batch flags
+      // set every URL's batch; alone (on update) they keep the rest as it is.
       declare: (c, mode) => {
         const url = "a webhook URL (repeat for up to 5)";
         if (mode === "create") c.option("--url <url...>", `${url}; required for a webhook destination`, collect);
         else c.option("--url <url...>", `${url}; replaces the webhooks`, collect);
         c.option("--header <name:value>", "a static header sent to every URL (repeat for several)", collect);
+        declareBatchFlags(c, mode);
       },
       apply(flags, into, current) {
         const urls = flags.url as string[] | undefined;
         const headerFlags = flags.header as string[] | undefined;
-        if (urls === undefined && headerFlags === undefined) return undefined;
-        const headers = Object.fromEntries((headerFlags ?? []).map(parseHeader));
-        const targets = urls ?? current?.webhooks.map((w) => w.url) ?? [];
-        into.webhooks = targets.map((url) => ({ url, headers }));
+        const batching = batchFlagsGiven(flags);
+        if (urls === undefined && headerFlags === undefined && !batching) return undefined;
+        const headers = headerFlags && Object.fromEntries(headerFlags.map(parseHeader));
+        // Unchanged parts are sent as Get showed them (masked header values keep the stored ones).
+        const targets = urls ? urls.map((url) => ({ url, headers: {} })) : (current?.webhooks ?? []);
+        into.webhooks = targets.map((w) => {
+          const kept = urls ? undefined : current?.webhooks.find((c) => c.url === w.url)?.batch;
+          const batch = batchOf(batching ? flags : {}, kept);
+          return { url: w.url, headers: headers ?? (urls ? {} : w.headers), ...(batch ? { batch } : {}) };
+        });
         return "webhooks";
       },
-      needsCurrent: (flags) => flags.header !== undefined && flags.url === undefined,
+      needsCurrent: (flags) => (flags.header !== undefined || batchFlagsGiven(flags)) && flags.url === undefined,
     },
     {
       declare: (c, mode) =>
@@ -75,7 +84,7 @@ const webhookFlags: KindFlags = {
   ],
   missing: (flags) => (flags.url === undefined ? "a webhook destination needs --url (or give --kind for another kind)" : undefined),
   target: (d) => d.webhooks.map((w) => w.url).join(" "),
-  details: () => [],
+  details: batchDetails,
 };
 
 const postgresFlags: KindFlags = {
