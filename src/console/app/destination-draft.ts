@@ -11,6 +11,8 @@ export interface HeaderDraft {
 export interface WebhookDraft {
   url: string;
   headers: HeaderDraft[];
+  /** Undefined: one call per POST. Fields as typed ("" leaves the server's default). */
+  batch?: { maxCalls: string; maxBytes: string; maxWaitMs: string } | undefined;
 }
 
 /**

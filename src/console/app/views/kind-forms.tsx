@@ -10,6 +10,7 @@ import { SharedSecretFields } from "./shared-secret-fields.js";
 import { SigningSecretFields } from "./signing-secret-fields.js";
 import { WarehouseFields } from "./warehouse-fields.js";
 import { WebhookFields } from "./webhook-fields.js";
+import { batchDraftOf, batchRequestOf } from "./webhook-batch-fields.js";
 
 type DestinationInit = MessageInitShape<typeof DestinationSchema>;
 
@@ -49,7 +50,11 @@ export interface KindForm {
 const webhookForm: KindForm = {
   draft: (destination) => ({
     webhooks: destination
-      ? destination.webhooks.map((w) => ({ url: w.url, headers: Object.entries(w.headers).map(([name, value]) => ({ name, value })) }))
+      ? destination.webhooks.map((w) => ({
+          url: w.url,
+          headers: Object.entries(w.headers).map(([name, value]) => ({ name, value })),
+          batch: batchDraftOf(w.batch),
+        }))
       : [{ url: "", headers: [] }],
     secretMode: destination ? "keep" : "set",
     secret: "",
@@ -60,6 +65,7 @@ const webhookForm: KindForm = {
       webhooks: draft.webhooks.map((w) => ({
         url: w.url.trim(),
         headers: Object.fromEntries(w.headers.filter((h) => h.name.trim() !== "").map((h) => [h.name.trim(), h.value])),
+        batch: batchRequestOf(w.batch),
       })),
     };
     const paths = ["webhooks"];

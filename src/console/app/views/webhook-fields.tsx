@@ -1,5 +1,6 @@
 import type { WebhookDraft } from "../destination-draft.js";
 import { errorId, FieldError, type FieldErrors } from "../field-error.js";
+import { WebhookBatchFields } from "./webhook-batch-fields.js";
 
 const maxWebhooks = 5;
 const maxHeaders = 5;
@@ -52,6 +53,7 @@ export function WebhookFields(props: { webhooks: WebhookDraft[]; errors: FieldEr
               </div>
             ))}
             <FieldError errors={errors} field={`webhooks[${i}].headers`} prefix />
+            <WebhookBatchFields index={i} batch={webhook.batch} errors={errors} onChange={(batch) => set(i, { batch })} />
             <div class="row-actions">
               <button
                 type="button"
