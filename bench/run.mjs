@@ -2,7 +2,7 @@
 // `npm run bench`: starts what it needs on loopback (a Postgres database, the
 // service as separate processes, a keep-alive sink process) and prints one
 // JSON object per line. Options:
-//   --only=ingest,plan-ingest,routing-ingest,burn-down,transform-burn-down,brokers,scaling,end-to-end,baselines,isolation,client,cheap-requests,ordering,rate-limit,warehouse,tracing,history,retention,backfill,soak
+//   --only=ingest,plan-ingest,routing-ingest,burn-down,batched-webhooks,transform-burn-down,brokers,scaling,end-to-end,baselines,isolation,client,cheap-requests,ordering,rate-limit,warehouse,tracing,history,retention,backfill,soak
 //   --quick   smaller counts and shorter steps (a smoke run, not a measurement)
 //   --soak    add a 5-minute steady run that checks rates do not decay
 //   --duration=MS --deliveries=N   override the ingest duration and the burn-down size
@@ -15,6 +15,7 @@ import { openPostgres } from "./lib/postgres.mjs";
 import { startSink } from "./lib/sink.mjs";
 import { report } from "./lib/stats.mjs";
 import { baselinesScenario } from "./scenarios/baselines.mjs";
+import { batchedWebhooksScenario } from "./scenarios/batched-webhooks.mjs";
 import { backfillScenario } from "./scenarios/backfill.mjs";
 import { brokerBurnDownScenario } from "./scenarios/broker-burn-down.mjs";
 import { burnDownScenario } from "./scenarios/burn-down.mjs";
@@ -118,6 +119,9 @@ try {
     burnDownRate = result.rate;
     rss.burn_down = result.rss;
   }
+  // 100 calls per POST, beside a bare loop posting batches of 100.
+  if (wants("batched-webhooks"))
+    rss.batched_webhooks = (await inFreshDatabase((db) => batchedWebhooksScenario({ db, sink, count: sizes.burnDown }))).rss;
   // A small transform's burn-down beside the same without rules, windows A B B A in one service.
   if (wants("transform-burn-down")) {
     rss.transform_burn_down = (await inFreshDatabase((db) => transformBurnDownScenario({ db, sink, count: transformWindow }))).rss;

@@ -3,10 +3,13 @@
 // connections (any path but /dead, which never answers). With latency
 // tracking on, it records when each messageId arrived. It is also the OTLP
 // endpoint of the tracing runs: POST /v1/traces is answered 200 and its
-// requests and bytes counted (not as webhooks).
+// requests and bytes counted (not as webhooks). On /batch, a batched
+// webhook's POST, it also counts the calls in the body ({"batch":[...]}, one
+// messageId each); every other request counts as one call.
 import http from "node:http";
 
 let count = 0;
+let calls = 0;
 let otlpRequests = 0;
 let otlpBytes = 0;
 let track = false;
@@ -16,7 +19,7 @@ let arrivals = [];
 const hanging = new Set();
 /**
  * The parent's requests (bench/lib/sink.mjs), each answered with its id.
- * @typedef {{ id: number, type: "count" | "otlp" | "reset" | "arrivals" | "close", track?: boolean }} SinkRequest
+ * @typedef {{ id: number, type: "count" | "calls" | "otlp" | "reset" | "arrivals" | "close", track?: boolean }} SinkRequest
  */
 
 /** @param {object} message */
@@ -41,8 +44,26 @@ function receiveSpans(req, res) {
   });
 }
 
+/**
+ * A batch POST: its calls counted by their messageId keys (a call body has one, as its last keys).
+ * @param {http.IncomingMessage} req
+ * @param {http.ServerResponse} res
+ */
+function receiveBatch(req, res) {
+  /** @type {Buffer[]} */
+  const chunks = [];
+  req.on("data", (c) => chunks.push(c));
+  req.on("end", () => {
+    const body = Buffer.concat(chunks).toString();
+    for (let at = body.indexOf('"messageId":'); at !== -1; at = body.indexOf('"messageId":', at + 12)) calls++;
+    count++;
+    res.end("ok");
+  });
+}
+
 const server = http.createServer((req, res) => {
   if (req.url === "/v1/traces") return receiveSpans(req, res);
+  if (req.url === "/batch") return receiveBatch(req, res);
   if (req.url === "/dead") {
     hanging.add(res);
     res.on("close", () => hanging.delete(res));
@@ -58,12 +79,14 @@ const server = http.createServer((req, res) => {
       const match = /"messageId":"([^"]+)"/.exec(body);
       if (match?.[1]) arrivals.push([match[1], wallNow()]);
       count++;
+      calls++;
       res.end("ok");
     });
   } else {
     req.resume();
     req.on("end", () => {
       count++;
+      calls++;
       res.end("ok");
     });
   }
@@ -73,9 +96,11 @@ server.listen(0, "127.0.0.1", () => send({ port: /** @type {import("node:net").A
 
 process.on("message", (/** @type {SinkRequest} */ message) => {
   if (message.type === "count") send({ id: message.id, count });
+  else if (message.type === "calls") send({ id: message.id, count: calls });
   else if (message.type === "otlp") send({ id: message.id, requests: otlpRequests, bytes: otlpBytes });
   else if (message.type === "reset") {
     count = 0;
+    calls = 0;
     otlpRequests = 0;
     otlpBytes = 0;
     arrivals = [];

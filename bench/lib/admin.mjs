@@ -23,13 +23,18 @@ export async function rpc(baseUrl, method, body, token = adminToken) {
  * A source and a destination of it that posts to `webhookUrl`, as the admin API returns them.
  * @param {string} baseUrl
  * @param {string} webhookUrl
- * @param {{ name?: string, enabled?: boolean, secret?: string }} [options]
+ * @param {{ name?: string, enabled?: boolean, secret?: string, batch?: { maxCalls: number, maxBytes?: number, maxWaitMs?: number } }} [options] `batch`: the webhook sends its calls many per POST
  * @returns {Promise<{ source: { id: string, writeKey: string }, destination: { id: string } }>}
  */
-export async function createSourceAndDestination(baseUrl, webhookUrl, { name = "bench", enabled = true, secret = "bench-secret" } = {}) {
+export async function createSourceAndDestination(
+  baseUrl,
+  webhookUrl,
+  { name = "bench", enabled = true, secret = "bench-secret", batch } = {},
+) {
   const { source } = await rpc(baseUrl, "SourceService/CreateSource", { source: { name } });
+  const webhook = batch ? { url: webhookUrl, batch } : { url: webhookUrl };
   const { destination } = await rpc(baseUrl, "DestinationService/CreateDestination", {
-    destination: { name, sourceIds: [source.id], enabled, webhooks: [{ url: webhookUrl }], sharedSecret: secret },
+    destination: { name, sourceIds: [source.id], enabled, webhooks: [webhook], sharedSecret: secret },
   });
   return { source, destination };
 }

@@ -31,6 +31,8 @@ export async function startSink() {
     url: `http://127.0.0.1:${port}`,
     pid: child.pid,
     count: async () => (await ask({ type: "count" })).count,
+    /** Calls received: requests, except that a POST to /batch counts the calls in its body. */
+    calls: async () => (await ask({ type: "calls" })).count,
     /** OTLP exports received on /v1/traces since the last reset: requests and bytes. */
     otlp: async () => {
       const { requests, bytes } = await ask({ type: "otlp" });
@@ -39,16 +41,16 @@ export async function startSink() {
     reset: (track = false) => ask({ type: "reset", track }),
     arrivals: async () => (await ask({ type: "arrivals" })).arrivals,
     /**
-     * Resolves when the sink has counted `target` requests; polls every 20 ms.
+     * Resolves when the sink has counted `target` requests (`type` "calls": calls); polls every 20 ms.
      * @param {number} target
      * @returns {Promise<number>} when (performance.now()) it had
      */
-    async waitForCount(target, timeoutMs = 600_000) {
+    async waitForCount(target, timeoutMs = 600_000, type = "count") {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const n = (await ask({ type: "count" })).count;
+        const n = (await ask({ type })).count;
         if (n >= target) return performance.now();
-        if (Date.now() > deadline) throw new Error(`sink saw ${n} of ${target} requests in time`);
+        if (Date.now() > deadline) throw new Error(`sink saw ${n} of ${target} ${type === "calls" ? "calls" : "requests"} in time`);
         await new Promise((r) => setTimeout(r, 20));
       }
     },
