@@ -68,9 +68,10 @@ export async function batchedWebhooksScenario({ db, sink, count, batch = 100 }) 
  * @param {number} batch
  */
 async function bareBatchBaseline(pool, db, sink, sourceId, count, batch) {
-  const { rows } = await pool.query("INSERT INTO destinations (name, enabled, webhooks) VALUES ('bare-batch', true, $1) RETURNING id", [
-    JSON.stringify([{ url: `${sink.url}/batch`, headers: {} }]),
-  ]);
+  const { rows } = await pool.query(
+    "INSERT INTO destinations (id, name, enabled, webhooks) VALUES (gen_random_uuid(), 'bare-batch', true, $1) RETURNING id",
+    [JSON.stringify([{ url: `${sink.url}/batch`, headers: {} }])],
+  );
   await queueDeliveries(pool, { sourceId, destinationId: rows[0].id, count, prefix: `barebatch${Date.now()}` });
   await pool.query("VACUUM delivery_queue");
   await checkpoint(pool);
