@@ -1,6 +1,7 @@
 import { createHmac, randomBytes } from "node:crypto";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
 import { Fate } from "../../../gen/waypost/v1/delivery_pb.js";
+import { Ordering } from "../../../gen/waypost/v1/destination_pb.js";
 import { ManualClock } from "../../../src/clock.js";
 import { claimRound, healthConfig } from "../../health/support.js";
 import { startReceiver, type ReceivedRequest, type Receiver } from "../../helpers/receiver.js";
@@ -211,4 +212,55 @@ test("max_bytes: no batch body is larger; a call larger alone goes in a batch of
     if (calls.some((call) => call.messageId === big)) expect(calls).toHaveLength(1);
     else expect(Buffer.byteLength(request.body)).toBeLessThanOrEqual(maxBytes);
   }
+});
+
+test("per-user ordering: a batch holds at most one call of a user, and a user's calls arrive in order", async () => {
+  const r = await receiver();
+  const { destination, client } = await batchedDestination(r.url, { maxCalls: 10, maxWaitMs: 0 }, { ordering: Ordering.PER_USER });
+  const delivered = completionsOf(server, destination.id, 5);
+  const sent: Array<[string, string]> = [];
+  for (const [userId, event] of [
+    ["u1", "a"],
+    ["u2", "x"],
+    ["u1", "b"],
+    ["u1", "c"],
+    ["u2", "y"],
+  ] as const) {
+    await client.track({ track: { userId, event } });
+    sent.push([userId, event]);
+  }
+  await delivered;
+  const batches = r.requests.map((request) => callsIn(request) as Array<{ userId: string; event: string }>);
+  for (const calls of batches) expect(new Set(calls.map((call) => call.userId)).size).toBe(calls.length);
+  const arrived = (userId: string) =>
+    batches
+      .flat()
+      .filter((call) => call.userId === userId)
+      .map((call) => call.event);
+  expect(arrived("u1")).toEqual(["a", "b", "c"]);
+  expect(arrived("u2")).toEqual(["x", "y"]);
+});
+
+test("several URLs: a batched one beside one that is not; a retry goes, batched, only to the URL that failed retryably", async () => {
+  const [batched, single] = [await receiver((index) => (index === 0 ? 503 : 200)), await receiver(() => 400)];
+  const source = await server.createSource();
+  const destination = await server.createDestination({
+    name: "mixed",
+    sourceIds: [source.id],
+    webhooks: [{ url: batched.url, batch: { maxCalls: 2, maxWaitMs: 60_000 } }, { url: single.url }],
+  });
+  const client = server.tracking(source.writeKey);
+  const failed = completionsOf(server, destination.id, 2);
+  const ids = [(await client.track({ track: { userId: "u1", event: "X" } })).messageId];
+  ids.push((await client.track({ track: { userId: "u2", event: "Y" } })).messageId);
+  expect((await failed).map((c) => c.status)).toEqual(["retrying", "retrying"]);
+  expect(single.requests.map((request) => JSON.parse(request.body).messageId).sort()).toEqual([...ids].sort());
+
+  const row = await server.pool.query("SELECT max(run_at) AS at FROM deliveries WHERE destination_id = $1", [destination.id]);
+  clock.set(row.rows[0].at);
+  const delivered = completionsOf(server, destination.id, 2);
+  await claimRound(server);
+  expect((await delivered).map((c) => c.status)).toEqual(["delivered", "delivered"]);
+  expect(batched.requests.map((request) => callsIn(request).length)).toEqual([2, 2]);
+  expect(single.requests).toHaveLength(2);
 });
