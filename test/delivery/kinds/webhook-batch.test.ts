@@ -123,6 +123,10 @@ test("one POST carries the calls as {batch:[...]}, each the body a single POST c
   expect(request!.headers.traceparent).toBeUndefined();
 
   for (const id of [a, b, c]) expect(await attemptsOf(id, destination.id)).toEqual([{ outcome: "success", status_code: 200 }]);
+  // The delivery view shows the headers a batch POST carries, not a single call's.
+  const [done] = (await finished).filter((completion) => completion.status === "delivered");
+  const { delivery } = await server.deliveries.getDelivery({ id: done!.id });
+  expect(delivery!.webhookHeaders[0]!.headers).toMatchObject({ "webhook-id": "(new for each batch POST)", "x-signature": "[masked]" });
   const fateOf = async (messageId: string) =>
     (await server.deliveries.explainMessage({ messageId })).destinations.find((d) => d.destinationId === destination.id);
   expect(await fateOf(skipped)).toMatchObject({ fate: Fate.FILTERED, reason: "transform" });

@@ -68,11 +68,8 @@ export function createWebhookBatcher(options: { clock: Clock; send: BatchSend })
     const { calls, settings, webhook } = batch;
     const id = randomUUID();
     const body = `{"batch":[${calls.map((c) => c.body).join(",")}]}`;
-    const target = targetOf(webhook);
-    // A batch has no single message id or trace context: webhook-id is the
-    // batch's own id, new for every POST; the calls carry their messageIds.
-    const headers = { ...target.headers, ...signatureHeaders(id, settings, clock.now(), body) };
-    const request: WebhookRequest = { urlIndex: batch.urlIndex, url: webhook.url, target: target.url, headers, body };
+    const headers = batchHeaders(settings, webhook, id, clock.now(), body);
+    const request: WebhookRequest = { urlIndex: batch.urlIndex, url: webhook.url, target: targetOf(webhook).url, headers, body };
     const ref = { id, calls: calls.length };
     const work = options.send(batch.destinationId, request).then((result) => {
       const attempt = { ...result, batch: ref };
@@ -128,6 +125,21 @@ export function createWebhookBatcher(options: { clock: Clock; send: BatchSend })
       await Promise.allSettled([...sending]);
     },
   };
+}
+
+/**
+ * The headers of a batch POST. A batch has no single message id or trace
+ * context: webhook-id is the batch's own id (`id`), new for every POST; the
+ * calls carry their messageIds.
+ */
+export function batchHeaders(
+  settings: WebhookSettings,
+  webhook: StoredWebhook,
+  id: string,
+  now: Date,
+  body: string,
+): Record<string, string> {
+  return { ...targetOf(webhook).headers, ...signatureHeaders(id, settings, now, body) };
 }
 
 /** A webhook whose calls go in batches. */

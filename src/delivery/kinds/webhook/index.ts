@@ -3,7 +3,7 @@ import type { ClaimedDelivery } from "../../../db/job-table/index.js";
 import { sendWebhook } from "../../../outbound/send.js";
 import { traceRequests } from "../attempt-spans.js";
 import { defineKind } from "../kind.js";
-import { createWebhookBatcher, isBatched } from "./batcher.js";
+import { batchHeaders, createWebhookBatcher, isBatched } from "./batcher.js";
 import { chosenWebhooks, prepareRequests, type WebhookDestination } from "./prepare.js";
 import { sendAll } from "./send-all.js";
 import { type StoredWebhook, webhookSettings } from "./settings.js";
@@ -23,7 +23,16 @@ export const webhookKind = defineKind({
   label: "webhook",
   proto: DestinationKind.WEBHOOK,
   settings: webhookSettings,
-  preview: (job, destination, now) => prepareRequests(job, destination, now),
+  // A batched URL's requests carry the batch's headers (its own webhook-id, no trace context).
+  preview: (job, destination, now) =>
+    prepareRequests(job, destination, now).map((request) => {
+      const webhook = destination.webhook.webhooks[request.urlIndex];
+      if (!webhook || !isBatched(webhook)) return request;
+      return {
+        url: request.url,
+        headers: batchHeaders(destination.webhook, webhook, "(new for each batch POST)", now, `{"batch":[${job.payload}]}`),
+      };
+    }),
   createDelivery(context) {
     const { clock, config, guard } = context;
     const sendContext = { guard, timeoutMs: config.timeoutMs, now: () => clock.now() };
