@@ -71,10 +71,26 @@ export function createWebhookBatcher(options: { clock: Clock; send: BatchSend })
     const headers = batchHeaders(settings, webhook, id, clock.now(), body);
     const request: WebhookRequest = { urlIndex: batch.urlIndex, url: webhook.url, target: targetOf(webhook).url, headers, body };
     const ref = { id, calls: calls.length };
-    const work = options.send(batch.destinationId, request).then((result) => {
-      const attempt = { ...result, batch: ref };
-      for (const call of calls) call.resolve(attempt);
-    });
+    const attemptedAt = clock.now();
+    const work = options
+      .send(batch.destinationId, request)
+      // Sending reports failures as attempts; should it throw, the calls are retried rather than held forever.
+      .catch(
+        (error: unknown): AttemptResult => ({
+          urlIndex: batch.urlIndex,
+          url: webhook.url,
+          attemptedAt,
+          outcome: "retryable",
+          statusCode: null,
+          error: `batch not sent: ${String(error)}`,
+          latencyMs: 0,
+          responseBody: null,
+        }),
+      )
+      .then((result) => {
+        const attempt = { ...result, batch: ref };
+        for (const call of calls) call.resolve(attempt);
+      });
     sending.add(work);
     void work.finally(() => sending.delete(work));
   }
@@ -100,7 +116,8 @@ export function createWebhookBatcher(options: { clock: Clock; send: BatchSend })
 
   return {
     add(destinationId, settings, webhook, body) {
-      const key = `${destinationId} ${webhook.url}`;
+      // By position too: two webhooks of a destination may name one URL.
+      const key = `${destinationId} ${settings.webhooks.indexOf(webhook)} ${webhook.url}`;
       const size = Buffer.byteLength(body);
       let batch = batches.get(key);
       // Settings moved on (a new revision): what waits goes with the settings it came with.
@@ -110,7 +127,8 @@ export function createWebhookBatcher(options: { clock: Clock; send: BatchSend })
       batch = batches.get(key) ?? open(key, destinationId, settings, webhook);
       const result = new Promise<AttemptResult>((resolve) => batch.calls.push({ body, resolve }));
       batch.bytes += size + (batch.calls.length > 1 ? 1 : 0);
-      if (batch.calls.length >= webhook.batch.maxCalls) send(key, batch);
+      // Full, or too large for any other call to join (a call larger than max_bytes alone).
+      if (batch.calls.length >= webhook.batch.maxCalls || batch.bytes >= webhook.batch.maxBytes) send(key, batch);
       return result;
     },
     tick() {

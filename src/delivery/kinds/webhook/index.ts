@@ -8,8 +8,8 @@ import { chosenWebhooks, prepareRequests, type WebhookDestination } from "./prep
 import { sendAll } from "./send-all.js";
 import { type StoredWebhook, webhookSettings } from "./settings.js";
 
-/** A batch keeps one POST in flight while the next fills, and more: a loopback receiver answers in a few ms. */
-const batchesInFlight = 4;
+/** Batches of a destination in flight or filling at once: the job table work of their calls (claims, completions) goes in larger rounds. */
+const batchesInFlight = 8;
 
 /**
  * Webhooks, the first kind: a delivery is a signed POST to each of the
