@@ -40,8 +40,9 @@ async function batchedDestination(url: string, batch: Batch, extra = {}) {
 }
 
 /** The calls a batch POST carried, as sent. */
-const callsIn = (request: ReceivedRequest): Array<{ messageId: string; event?: string; properties?: Record<string, unknown> }> =>
-  JSON.parse(request.body).batch;
+const callsIn = (
+  request: ReceivedRequest,
+): Array<{ messageId: string; userId?: string; event?: string; properties?: Record<string, unknown> }> => JSON.parse(request.body).batch;
 
 /**
  * Resolves once the loop has claimed `count` more deliveries and handed
@@ -234,7 +235,7 @@ test("per-user ordering: a batch holds at most one call of a user, and a user's 
     sent.push([userId, event]);
   }
   await delivered;
-  const batches = r.requests.map((request) => callsIn(request) as Array<{ userId: string; event: string }>);
+  const batches = r.requests.map(callsIn);
   for (const calls of batches) expect(new Set(calls.map((call) => call.userId)).size).toBe(calls.length);
   const arrived = (userId: string) =>
     batches
