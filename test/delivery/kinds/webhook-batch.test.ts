@@ -269,3 +269,14 @@ test("several URLs: a batched one beside one that is not; a retry goes, batched,
   expect(batched.requests.map((request) => callsIn(request).length)).toEqual([2, 2]);
   expect(single.requests).toHaveLength(2);
 });
+
+test("a permanent answer (410) fails every call of the batch, each with the attempt", async () => {
+  const r = await receiver(() => 410);
+  const { destination, client } = await batchedDestination(r.url, { maxCalls: 2, maxWaitMs: 60_000 });
+  const finished = completionsOf(server, destination.id, 2);
+  const ids = [(await client.track({ track: { userId: "u1", event: "X" } })).messageId];
+  ids.push((await client.track({ track: { userId: "u2", event: "Y" } })).messageId);
+  expect((await finished).map((c) => c.status)).toEqual(["failed", "failed"]);
+  expect(r.requests).toHaveLength(1);
+  for (const id of ids) expect(await attemptsOf(id, destination.id)).toEqual([{ outcome: "permanent", status_code: 410 }]);
+});
