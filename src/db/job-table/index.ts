@@ -29,7 +29,7 @@
  * data deletion) removes their deliveries (a trigger on messages); a
  * completion in flight then matches no row.
  */
-export type { AttemptOutcome, AttemptResult } from "./attempt-result.js";
+export type { AttemptOutcome, AttemptResult, BatchAttemptRef } from "./attempt-result.js";
 export { cancelDestinationDeliveries } from "./cancel.js";
 export { claimDeliveries, type ClaimedDelivery, type ClaimOptions, type ClaimResult } from "./claim.js";
 export { extendLeases, type HeldLease } from "./extend.js";
