@@ -200,7 +200,8 @@ function completionRecord(c: DeliveryCompletion): string {
   let own = "";
   let batches = "";
   for (const a of c.attempts) {
-    if (isBatchReference(a)) batches += `${batches === "" ? "" : ","}{"batch_id":${JSON.stringify(a.batch.id)},"calls":${a.batch.calls},${attemptFields(a)}}`;
+    if (isBatchReference(a))
+      batches += `${batches === "" ? "" : ","}{"batch_id":${JSON.stringify(a.batch.id)},"calls":${a.batch.calls},${attemptFields(a)}}`;
     else own += `${own === "" ? "" : ","}{${attemptFields(a)}}`;
   }
   json += `,"attempts":[${own}]`;

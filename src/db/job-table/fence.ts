@@ -130,7 +130,13 @@ export interface Finish {
   /** Columns of the history row that differ from the queued row's (SQL expressions over `d` and `using`). */
   set?: Partial<
     Record<
-      "attempt_count" | "first_attempt_at" | "retry_urls" | "refused_completions" | "last_error" | "batch_attempts" | "batch_attempt_numbers",
+      | "attempt_count"
+      | "first_attempt_at"
+      | "retry_urls"
+      | "refused_completions"
+      | "last_error"
+      | "batch_attempts"
+      | "batch_attempt_numbers",
       string
     >
   >;
