@@ -169,7 +169,7 @@ test("per-item results: only the refused call fails, with its own error; the oth
       ),
     ),
   );
-  const statuses = await pool.query("SELECT id::text, status FROM deliveries WHERE id = ANY($1::bigint[]) ORDER BY id", [ids]);
+  const statuses = await pool.query("SELECT status FROM deliveries WHERE id = ANY($1::bigint[]) ORDER BY id", [ids]);
   expect(statuses.rows.map((r) => r.status)).toEqual(["delivered", "failed", "delivered"]);
   expect(await attemptsOf(ids)).toEqual([
     [{ attempt: 1, outcome: "success", error: null }],
