@@ -187,7 +187,7 @@ test("a warehouse that is down is retried on the normal schedule; back up, nothi
   const { client, destination } = await warehouseDestination("outage");
   proxy.down();
   const claimed = claims(3);
-  const ids = [];
+  const ids: string[] = [];
   for (let i = 0; i < 3; i++) ids.push((await client.track({ track: { userId: "u", event: "Kept", messageId: `k${i}` } })).messageId);
   await claimed;
   const retrying = await flushByClock(destination.id, 3, ["retrying"]);
