@@ -1,5 +1,6 @@
-import type { AttemptResult, BatchAttemptRef } from "./attempt-result.js";
+import type { AttemptResult } from "./attempt-result.js";
 import type { Queryable } from "../pool.js";
+import { completionParameters } from "./completion-records.js";
 import { fenceCondition, finishCtes, transitionSql } from "./fence.js";
 
 export type DeliveryStatus = "pending" | "retrying" | "delivered" | "failed" | "expired" | "cancelled";
@@ -22,7 +23,6 @@ export interface DeliveryCompletion {
   probe?: boolean;
 }
 
-const terminal = new Set<DeliveryStatus>(["delivered", "failed", "expired", "cancelled"]);
 const terminalSql = "('delivered', 'failed', 'expired', 'cancelled')";
 
 // What a result changes on the delivery, whether it stays in the queue or
@@ -37,14 +37,6 @@ const resultColumns = {
   batch_attempt_numbers:
     "CASE WHEN c.batch_refs IS NULL THEN d.batch_attempt_numbers ELSE d.batch_attempt_numbers || array_fill(d.attempt_count + 1, ARRAY[cardinality(c.batch_refs)]) END",
 };
-
-// The columns of a batch attempt in the parameter, and the id of the row it
-// is written to: one row per operation (batch id and URL) and result
-// (outcome and error), so the calls of a plain batch share one row and a
-// per-item failure gets a row of its own, whichever flush writes them.
-const batchColumns = `b(batch_id uuid, calls int, url_index int, url text, attempted_at bigint, outcome attempt_outcome, status_code int,
-                error text, latency_ms int, response_body text, destination_revision int)`;
-const batchRowId = "md5(b.batch_id::text || '/' || b.url_index || '/' || b.outcome || '/' || coalesce('e' || b.error, 'n'))::uuid";
 
 // The lease holder's results, applied only while its token still holds: a
 // delivery still to be retried (or released untouched) stays in the queue
@@ -86,21 +78,23 @@ const finishedCtes = finishCtes("finished", {
  * result belongs in this statement.
  *
  * The batch travels as one JSON parameter (each completion with its
- * attempts nested), not as an array per column: no per-element escaping or
- * date formatting by pg, and one fixed text whatever the batch's size.
+ * attempts nested, and its batch attempts as row ids), not as an array per
+ * column: no per-element escaping or date formatting by pg, and one fixed
+ * text whatever the batch's size. The batch attempt rows travel once each
+ * in a second JSON parameter (completion-records.ts).
  */
 export async function completeDeliveries(db: Queryable, completions: readonly DeliveryCompletion[]): Promise<Set<string>> {
   if (completions.length === 0) return new Set();
+  const parameters = completionParameters(completions);
   const result = await db.query<{ id: string }>({
     // Planned for each batch, not prepared: see claimDeliveries.
     text: `WITH c AS (
        SELECT r.destination_id, r.id, r.lease_token, r.status, ${fromEpochMs("r.run_at")} AS run_at, r.attempted,
               ${fromEpochMs("r.attempted_at")} AS attempted_at, r.retry_urls, ${fromEpochMs("r.finalized_at")} AS finalized_at, r.attempts,
-              r.batches, CASE WHEN r.batches IS NULL THEN NULL
-                         ELSE ARRAY(SELECT ${batchRowId} FROM json_to_recordset(r.batches) AS ${batchColumns}) END AS batch_refs
+              r.batch_refs
          FROM json_to_recordset($1::json)
            AS r(destination_id uuid, id bigint, lease_token int, status delivery_status, run_at bigint,
-                attempted boolean, attempted_at bigint, retry_urls json, finalized_at bigint, attempts json, batches json)
+                attempted boolean, attempted_at bigint, retry_urls json, finalized_at bigint, attempts json, batch_refs uuid[])
      ), held AS (
        -- The results whose lease still holds, their rows locked: one
        -- primary-key probe each (a LATERAL subquery with LIMIT, which the
@@ -125,6 +119,7 @@ export async function completeDeliveries(db: Queryable, completions: readonly De
          CROSS JOIN LATERAL json_to_recordset(c.attempts)
            AS a(url_index int, url text, attempted_at bigint, outcome attempt_outcome, status_code int, error text,
                 latency_ms int, response_body text, destination_revision int, sent_body text, discarded_values int)
+        WHERE c.attempts IS NOT NULL
        ON CONFLICT DO NOTHING
        RETURNING 1
      ), batched AS (
@@ -134,22 +129,24 @@ export async function completeDeliveries(db: Queryable, completions: readonly De
        -- to the same rows lock them in the same order.
        INSERT INTO delivery_batch_attempts (destination_id, id, batch_id, url_index, url, attempted_at, outcome, status_code, error,
                                             latency_ms, response_body, destination_revision, calls, deliveries)
-       SELECT DISTINCT ON (x.destination_id, x.row_id, x.attempted_at)
-              x.destination_id, x.row_id, x.batch_id, x.url_index, x.url, x.attempted_at, x.outcome, x.status_code, x.error,
-              x.latency_ms, x.response_body, x.destination_revision, x.calls,
-              count(*) OVER (PARTITION BY x.destination_id, x.row_id, x.attempted_at)
-         FROM (SELECT c.destination_id, ${batchRowId} AS row_id, b.batch_id, b.url_index, b.url, ${fromEpochMs("b.attempted_at")} AS attempted_at,
-                      b.outcome, b.status_code, b.error, b.latency_ms, b.response_body, b.destination_revision, b.calls
+       SELECT b.destination_id, b.id, b.batch_id, b.url_index, b.url, ${fromEpochMs("b.attempted_at")}, b.outcome, b.status_code, b.error,
+              b.latency_ms, b.response_body, b.destination_revision, b.calls, n.deliveries
+         FROM (SELECT c.destination_id, r.ref, count(*) AS deliveries
                  FROM c
                  JOIN done ON done.destination_id = c.destination_id AND done.id = c.id
-                CROSS JOIN LATERAL json_to_recordset(c.batches) AS ${batchColumns}
-                WHERE c.batches IS NOT NULL) x
-        ORDER BY x.destination_id, x.row_id, x.attempted_at
+                CROSS JOIN LATERAL unnest(c.batch_refs) AS r(ref)
+                WHERE c.batch_refs IS NOT NULL
+                GROUP BY 1, 2) n
+         JOIN json_to_recordset($2::json)
+           AS b(destination_id uuid, id uuid, batch_id uuid, calls int, url_index int, url text, attempted_at bigint, outcome attempt_outcome,
+                status_code int, error text, latency_ms int, response_body text, destination_revision int)
+           ON b.destination_id = n.destination_id AND b.id = n.ref
+        ORDER BY b.destination_id, b.id
        ON CONFLICT (destination_id, id, attempted_at) DO UPDATE SET deliveries = delivery_batch_attempts.deliveries + excluded.deliveries
        RETURNING 1
      )
      SELECT id FROM done`,
-    values: [recordsParameter(completions)],
+    values: [parameters.records, parameters.batchRows],
   });
   return new Set(result.rows.map((r) => r.id));
 }
@@ -161,71 +158,4 @@ export async function completeDeliveries(db: Queryable, completions: readonly De
  */
 function fromEpochMs(column: string): string {
   return `to_timestamp(${column}::double precision / 1000)`;
-}
-
-/**
- * The batch as one JSON array of records, keys named as the statement's
- * columns, nulls left out (read as NULL). Written out by hand: it runs for
- * every webhook, and building an object per completion and attempt for
- * JSON.stringify cost about six times as much. Every string that is not one
- * of ours (URLs, errors, response bodies) goes through JSON.stringify.
- */
-export function recordsParameter(completions: readonly DeliveryCompletion[]): string {
-  let json = "[";
-  for (let i = 0; i < completions.length; i++) {
-    if (i > 0) json += ",";
-    json += completionRecord(completions[i]!);
-  }
-  return `${json}]`;
-}
-
-/**
- * When the delivery finished: the end of its last attempt (start plus
- * latency; an abandoned attempt ends when it was cut short), not the start,
- * so a slow endpoint's Finished time comes after its First attempt time.
- * Without attempts (a release or cancel), when the completion was made.
- */
-function finishedAt(c: DeliveryCompletion): number {
-  let end = c.attemptedAt.getTime();
-  for (const a of c.attempts) end = Math.max(end, a.attemptedAt.getTime() + a.latencyMs);
-  return end;
-}
-
-function completionRecord(c: DeliveryCompletion): string {
-  let json =
-    `{"destination_id":${JSON.stringify(c.destinationId)},"id":${JSON.stringify(c.id)},"lease_token":${c.leaseToken}` +
-    `,"status":"${c.status}","run_at":${c.runAt.getTime()},"attempted":${c.attempted},"attempted_at":${c.attemptedAt.getTime()}`;
-  if (c.retryUrls !== null) json += `,"retry_urls":${JSON.stringify(c.retryUrls)}`;
-  if (terminal.has(c.status)) json += `,"finalized_at":${finishedAt(c)}`;
-  let own = "";
-  let batches = "";
-  for (const a of c.attempts) {
-    if (isBatchReference(a))
-      batches += `${batches === "" ? "" : ","}{"batch_id":${JSON.stringify(a.batch.id)},"calls":${a.batch.calls},${attemptFields(a)}}`;
-    else own += `${own === "" ? "" : ","}{${attemptFields(a)}}`;
-  }
-  json += `,"attempts":[${own}]`;
-  if (batches !== "") json += `,"batches":[${batches}]`;
-  return `${json}}`;
-}
-
-/**
- * A batch call's attempt is written as a reference to its operation's row
- * unless it has something of its own that row cannot hold: the body it
- * sent, values a warehouse discarded (those keep a row of their own, as an
- * attempt without a batch does).
- */
-function isBatchReference(a: AttemptResult): a is AttemptResult & { batch: BatchAttemptRef } {
-  return a.batch !== undefined && a.sentBody === undefined && !a.discardedValues;
-}
-
-function attemptFields(a: AttemptResult): string {
-  let json = `"url_index":${a.urlIndex},"url":${JSON.stringify(a.url)},"attempted_at":${a.attemptedAt.getTime()},"outcome":"${a.outcome}","latency_ms":${a.latencyMs}`;
-  if (a.statusCode !== null) json += `,"status_code":${a.statusCode}`;
-  if (a.error !== null) json += `,"error":${JSON.stringify(a.error)}`;
-  if (a.responseBody !== null) json += `,"response_body":${JSON.stringify(a.responseBody)}`;
-  if (a.destinationRevision !== undefined) json += `,"destination_revision":${a.destinationRevision}`;
-  if (a.sentBody !== undefined) json += `,"sent_body":${JSON.stringify(a.sentBody)}`;
-  if (a.discardedValues) json += `,"discarded_values":${a.discardedValues}`;
-  return json;
 }
