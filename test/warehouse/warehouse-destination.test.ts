@@ -2,6 +2,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import type pg from "pg";
 import { afterAll, beforeAll, expect, test, vi } from "vitest";
 import { DeletionService } from "../../gen/waypost/v1/deletion_pb.js";
+import { DeliveryView } from "../../gen/waypost/v1/delivery_pb.js";
 import { DestinationHealth, DestinationKind } from "../../gen/waypost/v1/destination_pb.js";
 import { ManualClock } from "../../src/clock.js";
 import type { DeliveryCompletion } from "../../src/delivery/loop.js";
@@ -186,18 +187,24 @@ test("a warehouse that is down is retried on the normal schedule; back up, nothi
   const { client, destination } = await warehouseDestination("outage");
   proxy.down();
   const claimed = claims(3);
-  const ids = [];
+  const ids: string[] = [];
   for (let i = 0; i < 3; i++) ids.push((await client.track({ track: { userId: "u", event: "Kept", messageId: `k${i}` } })).messageId);
   await claimed;
   const retrying = await flushByClock(destination.id, 3, ["retrying"]);
   expect(retrying.map((c) => c.status)).toEqual(["retrying", "retrying", "retrying"]);
-  const attempt = await server.pool.query(
-    `SELECT a.error, a.url FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id JOIN messages m ON m.id = d.message_pk
-      WHERE m.message_id = $1`,
-    [ids[0]],
+  // One batch attempt for the three calls, listed as each delivery's attempt (no attempt row per call).
+  const listed = await server.deliveries.listDeliveries({ destinationId: destination.id, view: DeliveryView.FULL });
+  const outage = listed.deliveries.filter((d) => ids.includes(d.messageId));
+  expect(outage.map((d) => d.attempts.map((a) => [a.attempt, a.error.slice(0, 21)]))).toEqual(
+    ids.map(() => [[1, "warehouse unavailable"]]),
   );
-  expect(attempt.rows[0].error).toContain("warehouse unavailable");
-  expect(attempt.rows[0].url).not.toContain(warehousePassword());
+  expect(outage[0]!.attempts[0]!.url).not.toContain(warehousePassword());
+  const perCall = await server.pool.query("SELECT count(*)::int AS n FROM delivery_attempts WHERE destination_id = $1", [destination.id]);
+  expect(perCall.rows[0].n).toBe(0);
+  const batches = await server.pool.query("SELECT calls, deliveries FROM delivery_batch_attempts WHERE destination_id = $1", [
+    destination.id,
+  ]);
+  expect(batches.rows).toEqual([{ calls: 3, deliveries: 3 }]);
   // Endpoint health sees it like a failing webhook endpoint.
   const health = (await server.destinations.getDestination({ id: destination.id })).destination!;
   expect(health.health).toBe(DestinationHealth.FAILING);
@@ -212,6 +219,15 @@ test("a warehouse that is down is retried on the normal schedule; back up, nothi
   const delivered = await flushByClock(destination.id, 3);
   expect(delivered.map((c) => c.status)).toEqual(["delivered", "delivered", "delivered"]);
   expect(await rows("SELECT count(*)::int AS n FROM outage.kept")).toEqual([{ n: 3 }]);
+  // Each delivery lists both batch attempts, numbered 1 and 2.
+  for (const messageId of ids) {
+    const [one] = (await server.deliveries.listDeliveries({ destinationId: destination.id, messageId, view: DeliveryView.FULL }))
+      .deliveries;
+    expect(one!.attempts.map((a) => [a.attempt, a.error === "" ? "ok" : "failed"])).toEqual([
+      [1, "failed"],
+      [2, "ok"],
+    ]);
+  }
   expect(await rows("SELECT count(*)::int AS n FROM outage.tracks")).toEqual([{ n: 3 }]);
 });
 

@@ -24,6 +24,14 @@ export interface AttemptResult {
   batch?: BatchAttemptRef | undefined;
 }
 
+/**
+ * A batch operation, as each of its calls' attempts names it. Every call's
+ * AttemptResult from one operation carries the same object; what may
+ * differ per call is its outcome, its error (a per-item failure), sentBody,
+ * discardedValues and retryAfterMs. The job table writes the operation's
+ * attempt once (delivery_batch_attempts) and references it from each call's
+ * delivery.
+ */
 export interface BatchAttemptRef {
   /** A random UUID made by the sender, one per batch operation (per POST, per warehouse transaction, per broker publish round). */
   id: string;

@@ -1,5 +1,6 @@
 import type { AttemptResult } from "./attempt-result.js";
 import type { Queryable } from "../pool.js";
+import { completionParameters } from "./completion-records.js";
 import { fenceCondition, finishCtes, transitionSql } from "./fence.js";
 
 export type DeliveryStatus = "pending" | "retrying" | "delivered" | "failed" | "expired" | "cancelled";
@@ -22,7 +23,6 @@ export interface DeliveryCompletion {
   probe?: boolean;
 }
 
-const terminal = new Set<DeliveryStatus>(["delivered", "failed", "expired", "cancelled"]);
 const terminalSql = "('delivered', 'failed', 'expired', 'cancelled')";
 
 // What a result changes on the delivery, whether it stays in the queue or
@@ -31,6 +31,11 @@ const resultColumns = {
   attempt_count: "d.attempt_count + CASE WHEN c.attempted THEN 1 ELSE 0 END",
   first_attempt_at: "CASE WHEN c.attempted THEN coalesce(d.first_attempt_at, c.attempted_at) ELSE d.first_attempt_at END",
   retry_urls: "CASE WHEN c.retry_urls IS NULL THEN NULL ELSE ARRAY(SELECT json_array_elements_text(c.retry_urls)) END",
+  // The batch attempts this result made, referenced with the attempt's
+  // number (appending a NULL array leaves the column as it was).
+  batch_attempts: "d.batch_attempts || c.batch_refs",
+  batch_attempt_numbers:
+    "CASE WHEN c.batch_refs IS NULL THEN d.batch_attempt_numbers ELSE d.batch_attempt_numbers || array_fill(d.attempt_count + 1, ARRAY[cardinality(c.batch_refs)]) END",
 };
 
 // The lease holder's results, applied only while its token still holds: a
@@ -61,25 +66,35 @@ const finishedCtes = finishCtes("finished", {
 /**
  * Writes a batch of completions in one statement: the deliveries' new state
  * (a finished delivery leaves the queue for the history) and, for those
- * whose lease still held, their attempt rows.
+ * whose lease still held, their attempts: a delivery_attempts row per
+ * request of its own, and for an attempt that was part of a batch
+ * operation (`AttemptResult.batch`) the operation's row in
+ * delivery_batch_attempts, written once for all its calls, and a reference
+ * to it on the delivery (with the attempt's number). A batch call that
+ * carries something of its own to keep (a sentBody, discardedValues) gets
+ * its own delivery_attempts row instead.
  * Returns the ids that were written. Every delivery result passes through
  * here (the completion writer batches them), so anything recorded per
  * result belongs in this statement.
  *
  * The batch travels as one JSON parameter (each completion with its
- * attempts nested), not as an array per column: no per-element escaping or
- * date formatting by pg, and one fixed text whatever the batch's size.
+ * attempts nested, and its batch attempts as row ids), not as an array per
+ * column: no per-element escaping or date formatting by pg, and one fixed
+ * text whatever the batch's size. The batch attempt rows travel once each
+ * in a second JSON parameter (completion-records.ts).
  */
 export async function completeDeliveries(db: Queryable, completions: readonly DeliveryCompletion[]): Promise<Set<string>> {
   if (completions.length === 0) return new Set();
+  const parameters = completionParameters(completions);
   const result = await db.query<{ id: string }>({
     // Planned for each batch, not prepared: see claimDeliveries.
     text: `WITH c AS (
        SELECT r.destination_id, r.id, r.lease_token, r.status, ${fromEpochMs("r.run_at")} AS run_at, r.attempted,
-              ${fromEpochMs("r.attempted_at")} AS attempted_at, r.retry_urls, ${fromEpochMs("r.finalized_at")} AS finalized_at, r.attempts
+              ${fromEpochMs("r.attempted_at")} AS attempted_at, r.retry_urls, ${fromEpochMs("r.finalized_at")} AS finalized_at, r.attempts,
+              r.batch_refs
          FROM json_to_recordset($1::json)
            AS r(destination_id uuid, id bigint, lease_token int, status delivery_status, run_at bigint,
-                attempted boolean, attempted_at bigint, retry_urls json, finalized_at bigint, attempts json)
+                attempted boolean, attempted_at bigint, retry_urls json, finalized_at bigint, attempts json, batch_refs uuid[])
      ), held AS (
        -- The results whose lease still holds, their rows locked: one
        -- primary-key probe each (a LATERAL subquery with LIMIT, which the
@@ -104,11 +119,34 @@ export async function completeDeliveries(db: Queryable, completions: readonly De
          CROSS JOIN LATERAL json_to_recordset(c.attempts)
            AS a(url_index int, url text, attempted_at bigint, outcome attempt_outcome, status_code int, error text,
                 latency_ms int, response_body text, destination_revision int, sent_body text, discarded_values int)
+        WHERE c.attempts IS NOT NULL
        ON CONFLICT DO NOTHING
+       RETURNING 1
+     ), batched AS (
+       -- Each batch attempt row once, counting the deliveries that reference
+       -- it; calls of one operation completed by an earlier statement found
+       -- it written and add theirs. In key order, so two statements adding
+       -- to the same rows lock them in the same order.
+       INSERT INTO delivery_batch_attempts (destination_id, id, batch_id, url_index, url, attempted_at, outcome, status_code, error,
+                                            latency_ms, response_body, destination_revision, calls, deliveries)
+       SELECT b.destination_id, b.id, b.batch_id, b.url_index, b.url, ${fromEpochMs("b.attempted_at")}, b.outcome, b.status_code, b.error,
+              b.latency_ms, b.response_body, b.destination_revision, b.calls, n.deliveries
+         FROM (SELECT c.destination_id, r.ref, count(*) AS deliveries
+                 FROM c
+                 JOIN done ON done.destination_id = c.destination_id AND done.id = c.id
+                CROSS JOIN LATERAL unnest(c.batch_refs) AS r(ref)
+                WHERE c.batch_refs IS NOT NULL
+                GROUP BY 1, 2) n
+         JOIN json_to_recordset($2::json)
+           AS b(destination_id uuid, id uuid, batch_id uuid, calls int, url_index int, url text, attempted_at bigint, outcome attempt_outcome,
+                status_code int, error text, latency_ms int, response_body text, destination_revision int)
+           ON b.destination_id = n.destination_id AND b.id = n.ref
+        ORDER BY b.destination_id, b.id
+       ON CONFLICT (destination_id, id, attempted_at) DO UPDATE SET deliveries = delivery_batch_attempts.deliveries + excluded.deliveries
        RETURNING 1
      )
      SELECT id FROM done`,
-    values: [recordsParameter(completions)],
+    values: [parameters.records, parameters.batchRows],
   });
   return new Set(result.rows.map((r) => r.id));
 }
@@ -120,54 +158,4 @@ export async function completeDeliveries(db: Queryable, completions: readonly De
  */
 function fromEpochMs(column: string): string {
   return `to_timestamp(${column}::double precision / 1000)`;
-}
-
-/**
- * The batch as one JSON array of records, keys named as the statement's
- * columns, nulls left out (read as NULL). Written out by hand: it runs for
- * every webhook, and building an object per completion and attempt for
- * JSON.stringify cost about six times as much. Every string that is not one
- * of ours (URLs, errors, response bodies) goes through JSON.stringify.
- */
-export function recordsParameter(completions: readonly DeliveryCompletion[]): string {
-  let json = "[";
-  for (let i = 0; i < completions.length; i++) {
-    if (i > 0) json += ",";
-    json += completionRecord(completions[i]!);
-  }
-  return `${json}]`;
-}
-
-/**
- * When the delivery finished: the end of its last attempt (start plus
- * latency; an abandoned attempt ends when it was cut short), not the start,
- * so a slow endpoint's Finished time comes after its First attempt time.
- * Without attempts (a release or cancel), when the completion was made.
- */
-function finishedAt(c: DeliveryCompletion): number {
-  let end = c.attemptedAt.getTime();
-  for (const a of c.attempts) end = Math.max(end, a.attemptedAt.getTime() + a.latencyMs);
-  return end;
-}
-
-function completionRecord(c: DeliveryCompletion): string {
-  let json =
-    `{"destination_id":${JSON.stringify(c.destinationId)},"id":${JSON.stringify(c.id)},"lease_token":${c.leaseToken}` +
-    `,"status":"${c.status}","run_at":${c.runAt.getTime()},"attempted":${c.attempted},"attempted_at":${c.attemptedAt.getTime()}`;
-  if (c.retryUrls !== null) json += `,"retry_urls":${JSON.stringify(c.retryUrls)}`;
-  if (terminal.has(c.status)) json += `,"finalized_at":${finishedAt(c)}`;
-  json += `,"attempts":[`;
-  for (let i = 0; i < c.attempts.length; i++) {
-    const a = c.attempts[i]!;
-    if (i > 0) json += ",";
-    json += `{"url_index":${a.urlIndex},"url":${JSON.stringify(a.url)},"attempted_at":${a.attemptedAt.getTime()},"outcome":"${a.outcome}","latency_ms":${a.latencyMs}`;
-    if (a.statusCode !== null) json += `,"status_code":${a.statusCode}`;
-    if (a.error !== null) json += `,"error":${JSON.stringify(a.error)}`;
-    if (a.responseBody !== null) json += `,"response_body":${JSON.stringify(a.responseBody)}`;
-    if (a.destinationRevision !== undefined) json += `,"destination_revision":${a.destinationRevision}`;
-    if (a.sentBody !== undefined) json += `,"sent_body":${JSON.stringify(a.sentBody)}`;
-    if (a.discardedValues) json += `,"discarded_values":${a.discardedValues}`;
-    json += "}";
-  }
-  return `${json}]}`;
 }

@@ -2,8 +2,9 @@ import type pg from "pg";
 import { type Queryable, withTransaction } from "../pool.js";
 
 /**
- * The history of finished deliveries and the attempts are partitioned by
- * UTC day (delivery_history_YYYYMMDD, delivery_attempts_YYYYMMDD), so that
+ * The history of finished deliveries, the attempts and the batch attempts
+ * are partitioned by UTC day (delivery_history_YYYYMMDD,
+ * delivery_attempts_YYYYMMDD, delivery_batch_attempts_YYYYMMDD), so that
  * retention drops whole days: a DROP TABLE, whatever the day held, with no
  * DELETE and no vacuum afterwards. Rows of a day without its partition (a
  * clock far off) land in each table's default partition, never refused.
@@ -50,12 +51,12 @@ export interface DroppedDay {
  */
 export async function dropDaysBefore(db: pg.Pool, cutoff: Date, lockTimeoutMs = 2_000): Promise<DroppedDay[]> {
   const days = await db.query<{ name: string; parent: string; attached: boolean }>(
-    `SELECT c.relname AS name, substring(c.relname from '^(delivery_history|delivery_attempts)_') AS parent,
+    `SELECT c.relname AS name, substring(c.relname from '^(delivery_history|delivery_attempts|delivery_batch_attempts)_') AS parent,
             c.relispartition AS attached
        FROM pg_class c
        JOIN pg_namespace n ON n.oid = c.relnamespace
       WHERE c.relkind = 'r' AND n.nspname = current_schema()
-        AND c.relname ~ '^(delivery_history|delivery_attempts)_[0-9]{8}$'
+        AND c.relname ~ '^(delivery_history|delivery_attempts|delivery_batch_attempts)_[0-9]{8}$'
         AND to_date(right(c.relname, 8), 'YYYYMMDD') + 1 <= ($1::timestamptz AT TIME ZONE 'UTC')::date
       ORDER BY 1`,
     [cutoff],
@@ -78,5 +79,6 @@ export async function dropDaysBefore(db: pg.Pool, cutoff: Date, lockTimeoutMs = 
   }
   await db.query("DELETE FROM delivery_history_default WHERE finalized_at < $1", [cutoff]);
   await db.query("DELETE FROM delivery_attempts_default WHERE attempted_at < $1", [cutoff]);
+  await db.query("DELETE FROM delivery_batch_attempts_default WHERE attempted_at < $1", [cutoff]);
   return dropped;
 }

@@ -128,7 +128,18 @@ export interface Finish {
   /** When it finished, an SQL expression. */
   finalizedAt: string;
   /** Columns of the history row that differ from the queued row's (SQL expressions over `d` and `using`). */
-  set?: Partial<Record<"attempt_count" | "first_attempt_at" | "retry_urls" | "refused_completions" | "last_error", string>>;
+  set?: Partial<
+    Record<
+      | "attempt_count"
+      | "first_attempt_at"
+      | "retry_urls"
+      | "refused_completions"
+      | "last_error"
+      | "batch_attempts"
+      | "batch_attempt_numbers",
+      string
+    >
+  >;
   /** A USING list (other tables or CTEs), without the keyword. */
   using?: string;
   where: string;
@@ -151,6 +162,9 @@ const historyColumns = [
   "ordering_key",
   "refused_completions",
   "last_error",
+  // The delivery's references to batch attempts (delivery_batch_attempts ids and its attempt numbers).
+  "batch_attempts",
+  "batch_attempt_numbers",
 ];
 
 /**
@@ -193,19 +207,20 @@ export interface Reopen {
  * history and wait in the queue again as retries, with the token moved on
  * (a revoke: nothing in flight can complete them), every URL, and a fresh
  * retry window (first_attempt_at cleared; the first attempt ever made is
- * kept in earliest_attempt_at). `${name}` returns destination_id and id.
+ * kept in earliest_attempt_at; its attempts, and its references to batch
+ * attempts, kept). `${name}` returns destination_id and id.
  */
 export function reopenCtes(name: string, reopen: Reopen): string {
   return `${name}_left AS (
        DELETE FROM delivery_history h USING ${reopen.using}
         WHERE ${reopen.where}
        RETURNING h.destination_id, h.id, h.message_pk, h.source_id, h.created_at, h.attempt_count, h.lease_token, h.ordering_key,
-                 coalesce(h.earliest_attempt_at, h.first_attempt_at) AS earliest_attempt_at
+                 h.batch_attempts, h.batch_attempt_numbers, coalesce(h.earliest_attempt_at, h.first_attempt_at) AS earliest_attempt_at
      ), ${name} AS (
        INSERT INTO delivery_queue (destination_id, id, message_pk, source_id, status, run_at, created_at, attempt_count,
-                                   lease_token, earliest_attempt_at, ordering_key)
+                                   lease_token, earliest_attempt_at, ordering_key, batch_attempts, batch_attempt_numbers)
        SELECT l.destination_id, l.id, l.message_pk, l.source_id, 'retrying', ${reopen.runAt}, l.created_at, l.attempt_count,
-              l.lease_token + 1, l.earliest_attempt_at, l.ordering_key
+              l.lease_token + 1, l.earliest_attempt_at, l.ordering_key, l.batch_attempts, l.batch_attempt_numbers
          FROM ${name}_left l
        RETURNING destination_id, id
      )`;

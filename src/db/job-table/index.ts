@@ -11,7 +11,9 @@
  *   claim     due deliveries of enabled destinations take a lease, within
  *             the destinations' rate limits and per-user ordering (flow-control)
  *   extend    the lease holder's heartbeat: its leases run on, only while they hold
- *   complete  the lease holder's results, only while its lease holds
+ *   complete  the lease holder's results, only while its lease holds; a
+ *             batch operation's attempt written once for its calls
+ *             (delivery_batch_attempts), referenced from each delivery
  *   refuse    a result the database refused: counted, retried later, failed
  *             with the database's error after a few
  *   cancel    a deleted destination's unfinished deliveries (revokes the lease)

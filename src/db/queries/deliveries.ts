@@ -1,5 +1,6 @@
 import type { DeliveryStatus } from "../job-table/index.js";
 import type { Queryable } from "../pool.js";
+import { attemptsOfDeliveriesSql, attemptsSinceSql } from "./attempts-of.js";
 
 export interface DeliveryRow {
   id: string;
@@ -55,8 +56,7 @@ export async function selectAttempts(
   const result = await db.query<AttemptRow>(
     `SELECT delivery_id, attempt, url, attempted_at, outcome, status_code, error, latency_ms, response_body, destination_revision,
             discarded_values
-       FROM delivery_attempts
-      WHERE (destination_id, delivery_id) IN (SELECT * FROM unnest($1::uuid[], $2::bigint[]))
+       FROM (${attemptsOfDeliveriesSql("$1::uuid[]", "$2::bigint[]")}) a
       ORDER BY delivery_id, attempt, url_index`,
     [destinationIds, deliveryIds],
   );
@@ -77,7 +77,7 @@ export async function selectDestinationStats(db: Queryable, destinationId: strin
             count(*)::text AS attempts,
             count(*) FILTER (WHERE outcome = 'success')::text AS successes,
             avg(latency_ms) FILTER (WHERE outcome <> 'abandoned')::float8 AS mean_latency_ms
-       FROM delivery_attempts WHERE destination_id = $1 AND attempted_at >= $2`,
+       FROM (${attemptsSinceSql("$1", "$2")}) a`,
     [destinationId, since],
   );
   return result.rows[0]!;

@@ -1,5 +1,6 @@
 import type { Query } from "../job-table/index.js";
 import type { Queryable } from "../pool.js";
+import { attemptsSinceSql } from "./attempts-of.js";
 
 /** One minute of a destination's activity. */
 export interface MinuteRow {
@@ -21,7 +22,8 @@ export interface MinuteRow {
  * Per-minute figures from `since` (a minute boundary): deliveries by the
  * minute they reached a final state (deliveries_destination_finalized_idx),
  * attempts and their latency percentiles by the minute they were made
- * (delivery_attempts_destination_time_idx). Only minutes with activity.
+ * (the time indexes of delivery_attempts and delivery_batch_attempts; a
+ * batch attempt counts once for each delivery it stands for). Only minutes with activity.
  * Abandoned attempts count as attempts, but their latency (cut short) does
  * not enter the percentiles.
  */
@@ -44,8 +46,7 @@ export function minuteSeriesQuery(destinationId: string, since: Date): Query {
               sum(discarded_values) AS discarded,
               percentile_disc(0.5) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE outcome <> 'abandoned') AS p50,
               percentile_disc(0.99) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE outcome <> 'abandoned') AS p99
-         FROM delivery_attempts
-        WHERE destination_id = $1 AND attempted_at >= $2
+         FROM (${attemptsSinceSql("$1", "$2")}) a
         GROUP BY 1
      )
      SELECT coalesce(f.minute, t.minute) AS minute, f.delivered, f.failed, f.expired, t.attempts, t.successes, t.failed_attempts, t.p50, t.p99,
@@ -103,8 +104,8 @@ export async function selectLatencyPercentiles(db: Queryable, destinationId: str
   );
   const result = await db.query<Record<string, number | null>>(
     `SELECT ${columns.join(",\n            ")}
-       FROM delivery_attempts
-      WHERE destination_id = $1 AND attempted_at >= $2 AND outcome <> 'abandoned'`,
+       FROM (${attemptsSinceSql("$1", "$2")}) a
+      WHERE outcome <> 'abandoned'`,
     [destinationId, earliest, ...since],
   );
   const row = result.rows[0]!;

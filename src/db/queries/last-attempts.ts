@@ -1,4 +1,5 @@
 import type { Queryable } from "../pool.js";
+import { attemptsOfDeliveriesSql } from "./attempts-of.js";
 
 export interface LastAttemptRow {
   delivery_id: string;
@@ -9,7 +10,7 @@ export interface LastAttemptRow {
 
 /**
  * Each delivery's last attempt (with several webhooks, its first failed
- * request if any), through the attempts' primary key: a page of the basic
+ * request if any), its own or a batch's, through the attempts' primary keys: a page of the basic
  * view shows what went wrong without reading every attempt.
  */
 export async function selectLastAttempts(
@@ -20,8 +21,7 @@ export async function selectLastAttempts(
   if (deliveryIds.length === 0) return [];
   const result = await db.query<LastAttemptRow>(
     `SELECT DISTINCT ON (delivery_id) delivery_id, outcome, status_code, error
-       FROM delivery_attempts
-      WHERE (destination_id, delivery_id) IN (SELECT * FROM unnest($1::uuid[], $2::bigint[]))
+       FROM (${attemptsOfDeliveriesSql("$1::uuid[]", "$2::bigint[]")}) a
       ORDER BY delivery_id, attempt DESC, outcome = 'success', url_index`,
     [destinationIds, deliveryIds],
   );

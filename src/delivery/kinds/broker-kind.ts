@@ -3,6 +3,7 @@ import type { AttemptResult, ClaimedDelivery } from "../../db/job-table/index.js
 import type { DestinationCommon, KindDelivery } from "./kind.js";
 import type { BrokerCall } from "./broker-publisher.js";
 import type { PublisherCache } from "./publisher-cache.js";
+import { createPublishRounds } from "./publish-rounds.js";
 import { templateSnakeCase } from "./templates.js";
 
 export interface BrokerKindOptions<Settings, D extends DestinationCommon = DestinationCommon> {
@@ -21,29 +22,34 @@ export interface BrokerKindOptions<Settings, D extends DestinationCommon = Desti
 
 /**
  * A message-broker kind (AMQP, NATS) as the delivery loop sees it: one
- * publish per delivery, one attempt, its outcome the broker's confirm or
- * acknowledgement. Routing uses the stored call's type and event; the body
+ * publish per delivery, its outcome the broker's confirm or
+ * acknowledgement; the publishes started in one turn are one round, whose
+ * attempt is written once for its calls (publish-rounds.ts). Routing uses the stored call's type and event; the body
  * sent is the one the destination's rules shaped.
  */
 export function createBrokerKind<Settings, D extends DestinationCommon = DestinationCommon>(
   options: BrokerKindOptions<Settings, D>,
 ): KindDelivery<D> {
+  const rounds = createPublishRounds(options.clock);
   return {
     async deliver(job, destination, body) {
       const settings = options.settingsOf(destination);
       const publisher = options.publishers.get(destination.id, destination.revision, () => settings);
-      const started = options.clock.now();
-      const startedMs = performance.now();
-      const result = await publisher.publish(brokerCall(job, destination.id, options.sourceIdOf(job), body));
+      const url = options.targetOf(settings);
+      const round = await rounds.publish(`${destination.id} ${url}`, () =>
+        publisher.publish(brokerCall(job, destination.id, options.sourceIdOf(job), body)),
+      );
       const attempt: AttemptResult = {
         urlIndex: 0,
-        url: options.targetOf(settings),
-        attemptedAt: started,
-        outcome: result.outcome,
+        url,
+        attemptedAt: round.attemptedAt,
+        outcome: round.value.outcome,
         statusCode: null,
-        error: result.error ?? null,
-        latencyMs: Math.round(performance.now() - startedMs),
+        error: round.value.error ?? null,
+        latencyMs: round.latencyMs,
         responseBody: null,
+        // The publishes this turn started for the destination are one batch attempt.
+        batch: round.batch,
         // The loop adds the revision and the body sent when the rules changed it.
       };
       return [attempt];

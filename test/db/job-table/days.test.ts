@@ -18,6 +18,12 @@ beforeAll(async () => {
      VALUES ('00000000-0000-4000-8000-0000000000e5', nextval('delivery_ids'), 1, '00000000-0000-4000-8000-000000000001',
              'delivered', '2020-01-01T10:00Z', '2020-01-01T10:00:01Z', 1, 1)`,
   );
+  // A batch attempt of that day, and one in the default partition (a clock far off).
+  await pool.query(
+    `INSERT INTO delivery_batch_attempts (destination_id, id, batch_id, url_index, url, attempted_at, outcome, latency_ms, calls, deliveries)
+     SELECT '00000000-0000-4000-8000-0000000000e5', gen_random_uuid(), gen_random_uuid(), 0, 'warehouse', t, 'success', 3, 10, 10
+       FROM unnest(ARRAY['2020-01-01T10:00Z', '2019-06-01T10:00Z']::timestamptz[]) t`,
+  );
 }, 60_000);
 afterAll(async () => {
   await pool?.end();
@@ -28,7 +34,7 @@ const days = async () =>
   (
     await pool.query<{ name: string; attached: boolean }>(
       `SELECT relname AS name, relispartition AS attached FROM pg_class
-        WHERE relkind = 'r' AND relname ~ '^delivery_(history|attempts)_2020' ORDER BY 1`,
+        WHERE relkind = 'r' AND relname ~ '^delivery_(history|attempts|batch_attempts)_2020' ORDER BY 1`,
     )
   ).rows;
 
@@ -44,6 +50,8 @@ test("days before the cutoff are detached and dropped, a day left detached too; 
     expect(dropped.map((d) => `${d.table}_${d.day}`).sort()).toEqual([
       "delivery_attempts_20200101",
       "delivery_attempts_20200102",
+      "delivery_batch_attempts_20200101",
+      "delivery_batch_attempts_20200102",
       "delivery_history_20200101",
     ]);
   } finally {
@@ -53,6 +61,8 @@ test("days before the cutoff are detached and dropped, a day left detached too; 
   expect(await days()).toEqual([
     { name: "delivery_attempts_20200103", attached: true },
     { name: "delivery_attempts_20200104", attached: true },
+    { name: "delivery_batch_attempts_20200103", attached: true },
+    { name: "delivery_batch_attempts_20200104", attached: true },
     { name: "delivery_history_20200102", attached: true },
     { name: "delivery_history_20200103", attached: true },
     { name: "delivery_history_20200104", attached: true },
@@ -60,4 +70,6 @@ test("days before the cutoff are detached and dropped, a day left detached too; 
   // The read is over: the next run drops that day.
   expect(await dropDaysBefore(pool, new Date("2020-01-03T00:00:00Z"), 200)).toEqual([{ table: "delivery_history", day: "20200102" }]);
   expect((await pool.query("SELECT count(*)::int AS n FROM delivery_history WHERE finalized_at < '2020-01-03'")).rows[0].n).toBe(0);
+  // Batch attempts go by day too, and those of the default partition past the cutoff are deleted.
+  expect((await pool.query("SELECT count(*)::int AS n FROM delivery_batch_attempts WHERE attempted_at < '2020-01-03'")).rows[0].n).toBe(0);
 });

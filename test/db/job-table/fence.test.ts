@@ -64,12 +64,13 @@ interface Row {
   run_at: Date;
   finalized_at: Date | null;
   attempts: number;
+  batch_attempts: string[] | null;
 }
 
 async function row(id: string): Promise<Row> {
   const result = await pool.query<Row>(
     `SELECT status, lease_token, lease_owner, leased_until, attempt_count, run_at, finalized_at,
-            (SELECT count(*)::int FROM delivery_attempts a WHERE a.delivery_id = d.id) AS attempts
+            (SELECT count(*)::int FROM delivery_attempts a WHERE a.delivery_id = d.id) AS attempts, batch_attempts
        FROM deliveries d WHERE id = $1`,
     [id],
   );
@@ -185,6 +186,13 @@ test.each(revokers)("a completion from before $name changes nothing", async ({ r
   expect(written.size).toBe(0);
   expect(await row(id)).toEqual(after);
   expect(after.attempts).toBe(1);
+  // Nor a result that was part of a batch: no batch attempt row, no reference.
+  const batched = completion(held!, new Date(t0.getTime() + 3 * minute));
+  batched.attempts = batched.attempts.map((a) => ({ ...a, batch: { id: randomUUID(), calls: 1 } }));
+  expect((await completeDeliveries(pool, [batched])).size).toBe(0);
+  expect(await row(id)).toEqual(after);
+  expect(after.batch_attempts).toBeNull();
+  expect((await pool.query("SELECT count(*)::int AS n FROM delivery_batch_attempts")).rows[0].n).toBe(0);
 });
 
 test("a replay only takes failed, expired or retrying deliveries", async () => {

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Clock } from "../../../clock.js";
 import type { WarehouseConfig } from "../../../config.js";
 import type { AttemptResult, ClaimedDelivery } from "../../../db/job-table/index.js";
@@ -114,6 +115,8 @@ export function createWarehouseKind(options: WarehouseKindOptions): WarehouseKin
     target.firstAt = undefined;
     const attemptedAt = clock.now();
     const started = performance.now();
+    // One transaction, one batch attempt for its calls (a call the fallback refused carries its own outcome and error).
+    const operation = { id: randomUUID(), calls: batch.length };
     const work = target.loader
       .load(batch.map(({ job, body }) => ({ payload: body, receivedAt: job.receivedAt, sentAt: job.sentAt ?? undefined })))
       .catch((error: unknown): LoadOutcome[] =>
@@ -135,6 +138,7 @@ export function createWarehouseKind(options: WarehouseKindOptions): WarehouseKin
               // The warehouse's answer: which values of the call were not stored in their columns.
               responseBody: outcome.outcome === "success" ? (outcome.note ?? null) : null,
               ...(outcome.outcome === "success" && outcome.discarded ? { discardedValues: outcome.discarded } : {}),
+              batch: operation,
             },
           ]);
         });
