@@ -6,41 +6,56 @@ import { nextRetryAt } from "./retry-policy.js";
 // decide the delivery's next state here (a kind prepares and delivers:
 // src/delivery/kinds/).
 
-/** The delivery's next state from its attempts. */
+/**
+ * The delivery's next state from its attempts. The completion takes
+ * `results` as its attempt list (the caller's own array, not copied): one
+ * object per delivery, built once, as this runs for every webhook.
+ */
 export function decideCompletion(
   job: ClaimedDelivery,
-  results: readonly AttemptResult[],
+  results: AttemptResult[],
   now: Date,
   schedule: RetrySchedule,
   random?: () => number,
 ): DeliveryCompletion {
-  const completion = {
+  const attemptedAt = results[0]?.attemptedAt ?? now;
+  const completion: DeliveryCompletion = {
     destinationId: job.destinationId,
     id: job.id,
     leaseToken: job.leaseToken,
-    probe: job.probe,
-    attempted: true,
-    attemptedAt: results[0]?.attemptedAt ?? now,
-    attempts: [...results],
+    status: "delivered",
     runAt: now,
+    attempted: true,
+    attemptedAt,
     retryUrls: null,
+    attempts: results,
+    probe: job.probe,
   };
-  if (results.some((r) => r.outcome === "success")) return { ...completion, status: "delivered" };
-  const retryable = results.filter((r) => r.outcome === "retryable");
-  if (retryable.length === 0) return { ...completion, status: "failed" };
-  const hints = retryable.map((r) => r.retryAfterMs).filter((ms): ms is number => ms !== undefined);
+  let retryable = 0;
+  let retryAfterMs: number | undefined;
+  for (const r of results) {
+    if (r.outcome === "success") return completion;
+    if (r.outcome !== "retryable") continue;
+    retryable++;
+    if (r.retryAfterMs !== undefined) retryAfterMs = retryAfterMs === undefined ? r.retryAfterMs : Math.max(retryAfterMs, r.retryAfterMs);
+  }
+  if (retryable === 0) {
+    completion.status = "failed";
+    return completion;
+  }
   const next = nextRetryAt(
-    {
-      attempts: job.attemptCount + 1,
-      firstAttemptAt: job.firstAttemptAt ?? completion.attemptedAt,
-      now,
-      retryAfterMs: hints.length > 0 ? Math.max(...hints) : undefined,
-    },
+    { attempts: job.attemptCount + 1, firstAttemptAt: job.firstAttemptAt ?? attemptedAt, now, retryAfterMs },
     schedule,
     random,
   );
-  if (!next) return { ...completion, status: "expired" };
-  return { ...completion, status: "retrying", runAt: next, retryUrls: retryable.map((r) => r.url) };
+  if (!next) {
+    completion.status = "expired";
+    return completion;
+  }
+  completion.status = "retrying";
+  completion.runAt = next;
+  completion.retryUrls = results.filter((r) => r.outcome === "retryable").map((r) => r.url);
+  return completion;
 }
 
 /** A delivery handed back untouched (destination disabled, or shutting down). */

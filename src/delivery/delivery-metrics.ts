@@ -57,9 +57,15 @@ export function createDeliveryMetrics(metrics: Metrics | undefined): DeliveryMet
     return entry;
   }
 
-  function count(counts: Map<string, PendingCount>, label: string, makeChild: () => PendingCount["child"]) {
+  // The counter and its labels as arguments, not a closure: no allocation per call once a label is known.
+  function count(
+    counts: Map<string, PendingCount>,
+    counter: { labels(destinationId: string, label: string): PendingCount["child"] },
+    destinationId: string,
+    label: string,
+  ) {
     let pending = counts.get(label);
-    if (pending === undefined) counts.set(label, (pending = { child: makeChild(), count: 0 }));
+    if (pending === undefined) counts.set(label, (pending = { child: counter.labels(destinationId, label), count: 0 }));
     if (pending.count++ === 0) dirty.push(pending);
     if (!flushScheduled) {
       flushScheduled = true;
@@ -71,12 +77,12 @@ export function createDeliveryMetrics(metrics: Metrics | undefined): DeliveryMet
     attempted(destinationId, results) {
       const entry = entryOf(destinationId);
       for (const r of results) {
-        count(entry.attempts, r.outcome, () => metrics.attempts.labels(destinationId, r.outcome));
+        count(entry.attempts, metrics.attempts, destinationId, r.outcome);
         if (r.outcome !== "abandoned") entry.latency.observe(r.latencyMs / 1000);
       }
     },
     finished(destinationId, status) {
-      count(entryOf(destinationId).finished, status, () => metrics.deliveriesFinished.labels(destinationId, status));
+      count(entryOf(destinationId).finished, metrics.deliveriesFinished, destinationId, status);
     },
     inFlight(change) {
       if (change > 0) metrics.deliveriesInFlight.inc(change);

@@ -16,13 +16,14 @@ beforeAll(async () => {
   // One connection: every call below reuses the prepared statement.
   ({ database, pool } = await openTestDatabase({ max: 1 }));
   await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', 'k')", [sourceId]);
-  for (const [id, name] of [
-    [open, "open"],
-    [closed, "closed"],
+  for (const [id, name, ordering] of [
+    [open, "open", "per_user"],
+    [closed, "closed", "none"],
   ]) {
     await pool.query(
-      `INSERT INTO destinations (id, name, enabled, webhooks) VALUES ($1, $2, true, '[{"url":"https://example.com/","headers":{}}]')`,
-      [id, name],
+      `INSERT INTO destinations (id, name, enabled, webhooks, ordering)
+       VALUES ($1, $2, true, '[{"url":"https://example.com/","headers":{}}]', $3)`,
+      [id, name, ordering],
     );
     await pool.query("INSERT INTO destination_sources (source_id, destination_id) VALUES ($1, $2)", [sourceId, id]);
   }
@@ -74,15 +75,16 @@ test("fields that need escaping in the JSON parameter arrive intact; an empty us
   await storeMessages(pool, sourceId, new Date(), [odd, anonymous]);
   expect((await stored(odd.messageId))[0]).toMatchObject({ type: "identify", user_id: 'user "é" \\' });
   expect((await stored(anonymous.messageId))[0]!.user_id).toBeNull();
-  const keys = await pool.query<{ message_id: string; ordering_key: string | null }>(
-    `SELECT m.message_id, d.ordering_key FROM deliveries d JOIN messages m ON m.id = d.message_pk
-      WHERE m.message_id = ANY($1) AND d.destination_id = $2`,
-    [[odd.messageId, anonymous.messageId], open],
+  const keys = await pool.query<{ message_id: string; destination_id: string; ordering_key: string | null }>(
+    `SELECT m.message_id, d.destination_id, d.ordering_key FROM deliveries d JOIN messages m ON m.id = d.message_pk
+      WHERE m.message_id = ANY($1)`,
+    [[odd.messageId, anonymous.messageId]],
   );
-  expect(Object.fromEntries(keys.rows.map((r) => [r.message_id, r.ordering_key]))).toEqual({
-    [odd.messageId]: 'user "é" \\',
-    [anonymous.messageId]: "anon",
-  });
+  const keyOf = (destinationId: string) =>
+    Object.fromEntries(keys.rows.filter((r) => r.destination_id === destinationId).map((r) => [r.message_id, r.ordering_key]));
+  expect(keyOf(open)).toEqual({ [odd.messageId]: 'user "é" \\', [anonymous.messageId]: "anon" });
+  // A destination without per-user ordering gets no key (its deliveries stay out of the ordering index).
+  expect(keyOf(closed)).toEqual({ [odd.messageId]: null, [anonymous.messageId]: null });
 });
 
 test("integrations route in SQL: absent goes everywhere, a destination turned off gets nothing", async () => {

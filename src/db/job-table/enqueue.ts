@@ -27,6 +27,19 @@ export function orderingKeySql(userId: string, anonymousId: string): string {
   return `coalesce(nullif(${userId}, ''), nullif(${anonymousId}, ''))`;
 }
 
+/**
+ * A queued delivery's user key when its destination orders per user, as SQL
+ * reading its message: the message's userId, else the anonymousId in its
+ * payload; NULL when the destination does not order (ingest writes keys only
+ * for destinations that do; the migration's trigger gives a destination's
+ * queued deliveries theirs when ordering is turned on).
+ */
+export function storedOrderingKeySql(destinationId: string, messagePk: string): string {
+  return `(SELECT ${orderingKeySql("m.user_id", "m.payload::json ->> 'anonymousId'")}
+             FROM messages m JOIN destinations o ON o.id = ${destinationId} AND o.ordering = 'per_user'
+            WHERE m.id = ${messagePk})`;
+}
+
 /** The select-list item that wakes the loops when the `enqueueCte` named `name` queued anything. */
 export function notifyIfQueued(name = "queued"): string {
   return notifyWhen(`EXISTS (SELECT 1 FROM ${name})`);

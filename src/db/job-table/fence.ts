@@ -1,3 +1,5 @@
+import { storedOrderingKeySql } from "./enqueue.js";
+
 /**
  * The lease fence of the job table, written once. A claim takes a lease:
  * it moves `lease_token` on and the claimer keeps the new value. Every other
@@ -220,7 +222,10 @@ export function reopenCtes(name: string, reopen: Reopen): string {
        INSERT INTO delivery_queue (destination_id, id, message_pk, source_id, status, run_at, created_at, attempt_count,
                                    lease_token, earliest_attempt_at, ordering_key, batch_attempts, batch_attempt_numbers)
        SELECT l.destination_id, l.id, l.message_pk, l.source_id, 'retrying', ${reopen.runAt}, l.created_at, l.attempt_count,
-              l.lease_token + 1, l.earliest_attempt_at, l.ordering_key, l.batch_attempts, l.batch_attempt_numbers
+              l.lease_token + 1, l.earliest_attempt_at,
+              -- Finished while its destination did not order: keyed now if it does.
+              coalesce(l.ordering_key, ${storedOrderingKeySql("l.destination_id", "l.message_pk")}),
+              l.batch_attempts, l.batch_attempt_numbers
          FROM ${name}_left l
        RETURNING destination_id, id
      )`;

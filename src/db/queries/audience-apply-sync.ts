@@ -77,6 +77,10 @@ export async function applySync(client: pg.PoolClient, options: ApplySyncOptions
        INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload)
        SELECT $2, c.message_id, 'identify', c.user_id, $3, ${payload.sql}
          FROM calls c
+        -- The source's row locked once (messages have no foreign key): a
+        -- deletion of the source waits for this statement, then deletes
+        -- what it stored.
+        WHERE EXISTS (SELECT 1 FROM sources WHERE id = $2 FOR KEY SHARE)
        RETURNING id, user_id
      ), ${enqueueCte(`SELECT d.id, i.id, $2, $3, $3, ${orderingKeySql("i.user_id", "NULL")}
          FROM inserted i

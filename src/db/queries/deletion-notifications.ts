@@ -23,9 +23,13 @@ export async function queueDeleteNotifications(db: Queryable, options: QueueNoti
   if (options.sourceIds.length === 0) return 0;
   const result = await db.query<{ notifications: string }>(
     `WITH targets AS (
+       -- The sources' rows locked (messages have no foreign key): a source's
+       -- deletion waits for this statement, then deletes what it stored.
        SELECT ds.source_id, d.id AS destination_id
          FROM destination_sources ds JOIN destinations d ON d.id = ds.destination_id
+         JOIN sources s ON s.id = ds.source_id
         WHERE ds.source_id = ANY($1::uuid[]) AND d.enabled
+          FOR KEY SHARE OF s
      ), inserted AS (
        INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload)
        SELECT s.source_id, gen_random_uuid()::text, 'delete', $2, $3, $4

@@ -1,4 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import { NotFoundError } from "../../errors.js";
 import type { Queryable } from "../pool.js";
 import { enqueueCte, orderingKeySql } from "../job-table/index.js";
 import { filtersStampSql } from "./source-filters.js";
@@ -70,17 +71,24 @@ const storeStatement = `
     SELECT * FROM ROWS FROM (json_to_recordset($3::json) AS (m text, t text, u text, a text, g jsonb, x jsonb, p json, s text, tp text, ts text, sa timestamptz))
       WITH ORDINALITY AS i(message_id, type, user_id, anonymous_id, integrations, filtered_out, raw_payload, escaped_payload, traceparent, tracestate, sent_at, position)
   ), fresh AS (
-    SELECT ${filtersStampSql("$1")} = $4::jsonb AS ok
+    -- The source's row, locked once per statement (no foreign key checks
+    -- each message): a deletion of the source waits for this store, then
+    -- deletes what it stored; a store after the deletion finds no source.
+    SELECT ${filtersStampSql("$1")} = $4::jsonb AS ok,
+           EXISTS (SELECT 1 FROM sources WHERE id = $1 FOR KEY SHARE) AS found
   ), inserted AS (
     INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload, traceparent, tracestate, sent_at)
     SELECT $1, message_id, type, nullif(user_id, ''), $2, coalesce(escaped_payload, raw_payload::text), traceparent, tracestate, sent_at FROM input
-     WHERE (SELECT ok FROM fresh)
+     WHERE (SELECT ok AND found FROM fresh)
     ON CONFLICT (source_id, message_id) DO NOTHING
     RETURNING id, message_id
   ), targets AS (
-    SELECT d.id, d.name, d.enabled FROM destination_sources ds JOIN destinations d ON d.id = ds.destination_id
+    SELECT d.id, d.name, d.enabled, d.ordering = 'per_user' AS ordered FROM destination_sources ds JOIN destinations d ON d.id = ds.destination_id
      WHERE ds.source_id = $1
-  ), ${enqueueCte(`SELECT t.id, m.id, $1, $2, $2, ${orderingKeySql("i.user_id", "i.anonymous_id")}
+    -- A user key only where the destination orders (turning ordering on
+    -- gives the queued deliveries theirs), so the ordering index holds only
+    -- those destinations' backlog.
+  ), ${enqueueCte(`SELECT t.id, m.id, $1, $2, $2, CASE WHEN t.ordered THEN ${orderingKeySql("i.user_id", "i.anonymous_id")} END
        FROM inserted m JOIN input i USING (message_id)
        JOIN targets t ON t.enabled AND ${routingCondition("i.integrations", "t.name")}
                      AND NOT coalesce(i.filtered_out ? t.id::text, false)
@@ -96,7 +104,7 @@ const storeStatement = `
      WHERE f.fate IS NOT NULL
     RETURNING destination_id, fate
   )
-  SELECT EXISTS (SELECT 1 FROM queued) AS queued, (SELECT ok FROM fresh) AS fresh,
+  SELECT EXISTS (SELECT 1 FROM queued) AS queued, (SELECT ok FROM fresh) AS fresh, (SELECT found FROM fresh) AS found,
          (SELECT json_agg(json_build_array(destination_id, n)) FROM
             (SELECT destination_id, count(*)::int AS n FROM fated WHERE fate = 'filtered' GROUP BY destination_id) f) AS filtered`;
 
@@ -140,11 +148,13 @@ export async function storeMessages(
 ): Promise<StoreResult> {
   if (messages.length === 0) return { fresh: true, filtered: [], queued: false };
   // Prepared (named): parsed and planned once per connection, not per Batch.
-  const result = await db.query<{ fresh: boolean; filtered: Array<[string, number]> | null; queued: boolean }>({
+  const result = await db.query<{ fresh: boolean; found: boolean; filtered: Array<[string, number]> | null; queued: boolean }>({
     name: "waypost-store-messages",
     text: storeStatement,
     values: [sourceId, receivedAt, rowsParameter(messages), filtersStamp],
   });
   const row = result.rows[0]!;
+  // Deleted since the caller found it (a write key is cached for seconds).
+  if (!row.found) throw new NotFoundError("source", sourceId);
   return { fresh: row.fresh, filtered: row.filtered ?? [], queued: row.queued };
 }

@@ -1,0 +1,116 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, beforeEach, expect, test } from "vitest";
+import { replayDelivery } from "../../src/db/job-table/index.js";
+import type { Pool } from "../../src/db/pool.js";
+import { storeMessages, type MessageToStore } from "../../src/db/queries/store-messages.js";
+import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { finishByHand, seedSourceAndDestination } from "../helpers/job-table-fixtures.js";
+
+// Ingest writes a delivery's user key only when its destination orders per
+// user; turning ordering on keys the deliveries already queued, including
+// those of a store that read the setting before the change.
+let database: TestDatabase;
+let pool: Pool;
+let sourceId: string;
+let destinationId: string;
+const at = new Date("2026-11-28T10:00:00Z");
+
+beforeAll(async () => {
+  ({ database, pool } = await openTestDatabase());
+});
+afterAll(async () => {
+  await pool?.end();
+  await database?.drop();
+});
+beforeEach(async () => {
+  ({ sourceId, destinationId } = await seedSourceAndDestination(pool, at));
+});
+
+const call = (userId: string, anonymousId = ""): MessageToStore => ({
+  messageId: randomUUID(),
+  type: "track",
+  userId,
+  anonymousId,
+  payload: JSON.stringify({ userId, anonymousId }),
+  integrations: undefined,
+});
+
+async function keys(): Promise<Array<string | null>> {
+  const rows = await pool.query<{ ordering_key: string | null }>(
+    "SELECT ordering_key FROM delivery_queue WHERE destination_id = $1 ORDER BY id",
+    [destinationId],
+  );
+  return rows.rows.map((row) => row.ordering_key);
+}
+
+const orderPerUser = () => pool.query("UPDATE destinations SET ordering = 'per_user' WHERE id = $1", [destinationId]);
+
+test("a destination that does not order gets no keys; turning ordering on keys its queued deliveries", async () => {
+  await storeMessages(pool, sourceId, at, [call("u1"), call("", "anon-1"), call("u2")]);
+  expect(await keys()).toEqual([null, null, null]);
+  await orderPerUser();
+  // The anonymous call's key comes from its stored body, as ingest took it from the call.
+  expect(await keys()).toEqual(["u1", "anon-1", "u2"]);
+  await storeMessages(pool, sourceId, at, [call("u3")]);
+  expect(await keys()).toEqual(["u1", "anon-1", "u2", "u3"]);
+});
+
+test("a delivery finished while its destination did not order is keyed when it is replayed after ordering was turned on", async () => {
+  await storeMessages(pool, sourceId, at, [call("u1")]);
+  const [{ id }] = (await pool.query<{ id: string }>("SELECT id FROM delivery_queue WHERE destination_id = $1", [destinationId])).rows as [
+    { id: string },
+  ];
+  expect(await finishByHand(pool, destinationId, [id], "failed")).toBe(1);
+  await orderPerUser();
+  expect(await replayDelivery(pool, destinationId, id, at)).toBe(true);
+  expect(await keys()).toEqual(["u1"]);
+});
+
+test("a store that read the setting before ordering was turned on is keyed once it commits", async () => {
+  const store = await pool.connect();
+  const setting = await pool.connect();
+  try {
+    await store.query("BEGIN");
+    await storeMessages(store, sourceId, at, [call("early")]);
+    // The change waits for the open store (its lock on the queue), then keys what it wrote.
+    const change = setting.query("UPDATE destinations SET ordering = 'per_user' WHERE id = $1", [destinationId]);
+    await waitUntilBlocked(setting);
+    await store.query("COMMIT");
+    await change;
+    expect(await keys()).toEqual(["early"]);
+  } finally {
+    store.release();
+    setting.release();
+  }
+});
+
+test("a store that starts while ordering is being turned on waits for it and keys its deliveries", async () => {
+  const setting = await pool.connect();
+  const store = await pool.connect();
+  try {
+    await setting.query("BEGIN");
+    await setting.query("UPDATE destinations SET ordering = 'per_user' WHERE id = $1", [destinationId]);
+    const stored = storeMessages(store, sourceId, at, [call("late")]);
+    await waitUntilBlocked(store);
+    await setting.query("COMMIT");
+    await stored;
+    expect(await keys()).toEqual(["late"]);
+  } finally {
+    setting.release();
+    store.release();
+  }
+});
+
+/** Resolves once the connection's backend waits for a lock. */
+async function waitUntilBlocked(client: object): Promise<void> {
+  // pg keeps the backend's pid on the client; its typings do not declare it.
+  const pid = (client as { processID?: number }).processID;
+  for (;;) {
+    const result = await pool.query<{ waiting: boolean }>(
+      "SELECT wait_event_type = 'Lock' AS waiting FROM pg_stat_activity WHERE pid = $1",
+      [pid],
+    );
+    if (result.rows[0]?.waiting) return;
+    await pool.query("SELECT pg_sleep(0.01)");
+  }
+}
