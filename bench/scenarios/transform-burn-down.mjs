@@ -6,6 +6,7 @@ import { queueDeliveries } from "../lib/queue.mjs";
 import { startService } from "../lib/service.mjs";
 import { report } from "../lib/stats.mjs";
 import { waitForStatus } from "./burn-down.mjs";
+import { checkTarget } from "../lib/targets.mjs";
 
 /** A small transform (docs/routing.md#transforms): rename the event, add a property. */
 export const smallTransform = `function transform(event) {
@@ -122,6 +123,7 @@ export async function transformBurnDownScenario({ db, sink, count, concurrency =
       windows: { no_transform: of("no_transform").map((w) => w.webhooksPerS), transform: of("transform").map((w) => w.webhooksPerS) },
       ratio_transform_to_no_transform: Math.round((transformed / plain) * 100) / 100,
       target_ratio: 0.6,
+      met: checkTarget("transform burn-down, ratio to no transform", Math.round((transformed / plain) * 100) / 100, 0.6).met,
       cpu_us_per_webhook: {
         no_transform: { service: serviceA, postgres: cpuPerWebhook("no_transform", "postgres") },
         transform: { service: serviceB, postgres: cpuPerWebhook("transform", "postgres") },
