@@ -76,7 +76,11 @@ export async function bareWarehouse({ url, warehouseUrl, sourceId, destinationId
   const load = loaders.map(async ({ job, warehouse }) => {
     while (state.loaded < count) {
       /** @type {{ rows: import("./lib/bare-loop.mjs").Job[] }} */
-      const { rows } = await job.query({ name: "bare-claim", text: claimStatement(batch) });
+      const { rows } = await job.query({
+        name: "bare-claim",
+        text: claimStatement(batch, { oneDestination: true }),
+        values: [destinationId],
+      });
       if (rows.length === 0) {
         await new Promise((resolve) => setTimeout(resolve, 5));
         continue;

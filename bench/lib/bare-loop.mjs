@@ -19,10 +19,12 @@ const batch = 500;
 const ahead = 1_000;
 
 /**
- * Claims up to `limit` due deliveries by destination over the queue's lane index (destination_id, run_at), as the service does.
+ * Claims up to `limit` due deliveries by destination over the queue's lane index (destination_id, run_at), as the service does;
+ * with `oneDestination`, only those of the destination given as $1.
  * @param {number} limit
+ * @param {{ oneDestination?: boolean }} [options]
  */
-export const claimStatement = (limit) => `
+export const claimStatement = (limit, { oneDestination = false } = {}) => `
   UPDATE delivery_queue d
      SET leased_until = now() + interval '5 minutes', lease_token = d.lease_token + 1
     FROM (SELECT q.destination_id, q.id FROM destinations dst
@@ -31,6 +33,7 @@ export const claimStatement = (limit) => `
               WHERE destination_id = dst.id AND run_at <= now() AND (leased_until IS NULL OR leased_until <= now())
               ORDER BY run_at LIMIT ${limit}
               FOR UPDATE SKIP LOCKED) q
+           ${oneDestination ? "WHERE dst.id = $1" : ""}
            LIMIT ${limit}) c, messages m
    WHERE d.destination_id = c.destination_id AND d.id = c.id
      AND m.id = d.message_pk
