@@ -40,16 +40,32 @@ async function amqpPublisher(exchange) {
   const connection = await amqp.connect(amqpUrl);
   const channel = await connection.createConfirmChannel();
   let returned = 0;
+  /** @type {string | undefined} */
+  let closed;
+  /** Publishes waiting for their confirmation: a channel the broker closes (a missing exchange) fails them all. */
+  const waiting = new Set();
+  const fail = (/** @type {string} */ why) => {
+    closed ??= why;
+    for (const resolve of waiting) resolve(false);
+    waiting.clear();
+  };
   channel.on("return", () => returned++);
+  channel.on("error", (error) => fail(String(error)));
+  channel.on("close", () => fail("channel closed"));
   return {
     /** @param {import("./lib/bare-loop.mjs").Job} job @returns {Promise<boolean>} */
     send: (job) =>
       new Promise((resolve) => {
+        if (closed) return resolve(false);
         const options = { mandatory: true, persistent: true, contentType: "application/json", messageId: job.message_id };
-        channel.publish(exchange, "track.order", Buffer.from(job.payload), options, (error) => resolve(!error));
+        waiting.add(resolve);
+        channel.publish(exchange, "track.order", Buffer.from(job.payload), options, (error) => {
+          waiting.delete(resolve);
+          resolve(!error);
+        });
       }),
     async close() {
-      await channel.close();
+      if (!closed) await channel.close();
       await connection.close();
       if (returned > 0) throw new Error(`amqp: ${returned} messages returned unroutable`);
     },

@@ -46,6 +46,7 @@ export async function brokerBurnDownScenario({ db, count, kind, concurrency = 64
       scenario: kind,
       deliveries: count,
       rate: service.rate,
+      unit: "calls/s until recorded",
       bare_rate: bareRate,
       ratio,
       target: { rate: target20k.goal, met: target20k.met },
