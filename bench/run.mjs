@@ -210,6 +210,7 @@ try {
       target_mb: 300,
       warehouse_at_concurrency_10000_mb: warehouseAt10000,
     });
+    checkTarget("peak service RSS MB, every scenario at the default concurrency", Math.max(...peaks), 300, { atMost: true });
   }
   if (wants("history")) {
     await inFreshDatabase((db) => historyScenario({ db, sink, count: Math.min(sizes.burnDown, 50_000), history: historySize }));
