@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { cpuSeconds } from "./lib/cpu.mjs";
 
-const insertStatement = `
+export const insertStatement = `
   WITH m AS (
     INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload)
     SELECT $1, i.message_id, 'track', i.user_id, now(), i.payload
@@ -30,7 +30,7 @@ const insertStatement = `
  * @param {string} messageId
  * @param {number} i
  */
-function trackBody(messageId, i) {
+export function trackBody(messageId, i) {
   return `{"version":1,"type":"track","userId":"user-${i % 5000}","event":"Order Completed","properties":{"orderId":"${i}","total":42.5,"currency":"EUR"},"context":{"ip":"203.0.113.9"},"timestamp":"2026-11-22T10:04:05.123Z","messageId":"${messageId}"}`;
 }
 

@@ -41,3 +41,18 @@ export async function queueDeliveries(pool, { sourceId, destinationId, count, pr
 export function benchBody(i) {
   return `{"version":1,"type":"track","userId":"user-${i}","event":"Order Completed","properties":{"orderId":"${i}","total":42.5,"currency":"EUR"},"context":{"ip":"203.0.113.9"},"timestamp":"2026-11-22T10:04:05.123Z","messageId":"b-${i}"}`;
 }
+
+/**
+ * A destination row written in SQL for a bare baseline's deliveries (a webhook destination, as the
+ * job table's rows need a destination; the bare scripts send wherever they were told).
+ * @param {import("../../src/db/pool.js").Queryable} pool
+ * @param {{ id: string, name: string, url?: string, enabled?: boolean }} options
+ */
+export async function addBareDestination(pool, { id, name, url = "http://127.0.0.1:9/unused", enabled = false }) {
+  await pool.query("INSERT INTO destinations (id, name, enabled, webhooks) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING", [
+    id,
+    name,
+    enabled,
+    JSON.stringify([{ url, headers: {} }]),
+  ]);
+}

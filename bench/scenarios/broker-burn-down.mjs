@@ -7,47 +7,95 @@ import amqp from "amqplib";
 import pg from "pg";
 import { rpc, setEnabled } from "../lib/admin.mjs";
 import { checkpoint, startCpuMeter } from "../lib/cpu.mjs";
-import { queueDeliveries } from "../lib/queue.mjs";
+import { addBareDestination, queueDeliveries } from "../lib/queue.mjs";
+import { runScript } from "../lib/script.mjs";
 import { startService } from "../lib/service.mjs";
 import { report } from "../lib/stats.mjs";
-import { burnDownScenario, waitForStatus } from "./burn-down.mjs";
+import { checkTarget, ratioOf } from "../lib/targets.mjs";
+import { waitForStatus } from "./burn-down.mjs";
 
 const amqpUrl = process.env.WAYPOST_TEST_AMQP_URL ?? "amqp://guest:guest@127.0.0.1:5672";
 const natsUrl = process.env.WAYPOST_TEST_NATS_URL ?? "nats://127.0.0.1:4222";
 
 /**
- * `count` deliveries already queued for a destination of each broker kind,
- * beside a webhook destination's burn-down of the same size in the same
- * run: calls published per second with the broker's confirmation and the
- * attempts recorded, CPU per call of the service and of Postgres. The
- * broker's own count of what it stored checks that every call arrived.
- * @param {{ db: import("../lib/postgres.mjs").Database, sink: import("../lib/sink.mjs").Sink, count: number, concurrency?: number }} options
+ * `count` deliveries already queued for a destination of one broker kind
+ * (`amqp`: a topic exchange with one bound queue on the machine's RabbitMQ;
+ * `nats`: a JetStream stream on the machine's NATS), in one `all` process:
+ * calls published per second with the broker's confirmation and the
+ * attempts recorded, CPU per call of the service, of Postgres and of the
+ * broker. The broker's own count of what it stored checks that every call
+ * arrived. Then the same run's bare reference on the same broker and the
+ * same tables: bench/bare-broker.mjs (the burn-down's bare claim and
+ * completion loop, publishing through the broker's client library).
+ * @param {{ db: import("../lib/postgres.mjs").Database, count: number, kind: "amqp" | "nats", concurrency?: number }} options
  */
-export async function brokerBurnDownScenario({ db, sink, count, concurrency = 64 }) {
-  const webhook = await burnDownScenario({ db, sink, count, concurrency, baseline: false, variant: { kind: "webhook" } });
-  const amqpResult = await kindBurnDown(db, count, concurrency, amqpTarget());
-  const natsResult = await kindBurnDown(db, count, concurrency, natsTarget());
-  const rss = Math.max(webhook.rss ?? 0, amqpResult.rss ?? 0, natsResult.rss ?? 0);
-  report({
-    scenario: "broker_burn_down_summary",
-    deliveries: count,
-    calls_per_s: { webhook: webhook.rate, amqp: amqpResult.rate, nats: natsResult.rate },
-    ratio_to_webhook: {
-      amqp: Math.round((amqpResult.rate / webhook.rate) * 100) / 100,
-      nats: Math.round((natsResult.rate / webhook.rate) * 100) / 100,
-    },
-    cpu_us_per_call_service: { webhook: webhook.cpuUsPerWebhook, amqp: amqpResult.cpuUsPerCall, nats: natsResult.cpuUsPerCall },
-    target_calls_per_s: 20_000,
-  });
-  return { rss };
+export async function brokerBurnDownScenario({ db, count, kind, concurrency = 64 }) {
+  const target = kind === "amqp" ? amqpTarget() : natsTarget();
+  const broker = await target.prepare();
+  try {
+    const service = await kindBurnDown(db, count, concurrency, target, broker);
+    await broker.purge();
+    const bare = await bareBrokerBaseline(db, count, kind, broker.bareTarget);
+    const stored = await broker.stored();
+    if (stored !== count) throw new Error(`${kind}: the broker stored ${stored} of the bare loop's ${count} calls`);
+    // Timed as the service's rate is: until the last call's completion is recorded.
+    const bareRate = Math.round(count / bare.all_recorded_after_s);
+    const ratio = ratioOf(service.rate, bareRate);
+    const target20k = checkTarget(`${kind} burn-down calls/s`, service.rate, 20_000);
+    report({
+      scenario: kind,
+      deliveries: count,
+      rate: service.rate,
+      unit: "calls/s until recorded",
+      bare_rate: bareRate,
+      ratio,
+      target: { rate: target20k.goal, met: target20k.met },
+      ...service.line,
+      bare: { name: bare.baseline, ...omit(bare, "baseline") },
+    });
+    return { rss: service.rss, rate: service.rate };
+  } finally {
+    await broker.cleanUp();
+  }
 }
+
+/**
+ * The bare publish loop's deliveries on the same tables (a destination row of its own), then bench/bare-broker.mjs.
+ * @param {import("../lib/postgres.mjs").Database} db
+ * @param {number} count
+ * @param {"amqp" | "nats"} kind
+ * @param {string} bareTarget
+ */
+async function bareBrokerBaseline(db, count, kind, bareTarget) {
+  const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+  try {
+    const { rows } = await pool.query("SELECT id FROM sources LIMIT 1");
+    const destinationId = kind === "amqp" ? "00000000-0000-4000-8000-00000000b0a1" : "00000000-0000-4000-8000-00000000b0a2";
+    await addBareDestination(pool, { id: destinationId, name: `bare-${kind}` });
+    await queueDeliveries(pool, { sourceId: rows[0].id, destinationId, count, prefix: `bare-${kind}-${Date.now()}` });
+    await pool.query("VACUUM delivery_queue");
+    await checkpoint(pool);
+  } finally {
+    await pool.end();
+  }
+  const result = await runScript("bare-broker.mjs", [db.url, kind, bareTarget, count, 256]);
+  if (result.recorded !== count) throw new Error(`bare ${kind} loop: ${result.recorded} of ${count} recorded, ${result.failed} failed`);
+  return result;
+}
+
+/**
+ * @param {Record<string, unknown>} object
+ * @param {...string} keys
+ */
+const omit = (object, ...keys) => Object.fromEntries(Object.entries(object).filter(([key]) => !keys.includes(key)));
 
 /**
  * @typedef {{
  *   kind: string,
  *   process: string,
- *   prepare(): Promise<{ settings: object, stored(): Promise<number>, cleanUp(): Promise<void> }>,
+ *   prepare(): Promise<PreparedBroker>,
  * }} BrokerTarget
+ * @typedef {{ settings: object, bareTarget: string, stored(): Promise<number>, purge(): Promise<void>, cleanUp(): Promise<void> }} PreparedBroker
  */
 
 /**
@@ -55,9 +103,9 @@ export async function brokerBurnDownScenario({ db, sink, count, concurrency = 64
  * @param {number} count
  * @param {number} concurrency
  * @param {BrokerTarget} target
+ * @param {PreparedBroker} broker
  */
-async function kindBurnDown(db, count, concurrency, target) {
-  const broker = await target.prepare();
+async function kindBurnDown(db, count, concurrency, target, broker) {
   const service = await startService(db.url, { WAYPOST_DESTINATION_CONCURRENCY: String(concurrency) });
   const pool = new pg.Pool({ connectionString: db.url, max: 4 });
   try {
@@ -79,29 +127,24 @@ async function kindBurnDown(db, count, concurrency, target) {
     const rss = service.peakRssMb();
     const stored = await broker.stored();
     const rate = Math.round((count / (recorded - start)) * 1000);
-    const cpuUsPerCall = used.service === null ? null : Math.round((used.service * 1e6) / count);
-    report({
-      scenario: "broker_burn_down",
-      kind: target.kind,
-      deliveries: count,
-      calls_per_s: rate,
+    if (stored !== count) throw new Error(`${target.kind}: the broker stored ${stored} of ${count} calls`);
+    const line = {
       all_recorded_after_s: Math.round(recorded - start) / 1000,
       stored_by_broker: stored,
       cpu_us_per_call: {
-        service: cpuUsPerCall,
+        service: used.service === null ? null : Math.round((used.service * 1e6) / count),
         postgres: used.postgres === null ? null : Math.round((used.postgres * 1e6) / count),
         // The broker's own server, when it runs on this machine (RabbitMQ's beam.smp, nats-server).
         broker: used.broker == null ? null : Math.round((used.broker * 1e6) / count),
       },
       transactions_per_1000_calls: Math.round((transactions * 1000) / count),
+      concurrency,
       server_peak_rss_mb: rss,
-    });
-    if (stored !== count) throw new Error(`${target.kind}: the broker stored ${stored} of ${count} calls`);
-    return { rate, rss, cpuUsPerCall };
+    };
+    return { rate, rss, line };
   } finally {
     await service.stop();
     await pool.end();
-    await broker.cleanUp();
   }
 }
 
@@ -119,7 +162,9 @@ function amqpTarget() {
       await channel.bindQueue(tag, tag, "#");
       return {
         settings: { kind: "DESTINATION_KIND_AMQP", amqp: { url: amqpUrl, exchange: tag, routingKey: "{type}.{event}", mandatory: true } },
+        bareTarget: tag,
         stored: async () => (await channel.checkQueue(tag)).messageCount,
+        purge: async () => void (await channel.purgeQueue(tag)),
         cleanUp: async () => {
           await channel.deleteQueue(tag);
           await channel.deleteExchange(tag);
@@ -142,7 +187,9 @@ function natsTarget() {
       await jsm.streams.add({ name: tag, subjects: [`${tag}.>`] });
       return {
         settings: { kind: "DESTINATION_KIND_NATS", nats: { servers: [natsUrl], subject: `${tag}.{type}.{event}` } },
+        bareTarget: tag,
         stored: async () => (await jsm.streams.info(tag)).state.messages,
+        purge: async () => void (await jsm.streams.purge(tag)),
         cleanUp: async () => {
           await jsm.streams.delete(tag);
           await nc.close();

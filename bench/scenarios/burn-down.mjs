@@ -2,10 +2,11 @@
 import pg from "pg";
 import { createSourceAndDestination, setEnabled } from "../lib/admin.mjs";
 import { checkpoint, startCpuMeter, transactionCount } from "../lib/cpu.mjs";
-import { queueDeliveries } from "../lib/queue.mjs";
+import { addBareDestination, queueDeliveries } from "../lib/queue.mjs";
 import { runScript } from "../lib/script.mjs";
 import { startService } from "../lib/service.mjs";
 import { report } from "../lib/stats.mjs";
+import { checkTarget, ratioOf } from "../lib/targets.mjs";
 
 /**
  * Scenario 2: `count` deliveries already queued; webhooks delivered per
@@ -55,24 +56,30 @@ export async function burnDownScenario({ db, sink, count, concurrency = 64, env 
   const bareResult = await bareLoopBaseline(pool, db, sink, count, concurrency);
   const bare = bareResult.per_s;
   await pool.end();
+  const ratio = ratioOf(rate, bare);
+  const target = checkTarget("burn-down ratio to the bare delivery loop", ratio, 0.6);
   report({
-    scenario: "delivery_burn_down",
+    scenario: "burn-down",
+    rate,
+    unit: "webhooks/s",
+    bare_rate: bare,
+    ratio,
+    target: { ratio: target.goal, met: target.met },
     deliveries: count,
-    webhooks_per_s: rate,
     all_recorded_after_s: Math.round(recorded - start) / 1000,
     concurrency,
-    baseline_bare_loop_per_s: bare,
-    ratio_to_bare_loop: Math.round((rate / bare) * 100) / 100,
-    baseline_all_recorded_after_s: bareResult.all_recorded_after_s,
-    baseline_cpu_us_per_delivery: { script: bareResult.script_cpu_us_per_delivery, postgres: bareResult.postgres_cpu_us_per_delivery },
-    baseline_transactions_per_1000: bareResult.transactions_per_1000,
     cpu_us_per_webhook: {
       service: used.service === null ? null : Math.round((used.service * 1e6) / count),
       postgres: used.postgres === null ? null : Math.round((used.postgres * 1e6) / count),
     },
     transactions_per_1000_webhooks: Math.round((transactions * 1000) / count),
     profile_window_s: window,
-    target_webhooks_per_s: 15_000,
+    bare: {
+      name: "bare-delivery",
+      all_recorded_after_s: bareResult.all_recorded_after_s,
+      cpu_us_per_delivery: { script: bareResult.script_cpu_us_per_delivery, postgres: bareResult.postgres_cpu_us_per_delivery },
+      transactions_per_1000: bareResult.transactions_per_1000,
+    },
     server_peak_rss_mb: rss,
     postgres_statements: statements,
   });
@@ -114,10 +121,7 @@ export async function bareLoopBaseline(pool, db, sink, count, concurrency) {
   const { rows } = await pool.query("SELECT id FROM sources LIMIT 1");
   const sourceId = rows[0].id;
   const destinationId = "00000000-0000-4000-8000-00000000b00e";
-  await pool.query("INSERT INTO destinations (id, name, enabled, webhooks) VALUES ($1, 'bare', true, $2) ON CONFLICT (id) DO NOTHING", [
-    destinationId,
-    JSON.stringify([{ url: `${sink.url}/ok`, headers: {} }]),
-  ]);
+  await addBareDestination(pool, { id: destinationId, name: "bare", url: `${sink.url}/ok`, enabled: true });
   await queueDeliveries(pool, { sourceId, destinationId, count, prefix: `bareloop${Date.now()}` });
   await pool.query("VACUUM delivery_queue");
   await checkpoint(pool);

@@ -6,6 +6,7 @@ import { trackingClient } from "../lib/load.mjs";
 import { runScript } from "../lib/script.mjs";
 import { startService } from "../lib/service.mjs";
 import { report, summarize } from "../lib/stats.mjs";
+import { checkTarget, ratioOf } from "../lib/targets.mjs";
 
 /**
  * Scenario 1: Batch RPCs of 100 calls from concurrent HTTP/2 clients into an
@@ -59,10 +60,15 @@ export async function ingestScenario({
     return { eventsPerS, rss, cpuUsPerCall: perUnit(used.service, events) };
   }
   const bare = await bareInsertBaseline(db, source.id, durationMs, batchSize);
-  const baseline = bare.rows_per_s;
+  const ratio = ratioOf(eventsPerS, bare.rows_per_s);
+  const target = checkTarget("ingest ratio to the bare insert", ratio, 0.5);
   report({
     scenario: "ingest",
-    events_per_s: eventsPerS,
+    rate: eventsPerS,
+    unit: "calls/s",
+    bare_rate: bare.rows_per_s,
+    ratio,
+    target: { ratio: target.goal, met: target.met },
     rpc_latency_ms: summarize(latencies),
     concurrency,
     batch_size: batchSize,
@@ -71,10 +77,7 @@ export async function ingestScenario({
     cpu_us_per_call: { service: perUnit(used.service, events), postgres: perUnit(used.postgres, events) },
     transactions_per_1000_calls: Math.round((transactions * 1000) / events),
     profile_window_s: window,
-    baseline_bare_insert_rows_per_s: baseline,
-    baseline_cpu: { script_pct_of_core: bare.script_cpu_pct, postgres_us_per_row: bare.postgres_cpu_us_per_row },
-    ratio_to_bare_insert: Math.round((eventsPerS / baseline) * 100) / 100,
-    target_events_per_s: 50_000,
+    bare: { name: "bare-insert", script_pct_of_core: bare.script_cpu_pct, postgres_us_per_row: bare.postgres_cpu_us_per_row },
     server_peak_rss_mb: rss,
     postgres_statements: statements,
   });

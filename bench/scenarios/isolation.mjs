@@ -5,6 +5,7 @@ import { queueDeliveries } from "../lib/queue.mjs";
 import { startService } from "../lib/service.mjs";
 import { report } from "../lib/stats.mjs";
 import { waitForStatus } from "./burn-down.mjs";
+import { checkTarget } from "../lib/targets.mjs";
 
 /**
  * Scenario 5: a destination whose endpoint never answers (every request
@@ -28,6 +29,7 @@ export async function isolationScenario({ db, sink, count }) {
     healthy_beside_dead_per_s: beside,
     ratio: Math.round((beside / alone) * 100) / 100,
     target_ratio: 0.9,
+    met: checkTarget("healthy destination beside a dead one, ratio to alone", Math.round((beside / alone) * 100) / 100, 0.9).met,
   });
 }
 

@@ -10,6 +10,7 @@ import { checkCall } from "../../dist/src/plans/check-call.js";
 import { compilePlan } from "../../dist/src/plans/compile-plan.js";
 import { readPlanDocument } from "../../dist/src/plans/plan-document.js";
 import { runFor } from "./ingest.mjs";
+import { checkTarget } from "../lib/targets.mjs";
 
 /**
  * A tracking plan of `count` events, each with a few typed properties and
@@ -146,5 +147,10 @@ export async function planIngestScenario({
     concurrency,
     batch_size: batchSize,
     target_ratio: 0.8,
+    met: checkTarget(
+      "ingest with a 50-event tracking plan, ratio to no plan",
+      Math.round((rate("planned") / rate("plain")) * 100) / 100,
+      0.8,
+    ).met,
   });
 }

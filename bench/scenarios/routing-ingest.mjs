@@ -4,6 +4,7 @@ import { trackingClient } from "../lib/load.mjs";
 import { startService } from "../lib/service.mjs";
 import { report, summarize } from "../lib/stats.mjs";
 import { runFor } from "./ingest.mjs";
+import { checkTarget } from "../lib/targets.mjs";
 
 /** Five conditions every bench call passes: the filter's cost, with the same rows written. */
 const fiveConditions = {
@@ -56,6 +57,7 @@ export async function routingIngestScenario({
     windows: rates,
     ratio_filter_to_no_rules: Math.round((filtered / noRules) * 100) / 100,
     target_ratio: 0.9,
+    met: checkTarget("routing ingest with a 5-condition filter, ratio to no rules", Math.round((filtered / noRules) * 100) / 100, 0.9).met,
     rpc_latency_ms: summarize(latencies),
     concurrency,
     batch_size: batchSize,

@@ -6,6 +6,7 @@ import { queueDeliveries } from "../lib/queue.mjs";
 import { startService } from "../lib/service.mjs";
 import { report } from "../lib/stats.mjs";
 import { waitForStatus } from "./burn-down.mjs";
+import { checkTarget } from "../lib/targets.mjs";
 
 /** A small transform (docs/routing.md#transforms): rename the event, add a property. */
 export const smallTransform = `function transform(event) {
@@ -31,7 +32,12 @@ const order = /** @type {const} */ (["no_transform", "transform", "transform", "
  * @param {{ db: import("../lib/postgres.mjs").Database, sink: import("../lib/sink.mjs").Sink, count: number, concurrency?: number, warmUp?: number }} options
  */
 export async function transformBurnDownScenario({ db, sink, count, concurrency = 64, warmUp = Math.min(count, 2_000) }) {
-  const service = await startService(db.url, { WAYPOST_DESTINATION_CONCURRENCY: String(concurrency) });
+  const service = await startService(db.url, {
+    WAYPOST_DESTINATION_CONCURRENCY: String(concurrency),
+    // On a machine shared with other work a small transform has taken over the default 50 ms and
+    // failed its delivery for good, so the window never saw every call: the bench measures cost, not the limit.
+    WAYPOST_TRANSFORM_TIMEOUT_MS: "2000",
+  });
   const pool = new pg.Pool({ connectionString: db.url, max: 4 });
   try {
     const { source } = await rpc(service.url, "SourceService/CreateSource", { source: { name: "transform-burn-down" } });
@@ -122,6 +128,7 @@ export async function transformBurnDownScenario({ db, sink, count, concurrency =
       windows: { no_transform: of("no_transform").map((w) => w.webhooksPerS), transform: of("transform").map((w) => w.webhooksPerS) },
       ratio_transform_to_no_transform: Math.round((transformed / plain) * 100) / 100,
       target_ratio: 0.6,
+      met: checkTarget("transform burn-down, ratio to no transform", Math.round((transformed / plain) * 100) / 100, 0.6).met,
       cpu_us_per_webhook: {
         no_transform: { service: serviceA, postgres: cpuPerWebhook("no_transform", "postgres") },
         transform: { service: serviceB, postgres: cpuPerWebhook("transform", "postgres") },

@@ -1,36 +1,94 @@
 // @ts-check
 import pg from "pg";
 import { rpc, setEnabled } from "../lib/admin.mjs";
-import { startCpuMeter } from "../lib/cpu.mjs";
+import { checkpoint, startCpuMeter } from "../lib/cpu.mjs";
 import { trackingClient } from "../lib/load.mjs";
-import { queueDeliveries } from "../lib/queue.mjs";
+import { addBareDestination, queueDeliveries } from "../lib/queue.mjs";
 import { startService } from "../lib/service.mjs";
+import { runScript } from "../lib/script.mjs";
 import { report } from "../lib/stats.mjs";
+import { checkTarget, ratioOf } from "../lib/targets.mjs";
 
 /**
  * Calls into a Postgres warehouse destination, end to end: Batch RPCs of
- * 100 track calls as fast as 8 streams go, into one `all` process whose
- * warehouse is another database on the same Postgres server; the rate is
- * calls from the first sent to the last row committed in the warehouse,
- * beside the rate ingest accepted them at in the same run. Run twice: with a
- * fixed set of properties, and with a new property every 1,000th call (a
- * new column, ALTER TABLE, while loading).
+ * 100 track calls as fast as 8 streams go, into one `all` process at the
+ * default delivery concurrency (1,024: batches of 256), whose warehouse is
+ * another database on the same Postgres server; the rate is calls from the
+ * first sent to the last row committed in the warehouse, beside the same
+ * run's bare reference (bench/bare-warehouse.mjs: the same calls inserted,
+ * claimed, loaded into tables like the service's and completed, on the
+ * same databases) and the rate ingest accepted them at. First the loader
+ * alone over a queued backlog (CPU per call split between the service, the
+ * job table and the warehouse); then the same end to end at
+ * `WAYPOST_DELIVERY_CONCURRENCY=10000` (batches of 2,500: what larger
+ * batches give in rate and cost in memory), and with a new property every
+ * 1,000th call (a new column, ALTER TABLE, while loading).
  * @param {{ createDatabase: () => Promise<import("../lib/postgres.mjs").Database>, count: number }} options
  */
 export async function warehouseScenario({ createDatabase, count }) {
   const backlog = await loadBacklog({ createDatabase, count });
-  report({ scenario: "warehouse-backlog", ...backlog, target_loaded_per_s: 20_000 });
-  const steady = await run({ createDatabase, count, newProperties: false });
+  report({ scenario: "warehouse-backlog", ...backlog });
+  const steady = await run({ createDatabase, count, newProperties: false, bare: true });
+  const { bare, loaded_calls_per_s: _rate, ...service } = steady;
+  const rate = checkTarget("warehouse calls/s end to end", steady.loaded_calls_per_s, 20_000);
+  const memory = checkTarget("warehouse peak RSS MB at the default concurrency", steady.server_peak_rss_mb, 300, { atMost: true });
+  report({
+    scenario: "warehouse",
+    rate: steady.loaded_calls_per_s,
+    unit: "calls/s loaded end to end",
+    bare_rate: bare?.per_s ?? null,
+    ratio: ratioOf(steady.loaded_calls_per_s, bare?.per_s),
+    target: { rate: rate.goal, peak_rss_mb: memory.goal, met: rate.met && memory.met },
+    concurrency: defaultConcurrency,
+    ...service,
+    bare,
+  });
+  const wide = await run({ createDatabase, count, newProperties: false, concurrency: 10_000 });
+  report({
+    scenario: "warehouse-concurrency-10000",
+    rate: wide.loaded_calls_per_s,
+    ratio_to_default_concurrency: ratioOf(wide.loaded_calls_per_s, steady.loaded_calls_per_s),
+    concurrency: 10_000,
+    ...without(wide, "loaded_calls_per_s"),
+  });
   const evolving = await run({ createDatabase, count, newProperties: true });
-  report({ scenario: "warehouse", ...steady, target_loaded_per_s: 20_000 });
+  const columns = checkTarget(
+    "warehouse new columns, ratio to fixed columns",
+    ratioOf(evolving.loaded_calls_per_s, steady.loaded_calls_per_s),
+    0.8,
+  );
   report({
     scenario: "warehouse-new-columns",
-    ...evolving,
-    ratio_to_fixed_columns: Math.round((evolving.loaded_calls_per_s / steady.loaded_calls_per_s) * 100) / 100,
-    target_ratio: 0.8,
+    rate: evolving.loaded_calls_per_s,
+    ratio_to_fixed_columns: ratioOf(evolving.loaded_calls_per_s, steady.loaded_calls_per_s),
+    target: { ratio: columns.goal, met: columns.met },
+    concurrency: defaultConcurrency,
+    ...without(evolving, "loaded_calls_per_s"),
   });
-  return { rss: Math.max(steady.server_peak_rss_mb, evolving.server_peak_rss_mb, backlog.server_peak_rss_mb) };
+  return {
+    rss: Math.max(steady.server_peak_rss_mb, evolving.server_peak_rss_mb, backlog.server_peak_rss_mb),
+    rssAt10000: wide.server_peak_rss_mb,
+  };
 }
+
+/**
+ * @param {Record<string, unknown>} object
+ * @param {string} key
+ */
+const without = (object, key) => Object.fromEntries(Object.entries(object).filter(([k]) => k !== key));
+
+/** The service's default WAYPOST_DELIVERY_CONCURRENCY (src/config.ts): the scenario runs at it unless told otherwise. */
+const defaultConcurrency = 1_024;
+
+/**
+ * The service's environment: the default delivery concurrency, or `concurrency`;
+ * a 500 ms flush (the last partial batch would otherwise wait 10 s after the load ends).
+ * @param {number | undefined} concurrency
+ */
+const serviceEnv = (concurrency) => ({
+  ...(concurrency ? { WAYPOST_DELIVERY_CONCURRENCY: String(concurrency) } : {}),
+  WAYPOST_WAREHOUSE_FLUSH_MS: "500",
+});
 
 /**
  * The loader alone: `count` track calls already stored and queued for a
@@ -44,7 +102,7 @@ export async function warehouseScenario({ createDatabase, count }) {
 async function loadBacklog({ createDatabase, count }) {
   const db = await createDatabase();
   const warehouse = await createDatabase();
-  const service = await startService(db.url, { WAYPOST_DELIVERY_CONCURRENCY: "10000", WAYPOST_WAREHOUSE_FLUSH_MS: "500" });
+  const service = await startService(db.url, serviceEnv(undefined));
   const pool = new pg.Pool({ connectionString: db.url, max: 2 });
   const warehousePool = new pg.Pool({ connectionString: warehouse.url, max: 2 });
   try {
@@ -76,7 +134,8 @@ async function loadBacklog({ createDatabase, count }) {
     const perCall = (/** @type {number | null} */ seconds) => (seconds === null ? null : Math.round((seconds * 1e6) / count));
     return {
       calls: count,
-      loaded_calls_per_s: Math.round((count / (committed - start)) * 1000),
+      rate: Math.round((count / (committed - start)) * 1000),
+      concurrency: defaultConcurrency,
       cpu_us_per_call: {
         service: perCall(jobTable.used.service),
         postgres_job_table: perCall(jobTable.used.postgres),
@@ -96,17 +155,15 @@ async function loadBacklog({ createDatabase, count }) {
 }
 
 /**
- * @param {{ createDatabase: () => Promise<import("../lib/postgres.mjs").Database>, count: number, newProperties: boolean }} options
+ * End to end: Batch RPCs into the service until `count` calls are committed in the warehouse; with `bare`, then the bare reference on the same databases.
+ * @param {{ createDatabase: () => Promise<import("../lib/postgres.mjs").Database>, count: number, newProperties: boolean, concurrency?: number, bare?: boolean }} options
  */
-async function run({ createDatabase, count, newProperties }) {
+async function run({ createDatabase, count, newProperties, concurrency, bare = false }) {
   const db = await createDatabase();
   const warehouse = await createDatabase();
-  const service = await startService(db.url, {
-    // A warehouse destination holds half of these in flight: batches of 2,500.
-    WAYPOST_DELIVERY_CONCURRENCY: "10000",
-    // The last partial batch would otherwise wait 10 s after the load ends.
-    WAYPOST_WAREHOUSE_FLUSH_MS: "500",
-  });
+  // A warehouse destination holds half the delivery concurrency in flight, in two batches.
+  const service = await startService(db.url, serviceEnv(concurrency));
+  let stopped = false;
   const pool = new pg.Pool({ connectionString: warehouse.url, max: 1 });
   try {
     const { source } = await rpc(service.url, "SourceService/CreateSource", { source: { name: "warehouse" } });
@@ -141,18 +198,44 @@ async function run({ createDatabase, count, newProperties }) {
       "SELECT count(*)::int AS n FROM information_schema.columns WHERE table_schema = 'waypost' AND table_name = 'order_completed'",
     );
     const calls = total * 100;
-    return {
+    const result = {
       calls,
-      ingest_accepted_per_s: Math.round((calls / (accepted - start)) * 1000),
       loaded_calls_per_s: Math.round((calls / (committed - start)) * 1000),
+      ingest_accepted_per_s: Math.round((calls / (accepted - start)) * 1000),
       drained_after_ingest_s: Math.round(committed - accepted) / 1000,
       event_table_columns: columns.rows[0].n,
       server_peak_rss_mb: service.peakRssMb(),
     };
+    if (!bare) return { ...result, bare: undefined };
+    await service.stop();
+    stopped = true;
+    return { ...result, bare: await bareWarehouseBaseline(db, warehouse, source.id, calls) };
   } finally {
     await pool.end();
-    await service.stop();
+    if (!stopped) await service.stop();
     await warehouse.drop();
     await db.drop();
   }
+}
+
+/**
+ * The same calls through bench/bare-warehouse.mjs on the same databases (a disabled destination row of its own; tables like the service's).
+ * @param {import("../lib/postgres.mjs").Database} db
+ * @param {import("../lib/postgres.mjs").Database} warehouse
+ * @param {string} sourceId
+ * @param {number} count
+ */
+async function bareWarehouseBaseline(db, warehouse, sourceId, count) {
+  const pool = new pg.Pool({ connectionString: db.url, max: 1 });
+  const destinationId = "00000000-0000-4000-8000-00000000b0b1";
+  try {
+    await addBareDestination(pool, { id: destinationId, name: "bare-warehouse" });
+    await pool.query("VACUUM delivery_queue");
+    await checkpoint(pool);
+  } finally {
+    await pool.end();
+  }
+  const result = await runScript("bare-warehouse.mjs", [db.url, warehouse.url, sourceId, destinationId, count]);
+  const { baseline, ...rest } = result;
+  return { name: baseline, ...rest };
 }

@@ -4,11 +4,13 @@
 // themselves (bench/bare-insert.mjs, bench/bare-delivery.mjs). These run
 // that SQL against a migrated database and check the result with the
 // service's own claim, so a schema change that breaks the bench fails here,
-// not in a bench run.
+// not in a bench run. The bare warehouse load is checked against the
+// warehouse loader's own rows for the same call.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { claimDeliveries, type ClaimedDelivery } from "../../src/db/job-table/index.js";
+import { createWarehouseLoader } from "../../src/warehouse/loader.js";
 import type { Pool, Queryable } from "../../src/db/pool.js";
 import { openTestDatabase, type OpenTestDatabase } from "../helpers/database.js";
 
@@ -40,6 +42,20 @@ interface BareDeliveryModule {
     failed: number;
   }>;
 }
+interface BareWarehouseModule {
+  bareWarehouse(options: {
+    url: string;
+    warehouseUrl: string;
+    sourceId: string;
+    destinationId: string;
+    count: number;
+    batch?: number;
+    lanes?: number;
+  }): Promise<{ rows_in_warehouse: Record<string, number> }>;
+}
+interface BareInsertBodies {
+  trackBody(messageId: string, i: number): string;
+}
 const bench = (file: string) => new URL(`../../bench/${file}`, import.meta.url).href;
 
 const sourceId = "00000000-0000-4000-8000-0000000000a7";
@@ -48,6 +64,7 @@ const destinations = {
   bareInsert: "00000000-0000-4000-8000-0000000000b2",
   bareDelivery: "00000000-0000-4000-8000-0000000000b3",
   ordered: "00000000-0000-4000-8000-0000000000b4",
+  bareWarehouse: "00000000-0000-4000-8000-0000000000b5",
 };
 
 let db: OpenTestDatabase;
@@ -145,4 +162,29 @@ test("the ordering scenario's queue: ordering keys the service's per-user claim 
   // Per-user ordering: one delivery per user at a time, each user's first.
   const deliveries = await claimAll();
   expect(deliveries.map((d) => d.messageId).sort()).toEqual(Array.from({ length: 10 }, (_, g) => `o-${g}`).sort());
+});
+
+test("bench/bare-warehouse.mjs: its warehouse baseline stores and loads every call, filling the columns the loader fills", async () => {
+  const { bareWarehouse } = (await import(bench("bare-warehouse.mjs"))) as BareWarehouseModule;
+  const { trackBody } = (await import(bench("bare-insert.mjs"))) as BareInsertBodies;
+  // The service's loader makes waypost.tracks and waypost.order_completed (here in the test database itself) from one call.
+  const loader = createWarehouseLoader({ url, schema: "waypost" });
+  try {
+    expect(await loader.load([{ payload: trackBody("loader-1", 1), receivedAt: new Date() }])).toEqual([{ outcome: "success" }]);
+  } finally {
+    await loader.close();
+  }
+  const count = 250;
+  const result = await bareWarehouse({ url, warehouseUrl: url, sourceId, destinationId: destinations.bareWarehouse, count, batch: 100 });
+  expect(result.rows_in_warehouse).toEqual({ tracks: count, order_completed: count });
+  expect(await countDeliveries(destinations.bareWarehouse, "delivered")).toBe(count);
+  for (const table of ["tracks", "order_completed"]) {
+    const filled = async (schema: string) => {
+      const { rows } = await pool.query<Record<string, unknown>>(`SELECT * FROM ${schema}.${table} LIMIT 1`);
+      return Object.keys(rows[0]!)
+        .filter((column) => rows[0]![column] !== null)
+        .sort();
+    };
+    expect(await filled("bare")).toEqual(await filled("waypost"));
+  }
 });

@@ -1,0 +1,77 @@
+// @ts-check
+// Which scenarios a run of bench/run.mjs runs, from its arguments.
+
+/** Every scenario, in the order a run runs them. */
+export const scenarioNames = [
+  "ingest",
+  "plan-ingest",
+  "routing-ingest",
+  "burn-down",
+  "transform-burn-down",
+  "amqp",
+  "nats",
+  "batched-webhooks",
+  "scaling",
+  "end-to-end",
+  "baselines",
+  "isolation",
+  "client",
+  "cheap-requests",
+  "ordering",
+  "rate-limit",
+  "warehouse",
+  "tracing",
+  "history",
+  "retention",
+  "backfill",
+  "soak",
+];
+
+/**
+ * A run without options: the issue's targets (ingest, burn-down, warehouse, the broker kinds, batched
+ * webhooks) and the feature comparisons that take under a minute each, so that the whole run stays
+ * under about 15 minutes on the project's machine kind.
+ */
+export const defaultSet = [
+  "ingest",
+  "plan-ingest",
+  "routing-ingest",
+  "burn-down",
+  "transform-burn-down",
+  "amqp",
+  "nats",
+  "batched-webhooks",
+  "isolation",
+  "client",
+  "cheap-requests",
+  "warehouse",
+];
+
+/** Names that stand for several scenarios. */
+const aliases = /** @type {Record<string, string[]>} */ ({ brokers: ["amqp", "nats"] });
+
+/** Minutes each, or gigabytes of disk: never part of `--all`. */
+const slow = ["soak", "history", "retention", "backfill"];
+
+/**
+ * `--only=a,b` (names or aliases), else the default set, or with `--all` every scenario but the slow
+ * ones; `--NAME` adds one. An unknown name is an error that lists the known ones.
+ * @param {string[]} args
+ * @returns {Set<string>}
+ */
+export function selectScenarios(args) {
+  const expand = (/** @type {string} */ name) => {
+    const names = aliases[name] ?? [name];
+    for (const n of names) {
+      if (!scenarioNames.includes(n)) {
+        throw new Error(`unknown scenario "${n}": known are ${[...scenarioNames, ...Object.keys(aliases)].join(", ")}`);
+      }
+    }
+    return names;
+  };
+  const only = args.find((a) => a.startsWith("--only="));
+  if (only) return new Set(only.slice("--only=".length).split(",").filter(Boolean).flatMap(expand));
+  const base = args.includes("--all") ? scenarioNames.filter((n) => !slow.includes(n)) : defaultSet;
+  const added = args.filter((a) => a.startsWith("--") && [...scenarioNames, ...Object.keys(aliases)].includes(a.slice(2)));
+  return new Set([...base, ...added.flatMap((a) => expand(a.slice(2)))]);
+}
