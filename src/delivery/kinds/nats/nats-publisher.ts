@@ -42,7 +42,7 @@ export function createNatsPublisher(options: NatsPublisherOptions): BrokerPublis
   let current: Promise<Target> | undefined;
   let currentTarget: Target | undefined;
   let closing = false;
-  const inFlight = new Set<Promise<PublishResult>>();
+  const inFlight = new Set<Promise<PublishResult[]>>();
 
   const fail = (cause: string): PublishResult => ({ outcome: "retryable", error: `nats: ${redact(cause, secrets)}` });
 
@@ -91,36 +91,50 @@ export function createNatsPublisher(options: NatsPublisherOptions): BrokerPublis
     return target;
   }
 
-  async function publishOnce(call: BrokerCall): Promise<PublishResult> {
-    const to = subject.render(call);
+  /**
+   * Publishes a round: every message in the same turn, so the client writes
+   * them in one go (it flushes what a turn queued at once); each call
+   * settles on its own acknowledgement.
+   */
+  async function publishRoundOnce(calls: readonly BrokerCall[]): Promise<PublishResult[]> {
     let target: Target;
     try {
       target = await open();
     } catch (error) {
-      return fail(`cannot connect to ${options.servers.join(", ")}: ${causeOf(error)}`);
+      const failed = fail(`cannot connect to ${options.servers.join(", ")}: ${causeOf(error)}`);
+      return calls.map(() => failed);
     }
-    if (target.lost !== undefined) return fail(`connection lost (${target.lost})`);
+    if (target.lost !== undefined) {
+      const failed = fail(`connection lost (${target.lost})`);
+      return calls.map(() => failed);
+    }
+    return Promise.all(calls.map((call) => publishTo(target, call)));
+  }
+
+  function publishTo(target: Target, call: BrokerCall): Promise<PublishResult> {
+    const to = subject.render(call);
     const h = headers();
     if (call.traceparent) h.set("traceparent", call.traceparent);
     if (call.tracestate) h.set("tracestate", call.tracestate);
-    try {
-      await target.js.publish(to, call.body, { msgID: call.messageId, headers: h, timeout: options.timeoutMs });
+    return target.js.publish(to, call.body, { msgID: call.messageId, headers: h, timeout: options.timeoutMs }).then(
       // A duplicate ack (a resend inside the duplicate window) is delivered too: the stream holds it once.
-      return { outcome: "success" };
-    } catch (error) {
-      return fail(describePublishError(error, to, options.timeoutMs, target));
-    }
+      () => delivered,
+      (error: unknown) => fail(describePublishError(error, to, options.timeoutMs, target)),
+    );
+  }
+
+  function publishRound(calls: readonly BrokerCall[]): Promise<PublishResult[]> {
+    if (closing) return Promise.resolve(calls.map(() => fail("publisher closed (the destination changed or the process stops)")));
+    // Never rejects: anything unforeseen is a failed attempt naming it.
+    const results = publishRoundOnce(calls).catch((error: unknown) => calls.map(() => fail(causeOf(error))));
+    inFlight.add(results);
+    void results.then(() => inFlight.delete(results));
+    return results;
   }
 
   return {
-    publish(call) {
-      if (closing) return Promise.resolve(fail("publisher closed (the destination changed or the process stops)"));
-      // Never rejects: anything unforeseen is a failed attempt naming it.
-      const result = publishOnce(call).catch((error: unknown) => fail(causeOf(error)));
-      inFlight.add(result);
-      void result.then(() => inFlight.delete(result));
-      return result;
-    },
+    publish: (call) => publishRound([call]).then((results) => results[0]!),
+    publishRound,
     async close() {
       closing = true;
       await Promise.all(inFlight);
@@ -133,6 +147,8 @@ export function createNatsPublisher(options: NatsPublisherOptions): BrokerPublis
     },
   };
 }
+
+const delivered: PublishResult = { outcome: "success" };
 
 function describePublishError(error: unknown, subject: string, timeoutMs: number, target: Target): string {
   // The client reports no responders on a publish as "jetstream is not enabled"; what it means here
