@@ -39,7 +39,9 @@ export function createRoundGatherer(now: () => Date) {
     const started = performance.now();
     void publisher.publishRound(round.calls).then((results) => {
       const sent: PublishRound = { calls: round.calls.length, attemptedAt, latencyMs: Math.round(performance.now() - started) };
-      round.settle.forEach((settle, i) => settle({ result: results[i] ?? { outcome: "retryable", error: "no outcome" }, round: sent }));
+      round.settle.forEach((settle, i) => {
+        settle({ result: results[i] ?? { outcome: "retryable", error: "no outcome" }, round: sent });
+      });
     });
   }
 

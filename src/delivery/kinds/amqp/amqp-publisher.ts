@@ -143,7 +143,11 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): BrokerPublis
       results[i] = { outcome: "permanent", error: `amqp: routing key ${JSON.stringify(key.slice(0, 64))}… is longer than 255 bytes` };
       return undefined;
     });
-    const failAll = (result: PublishResult) => keys.forEach((key, i) => key !== undefined && (results[i] = result));
+    const failAll = (result: PublishResult) => {
+      keys.forEach((key, i) => {
+        if (key !== undefined) results[i] = result;
+      });
+    };
     if (!keys.some((key) => key !== undefined)) return results;
     let target: Target;
     try {
