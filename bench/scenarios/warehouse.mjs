@@ -44,7 +44,7 @@ export async function warehouseScenario({ createDatabase, count }) {
 async function loadBacklog({ createDatabase, count }) {
   const db = await createDatabase();
   const warehouse = await createDatabase();
-  const service = await startService(db.url, { WAYPOST_DELIVERY_CONCURRENCY: "10000", WAYPOST_WAREHOUSE_FLUSH_MS: "500" });
+  const service = await startService(db.url, { WAYPOST_WAREHOUSE_FLUSH_MS: "500" });
   const pool = new pg.Pool({ connectionString: db.url, max: 2 });
   const warehousePool = new pg.Pool({ connectionString: warehouse.url, max: 2 });
   try {
@@ -101,9 +101,8 @@ async function loadBacklog({ createDatabase, count }) {
 async function run({ createDatabase, count, newProperties }) {
   const db = await createDatabase();
   const warehouse = await createDatabase();
+  // The default delivery concurrency (1,024) and warehouse batch size (1,000).
   const service = await startService(db.url, {
-    // A warehouse destination holds half of these in flight: batches of 2,500.
-    WAYPOST_DELIVERY_CONCURRENCY: "10000",
     // The last partial batch would otherwise wait 10 s after the load ends.
     WAYPOST_WAREHOUSE_FLUSH_MS: "500",
   });
