@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Socket } from "node:net";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { DiscardPolicy, jetstreamManager } from "@nats-io/jetstream";
 import { connect as connectNats } from "@nats-io/transport-node";
 import { connect as connectAmqp } from "amqplib";
 import { expect, test } from "vitest";
@@ -124,6 +124,32 @@ test.skipIf(!natsUp)("NATS: in one round, only the calls no stream takes fail", 
       { outcome: "success" },
     ]);
     expect((await jsm.streams.info(stream)).state.messages).toBe(2);
+  } finally {
+    await publisher.close();
+    await jsm.streams.delete(stream);
+    await nc.close();
+  }
+});
+
+test.skipIf(!natsUp)("NATS: a message the stream refuses (a limit) fails alone, naming the stream's reason and the subject", async () => {
+  const nc = await connectNats({ servers: new URL(testNatsUrl).host });
+  const jsm = await jetstreamManager(nc);
+  const id = randomUUID().slice(0, 8);
+  const stream = `WAYPOST_TEST_FULL_${id}`;
+  await jsm.streams.add({ name: stream, subjects: [`waypost-full-${id}.>`], max_msgs: 1, discard: DiscardPolicy.New });
+  const publisher = createNatsPublisher({
+    servers: [testNatsUrl],
+    subject: `waypost-full-${id}.{type}`,
+    token: "",
+    user: "",
+    password: "",
+    guard,
+    timeoutMs,
+  });
+  try {
+    const [first, second] = await publisher.publishRound([call(), call()]);
+    expect(first).toEqual({ outcome: "success" });
+    expect(second).toEqual({ outcome: "retryable", error: `nats: maximum messages exceeded (subject "waypost-full-${id}.track")` });
   } finally {
     await publisher.close();
     await jsm.streams.delete(stream);
