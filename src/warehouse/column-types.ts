@@ -86,12 +86,12 @@ const notDateTime = new Misfit("is not a valid date-time for the timestamptz col
  * not fit bigint, and a word (or an impossible date) does not fit a timestamp.
  */
 export function coerce(value: unknown, type: ColumnType): Coerced {
-  const fitted = fit(value, type);
+  const fitted = fitToColumn(value, type);
   return fitted instanceof Misfit ? { ok: false, reason: fitted.reason } : { ok: true, value: fitted };
 }
 
 /** coerce() without a result object per value: the parameter, or the Misfit saying why not. */
-export function fit(value: unknown, type: ColumnType): string | null | Misfit {
+export function fitToColumn(value: unknown, type: ColumnType): string | null | Misfit {
   if (value === null || value === undefined) return null;
   switch (type) {
     case "bigint":

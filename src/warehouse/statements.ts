@@ -1,4 +1,4 @@
-import { type ColumnType, fit, Misfit } from "./column-types.js";
+import { type ColumnType, fitToColumn, Misfit } from "./column-types.js";
 import { qualified, quoteIdent } from "./identifiers.js";
 import { discardsTable, type TableRow, type WarehouseChange } from "./layout.js";
 
@@ -133,7 +133,7 @@ function insertStatement(
     return rows.map(({ row, origin, cellOrigins }) => {
       const cell = row.cells.get(column);
       if (!cell) return null;
-      const fitted = fit(cell.value, type);
+      const fitted = fitToColumn(cell.value, type);
       if (!(fitted instanceof Misfit)) return fitted;
       discards.push({ origin: cellOrigins?.get(column) ?? origin, table, column, value: cell.value, reason: fitted.reason, kind: "type" });
       return null;
