@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { BrokerCall, BrokerPublisher, PublishResult } from "./broker-publisher.js";
 
 /** What one call of a round learns: its own outcome, and the round it went out in. */
@@ -8,6 +9,8 @@ export interface RoundOutcome {
 
 /** One publish round: the calls one publisher sent together, and when. */
 export interface PublishRound {
+  /** A random UUID, one per round (the batch operation its attempts were part of). */
+  id: string;
   /** How many calls the round carried. */
   calls: number;
   /** When the round was published (by the kind's clock): every attempt of the round has it. */
@@ -38,7 +41,12 @@ export function createRoundGatherer(now: () => Date) {
     const attemptedAt = now();
     const started = performance.now();
     void publisher.publishRound(round.calls).then((results) => {
-      const sent: PublishRound = { calls: round.calls.length, attemptedAt, latencyMs: Math.round(performance.now() - started) };
+      const sent: PublishRound = {
+        id: randomUUID(),
+        calls: round.calls.length,
+        attemptedAt,
+        latencyMs: Math.round(performance.now() - started),
+      };
       round.settle.forEach((settle, i) => {
         settle({ result: results[i] ?? { outcome: "retryable", error: "no outcome" }, round: sent });
       });
