@@ -51,7 +51,7 @@ export interface WarehouseConfig {
   maxColumns: number;
 }
 
-export const defaultWarehouseConfig: WarehouseConfig = { flushMs: 10_000, batchSize: 5_000, connections: 2, maxColumns: 1_000 };
+export const defaultWarehouseConfig: WarehouseConfig = { flushMs: 10_000, batchSize: 1_000, connections: 2, maxColumns: 1_000 };
 
 /** When a failing destination's circuit opens, and how it is probed. */
 export interface CircuitConfig {

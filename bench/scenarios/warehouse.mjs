@@ -161,7 +161,7 @@ async function loadBacklog({ createDatabase, count }) {
 async function run({ createDatabase, count, newProperties, concurrency, bare = false }) {
   const db = await createDatabase();
   const warehouse = await createDatabase();
-  // A warehouse destination holds half the delivery concurrency in flight, in two batches.
+  // The warehouse batch size is its own setting (1,000 by default), whatever the delivery concurrency.
   const service = await startService(db.url, serviceEnv(concurrency));
   let stopped = false;
   const pool = new pg.Pool({ connectionString: warehouse.url, max: 1 });

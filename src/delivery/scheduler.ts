@@ -13,7 +13,8 @@ export interface SchedulerOptions {
   /**
    * A destination's own in-flight limit, which is also all it holds here
    * (a batching kind takes a batch's worth at once); undefined: the
-   * configured per-destination concurrency and rounds.
+   * configured per-destination concurrency and rounds. Such a destination's
+   * deliveries are bounded by it, not by the process's `concurrency`.
    */
   limitOf?: (destinationId: string) => number | undefined;
 }
@@ -51,6 +52,8 @@ export interface Scheduler<T extends Schedulable> {
 interface Slots<T> {
   inFlight: number;
   waiting: T[];
+  /** A destination with its own limit (a batching kind): its deliveries do not take the process's slots. */
+  own: boolean;
 }
 
 /**
@@ -59,7 +62,11 @@ interface Slots<T> {
  * asks it what to claim, gives it what was claimed, tells it what finished,
  * and starts what it says; tests drive it the way retry-policy's are driven.
  *
- * - A process holds at most `concurrency` deliveries, in flight and waiting.
+ * - A process holds at most `concurrency` deliveries, in flight and waiting,
+ *   besides those of destinations with a limit of their own (a batching
+ *   kind's: a warehouse's two batches, a broker's publish window), which
+ *   that limit bounds: a batch's size does not depend on the process's
+ *   slots, and a full process still fills a warehouse's batch.
  * - A destination has at most `perDestinationConcurrency` in flight, and
  *   holds at most heldPerDestination (several rounds of that, so claims are
  *   big and cheap, but never more than half the process's slots, so a
@@ -79,6 +86,8 @@ export function createScheduler<T extends Schedulable>(options: SchedulerOptions
   const claimAheadSlots = Math.max(1, Math.floor(config.concurrency / 4));
   const slots = new Map<string, Slots<T>>();
   let held = 0;
+  // Of `held`, the deliveries of destinations with their own limit (outside the process's slots).
+  let heldOwn = 0;
   // The last claim was cut short (by the process's slots or a destination's
   // room): more may be due than it took.
   let capacityBound = false;
@@ -102,7 +111,7 @@ export function createScheduler<T extends Schedulable>(options: SchedulerOptions
 
   function slotsOf(destinationId: string): Slots<T> {
     let entry = slots.get(destinationId);
-    if (!entry) slots.set(destinationId, (entry = { inFlight: 0, waiting: [] }));
+    if (!entry) slots.set(destinationId, (entry = { inFlight: 0, waiting: [], own: options.limitOf?.(destinationId) !== undefined }));
     return entry;
   }
 
@@ -111,15 +120,23 @@ export function createScheduler<T extends Schedulable>(options: SchedulerOptions
       return held;
     },
     planClaim() {
-      const free = config.concurrency - held;
-      if (free <= 0) {
-        capacityBound = true;
-        return undefined;
-      }
+      const free = config.concurrency - (held - heldOwn);
       const room = new Map<string, number>();
       for (const [id, limit] of batching) room.set(id, limit);
       for (const [id, entry] of slots) room.set(id, roomOf(id, entry));
-      return { limit: Math.min(free, maxClaim), room, perDestinationLimit: perDestinationHeld };
+      let ownRoom = 0;
+      for (const id of batching.keys()) ownRoom += room.get(id) ?? 0;
+      if (free <= 0) {
+        capacityBound = true;
+        if (ownRoom === 0) return undefined;
+        // The process's slots are taken: only destinations with their own limit may take more.
+        for (const id of room.keys()) if (!batching.has(id)) room.set(id, 0);
+        return { limit: Math.min(ownRoom, maxClaim), room, perDestinationLimit: 0 };
+      }
+      if (ownRoom === 0) return { limit: Math.min(free, maxClaim), room, perDestinationLimit: perDestinationHeld };
+      // The claim's limit has room for both: no other destination may take more than the process's free slots.
+      for (const [id, n] of room) if (!batching.has(id)) room.set(id, Math.min(n, free));
+      return { limit: Math.min(free + ownRoom, maxClaim), room, perDestinationLimit: Math.min(perDestinationHeld, free) };
     },
     accept(items, plan) {
       const start: T[] = [];
@@ -129,6 +146,7 @@ export function createScheduler<T extends Schedulable>(options: SchedulerOptions
         if (!claimed.has(item.destinationId)) noteBatching(item.destinationId);
         claimed.set(item.destinationId, (claimed.get(item.destinationId) ?? 0) + 1);
         const entry = slotsOf(item.destinationId);
+        if (entry.own) heldOwn++;
         if (entry.inFlight < inFlightOf(item.destinationId)) {
           entry.inFlight++;
           start.push(item);
@@ -149,16 +167,19 @@ export function createScheduler<T extends Schedulable>(options: SchedulerOptions
       if (!entry) throw new Error(`scheduler: no delivery of destination ${destinationId} was in flight`);
       entry.inFlight--;
       held--;
+      if (entry.own) heldOwn--;
       const next = entry.waiting.shift();
       if (next) entry.inFlight++;
       else if (entry.inFlight === 0) slots.delete(destinationId);
       const claimAhead =
-        capacityBound && (roomOf(destinationId, entry) >= claimAheadRoom || (slotsBound && config.concurrency - held >= claimAheadSlots));
+        capacityBound &&
+        (roomOf(destinationId, entry) >= claimAheadRoom || (slotsBound && config.concurrency - (held - heldOwn) >= claimAheadSlots));
       return { next, claimAhead };
     },
     drainWaiting() {
       const drained: T[] = [];
       for (const [id, entry] of slots) {
+        if (entry.own) heldOwn -= entry.waiting.length;
         drained.push(...entry.waiting.splice(0));
         if (entry.inFlight === 0) slots.delete(id);
       }

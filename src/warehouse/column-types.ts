@@ -11,14 +11,42 @@ const isoTimestamp = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\
  * which Postgres refuses (and one refused value would fail its whole batch).
  */
 export function isIsoTimestamp(value: string): boolean {
+  // Most strings a call carries are no date-time: the shortest one is `2026-11-22T10:04Z`, with `-` at 4 and 7.
+  if (value.length < 17 || value.charCodeAt(4) !== 45 || value.charCodeAt(7) !== 45) return false;
+  // The form Waypost itself writes (toISOString), checked without a regex or an allocation.
+  if (value.length === 24 && value.charCodeAt(23) === 90 && value.charCodeAt(19) === 46) {
+    const parts = canonicalParts(value);
+    if (parts !== undefined) return parts;
+  }
   const m = isoTimestamp.exec(value);
   if (!m) return false;
-  const [year, month, day, hour, minute] = [m[1], m[2], m[3], m[4], m[5]].map(Number) as [number, number, number, number, number];
   const second = m[6] === undefined ? 0 : Number(m[6]);
-  if (year < 1 || month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return false;
-  if (hour > 23 || minute > 59 || second > 59) return false;
+  if (!validDateTime(Number(m[1]), Number(m[2]), Number(m[3]), Number(m[4]), Number(m[5]), second)) return false;
   // Postgres takes zone offsets up to 15:59.
   return m[9] === undefined || (Number(m[9]) <= 15 && (m[10] === undefined || Number(m[10]) <= 59));
+}
+
+/** `YYYY-MM-DDTHH:MM:SS.sssZ`: whether it is a valid date-time; undefined when it is not of that shape. */
+function canonicalParts(v: string): boolean | undefined {
+  const at = (i: number) => {
+    const digit = v.charCodeAt(i) - 48;
+    return digit >= 0 && digit <= 9 ? digit : Number.NaN;
+  };
+  if (v.charCodeAt(10) !== 84 || v.charCodeAt(13) !== 58 || v.charCodeAt(16) !== 58) return undefined;
+  const year = at(0) * 1000 + at(1) * 100 + at(2) * 10 + at(3);
+  const month = at(5) * 10 + at(6);
+  const day = at(8) * 10 + at(9);
+  const hour = at(11) * 10 + at(12);
+  const minute = at(14) * 10 + at(15);
+  const second = at(17) * 10 + at(18);
+  const fraction = at(20) + at(21) + at(22);
+  if (Number.isNaN(year + month + day + hour + minute + second + fraction)) return undefined;
+  return validDateTime(year, month, day, hour, minute, second);
+}
+
+function validDateTime(year: number, month: number, day: number, hour: number, minute: number, second: number): boolean {
+  if (year < 1 || month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return false;
+  return hour <= 23 && minute <= 59 && second <= 59;
 }
 
 function daysIn(year: number, month: number): number {
@@ -37,8 +65,19 @@ export function inferType(value: unknown): ColumnType {
 /** A value as a statement parameter, or why it does not fit the column (it is then stored as NULL and kept as a discard). */
 export type Coerced = { ok: true; value: string | null } | { ok: false; reason: string };
 
-const noFit = (type: ColumnType): Coerced => ({ ok: false, reason: `does not fit the ${type} column` });
-const hasNul: Coerced = { ok: false, reason: "contains a NUL character, which Postgres text cannot hold" };
+/** Why a value does not fit its column (one object per reason, shared: a batch's cells allocate nothing for it). */
+export class Misfit {
+  constructor(readonly reason: string) {}
+}
+
+const noFit = new Map<ColumnType, Misfit>(
+  (["bigint", "double precision", "boolean", "timestamptz", "text", "jsonb"] as const).map((t) => [
+    t,
+    new Misfit(`does not fit the ${t} column`),
+  ]),
+);
+const hasNul = new Misfit("contains a NUL character, which Postgres text cannot hold");
+const notDateTime = new Misfit("is not a valid date-time for the timestamptz column");
 
 /**
  * The text form of a value for a column of this type. Wider values fit
@@ -47,24 +86,30 @@ const hasNul: Coerced = { ok: false, reason: "contains a NUL character, which Po
  * not fit bigint, and a word (or an impossible date) does not fit a timestamp.
  */
 export function coerce(value: unknown, type: ColumnType): Coerced {
-  if (value === null || value === undefined) return { ok: true, value: null };
+  const fitted = fitToColumn(value, type);
+  return fitted instanceof Misfit ? { ok: false, reason: fitted.reason } : { ok: true, value: fitted };
+}
+
+/** coerce() without a result object per value: the parameter, or the Misfit saying why not. */
+export function fitToColumn(value: unknown, type: ColumnType): string | null | Misfit {
+  if (value === null || value === undefined) return null;
   switch (type) {
     case "bigint":
-      return typeof value === "number" && Number.isSafeInteger(value) ? { ok: true, value: String(value) } : noFit(type);
+      return typeof value === "number" && Number.isSafeInteger(value) ? String(value) : noFit.get(type)!;
     case "double precision":
-      return typeof value === "number" && Number.isFinite(value) ? { ok: true, value: String(value) } : noFit(type);
+      return typeof value === "number" && Number.isFinite(value) ? String(value) : noFit.get(type)!;
     case "boolean":
-      return typeof value === "boolean" ? { ok: true, value: String(value) } : noFit(type);
+      return typeof value === "boolean" ? String(value) : noFit.get(type)!;
     case "timestamptz":
-      if (typeof value !== "string") return noFit(type);
-      return isIsoTimestamp(value) ? { ok: true, value } : { ok: false, reason: "is not a valid date-time for the timestamptz column" };
+      if (typeof value !== "string") return noFit.get(type)!;
+      return isIsoTimestamp(value) ? value : notDateTime;
     case "text": {
       const text = typeof value === "string" ? value : JSON.stringify(value);
-      return text.includes("\u0000") ? hasNul : { ok: true, value: text };
+      return text.includes("\u0000") ? hasNul : text;
     }
     case "jsonb": {
       const json = JSON.stringify(value);
-      return json.includes("\\u0000") ? hasNul : { ok: true, value: json };
+      return json.includes("\\u0000") ? hasNul : json;
     }
   }
 }

@@ -1,4 +1,4 @@
-import { type ColumnType, coerce } from "./column-types.js";
+import { type ColumnType, fitToColumn, Misfit } from "./column-types.js";
 import { qualified, quoteIdent } from "./identifiers.js";
 import { discardsTable, type TableRow, type WarehouseChange } from "./layout.js";
 
@@ -133,9 +133,9 @@ function insertStatement(
     return rows.map(({ row, origin, cellOrigins }) => {
       const cell = row.cells.get(column);
       if (!cell) return null;
-      const coerced = coerce(cell.value, type);
-      if (coerced.ok) return coerced.value;
-      discards.push({ origin: cellOrigins?.get(column) ?? origin, table, column, value: cell.value, reason: coerced.reason, kind: "type" });
+      const fitted = fitToColumn(cell.value, type);
+      if (!(fitted instanceof Misfit)) return fitted;
+      discards.push({ origin: cellOrigins?.get(column) ?? origin, table, column, value: cell.value, reason: fitted.reason, kind: "type" });
       return null;
     });
   });

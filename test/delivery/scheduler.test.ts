@@ -130,3 +130,46 @@ test("a batching kind's destination is offered its whole limit in the next claim
   s.finished("a");
   expect(s.planClaim()!.room.has("a")).toBe(false);
 });
+
+test("a batching kind's destination holds its own limit outside the process's slots, and fills it while they are taken", () => {
+  // "w" holds 40 (two warehouse batches of 20) in a process of 16 slots.
+  const s = createScheduler<Item>({ config, maxClaim: 500, limitOf: (id) => (id === "w" ? 40 : undefined) });
+  s.accept(items("w", 10), s.planClaim()!);
+  // w's 10 take none of the 16 slots: the webhook destinations still get all of them.
+  expect(s.planClaim()).toMatchObject({ limit: 16 + 30, perDestinationLimit: perDestinationHeld });
+  s.accept([...items("a", 8), ...items("b", 8)], s.planClaim()!);
+  // The process's slots are full; w may still take the rest of its limit, and only w.
+  const full = s.planClaim()!;
+  expect(full).toEqual({
+    limit: 30,
+    room: new Map([
+      ["w", 30],
+      ["a", 0],
+      ["b", 0],
+    ]),
+    perDestinationLimit: 0,
+  });
+  const { start } = s.accept(items("w", 30, 10), full);
+  expect(start).toHaveLength(30);
+  expect(s.planClaim()).toBeUndefined();
+  s.finished("w");
+  expect(s.planClaim()).toMatchObject({
+    limit: 1,
+    room: new Map([
+      ["w", 1],
+      ["a", 0],
+      ["b", 0],
+    ]),
+  });
+});
+
+test("beside a batching destination's room, the others take no more than the process's free slots", () => {
+  const s = createScheduler<Item>({ config, maxClaim: 500, limitOf: (id) => (id === "w" ? 40 : undefined) });
+  s.accept([...items("w", 1), ...items("a", 1), ...items("b", 11)], s.planClaim()!);
+  // 12 of 16 slots held: 4 free, whatever w's room; a's own room (7) is cut to them.
+  const plan = s.planClaim()!;
+  expect(plan.limit).toBe(4 + 39);
+  expect(plan.perDestinationLimit).toBe(4);
+  expect(plan.room.get("a")).toBe(4);
+  expect(plan.room.get("w")).toBe(39);
+});

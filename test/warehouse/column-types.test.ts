@@ -38,11 +38,24 @@ test("a date-time is checked against the calendar: impossible dates and year 000
     "2026-01-01T24:00:00Z",
     "2026-01-01T10:60:00Z",
     "2026-01-01T10:00:00+16:00",
+    // The form toISOString writes, which is checked without the regex: the same rules.
+    "2026-02-30T00:00:00.000Z",
+    "0000-01-01T00:00:00.000Z",
+    "2026-01-01T24:00:00.000Z",
+    "2026-13-01T00:00:00.000Z",
+    "2026-01-01T00:00:00.0a0Z",
+    "2026-01-01X00:00:00.000Z",
   ]) {
     expect(inferType(impossible), impossible).toBe("text");
     expect(coerce(impossible, "timestamptz"), impossible).toMatchObject({ ok: false });
   }
-  for (const fine of ["2024-02-29T00:00:00Z", "2000-02-29 23:59:59.999999+15:59", "0001-01-01T00:00Z"]) {
+  for (const fine of [
+    "2024-02-29T00:00:00Z",
+    "2000-02-29 23:59:59.999999+15:59",
+    "0001-01-01T00:00Z",
+    "2026-11-28T09:00:00.000Z",
+    "2024-02-29T23:59:59.999Z",
+  ]) {
     expect(inferType(fine), fine).toBe("timestamptz");
   }
 });

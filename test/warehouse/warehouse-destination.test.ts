@@ -29,14 +29,14 @@ beforeAll(async () => {
   // createPool listens for an idle connection's error: the warehouse's database is dropped
   // WITH (FORCE) at the end, which can reach a connection the ended pool is still closing.
   db = createPool({ connectionString: warehouse.url, max: 2 });
-  // A process share of 8 per destination: batches of 4 load at once, smaller ones at the flush interval.
+  // Batches of 4 load at once, smaller ones at the flush interval.
   server = await startTestServer({
     clock,
     config: {
       delivery: {
         concurrency: 16,
         perDestinationConcurrency: 4,
-        warehouse: { flushMs, batchSize: 5_000, connections: 2, maxColumns: 1_000 },
+        warehouse: { flushMs, batchSize: 4, connections: 2, maxColumns: 1_000 },
       },
     },
   });

@@ -1,9 +1,10 @@
 import type { Clock } from "../../clock.js";
+import type { DeliveryConfig } from "../../config.js";
 import type { AttemptResult, ClaimedDelivery } from "../../db/job-table/index.js";
 import type { DestinationCommon, KindDelivery } from "./kind.js";
 import type { BrokerCall } from "./broker-publisher.js";
 import type { PublisherCache } from "./publisher-cache.js";
-import { createPublishRounds } from "./publish-rounds.js";
+import { createRoundGatherer } from "./broker-rounds.js";
 import { templateSnakeCase } from "./templates.js";
 
 export interface BrokerKindOptions<Settings, D extends DestinationCommon = DestinationCommon> {
@@ -18,42 +19,44 @@ export interface BrokerKindOptions<Settings, D extends DestinationCommon = Desti
   sourceIdOf(job: ClaimedDelivery): string;
   /** The messaging system, as attempt spans name it (`rabbitmq`, `nats`). */
   system?: string | undefined;
+  /** How many of a destination's calls may await their confirms at once (the loop hands over that many). */
+  inFlightLimit?: number | undefined;
 }
 
 /**
  * A message-broker kind (AMQP, NATS) as the delivery loop sees it: one
- * publish per delivery, its outcome the broker's confirm or
- * acknowledgement; the publishes started in one turn are one round, whose
- * attempt is written once for its calls (publish-rounds.ts). Routing uses the stored call's type and event; the body
- * sent is the one the destination's rules shaped.
+ * message per delivery, one attempt, its outcome the broker's confirm or
+ * acknowledgement. The calls handed over in one turn go out as one publish
+ * round (broker-rounds.ts), so a destination may have many in flight
+ * (`inFlightLimit`) at the cost of one socket write per round. Routing uses
+ * the stored call's type and event; the body sent is the one the
+ * destination's rules shaped.
  */
 export function createBrokerKind<Settings, D extends DestinationCommon = DestinationCommon>(
   options: BrokerKindOptions<Settings, D>,
 ): KindDelivery<D> {
-  const rounds = createPublishRounds(options.clock);
+  const rounds = createRoundGatherer(() => options.clock.now());
   return {
     async deliver(job, destination, body) {
       const settings = options.settingsOf(destination);
       const publisher = options.publishers.get(destination.id, destination.revision, () => settings);
-      const url = options.targetOf(settings);
-      const round = await rounds.publish(`${destination.id} ${url}`, () =>
-        publisher.publish(brokerCall(job, destination.id, options.sourceIdOf(job), body)),
-      );
+      const { result, round } = await rounds.publish(publisher, brokerCall(job, destination.id, options.sourceIdOf(job), body));
       const attempt: AttemptResult = {
         urlIndex: 0,
-        url,
+        url: options.targetOf(settings),
         attemptedAt: round.attemptedAt,
-        outcome: round.value.outcome,
+        outcome: result.outcome,
         statusCode: null,
-        error: round.value.error ?? null,
+        error: result.error ?? null,
         latencyMs: round.latencyMs,
         responseBody: null,
-        // The publishes this turn started for the destination are one batch attempt.
+        // A round is one batch operation: its attempt is written once for its calls.
         batch: round.batch,
         // The loop adds the revision and the body sent when the rules changed it.
       };
       return [attempt];
     },
+    inFlightLimit: () => options.inFlightLimit,
     label: (destination) => options.targetOf(options.settingsOf(destination)),
     span: () => ({
       name: "publish",
@@ -72,6 +75,17 @@ export function createBrokerKind<Settings, D extends DestinationCommon = Destina
     },
     close: () => options.publishers.close(),
   };
+}
+
+/**
+ * Calls of one broker destination a process has awaiting confirms at once:
+ * half the process's slots (512 by default), or the per-destination
+ * concurrency when that is more. A confirm costs the broker little and
+ * comes back in rounds, so a broker destination takes a claim's worth at
+ * once rather than a webhook endpoint's 64.
+ */
+export function brokerInFlight(config: Pick<DeliveryConfig, "concurrency" | "perDestinationConcurrency">): number {
+  return Math.max(config.perDestinationConcurrency, Math.floor(config.concurrency / 2));
 }
 
 /** The call as a publisher takes it: the body to send, and what names and routes it. */

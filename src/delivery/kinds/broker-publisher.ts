@@ -32,6 +32,12 @@ export interface PublishResult {
  */
 export interface BrokerPublisher {
   publish(call: BrokerCall): Promise<PublishResult>;
+  /**
+   * Publishes the calls together (written in one go, their confirms awaited
+   * together): one result per call, in order; a failure of one message
+   * fails only that call. Never rejects.
+   */
+  publishRound(calls: readonly BrokerCall[]): Promise<PublishResult[]>;
   /** Waits for the publishes in flight to settle, then closes the connection. */
   close(): Promise<void>;
 }

@@ -13,6 +13,7 @@ test("reconcile closes the publishers of deleted and changed destinations and ke
   const closed: string[] = [];
   const publisherFor = (id: string, url: string): BrokerPublisher => ({
     publish: async () => ({ outcome: "success" }),
+    publishRound: async (calls) => calls.map(() => ({ outcome: "success" })),
     close: async () => {
       closed.push(`${id} ${url}`);
     },

@@ -11,6 +11,7 @@ function recording(log: string[], name: string) {
   });
   const publisher: BrokerPublisher & { release(): void } = {
     publish: async () => ({ outcome: "success" }),
+    publishRound: async (calls) => calls.map(() => ({ outcome: "success" })),
     async close() {
       log.push(`closing ${name}`);
       await released;

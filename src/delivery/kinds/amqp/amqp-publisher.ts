@@ -4,6 +4,7 @@ import type { AddressGuard } from "../../../outbound/address-guard.js";
 import { guardedLookup, redact, refuseLiteralHost } from "../broker-address.js";
 import { type BrokerCall, type BrokerPublisher, causeOf, type PublishResult, withTimeout } from "../broker-publisher.js";
 import { amqpLimits, amqpRoutingKeyTemplate, type AmqpSettings } from "./amqp-settings.js";
+import { coalesceFrameWrites } from "./frame-writes.js";
 
 export interface AmqpPublisherOptions extends AmqpSettings {
   /** The SSRF check, on the broker's literal or resolved address before any socket opens. */
@@ -51,7 +52,7 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): BrokerPublis
   /** The target `current` resolved to: only its loss clears `current`. */
   let currentTarget: Target | undefined;
   let closing = false;
-  const inFlight = new Set<Promise<PublishResult>>();
+  const inFlight = new Set<Promise<PublishResult[]>>();
 
   const fail = (cause: string): PublishResult => ({ outcome: "retryable", error: `amqp: ${redact(cause, secrets)}` });
 
@@ -98,6 +99,8 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): BrokerPublis
     model.on("error", (error: unknown) => lose(causeOf(error)));
     model.on("close", (error?: unknown) => lose(error ? causeOf(error) : "closed by the broker"));
     model.on("blocked", (reason: string) => options.logger?.warn({ broker: where, reason }, "amqp broker blocked publishing"));
+    // A publish round's messages go out in one socket write.
+    coalesceFrameWrites(model);
     try {
       target.channel = await model.createConfirmChannel();
     } catch (error) {
@@ -126,65 +129,103 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): BrokerPublis
     return target;
   }
 
-  async function publishOnce(call: BrokerCall): Promise<PublishResult> {
-    const key = routingKey.render(call);
-    if (Buffer.byteLength(key) > amqpLimits.maxRoutingKeyLength) {
-      return { outcome: "permanent", error: `amqp: routing key ${JSON.stringify(key.slice(0, 64))}… is longer than 255 bytes` };
-    }
+  /**
+   * Publishes a round: every message in the same turn (one socket write),
+   * one timer for the round's confirms. Each call settles on its own
+   * confirm, nack or return; a round not confirmed in time fails what is
+   * left of it and gives the connection up.
+   */
+  async function publishRoundOnce(calls: readonly BrokerCall[]): Promise<PublishResult[]> {
+    const results: PublishResult[] = new Array(calls.length);
+    const keys: Array<string | undefined> = calls.map((call, i) => {
+      const key = routingKey.render(call);
+      if (Buffer.byteLength(key) <= amqpLimits.maxRoutingKeyLength) return key;
+      results[i] = { outcome: "permanent", error: `amqp: routing key ${JSON.stringify(key.slice(0, 64))}… is longer than 255 bytes` };
+      return undefined;
+    });
+    const failAll = (result: PublishResult) => {
+      keys.forEach((key, i) => {
+        if (key !== undefined) results[i] = result;
+      });
+    };
+    if (!keys.some((key) => key !== undefined)) return results;
     let target: Target;
     try {
       target = await open();
     } catch (error) {
-      return fail(`cannot connect to ${where}: ${causeOf(error)}`);
+      failAll(fail(`cannot connect to ${where}: ${causeOf(error)}`));
+      return results;
     }
-    if (target.lost !== undefined) return fail(`connection lost (${target.lost})`);
-    return new Promise<PublishResult>((resolve) => {
+    if (target.lost !== undefined) {
+      failAll(fail(`connection lost (${target.lost})`));
+      return results;
+    }
+    return new Promise<PublishResult[]>((resolve) => {
+      const round = new Set<Pending>();
+      // One more than the messages until all are published, so a message failing at once cannot end the round early.
+      let left = 1;
+      const done = () => {
+        if (--left > 0) return;
+        clearTimeout(timer);
+        resolve(results);
+      };
       const timer = setTimeout(() => {
         const cause = `no confirm from the broker within ${options.timeoutMs} ms`;
-        entry.settle(fail(cause));
+        for (const entry of [...round]) entry.settle(fail(cause));
         // A connection that confirms nothing (a dead peer the heartbeat has not caught yet, a
         // stalled route) is given up: the next publish opens a fresh one.
         target.lose(cause);
         void target.model.close().catch(() => {});
       }, options.timeoutMs);
-      const entry: Pending = {
-        messageId: call.messageId,
-        returned: undefined,
-        settle(result) {
-          clearTimeout(timer);
-          target.pending.delete(entry);
-          resolve(result);
-        },
-      };
-      target.pending.add(entry);
-      const confirmed = (error: unknown) => {
-        if (!target.pending.has(entry)) return;
-        if (error && causeOf(error) === "message nacked") entry.settle(fail("nacked by the broker"));
-        else if (error) {
-          // amqplib fails unconfirmed messages with a bare "channel closed" before the connection
-          // reports why: let that report (lose) settle them with the cause, this is the fallback.
-          setImmediate(() => target.pending.has(entry) && entry.settle(fail(target.lost ?? causeOf(error))));
-        } else if (entry.returned !== undefined) entry.settle(fail(entry.returned));
-        else entry.settle({ outcome: "success" });
-      };
-      try {
-        target.channel.publish(options.exchange, key, Buffer.from(call.body), messageProperties(call, options.mandatory), confirmed);
-      } catch (error) {
-        // The channel closed under us (IllegalOperationError): the connection is gone.
-        entry.settle(fail(`connection lost (${causeOf(error)})`));
-      }
+      keys.forEach((key, i) => {
+        if (key === undefined) return;
+        const call = calls[i]!;
+        left++;
+        const entry: Pending = {
+          messageId: call.messageId,
+          returned: undefined,
+          settle(result) {
+            if (!round.delete(entry)) return;
+            target.pending.delete(entry);
+            results[i] = result;
+            done();
+          },
+        };
+        round.add(entry);
+        target.pending.add(entry);
+        const confirmed = (error: unknown) => {
+          if (!round.has(entry)) return;
+          if (error && causeOf(error) === "message nacked") entry.settle(fail("nacked by the broker"));
+          else if (error) {
+            // amqplib fails unconfirmed messages with a bare "channel closed" before the connection
+            // reports why: let that report (lose) settle them with the cause, this is the fallback.
+            setImmediate(() => round.has(entry) && entry.settle(fail(target.lost ?? causeOf(error))));
+          } else if (entry.returned !== undefined) entry.settle(fail(entry.returned));
+          else entry.settle({ outcome: "success" });
+        };
+        try {
+          target.channel.publish(options.exchange, key, Buffer.from(call.body), messageProperties(call, options.mandatory), confirmed);
+        } catch (error) {
+          // The channel closed under us (IllegalOperationError): the connection is gone.
+          entry.settle(fail(`connection lost (${causeOf(error)})`));
+        }
+      });
+      done();
     });
   }
 
+  function publishRound(calls: readonly BrokerCall[]): Promise<PublishResult[]> {
+    if (closing) return Promise.resolve(calls.map(() => fail("publisher closed (the destination changed or the process stops)")));
+    // Never rejects: anything unforeseen is a failed attempt naming it.
+    const results = publishRoundOnce(calls).catch((error: unknown) => calls.map(() => fail(causeOf(error))));
+    inFlight.add(results);
+    void results.then(() => inFlight.delete(results));
+    return results;
+  }
+
   return {
-    publish(call) {
-      if (closing) return Promise.resolve(fail("publisher closed (the destination changed or the process stops)"));
-      // Never rejects: anything unforeseen is a failed attempt naming it.
-      const result = publishOnce(call).catch((error: unknown) => fail(causeOf(error)));
-      inFlight.add(result);
-      void result.then(() => inFlight.delete(result));
-      return result;
-    },
+    publish: (call) => publishRound([call]).then((results) => results[0]!),
+    publishRound,
     async close() {
       closing = true;
       await Promise.all(inFlight);

@@ -1,6 +1,6 @@
 import { DestinationKind } from "../../../../gen/waypost/v1/destination_pb.js";
 import { maskUrlPassword } from "../broker-address.js";
-import { createBrokerKind } from "../broker-kind.js";
+import { brokerInFlight, createBrokerKind } from "../broker-kind.js";
 import { defineKind, type DestinationOf, type KindSettings } from "../kind.js";
 import { createPublisherCache } from "../publisher-cache.js";
 import { createAmqpPublisher } from "./amqp-publisher.js";
@@ -50,5 +50,6 @@ export const amqpKind = defineKind({
       targetOf: (settings) => `${maskUrlPassword(settings.url)} exchange "${settings.exchange}"`,
       sourceIdOf: (job) => job.sourceId ?? "",
       system: "rabbitmq",
+      inFlightLimit: brokerInFlight(config),
     }),
 });

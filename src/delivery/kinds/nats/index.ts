@@ -1,5 +1,5 @@
 import { DestinationKind } from "../../../../gen/waypost/v1/destination_pb.js";
-import { createBrokerKind } from "../broker-kind.js";
+import { brokerInFlight, createBrokerKind } from "../broker-kind.js";
 import { defineKind, type DestinationOf, type KindSettings } from "../kind.js";
 import { createPublisherCache } from "../publisher-cache.js";
 import { createNatsPublisher } from "./nats-publisher.js";
@@ -49,5 +49,6 @@ export const natsKind = defineKind({
       targetOf: (settings) => settings.servers.join(","),
       sourceIdOf: (job) => job.sourceId ?? "",
       system: "nats",
+      inFlightLimit: brokerInFlight(config),
     }),
 });

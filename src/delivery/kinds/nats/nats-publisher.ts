@@ -1,7 +1,6 @@
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
-import { type JetStreamClient, jetstream } from "@nats-io/jetstream";
-import { connect, errors, headers, type NatsConnection, RequestError } from "@nats-io/transport-node";
+import { connect, createInbox, headers, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../../../logger.js";
 import type { AddressGuard } from "../../../outbound/address-guard.js";
 import { redact, refuseLiteralHost } from "../broker-address.js";
@@ -20,8 +19,17 @@ export interface NatsPublisherOptions extends NatsSettings {
 
 interface Target {
   nc: NatsConnection;
-  js: JetStreamClient;
+  /** The reply subjects' prefix: JetStream acknowledges each message to `<inbox>.<n>`. */
+  inbox: string;
+  next: number;
+  /** The messages awaiting their acknowledgement, by the token of their reply subject. */
+  pending: Map<string, Pending>;
   lost: string | undefined;
+}
+
+interface Pending {
+  subject: string;
+  settle(result: PublishResult): void;
 }
 
 /**
@@ -42,7 +50,7 @@ export function createNatsPublisher(options: NatsPublisherOptions): BrokerPublis
   let current: Promise<Target> | undefined;
   let currentTarget: Target | undefined;
   let closing = false;
-  const inFlight = new Set<Promise<PublishResult>>();
+  const inFlight = new Set<Promise<PublishResult[]>>();
 
   const fail = (cause: string): PublishResult => ({ outcome: "retryable", error: `nats: ${redact(cause, secrets)}` });
 
@@ -77,7 +85,10 @@ export function createNatsPublisher(options: NatsPublisherOptions): BrokerPublis
       () => new Error(`no connection within ${options.timeoutMs} ms`),
       (late) => void late.close().catch(() => {}),
     );
-    const target: Target = { nc, js: jetstream(nc, { timeout: options.timeoutMs }), lost: undefined };
+    const target: Target = { nc, inbox: createInbox(), next: 0, pending: new Map(), lost: undefined };
+    // One subscription for every acknowledgement of the connection, rather than the client's
+    // request per message (a timer, a subscription entry and a RequestError built per message).
+    nc.subscribe(`${target.inbox}.*`, { callback: (_error, msg) => acknowledged(target, msg) });
     void nc.closed().then((error) => {
       if (target.lost !== undefined) return;
       target.lost = error ? causeOf(error) : "closed by the server";
@@ -85,42 +96,111 @@ export function createNatsPublisher(options: NatsPublisherOptions): BrokerPublis
         current = undefined;
         currentTarget = undefined;
       }
+      for (const entry of [...target.pending.values()])
+        entry.settle(fail(`connection lost (${target.lost}) before JetStream acknowledged`));
       options.logger?.warn({ cause: redact(target.lost, secrets) }, "nats connection lost; the next publish reopens it");
     });
     currentTarget = target;
     return target;
   }
 
-  async function publishOnce(call: BrokerCall): Promise<PublishResult> {
-    const to = subject.render(call);
+  /**
+   * Publishes a round: every message in the same turn, so the client writes
+   * them in one go (it flushes what a turn queued at once); each call
+   * settles on its own acknowledgement.
+   */
+  async function publishRoundOnce(calls: readonly BrokerCall[]): Promise<PublishResult[]> {
     let target: Target;
     try {
       target = await open();
     } catch (error) {
-      return fail(`cannot connect to ${options.servers.join(", ")}: ${causeOf(error)}`);
+      const failed = fail(`cannot connect to ${options.servers.join(", ")}: ${causeOf(error)}`);
+      return calls.map(() => failed);
     }
-    if (target.lost !== undefined) return fail(`connection lost (${target.lost})`);
-    const h = headers();
-    if (call.traceparent) h.set("traceparent", call.traceparent);
-    if (call.tracestate) h.set("tracestate", call.tracestate);
+    if (target.lost !== undefined) {
+      const failed = fail(`connection lost (${target.lost})`);
+      return calls.map(() => failed);
+    }
+    return new Promise<PublishResult[]>((resolve) => {
+      const results: PublishResult[] = new Array(calls.length);
+      const round = new Set<Pending>();
+      // One more than the messages until all are published, so a message failing at once cannot end the round early.
+      let left = 1;
+      const done = () => {
+        if (--left > 0) return;
+        clearTimeout(timer);
+        resolve(results);
+      };
+      const timer = setTimeout(() => {
+        for (const entry of [...round]) {
+          entry.settle(
+            fail(`no acknowledgement from JetStream within ${options.timeoutMs} ms on subject ${JSON.stringify(entry.subject)}`),
+          );
+        }
+      }, options.timeoutMs);
+      calls.forEach((call, i) => {
+        left++;
+        const token = String(target.next++);
+        const entry: Pending = {
+          subject: subject.render(call),
+          settle(result) {
+            if (!round.delete(entry)) return;
+            target.pending.delete(token);
+            results[i] = result;
+            done();
+          },
+        };
+        round.add(entry);
+        target.pending.set(token, entry);
+        const h = headers();
+        h.set("Nats-Msg-Id", call.messageId);
+        if (call.traceparent) h.set("traceparent", call.traceparent);
+        if (call.tracestate) h.set("tracestate", call.tracestate);
+        try {
+          target.nc.publish(entry.subject, call.body, { reply: `${target.inbox}.${token}`, headers: h });
+        } catch (error) {
+          entry.settle(fail(`connection lost (${target.lost ?? causeOf(error)}) before JetStream acknowledged`));
+        }
+      });
+      done();
+    });
+  }
+
+  /** JetStream's answer to one message: its ack (also as a duplicate), its refusal, or no responders (no stream). */
+  function acknowledged(target: Target, msg: Msg) {
+    const token = msg.subject.slice(target.inbox.length + 1);
+    const entry = target.pending.get(token);
+    if (!entry) return;
+    if (msg.data.length === 0 && msg.headers?.code === 503) {
+      entry.settle(fail(`no stream matches subject ${JSON.stringify(entry.subject)} (no responders)`));
+      return;
+    }
+    let answer: { error?: { description?: string; code?: number } } | undefined;
     try {
-      await target.js.publish(to, call.body, { msgID: call.messageId, headers: h, timeout: options.timeoutMs });
-      // A duplicate ack (a resend inside the duplicate window) is delivered too: the stream holds it once.
-      return { outcome: "success" };
-    } catch (error) {
-      return fail(describePublishError(error, to, options.timeoutMs, target));
+      answer = msg.json();
+    } catch {
+      answer = undefined;
+    }
+    // A duplicate ack (a resend inside the duplicate window) is delivered too: the stream holds it once.
+    if (answer && !answer.error) entry.settle(delivered);
+    else {
+      const cause = answer?.error?.description ?? `an answer that is no acknowledgement (${msg.headers?.code ?? "no status"})`;
+      entry.settle(fail(`${cause} (subject ${JSON.stringify(entry.subject)})`));
     }
   }
 
+  function publishRound(calls: readonly BrokerCall[]): Promise<PublishResult[]> {
+    if (closing) return Promise.resolve(calls.map(() => fail("publisher closed (the destination changed or the process stops)")));
+    // Never rejects: anything unforeseen is a failed attempt naming it.
+    const results = publishRoundOnce(calls).catch((error: unknown) => calls.map(() => fail(causeOf(error))));
+    inFlight.add(results);
+    void results.then(() => inFlight.delete(results));
+    return results;
+  }
+
   return {
-    publish(call) {
-      if (closing) return Promise.resolve(fail("publisher closed (the destination changed or the process stops)"));
-      // Never rejects: anything unforeseen is a failed attempt naming it.
-      const result = publishOnce(call).catch((error: unknown) => fail(causeOf(error)));
-      inFlight.add(result);
-      void result.then(() => inFlight.delete(result));
-      return result;
-    },
+    publish: (call) => publishRound([call]).then((results) => results[0]!),
+    publishRound,
     async close() {
       closing = true;
       await Promise.all(inFlight);
@@ -134,19 +214,7 @@ export function createNatsPublisher(options: NatsPublisherOptions): BrokerPublis
   };
 }
 
-function describePublishError(error: unknown, subject: string, timeoutMs: number, target: Target): string {
-  // The client reports no responders on a publish as "jetstream is not enabled"; what it means here
-  // is that no stream takes the subject (or the server runs without JetStream).
-  const cause = error instanceof Error ? error.cause : undefined;
-  const noResponders = [error, cause].some((e) => e instanceof RequestError && e.isNoResponders());
-  if (noResponders) return `no stream matches subject ${JSON.stringify(subject)} (no responders)`;
-  if (error instanceof errors.TimeoutError)
-    return `no acknowledgement from JetStream within ${timeoutMs} ms on subject ${JSON.stringify(subject)}`;
-  if (target.lost !== undefined || error instanceof errors.ClosedConnectionError) {
-    return `connection lost (${target.lost ?? causeOf(error)}) before JetStream acknowledged`;
-  }
-  return `${causeOf(error)} (subject ${JSON.stringify(subject)})`;
-}
+const delivered: PublishResult = { outcome: "success" };
 
 /**
  * The servers to dial, after the address guard passed every address they

@@ -13,9 +13,8 @@ import type { PostgresSettings } from "./settings.js";
 export type PostgresDestination = DestinationOf<"postgres", PostgresSettings>;
 
 export interface WarehouseKindOptions {
+  /** Its batch size (`batchSize`): a destination holds two batches here, whatever the process's delivery concurrency. */
   config: WarehouseConfig;
-  /** Deliveries one destination may have in flight here (the process's share); a batch is at most half of it. */
-  maxInFlight: number;
   clock: Clock;
   logger: Logger;
   metrics?: Metrics | undefined;
@@ -43,11 +42,12 @@ const idleCloseMs = 5 * 60_000;
 
 /**
  * The Postgres warehouse kind: calls wait here until their batch is loaded
- * (half the destination's in-flight share, at most the batch size, or the
- * flush interval after the first, whichever comes first), and each learns
- * its outcome when the batch's transaction ends. The loop keeps their
- * leases alive meanwhile. The other half of the share fills the next batch
- * while one loads. One pool per destination, bounded, closed when the
+ * (the batch size, or the flush interval after the first, whichever comes
+ * first), and each learns its outcome when the batch's transaction ends.
+ * The loop keeps their leases alive meanwhile. A destination holds two
+ * batches here, so the next fills while one loads; the batch size is its
+ * own setting, not a share of the process's delivery concurrency (the
+ * scheduler keeps a batching destination's deliveries outside those slots). One pool per destination, bounded, closed when the
  * destination's warehouse settings change or it goes quiet.
  */
 export interface WarehouseKind extends KindDelivery<PostgresDestination> {
@@ -60,7 +60,7 @@ export interface WarehouseKind extends KindDelivery<PostgresDestination> {
 
 export function createWarehouseKind(options: WarehouseKindOptions): WarehouseKind {
   const { config, clock, logger } = options;
-  const batchSize = Math.max(1, Math.min(config.batchSize, Math.floor(options.maxInFlight / 2)));
+  const batchSize = Math.max(1, config.batchSize);
   const targets = new Map<string, Target>();
   const makeLoader =
     options.createLoader ??

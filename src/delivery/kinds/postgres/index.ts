@@ -17,7 +17,6 @@ export const postgresKind = defineKind({
   createDelivery: ({ config, clock, logger, metrics, pool }) =>
     createWarehouseKind({
       config: config.warehouse ?? defaultWarehouseConfig,
-      maxInFlight: Math.max(config.perDestinationConcurrency, Math.floor(config.concurrency / 2)),
       clock,
       logger,
       metrics,
