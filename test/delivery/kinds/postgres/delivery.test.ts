@@ -38,7 +38,6 @@ afterAll(async () => {
 function kind(clock: ManualClock) {
   return createWarehouseKind({
     config: { flushMs: 10_000, batchSize: 3, connections: 1, maxColumns: 1_000 },
-    maxInFlight: 6,
     clock,
     logger: createLogger("silent"),
   });
