@@ -62,7 +62,13 @@ async function pauseBackfills(destinationId: string) {
     waiting: () =>
       eventually(
         async () =>
-          Number((await locker.query("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")).rows[0].count) > 0,
+          Number(
+            (
+              await locker.query(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+              )
+            ).rows[0].count,
+          ) > 0,
       ),
     async release() {
       await client.query("SELECT pg_advisory_unlock(hashtext('waypost-backfill:' || $1::text))", [destinationId]);
