@@ -112,7 +112,9 @@ export interface KindDelivery<D> {
    * attempt when its batch commits or fails. An attempt's outcome is
    * `success`, `retryable` (retried on the normal schedule) or `permanent`
    * (failed, with its error). It never rejects. `body` is the call as the
-   * destination's rules shaped it.
+   * destination's rules shaped it. The attempt objects must be this
+   * call's own (the loop sets its revision and body sent on them in place):
+   * calls of one batch share the `batch` ref, never an attempt object.
    */
   deliver(job: ClaimedDelivery, destination: D, body: string): Promise<AttemptResult[]>;
   /** Where an attempt of this destination goes, as attempts record it (`url`) when none was made (a failed transform). */

@@ -129,6 +129,16 @@ test("one POST carries the calls as {batch:[...]}, each the body a single POST c
   expect(request!.headers.traceparent).toBeUndefined();
 
   for (const id of [a, b, c]) expect(await attemptsOf(id, destination.id)).toEqual([{ outcome: "success", status_code: 200 }]);
+  // Each call's attempt records its own body as sent (the rules changed it), not another call's of the batch.
+  for (const id of [a, b, c]) {
+    const sent = await server.pool.query<{ sent_body: string }>(
+      `SELECT a.sent_body FROM deliveries d JOIN messages m ON m.id = d.message_pk
+         JOIN delivery_attempts a ON a.destination_id = d.destination_id AND a.delivery_id = d.id
+        WHERE m.message_id = $1 AND d.destination_id = $2`,
+      [id, destination.id],
+    );
+    expect(sent.rows.map((row) => row.sent_body)).toEqual([singles.get(id)]);
+  }
   // The delivery view shows the headers a batch POST carries, not a single call's.
   const [done] = (await finished).filter((completion) => completion.status === "delivered");
   const { delivery } = await server.deliveries.getDelivery({ id: done!.id });

@@ -88,8 +88,9 @@ export function createWebhookBatcher(options: { clock: Clock; send: BatchSend })
         }),
       )
       .then((result) => {
-        const attempt = { ...result, batch: ref };
-        for (const call of calls) call.resolve(attempt);
+        // One attempt object per call: the loop sets each delivery's own
+        // revision and body sent on it in place, so calls must not share one.
+        for (const call of calls) call.resolve({ ...result, batch: ref });
       });
     sending.add(work);
     void work.finally(() => sending.delete(work));
