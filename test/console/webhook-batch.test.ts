@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Browser, Page } from "playwright-core";
-import { launchBrowser } from "../helpers/browser.js";
+import type { Page } from "playwright-core";
+import { openConsole, type ConsolePage } from "../helpers/console-page.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
 /**
@@ -10,23 +10,16 @@ import { startTestServer, type TestServer } from "../helpers/server.js";
  */
 describe("batched webhooks in the console", () => {
   let server: TestServer;
-  let browser: Browser;
+  let consolePage: ConsolePage;
   let page: Page;
-  const pageErrors: string[] = [];
 
   beforeAll(async () => {
     server = await startTestServer();
-    browser = await launchBrowser();
-    page = await (await browser.newContext({ viewport: { width: 1500, height: 1000 } })).newPage();
-    page.setDefaultTimeout(10_000);
-    page.on("pageerror", (error) => pageErrors.push(String(error)));
-    await page.goto(`${server.url}/console/`);
-    await page.getByLabel("Admin token").fill(server.adminToken);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.getByRole("navigation", { name: "Main" }).waitFor();
+    consolePage = await openConsole(server);
+    page = consolePage.page;
   });
   afterAll(async () => {
-    await browser?.close();
+    await consolePage?.browser.close();
     await server?.stop();
   });
 
@@ -60,6 +53,6 @@ describe("batched webhooks in the console", () => {
     await page.getByRole("table", { name: "Destinations" }).waitFor();
     const saved = (await server.destinations.getDestination({ id: created!.id })).destination!;
     expect(saved.webhooks[0]!.batch).toBeUndefined();
-    expect(pageErrors).toEqual([]);
+    expect(consolePage.problems).toEqual([]);
   });
 });
