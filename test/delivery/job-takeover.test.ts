@@ -129,10 +129,11 @@ test("a bulk retry continues in another process after its worker is killed mid-w
   processes.push(first);
   const { job } = await api.deliveries.retryDeliveries({ destinationId: destination.id });
   expect(job).toMatchObject({ state: JobState.RUNNING, matched: BigInt(failed) });
-  // A backend of this test's database waiting on a lock: the second page, held back by the row lock.
-  // (pg_locks is the whole server's: another test's lock wait would pass for it.)
-  const waiting = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'";
-  await eventually(async () => Number((await locker.query(waiting)).rows[0].count) > 0, 60_000);
+  // A backend blocked by this test's row lock: the second page. (Any lock wait would not do: another
+  // test's, or a job runner waiting on the job row the page holds, would pass for it too early.)
+  const holder = (await lock.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
+  const blocked = "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))";
+  await eventually(async () => Number((await locker.query(blocked, [holder])).rows[0].count) > 0, 60_000);
   const midway = (await api.deliveries.getRetryJob({ id: job!.id })).job!;
   expect(midway).toMatchObject({ state: JobState.RUNNING, retried: 1_000n });
 
