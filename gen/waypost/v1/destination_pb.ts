@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file waypost/v1/destination.proto.
  */
 export const file_waypost_v1_destination: GenFile = /*@__PURE__*/
-  fileDesc("Chx3YXlwb3N0L3YxL2Rlc3RpbmF0aW9uLnByb3RvEgp3YXlwb3N0LnYxIqIBCgdXZWJob29rEgsKA3VybBgBIAEoCRIxCgdoZWFkZXJzGAIgAygLMiAud2F5cG9zdC52MS5XZWJob29rLkhlYWRlcnNFbnRyeRInCgViYXRjaBgDIAEoCzIYLndheXBvc3QudjEuV2ViaG9va0JhdGNoGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInEKDFdlYmhvb2tCYXRjaBIRCgltYXhfY2FsbHMYASABKAUSFgoJbWF4X2J5dGVzGAIgASgFSACIAQESGAoLbWF4X3dhaXRfbXMYAyABKAVIAYgBAUIMCgpfbWF4X2J5dGVzQg4KDF9tYXhfd2FpdF9tcyJKChFQb3N0Z3Jlc1dhcmVob3VzZRILCgN1cmwYASABKAkSDgoGc2NoZW1hGAIgASgJEhgKEGhhc19wb3N0Z3Jlc191cmwYAyABKAgifgoMQW1xcFNldHRpbmdzEgsKA3VybBgBIAEoCRIQCghleGNoYW5nZRgCIAEoCRITCgtyb3V0aW5nX2tleRgDIAEoCRIWCgltYW5kYXRvcnkYBCABKAhIAIgBARIUCgxoYXNfYW1xcF91cmwYBSABKAhCDAoKX21hbmRhdG9yeSKIAQoMTmF0c1NldHRpbmdzEg8KB3NlcnZlcnMYASADKAkSDwoHc3ViamVjdBgCIAEoCRINCgV0b2tlbhgDIAEoCRIMCgR1c2VyGAQgASgJEhAKCHBhc3N3b3JkGAUgASgJEhEKCWhhc190b2tlbhgGIAEoCBIUCgxoYXNfcGFzc3dvcmQYByABKAgi/gcKC0Rlc3RpbmF0aW9uEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKc291cmNlX2lkcxgDIAMoCRIUCgdlbmFibGVkGAQgASgISACIAQESJQoId2ViaG9va3MYBSADKAsyEy53YXlwb3N0LnYxLldlYmhvb2sSFQoNc2hhcmVkX3NlY3JldBgGIAEoCRIZChFoYXNfc2hhcmVkX3NlY3JldBgHIAEoCBIMCgRldGFnGAggASgJEi8KC2NyZWF0ZV90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoGaGVhbHRoGAsgASgOMh0ud2F5cG9zdC52MS5EZXN0aW5hdGlvbkhlYWx0aBI1ChFsYXN0X3N1Y2Nlc3NfdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNQoRbGFzdF9mYWlsdXJlX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmxhc3RfZXJyb3IYDiABKAkSFwoPc2lnbmluZ19zZWNyZXRzGA8gAygJEhoKEmhhc19zaWduaW5nX3NlY3JldBgQIAEoCBIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgRIAEoBRIzCg9uZXh0X3Byb2JlX3RpbWUYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjYKEmJhY2tvZmZfdW50aWxfdGltZRgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJAoXbWF4X3JlcXVlc3RzX3Blcl9zZWNvbmQYFCABKA1IAYgBARImCghvcmRlcmluZxgVIAEoDjIULndheXBvc3QudjEuT3JkZXJpbmcSKQoEa2luZBgWIAEoDjIbLndheXBvc3QudjEuRGVzdGluYXRpb25LaW5kEi8KCHBvc3RncmVzGBcgASgLMh0ud2F5cG9zdC52MS5Qb3N0Z3Jlc1dhcmVob3VzZRInCgZmaWx0ZXIYGCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKC2Ryb3BfZmllbGRzGBkgAygJEhEKCXRyYW5zZm9ybRgaIAEoCRImCgRhbXFwGBsgASgLMhgud2F5cG9zdC52MS5BbXFwU2V0dGluZ3MSJgoEbmF0cxgcIAEoCzIYLndheXBvc3QudjEuTmF0c1NldHRpbmdzQgoKCF9lbmFibGVkQhoKGF9tYXhfcmVxdWVzdHNfcGVyX3NlY29uZCJpChhDcmVhdGVEZXN0aW5hdGlvblJlcXVlc3QSLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEh8KF2dlbmVyYXRlX3NpZ25pbmdfc2VjcmV0GAIgASgIImEKGUNyZWF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEhYKDnNpZ25pbmdfc2VjcmV0GAIgASgJIiMKFUdldERlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJGChZHZXREZXN0aW5hdGlvblJlc3BvbnNlEiwKC2Rlc3RpbmF0aW9uGAEgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbiJTChdMaXN0RGVzdGluYXRpb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIRCglzb3VyY2VfaWQYAyABKAkiYgoYTGlzdERlc3RpbmF0aW9uc1Jlc3BvbnNlEi0KDGRlc3RpbmF0aW9ucxgBIAMoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInkKGFVwZGF0ZURlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIkkKGVVwZGF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uIiYKGERlbGV0ZURlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSIbChlEZWxldGVEZXN0aW5hdGlvblJlc3BvbnNlIigKGlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXF1ZXN0EgoKAmlkGAEgASgJImMKG1JvdGF0ZVNpZ25pbmdTZWNyZXRSZXNwb25zZRIWCg5zaWduaW5nX3NlY3JldBgBIAEoCRIsCgtkZXN0aW5hdGlvbhgCIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24icAoWVGVzdERlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SEwoLc2FtcGxlX3NpemUYAiABKAUSEwoLbWVzc2FnZV9pZHMYAyADKAkilwEKClRlc3RlZENhbGwSEgoKbWVzc2FnZV9pZBgBIAEoCRIMCgR0eXBlGAIgASgJEg0KBWV2ZW50GAMgASgJEigKB291dGNvbWUYBCABKA4yFy53YXlwb3N0LnYxLlRlc3RPdXRjb21lEg0KBWVycm9yGAUgASgJEgwKBGJvZHkYBiABKAkSEQoJc291cmNlX2lkGAcgASgJIkAKF1Rlc3REZXN0aW5hdGlvblJlc3BvbnNlEiUKBWNhbGxzGAEgAygLMhYud2F5cG9zdC52MS5UZXN0ZWRDYWxsIooBChpCYWNrZmlsbERlc3RpbmF0aW9uUmVxdWVzdBIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCRIpCgVzaW5jZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlwKG0JhY2tmaWxsRGVzdGluYXRpb25SZXNwb25zZRImCghiYWNrZmlsbBgCIAEoCzIULndheXBvc3QudjEuQmFja2ZpbGxKBAgBEAJSD2NhbmRpZGF0ZV9jb3VudCLRAgoIQmFja2ZpbGwSCgoCaWQYASABKAkSFgoOZGVzdGluYXRpb25faWQYAiABKAkSIwoFc3RhdGUYAyABKA4yFC53YXlwb3N0LnYxLkpvYlN0YXRlEhIKCmNhbmRpZGF0ZXMYBCABKAMSDwoHY3JlYXRlZBgFIAEoAxIQCghmaWx0ZXJlZBgGIAEoAxIpCgVzaW5jZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWVycm9yGAkgASgJEi8KC2NyZWF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiIAoSR2V0QmFja2ZpbGxSZXF1ZXN0EgoKAmlkGAEgASgJIj0KE0dldEJhY2tmaWxsUmVzcG9uc2USJgoIYmFja2ZpbGwYASABKAsyFC53YXlwb3N0LnYxLkJhY2tmaWxsIkEKFExpc3RCYWNrZmlsbHNSZXF1ZXN0EhYKDmRlc3RpbmF0aW9uX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBSJAChVMaXN0QmFja2ZpbGxzUmVzcG9uc2USJwoJYmFja2ZpbGxzGAEgAygLMhQud2F5cG9zdC52MS5CYWNrZmlsbCIjChVDYW5jZWxCYWNrZmlsbFJlcXVlc3QSCgoCaWQYASABKAkiQAoWQ2FuY2VsQmFja2ZpbGxSZXNwb25zZRImCghiYWNrZmlsbBgBIAEoCzIULndheXBvc3QudjEuQmFja2ZpbGwqnAEKEURlc3RpbmF0aW9uSGVhbHRoEiIKHkRFU1RJTkFUSU9OX0hFQUxUSF9VTlNQRUNJRklFRBAAEh4KGkRFU1RJTkFUSU9OX0hFQUxUSF9IRUFMVEhZEAESHgoaREVTVElOQVRJT05fSEVBTFRIX0ZBSUxJTkcQAhIjCh9ERVNUSU5BVElPTl9IRUFMVEhfQ0lSQ1VJVF9PUEVOEAMqTgoIT3JkZXJpbmcSGAoUT1JERVJJTkdfVU5TUEVDSUZJRUQQABIRCg1PUkRFUklOR19OT05FEAESFQoRT1JERVJJTkdfUEVSX1VTRVIQAiqmAQoPRGVzdGluYXRpb25LaW5kEiAKHERFU1RJTkFUSU9OX0tJTkRfVU5TUEVDSUZJRUQQABIcChhERVNUSU5BVElPTl9LSU5EX1dFQkhPT0sQARIdChlERVNUSU5BVElPTl9LSU5EX1BPU1RHUkVTEAISGQoVREVTVElOQVRJT05fS0lORF9BTVFQEAMSGQoVREVTVElOQVRJT05fS0lORF9OQVRTEAQqpgEKC1Rlc3RPdXRjb21lEhwKGFRFU1RfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhUKEVRFU1RfT1VUQ09NRV9TRU5EEAESGQoVVEVTVF9PVVRDT01FX0ZJTFRFUkVEEAISJQohVEVTVF9PVVRDT01FX0RST1BQRURfQllfVFJBTlNGT1JNEAMSIAocVEVTVF9PVVRDT01FX1RSQU5TRk9STV9FUlJPUhAEMp0IChJEZXN0aW5hdGlvblNlcnZpY2USYAoRQ3JlYXRlRGVzdGluYXRpb24SJC53YXlwb3N0LnYxLkNyZWF0ZURlc3RpbmF0aW9uUmVxdWVzdBolLndheXBvc3QudjEuQ3JlYXRlRGVzdGluYXRpb25SZXNwb25zZRJXCg5HZXREZXN0aW5hdGlvbhIhLndheXBvc3QudjEuR2V0RGVzdGluYXRpb25SZXF1ZXN0GiIud2F5cG9zdC52MS5HZXREZXN0aW5hdGlvblJlc3BvbnNlEl0KEExpc3REZXN0aW5hdGlvbnMSIy53YXlwb3N0LnYxLkxpc3REZXN0aW5hdGlvbnNSZXF1ZXN0GiQud2F5cG9zdC52MS5MaXN0RGVzdGluYXRpb25zUmVzcG9uc2USYAoRVXBkYXRlRGVzdGluYXRpb24SJC53YXlwb3N0LnYxLlVwZGF0ZURlc3RpbmF0aW9uUmVxdWVzdBolLndheXBvc3QudjEuVXBkYXRlRGVzdGluYXRpb25SZXNwb25zZRJgChFEZWxldGVEZXN0aW5hdGlvbhIkLndheXBvc3QudjEuRGVsZXRlRGVzdGluYXRpb25SZXF1ZXN0GiUud2F5cG9zdC52MS5EZWxldGVEZXN0aW5hdGlvblJlc3BvbnNlEmYKE1JvdGF0ZVNpZ25pbmdTZWNyZXQSJi53YXlwb3N0LnYxLlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXF1ZXN0Gicud2F5cG9zdC52MS5Sb3RhdGVTaWduaW5nU2VjcmV0UmVzcG9uc2USWgoPVGVzdERlc3RpbmF0aW9uEiIud2F5cG9zdC52MS5UZXN0RGVzdGluYXRpb25SZXF1ZXN0GiMud2F5cG9zdC52MS5UZXN0RGVzdGluYXRpb25SZXNwb25zZRJmChNCYWNrZmlsbERlc3RpbmF0aW9uEiYud2F5cG9zdC52MS5CYWNrZmlsbERlc3RpbmF0aW9uUmVxdWVzdBonLndheXBvc3QudjEuQmFja2ZpbGxEZXN0aW5hdGlvblJlc3BvbnNlEk4KC0dldEJhY2tmaWxsEh4ud2F5cG9zdC52MS5HZXRCYWNrZmlsbFJlcXVlc3QaHy53YXlwb3N0LnYxLkdldEJhY2tmaWxsUmVzcG9uc2USVAoNTGlzdEJhY2tmaWxscxIgLndheXBvc3QudjEuTGlzdEJhY2tmaWxsc1JlcXVlc3QaIS53YXlwb3N0LnYxLkxpc3RCYWNrZmlsbHNSZXNwb25zZRJXCg5DYW5jZWxCYWNrZmlsbBIhLndheXBvc3QudjEuQ2FuY2VsQmFja2ZpbGxSZXF1ZXN0GiIud2F5cG9zdC52MS5DYW5jZWxCYWNrZmlsbFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_waypost_v1_job]);
+  fileDesc("Chx3YXlwb3N0L3YxL2Rlc3RpbmF0aW9uLnByb3RvEgp3YXlwb3N0LnYxIqIBCgdXZWJob29rEgsKA3VybBgBIAEoCRIxCgdoZWFkZXJzGAIgAygLMiAud2F5cG9zdC52MS5XZWJob29rLkhlYWRlcnNFbnRyeRInCgViYXRjaBgDIAEoCzIYLndheXBvc3QudjEuV2ViaG9va0JhdGNoGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInEKDFdlYmhvb2tCYXRjaBIRCgltYXhfY2FsbHMYASABKAUSFgoJbWF4X2J5dGVzGAIgASgFSACIAQESGAoLbWF4X3dhaXRfbXMYAyABKAVIAYgBAUIMCgpfbWF4X2J5dGVzQg4KDF9tYXhfd2FpdF9tcyJKChFQb3N0Z3Jlc1dhcmVob3VzZRILCgN1cmwYASABKAkSDgoGc2NoZW1hGAIgASgJEhgKEGhhc19wb3N0Z3Jlc191cmwYAyABKAgifgoMQW1xcFNldHRpbmdzEgsKA3VybBgBIAEoCRIQCghleGNoYW5nZRgCIAEoCRITCgtyb3V0aW5nX2tleRgDIAEoCRIWCgltYW5kYXRvcnkYBCABKAhIAIgBARIUCgxoYXNfYW1xcF91cmwYBSABKAhCDAoKX21hbmRhdG9yeSKWAQoXSW50ZWdyYXRpb25TdWJzY3JpcHRpb24SDAoEbmFtZRgBIAEoCRIRCglzdWJzY3JpYmUYAiABKAkSDgoGYWN0aW9uGAMgASgJEigKB21hcHBpbmcYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhQKB2VuYWJsZWQYBSABKAhIAIgBAUIKCghfZW5hYmxlZCKjAQoTSW50ZWdyYXRpb25TZXR0aW5ncxIMCgRzbHVnGAEgASgJEikKCHNldHRpbmdzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBI6Cg1zdWJzY3JpcHRpb25zGAMgAygLMiMud2F5cG9zdC52MS5JbnRlZ3JhdGlvblN1YnNjcmlwdGlvbhIXCg9zZWNyZXRfc2V0dGluZ3MYBCADKAkiiAEKDE5hdHNTZXR0aW5ncxIPCgdzZXJ2ZXJzGAEgAygJEg8KB3N1YmplY3QYAiABKAkSDQoFdG9rZW4YAyABKAkSDAoEdXNlchgEIAEoCRIQCghwYXNzd29yZBgFIAEoCRIRCgloYXNfdG9rZW4YBiABKAgSFAoMaGFzX3Bhc3N3b3JkGAcgASgIIukICgtEZXN0aW5hdGlvbhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhIKCnNvdXJjZV9pZHMYAyADKAkSFAoHZW5hYmxlZBgEIAEoCEgAiAEBEiUKCHdlYmhvb2tzGAUgAygLMhMud2F5cG9zdC52MS5XZWJob29rEhUKDXNoYXJlZF9zZWNyZXQYBiABKAkSGQoRaGFzX3NoYXJlZF9zZWNyZXQYByABKAgSDAoEZXRhZxgIIAEoCRIvCgtjcmVhdGVfdGltZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KBmhlYWx0aBgLIAEoDjIdLndheXBvc3QudjEuRGVzdGluYXRpb25IZWFsdGgSNQoRbGFzdF9zdWNjZXNzX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKEWxhc3RfZmFpbHVyZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpsYXN0X2Vycm9yGA4gASgJEhcKD3NpZ25pbmdfc2VjcmV0cxgPIAMoCRIaChJoYXNfc2lnbmluZ19zZWNyZXQYECABKAgSHAoUY29uc2VjdXRpdmVfZmFpbHVyZXMYESABKAUSMwoPbmV4dF9wcm9iZV90aW1lGBIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI2ChJiYWNrb2ZmX3VudGlsX3RpbWUYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiQKF21heF9yZXF1ZXN0c19wZXJfc2Vjb25kGBQgASgNSAGIAQESJgoIb3JkZXJpbmcYFSABKA4yFC53YXlwb3N0LnYxLk9yZGVyaW5nEikKBGtpbmQYFiABKA4yGy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uS2luZBIvCghwb3N0Z3JlcxgXIAEoCzIdLndheXBvc3QudjEuUG9zdGdyZXNXYXJlaG91c2USJwoGZmlsdGVyGBggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBITCgtkcm9wX2ZpZWxkcxgZIAMoCRIRCgl0cmFuc2Zvcm0YGiABKAkSJgoEYW1xcBgbIAEoCzIYLndheXBvc3QudjEuQW1xcFNldHRpbmdzEiYKBG5hdHMYHCABKAsyGC53YXlwb3N0LnYxLk5hdHNTZXR0aW5ncxI0CgtpbnRlZ3JhdGlvbhgdIAEoCzIfLndheXBvc3QudjEuSW50ZWdyYXRpb25TZXR0aW5ncxIaChJjb25zZW50X2NhdGVnb3JpZXMYHiADKAkSFwoPcmVxdWlyZV9jb25zZW50GB8gASgIQgoKCF9lbmFibGVkQhoKGF9tYXhfcmVxdWVzdHNfcGVyX3NlY29uZCJpChhDcmVhdGVEZXN0aW5hdGlvblJlcXVlc3QSLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEh8KF2dlbmVyYXRlX3NpZ25pbmdfc2VjcmV0GAIgASgIImEKGUNyZWF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEhYKDnNpZ25pbmdfc2VjcmV0GAIgASgJIiMKFUdldERlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJGChZHZXREZXN0aW5hdGlvblJlc3BvbnNlEiwKC2Rlc3RpbmF0aW9uGAEgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbiJTChdMaXN0RGVzdGluYXRpb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIRCglzb3VyY2VfaWQYAyABKAkiYgoYTGlzdERlc3RpbmF0aW9uc1Jlc3BvbnNlEi0KDGRlc3RpbmF0aW9ucxgBIAMoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInkKGFVwZGF0ZURlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIkkKGVVwZGF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uIiYKGERlbGV0ZURlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSIbChlEZWxldGVEZXN0aW5hdGlvblJlc3BvbnNlIigKGlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXF1ZXN0EgoKAmlkGAEgASgJImMKG1JvdGF0ZVNpZ25pbmdTZWNyZXRSZXNwb25zZRIWCg5zaWduaW5nX3NlY3JldBgBIAEoCRIsCgtkZXN0aW5hdGlvbhgCIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24icAoWVGVzdERlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SEwoLc2FtcGxlX3NpemUYAiABKAUSEwoLbWVzc2FnZV9pZHMYAyADKAkiuQEKDVZlbmRvclJlcXVlc3QSFAoMc3Vic2NyaXB0aW9uGAEgASgJEg4KBm1ldGhvZBgCIAEoCRILCgN1cmwYAyABKAkSNwoHaGVhZGVycxgEIAMoCzImLndheXBvc3QudjEuVmVuZG9yUmVxdWVzdC5IZWFkZXJzRW50cnkSDAoEYm9keRgFIAEoCRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLEAQoKVGVzdGVkQ2FsbBISCgptZXNzYWdlX2lkGAEgASgJEgwKBHR5cGUYAiABKAkSDQoFZXZlbnQYAyABKAkSKAoHb3V0Y29tZRgEIAEoDjIXLndheXBvc3QudjEuVGVzdE91dGNvbWUSDQoFZXJyb3IYBSABKAkSDAoEYm9keRgGIAEoCRIRCglzb3VyY2VfaWQYByABKAkSKwoIcmVxdWVzdHMYCCADKAsyGS53YXlwb3N0LnYxLlZlbmRvclJlcXVlc3QiQAoXVGVzdERlc3RpbmF0aW9uUmVzcG9uc2USJQoFY2FsbHMYASADKAsyFi53YXlwb3N0LnYxLlRlc3RlZENhbGwiigEKGkJhY2tmaWxsRGVzdGluYXRpb25SZXF1ZXN0EhYKDmRlc3RpbmF0aW9uX2lkGAEgASgJEikKBXNpbmNlGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiXAobQmFja2ZpbGxEZXN0aW5hdGlvblJlc3BvbnNlEiYKCGJhY2tmaWxsGAIgASgLMhQud2F5cG9zdC52MS5CYWNrZmlsbEoECAEQAlIPY2FuZGlkYXRlX2NvdW50ItECCghCYWNrZmlsbBIKCgJpZBgBIAEoCRIWCg5kZXN0aW5hdGlvbl9pZBgCIAEoCRIjCgVzdGF0ZRgDIAEoDjIULndheXBvc3QudjEuSm9iU3RhdGUSEgoKY2FuZGlkYXRlcxgEIAEoAxIPCgdjcmVhdGVkGAUgASgDEhAKCGZpbHRlcmVkGAYgASgDEikKBXNpbmNlGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDQoFZXJyb3IYCSABKAkSLwoLY3JlYXRlX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaF90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIgChJHZXRCYWNrZmlsbFJlcXVlc3QSCgoCaWQYASABKAkiPQoTR2V0QmFja2ZpbGxSZXNwb25zZRImCghiYWNrZmlsbBgBIAEoCzIULndheXBvc3QudjEuQmFja2ZpbGwiQQoUTGlzdEJhY2tmaWxsc1JlcXVlc3QSFgoOZGVzdGluYXRpb25faWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFIkAKFUxpc3RCYWNrZmlsbHNSZXNwb25zZRInCgliYWNrZmlsbHMYASADKAsyFC53YXlwb3N0LnYxLkJhY2tmaWxsIiMKFUNhbmNlbEJhY2tmaWxsUmVxdWVzdBIKCgJpZBgBIAEoCSJAChZDYW5jZWxCYWNrZmlsbFJlc3BvbnNlEiYKCGJhY2tmaWxsGAEgASgLMhQud2F5cG9zdC52MS5CYWNrZmlsbCqcAQoRRGVzdGluYXRpb25IZWFsdGgSIgoeREVTVElOQVRJT05fSEVBTFRIX1VOU1BFQ0lGSUVEEAASHgoaREVTVElOQVRJT05fSEVBTFRIX0hFQUxUSFkQARIeChpERVNUSU5BVElPTl9IRUFMVEhfRkFJTElORxACEiMKH0RFU1RJTkFUSU9OX0hFQUxUSF9DSVJDVUlUX09QRU4QAypOCghPcmRlcmluZxIYChRPUkRFUklOR19VTlNQRUNJRklFRBAAEhEKDU9SREVSSU5HX05PTkUQARIVChFPUkRFUklOR19QRVJfVVNFUhACKsgBCg9EZXN0aW5hdGlvbktpbmQSIAocREVTVElOQVRJT05fS0lORF9VTlNQRUNJRklFRBAAEhwKGERFU1RJTkFUSU9OX0tJTkRfV0VCSE9PSxABEh0KGURFU1RJTkFUSU9OX0tJTkRfUE9TVEdSRVMQAhIZChVERVNUSU5BVElPTl9LSU5EX0FNUVAQAxIZChVERVNUSU5BVElPTl9LSU5EX05BVFMQBBIgChxERVNUSU5BVElPTl9LSU5EX0lOVEVHUkFUSU9OEAUqgwIKC1Rlc3RPdXRjb21lEhwKGFRFU1RfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhUKEVRFU1RfT1VUQ09NRV9TRU5EEAESGQoVVEVTVF9PVVRDT01FX0ZJTFRFUkVEEAISJQohVEVTVF9PVVRDT01FX0RST1BQRURfQllfVFJBTlNGT1JNEAMSIAocVEVTVF9PVVRDT01FX1RSQU5TRk9STV9FUlJPUhAEEh8KG1RFU1RfT1VUQ09NRV9OT1RfU1VCU0NSSUJFRBAFEhsKF1RFU1RfT1VUQ09NRV9OT19DT05TRU5UEAYSHQoZVEVTVF9PVVRDT01FX0FDVElPTl9FUlJPUhAHMp0IChJEZXN0aW5hdGlvblNlcnZpY2USYAoRQ3JlYXRlRGVzdGluYXRpb24SJC53YXlwb3N0LnYxLkNyZWF0ZURlc3RpbmF0aW9uUmVxdWVzdBolLndheXBvc3QudjEuQ3JlYXRlRGVzdGluYXRpb25SZXNwb25zZRJXCg5HZXREZXN0aW5hdGlvbhIhLndheXBvc3QudjEuR2V0RGVzdGluYXRpb25SZXF1ZXN0GiIud2F5cG9zdC52MS5HZXREZXN0aW5hdGlvblJlc3BvbnNlEl0KEExpc3REZXN0aW5hdGlvbnMSIy53YXlwb3N0LnYxLkxpc3REZXN0aW5hdGlvbnNSZXF1ZXN0GiQud2F5cG9zdC52MS5MaXN0RGVzdGluYXRpb25zUmVzcG9uc2USYAoRVXBkYXRlRGVzdGluYXRpb24SJC53YXlwb3N0LnYxLlVwZGF0ZURlc3RpbmF0aW9uUmVxdWVzdBolLndheXBvc3QudjEuVXBkYXRlRGVzdGluYXRpb25SZXNwb25zZRJgChFEZWxldGVEZXN0aW5hdGlvbhIkLndheXBvc3QudjEuRGVsZXRlRGVzdGluYXRpb25SZXF1ZXN0GiUud2F5cG9zdC52MS5EZWxldGVEZXN0aW5hdGlvblJlc3BvbnNlEmYKE1JvdGF0ZVNpZ25pbmdTZWNyZXQSJi53YXlwb3N0LnYxLlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXF1ZXN0Gicud2F5cG9zdC52MS5Sb3RhdGVTaWduaW5nU2VjcmV0UmVzcG9uc2USWgoPVGVzdERlc3RpbmF0aW9uEiIud2F5cG9zdC52MS5UZXN0RGVzdGluYXRpb25SZXF1ZXN0GiMud2F5cG9zdC52MS5UZXN0RGVzdGluYXRpb25SZXNwb25zZRJmChNCYWNrZmlsbERlc3RpbmF0aW9uEiYud2F5cG9zdC52MS5CYWNrZmlsbERlc3RpbmF0aW9uUmVxdWVzdBonLndheXBvc3QudjEuQmFja2ZpbGxEZXN0aW5hdGlvblJlc3BvbnNlEk4KC0dldEJhY2tmaWxsEh4ud2F5cG9zdC52MS5HZXRCYWNrZmlsbFJlcXVlc3QaHy53YXlwb3N0LnYxLkdldEJhY2tmaWxsUmVzcG9uc2USVAoNTGlzdEJhY2tmaWxscxIgLndheXBvc3QudjEuTGlzdEJhY2tmaWxsc1JlcXVlc3QaIS53YXlwb3N0LnYxLkxpc3RCYWNrZmlsbHNSZXNwb25zZRJXCg5DYW5jZWxCYWNrZmlsbBIhLndheXBvc3QudjEuQ2FuY2VsQmFja2ZpbGxSZXF1ZXN0GiIud2F5cG9zdC52MS5DYW5jZWxCYWNrZmlsbFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_waypost_v1_job]);
 
 /**
  * Webhook is one endpoint of a destination.
@@ -182,6 +182,101 @@ export const AmqpSettingsSchema: GenMessage<AmqpSettings> = /*@__PURE__*/
   messageDesc(file_waypost_v1_destination, 3);
 
 /**
+ * IntegrationSubscription is one action of an integration run for the calls
+ * it subscribes to.
+ *
+ * @generated from message waypost.v1.IntegrationSubscription
+ */
+export type IntegrationSubscription = Message<"waypost.v1.IntegrationSubscription"> & {
+  /**
+   * Unique within the destination; attempts and errors name it.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The catalog's subscription language: type = "track" and event = "Order Completed".
+   *
+   * @generated from field: string subscribe = 2;
+   */
+  subscribe: string;
+
+  /**
+   * One of the entry's action slugs (GetIntegration lists them).
+   *
+   * @generated from field: string action = 3;
+   */
+  action: string;
+
+  /**
+   * The action's fields in the catalog's mapping directives (@path,
+   * @template, @if, ...). Empty: the action's defaults.
+   *
+   * @generated from field: google.protobuf.Struct mapping = 4;
+   */
+  mapping?: JsonObject | undefined;
+
+  /**
+   * Absent on create: true.
+   *
+   * @generated from field: optional bool enabled = 5;
+   */
+  enabled?: boolean | undefined;
+};
+
+/**
+ * Describes the message waypost.v1.IntegrationSubscription.
+ * Use `create(IntegrationSubscriptionSchema)` to create a new message.
+ */
+export const IntegrationSubscriptionSchema: GenMessage<IntegrationSubscription> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 4);
+
+/**
+ * IntegrationSettings is a vendor tool an integration destination sends to.
+ *
+ * @generated from message waypost.v1.IntegrationSettings
+ */
+export type IntegrationSettings = Message<"waypost.v1.IntegrationSettings"> & {
+  /**
+   * The catalog entry: "mixpanel", "amplitude", "slack", ...
+   *
+   * @generated from field: string slug = 1;
+   */
+  slug: string;
+
+  /**
+   * The entry's settings (authentication fields). Fields the entry marks
+   * secret are write-only: responses carry "***" (and name them in
+   * secret_settings); sending "***" back keeps the stored value.
+   *
+   * @generated from field: google.protobuf.Struct settings = 2;
+   */
+  settings?: JsonObject | undefined;
+
+  /**
+   * Absent or empty on create: the entry's automatic presets.
+   *
+   * @generated from field: repeated waypost.v1.IntegrationSubscription subscriptions = 3;
+   */
+  subscriptions: IntegrationSubscription[];
+
+  /**
+   * Output only: the settings keys that hold a stored secret.
+   *
+   * @generated from field: repeated string secret_settings = 4;
+   */
+  secretSettings: string[];
+};
+
+/**
+ * Describes the message waypost.v1.IntegrationSettings.
+ * Use `create(IntegrationSettingsSchema)` to create a new message.
+ */
+export const IntegrationSettingsSchema: GenMessage<IntegrationSettings> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 5);
+
+/**
  * NatsSettings is where a NATS JetStream destination publishes.
  *
  * @generated from message waypost.v1.NatsSettings
@@ -240,7 +335,7 @@ export type NatsSettings = Message<"waypost.v1.NatsSettings"> & {
  * Use `create(NatsSettingsSchema)` to create a new message.
  */
 export const NatsSettingsSchema: GenMessage<NatsSettings> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 4);
+  messageDesc(file_waypost_v1_destination, 6);
 
 /**
  * Destination forwards the calls of its sources: to 1 to 5 webhooks, into a
@@ -441,6 +536,30 @@ export type Destination = Message<"waypost.v1.Destination"> & {
    * @generated from field: waypost.v1.NatsSettings nats = 28;
    */
   nats?: NatsSettings | undefined;
+
+  /**
+   * A vendor tool from the integrations catalog (kind
+   * DESTINATION_KIND_INTEGRATION only).
+   *
+   * @generated from field: waypost.v1.IntegrationSettings integration = 29;
+   */
+  integration?: IntegrationSettings | undefined;
+
+  /**
+   * Consent categories (at most 20, each at most 100 characters): a call
+   * whose context.consent.categoryPreferences is an object is routed here
+   * only when every listed category is true in it. Any kind.
+   *
+   * @generated from field: repeated string consent_categories = 30;
+   */
+  consentCategories: string[];
+
+  /**
+   * Calls without context.consent.categoryPreferences are held back too.
+   *
+   * @generated from field: bool require_consent = 31;
+   */
+  requireConsent: boolean;
 };
 
 /**
@@ -448,7 +567,7 @@ export type Destination = Message<"waypost.v1.Destination"> & {
  * Use `create(DestinationSchema)` to create a new message.
  */
 export const DestinationSchema: GenMessage<Destination> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 5);
+  messageDesc(file_waypost_v1_destination, 7);
 
 /**
  * @generated from message waypost.v1.CreateDestinationRequest
@@ -472,7 +591,7 @@ export type CreateDestinationRequest = Message<"waypost.v1.CreateDestinationRequ
  * Use `create(CreateDestinationRequestSchema)` to create a new message.
  */
 export const CreateDestinationRequestSchema: GenMessage<CreateDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 6);
+  messageDesc(file_waypost_v1_destination, 8);
 
 /**
  * @generated from message waypost.v1.CreateDestinationResponse
@@ -496,7 +615,7 @@ export type CreateDestinationResponse = Message<"waypost.v1.CreateDestinationRes
  * Use `create(CreateDestinationResponseSchema)` to create a new message.
  */
 export const CreateDestinationResponseSchema: GenMessage<CreateDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 7);
+  messageDesc(file_waypost_v1_destination, 9);
 
 /**
  * @generated from message waypost.v1.GetDestinationRequest
@@ -513,7 +632,7 @@ export type GetDestinationRequest = Message<"waypost.v1.GetDestinationRequest"> 
  * Use `create(GetDestinationRequestSchema)` to create a new message.
  */
 export const GetDestinationRequestSchema: GenMessage<GetDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 8);
+  messageDesc(file_waypost_v1_destination, 10);
 
 /**
  * @generated from message waypost.v1.GetDestinationResponse
@@ -530,7 +649,7 @@ export type GetDestinationResponse = Message<"waypost.v1.GetDestinationResponse"
  * Use `create(GetDestinationResponseSchema)` to create a new message.
  */
 export const GetDestinationResponseSchema: GenMessage<GetDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 9);
+  messageDesc(file_waypost_v1_destination, 11);
 
 /**
  * @generated from message waypost.v1.ListDestinationsRequest
@@ -559,7 +678,7 @@ export type ListDestinationsRequest = Message<"waypost.v1.ListDestinationsReques
  * Use `create(ListDestinationsRequestSchema)` to create a new message.
  */
 export const ListDestinationsRequestSchema: GenMessage<ListDestinationsRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 10);
+  messageDesc(file_waypost_v1_destination, 12);
 
 /**
  * @generated from message waypost.v1.ListDestinationsResponse
@@ -581,7 +700,7 @@ export type ListDestinationsResponse = Message<"waypost.v1.ListDestinationsRespo
  * Use `create(ListDestinationsResponseSchema)` to create a new message.
  */
 export const ListDestinationsResponseSchema: GenMessage<ListDestinationsResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 11);
+  messageDesc(file_waypost_v1_destination, 13);
 
 /**
  * @generated from message waypost.v1.UpdateDestinationRequest
@@ -594,8 +713,9 @@ export type UpdateDestinationRequest = Message<"waypost.v1.UpdateDestinationRequ
 
   /**
    * Fields to change: name, source_ids, enabled, webhooks, shared_secret,
-   * signing_secrets, max_requests_per_second, ordering, postgres, amqp, nats, filter,
-   * drop_fields, transform.
+   * signing_secrets, max_requests_per_second, ordering, postgres, amqp, nats,
+   * integration, filter, drop_fields, transform, consent_categories,
+   * require_consent.
    * Empty: every field that is set in destination.
    *
    * @generated from field: google.protobuf.FieldMask update_mask = 2;
@@ -608,7 +728,7 @@ export type UpdateDestinationRequest = Message<"waypost.v1.UpdateDestinationRequ
  * Use `create(UpdateDestinationRequestSchema)` to create a new message.
  */
 export const UpdateDestinationRequestSchema: GenMessage<UpdateDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 12);
+  messageDesc(file_waypost_v1_destination, 14);
 
 /**
  * @generated from message waypost.v1.UpdateDestinationResponse
@@ -625,7 +745,7 @@ export type UpdateDestinationResponse = Message<"waypost.v1.UpdateDestinationRes
  * Use `create(UpdateDestinationResponseSchema)` to create a new message.
  */
 export const UpdateDestinationResponseSchema: GenMessage<UpdateDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 13);
+  messageDesc(file_waypost_v1_destination, 15);
 
 /**
  * @generated from message waypost.v1.DeleteDestinationRequest
@@ -642,7 +762,7 @@ export type DeleteDestinationRequest = Message<"waypost.v1.DeleteDestinationRequ
  * Use `create(DeleteDestinationRequestSchema)` to create a new message.
  */
 export const DeleteDestinationRequestSchema: GenMessage<DeleteDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 14);
+  messageDesc(file_waypost_v1_destination, 16);
 
 /**
  * @generated from message waypost.v1.DeleteDestinationResponse
@@ -655,7 +775,7 @@ export type DeleteDestinationResponse = Message<"waypost.v1.DeleteDestinationRes
  * Use `create(DeleteDestinationResponseSchema)` to create a new message.
  */
 export const DeleteDestinationResponseSchema: GenMessage<DeleteDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 15);
+  messageDesc(file_waypost_v1_destination, 17);
 
 /**
  * @generated from message waypost.v1.RotateSigningSecretRequest
@@ -672,7 +792,7 @@ export type RotateSigningSecretRequest = Message<"waypost.v1.RotateSigningSecret
  * Use `create(RotateSigningSecretRequestSchema)` to create a new message.
  */
 export const RotateSigningSecretRequestSchema: GenMessage<RotateSigningSecretRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 16);
+  messageDesc(file_waypost_v1_destination, 18);
 
 /**
  * @generated from message waypost.v1.RotateSigningSecretResponse
@@ -696,7 +816,7 @@ export type RotateSigningSecretResponse = Message<"waypost.v1.RotateSigningSecre
  * Use `create(RotateSigningSecretResponseSchema)` to create a new message.
  */
 export const RotateSigningSecretResponseSchema: GenMessage<RotateSigningSecretResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 17);
+  messageDesc(file_waypost_v1_destination, 19);
 
 /**
  * @generated from message waypost.v1.TestDestinationRequest
@@ -731,7 +851,52 @@ export type TestDestinationRequest = Message<"waypost.v1.TestDestinationRequest"
  * Use `create(TestDestinationRequestSchema)` to create a new message.
  */
 export const TestDestinationRequestSchema: GenMessage<TestDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 18);
+  messageDesc(file_waypost_v1_destination, 20);
+
+/**
+ * VendorRequest is a request an integration's action would send.
+ *
+ * @generated from message waypost.v1.VendorRequest
+ */
+export type VendorRequest = Message<"waypost.v1.VendorRequest"> & {
+  /**
+   * The subscription whose action builds it.
+   *
+   * @generated from field: string subscription = 1;
+   */
+  subscription: string;
+
+  /**
+   * @generated from field: string method = 2;
+   */
+  method: string;
+
+  /**
+   * Secret query values masked.
+   *
+   * @generated from field: string url = 3;
+   */
+  url: string;
+
+  /**
+   * Secrets masked.
+   *
+   * @generated from field: map<string, string> headers = 4;
+   */
+  headers: { [key: string]: string };
+
+  /**
+   * @generated from field: string body = 5;
+   */
+  body: string;
+};
+
+/**
+ * Describes the message waypost.v1.VendorRequest.
+ * Use `create(VendorRequestSchema)` to create a new message.
+ */
+export const VendorRequestSchema: GenMessage<VendorRequest> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 21);
 
 /**
  * TestedCall is one call and what the draft's rules would do with it.
@@ -777,6 +942,14 @@ export type TestedCall = Message<"waypost.v1.TestedCall"> & {
    * @generated from field: string source_id = 7;
    */
   sourceId: string;
+
+  /**
+   * An integration with SEND: each request its matching subscriptions would
+   * send (nothing is sent).
+   *
+   * @generated from field: repeated waypost.v1.VendorRequest requests = 8;
+   */
+  requests: VendorRequest[];
 };
 
 /**
@@ -784,7 +957,7 @@ export type TestedCall = Message<"waypost.v1.TestedCall"> & {
  * Use `create(TestedCallSchema)` to create a new message.
  */
 export const TestedCallSchema: GenMessage<TestedCall> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 19);
+  messageDesc(file_waypost_v1_destination, 22);
 
 /**
  * @generated from message waypost.v1.TestDestinationResponse
@@ -803,7 +976,7 @@ export type TestDestinationResponse = Message<"waypost.v1.TestDestinationRespons
  * Use `create(TestDestinationResponseSchema)` to create a new message.
  */
 export const TestDestinationResponseSchema: GenMessage<TestDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 20);
+  messageDesc(file_waypost_v1_destination, 23);
 
 /**
  * @generated from message waypost.v1.BackfillDestinationRequest
@@ -832,7 +1005,7 @@ export type BackfillDestinationRequest = Message<"waypost.v1.BackfillDestination
  * Use `create(BackfillDestinationRequestSchema)` to create a new message.
  */
 export const BackfillDestinationRequestSchema: GenMessage<BackfillDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 21);
+  messageDesc(file_waypost_v1_destination, 24);
 
 /**
  * @generated from message waypost.v1.BackfillDestinationResponse
@@ -849,7 +1022,7 @@ export type BackfillDestinationResponse = Message<"waypost.v1.BackfillDestinatio
  * Use `create(BackfillDestinationResponseSchema)` to create a new message.
  */
 export const BackfillDestinationResponseSchema: GenMessage<BackfillDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 22);
+  messageDesc(file_waypost_v1_destination, 25);
 
 /**
  * Backfill is a backfill job and its progress.
@@ -930,7 +1103,7 @@ export type Backfill = Message<"waypost.v1.Backfill"> & {
  * Use `create(BackfillSchema)` to create a new message.
  */
 export const BackfillSchema: GenMessage<Backfill> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 23);
+  messageDesc(file_waypost_v1_destination, 26);
 
 /**
  * @generated from message waypost.v1.GetBackfillRequest
@@ -947,7 +1120,7 @@ export type GetBackfillRequest = Message<"waypost.v1.GetBackfillRequest"> & {
  * Use `create(GetBackfillRequestSchema)` to create a new message.
  */
 export const GetBackfillRequestSchema: GenMessage<GetBackfillRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 24);
+  messageDesc(file_waypost_v1_destination, 27);
 
 /**
  * @generated from message waypost.v1.GetBackfillResponse
@@ -964,7 +1137,7 @@ export type GetBackfillResponse = Message<"waypost.v1.GetBackfillResponse"> & {
  * Use `create(GetBackfillResponseSchema)` to create a new message.
  */
 export const GetBackfillResponseSchema: GenMessage<GetBackfillResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 25);
+  messageDesc(file_waypost_v1_destination, 28);
 
 /**
  * @generated from message waypost.v1.ListBackfillsRequest
@@ -988,7 +1161,7 @@ export type ListBackfillsRequest = Message<"waypost.v1.ListBackfillsRequest"> & 
  * Use `create(ListBackfillsRequestSchema)` to create a new message.
  */
 export const ListBackfillsRequestSchema: GenMessage<ListBackfillsRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 26);
+  messageDesc(file_waypost_v1_destination, 29);
 
 /**
  * @generated from message waypost.v1.ListBackfillsResponse
@@ -1005,7 +1178,7 @@ export type ListBackfillsResponse = Message<"waypost.v1.ListBackfillsResponse"> 
  * Use `create(ListBackfillsResponseSchema)` to create a new message.
  */
 export const ListBackfillsResponseSchema: GenMessage<ListBackfillsResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 27);
+  messageDesc(file_waypost_v1_destination, 30);
 
 /**
  * @generated from message waypost.v1.CancelBackfillRequest
@@ -1022,7 +1195,7 @@ export type CancelBackfillRequest = Message<"waypost.v1.CancelBackfillRequest"> 
  * Use `create(CancelBackfillRequestSchema)` to create a new message.
  */
 export const CancelBackfillRequestSchema: GenMessage<CancelBackfillRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 28);
+  messageDesc(file_waypost_v1_destination, 31);
 
 /**
  * @generated from message waypost.v1.CancelBackfillResponse
@@ -1041,7 +1214,7 @@ export type CancelBackfillResponse = Message<"waypost.v1.CancelBackfillResponse"
  * Use `create(CancelBackfillResponseSchema)` to create a new message.
  */
 export const CancelBackfillResponseSchema: GenMessage<CancelBackfillResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 29);
+  messageDesc(file_waypost_v1_destination, 32);
 
 /**
  * DestinationHealth is how the destination's endpoint has been answering.
@@ -1162,6 +1335,14 @@ export enum DestinationKind {
    * @generated from enum value: DESTINATION_KIND_NATS = 4;
    */
   NATS = 4,
+
+  /**
+   * Each call runs the matching subscriptions of a vendor tool's entry in
+   * the integrations catalog (see IntegrationService).
+   *
+   * @generated from enum value: DESTINATION_KIND_INTEGRATION = 5;
+   */
+  INTEGRATION = 5,
 }
 
 /**
@@ -1208,6 +1389,28 @@ export enum TestOutcome {
    * @generated from enum value: TEST_OUTCOME_TRANSFORM_ERROR = 4;
    */
   TRANSFORM_ERROR = 4,
+
+  /**
+   * An integration: no enabled subscription matches the call.
+   *
+   * @generated from enum value: TEST_OUTCOME_NOT_SUBSCRIBED = 5;
+   */
+  NOT_SUBSCRIBED = 5,
+
+  /**
+   * The call's consent preferences hold it back from this destination.
+   *
+   * @generated from enum value: TEST_OUTCOME_NO_CONSENT = 6;
+   */
+  NO_CONSENT = 6,
+
+  /**
+   * An integration: an action would refuse the call (its validation): the
+   * delivery would fail.
+   *
+   * @generated from enum value: TEST_OUTCOME_ACTION_ERROR = 7;
+   */
+  ACTION_ERROR = 7,
 }
 
 /**
@@ -1217,7 +1420,8 @@ export const TestOutcomeSchema: GenEnum<TestOutcome> = /*@__PURE__*/
   enumDesc(file_waypost_v1_destination, 3);
 
 /**
- * DestinationService manages destinations (webhooks, Postgres warehouses). Admin token required.
+ * DestinationService manages destinations (webhooks, Postgres warehouses,
+ * message brokers, integrations). Admin token required.
  *
  * @generated from service waypost.v1.DestinationService
  */

@@ -13,6 +13,9 @@ const outcomeNames: Record<TestOutcome, string> = {
   [TestOutcome.FILTERED]: "filtered",
   [TestOutcome.DROPPED_BY_TRANSFORM]: "dropped by transform",
   [TestOutcome.TRANSFORM_ERROR]: "transform error",
+  [TestOutcome.NOT_SUBSCRIBED]: "no subscription matched",
+  [TestOutcome.NO_CONSENT]: "no consent",
+  [TestOutcome.ACTION_ERROR]: "action error",
 };
 
 export const fateNames: Record<Fate, string> = {

@@ -12,6 +12,9 @@ const outcomeNames: Record<TestOutcome, string> = {
   [TestOutcome.FILTERED]: "Filtered",
   [TestOutcome.DROPPED_BY_TRANSFORM]: "Dropped by transform",
   [TestOutcome.TRANSFORM_ERROR]: "Transform error",
+  [TestOutcome.NOT_SUBSCRIBED]: "No subscription matched",
+  [TestOutcome.NO_CONSENT]: "No consent",
+  [TestOutcome.ACTION_ERROR]: "Action error",
 };
 
 /**
