@@ -33,7 +33,9 @@ export const layers: ReadonlyArray<{ name: string; modules: readonly string[] }>
   // which lays out a table per call type.
   { name: "calls", modules: ["calls/"] },
   { name: "database", modules: ["db/"] },
-  { name: "outbound requests", modules: ["outbound/", "warehouse/"] },
+  // The integrations catalog is a client of vendor APIs like the warehouse is
+  // of Postgres: routing matches its subscriptions, delivery runs its actions.
+  { name: "outbound requests", modules: ["outbound/", "warehouse/", "integrations/"] },
   { name: "domain", modules: ["routing/", "plans/", "ingest/", "health/", "audiences/", "deletion/", "delivery/"] },
   { name: "edge", modules: ["api/", "compat/", "console/"] },
   // The CLI is an edge too (it speaks the RPC API), but its `serve` starts the server.
