@@ -26,6 +26,8 @@ import { clientScenario } from "./scenarios/client.mjs";
 import { endToEndScenario } from "./scenarios/end-to-end.mjs";
 import { historyScenario } from "./scenarios/history.mjs";
 import { ingestScenario } from "./scenarios/ingest.mjs";
+import { integrationBurnDownScenario } from "./scenarios/integration-burn-down.mjs";
+import { integrationIngestScenario } from "./scenarios/integration-ingest.mjs";
 import { planIngestScenario } from "./scenarios/plan-ingest.mjs";
 import { routingIngestScenario } from "./scenarios/routing-ingest.mjs";
 import { isolationScenario } from "./scenarios/isolation.mjs";
@@ -121,6 +123,8 @@ try {
   // A 50-event tracking plan in block mode beside no plan, same service.
   if (wants("plan-ingest")) await inFreshDatabase((db) => planIngestScenario({ db, sink, durationMs: sizes.durationMs }));
   if (wants("routing-ingest")) await inFreshDatabase((db) => routingIngestScenario({ db, sink, durationMs: sizes.durationMs }));
+  // Ten integration destinations of six subscriptions beside ten webhook destinations, windows A B B A.
+  if (wants("integration-ingest")) await inFreshDatabase((db) => integrationIngestScenario({ db, sink, durationMs: sizes.durationMs }));
   if (wants("burn-down") || wants("baselines")) {
     const result = await inFreshDatabase((db) => burnDownScenario({ db, sink, count: sizes.burnDown }));
     burnDownRate = result.rate;
@@ -139,6 +143,12 @@ try {
     const result = await inFreshDatabase((db) => batchedWebhooksScenario({ db, sink, count: sizes.burnDown }));
     checkTarget("batched webhooks calls/s at 100 calls per POST", result.rate, 40_000);
     rss.batched_webhooks = result.rss;
+  }
+  // The catalog's Webhook entry run by its own runtime: its batch action, then one request per call.
+  if (wants("integrations")) {
+    rss.integrations = (
+      await inFreshDatabase((db) => integrationBurnDownScenario({ db, sink, count: Math.min(sizes.burnDown, 100_000) }))
+    ).rss;
   }
   if (wants("scaling")) {
     const results = await scalingScenario({

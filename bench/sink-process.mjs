@@ -12,6 +12,8 @@ let count = 0;
 let calls = 0;
 let otlpRequests = 0;
 let otlpBytes = 0;
+/** TCP connections accepted since the last reset (a client reusing connections opens few). */
+let connections = 0;
 let track = false;
 /** @type {Array<[string, number]>} */
 let arrivals = [];
@@ -19,7 +21,7 @@ let arrivals = [];
 const hanging = new Set();
 /**
  * The parent's requests (bench/lib/sink.mjs), each answered with its id.
- * @typedef {{ id: number, type: "count" | "calls" | "otlp" | "reset" | "arrivals" | "close", track?: boolean }} SinkRequest
+ * @typedef {{ id: number, type: "count" | "calls" | "otlp" | "connections" | "reset" | "arrivals" | "close", track?: boolean }} SinkRequest
  */
 
 /** @param {object} message */
@@ -91,6 +93,7 @@ const server = http.createServer((req, res) => {
     });
   }
 });
+server.on("connection", () => connections++);
 server.keepAliveTimeout = 60_000;
 server.listen(0, "127.0.0.1", () => send({ port: /** @type {import("node:net").AddressInfo} */ (server.address()).port }));
 
@@ -98,11 +101,13 @@ process.on("message", (/** @type {SinkRequest} */ message) => {
   if (message.type === "count") send({ id: message.id, count });
   else if (message.type === "calls") send({ id: message.id, count: calls });
   else if (message.type === "otlp") send({ id: message.id, requests: otlpRequests, bytes: otlpBytes });
+  else if (message.type === "connections") send({ id: message.id, count: connections });
   else if (message.type === "reset") {
     count = 0;
     calls = 0;
     otlpRequests = 0;
     otlpBytes = 0;
+    connections = 0;
     arrivals = [];
     track = Boolean(message.track);
     send({ id: message.id, ok: true });

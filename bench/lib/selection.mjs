@@ -6,11 +6,13 @@ export const scenarioNames = [
   "ingest",
   "plan-ingest",
   "routing-ingest",
+  "integration-ingest",
   "burn-down",
   "transform-burn-down",
   "amqp",
   "nats",
   "batched-webhooks",
+  "integrations",
   "scaling",
   "end-to-end",
   "baselines",
@@ -28,19 +30,21 @@ export const scenarioNames = [
 ];
 
 /**
- * A run without options: the issue's targets (ingest, burn-down, warehouse, the broker kinds, batched
- * webhooks) and the feature comparisons that take under a minute each, so that the whole run stays
+ * A run without options: the targets (ingest, burn-down, warehouse, the broker kinds, batched
+ * webhooks, integrations) and the feature comparisons that take under a minute each, so that the whole run stays
  * under about 15 minutes on the project's machine kind.
  */
 export const defaultSet = [
   "ingest",
   "plan-ingest",
   "routing-ingest",
+  "integration-ingest",
   "burn-down",
   "transform-burn-down",
   "amqp",
   "nats",
   "batched-webhooks",
+  "integrations",
   "isolation",
   "client",
   "cheap-requests",

@@ -38,6 +38,8 @@ export async function startSink() {
       const { requests, bytes } = await ask({ type: "otlp" });
       return { requests: /** @type {number} */ (requests), bytes: /** @type {number} */ (bytes) };
     },
+    /** TCP connections the sink accepted since the last reset. */
+    connections: async () => (await ask({ type: "connections" })).count,
     reset: (track = false) => ask({ type: "reset", track }),
     arrivals: async () => (await ask({ type: "arrivals" })).arrivals,
     /**
