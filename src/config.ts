@@ -17,7 +17,7 @@ export { ConfigError, type NoProxyEntry };
 
 /**
  * Where outbound HTTP requests (webhooks, integrations, operator events) go
- * and what they trust; see docs/configuration.md#outbound-requests.
+ * and what they trust; see docs/configuration.md#outbound-requests-proxies-and-trusted-cas.
  */
 export interface OutboundConfig {
   /** The proxy of https:// requests (https_proxy, HTTPS_PROXY); undefined: direct. */
