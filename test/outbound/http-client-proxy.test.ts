@@ -1,4 +1,4 @@
-import type { Dispatcher } from "undici";
+import { type Dispatcher, fetch as undiciFetch } from "undici";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
 import type { OutboundConfig } from "../../src/config.js";
 import { createAddressGuard } from "../../src/outbound/address-guard.js";
@@ -158,4 +158,34 @@ test("through the proxy the endpoint's time limit holds, and a large answer is c
   const response = await post(client(), "https://big.vendor.test/x");
   expect(response.statusCode).toBe(200);
   expect(response.body.length).toBe(1024);
+});
+
+test("undici's fetch and Node's own fetch both send through the client (a kind may build its requests with fetch)", async () => {
+  const before = { tunnels: vendor.tunnels, requests: vendor.requests.length };
+  const proxied = client();
+  vendor.respond(() => ({ status: 201, headers: { "content-type": "application/json" }, body: '{"ok":true}' }));
+  const viaUndici = await undiciFetch("https://fetch.vendor.test/v2/events", {
+    dispatcher: proxied,
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: '{"n":1}',
+  });
+  expect(viaUndici.status).toBe(201);
+  expect(await viaUndici.json()).toEqual({ ok: true });
+  const viaNode = await fetch("https://fetch.vendor.test/v2/events", {
+    dispatcher: proxied,
+    method: "POST",
+    body: '{"n":2}',
+  } as RequestInit);
+  expect(viaNode.status).toBe(201);
+  await viaNode.text();
+  expect(vendor.requests.slice(before.requests).map((r) => [r.url, r.body])).toEqual([
+    ["https://fetch.vendor.test/v2/events", '{"n":1}'],
+    ["https://fetch.vendor.test/v2/events", '{"n":2}'],
+  ]);
+  expect(vendor.tunnels - before.tunnels).toBeLessThanOrEqual(2);
+  // A literal private address through fetch: refused, no tunnel.
+  await expect(undiciFetch("https://10.0.0.9/x", { dispatcher: proxied })).rejects.toMatchObject({
+    cause: { code: "EWAYPOST_REFUSED_ADDRESS" },
+  });
 });
