@@ -47,3 +47,20 @@ test("each role shows what it runs: a worker has no console or CORS, an API proc
   expect(api).toMatchObject({ role: "api", consoleUrl: `${url}/console/`, privateDestinations: false });
   expect(api).not.toHaveProperty("concurrency");
 });
+
+test("a worker names the proxies its requests go through, without their credentials, and the hosts that go direct", () => {
+  const config = loadConfig({
+    WAYPOST_ROLE: "worker",
+    HTTPS_PROXY: "http://egress:hunter2-secret@proxy.internal:3128",
+    NO_PROXY: ".corp.example,localhost:8443",
+  });
+  const summary = startupSummary(config, url);
+  expect(summary.proxy).toEqual({
+    https: "http://proxy.internal:3128/",
+    http: false,
+    noProxy: ["corp.example", "localhost:8443"],
+  });
+  expect(JSON.stringify(summary)).not.toContain("hunter2-secret");
+  expect(startupSummary(loadConfig({}), url)).not.toHaveProperty("proxy");
+  expect(startupSummary(loadConfig({ WAYPOST_ROLE: "api", HTTPS_PROXY: "proxy:3128" }), url)).not.toHaveProperty("proxy");
+});
