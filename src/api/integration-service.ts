@@ -9,7 +9,7 @@ import {
   type FieldDescription,
   offeredEntries,
   offeredEntry,
-  presetDescriptions,
+  presetSubscriptions,
   settingFields,
 } from "../integrations/catalog.js";
 import { notFound } from "./errors.js";
@@ -56,7 +56,8 @@ export function createIntegrationService(): ServiceImpl<typeof IntegrationServic
             fields: action.fields.map(fieldProto),
             hasBatch: action.hasBatch,
           })),
-          presets: presetDescriptions(definition).map((preset) => ({
+          // The automatic ones: what a create without subscriptions gets (the others are Segment's event-specific suggestions).
+          presets: presetSubscriptions(definition).map((preset) => ({
             name: preset.name,
             subscribe: preset.subscribe,
             action: preset.action,
