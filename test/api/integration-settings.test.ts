@@ -177,6 +177,25 @@ test("every refusal names its path", async () => {
   expect(wrongKind).toMatch(/^destination\.webhooks: a catalog integration destination has no/);
 });
 
+test("enable_batching turns on an action's batch form, even one that does not declare it as a field; it is refused elsewhere", async () => {
+  const send = { name: "All", subscribe: 'type = "track"', action: "send" };
+  const { destination } = await create({
+    slug: "webhook",
+    subscriptions: [{ ...send, mapping: { url: "https://example.com/in", enable_batching: true, batch_size: 500 } }],
+  });
+  expect((await stored(destination!.id)).subscriptions[0]?.mapping).toMatchObject({ enable_batching: true, batch_size: 500 });
+  expect(
+    await refusal({ slug: "webhook", subscriptions: [{ ...send, mapping: { url: "https://example.com/in", enable_batching: "yes" } }] }),
+  ).toBe("destination.integration.subscriptions[0].mapping.enable_batching: must be true or false");
+  // Slack's postToChannel has no batch form.
+  expect(
+    await refusal({
+      slug: "slack",
+      subscriptions: [{ name: "S", subscribe: 'type = "track"', action: "postToChannel", mapping: { enable_batching: true } }],
+    }),
+  ).toBe('destination.integration.subscriptions[0].mapping.enable_batching: the action "postToChannel" has no field "enable_batching"');
+});
+
 test("switching entries does not carry the old entry's secrets over", async () => {
   const { destination } = await create({
     slug: "webhook",

@@ -194,6 +194,13 @@ function validateSubscriptions(
     }
     const mapping = subscription.mapping ?? {};
     for (const key of Object.keys(mapping)) {
+      // `enable_batching` is the catalog's own switch for an action's batch
+      // form, even where the action does not declare it as a field (its
+      // Webhook entry's `send`); it takes a boolean.
+      if (key === "enable_batching" && action.hasBatch) {
+        if (typeof mapping[key] !== "boolean") throw new InvalidInputError(`${path}.mapping.${key}`, "must be true or false");
+        continue;
+      }
       if (!action.fields.some((f) => f.key === key)) {
         throw new InvalidInputError(
           `${path}.mapping.${key}`,
