@@ -25,6 +25,8 @@ import { selectDestination } from "../db/queries/destinations.js";
 import { selectCallsByMessageIds, selectRecentCalls, type StoredCallRow } from "../db/queries/message-lookup.js";
 import type { BackfillParams, BackfillProgress } from "../delivery/backfill-job.js";
 import { selectDestinationRoute } from "../db/queries/source-filters.js";
+import { offeredEntry, presetSubscriptions } from "../integrations/catalog.js";
+import { loadEntry } from "../integrations/catalog-entry.js";
 import { subscriptionError, type SubscriptionCondition } from "../integrations/subscriptions.js";
 import { segmentEventOf } from "../integrations/segment-event.js";
 import { validateConsentCategories } from "../routing/consent.js";
@@ -179,14 +181,20 @@ const heldOutcomes = {
 /**
  * The subscriptions an integration draft is routed by: the draft's own
  * (each must parse, refused naming its path), else the stored
- * destination's; undefined for other kinds, and for a new draft naming
- * none (its presets are filled in when it is created).
+ * destination's, else (a new draft naming none) the entry's automatic
+ * presets, as a create would store them; undefined for other kinds and for
+ * an entry that is not offered (the draft's settings are refused then).
  */
 function draftSubscriptions(input: Destination, storedKind: string | undefined, stored: unknown): SubscriptionCondition[] | undefined {
   const integration = input.kind === DestinationKind.INTEGRATION || (input.kind === DestinationKind.UNSPECIFIED && storedKind === "integration");
   if (!integration) return undefined;
   const given = input.integration?.subscriptions ?? [];
-  if (given.length === 0) return stored === undefined || stored === null ? undefined : storedSubscriptions(stored);
+  if (given.length === 0) {
+    if (stored !== undefined && stored !== null) return storedSubscriptions(stored);
+    const slug = input.integration?.slug ?? "";
+    const definition = slug !== "" && offeredEntry(slug) ? loadEntry(slug) : undefined;
+    return definition ? presetSubscriptions(definition) : undefined;
+  }
   return given.map((subscription, i) => {
     const problem = subscriptionError(subscription.subscribe);
     if (problem) throw invalidArgument(`destination.integration.subscriptions[${i}].subscribe`, problem);
