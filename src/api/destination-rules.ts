@@ -186,7 +186,8 @@ const heldOutcomes = {
  * an entry that is not offered (the draft's settings are refused then).
  */
 function draftSubscriptions(input: Destination, storedKind: string | undefined, stored: unknown): SubscriptionCondition[] | undefined {
-  const integration = input.kind === DestinationKind.INTEGRATION || (input.kind === DestinationKind.UNSPECIFIED && storedKind === "integration");
+  const integration =
+    input.kind === DestinationKind.INTEGRATION || (input.kind === DestinationKind.UNSPECIFIED && storedKind === "integration");
   if (!integration) return undefined;
   const given = input.integration?.subscriptions ?? [];
   if (given.length === 0) {

@@ -68,11 +68,7 @@ export function createSourceFilterCache(): SourceFilterCache {
  * Segment-shaped event is built at most once, and only if an integration
  * destination's subscriptions are checked.
  */
-export function heldBackFrom(
-  filters: SourceFilters,
-  body: unknown,
-  receivedAt: Date,
-): Record<string, HeldBackReason> | undefined {
+export function heldBackFrom(filters: SourceFilters, body: unknown, receivedAt: Date): Record<string, HeldBackReason> | undefined {
   let held: Record<string, HeldBackReason> | undefined;
   let event: unknown;
   const eventOf = () => {

@@ -98,7 +98,11 @@ test("calls held back by consent get no delivery, a FILTERED/consent fate, and a
   });
   const free = await server.createDestination({ name: "free", sourceIds: [source.id], webhooks: [{ url: `${receiver.url}/free` }] });
   const tracking = server.tracking(source.writeKey);
-  const done = Promise.all([completionsOf(server, advertising.id, 2), completionsOf(server, required.id, 2), completionsOf(server, free.id, 3)]);
+  const done = Promise.all([
+    completionsOf(server, advertising.id, 2),
+    completionsOf(server, required.id, 2),
+    completionsOf(server, free.id, 3),
+  ]);
   const { messageIds } = await tracking.batch({
     batch: [
       { type: { case: "track", value: { userId: "u", event: "granted", context: consent({ Advertising: true }) } } },
@@ -144,15 +148,22 @@ test("the filter is checked before consent: a call both would hold back is filte
   const tracking = server.tracking(source.writeKey);
   const { messageId: track } = await tracking.track({ track: { userId: "u", event: "no" } });
   const { messageId: identify } = await tracking.identify({ identify: { userId: "u" } });
-  expect(await fatesOf(destination.id)).toEqual([
-    [identify, "consent"],
-    [track, "filter"],
-  ].sort());
+  expect(await fatesOf(destination.id)).toEqual(
+    [
+      [identify, "consent"],
+      [track, "filter"],
+    ].sort(),
+  );
 });
 
 test("a change of consent settings applies to the next call at once (ingest's cache follows the revision)", async () => {
   const source = await server.createSource();
-  const destination = await server.createDestination({ name: "flip", sourceIds: [source.id], webhooks: [{ url: receiver.url }], enabled: false });
+  const destination = await server.createDestination({
+    name: "flip",
+    sourceIds: [source.id],
+    webhooks: [{ url: receiver.url }],
+    enabled: false,
+  });
   const tracking = server.tracking(source.writeKey);
   await server.destinations.updateDestination({ destination: { id: destination.id, enabled: true }, updateMask: { paths: ["enabled"] } });
   await tracking.track({ track: { userId: "u", event: "before" } });

@@ -36,7 +36,12 @@ test("the Segment-shaped event is built only when subscriptions are checked", ()
     built++;
     return segmentEventOf(order, { receivedAt });
   };
-  const consentOnly = compileRouteRules({ filter: null, consentCategories: ["Advertising"], requireConsent: false, subscriptions: undefined });
+  const consentOnly = compileRouteRules({
+    filter: null,
+    consentCategories: ["Advertising"],
+    requireConsent: false,
+    subscriptions: undefined,
+  });
   expect(heldBackBy(consentOnly, order, counting)).toBe("consent");
   expect(built).toBe(0);
   const subscribed = compileRouteRules({

@@ -37,9 +37,15 @@ interface Flags {
 export function registerMessagesFiltered(messages: Command, wire: Wire): void {
   messages
     .command("filtered")
-    .description("the calls a destination got no delivery for (its filter, consent, subscriptions or transform held them back), newest first")
+    .description(
+      "the calls a destination got no delivery for (its filter, consent, subscriptions or transform held them back), newest first",
+    )
     .requiredOption("--destination <id|name>", "the destination")
-    .option("--reason <reason>", `${Object.keys(reasons).join(", ")} (filtered: any of filter, consent, subscriptions, transform)`, "filtered")
+    .option(
+      "--reason <reason>",
+      `${Object.keys(reasons).join(", ")} (filtered: any of filter, consent, subscriptions, transform)`,
+      "filtered",
+    )
     .option("--since <time>", "recorded at or after: ISO 8601, or back from now: 30s, 15m, 2h, 7d")
     .option("--until <time>", "recorded before: ISO 8601, or back from now")
     .option("--limit <n>", "at most this many", "50")

@@ -62,7 +62,17 @@ export interface DestinationDraft {
 /** Every kind's part of the draft, empty (a new destination), so switching the kind on create keeps a full draft. */
 function emptyKindParts(): Omit<
   DestinationDraft,
-  "kind" | "name" | "enabled" | "sourceIds" | "rateLimit" | "ordering" | "filter" | "dropFields" | "transform" | "consentCategories" | "requireConsent"
+  | "kind"
+  | "name"
+  | "enabled"
+  | "sourceIds"
+  | "rateLimit"
+  | "ordering"
+  | "filter"
+  | "dropFields"
+  | "transform"
+  | "consentCategories"
+  | "requireConsent"
 > {
   return Object.assign({}, ...Object.values(kindForms).map((form) => form.draft(undefined)));
 }

@@ -208,10 +208,7 @@ export interface BackfillRulesRow {
   integration: unknown;
 }
 
-export async function lockDestinationIfExists(
-  db: Queryable,
-  destinationId: string,
-): Promise<BackfillRulesRow | undefined> {
+export async function lockDestinationIfExists(db: Queryable, destinationId: string): Promise<BackfillRulesRow | undefined> {
   const result = await db.query<BackfillRulesRow>(
     `SELECT filter, consent_categories, require_consent,
             CASE WHEN kind = 'integration' THEN coalesce(integration, '{}'::jsonb) END AS integration

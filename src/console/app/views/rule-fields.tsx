@@ -35,7 +35,14 @@ export function RuleFields(props: {
   const [testError, setTestError] = useState<string | undefined>();
   const [testing, setTesting] = useState(false);
   // Results and errors of an earlier draft would read as this one's.
-  const rulesKey = JSON.stringify([draft.filter, draft.dropFields, draft.transform, draft.consentCategories, draft.requireConsent, draft.sourceIds]);
+  const rulesKey = JSON.stringify([
+    draft.filter,
+    draft.dropFields,
+    draft.transform,
+    draft.consentCategories,
+    draft.requireConsent,
+    draft.sourceIds,
+  ]);
   useEffect(() => setTestError(undefined), [rulesKey]);
   // The server names the part of a rule that is wrong (filter.properties.total.$gt): it is the field's error.
   const hasError = (field: string) =>
@@ -96,8 +103,8 @@ export function RuleFields(props: {
           {...described("consentCategories")}
         />
         <p id="hint-consentCategories" class="hint">
-          Separated by commas or lines (Advertising, Analytics): a call whose context.consent.categoryPreferences is an object gets
-          here only when every one is true there. Empty: no categories.
+          Separated by commas or lines (Advertising, Analytics): a call whose context.consent.categoryPreferences is an object gets here
+          only when every one is true there. Empty: no categories.
         </p>
         <FieldError errors={errors} field="consentCategories" prefix />
       </div>
