@@ -24,7 +24,6 @@ import { cancelJob, insertJob, listJobs, selectJob } from "../db/queries/backgro
 import { selectDestination } from "../db/queries/destinations.js";
 import { selectCallsByMessageIds, selectRecentCalls, type StoredCallRow } from "../db/queries/message-lookup.js";
 import type { BackfillParams, BackfillProgress } from "../delivery/backfill-job.js";
-import { selectDestinationRoute } from "../db/queries/source-filters.js";
 import { offeredEntry, presetSubscriptions } from "../integrations/catalog.js";
 import { loadEntry } from "../integrations/catalog-entry.js";
 import { subscriptionError, type SubscriptionCondition } from "../integrations/subscriptions.js";
@@ -70,7 +69,6 @@ export function createDestinationRules(options: DestinationRulesOptions) {
       input.dropFields.length > 0 ? validateDropFieldList("destination.dropFields", input.dropFields) : (existing?.drop_fields ?? []);
     const transform =
       input.transform !== "" ? await validateTransform("destination.transform", input.transform, sandboxes) : (existing?.transform ?? "");
-    const stored = existing ? await selectDestinationRoute(pool, existing.id) : undefined;
     const consentCategories =
       input.consentCategories.length > 0
         ? validateConsentCategories("destination.consentCategories", input.consentCategories)
@@ -80,7 +78,7 @@ export function createDestinationRules(options: DestinationRulesOptions) {
       consentCategories,
       // A draft can turn it on; left false, the stored destination's setting holds (as with every unset field).
       requireConsent: input.requireConsent || (existing?.require_consent ?? false),
-      subscriptions: draftSubscriptions(input, existing?.kind, stored?.integration),
+      subscriptions: draftSubscriptions(input, existing?.kind, existing?.integration),
     });
     return { sourceIds, rules, dropFields, transform };
   }

@@ -54,14 +54,3 @@ export function filtersStampSql(sourceId: string): string {
 export function filtersStamp(rows: readonly SourceFilterRow[]): string {
   return JSON.stringify(Object.fromEntries(rows.map((row) => [row.id, row.revision])));
 }
-
-/** One destination's routing rules as stored (TestDestination's draft starts from them). */
-export async function selectDestinationRoute(db: Queryable, destinationId: string): Promise<SourceFilterRow | undefined> {
-  const result = await db.query<SourceFilterRow>(
-    `SELECT d.id, d.revision, d.filter, d.consent_categories, d.require_consent,
-            CASE WHEN d.kind = 'integration' THEN coalesce(d.integration, '{}'::jsonb) END AS integration
-       FROM destinations d WHERE d.id = $1`,
-    [destinationId],
-  );
-  return result.rows[0];
-}
