@@ -63,7 +63,10 @@ export async function subscriptionIngestScenario({
       },
     });
   }
-  const clients = { webhooks: trackingClient(service.url, webhooks.writeKey), integrations: trackingClient(service.url, integrations.writeKey) };
+  const clients = {
+    webhooks: trackingClient(service.url, webhooks.writeKey),
+    integrations: trackingClient(service.url, integrations.writeKey),
+  };
   await runFor(clients.webhooks, 1_000, concurrency, batchSize);
   await runFor(clients.integrations, 1_000, concurrency, batchSize);
   /** @type {Record<"webhooks" | "integrations", number[]>} */
