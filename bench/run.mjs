@@ -27,9 +27,9 @@ import { endToEndScenario } from "./scenarios/end-to-end.mjs";
 import { historyScenario } from "./scenarios/history.mjs";
 import { ingestScenario } from "./scenarios/ingest.mjs";
 import { integrationBurnDownScenario } from "./scenarios/integration-burn-down.mjs";
-import { integrationIngestScenario } from "./scenarios/integration-ingest.mjs";
 import { planIngestScenario } from "./scenarios/plan-ingest.mjs";
 import { routingIngestScenario } from "./scenarios/routing-ingest.mjs";
+import { subscriptionIngestScenario } from "./scenarios/subscription-ingest.mjs";
 import { isolationScenario } from "./scenarios/isolation.mjs";
 import { orderingScenario } from "./scenarios/ordering.mjs";
 import { rateLimitScenario } from "./scenarios/rate-limit.mjs";
@@ -123,8 +123,8 @@ try {
   // A 50-event tracking plan in block mode beside no plan, same service.
   if (wants("plan-ingest")) await inFreshDatabase((db) => planIngestScenario({ db, sink, durationMs: sizes.durationMs }));
   if (wants("routing-ingest")) await inFreshDatabase((db) => routingIngestScenario({ db, sink, durationMs: sizes.durationMs }));
-  // Ten integration destinations of six subscriptions beside ten webhook destinations, windows A B B A.
-  if (wants("integration-ingest")) await inFreshDatabase((db) => integrationIngestScenario({ db, sink, durationMs: sizes.durationMs }));
+  // 10 integration destinations of 6 subscriptions each beside 10 webhook destinations, windows A B B A in one service.
+  if (wants("subscription-ingest")) await inFreshDatabase((db) => subscriptionIngestScenario({ db, sink, durationMs: sizes.durationMs }));
   if (wants("burn-down") || wants("baselines")) {
     const result = await inFreshDatabase((db) => burnDownScenario({ db, sink, count: sizes.burnDown }));
     burnDownRate = result.rate;

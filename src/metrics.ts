@@ -46,7 +46,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     }),
     callsFiltered: new Counter({
       name: "waypost_calls_filtered_total",
-      help: "Calls a destination did not get because of its rules: reason filter (when routed) or transform (returned null when sent).",
+      help: "Calls a destination did not get because of its rules: reason filter, consent or subscriptions (when routed), or transform (returned null when sent).",
       labelNames: ["destination_id", "reason"],
       registers: [registry],
     }),

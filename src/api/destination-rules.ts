@@ -3,7 +3,9 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type pg from "pg";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import {
+  DestinationKind,
   TestOutcome,
+  type Destination,
   type BackfillDestinationRequest,
   type BackfillDestinationResponseSchema,
   type CancelBackfillRequest,
@@ -22,7 +24,13 @@ import { cancelJob, insertJob, listJobs, selectJob } from "../db/queries/backgro
 import { selectDestination } from "../db/queries/destinations.js";
 import { selectCallsByMessageIds, selectRecentCalls, type StoredCallRow } from "../db/queries/message-lookup.js";
 import type { BackfillParams, BackfillProgress } from "../delivery/backfill-job.js";
-import { compileFilter, type CompiledFilter } from "../routing/filter.js";
+import { offeredEntry, presetSubscriptions } from "../integrations/catalog.js";
+import { loadEntry } from "../integrations/catalog-entry.js";
+import { subscriptionError, type SubscriptionCondition } from "../integrations/subscriptions.js";
+import { segmentEventOf } from "../integrations/segment-event.js";
+import { validateConsentCategories } from "../routing/consent.js";
+import { isPlainObject } from "../routing/filter.js";
+import { compileRouteRules, heldBackBy, storedSubscriptions, type RouteRules } from "../routing/route-rules.js";
 import { shapeBody } from "../routing/shape-body.js";
 import type { TransformSandboxes } from "../routing/transform-sandbox.js";
 import { validateDropFieldList, validateFilter, validateTransform } from "../routing/validate-rules.js";
@@ -61,7 +69,18 @@ export function createDestinationRules(options: DestinationRulesOptions) {
       input.dropFields.length > 0 ? validateDropFieldList("destination.dropFields", input.dropFields) : (existing?.drop_fields ?? []);
     const transform =
       input.transform !== "" ? await validateTransform("destination.transform", input.transform, sandboxes) : (existing?.transform ?? "");
-    return { sourceIds, matches: filter ? compileFilter(filter) : undefined, dropFields, transform };
+    const consentCategories =
+      input.consentCategories.length > 0
+        ? validateConsentCategories("destination.consentCategories", input.consentCategories)
+        : (existing?.consent_categories ?? []);
+    const rules = compileRouteRules({
+      filter,
+      consentCategories,
+      // A draft can turn it on; left false, the stored destination's setting holds (as with every unset field).
+      requireConsent: input.requireConsent || (existing?.require_consent ?? false),
+      subscriptions: draftSubscriptions(input, existing?.kind, existing?.integration),
+    });
+    return { sourceIds, rules, dropFields, transform };
   }
 
   async function callsOf(req: TestDestinationRequest, sourceIds: readonly string[]): Promise<StoredCallRow[]> {
@@ -134,15 +153,50 @@ export function createDestinationRules(options: DestinationRulesOptions) {
 
   async function testOne(
     call: StoredCallRow,
-    draft: { matches: CompiledFilter | undefined; dropFields: string[]; transform: string },
+    draft: { rules: RouteRules; dropFields: string[]; transform: string },
     sandboxKey: string,
   ): Promise<MessageInitShape<typeof TestedCallSchema>> {
     const base = { messageId: call.message_id, sourceId: call.source_id, type: call.type, event: eventOf(call.payload) };
-    if (draft.matches && !draft.matches(JSON.parse(call.payload))) return { ...base, outcome: TestOutcome.FILTERED };
+    // The same checks, in the same order, as routing (docs/routing.md#consent).
+    const body = JSON.parse(call.payload) as unknown;
+    const event = () => segmentEventOf(isPlainObject(body) ? body : {}, { receivedAt: call.received_at });
+    const held = heldBackBy(draft.rules, body, event);
+    if (held) return { ...base, outcome: heldOutcomes[held] };
     const shaped = await shapeBody(call.payload, { dropFields: draft.dropFields, transform: draft.transform, sandboxKey }, sandboxes);
     if (shaped.kind === "send") return { ...base, outcome: TestOutcome.SEND, body: shaped.body };
     if (shaped.kind === "dropped") return { ...base, outcome: TestOutcome.DROPPED_BY_TRANSFORM };
     // A test run's calls go one at a time and are never put off: "busy" cannot come back here.
     return { ...base, outcome: TestOutcome.TRANSFORM_ERROR, error: shaped.kind === "error" ? shaped.error : "transform: busy" };
   }
+}
+
+const heldOutcomes = {
+  filter: TestOutcome.FILTERED,
+  consent: TestOutcome.NO_CONSENT,
+  subscriptions: TestOutcome.NOT_SUBSCRIBED,
+} as const;
+
+/**
+ * The subscriptions an integration draft is routed by: the draft's own
+ * (each must parse, refused naming its path), else the stored
+ * destination's, else (a new draft naming none) the entry's automatic
+ * presets, as a create would store them; undefined for other kinds and for
+ * an entry that is not offered (the draft's settings are refused then).
+ */
+function draftSubscriptions(input: Destination, storedKind: string | undefined, stored: unknown): SubscriptionCondition[] | undefined {
+  const integration =
+    input.kind === DestinationKind.INTEGRATION || (input.kind === DestinationKind.UNSPECIFIED && storedKind === "integration");
+  if (!integration) return undefined;
+  const given = input.integration?.subscriptions ?? [];
+  if (given.length === 0) {
+    if (stored !== undefined && stored !== null) return storedSubscriptions(stored);
+    const slug = input.integration?.slug ?? "";
+    const definition = slug !== "" && offeredEntry(slug) ? loadEntry(slug) : undefined;
+    return definition ? presetSubscriptions(definition) : undefined;
+  }
+  return given.map((subscription, i) => {
+    const problem = subscriptionError(subscription.subscribe);
+    if (problem) throw invalidArgument(`destination.integration.subscriptions[${i}].subscribe`, problem);
+    return { name: subscription.name, subscribe: subscription.subscribe, enabled: subscription.enabled ?? true };
+  });
 }

@@ -33,6 +33,7 @@ import { orderingToProto, validateMaxRequestsPerSecond, validateOrdering } from 
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import type { TransformSandboxes } from "../routing/transform-sandbox.js";
 import { validateDropFieldList, validateFilter, validateTransform } from "../routing/validate-rules.js";
+import { validateConsentCategories } from "../routing/consent.js";
 import { createDestinationRules } from "./destination-rules.js";
 import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
 import { rotateSigningSecrets } from "../delivery/kinds/webhook/signing-secrets.js";
@@ -64,6 +65,8 @@ const commonFields: ReadonlyArray<readonly [path: string, given: (input: Destina
   ["filter", (input) => input.filter !== undefined],
   ["drop_fields", (input) => input.dropFields.length > 0],
   ["transform", (input) => input.transform !== ""],
+  ["consent_categories", (input) => input.consentCategories.length > 0],
+  ["require_consent", (input) => input.requireConsent],
 ];
 
 /** Every kind's fields, in registry order. */
@@ -121,6 +124,7 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       const filter = validateFilter("destination.filter", input.filter);
       const dropFields = validateDropFieldList("destination.dropFields", input.dropFields);
       const transform = await validateTransform("destination.transform", input.transform, options.sandboxes);
+      const consentCategories = validateConsentCategories("destination.consentCategories", input.consentCategories);
       await kind.settings.check?.(settings, undefined, pool);
       const row = await withTransaction(pool, async (tx) => {
         await requireSources(tx, sourceIds);
@@ -136,6 +140,8 @@ export function createDestinationService(options: DestinationServiceOptions): Se
           filter,
           dropFields,
           transform,
+          consentCategories,
+          requireConsent: input.requireConsent,
           at: now,
         });
         await replaceDestinationSources(tx, id, sourceIds);
@@ -291,6 +297,8 @@ async function applyUpdate(
     filter: rules.filter === undefined ? current.filter : rules.filter,
     dropFields: rules.dropFields ?? current.drop_fields,
     transform: rules.transform ?? current.transform,
+    consentCategories: rules.consentCategories ?? current.consent_categories,
+    requireConsent: paths.has("require_consent") ? input.requireConsent : current.require_consent,
     at: now,
   });
   // A new target (webhooks, a warehouse) gets a probe at once rather than after an open circuit's cooldown.
@@ -307,6 +315,7 @@ interface RuleUpdate {
   filter?: Record<string, unknown> | null;
   dropFields?: string[];
   transform?: string;
+  consentCategories?: string[];
 }
 
 async function validateRuleUpdate(input: Destination, paths: Set<string>, sandboxes: TransformSandboxes): Promise<RuleUpdate> {
@@ -314,6 +323,9 @@ async function validateRuleUpdate(input: Destination, paths: Set<string>, sandbo
   if (paths.has("filter")) rules.filter = validateFilter("destination.filter", input.filter);
   if (paths.has("drop_fields")) rules.dropFields = validateDropFieldList("destination.dropFields", input.dropFields);
   if (paths.has("transform")) rules.transform = await validateTransform("destination.transform", input.transform, sandboxes);
+  if (paths.has("consent_categories")) {
+    rules.consentCategories = validateConsentCategories("destination.consentCategories", input.consentCategories);
+  }
   return rules;
 }
 
@@ -344,6 +356,8 @@ function toProto(row: DestinationRow, now: Date): Destination {
     filter: (row.filter ?? undefined) as JsonObject | undefined,
     dropFields: row.drop_fields,
     transform: row.transform,
+    consentCategories: row.consent_categories,
+    requireConsent: row.require_consent,
     etag: etagOf(row),
     createTime: timestampFromDate(row.created_at),
     updateTime: timestampFromDate(row.updated_at),

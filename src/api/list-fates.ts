@@ -14,7 +14,8 @@ const recordedFates: ReadonlyMap<Fate, RecordedFate> = new Map([
   [Fate.INTEGRATIONS_OFF, "integrations_off"],
 ]);
 const fateToProto = new Map([...recordedFates].map(([proto, name]) => [name, proto]));
-const reasons = new Set(["filter", "transform"]);
+/** The reasons of FILTERED: the filter, consent, an integration's subscriptions (at routing), a transform (when sent). */
+const reasons = ["filter", "consent", "subscriptions", "transform"];
 
 /** ListFates: the calls a destination got no delivery for, as recorded when routed, newest first. */
 export async function listFates(db: Queryable, req: ListFatesRequest): Promise<ListFatesResponse> {
@@ -66,8 +67,13 @@ function fateFilter(fate: Fate): RecordedFate[] {
 
 function reasonFilter(reason: string, fate: Fate): string | undefined {
   if (reason === "") return undefined;
-  if (!reasons.has(reason))
-    throw invalidArgument("reason", `must be "filter" or "transform" (or empty for both), not ${JSON.stringify(reason.slice(0, 64))}`);
+  if (!reasons.includes(reason)) {
+    const names = reasons.map((r) => JSON.stringify(r));
+    throw invalidArgument(
+      "reason",
+      `must be ${names.slice(0, -1).join(", ")} or ${names.at(-1)} (or empty for any), not ${JSON.stringify(reason.slice(0, 64))}`,
+    );
+  }
   if (fate !== Fate.UNSPECIFIED && fate !== Fate.FILTERED) throw invalidArgument("reason", "goes only with FATE_FILTERED");
   return reason;
 }

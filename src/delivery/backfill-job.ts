@@ -2,7 +2,9 @@ import type pg from "pg";
 import { enqueueBackfillPage, lockDestinationBackfills } from "../db/job-table/index.js";
 import { lockDestinationIfExists, type JobRow } from "../db/queries/background-jobs.js";
 import { selectBackfillCandidates } from "../db/queries/backfill-candidates.js";
-import { compileFilter, type CompiledFilter } from "../routing/filter.js";
+import { segmentEventOf } from "../integrations/segment-event.js";
+import { isPlainObject } from "../routing/filter.js";
+import { compileRouteRules, heldBackBy, holdsBack, storedSubscriptions, type RouteRules } from "../routing/route-rules.js";
 import type { JobHandler, PageOutcome } from "./job-runner.js";
 
 /** A backfill's fixed parameters, as stored with the job. */
@@ -37,7 +39,8 @@ export const destinationDeleted = "the destination was deleted";
  * the destination still exists (checked with a lock a deletion waits for,
  * so no delivery is ever queued for a deleted destination), reads the next
  * page of the range's calls without a finished delivery, runs the
- * destination's filter as it is now over them, and queues those it passes
+ * destination's rules as they are now over them (filter, consent,
+ * subscriptions), and queues those it passes
  * that have no delivery waiting either. Deliveries it creates are ordinary
  * ones: the claim applies rate limits and per-user ordering to them.
  */
@@ -51,11 +54,17 @@ export function createBackfillJob(options: BackfillJobOptions = {}): JobHandler 
       const progress = job.progress as unknown as BackfillProgress;
       const destination = await lockDestinationIfExists(tx, job.destination_id);
       if (!destination) return { kind: "stop", state: "cancelled", error: destinationDeleted };
-      const matches = destination.filter ? compileFilter(destination.filter) : undefined;
+      const rules = compileRouteRules({
+        filter: destination.filter,
+        consentCategories: destination.consent_categories,
+        requireConsent: destination.require_consent,
+        subscriptions: destination.integration === null ? undefined : storedSubscriptions(destination.integration),
+      });
+      const checked = holdsBack(rules);
       const after = typeof job.cursor?.after === "string" ? job.cursor.after : "0";
       const range = { destinationId: job.destination_id, since: new Date(params.since), until: new Date(params.until) };
-      const calls = await selectBackfillCandidates(tx, range, after, pageSize, matches !== undefined);
-      const passes = matches ? await filterInSlices(calls, matches, sliceSize) : calls.map(() => true);
+      const calls = await selectBackfillCandidates(tx, range, after, pageSize, checked);
+      const passes = checked ? await routeInSlices(calls, rules, sliceSize) : calls.map(() => true);
       const result = await enqueueBackfillPage(tx, job.destination_id, { messagePks: calls.map((c) => c.id), passes }, now);
       return {
         kind: "page",
@@ -67,16 +76,24 @@ export function createBackfillJob(options: BackfillJobOptions = {}): JobHandler 
   };
 }
 
-/** Whether the filter passes each call, a slice at a time, yielding to the event loop between slices. */
-async function filterInSlices(
-  calls: ReadonlyArray<{ payload: string | null }>,
-  matches: CompiledFilter,
+/**
+ * Whether the destination's rules route each call (filter, then consent,
+ * then an integration's subscriptions: the same as ingest), a slice at a
+ * time, yielding to the event loop between slices.
+ */
+async function routeInSlices(
+  calls: ReadonlyArray<{ payload: string | null; received_at: Date }>,
+  rules: RouteRules,
   sliceSize: number,
 ): Promise<boolean[]> {
   const passes: boolean[] = [];
   for (let start = 0; start < calls.length; start += sliceSize) {
     if (start > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-    for (const call of calls.slice(start, start + sliceSize)) passes.push(matches(JSON.parse(call.payload ?? "{}")));
+    for (const call of calls.slice(start, start + sliceSize)) {
+      const body = JSON.parse(call.payload ?? "{}") as unknown;
+      const event = () => segmentEventOf(isPlainObject(body) ? body : {}, { receivedAt: call.received_at });
+      passes.push(heldBackBy(rules, body, event) === undefined);
+    }
   }
   return passes;
 }

@@ -12,7 +12,7 @@ import { validateCall } from "./validate.js";
 import type { ActivePlan, PlanCache } from "../plans/plan-cache.js";
 import { checkCall, type Violation } from "../plans/check-call.js";
 import type { ViolationRecorder } from "../plans/violation-recorder.js";
-import { createSourceFilterCache, type SourceFilters } from "./source-filters.js";
+import { createSourceFilterCache, heldBackFrom, type SourceFilters } from "./source-filters.js";
 
 export interface RejectedCall {
   index: number;
@@ -62,7 +62,7 @@ export function createIngestor(options: IngestorOptions): Ingestor {
   async function storeRouted(db: Queryable, sourceId: string, receivedAt: Date, messages: MessageToStore[]) {
     let filters = await filterCache.get(db, sourceId);
     for (let tries = 1; ; tries++) {
-      applyFilters(messages, filters);
+      applyFilters(messages, filters, receivedAt);
       const result = await storeMessages(db, sourceId, receivedAt, messages, filters.stamp);
       if (result.fresh || tries >= 5) {
         if (!result.fresh) throw new Error("the source's destination filters kept changing while its calls were stored; try again");
@@ -83,8 +83,8 @@ export function createIngestor(options: IngestorOptions): Ingestor {
       const result = await storeRouted(db, sourceId, receivedAt, messages);
       if (result.queued) options.onQueued?.();
       if (options.metrics) {
-        for (const [destinationId, count] of result.filtered) {
-          options.metrics.callsFiltered.inc({ destination_id: destinationId, reason: "filter" }, count);
+        for (const [destinationId, reason, count] of result.filtered) {
+          options.metrics.callsFiltered.inc({ destination_id: destinationId, reason }, count);
         }
         for (const item of prepared.toStore) options.metrics.callsAccepted.inc({ type: item.call.type });
         if (prepared.rejected.length > 0) options.metrics.callsRejected.inc(prepared.rejected.length);
@@ -99,16 +99,14 @@ export function createIngestor(options: IngestorOptions): Ingestor {
   };
 }
 
-/** Marks each message with the destinations whose filter turns it away. */
-function applyFilters(messages: MessageToStore[], filters: SourceFilters): void {
+/**
+ * Marks each message with the destinations whose rules hold it back, and
+ * why: filter first, then consent, then an integration's subscriptions
+ * (docs/routing.md#consent).
+ */
+function applyFilters(messages: MessageToStore[], filters: SourceFilters, receivedAt: Date): void {
   for (const message of messages) {
-    if (filters.filters.length === 0) {
-      message.filteredOut = undefined;
-      continue;
-    }
-    const body = JSON.parse(message.payload) as unknown;
-    const out = filters.filters.filter((f) => !f.matches(body)).map((f) => f.destinationId);
-    message.filteredOut = out.length > 0 ? out : undefined;
+    message.filteredOut = filters.filters.length === 0 ? undefined : heldBackFrom(filters, JSON.parse(message.payload), receivedAt);
   }
 }
 

@@ -1,16 +1,18 @@
 import type { Queryable } from "../db/pool.js";
-import { filtersStamp, selectSourceFilters } from "../db/queries/source-filters.js";
-import { compileFilter, type CompiledFilter } from "../routing/filter.js";
+import { filtersStamp, selectSourceFilters, type SourceFilterRow } from "../db/queries/source-filters.js";
+import { segmentEventOf } from "../integrations/segment-event.js";
+import { isPlainObject } from "../routing/filter.js";
+import { compileRouteRules, heldBackBy, storedSubscriptions, type HeldBackReason, type RouteRules } from "../routing/route-rules.js";
 
-/** The filters a source's calls are routed by, compiled. */
+/** The rules a source's calls are routed by, compiled: of the destinations that can hold a call back. */
 export interface SourceFilters {
   /** Passed to the store statement, which refuses the batch if it no longer holds. */
   stamp: string;
-  filters: Array<{ destinationId: string; matches: CompiledFilter }>;
+  filters: Array<{ destinationId: string; rules: RouteRules }>;
 }
 
 export interface SourceFilterCache {
-  /** The source's filters, from the cache unless `reload` (the store statement found them stale). */
+  /** The source's rules, from the cache unless `reload` (the store statement found them stale). */
   get(db: Queryable, sourceId: string, reload?: boolean): Promise<SourceFilters>;
 }
 
@@ -18,30 +20,30 @@ export interface SourceFilterCache {
 const maxSources = 10_000;
 
 /**
- * Ingest's cache of compiled filters per source. It needs no invalidation
- * message: the store statement compares the stamp (each filter's destination
- * and revision) with the database's, in the same snapshot it routes in, and
- * a stale batch is stored nothing and retried after a reload. A filter is
- * compiled once per destination and revision, however many sources share it.
+ * Ingest's cache of compiled routing rules per source (filter, consent, an
+ * integration's subscriptions). It needs no invalidation message: the store
+ * statement compares the stamp (each destination and revision) with the
+ * database's, in the same snapshot it routes in, and a stale batch is
+ * stored nothing and retried after a reload. Rules are compiled once per
+ * destination and revision, however many sources share them: a
+ * subscription is parsed once, not per call.
  */
 export function createSourceFilterCache(): SourceFilterCache {
   const sources = new Map<string, SourceFilters>();
-  const compiled = new Map<string, { revision: number; matches: CompiledFilter }>();
+  const compiled = new Map<string, { revision: number; rules: RouteRules }>();
 
-  function compiledFor(id: string, revision: number, filter: Record<string, unknown>): CompiledFilter {
-    const cached = compiled.get(id);
-    if (cached && cached.revision === revision) return cached.matches;
-    let matches: CompiledFilter;
-    try {
-      matches = compileFilter(filter);
-    } catch {
-      // Stored filters were validated when written; one that no longer
-      // compiles (a stricter version) lets every call through rather than losing it.
-      matches = () => true;
-    }
+  function compiledFor(row: SourceFilterRow): RouteRules {
+    const cached = compiled.get(row.id);
+    if (cached && cached.revision === row.revision) return cached.rules;
+    const rules = compileRouteRules({
+      filter: row.filter,
+      consentCategories: row.consent_categories,
+      requireConsent: row.require_consent,
+      subscriptions: row.integration === null ? undefined : storedSubscriptions(row.integration),
+    });
     if (compiled.size >= maxSources) compiled.clear();
-    compiled.set(id, { revision, matches });
-    return matches;
+    compiled.set(row.id, { revision: row.revision, rules });
+    return rules;
   }
 
   return {
@@ -51,11 +53,31 @@ export function createSourceFilterCache(): SourceFilterCache {
       const rows = await selectSourceFilters(db, sourceId);
       const loaded: SourceFilters = {
         stamp: filtersStamp(rows),
-        filters: rows.map((row) => ({ destinationId: row.id, matches: compiledFor(row.id, row.revision, row.filter) })),
+        filters: rows.map((row) => ({ destinationId: row.id, rules: compiledFor(row) })),
       };
       if (sources.size >= maxSources) sources.clear();
       sources.set(sourceId, loaded);
       return loaded;
     },
   };
+}
+
+/**
+ * The destinations that hold the call back, and why (destination id to
+ * reason), or undefined when none does. The body is the stored call; its
+ * Segment-shaped event is built at most once, and only if an integration
+ * destination's subscriptions are checked.
+ */
+export function heldBackFrom(filters: SourceFilters, body: unknown, receivedAt: Date): Record<string, HeldBackReason> | undefined {
+  let held: Record<string, HeldBackReason> | undefined;
+  let event: unknown;
+  const eventOf = () => {
+    if (event === undefined) event = segmentEventOf(isPlainObject(body) ? body : {}, { receivedAt });
+    return event;
+  };
+  for (const { destinationId, rules } of filters.filters) {
+    const reason = heldBackBy(rules, body, eventOf);
+    if (reason) (held ??= {})[destinationId] = reason;
+  }
+  return held;
 }

@@ -104,7 +104,7 @@ test("bad requests are invalid_argument naming the field; an unknown destination
     [{}, /^destinationId: is required$/],
     [{ destinationId: "nope" }, /^destinationId: /],
     [{ destinationId: id, fate: Fate.DELIVERED }, /^fate: FATE_DELIVERED is not recorded when a call is routed/],
-    [{ destinationId: id, reason: "bogus" }, /^reason: must be "filter" or "transform"/],
+    [{ destinationId: id, reason: "bogus" }, /^reason: must be "filter", "consent", "subscriptions" or "transform"/],
     [{ destinationId: id, fate: Fate.DISABLED, reason: "filter" }, /^reason: goes only with FATE_FILTERED$/],
     [{ destinationId: id, pageToken: "garbage" }, /^pageToken: /],
     [{ destinationId: id, pageSize: -1 }, /^pageSize: /],

@@ -169,5 +169,5 @@ test("messages filtered lists the calls a destination's filter turned away, by r
 
   const wrong = await waypost(["messages", "filtered", "--destination", "big orders", "--reason", "nope"], env);
   expect(wrong.code).toBe(2);
-  expect(wrong.stderr).toContain("--reason: one of filtered, filter, transform, disabled, integrations-off, any");
+  expect(wrong.stderr).toContain("--reason: one of filtered, filter, consent, subscriptions, transform, disabled, integrations-off, any");
 });

@@ -117,4 +117,43 @@ describe("routing rules in the console", () => {
     await row.getByRole("link", { name: delivery!.id }).waitFor();
     expect(pageErrors).toEqual([]);
   });
+
+  it("sets Consent categories and Require consent, tests them (No consent), and shows them on the destination page", async () => {
+    const tracking = server.tracking(source.writeKey);
+    const granted = await tracking.track({
+      track: { userId: "u", event: "Granted", context: { consent: { categoryPreferences: { Ads: true, Analytics: true } } } as never },
+    });
+    const refused = await tracking.track({
+      track: { userId: "u", event: "Refused", context: { consent: { categoryPreferences: { Ads: false, Analytics: true } } } as never },
+    });
+    const silent = await tracking.track({ track: { userId: "u", event: "Silent" } });
+
+    await page.goto(`${server.url}/console/destinations/new`);
+    await page.getByLabel("Name", { exact: true }).fill("consenting");
+    await page.getByRole("checkbox", { name: "shop", exact: true }).check();
+    await page.getByRole("textbox", { name: "Webhook 1 URL" }).fill(receiver.url);
+    const categories = page.getByRole("textbox", { name: "Consent categories" });
+    await categories.fill(`Ads, Analytics\n${"x".repeat(101)}`);
+    await page.getByRole("button", { name: "Create destination" }).click();
+    await page.locator("#error-consentCategories").filter({ hasText: "consentCategories[2]: is longer than 100 characters" }).waitFor();
+    expect(await categories.getAttribute("aria-invalid")).toBe("true");
+
+    await categories.fill("Ads,\nAnalytics");
+    await page.getByRole("checkbox", { name: "Require consent" }).check();
+    await page.getByRole("button", { name: "Test against recent calls" }).click();
+    const rows = page.getByRole("table", { name: "Test results" }).getByRole("row");
+    await rows.filter({ hasText: refused.messageId }).filter({ hasText: "No consent" }).waitFor();
+    expect(await rows.filter({ hasText: silent.messageId }).textContent()).toContain("No consent");
+    expect(await rows.filter({ hasText: granted.messageId }).textContent()).toContain("Send");
+
+    await page.getByRole("button", { name: "Create destination" }).click();
+    await page.getByRole("table", { name: "Destinations" }).waitFor();
+    const created = (await server.destinations.listDestinations({})).destinations.find((d) => d.name === "consenting");
+    expect(created).toMatchObject({ consentCategories: ["Ads", "Analytics"], requireConsent: true });
+
+    await page.goto(`${server.url}/console/destinations/${created!.id}`);
+    expect(await page.getByRole("textbox", { name: "Consent categories" }).inputValue()).toBe("Ads, Analytics");
+    expect(await page.getByRole("checkbox", { name: "Require consent" }).isChecked()).toBe(true);
+    expect(pageErrors).toEqual([]);
+  });
 });

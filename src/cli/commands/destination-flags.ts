@@ -138,6 +138,33 @@ export const destinationFlags: FlagMapping[] = [
     },
   },
   {
+    declare: (c, mode) =>
+      c.option(
+        "--consent-category <name>",
+        mode === "create"
+          ? "a consent category every call's context.consent.categoryPreferences must grant (repeat for several; see docs/routing.md#consent)"
+          : 'replaces the consent categories (repeat; "" removes them all)',
+        collect,
+      ),
+    apply(flags, into) {
+      const names = flags.consentCategory as string[] | undefined;
+      if (names === undefined) return undefined;
+      into.consentCategories = names.filter((name) => name !== "");
+      return "consent_categories";
+    },
+  },
+  {
+    declare: (c, mode) => {
+      c.option("--require-consent", "hold back calls that carry no consent preferences too");
+      if (mode === "update") c.option("--no-require-consent", "route calls that carry no consent preferences");
+    },
+    apply(flags, into) {
+      if (flags.requireConsent === undefined) return undefined;
+      into.requireConsent = flags.requireConsent === true;
+      return "require_consent";
+    },
+  },
+  {
     declare: (c, mode) => {
       c.option("--disabled", mode === "create" ? "create it disabled (calls are not routed to it)" : "disable it");
       if (mode === "update") c.option("--enabled", "enable it");

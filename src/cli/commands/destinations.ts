@@ -87,6 +87,8 @@ export function describeDestination(d: Destination): string {
     ["filter", d.filter ? JSON.stringify(d.filter) : "none"],
     ["dropped fields", d.dropFields.join(", ") || "none"],
     ["transform", d.transform ? `${d.transform.split("\n").length} lines` : "none"],
+    ["consent categories", d.consentCategories.join(", ") || "none"],
+    ["require consent", d.requireConsent ? "yes" : "no"],
     ["shared secret", d.hasSharedSecret ? "set" : "none"],
     ["signing secret", d.hasSigningSecret ? "set" : "none"],
     ["created", time(d.createTime)],

@@ -11,6 +11,8 @@ import { resolveDestinationRef } from "./destination-ref.js";
 const reasons: Record<string, Pick<ListFatesRequest, "fate" | "reason">> = {
   filtered: { fate: Fate.FILTERED, reason: "" },
   filter: { fate: Fate.FILTERED, reason: "filter" },
+  consent: { fate: Fate.FILTERED, reason: "consent" },
+  subscriptions: { fate: Fate.FILTERED, reason: "subscriptions" },
   transform: { fate: Fate.FILTERED, reason: "transform" },
   disabled: { fate: Fate.DISABLED, reason: "" },
   "integrations-off": { fate: Fate.INTEGRATIONS_OFF, reason: "" },
@@ -35,9 +37,15 @@ interface Flags {
 export function registerMessagesFiltered(messages: Command, wire: Wire): void {
   messages
     .command("filtered")
-    .description("the calls a destination got no delivery for (its filter or transform turned them away), newest first")
+    .description(
+      "the calls a destination got no delivery for (its filter, consent, subscriptions or transform held them back), newest first",
+    )
     .requiredOption("--destination <id|name>", "the destination")
-    .option("--reason <reason>", `${Object.keys(reasons).join(", ")} (filtered: filter or transform)`, "filtered")
+    .option(
+      "--reason <reason>",
+      `${Object.keys(reasons).join(", ")} (filtered: any of filter, consent, subscriptions, transform)`,
+      "filtered",
+    )
     .option("--since <time>", "recorded at or after: ISO 8601, or back from now: 30s, 15m, 2h, 7d")
     .option("--until <time>", "recorded before: ISO 8601, or back from now")
     .option("--limit <n>", "at most this many", "50")

@@ -54,12 +54,25 @@ export interface DestinationDraft {
   filter: string;
   dropFields: string;
   transform: string;
+  /** Consent: the categories as typed (comma- or line-separated), and whether calls without preferences are held back. */
+  consentCategories: string;
+  requireConsent: boolean;
 }
 
 /** Every kind's part of the draft, empty (a new destination), so switching the kind on create keeps a full draft. */
 function emptyKindParts(): Omit<
   DestinationDraft,
-  "kind" | "name" | "enabled" | "sourceIds" | "rateLimit" | "ordering" | "filter" | "dropFields" | "transform"
+  | "kind"
+  | "name"
+  | "enabled"
+  | "sourceIds"
+  | "rateLimit"
+  | "ordering"
+  | "filter"
+  | "dropFields"
+  | "transform"
+  | "consentCategories"
+  | "requireConsent"
 > {
   return Object.assign({}, ...Object.values(kindForms).map((form) => form.draft(undefined)));
 }
@@ -77,6 +90,8 @@ export function draftOf(destination: Destination | undefined): DestinationDraft 
       filter: "",
       dropFields: "",
       transform: "",
+      consentCategories: "",
+      requireConsent: false,
     };
   }
   const kind = descriptorOfProto(destination.kind).name;
@@ -92,6 +107,8 @@ export function draftOf(destination: Destination | undefined): DestinationDraft 
     filter: destination.filter && Object.keys(destination.filter).length > 0 ? JSON.stringify(destination.filter, null, 2) : "",
     dropFields: destination.dropFields.join("\n"),
     transform: destination.transform,
+    consentCategories: destination.consentCategories.join(", "),
+    requireConsent: destination.requireConsent,
   };
 }
 
@@ -110,8 +127,22 @@ export function parseFilter(text: string): { filter: JsonObject; problem?: undef
   return { filter: value as JsonObject };
 }
 
+/** Consent categories as typed: separated by commas or line breaks, each trimmed, empty ones left out. */
+export function parseConsentCategories(text: string): string[] {
+  return text
+    .split(/[,\n]/)
+    .map((name) => name.trim())
+    .filter((name) => name !== "");
+}
+
 /** The routing rules of a draft as the API takes them; the filter must have passed parseFilter. */
-export function rulesOf(draft: DestinationDraft): { filter: JsonObject; dropFields: string[]; transform: string } {
+export function rulesOf(draft: DestinationDraft): {
+  filter: JsonObject;
+  dropFields: string[];
+  transform: string;
+  consentCategories: string[];
+  requireConsent: boolean;
+} {
   const parsed = parseFilter(draft.filter);
   return {
     filter: parsed.problem === undefined ? parsed.filter : {},
@@ -120,6 +151,8 @@ export function rulesOf(draft: DestinationDraft): { filter: JsonObject; dropFiel
       .map((line) => line.trim())
       .filter((line) => line !== ""),
     transform: draft.transform.trim() === "" ? "" : draft.transform,
+    consentCategories: parseConsentCategories(draft.consentCategories),
+    requireConsent: draft.requireConsent,
   };
 }
 
@@ -163,6 +196,8 @@ export function toRequest(draft: DestinationDraft): { destination: MessageInitSh
     "filter",
     "drop_fields",
     "transform",
+    "consent_categories",
+    "require_consent",
     ...own.paths,
   ];
   return { destination, paths };

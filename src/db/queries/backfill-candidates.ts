@@ -32,7 +32,7 @@ export async function countBackfillCandidates(db: Queryable, range: BackfillRang
  * The next page of the range's calls without a finished delivery to the
  * destination, after message `afterPk`, in acceptance order. Some may have
  * a delivery waiting in the queue: enqueueBackfillPage skips those. The
- * bodies are read only when asked for (a filter needs them).
+ * bodies are read only when asked for (the destination's rules need them).
  */
 export async function selectBackfillCandidates(
   db: Queryable,
@@ -40,9 +40,9 @@ export async function selectBackfillCandidates(
   afterPk: string,
   limit: number,
   withPayload = true,
-): Promise<Array<{ id: string; payload: string | null }>> {
-  const result = await db.query<{ id: string; payload: string | null }>(
-    `SELECT m.id, ${withPayload ? "m.payload" : "NULL AS payload"} ${received} AND m.id > $4 ORDER BY m.id LIMIT $5`,
+): Promise<Array<{ id: string; payload: string | null; received_at: Date }>> {
+  const result = await db.query<{ id: string; payload: string | null; received_at: Date }>(
+    `SELECT m.id, ${withPayload ? "m.payload" : "NULL AS payload"}, m.received_at ${received} AND m.id > $4 ORDER BY m.id LIMIT $5`,
     [range.destinationId, range.since, range.until, afterPk, limit],
   );
   return result.rows;

@@ -200,13 +200,21 @@ export async function cancelJob(db: Queryable, kind: JobKind, id: string, now: D
  * delivery may be queued for it) or waits until this transaction commits
  * (and then cancels what it queued). Updates of the destination are not held up.
  */
-export async function lockDestinationIfExists(
-  db: Queryable,
-  destinationId: string,
-): Promise<{ filter: Record<string, unknown> | null } | undefined> {
-  const result = await db.query<{ filter: Record<string, unknown> | null }>("SELECT filter FROM destinations WHERE id = $1 FOR KEY SHARE", [
-    destinationId,
-  ]);
+/** The routing rules a backfill applies, as stored (an integration's settings; null for other kinds). */
+export interface BackfillRulesRow {
+  filter: Record<string, unknown> | null;
+  consent_categories: string[];
+  require_consent: boolean;
+  integration: unknown;
+}
+
+export async function lockDestinationIfExists(db: Queryable, destinationId: string): Promise<BackfillRulesRow | undefined> {
+  const result = await db.query<BackfillRulesRow>(
+    `SELECT filter, consent_categories, require_consent,
+            CASE WHEN kind = 'integration' THEN coalesce(integration, '{}'::jsonb) END AS integration
+       FROM destinations WHERE id = $1 FOR KEY SHARE`,
+    [destinationId],
+  );
   return result.rows[0];
 }
 

@@ -76,11 +76,14 @@ export interface DestinationRow extends KindColumns {
   drop_fields: string[];
   /** "" is no transform. */
   transform: string;
+  /** Consent: categories a call's preferences must all grant ({} : none), and whether calls without preferences are held back. */
+  consent_categories: string[];
+  require_consent: boolean;
   cursor_at: string;
 }
 
 const columns = `d.id, d.name, d.enabled, d.kind, ${kindColumnNames.map((c) => `d.${c}`).join(", ")}, d.max_requests_per_second, d.ordering,
-  d.filter, d.drop_fields, d.transform, d.revision, d.created_at, d.updated_at,
+  d.filter, d.drop_fields, d.transform, d.consent_categories, d.require_consent, d.revision, d.created_at, d.updated_at,
   d.created_at::text AS cursor_at,
   h.state AS circuit_state, h.consecutive_failures, h.probe_at, h.backoff_until,
   h.last_success_at, h.last_failure_at, h.last_error,
@@ -124,6 +127,8 @@ export interface DestinationWrite {
   filter: Record<string, unknown> | null;
   dropFields: readonly string[];
   transform: string;
+  consentCategories: readonly string[];
+  requireConsent: boolean;
   at: Date;
 }
 
@@ -149,6 +154,8 @@ const writtenColumns: ReadonlyArray<readonly [column: string, value: (row: Desti
   ["filter", (row) => json(row.filter)],
   ["drop_fields", (row) => row.dropFields],
   ["transform", (row) => row.transform],
+  ["consent_categories", (row) => row.consentCategories],
+  ["require_consent", (row) => row.requireConsent],
   ["updated_at", (row) => row.at],
 ];
 

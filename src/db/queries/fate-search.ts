@@ -6,7 +6,7 @@ export type RecordedFate = "filtered" | "disabled" | "integrations_off";
 export interface FateSearch {
   destinationId: string;
   fates: readonly RecordedFate[];
-  /** With "filtered": "filter" or "transform"; undefined: any. */
+  /** With "filtered": "filter", "consent", "subscriptions" or "transform"; undefined: any. */
   reason?: string | undefined;
   since?: Date | undefined;
   until?: Date | undefined;

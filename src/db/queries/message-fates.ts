@@ -28,7 +28,7 @@ export interface FilteredCountRow {
   filtered: number;
 }
 
-/** Calls a destination filtered (filter or transform) since `since`, per minute. */
+/** Calls a destination filtered (filter, consent, subscriptions or transform) since `since`, per minute. */
 export async function selectFilteredPerMinute(db: Queryable, destinationId: string, since: Date): Promise<FilteredCountRow[]> {
   const result = await db.query<FilteredCountRow>(
     `SELECT date_trunc('minute', recorded_at) AS minute, count(*)::int AS filtered FROM call_fates

@@ -4,6 +4,9 @@ import type { Queryable } from "../pool.js";
 import { enqueueCte, orderingKeySql } from "../job-table/index.js";
 import { filtersStampSql } from "./source-filters.js";
 
+/** Why a destination's rules held a call back at routing (the reason of its FILTERED fate). */
+export type HeldBackReason = "filter" | "consent" | "subscriptions";
+
 /** A message ready to store: validated, its body built. */
 export interface MessageToStore {
   messageId: string;
@@ -15,8 +18,12 @@ export interface MessageToStore {
   payload: string;
   /** The call's integrations object, which routing reads. */
   integrations: JsonObject | undefined;
-  /** Destinations whose filter turned the call away (absent: none). */
-  filteredOut?: readonly string[];
+  /**
+   * Destinations whose rules held the call back, and why (destination id to
+   * reason: its filter, its consent categories, or an integration's
+   * subscriptions; absent: none).
+   */
+  filteredOut?: Readonly<Record<string, HeldBackReason>> | undefined;
   /** The W3C trace context sent on every webhook request for the call (absent: none). */
   traceparent?: string | undefined;
   tracestate?: string | undefined;
@@ -32,8 +39,8 @@ export interface StoreResult {
    * stored; read them again and store again.
    */
   fresh: boolean;
-  /** Calls turned away by a destination's filter, per destination id. */
-  filtered: Array<[destinationId: string, count: number]>;
+  /** Calls held back by a destination's rules, per destination id and reason. */
+  filtered: Array<[destinationId: string, reason: HeldBackReason, count: number]>;
   /** Whether any delivery was queued: the caller wakes the delivery loops (see createLoopWaker). */
   queued: boolean;
 }
@@ -96,17 +103,17 @@ const storeStatement = `
       ORDER BY i.position`)}, fated AS (
     -- Why the other connected destinations got no delivery, as it was decided now.
     INSERT INTO call_fates (message_pk, destination_id, fate, reason, recorded_at)
-    SELECT m.id, t.id, f.fate, CASE WHEN f.fate = 'filtered' THEN 'filter' END, $2
+    SELECT m.id, t.id, f.fate, CASE WHEN f.fate = 'filtered' THEN i.filtered_out ->> t.id::text END, $2
       FROM inserted m JOIN input i USING (message_id) JOIN targets t ON true
      CROSS JOIN LATERAL (SELECT CASE WHEN NOT t.enabled THEN 'disabled'
                                      WHEN NOT ${routingCondition("i.integrations", "t.name")} THEN 'integrations_off'
                                      WHEN coalesce(i.filtered_out ? t.id::text, false) THEN 'filtered' END AS fate) f
      WHERE f.fate IS NOT NULL
-    RETURNING destination_id, fate
+    RETURNING destination_id, fate, reason
   )
   SELECT EXISTS (SELECT 1 FROM queued) AS queued, (SELECT ok FROM fresh) AS fresh, (SELECT found FROM fresh) AS found,
-         (SELECT json_agg(json_build_array(destination_id, n)) FROM
-            (SELECT destination_id, count(*)::int AS n FROM fated WHERE fate = 'filtered' GROUP BY destination_id) f) AS filtered`;
+         (SELECT json_agg(json_build_array(destination_id, reason, n)) FROM
+            (SELECT destination_id, reason, count(*)::int AS n FROM fated WHERE fate = 'filtered' GROUP BY destination_id, reason) f) AS filtered`;
 
 /** The rows as one JSON array; absent fields are left out (SQL NULL). */
 function rowsParameter(messages: readonly MessageToStore[]): string {
@@ -135,8 +142,8 @@ function rowsParameter(messages: readonly MessageToStore[]): string {
  * does not NOTIFY: the caller wakes the delivery loops after it commits
  * (createLoopWaker), as a NOTIFY here would serialize every ingest commit
  * on Postgres's one notification lock. A destination that is disabled, that the call's
- * integrations turn off, or whose filter turned the call away (the caller
- * says which, and `filtersStamp` which filters it used) gets a fate row
+ * integrations turn off, or whose rules held the call back (the caller
+ * says which and why, and `filtersStamp` which rules it used) gets a fate row
  * instead of a delivery. Callers pass unique messageIds.
  */
 export async function storeMessages(
@@ -148,7 +155,12 @@ export async function storeMessages(
 ): Promise<StoreResult> {
   if (messages.length === 0) return { fresh: true, filtered: [], queued: false };
   // Prepared (named): parsed and planned once per connection, not per Batch.
-  const result = await db.query<{ fresh: boolean; found: boolean; filtered: Array<[string, number]> | null; queued: boolean }>({
+  const result = await db.query<{
+    fresh: boolean;
+    found: boolean;
+    filtered: Array<[string, HeldBackReason, number]> | null;
+    queued: boolean;
+  }>({
     name: "waypost-store-messages",
     text: storeStatement,
     values: [sourceId, receivedAt, rowsParameter(messages), filtersStamp],

@@ -14,7 +14,15 @@ import { descriptorNamed, kindDescriptors } from "../../../delivery/kinds/descri
 import { TwinHint } from "../names.js";
 
 /** The draft's parts a test's results depend on: changing one clears them. */
-const testedKeys: ReadonlyArray<keyof DestinationDraft> = ["filter", "dropFields", "transform", "sourceIds", "kind"];
+const testedKeys: ReadonlyArray<keyof DestinationDraft> = [
+  "filter",
+  "dropFields",
+  "transform",
+  "consentCategories",
+  "requireConsent",
+  "sourceIds",
+  "kind",
+];
 
 /**
  * Creates or edits a destination. An invalid_argument from the server names

@@ -12,8 +12,10 @@ const pageSize = 50;
 
 /** The reasons the page offers, in the address as ?reason=. */
 const reasons: ReadonlyArray<{ key: string; label: string; request: Pick<ListFatesRequest, "fate" | "reason"> }> = [
-  { key: "filtered", label: "Filter or transform", request: { fate: Fate.FILTERED, reason: "" } },
+  { key: "filtered", label: "Any rule", request: { fate: Fate.FILTERED, reason: "" } },
   { key: "filter", label: "Filter", request: { fate: Fate.FILTERED, reason: "filter" } },
+  { key: "consent", label: "Consent", request: { fate: Fate.FILTERED, reason: "consent" } },
+  { key: "subscriptions", label: "Subscriptions", request: { fate: Fate.FILTERED, reason: "subscriptions" } },
   { key: "transform", label: "Transform", request: { fate: Fate.FILTERED, reason: "transform" } },
   { key: "disabled", label: "Disabled", request: { fate: Fate.DISABLED, reason: "" } },
   { key: "integrations-off", label: "Integrations off", request: { fate: Fate.INTEGRATIONS_OFF, reason: "" } },

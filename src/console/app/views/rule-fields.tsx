@@ -18,8 +18,8 @@ const outcomeNames: Record<TestOutcome, string> = {
 };
 
 /**
- * A destination's routing rules (docs/routing.md): the filter, the dropped
- * fields and the transform, with Test against recent calls, which runs the
+ * A destination's routing rules (docs/routing.md): the filter, the consent
+ * categories, the dropped fields and the transform, with Test against recent calls, which runs the
  * draft over the last calls of its sources on the server and sends nothing.
  */
 export function RuleFields(props: {
@@ -35,7 +35,14 @@ export function RuleFields(props: {
   const [testError, setTestError] = useState<string | undefined>();
   const [testing, setTesting] = useState(false);
   // Results and errors of an earlier draft would read as this one's.
-  const rulesKey = JSON.stringify([draft.filter, draft.dropFields, draft.transform, draft.sourceIds]);
+  const rulesKey = JSON.stringify([
+    draft.filter,
+    draft.dropFields,
+    draft.transform,
+    draft.consentCategories,
+    draft.requireConsent,
+    draft.sourceIds,
+  ]);
   useEffect(() => setTestError(undefined), [rulesKey]);
   // The server names the part of a rule that is wrong (filter.properties.total.$gt): it is the field's error.
   const hasError = (field: string) =>
@@ -85,6 +92,35 @@ export function RuleFields(props: {
           JSON matched against each call, e.g. {'{"type": "track", "properties.total": {"$gt": 100}}'}. Empty: every call.
         </p>
         <FieldError errors={errors} field="filter" prefix />
+      </div>
+      <div class="field">
+        <label for="destination-consent-categories">Consent categories</label>
+        <textarea
+          id="destination-consent-categories"
+          rows={2}
+          value={draft.consentCategories}
+          onInput={(e) => onChange({ consentCategories: e.currentTarget.value })}
+          {...described("consentCategories")}
+        />
+        <p id="hint-consentCategories" class="hint">
+          Separated by commas or lines (Advertising, Analytics): a call whose context.consent.categoryPreferences is an object gets here
+          only when every one is true there. Empty: no categories.
+        </p>
+        <FieldError errors={errors} field="consentCategories" prefix />
+      </div>
+      <div class="field">
+        <label>
+          <input
+            type="checkbox"
+            checked={draft.requireConsent}
+            onChange={(e) => onChange({ requireConsent: e.currentTarget.checked })}
+            aria-describedby="hint-requireConsent"
+          />{" "}
+          Require consent
+        </label>
+        <p id="hint-requireConsent" class="hint">
+          Hold back calls that carry no consent preferences too.
+        </p>
       </div>
       <div class="field">
         <label for="destination-drop-fields">Dropped fields</label>
