@@ -49,3 +49,22 @@ export function actionsCore(): Record<string, unknown> & {
 } {
   return require("@segment/actions-core") as ReturnType<typeof actionsCore>;
 }
+
+/**
+ * The catalog's own check of a mapping's directives (@path, @template, @if,
+ * ...): the first problem as `{key, message}` (`key` the mapping's top-level
+ * field it is under; the message names the whole pointer, as
+ * `/a/@path should be a string ...`), or undefined when it is valid.
+ */
+export function mappingProblem(mapping: Record<string, unknown>): { key: string; message: string } | undefined {
+  const validate = (require("@segment/actions-core/mapping-kit/validate") as { default: (mapping: unknown) => void }).default;
+  try {
+    validate(mapping);
+    return undefined;
+  } catch (error) {
+    const first = (Symbol.iterator in Object(error) ? [...(error as Iterable<Error>)][0] : error) as Error | undefined;
+    const message = (first?.message ?? String(error)).trim().replace(/\.$/, "");
+    const key = /^\/([^/\s]*)/.exec(message)?.[1] ?? "";
+    return { key, message };
+  }
+}

@@ -162,6 +162,13 @@ test("every refusal names its path", async () => {
   expect(await refusal(mixpanel({ subscriptions: [{ ...track, mapping: { event: { "@path": "$.event" }, foo: 1 } }] }))).toBe(
     'destination.integration.subscriptions[0].mapping.foo: the action "trackEvent" has no field "foo"',
   );
+  // A directive the catalog's runtime cannot read, refused when saved rather than at every delivery.
+  expect(await refusal(mixpanel({ subscriptions: [{ ...track, mapping: { event: { "@path": 5 } } }] }))).toBe(
+    "destination.integration.subscriptions[0].mapping.event: /event/@path should be a string or a mapping directive but it is a number",
+  );
+  expect(await refusal(mixpanel({ subscriptions: [{ ...track, mapping: { event: { "@nope": "$.event" } } }] }))).toBe(
+    "destination.integration.subscriptions[0].mapping.event: /event has an invalid directive: @nope",
+  );
   // The integration field on another kind, and another kind's field on an integration.
   const wrongKind = await server.destinations
     .createDestination({

@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { IntegrationSettings as IntegrationSettingsProto } from "../../../../gen/waypost/v1/destination_pb.js";
 import { InvalidInputError } from "../../../errors.js";
-import { loadEntry, type EntryDefinition } from "../../../integrations/catalog-entry.js";
+import { loadEntry, mappingProblem, type EntryDefinition } from "../../../integrations/catalog-entry.js";
 import {
   actionOf,
   catalogEntries,
@@ -211,6 +211,9 @@ function validateSubscriptions(
     if (JSON.stringify(mapping).length > integrationLimits.maxMappingBytes) {
       throw new InvalidInputError(`${path}.mapping`, `is longer than ${integrationLimits.maxMappingBytes} bytes`);
     }
+    // The directives themselves, as the catalog's runtime would read them at delivery.
+    const problem = mappingProblem(mapping);
+    if (problem) throw new InvalidInputError(`${path}.mapping${problem.key ? `.${problem.key}` : ""}`, problem.message);
     return {
       name,
       subscribe: subscription.subscribe,
