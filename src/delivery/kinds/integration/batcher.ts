@@ -61,9 +61,10 @@ export function createIntegrationBatcher(options: { clock: Clock; flushMs: numbe
         const refs: BatchAttemptRef[] = context.requests.map(() => ({ id: randomUUID(), calls: calls.length }));
         calls.forEach((call, i) => {
           const verdict = verdicts[i] ?? { outcome: "retryable" as const, message: "no status for this call" };
-          const attempts = attemptsOfRun(subscription.name, subscription.index, context.requests, verdict, started, runner.label);
+          const requests = verdict.notSent ? [] : context.requests;
+          const attempts = attemptsOfRun(subscription.name, subscription.index, requests, verdict, started, runner.label);
           // Each call its own attempt objects (the loop sets revision and body sent in place), sharing the operation's ref.
-          if (context.requests.length > 0) attempts.forEach((a, r) => (a.batch = refs[r]));
+          if (requests.length > 0) attempts.forEach((a, r) => (a.batch = refs[r]));
           call.resolve(attempts);
         });
       })

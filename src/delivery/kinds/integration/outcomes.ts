@@ -9,7 +9,12 @@ export interface SubscriptionVerdict {
   outcome: Exclude<AttemptOutcome, "abandoned">;
   /** null on success. */
   message: string | null;
+  /** A batch's item the catalog refused before sending (its own validation): it was in no request. */
+  notSent?: boolean;
 }
+
+/** How much of a vendor's error body an attempt's error quotes (the attempt keeps the first KB). */
+const maxVendorText = 300;
 
 type ErrorClass = new (...args: never[]) => Error;
 
@@ -45,7 +50,10 @@ export function verdictOfError(error: unknown, secrets: readonly string[]): Subs
   if (isInstance(error, "RetryableError")) return { outcome: "retryable", message: text(message) };
   if (err?.name === "HTTPError" && typeof err.response?.status === "number") {
     const status = err.response.status;
-    return { outcome: retryableStatus(status) ? "retryable" : "permanent", message: text(`${status} ${message}`) };
+    // The vendor's own words are in the body (prepare-response keeps it as `content`).
+    const content = (err.response as { content?: unknown }).content;
+    const said = typeof content === "string" && content.trim() !== "" ? `: ${content.trim().slice(0, maxVendorText)}` : "";
+    return { outcome: retryableStatus(status) ? "retryable" : "permanent", message: text(`${status} ${message}${said}`) };
   }
   if (err?.name === "TimeoutError" || err?.name === "RequestTimeoutError" || err?.name === "RequestClientError") {
     return { outcome: "retryable", message: text(message) };
@@ -74,7 +82,11 @@ export function verdictOfItem(item: Record<string, unknown> | undefined, secrets
         : body !== undefined
           ? JSON.stringify(body)
           : `status ${status}`;
-  return { outcome: retryableStatus(status) ? "retryable" : "permanent", message: maskText(detail, secrets) };
+  return {
+    outcome: retryableStatus(status) ? "retryable" : "permanent",
+    message: maskText(detail, secrets),
+    notSent: item?.errorreporter === "INTEGRATIONS",
+  };
 }
 
 /**
