@@ -199,12 +199,32 @@ const natsForm: KindForm = {
   ...brokerParts,
 };
 
+// A placeholder until the console's integration views: shows what is stored,
+// and an edit sends the settings back as shown (masked secrets keep the stored ones).
+const integrationForm: KindForm = {
+  draft: () => ({}),
+  request: () => ({ fields: {}, paths: [] }),
+  Fields: ({ destination }) => (
+    <p>
+      {destination?.integration
+        ? `Catalog entry ${destination.integration.slug}: edit it with the CLI or the API.`
+        : "Create integrations with the CLI or the API."}
+    </p>
+  ),
+  Where: ({ destination }) => <div>{destination.integration && <code>{destination.integration.slug}</code>}</div>,
+  tell: (d) => (d.integration ? d.integration.slug : ""),
+  retry: { now: "Runs its actions", again: "Runs its actions again now" },
+  requestHeaders: true,
+  discards: false,
+};
+
 /** Each kind's form, by kind name: a kind without an entry does not compile. */
 export const kindForms: Record<KindName, KindForm> = {
   webhook: webhookForm,
   postgres: postgresForm,
   amqp: amqpForm,
   nats: natsForm,
+  integration: integrationForm,
 };
 
 /** The form of a destination's kind (unspecified reads as webhooks, as the server treats it). */
