@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { createRequire } from "node:module";
+import path from "node:path";
 import { gunzipSync, inflateSync } from "node:zlib";
 import type { Dispatcher } from "undici";
 import { userAgent } from "../outbound/user-agent.js";
@@ -76,14 +77,17 @@ export function withVendorContext<T>(context: VendorContext, fn: () => Promise<T
 const recordedBytes = 1024;
 /** A larger answer is cut here: actions read JSON answers of a few KB. */
 const maxResponseBytes = 4 * 1024 * 1024;
-export const masked = "••••••";
+/** As responses mask secrets (the settings' own mask). */
+export const masked = "***";
 
 let installed = false;
 
 /** Replaces the catalog's fetch (idempotent). See the note at the top of this file. */
 export function installCatalogFetch(): void {
   if (installed) return;
-  const module = require("@segment/actions-core/dist/cjs/fetch.js") as FetchModule;
+  // The package's exports do not list the file: it is found beside the CommonJS index, by path (the
+  // same module object request-client.js holds: CommonJS caches modules by file name).
+  const module = require(path.join(path.dirname(require.resolve("@segment/actions-core")), "fetch.js")) as FetchModule;
   const original = module.default;
   module.default = (request) => {
     const context = storage.getStore();

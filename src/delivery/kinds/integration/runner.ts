@@ -4,6 +4,7 @@ import { type VendorContext, withVendorContext } from "../../../integrations/cat
 import { type CompiledSubscriptions, compileSubscriptions } from "../../../integrations/subscriptions.js";
 import type { SegmentEvent } from "../../../integrations/segment-event.js";
 import { type SubscriptionVerdict, verdictOfError, verdictOfItem } from "./outcomes.js";
+import { storedSecretKeys } from "./settings.js";
 
 /** The catalog's Destination, typed as far as Waypost uses it. */
 interface CatalogDestination {
@@ -51,17 +52,6 @@ export interface IntegrationRunner {
 /** The batch size when neither the mapping nor the action's field names one. */
 const fallbackBatchSize = 100;
 
-/** The values of the entry's password fields set in `settings`. */
-export function secretValues(definition: EntryDefinition | undefined, settings: Record<string, unknown>): string[] {
-  const fields = definition?.authentication?.fields ?? {};
-  const values: string[] = [];
-  for (const [key, field] of Object.entries(fields)) {
-    const value = settings[key];
-    if (field.type === "password" && typeof value === "string" && value !== "") values.push(value);
-  }
-  return values;
-}
-
 /**
  * Whether a subscription's calls go in batches: the action has a batch form
  * and its mapping turns `enable_batching` on (as in Segment: the mapping's
@@ -87,7 +77,7 @@ export function createIntegrationRunner(revision: number, settings: IntegrationD
     getAuthData(settings: Record<string, unknown>): Record<string, unknown>;
   };
   const definition = loadEntry(settings.slug);
-  const secrets = secretValues(definition, settings.settings);
+  const secrets = storedSecretKeys(settings).map((key) => String(settings.settings[key]));
   let broken: string | undefined;
   let destination: CatalogDestination | undefined;
   if (!definition) broken = `the catalog has no entry "${settings.slug}"`;
