@@ -157,7 +157,7 @@ async function waypostFetch(module: FetchModule, request: NodeFetchRequest, cont
     const bytes = decoded(answer.bytes, response.headers["content-encoding"]);
     record.status = response.statusCode;
     record.latencyMs = Math.round(performance.now() - started);
-    record.responseBody = withoutNul(bytes.subarray(0, recordedBytes).toString("utf8"));
+    record.responseBody = maskText(withoutNul(bytes.subarray(0, recordedBytes).toString("utf8")), context.secrets);
     const retryAfter = response.headers["retry-after"];
     record.retryAfter = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter;
     return new module.Response(bytes, {
