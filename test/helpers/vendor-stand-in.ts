@@ -55,6 +55,8 @@ export interface VendorReply {
   status: number;
   headers?: Record<string, string>;
   body?: string;
+  /** Never answer (the connection stays open until close()): a vendor that hangs. */
+  hang?: boolean;
 }
 
 export interface VendorStandIn {
@@ -242,6 +244,10 @@ export async function startVendorStandIn(): Promise<VendorStandIn> {
       };
       standIn.requests.push(request);
       const planned = reply?.(request) ?? { status: 200, headers: { "content-type": "application/json" }, body: "{}" };
+      if (planned.hang) {
+        settle();
+        return;
+      }
       res.writeHead(planned.status, planned.headers ?? {});
       res.end(planned.body ?? "");
       settle();
