@@ -46,6 +46,13 @@ export function validateIntegrationSettings(
     given.length > 0
       ? validateSubscriptions(`${field}.subscriptions`, slug, definition, given)
       : (kept?.subscriptions ?? presetSubscriptions(definition));
+  // A destination that can match nothing is a mistake to point out now, not a silent "filtered" on every call.
+  if (subscriptions.length === 0) {
+    throw new InvalidInputError(
+      `${field}.subscriptions`,
+      `required: the entry ${JSON.stringify(slug)} has no automatic presets (IntegrationService/GetIntegration lists its actions)`,
+    );
+  }
   return { slug, settings, subscriptions };
 }
 
