@@ -9,14 +9,22 @@ import { type Receiver, startReceiver } from "../helpers/receiver.js";
 // catalog): requests go through the given dispatcher and are recorded; a
 // dry run sends nothing; outside a context the catalog's own fetch runs.
 const require = createRequire(import.meta.url);
-const createRequestClient = (require("@segment/actions-core") as { createRequestClient: (...options: unknown[]) => (url: string, options?: Record<string, unknown>) => Promise<{ status: number; data?: unknown }> }).createRequestClient;
+const createRequestClient = (
+  require("@segment/actions-core") as {
+    createRequestClient: (
+      ...options: unknown[]
+    ) => (url: string, options?: Record<string, unknown>) => Promise<{ status: number; data?: unknown }>;
+  }
+).createRequestClient;
 
 let receiver: Receiver;
 let agent: Agent;
 let connections = 0;
 
 beforeAll(async () => {
-  receiver = await startReceiver({ respond: () => ({ status: 200, headers: { "content-type": "application/json" }, body: '{"ok":true,"echo":"tok-secret-1234"}' }) });
+  receiver = await startReceiver({
+    respond: () => ({ status: 200, headers: { "content-type": "application/json" }, body: '{"ok":true,"echo":"tok-secret-1234"}' }),
+  });
   // One connection per origin: undici frees a connection a tick after its answer's body ends, so with
   // more allowed, a request sent at once after another may open a second one.
   agent = new Agent({ connections: 1 });
@@ -37,7 +45,9 @@ test("requests go through Waypost's dispatcher (one kept-alive connection), reco
   const request = createRequestClient({ headers: { authorization: "Bearer tok-secret-1234" } });
   const ctx = context();
   const before = receiver.requests.length;
-  const first = await withVendorContext(ctx, () => request(`${receiver.url}?api_key=tok-secret-1234&x=1`, { method: "post", json: { a: 1 } }));
+  const first = await withVendorContext(ctx, () =>
+    request(`${receiver.url}?api_key=tok-secret-1234&x=1`, { method: "post", json: { a: 1 } }),
+  );
   await withVendorContext(ctx, () => request(`${receiver.url}?api_key=tok-secret-1234&x=2`, { method: "post", json: { a: 2 } }));
   expect(first.status).toBe(200);
   // The catalog's afterResponse hooks ran on the Response it got (a node-fetch Response): data parsed.

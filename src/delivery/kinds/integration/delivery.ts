@@ -54,7 +54,14 @@ export function createIntegrationDelivery(context: DeliveryContext): KindDeliver
       try {
         event = segmentEventOf(JSON.parse(body) as Record<string, unknown>, { receivedAt: job.receivedAt, sentAt: job.sentAt });
       } catch (error) {
-        return attemptsOfRun("", 0, [], { outcome: "permanent", message: `the call is not JSON: ${(error as Error).message}` }, clock.now(), runner.label);
+        return attemptsOfRun(
+          "",
+          0,
+          [],
+          { outcome: "permanent", message: `the call is not JSON: ${(error as Error).message}` },
+          clock.now(),
+          runner.label,
+        );
       }
       let chosen = runner.compiled.matching(event).map((i) => runner.subscriptions[i]!);
       // Settings moved since the call was routed: nothing of them wants it now.
