@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { promisify } from "node:util";
 import { expect, test } from "vitest";
 import { loadEntry } from "../../src/integrations/catalog-entry.js";
@@ -61,4 +62,14 @@ test("secret settings are the entry's password fields; presets are its automatic
   expect(presets.length).toBe(automatic);
   expect(actionOf(mixpanel, "trackEvent")?.hasBatch).toBe(true);
   expect(actionOf(mixpanel, "toString")).toBeUndefined();
+});
+
+test("docs/integrations.md lists every entry not offered, with its reason, and how many are offered", () => {
+  const page = readFileSync(new URL("../../docs/integrations.md", import.meta.url), "utf8");
+  const rows = new Map([...page.matchAll(/^\| `([^`]+)` \| [^|]* \| (.+) \|$/gm)].map((m) => [m[1]!, m[2]!]));
+  const notOffered = catalogEntries().filter((row) => !row.offered);
+  expect([...rows.keys()]).toEqual(notOffered.map((row) => row.slug));
+  for (const row of notOffered) expect(rows.get(row.slug), row.slug).toBe(row.reason);
+  expect(page).toContain(`Of the ${catalogEntries().length} entries of \`@segment/action-destinations\``);
+  expect(page).toContain(`**${offeredEntries().length} are offered**`);
 });
