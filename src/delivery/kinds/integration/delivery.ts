@@ -12,6 +12,8 @@ export type IntegrationDestination = DestinationOf<"integration", IntegrationDes
 
 /** Batches of a subscription in flight or filling at once: what the loop hands over (inFlightLimit). */
 const batchesInFlight = 4;
+/** The most calls per batch that count towards inFlightLimit. */
+const maxBatchHeld = 1_000;
 
 /**
  * The delivery half of the integration kind: each call runs the actions of
@@ -74,8 +76,10 @@ export function createIntegrationDelivery(context: DeliveryContext): KindDeliver
       return (await Promise.all(runs)).flat();
     },
     label: (destination) => `integration:${destination.integration.slug}`,
+    span: (destination) => ({ name: "integration", attributes: { "waypost.integration.slug": destination.integration.slug } }),
     inFlightLimit(destination) {
-      const most = Math.max(0, ...runnerOf(destination).subscriptions.map((s) => s.batch?.size ?? 0));
+      // A batch size of thousands (some entries default to 10,000) would hand one destination most of the loop.
+      const most = Math.min(maxBatchHeld, Math.max(0, ...runnerOf(destination).subscriptions.map((s) => s.batch?.size ?? 0)));
       return most === 0 ? undefined : Math.max(config.perDestinationConcurrency, most * batchesInFlight);
     },
     tick: () => batcher.tick(),
