@@ -62,6 +62,8 @@ export interface DeliveryConfig {
   circuit: CircuitConfig;
   /** Batching of warehouse destinations; the defaults when absent. */
   warehouse?: WarehouseConfig | undefined;
+  /** An integration's batch goes at the latest this long after its first call arrived (default 1000). */
+  integrationFlushMs?: number | undefined;
 }
 
 /** How warehouse destinations batch their loads. */
@@ -233,6 +235,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         connections: int(env, "WAYPOST_WAREHOUSE_CONNECTIONS", defaultWarehouseConfig.connections, 1, 100),
         maxColumns: int(env, "WAYPOST_WAREHOUSE_MAX_COLUMNS", defaultWarehouseConfig.maxColumns, 50, 1_500),
       },
+      integrationFlushMs: int(env, "WAYPOST_INTEGRATION_FLUSH_MS", 1_000, 0, 3_600_000),
     },
     outbound: {
       httpsProxy: parseProxyUrl(env, "https_proxy", "HTTPS_PROXY"),

@@ -24,6 +24,7 @@ import { cancelJob, insertJob, listJobs, selectJob } from "../db/queries/backgro
 import { selectDestination } from "../db/queries/destinations.js";
 import { selectCallsByMessageIds, selectRecentCalls, type StoredCallRow } from "../db/queries/message-lookup.js";
 import type { BackfillParams, BackfillProgress } from "../delivery/backfill-job.js";
+import type { IntegrationRunner } from "../delivery/kinds/integration/runner.js";
 import { offeredEntry, presetSubscriptions } from "../integrations/catalog.js";
 import { loadEntry } from "../integrations/catalog-entry.js";
 import { subscriptionError, type SubscriptionCondition } from "../integrations/subscriptions.js";
@@ -37,6 +38,7 @@ import { validateDropFieldList, validateFilter, validateTransform } from "../rou
 import { requireStorableText, validateSourceIds } from "./destination-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { eventOf } from "./explain-message.js";
+import { integrationDraftOf, testIntegrationCall } from "./integration-test-call.js";
 import { backfillToProto } from "./job-proto.js";
 
 export interface DestinationRulesOptions {
@@ -80,7 +82,8 @@ export function createDestinationRules(options: DestinationRulesOptions) {
       requireConsent: input.requireConsent || (existing?.require_consent ?? false),
       subscriptions: draftSubscriptions(input, existing?.kind, existing?.integration),
     });
-    return { sourceIds, rules, dropFields, transform };
+    const integration = integrationDraftOf(input, existing);
+    return { sourceIds, rules, dropFields, transform, integration };
   }
 
   async function callsOf(req: TestDestinationRequest, sourceIds: readonly string[]): Promise<StoredCallRow[]> {
@@ -153,7 +156,7 @@ export function createDestinationRules(options: DestinationRulesOptions) {
 
   async function testOne(
     call: StoredCallRow,
-    draft: { rules: RouteRules; dropFields: string[]; transform: string },
+    draft: { rules: RouteRules; dropFields: string[]; transform: string; integration?: IntegrationRunner | undefined },
     sandboxKey: string,
   ): Promise<MessageInitShape<typeof TestedCallSchema>> {
     const base = { messageId: call.message_id, sourceId: call.source_id, type: call.type, event: eventOf(call.payload) };
@@ -163,6 +166,9 @@ export function createDestinationRules(options: DestinationRulesOptions) {
     const held = heldBackBy(draft.rules, body, event);
     if (held) return { ...base, outcome: heldOutcomes[held] };
     const shaped = await shapeBody(call.payload, { dropFields: draft.dropFields, transform: draft.transform, sandboxKey }, sandboxes);
+    if (shaped.kind === "send" && draft.integration) {
+      return testIntegrationCall(draft.integration, call, shaped.body, base, () => options.clock.now());
+    }
     if (shaped.kind === "send") return { ...base, outcome: TestOutcome.SEND, body: shaped.body };
     if (shaped.kind === "dropped") return { ...base, outcome: TestOutcome.DROPPED_BY_TRANSFORM };
     // A test run's calls go one at a time and are never put off: "busy" cannot come back here.
