@@ -14,7 +14,7 @@ import { descriptorNamed, kindDescriptors } from "../../../delivery/kinds/descri
 import { TwinHint } from "../names.js";
 
 /** The draft's parts a test's results depend on: changing one clears them. */
-const testedKeys: ReadonlyArray<keyof DestinationDraft> = ["filter", "dropFields", "transform", "sourceIds", "kind"];
+const testedKeys: ReadonlyArray<keyof DestinationDraft> = ["filter", "dropFields", "transform", "sourceIds", "kind", "integration"];
 
 /**
  * Creates or edits a destination. An invalid_argument from the server names
@@ -51,6 +51,11 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
     const filter = parseFilter(draft.filter);
     if (filter.problem !== undefined) {
       setErrors({ filter: filter.problem });
+      return;
+    }
+    const kindProblems = kindForms[draft.kind].check?.(draft) ?? {};
+    if (Object.keys(kindProblems).length > 0) {
+      setErrors(kindProblems);
       return;
     }
     setBusy(true);

@@ -5,6 +5,8 @@ import { useSession } from "../context.js";
 import { parseFilter, rulesOf, type DestinationDraft } from "../destination-draft.js";
 import { describeError } from "../errors.js";
 import { errorId, FieldError, type FieldErrors } from "../field-error.js";
+import { kindForms } from "./kind-forms.js";
+import { VendorRequests } from "./vendor-requests.js";
 
 const outcomeNames: Record<TestOutcome, string> = {
   [TestOutcome.UNSPECIFIED]: "–",
@@ -35,7 +37,14 @@ export function RuleFields(props: {
   const [testError, setTestError] = useState<string | undefined>();
   const [testing, setTesting] = useState(false);
   // Results and errors of an earlier draft would read as this one's.
-  const rulesKey = JSON.stringify([draft.filter, draft.dropFields, draft.transform, draft.sourceIds]);
+  const rulesKey = JSON.stringify([
+    draft.filter,
+    draft.dropFields,
+    draft.transform,
+    draft.sourceIds,
+    draft.kind,
+    { ...draft.integration, entry: undefined },
+  ]);
   useEffect(() => setTestError(undefined), [rulesKey]);
   // The server names the part of a rule that is wrong (filter.properties.total.$gt): it is the field's error.
   const hasError = (field: string) =>
@@ -52,11 +61,17 @@ export function RuleFields(props: {
       setTestError(`Filter ${filter.problem}`);
       return;
     }
+    const kind = kindForms[draft.kind];
+    const problems = Object.entries(kind.check?.(draft) ?? {});
+    if (problems.length > 0) {
+      setTestError(problems.map(([field, problem]) => `${field}: ${problem}`).join("; "));
+      return;
+    }
     setTesting(true);
     try {
       // The draft as it stands, over its own sources: nothing stored is used in its place.
       const response = await api.destinations.testDestination({
-        destination: { sourceIds: draft.sourceIds, ...rulesOf(draft) },
+        destination: { sourceIds: draft.sourceIds, ...rulesOf(draft), ...kind.tested?.(draft) },
         sampleSize: 20,
       });
       setTested(response.calls);
@@ -148,7 +163,11 @@ export function TestResults(props: { calls: TestedCall[] }) {
               <td>{call.event || "–"}</td>
               <td>{outcomeNames[call.outcome]}</td>
               <td>
-                <pre class="body">{call.error || call.body || "–"}</pre>
+                {call.requests.length > 0 ? (
+                  <VendorRequests messageId={call.messageId} requests={call.requests} />
+                ) : (
+                  <pre class="body">{call.error || call.body || "–"}</pre>
+                )}
               </td>
             </tr>
           ))}
