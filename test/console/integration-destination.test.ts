@@ -40,7 +40,7 @@ describe("integration destinations in the console", () => {
     await page.goto(`${server.url}/console/destinations/new`);
     await page.getByLabel("Name", { exact: true }).fill("mixpanel");
     await page.getByRole("checkbox", { name: "web", exact: true }).check();
-    await page.getByRole("combobox", { name: "Kind" }).selectOption({ label: "Integration" });
+    await page.getByRole("combobox", { name: "Kind" }).selectOption("integration");
 
     // The search narrows the list by name and slug, case-insensitively.
     const search = page.getByRole("searchbox", { name: "Search the catalog" });
