@@ -5,6 +5,7 @@ import { AudienceService } from "../../gen/waypost/v1/audience_pb.js";
 import { DeletionService } from "../../gen/waypost/v1/deletion_pb.js";
 import { DeliveryService } from "../../gen/waypost/v1/delivery_pb.js";
 import { DestinationService } from "../../gen/waypost/v1/destination_pb.js";
+import { IntegrationService } from "../../gen/waypost/v1/integration_pb.js";
 import { SourceService } from "../../gen/waypost/v1/source_pb.js";
 import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
 import { TrackingPlanService } from "../../gen/waypost/v1/tracking_plan_pb.js";
@@ -22,6 +23,7 @@ import type { Authenticator } from "./auth.js";
 import { createDeletionService } from "./deletion-service.js";
 import { createDeliveryService } from "./delivery-service.js";
 import { createDestinationService } from "./destination-service.js";
+import { createIntegrationService } from "./integration-service.js";
 import { createRpcAdapter, type RpcNodeHandler } from "./transport/rpc-adapter.js";
 import { createDomainErrorInterceptor } from "./domain-errors.js";
 import { createErrorLogInterceptor } from "./transport/rpc-error-log.js";
@@ -138,6 +140,7 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
           onJobCreated: options.onJobCreated,
         }),
       );
+      router.service(IntegrationService, createIntegrationService());
       router.service(
         DeliveryService,
         createDeliveryService({

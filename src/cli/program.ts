@@ -4,6 +4,7 @@ import { registerBackfills } from "./commands/backfills.js";
 import { registerDeletions } from "./commands/deletions.js";
 import { registerDeliveries } from "./commands/deliveries.js";
 import { registerDestinations } from "./commands/destinations.js";
+import { registerIntegrations } from "./commands/integrations.js";
 import { registerPlans } from "./commands/plans.js";
 import { registerMessages } from "./commands/routing.js";
 import { registerSend } from "./commands/send.js";
@@ -43,6 +44,7 @@ export function createProgram(io: CliIo, signal: AbortSignal): Command {
   registerServe(program);
   registerSources(program, wire);
   registerDestinations(program, wire);
+  registerIntegrations(program, wire);
   registerDeliveries(program, wire);
   registerBackfills(program, wire);
   registerMessages(program, wire);

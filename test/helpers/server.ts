@@ -6,6 +6,7 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import type pg from "pg";
 import { DeliveryService } from "../../gen/waypost/v1/delivery_pb.js";
 import { DestinationService, type Destination } from "../../gen/waypost/v1/destination_pb.js";
+import { IntegrationService } from "../../gen/waypost/v1/integration_pb.js";
 import { SourceService } from "../../gen/waypost/v1/source_pb.js";
 import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
@@ -46,6 +47,7 @@ export interface TestServer {
   sources: Client<typeof SourceService>;
   destinations: Client<typeof DestinationService>;
   deliveries: Client<typeof DeliveryService>;
+  integrations: Client<typeof IntegrationService>;
   createSource(name?: string): Promise<{ id: string; writeKey: string }>;
   createDestination(init: MessageInitShape<typeof DestinationSchema>): Promise<Destination>;
   tracking(writeKey: string): Client<typeof TrackingService>;
@@ -91,6 +93,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const sources = withHeaders(createClient(SourceService, transport), adminHeaders);
   const destinations = withHeaders(createClient(DestinationService, transport), adminHeaders);
   const deliveries = withHeaders(createClient(DeliveryService, transport), adminHeaders);
+  const integrations = withHeaders(createClient(IntegrationService, transport), adminHeaders);
   const server: TestServer = {
     get url() {
       return waypost.url;
@@ -108,6 +111,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     sources,
     destinations,
     deliveries,
+    integrations,
     async createSource(name = "test source") {
       const { source } = await sources.createSource({ source: { name } });
       return { id: source!.id, writeKey: source!.writeKey };

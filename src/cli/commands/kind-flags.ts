@@ -3,6 +3,7 @@ import type { KindName } from "../../delivery/kinds/descriptors.js";
 import { UsageError } from "../errors.js";
 import { collect } from "../format.js";
 import type { DestinationFlags, FlagMapping } from "./destination-flags.js";
+import { integrationFlags } from "./integration-flags.js";
 import { batchDetails, batchFlagsGiven, batchOf, declareBatchFlags } from "./webhook-batch-flags.js";
 
 /** What the CLI knows of one kind: its settings as flags, and how `list` and `get` show them. */
@@ -206,4 +207,5 @@ export const kindFlags: Record<KindName, KindFlags> = {
   postgres: postgresFlags,
   amqp: amqpFlags,
   nats: natsFlags,
+  integration: integrationFlags,
 };

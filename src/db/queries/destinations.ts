@@ -20,6 +20,12 @@ export interface KindColumns {
   amqp: { url: string; exchange: string; routingKey: string; mandatory: boolean } | null;
   /** NATS: the servers, subject template and credentials. */
   nats: { servers: string[]; subject: string; token: string; user: string; password: string } | null;
+  /** Integration: the catalog entry, its settings (secrets included) and subscriptions. */
+  integration: {
+    slug: string;
+    settings: Record<string, unknown>;
+    subscriptions: Array<{ name: string; subscribe: string; action: string; mapping: Record<string, unknown>; enabled: boolean }>;
+  } | null;
 }
 
 /** Each kind column, and whether it is jsonb (written as JSON text) or plain text. */
@@ -30,6 +36,7 @@ const kindColumns: Readonly<Record<keyof KindColumns, "jsonb" | "text">> = {
   postgres: "jsonb",
   amqp: "jsonb",
   nats: "jsonb",
+  integration: "jsonb",
 };
 const kindColumnNames = Object.keys(kindColumns) as Array<keyof KindColumns>;
 
@@ -41,6 +48,7 @@ export const emptyKindColumns: Readonly<KindColumns> = {
   postgres: null,
   amqp: null,
   nats: null,
+  integration: null,
 };
 
 export interface DestinationRow extends KindColumns {

@@ -20,6 +20,12 @@ export const kindDescriptors = [
   { name: "postgres", proto: DestinationKind.POSTGRES, title: "Postgres warehouse", summary: "load them into warehouse tables" },
   { name: "amqp", proto: DestinationKind.AMQP, title: "AMQP (RabbitMQ)", summary: "publish them to --amqp-url" },
   { name: "nats", proto: DestinationKind.NATS, title: "NATS JetStream", summary: "publish them to --nats-server" },
+  {
+    name: "integration",
+    proto: DestinationKind.INTEGRATION,
+    title: "Integration (vendor tool)",
+    summary: "send them to a vendor tool of the catalog (--integration SLUG)",
+  },
 ] as const satisfies readonly KindDescriptor[];
 
 /** The kinds' names: what per-kind tables (CLI flags, console fields) are keyed by, so a missing kind does not compile. */

@@ -4,6 +4,7 @@ import type { DestinationConfigRow } from "../../db/queries/destinations.js";
 import type { KindName as DescribedKind } from "./descriptors.js";
 import type { DeliveryContext, DestinationCommon, DestinationOf, KindDelivery, KindModule, KindSettings } from "./kind.js";
 import { amqpKind } from "./amqp/index.js";
+import { integrationKind } from "./integration/index.js";
 import { natsKind } from "./nats/index.js";
 import { postgresKind } from "./postgres/index.js";
 import { webhookKind } from "./webhook/index.js";
@@ -13,7 +14,7 @@ import { webhookKind } from "./webhook/index.js";
  * delivery runtime, the CLI and the console ask this list; none of them
  * names a kind. The first is the kind of a create that names none.
  */
-const kinds = [webhookKind, postgresKind, amqpKind, natsKind] as const;
+const kinds = [webhookKind, postgresKind, amqpKind, natsKind, integrationKind] as const;
 
 type Kind = (typeof kinds)[number];
 /** The stored names of the kinds: "webhook" | "postgres" | ... */

@@ -73,6 +73,14 @@ const samples: Record<KindName, Sample> = {
       return rows[0].nats.token;
     },
   },
+  integration: {
+    create: () => ({ integration: { slug: "mixpanel", settings: { projectToken: "mp-token", apiSecret: "mixpanel-secret-1" } } }),
+    secret: () => "mixpanel-secret-1",
+    async stored(id) {
+      const { rows } = await server.pool.query("SELECT integration FROM destinations WHERE id = $1", [id]);
+      return rows[0].integration.settings.apiSecret;
+    },
+  },
 };
 
 /** The warehouse's URL with a password (the embedded Postgres's own, or one a trusting server ignores). */

@@ -236,19 +236,13 @@ const integrationForm: KindForm = {
   discards: false,
 };
 
-/**
- * The integration kind's form, spread in rather than listed: the console
- * compiles whether or not the kind list (descriptors.ts) names it yet.
- */
-const integrationKind = { integration: integrationForm };
-
 /** Each kind's form, by kind name: a kind without an entry does not compile. */
 export const kindForms: Record<KindName, KindForm> = {
   webhook: webhookForm,
   postgres: postgresForm,
   amqp: amqpForm,
   nats: natsForm,
-  ...integrationKind,
+  integration: integrationForm,
 };
 
 /** The form of a destination's kind (unspecified reads as webhooks, as the server treats it). */

@@ -1,0 +1,38 @@
+import { DestinationKind } from "../../../../gen/waypost/v1/destination_pb.js";
+import type { IntegrationDestinationSettings } from "../../../integrations/integration-settings.js";
+import { defineKind, type KindSettings } from "../kind.js";
+import { createIntegrationDelivery } from "./delivery.js";
+import { integrationSettingsView, validateIntegrationSettings } from "./settings.js";
+
+const settings: KindSettings<IntegrationDestinationSettings> = {
+  fields: [
+    {
+      path: "integration",
+      name: "integration",
+      describe: "integration settings",
+      moves: true,
+      given: (input) => input.integration !== undefined,
+    },
+  ],
+  read(input, { paths, current }) {
+    if (current && !paths.has("integration")) return current;
+    return validateIntegrationSettings("destination.integration", input.integration, current);
+  },
+  toProto: (settings) => ({ integration: integrationSettingsView(settings) }),
+  toRow: (settings) => ({ integration: settings }),
+  // A row without settings (none is stored so) reads as no entry: deliveries fail naming it.
+  fromRow: (row) => row.integration ?? { slug: "", settings: {}, subscriptions: [] },
+};
+
+/**
+ * A vendor tool from the catalog Waypost hosts (docs/integrations.md): each
+ * call runs the actions of the subscriptions it matches, with the entry's
+ * settings, through Waypost's outbound client.
+ */
+export const integrationKind = defineKind({
+  name: "integration",
+  label: "catalog integration",
+  proto: DestinationKind.INTEGRATION,
+  settings,
+  createDelivery: createIntegrationDelivery,
+});
