@@ -68,3 +68,85 @@ export function parseCorsOrigins(raw: string | undefined): string[] | undefined 
   }
   return origins;
 }
+
+/** A NO_PROXY entry: a host name (its subdomains too), an IP address, or every host; a port when written with one. */
+export interface NoProxyEntry {
+  /** Lower case, without a leading dot or "*.", brackets off an IPv6 address; "*": every host. */
+  host: string;
+  /** 0: any port. */
+  port: number;
+}
+
+/**
+ * HTTPS_PROXY and HTTP_PROXY as curl and Node read them: the lower-case name
+ * first, an empty value as unset, a URL without a scheme as http://. Only
+ * http:// and https:// proxies (the CONNECT kind) are accepted.
+ */
+export function parseProxyUrl(env: Record<string, string | undefined>, lower: string, upper: string): string | undefined {
+  const name = env[lower]?.trim() ? lower : upper;
+  const raw = env[name]?.trim();
+  if (!raw) return undefined;
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `http://${raw}`;
+  let url: URL;
+  try {
+    url = new URL(withScheme);
+  } catch {
+    throw new ConfigError(`${name} must be a proxy URL like http://proxy.internal:3128, got ${JSON.stringify(redactUserinfo(raw))}`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new ConfigError(`${name} must be an http:// or https:// proxy (one that takes CONNECT), got a ${url.protocol} URL`);
+  }
+  if (url.pathname !== "/" || url.search || url.hash) {
+    throw new ConfigError(`${name} must be a proxy's address with no path, got ${JSON.stringify(redactUserinfo(raw))}`);
+  }
+  return url.href.replace(/\/$/, "");
+}
+
+/** A proxy URL may carry a password: error messages show the rest only. */
+function redactUserinfo(raw: string): string {
+  return raw.replace(/\/\/[^/@]*@/, "//…@");
+}
+
+/**
+ * NO_PROXY (or no_proxy, read first) as curl and Node read it: entries
+ * separated by commas or spaces; "*" alone means every host; a leading "."
+ * or "*." is dropped, and an entry matches its host and every subdomain;
+ * "host:port" matches that port only; "[::1]" is the IPv6 address.
+ */
+export function parseNoProxy(env: Record<string, string | undefined>): NoProxyEntry[] {
+  const raw = env.no_proxy?.trim() ? env.no_proxy : env.NO_PROXY;
+  const entries: NoProxyEntry[] = [];
+  for (const token of (raw ?? "").split(/[,\s]+/)) {
+    if (!token) continue;
+    if (token === "*") return [{ host: "*", port: 0 }];
+    const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(token);
+    const withPort = bracketed ? undefined : /^([^:]+):(\d+)$/.exec(token);
+    const host = (bracketed?.[1] ?? withPort?.[1] ?? token).replace(/^\*?\./, "").toLowerCase();
+    const port = Number(bracketed?.[2] ?? withPort?.[2] ?? 0);
+    if (!host || port > 65535) {
+      throw new ConfigError(`NO_PROXY entries must be host names, addresses or host:port, got ${JSON.stringify(token)}`);
+    }
+    entries.push({ host, port });
+  }
+  return entries;
+}
+
+/**
+ * The certificates of NODE_EXTRA_CA_CERTS's file (PEM). Node reads the same
+ * file at start for its default TLS context; Waypost reads it again because
+ * a client given CAs of its own would otherwise lose them. Unlike Node,
+ * which only warns, a file that cannot be read stops the start.
+ */
+export function readExtraCaCerts(env: Record<string, string | undefined>, read: (file: string) => string): string | undefined {
+  const file = env.NODE_EXTRA_CA_CERTS?.trim();
+  if (!file) return undefined;
+  let text: string;
+  try {
+    text = read(file);
+  } catch (error) {
+    throw new ConfigError(`NODE_EXTRA_CA_CERTS names ${JSON.stringify(file)}, which cannot be read: ${(error as Error).message}`);
+  }
+  const certificates = text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g);
+  if (!certificates) throw new ConfigError(`NODE_EXTRA_CA_CERTS names ${JSON.stringify(file)}, which holds no PEM certificate`);
+  return `${certificates.join("\n")}\n`;
+}

@@ -1,9 +1,34 @@
 import { availableParallelism } from "node:os";
 import { signingSecretProblem } from "./signing/standard-webhooks.js";
 import { defaultConnectionLimits, type ConnectionLimits } from "./http/connection-limits.js";
-import { ConfigError, int, parseAllowPrivate, parseCorsOrigins } from "./config-values.js";
+import { readFileSync } from "node:fs";
+import {
+  ConfigError,
+  int,
+  type NoProxyEntry,
+  parseAllowPrivate,
+  parseCorsOrigins,
+  parseNoProxy,
+  parseProxyUrl,
+  readExtraCaCerts,
+} from "./config-values.js";
 
-export { ConfigError };
+export { ConfigError, type NoProxyEntry };
+
+/**
+ * Where outbound HTTP requests (webhooks, integrations, operator events) go
+ * and what they trust; see docs/configuration.md#outbound-requests.
+ */
+export interface OutboundConfig {
+  /** The proxy of https:// requests (https_proxy, HTTPS_PROXY); undefined: direct. */
+  httpsProxy: string | undefined;
+  /** The proxy of http:// requests (http_proxy, HTTP_PROXY); undefined: direct. */
+  httpProxy: string | undefined;
+  /** Hosts reached directly although a proxy is set (no_proxy, NO_PROXY). */
+  noProxy: NoProxyEntry[];
+  /** Certificates (PEM) trusted beside the system roots (NODE_EXTRA_CA_CERTS's file); undefined: none. */
+  extraCaCerts: string | undefined;
+}
 
 /** Which parts of Waypost a process runs. */
 export type Role = "api" | "worker" | "all";
@@ -37,6 +62,8 @@ export interface DeliveryConfig {
   circuit: CircuitConfig;
   /** Batching of warehouse destinations; the defaults when absent. */
   warehouse?: WarehouseConfig | undefined;
+  /** An integration's batch goes at the latest this long after its first call arrived (default 1000). */
+  integrationFlushMs?: number | undefined;
 }
 
 /** How warehouse destinations batch their loads. */
@@ -101,6 +128,7 @@ export interface Config {
   /** Origins allowed to call the tracking API from browsers; undefined: any. */
   corsOrigins: string[] | undefined;
   delivery: DeliveryConfig;
+  outbound: OutboundConfig;
   /** After RotateSigningSecret, the previous secret keeps signing this long. */
   signingSecretOverlapMs: number;
   /** Unset: no operator events are sent (they are still logged). */
@@ -207,6 +235,13 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
         connections: int(env, "WAYPOST_WAREHOUSE_CONNECTIONS", defaultWarehouseConfig.connections, 1, 100),
         maxColumns: int(env, "WAYPOST_WAREHOUSE_MAX_COLUMNS", defaultWarehouseConfig.maxColumns, 50, 1_500),
       },
+      integrationFlushMs: int(env, "WAYPOST_INTEGRATION_FLUSH_MS", 1_000, 0, 3_600_000),
+    },
+    outbound: {
+      httpsProxy: parseProxyUrl(env, "https_proxy", "HTTPS_PROXY"),
+      httpProxy: parseProxyUrl(env, "http_proxy", "HTTP_PROXY"),
+      noProxy: parseNoProxy(env),
+      extraCaCerts: readExtraCaCerts(env, (file) => readFileSync(file, "utf8")),
     },
     signingSecretOverlapMs: int(env, "WAYPOST_SIGNING_SECRET_OVERLAP_MS", 24 * 3_600_000, 0, 30 * 24 * 3_600_000),
     operatorWebhook: parseOperatorWebhook(env),

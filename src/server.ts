@@ -44,7 +44,7 @@ export interface WaypostOptions {
   clock?: Clock;
   /** Outbound HTTP for deliveries; defaults to the guarded undici client. */
   dispatcher?: Dispatcher;
-  /** Extra CA certificates webhooks may be signed with. */
+  /** Extra CA certificates outbound requests trust, beside the system roots and NODE_EXTRA_CA_CERTS. */
   ca?: string | string[];
   /**
    * The HTTP routes, given the default ones in order (operational, /v1,
@@ -261,6 +261,7 @@ async function openDelivery({ options, config, logger, clock, closers }: Wiring,
     metrics: shared.metrics,
     dispatcher: options.dispatcher,
     ca: options.ca,
+    outbound: config.outbound,
     operatorWebhook: config.operatorWebhook,
     guard: shared.addressGuard,
     sandboxes: shared.sandboxes,

@@ -140,6 +140,8 @@ export function toProto(row: DeliveryRow, details: DeliveryDetails | undefined, 
               responseBody: a.response_body ?? "",
               destinationEtag: a.destination_revision === null ? "" : `r${a.destination_revision}`,
               discardedValues: a.discarded_values ?? 0,
+              subscription: a.subscription ?? "",
+              method: a.method ?? "",
             }),
           ),
         }

@@ -22,6 +22,7 @@ import { cancelJob, insertJob, listJobs, selectJob } from "../db/queries/backgro
 import { selectDestination } from "../db/queries/destinations.js";
 import { selectCallsByMessageIds, selectRecentCalls, type StoredCallRow } from "../db/queries/message-lookup.js";
 import type { BackfillParams, BackfillProgress } from "../delivery/backfill-job.js";
+import type { IntegrationRunner } from "../delivery/kinds/integration/runner.js";
 import { compileFilter, type CompiledFilter } from "../routing/filter.js";
 import { shapeBody } from "../routing/shape-body.js";
 import type { TransformSandboxes } from "../routing/transform-sandbox.js";
@@ -29,6 +30,7 @@ import { validateDropFieldList, validateFilter, validateTransform } from "../rou
 import { requireStorableText, validateSourceIds } from "./destination-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { eventOf } from "./explain-message.js";
+import { integrationDraftOf, testIntegrationCall } from "./integration-test-call.js";
 import { backfillToProto } from "./job-proto.js";
 
 export interface DestinationRulesOptions {
@@ -61,7 +63,8 @@ export function createDestinationRules(options: DestinationRulesOptions) {
       input.dropFields.length > 0 ? validateDropFieldList("destination.dropFields", input.dropFields) : (existing?.drop_fields ?? []);
     const transform =
       input.transform !== "" ? await validateTransform("destination.transform", input.transform, sandboxes) : (existing?.transform ?? "");
-    return { sourceIds, matches: filter ? compileFilter(filter) : undefined, dropFields, transform };
+    const integration = integrationDraftOf(input, existing);
+    return { sourceIds, matches: filter ? compileFilter(filter) : undefined, dropFields, transform, integration };
   }
 
   async function callsOf(req: TestDestinationRequest, sourceIds: readonly string[]): Promise<StoredCallRow[]> {
@@ -134,12 +137,15 @@ export function createDestinationRules(options: DestinationRulesOptions) {
 
   async function testOne(
     call: StoredCallRow,
-    draft: { matches: CompiledFilter | undefined; dropFields: string[]; transform: string },
+    draft: { matches: CompiledFilter | undefined; dropFields: string[]; transform: string; integration?: IntegrationRunner | undefined },
     sandboxKey: string,
   ): Promise<MessageInitShape<typeof TestedCallSchema>> {
     const base = { messageId: call.message_id, sourceId: call.source_id, type: call.type, event: eventOf(call.payload) };
     if (draft.matches && !draft.matches(JSON.parse(call.payload))) return { ...base, outcome: TestOutcome.FILTERED };
     const shaped = await shapeBody(call.payload, { dropFields: draft.dropFields, transform: draft.transform, sandboxKey }, sandboxes);
+    if (shaped.kind === "send" && draft.integration) {
+      return testIntegrationCall(draft.integration, call, shaped.body, base, () => options.clock.now());
+    }
     if (shaped.kind === "send") return { ...base, outcome: TestOutcome.SEND, body: shaped.body };
     if (shaped.kind === "dropped") return { ...base, outcome: TestOutcome.DROPPED_BY_TRANSFORM };
     // A test run's calls go one at a time and are never put off: "busy" cannot come back here.

@@ -33,13 +33,26 @@ export function decideCompletion(
   };
   let retryable = 0;
   let retryAfterMs: number | undefined;
+  // An integration's attempts name their subscription, and every matched
+  // subscription must succeed (not any one request, as for a webhook's
+  // URLs): one final failure fails the call, a retryable one retries it
+  // (and the retry runs only the subscriptions that have not succeeded).
+  const allMustSucceed = results.length > 0 && results[0]!.subscription !== undefined;
+  let failed = false;
   for (const r of results) {
-    if (r.outcome === "success") return completion;
-    if (r.outcome !== "retryable") continue;
+    if (r.outcome === "success") {
+      if (allMustSucceed) continue;
+      return completion;
+    }
+    if (r.outcome !== "retryable") {
+      if (r.outcome === "permanent") failed = true;
+      continue;
+    }
     retryable++;
     if (r.retryAfterMs !== undefined) retryAfterMs = retryAfterMs === undefined ? r.retryAfterMs : Math.max(retryAfterMs, r.retryAfterMs);
   }
-  if (retryable === 0) {
+  if (allMustSucceed && !failed && retryable === 0) return completion;
+  if (retryable === 0 || (allMustSucceed && failed)) {
     completion.status = "failed";
     return completion;
   }

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import type { Dispatcher } from "undici";
 import type { Clock } from "../clock.js";
-import type { DeliveryConfig, OperatorWebhookConfig } from "../config.js";
+import type { DeliveryConfig, OperatorWebhookConfig, OutboundConfig } from "../config.js";
 import type { AttemptResult, ClaimedDelivery, DeliveryCompletion } from "../db/job-table/index.js";
 import type { Transition } from "../health/circuit.js";
 import { createHealthMonitor, type HealthMonitor } from "../health/health-monitor.js";
@@ -33,8 +33,10 @@ export interface DeliveryRuntimeOptions {
   metrics?: Metrics | undefined;
   /** Outbound HTTP for every destination; by default each destination gets a guarded undici client of its own. */
   dispatcher?: Dispatcher | undefined;
-  /** Extra trusted CAs for the default clients. */
+  /** Extra trusted CAs for the default clients, beside the system roots. */
   ca?: string | string[] | undefined;
+  /** Proxies, NO_PROXY and NODE_EXTRA_CA_CERTS for the default clients; absent: direct. */
+  outbound?: OutboundConfig | undefined;
   /** Where operator events (circuit opened/closed, deliveries expired) are POSTed; unset: only logged. */
   operatorWebhook?: OperatorWebhookConfig | undefined;
   /** The process's address guard; one is built from the config when absent (tests of the loop alone). */
@@ -90,13 +92,21 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
   // Webhooks go through a client per destination, so an endpoint that hangs
   // (or, with pipelining on, stalls its body) holds only its own
   // destination's requests; operator events through one shared client.
-  const dispatcher = options.dispatcher ?? createHttpClient({ guard, timeoutMs: config.timeoutMs, ca: options.ca });
+  const dispatcher =
+    options.dispatcher ??
+    createHttpClient({
+      guard,
+      timeoutMs: config.timeoutMs,
+      ca: options.ca,
+      outbound: options.outbound,
+    });
   const dispatchers = options.dispatcher
     ? undefined
     : createDestinationDispatchers({
         guard,
         timeoutMs: config.timeoutMs,
         ca: options.ca,
+        outbound: options.outbound,
         pipelining: config.pipelining,
         // A destination never has more than its cap in flight (a delivery's
         // URLs aside), so more connections than that would sit idle.

@@ -1,4 +1,5 @@
-import type { Agent, Dispatcher } from "undici";
+import type { Dispatcher } from "undici";
+import type { OutboundConfig } from "../config.js";
 import type { AddressGuard } from "../outbound/address-guard.js";
 import { createHttpClient } from "../outbound/http-client.js";
 
@@ -6,8 +7,10 @@ export interface DestinationDispatchersOptions {
   guard: AddressGuard;
   /** The endpoint's whole answer must arrive within this. */
   timeoutMs: number;
-  /** Extra trusted CA certificates (PEM). */
+  /** Extra trusted CA certificates (PEM), beside the system roots. */
   ca?: string | string[] | undefined;
+  /** Proxies, NO_PROXY and NODE_EXTRA_CA_CERTS (config.outbound); absent: direct. */
+  outbound?: OutboundConfig | undefined;
   /** Requests queued on one connection (1: none). */
   pipelining: number;
   /** Keep-alive connections per origin, for each destination. */
@@ -33,15 +36,17 @@ export interface DestinationDispatchers {
 }
 
 interface Entry {
-  agent: Agent;
+  agent: Dispatcher;
   inFlight: number;
   lastUsed: number;
 }
 
 /**
- * One undici Agent per destination. With pipelining on, the Agent queues a
- * POST on a connection whose running request has its answer's headers, and
- * writes it once that body is read; an endpoint that stalls its body holds
+ * One HTTP client (outbound/http-client.ts: direct or through the
+ * configured proxy) per destination; every kind that sends HTTP (webhooks,
+ * integrations) gets its destination's through `DeliveryContext.http`.
+ * With pipelining on, undici queues a POST on a connection whose running
+ * request has its answer's headers, and writes it once that body is read; an endpoint that stalls its body holds
  * the request queued behind it until the timeout. Keeping every destination
  * on connections of its own confines that to the destination whose endpoint
  * stalls, even when two destinations share a host.
@@ -64,6 +69,7 @@ export function createDestinationDispatchers(options: DestinationDispatchersOpti
         guard: options.guard,
         timeoutMs: options.timeoutMs,
         ca: options.ca,
+        outbound: options.outbound,
         pipelining: options.pipelining,
         connectionsPerOrigin: options.connectionsPerOrigin,
       });

@@ -23,10 +23,15 @@ export const testCa = readFileSync(new URL("../fixtures/tls/ca-cert.pem", import
 
 export interface TestServerOptions {
   /** Overrides of the config (delivery settings merge). */
-  config?: Partial<Omit<Config, "delivery">> & { delivery?: Partial<Config["delivery"]> };
+  config?: Partial<Omit<Config, "delivery" | "outbound">> & {
+    delivery?: Partial<Config["delivery"]>;
+    outbound?: Partial<Config["outbound"]>;
+  };
   clock?: Clock;
   /** Trust the test CA of test/fixtures/tls (default true). */
   trustTestCa?: boolean;
+  /** More CA certificates (PEM) outbound requests trust, beside the system roots (a vendor stand-in's `caPem`). */
+  ca?: string | string[];
   /** Use this database instead of a new one (several servers on one database). */
   database?: TestDatabase;
   /** Capture the service's logs (at debug level) here. */
@@ -73,8 +78,14 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "true",
     WAYPOST_LOG_LEVEL: process.env.WAYPOST_TEST_LOG ?? "silent",
   });
-  const { delivery, ...rest } = options.config ?? {};
-  let config: Config = { ...base, ...rest, delivery: { ...base.delivery, ...delivery } };
+  const { delivery, outbound, ...rest } = options.config ?? {};
+  let config: Config = {
+    ...base,
+    ...rest,
+    delivery: { ...base.delivery, ...delivery },
+    outbound: { ...base.outbound, ...outbound },
+  };
+  const ca = [...(options.trustTestCa === false ? [] : [testCa]), ...[options.ca ?? []].flat()];
   const clock = options.clock ?? systemClock;
   const logger = options.logStream ? createLogger("debug", options.logStream) : createLogger(config.logLevel);
   const start = () =>
@@ -83,7 +94,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       logger,
       clock,
       ...(options.routes ? { routes: options.routes } : {}),
-      ...(options.trustTestCa === false ? {} : { ca: testCa }),
+      ...(ca.length > 0 ? { ca } : {}),
     });
   let waypost = await start();
   config = { ...config, port: waypost.port };

@@ -64,12 +64,15 @@ export function describeDelivery(d: Delivery): string {
   const headers = Object.entries(d.requestHeaders)
     .map(([k, v]) => `  ${k}: ${v}`)
     .join("\n");
+  // An integration's attempts name their subscription and method: shown only when some attempt has them.
+  const named = d.attempts.some((a) => a.subscription !== "");
   const attempts = table(
-    ["#", "TIME", "URL", "OUTCOME", "STATUS", "LATENCY", "ERROR / RESPONSE"],
+    ["#", "TIME", ...(named ? ["SUBSCRIPTION"] : []), "URL", "OUTCOME", "STATUS", "LATENCY", "ERROR / RESPONSE"],
     d.attempts.map((a) => [
       String(a.attempt),
       time(a.attemptTime),
-      a.url,
+      ...(named ? [a.subscription || "-"] : []),
+      named && a.method ? `${a.method} ${a.url}` : a.url,
       outcomeText(a.outcome),
       a.statusCode ? String(a.statusCode) : "-",
       `${a.latencyMs} ms`,

@@ -20,6 +20,10 @@ export interface AttemptResult {
   discardedValues?: number | undefined;
   /** The body sent, when the destination's rules changed it (absent: the stored body). */
   sentBody?: string | undefined;
+  /** An integration: the subscription whose action made the request. */
+  subscription?: string | undefined;
+  /** An integration: the request's method (undefined: the action failed before any request). */
+  method?: string | undefined;
   /** The batch operation this attempt was part of (one request or transaction for many calls). */
   batch?: BatchAttemptRef | undefined;
 }

@@ -112,5 +112,7 @@ function attemptFields(a: AttemptResult): string {
   if (a.destinationRevision !== undefined) json += `,"destination_revision":${a.destinationRevision}`;
   if (a.sentBody !== undefined) json += `,"sent_body":${JSON.stringify(a.sentBody)}`;
   if (a.discardedValues) json += `,"discarded_values":${a.discardedValues}`;
+  if (a.subscription !== undefined) json += `,"subscription":${JSON.stringify(a.subscription)}`;
+  if (a.method !== undefined) json += `,"method":${JSON.stringify(a.method)}`;
   return json;
 }

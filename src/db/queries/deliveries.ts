@@ -33,6 +33,10 @@ export interface AttemptRow {
   response_body: string | null;
   destination_revision: number | null;
   discarded_values: number | null;
+  /** An integration: the subscription whose action made the request (null for other kinds). */
+  subscription: string | null;
+  /** An integration: the request's method (null: no request was made). */
+  method: string | null;
 }
 
 const columns = `d.id, d.destination_id, d.source_id, m.message_id, m.type, d.status, d.attempt_count,
@@ -55,7 +59,7 @@ export async function selectAttempts(
   if (deliveryIds.length === 0) return [];
   const result = await db.query<AttemptRow>(
     `SELECT delivery_id, attempt, url, attempted_at, outcome, status_code, error, latency_ms, response_body, destination_revision,
-            discarded_values
+            discarded_values, subscription, method
        FROM (${attemptsOfDeliveriesSql("$1::uuid[]", "$2::bigint[]")}) a
       ORDER BY delivery_id, attempt, url_index`,
     [destinationIds, deliveryIds],

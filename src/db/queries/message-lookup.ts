@@ -7,10 +7,12 @@ export interface StoredCallRow {
   type: string;
   user_id: string | null;
   received_at: Date;
+  /** When the client says it sent the call (null: it did not say). */
+  sent_at: Date | null;
   payload: string;
 }
 
-const columns = "m.id, m.source_id, m.message_id, m.type, m.user_id, m.received_at, m.payload";
+const columns = "m.id, m.source_id, m.message_id, m.type, m.user_id, m.received_at, m.sent_at, m.payload";
 
 /** The stored calls with this messageId (one per source that used it; at most `limit`), optionally of one source. */
 export async function selectCallsByMessageId(

@@ -1,32 +1,95 @@
-import type { AttemptResult } from "../../../db/job-table/index.js";
+import type { AttemptResult, ClaimedDelivery } from "../../../db/job-table/index.js";
+import { succeededSubscriptions } from "../../../db/queries/succeeded-subscriptions.js";
+import { installCatalogFetch, type VendorContext } from "../../../integrations/catalog-fetch.js";
 import type { IntegrationDestinationSettings } from "../../../integrations/integration-settings.js";
+import { segmentEventOf } from "../../../integrations/segment-event.js";
 import type { DeliveryContext, DestinationOf, KindDelivery } from "../kind.js";
+import { createIntegrationBatcher } from "./batcher.js";
+import { attemptsOfRun } from "./outcomes.js";
+import { createIntegrationRunner, type IntegrationRunner } from "./runner.js";
 
-/** An integration destination as the delivery loop holds it. */
 export type IntegrationDestination = DestinationOf<"integration", IntegrationDestinationSettings>;
 
+/** Batches of a subscription in flight or filling at once: what the loop hands over (inFlightLimit). */
+const batchesInFlight = 4;
+
 /**
- * A stand-in until running the catalog's actions lands: every delivery fails
- * at once, saying so, rather than being retried or reported delivered.
+ * The delivery half of the integration kind: each call runs the actions of
+ * the destination's subscriptions that match it (the catalog's runtime
+ * maps, validates and builds the requests; they go through the
+ * destination's own HTTP client, catalog-fetch.ts). Every request is an
+ * attempt entry named by its subscription; the call is delivered once
+ * every matched subscription has succeeded, in this attempt or an earlier
+ * one. docs/integrations.md, "How a delivery runs".
  */
 export function createIntegrationDelivery(context: DeliveryContext): KindDelivery<IntegrationDestination> {
-  const label = (destination: IntegrationDestination) => `integration:${destination.integration.slug}`;
+  installCatalogFetch();
+  const { clock, config } = context;
+  const runners = new Map<string, IntegrationRunner>();
+  const contextOf = (destinationId: string, runner: IntegrationRunner): VendorContext => ({
+    send: (use) => context.http(destinationId, use),
+    secrets: runner.secrets,
+    requests: [],
+    now: () => clock.now(),
+  });
+  const batcher = createIntegrationBatcher({ clock, flushMs: config.integrationFlushMs ?? 1_000, contextOf });
+
+  function runnerOf(destination: IntegrationDestination): IntegrationRunner {
+    const cached = runners.get(destination.id);
+    if (cached && cached.revision === destination.revision) return cached;
+    const runner = createIntegrationRunner(destination.revision, destination.integration);
+    runners.set(destination.id, runner);
+    return runner;
+  }
+
+  /** One entry, for a call with no subscription left to run: nothing was sent. */
+  function nothingToRun(runner: IntegrationRunner, reason: string): AttemptResult[] {
+    return [{ ...attemptsOfRun("", 0, [], { outcome: "success", message: null }, clock.now(), runner.label)[0]!, error: reason }];
+  }
+
   return {
-    async deliver(_job, destination): Promise<AttemptResult[]> {
-      return [
-        {
-          urlIndex: 0,
-          url: label(destination),
-          attemptedAt: context.clock.now(),
-          outcome: "permanent",
-          statusCode: null,
-          error: "integration delivery is not built yet",
-          latencyMs: 0,
-          responseBody: null,
-        },
-      ];
+    async deliver(job: ClaimedDelivery, destination, body) {
+      const runner = runnerOf(destination);
+      let event: ReturnType<typeof segmentEventOf>;
+      try {
+        event = segmentEventOf(JSON.parse(body) as Record<string, unknown>, { receivedAt: job.receivedAt, sentAt: job.sentAt });
+      } catch (error) {
+        return attemptsOfRun("", 0, [], { outcome: "permanent", message: `the call is not JSON: ${(error as Error).message}` }, clock.now(), runner.label);
+      }
+      let chosen = runner.compiled.matching(event).map((i) => runner.subscriptions[i]!);
+      // Settings moved since the call was routed: nothing of them wants it now.
+      if (chosen.length === 0) return nothingToRun(runner, "no subscription matches this call any more: nothing sent");
+      if (job.attemptCount > 0) {
+        const done = await succeededSubscriptions(context.pool, job.destinationId, job.id);
+        chosen = chosen.filter((s) => !done.has(s.name));
+        if (chosen.length === 0) return nothingToRun(runner, "every matched subscription succeeded in an earlier attempt");
+      }
+      const runs = chosen.map(async (subscription) => {
+        if (subscription.batch) return batcher.add(job.destinationId, runner, subscription, event);
+        const vendor = contextOf(job.destinationId, runner);
+        const startedAt = clock.now();
+        const verdict = await runner.run(subscription, event, vendor);
+        return attemptsOfRun(subscription.name, subscription.index, vendor.requests, verdict, startedAt, runner.label);
+      });
+      return (await Promise.all(runs)).flat();
     },
-    label,
-    async close() {},
+    label: (destination) => `integration:${destination.integration.slug}`,
+    inFlightLimit(destination) {
+      const most = Math.max(0, ...runnerOf(destination).subscriptions.map((s) => s.batch?.size ?? 0));
+      return most === 0 ? undefined : Math.max(config.perDestinationConcurrency, most * batchesInFlight);
+    },
+    tick: () => batcher.tick(),
+    flush: () => batcher.flush(),
+    openDestinations: () => [...runners.keys()],
+    reconcile(current) {
+      for (const id of [...runners.keys()]) {
+        const now = current.get(id);
+        if (!now || now.revision !== runners.get(id)?.revision) runners.delete(id);
+      }
+    },
+    close: () => batcher.close(),
   };
 }
+
+/** The name the kind module (index.ts) takes its delivery half by. */
+export const createDelivery = createIntegrationDelivery;
