@@ -3,6 +3,7 @@ import type { Page } from "playwright-core";
 import { DestinationKind } from "../../gen/waypost/v1/destination_pb.js";
 import { openConsole, type ConsolePage } from "../helpers/console-page.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
+import { startVendorStandIn, type VendorStandIn } from "../helpers/vendor-stand-in.js";
 
 /**
  * An integration destination made in the console, in Debian's Chromium
@@ -11,16 +12,20 @@ import { startTestServer, type TestServer } from "../helpers/server.js";
  * "required" under its field), the entry's presets as the subscriptions, a
  * mapping that is not JSON refused in the page, Test against recent calls
  * on the draft showing the vendor requests, and the saved destination's page
- * with the secret masked. What was saved is read back with GetDestination.
+ * with the secret masked; a delivery's attempts named by subscription and
+ * method. Vendors are a loopback stand-in reached through the proxy setting.
+ * What was saved is read back with GetDestination.
  */
 describe("integration destinations in the console", () => {
   let server: TestServer;
+  let vendor: VendorStandIn;
   let consolePage: ConsolePage;
   let page: Page;
   let source = { id: "", writeKey: "" };
 
   beforeAll(async () => {
-    server = await startTestServer();
+    vendor = await startVendorStandIn();
+    server = await startTestServer({ config: { outbound: { httpsProxy: vendor.proxyUrl } }, ca: vendor.caPem });
     source = await server.createSource("web");
     consolePage = await openConsole(server);
     page = consolePage.page;
@@ -28,6 +33,7 @@ describe("integration destinations in the console", () => {
   afterAll(async () => {
     await consolePage?.browser.close();
     await server?.stop();
+    await vendor?.close();
   });
 
   const catalog = () => page.getByRole("list", { name: "Catalog entries" });
@@ -36,6 +42,8 @@ describe("integration destinations in the console", () => {
   it("searches the catalog, builds the settings form, pre-fills the presets and tests the draft against recent calls", async () => {
     const tracking = server.tracking(source.writeKey);
     const played = await tracking.track({ track: { userId: "u1", event: "Song Played", properties: { title: "Blue" } } });
+    // Mixpanel's presets have no alias subscription.
+    const aliased = await tracking.alias({ alias: { userId: "u1", previousId: "anon-9" } });
 
     await page.goto(`${server.url}/console/destinations/new`);
     await page.getByLabel("Name", { exact: true }).fill("mixpanel");
@@ -48,8 +56,14 @@ describe("integration destinations in the console", () => {
     await catalog().getByRole("button", { name: "Use Mixpanel (Actions) (mixpanel)" }).waitFor();
     expect(await catalog().getByRole("button", { name: /slack/i }).count()).toBe(0);
     await search.fill("slack");
-    await catalog().getByRole("button", { name: /\(slack\)$/ }).waitFor();
-    expect(await catalog().getByRole("button", { name: /mixpanel/i }).count()).toBe(0);
+    await catalog()
+      .getByRole("button", { name: /\(slack\)$/ })
+      .waitFor();
+    expect(
+      await catalog()
+        .getByRole("button", { name: /mixpanel/i })
+        .count(),
+    ).toBe(0);
     await search.fill("mixpanel");
     await catalog().getByRole("button", { name: "Use Mixpanel (Actions) (mixpanel)" }).click();
 
@@ -95,10 +109,20 @@ describe("integration destinations in the console", () => {
     await token.fill("tok-123");
     await secret.fill("sekret-456");
 
-    // Test against recent calls: the draft's requests for the stored call, nothing sent.
-    await page.getByRole("button", { name: "Test against recent calls" }).click();
+    // Test against recent calls: a mapping the action refuses is that call's action error, with its message.
+    const test = page.getByRole("button", { name: "Test against recent calls" });
     const results = page.getByRole("table", { name: "Test results" });
     const row = results.getByRole("row").filter({ hasText: played.messageId });
+    const trackMapping = page.getByRole("textbox", { name: "Subscription 1 mapping" });
+    await trackMapping.fill('{"event": {"@path": "$.properties.nowhere"}}');
+    await test.click();
+    await row.filter({ hasText: "Action error" }).filter({ hasText: "Track Calls" }).waitFor();
+    await results.getByRole("row").filter({ hasText: aliased.messageId }).filter({ hasText: "No subscription matched" }).waitFor();
+
+    // With the preset's mapping: the draft's requests for the stored call, nothing sent.
+    await trackMapping.fill("");
+    expect(await results.count()).toBe(0);
+    await test.click();
     await row.filter({ hasText: "Send" }).waitFor();
     const requests = row.getByRole("list", { name: `Requests for ${played.messageId}` });
     await requests.waitFor();
@@ -107,6 +131,7 @@ describe("integration destinations in the console", () => {
     expect(text).toMatch(/POST https:\/\/api(-[a-z]+)?\.mixpanel\.com\//);
     expect(text).toContain("Song Played");
     expect(text).not.toContain("sekret-456");
+    expect(vendor.requests).toEqual([]);
 
     // Remove the group preset, then create.
     await page.getByRole("button", { name: "Remove subscription 6" }).click();
@@ -140,6 +165,30 @@ describe("integration destinations in the console", () => {
     const saved = (await server.destinations.getDestination({ id: created!.id })).destination!;
     expect(saved.integration?.secretSettings).toContain("apiSecret");
     expect(saved.integration?.subscriptions[1]).toMatchObject({ name: "Order Completed Calls", enabled: false });
+    // "***" sent back kept the stored secret.
+    const row = await server.pool.query<{ secret: string }>(
+      "SELECT integration->'settings'->>'apiSecret' AS secret FROM destinations WHERE id = $1",
+      [created!.id],
+    );
+    expect(row.rows[0]!.secret).toBe("sekret-456");
+    expect(consolePage.problems).toEqual([]);
+  });
+
+  it("shows a delivery's attempts with the subscription and method of each request", async () => {
+    const [created] = (await server.destinations.listDestinations({})).destinations;
+    const done = server.waitForDeliveries(1, ["delivered"]);
+    const { messageId } = await server.tracking(source.writeKey).track({ track: { userId: "u2", event: "Song Skipped" } });
+    await done;
+    await vendor.waitForRequests(1);
+    const [delivery] = (await server.deliveries.listDeliveries({ destinationId: created!.id, messageId })).deliveries;
+    await page.goto(`${server.url}/console/deliveries/${delivery!.id}`);
+    const attempts = page.getByRole("table", { name: "Attempts" });
+    await attempts.getByRole("columnheader", { name: "Subscription" }).waitFor();
+    await attempts.getByRole("columnheader", { name: "Method" }).waitFor();
+    const attempt = attempts.getByRole("row").filter({ hasText: "Track Calls" });
+    expect(await attempt.getByRole("cell").nth(3).textContent()).toBe("POST");
+    expect(await attempt.textContent()).toMatch(/https:\/\/api(-[a-z]+)?\.mixpanel\.com\//);
+    expect(await attempt.textContent()).toContain("success");
     expect(consolePage.problems).toEqual([]);
   });
 });
