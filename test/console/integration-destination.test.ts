@@ -109,6 +109,15 @@ describe("integration destinations in the console", () => {
     await token.fill("tok-123");
     await secret.fill("sekret-456");
 
+    // A subscription the catalog's language does not parse: the server's message, under that subscription's field.
+    const subscribe = page.getByRole("textbox", { name: "Subscription 3 subscribe" });
+    await subscribe.fill('typo "page"');
+    await page.getByRole("button", { name: "Create destination" }).click();
+    await page.locator("#error-integration_subscriptions_2__subscribe").waitFor();
+    expect(await subscribe.getAttribute("aria-invalid")).toBe("true");
+    expect((await server.destinations.listDestinations({})).destinations).toEqual([]);
+    await subscribe.fill('type = "page"');
+
     // Test against recent calls: a mapping the action refuses is that call's action error, with its message.
     const test = page.getByRole("button", { name: "Test against recent calls" });
     const results = page.getByRole("table", { name: "Test results" });
@@ -117,7 +126,12 @@ describe("integration destinations in the console", () => {
     await trackMapping.fill('{"event": {"@path": "$.properties.nowhere"}}');
     await test.click();
     await row.filter({ hasText: "Action error" }).filter({ hasText: "Track Calls" }).waitFor();
-    await results.getByRole("row").filter({ hasText: aliased.messageId }).filter({ hasText: "No subscription matched" }).waitFor();
+    await results
+      .getByRole("row")
+      .filter({ hasText: aliased.messageId })
+      .filter({ hasText: "No subscription matched" })
+      .filter({ hasText: "No enabled subscription matches this call" })
+      .waitFor();
 
     // With the preset's mapping: the draft's requests for the stored call, nothing sent.
     await trackMapping.fill("");
@@ -152,7 +166,14 @@ describe("integration destinations in the console", () => {
     expect(await summary.textContent()).toContain("mixpanel");
     expect(await summary.textContent()).toContain("tok-123");
     expect(await summary.textContent()).toContain("*** (stored)");
-    await summary.getByRole("table", { name: "Subscriptions" }).getByRole("row").filter({ hasText: "Identify Calls" }).waitFor();
+    const subscriptions = summary.getByRole("table", { name: "Subscriptions" });
+    await subscriptions.getByRole("row").filter({ hasText: "Identify Calls" }).waitFor();
+    // A preset's long mapping is folded to its number of fields.
+    await subscriptions
+      .getByRole("row")
+      .filter({ hasText: "Order Completed Calls" })
+      .getByText(/^\d+ fields$/)
+      .waitFor();
     expect(await page.content()).not.toContain("sekret-456");
 
     // The form: the entry fixed (no picker), the secret's mask in its password input.

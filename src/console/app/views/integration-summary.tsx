@@ -21,7 +21,10 @@ export function IntegrationSummary(props: { destination: Destination }) {
   if (!integration) return null;
   const labels = new Map(entry.data?.settings.map((f) => [f.key, f.label || f.key]));
   const secrets = new Set(integration.secretSettings);
-  const settings = Object.entries(integration.settings ?? {});
+  // In the entry's order (the settings form's), then any the entry no longer lists.
+  const order = entry.data?.settings.map((f) => f.key) ?? [];
+  const rank = (key: string) => (order.includes(key) ? order.indexOf(key) : order.length);
+  const settings = Object.entries(integration.settings ?? {}).sort(([a], [b]) => rank(a) - rank(b));
   return (
     <section aria-label="Integration">
       <h2>Integration</h2>
@@ -57,7 +60,15 @@ export function IntegrationSummary(props: { destination: Destination }) {
                 <code>{s.action}</code>
               </td>
               <td>
-                <code>{s.mapping && Object.keys(s.mapping).length > 0 ? JSON.stringify(s.mapping) : "(the action's defaults)"}</code>
+                {s.mapping && Object.keys(s.mapping).length > 0 ? (
+                  // A preset's mapping runs to dozens of fields: folded, so the table stays readable.
+                  <details>
+                    <summary>{`${Object.keys(s.mapping).length} fields`}</summary>
+                    <pre class="body">{JSON.stringify(s.mapping, null, 2)}</pre>
+                  </details>
+                ) : (
+                  "The action's defaults"
+                )}
               </td>
               <td>{s.enabled === false ? "No" : "Yes"}</td>
             </tr>

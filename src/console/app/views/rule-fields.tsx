@@ -19,6 +19,14 @@ const outcomeNames: Record<TestOutcome, string> = {
   [TestOutcome.ACTION_ERROR]: "Action error",
 };
 
+/** What an outcome that carries no error or body means, in the results' last column. */
+const outcomeTexts: Partial<Record<TestOutcome, string>> = {
+  [TestOutcome.FILTERED]: "The filter does not match this call: no delivery.",
+  [TestOutcome.DROPPED_BY_TRANSFORM]: "The transform returned null: no delivery.",
+  [TestOutcome.NOT_SUBSCRIBED]: "No enabled subscription matches this call: no delivery.",
+  [TestOutcome.NO_CONSENT]: "The call's consent preferences hold it back from this destination: no delivery.",
+};
+
 /**
  * A destination's routing rules (docs/routing.md): the filter, the dropped
  * fields and the transform, with Test against recent calls, which runs the
@@ -166,7 +174,7 @@ export function TestResults(props: { calls: TestedCall[] }) {
                 {call.requests.length > 0 ? (
                   <VendorRequests messageId={call.messageId} requests={call.requests} />
                 ) : (
-                  <pre class="body">{call.error || call.body || "–"}</pre>
+                  <pre class="body">{call.error || call.body || outcomeTexts[call.outcome] || "–"}</pre>
                 )}
               </td>
             </tr>
