@@ -195,8 +195,47 @@ describe("integration destinations in the console", () => {
     expect(consolePage.problems).toEqual([]);
   });
 
+  it("adds and removes subscriptions for an entry without presets, whose create without one is refused", async () => {
+    await page.goto(`${server.url}/console/destinations/new`);
+    await page.getByLabel("Name", { exact: true }).fill("slack");
+    await page.getByRole("combobox", { name: "Kind" }).selectOption("integration");
+    await page.getByRole("searchbox", { name: "Search the catalog" }).fill("slack");
+    await catalog()
+      .getByRole("button", { name: /\(slack\)$/ })
+      .click();
+    await page.getByText("This entry has no presets").waitFor();
+    expect(await page.getByRole("textbox", { name: "Subscription 1 name" }).count()).toBe(0);
+
+    // None: the server's refusal, under the subscriptions.
+    await page.getByRole("button", { name: "Create destination" }).click();
+    await page.locator("#error-integration_subscriptions").filter({ hasText: "required" }).waitFor();
+
+    await page.getByRole("button", { name: "Add subscription" }).click();
+    await page.getByRole("button", { name: "Add subscription" }).click();
+    await page.getByRole("button", { name: "Remove subscription 1" }).click();
+    expect(await page.getByRole("textbox", { name: "Subscription 2 name" }).count()).toBe(0);
+    await page.getByRole("textbox", { name: "Subscription 1 name" }).fill("Orders");
+    await page.getByRole("textbox", { name: "Subscription 1 subscribe" }).fill('event = "Order Completed"');
+    expect(await page.getByRole("combobox", { name: "Subscription 1 action" }).inputValue()).toBe("postToChannel");
+    await page
+      .getByRole("textbox", { name: "Subscription 1 mapping" })
+      .fill('{"url": "https://hooks.slack.com/services/T0/B0/X", "text": {"@template": "{{userId}} ordered"}}');
+    await page.getByRole("button", { name: "Create destination" }).click();
+    await page.getByRole("table", { name: "Destinations" }).waitFor();
+    const slack = (await server.destinations.listDestinations({})).destinations.find((d) => d.name === "slack");
+    expect(slack?.integration?.subscriptions).toEqual([
+      expect.objectContaining({
+        name: "Orders",
+        subscribe: 'event = "Order Completed"',
+        action: "postToChannel",
+        mapping: { url: "https://hooks.slack.com/services/T0/B0/X", text: { "@template": "{{userId}} ordered" } },
+        enabled: true,
+      }),
+    ]);
+  });
+
   it("shows a delivery's attempts with the subscription and method of each request", async () => {
-    const [created] = (await server.destinations.listDestinations({})).destinations;
+    const created = (await server.destinations.listDestinations({})).destinations.find((d) => d.name === "mixpanel");
     const done = server.waitForDeliveries(1, ["delivered"]);
     const { messageId } = await server.tracking(source.writeKey).track({ track: { userId: "u2", event: "Song Skipped" } });
     await done;

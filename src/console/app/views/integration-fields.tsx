@@ -81,7 +81,7 @@ export function IntegrationFields(props: {
           ))}
         </fieldset>
       )}
-      {entry && <SubscriptionsEditor draft={draft} errors={errors} onChange={onChange} />}
+      {entry && <SubscriptionsEditor draft={draft} errors={errors} creating={props.creating} onChange={onChange} />}
     </>
   );
 }

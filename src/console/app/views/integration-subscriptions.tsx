@@ -9,11 +9,14 @@ const maxSubscriptions = 50;
  * (the catalog's subscription language), the action it runs (a menu of the
  * entry's actions), the mapping as JSON (checked as typed) and whether it is
  * enabled. A new destination starts with the entry's presets; none at all
- * on create also means the presets (the server fills them in).
+ * on create also means the presets (the server fills them in), and on an
+ * update keeps the stored ones.
  */
 export function SubscriptionsEditor(props: {
   draft: IntegrationDraft;
   errors: FieldErrors;
+  /** A new destination (none: the presets) or a stored one (none: keep them). */
+  creating: boolean;
   onChange(integration: IntegrationDraft): void;
 }) {
   const { draft, errors, onChange } = props;
@@ -36,7 +39,11 @@ export function SubscriptionsEditor(props: {
       <p class="hint">
         {entry.presets.length === 0
           ? "This entry has no presets: add a subscription for each action to run."
-          : `Presets of ${entry.name}: ${presetNames.join(", ")}. With no subscriptions, a new destination gets these.`}
+          : `Presets of ${entry.name}: ${presetNames.join(", ")}.`}{" "}
+        {/* What the server does with none (docs/integrations.md): presets on create, the stored ones on update. */}
+        {props.creating
+          ? entry.presets.length > 0 && "With no subscriptions, a new destination gets these."
+          : "Saving with no subscriptions keeps the stored ones."}
       </p>
       {draft.subscriptions.map((s, i) => {
         const path = `integration.subscriptions[${i}]`;
