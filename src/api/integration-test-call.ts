@@ -24,7 +24,8 @@ export function integrationDraftOf(input: DestinationInput, existing: Destinatio
   const named = input.kind === DestinationKind.INTEGRATION || input.integration !== undefined;
   if (!named && !(input.kind === DestinationKind.UNSPECIFIED && stored)) return undefined;
   // A masked secret sent back keeps the stored one, as on update.
-  const settings = input.integration !== undefined ? validateIntegrationSettings("destination.integration", input.integration, stored) : stored;
+  const settings =
+    input.integration !== undefined ? validateIntegrationSettings("destination.integration", input.integration, stored) : stored;
   if (!settings) throw invalidArgument("destination.integration", "is required for an integration");
   return previewRunner(settings);
 }

@@ -139,14 +139,16 @@ async function waypostFetch(module: FetchModule, request: NodeFetchRequest, cont
   const target = new URL(request.url);
   try {
     const answer = await context.send((dispatcher) =>
-      dispatcher.request({
-        origin: target.origin,
-        path: target.pathname + target.search,
-        method: request.method as Dispatcher.HttpMethod,
-        headers,
-        body: body.length > 0 ? body : null,
-        signal: request.signal ?? undefined,
-      }).then(async (response) => ({ response, bytes: await readCapped(response.body) })),
+      dispatcher
+        .request({
+          origin: target.origin,
+          path: target.pathname + target.search,
+          method: request.method as Dispatcher.HttpMethod,
+          headers,
+          body: body.length > 0 ? body : null,
+          signal: request.signal ?? undefined,
+        })
+        .then(async (response) => ({ response, bytes: await readCapped(response.body) })),
     );
     const { response } = answer;
     const responseHeaders: Array<[string, string]> = [];
@@ -240,8 +242,7 @@ export function maskHeaders(headers: Record<string, string>, secrets: readonly s
   const result: Record<string, string> = {};
   for (const [key, value] of Object.entries(headers)) {
     const lower = key.toLowerCase();
-    result[key] =
-      lower === "authorization" || lower === "proxy-authorization" || containsSecret(value, secrets) ? masked : value;
+    result[key] = lower === "authorization" || lower === "proxy-authorization" || containsSecret(value, secrets) ? masked : value;
   }
   return result;
 }

@@ -112,10 +112,12 @@ test("slack (no settings) with a subscription posting to a webhook URL; the cata
 });
 
 test("every refusal names its path", async () => {
-  const mixpanel = (more: Partial<IntegrationInit> = {}): IntegrationInit => ({
+  const mixpanel = (
+    more: { settings?: IntegrationInit["settings"]; subscriptions?: IntegrationInit["subscriptions"] } = {},
+  ): IntegrationInit => ({
     slug: "mixpanel",
-    settings: { projectToken: "t", apiSecret: "s" },
-    ...more,
+    settings: more.settings ?? { projectToken: "t", apiSecret: "s" },
+    subscriptions: more.subscriptions ?? [],
   });
   const track = { name: "Track", subscribe: 'type = "track"', action: "trackEvent" };
   expect(await refusal({ slug: "" })).toMatch(/^destination\.integration\.slug: required/);

@@ -64,14 +64,23 @@ export function createIntegrationBatcher(options: { clock: Clock; flushMs: numbe
           const requests = verdict.notSent ? [] : context.requests;
           const attempts = attemptsOfRun(subscription.name, subscription.index, requests, verdict, started, runner.label);
           // Each call its own attempt objects (the loop sets revision and body sent in place), sharing the operation's ref.
-          if (requests.length > 0) attempts.forEach((a, r) => (a.batch = refs[r]));
+          if (requests.length > 0) {
+            for (const [r, attempt] of attempts.entries()) attempt.batch = refs[r];
+          }
           call.resolve(attempts);
         });
       })
       .catch((error: unknown) => {
         for (const call of calls) {
           call.resolve(
-            attemptsOfRun(subscription.name, subscription.index, [], { outcome: "retryable", message: `batch not sent: ${String(error)}` }, started, runner.label),
+            attemptsOfRun(
+              subscription.name,
+              subscription.index,
+              [],
+              { outcome: "retryable", message: `batch not sent: ${String(error)}` },
+              started,
+              runner.label,
+            ),
           );
         }
       });

@@ -42,9 +42,9 @@ export function createIntegrationDelivery(context: DeliveryContext): KindDeliver
     return runner;
   }
 
-  /** One entry, for a call with no subscription left to run: nothing was sent. */
-  function nothingToRun(runner: IntegrationRunner, reason: string): AttemptResult[] {
-    return [{ ...attemptsOfRun("", 0, [], { outcome: "success", message: null }, clock.now(), runner.label)[0]!, error: reason }];
+  /** The one entry of a call no subscription ran for (an empty subscription name: it is the call's, not a subscription's). */
+  function callEntry(runner: IntegrationRunner, outcome: "success" | "permanent", reason: string): AttemptResult[] {
+    return [{ ...attemptsOfRun("", 0, [], { outcome, message: null }, clock.now(), runner.label)[0]!, error: reason }];
   }
 
   return {
@@ -54,15 +54,15 @@ export function createIntegrationDelivery(context: DeliveryContext): KindDeliver
       try {
         event = segmentEventOf(JSON.parse(body) as Record<string, unknown>, { receivedAt: job.receivedAt, sentAt: job.sentAt });
       } catch (error) {
-        return attemptsOfRun("", 0, [], { outcome: "permanent", message: `the call is not JSON: ${(error as Error).message}` }, clock.now(), runner.label);
+        return callEntry(runner, "permanent", `the call is not JSON: ${(error as Error).message}`);
       }
       let chosen = runner.compiled.matching(event).map((i) => runner.subscriptions[i]!);
       // Settings moved since the call was routed: nothing of them wants it now.
-      if (chosen.length === 0) return nothingToRun(runner, "no subscription matches this call any more: nothing sent");
+      if (chosen.length === 0) return callEntry(runner, "success", "no subscription matches this call any more: nothing sent");
       if (job.attemptCount > 0) {
         const done = await succeededSubscriptions(context.pool, job.destinationId, job.id);
         chosen = chosen.filter((s) => !done.has(s.name));
-        if (chosen.length === 0) return nothingToRun(runner, "every matched subscription succeeded in an earlier attempt");
+        if (chosen.length === 0) return callEntry(runner, "success", "every matched subscription succeeded in an earlier attempt");
       }
       const runs = chosen.map(async (subscription) => {
         if (subscription.batch) return batcher.add(job.destinationId, runner, subscription, event);

@@ -233,8 +233,15 @@ export function storedSecretKeys(settings: IntegrationDestinationSettings): stri
 /** The settings as responses show them: secrets "***", named in secretSettings. */
 export function integrationSettingsView(settings: IntegrationDestinationSettings) {
   const secrets = storedSecretKeys(settings);
-  const shown: Record<string, unknown> = { ...settings.settings };
-  for (const key of secrets) shown[key] = maskedSecret;
+  // In the entry's own order (the stored jsonb has its own), so lists read as GetIntegration's.
+  const definition = offeredEntry(settings.slug) ? loadEntry(settings.slug) : undefined;
+  const order = definition ? settingFields(definition).map((f) => f.key) : [];
+  const keys = [
+    ...order.filter((key) => key in settings.settings),
+    ...Object.keys(settings.settings).filter((key) => !order.includes(key)),
+  ];
+  const shown: Record<string, unknown> = {};
+  for (const key of keys) shown[key] = secrets.includes(key) ? maskedSecret : settings.settings[key];
   return {
     slug: settings.slug,
     settings: shown as JsonObject,

@@ -47,7 +47,13 @@ export async function previewIntegrationCall(
       ? (await runner.runBatch(subscription, [event], context))[0]!
       : await runner.run(subscription, event, context);
     for (const r of context.requests) {
-      requests.push({ subscription: subscription.name, method: r.method, url: r.url, headers: r.headers, body: maskText(r.body, runner.secrets) });
+      requests.push({
+        subscription: subscription.name,
+        method: r.method,
+        url: r.url,
+        headers: r.headers,
+        body: maskText(r.body, runner.secrets),
+      });
     }
     if (verdict.outcome !== "success") {
       return { outcome: "action_error", error: `subscription "${subscription.name}": ${verdict.message ?? "refused"}`, requests };

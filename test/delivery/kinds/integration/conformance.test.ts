@@ -21,7 +21,9 @@ import { startVendorStandIn, type VendorRequest, type VendorStandIn } from "../.
 // compared, but for the user agent and the hop-by-hop ones.
 const require = createRequire(import.meta.url);
 const core = require("@segment/actions-core") as {
-  Destination: new (definition: unknown) => {
+  Destination: new (
+    definition: unknown,
+  ) => {
     onEvent(event: unknown, settings: Record<string, unknown>): Promise<unknown>;
     onBatch(events: unknown[], settings: Record<string, unknown>): Promise<unknown>;
     actions: Record<string, { definition: { fields?: Record<string, unknown>; performBatch?: unknown } }>;
@@ -35,7 +37,10 @@ let originalAgent: https.Agent;
 
 beforeAll(async () => {
   vendor = await startVendorStandIn();
-  server = await startTestServer({ config: { outbound: { httpsProxy: vendor.proxyUrl }, delivery: { integrationFlushMs: 20 } }, ca: vendor.caPem });
+  server = await startTestServer({
+    config: { outbound: { httpsProxy: vendor.proxyUrl }, delivery: { integrationFlushMs: 20 } },
+    ca: vendor.caPem,
+  });
   // The catalog's own runtime sends with node-fetch over Node's https.globalAgent: here, through the same proxy.
   originalAgent = https.globalAgent;
   https.globalAgent = tunnelAgent(vendor.proxyUrl, vendor.caPem);
@@ -50,8 +55,16 @@ afterAll(async () => {
 function tunnelAgent(proxyUrl: string, ca: string): https.Agent {
   const proxy = new URL(proxyUrl);
   class TunnelAgent extends https.Agent {
-    override createConnection(options: tls.ConnectionOptions & { host?: string; port?: number }, done: (error: Error | null, socket?: Duplex) => void) {
-      const connect = http.request({ host: proxy.hostname, port: Number(proxy.port), method: "CONNECT", path: `${options.host}:${options.port ?? 443}` });
+    override createConnection(
+      options: tls.ConnectionOptions & { host?: string; port?: number },
+      done: (error: Error | null, socket?: Duplex) => void,
+    ) {
+      const connect = http.request({
+        host: proxy.hostname,
+        port: Number(proxy.port),
+        method: "CONNECT",
+        path: `${options.host}:${options.port ?? 443}`,
+      });
       connect.once("connect", (response, socket) => {
         if (response.statusCode !== 200) return done(new Error(`proxy answered ${response.statusCode}`));
         const secure = tls.connect({ socket, servername: options.servername || options.host, ca });
@@ -80,12 +93,26 @@ const calls: Array<{ kind: "track" | "identify" | "page" | "group" | "screen" | 
       userId: "user-1",
       anonymousId: "anon-1",
       event: "Order Completed",
-      properties: { order_id: "o-1", total: 42.5, revenue: 42.5, currency: "USD", products: [{ product_id: "p-1", price: 42.5, quantity: 1, name: "Mug" }] },
+      properties: {
+        order_id: "o-1",
+        total: 42.5,
+        revenue: 42.5,
+        currency: "USD",
+        products: [{ product_id: "p-1", price: 42.5, quantity: 1, name: "Mug" }],
+      },
       context: { ip: "203.0.113.7", userAgent: "Mozilla/5.0", page: { url: "https://shop.example/checkout", title: "Checkout" } },
     },
   },
   { kind: "identify", body: { userId: "user-1", anonymousId: "anon-1", traits: { email: "ada@example.com", name: "Ada", plan: "pro" } } },
-  { kind: "page", body: { userId: "user-1", anonymousId: "anon-1", name: "Pricing", properties: { url: "https://shop.example/pricing", title: "Pricing" } } },
+  {
+    kind: "page",
+    body: {
+      userId: "user-1",
+      anonymousId: "anon-1",
+      name: "Pricing",
+      properties: { url: "https://shop.example/pricing", title: "Pricing" },
+    },
+  },
 ];
 
 const sub = (name: string, subscribe: string, action: string, mapping: Record<string, unknown> = {}): IntegrationSubscriptionSettings => ({
@@ -105,16 +132,29 @@ const cases: Case[] = [
   {
     slug: "slack",
     settings: {},
-    subscriptions: [sub("Orders", 'event = "Order Completed"', "postToChannel", { url: "https://hooks.slack.com/services/T000/B000/XXXX", text: { "@template": "{{userId}} ordered {{properties.total}}" } })],
+    subscriptions: [
+      sub("Orders", 'event = "Order Completed"', "postToChannel", {
+        url: "https://hooks.slack.com/services/T000/B000/XXXX",
+        text: { "@template": "{{userId}} ordered {{properties.total}}" },
+      }),
+    ],
   },
-  { slug: "klaviyo", settings: { api_key: "pk_klaviyo_key_55aa" }, subscriptions: [sub("Track Calls", 'type = "track"', "trackEvent"), sub("Identify Calls", 'type = "identify"', "upsertProfile")] },
+  {
+    slug: "klaviyo",
+    settings: { api_key: "pk_klaviyo_key_55aa" },
+    subscriptions: [sub("Track Calls", 'type = "track"', "trackEvent"), sub("Identify Calls", 'type = "identify"', "upsertProfile")],
+  },
   { slug: "iterable", settings: { apiKey: "iterable-key-0c4d1e" } },
   {
     slug: "google-analytics-4",
     settings: { measurementId: "G-TEST12345", apiSecret: "ga4-secret-71be0f" },
     subscriptions: [sub("Purchases", 'event = "Order Completed"', "purchase"), sub("Pages", 'type = "page"', "pageView")],
   },
-  { slug: "webhook", settings: { sharedSecret: "webhook-secret-9911" }, subscriptions: [sub("All", 'type = "track" or type = "identify"', "send", { url: "https://hooks.vendor.test/in" })] },
+  {
+    slug: "webhook",
+    settings: { sharedSecret: "webhook-secret-9911" },
+    subscriptions: [sub("All", 'type = "track" or type = "identify"', "send", { url: "https://hooks.vendor.test/in" })],
+  },
   { slug: "june", settings: { apiKey: "june-key-4e5f6a" } },
   { slug: "launchpad", settings: { apiSecret: "launchpad-secret-3b9e" } },
 ];
@@ -151,23 +191,34 @@ async function waypostRequests(caseOf: Case, sourceId: string, writeKey: string,
   void caseOf;
   for (const call of calls) {
     const before = vendor.requests.length;
-    const sent = await (tracking as unknown as Record<string, (r: unknown) => Promise<{ messageId: string }>>)[call.kind]!({ [call.kind]: call.body });
+    const sent = await (tracking as unknown as Record<string, (r: unknown) => Promise<{ messageId: string }>>)[call.kind]!({
+      [call.kind]: call.body,
+    });
     const finished = async () =>
-      (await server.pool.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM deliveries d JOIN messages m ON m.id = d.message_pk
+      (
+        await server.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM deliveries d JOIN messages m ON m.id = d.message_pk
           WHERE d.destination_id = $1 AND m.message_id = $2 AND d.status IN ('delivered', 'failed', 'retrying')`,
+          [destinationId, sent.messageId],
+        )
+      ).rows[0]!.n;
+    const routed = (
+      await server.pool.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE d.destination_id = $1 AND m.message_id = $2",
         [destinationId, sent.messageId],
-      )).rows[0]!.n;
-    const routed = (await server.pool.query<{ n: number }>(
-      "SELECT count(*)::int AS n FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE d.destination_id = $1 AND m.message_id = $2",
-      [destinationId, sent.messageId],
-    )).rows[0]!.n;
+      )
+    ).rows[0]!.n;
     if (routed > 0) while ((await finished()) === 0) await new Promise((resolve) => setTimeout(resolve, 20));
-    const stored = (await server.pool.query<{ payload: string; received_at: Date; sent_at: Date | null }>(
-      "SELECT payload, received_at, sent_at FROM messages WHERE source_id = $1 AND message_id = $2",
-      [sourceId, sent.messageId],
-    )).rows[0]!;
-    const event = segmentEventOf(JSON.parse(stored.payload) as Record<string, unknown>, { receivedAt: stored.received_at, sentAt: stored.sent_at });
+    const stored = (
+      await server.pool.query<{ payload: string; received_at: Date; sent_at: Date | null }>(
+        "SELECT payload, received_at, sent_at FROM messages WHERE source_id = $1 AND message_id = $2",
+        [sourceId, sent.messageId],
+      )
+    ).rows[0]!;
+    const event = segmentEventOf(JSON.parse(stored.payload) as Record<string, unknown>, {
+      receivedAt: stored.received_at,
+      sentAt: stored.sent_at,
+    });
     results.push({ event, requests: vendor.requests.slice(before) });
   }
   return results;
@@ -225,7 +276,9 @@ for (const caseOf of cases) {
     expect(total).toBeGreaterThan(0);
     // Secrets appear in no attempt (URL, error, response) nor delivery shown over RPC.
     const { deliveries } = await server.deliveries.listDeliveries({ destinationId: destination.id });
-    const secrets = Object.values(caseOf.settings).filter((v): v is string => typeof v === "string" && /secret|key|token|pk_|phc_|wk/.test(v));
+    const secrets = Object.values(caseOf.settings).filter(
+      (v): v is string => typeof v === "string" && /secret|key|token|pk_|phc_|wk/.test(v),
+    );
     for (const d of deliveries) {
       const { delivery } = await server.deliveries.getDelivery({ id: d.id });
       const shown = JSON.stringify(delivery!.attempts, (_key, value: unknown) => (typeof value === "bigint" ? String(value) : value));

@@ -74,7 +74,11 @@ function kind(clock: ManualClock) {
   });
 }
 
-function destination(id: string, subscriptions: IntegrationSubscriptionSettings[], settings: Record<string, unknown> = {}): IntegrationDestination {
+function destination(
+  id: string,
+  subscriptions: IntegrationSubscriptionSettings[],
+  settings: Record<string, unknown> = {},
+): IntegrationDestination {
   return {
     id,
     name: "integration",
@@ -113,7 +117,7 @@ async function claim(destinationId: string, now: Date): Promise<ClaimedDelivery[
 /** Delivers each claimed call as the loop does, and writes the completions. */
 async function deliverAll(k: ReturnType<typeof kind>, dest: IntegrationDestination, jobs: ClaimedDelivery[], now: Date, flush = false) {
   const pending = jobs.map(async (job) => ({ job, results: await k.deliver(job, dest, job.payload) }));
-  if (flush) k.flush();
+  if (flush) k.flush?.();
   const done = await Promise.all(pending);
   const completions = done.map(({ job, results }) => decideCompletion(job, results, now, config.retry, () => 0));
   await completeDeliveries(pool, completions);
@@ -121,7 +125,9 @@ async function deliverAll(k: ReturnType<typeof kind>, dest: IntegrationDestinati
 }
 
 async function status(destinationId: string): Promise<string[]> {
-  const result = await pool.query<{ status: string }>("SELECT status::text FROM deliveries WHERE destination_id = $1 ORDER BY id", [destinationId]);
+  const result = await pool.query<{ status: string }>("SELECT status::text FROM deliveries WHERE destination_id = $1 ORDER BY id", [
+    destinationId,
+  ]);
   return result.rows.map((r) => r.status);
 }
 
@@ -160,7 +166,12 @@ test("a 500 on one subscription retries that subscription only; the one that suc
   const k = kind(new ManualClock(t0));
   const [first] = await deliverAll(k, dest, await claim(destinationId, t0), t0);
   expect(first!.status).toBe("retrying");
-  expect(receiver.requests.slice(before).map((r) => r.path).sort()).toEqual(["/a", "/b"]);
+  expect(
+    receiver.requests
+      .slice(before)
+      .map((r) => r.path)
+      .sort(),
+  ).toEqual(["/a", "/b"]);
 
   failB = false;
   const later = new Date(first!.runAt.getTime() + 1);
@@ -168,7 +179,12 @@ test("a 500 on one subscription retries that subscription only; the one that suc
   expect(retried).toHaveLength(1);
   const [second] = await deliverAll(k, dest, retried, later);
   expect(second!.status).toBe("delivered");
-  expect(receiver.requests.slice(before).map((r) => r.path).sort()).toEqual(["/a", "/b", "/b"]);
+  expect(
+    receiver.requests
+      .slice(before)
+      .map((r) => r.path)
+      .sort(),
+  ).toEqual(["/a", "/b", "/b"]);
   const attempts = await selectAttempts(pool, [destinationId], [second!.id]);
   expect(attempts.map((a) => [a.attempt, a.subscription, a.status_code, a.outcome])).toEqual([
     [1, "Track Calls", 200, "success"],
@@ -194,7 +210,9 @@ test("a 400 fails the call with the vendor's message, named by its subscription"
 test("an action refusing the call before any request: one attempt of its subscription, no method, failed", async () => {
   const { sourceId, destinationId } = await seedSourceAndDestination(pool, t0);
   // `url` must be a URI: the catalog's own validation refuses the payload.
-  const dest = destination(destinationId, [{ name: "Track Calls", subscribe: 'type = "track"', action: "send", mapping: { url: "not a url" }, enabled: true }]);
+  const dest = destination(destinationId, [
+    { name: "Track Calls", subscribe: 'type = "track"', action: "send", mapping: { url: "not a url" }, enabled: true },
+  ]);
   await store(sourceId, [{ event: "Signed Up" }]);
   const [completion] = await deliverAll(kind(new ManualClock(t0)), dest, await claim(destinationId, t0), t0);
   expect(completion!.status).toBe("failed");
@@ -207,7 +225,9 @@ test("an action refusing the call before any request: one attempt of its subscri
 
 test("a secret setting is masked in the attempt's URL", async () => {
   const { sourceId, destinationId } = await seedSourceAndDestination(pool, t0);
-  const dest = destination(destinationId, [sendTo("Track Calls", 'type = "track"', "/q?key=s3cr3t-value")], { sharedSecret: "s3cr3t-value" });
+  const dest = destination(destinationId, [sendTo("Track Calls", 'type = "track"', "/q?key=s3cr3t-value")], {
+    sharedSecret: "s3cr3t-value",
+  });
   await store(sourceId, [{ event: "Signed Up" }]);
   const before = receiver.requests.length;
   const [completion] = await deliverAll(kind(new ManualClock(t0)), dest, await claim(destinationId, t0), t0);
@@ -242,7 +262,7 @@ test("a batch subscription: N calls go as the catalog's batch requests; a per-it
   // Three fill the first batch; the fourth waits for the flush interval, by the clock.
   await receiver.waitForRequests(before + 1);
   clock.advance(1_000);
-  k.tick();
+  k.tick?.();
   const done = await Promise.all(pending);
   const completions = done.map(({ job, results }) => decideCompletion(job, results, t0, config.retry, () => 0));
   await completeDeliveries(pool, completions);

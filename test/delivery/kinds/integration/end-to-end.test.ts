@@ -40,7 +40,9 @@ test("calls are delivered by the loop, each attempt named by subscription and me
     { name: "Orders", subscribe: 'event = "Order Completed"', action: "send", mapping: { url: `${base}/orders`, method: "PUT" } },
   ]);
   const before = receiver.requests.length;
-  const { messageId } = await server.tracking(source.writeKey).track({ track: { userId: "u", event: "Order Completed", properties: { total: 3 } } });
+  const { messageId } = await server
+    .tracking(source.writeKey)
+    .track({ track: { userId: "u", event: "Order Completed", properties: { total: 3 } } });
   await receiver.waitForRequests(before + 2);
   await server.waitForDeliveries(1, ["delivered"]);
   const { deliveries } = await server.deliveries.listDeliveries({ destinationId: destination.id });
@@ -71,7 +73,12 @@ test("TestDestination: the requests each matching subscription would send, secre
         slug: "webhook",
         settings: { sharedSecret: secret },
         subscriptions: [
-          { name: "Track Calls", subscribe: 'type = "track"', action: "send", mapping: { url: `${base}/t?key=${secret}`, headers: { "X-Key": secret } } },
+          {
+            name: "Track Calls",
+            subscribe: 'type = "track"',
+            action: "send",
+            mapping: { url: `${base}/t?key=${secret}`, headers: { "X-Key": secret } },
+          },
           { name: "Identify Calls", subscribe: 'type = "identify"', action: "send", mapping: { url: { "@path": "$.traits.missing" } } },
         ] as never,
       },
