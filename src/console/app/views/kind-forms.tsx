@@ -225,7 +225,8 @@ const integrationForm: KindForm = {
     <div>
       {destination.integration && (
         <>
-          <code>{destination.integration.slug}</code> ({destination.integration.subscriptions.length} subscriptions)
+          <code>{destination.integration.slug}</code> ({destination.integration.subscriptions.length}{" "}
+          {destination.integration.subscriptions.length === 1 ? "subscription" : "subscriptions"})
         </>
       )}
     </div>
