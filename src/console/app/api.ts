@@ -4,6 +4,7 @@ import { AudienceService } from "../../../gen/waypost/v1/audience_pb.js";
 import { DeletionService } from "../../../gen/waypost/v1/deletion_pb.js";
 import { DeliveryService } from "../../../gen/waypost/v1/delivery_pb.js";
 import { DestinationService } from "../../../gen/waypost/v1/destination_pb.js";
+import { IntegrationService } from "../../../gen/waypost/v1/integration_pb.js";
 import { SourceService } from "../../../gen/waypost/v1/source_pb.js";
 import { TrackingPlanService } from "../../../gen/waypost/v1/tracking_plan_pb.js";
 
@@ -14,6 +15,7 @@ export interface Api {
   audiences: Client<typeof AudienceService>;
   deletions: Client<typeof DeletionService>;
   plans: Client<typeof TrackingPlanService>;
+  integrations: Client<typeof IntegrationService>;
 }
 
 /**
@@ -37,5 +39,6 @@ export function createApi(token: string): Api {
     audiences: createClient(AudienceService, transport),
     deletions: createClient(DeletionService, transport),
     plans: createClient(TrackingPlanService, transport),
+    integrations: createClient(IntegrationService, transport),
   };
 }

@@ -1,6 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Ordering, type Destination, type DestinationSchema } from "../../../gen/waypost/v1/destination_pb.js";
 import { descriptorNamed, descriptorOfProto, type KindName } from "../../delivery/kinds/descriptors.js";
+import type { IntegrationDraft } from "./integration-draft.js";
 import { kindForms } from "./views/kind-forms.js";
 
 export interface HeaderDraft {
@@ -50,6 +51,8 @@ export interface DestinationDraft {
   natsToken: string;
   natsUser: string;
   natsPassword: string;
+  // Integration: the catalog entry, its settings as typed and the subscriptions (integration-draft.ts).
+  integration: IntegrationDraft;
   /** Routing rules as typed: the filter's JSON ("" is none), one dropped path a line, the transform's source. */
   filter: string;
   dropFields: string;

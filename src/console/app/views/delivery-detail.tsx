@@ -154,19 +154,38 @@ function RequestHeaders(props: { delivery: Delivery }) {
   );
 }
 
+/**
+ * Every attempt. An integration's attempts are its actions' requests, each
+ * named by the subscription that made it and its method: those columns are
+ * shown when some attempt has them.
+ */
 function Attempts(props: { delivery: Delivery }) {
   const attempts = props.delivery.attempts;
+  const named = attempts.some((a) => a.subscription !== "" || a.method !== "");
+  const columns = [
+    "#",
+    "Time",
+    ...(named ? ["Subscription", "Method"] : []),
+    "URL",
+    "Outcome",
+    "Status",
+    "Error",
+    "Latency",
+    "Response body",
+  ];
   return (
     <>
       <h2>Attempts</h2>
       <table aria-label="Attempts">
-        <HeaderRow columns={["#", "Time", "URL", "Outcome", "Status", "Error", "Latency", "Response body"]} />
+        <HeaderRow columns={columns} />
         <tbody>
-          {attempts.length === 0 && <EmptyRow columns={8}>Not attempted yet.</EmptyRow>}
-          {attempts.map((a) => (
-            <tr key={`${a.attempt}-${a.url}`}>
+          {attempts.length === 0 && <EmptyRow columns={columns.length}>Not attempted yet.</EmptyRow>}
+          {attempts.map((a, i) => (
+            <tr key={`${a.attempt}-${a.url}-${i}`}>
               <td class="num">{a.attempt}</td>
               <td>{formatTime(a.attemptTime)}</td>
+              {named && <td>{a.subscription || "–"}</td>}
+              {named && <td>{a.method || "–"}</td>}
               <td>
                 <code>{a.url}</code>
               </td>

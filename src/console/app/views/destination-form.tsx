@@ -22,6 +22,7 @@ const testedKeys: ReadonlyArray<keyof DestinationDraft> = [
   "requireConsent",
   "sourceIds",
   "kind",
+  "integration",
 ];
 
 /**
@@ -59,6 +60,11 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
     const filter = parseFilter(draft.filter);
     if (filter.problem !== undefined) {
       setErrors({ filter: filter.problem });
+      return;
+    }
+    const kindProblems = kindForms[draft.kind].check?.(draft) ?? {};
+    if (Object.keys(kindProblems).length > 0) {
+      setErrors(kindProblems);
       return;
     }
     setBusy(true);

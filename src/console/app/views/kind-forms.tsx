@@ -1,11 +1,13 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { JSX } from "preact";
-import type { Destination, DestinationSchema } from "../../../../gen/waypost/v1/destination_pb.js";
+import { DestinationKind, type Destination, type DestinationSchema } from "../../../../gen/waypost/v1/destination_pb.js";
 import { descriptorOfProto, type KindName } from "../../../delivery/kinds/descriptors.js";
 import type { RetryWording } from "../delivery-hold.js";
 import type { DestinationDraft } from "../destination-draft.js";
 import type { FieldErrors } from "../field-error.js";
+import { integrationDraftOf, integrationProblems, integrationRequestOf, emptyIntegrationDraft } from "../integration-draft.js";
 import { AmqpFields, NatsFields } from "./broker-fields.js";
+import { IntegrationFields } from "./integration-fields.js";
 import { SharedSecretFields } from "./shared-secret-fields.js";
 import { SigningSecretFields } from "./signing-secret-fields.js";
 import { WarehouseFields } from "./warehouse-fields.js";
@@ -45,6 +47,13 @@ export interface KindForm {
   requestHeaders: boolean;
   /** Whether it stores values apart when they do not fit (the overview shows how many). */
   discards: boolean;
+  /** What the page refuses before sending, by field path as the server names them (none: nothing). */
+  check?(draft: DestinationDraft): FieldErrors;
+  /**
+   * The settings Test against recent calls sends with the rules, for a kind
+   * whose test depends on them (an integration's requests); none: the rules only.
+   */
+  tested?(draft: DestinationDraft): DestinationInit;
 }
 
 const webhookForm: KindForm = {
@@ -199,22 +208,32 @@ const natsForm: KindForm = {
   ...brokerParts,
 };
 
-// A placeholder until the console's integration views: shows what is stored,
-// and an edit sends the settings back as shown (masked secrets keep the stored ones).
 const integrationForm: KindForm = {
-  draft: () => ({}),
-  request: () => ({ fields: {}, paths: [] }),
-  Fields: ({ destination }) => (
-    <p>
-      {destination?.integration
-        ? `Catalog entry ${destination.integration.slug}: edit it with the CLI or the API.`
-        : "Create integrations with the CLI or the API."}
-    </p>
+  draft: (destination) => ({ integration: destination ? integrationDraftOf(destination) : emptyIntegrationDraft() }),
+  request: (draft) => ({ fields: { integration: integrationRequestOf(draft.integration) }, paths: ["integration"] }),
+  check: (draft) => integrationProblems(draft.integration),
+  tested: (draft) => ({ kind: DestinationKind.INTEGRATION, integration: integrationRequestOf(draft.integration) }),
+  Fields: (props) => (
+    <IntegrationFields
+      draft={props.draft.integration}
+      errors={props.errors}
+      creating={props.destination === undefined}
+      onChange={(integration) => props.onChange({ integration })}
+    />
   ),
-  Where: ({ destination }) => <div>{destination.integration && <code>{destination.integration.slug}</code>}</div>,
-  tell: (d) => (d.integration ? d.integration.slug : ""),
-  retry: { now: "Runs its actions", again: "Runs its actions again now" },
-  requestHeaders: true,
+  Where: ({ destination }) => (
+    <div>
+      {destination.integration && (
+        <>
+          <code>{destination.integration.slug}</code> ({destination.integration.subscriptions.length}{" "}
+          {destination.integration.subscriptions.length === 1 ? "subscription" : "subscriptions"})
+        </>
+      )}
+    </div>
+  ),
+  tell: (d) => (d.integration ? `integration ${d.integration.slug}` : ""),
+  retry: { now: "Runs its matching subscriptions", again: "Runs its matching subscriptions again now" },
+  requestHeaders: false,
   discards: false,
 };
 

@@ -5,6 +5,8 @@ import { useSession } from "../context.js";
 import { parseFilter, rulesOf, type DestinationDraft } from "../destination-draft.js";
 import { describeError } from "../errors.js";
 import { errorId, FieldError, type FieldErrors } from "../field-error.js";
+import { kindForms } from "./kind-forms.js";
+import { VendorRequests } from "./vendor-requests.js";
 
 const outcomeNames: Record<TestOutcome, string> = {
   [TestOutcome.UNSPECIFIED]: "–",
@@ -15,6 +17,14 @@ const outcomeNames: Record<TestOutcome, string> = {
   [TestOutcome.NOT_SUBSCRIBED]: "No subscription matched",
   [TestOutcome.NO_CONSENT]: "No consent",
   [TestOutcome.ACTION_ERROR]: "Action error",
+};
+
+/** What an outcome that carries no error or body means, in the results' last column. */
+const outcomeTexts: Partial<Record<TestOutcome, string>> = {
+  [TestOutcome.FILTERED]: "The filter does not match this call: no delivery.",
+  [TestOutcome.DROPPED_BY_TRANSFORM]: "The transform returned null: no delivery.",
+  [TestOutcome.NOT_SUBSCRIBED]: "No enabled subscription matches this call: no delivery.",
+  [TestOutcome.NO_CONSENT]: "The call's consent preferences hold it back from this destination: no delivery.",
 };
 
 /**
@@ -42,6 +52,8 @@ export function RuleFields(props: {
     draft.consentCategories,
     draft.requireConsent,
     draft.sourceIds,
+    draft.kind,
+    { ...draft.integration, entry: undefined },
   ]);
   useEffect(() => setTestError(undefined), [rulesKey]);
   // The server names the part of a rule that is wrong (filter.properties.total.$gt): it is the field's error.
@@ -59,11 +71,17 @@ export function RuleFields(props: {
       setTestError(`Filter ${filter.problem}`);
       return;
     }
+    const kind = kindForms[draft.kind];
+    const problems = Object.entries(kind.check?.(draft) ?? {});
+    if (problems.length > 0) {
+      setTestError(problems.map(([field, problem]) => `${field}: ${problem}`).join("; "));
+      return;
+    }
     setTesting(true);
     try {
       // The draft as it stands, over its own sources: nothing stored is used in its place.
       const response = await api.destinations.testDestination({
-        destination: { sourceIds: draft.sourceIds, ...rulesOf(draft) },
+        destination: { sourceIds: draft.sourceIds, ...rulesOf(draft), ...kind.tested?.(draft) },
         sampleSize: 20,
       });
       setTested(response.calls);
@@ -184,7 +202,11 @@ export function TestResults(props: { calls: TestedCall[] }) {
               <td>{call.event || "–"}</td>
               <td>{outcomeNames[call.outcome]}</td>
               <td>
-                <pre class="body">{call.error || call.body || "–"}</pre>
+                {call.requests.length > 0 ? (
+                  <VendorRequests messageId={call.messageId} requests={call.requests} />
+                ) : (
+                  <pre class="body">{call.error || call.body || outcomeTexts[call.outcome] || "–"}</pre>
+                )}
               </td>
             </tr>
           ))}
