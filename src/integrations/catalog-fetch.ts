@@ -122,7 +122,8 @@ async function waypostFetch(module: FetchModule, request: NodeFetchRequest, cont
     method: request.method,
     url: maskUrl(request.url, context.secrets),
     headers: maskHeaders(headers, context.secrets),
-    body: body.toString("utf8"),
+    // Shown by TestDestination: a secret the action puts in the body is masked there too.
+    body: maskText(body.toString("utf8"), context.secrets),
     attemptedAt: context.now(),
     status: null,
     error: null,
@@ -198,10 +199,11 @@ async function readCapped(body: AsyncIterable<Buffer> & { destroy?(error?: Error
 function decoded(bytes: Buffer, encoding: string | string[] | undefined): Buffer {
   const value = (Array.isArray(encoding) ? encoding[0] : encoding)?.trim().toLowerCase();
   try {
-    if (value === "gzip" || value === "x-gzip") return gunzipSync(bytes);
-    if (value === "deflate") return inflateSync(bytes);
+    // Bounded like the body read: a small compressed answer must not inflate without limit.
+    if (value === "gzip" || value === "x-gzip") return gunzipSync(bytes, { maxOutputLength: maxResponseBytes });
+    if (value === "deflate") return inflateSync(bytes, { maxOutputLength: maxResponseBytes });
   } catch {
-    // A body cut at the cap, or not what it says it is: handed over as received.
+    // A body cut at the cap, one that inflates past it, or not what it says it is: handed over as received.
   }
   return bytes;
 }

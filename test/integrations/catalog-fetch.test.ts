@@ -92,3 +92,29 @@ test("masking: query values and headers holding a secret, Authorization always",
     Accept: "*/*",
   });
 });
+
+test("a compressed answer inflates no further than the body cap; a secret the action puts in the body is masked where it is recorded", async () => {
+  const { createServer } = await import("node:http");
+  const { gzipSync } = await import("node:zlib");
+  // 64 MB of zeros compress to about 64 KB: inflated whole, it would cost 64 MB of memory per request.
+  const bomb = gzipSync(Buffer.alloc(64 * 1024 * 1024));
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { "content-type": "application/octet-stream", "content-encoding": "gzip" }).end(bomb);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as import("node:net").AddressInfo).port;
+  const bombAgent = new Agent();
+  try {
+    const request = createRequestClient();
+    const ctx = context({ send: (use) => use(bombAgent) });
+    const response = (await withVendorContext(ctx, () =>
+      request(`http://127.0.0.1:${port}/bomb`, { method: "post", json: { token: "tok-secret-1234" } }),
+    )) as unknown as { status: number; content?: string };
+    expect(response.status).toBe(200);
+    expect(Buffer.byteLength(response.content ?? "")).toBeLessThanOrEqual(4 * 1024 * 1024);
+    expect(ctx.requests[0]!.body).toBe('{"token":"***"}');
+  } finally {
+    await bombAgent.close();
+    server.close();
+  }
+});
