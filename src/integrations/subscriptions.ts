@@ -25,11 +25,35 @@ export interface CompiledSubscriptions {
   matchesAny(event: unknown): boolean;
 }
 
-/** The parser's complaint about a subscription, or undefined when it parses. */
+// The catalog's tokenizer, for what its parser lets through (below).
+const lexer = require("@segment/fql-ts") as { lex(text: string): { tokens: Array<{ type: string; value: string }> } };
+
+/**
+ * The parser's complaint about a subscription, or undefined when it parses.
+ * The catalog's parser is lenient at the end of the text: `type = ` reads as
+ * `type = "eos"` and `type = "page" and` as `type = "page"`, and a stray `)`
+ * is ignored. What a person wrote that way is unfinished, so those are
+ * refused too, from the catalog's own tokens.
+ */
 export function subscriptionError(subscribe: string): string | undefined {
   if (subscribe.trim() === "") return "must not be empty";
   const parsed = fql.parseFql(subscribe);
-  return parsed.error ? parsed.error.message : undefined;
+  if (parsed.error) return parsed.error.message;
+  return unfinished(subscribe);
+}
+
+function unfinished(subscribe: string): string | undefined {
+  const tokens = lexer.lex(subscribe).tokens.filter((token) => token.type !== "eos");
+  let depth = 0;
+  for (const token of tokens) {
+    if (token.type === "parenleft") depth++;
+    else if (token.type === "parenright" && --depth < 0) return 'has a ")" with no "(" before it';
+  }
+  if (depth > 0) return 'has a "(" that is not closed';
+  const last = tokens.at(-1);
+  if (last?.type === "operator") return `ends with ${JSON.stringify(last.value)}: the comparison has no value`;
+  if (last?.type === "conditional") return `ends with ${JSON.stringify(last.value)}: a condition is missing after it`;
+  return undefined;
 }
 
 /**
