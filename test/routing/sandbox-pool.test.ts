@@ -118,6 +118,17 @@ test("a delivery that may be put off is answered busy at once while its destinat
   expect(await sandboxes.run("other", rename, body(1))).toMatchObject({ kind: "send" });
 }, 60_000);
 
+test("making a sandbox is not counted as a call's time: a slow start does not put the next deliveries off", async () => {
+  const sandboxes = pool({ timeoutMs: 5_000, memoryMb: 16, workers: 1, graceMs: 600_000 });
+  // About 1.5 s of top-level work when the sandbox is made; each call then takes well under a millisecond.
+  const slowStart = "const t = Date.now(); while (Date.now() - t < 1500) {} function transform(e) { return e }";
+  expect(await sandboxes.run("slow-start", slowStart, body(0))).toMatchObject({ kind: "send" });
+  const outcomes = await Promise.all(
+    Array.from({ length: 4 }, (_, i) => sandboxes.run("slow-start", slowStart, body(i), { mayDefer: true })),
+  );
+  expect(outcomes.map((o) => o.kind)).toEqual(["send", "send", "send", "send"]);
+}, 60_000);
+
 test("a syntax check does not wait behind deliveries' transforms", async () => {
   const sandboxes = pool({ timeoutMs: 100, memoryMb: 16, workers: 1, graceMs: 600_000 });
   let hogAnswered = 0;
