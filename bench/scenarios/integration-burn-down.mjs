@@ -104,8 +104,9 @@ export async function integrationBurnDownScenario({ db, sink, count }) {
  */
 async function bareCatalogBaseline(pool, db, sink, sourceId, count, batch) {
   const { rows } = await pool.query(
-    "INSERT INTO destinations (id, name, enabled, webhooks) VALUES (gen_random_uuid(), $1, true, '[]') RETURNING id",
-    [`bare-catalog-${batch}`],
+    // A row for the bare loop's claims to find; what it names is not used (the loop sends through the catalog).
+    "INSERT INTO destinations (id, name, enabled, webhooks) VALUES (gen_random_uuid(), $1, true, $2) RETURNING id",
+    [`bare-catalog-${batch}`, JSON.stringify([{ url: `${sink.url}/ok`, headers: {} }])],
   );
   await queueDeliveries(pool, { sourceId, destinationId: rows[0].id, count, prefix: `barecatalog${batch}-${Date.now()}` });
   await pool.query("VACUUM delivery_queue");
