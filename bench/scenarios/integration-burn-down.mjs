@@ -1,8 +1,9 @@
 // @ts-check
+import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { rpc, setEnabled } from "../lib/admin.mjs";
 import { startCpuMeter } from "../lib/cpu.mjs";
-import { queueDeliveries } from "../lib/queue.mjs";
+import { addBareDestination, queueDeliveries } from "../lib/queue.mjs";
 import { startService } from "../lib/service.mjs";
 import { report } from "../lib/stats.mjs";
 import { runScript } from "../lib/script.mjs";
@@ -103,12 +104,9 @@ export async function integrationBurnDownScenario({ db, sink, count }) {
  * @param {number} batch
  */
 async function bareCatalogBaseline(pool, db, sink, sourceId, count, batch) {
-  const { rows } = await pool.query(
-    // A row for the bare loop's claims to find; what it names is not used (the loop sends through the catalog).
-    "INSERT INTO destinations (id, name, enabled, webhooks) VALUES (gen_random_uuid(), $1, true, $2) RETURNING id",
-    [`bare-catalog-${batch}`, JSON.stringify([{ url: `${sink.url}/ok`, headers: {} }])],
-  );
-  await queueDeliveries(pool, { sourceId, destinationId: rows[0].id, count, prefix: `barecatalog${batch}-${Date.now()}` });
+  const destinationId = randomUUID();
+  await addBareDestination(pool, { id: destinationId, name: `bare-catalog-${batch}` });
+  await queueDeliveries(pool, { sourceId, destinationId, count, prefix: `barecatalog${batch}-${Date.now()}` });
   await pool.query("VACUUM delivery_queue");
   await sink.reset();
   const result = await runScript("bare-catalog.mjs", [db.url, sink.url, count, batch]);
