@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type pg from "pg";
 import { SourceSchema, type SourceService, type Source } from "../../gen/waypost/v1/source_pb.js";
 import { deleteSourceRow, insertSource, listSourceRows, selectSource, updateWriteKeyHash, type SourceRow } from "../db/queries/sources.js";
@@ -50,6 +50,13 @@ export function createSourceService(options: SourceServiceOptions): ServiceImpl<
       if (!row) throw notFound("source", id);
       options.onWriteKeyChange();
       return { source: toProto(row, writeKey) };
+    },
+    // Placeholders until webhook sources are built: refused as not implemented.
+    async updateSource() {
+      throw new ConnectError("UpdateSource is not built yet", Code.Unimplemented);
+    },
+    async rotateHookToken() {
+      throw new ConnectError("RotateHookToken is not built yet", Code.Unimplemented);
     },
     async deleteSource(req) {
       const id = requireUuid("id", req.id);

@@ -2,17 +2,172 @@
 // @generated from file waypost/v1/source.proto (package waypost.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_field_mask, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file waypost/v1/source.proto.
  */
 export const file_waypost_v1_source: GenFile = /*@__PURE__*/
-  fileDesc("Chd3YXlwb3N0L3YxL3NvdXJjZS5wcm90bxIKd2F5cG9zdC52MSJmCgZTb3VyY2USCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCgl3cml0ZV9rZXkYAyABKAkSLwoLY3JlYXRlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjkKE0NyZWF0ZVNvdXJjZVJlcXVlc3QSIgoGc291cmNlGAEgASgLMhIud2F5cG9zdC52MS5Tb3VyY2UiOgoUQ3JlYXRlU291cmNlUmVzcG9uc2USIgoGc291cmNlGAEgASgLMhIud2F5cG9zdC52MS5Tb3VyY2UiHgoQR2V0U291cmNlUmVxdWVzdBIKCgJpZBgBIAEoCSI3ChFHZXRTb3VyY2VSZXNwb25zZRIiCgZzb3VyY2UYASABKAsyEi53YXlwb3N0LnYxLlNvdXJjZSI7ChJMaXN0U291cmNlc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkiUwoTTGlzdFNvdXJjZXNSZXNwb25zZRIjCgdzb3VyY2VzGAEgAygLMhIud2F5cG9zdC52MS5Tb3VyY2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiMKFVJvdGF0ZVdyaXRlS2V5UmVxdWVzdBIKCgJpZBgBIAEoCSI8ChZSb3RhdGVXcml0ZUtleVJlc3BvbnNlEiIKBnNvdXJjZRgBIAEoCzISLndheXBvc3QudjEuU291cmNlIiEKE0RlbGV0ZVNvdXJjZVJlcXVlc3QSCgoCaWQYASABKAkiFgoURGVsZXRlU291cmNlUmVzcG9uc2UyqAMKDVNvdXJjZVNlcnZpY2USUQoMQ3JlYXRlU291cmNlEh8ud2F5cG9zdC52MS5DcmVhdGVTb3VyY2VSZXF1ZXN0GiAud2F5cG9zdC52MS5DcmVhdGVTb3VyY2VSZXNwb25zZRJICglHZXRTb3VyY2USHC53YXlwb3N0LnYxLkdldFNvdXJjZVJlcXVlc3QaHS53YXlwb3N0LnYxLkdldFNvdXJjZVJlc3BvbnNlEk4KC0xpc3RTb3VyY2VzEh4ud2F5cG9zdC52MS5MaXN0U291cmNlc1JlcXVlc3QaHy53YXlwb3N0LnYxLkxpc3RTb3VyY2VzUmVzcG9uc2USVwoOUm90YXRlV3JpdGVLZXkSIS53YXlwb3N0LnYxLlJvdGF0ZVdyaXRlS2V5UmVxdWVzdBoiLndheXBvc3QudjEuUm90YXRlV3JpdGVLZXlSZXNwb25zZRJRCgxEZWxldGVTb3VyY2USHy53YXlwb3N0LnYxLkRlbGV0ZVNvdXJjZVJlcXVlc3QaIC53YXlwb3N0LnYxLkRlbGV0ZVNvdXJjZVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("Chd3YXlwb3N0L3YxL3NvdXJjZS5wcm90bxIKd2F5cG9zdC52MSJTCgxIbWFjVmVyaWZpZXISDgoGaGVhZGVyGAEgASgJEhEKCWFsZ29yaXRobRgCIAEoCRIQCghlbmNvZGluZxgDIAEoCRIOCgZwcmVmaXgYBCABKAkiQgoMSG9va1Jlc3BvbnNlEg4KBnN0YXR1cxgBIAEoBRIUCgxjb250ZW50X3R5cGUYAiABKAkSDAoEYm9keRgDIAEoCSKWAgoNV2ViaG9va1NvdXJjZRIqCgh2ZXJpZmllchgBIAEoDjIYLndheXBvc3QudjEuSG9va1ZlcmlmaWVyEg4KBnNlY3JldBgCIAEoCRISCgpoYXNfc2VjcmV0GAMgASgIEhEKCXRyYW5zZm9ybRgEIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYBSABKAkSKgoIcmVzcG9uc2UYBiABKAsyGC53YXlwb3N0LnYxLkhvb2tSZXNwb25zZRImCgRobWFjGAcgASgLMhgud2F5cG9zdC52MS5IbWFjVmVyaWZpZXISFAoMdG9rZW5faGVhZGVyGAggASgJEh8KF21heF9yZXF1ZXN0c19wZXJfc2Vjb25kGAkgASgNIswBCgZTb3VyY2USCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCgl3cml0ZV9rZXkYAyABKAkSLwoLY3JlYXRlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiQKBGtpbmQYBSABKA4yFi53YXlwb3N0LnYxLlNvdXJjZUtpbmQSKgoHd2ViaG9vaxgGIAEoCzIZLndheXBvc3QudjEuV2ViaG9va1NvdXJjZRISCgpob29rX3Rva2VuGAcgASgJIjkKE0NyZWF0ZVNvdXJjZVJlcXVlc3QSIgoGc291cmNlGAEgASgLMhIud2F5cG9zdC52MS5Tb3VyY2UiOgoUQ3JlYXRlU291cmNlUmVzcG9uc2USIgoGc291cmNlGAEgASgLMhIud2F5cG9zdC52MS5Tb3VyY2UiHgoQR2V0U291cmNlUmVxdWVzdBIKCgJpZBgBIAEoCSI3ChFHZXRTb3VyY2VSZXNwb25zZRIiCgZzb3VyY2UYASABKAsyEi53YXlwb3N0LnYxLlNvdXJjZSI7ChJMaXN0U291cmNlc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkiUwoTTGlzdFNvdXJjZXNSZXNwb25zZRIjCgdzb3VyY2VzGAEgAygLMhIud2F5cG9zdC52MS5Tb3VyY2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiMKFVJvdGF0ZVdyaXRlS2V5UmVxdWVzdBIKCgJpZBgBIAEoCSI8ChZSb3RhdGVXcml0ZUtleVJlc3BvbnNlEiIKBnNvdXJjZRgBIAEoCzISLndheXBvc3QudjEuU291cmNlIiEKE0RlbGV0ZVNvdXJjZVJlcXVlc3QSCgoCaWQYASABKAkiFgoURGVsZXRlU291cmNlUmVzcG9uc2UiagoTVXBkYXRlU291cmNlUmVxdWVzdBIiCgZzb3VyY2UYASABKAsyEi53YXlwb3N0LnYxLlNvdXJjZRIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siOgoUVXBkYXRlU291cmNlUmVzcG9uc2USIgoGc291cmNlGAEgASgLMhIud2F5cG9zdC52MS5Tb3VyY2UiJAoWUm90YXRlSG9va1Rva2VuUmVxdWVzdBIKCgJpZBgBIAEoCSI9ChdSb3RhdGVIb29rVG9rZW5SZXNwb25zZRIiCgZzb3VyY2UYASABKAsyEi53YXlwb3N0LnYxLlNvdXJjZSpXCgpTb3VyY2VLaW5kEhsKF1NPVVJDRV9LSU5EX1VOU1BFQ0lGSUVEEAASEwoPU09VUkNFX0tJTkRfU0RLEAESFwoTU09VUkNFX0tJTkRfV0VCSE9PSxACKoMCCgxIb29rVmVyaWZpZXISHQoZSE9PS19WRVJJRklFUl9VTlNQRUNJRklFRBAAEhYKEkhPT0tfVkVSSUZJRVJfTk9ORRABEiMKH0hPT0tfVkVSSUZJRVJfU1RBTkRBUkRfV0VCSE9PS1MQAhIYChRIT09LX1ZFUklGSUVSX1NUUklQRRADEhgKFEhPT0tfVkVSSUZJRVJfR0lUSFVCEAQSGQoVSE9PS19WRVJJRklFUl9TSE9QSUZZEAUSFgoSSE9PS19WRVJJRklFUl9ITUFDEAYSFwoTSE9PS19WRVJJRklFUl9CQVNJQxAHEhcKE0hPT0tfVkVSSUZJRVJfVE9LRU4QCDLXBAoNU291cmNlU2VydmljZRJRCgxDcmVhdGVTb3VyY2USHy53YXlwb3N0LnYxLkNyZWF0ZVNvdXJjZVJlcXVlc3QaIC53YXlwb3N0LnYxLkNyZWF0ZVNvdXJjZVJlc3BvbnNlEkgKCUdldFNvdXJjZRIcLndheXBvc3QudjEuR2V0U291cmNlUmVxdWVzdBodLndheXBvc3QudjEuR2V0U291cmNlUmVzcG9uc2USTgoLTGlzdFNvdXJjZXMSHi53YXlwb3N0LnYxLkxpc3RTb3VyY2VzUmVxdWVzdBofLndheXBvc3QudjEuTGlzdFNvdXJjZXNSZXNwb25zZRJXCg5Sb3RhdGVXcml0ZUtleRIhLndheXBvc3QudjEuUm90YXRlV3JpdGVLZXlSZXF1ZXN0GiIud2F5cG9zdC52MS5Sb3RhdGVXcml0ZUtleVJlc3BvbnNlElEKDERlbGV0ZVNvdXJjZRIfLndheXBvc3QudjEuRGVsZXRlU291cmNlUmVxdWVzdBogLndheXBvc3QudjEuRGVsZXRlU291cmNlUmVzcG9uc2USUQoMVXBkYXRlU291cmNlEh8ud2F5cG9zdC52MS5VcGRhdGVTb3VyY2VSZXF1ZXN0GiAud2F5cG9zdC52MS5VcGRhdGVTb3VyY2VSZXNwb25zZRJaCg9Sb3RhdGVIb29rVG9rZW4SIi53YXlwb3N0LnYxLlJvdGF0ZUhvb2tUb2tlblJlcXVlc3QaIy53YXlwb3N0LnYxLlJvdGF0ZUhvb2tUb2tlblJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
+
+/**
+ * HmacVerifier describes a generic HMAC signature header.
+ *
+ * @generated from message waypost.v1.HmacVerifier
+ */
+export type HmacVerifier = Message<"waypost.v1.HmacVerifier"> & {
+  /**
+   * The header carrying the signature.
+   *
+   * @generated from field: string header = 1;
+   */
+  header: string;
+
+  /**
+   * sha1, sha256 (default) or sha512.
+   *
+   * @generated from field: string algorithm = 2;
+   */
+  algorithm: string;
+
+  /**
+   * hex (default) or base64.
+   *
+   * @generated from field: string encoding = 3;
+   */
+  encoding: string;
+
+  /**
+   * Text before the signature in the header ("sha256=", say); may be empty.
+   *
+   * @generated from field: string prefix = 4;
+   */
+  prefix: string;
+};
+
+/**
+ * Describes the message waypost.v1.HmacVerifier.
+ * Use `create(HmacVerifierSchema)` to create a new message.
+ */
+export const HmacVerifierSchema: GenMessage<HmacVerifier> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_source, 0);
+
+/**
+ * HookResponse is what a webhook source answers an accepted request.
+ *
+ * @generated from message waypost.v1.HookResponse
+ */
+export type HookResponse = Message<"waypost.v1.HookResponse"> & {
+  /**
+   * 200 to 299; 0: 200.
+   *
+   * @generated from field: int32 status = 1;
+   */
+  status: number;
+
+  /**
+   * Empty: application/json.
+   *
+   * @generated from field: string content_type = 2;
+   */
+  contentType: string;
+
+  /**
+   * Empty: {"accepted":true}. At most 4 KB.
+   *
+   * @generated from field: string body = 3;
+   */
+  body: string;
+};
+
+/**
+ * Describes the message waypost.v1.HookResponse.
+ * Use `create(HookResponseSchema)` to create a new message.
+ */
+export const HookResponseSchema: GenMessage<HookResponse> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_source, 1);
+
+/**
+ * WebhookSource is how a webhook source takes requests and turns them into calls.
+ *
+ * @generated from message waypost.v1.WebhookSource
+ */
+export type WebhookSource = Message<"waypost.v1.WebhookSource"> & {
+  /**
+   * @generated from field: waypost.v1.HookVerifier verifier = 1;
+   */
+  verifier: HookVerifier;
+
+  /**
+   * Write-only: never returned (see has_secret).
+   *
+   * @generated from field: string secret = 2;
+   */
+  secret: string;
+
+  /**
+   * Output only.
+   *
+   * @generated from field: bool has_secret = 3;
+   */
+  hasSecret: boolean;
+
+  /**
+   * JavaScript defining transform(request), returning the calls (in the /v1
+   * shape) the request becomes; run in the same sandbox and limits as
+   * destination transforms. Empty: the default mapping (docs/webhook-sources.md).
+   *
+   * @generated from field: string transform = 4;
+   */
+  transform: string;
+
+  /**
+   * What makes a resend a no-op: a header name, or a JSON path into the
+   * body ("$.id"). Empty: the verifier's default (webhook-id, Stripe's id,
+   * X-GitHub-Delivery, X-Shopify-Webhook-Id; none for the others).
+   *
+   * @generated from field: string idempotency_key = 5;
+   */
+  idempotencyKey: string;
+
+  /**
+   * @generated from field: waypost.v1.HookResponse response = 6;
+   */
+  response?: HookResponse | undefined;
+
+  /**
+   * With HOOK_VERIFIER_HMAC.
+   *
+   * @generated from field: waypost.v1.HmacVerifier hmac = 7;
+   */
+  hmac?: HmacVerifier | undefined;
+
+  /**
+   * With HOOK_VERIFIER_TOKEN: the header holding the secret. Empty:
+   * "Authorization", whose value is "Bearer <secret>".
+   *
+   * @generated from field: string token_header = 8;
+   */
+  tokenHeader: string;
+
+  /**
+   * Requests per second accepted (over it: 429 with Retry-After). 0: no limit.
+   *
+   * @generated from field: uint32 max_requests_per_second = 9;
+   */
+  maxRequestsPerSecond: number;
+};
+
+/**
+ * Describes the message waypost.v1.WebhookSource.
+ * Use `create(WebhookSourceSchema)` to create a new message.
+ */
+export const WebhookSourceSchema: GenMessage<WebhookSource> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_source, 2);
 
 /**
  * Source is where calls come from.
@@ -42,6 +197,29 @@ export type Source = Message<"waypost.v1.Source"> & {
    * @generated from field: google.protobuf.Timestamp create_time = 4;
    */
   createTime?: Timestamp | undefined;
+
+  /**
+   * Chosen on create; it cannot change. Always set in responses.
+   *
+   * @generated from field: waypost.v1.SourceKind kind = 5;
+   */
+  kind: SourceKind;
+
+  /**
+   * A webhook source's settings (kind SOURCE_KIND_WEBHOOK only).
+   *
+   * @generated from field: waypost.v1.WebhookSource webhook = 6;
+   */
+  webhook?: WebhookSource | undefined;
+
+  /**
+   * Only in the responses of CreateSource and RotateHookToken of a webhook
+   * source: the inbound URL's token (POST /hooks/<token>). Waypost keeps a
+   * hash of it.
+   *
+   * @generated from field: string hook_token = 7;
+   */
+  hookToken: string;
 };
 
 /**
@@ -49,7 +227,7 @@ export type Source = Message<"waypost.v1.Source"> & {
  * Use `create(SourceSchema)` to create a new message.
  */
 export const SourceSchema: GenMessage<Source> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_source, 0);
+  messageDesc(file_waypost_v1_source, 3);
 
 /**
  * @generated from message waypost.v1.CreateSourceRequest
@@ -66,7 +244,7 @@ export type CreateSourceRequest = Message<"waypost.v1.CreateSourceRequest"> & {
  * Use `create(CreateSourceRequestSchema)` to create a new message.
  */
 export const CreateSourceRequestSchema: GenMessage<CreateSourceRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_source, 1);
+  messageDesc(file_waypost_v1_source, 4);
 
 /**
  * @generated from message waypost.v1.CreateSourceResponse
@@ -83,7 +261,7 @@ export type CreateSourceResponse = Message<"waypost.v1.CreateSourceResponse"> & 
  * Use `create(CreateSourceResponseSchema)` to create a new message.
  */
 export const CreateSourceResponseSchema: GenMessage<CreateSourceResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_source, 2);
+  messageDesc(file_waypost_v1_source, 5);
 
 /**
  * @generated from message waypost.v1.GetSourceRequest
@@ -100,7 +278,7 @@ export type GetSourceRequest = Message<"waypost.v1.GetSourceRequest"> & {
  * Use `create(GetSourceRequestSchema)` to create a new message.
  */
 export const GetSourceRequestSchema: GenMessage<GetSourceRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_source, 3);
+  messageDesc(file_waypost_v1_source, 6);
 
 /**
  * @generated from message waypost.v1.GetSourceResponse
@@ -117,7 +295,7 @@ export type GetSourceResponse = Message<"waypost.v1.GetSourceResponse"> & {
  * Use `create(GetSourceResponseSchema)` to create a new message.
  */
 export const GetSourceResponseSchema: GenMessage<GetSourceResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_source, 4);
+  messageDesc(file_waypost_v1_source, 7);
 
 /**
  * @generated from message waypost.v1.ListSourcesRequest
@@ -139,7 +317,7 @@ export type ListSourcesRequest = Message<"waypost.v1.ListSourcesRequest"> & {
  * Use `create(ListSourcesRequestSchema)` to create a new message.
  */
 export const ListSourcesRequestSchema: GenMessage<ListSourcesRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_source, 5);
+  messageDesc(file_waypost_v1_source, 8);
 
 /**
  * @generated from message waypost.v1.ListSourcesResponse
@@ -161,7 +339,7 @@ export type ListSourcesResponse = Message<"waypost.v1.ListSourcesResponse"> & {
  * Use `create(ListSourcesResponseSchema)` to create a new message.
  */
 export const ListSourcesResponseSchema: GenMessage<ListSourcesResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_source, 6);
+  messageDesc(file_waypost_v1_source, 9);
 
 /**
  * @generated from message waypost.v1.RotateWriteKeyRequest
@@ -178,7 +356,7 @@ export type RotateWriteKeyRequest = Message<"waypost.v1.RotateWriteKeyRequest"> 
  * Use `create(RotateWriteKeyRequestSchema)` to create a new message.
  */
 export const RotateWriteKeyRequestSchema: GenMessage<RotateWriteKeyRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_source, 7);
+  messageDesc(file_waypost_v1_source, 10);
 
 /**
  * @generated from message waypost.v1.RotateWriteKeyResponse
@@ -195,7 +373,7 @@ export type RotateWriteKeyResponse = Message<"waypost.v1.RotateWriteKeyResponse"
  * Use `create(RotateWriteKeyResponseSchema)` to create a new message.
  */
 export const RotateWriteKeyResponseSchema: GenMessage<RotateWriteKeyResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_source, 8);
+  messageDesc(file_waypost_v1_source, 11);
 
 /**
  * @generated from message waypost.v1.DeleteSourceRequest
@@ -212,7 +390,7 @@ export type DeleteSourceRequest = Message<"waypost.v1.DeleteSourceRequest"> & {
  * Use `create(DeleteSourceRequestSchema)` to create a new message.
  */
 export const DeleteSourceRequestSchema: GenMessage<DeleteSourceRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_source, 9);
+  messageDesc(file_waypost_v1_source, 12);
 
 /**
  * @generated from message waypost.v1.DeleteSourceResponse
@@ -225,7 +403,197 @@ export type DeleteSourceResponse = Message<"waypost.v1.DeleteSourceResponse"> & 
  * Use `create(DeleteSourceResponseSchema)` to create a new message.
  */
 export const DeleteSourceResponseSchema: GenMessage<DeleteSourceResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_source, 10);
+  messageDesc(file_waypost_v1_source, 13);
+
+/**
+ * @generated from message waypost.v1.UpdateSourceRequest
+ */
+export type UpdateSourceRequest = Message<"waypost.v1.UpdateSourceRequest"> & {
+  /**
+   * @generated from field: waypost.v1.Source source = 1;
+   */
+  source?: Source | undefined;
+
+  /**
+   * Fields to change: name, webhook (the whole message; a secret left
+   * empty keeps the stored one). Empty: every field that is set.
+   *
+   * @generated from field: google.protobuf.FieldMask update_mask = 2;
+   */
+  updateMask?: FieldMask | undefined;
+};
+
+/**
+ * Describes the message waypost.v1.UpdateSourceRequest.
+ * Use `create(UpdateSourceRequestSchema)` to create a new message.
+ */
+export const UpdateSourceRequestSchema: GenMessage<UpdateSourceRequest> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_source, 14);
+
+/**
+ * @generated from message waypost.v1.UpdateSourceResponse
+ */
+export type UpdateSourceResponse = Message<"waypost.v1.UpdateSourceResponse"> & {
+  /**
+   * @generated from field: waypost.v1.Source source = 1;
+   */
+  source?: Source | undefined;
+};
+
+/**
+ * Describes the message waypost.v1.UpdateSourceResponse.
+ * Use `create(UpdateSourceResponseSchema)` to create a new message.
+ */
+export const UpdateSourceResponseSchema: GenMessage<UpdateSourceResponse> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_source, 15);
+
+/**
+ * @generated from message waypost.v1.RotateHookTokenRequest
+ */
+export type RotateHookTokenRequest = Message<"waypost.v1.RotateHookTokenRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message waypost.v1.RotateHookTokenRequest.
+ * Use `create(RotateHookTokenRequestSchema)` to create a new message.
+ */
+export const RotateHookTokenRequestSchema: GenMessage<RotateHookTokenRequest> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_source, 16);
+
+/**
+ * @generated from message waypost.v1.RotateHookTokenResponse
+ */
+export type RotateHookTokenResponse = Message<"waypost.v1.RotateHookTokenResponse"> & {
+  /**
+   * With hook_token set, shown once.
+   *
+   * @generated from field: waypost.v1.Source source = 1;
+   */
+  source?: Source | undefined;
+};
+
+/**
+ * Describes the message waypost.v1.RotateHookTokenResponse.
+ * Use `create(RotateHookTokenResponseSchema)` to create a new message.
+ */
+export const RotateHookTokenResponseSchema: GenMessage<RotateHookTokenResponse> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_source, 17);
+
+/**
+ * SourceKind is how a source's calls come in.
+ *
+ * @generated from enum waypost.v1.SourceKind
+ */
+export enum SourceKind {
+  /**
+   * Unspecified on create: SOURCE_KIND_SDK.
+   *
+   * @generated from enum value: SOURCE_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Programs send calls with the source's write key.
+   *
+   * @generated from enum value: SOURCE_KIND_SDK = 1;
+   */
+  SDK = 1,
+
+  /**
+   * A SaaS tool POSTs its webhooks to the source's inbound URL; each request
+   * is stored, then turned into calls by the source's transform.
+   *
+   * @generated from enum value: SOURCE_KIND_WEBHOOK = 2;
+   */
+  WEBHOOK = 2,
+}
+
+/**
+ * Describes the enum waypost.v1.SourceKind.
+ */
+export const SourceKindSchema: GenEnum<SourceKind> = /*@__PURE__*/
+  enumDesc(file_waypost_v1_source, 0);
+
+/**
+ * HookVerifier is how a webhook source checks that a request comes from its sender.
+ *
+ * @generated from enum waypost.v1.HookVerifier
+ */
+export enum HookVerifier {
+  /**
+   * Unspecified on create: HOOK_VERIFIER_NONE.
+   *
+   * @generated from enum value: HOOK_VERIFIER_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Anyone who knows the inbound URL (its token is the only secret).
+   *
+   * @generated from enum value: HOOK_VERIFIER_NONE = 1;
+   */
+  NONE = 1,
+
+  /**
+   * webhook-id, webhook-timestamp, webhook-signature (v1, several
+   * space-separated), 5 minutes of tolerance; secret "whsec_...".
+   *
+   * @generated from enum value: HOOK_VERIFIER_STANDARD_WEBHOOKS = 2;
+   */
+  STANDARD_WEBHOOKS = 2,
+
+  /**
+   * Stripe-Signature: t=...,v1=... (HMAC-SHA256 over "t.body"), 5 minutes.
+   *
+   * @generated from enum value: HOOK_VERIFIER_STRIPE = 3;
+   */
+  STRIPE = 3,
+
+  /**
+   * X-Hub-Signature-256: sha256=<hex>.
+   *
+   * @generated from enum value: HOOK_VERIFIER_GITHUB = 4;
+   */
+  GITHUB = 4,
+
+  /**
+   * X-Shopify-Hmac-Sha256: base64 HMAC-SHA256 of the body.
+   *
+   * @generated from enum value: HOOK_VERIFIER_SHOPIFY = 5;
+   */
+  SHOPIFY = 5,
+
+  /**
+   * Any HMAC of the body in a header (see HmacVerifier).
+   *
+   * @generated from enum value: HOOK_VERIFIER_HMAC = 6;
+   */
+  HMAC = 6,
+
+  /**
+   * HTTP Basic; the secret is "user:password".
+   *
+   * @generated from enum value: HOOK_VERIFIER_BASIC = 7;
+   */
+  BASIC = 7,
+
+  /**
+   * A header's value equals the secret (default: Authorization: Bearer <secret>).
+   *
+   * @generated from enum value: HOOK_VERIFIER_TOKEN = 8;
+   */
+  TOKEN = 8,
+}
+
+/**
+ * Describes the enum waypost.v1.HookVerifier.
+ */
+export const HookVerifierSchema: GenEnum<HookVerifier> = /*@__PURE__*/
+  enumDesc(file_waypost_v1_source, 1);
 
 /**
  * SourceService manages sources. Admin token required.
@@ -272,6 +640,27 @@ export const SourceService: GenService<{
     methodKind: "unary";
     input: typeof DeleteSourceRequestSchema;
     output: typeof DeleteSourceResponseSchema;
+  },
+  /**
+   * Changes a source's name or, for a webhook source, its webhook settings.
+   *
+   * @generated from rpc waypost.v1.SourceService.UpdateSource
+   */
+  updateSource: {
+    methodKind: "unary";
+    input: typeof UpdateSourceRequestSchema;
+    output: typeof UpdateSourceResponseSchema;
+  },
+  /**
+   * A new inbound URL token for a webhook source, shown once; the old one
+   * stops working at once.
+   *
+   * @generated from rpc waypost.v1.SourceService.RotateHookToken
+   */
+  rotateHookToken: {
+    methodKind: "unary";
+    input: typeof RotateHookTokenRequestSchema;
+    output: typeof RotateHookTokenResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_waypost_v1_source, 0);
