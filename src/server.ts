@@ -29,6 +29,7 @@ import { createOperationalRoutes } from "./http/operational-routes.js";
 import { createRouteTable, prefixRoute } from "./http/route-table.js";
 import type { RouteHandler } from "./http/types.js";
 import { createIngestor, type Ingestor } from "./ingest/ingestor.js";
+import { createHookRoute } from "./ingest/hooks/hook-route.js";
 import type { Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { createPlanCache } from "./plans/plan-cache.js";
@@ -47,7 +48,7 @@ export interface WaypostOptions {
   /** Extra CA certificates outbound requests trust, beside the system roots and NODE_EXTRA_CA_CERTS. */
   ca?: string | string[];
   /**
-   * The HTTP routes, given the default ones in order (operational, /v1,
+   * The HTTP routes, given the default ones in order (operational, /v1, /hooks,
    * console, RPCs): tests put a spy in front of one, or wrap it.
    */
   routes?: (defaults: readonly RouteHandler[]) => RouteHandler[];
@@ -330,6 +331,7 @@ function openApi(
     ...(serveRpc
       ? [
           createCompatHttpApi({ ingestor: ingest.ingestor, auth, logger, tracing: shared.tracing }),
+          createHookRoute({ pool, clock, logger, metrics: shared.metrics, bodyTimeoutMs: config.connections.hookBodyTimeoutMs }),
           createConsoleRoutes(),
           prefixRoute(rpc.trackingPrefix, rpc.tracking),
           prefixRoute("/waypost.v1.", rpc.admin),
