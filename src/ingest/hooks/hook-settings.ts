@@ -60,7 +60,7 @@ const headerName = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/;
 // A JSON path into the body: $.a.b, each segment a key (or an array index).
 const jsonPath = /^\$(\.[^.\s]+)+$/;
 // Header values may not hold control characters (CR/LF would split them).
-const controlCharacters = /[\u0000-\u001f\u007f]/;
+const controlCharacters = { test: (text: string) => [...text].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f) };
 
 /**
  * The settings to store for `input`, defaults filled in; an InvalidInputError
