@@ -1,10 +1,7 @@
 import { createHash } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import { headerText, readTraceContext } from "../../tracing/trace-context.js";
-import type { HookSettings } from "./hook-settings.js";
-
-/** The answer to an accepted request when the source configures none. */
-export const defaultHookResponse = { status: 200, contentType: "application/json", body: '{"accepted":true}' } as const;
+import { defaultHookResponse, type HookSettings } from "./hook-settings.js";
 
 /**
  * The stored settings (sources.webhook) with every field present: a field
