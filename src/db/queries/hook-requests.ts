@@ -12,10 +12,9 @@ export interface HookSourceRow {
  * so a rotated token stops working at once.
  */
 export async function selectHookSourceByTokenHash(db: Queryable, tokenHash: Buffer): Promise<HookSourceRow | undefined> {
-  const result = await db.query<HookSourceRow>(
-    "SELECT id, webhook FROM sources WHERE hook_token_hash = $1 AND kind = 'webhook'",
-    [tokenHash],
-  );
+  const result = await db.query<HookSourceRow>("SELECT id, webhook FROM sources WHERE hook_token_hash = $1 AND kind = 'webhook'", [
+    tokenHash,
+  ]);
   return result.rows[0];
 }
 

@@ -81,9 +81,7 @@ export function readHookBody(req: Req, options: { limit: number; timeoutMs: numb
     };
     const timer = setTimeout(
       () =>
-        finish(
-          new HookRefusal(408, "timeout", `request body was not complete within ${options.timeoutMs} ms`, { connection: "close" }),
-        ),
+        finish(new HookRefusal(408, "timeout", `request body was not complete within ${options.timeoutMs} ms`, { connection: "close" })),
       options.timeoutMs,
     );
 

@@ -11,7 +11,8 @@ import { defaultHookResponse, type HookSettings } from "./hook-settings.js";
 export function hookSettingsOf(stored: Record<string, unknown>): HookSettings {
   const s = stored as Partial<HookSettings>;
   const response = s.response as Partial<HookSettings["response"]> | undefined;
-  const status = response && Number.isInteger(response.status) && response.status! >= 200 && response.status! <= 299 ? response.status! : 200;
+  const status =
+    response && Number.isInteger(response.status) && response.status! >= 200 && response.status! <= 299 ? response.status! : 200;
   return {
     verifier: s.verifier ?? "none",
     secret: s.secret ?? "",
@@ -19,7 +20,11 @@ export function hookSettingsOf(stored: Record<string, unknown>): HookSettings {
     idempotencyKey: s.idempotencyKey ?? "",
     // No response configured: the default; one configured: as given (an empty body is allowed, e.g. 204).
     response: response
-      ? { status, contentType: response.contentType || defaultHookResponse.contentType, body: typeof response.body === "string" ? response.body : "" }
+      ? {
+          status,
+          contentType: response.contentType || defaultHookResponse.contentType,
+          body: typeof response.body === "string" ? response.body : "",
+        }
       : { ...defaultHookResponse },
     ...(s.hmac ? { hmac: s.hmac } : {}),
     tokenHeader: s.tokenHeader ?? "",

@@ -8,14 +8,7 @@ import type { Metrics } from "../../metrics.js";
 import { limits } from "../limits.js";
 import { declaredLength, HookClientGone, HookRefusal, readHookBody, tooLarge } from "./hook-body.js";
 import { createHookRateLimiter } from "./hook-rate-limit.js";
-import {
-  boundedKey,
-  hashHookToken,
-  headersToStore,
-  hookSettingsOf,
-  jsonOf,
-  traceContextOf,
-} from "./hook-request-fields.js";
+import { boundedKey, hashHookToken, headersToStore, hookSettingsOf, jsonOf, traceContextOf } from "./hook-request-fields.js";
 import type { HookSettings } from "./hook-settings.js";
 import { idempotencyKeyOf, verifyHookRequest } from "./verifiers.js";
 
@@ -89,9 +82,15 @@ async function receive(
       "retry-after": String(rate.retryAfterSeconds),
     });
   }
-  const encoding = String(req.headers["content-encoding"] ?? "").trim().toLowerCase();
+  const encoding = String(req.headers["content-encoding"] ?? "")
+    .trim()
+    .toLowerCase();
   if (encoding !== "" && encoding !== "identity") {
-    throw new HookRefusal(415, "unsupported_encoding", `Content-Encoding "${encoding.slice(0, 40)}" is not supported: send the body uncompressed`);
+    throw new HookRefusal(
+      415,
+      "unsupported_encoding",
+      `Content-Encoding "${encoding.slice(0, 40)}" is not supported: send the body uncompressed`,
+    );
   }
   if ((declaredLength(req) ?? 0) > limits.maxHookBodyBytes) throw tooLarge(limits.maxHookBodyBytes);
   const body = await readHookBody(req, { limit: limits.maxHookBodyBytes, timeoutMs: options.bodyTimeoutMs });
@@ -123,7 +122,10 @@ function verify(settings: HookSettings, req: Req, body: Buffer, now: Date): { ok
   try {
     return verifyHookRequest(settings, { headers: req.headers, body, now });
   } catch (error) {
-    return { ok: false, reason: `the request could not be verified: ${error instanceof Error ? error.message : String(error)}`.slice(0, 200) };
+    return {
+      ok: false,
+      reason: `the request could not be verified: ${error instanceof Error ? error.message : String(error)}`.slice(0, 200),
+    };
   }
 }
 
@@ -151,9 +153,15 @@ async function unavailableOnError<T>(query: () => Promise<T>): Promise<T> {
   try {
     return await query();
   } catch (error) {
-    throw new HookRefusal(503, "unavailable", "the request could not be stored now: retry it", {
-      "retry-after": String(unavailableRetryAfterSeconds),
-    }, { cause: error });
+    throw new HookRefusal(
+      503,
+      "unavailable",
+      "the request could not be stored now: retry it",
+      {
+        "retry-after": String(unavailableRetryAfterSeconds),
+      },
+      { cause: error },
+    );
   }
 }
 

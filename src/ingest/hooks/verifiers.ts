@@ -33,7 +33,8 @@ export function idempotencyKeyOf(
   if (!name) return undefined;
   if (name.startsWith("$.")) {
     let value: unknown = body;
-    for (const part of name.slice(2).split(".")) value = value && typeof value === "object" ? (value as Record<string, unknown>)[part] : undefined;
+    for (const part of name.slice(2).split("."))
+      value = value && typeof value === "object" ? (value as Record<string, unknown>)[part] : undefined;
     return typeof value === "string" || typeof value === "number" ? String(value) : undefined;
   }
   const value = headers[name.toLowerCase()];

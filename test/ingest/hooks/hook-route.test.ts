@@ -2,14 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ManualClock } from "../../../src/clock.js";
 import { defaultConnectionLimits } from "../../../src/http/connection-limits.js";
 import { limits } from "../../../src/ingest/limits.js";
-import {
-  answerOf,
-  hookRows,
-  insertWebhookSource,
-  openUpload,
-  postHook,
-  type TestHookSource,
-} from "../../helpers/hook-sources.js";
+import { answerOf, hookRows, insertWebhookSource, openUpload, postHook, type TestHookSource } from "../../helpers/hook-sources.js";
 import { startTestServer, type TestServer } from "../../helpers/server.js";
 
 let server: TestServer;
