@@ -1,23 +1,5 @@
 import type { Queryable } from "../pool.js";
 
-/** A webhook source as its inbound URL sees it: its id and stored settings (jsonb as stored). */
-export interface HookSourceRow {
-  id: string;
-  webhook: Record<string, unknown>;
-}
-
-/**
- * The webhook source whose token hashes to `tokenHash` (sha256 of the
- * token), or undefined. One indexed lookup (the column is UNIQUE); no cache,
- * so a rotated token stops working at once.
- */
-export async function selectHookSourceByTokenHash(db: Queryable, tokenHash: Buffer): Promise<HookSourceRow | undefined> {
-  const result = await db.query<HookSourceRow>("SELECT id, webhook FROM sources WHERE hook_token_hash = $1 AND kind = 'webhook'", [
-    tokenHash,
-  ]);
-  return result.rows[0];
-}
-
 /** One received request, as hook_requests stores it. */
 export interface NewHookRequest {
   sourceId: string;

@@ -1,41 +1,6 @@
-import { createHash } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import { headerText, readTraceContext } from "../../tracing/trace-context.js";
-import { defaultHookResponse, type HookSettings } from "./hook-settings.js";
-
-/**
- * The stored settings (sources.webhook) with every field present: a field
- * the row lacks takes its documented default, so an older row or a partial
- * one never makes the inbound URL fail.
- */
-export function hookSettingsOf(stored: Record<string, unknown>): HookSettings {
-  const s = stored as Partial<HookSettings>;
-  const response = s.response as Partial<HookSettings["response"]> | undefined;
-  const status =
-    response && Number.isInteger(response.status) && response.status! >= 200 && response.status! <= 299 ? response.status! : 200;
-  return {
-    verifier: s.verifier ?? "none",
-    secret: s.secret ?? "",
-    transform: s.transform ?? "",
-    idempotencyKey: s.idempotencyKey ?? "",
-    // No response configured: the default; one configured: as given (an empty body is allowed, e.g. 204).
-    response: response
-      ? {
-          status,
-          contentType: response.contentType || defaultHookResponse.contentType,
-          body: typeof response.body === "string" ? response.body : "",
-        }
-      : { ...defaultHookResponse },
-    ...(s.hmac ? { hmac: s.hmac } : {}),
-    tokenHeader: s.tokenHeader ?? "",
-    maxRequestsPerSecond: typeof s.maxRequestsPerSecond === "number" ? s.maxRequestsPerSecond : 0,
-  };
-}
-
-/** sha256 of the token as it appears in the URL: what sources.hook_token_hash holds. */
-export function hashHookToken(token: string): Buffer {
-  return createHash("sha256").update(token, "utf8").digest();
-}
+import type { HookSettings } from "./hook-settings.js";
 
 /** Headers never stored: credentials and what proxies add about the sender. */
 const droppedHeaders = new Set(["cookie", "authorization", "proxy-authorization", "forwarded"]);
@@ -74,13 +39,4 @@ export function jsonOf(body: Buffer): unknown {
   } catch {
     return undefined;
   }
-}
-
-/** Longest idempotency key stored as is; a longer one is stored as its hash (the index has a row size limit). */
-export const maxIdempotencyKeyLength = 255;
-
-export function boundedKey(key: string | undefined): string | undefined {
-  if (key === undefined || key === "") return undefined;
-  if (key.length <= maxIdempotencyKeyLength) return key;
-  return `sha256:${createHash("sha256").update(key, "utf8").digest("hex")}`;
 }

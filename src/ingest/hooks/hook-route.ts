@@ -1,6 +1,7 @@
 import type { Clock } from "../../clock.js";
 import type { Queryable } from "../../db/pool.js";
-import { insertHookRequest, selectHookSourceByTokenHash } from "../../db/queries/hook-requests.js";
+import { insertHookRequest } from "../../db/queries/hook-requests.js";
+import { selectHookSourceByTokenHash } from "../../db/queries/sources.js";
 import type { Req, Res, RouteHandler } from "../../http/types.js";
 import { finishUnreadRequest } from "../../http/unread-body.js";
 import type { Logger } from "../../logger.js";
@@ -8,8 +9,9 @@ import type { Metrics } from "../../metrics.js";
 import { limits } from "../limits.js";
 import { declaredLength, HookClientGone, HookRefusal, readHookBody, tooLarge } from "./hook-body.js";
 import { createHookRateLimiter } from "./hook-rate-limit.js";
-import { boundedKey, hashHookToken, headersToStore, hookSettingsOf, jsonOf, traceContextOf } from "./hook-request-fields.js";
-import type { HookSettings } from "./hook-settings.js";
+import { headersToStore, jsonOf, traceContextOf } from "./hook-request-fields.js";
+import { hookSettingsFromStored, type HookSettings } from "./hook-settings.js";
+import { hashHookToken } from "./hook-token.js";
 import { idempotencyKeyOf, verifyHookRequest } from "./verifiers.js";
 
 export interface HookRouteOptions {
@@ -74,7 +76,7 @@ async function receive(
   const source = await unavailableOnError(() => selectHookSourceByTokenHash(options.pool, hashHookToken(token)));
   if (!source) throw unknownHook();
   known.sourceId = source.id;
-  const settings = hookSettingsOf(source.webhook);
+  const settings = hookSettingsFromStored(source.webhook);
 
   const rate = rateLimiter.take(source.id, settings.maxRequestsPerSecond);
   if (!rate.ok) {
@@ -131,7 +133,7 @@ function verify(settings: HookSettings, req: Req, body: Buffer, now: Date): { ok
 
 function idempotencyKey(settings: HookSettings, req: Req, body: Buffer): string | undefined {
   try {
-    return boundedKey(idempotencyKeyOf(settings, req.headers, jsonOf(body)));
+    return idempotencyKeyOf(settings, req.headers, jsonOf(body));
   } catch {
     // No key is the safe side: the request is stored and processed once.
     return undefined;
