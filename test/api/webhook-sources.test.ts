@@ -150,6 +150,24 @@ describe("updating a webhook source", () => {
     expect(row.webhook.transform).toContain("function transform");
   });
 
+  test("over Connect JSON: the mask is a comma-separated string of camelCase paths", async () => {
+    const source = await createStripeSource();
+    const response = await fetch(`${server.url}/waypost.v1.SourceService/UpdateSource`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${server.adminToken}` },
+      body: JSON.stringify({
+        source: { id: source.id, name: "json", webhook: { maxRequestsPerSecond: 7, secret: "ignored" } },
+        updateMask: "name,webhook.maxRequestsPerSecond",
+      }),
+    });
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { source: { name: string; kind: string; webhook: Record<string, unknown> } };
+    expect(body.source).toMatchObject({ name: "json", kind: "SOURCE_KIND_WEBHOOK" });
+    expect(body.source.webhook).toMatchObject({ verifier: "HOOK_VERIFIER_STRIPE", hasSecret: true, maxRequestsPerSecond: 7 });
+    expect(body.source.webhook.secret).toBeUndefined();
+    expect((await storedRow(source.id)).webhook.secret).toBe(stripeSecret);
+  });
+
   test("a new secret replaces the stored one; another verifier needs its own secret", async () => {
     const source = await createStripeSource();
     await server.sources.updateSource({
