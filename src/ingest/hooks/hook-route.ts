@@ -132,8 +132,10 @@ function verify(settings: HookSettings, req: Req, body: Buffer, now: Date): { ok
 }
 
 function idempotencyKey(settings: HookSettings, req: Req, body: Buffer): string | undefined {
+  // The body is parsed only when the key is in it (a JSON path, or Stripe's default `$.id`).
+  const inBody = settings.idempotencyKey ? settings.idempotencyKey.startsWith("$.") : settings.verifier === "stripe";
   try {
-    return idempotencyKeyOf(settings, req.headers, jsonOf(body));
+    return idempotencyKeyOf(settings, req.headers, inBody ? jsonOf(body) : undefined);
   } catch {
     // No key is the safe side: the request is stored and processed once.
     return undefined;

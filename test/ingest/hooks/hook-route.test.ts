@@ -1,3 +1,4 @@
+import http2 from "node:http2";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ManualClock } from "../../../src/clock.js";
 import { defaultConnectionLimits } from "../../../src/http/connection-limits.js";
@@ -286,5 +287,52 @@ describe("a database that fails", () => {
       await server.pool.query("DROP TRIGGER refuse_hook_insert ON hook_requests; DROP FUNCTION refuse_hook_insert()");
     }
     expect((await postHook(source.url, "{}")).status).toBe(200);
+  });
+});
+
+describe("hostile bodies", () => {
+  test("a JSON bomb (500 KB of nesting) with the key in the body is stored and answered like any request", async () => {
+    const source = await insertWebhookSource(server, { idempotencyKey: "$.a.b" });
+    const depth = 250_000;
+    const answer = await postHook(source.url, "[".repeat(depth) + "]".repeat(depth));
+    expect(answer.status).toBe(200);
+    const [row] = await hookRows(server, source.id);
+    expect(row!.idempotency_key).toBeNull();
+    expect(row!.body.length).toBe(2 * depth);
+  });
+});
+
+describe("HTTP/2", () => {
+  function h2Request(url: string, headers: Record<string, string | number>, body?: string) {
+    const { origin, pathname } = new URL(url);
+    const session = http2.connect(origin);
+    const stream = session.request({ ":method": "POST", ":path": pathname, "content-type": "application/json", ...headers });
+    const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+      let status = 0;
+      const chunks: Buffer[] = [];
+      stream.on("response", (h) => {
+        status = Number(h[":status"]);
+      });
+      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+      stream.on("end", () => resolve({ status, text: Buffer.concat(chunks).toString() }));
+      stream.on("error", reject);
+    });
+    if (body !== undefined) stream.end(body);
+    return { session, stream, answer };
+  }
+
+  test("a request is stored and answered; an unknown token is a 404 while the upload is open", async () => {
+    const source = await insertWebhookSource(server);
+    const good = h2Request(source.url, {}, '{"h2":true}');
+    expect(await good.answer).toMatchObject({ status: 200, text: '{"accepted":true}' });
+    good.session.close();
+    const [row] = await hookRows(server, source.id);
+    expect(row!.body.toString()).toBe('{"h2":true}');
+    expect(Object.keys(row!.headers).some((name) => name.startsWith(":"))).toBe(false);
+
+    const unknown = h2Request(`${server.url}/hooks/${"B".repeat(43)}`, { "content-length": 10 * 1024 * 1024 });
+    unknown.stream.write("{");
+    expect((await unknown.answer).status).toBe(404);
+    unknown.session.destroy();
   });
 });
