@@ -30,6 +30,7 @@ import { createRouteTable, prefixRoute } from "./http/route-table.js";
 import type { RouteHandler } from "./http/types.js";
 import { createIngestor, type Ingestor } from "./ingest/ingestor.js";
 import { createHookRoute } from "./ingest/hooks/hook-route.js";
+import { createHookWaker } from "./ingest/hooks/hook-waker.js";
 import type { Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { createPlanCache } from "./plans/plan-cache.js";
@@ -295,7 +296,7 @@ async function openDelivery({ options, config, logger, clock, closers }: Wiring,
 
 /** The API (role api or all): the RPCs, the compatible /v1 API and the console, beside the operational routes every role serves. */
 function openApi(
-  { options, config, logger, clock }: Wiring,
+  { options, config, logger, clock, closers }: Wiring,
   database: DatabaseWing,
   shared: SharedWing,
   ingest: IngestWing,
@@ -324,6 +325,9 @@ function openApi(
     isReady: async () => !stopping() && (await ping(pool)),
   });
   const serveRpc = config.role !== "worker";
+  // After the inbound URL commits a request, every process's hook processor is woken (a NOTIFY after the commit).
+  const hookWaker = createHookWaker({ pool, logger });
+  closers.push(() => hookWaker.close());
   // The compatible /v1 API and the console come before the RPCs; the
   // operator console is served wherever the API is (same origin, same port).
   const defaultRoutes: RouteHandler[] = [
@@ -331,7 +335,14 @@ function openApi(
     ...(serveRpc
       ? [
           createCompatHttpApi({ ingestor: ingest.ingestor, auth, logger, tracing: shared.tracing }),
-          createHookRoute({ pool, clock, logger, metrics: shared.metrics, bodyTimeoutMs: config.connections.hookBodyTimeoutMs }),
+          createHookRoute({
+            pool,
+            clock,
+            logger,
+            metrics: shared.metrics,
+            bodyTimeoutMs: config.connections.hookBodyTimeoutMs,
+            onHookRequestStored: (sourceId) => hookWaker.stored(sourceId),
+          }),
           createConsoleRoutes(),
           prefixRoute(rpc.trackingPrefix, rpc.tracking),
           prefixRoute("/waypost.v1.", rpc.admin),

@@ -1,6 +1,6 @@
 import type { Clock } from "../../clock.js";
 import type { Queryable } from "../../db/pool.js";
-import { insertHookRequest } from "../../db/queries/hook-requests.js";
+import { insertHookRequest } from "../../db/queries/hook-receipt.js";
 import { selectHookSourceByTokenHash } from "../../db/queries/sources.js";
 import type { Req, Res, RouteHandler } from "../../http/types.js";
 import { finishUnreadRequest } from "../../http/unread-body.js";

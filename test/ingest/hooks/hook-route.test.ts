@@ -1,4 +1,5 @@
 import http2 from "node:http2";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ManualClock } from "../../../src/clock.js";
 import { defaultConnectionLimits } from "../../../src/http/connection-limits.js";
@@ -334,5 +335,28 @@ describe("HTTP/2", () => {
     unknown.stream.write("{");
     expect((await unknown.answer).status).toBe(404);
     unknown.session.destroy();
+  });
+});
+
+describe("waking the processors", () => {
+  test("a stored request is announced on waypost_hooks with its source id, after the commit", async () => {
+    const listener = new pg.Client({ connectionString: server.database.url });
+    await listener.connect();
+    try {
+      await listener.query("LISTEN waypost_hooks");
+      const source = await insertWebhookSource(server);
+      const notified = new Promise<string>((resolve) => {
+        listener.on("notification", (message) => {
+          if (message.payload === source.id) resolve(message.payload);
+        });
+      });
+      expect((await postHook(source.url, "{}")).status).toBe(200);
+      expect(await notified).toBe(source.id);
+      // The request is visible to whoever is woken.
+      const { rows } = await listener.query("SELECT status FROM hook_requests WHERE source_id = $1", [source.id]);
+      expect(rows).toEqual([{ status: "pending" }]);
+    } finally {
+      await listener.end();
+    }
   });
 });
