@@ -107,3 +107,15 @@ export async function insertHookRequests(
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return rows.map((row) => ({ id: String(row.id), duplicate: row.status === "duplicate" }));
 }
+
+/** The webhook sources whose token hashes are among `tokenHashes` (sha256 of each token). */
+export async function selectHookSourcesByTokenHashes(
+  db: Queryable,
+  tokenHashes: readonly Buffer[],
+): Promise<Array<{ id: string; webhook: Record<string, unknown>; hook_token_hash: Buffer }>> {
+  const result = await db.query<{ id: string; webhook: Record<string, unknown>; hook_token_hash: Buffer }>(
+    "SELECT id, webhook, hook_token_hash FROM sources WHERE hook_token_hash = ANY($1::bytea[]) AND kind = 'webhook'",
+    [tokenHashes],
+  );
+  return result.rows;
+}
