@@ -47,7 +47,7 @@ export function createHookStore(options: { pool: Queryable }): HookStore {
         options.pool,
         batch.map((w) => w.request),
       );
-      batch.forEach((w, i) => w.resolve(stored[i]!));
+      for (const [i, w] of batch.entries()) w.resolve(stored[i]!);
     } catch (error) {
       if (batch.length > 1 && (error as { code?: string }).code === "23505") {
         // Another process stored one of these keys meanwhile: one at a time, each statement deciding its own.

@@ -2,7 +2,6 @@ import http2 from "node:http2";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ManualClock } from "../../../src/clock.js";
-import { defaultConnectionLimits } from "../../../src/http/connection-limits.js";
 import { limits } from "../../../src/ingest/limits.js";
 import { answerOf, hookRows, insertWebhookSource, openUpload, postHook, type TestHookSource } from "../../helpers/hook-sources.js";
 import { startTestServer, type TestServer } from "../../helpers/server.js";
@@ -13,7 +12,7 @@ const clock = new ManualClock();
 const bodyTimeoutMs = 1_000;
 
 beforeAll(async () => {
-  server = await startTestServer({ clock, config: { connections: { ...defaultConnectionLimits, hookBodyTimeoutMs: bodyTimeoutMs } } });
+  server = await startTestServer({ clock, config: { hookBodyTimeoutMs: bodyTimeoutMs } });
 });
 afterAll(async () => {
   await server?.stop();
