@@ -37,8 +37,8 @@ const unavailableRetryAfterSeconds = 5;
 /**
  * The inbound URL of webhook sources, `POST /hooks/<token>`
  * (docs/webhook-sources.md#the-inbound-url). What is cheap and needs no
- * body comes first: the method, the token (one indexed lookup by its
- * hash), the rate limit, a declared size. Only then is the body read,
+ * body comes first: the method, the token (looked up by its hash, never
+ * cached), the rate limit, a declared size. Only then is the body read,
  * bounded in size and time, verified, and committed to hook_requests
  * before the answer. Every failure has its own 4xx, and a database error a
  * 503 the sender retries: never a 500, which sets off retry storms.
