@@ -34,7 +34,7 @@ afterAll(async () => {
 });
 
 async function worker(): Promise<ServiceProcess> {
-  const p = await startServiceProcess(api.database.url, { WAYPOST_ROLE: "worker", WAYPOST_LEASE_MS: "1500" });
+  const p = await startServiceProcess(api.database.url, { WAYPOST_ROLE: "worker", WAYPOST_LEASE_MS: "1500", WAYPOST_TRANSFORM_TIMEOUT_MS: "1000" });
   processes.push(p);
   return p;
 }
@@ -44,7 +44,7 @@ const count = async (status: string) =>
 
 test("a worker killed while it processes a source's requests loses none and duplicates none", { timeout: 180_000 }, async () => {
   const { id: sourceId } = await api.createSource("shop");
-  // A few milliseconds of work per request, so the kill lands mid-way.
+  // A few milliseconds of work per request, so the kill lands mid-way (with a time limit no busy machine reaches).
   await makeWebhookSource(
     api.pool,
     sourceId,
@@ -68,8 +68,12 @@ test("a worker killed while it processes a source's requests loses none and dupl
   expect(left).toBeGreaterThan(0);
 
   answering = true;
-  await worker();
-  await eventually(async () => (await count("processed")) === total, 120_000);
+  const second = await worker();
+  await eventually(async () => (await count("processed")) === total, Number(process.env.HOOK_WAIT ?? 120_000)).catch(async (e) => {
+    console.log("DEBUG2", await count("processed"), await count("pending"), JSON.stringify((await api.pool.query("SELECT * FROM hook_source_leases")).rows), new Date().toISOString());
+    console.log(second.logs.filter((l) => /hook|webhook|error|warn/i.test(l)).slice(0, 30).join("\n"));
+    throw e;
+  });
   expect(await count("failed")).toBe(0);
   const expected = ids.flatMap((id) => [`hook-${id}-0`, `hook-${id}-1`]).sort();
   const stored = await api.pool.query("SELECT message_id FROM messages WHERE source_id = $1 ORDER BY message_id", [sourceId]);
