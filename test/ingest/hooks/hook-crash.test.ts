@@ -34,7 +34,11 @@ afterAll(async () => {
 });
 
 async function worker(): Promise<ServiceProcess> {
-  const p = await startServiceProcess(api.database.url, { WAYPOST_ROLE: "worker", WAYPOST_LEASE_MS: "1500", WAYPOST_TRANSFORM_TIMEOUT_MS: "1000" });
+  const p = await startServiceProcess(api.database.url, {
+    WAYPOST_ROLE: "worker",
+    WAYPOST_LEASE_MS: "1500",
+    WAYPOST_TRANSFORM_TIMEOUT_MS: "1000",
+  });
   processes.push(p);
   return p;
 }
@@ -56,7 +60,7 @@ test("a worker killed while it processes a source's requests loses none and dupl
     }),
   );
   await api.createDestination({ name: "crm", sourceIds: [sourceId], webhooks: [{ url: receiver.url }] });
-  const total = Number(process.env.HOOK_CRASH_TOTAL ?? 400);
+  const total = 400;
   const ids: string[] = [];
   for (let n = 0; n < total; n++) ids.push(await insertHookRequest(api.pool, sourceId, { body: { n } }));
 
@@ -68,12 +72,8 @@ test("a worker killed while it processes a source's requests loses none and dupl
   expect(left).toBeGreaterThan(0);
 
   answering = true;
-  const second = await worker();
-  await eventually(async () => (await count("processed")) === total, Number(process.env.HOOK_WAIT ?? 120_000)).catch(async (e) => {
-    console.log("DEBUG2", await count("processed"), await count("pending"), JSON.stringify((await api.pool.query("SELECT * FROM hook_source_leases")).rows), new Date().toISOString());
-    console.log(second.logs.filter((l) => /hook|webhook|error|warn/i.test(l)).slice(0, 30).join("\n"));
-    throw e;
-  });
+  await worker();
+  await eventually(async () => (await count("processed")) === total, 120_000);
   expect(await count("failed")).toBe(0);
   const expected = ids.flatMap((id) => [`hook-${id}-0`, `hook-${id}-1`]).sort();
   const stored = await api.pool.query("SELECT message_id FROM messages WHERE source_id = $1 ORDER BY message_id", [sourceId]);
@@ -84,11 +84,7 @@ test("a worker killed while it processes a source's requests loses none and dupl
   );
   expect(deliveries.rows[0]).toEqual({ n: 2 * total, distinct: 2 * total });
   // Every call answered once (the ones the dead worker had in flight were sent again: unanswered the first time).
-  await eventually(async () => answered.length >= 2 * total, 120_000).catch(async (e) => {
-    const st = await api.pool.query("SELECT d.status, d.attempt_count, count(*) FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE m.source_id = $1 GROUP BY 1, 2", [sourceId]);
-    console.log("DEBUG", answered.length, receiver.requests.length, JSON.stringify(st.rows));
-    throw e;
-  });
+  await eventually(async () => answered.length >= 2 * total, 120_000);
   await eventually(async () => {
     const done = await api.pool.query(
       "SELECT count(*)::int AS n FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE m.source_id = $1 AND d.status = 'delivered'",
