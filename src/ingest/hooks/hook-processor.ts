@@ -41,7 +41,7 @@ export interface HookProcessorOptions {
   leaseMs: number;
   /** Real time between looks for sources with pending requests (1 s by default); wake() looks at once. */
   pollMs?: number;
-  /** Requests taken and committed together (50 by default). */
+  /** Requests taken and committed together (200 by default). */
   pageSize?: number;
   /** Sources worked at once (4 by default). */
   concurrency?: number;
@@ -74,7 +74,7 @@ export interface HookProcessor {
 export function createHookProcessor(options: HookProcessorOptions): HookProcessor {
   const { pool, clock, logger } = options;
   const pollMs = options.pollMs ?? 1_000;
-  const pageSize = options.pageSize ?? 50;
+  const pageSize = options.pageSize ?? 200;
   const concurrency = options.concurrency ?? 4;
   const working = new Map<string, Promise<void>>();
   /** The sandbox key each source's transform last ran under: the old one is freed when the transform changes. */
