@@ -24,8 +24,8 @@ import {
 } from "../db/queries/hook-requests.js";
 import { callsOfHookRequest, type ParseV1Call } from "../ingest/hooks/hook-calls.js";
 import { readProcessingSettings } from "../ingest/hooks/hook-input.js";
+import { validateHookTransform } from "../ingest/hooks/hook-settings.js";
 import type { TransformSandboxes } from "../routing/transform-sandbox.js";
-import { validateTransform } from "../routing/validate-rules.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { decodePageToken, encodePageToken, pageSize } from "./paging.js";
 
@@ -103,7 +103,9 @@ export function createHookService(options: HookServiceOptions): ServiceImpl<type
       const { sourceId, settings } = await settingsOf("source.id", draft.id);
       const draftTransform = draft.webhook?.transform ?? "";
       const transform =
-        draftTransform.trim() !== "" ? await validateTransform("source.webhook.transform", draftTransform, sandboxes) : settings.transform;
+        draftTransform.trim() !== ""
+          ? await validateHookTransform("source.webhook.transform", draftTransform, sandboxes)
+          : settings.transform;
       const draftVerifier = draft.webhook?.verifier ?? HookVerifier.UNSPECIFIED;
       const verifier = draftVerifier === HookVerifier.UNSPECIFIED ? settings.verifier : HookVerifier[draftVerifier].toLowerCase();
       const ids = requestIds(req.requestIds);
