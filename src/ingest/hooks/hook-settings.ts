@@ -128,7 +128,7 @@ export function standardWebhooksKey(secret: string): Buffer | undefined {
 }
 
 /** A transform's source: at most 64 KB, parsed in the sandbox when one is given; nothing is run. */
-async function validateHookTransform(field: string, source: string, sandboxes: TransformSandboxes | undefined): Promise<string> {
+export async function validateHookTransform(field: string, source: string, sandboxes: TransformSandboxes | undefined): Promise<string> {
   if (source.trim() === "") return "";
   const bytes = Buffer.byteLength(source);
   if (bytes > routingLimits.maxTransformBytes) {
