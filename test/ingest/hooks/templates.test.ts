@@ -130,14 +130,28 @@ test("GitHub: a merged pull request and a push; a closed unmerged one makes no c
       userId: "octocat",
       event: "Pull Request Merged",
       timestamp: "2026-11-28T10:00:00Z",
-      properties: { repository: "acme/app", number: 7, title: "Fix the thing", base: "main", mergedBy: "hubot", additions: 10, deletions: 2 },
+      properties: {
+        repository: "acme/app",
+        number: 7,
+        title: "Fix the thing",
+        base: "main",
+        mergedBy: "hubot",
+        additions: 10,
+        deletions: 2,
+      },
     },
   ]);
   expect(await run(code, request(pr(false), { "x-github-event": "pull_request" }))).toEqual([]);
   const push = await run(
     code,
     request(
-      { ref: "refs/heads/main", forced: false, commits: [{ id: "a" }, { id: "b" }], repository: { full_name: "acme/app" }, sender: { login: "octocat" } },
+      {
+        ref: "refs/heads/main",
+        forced: false,
+        commits: [{ id: "a" }, { id: "b" }],
+        repository: { full_name: "acme/app" },
+        sender: { login: "octocat" },
+      },
       { "x-github-event": "push" },
     ),
   );
