@@ -29,6 +29,8 @@ import { createOperationalRoutes } from "./http/operational-routes.js";
 import { createRouteTable, prefixRoute } from "./http/route-table.js";
 import type { RouteHandler } from "./http/types.js";
 import { createIngestor, type Ingestor } from "./ingest/ingestor.js";
+import { createHookProcessor, type HookProcessor } from "./ingest/hooks/hook-processor.js";
+import { parseMessage } from "./compat/parse-message.js";
 import type { Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { createPlanCache } from "./plans/plan-cache.js";
@@ -71,6 +73,8 @@ export interface Waypost {
   maintenance: Maintenance | undefined;
   /** Present when this process works background jobs, backfills and bulk retries (role worker or all; tests wait with idle()). */
   jobs: JobRunner | undefined;
+  /** Present when this process turns webhook sources' requests into calls (role worker or all; wake(sourceId) after storing one). */
+  hooks: HookProcessor | undefined;
   stop(): Promise<void>;
 }
 
@@ -126,7 +130,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   const database = await openDatabase(wiring);
   const shared = await openShared(wiring, database);
   const ingest = openIngest(wiring, database, shared);
-  const delivery = await openDelivery(wiring, database, shared);
+  const delivery = await openDelivery(wiring, database, shared, ingest);
   let stopping = false;
   const handler = openApi(wiring, database, shared, ingest, delivery, () => stopping);
   const { url, port } = await openListener(wiring, handler, database, shared, delivery);
@@ -143,6 +147,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     delivery: delivery.loop,
     maintenance: delivery.maintenance,
     jobs: delivery.jobs,
+    hooks: delivery.hooks,
     async stop() {
       stopping = true;
       await closeAll(closers);
@@ -245,13 +250,18 @@ function openIngest({ logger, clock, closers }: Wiring, { pool, adminReadPool }:
     plans: { cache: planCache, recorder: violationRecorder },
     onQueued: () => loopWaker.queued(),
   });
-  return { ingestor, trackingPlans };
+  return { ingestor, trackingPlans, loopWaker };
 }
 
 /** Delivery (role worker or all): the loop, maintenance, and background jobs (backfills, bulk retries). */
-async function openDelivery({ options, config, logger, clock, closers }: Wiring, database: DatabaseWing, shared: SharedWing) {
+async function openDelivery(
+  { options, config, logger, clock, closers }: Wiring,
+  database: DatabaseWing,
+  shared: SharedWing,
+  ingest: IngestWing,
+) {
   const { pool, connectionString } = database;
-  if (config.role === "api") return { loop: undefined, maintenance: undefined, jobs: undefined };
+  if (config.role === "api") return { loop: undefined, maintenance: undefined, jobs: undefined, hooks: undefined };
   const loop: DeliveryLoop = createDeliveryLoop({
     pool,
     connectionString,
@@ -289,7 +299,21 @@ async function openDelivery({ options, config, logger, clock, closers }: Wiring,
   });
   jobs.start();
   closers.push(() => jobs.stop());
-  return { loop, maintenance, jobs };
+  // Webhook sources' stored requests become calls wherever calls are delivered.
+  const hooks: HookProcessor = createHookProcessor({
+    pool,
+    connectionString,
+    clock,
+    logger,
+    ingestor: ingest.ingestor,
+    sandboxes: shared.sandboxes,
+    parseCall: (raw) => parseMessage(raw, undefined),
+    leaseMs: config.delivery.leaseMs,
+    onQueued: () => ingest.loopWaker.queued(),
+  });
+  await hooks.start();
+  closers.push(() => hooks.stop());
+  return { loop, maintenance, jobs, hooks };
 }
 
 /** The API (role api or all): the RPCs, the compatible /v1 API and the console, beside the operational routes every role serves. */

@@ -10,6 +10,7 @@ import {
   vacuumJobTableIfNeeded,
 } from "../db/job-table/index.js";
 import { purgeEndedJobs } from "../db/queries/background-jobs.js";
+import { purgeOldHookRequests } from "../db/queries/hook-requests.js";
 import type { Logger } from "../logger.js";
 
 export interface MaintenanceOptions {
@@ -27,9 +28,10 @@ export interface Maintenance {
   /**
    * One pass: create the coming days' partitions, expire paused deliveries,
    * drop the days of history and attempts past retention, purge messages
-   * past it, and background jobs (backfills, bulk retries) that ended before it.
+   * past it, background jobs (backfills, bulk retries) that ended before it,
+   * and webhook sources' requests received before it.
    */
-  runOnce(): Promise<{ expired: number; purged: number; droppedDays: number; jobsPurged: number }>;
+  runOnce(): Promise<{ expired: number; purged: number; droppedDays: number; jobsPurged: number; hookRequestsPurged: number }>;
   /** VACUUM the job table if dead rows have piled up; true when it did. */
   vacuumIfNeeded(): Promise<boolean>;
   start(): void;
@@ -70,11 +72,21 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
       if (n < purgeBatch) break;
     }
     const jobsPurged = await purgeEndedJobs(options.pool, cutoff);
-    const droppedDays = dropped.length;
-    if (expired > 0 || purged > 0 || droppedDays > 0 || jobsPurged > 0) {
-      options.logger.info({ expired, purged, droppedDays: dropped.map((d) => `${d.table}_${d.day}`), jobsPurged }, "maintenance");
+    // Kept as long as the calls they made.
+    let hookRequestsPurged = 0;
+    for (;;) {
+      const n = await purgeOldHookRequests(options.pool, cutoff, purgeBatch);
+      hookRequestsPurged += n;
+      if (n < purgeBatch) break;
     }
-    return { expired, purged, droppedDays, jobsPurged };
+    const droppedDays = dropped.length;
+    if (expired > 0 || purged > 0 || droppedDays > 0 || jobsPurged > 0 || hookRequestsPurged > 0) {
+      options.logger.info(
+        { expired, purged, droppedDays: dropped.map((d) => `${d.table}_${d.day}`), jobsPurged, hookRequestsPurged },
+        "maintenance",
+      );
+    }
+    return { expired, purged, droppedDays, jobsPurged, hookRequestsPurged };
   }
 
   return {

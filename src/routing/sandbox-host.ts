@@ -40,7 +40,7 @@ export interface SandboxHost {
    * failure throws the sandbox away; the next call makes it anew, so one bad
    * call cannot poison the next.
    */
-  run(key: string, source: string, body: string): Promise<TransformOutcome>;
+  run(key: string, source: string, body: string, maxResultBytes?: number): Promise<TransformOutcome>;
   /** A syntax error in `source` with its line, or undefined. Compiles only: runs nothing. */
   syntaxError(source: string): Promise<string | undefined>;
   /** Frees the sandbox kept for `key`. */
@@ -189,7 +189,7 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
   }
 
   /** The call's result, read in the sandbox; a failure throws the sandbox away. */
-  function callIn(key: string, sandbox: Sandbox, body: string, elapsed: () => number): TransformOutcome {
+  function callIn(key: string, sandbox: Sandbox, body: string, maxResultBytes: number, elapsed: () => number): TransformOutcome {
     const { context, runtime } = sandbox;
     const deadline = performance.now() + timeoutMs;
     const input = context.newString(body);
@@ -212,10 +212,13 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
     result.value.value.dispose();
     if (out === null) return { kind: "dropped", elapsedMs: elapsed() };
     const bytes = Buffer.byteLength(out);
-    if (bytes > routingLimits.maxBodyBytes) {
+    if (bytes > maxResultBytes) {
       return {
         kind: "error",
-        message: `the result is ${bytes} bytes, over the limit of ${routingLimits.maxBodyBytes} bytes (32 KB) per call`,
+        message:
+          maxResultBytes === routingLimits.maxBodyBytes
+            ? `the result is ${bytes} bytes, over the limit of ${routingLimits.maxBodyBytes} bytes (32 KB) per call`
+            : `the result is ${bytes} bytes, over the limit of ${maxResultBytes} bytes`,
         elapsedMs: elapsed(),
       };
     }
@@ -225,7 +228,7 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
   let syntaxInstance: Promise<SandboxInstance> | undefined;
 
   return {
-    async run(key, source, body) {
+    async run(key, source, body, maxResultBytes = routingLimits.maxBodyBytes) {
       const started = performance.now();
       const elapsed = () => performance.now() - started;
       try {
@@ -236,7 +239,7 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
         // The call's own time, without making the sandbox: the pool averages it to
         // decide when to put deliveries off, and a sandbox is made once, not per call.
         const ran = performance.now();
-        return callIn(key, sandbox, body, () => performance.now() - ran);
+        return callIn(key, sandbox, body, maxResultBytes, () => performance.now() - ran);
       } catch (error) {
         // The transform's top level failed, or the interpreter itself gave up
         // (out of memory while reporting, say): nothing of it is kept.

@@ -28,6 +28,8 @@ export interface RunOptions {
    * more waiting than its sandbox can run within maxQueueWaitMs.
    */
   mayDefer?: boolean;
+  /** Most bytes of the result (a destination's: the 32 KB call limit; a webhook source's transform returns several calls). */
+  maxResultBytes?: number;
 }
 
 export interface TransformSandboxes {
@@ -253,7 +255,7 @@ export function createTransformSandboxes(options: TransformSandboxOptions): Tran
       }
       return new Promise<TransformOutcome>((resolve) => {
         const call: LaneCall = {
-          request: { id: 0, op: "run", key, source, body },
+          request: { id: 0, op: "run", key, source, body, maxResultBytes: runOptions?.maxResultBytes },
           resolve: resolve as (result: unknown) => void,
           restarts: 0,
         };

@@ -5,7 +5,7 @@ import { createSandboxHost, warmUpSandboxes, type SandboxHostOptions } from "./s
 
 /** A request from the main thread, answered with the same id (a forget is not answered). */
 export type WorkerRequest =
-  | { id: number; op: "run"; key: string; source: string; body: string }
+  | { id: number; op: "run"; key: string; source: string; body: string; maxResultBytes?: number }
   | { id: number; op: "syntax"; source: string }
   | { id: number; op: "forget"; key: string };
 
@@ -37,7 +37,9 @@ if (parentPort) {
   async function answer(request: WorkerRequest): Promise<void> {
     if (request.op === "forget") return host.forget(request.key);
     const result =
-      request.op === "run" ? await host.run(request.key, request.source, request.body) : await host.syntaxError(request.source);
+      request.op === "run"
+        ? await host.run(request.key, request.source, request.body, request.maxResultBytes)
+        : await host.syntaxError(request.source);
     port.postMessage({ id: request.id, result } satisfies WorkerMessage);
   }
 
