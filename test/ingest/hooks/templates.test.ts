@@ -1,14 +1,21 @@
 import { readFileSync } from "node:fs";
 import { afterAll, expect, test } from "vitest";
+import type { Call } from "../../../src/calls/call.js";
+import { parseMessage } from "../../../src/compat/parse-message.js";
+import type { HookRequestRow } from "../../../src/db/queries/hook-requests.js";
+import { callsOfHookRequest, hookSandboxKey } from "../../../src/ingest/hooks/hook-calls.js";
 import { createTransformSandboxes } from "../../../src/routing/transform-sandbox.js";
 
 // The transform templates of docs/webhook-sources.md, taken from the page
-// itself and run through the real sandbox on a sample request of each
-// sender: the page's code works as written.
+// itself and run the way processing runs a source's transform (the real
+// sandbox, then each call read and validated like a /v1 call) on a sample
+// request of each sender: the page's code works as written.
 
 const page = readFileSync(new URL("../../../docs/webhook-sources.md", import.meta.url), "utf8");
 const sandboxes = createTransformSandboxes({ timeoutMs: 200, memoryMb: 16, workers: 1 });
 afterAll(() => sandboxes.close());
+const receivedAt = new Date("2026-11-28T12:00:00Z");
+const received = receivedAt.toISOString();
 
 /** The ```js block under `### <name>` in `## Templates`. */
 function template(name: string): string {
@@ -19,35 +26,52 @@ function template(name: string): string {
   return code;
 }
 
-interface HookRequestShape {
-  method: string;
-  headers: Record<string, string>;
-  query: Record<string, string>;
-  body: unknown;
-  rawBody: string;
+let nextId = 1;
+
+/** A stored request as receipt keeps it. */
+function request(body: unknown, headers: Record<string, string> = {}): HookRequestRow {
+  const text = typeof body === "string" ? body : JSON.stringify(body);
+  return {
+    id: String(nextId++),
+    source_id: "00000000-0000-4000-8000-000000000001",
+    received_at: receivedAt,
+    method: "POST",
+    query: "",
+    content_type: typeof body === "string" ? "application/x-www-form-urlencoded" : "application/json",
+    headers: { "Content-Type": "application/json", ...headers },
+    body: Buffer.from(text),
+    idempotency_key: null,
+    status: "pending",
+    error: null,
+    message_ids: [],
+    attempts: 0,
+    processed_at: null,
+    traceparent: null,
+    tracestate: null,
+  };
 }
 
-function request(body: unknown, headers: Record<string, string> = {}): HookRequestShape {
-  const rawBody = JSON.stringify(body);
-  return { method: "POST", headers: { "content-type": "application/json", ...headers }, query: {}, body, rawBody };
+/** The parts of a call the templates set (empty fields left out), its timestamp as ISO text. */
+function shown(call: Call): Record<string, unknown> {
+  const out: Record<string, unknown> = { type: call.type };
+  if (call.userId) out.userId = call.userId;
+  if (call.anonymousId) out.anonymousId = call.anonymousId;
+  if (call.event) out.event = call.event;
+  if (call.timestamp) out.timestamp = call.timestamp.toISOString();
+  if (call.properties) out.properties = call.properties;
+  if (call.traits) out.traits = call.traits;
+  return out;
 }
 
-/**
- * Runs a webhook transform in the destination sandbox, which takes one
- * object and gives one back: the request's calls come back wrapped in an
- * object (the sandbox refuses a bare array).
- */
-async function run(code: string, input: HookRequestShape): Promise<Array<Record<string, unknown>>> {
-  const wrapped = `${code}
-;(function () {
-  const own = transform;
-  globalThis.transform = function (request) { return { calls: own(request) }; };
-})();`;
-  const outcome = await sandboxes.run(`template-${code.length}`, wrapped, JSON.stringify(input));
-  if (outcome.kind !== "send") throw new Error(`the transform failed: ${JSON.stringify(outcome)}`);
-  const { calls } = JSON.parse(outcome.body) as { calls: unknown };
-  expect(Array.isArray(calls)).toBe(true);
-  return calls as Array<Record<string, unknown>>;
+/** The calls the template makes from the request, as processing makes them; a failure throws its error. */
+async function run(code: string, row: HookRequestRow): Promise<Array<Record<string, unknown>>> {
+  const made = await callsOfHookRequest(row, { verifier: "none", transform: code }, hookSandboxKey(row.source_id, code), {
+    sandboxes,
+    parseCall: (raw) => parseMessage(raw, undefined),
+  });
+  if (!made.ok) throw new Error(made.error);
+  expect(made.calls.map((call) => call.messageId)).toEqual(made.calls.map((_, index) => `hook-${row.id}-${index}`));
+  return made.calls.map(shown);
 }
 
 test("the page has the four templates", () => {
@@ -129,7 +153,7 @@ test("GitHub: a merged pull request and a push; a closed unmerged one makes no c
       type: "track",
       userId: "octocat",
       event: "Pull Request Merged",
-      timestamp: "2026-11-28T10:00:00Z",
+      timestamp: "2026-11-28T10:00:00.000Z",
       properties: {
         repository: "acme/app",
         number: 7,
@@ -160,6 +184,7 @@ test("GitHub: a merged pull request and a push; a closed unmerged one makes no c
       type: "track",
       userId: "octocat",
       event: "Code Pushed",
+      timestamp: received,
       properties: { repository: "acme/app", ref: "refs/heads/main", commits: 2, forced: false },
     },
   ]);
@@ -186,7 +211,7 @@ test("Shopify: orders/create is Order Completed with its products; other topics 
       type: "track",
       userId: String(order.customer.id),
       event: "Order Completed",
-      timestamp: "2026-11-28T09:00:00-05:00",
+      timestamp: "2026-11-28T14:00:00.000Z",
       properties: {
         orderId: String(order.id),
         total: 199.65,
@@ -206,13 +231,24 @@ test("Shopify: orders/create is Order Completed with its products; other topics 
 test("generic JSON: one object or a batch, each a track with its user; a body that is not JSON fails", async () => {
   const code = template("Generic JSON");
   expect(await run(code, request({ event: "Ticket Closed", user_id: 42, priority: "high" }))).toEqual([
-    { type: "track", userId: "42", event: "Ticket Closed", properties: { event: "Ticket Closed", user_id: 42, priority: "high" } },
+    {
+      type: "track",
+      userId: "42",
+      event: "Ticket Closed",
+      timestamp: received,
+      properties: { event: "Ticket Closed", user_id: 42, priority: "high" },
+    },
   ]);
   const batch = await run(code, request([{ type: "lead.created", email: "a@example.com" }, { note: "no user" }], { "x-request-id": "r9" }));
   expect(batch).toEqual([
-    { type: "track", userId: "a@example.com", event: "lead.created", properties: { type: "lead.created", email: "a@example.com" } },
-    { type: "track", anonymousId: "r9-1", event: "Webhook Received", properties: { note: "no user" } },
+    {
+      type: "track",
+      userId: "a@example.com",
+      event: "lead.created",
+      timestamp: received,
+      properties: { type: "lead.created", email: "a@example.com" },
+    },
+    { type: "track", anonymousId: "r9-1", event: "Webhook Received", timestamp: received, properties: { note: "no user" } },
   ]);
-  const notJson: HookRequestShape = { method: "POST", headers: {}, query: {}, body: undefined, rawBody: "a=b" };
-  await expect(run(code, notJson)).rejects.toThrow(/the body is not JSON/);
+  await expect(run(code, request("a=b"))).rejects.toThrow(/the body is not JSON/);
 });
