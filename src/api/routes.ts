@@ -128,7 +128,10 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
     gate,
     logger: options.logger,
     routes(router: ConnectRouter) {
-      router.service(SourceService, createSourceService({ pool: options.pool, onWriteKeyChange: () => options.auth.forgetWriteKeys() }));
+      router.service(
+        SourceService,
+        createSourceService({ pool: options.pool, onWriteKeyChange: () => options.auth.forgetWriteKeys(), sandboxes: options.sandboxes }),
+      );
       router.service(
         DestinationService,
         createDestinationService({

@@ -3,28 +3,57 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type pg from "pg";
-import { SourceSchema, type SourceService, type Source } from "../../gen/waypost/v1/source_pb.js";
-import { deleteSourceRow, insertSource, listSourceRows, selectSource, updateWriteKeyHash, type SourceRow } from "../db/queries/sources.js";
+import { type Source, SourceKind, SourceSchema, type SourceService } from "../../gen/waypost/v1/source_pb.js";
+import { withTransaction } from "../db/pool.js";
+import {
+  deleteSourceRow,
+  insertSource,
+  listSourceRows,
+  type SourceRow,
+  selectSource,
+  selectSourceForUpdate,
+  updateHookTokenHash,
+  updateSourceRow,
+  updateWriteKeyHash,
+} from "../db/queries/sources.js";
+import { hookSettingsFromStored, validateHookSettings } from "../ingest/hooks/hook-settings.js";
+import { hashHookToken, newHookToken } from "../ingest/hooks/hook-token.js";
+import type { TransformSandboxes } from "../routing/transform-sandbox.js";
 import { hashWriteKey } from "./auth.js";
 import { validateName } from "./destination-validation.js";
 import { notFound, requireUuid } from "./errors.js";
 import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
+import { hookSettingsToProto } from "./webhook-source-proto.js";
+import { mergeWebhookUpdate, sourceUpdatePaths, webhookInputForCreate } from "./webhook-source-update.js";
 
 export interface SourceServiceOptions {
   pool: pg.Pool;
   /** Called after a write key stops being valid, so caches drop it. */
   onWriteKeyChange: () => void;
+  /** Parses webhook transforms on create and update (never runs them); without it only their size is checked. */
+  sandboxes?: TransformSandboxes;
+  /** Called after a webhook source's settings or token change or it is deleted, so caches of them drop it. */
+  onHookSourceChange?: (sourceId: string) => void;
 }
 
-/** SourceService: sources and their write keys. */
+/** SourceService: sources, their write keys and, for webhook sources, their settings and inbound URL tokens. */
 export function createSourceService(options: SourceServiceOptions): ServiceImpl<typeof SourceService> {
   const { pool } = options;
+  const hookChanged = (id: string) => options.onHookSourceChange?.(id);
   return {
     async createSource(req) {
       const name = validName(req.source?.name ?? "");
+      const input = webhookInputForCreate(req.source);
+      const settings = input ? await validateHookSettings(input, { sandboxes: options.sandboxes }) : undefined;
       const writeKey = newWriteKey();
-      const row = await insertSource(pool, { id: randomUUID(), name, writeKeyHash: hashWriteKey(writeKey) });
-      return { source: toProto(row, writeKey) };
+      const hookToken = settings ? newHookToken() : "";
+      const row = await insertSource(pool, {
+        id: randomUUID(),
+        name,
+        writeKeyHash: hashWriteKey(writeKey),
+        ...(settings ? { webhook: { settings, hookTokenHash: hashHookToken(hookToken) } } : {}),
+      });
+      return { source: toProto(row, { writeKey, hookToken }) };
     },
     async getSource(req) {
       const id = requireUuid("id", req.id);
@@ -49,19 +78,42 @@ export function createSourceService(options: SourceServiceOptions): ServiceImpl<
       const row = await updateWriteKeyHash(pool, id, hashWriteKey(writeKey));
       if (!row) throw notFound("source", id);
       options.onWriteKeyChange();
-      return { source: toProto(row, writeKey) };
+      return { source: toProto(row, { writeKey }) };
     },
-    // Placeholders until webhook sources are built: refused as not implemented.
-    async updateSource() {
-      throw new ConnectError("UpdateSource is not built yet", Code.Unimplemented);
+    async updateSource(req) {
+      const input = req.source;
+      const id = requireUuid("source.id", input?.id ?? "");
+      if (!input) throw notFound("source", id);
+      const paths = sourceUpdatePaths(req.updateMask?.paths ?? [], input);
+      const name = paths.has("name") ? validName(input.name) : undefined;
+      const row = await withTransaction(pool, async (tx) => {
+        const current = await selectSourceForUpdate(tx, id);
+        if (!current) throw notFound("source", id);
+        const merged = mergeWebhookUpdate(current, input, paths);
+        const webhook = merged ? await validateHookSettings(merged, { sandboxes: options.sandboxes }) : undefined;
+        return (await updateSourceRow(tx, id, { name: name ?? current.name, ...(webhook ? { webhook } : {}) }))!;
+      });
+      if (row.kind === "webhook") hookChanged(id);
+      return { source: toProto(row) };
     },
-    async rotateHookToken() {
-      throw new ConnectError("RotateHookToken is not built yet", Code.Unimplemented);
+    async rotateHookToken(req) {
+      const id = requireUuid("id", req.id);
+      const hookToken = newHookToken();
+      const row = await updateHookTokenHash(pool, id, hashHookToken(hookToken));
+      if (!row) {
+        if (await selectSource(pool, id)) {
+          throw new ConnectError(`source ${JSON.stringify(id)} is not a webhook source: it has no inbound URL`, Code.FailedPrecondition);
+        }
+        throw notFound("source", id);
+      }
+      hookChanged(id);
+      return { source: toProto(row, { hookToken }) };
     },
     async deleteSource(req) {
       const id = requireUuid("id", req.id);
       if (!(await deleteSourceRow(pool, id))) throw notFound("source", id);
       options.onWriteKeyChange();
+      hookChanged(id);
       return {};
     },
   };
@@ -76,11 +128,15 @@ function newWriteKey(): string {
   return `wk_${randomBytes(32).toString("base64url")}`;
 }
 
-function toProto(row: SourceRow, writeKey = ""): Source {
+/** The source as shown; the write key and hook token only when just made. */
+function toProto(row: SourceRow, shown: { writeKey?: string; hookToken?: string } = {}): Source {
   return create(SourceSchema, {
     id: row.id,
     name: row.name,
-    writeKey,
+    writeKey: shown.writeKey ?? "",
     createTime: timestampFromDate(row.created_at),
+    kind: row.kind === "webhook" ? SourceKind.WEBHOOK : SourceKind.SDK,
+    ...(row.kind === "webhook" ? { webhook: hookSettingsToProto(hookSettingsFromStored(row.webhook)) } : {}),
+    hookToken: shown.hookToken ?? "",
   });
 }
