@@ -29,7 +29,7 @@ import { createOperationalRoutes } from "./http/operational-routes.js";
 import { createRouteTable, prefixRoute } from "./http/route-table.js";
 import type { RouteHandler } from "./http/types.js";
 import { createIngestor, type Ingestor } from "./ingest/ingestor.js";
-import { createHookProcessor, type HookProcessor } from "./ingest/hooks/hook-processor.js";
+import { createHookProcessor, notifyHookRequestStored, type HookProcessor } from "./ingest/hooks/hook-processor.js";
 import { parseMessage } from "./compat/parse-message.js";
 import type { Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
@@ -341,6 +341,14 @@ function openApi(
     retentionMs: config.retentionMs,
     trackingPlans: ingest.trackingPlans,
     tracing: shared.tracing,
+    // This process's processor when it has one; else every process's, by NOTIFY.
+    onHookRequestsQueued: (sourceId) => {
+      if (delivery.hooks) delivery.hooks.wake(sourceId);
+      else
+        notifyHookRequestStored(pool, sourceId).catch((error: unknown) =>
+          logger.warn({ err: error, sourceId }, "could not wake the webhook request processors; they poll"),
+        );
+    },
   });
   const operational = createOperationalRoutes({
     registry: shared.metrics.registry,

@@ -5,6 +5,7 @@ import { AudienceService } from "../../gen/waypost/v1/audience_pb.js";
 import { DeletionService } from "../../gen/waypost/v1/deletion_pb.js";
 import { DeliveryService } from "../../gen/waypost/v1/delivery_pb.js";
 import { DestinationService } from "../../gen/waypost/v1/destination_pb.js";
+import { HookService } from "../../gen/waypost/v1/hook_pb.js";
 import { IntegrationService } from "../../gen/waypost/v1/integration_pb.js";
 import { SourceService } from "../../gen/waypost/v1/source_pb.js";
 import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
@@ -23,6 +24,8 @@ import type { Authenticator } from "./auth.js";
 import { createDeletionService } from "./deletion-service.js";
 import { createDeliveryService } from "./delivery-service.js";
 import { createDestinationService } from "./destination-service.js";
+import { createHookService } from "./hook-service.js";
+import { parseMessage } from "../compat/parse-message.js";
 import { createIntegrationService } from "./integration-service.js";
 import { createRpcAdapter, type RpcNodeHandler } from "./transport/rpc-adapter.js";
 import { createDomainErrorInterceptor } from "./domain-errors.js";
@@ -61,6 +64,8 @@ export interface RpcHandlersOptions {
   trackingPlans: TrackingPlans;
   /** Server spans of tracking requests, and the trace context their calls store (off: passed through). */
   tracing?: Tracing | undefined;
+  /** ReprocessHookRequests set a webhook source's requests back to pending: a processor should look now. */
+  onHookRequestsQueued?: ((sourceId: string) => void) | undefined;
 }
 
 export interface RpcHandlers {
@@ -152,6 +157,16 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
           clock: options.clock,
           onJobCreated: options.onJobCreated,
           retentionMs: options.retentionMs,
+        }),
+      );
+      router.service(
+        HookService,
+        createHookService({
+          pool: options.pool,
+          clock: options.clock,
+          sandboxes: options.sandboxes,
+          parseCall: (raw) => parseMessage(raw, undefined),
+          onRequeued: options.onHookRequestsQueued,
         }),
       );
       registerAudienceService(router, createAudienceService({ pool: options.pool, clock: options.clock }));

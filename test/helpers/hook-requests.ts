@@ -37,6 +37,8 @@ export interface StoredRequest {
   idempotencyKey?: string;
   traceparent?: string;
   receivedAt?: Date;
+  /** Pending (the default: the processor takes it), or stored as already failed (a processor leaves it alone). */
+  status?: "pending" | "failed";
 }
 
 /** Stores a pending request as the inbound route does; returns its id. */
@@ -45,7 +47,7 @@ export async function insertHookRequest(db: Queryable, sourceId: string, request
   const contentType = request.contentType ?? "application/json";
   const result = await db.query<{ id: string }>(
     `INSERT INTO hook_requests (source_id, received_at, method, query, content_type, headers, body, idempotency_key, status, traceparent)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9) RETURNING id`,
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $10, $9) RETURNING id`,
     [
       sourceId,
       request.receivedAt ?? new Date(),
@@ -56,6 +58,7 @@ export async function insertHookRequest(db: Queryable, sourceId: string, request
       Buffer.from(body),
       request.idempotencyKey ?? null,
       request.traceparent ?? null,
+      request.status ?? "pending",
     ],
   );
   return result.rows[0]!.id;

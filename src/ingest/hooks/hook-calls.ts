@@ -16,7 +16,7 @@ import { hookInputJson, hookInputOf, type HookInput, type HookProcessingSettings
 export type ParseV1Call = (raw: unknown) => { call: Call; problem?: undefined } | { call?: undefined; problem: { field: string; reason: string } };
 
 /** What one request makes: its calls (messageIds set), or why it fails. */
-export type HookCalls = { ok: true; calls: Call[] } | { ok: false; error: string };
+export type HookCalls = { ok: true; calls: Call[]; raw: unknown[] } | { ok: false; error: string };
 
 /** The most calls one request may make: what one /v1 batch may carry. */
 export const maxCallsPerRequest = limits.maxBatchMessages;
@@ -86,7 +86,7 @@ export async function callsOfHookRequest(
     }
     calls.push(call);
   }
-  return { ok: true, calls };
+  return { ok: true, calls, raw };
 }
 
 /**
