@@ -99,7 +99,7 @@ describe("webhook sources in the console", () => {
     const requests = page.getByRole("table", { name: "Requests" });
     const badRow = requests.getByRole("row").filter({ has: page.getByRole("cell", { name: bad, exact: true }) });
     await badRow.filter({ hasText: "failed" }).waitFor();
-    expect(await badRow.textContent()).toMatch(/transform: .*customer/);
+    expect(await badRow.textContent()).toMatch(/transform: TypeError: .*'id' of undefined/);
     const goodRow = requests.getByRole("row").filter({ has: page.getByRole("cell", { name: good, exact: true }) });
     expect(await goodRow.textContent()).toContain("processed");
     await goodRow.getByRole("link", { name: `hook-${good}-0` }).waitFor();

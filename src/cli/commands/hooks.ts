@@ -102,7 +102,13 @@ export function registerHooks(program: Command, wire: Wire): void {
         if (ids.length > 0 && (flags.since !== undefined || flags.until !== undefined || flags.includeProcessed)) {
           throw new UsageError("--id: give either request ids or a time range (--since/--until/--include-processed), not both");
         }
-        const since = flags.since === undefined ? undefined : timestampFromDate(parseTime(flags.since, "--since"));
+        // Without ids the RPC takes a range: "every failed one" is since the epoch (retention bounds what is kept).
+        const since =
+          flags.since !== undefined
+            ? timestampFromDate(parseTime(flags.since, "--since"))
+            : ids.length === 0
+              ? timestampFromDate(new Date(0))
+              : undefined;
         const until = flags.until === undefined ? undefined : timestampFromDate(parseTime(flags.until, "--until"));
         const sourceId = await resolveSourceRef(ctx, ref);
         const response = await ctx.admin(HookService).reprocessHookRequests({

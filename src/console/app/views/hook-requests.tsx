@@ -1,3 +1,4 @@
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { useState } from "preact/hooks";
 import { HookRequestStatus, type HookRequest } from "../../../../gen/waypost/v1/hook_pb.js";
 import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
@@ -31,7 +32,9 @@ export function HookRequests(props: { sourceId: string }) {
   async function reprocess(requestIds: string[]) {
     const all = requestIds.length === 0;
     if (all && !confirm("Run every failed request of this source again?")) return;
-    const response = await action.run((api) => api.hooks.reprocessHookRequests({ sourceId: props.sourceId, requestIds }));
+    // Every failed one: the RPC takes a range without ids, so since the epoch (retention bounds what is kept).
+    const since = all ? timestampFromDate(new Date(0)) : undefined;
+    const response = await action.run((api) => api.hooks.reprocessHookRequests({ sourceId: props.sourceId, requestIds, since }));
     if (!response) return;
     const n = Number(response.requeued);
     setNotice(`${n} ${n === 1 ? "request" : "requests"} set to run again.`);
