@@ -19,6 +19,7 @@ export interface Metrics {
   warehouseTypeMismatches: Counter<"destination_id">;
   warehouseRefusedColumns: Counter<"destination_id">;
   traceSpansDropped: Counter<"reason">;
+  hookRequests: Counter<"source_id" | "result">;
 }
 
 export interface MetricsOptions {
@@ -128,6 +129,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
         this.reset();
         for (const [destinationId, count] of counts ?? []) this.set({ destination_id: destinationId }, count);
       },
+    }),
+    hookRequests: new Counter({
+      name: "waypost_hook_requests_total",
+      help: "Requests to webhook sources' inbound URLs, by result: accepted, duplicate, unauthorized, not_found (source_id empty), rate_limited, too_large, timeout, unsupported_encoding, method_not_allowed (source_id empty), unavailable, client_gone.",
+      labelNames: ["source_id", "result"],
+      registers: [registry],
     }),
     traceSpansDropped: new Counter({
       name: "waypost_trace_spans_dropped_total",

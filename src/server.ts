@@ -31,6 +31,8 @@ import type { RouteHandler } from "./http/types.js";
 import { createIngestor, type Ingestor } from "./ingest/ingestor.js";
 import { createHookProcessor, notifyHookRequestStored, type HookProcessor } from "./ingest/hooks/hook-processor.js";
 import { parseMessage } from "./compat/parse-message.js";
+import { createHookRoute } from "./ingest/hooks/hook-route.js";
+import { createHookWaker } from "./ingest/hooks/hook-waker.js";
 import type { Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { createPlanCache } from "./plans/plan-cache.js";
@@ -49,7 +51,7 @@ export interface WaypostOptions {
   /** Extra CA certificates outbound requests trust, beside the system roots and NODE_EXTRA_CA_CERTS. */
   ca?: string | string[];
   /**
-   * The HTTP routes, given the default ones in order (operational, /v1,
+   * The HTTP routes, given the default ones in order (operational, /v1, /hooks,
    * console, RPCs): tests put a spy in front of one, or wrap it.
    */
   routes?: (defaults: readonly RouteHandler[]) => RouteHandler[];
@@ -318,7 +320,7 @@ async function openDelivery(
 
 /** The API (role api or all): the RPCs, the compatible /v1 API and the console, beside the operational routes every role serves. */
 function openApi(
-  { options, config, logger, clock }: Wiring,
+  { options, config, logger, clock, closers }: Wiring,
   database: DatabaseWing,
   shared: SharedWing,
   ingest: IngestWing,
@@ -355,6 +357,9 @@ function openApi(
     isReady: async () => !stopping() && (await ping(pool)),
   });
   const serveRpc = config.role !== "worker";
+  // After the inbound URL commits a request, every process's hook processor is woken (a NOTIFY after the commit).
+  const hookWaker = createHookWaker({ pool, logger });
+  closers.push(() => hookWaker.close());
   // The compatible /v1 API and the console come before the RPCs; the
   // operator console is served wherever the API is (same origin, same port).
   const defaultRoutes: RouteHandler[] = [
@@ -362,6 +367,14 @@ function openApi(
     ...(serveRpc
       ? [
           createCompatHttpApi({ ingestor: ingest.ingestor, auth, logger, tracing: shared.tracing }),
+          createHookRoute({
+            pool,
+            clock,
+            logger,
+            metrics: shared.metrics,
+            bodyTimeoutMs: config.connections.hookBodyTimeoutMs,
+            onHookRequestStored: (sourceId) => hookWaker.stored(sourceId),
+          }),
           createConsoleRoutes(),
           prefixRoute(rpc.trackingPrefix, rpc.tracking),
           prefixRoute("/waypost.v1.", rpc.admin),

@@ -4,6 +4,8 @@ export const limits = {
   maxCallBytes: 32 * 1024,
   /** One request (or batch), in bytes. */
   maxRequestBytes: 500 * 1024,
+  /** One request to a webhook source's inbound URL, in bytes, as sent (512 KB). */
+  maxHookBodyBytes: 512 * 1024,
   /** Nesting of objects and arrays inside context, properties and traits. */
   maxDepth: 64,
   /** messageId, a client's dedup key. */

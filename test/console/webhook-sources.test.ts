@@ -1,9 +1,9 @@
-import { createHash } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
 import { HookVerifier, SourceKind } from "../../gen/waypost/v1/source_pb.js";
 import { openConsole, type ConsolePage } from "../helpers/console-page.js";
-import { hookRequestState, insertHookRequest } from "../helpers/hook-requests.js";
+import { hookRequestState } from "../helpers/hook-requests.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
 /**
@@ -16,6 +16,21 @@ describe("webhook sources in the console", () => {
   let consolePage: ConsolePage;
   let page: Page;
   let sourceId = "";
+  let inboundUrl = "";
+  let firstUrl = "";
+  const secret = "whsec_c2VjcmV0c2VjcmV0c2VjcmV0";
+
+  /** POSTs a Stripe-signed event to the inbound URL, as Stripe does. */
+  async function sendStripe(url: string, event: object, signWith = secret): Promise<Response> {
+    const body = JSON.stringify(event);
+    const t = Math.floor(Date.now() / 1000);
+    const v1 = createHmac("sha256", signWith).update(`${t}.${body}`).digest("hex");
+    return fetch(url, { method: "POST", headers: { "content-type": "application/json", "stripe-signature": `t=${t},v1=${v1}` }, body });
+  }
+  async function requestIds(id: string): Promise<string[]> {
+    const result = await server.pool.query<{ id: string }>("SELECT id::text FROM hook_requests WHERE source_id = $1 ORDER BY id", [id]);
+    return result.rows.map((r) => r.id);
+  }
 
   const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
   async function tokenHash(id: string): Promise<string> {
@@ -45,7 +60,7 @@ describe("webhook sources in the console", () => {
     await page.getByLabel("Name", { exact: true }).fill("payments");
     await page.getByLabel("Kind").selectOption({ label: "Webhook (a SaaS tool posts to its URL)" });
     await page.getByLabel("Verifier").selectOption({ label: "Stripe" });
-    await page.getByLabel("Secret", { exact: true }).fill("whsec_c2VjcmV0c2VjcmV0c2VjcmV0");
+    await page.getByLabel("Secret", { exact: true }).fill(secret);
     await page.getByLabel("Idempotency key").fill("$.id");
     await page.getByRole("textbox", { name: "Transform" }).fill(broken);
     await page.getByRole("button", { name: "Create source" }).click();
@@ -55,6 +70,7 @@ describe("webhook sources in the console", () => {
     await page.getByRole("button", { name: "Copy" }).click();
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(url);
 
+    firstUrl = url;
     const [source] = (await server.sources.listSources({})).sources;
     sourceId = source!.id;
     expect(await tokenHash(sourceId)).toBe(sha256(url.split("/hooks/")[1]!));
@@ -86,12 +102,19 @@ describe("webhook sources in the console", () => {
     const after = await tokenHash(sourceId);
     expect(after).not.toBe(before);
     expect(after).toBe(sha256(url.split("/hooks/")[1]!));
+    inboundUrl = url;
     await page.getByRole("button", { name: "Done" }).click();
   });
 
   it("shows a failed request, tests a fixed transform against stored requests, saves it and reprocesses", async () => {
-    const good = await insertHookRequest(server.pool, sourceId, { body: { id: "evt_1", customer: { id: "c1" } } });
-    const bad = await insertHookRequest(server.pool, sourceId, { body: { id: "evt_2", user: "u9" } });
+    // Through the real inbound URL: the old URL is gone, a wrong signature is refused, good ones are stored.
+    expect((await sendStripe(firstUrl, { id: "evt_0", customer: { id: "c0" } })).status).toBe(404);
+    const forged = await sendStripe(inboundUrl, { id: "evt_x", customer: { id: "cx" } }, "whsec_wrong");
+    expect(forged.status).toBe(401);
+    const goodAnswer = await sendStripe(inboundUrl, { id: "evt_1", customer: { id: "c1" } });
+    expect(goodAnswer.status).toBe(200);
+    expect((await sendStripe(inboundUrl, { id: "evt_2", user: "u9" })).status).toBe(200);
+    const [good, bad] = (await requestIds(sourceId)) as [string, string];
     await processed(sourceId);
     expect((await hookRequestState(server.pool, bad)).status).toBe("failed");
 

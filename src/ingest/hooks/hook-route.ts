@@ -1,0 +1,197 @@
+import type { Clock } from "../../clock.js";
+import type { Queryable } from "../../db/pool.js";
+import { insertHookRequest } from "../../db/queries/hook-receipt.js";
+import { selectHookSourceByTokenHash } from "../../db/queries/sources.js";
+import type { Req, Res, RouteHandler } from "../../http/types.js";
+import { finishUnreadRequest } from "../../http/unread-body.js";
+import type { Logger } from "../../logger.js";
+import type { Metrics } from "../../metrics.js";
+import { limits } from "../limits.js";
+import { declaredLength, HookClientGone, HookRefusal, readHookBody, tooLarge } from "./hook-body.js";
+import { createHookRateLimiter } from "./hook-rate-limit.js";
+import { headersToStore, jsonOf, traceContextOf } from "./hook-request-fields.js";
+import { hookSettingsFromStored, type HookSettings } from "./hook-settings.js";
+import { hashHookToken } from "./hook-token.js";
+import { idempotencyKeyOf, verifyHookRequest } from "./verifiers.js";
+
+export interface HookRouteOptions {
+  pool: Queryable;
+  clock: Clock;
+  logger: Pick<Logger, "debug" | "warn">;
+  metrics: Pick<Metrics, "hookRequests">;
+  /** A body must be complete this long after the headers, else 408. */
+  bodyTimeoutMs: number;
+  /**
+   * Called after a request was committed as pending (not for duplicates),
+   * so the processor can start at once instead of at its next poll.
+   */
+  onHookRequestStored?: ((sourceId: string) => void) | undefined;
+}
+
+const prefix = "/hooks/";
+/** After a refusal, at most this much of the rest is read and dropped before the connection is cut. */
+const maxDiscardBytes = 16 * limits.maxHookBodyBytes;
+/** How long a sender is asked to wait after a database error. */
+const unavailableRetryAfterSeconds = 5;
+
+/**
+ * The inbound URL of webhook sources, `POST /hooks/<token>`
+ * (docs/webhook-sources.md#the-inbound-url). What is cheap and needs no
+ * body comes first: the method, the token (one indexed lookup by its
+ * hash), the rate limit, a declared size. Only then is the body read,
+ * bounded in size and time, verified, and committed to hook_requests
+ * before the answer. Every failure has its own 4xx, and a database error a
+ * 503 the sender retries: never a 500, which sets off retry storms.
+ */
+export function createHookRoute(options: HookRouteOptions): RouteHandler {
+  const rateLimiter = createHookRateLimiter({ clock: options.clock });
+  return async (req, res, path) => {
+    if (path !== "/hooks" && !path.startsWith(prefix)) return false;
+    // The source, once known, labels the metric of a refusal too.
+    const known = { sourceId: "" };
+    try {
+      await receive(options, rateLimiter, req, res, path.slice(prefix.length), known);
+    } catch (error) {
+      refuse(options, req, res, known.sourceId, error);
+    }
+    return true;
+  };
+}
+
+async function receive(
+  options: HookRouteOptions,
+  rateLimiter: ReturnType<typeof createHookRateLimiter>,
+  req: Req,
+  res: Res,
+  token: string,
+  known: { sourceId: string },
+): Promise<void> {
+  if (req.method !== "POST") {
+    throw new HookRefusal(405, "method_not_allowed", `${String(req.method).slice(0, 20)} is not allowed here: use POST`, {
+      allow: "POST",
+    });
+  }
+  // A token is base64url; anything else (or nothing) is unknown without asking the database.
+  if (!/^[A-Za-z0-9_-]{1,200}$/.test(token)) throw unknownHook();
+  const source = await unavailableOnError(() => selectHookSourceByTokenHash(options.pool, hashHookToken(token)));
+  if (!source) throw unknownHook();
+  known.sourceId = source.id;
+  const settings = hookSettingsFromStored(source.webhook);
+
+  const rate = rateLimiter.take(source.id, settings.maxRequestsPerSecond);
+  if (!rate.ok) {
+    throw new HookRefusal(429, "rate_limited", `over this source's limit of ${settings.maxRequestsPerSecond} requests per second`, {
+      "retry-after": String(rate.retryAfterSeconds),
+    });
+  }
+  const encoding = String(req.headers["content-encoding"] ?? "")
+    .trim()
+    .toLowerCase();
+  if (encoding !== "" && encoding !== "identity") {
+    throw new HookRefusal(
+      415,
+      "unsupported_encoding",
+      `Content-Encoding "${encoding.slice(0, 40)}" is not supported: send the body uncompressed`,
+    );
+  }
+  if ((declaredLength(req) ?? 0) > limits.maxHookBodyBytes) throw tooLarge(limits.maxHookBodyBytes);
+  const body = await readHookBody(req, { limit: limits.maxHookBodyBytes, timeoutMs: options.bodyTimeoutMs });
+
+  const verdict = verify(settings, req, body, options.clock.now());
+  if (!verdict.ok) throw new HookRefusal(401, "unauthorized", verdict.reason);
+
+  const stored = await unavailableOnError(() =>
+    insertHookRequest(options.pool, {
+      sourceId: source.id,
+      receivedAt: options.clock.now(),
+      method: "POST",
+      query: queryOf(req),
+      contentType: String(req.headers["content-type"] ?? ""),
+      headers: headersToStore(req.headers, settings),
+      body,
+      idempotencyKey: idempotencyKey(settings, req, body),
+      ...traceContextOf(req.headers),
+    }),
+  );
+  options.metrics.hookRequests.inc({ source_id: source.id, result: stored.duplicate ? "duplicate" : "accepted" });
+  if (!stored.duplicate) options.onHookRequestStored?.(source.id);
+  // A duplicate gets the same answer: the sender only needs to stop resending.
+  send(res, settings.response.status, settings.response.contentType, settings.response.body);
+}
+
+/** The verifier's verdict; a verifier that throws (a malformed setting) is a refusal, never a 500. */
+function verify(settings: HookSettings, req: Req, body: Buffer, now: Date): { ok: true } | { ok: false; reason: string } {
+  try {
+    return verifyHookRequest(settings, { headers: req.headers, body, now });
+  } catch (error) {
+    return {
+      ok: false,
+      reason: `the request could not be verified: ${error instanceof Error ? error.message : String(error)}`.slice(0, 200),
+    };
+  }
+}
+
+function idempotencyKey(settings: HookSettings, req: Req, body: Buffer): string | undefined {
+  // The body is parsed only when the key is in it (a JSON path, or Stripe's default `$.id`).
+  const inBody = settings.idempotencyKey ? settings.idempotencyKey.startsWith("$.") : settings.verifier === "stripe";
+  try {
+    return idempotencyKeyOf(settings, req.headers, inBody ? jsonOf(body) : undefined);
+  } catch {
+    // No key is the safe side: the request is stored and processed once.
+    return undefined;
+  }
+}
+
+function queryOf(req: Req): string {
+  const url = req.url ?? "";
+  const at = url.indexOf("?");
+  return at < 0 ? "" : url.slice(at + 1);
+}
+
+function unknownHook(): HookRefusal {
+  return new HookRefusal(404, "not_found", "unknown hook");
+}
+
+/** A database error is a 503 with Retry-After: the sender keeps the request and sends it again. */
+async function unavailableOnError<T>(query: () => Promise<T>): Promise<T> {
+  try {
+    return await query();
+  } catch (error) {
+    throw new HookRefusal(
+      503,
+      "unavailable",
+      "the request could not be stored now: retry it",
+      {
+        "retry-after": String(unavailableRetryAfterSeconds),
+      },
+      { cause: error },
+    );
+  }
+}
+
+function refuse(options: HookRouteOptions, req: Req, res: Res, sourceId: string, error: unknown): void {
+  if (error instanceof HookClientGone) {
+    options.metrics.hookRequests.inc({ source_id: sourceId, result: "client_gone" });
+    options.logger.debug({ sourceId }, error.message);
+    return;
+  }
+  const refusal =
+    error instanceof HookRefusal
+      ? error
+      : new HookRefusal(503, "unavailable", "the request could not be stored now: retry it", {
+          "retry-after": String(unavailableRetryAfterSeconds),
+        });
+  if (refusal.status === 503) options.logger.warn({ err: refusal.cause ?? error, sourceId }, "a webhook request could not be stored");
+  options.metrics.hookRequests.inc({ source_id: sourceId, result: refusal.result });
+  const headers = { ...refusal.headers };
+  // Connection is an HTTP/1.1 header (HTTP/2 refuses it; its stream is reset instead).
+  if ("stream" in req) delete headers.connection;
+  if (!res.headersSent) send(res, refusal.status, "application/json", JSON.stringify({ accepted: false, error: refusal.message }), headers);
+  finishUnreadRequest(req, res, maxDiscardBytes);
+}
+
+function send(res: Res, status: number, contentType: string, body: string, headers: Record<string, string> = {}): void {
+  const bytes = Buffer.from(body);
+  res.writeHead(status, { ...headers, "content-type": contentType, "content-length": String(bytes.length) });
+  res.end(bytes);
+}
