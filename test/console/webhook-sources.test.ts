@@ -59,6 +59,14 @@ describe("webhook sources in the console", () => {
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Sources", exact: true }).click();
     await page.getByLabel("Name", { exact: true }).fill("payments");
     await page.getByLabel("Kind").selectOption({ label: "Webhook (a SaaS tool posts to its URL)" });
+    // A setting the server refuses is named under its field.
+    await page.getByLabel("Verifier").selectOption({ label: "HMAC" });
+    await page.getByLabel("Secret", { exact: true }).fill("k");
+    await page.getByRole("button", { name: "Create source" }).click();
+    const header = page.getByLabel("Signature header");
+    await page.locator("#error-webhook_hmac_header").filter({ hasText: "must be a header name" }).waitFor();
+    expect(await header.getAttribute("aria-invalid")).toBe("true");
+    expect((await server.sources.listSources({})).sources).toEqual([]);
     await page.getByLabel("Verifier").selectOption({ label: "Stripe" });
     await page.getByLabel("Secret", { exact: true }).fill(secret);
     await page.getByLabel("Idempotency key").fill("$.id");
