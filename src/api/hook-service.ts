@@ -109,7 +109,9 @@ export function createHookService(options: HookServiceOptions): ServiceImpl<type
       const ids = requestIds(req.requestIds);
       if (req.sampleSize < 0) throw invalidArgument("sampleSize", "must not be negative");
       const rows =
-        ids.length > 0 ? await selectHookRequestsById(pool, sourceId, ids) : await selectRecentHookRequests(pool, sourceId, Math.min(req.sampleSize || 20, maxSample));
+        ids.length > 0
+          ? await selectHookRequestsById(pool, sourceId, ids)
+          : await selectRecentHookRequests(pool, sourceId, Math.min(req.sampleSize || 20, maxSample));
       // A sandbox of its own, freed after: a draft never runs in the source's.
       const sandboxKey = `test:${randomUUID()}`;
       try {

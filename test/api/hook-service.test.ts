@@ -30,7 +30,8 @@ async function processed(sourceId: string): Promise<void> {
   await server.waypost.hooks!.idle();
 }
 
-const transform = "function transform(r) { if (!r.body.user) throw new Error('no user'); return [{ type: 'track', userId: r.body.user, event: 'Paid' }]; }";
+const transform =
+  "function transform(r) { if (!r.body.user) throw new Error('no user'); return [{ type: 'track', userId: r.body.user, event: 'Paid' }]; }";
 
 test("ListHookRequests: newest first, by status and since, in pages, with the body as text and the calls made", async () => {
   const sourceId = await webhookSource(hookSettings({ transform }));
@@ -117,14 +118,21 @@ test("TestSourceTransform runs a draft, the stored transform or the default mapp
   const stored = await hooks.testSourceTransform({ source: { id: sourceId }, requestIds: [paid, anonymous] }, admin);
   expect(stored.requests.map((r) => r.requestId)).toEqual([paid, anonymous]);
   expect(stored.requests[0]!.calls).toMatchObject([{ messageId: `hook-${paid}-0`, type: "track" }]);
-  expect(JSON.parse(stored.requests[0]!.calls[0]!.json)).toEqual({ type: "track", userId: "u1", event: "Paid", messageId: `hook-${paid}-0` });
+  expect(JSON.parse(stored.requests[0]!.calls[0]!.json)).toEqual({
+    type: "track",
+    userId: "u1",
+    event: "Paid",
+    messageId: `hook-${paid}-0`,
+  });
   expect(stored.requests[1]).toMatchObject({ calls: [], error: "transform: Error: no user (line 1)" });
 
   const draft = await hooks.testSourceTransform(
     {
       source: {
         id: sourceId,
-        webhook: { transform: "function transform(r) { return [1, 2].map(function (n) { return { type: 'identify', anonymousId: 'x' + n }; }); }" },
+        webhook: {
+          transform: "function transform(r) { return [1, 2].map(function (n) { return { type: 'identify', anonymousId: 'x' + n }; }); }",
+        },
       },
       sampleSize: 1,
     },

@@ -97,7 +97,12 @@ export async function selectHookSettingsJson(db: Queryable, sourceId: string): P
 }
 
 /** The source's oldest pending requests (after `afterId`), in order of receipt. */
-export async function selectPendingHookRequests(db: Queryable, sourceId: string, afterId: string, limit: number): Promise<HookRequestRow[]> {
+export async function selectPendingHookRequests(
+  db: Queryable,
+  sourceId: string,
+  afterId: string,
+  limit: number,
+): Promise<HookRequestRow[]> {
   const result = await db.query<HookRequestRow>(
     `SELECT ${columns} FROM hook_requests WHERE source_id = $1 AND status = 'pending' AND id > $2 ORDER BY id LIMIT $3`,
     [sourceId, afterId, limit],
@@ -141,7 +146,14 @@ export async function listHookRequestRows(
       WHERE source_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::timestamptz IS NULL OR received_at >= $3)
         AND ($4::timestamptz IS NULL OR (received_at, id) < ($4, $5::bigint))
       ORDER BY received_at DESC, id DESC LIMIT $6`,
-    [options.sourceId, options.status ?? null, options.since ?? null, options.before?.receivedAt ?? null, options.before?.id ?? null, options.limit],
+    [
+      options.sourceId,
+      options.status ?? null,
+      options.since ?? null,
+      options.before?.receivedAt ?? null,
+      options.before?.id ?? null,
+      options.limit,
+    ],
   );
   return result.rows;
 }

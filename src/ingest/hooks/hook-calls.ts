@@ -13,7 +13,9 @@ import { hookInputJson, hookInputOf, type HookInput, type HookProcessingSettings
  * (compat/parse-message.ts), handed in by the composition root: the
  * domain does not import the edge.
  */
-export type ParseV1Call = (raw: unknown) => { call: Call; problem?: undefined } | { call?: undefined; problem: { field: string; reason: string } };
+export type ParseV1Call = (
+  raw: unknown,
+) => { call: Call; problem?: undefined } | { call?: undefined; problem: { field: string; reason: string } };
 
 /** What one request makes: its calls (messageIds set), or why it fails. */
 export type HookCalls = { ok: true; calls: Call[]; raw: unknown[] } | { ok: false; error: string };
@@ -82,7 +84,10 @@ export async function callsOfHookRequest(
     if (problem) return { ok: false, error: `call ${index}: ${problem.message}` };
     const size = Buffer.byteLength(buildCallPayload(call, call.messageId, row.received_at));
     if (size > limits.maxCallBytes) {
-      return { ok: false, error: `call ${index}: message is ${size} bytes, over the limit of ${limits.maxCallBytes} bytes (32 KB) per call` };
+      return {
+        ok: false,
+        error: `call ${index}: message is ${size} bytes, over the limit of ${limits.maxCallBytes} bytes (32 KB) per call`,
+      };
     }
     calls.push(call);
   }
@@ -95,7 +100,11 @@ export async function callsOfHookRequest(
  * object goes under `properties.body`) and the idempotency key, else the
  * request's id, as its anonymousId.
  */
-export function defaultCall(row: Pick<HookRequestRow, "id" | "idempotency_key">, input: HookInput, verifier: string): Record<string, unknown> {
+export function defaultCall(
+  row: Pick<HookRequestRow, "id" | "idempotency_key">,
+  input: HookInput,
+  verifier: string,
+): Record<string, unknown> {
   const body = input.body;
   const isObject = typeof body === "object" && body !== null && !Array.isArray(body);
   return {

@@ -101,7 +101,9 @@ export function createHookProcessor(options: HookProcessorOptions): HookProcesso
           const sourceId = await claimHookSource(pool, leaseId, clock.now(), options.leaseMs, preferred);
           if (!sourceId) break;
           const run = work(sourceId, leaseId)
-            .catch((error: unknown) => logger.warn({ err: error, sourceId }, "processing a webhook source's requests failed; trying again shortly"))
+            .catch((error: unknown) =>
+              logger.warn({ err: error, sourceId }, "processing a webhook source's requests failed; trying again shortly"),
+            )
             .finally(() => {
               working.delete(sourceId);
               if (!stopping) void look();
@@ -178,7 +180,8 @@ export function createHookProcessor(options: HookProcessorOptions): HookProcesso
       if (written === "done") {
         if (outcomes.some((o) => o.status === "processed" && o.messageIds.length > 0)) options.onQueued?.();
         const failed = outcomes.filter((o) => o.status === "failed");
-        if (failed.length > 0) logger.info({ sourceId, failed: failed.map((o) => ({ id: o.id, error: o.error })) }, "webhook requests failed");
+        if (failed.length > 0)
+          logger.info({ sourceId, failed: failed.map((o) => ({ id: o.id, error: o.error })) }, "webhook requests failed");
         return true;
       }
       const outcome = outcomes.find((o) => o.id === written.requestId)!;

@@ -1,12 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { requeueHookRequests } from "../../../src/db/queries/hook-requests.js";
-import {
-  hookRequestState,
-  hookSettings,
-  insertHookRequest,
-  makeWebhookSource,
-  setHookSettings,
-} from "../../helpers/hook-requests.js";
+import { hookRequestState, hookSettings, insertHookRequest, makeWebhookSource, setHookSettings } from "../../helpers/hook-requests.js";
 import { startReceiver, type Receiver } from "../../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../../helpers/server.js";
 
@@ -34,11 +28,12 @@ async function processed(sourceId: string): Promise<void> {
   await server.waypost.hooks!.idle();
 }
 
-async function storedCalls(sourceId: string): Promise<Array<{ message_id: string; payload: Record<string, unknown>; traceparent: string | null }>> {
-  const result = await server.pool.query(
-    "SELECT message_id, payload, traceparent FROM messages WHERE source_id = $1 ORDER BY id",
-    [sourceId],
-  );
+async function storedCalls(
+  sourceId: string,
+): Promise<Array<{ message_id: string; payload: Record<string, unknown>; traceparent: string | null }>> {
+  const result = await server.pool.query("SELECT message_id, payload, traceparent FROM messages WHERE source_id = $1 ORDER BY id", [
+    sourceId,
+  ]);
   return result.rows.map((row) => ({ ...row, payload: JSON.parse(row.payload) }));
 }
 
@@ -71,7 +66,9 @@ test("a transform makes zero, one or many calls, each stored once with its deriv
 
 test("a call that is not a /v1 call fails its request, naming the call; the next request goes on", async () => {
   const sourceId = await webhookSource(
-    hookSettings({ transform: "function transform(r) { return r.body.e ? [{ type: 'track', userId: 'u', event: r.body.e }] : [{ type: 'bogus' }]; }" }),
+    hookSettings({
+      transform: "function transform(r) { return r.body.e ? [{ type: 'track', userId: 'u', event: r.body.e }] : [{ type: 'bogus' }]; }",
+    }),
   );
   const wrongType = await insertHookRequest(server.pool, sourceId, {});
   const good = await insertHookRequest(server.pool, sourceId, { body: { e: "fine" } });
@@ -84,7 +81,9 @@ test("a call that is not a /v1 call fails its request, naming the call; the next
 
 test("a call without userId or anonymousId is named by its index", async () => {
   const sourceId = await webhookSource(
-    hookSettings({ transform: "function transform(r) { return [{ type: 'track', userId: 'u', event: 'ok' }, { type: 'track', event: 'x' }]; }" }),
+    hookSettings({
+      transform: "function transform(r) { return [{ type: 'track', userId: 'u', event: 'ok' }, { type: 'track', event: 'x' }]; }",
+    }),
   );
   const id = await insertHookRequest(server.pool, sourceId, {});
   await processed(sourceId);
@@ -152,9 +151,18 @@ test("without a transform: one track named by the sender, the body as properties
   const [sc] = await storedCalls(stripe);
   expect(sc).toMatchObject({
     message_id: `hook-${s}-0`,
-    payload: { type: "track", event: "payment_intent.succeeded", anonymousId: "evt_1", properties: { id: "evt_1", data: { object: { amount: 100 } } } },
+    payload: {
+      type: "track",
+      event: "payment_intent.succeeded",
+      anonymousId: "evt_1",
+      properties: { id: "evt_1", data: { object: { amount: 100 } } },
+    },
   });
-  expect((await storedCalls(github))[0]!.payload).toMatchObject({ event: "pull_request", anonymousId: "d-1", properties: { action: "closed", number: 7 } });
+  expect((await storedCalls(github))[0]!.payload).toMatchObject({
+    event: "pull_request",
+    anonymousId: "d-1",
+    properties: { action: "closed", number: 7 },
+  });
   const [shop] = await storedCalls(shopify);
   expect(shop!.payload).toMatchObject({ event: "orders/create", properties: { id: 42, total_price: "9.50" } });
   expect((shop!.payload as { anonymousId: string }).anonymousId).toMatch(/^hook-\d+$/);
@@ -166,7 +174,9 @@ test("without a transform: one track named by the sender, the body as properties
 });
 
 test("requests become calls in order of receipt, with the request's trace context and receipt time", async () => {
-  const sourceId = await webhookSource(hookSettings({ transform: "function transform(r) { return { type: 'track', userId: 'u', event: 'E' + r.body.n }; }" }));
+  const sourceId = await webhookSource(
+    hookSettings({ transform: "function transform(r) { return { type: 'track', userId: 'u', event: 'E' + r.body.n }; }" }),
+  );
   const traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
   const receivedAt = new Date("2026-11-20T10:00:00.000Z");
   const ids: string[] = [];

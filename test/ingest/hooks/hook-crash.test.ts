@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { hookSettings, insertHookRequest, makeWebhookSource } from "../../helpers/hook-requests.js";
+import { eventually, startServiceProcess, type ServiceProcess } from "../../helpers/process.js";
+import { startReceiver, type Receiver } from "../../helpers/receiver.js";
+import { startTestServer, type TestServer } from "../../helpers/server.js";
+
+// An API-only server holds the data; worker processes turn the stored
+// requests into calls. The first is killed with SIGKILL while it works
+// through them; a second takes the source over after its lease: every call
+// is stored once, gets one delivery, and is answered once at the receiver.
+let api: TestServer;
+let receiver: Receiver;
+let answering = false;
+/** The messageIds of the calls the receiver answered 200. */
+const answered: string[] = [];
+const processes: ServiceProcess[] = [];
+
+beforeAll(async () => {
+  api = await startTestServer({ config: { role: "api" } });
+  // Until the first worker is dead, nothing is answered: whatever it sends dies with it.
+  receiver = await startReceiver({
+    respond: (request) => {
+      if (!answering) return { hang: true };
+      answered.push((JSON.parse(request.body) as { messageId: string }).messageId);
+      return { status: 200 };
+    },
+  });
+});
+afterAll(async () => {
+  for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
+  await Promise.all(processes.map((p) => p.exited));
+  await receiver?.close();
+  await api?.stop();
+});
+
+async function worker(): Promise<ServiceProcess> {
+  const p = await startServiceProcess(api.database.url, {
+    WAYPOST_ROLE: "worker",
+    WAYPOST_LEASE_MS: "1500",
+    WAYPOST_TRANSFORM_TIMEOUT_MS: "1000",
+  });
+  processes.push(p);
+  return p;
+}
+
+const count = async (status: string) =>
+  Number((await api.pool.query("SELECT count(*) FROM hook_requests WHERE status = $1", [status])).rows[0].count);
+
+test("a worker killed while it processes a source's requests loses none and duplicates none", { timeout: 180_000 }, async () => {
+  const { id: sourceId } = await api.createSource("shop");
+  // A few milliseconds of work per request, so the kill lands mid-way (with a time limit no busy machine reaches).
+  await makeWebhookSource(
+    api.pool,
+    sourceId,
+    hookSettings({
+      transform: `function transform(r) {
+        var until = Date.now() + 5; while (Date.now() < until) {}
+        return [{ type: "track", userId: "u" + r.body.n, event: "Order" }, { type: "track", userId: "u" + r.body.n, event: "Paid" }];
+      }`,
+    }),
+  );
+  await api.createDestination({ name: "crm", sourceIds: [sourceId], webhooks: [{ url: receiver.url }] });
+  const total = 400;
+  const ids: string[] = [];
+  for (let n = 0; n < total; n++) ids.push(await insertHookRequest(api.pool, sourceId, { body: { n } }));
+
+  const first = await worker();
+  await eventually(async () => (await count("processed")) >= 50, 60_000);
+  first.child.kill("SIGKILL");
+  expect(await first.exited).toBe("SIGKILL");
+  const left = await count("pending");
+  expect(left).toBeGreaterThan(0);
+
+  answering = true;
+  await worker();
+  await eventually(async () => (await count("processed")) === total, 120_000);
+  expect(await count("failed")).toBe(0);
+  const expected = ids.flatMap((id) => [`hook-${id}-0`, `hook-${id}-1`]).sort();
+  const stored = await api.pool.query("SELECT message_id FROM messages WHERE source_id = $1 ORDER BY message_id", [sourceId]);
+  expect(stored.rows.map((r) => r.message_id)).toEqual(expected);
+  const deliveries = await api.pool.query(
+    "SELECT count(*)::int AS n, count(DISTINCT d.message_pk)::int AS distinct FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE m.source_id = $1",
+    [sourceId],
+  );
+  expect(deliveries.rows[0]).toEqual({ n: 2 * total, distinct: 2 * total });
+  // Every call answered once (the ones the dead worker had in flight were sent again: unanswered the first time).
+  await eventually(async () => answered.length >= 2 * total, 120_000);
+  await eventually(async () => {
+    const done = await api.pool.query(
+      "SELECT count(*)::int AS n FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE m.source_id = $1 AND d.status = 'delivered'",
+      [sourceId],
+    );
+    return done.rows[0].n === 2 * total;
+  }, 60_000);
+  expect([...answered].sort()).toEqual(expected);
+});
