@@ -123,6 +123,60 @@ test("sources create NAME --webhook prints the inbound URL once; rotate-hook-tok
   expect(json.source.kind).toBe("SOURCE_KIND_WEBHOOK");
   expect(json.source.hookToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
 
+  // The HMAC and token options, and the rate limit, reach the stored settings.
+  const hmac = await waypostJson<{ source: { id: string } }>(
+    [
+      "sources",
+      "create",
+      "crm",
+      "--webhook",
+      "--verifier",
+      "hmac",
+      "--secret-file",
+      file("hmac-secret", "k3y"),
+      "--hmac-header",
+      "X-Crm-Signature",
+      "--hmac-algorithm",
+      "sha512",
+      "--hmac-encoding",
+      "base64",
+      "--hmac-prefix",
+      "sha512=",
+      "--max-requests-per-second",
+      "50",
+    ],
+    env,
+  );
+  expect((await server.sources.getSource({ id: hmac.source.id })).source?.webhook).toMatchObject({
+    verifier: HookVerifier.HMAC,
+    hasSecret: true,
+    hmac: { header: "X-Crm-Signature", algorithm: "sha512", encoding: "base64", prefix: "sha512=" },
+    maxRequestsPerSecond: 50,
+  });
+  const tokenSource = await waypostJson<{ source: { id: string } }>(
+    [
+      "sources",
+      "create",
+      "forms",
+      "--webhook",
+      "--verifier",
+      "token",
+      "--secret-file",
+      file("token", "t0k"),
+      "--token-header",
+      "X-Form-Token",
+    ],
+    env,
+  );
+  expect((await server.sources.getSource({ id: tokenSource.source.id })).source?.webhook).toMatchObject({
+    verifier: HookVerifier.TOKEN,
+    tokenHeader: "X-Form-Token",
+  });
+  // A setting the server refuses: exit 1 with its message naming the field.
+  const refused = await waypost(["sources", "create", "bad", "--webhook", "--verifier", "hmac", "--secret-file", file("k", "k")], env);
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toMatch(/^waypost: invalid_argument: source\.webhook\.hmac\.header: /);
+
   // An SDK source as before, with the name as an argument.
   const sdk = await waypost(["sources", "create", "web"], env);
   expect(sdk.stdout).toMatch(/^write key:\s+wk_/m);
