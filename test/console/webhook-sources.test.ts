@@ -153,9 +153,17 @@ describe("webhook sources in the console", () => {
     await page.getByRole("textbox", { name: "Transform" }).fill(`${fixed}\n`);
     await results.waitFor({ state: "detached" });
 
+    await page.getByLabel("Rate limit").fill("25");
     await page.getByRole("button", { name: "Save source" }).click();
     await page.getByRole("status").filter({ hasText: "Saved." }).waitFor();
-    expect((await server.sources.getSource({ id: sourceId })).source?.webhook?.transform).toBe(`${fixed}\n`);
+    // Saved with the secret left empty: the stored one is kept (a signed request still passes).
+    expect((await server.sources.getSource({ id: sourceId })).source?.webhook).toMatchObject({
+      transform: `${fixed}\n`,
+      maxRequestsPerSecond: 25,
+      hasSecret: true,
+      verifier: HookVerifier.STRIPE,
+    });
+    expect((await sendStripe(inboundUrl, { id: "evt_3", customer: { id: "c3" } })).status).toBe(200);
 
     await page.getByRole("button", { name: "Reprocess all failed" }).click();
     await page.getByRole("status").filter({ hasText: "1 request set to run again." }).waitFor();
