@@ -82,6 +82,7 @@ export function createHookProcessor(options: HookProcessorOptions): HookProcesso
   const wanted = new Set<string>();
   let timer: NodeJS.Timeout | undefined;
   let listener: pg.Client | undefined;
+  let reconnect: NodeJS.Timeout | undefined;
   let stopping = false;
   let looking: Promise<void> | undefined;
   let lookAgain = false;
@@ -228,22 +229,36 @@ export function createHookProcessor(options: HookProcessorOptions): HookProcesso
     return flush();
   }
 
+  /** LISTENs on its own connection; a lost one is made again a second later (polling covers the gap). */
   async function listen(): Promise<void> {
-    if (!options.connectionString) return;
+    if (!options.connectionString || stopping) return;
     const client = new pg.Client({ connectionString: options.connectionString, application_name: "waypost-hooks-listen" });
     client.on("notification", (message) => wake(message.payload));
-    client.on("error", (error) => {
-      logger.warn({ err: error }, "the webhook requests' LISTEN connection failed; polling every second instead");
+    const retry = (error: unknown, what: string) => {
+      logger.warn({ err: error }, `${what}; polling every second until it is back`);
       client.end().catch(() => {});
       if (listener === client) listener = undefined;
-    });
+      if (!stopping && !reconnect) {
+        reconnect = setTimeout(() => {
+          reconnect = undefined;
+          void listen();
+        }, 1_000);
+        reconnect.unref();
+      }
+    };
+    client.on("error", (error) => retry(error, "the webhook requests' LISTEN connection failed"));
     try {
       await client.connect();
       await client.query(`LISTEN ${hooksChannel}`);
+      if (stopping) {
+        await client.end();
+        return;
+      }
       listener = client;
+      // Requests stored while it was not listening.
+      void look();
     } catch (error) {
-      logger.warn({ err: error }, "LISTEN for webhook requests failed; polling every second instead");
-      client.end().catch(() => {});
+      retry(error, "LISTEN for webhook requests failed");
     }
   }
 
@@ -271,6 +286,7 @@ export function createHookProcessor(options: HookProcessorOptions): HookProcesso
     async stop() {
       stopping = true;
       if (timer) clearInterval(timer);
+      if (reconnect) clearTimeout(reconnect);
       await looking;
       await Promise.all([...working.values()]);
       await listener?.end().catch(() => {});

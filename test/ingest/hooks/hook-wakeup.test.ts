@@ -1,0 +1,51 @@
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { systemClock } from "../../../src/clock.js";
+import { parseMessage } from "../../../src/compat/parse-message.js";
+import { createHookProcessor, notifyHookRequestStored, type HookProcessor } from "../../../src/ingest/hooks/hook-processor.js";
+import { createIngestor } from "../../../src/ingest/ingestor.js";
+import { createLogger } from "../../../src/logger.js";
+import { createTransformSandboxes, type TransformSandboxes } from "../../../src/routing/transform-sandbox.js";
+import { hookRequestState, hookSettings, insertHookRequest, makeWebhookSource } from "../../helpers/hook-requests.js";
+import { eventually } from "../../helpers/process.js";
+import { startTestServer, type TestServer } from "../../helpers/server.js";
+
+// A server that processes nothing (role api) and a processor of the test's
+// own that would not look again for an hour: only the NOTIFY wakes it.
+let server: TestServer;
+let sandboxes: TransformSandboxes;
+let processor: HookProcessor;
+
+beforeAll(async () => {
+  server = await startTestServer({ config: { role: "api" } });
+  sandboxes = createTransformSandboxes({ timeoutMs: 1_000, memoryMb: 32, workers: 1 });
+  processor = createHookProcessor({
+    pool: server.pool,
+    connectionString: server.database.url,
+    clock: systemClock,
+    logger: createLogger("silent"),
+    ingestor: createIngestor({ pool: server.pool, clock: systemClock }),
+    sandboxes,
+    parseCall: (raw) => parseMessage(raw, undefined),
+    leaseMs: 10_000,
+    pollMs: 3_600_000,
+  });
+  await processor.start();
+  await processor.idle();
+});
+afterAll(async () => {
+  await processor?.stop();
+  sandboxes?.close();
+  await server?.stop();
+});
+
+test("a NOTIFY on waypost_hooks from another connection wakes the processor at once", async () => {
+  const { id: sourceId } = await server.createSource("hooks");
+  await makeWebhookSource(server.pool, sourceId, hookSettings());
+  const id = await insertHookRequest(server.pool, sourceId, { body: { a: 1 } });
+  await notifyHookRequestStored(server.pool, sourceId);
+  const state = await eventually(async () => {
+    const row = await hookRequestState(server.pool, id);
+    return row.status === "processed" && row;
+  }, 15_000);
+  expect(state.message_ids).toEqual([`hook-${id}-0`]);
+});
