@@ -360,3 +360,20 @@ describe("waking the processors", () => {
     }
   });
 });
+
+describe("many at once", () => {
+  test("concurrent requests to several sources and unknown tokens each get their own answer and row", async () => {
+    const sources = [await insertWebhookSource(server), await insertWebhookSource(server), await insertWebhookSource(server)];
+    const sends = Array.from({ length: 30 }, (_, i) => {
+      const source = sources[i % 4];
+      const url = source ? source.url : `${server.url}/hooks/${"C".repeat(42)}${i % 10}`;
+      return postHook(url, JSON.stringify({ i })).then((answer) => ({ i, source, status: answer.status }));
+    });
+    const answers = await Promise.all(sends);
+    for (const { source, status } of answers) expect(status).toBe(source ? 200 : 404);
+    for (const [index, source] of sources.entries()) {
+      const bodies = (await hookRows(server, source.id)).map((r) => JSON.parse(r.body.toString()).i).sort((a, b) => a - b);
+      expect(bodies).toEqual(answers.filter((a) => a.i % 4 === index).map((a) => a.i));
+    }
+  });
+});
