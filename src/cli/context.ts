@@ -24,6 +24,8 @@ export interface GlobalOptions {
 /** What a command's action works with. */
 export interface CliContext {
   json: boolean;
+  /** The server's URL (--url), without a trailing slash: where a webhook source's inbound URL is. */
+  serverUrl: string;
   /** A client of an admin service, with the admin token. */
   admin<S extends DescService>(service: S): Client<S>;
   /** A client with another bearer token (a write key). */
@@ -77,6 +79,7 @@ export function createContext(command: Command, io: CliIo, signal: AbortSignal):
   };
   return {
     json: options.json === true,
+    serverUrl: baseUrl,
     admin: (service) => client(service, () => (adminToken ??= resolveToken(options.token, io.env))),
     withToken: (service, token) => client(service, () => token),
     print(schema, message, text) {

@@ -4,6 +4,7 @@ import { registerBackfills } from "./commands/backfills.js";
 import { registerDeletions } from "./commands/deletions.js";
 import { registerDeliveries } from "./commands/deliveries.js";
 import { registerDestinations } from "./commands/destinations.js";
+import { registerHooks } from "./commands/hooks.js";
 import { registerIntegrations } from "./commands/integrations.js";
 import { registerPlans } from "./commands/plans.js";
 import { registerMessages } from "./commands/routing.js";
@@ -20,7 +21,9 @@ import { CommandFailure, describeRpcError, UsageError } from "./errors.js";
  */
 export function createProgram(io: CliIo, signal: AbortSignal): Command {
   const program = new Command("waypost")
-    .description("Drive a running Waypost: sources, destinations, deliveries, stats, audiences, deletions, tracking plans.")
+    .description(
+      "Drive a running Waypost: sources, webhook requests, destinations, deliveries, stats, audiences, deletions, tracking plans.",
+    )
     .addOption(new Option("--url <url>", "the Waypost server").env("WAYPOST_URL").default("http://127.0.0.1:8080"))
     .addOption(
       new Option("--token <token>", "the admin token (default: the token file in WAYPOST_DATA_DIR, ./.waypost)").env("WAYPOST_ADMIN_TOKEN"),
@@ -43,6 +46,7 @@ export function createProgram(io: CliIo, signal: AbortSignal): Command {
     };
   registerServe(program);
   registerSources(program, wire);
+  registerHooks(program, wire);
   registerDestinations(program, wire);
   registerIntegrations(program, wire);
   registerDeliveries(program, wire);

@@ -91,8 +91,8 @@ test("sources: create, list, rotate-key, delete, as tables and as JSON", async (
   expect(json.source.writeKey).toMatch(/\S{20,}/);
 
   const list = await waypost(["sources", "list"], env);
-  expect(list.stdout.split("\n")[0]).toMatch(/^ID\s+NAME\s+CREATED$/);
-  expect(list.stdout).toMatch(new RegExp(`^${id}\\s+web\\s+\\d{4}-`, "m"));
+  expect(list.stdout.split("\n")[0]).toMatch(/^ID\s+NAME\s+KIND\s+CREATED$/);
+  expect(list.stdout).toMatch(new RegExp(`^${id}\\s+web\\s+sdk\\s+\\d{4}-`, "m"));
   const listed = await waypostJson<{ sources: Array<{ id: string; name: string }> }>(["sources", "list"], env);
   expect(listed.sources.map((s) => s.name).sort()).toEqual(["app", "web"]);
 
@@ -268,7 +268,7 @@ test("serve runs the service, as node dist/server.js does", async () => {
     const url = (JSON.parse(listening) as { url: string }).url;
     const list = await waypost(["sources", "list", "--url", url], serveEnv);
     expect(list.code).toBe(0);
-    expect(list.stdout).toMatch(/^ID\s+NAME\s+CREATED$/m);
+    expect(list.stdout).toMatch(/^ID\s+NAME\s+KIND\s+CREATED$/m);
     serve.child.kill("SIGTERM");
     expect(await serve.exited).toBe(0);
   } finally {

@@ -3,12 +3,18 @@ import {
   CreateSourceResponseSchema,
   DeleteSourceResponseSchema,
   ListSourcesResponseSchema,
+  HookVerifier,
+  RotateHookTokenResponseSchema,
   RotateWriteKeyResponseSchema,
+  SourceKind,
   SourceService,
 } from "../../../gen/waypost/v1/source_pb.js";
 import { create } from "@bufbuild/protobuf";
 import { fields, table, time } from "../format.js";
 import type { Wire } from "../context.js";
+import { UsageError } from "../errors.js";
+import { declareHookSourceFlags, inboundUrl, verifierName, webhookFromFlags, type HookSourceFlags } from "./hook-source-flags.js";
+import { resolveSourceRef } from "./source-ref.js";
 
 export function registerSources(program: Command, wire: Wire): void {
   const sources = program.command("sources").description("list, create, rotate keys of and delete sources");
@@ -28,26 +34,58 @@ export function registerSources(program: Command, wire: Wire): void {
         } while (pageToken);
         ctx.print(ListSourcesResponseSchema, all, () =>
           table(
-            ["ID", "NAME", "CREATED"],
-            all.sources.map((s) => [s.id, s.name, time(s.createTime)]),
+            ["ID", "NAME", "KIND", "CREATED"],
+            all.sources.map((s) => [s.id, s.name, s.kind === SourceKind.WEBHOOK ? "webhook" : "sdk", time(s.createTime)]),
           ),
         );
       }),
     );
 
+  declareHookSourceFlags(
+    sources
+      .command("create")
+      .description("create a source; its write key (and a webhook source's inbound URL) is shown once")
+      .argument("[name]", "the source's name")
+      .option("--name <name>", "the source's name (or give it as the argument)"),
+  ).action(
+    wire(async (ctx, positional: string | undefined, options: { name?: string } & HookSourceFlags) => {
+      const name = positional ?? options.name;
+      if (name === undefined) throw new UsageError("a name is required: waypost sources create NAME (or --name NAME)");
+      if (positional !== undefined && options.name !== undefined) throw new UsageError("--name: the name is given twice");
+      const webhook = webhookFromFlags(options);
+      const response = await ctx.admin(SourceService).createSource({
+        source: webhook ? { name, kind: SourceKind.WEBHOOK, webhook } : { name },
+      });
+      const source = response.source!;
+      ctx.print(CreateSourceResponseSchema, response, () =>
+        fields([
+          ["id", source.id],
+          ["name", source.name],
+          ...(source.hookToken
+            ? [
+                ["kind", "webhook"] as const,
+                ["verifier", verifierName(source.webhook?.verifier ?? HookVerifier.NONE)] as const,
+                ["inbound url", `${inboundUrl(ctx.serverUrl, source.hookToken)}  (shown once: paste it into the sender now)`] as const,
+              ]
+            : [["write key", `${source.writeKey}  (shown once: keep it now)`] as const]),
+        ]),
+      );
+    }),
+  );
+
   sources
-    .command("create")
-    .description("create a source; its write key is shown once")
-    .requiredOption("--name <name>", "the source's name")
+    .command("rotate-hook-token")
+    .description("a new inbound URL for a webhook source, shown once; the old one stops working at once")
+    .argument("<source>", "source id or name")
     .action(
-      wire(async (ctx, options: { name: string }) => {
-        const response = await ctx.admin(SourceService).createSource({ source: { name: options.name } });
+      wire(async (ctx, ref: string) => {
+        const id = await resolveSourceRef(ctx, ref);
+        const response = await ctx.admin(SourceService).rotateHookToken({ id });
         const source = response.source!;
-        ctx.print(CreateSourceResponseSchema, response, () =>
+        ctx.print(RotateHookTokenResponseSchema, response, () =>
           fields([
             ["id", source.id],
-            ["name", source.name],
-            ["write key", `${source.writeKey}  (shown once: keep it now)`],
+            ["inbound url", `${inboundUrl(ctx.serverUrl, source.hookToken)}  (shown once: paste it into the sender now)`],
           ]),
         );
       }),

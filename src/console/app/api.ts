@@ -4,6 +4,7 @@ import { AudienceService } from "../../../gen/waypost/v1/audience_pb.js";
 import { DeletionService } from "../../../gen/waypost/v1/deletion_pb.js";
 import { DeliveryService } from "../../../gen/waypost/v1/delivery_pb.js";
 import { DestinationService } from "../../../gen/waypost/v1/destination_pb.js";
+import { HookService } from "../../../gen/waypost/v1/hook_pb.js";
 import { IntegrationService } from "../../../gen/waypost/v1/integration_pb.js";
 import { SourceService } from "../../../gen/waypost/v1/source_pb.js";
 import { TrackingPlanService } from "../../../gen/waypost/v1/tracking_plan_pb.js";
@@ -16,6 +17,7 @@ export interface Api {
   deletions: Client<typeof DeletionService>;
   plans: Client<typeof TrackingPlanService>;
   integrations: Client<typeof IntegrationService>;
+  hooks: Client<typeof HookService>;
 }
 
 /**
@@ -40,5 +42,6 @@ export function createApi(token: string): Api {
     deletions: createClient(DeletionService, transport),
     plans: createClient(TrackingPlanService, transport),
     integrations: createClient(IntegrationService, transport),
+    hooks: createClient(HookService, transport),
   };
 }

@@ -16,6 +16,7 @@ import { MessageView } from "./views/message.js";
 import { NotFoundView } from "./views/not-found.js";
 import { OverviewView } from "./views/overview.js";
 import { SignInView } from "./views/sign-in.js";
+import { SourceDetailView } from "./views/source-detail.js";
 import { SourcesView } from "./views/sources.js";
 import { TrackingPlansView, TrackingPlanView } from "./views/tracking-plans.js";
 
@@ -56,6 +57,7 @@ export function App() {
           <Router>
             <Route path="/console/" component={OverviewView} />
             <Route path="/console/sources" component={SourcesView} />
+            <Route path="/console/sources/:id" component={SourceDetailView} />
             <Route path="/console/destinations" component={DestinationsView} />
             <Route path="/console/destinations/:id" component={DestinationEditView} />
             <Route path="/console/destinations/:id/filtered" component={FilteredCallsView} />
