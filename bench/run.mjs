@@ -37,6 +37,7 @@ import { retentionScenario } from "./scenarios/retention.mjs";
 import { scalingScenario } from "./scenarios/scaling.mjs";
 import { soakScenario } from "./scenarios/soak.mjs";
 import { warehouseScenario } from "./scenarios/warehouse.mjs";
+import { webhookSourcesScenario } from "./scenarios/webhook-sources.mjs";
 import { tracingScenario } from "./scenarios/tracing.mjs";
 import { transformBurnDownScenario } from "./scenarios/transform-burn-down.mjs";
 import { selectScenarios } from "./lib/selection.mjs";
@@ -150,6 +151,8 @@ try {
       await inFreshDatabase((db) => integrationBurnDownScenario({ db, sink, count: Math.min(sizes.burnDown, 100_000) }))
     ).rss;
   }
+  // Stripe-signed requests into a webhook source (api), then its backlog processed (worker), beside a bare verify-and-insert server.
+  if (wants("webhook-sources")) await inFreshDatabase((db) => webhookSourcesScenario({ db, durationMs: sizes.durationMs }));
   if (wants("scaling")) {
     const results = await scalingScenario({
       createDatabase: () => postgres.createDatabase(),
