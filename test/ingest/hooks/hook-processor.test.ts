@@ -189,3 +189,25 @@ test("requests become calls in order of receipt, with the request's trace contex
   expect(calls[5]).toMatchObject({ traceparent, payload: { timestamp: receivedAt.toISOString() } });
   expect(calls[6]!.traceparent).toBe(null);
 });
+
+test("hostile requests and transforms fail their request with a clear error, and the source goes on", async () => {
+  const plain = await webhookSource(hookSettings());
+  const deep = await insertHookRequest(server.pool, plain, { body: `${"[".repeat(100_000)}${"]".repeat(100_000)}` });
+  const nested = await insertHookRequest(server.pool, plain, { body: `${'{"a":'.repeat(70)}1${"}".repeat(70)}` });
+  const after = await insertHookRequest(server.pool, plain, { body: { fine: true } });
+  await processed(plain);
+  expect((await hookRequestState(server.pool, deep)).error).toBe("call 0: properties is nested deeper than 64 levels");
+  expect((await hookRequestState(server.pool, nested)).error).toBe("call 0: properties is nested deeper than 64 levels");
+  expect((await hookRequestState(server.pool, after)).status).toBe("processed");
+
+  const looping = await webhookSource(
+    hookSettings({
+      transform: "function transform(r) { if (r.body.loop) { for (;;) {} } return { type: 'track', anonymousId: 'a', event: 'E' }; }",
+    }),
+  );
+  const loop = await insertHookRequest(server.pool, looping, { body: { loop: true } });
+  const ok = await insertHookRequest(server.pool, looping, { body: {} });
+  await processed(looping);
+  expect(await hookRequestState(server.pool, loop)).toMatchObject({ status: "failed", error: "transform: ran longer than 50 ms" });
+  expect((await hookRequestState(server.pool, ok)).status).toBe("processed");
+});
