@@ -135,6 +135,13 @@ export interface Config {
   operatorWebhook: OperatorWebhookConfig | undefined;
   /** Connection timeouts and cap of the listener (docs/limits.md). */
   connections: ConnectionLimits;
+  /**
+   * A request body to a webhook source's inbound URL must be complete this
+   * long after its headers, else 408 (docs/webhook-sources.md#limits):
+   * senders post a few KB from a data centre, so far shorter than the
+   * listener's whole-body limit.
+   */
+  hookBodyTimeoutMs: number;
   /** Interval of the activity summary logged at info; 0 turns it off. */
   summaryIntervalMs: number;
   /** DeliveryService's own database pool and bounds (docs/limits.md#admin-read-limits). */
@@ -249,6 +256,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       ...defaultConnectionLimits,
       maxConnections: int(env, "WAYPOST_MAX_CONNECTIONS", defaultConnectionLimits.maxConnections, 10, 1_000_000),
     },
+    hookBodyTimeoutMs: 10_000,
     summaryIntervalMs: int(env, "WAYPOST_SUMMARY_INTERVAL_SECONDS", 60, 0, 86_400) * 1000,
     adminReads: {
       connections: int(env, "WAYPOST_ADMIN_READ_CONNECTIONS", 4, 1, 100),

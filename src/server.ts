@@ -372,7 +372,7 @@ function openApi(
             clock,
             logger,
             metrics: shared.metrics,
-            bodyTimeoutMs: config.connections.hookBodyTimeoutMs,
+            bodyTimeoutMs: config.hookBodyTimeoutMs,
             onHookRequestStored: (sourceId) => hookWaker.stored(sourceId),
           }),
           createConsoleRoutes(),

@@ -20,12 +20,6 @@ export interface ConnectionLimits {
    */
   requestTimeoutMs: number;
   /**
-   * A request body to a webhook source's inbound URL must be complete this
-   * long after its headers, else 408: senders post a few KB from a data
-   * centre, so this is far shorter than requestTimeoutMs.
-   */
-  hookBodyTimeoutMs: number;
-  /**
    * A kept-alive connection with no request in progress (an HTTP/2 one with
    * no open stream) is closed after this. Longer than the others: SDKs
    * reuse connections between batches.
@@ -48,7 +42,6 @@ export const defaultConnectionLimits: ConnectionLimits = {
   headersTimeoutMs: 20_000,
   bodyStallTimeoutMs: 20_000,
   requestTimeoutMs: 300_000,
-  hookBodyTimeoutMs: 10_000,
   keepAliveTimeoutMs: 65_000,
   maxConnections: 10_000,
   checkIntervalMs: 1_000,

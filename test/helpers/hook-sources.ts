@@ -52,7 +52,7 @@ export interface HookRow {
 export async function hookRows(server: TestServer, sourceId: string): Promise<HookRow[]> {
   const result = await server.pool.query<HookRow>(
     `SELECT id::text, method, query, content_type, headers, body, idempotency_key, status, traceparent, tracestate
-       FROM hook_requests WHERE source_id = $1 ORDER BY id`,
+       FROM hook_requests WHERE source_id = $1 ORDER BY hook_requests.id`,
     [sourceId],
   );
   return result.rows;

@@ -1,7 +1,5 @@
 import type { Clock } from "../../clock.js";
 import type { Queryable } from "../../db/pool.js";
-import { insertHookRequest } from "../../db/queries/hook-receipt.js";
-import { selectHookSourceByTokenHash } from "../../db/queries/sources.js";
 import type { Req, Res, RouteHandler } from "../../http/types.js";
 import { finishUnreadRequest } from "../../http/unread-body.js";
 import type { Logger } from "../../logger.js";
@@ -9,6 +7,8 @@ import type { Metrics } from "../../metrics.js";
 import { limits } from "../limits.js";
 import { declaredLength, HookClientGone, HookRefusal, readHookBody, tooLarge } from "./hook-body.js";
 import { createHookRateLimiter } from "./hook-rate-limit.js";
+import { createHookSourceLookup, type HookSourceLookup } from "./hook-source-lookup.js";
+import { createHookStore, type HookStore } from "./hook-store.js";
 import { headersToStore, jsonOf, traceContextOf } from "./hook-request-fields.js";
 import { hookSettingsFromStored, type HookSettings } from "./hook-settings.js";
 import { hashHookToken } from "./hook-token.js";
@@ -37,20 +37,22 @@ const unavailableRetryAfterSeconds = 5;
 /**
  * The inbound URL of webhook sources, `POST /hooks/<token>`
  * (docs/webhook-sources.md#the-inbound-url). What is cheap and needs no
- * body comes first: the method, the token (one indexed lookup by its
- * hash), the rate limit, a declared size. Only then is the body read,
+ * body comes first: the method, the token (looked up by its hash, never
+ * cached), the rate limit, a declared size. Only then is the body read,
  * bounded in size and time, verified, and committed to hook_requests
  * before the answer. Every failure has its own 4xx, and a database error a
  * 503 the sender retries: never a 500, which sets off retry storms.
  */
 export function createHookRoute(options: HookRouteOptions): RouteHandler {
   const rateLimiter = createHookRateLimiter({ clock: options.clock });
+  const store = createHookStore({ pool: options.pool });
+  const lookup = createHookSourceLookup({ pool: options.pool });
   return async (req, res, path) => {
     if (path !== "/hooks" && !path.startsWith(prefix)) return false;
     // The source, once known, labels the metric of a refusal too.
     const known = { sourceId: "" };
     try {
-      await receive(options, rateLimiter, req, res, path.slice(prefix.length), known);
+      await receive(options, { rateLimiter, store, lookup }, req, res, path.slice(prefix.length), known);
     } catch (error) {
       refuse(options, req, res, known.sourceId, error);
     }
@@ -60,7 +62,7 @@ export function createHookRoute(options: HookRouteOptions): RouteHandler {
 
 async function receive(
   options: HookRouteOptions,
-  rateLimiter: ReturnType<typeof createHookRateLimiter>,
+  { rateLimiter, store, lookup }: { rateLimiter: ReturnType<typeof createHookRateLimiter>; store: HookStore; lookup: HookSourceLookup },
   req: Req,
   res: Res,
   token: string,
@@ -73,7 +75,7 @@ async function receive(
   }
   // A token is base64url; anything else (or nothing) is unknown without asking the database.
   if (!/^[A-Za-z0-9_-]{1,200}$/.test(token)) throw unknownHook();
-  const source = await unavailableOnError(() => selectHookSourceByTokenHash(options.pool, hashHookToken(token)));
+  const source = await unavailableOnError(() => lookup.find(hashHookToken(token)));
   if (!source) throw unknownHook();
   known.sourceId = source.id;
   const settings = hookSettingsFromStored(source.webhook);
@@ -101,7 +103,7 @@ async function receive(
   if (!verdict.ok) throw new HookRefusal(401, "unauthorized", verdict.reason);
 
   const stored = await unavailableOnError(() =>
-    insertHookRequest(options.pool, {
+    store.store({
       sourceId: source.id,
       receivedAt: options.clock.now(),
       method: "POST",

@@ -54,7 +54,10 @@ export function createHookWaker(options: HookWakerOptions): HookWaker {
   function schedule(): void {
     if (inFlight || timer) return;
     const wait = lastSentAt + intervalMs - performance.now();
-    if (wait <= 0) return send();
+    if (wait <= 0) {
+      send();
+      return;
+    }
     timer = setTimeout(() => {
       timer = undefined;
       if (owed.size > 0) send();

@@ -2,7 +2,6 @@ import http2 from "node:http2";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ManualClock } from "../../../src/clock.js";
-import { defaultConnectionLimits } from "../../../src/http/connection-limits.js";
 import { limits } from "../../../src/ingest/limits.js";
 import { answerOf, hookRows, insertWebhookSource, openUpload, postHook, type TestHookSource } from "../../helpers/hook-sources.js";
 import { startTestServer, type TestServer } from "../../helpers/server.js";
@@ -13,7 +12,7 @@ const clock = new ManualClock();
 const bodyTimeoutMs = 1_000;
 
 beforeAll(async () => {
-  server = await startTestServer({ clock, config: { connections: { ...defaultConnectionLimits, hookBodyTimeoutMs: bodyTimeoutMs } } });
+  server = await startTestServer({ clock, config: { hookBodyTimeoutMs: bodyTimeoutMs } });
 });
 afterAll(async () => {
   await server?.stop();
@@ -357,6 +356,23 @@ describe("waking the processors", () => {
       expect(rows).toEqual([{ status: "pending" }]);
     } finally {
       await listener.end();
+    }
+  });
+});
+
+describe("many at once", () => {
+  test("concurrent requests to several sources and unknown tokens each get their own answer and row", async () => {
+    const sources = [await insertWebhookSource(server), await insertWebhookSource(server), await insertWebhookSource(server)];
+    const sends = Array.from({ length: 30 }, (_, i) => {
+      const source = sources[i % 4];
+      const url = source ? source.url : `${server.url}/hooks/${"C".repeat(42)}${i % 10}`;
+      return postHook(url, JSON.stringify({ i })).then((answer) => ({ i, source, status: answer.status }));
+    });
+    const answers = await Promise.all(sends);
+    for (const { source, status } of answers) expect(status).toBe(source ? 200 : 404);
+    for (const [index, source] of sources.entries()) {
+      const bodies = (await hookRows(server, source.id)).map((r) => JSON.parse(r.body.toString()).i).sort((a, b) => a - b);
+      expect(bodies).toEqual(answers.filter((a) => a.i % 4 === index).map((a) => a.i));
     }
   });
 });
