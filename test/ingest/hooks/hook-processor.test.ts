@@ -93,6 +93,8 @@ test("a call without userId or anonymousId is named by its index", async () => {
     message_ids: [],
   });
   expect(await storedCalls(sourceId)).toEqual([]);
+  const metrics = await (await fetch(`${server.url}/metrics`)).text();
+  expect(metrics).toContain(`waypost_hook_requests_processed_total{source_id="${sourceId}",status="failed"} 1`);
 });
 
 test("a failing transform, fixed and reprocessed (twice), gives each call exactly once at a webhook destination", async () => {
