@@ -213,3 +213,20 @@ test("hostile requests and transforms fail their request with a clear error, and
   expect(await hookRequestState(server.pool, loop)).toMatchObject({ status: "failed", error: "transform: ran longer than 50 ms" });
   expect((await hookRequestState(server.pool, ok)).status).toBe("processed");
 });
+
+test("a transform's calls together may pass one call's 32 KB (up to what one /v1 batch carries)", async () => {
+  const sourceId = await webhookSource(
+    hookSettings({
+      transform: `function transform(r) {
+        var calls = [];
+        for (var i = 0; i < 50; i++) calls.push({ type: "track", anonymousId: "a", event: "Line", properties: { i: i, text: new Array(2001).join("x") } });
+        return calls;
+      }`,
+    }),
+  );
+  const id = await insertHookRequest(server.pool, sourceId, {});
+  await processed(sourceId);
+  const state = await hookRequestState(server.pool, id);
+  expect(state).toMatchObject({ status: "processed", error: null });
+  expect(state.message_ids).toHaveLength(50);
+});
