@@ -20,6 +20,7 @@ export interface Metrics {
   warehouseRefusedColumns: Counter<"destination_id">;
   traceSpansDropped: Counter<"reason">;
   hookRequests: Counter<"source_id" | "result">;
+  hookRequestsProcessed: Counter<"source_id" | "status">;
 }
 
 export interface MetricsOptions {
@@ -134,6 +135,12 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       name: "waypost_hook_requests_total",
       help: "Requests to webhook sources' inbound URLs, by result: accepted, duplicate, unauthorized, not_found (source_id empty), rate_limited, too_large, timeout, unsupported_encoding, method_not_allowed (source_id empty), unavailable, client_gone.",
       labelNames: ["source_id", "result"],
+      registers: [registry],
+    }),
+    hookRequestsProcessed: new Counter({
+      name: "waypost_hook_requests_processed_total",
+      help: "Webhook sources' stored requests turned into calls (status processed) or not (status failed: the transform failed or made an invalid call).",
+      labelNames: ["source_id", "status"],
       registers: [registry],
     }),
     traceSpansDropped: new Counter({

@@ -311,6 +311,7 @@ async function openDelivery(
     sandboxes: shared.sandboxes,
     parseCall: (raw) => parseMessage(raw, undefined),
     leaseMs: config.delivery.leaseMs,
+    metrics: shared.metrics,
     onQueued: () => ingest.loopWaker.queued(),
   });
   await hooks.start();

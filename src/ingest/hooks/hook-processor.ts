@@ -14,6 +14,7 @@ import {
 } from "../../db/queries/hook-requests.js";
 import { withTransaction, type Queryable } from "../../db/pool.js";
 import type { Logger } from "../../logger.js";
+import type { Metrics } from "../../metrics.js";
 import type { TransformSandboxes } from "../../routing/transform-sandbox.js";
 import { parseTraceparent, type TraceContext } from "../../tracing/trace-context.js";
 import type { Ingestor } from "../ingestor.js";
@@ -45,6 +46,8 @@ export interface HookProcessorOptions {
   pageSize?: number;
   /** Sources worked at once (4 by default). */
   concurrency?: number;
+  /** Counts each request's outcome (waypost_hook_requests_processed_total). */
+  metrics?: Metrics | undefined;
   /** After a commit that stored calls: wake the delivery loops (the ingestor's own wake-up comes before the commit). */
   onQueued?: (() => void) | undefined;
 }
@@ -181,6 +184,11 @@ export function createHookProcessor(options: HookProcessorOptions): HookProcesso
       if (written === "done") {
         if (outcomes.some((o) => o.status === "processed" && o.messageIds.length > 0)) options.onQueued?.();
         const failed = outcomes.filter((o) => o.status === "failed");
+        if (options.metrics) {
+          const counter = options.metrics.hookRequestsProcessed;
+          if (failed.length > 0) counter.inc({ source_id: sourceId, status: "failed" }, failed.length);
+          if (failed.length < outcomes.length) counter.inc({ source_id: sourceId, status: "processed" }, outcomes.length - failed.length);
+        }
         if (failed.length > 0)
           logger.info({ sourceId, failed: failed.map((o) => ({ id: o.id, error: o.error })) }, "webhook requests failed");
         return true;

@@ -93,6 +93,8 @@ test("a call without userId or anonymousId is named by its index", async () => {
     message_ids: [],
   });
   expect(await storedCalls(sourceId)).toEqual([]);
+  const metrics = await (await fetch(`${server.url}/metrics`)).text();
+  expect(metrics).toContain(`waypost_hook_requests_processed_total{source_id="${sourceId}",status="failed"} 1`);
 });
 
 test("a failing transform, fixed and reprocessed (twice), gives each call exactly once at a webhook destination", async () => {
@@ -188,4 +190,43 @@ test("requests become calls in order of receipt, with the request's trace contex
   expect(calls.map((c) => c.payload.event)).toEqual(ids.map((_, n) => `E${n}`));
   expect(calls[5]).toMatchObject({ traceparent, payload: { timestamp: receivedAt.toISOString() } });
   expect(calls[6]!.traceparent).toBe(null);
+});
+
+test("hostile requests and transforms fail their request with a clear error, and the source goes on", async () => {
+  const plain = await webhookSource(hookSettings());
+  const deep = await insertHookRequest(server.pool, plain, { body: `${"[".repeat(100_000)}${"]".repeat(100_000)}` });
+  const nested = await insertHookRequest(server.pool, plain, { body: `${'{"a":'.repeat(70)}1${"}".repeat(70)}` });
+  const after = await insertHookRequest(server.pool, plain, { body: { fine: true } });
+  await processed(plain);
+  expect((await hookRequestState(server.pool, deep)).error).toBe("call 0: properties is nested deeper than 64 levels");
+  expect((await hookRequestState(server.pool, nested)).error).toBe("call 0: properties is nested deeper than 64 levels");
+  expect((await hookRequestState(server.pool, after)).status).toBe("processed");
+
+  const looping = await webhookSource(
+    hookSettings({
+      transform: "function transform(r) { if (r.body.loop) { for (;;) {} } return { type: 'track', anonymousId: 'a', event: 'E' }; }",
+    }),
+  );
+  const loop = await insertHookRequest(server.pool, looping, { body: { loop: true } });
+  const ok = await insertHookRequest(server.pool, looping, { body: {} });
+  await processed(looping);
+  expect(await hookRequestState(server.pool, loop)).toMatchObject({ status: "failed", error: "transform: ran longer than 50 ms" });
+  expect((await hookRequestState(server.pool, ok)).status).toBe("processed");
+});
+
+test("a transform's calls together may pass one call's 32 KB (up to what one /v1 batch carries)", async () => {
+  const sourceId = await webhookSource(
+    hookSettings({
+      transform: `function transform(r) {
+        var calls = [];
+        for (var i = 0; i < 50; i++) calls.push({ type: "track", anonymousId: "a", event: "Line", properties: { i: i, text: new Array(2001).join("x") } });
+        return calls;
+      }`,
+    }),
+  );
+  const id = await insertHookRequest(server.pool, sourceId, {});
+  await processed(sourceId);
+  const state = await hookRequestState(server.pool, id);
+  expect(state).toMatchObject({ status: "processed", error: null });
+  expect(state.message_ids).toHaveLength(50);
 });
