@@ -17,16 +17,14 @@ import type { Logger } from "../../logger.js";
 import type { Metrics } from "../../metrics.js";
 import type { TransformSandboxes } from "../../routing/transform-sandbox.js";
 import { parseTraceparent, type TraceContext } from "../../tracing/trace-context.js";
+import { listenForHookRequests, notifyHookSources } from "../../db/queries/hook-notify.js";
 import type { Ingestor } from "../ingestor.js";
 import { callsOfHookRequest, hookSandboxKey, type ParseV1Call } from "./hook-calls.js";
 import { readProcessingSettings } from "./hook-input.js";
 
-/** The channel a process NOTIFYs (payload: the source id) after committing a webhook request: every processor LISTENs. */
-export const hooksChannel = "waypost_hooks";
-
 /** Tells every process's processor (this one's too) that the source has a new pending request; send it after the commit. */
 export async function notifyHookRequestStored(db: Queryable, sourceId: string): Promise<void> {
-  await db.query("SELECT pg_notify($1, $2)", [hooksChannel, sourceId]);
+  await notifyHookSources(db, [sourceId]);
 }
 
 export interface HookProcessorOptions {
@@ -257,7 +255,7 @@ export function createHookProcessor(options: HookProcessorOptions): HookProcesso
     client.on("error", (error) => retry(error, "the webhook requests' LISTEN connection failed"));
     try {
       await client.connect();
-      await client.query(`LISTEN ${hooksChannel}`);
+      await listenForHookRequests(client);
       if (stopping) {
         await client.end();
         return;

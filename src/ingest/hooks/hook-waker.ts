@@ -1,8 +1,6 @@
 import type { Queryable } from "../../db/pool.js";
+import { notifyHookSources } from "../../db/queries/hook-notify.js";
 import type { Logger } from "../../logger.js";
-
-/** The channel processors LISTEN on; the payload is a source id. */
-export const hookWakeChannel = "waypost_hooks";
 
 export interface HookWakerOptions {
   pool: Queryable;
@@ -41,9 +39,7 @@ export function createHookWaker(options: HookWakerOptions): HookWaker {
     const ids = [...owed];
     owed = new Set();
     lastSentAt = performance.now();
-    inFlight = options.pool
-      .query("SELECT pg_notify($1, id) FROM unnest($2::text[]) AS id", [hookWakeChannel, ids])
-      .then(() => undefined)
+    inFlight = notifyHookSources(options.pool, ids)
       .catch((error: unknown) => options.logger.warn({ err: error }, "could not wake the hook processors; they poll"))
       .finally(() => {
         inFlight = undefined;

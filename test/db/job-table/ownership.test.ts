@@ -39,8 +39,10 @@ test("the fence is written once: only fence.ts writes lease_token", () => {
   ).toEqual([]);
 });
 
-test("the wake-up channel is named once and notified only by the job table", () => {
-  expect(offenders(/pg_notify/, (file) => file === path.join("db", "job-table", "notify.ts"))).toEqual([]);
+test("each wake-up channel is named once and notified in one place: deliveries' by the job table, webhook requests' by hook-notify.ts", () => {
+  const notifiers = [path.join("db", "job-table", "notify.ts"), path.join("db", "queries", "hook-notify.ts")];
+  expect(offenders(/pg_notify/, (file) => notifiers.includes(file))).toEqual([]);
+  expect(offenders(/["'`]waypost_hooks["'`]/, (file) => file === path.join("db", "queries", "hook-notify.ts"))).toEqual([]);
   expect(offenders(/["'`]waypost_deliveries["'`]/, (file) => file === path.join("db", "job-table", "notify.ts"))).toEqual([]);
 });
 

@@ -1,7 +1,8 @@
 import pg from "pg";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { createPool, type Pool } from "../../../src/db/pool.js";
-import { createHookWaker, hookWakeChannel } from "../../../src/ingest/hooks/hook-waker.js";
+import { hooksChannel as hookWakeChannel } from "../../../src/db/queries/hook-notify.js";
+import { createHookWaker } from "../../../src/ingest/hooks/hook-waker.js";
 import { createLogger } from "../../../src/logger.js";
 import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
 
