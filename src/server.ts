@@ -29,7 +29,7 @@ import { createOperationalRoutes } from "./http/operational-routes.js";
 import { createRouteTable, prefixRoute } from "./http/route-table.js";
 import type { RouteHandler } from "./http/types.js";
 import { createIngestor, type Ingestor } from "./ingest/ingestor.js";
-import { createHookProcessor, notifyHookRequestStored, type HookProcessor } from "./ingest/hooks/hook-processor.js";
+import { createHookProcessor, type HookProcessor } from "./ingest/hooks/hook-processor.js";
 import { parseMessage } from "./compat/parse-message.js";
 import { createHookRoute } from "./ingest/hooks/hook-route.js";
 import { createHookWaker } from "./ingest/hooks/hook-waker.js";
@@ -41,6 +41,7 @@ import { createViolationRecorder } from "./plans/violation-recorder.js";
 import { startupSummary } from "./startup-summary.js";
 import { startTracing } from "./tracing/start-tracing.js";
 import type { Tracing } from "./tracing/tracing.js";
+import { closeAll, type Closer } from "./closers.js";
 
 export interface WaypostOptions {
   config: Config;
@@ -78,22 +79,6 @@ export interface Waypost {
   /** Present when this process turns webhook sources' requests into calls (role worker or all; wake(sourceId) after storing one). */
   hooks: HookProcessor | undefined;
   stop(): Promise<void>;
-}
-
-/** Something opened during start-up, closed on stop in reverse order of opening. */
-type Closer = () => Promise<void>;
-
-/** Runs the closers newest first; every one runs even if an earlier one fails. */
-async function closeAll(closers: Closer[]): Promise<void> {
-  let failure: unknown;
-  while (closers.length > 0) {
-    try {
-      await closers.pop()!();
-    } catch (error) {
-      failure ??= error;
-    }
-  }
-  if (failure !== undefined) throw failure;
 }
 
 /**
@@ -330,6 +315,9 @@ function openApi(
 ) {
   const { pool } = database;
   const auth = createAuthenticator({ pool, adminToken: database.adminToken });
+  // After the inbound URL commits a request (or requests are set to run again), every process's hook processor is woken (a NOTIFY after the commit).
+  const hookWaker = createHookWaker({ pool, logger });
+  closers.push(() => hookWaker.close());
   const rpc = createRpcHandlers({
     adminReads: { pool: database.adminReadPool, ...config.adminReads },
     pool,
@@ -344,23 +332,14 @@ function openApi(
     retentionMs: config.retentionMs,
     trackingPlans: ingest.trackingPlans,
     tracing: shared.tracing,
-    // This process's processor when it has one; else every process's, by NOTIFY.
-    onHookRequestsQueued: (sourceId) => {
-      if (delivery.hooks) delivery.hooks.wake(sourceId);
-      else
-        notifyHookRequestStored(pool, sourceId).catch((error: unknown) =>
-          logger.warn({ err: error, sourceId }, "could not wake the webhook request processors; they poll"),
-        );
-    },
+    // Requests set to run again wake every process's processor, as stored ones do.
+    onHookRequestsQueued: (sourceId) => hookWaker.stored(sourceId),
   });
   const operational = createOperationalRoutes({
     registry: shared.metrics.registry,
     isReady: async () => !stopping() && (await ping(pool)),
   });
   const serveRpc = config.role !== "worker";
-  // After the inbound URL commits a request, every process's hook processor is woken (a NOTIFY after the commit).
-  const hookWaker = createHookWaker({ pool, logger });
-  closers.push(() => hookWaker.close());
   // The compatible /v1 API and the console come before the RPCs; the
   // operator console is served wherever the API is (same origin, same port).
   const defaultRoutes: RouteHandler[] = [

@@ -39,7 +39,10 @@ export const layers: ReadonlyArray<{ name: string; modules: readonly string[] }>
   { name: "domain", modules: ["routing/", "plans/", "ingest/", "health/", "audiences/", "deletion/", "delivery/"] },
   { name: "edge", modules: ["api/", "compat/", "console/"] },
   // The CLI is an edge too (it speaks the RPC API), but its `serve` starts the server.
-  { name: "composition", modules: ["activity-log.ts", "backlog-reader.ts", "startup-summary.ts", "server.ts", "main.ts", "cli/"] },
+  {
+    name: "composition",
+    modules: ["activity-log.ts", "backlog-reader.ts", "startup-summary.ts", "closers.ts", "server.ts", "main.ts", "cli/"],
+  },
 ];
 
 /**

@@ -22,7 +22,8 @@ const stripe = new Stripe("sk_test_not_used");
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer();
+  // An api process: it stores and processes nothing, so a stored request stays pending to be looked at.
+  server = await startTestServer({ config: { role: "api" } });
 });
 afterAll(async () => {
   await server?.stop();

@@ -12,7 +12,9 @@ const clock = new ManualClock();
 const bodyTimeoutMs = 1_000;
 
 beforeAll(async () => {
-  server = await startTestServer({ clock, config: { hookBodyTimeoutMs: bodyTimeoutMs } });
+  // An api process: it receives and stores, and processes nothing, so a stored request stays
+  // pending for the test to look at (processing is test/ingest/hooks/hook-processor.test.ts's).
+  server = await startTestServer({ clock, config: { hookBodyTimeoutMs: bodyTimeoutMs, role: "api" } });
 });
 afterAll(async () => {
   await server?.stop();
