@@ -26,6 +26,28 @@ export function HeaderRow(props: { columns: string[] }) {
   );
 }
 
+/** HTTP headers as a Header/Value table (values as given: the server masks secrets). */
+export function HeadersTable(props: { label: string; caption?: string | undefined; headers: Record<string, string> }) {
+  return (
+    <table aria-label={props.label}>
+      {props.caption && <caption>{props.caption}</caption>}
+      <HeaderRow columns={["Header", "Value"]} />
+      <tbody>
+        {Object.entries(props.headers).map(([name, value]) => (
+          <tr key={name}>
+            <td>
+              <code>{name}</code>
+            </td>
+            <td>
+              <code>{value}</code>
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
 export function EmptyRow(props: { columns: number; children: ComponentChildren }) {
   return (
     <tr>

@@ -5,7 +5,7 @@ import { AttemptOutcome, DeliveryStatus, type Delivery } from "../../../../gen/w
 import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
 import { kindFormOf } from "./kind-forms.js";
 import { BodyView } from "../body-view.js";
-import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
+import { EmptyRow, ErrorMessage, HeaderRow, HeadersTable } from "../components.js";
 import { useAction, useLoad } from "../context.js";
 import { holdOf, retryableStatuses, retryHint } from "../delivery-hold.js";
 import { formatTime, statusLabels } from "../format.js";
@@ -133,22 +133,12 @@ function RequestHeaders(props: { delivery: Delivery }) {
       <h2>Request headers</h2>
       <p class="hint">From the destination's current settings; secret values are masked.</p>
       {groups.map((group) => (
-        <table key={group.url} aria-label={group.url ? `Request headers for ${group.url}` : "Request headers"}>
-          {group.url && <caption>{group.url}</caption>}
-          <HeaderRow columns={["Header", "Value"]} />
-          <tbody>
-            {Object.entries(group.headers).map(([name, value]) => (
-              <tr key={name}>
-                <td>
-                  <code>{name}</code>
-                </td>
-                <td>
-                  <code>{value}</code>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <HeadersTable
+          key={group.url}
+          label={group.url ? `Request headers for ${group.url}` : "Request headers"}
+          caption={group.url || undefined}
+          headers={group.headers}
+        />
       ))}
     </>
   );

@@ -1,5 +1,5 @@
 import type { VendorRequest } from "../../../../gen/waypost/v1/destination_pb.js";
-import { HeaderRow } from "../components.js";
+import { HeadersTable } from "../components.js";
 
 /** A body as people read it: indented when it is JSON, as sent otherwise. */
 function readable(body: string): string {
@@ -27,21 +27,7 @@ export function VendorRequests(props: { messageId: string; requests: VendorReque
             </code>
           </p>
           {Object.keys(request.headers).length > 0 && (
-            <table aria-label={`Headers of request ${i + 1} for ${props.messageId}`}>
-              <HeaderRow columns={["Header", "Value"]} />
-              <tbody>
-                {Object.entries(request.headers).map(([name, value]) => (
-                  <tr key={name}>
-                    <td>
-                      <code>{name}</code>
-                    </td>
-                    <td>
-                      <code>{value}</code>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <HeadersTable label={`Headers of request ${i + 1} for ${props.messageId}`} headers={request.headers} />
           )}
           {request.body !== "" && <pre class="body">{readable(request.body)}</pre>}
         </li>
