@@ -19,6 +19,13 @@ export function int(env: Record<string, string | undefined>, name: string, fallb
   return value;
 }
 
+/** WAYPOST_JOB_TABLE: auto (the default: as the database is laid out) or citus (convert it). */
+export function parseJobTableLayout(raw: string | undefined): "auto" | "citus" {
+  if (raw === undefined || raw === "" || raw === "auto") return "auto";
+  if (raw === "citus") return "citus";
+  throw new ConfigError(`WAYPOST_JOB_TABLE must be auto or citus, got ${JSON.stringify(raw)}`);
+}
+
 /** "true", "false", or a comma-separated list of CIDR ranges. */
 export function parseAllowPrivate(raw: string | undefined): { all: boolean; cidrs: string[] } {
   if (raw === undefined || raw === "" || raw === "false") return { all: false, cidrs: [] };

@@ -7,6 +7,7 @@ import {
   int,
   type NoProxyEntry,
   parseAllowPrivate,
+  parseJobTableLayout,
   parseCorsOrigins,
   parseNoProxy,
   parseProxyUrl,
@@ -150,6 +151,20 @@ export interface Config {
   transform: TransformConfig;
   /** OpenTelemetry spans (docs/tracing.md). */
   tracing: TracingConfig;
+  /** Where the job table lives (docs/scaling.md#past-one-postgres-citus). */
+  jobTable: JobTableConfig;
+}
+
+/**
+ * `auto` follows the database: a job table Citus distributes gets the Citus
+ * driver, any other the single-Postgres one. `citus` also converts a
+ * database that has the extension but not yet the distributed layout, at
+ * start, after the migrations (and refuses to start without the extension).
+ */
+export interface JobTableConfig {
+  layout: "auto" | "citus";
+  /** Shards per distributed table when this start converts the database. */
+  shardCount: number;
 }
 
 export interface TransformConfig {
@@ -269,6 +284,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       workers: int(env, "WAYPOST_TRANSFORM_WORKERS", availableParallelism(), 1, 64),
     },
     tracing: { tracesUrl: parseTracesUrl(env), protocol: parseOtlpProtocol(env) },
+    jobTable: {
+      layout: parseJobTableLayout(env.WAYPOST_JOB_TABLE),
+      shardCount: int(env, "WAYPOST_CITUS_SHARD_COUNT", 32, 1, 1024),
+    },
   };
 }
 

@@ -18,11 +18,15 @@ test("defaults are the documented ones", () => {
   expect(config.delivery.retry.deadlineMs).toBe(4 * 3_600_000);
   expect(config.retentionMs).toBe(7 * 24 * 3_600_000);
   expect(config.delivery.allowPrivateDestinations).toBe(false);
+  expect(config.jobTable).toEqual({ layout: "auto", shardCount: 32 });
+  expect(loadConfig({ WAYPOST_JOB_TABLE: "citus", WAYPOST_CITUS_SHARD_COUNT: "8" }).jobTable).toEqual({ layout: "citus", shardCount: 8 });
 });
 
 test("bad values are refused naming the variable", () => {
   expect(() => loadConfig({ PORT: "eighty" })).toThrow(/PORT/);
   expect(() => loadConfig({ WAYPOST_ROLE: "boss" })).toThrow(/WAYPOST_ROLE/);
+  expect(() => loadConfig({ WAYPOST_JOB_TABLE: "sharded" })).toThrow(/WAYPOST_JOB_TABLE must be auto or citus, got "sharded"/);
+  expect(() => loadConfig({ WAYPOST_CITUS_SHARD_COUNT: "0" })).toThrow(/WAYPOST_CITUS_SHARD_COUNT must be an integer from 1 to 1024/);
   expect(() => loadConfig({ WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "10.0.0.0/99" })).toThrow(/WAYPOST_ALLOW_PRIVATE_DESTINATIONS/);
   expect(() => loadConfig({ WAYPOST_ADMIN_TOKEN: "short" })).toThrow(/WAYPOST_ADMIN_TOKEN/);
   for (const bad of ["0", "17", "2.5", "two"]) {
