@@ -35,6 +35,7 @@ import { orderingScenario } from "./scenarios/ordering.mjs";
 import { rateLimitScenario } from "./scenarios/rate-limit.mjs";
 import { retentionScenario } from "./scenarios/retention.mjs";
 import { scalingScenario } from "./scenarios/scaling.mjs";
+import { citusScenario } from "./scenarios/citus.mjs";
 import { soakScenario } from "./scenarios/soak.mjs";
 import { warehouseScenario } from "./scenarios/warehouse.mjs";
 import { webhookSourcesScenario } from "./scenarios/webhook-sources.mjs";
@@ -161,6 +162,11 @@ try {
       durationMs: sizes.durationMs,
     });
     rss.scaling = Math.max(...results.map((r) => r.server_peak_rss_mb));
+  }
+  // DATABASE_URL at a Citus coordinator: one Postgres beside coordinator + workers, same run (docs/scaling.md).
+  if (wants("citus")) {
+    if (postgres.embedded || !process.env.DATABASE_URL) throw new Error("--only=citus needs DATABASE_URL at a Citus coordinator");
+    await citusScenario({ coordinatorUrl: process.env.DATABASE_URL, sink, durationMs: sizes.durationMs });
   }
   if (wants("end-to-end")) {
     const { stepMs, rates, latencyMs } = sizes;

@@ -15,6 +15,7 @@ export const scenarioNames = [
   "integrations",
   "webhook-sources",
   "scaling",
+  "citus",
   "end-to-end",
   "baselines",
   "isolation",
@@ -59,6 +60,9 @@ const aliases = /** @type {Record<string, string[]>} */ ({ brokers: ["amqp", "na
 /** Minutes each, or gigabytes of disk: never part of `--all`. */
 const slow = ["soak", "history", "retention", "backfill"];
 
+/** Needs DATABASE_URL at a Citus coordinator: only by name. */
+const needsCluster = ["citus"];
+
 /**
  * `--only=a,b` (names or aliases), else the default set, or with `--all` every scenario but the slow
  * ones; `--NAME` adds one. An unknown name is an error that lists the known ones.
@@ -77,7 +81,7 @@ export function selectScenarios(args) {
   };
   const only = args.find((a) => a.startsWith("--only="));
   if (only) return new Set(only.slice("--only=".length).split(",").filter(Boolean).flatMap(expand));
-  const base = args.includes("--all") ? scenarioNames.filter((n) => !slow.includes(n)) : defaultSet;
+  const base = args.includes("--all") ? scenarioNames.filter((n) => !slow.includes(n) && !needsCluster.includes(n)) : defaultSet;
   const added = args.filter((a) => a.startsWith("--") && [...scenarioNames, ...Object.keys(aliases)].includes(a.slice(2)));
   return new Set([...base, ...added.flatMap((a) => expand(a.slice(2)))]);
 }

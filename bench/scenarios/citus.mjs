@@ -1,0 +1,107 @@
+// @ts-check
+import pg from "pg";
+import { createSourceAndDestination, setEnabled } from "../lib/admin.mjs";
+import { openCitusCluster } from "../lib/citus-cluster.mjs";
+import { trackingClient } from "../lib/load.mjs";
+import { startNodeCpuMeter } from "../lib/node-cpu.mjs";
+import { startService } from "../lib/service.mjs";
+import { report, summarize } from "../lib/stats.mjs";
+import { runFor } from "./ingest.mjs";
+
+/** The two layouts, in the same run, on the same nodes. */
+const layouts = [
+  { name: "postgres (1 node)", distributed: false },
+  { name: "citus (coordinator + 2 workers)", distributed: true },
+];
+
+/**
+ * Ingest and burn-down on one Postgres and on Citus, in one run: DATABASE_URL
+ * is the Citus coordinator, and the single-Postgres layout is a plain
+ * database on that same server (no extension in it), so both use the same
+ * PostgreSQL build and settings. For each layout: Batch RPCs of 100 calls
+ * from 8 streams at full speed into a source whose one destination is
+ * paused (the calls queue), then the destination is enabled and the queue
+ * burns down into the sink. Each phase reports the CPU every node used (the
+ * whole server: backends, Citus's daemons, WAL writer), the service's, and
+ * both per call or per webhook. On one machine the nodes share its cores:
+ * the figures to read are the costs per unit and where the work lands, not
+ * the rates. One JSON line per layout.
+ * @param {{ coordinatorUrl: string, sink: import("../lib/sink.mjs").Sink, durationMs: number, shardCount?: number, concurrency?: number, batchSize?: number }} options
+ */
+export async function citusScenario({ coordinatorUrl, sink, durationMs, shardCount = 8, concurrency = 8, batchSize = 100 }) {
+  const cluster = await openCitusCluster(coordinatorUrl);
+  const results = [];
+  for (const layout of layouts) {
+    const db = await cluster.createDatabase({ distributed: layout.distributed });
+    try {
+      results.push(await measureLayout({ cluster, db, sink, layout, durationMs, shardCount, concurrency, batchSize }));
+    } finally {
+      await db.drop();
+    }
+  }
+  return results;
+}
+
+/**
+ * @param {{ cluster: Awaited<ReturnType<typeof openCitusCluster>>, db: { url: string }, sink: import("../lib/sink.mjs").Sink,
+ *           layout: { name: string, distributed: boolean }, durationMs: number, shardCount: number, concurrency: number, batchSize: number }} options
+ */
+async function measureLayout({ cluster, db, sink, layout, durationMs, shardCount, concurrency, batchSize }) {
+  const env = layout.distributed ? { WAYPOST_JOB_TABLE: "citus", WAYPOST_CITUS_SHARD_COUNT: String(shardCount) } : {};
+  const service = await startService(db.url, env);
+  const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+  const nodes = layout.distributed ? cluster.nodes : cluster.nodes.slice(0, 1);
+  /** @type {Record<string, { postmaster?: number, pid?: number }>} */
+  const measured = Object.fromEntries(nodes.map((n) => [n.name, { postmaster: cluster.postmasters[n.name] }]));
+  measured.waypost = { pid: service.pid };
+  try {
+    const { source, destination } = await createSourceAndDestination(service.url, `${sink.url}/ok`, { name: "citus", enabled: false });
+    const client = trackingClient(service.url, source.writeKey);
+    await runFor(client, 1_000, concurrency, batchSize); // warm-up
+    const ingestMeter = startNodeCpuMeter(measured);
+    const { events, latencies, elapsedMs } = await runFor(client, durationMs, concurrency, batchSize);
+    const ingestCpu = ingestMeter.stop();
+    client.close();
+    const queued = Number(
+      (await pool.query("SELECT count(*) AS n FROM delivery_queue WHERE destination_id = $1", [destination.id])).rows[0].n,
+    );
+
+    await sink.reset();
+    const burnMeter = startNodeCpuMeter(measured);
+    const start = performance.now();
+    await setEnabled(service.url, destination.id, true);
+    const arrived = await sink.waitForCount(queued);
+    const burnCpu = burnMeter.stop();
+
+    const perUnit = (/** @type {Record<string, number | null>} */ used, /** @type {number} */ units) =>
+      Object.fromEntries(Object.entries(used).map(([name, s]) => [name, s === null ? null : Math.round((s * 1e6) / Math.max(1, units))]));
+    const pct = (/** @type {Record<string, number | null>} */ used, /** @type {number} */ seconds) =>
+      Object.fromEntries(Object.entries(used).map(([name, s]) => [name, s === null ? null : Math.round((s / seconds) * 100)]));
+    const result = {
+      scenario: "citus",
+      layout: layout.name,
+      citus: layout.distributed ? cluster.citusVersion : null,
+      shards_per_table: layout.distributed ? shardCount : null,
+      ingest: {
+        concurrency,
+        batch_size: batchSize,
+        calls_per_s: Math.round((events / elapsedMs) * 1000),
+        rpc_latency_ms: summarize(latencies),
+        cpu_pct_of_core: pct(ingestCpu.used, ingestCpu.seconds),
+        cpu_us_per_call: perUnit(ingestCpu.used, events),
+      },
+      burn_down: {
+        deliveries: queued,
+        webhooks_per_s: Math.round((queued / (arrived - start)) * 1000),
+        cpu_pct_of_core: pct(burnCpu.used, burnCpu.seconds),
+        cpu_us_per_webhook: perUnit(burnCpu.used, queued),
+      },
+      server_peak_rss_mb: service.peakRssMb(),
+    };
+    report(result);
+    return result;
+  } finally {
+    await pool.end();
+    await service.stop();
+  }
+}
