@@ -1,7 +1,6 @@
 import type pg from "pg";
 import type { Dispatcher } from "undici";
 import { createActivityLog } from "./activity-log.js";
-import { resolveAdminToken } from "./admin-token.js";
 import { createBacklogReader } from "./backlog-reader.js";
 import { createAuthenticator } from "./api/auth.js";
 import { createRpcHandlers } from "./api/routes.js";
@@ -9,10 +8,8 @@ import { createCompatHttpApi } from "./compat/http-api.js";
 import { createConsoleRoutes } from "./console/serve.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { Config } from "./config.js";
-import { startEmbeddedPostgres } from "./db/embedded.js";
-import { createDayPartitions } from "./db/job-table/index.js";
-import { runMigrations } from "./db/migrate.js";
-import { closePool, createPool, ping } from "./db/pool.js";
+import type { JobTableDriver } from "./db/job-table/driver.js";
+import { ping } from "./db/pool.js";
 import { selectDestinationNames } from "./db/queries/destinations.js";
 import { createAddressGuard } from "./outbound/address-guard.js";
 import { createBackfillJob } from "./delivery/backfill-job.js";
@@ -42,6 +39,7 @@ import { startupSummary } from "./startup-summary.js";
 import { startTracing } from "./tracing/start-tracing.js";
 import type { Tracing } from "./tracing/tracing.js";
 import { closeAll, type Closer } from "./closers.js";
+import { openDatabase, type DatabaseWing } from "./database-wing.js";
 
 export interface WaypostOptions {
   config: Config;
@@ -67,6 +65,8 @@ export interface Waypost {
   adminReadPool: pg.Pool;
   connectionString: string;
   adminToken: string;
+  /** The job table's driver this process chose at start: one Postgres's, or Citus's. */
+  jobTable: JobTableDriver;
   ingestor: Ingestor;
   metrics: Metrics;
   /** Spans of tracking requests and webhook attempts (off unless an OTLP endpoint is set). */
@@ -128,6 +128,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     adminReadPool: database.adminReadPool,
     connectionString: database.connectionString,
     adminToken: database.adminToken,
+    jobTable: database.jobTable,
     ingestor: ingest.ingestor,
     metrics: shared.metrics,
     tracing: shared.tracing,
@@ -143,52 +144,9 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   };
 }
 
-type DatabaseWing = Awaited<ReturnType<typeof openDatabase>>;
 type SharedWing = Awaited<ReturnType<typeof openShared>>;
 type IngestWing = ReturnType<typeof openIngest>;
 type DeliveryWing = Awaited<ReturnType<typeof openDelivery>>;
-
-/** The database: embedded Postgres unless DATABASE_URL is set, the pools, migrations, partitions, the admin token. */
-async function openDatabase({ config, logger, clock, closers }: Wiring) {
-  let connectionString = config.databaseUrl;
-  if (!connectionString) {
-    // In its own process group: a Ctrl-C in the terminal reaches this
-    // process only, and Postgres is stopped by the first closer pushed, so
-    // last, once every result has been written and the pools are closed.
-    const embedded = await startEmbeddedPostgres({
-      dataDir: config.dataDir,
-      logger,
-      port: config.embeddedPostgresPort,
-      ownProcessGroup: true,
-    });
-    closers.push(() => embedded.stop());
-    logger.info(
-      { dataDir: config.dataDir, port: embedded.port },
-      "started embedded Postgres on 127.0.0.1 (set DATABASE_URL to use your own)",
-    );
-    connectionString = embedded.url;
-  }
-  const pool = createPool({ connectionString, max: 20, logger });
-  closers.push(() => closePool(pool));
-  await runMigrations(pool);
-  // The history's and attempts' partitions for today and the next days
-  // (maintenance keeps creating them ahead).
-  await createDayPartitions(pool, clock.now(), 3);
-  // Admin reads get their own few connections: see RpcHandlersOptions.adminReads.
-  const adminReadPool = createPool({
-    connectionString,
-    max: config.adminReads.connections,
-    logger,
-    applicationName: "waypost-admin-reads",
-    statementTimeoutMs: config.adminReads.statementTimeoutMs,
-  });
-  closers.push(() => closePool(adminReadPool));
-  const admin = await resolveAdminToken(config.adminToken, config.dataDir);
-  if (admin.file) {
-    logger.info({ file: admin.file }, admin.created ? "created an admin token; read it from this file" : "admin token is in this file");
-  }
-  return { connectionString, pool, adminReadPool, adminToken: admin.token };
-}
 
 /** What the wings share: metrics, tracing, the address guard, the transform sandboxes. */
 async function openShared({ config, logger, clock, closers }: Wiring, { pool }: DatabaseWing) {
