@@ -18,9 +18,10 @@ export async function purgeOldMessages(db: Queryable, cutoff: Date, limit: numbe
     const candidates = await tx.query<{ id: string }>("SELECT id FROM messages WHERE received_at < $1 LIMIT $2", [cutoff, limit]);
     if (candidates.rows.length === 0) return 0;
     const ids = candidates.rows.map((r) => r.id);
-    const queued = await tx.query<{ message_pk: string }>("SELECT DISTINCT message_pk FROM delivery_queue WHERE message_pk = ANY($1::bigint[])", [
-      ids,
-    ]);
+    const queued = await tx.query<{ message_pk: string }>(
+      "SELECT DISTINCT message_pk FROM delivery_queue WHERE message_pk = ANY($1::bigint[])",
+      [ids],
+    );
     const waiting = new Set(queued.rows.map((r) => r.message_pk));
     return removeMessages(
       tx,
