@@ -31,12 +31,14 @@ export async function removeMessages(db: Queryable, messagePks: readonly string[
   );
   const deliveries = [...queued.rows, ...finished.rows];
   if (deliveries.length > 0) {
-    // Delivery ids come from one sequence, so the ids alone pick the rows;
-    // the destinations lead the primary key (and pick the shards on Citus).
-    await db.query("DELETE FROM delivery_attempts WHERE destination_id = ANY($1::uuid[]) AND delivery_id = ANY($2::bigint[])", [
-      [...new Set(deliveries.map((d) => d.destination_id))],
-      deliveries.map((d) => d.id),
-    ]);
+    // By (destination, delivery) pairs: one probe of the attempts' primary
+    // key per delivery and partition, as the trigger's join made (two
+    // `= ANY` lists would probe every destination with every id).
+    await db.query(
+      `DELETE FROM delivery_attempts a USING unnest($1::uuid[], $2::bigint[]) AS d(destination_id, id)
+        WHERE a.destination_id = d.destination_id AND a.delivery_id = d.id`,
+      [deliveries.map((d) => d.destination_id), deliveries.map((d) => d.id)],
+    );
   }
   // A foreign key's cascade on one Postgres; none on Citus (call_fates sits beside messages there, by message_pk).
   await db.query("DELETE FROM call_fates WHERE message_pk = ANY($1::bigint[])", [messagePks]);
