@@ -18,13 +18,7 @@ const referenceTables = ["sources", "destinations", "destination_sources", "trac
 // Everything about one destination on one shard: its deliveries, their
 // history and attempts, and the rows the claim reads beside them (its rate
 // bucket and its endpoint health), all colocated with delivery_queue.
-const byDestination = [
-  "delivery_history",
-  "delivery_attempts",
-  "delivery_batch_attempts",
-  "destination_rate_buckets",
-  "destination_health",
-];
+const byDestination = ["delivery_history", "delivery_attempts", "delivery_batch_attempts", "destination_rate_buckets", "destination_health"];
 
 /**
  * Converts a migrated single-Postgres installation to the distributed
@@ -93,10 +87,11 @@ export async function convertToCitus(client: pg.ClientBase, options: CitusConver
       `SELECT create_distributed_table('message_keys', 'message_id', shard_count => ${Math.trunc(options.shardCount)}, colocate_with => 'none')`,
     );
     for (const sequence of sequences.rows) {
-      await client.query(
-        "SELECT setval($1::text::regclass, greatest($2::bigint, (SELECT last_value FROM pg_sequences WHERE schemaname || '.' || sequencename = $1::text)), $3)",
-        [sequence.name, sequence.value, sequence.called],
-      );
+      await client.query("SELECT setval($1::text::regclass, greatest($2::bigint, (SELECT last_value FROM pg_sequences WHERE schemaname || '.' || sequencename = $1::text)), $3)", [
+        sequence.name,
+        sequence.value,
+        sequence.called,
+      ]);
     }
     await client.query("COMMIT");
     return true;

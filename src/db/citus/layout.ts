@@ -20,6 +20,8 @@ export async function detectJobTableLayout(db: Queryable): Promise<JobTableLayou
 
 /** Whether the Citus extension is installed in this database. */
 export async function hasCitusExtension(db: Queryable): Promise<boolean> {
-  const result = await db.query<{ installed: boolean }>("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS installed");
+  const result = await db.query<{ installed: boolean }>(
+    "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS installed",
+  );
   return result.rows[0]?.installed === true;
 }
