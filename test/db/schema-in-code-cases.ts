@@ -185,6 +185,10 @@ export function schemaInCodeCases(layout: JobTableLayout, open: () => Promise<{ 
       destination,
       now,
     ]);
+    await pool.query(
+      "INSERT INTO hook_requests (source_id, received_at, method, headers, body, status) VALUES ($1, $2, 'POST', '{}', '', 'processed')",
+      [source, now],
+    );
     await pool.query("INSERT INTO hook_source_leases (source_id, lease_id, lease_until) VALUES ($1, gen_random_uuid(), $2)", [source, now]);
     const keptPk = await storeMessage(kept, { userId: "u" });
     const keptId = await finished(destination, kept, keptPk);
@@ -193,6 +197,7 @@ export function schemaInCodeCases(layout: JobTableLayout, open: () => Promise<{ 
     expect(await leftOf(pks)).toEqual({ messages: 0, keys: 0, queued: 0, finished: 0, fates: 0 });
     expect(await attemptsOf([queuedId, finishedId])).toBe(0);
     expect(await count("hook_source_leases WHERE source_id = $1", [source])).toBe(0);
+    expect(await count("hook_requests WHERE source_id = $1", [source])).toBe(0);
     expect(await leftOf([keptPk])).toEqual({ messages: 1, keys: 1, queued: 0, finished: 1, fates: 0 });
     expect(await attemptsOf([keptId])).toBe(1);
   });
