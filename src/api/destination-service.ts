@@ -24,7 +24,8 @@ import {
   updateSigningSecrets,
   type DestinationRow,
 } from "../db/queries/destinations.js";
-import { deleteDestinationHealth, probeNow } from "../db/queries/destination-health.js";
+import { probeNow } from "../db/queries/destination-health.js";
+import { keyQueuedDeliveries } from "../db/queries/ordering-keys.js";
 import { generateSigningSecret } from "../signing/standard-webhooks.js";
 import { healthFields } from "./destination-health-fields.js";
 import type { AddressGuard } from "../outbound/address-guard.js";
@@ -212,7 +213,6 @@ export function createDestinationService(options: DestinationServiceOptions): Se
         if (!current) throw notFound("destination", id);
         await cancelDestinationDeliveries(tx, id, clock.now());
         await deleteDestinationRow(tx, id);
-        await deleteDestinationHealth(tx, id);
       });
       // Its sandboxes in this process go now; other processes free theirs when unused.
       options.sandboxes.forgetDestination(id);
@@ -301,6 +301,8 @@ async function applyUpdate(
     requireConsent: paths.has("require_consent") ? input.requireConsent : current.require_consent,
     at: now,
   });
+  // Deliveries already waiting get their user keys in this transaction.
+  if (ordering === "per_user" && current.ordering !== "per_user") await keyQueuedDeliveries(tx, current.id);
   // A new target (webhooks, a warehouse) gets a probe at once rather than after an open circuit's cooldown.
   const moved = kind.settings.fields.some((field) => field.moves && paths.has(field.path));
   if (moved) await probeNow(tx, current.id, now);

@@ -104,3 +104,12 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClie
     client.release(lost);
   }
 }
+
+/**
+ * Runs fn in a transaction: a pool's own (withTransaction), or the one the
+ * caller has open on its client (a client is taken to be in one: its
+ * statements and fn's then commit or roll back together).
+ */
+export async function inTransaction<T>(db: Queryable, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  return db instanceof pg.Pool ? withTransaction(db, fn) : fn(db);
+}

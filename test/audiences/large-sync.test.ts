@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import type { StreamSyncAudienceRequest } from "../../gen/waypost/v1/audience_pb.js";
 import { rowsPerChunk } from "../../src/audiences/member-chunks.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
-import { audienceClient, countRows, createAudience } from "./support.js";
+import { audienceClient, clearMessages, countRows, createAudience } from "./support.js";
 
 // The streaming RPC at size (50,000 members) and when the client goes away.
 // The server runs in this process, so the test watches what it sends to
@@ -135,7 +135,7 @@ test("50,000 members stream through in chunks, staged as they arrive, with flat 
   expect(await countRows(server, "SELECT 1 FROM audience_members WHERE audience_id = $1", [audience.id])).toBe(members);
 
   // 1% changed: the first 250 leave, 250 new ones join.
-  await server.pool.query("DELETE FROM messages WHERE source_id = $1", [source.id]);
+  await clearMessages(server, source.id);
   const shifted = (n: number) => userId(n + 250);
   const second = await client.streamSyncAudience(membership(audience.id, shifted));
   expect(second.counts).toMatchObject({
@@ -162,7 +162,7 @@ test("a client that goes away mid-stream applies nothing, and the server cleans 
   const audience = await createAudience(server, source.id, "Aborted");
   const client = audienceClient(server);
   await client.syncAudience({ audienceId: audience.id, userIds: ["kept"] });
-  await server.pool.query("DELETE FROM messages WHERE source_id = $1", [source.id]);
+  await clearMessages(server, source.id);
 
   const controller = new AbortController();
   const rowsBefore = stageWatch.rows;

@@ -1,6 +1,7 @@
 import { createHmac } from "node:crypto";
 import { createClient, type Client } from "@connectrpc/connect";
 import { AudienceKind, AudienceService, type Audience } from "../../gen/waypost/v1/audience_pb.js";
+import { deleteMessages } from "../helpers/job-table-fixtures.js";
 import type { TestServer } from "../helpers/server.js";
 
 /** An AudienceService client that sends the admin token on every call. */
@@ -51,7 +52,7 @@ export async function identifyCalls(server: TestServer, sourceId: string): Promi
 
 /** Deletes the stored messages of a source, so the next sync's calls are all that is there. */
 export async function clearMessages(server: TestServer, sourceId: string): Promise<void> {
-  await server.pool.query("DELETE FROM messages WHERE source_id = $1", [sourceId]);
+  await deleteMessages(server.pool, "source_id = $1", [sourceId]);
 }
 
 export async function countRows(server: TestServer, sql: string, params: unknown[] = []): Promise<number> {

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, expect, test } from "vitest";
 import { replayDelivery } from "../../src/db/job-table/index.js";
-import type { Pool } from "../../src/db/pool.js";
+import { inTransaction, type Pool, type Queryable } from "../../src/db/pool.js";
+import { keyQueuedDeliveries } from "../../src/db/queries/ordering-keys.js";
 import { storeMessages, type MessageToStore } from "../../src/db/queries/store-messages.js";
 import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { finishByHand, seedSourceAndDestination } from "../helpers/job-table-fixtures.js";
@@ -43,12 +44,17 @@ async function keys(): Promise<Array<string | null>> {
   return rows.rows.map((row) => row.ordering_key);
 }
 
-const orderPerUser = () => pool.query("UPDATE destinations SET ordering = 'per_user' WHERE id = $1", [destinationId]);
+/** Turns per-user ordering on as the destination service does: the update, then the queued deliveries' keys, in one transaction. */
+const orderPerUser = (db: Queryable = pool) =>
+  inTransaction(db, async (tx) => {
+    await tx.query("UPDATE destinations SET ordering = 'per_user' WHERE id = $1", [destinationId]);
+    return keyQueuedDeliveries(tx, destinationId);
+  });
 
 test("a destination that does not order gets no keys; turning ordering on keys its queued deliveries", async () => {
   await storeMessages(pool, sourceId, at, [call("u1"), call("", "anon-1"), call("u2")]);
   expect(await keys()).toEqual([null, null, null]);
-  await orderPerUser();
+  expect(await orderPerUser()).toBe(3);
   // The anonymous call's key comes from its stored body, as ingest took it from the call.
   expect(await keys()).toEqual(["u1", "anon-1", "u2"]);
   await storeMessages(pool, sourceId, at, [call("u3")]);
@@ -73,7 +79,8 @@ test("a store that read the setting before ordering was turned on is keyed once 
     await store.query("BEGIN");
     await storeMessages(store, sourceId, at, [call("early")]);
     // The change waits for the open store (its lock on the queue), then keys what it wrote.
-    const change = setting.query("UPDATE destinations SET ordering = 'per_user' WHERE id = $1", [destinationId]);
+    await setting.query("BEGIN");
+    const change = orderPerUser(setting).then(() => setting.query("COMMIT"));
     await waitUntilBlocked(setting);
     await store.query("COMMIT");
     await change;
@@ -89,7 +96,7 @@ test("a store that starts while ordering is being turned on waits for it and key
   const store = await pool.connect();
   try {
     await setting.query("BEGIN");
-    await setting.query("UPDATE destinations SET ordering = 'per_user' WHERE id = $1", [destinationId]);
+    await orderPerUser(setting);
     const stored = storeMessages(store, sourceId, at, [call("late")]);
     await waitUntilBlocked(store);
     await setting.query("COMMIT");

@@ -4,6 +4,7 @@ import { Code, createClient, type Client } from "@connectrpc/connect";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { AudienceKind } from "../../gen/waypost/v1/audience_pb.js";
 import { DeletionService, DeletionStatus } from "../../gen/waypost/v1/deletion_pb.js";
+import { deleteMessages } from "../helpers/job-table-fixtures.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { audienceClient, countRows, createAudience, hmacSha1Hex, storedMembers, withAdmin } from "../audiences/support.js";
@@ -138,7 +139,7 @@ test("a deletion request removes the user's data everywhere and notifies every e
   expect(timestampDate(done.completeTime!).getTime()).toBeGreaterThanOrEqual(timestampDate(created!.createTime!).getTime());
 
   // The figures survive the retention purge of the notifications.
-  await server.pool.query("DELETE FROM messages WHERE type = 'delete' AND user_id = 'doomed'");
+  expect(await deleteMessages(server.pool, "type = 'delete' AND user_id = 'doomed'")).toBeGreaterThan(0);
   const purged = (await deletion.getDeletionRequest({ id: created!.id })).deletionRequest!;
   expect(purged).toMatchObject({ status: DeletionStatus.COMPLETED, notificationsDelivered: 2n, notificationsFailed: 1n });
   expect(purged.completeTime).toEqual(done.completeTime);

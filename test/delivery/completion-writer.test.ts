@@ -8,7 +8,7 @@ import { storeMessages } from "../../src/db/queries/store-messages.js";
 import { createCompletionWriter, isRowError } from "../../src/delivery/completion-writer.js";
 import { createLogger } from "../../src/logger.js";
 import { createTestDatabase, serverUrl, type TestDatabase } from "../helpers/database.js";
-import { seedSourceAndDestination } from "../helpers/job-table-fixtures.js";
+import { deleteMessages, seedSourceAndDestination } from "../helpers/job-table-fixtures.js";
 import { startReceiver } from "../helpers/receiver.js";
 import { startTestServer } from "../helpers/server.js";
 
@@ -63,7 +63,7 @@ afterAll(async () => {
 beforeEach(async () => {
   ({ logger, lines: logs } = capture());
   pool = createPool({ connectionString: database.url, logger });
-  await pool.query("DELETE FROM messages");
+  await deleteMessages(pool);
   ({ sourceId } = await seedSourceAndDestination(pool, t0));
 });
 afterEach(async () => {

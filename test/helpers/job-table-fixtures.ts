@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import type { Queryable } from "../../src/db/pool.js";
+import { inTransaction, type Queryable } from "../../src/db/pool.js";
+import { removeMessages } from "../../src/db/queries/message-removal.js";
 import { storeMessages } from "../../src/db/queries/store-messages.js";
 
 /**
@@ -15,8 +16,24 @@ export async function seedSourceAndDestination(db: Queryable, at: Date): Promise
      VALUES ($1, 'hook', true, '[{"url":"https://example.com/hook","headers":{}}]', $2, $2)`,
     [destinationId, at],
   );
+  await db.query("INSERT INTO destination_rate_buckets (destination_id, tokens, refilled_at) VALUES ($1, 0, $2)", [destinationId, at]);
   await db.query("INSERT INTO destination_sources (source_id, destination_id) VALUES ($1, $2)", [sourceId, destinationId]);
   return { sourceId, destinationId };
+}
+
+/**
+ * Deletes the messages `where` picks (all by default) as Waypost does:
+ * with their deliveries, attempts and fates (message-removal.ts), in one
+ * transaction. Returns how many went.
+ */
+export async function deleteMessages(db: Queryable, where = "true", params: unknown[] = []): Promise<number> {
+  return inTransaction(db, async (tx) => {
+    const ids = await tx.query<{ id: string }>(`SELECT id FROM messages WHERE ${where}`, params);
+    return removeMessages(
+      tx,
+      ids.rows.map((r) => r.id),
+    );
+  });
 }
 
 /** Stores one track call for `sourceId`; returns its messageId and its delivery's id. */

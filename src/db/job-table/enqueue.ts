@@ -31,8 +31,8 @@ export function orderingKeySql(userId: string, anonymousId: string): string {
  * A queued delivery's user key when its destination orders per user, as SQL
  * reading its message: the message's userId, else the anonymousId in its
  * payload; NULL when the destination does not order (ingest writes keys only
- * for destinations that do; the migration's trigger gives a destination's
- * queued deliveries theirs when ordering is turned on).
+ * for destinations that do; turning ordering on gives a destination's queued
+ * deliveries theirs: src/db/queries/ordering-keys.ts).
  */
 export function storedOrderingKeySql(destinationId: string, messagePk: string): string {
   return `(SELECT ${orderingKeySql("m.user_id", "m.payload::json ->> 'anonymousId'")}

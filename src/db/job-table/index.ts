@@ -28,8 +28,9 @@
  *
  * A delivery reaching a final state leaves the queue for the history in the
  * statement that finishes it (fence.ts). Deleting messages (purge, a user's
- * data deletion) removes their deliveries (a trigger on messages); a
- * completion in flight then matches no row.
+ * data deletion, a source's deletion) removes their deliveries in the same
+ * transaction (src/db/queries/message-removal.ts); a completion in flight
+ * then matches no row.
  */
 export type { AttemptOutcome, AttemptResult, BatchAttemptRef } from "./attempt-result.js";
 export { cancelDestinationDeliveries } from "./cancel.js";

@@ -1,22 +1,33 @@
-import type { Queryable } from "../pool.js";
+import { inTransaction, type Queryable } from "../pool.js";
+import { removeMessages } from "../queries/message-removal.js";
 
 /**
  * Deletes up to `limit` messages received before the cutoff that have no
  * delivery left in the queue; their finished deliveries and attempts, those
  * not already dropped with their day's partition (days.ts), go with them
- * (the messages table's delete trigger). Small batches keep each
- * transaction short. The queue has no index on message_pk (it would cost
- * every delivery queued), so each batch anti-joins it whole: the queue
- * holds the backlog, not the past.
+ * (message-removal.ts). Small batches keep each transaction short. Three
+ * steps, each over one table, so the same statements run on Citus, where
+ * messages and the queue live on different shards and cannot be joined:
+ * the candidates, those of them still queued (the queue has no index on
+ * message_pk, as it would cost every delivery queued, so this reads it
+ * whole, as the anti-join did: the queue holds the backlog, not the past),
+ * then the rest removed.
  */
 export async function purgeOldMessages(db: Queryable, cutoff: Date, limit: number): Promise<number> {
-  const result = await db.query(
-    `DELETE FROM messages WHERE id IN (
-       SELECT c.id FROM (SELECT id FROM messages WHERE received_at < $1 LIMIT $2) c
-        WHERE NOT EXISTS (SELECT 1 FROM delivery_queue q WHERE q.message_pk = c.id))`,
-    [cutoff, limit],
-  );
-  return result.rowCount ?? 0;
+  return inTransaction(db, async (tx) => {
+    const candidates = await tx.query<{ id: string }>("SELECT id FROM messages WHERE received_at < $1 LIMIT $2", [cutoff, limit]);
+    if (candidates.rows.length === 0) return 0;
+    const ids = candidates.rows.map((r) => r.id);
+    const queued = await tx.query<{ message_pk: string }>(
+      "SELECT DISTINCT message_pk FROM delivery_queue WHERE message_pk = ANY($1::bigint[])",
+      [ids],
+    );
+    const waiting = new Set(queued.rows.map((r) => r.message_pk));
+    return removeMessages(
+      tx,
+      ids.filter((id) => !waiting.has(id)),
+    );
+  });
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Queryable } from "../pool.js";
+import { removeMessages } from "./message-removal.js";
 
 /**
  * Locks and returns the sources a deletion request affects: the given ones
@@ -19,8 +20,8 @@ export async function lockAffectedSources(db: Queryable, sourceIds: readonly str
 
 /**
  * Deletes the user's stored messages in the given sources; their deliveries
- * (undelivered ones and the delivered history) and attempts go with them by
- * cascade. That covers:
+ * (undelivered ones and the delivered history), attempts and fates go with
+ * them (message-removal.ts), in the caller's transaction. That covers:
  * - every call whose userId is the user (messages_user_idx);
  * - alias calls whose previousId is the user: the alias ties the user's
  *   old identity to the new one. payload is JSON.stringify output, so the
@@ -33,14 +34,17 @@ export async function lockAffectedSources(db: Queryable, sourceIds: readonly str
  */
 export async function deleteUserMessages(db: Queryable, sourceIds: readonly string[], userId: string): Promise<number> {
   if (sourceIds.length === 0) return 0;
-  const result = await db.query(
-    `DELETE FROM messages
+  const result = await db.query<{ id: string }>(
+    `SELECT id FROM messages
       WHERE source_id = ANY($1::uuid[]) AND type <> 'delete'
         AND (user_id = $2
              OR (type = 'alias' AND strpos(payload, $3) > 0 AND payload::jsonb ->> 'Previous ID' = $2))`,
     [sourceIds, userId, `"Previous ID":${JSON.stringify(userId)}`],
   );
-  return result.rowCount ?? 0;
+  return removeMessages(
+    db,
+    result.rows.map((r) => r.id),
+  );
 }
 
 /**

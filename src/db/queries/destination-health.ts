@@ -140,10 +140,6 @@ export async function probeNow(db: Queryable, destinationId: string, now: Date):
   );
 }
 
-export async function deleteDestinationHealth(db: Queryable, destinationId: string): Promise<void> {
-  await db.query("DELETE FROM destination_health WHERE destination_id = $1", [destinationId]);
-}
-
 /** Rows whose destination is gone (a result recorded while it was being deleted). */
 export async function pruneOrphanHealthRows(db: Queryable): Promise<number> {
   const result = await db.query(

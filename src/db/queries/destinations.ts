@@ -171,6 +171,14 @@ export async function insertDestination(db: Queryable, row: DestinationWrite): P
     `INSERT INTO destinations (id, ${names.join(", ")}, created_at) VALUES ($1, ${values.join(", ")}, $${names.length + 1})`,
     destinationParams(row),
   );
+  // Every destination has its rate bucket, starting empty (it fills at the
+  // destination's rate). A statement of its own: on Citus destinations is a
+  // reference table and the buckets are distributed, which one statement
+  // cannot write together.
+  await db.query("INSERT INTO destination_rate_buckets (destination_id, tokens, refilled_at) VALUES ($1, 0, $2) ON CONFLICT DO NOTHING", [
+    row.id,
+    row.at,
+  ]);
 }
 
 /** Writes new settings and moves the revision (the etag) on. */
@@ -188,9 +196,18 @@ export async function updateSigningSecrets(db: Queryable, id: string, secrets: r
   ]);
 }
 
-/** Deletes a destination; its deliveries and attempts go with it (ON DELETE CASCADE). */
+/**
+ * Deletes a destination with its rate bucket, endpoint health and calls'
+ * fates, in the caller's transaction. Those rows sit on Citus shards, where
+ * no foreign key cascades from a reference table, so they are deleted here
+ * in every layout. Its finished deliveries stay in the history until
+ * retention drops them (the caller cancels the queued ones first).
+ */
 export async function deleteDestinationRow(db: Queryable, id: string): Promise<void> {
   await db.query("DELETE FROM destinations WHERE id = $1", [id]);
+  await db.query("DELETE FROM destination_rate_buckets WHERE destination_id = $1", [id]);
+  await db.query("DELETE FROM destination_health WHERE destination_id = $1", [id]);
+  await db.query("DELETE FROM call_fates WHERE destination_id = $1", [id]);
 }
 
 export async function destinationExists(db: Queryable, id: string): Promise<boolean> {

@@ -1,4 +1,5 @@
-import type { Queryable } from "../pool.js";
+import { inTransaction, type Queryable } from "../pool.js";
+import { removeSourceMessages } from "./message-removal.js";
 
 export type SourceKindName = "sdk" | "webhook";
 
@@ -108,10 +109,27 @@ export async function updateWriteKeyHash(db: Queryable, id: string, writeKeyHash
   return result.rows[0];
 }
 
-/** Deletes a source with its messages and deliveries (ON DELETE CASCADE); false when it did not exist. */
+/**
+ * Deletes a source with its messages (and their deliveries, attempts and
+ * fates), webhook requests, lease and plan violations, in one transaction
+ * (the pool's own, or the caller's). Tables that are Citus reference
+ * tables (tracking plans, audiences, links to destinations) keep their
+ * cascading foreign keys; the rest is deleted here, since Citus runs no
+ * triggers and no cascades from a reference table into the others. The
+ * source's row goes first: its deletion waits for stores holding the
+ * source's lock, and the messages' deletes, later statements, see what they
+ * stored. False when it did not exist.
+ */
 export async function deleteSourceRow(db: Queryable, id: string): Promise<boolean> {
-  const result = await db.query("DELETE FROM sources WHERE id = $1", [id]);
-  return (result.rowCount ?? 0) > 0;
+  return inTransaction(db, async (tx) => {
+    const result = await tx.query("DELETE FROM sources WHERE id = $1", [id]);
+    if ((result.rowCount ?? 0) === 0) return false;
+    await removeSourceMessages(tx, id);
+    await tx.query("DELETE FROM hook_requests WHERE source_id = $1", [id]);
+    await tx.query("DELETE FROM hook_source_leases WHERE source_id = $1", [id]);
+    await tx.query("DELETE FROM plan_violations WHERE source_id = $1", [id]);
+    return true;
+  });
 }
 
 /** The source whose write key hashes to `hash`, with the stored hash (for a constant-time check). */

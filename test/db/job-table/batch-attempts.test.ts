@@ -15,7 +15,7 @@ import { selectAttempts, selectDestinationStats } from "../../../src/db/queries/
 import { selectMinuteSeries } from "../../../src/db/queries/delivery-stats.js";
 import { selectLastAttempts } from "../../../src/db/queries/last-attempts.js";
 import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
-import { enqueueOne, seedSourceAndDestination } from "../../helpers/job-table-fixtures.js";
+import { deleteMessages, enqueueOne, seedSourceAndDestination } from "../../helpers/job-table-fixtures.js";
 
 // A batch operation's attempt is written once (delivery_batch_attempts) and
 // referenced from each of its calls' deliveries; every reader lists and
@@ -36,7 +36,7 @@ afterAll(async () => {
   await database?.drop();
 });
 beforeEach(async () => {
-  await pool.query("DELETE FROM messages");
+  await deleteMessages(pool);
   await pool.query("DELETE FROM delivery_batch_attempts");
   ({ sourceId, destinationId } = await seedSourceAndDestination(pool, t0));
 });
@@ -226,7 +226,7 @@ test("a replay keeps the delivery's batch attempts; deleting its message removes
   expect(await attemptsOf(ids)).toEqual(ids.map(() => [{ attempt: 1, outcome: "permanent", error: "refused" }]));
 
   // A user's deletion deletes the message: its deliveries and their references go, the other's stay.
-  await pool.query("DELETE FROM messages WHERE id = (SELECT message_pk FROM deliveries WHERE id = $1)", [ids[0]]);
+  expect(await deleteMessages(pool, "id = (SELECT message_pk FROM deliveries WHERE id = $1)", [ids[0]])).toBe(1);
   expect(await attemptsOf(ids)).toEqual([[], [{ attempt: 1, outcome: "permanent", error: "refused" }]]);
   expect(await count("delivery_batch_attempts")).toBe(1);
 });

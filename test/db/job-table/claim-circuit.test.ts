@@ -3,7 +3,7 @@ import { claimDeliveries, type ClaimedDelivery } from "../../../src/db/job-table
 import { createPool, type Pool } from "../../../src/db/pool.js";
 import { storeMessages } from "../../../src/db/queries/store-messages.js";
 import { createTestDatabase, type TestDatabase } from "../../helpers/database.js";
-import { seedSourceAndDestination } from "../../helpers/job-table-fixtures.js";
+import { deleteMessages, seedSourceAndDestination } from "../../helpers/job-table-fixtures.js";
 
 // The claim's side of endpoint health, against the table directly: which
 // destinations it holds back, and that a due probe goes to one claim only.
@@ -26,7 +26,7 @@ afterAll(async () => {
 
 beforeEach(async () => {
   const pool = pools[0]!;
-  await pool.query("DELETE FROM messages");
+  await deleteMessages(pool);
   await pool.query("DELETE FROM destination_health");
   ({ sourceId, destinationId } = await seedSourceAndDestination(pool, t0));
   await storeMessages(

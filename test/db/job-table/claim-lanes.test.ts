@@ -35,6 +35,8 @@ beforeAll(async () => {
             ($5, 'plain', true, '[{"url":"http://h/","headers":{}}]', 0)`,
     [throttledId, heldId, disabledId, fullId, plainId],
   );
+  // Waypost writes a destination's rate bucket with it (insertDestination); rows written by hand need theirs.
+  await pool.query("INSERT INTO destination_rate_buckets (destination_id, tokens, refilled_at) SELECT id, 0, created_at FROM destinations");
   await pool.query(
     `INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload)
      SELECT $1, 'm' || g, 'track', 'user-' || (g % 500), $2::timestamptz - interval '1 hour' + g * interval '1 ms', '{}'

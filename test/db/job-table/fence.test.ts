@@ -15,7 +15,7 @@ import {
 import type { Pool } from "../../../src/db/pool.js";
 import { storeMessages } from "../../../src/db/queries/store-messages.js";
 import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
-import { seedSourceAndDestination } from "../../helpers/job-table-fixtures.js";
+import { deleteMessages, seedSourceAndDestination } from "../../helpers/job-table-fixtures.js";
 
 const minute = 60_000;
 const deadlineMs = 60 * minute;
@@ -35,7 +35,7 @@ afterAll(async () => {
 
 // Each test starts from an empty job table, with its own source and destination.
 beforeEach(async () => {
-  await pool.query("DELETE FROM messages");
+  await deleteMessages(pool);
   ({ sourceId, destinationId } = await seedSourceAndDestination(pool, t0));
 });
 

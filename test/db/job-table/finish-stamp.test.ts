@@ -10,7 +10,7 @@ import {
 } from "../../../src/db/job-table/index.js";
 import { withTransaction, type Pool, type Queryable } from "../../../src/db/pool.js";
 import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
-import { enqueueOne, seedSourceAndDestination } from "../../helpers/job-table-fixtures.js";
+import { deleteMessages, enqueueOne, seedSourceAndDestination } from "../../helpers/job-table-fixtures.js";
 
 // finished_xid (what the finish feed reads) is the transaction that moved
 // the delivery into the history, and attempt rows go with their delivery's
@@ -32,7 +32,7 @@ afterAll(async () => {
 });
 
 beforeEach(async () => {
-  await pool.query("DELETE FROM messages");
+  await deleteMessages(pool);
   ({ sourceId, destinationId } = await seedSourceAndDestination(pool, t0));
 });
 
@@ -140,8 +140,8 @@ test("attempt rows are deleted with their delivery's message, queued or finished
   for (const one of [finished, waiting, kept]) expect(await attemptsOf(one.id)).toBe(1);
 
   // Deleting messages takes their deliveries (in the queue and in the
-  // history) and those deliveries' attempts along, in one statement.
-  await pool.query("DELETE FROM messages WHERE message_id = ANY($1)", [[finished.messageId, waiting.messageId]]);
+  // history) and those deliveries' attempts along, in one transaction.
+  expect(await deleteMessages(pool, "message_id = ANY($1)", [[finished.messageId, waiting.messageId]])).toBe(2);
   for (const gone of [finished, waiting]) {
     expect(await attemptsOf(gone.id)).toBe(0);
     expect(await deliveriesOf(gone.id)).toBe(0);
