@@ -7,6 +7,7 @@ import { analyzeStage, createStage, dropStage, stageChunk } from "../db/queries/
 import { identifyTemplate } from "./identify-template.js";
 import { createLimiter } from "./limiter.js";
 import type { JobTableLayout } from "../db/citus/layout.js";
+import type { JobTableDriver } from "../db/job-table/driver.js";
 import { reachShardsSequentially } from "../db/citus/sequential-shards.js";
 import type { StageChunk } from "./member-chunks.js";
 
@@ -20,8 +21,8 @@ export interface SyncerOptions {
    * the pool size. Default 4.
    */
   maxConcurrentSyncs?: number;
-  /** Where the job table lives (detectJobTableLayout); one Postgres by default. */
-  layout?: JobTableLayout | undefined;
+  /** The job table's driver (its layout decides how the transaction reaches the shards); one Postgres by default. */
+  jobTable?: JobTableDriver | undefined;
 }
 
 /** The audience a sync applies to, as looked up when the sync began. */
@@ -66,7 +67,7 @@ export function createSyncer(options: SyncerOptions): Syncer {
             await stageChunk(client, chunk.userIds, chunk.valueTexts);
           }
           await analyzeStage(client);
-          return await applyInTransaction(client, target, options.clock, options.layout);
+          return await applyInTransaction(client, target, options.clock, options.jobTable?.layout);
         } finally {
           // Dropping the stage also proves the connection is usable; one
           // left in an unknown state (interrupted statement, failed
