@@ -28,14 +28,18 @@ export async function listFates(db: Queryable, req: ListFatesRequest, layout: Jo
   const before = decodeFateCursor(req.pageToken);
   const range = timeRange(req.since, req.until);
   if (!(await destinationExists(db, destinationId))) throw notFound("destination", destinationId);
-  const rows = await searchFates(db, {
-    destinationId,
-    fates: reason ? ["filtered"] : fates,
-    reason,
-    ...range,
-    before,
-    limit: size + 1,
-  }, layout);
+  const rows = await searchFates(
+    db,
+    {
+      destinationId,
+      fates: reason ? ["filtered"] : fates,
+      reason,
+      ...range,
+      before,
+      limit: size + 1,
+    },
+    layout,
+  );
   const page = rows.slice(0, size);
   const last = page[page.length - 1];
   return create(ListFatesResponseSchema, {

@@ -83,7 +83,12 @@ export function createSyncer(options: SyncerOptions): Syncer {
   };
 }
 
-async function applyInTransaction(client: pg.PoolClient, target: SyncTarget, clock: Clock, layout: JobTableLayout | undefined): Promise<ApplySyncResult> {
+async function applyInTransaction(
+  client: pg.PoolClient,
+  target: SyncTarget,
+  clock: Clock,
+  layout: JobTableLayout | undefined,
+): Promise<ApplySyncResult> {
   await client.query("BEGIN");
   try {
     // The sync writes messages and deliveries, then the audience row.

@@ -55,7 +55,10 @@ test("the ordering key is the SQL one: userId, else anonymousId, empty is none",
     ["u", undefined],
     ["", undefined],
   ] as const) {
-    const sql = await client.query<{ key: string | null }>(`SELECT ${orderingKeySql("$1::text", "$2::text")} AS key`, [userId, anonymousId ?? null]);
+    const sql = await client.query<{ key: string | null }>(`SELECT ${orderingKeySql("$1::text", "$2::text")} AS key`, [
+      userId,
+      anonymousId ?? null,
+    ]);
     expect(callOrderingKey(userId, anonymousId)).toBe(sql.rows[0]!.key);
   }
 });

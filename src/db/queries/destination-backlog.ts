@@ -9,7 +9,11 @@ import type { JobTableLayout } from "../citus/layout.js";
  * nothing else), so its cost follows the backlog, not the history. The statement
  * timeout bounds a scrape when the backlog is huge or the database slow.
  */
-export async function selectDestinationBacklogs(pool: pg.Pool, timeoutMs: number, layout: JobTableLayout = "postgres"): Promise<Map<string, number>> {
+export async function selectDestinationBacklogs(
+  pool: pg.Pool,
+  timeoutMs: number,
+  layout: JobTableLayout = "postgres",
+): Promise<Map<string, number>> {
   return withTransaction(pool, async (client) => {
     await client.query(`SET LOCAL statement_timeout = ${Math.max(1, Math.round(timeoutMs))}`);
     if (layout === "citus") return backlogsOnCitus(client);

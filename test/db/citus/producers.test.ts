@@ -30,10 +30,10 @@ describe.skipIf(!citusUrl)(`deliveries queued by deletions and audience syncs on
       );
       await pool.query("INSERT INTO destination_sources (source_id, destination_id) VALUES ($1, $2)", [sourceId, id]);
     }
-    await pool.query("INSERT INTO audiences (id, source_id, name, key, kind, created_at) VALUES ($1, $2, 'VIPs', 'vips', 'audience', now())", [
-      audienceId,
-      sourceId,
-    ]);
+    await pool.query(
+      "INSERT INTO audiences (id, source_id, name, key, kind, created_at) VALUES ($1, $2, 'VIPs', 'vips', 'audience', now())",
+      [audienceId, sourceId],
+    );
   }, 120_000);
   afterAll(async () => {
     await close?.();
@@ -49,7 +49,10 @@ describe.skipIf(!citusUrl)(`deliveries queued by deletions and audience syncs on
   }
 
   test("a deletion stores one notification for the source and queues it to each enabled destination", async () => {
-    const created = await createDeletion({ pool, clock, jobTable: citusLayout }, { userId: "gone", sourceIds: [sourceId], sourceIndexes: [0] });
+    const created = await createDeletion(
+      { pool, clock, jobTable: citusLayout },
+      { userId: "gone", sourceIds: [sourceId], sourceIndexes: [0] },
+    );
     expect(created.notificationsTotal).toBe(2);
     const { messages, deliveries } = await deliveriesOfType("delete");
     expect(messages).toHaveLength(1);
@@ -61,7 +64,9 @@ describe.skipIf(!citusUrl)(`deliveries queued by deletions and audience syncs on
 
   test("an audience sync stores one identify per changed user and queues it to each enabled destination", async () => {
     const syncer = createSyncer({ pool, clock, jobTable: citusLayout });
-    const result = await syncer.run({ id: audienceId, sourceId, key: "vips", kind: "audience" }, [{ userIds: ["a", "b", "c"], valueTexts: undefined }]);
+    const result = await syncer.run({ id: audienceId, sourceId, key: "vips", kind: "audience" }, [
+      { userIds: ["a", "b", "c"], valueTexts: undefined },
+    ]);
     expect(result).toMatchObject({ added: 3, deliveries: 6 });
     const { messages, deliveries } = await deliveriesOfType("identify");
     expect(messages.map((row) => row.user_id).sort()).toEqual(["a", "b", "c"]);

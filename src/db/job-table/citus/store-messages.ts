@@ -125,7 +125,9 @@ async function store(
       values: [
         sourceId,
         receivedAt,
-        JSON.stringify(routed.deliveries.map((d, i) => ({ i: String(deliveryIds[i]), d: d.destinationId, k: d.messagePk, o: d.orderingKey }))),
+        JSON.stringify(
+          routed.deliveries.map((d, i) => ({ i: String(deliveryIds[i]), d: d.destinationId, k: d.messagePk, o: d.orderingKey })),
+        ),
       ],
     });
   }

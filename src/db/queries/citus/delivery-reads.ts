@@ -72,7 +72,9 @@ export async function searchDeliveriesOnCitus(db: Queryable, filter: DeliveryFil
   const where = filterPredicates({ ...filter, messageId: undefined, userId: undefined }, params);
   if (messagePks) where.push(`d.message_pk = ANY(${params.add(messagePks, "bigint[]")})`);
   if (options.before) {
-    where.push(`(d.created_at, d.id) < (${params.add(options.before.createdAt, "timestamptz")}, ${params.add(options.before.id, "bigint")})`);
+    where.push(
+      `(d.created_at, d.id) < (${params.add(options.before.createdAt, "timestamptz")}, ${params.add(options.before.id, "bigint")})`,
+    );
   }
   const live = filter.destinationId === undefined && !messagePks ? "JOIN destinations dst ON dst.id = d.destination_id" : "";
   const result = await db.query<DeliveryPart>(

@@ -31,5 +31,10 @@ export async function takeExpiredReportsOnCitus(
     taken.rows.map((row) => row.destination_id),
   ]);
   const byId = new Map(names.rows.map((row) => [row.id, row.name]));
-  return taken.rows.map((r) => ({ destinationId: r.destination_id, name: byId.get(r.destination_id) ?? null, count: r.count, since: r.since }));
+  return taken.rows.map((r) => ({
+    destinationId: r.destination_id,
+    name: byId.get(r.destination_id) ?? null,
+    count: r.count,
+    since: r.since,
+  }));
 }
