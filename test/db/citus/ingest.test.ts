@@ -1,5 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { emptyCall } from "../../../src/calls/call.js";
+import { systemClock } from "../../../src/clock.js";
+import { type JobTableDriver, singleNodeJobTable } from "../../../src/db/job-table/driver.js";
+import { createIngestor } from "../../../src/ingest/ingestor.js";
 import { storeMessagesOnCitus } from "../../../src/db/job-table/citus/store-messages.js";
 import type { Pool } from "../../../src/db/pool.js";
 import type { MessageToStore } from "../../../src/db/queries/store-messages.js";
@@ -174,5 +178,38 @@ describe.skipIf(!citusUrl)(`ingest on Citus${citusSkipReason}`, () => {
     expect((await deliveriesOf([undone.messageId])).messages).toHaveLength(0);
     await storeMessagesOnCitus(pool, sourceId, new Date(), [undone], stamp());
     expect((await deliveriesOf([undone.messageId])).deliveries).toHaveLength(3);
+  });
+
+  test("the ingestor stores through the driver it is given: from the pool, and inside a caller's transaction", async () => {
+    // The Citus driver's other statements are another module's; ingest uses only this one.
+    const jobTable: JobTableDriver = { ...singleNodeJobTable, layout: "citus", storeMessages: storeMessagesOnCitus };
+    let wakes = 0;
+    const ingestor = createIngestor({ pool, clock: systemClock, jobTable, onQueued: () => wakes++ });
+    const track = (messageId: string) => ({ ...emptyCall("track"), messageId, userId: "ingested", event: "Order Completed" });
+    const [one, two] = [randomUUID(), randomUUID()];
+    // The ingestor reads the source's rules (and their stamp) itself: a stale stamp would store nothing.
+    const result = await ingestor.ingest(sourceId, [track(one), track(one), track(two)]);
+    expect(result).toMatchObject({ accepted: 3, rejected: [] });
+    expect(wakes).toBe(1);
+    const stored = await deliveriesOf([one, two]);
+    expect(stored.messages).toHaveLength(2);
+    expect(stored.deliveries).toHaveLength(6);
+    expect(stored.fates.map((f) => [f.destination_id, f.fate])).toEqual([
+      [disabled, "disabled"],
+      [disabled, "disabled"],
+    ]);
+
+    const inTransaction = randomUUID();
+    const client = await pool.connect();
+    try {
+      await client.query("BEGIN");
+      await ingestor.ingest(sourceId, [track(inTransaction)], { db: client });
+      // Not visible to others before the caller commits.
+      expect((await deliveriesOf([inTransaction])).messages).toHaveLength(0);
+      await client.query("COMMIT");
+    } finally {
+      client.release();
+    }
+    expect((await deliveriesOf([inTransaction])).deliveries).toHaveLength(3);
   });
 });
