@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import {
   DeliveryOrder,
   DeliveryStatus,
+  DeliveryView,
   Fate,
   GetDeliveryRequestSchema,
   type GetDeliveryResponse,
@@ -110,6 +111,19 @@ describe.skipIf(!citusUrl)(`admin reads on Citus${citusSkipReason}`, () => {
     expect(byUser.deliveries.map((d) => [d.id, d.messageId, d.status])).toEqual([[finishedId, "call-1", DeliveryStatus.DELIVERED]]);
   });
 
+  test("ListDeliveries' basic view: each delivery's last attempt, read with the page", async () => {
+    const basic = await list({ destinationId: live, view: DeliveryView.BASIC, statuses: [DeliveryStatus.DELIVERED] });
+    expect(basic.deliveries.map((d) => [d.id, d.attempts.length, d.body])).toEqual([[finishedId, 0, ""]]);
+    const [retrying] = (await list({ destinationId: other })).deliveries;
+    await server.pool.query(
+      `INSERT INTO delivery_attempts (destination_id, delivery_id, attempt, url_index, url, attempted_at, outcome, status_code, error, latency_ms)
+       VALUES ($1, $2, 1, 0, 'https://hooks.example.com/', now(), 'retryable', 503, 'service unavailable', 9)`,
+      [other, retrying!.id],
+    );
+    const page = await list({ destinationId: other, view: DeliveryView.BASIC });
+    expect(page.deliveries.map((d) => d.lastError)).toEqual(["service unavailable", "", ""]);
+  });
+
   test("GetDelivery: the finished delivery with its message, its attempt and the body it sent", async () => {
     const { delivery } = (await service.getDelivery!(create(GetDeliveryRequestSchema, { id: finishedId }), context)) as GetDeliveryResponse;
     expect(delivery).toMatchObject({
@@ -147,6 +161,8 @@ describe.skipIf(!citusUrl)(`admin reads on Citus${citusSkipReason}`, () => {
   test("GetDestinationStats and ExplainMessage answer on the cluster through the server", async () => {
     const stats = await server.deliveries.getDestinationStats({ destinationId: live });
     expect([stats.pending, stats.delivered, stats.attemptsLastHour]).toEqual([2n, 1n, 1n]);
+    const { destination } = await server.destinations.getDestination({ id: live });
+    expect(destination!.name).toBe("live");
     const explained = await server.deliveries.explainMessage({ messageId: "call-1", sourceId });
     const byName = new Map(explained.destinations.map((d) => [d.destinationName, d]));
     expect(byName.get("live")).toMatchObject({ fate: Fate.DELIVERED, deliveryId: finishedId });
