@@ -20,10 +20,11 @@ const checkStatement = `
          EXISTS (SELECT 1 FROM sources WHERE id = $1 FOR KEY SHARE) AS found,
          coalesce((SELECT json_agg(json_build_object('id', d.id, 'name', d.name, 'enabled', d.enabled, 'ordered', d.ordering = 'per_user') ORDER BY d.id)
                      FROM destination_sources ds JOIN destinations d ON d.id = ds.destination_id
-                    WHERE ds.source_id = $1), '[]'::json) AS targets`;
-
-// Ids drawn first: the message's key row must name the message it keeps.
-const drawIdsStatement = "SELECT nextval(pg_get_serial_sequence('messages', 'id'))::text AS id FROM generate_series(1, $1)";
+                    WHERE ds.source_id = $1), '[]'::json) AS targets,
+         -- The messages' ids, drawn here to save a round trip: each key row
+         -- names the message it keeps, so the ids come first (unused ones
+         -- are gaps, as a repeat leaves on one Postgres).
+         array(SELECT nextval(pg_get_serial_sequence('messages', 'id'))::text FROM generate_series(1, $3)) AS ids`;
 
 // The de-duplication: a messageId the source already has is acknowledged,
 // not stored (the row lock of a concurrent insert of the same key makes the
@@ -83,20 +84,19 @@ async function store(
   messages: readonly MessageToStore[],
   filtersStamp: string,
 ): Promise<StoreResult> {
-  const check = await db.query<{ ok: boolean; found: boolean; targets: RouteTarget[] }>({
+  const check = await db.query<{ ok: boolean; found: boolean; targets: RouteTarget[]; ids: string[] }>({
     name: "waypost-citus-store-check",
     text: checkStatement,
-    values: [sourceId, filtersStamp],
+    values: [sourceId, filtersStamp, messages.length],
   });
-  const { ok, found, targets } = check.rows[0]!;
+  const { ok, found, targets, ids } = check.rows[0]!;
   // Deleted since the caller found it (a write key is cached for seconds).
   if (!found) throw new NotFoundError("source", sourceId);
   if (!ok) return { fresh: false, filtered: [], queued: false };
-  const ids = await db.query<{ id: string }>({ name: "waypost-citus-draw-message-ids", text: drawIdsStatement, values: [messages.length] });
   const keys = await db.query<{ message_id: string; message_pk: string }>({
     name: "waypost-citus-store-keys",
     text: keysStatement,
-    values: [sourceId, JSON.stringify(messages.map((message, i) => ({ m: message.messageId, k: ids.rows[i]!.id })))],
+    values: [sourceId, JSON.stringify(messages.map((message, i) => ({ m: message.messageId, k: ids[i]! })))],
   });
   const fresh = new Map(keys.rows.map((row) => [row.message_id, row.message_pk]));
   // Only the new ones, in the batch's order (the RETURNING order is Citus's).
