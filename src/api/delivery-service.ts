@@ -4,6 +4,7 @@ import { DeliveryOrder, type DeliveryService, DeliveryStatus, DeliveryView, type
 import type { Clock } from "../clock.js";
 import { randomUUID } from "node:crypto";
 import type { JobTableDriver } from "../db/job-table/driver.js";
+import { countReplayableOnCitus } from "../db/job-table/citus/count-replayable.js";
 import { countReplayable, replayDelivery, type BulkReplay, type DeliveryFilter } from "../db/job-table/index.js";
 import { selectAttempts, selectDelivery, type DeliveryRow } from "../db/queries/deliveries.js";
 import { readFinishFeed, rowsWithinBytes, searchDeliveries } from "../db/queries/delivery-search.js";
@@ -158,7 +159,7 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
       };
       if (!(await destinationExists(pool, destinationId))) throw notFound("destination", destinationId);
       const retentionCutoff = new Date(clock.now().getTime() - options.retentionMs);
-      const counts = await countReplayable(pool, filter, retentionCutoff);
+      const counts = await (layout === "citus" ? countReplayableOnCitus : countReplayable)(pool, filter, retentionCutoff);
       const params: RetryParams = {
         statuses: [...filter.statuses],
         ...(filter.messageId ? { messageId: filter.messageId } : {}),

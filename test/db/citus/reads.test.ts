@@ -12,6 +12,8 @@ import {
   type ListDeliveriesResponse,
   ListFatesRequestSchema,
   type ListFatesResponse,
+  RetryDeliveriesRequestSchema,
+  type RetryDeliveriesResponse,
 } from "../../../gen/waypost/v1/delivery_pb.js";
 import { createDeliveryService } from "../../../src/api/delivery-service.js";
 import { createBacklogReader } from "../../../src/backlog-reader.js";
@@ -190,5 +192,24 @@ describe.skipIf(!citusUrl)(`admin reads on Citus${citusSkipReason}`, () => {
     const ids = await selectStoredCallIds(server.pool, { sourceId, since: new Date(0), limit: 10 });
     expect(ids).toHaveLength(3);
     expect((await selectStoredCallBodiesById(server.pool, ids)).sort()).toEqual(['{"event":"e0"}', '{"event":"e1"}', '{"event":"e2"}']);
+  });
+
+  test("RetryDeliveries counts what it will replay: the failed deliveries of a destination, of a user", async () => {
+    const oldest = await server.pool.query<{ id: string }>(
+      "SELECT id::text FROM delivery_queue WHERE destination_id = $1 ORDER BY id LIMIT 1",
+      [other],
+    );
+    await server.pool.query(
+      `WITH moved AS (DELETE FROM delivery_queue WHERE destination_id = $1 AND id = $2 RETURNING *)
+       INSERT INTO delivery_history (destination_id, id, message_pk, source_id, status, created_at, finalized_at, attempt_count, lease_token)
+       SELECT destination_id, id, message_pk, source_id, 'failed', created_at, now(), 1, 1 FROM moved`,
+      [other, oldest.rows[0]!.id],
+    );
+    const retry = async (fields: Parameters<typeof create<typeof RetryDeliveriesRequestSchema>>[1]) =>
+      ((await service.retryDeliveries!(create(RetryDeliveriesRequestSchema, fields), context)) as RetryDeliveriesResponse).job!;
+    expect(await retry({ destinationId: other, statuses: [DeliveryStatus.FAILED] })).toMatchObject({ matched: 1n, notReplayable: 0n });
+    expect(await retry({ destinationId: other, statuses: [DeliveryStatus.FAILED], userId: "user-0" })).toMatchObject({ matched: 1n });
+    expect(await retry({ destinationId: other, statuses: [DeliveryStatus.FAILED], userId: "user-1" })).toMatchObject({ matched: 0n });
+    expect(await retry({ destinationId: live, statuses: [DeliveryStatus.FAILED] })).toMatchObject({ matched: 0n });
   });
 });
