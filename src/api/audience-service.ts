@@ -17,6 +17,7 @@ import { openStream } from "../audiences/request-stream.js";
 import { createSyncer, type SyncTarget } from "../audiences/syncer.js";
 import { maxTraitKeyLength, traitKey } from "../audiences/trait-key.js";
 import type { Clock } from "../clock.js";
+import type { JobTableDriver } from "../db/job-table/driver.js";
 import type { ApplySyncResult } from "../db/queries/audience-apply-sync.js";
 import {
   deleteAudience,
@@ -37,6 +38,8 @@ export interface AudienceServiceOptions {
   clock: Clock;
   /** Syncs applied at once by this process (each holds a pooled connection while it streams). Default 4. */
   maxConcurrentSyncs?: number;
+  /** The job table's driver (its layout decides how a sync's transaction reaches the shards); one Postgres by default. */
+  jobTable?: JobTableDriver | undefined;
 }
 
 /**
@@ -45,7 +48,7 @@ export interface AudienceServiceOptions {
  */
 export function createAudienceService(options: AudienceServiceOptions): ServiceImpl<typeof AudienceService> {
   const { pool, clock } = options;
-  const syncer = createSyncer({ pool, clock, maxConcurrentSyncs: options.maxConcurrentSyncs });
+  const syncer = createSyncer({ pool, clock, maxConcurrentSyncs: options.maxConcurrentSyncs, jobTable: options.jobTable });
 
   /** The audience a sync names, checked to be of the kind the RPC syncs. */
   async function syncTarget(rawId: string, kind: AudienceKindName): Promise<SyncTarget> {

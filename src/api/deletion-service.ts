@@ -5,6 +5,7 @@ import type pg from "pg";
 import { DeletionRequestSchema, type DeletionService, DeletionStatus, type DeletionRequest } from "../../gen/waypost/v1/deletion_pb.js";
 import { requireUserId } from "../audiences/user-id.js";
 import type { Clock } from "../clock.js";
+import type { JobTableDriver } from "../db/job-table/driver.js";
 import { createDeletion, type DeletionInput } from "../deletion/create-deletion.js";
 import { listDeletionRequestRows } from "../db/queries/deletion-requests.js";
 import { readDeletionProgress, type DeletionProgress } from "../deletion/progress.js";
@@ -15,6 +16,8 @@ export interface DeletionServiceOptions {
   pool: pg.Pool;
   /** The time of the request and of its delete notifications. */
   clock: Clock;
+  /** The job table's driver (its layout decides how a deletion's transaction reaches the shards); one Postgres by default. */
+  jobTable?: JobTableDriver | undefined;
 }
 
 /**
@@ -27,7 +30,7 @@ export function createDeletionService(options: DeletionServiceOptions): ServiceI
   return {
     async createDeletionRequest(req) {
       const input = validateInput(req.userId, req.sourceIds);
-      const created = await createDeletion({ pool, clock }, input);
+      const created = await createDeletion({ pool, clock, jobTable: options.jobTable }, input);
       // Read back through GetDeletionRequest's path, so both report alike
       // (a request with no notification to send is complete at once).
       const progress = await readDeletionProgress(pool, clock, created.id);

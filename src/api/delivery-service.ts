@@ -3,6 +3,8 @@ import type pg from "pg";
 import { DeliveryOrder, type DeliveryService, DeliveryStatus, DeliveryView, type Delivery } from "../../gen/waypost/v1/delivery_pb.js";
 import type { Clock } from "../clock.js";
 import { randomUUID } from "node:crypto";
+import type { JobTableDriver } from "../db/job-table/driver.js";
+import { countReplayableOnCitus } from "../db/job-table/citus/count-replayable.js";
 import { countReplayable, replayDelivery, type BulkReplay, type DeliveryFilter } from "../db/job-table/index.js";
 import { selectAttempts, selectDelivery, type DeliveryRow } from "../db/queries/deliveries.js";
 import { readFinishFeed, rowsWithinBytes, searchDeliveries } from "../db/queries/delivery-search.js";
@@ -29,6 +31,22 @@ export interface DeliveryServiceOptions {
   retentionMs: number;
   /** A page of ListDeliveries ends early, with a next page token, once its bodies reach this. */
   maxResponseBytes?: number;
+  /** The job table's driver (its layout decides how deliveries are read); one Postgres by default. */
+  jobTable?: JobTableDriver | undefined;
+}
+
+/**
+ * The finish feed orders finishes by the id of the transaction that
+ * finished them and pages by snapshots of that one Postgres. On Citus each
+ * worker stamps the finishes of its shards with its own transaction ids, so
+ * neither the order nor a coordinator's snapshot means anything across
+ * nodes: the order is refused rather than answered wrongly.
+ */
+function finishFeedOnCitus(): ConnectError {
+  return new ConnectError(
+    "order FINISH_TIME_DESC (the finish feed) is not available when the job table is distributed on Citus: finishes are stamped with each worker's own transaction ids, which do not order across nodes; page by CREATE_TIME_DESC instead",
+    Code.FailedPrecondition,
+  );
 }
 
 const replayableStatuses = new Set(["failed", "expired", "retrying"] as const);
@@ -37,6 +55,7 @@ const replayableStatuses = new Set(["failed", "expired", "retrying"] as const);
 export function createDeliveryService(options: DeliveryServiceOptions): ServiceImpl<typeof DeliveryService> {
   const { pool, clock } = options;
   const maxBytes = options.maxResponseBytes ?? Infinity;
+  const layout = options.jobTable?.layout ?? "postgres";
 
   /** Body, headers as sent (masked) and attempts, read for a page at once. */
   async function withDetails(rows: DeliveryRow[]): Promise<Delivery[]> {
@@ -70,14 +89,14 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
 
   async function getOne(rawId: string): Promise<Delivery> {
     const id = deliveryId(rawId);
-    const row = await selectDelivery(pool, id);
+    const row = await selectDelivery(pool, id, layout);
     if (!row) throw notFound("delivery", id);
     return (await withDetails([row]))[0]!;
   }
 
   return {
     explainMessage: (req) => explainMessage(pool, req),
-    listFates: (req) => listFates(pool, req),
+    listFates: (req) => listFates(pool, req, layout),
     async listDeliveries(req) {
       const filter: DeliveryFilter = {
         destinationId: req.destinationId === "" ? undefined : requireUuid("destinationId", req.destinationId),
@@ -89,13 +108,14 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
       if (!Object.values(DeliveryView).includes(req.view)) throw invalidArgument("view", `unknown view ${req.view}`);
       const size = pageSize(req.pageSize);
       if (req.order === DeliveryOrder.FINISH_TIME_DESC) {
+        if (layout === "citus") throw finishFeedOnCitus();
         const page = await readFinishFeed(pool, filter, decodeFeedPosition(req.pageToken), size, maxBytes);
         return { deliveries: await present(page.rows, req.view), nextPageToken: encodeFeedPosition(page.next) };
       }
       if (req.order !== DeliveryOrder.UNSPECIFIED && req.order !== DeliveryOrder.CREATE_TIME_DESC) {
         throw invalidArgument("order", `unknown order ${req.order}`);
       }
-      const rows = await searchDeliveries(pool, filter, { before: decodeCreatedCursor(req.pageToken), limit: size + 1 });
+      const rows = await searchDeliveries(pool, filter, { before: decodeCreatedCursor(req.pageToken), limit: size + 1 }, layout);
       const page = rows.slice(0, Math.min(size, rowsWithinBytes(rows, maxBytes)));
       const last = page[page.length - 1];
       return {
@@ -108,7 +128,7 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
     },
     async retryDelivery(req) {
       const id = deliveryId(req.id);
-      const row = await selectDelivery(pool, id);
+      const row = await selectDelivery(pool, id, layout);
       if (!row) throw notFound("delivery", id);
       if (!(await destinationExists(pool, row.destination_id))) {
         throw new ConnectError(`delivery ${id} belongs to a deleted destination`, Code.FailedPrecondition);
@@ -139,7 +159,7 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
       };
       if (!(await destinationExists(pool, destinationId))) throw notFound("destination", destinationId);
       const retentionCutoff = new Date(clock.now().getTime() - options.retentionMs);
-      const counts = await countReplayable(pool, filter, retentionCutoff);
+      const counts = await (layout === "citus" ? countReplayableOnCitus : countReplayable)(pool, filter, retentionCutoff);
       const params: RetryParams = {
         statuses: [...filter.statuses],
         ...(filter.messageId ? { messageId: filter.messageId } : {}),

@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Fate, ListFatesResponseSchema, type ListFatesRequest, type ListFatesResponse } from "../../gen/waypost/v1/delivery_pb.js";
 import type { Queryable } from "../db/pool.js";
+import type { JobTableLayout } from "../db/citus/layout.js";
 import { destinationExists } from "../db/queries/destinations.js";
 import { searchFates, type RecordedFate } from "../db/queries/fate-search.js";
 import { timeRange } from "./delivery-proto.js";
@@ -18,7 +19,7 @@ const fateToProto = new Map([...recordedFates].map(([proto, name]) => [name, pro
 const reasons = ["filter", "consent", "subscriptions", "transform"];
 
 /** ListFates: the calls a destination got no delivery for, as recorded when routed, newest first. */
-export async function listFates(db: Queryable, req: ListFatesRequest): Promise<ListFatesResponse> {
+export async function listFates(db: Queryable, req: ListFatesRequest, layout: JobTableLayout = "postgres"): Promise<ListFatesResponse> {
   if (req.destinationId === "") throw invalidArgument("destinationId", "is required");
   const destinationId = requireUuid("destinationId", req.destinationId);
   const fates = fateFilter(req.fate);
@@ -27,14 +28,18 @@ export async function listFates(db: Queryable, req: ListFatesRequest): Promise<L
   const before = decodeFateCursor(req.pageToken);
   const range = timeRange(req.since, req.until);
   if (!(await destinationExists(db, destinationId))) throw notFound("destination", destinationId);
-  const rows = await searchFates(db, {
-    destinationId,
-    fates: reason ? ["filtered"] : fates,
-    reason,
-    ...range,
-    before,
-    limit: size + 1,
-  });
+  const rows = await searchFates(
+    db,
+    {
+      destinationId,
+      fates: reason ? ["filtered"] : fates,
+      reason,
+      ...range,
+      before,
+      limit: size + 1,
+    },
+    layout,
+  );
   const page = rows.slice(0, size);
   const last = page[page.length - 1];
   return create(ListFatesResponseSchema, {

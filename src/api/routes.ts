@@ -22,6 +22,7 @@ import { createAdminReadDeadline } from "./admin-read-deadline.js";
 import { createAudienceService } from "./audience-service.js";
 import type { Authenticator } from "./auth.js";
 import { createDeletionService } from "./deletion-service.js";
+import type { JobTableDriver } from "../db/job-table/driver.js";
 import { createDeliveryService } from "./delivery-service.js";
 import { createDestinationService } from "./destination-service.js";
 import { createHookService } from "./hook-service.js";
@@ -66,6 +67,8 @@ export interface RpcHandlersOptions {
   tracing?: Tracing | undefined;
   /** ReprocessHookRequests set a webhook source's requests back to pending: a processor should look now. */
   onHookRequestsQueued?: ((sourceId: string) => void) | undefined;
+  /** The job table's driver (one Postgres or Citus): how deliveries are read, and queued by syncs and deletions. */
+  jobTable?: JobTableDriver | undefined;
 }
 
 export interface RpcHandlers {
@@ -157,6 +160,7 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
           clock: options.clock,
           onJobCreated: options.onJobCreated,
           retentionMs: options.retentionMs,
+          jobTable: options.jobTable,
         }),
       );
       router.service(
@@ -169,8 +173,8 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
           onRequeued: options.onHookRequestsQueued,
         }),
       );
-      registerAudienceService(router, createAudienceService({ pool: options.pool, clock: options.clock }));
-      router.service(DeletionService, createDeletionService({ pool: options.pool, clock: options.clock }));
+      registerAudienceService(router, createAudienceService({ pool: options.pool, clock: options.clock, jobTable: options.jobTable }));
+      router.service(DeletionService, createDeletionService({ pool: options.pool, clock: options.clock, jobTable: options.jobTable }));
       router.service(
         TrackingPlanService,
         createTrackingPlanService({

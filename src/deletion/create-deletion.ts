@@ -7,10 +7,14 @@ import { queueDeleteNotifications } from "../db/queries/deletion-notifications.j
 import { insertDeletionRequest, setNotificationsTotal } from "../db/queries/deletion-requests.js";
 import { deleteUserAudienceState, deleteUserMessages, lockAffectedSources } from "../db/queries/deletion-user-data.js";
 import { buildDeletePayload } from "../ingest/payload.js";
+import type { JobTableDriver } from "../db/job-table/driver.js";
+import { reachShardsSequentially } from "../db/citus/sequential-shards.js";
 
 export interface CreateDeletionOptions {
   pool: pg.Pool;
   clock: Clock;
+  /** The job table's driver (its layout decides how the transaction reaches the shards); one Postgres by default. */
+  jobTable?: JobTableDriver | undefined;
 }
 
 export interface DeletionInput {
@@ -47,6 +51,8 @@ export interface CreatedDeletion {
 export async function createDeletion(options: CreateDeletionOptions, input: DeletionInput): Promise<CreatedDeletion> {
   const id = randomUUID();
   return withTransaction(options.pool, async (tx) => {
+    // Messages go from every shard, then audience rows (reference tables) change.
+    await reachShardsSequentially(tx, options.jobTable?.layout);
     const { found, missing } = await lockAffectedSources(tx, input.sourceIds);
     if (missing.length > 0) {
       const index = input.sourceIndexes[input.sourceIds.indexOf(missing[0]!)]!;

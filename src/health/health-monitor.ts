@@ -2,12 +2,15 @@ import type pg from "pg";
 import type { Clock } from "../clock.js";
 import { destinationNames, listCircuitStates, pruneOrphanHealthRows, takeExpiredReports } from "../db/queries/destination-health.js";
 import type { Logger } from "../logger.js";
+import type { JobTableDriver } from "../db/job-table/driver.js";
 import type { Metrics } from "../metrics.js";
 import type { Transition } from "./circuit.js";
 import type { OperatorEvents } from "./operator-events.js";
 
 export interface HealthMonitorOptions {
   pool: pg.Pool;
+  /** The job table's driver (its layout decides how expiry reports are taken); one Postgres by default. */
+  jobTable?: JobTableDriver | undefined;
   clock: Clock;
   logger: Logger;
   metrics?: Metrics | undefined;
@@ -48,7 +51,7 @@ export function createHealthMonitor(options: HealthMonitorOptions): HealthMonito
       gauge.reset();
       for (const { destinationId, open } of states) gauge.set({ destination_id: destinationId }, open ? 1 : 0);
     }
-    for (const report of await takeExpiredReports(pool, clock.now(), expiredEveryMs)) {
+    for (const report of await takeExpiredReports(pool, clock.now(), expiredEveryMs, options.jobTable?.layout)) {
       events.emit("destination.deliveries_expired", {
         destinationId: report.destinationId,
         name: report.name,

@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { Clock } from "../clock.js";
 import type { Queryable } from "../db/pool.js";
-import { storeMessages, type MessageToStore } from "../db/queries/store-messages.js";
+import type { MessageToStore } from "../db/queries/store-messages.js";
+import { type JobTableDriver, singleNodeJobTable } from "../db/job-table/driver.js";
 import type { Call } from "../calls/call.js";
 import type { Metrics } from "../metrics.js";
 import type { TraceContext } from "../tracing/trace-context.js";
@@ -37,6 +38,8 @@ export interface IngestorOptions {
   plans?: { cache: PlanCache; recorder: ViolationRecorder } | undefined;
   /** Called after a store that queued deliveries has committed: wakes the delivery loops (createLoopWaker). */
   onQueued?: (() => void) | undefined;
+  /** The job table's driver: how a batch is stored and routed (one statement on one Postgres, one transaction on Citus). */
+  jobTable?: JobTableDriver | undefined;
 }
 
 export interface IngestOptions {
@@ -57,6 +60,7 @@ export interface Ingestor {
  */
 export function createIngestor(options: IngestorOptions): Ingestor {
   const filterCache = createSourceFilterCache();
+  const { storeMessages } = options.jobTable ?? singleNodeJobTable;
 
   /** Stores and routes; when a destination's filters changed since they were read, reads them again and retries. */
   async function storeRouted(db: Queryable, sourceId: string, receivedAt: Date, messages: MessageToStore[]) {

@@ -1,5 +1,7 @@
 import type { DeliveryStatus } from "../job-table/index.js";
 import type { Queryable } from "../pool.js";
+import type { JobTableLayout } from "../citus/layout.js";
+import { selectDeliveryOnCitus } from "./citus/delivery-reads.js";
 import { attemptsOfDeliveriesSql, attemptsSinceSql } from "./attempts-of.js";
 
 export interface DeliveryRow {
@@ -44,7 +46,8 @@ const columns = `d.id, d.destination_id, d.source_id, m.message_id, m.type, d.st
   (SELECT a.sent_body FROM delivery_attempts a WHERE a.destination_id = d.destination_id AND a.delivery_id = d.id
     ORDER BY a.attempt DESC, a.url_index LIMIT 1) AS sent_body`;
 
-export async function selectDelivery(db: Queryable, id: string): Promise<DeliveryRow | undefined> {
+export async function selectDelivery(db: Queryable, id: string, layout: JobTableLayout = "postgres"): Promise<DeliveryRow | undefined> {
+  if (layout === "citus") return selectDeliveryOnCitus(db, id);
   const result = await db.query<DeliveryRow>(`SELECT ${columns} FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE d.id = $1`, [
     id,
   ]);

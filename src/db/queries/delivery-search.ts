@@ -2,6 +2,8 @@ import type pg from "pg";
 import type { DeliveryRow } from "./deliveries.js";
 import { and, byMessage, filterPredicates, Params, type DeliveryFilter, type Query } from "../job-table/index.js";
 import type { Queryable } from "../pool.js";
+import type { JobTableLayout } from "../citus/layout.js";
+import { searchDeliveriesOnCitus } from "./citus/delivery-reads.js";
 
 /** A delivery row with what searches add: the keyset positions of both orders. */
 export interface SearchRow extends DeliveryRow {
@@ -59,7 +61,13 @@ export function searchQuery(filter: DeliveryFilter, options: SearchOptions): Que
 }
 
 /** Newest created first. */
-export async function searchDeliveries(db: Queryable, filter: DeliveryFilter, options: SearchOptions): Promise<SearchRow[]> {
+export async function searchDeliveries(
+  db: Queryable,
+  filter: DeliveryFilter,
+  options: SearchOptions,
+  layout: JobTableLayout = "postgres",
+): Promise<SearchRow[]> {
+  if (layout === "citus") return searchDeliveriesOnCitus(db, filter, options);
   const query = searchQuery(filter, options);
   return (await db.query<SearchRow>(query.text, query.values)).rows;
 }

@@ -1,3 +1,5 @@
+import type { JobTableLayout } from "../citus/layout.js";
+import { takeExpiredReportsOnCitus } from "./citus/expired-reports.js";
 import type { Queryable } from "../pool.js";
 
 export type CircuitState = "closed" | "open" | "half_open";
@@ -163,7 +165,9 @@ export async function takeExpiredReports(
   db: Queryable,
   now: Date,
   minIntervalMs: number,
+  layout: JobTableLayout = "postgres",
 ): Promise<Array<{ destinationId: string; name: string | null; count: number; since: Date | null }>> {
+  if (layout === "citus") return takeExpiredReportsOnCitus(db, now, minIntervalMs);
   const result = await db.query<{ destination_id: string; name: string | null; count: number; since: Date | null }>(
     `WITH due AS (
        SELECT destination_id, expired_unreported, expired_reported_at FROM destination_health

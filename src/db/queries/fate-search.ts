@@ -1,4 +1,6 @@
 import type { Queryable } from "../pool.js";
+import type { JobTableLayout } from "../citus/layout.js";
+import { searchFatesOnCitus } from "./citus/fate-search.js";
 
 /** A fate recorded when a call was routed (call_fates.fate). */
 export type RecordedFate = "filtered" | "disabled" | "integrations_off";
@@ -36,7 +38,8 @@ export interface FatedCallRow {
  * call_fates_search_idx in (recorded_at, message_pk) order, at most `limit`
  * rows of it, and the few fates are merged: no sort of all matching rows.
  */
-export async function searchFates(db: Queryable, search: FateSearch): Promise<FatedCallRow[]> {
+export async function searchFates(db: Queryable, search: FateSearch, layout: JobTableLayout = "postgres"): Promise<FatedCallRow[]> {
+  if (layout === "citus") return searchFatesOnCitus(db, search);
   const result = await db.query<FatedCallRow>(
     `SELECT m.id AS message_pk, m.source_id, m.message_id, m.type, m.user_id, m.received_at,
             CASE WHEN m.type = 'track' THEN m.payload::json ->> 'event' END AS event,
