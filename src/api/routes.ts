@@ -11,6 +11,7 @@ import { SourceService } from "../../gen/waypost/v1/source_pb.js";
 import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
 import { TrackingPlanService } from "../../gen/waypost/v1/tracking_plan_pb.js";
 import type { Clock } from "../clock.js";
+import type { JobTableDriver } from "../db/job-table/driver.js";
 import type { AddressGuard } from "../outbound/address-guard.js";
 import type { TransformSandboxes } from "../routing/transform-sandbox.js";
 import type { Ingestor } from "../ingest/ingestor.js";
@@ -66,6 +67,8 @@ export interface RpcHandlersOptions {
   tracing?: Tracing | undefined;
   /** ReprocessHookRequests set a webhook source's requests back to pending: a processor should look now. */
   onHookRequestsQueued?: ((sourceId: string) => void) | undefined;
+  /** The job table's statements for the database's layout (one Postgres or Citus): destination deletion and replays go through it. */
+  jobTable?: JobTableDriver | undefined;
 }
 
 export interface RpcHandlers {
@@ -146,6 +149,7 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
           signingSecretOverlapMs: options.signingSecretOverlapMs,
           sandboxes: options.sandboxes,
           onJobCreated: options.onJobCreated,
+          jobTable: options.jobTable,
         }),
       );
       router.service(IntegrationService, createIntegrationService());
@@ -157,6 +161,7 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
           clock: options.clock,
           onJobCreated: options.onJobCreated,
           retentionMs: options.retentionMs,
+          jobTable: options.jobTable,
         }),
       );
       router.service(

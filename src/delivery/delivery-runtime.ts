@@ -2,6 +2,7 @@ import type pg from "pg";
 import type { Dispatcher } from "undici";
 import type { Clock } from "../clock.js";
 import type { DeliveryConfig, OperatorWebhookConfig, OutboundConfig } from "../config.js";
+import type { JobTableDriver } from "../db/job-table/driver.js";
 import type { AttemptResult, ClaimedDelivery, DeliveryCompletion } from "../db/job-table/index.js";
 import type { Transition } from "../health/circuit.js";
 import { createHealthMonitor, type HealthMonitor } from "../health/health-monitor.js";
@@ -41,6 +42,8 @@ export interface DeliveryRuntimeOptions {
   operatorWebhook?: OperatorWebhookConfig | undefined;
   /** The process's address guard; one is built from the config when absent (tests of the loop alone). */
   guard?: AddressGuard | undefined;
+  /** The job table's statements for the database's layout (one Postgres or Citus): the claim, the heartbeat and the completion go through it; one Postgres's by default. */
+  jobTable?: JobTableDriver | undefined;
   /** A client span per attempt (per webhook request) when on; off (the default), requests carry the stored trace context. */
   tracing?: Tracing | undefined;
 }
@@ -135,6 +138,7 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
   const lane = createLeaseWriteLane();
   const leases = createLeaseKeeper({
     lane,
+    jobTable: options.jobTable,
     pool,
     clock,
     leaseMs: config.leaseMs,
@@ -164,6 +168,7 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
   };
   const writer = createCompletionWriter({
     lane,
+    jobTable: options.jobTable,
     pool,
     logger,
     health: { policy: { circuit: config.circuit, retry: config.retry }, clock },
