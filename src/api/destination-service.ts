@@ -11,8 +11,7 @@ import {
   type Destination,
 } from "../../gen/waypost/v1/destination_pb.js";
 import type { Clock } from "../clock.js";
-import { singleNodeJobTable, type JobTableDriver } from "../db/job-table/driver.js";
-import { wakeWorkers } from "../db/job-table/index.js";
+import { singleNodeJobTable, type JobTableDriver, wakeWorkers } from "../db/job-table/index.js";
 import { withTransaction, type Queryable } from "../db/pool.js";
 import {
   deleteDestinationRow,

@@ -1,6 +1,5 @@
 import type pg from "pg";
-import { singleNodeJobTable, type JobTableDriver } from "../db/job-table/driver.js";
-import { lockDestinationBackfills } from "../db/job-table/index.js";
+import { singleNodeJobTable, type JobTableDriver, lockDestinationBackfills } from "../db/job-table/index.js";
 import { lockDestinationIfExists, type JobRow } from "../db/queries/background-jobs.js";
 import { selectBackfillCandidates } from "../db/queries/backfill-candidates.js";
 import { segmentEventOf } from "../integrations/segment-event.js";

@@ -1,6 +1,5 @@
 import type { Clock } from "../clock.js";
-import { singleNodeJobTable, type JobTableDriver } from "../db/job-table/driver.js";
-import type { HeldLease } from "../db/job-table/index.js";
+import { singleNodeJobTable, type JobTableDriver, type HeldLease } from "../db/job-table/index.js";
 import type { Queryable } from "../db/pool.js";
 import type { Logger } from "../logger.js";
 import { createLeaseWriteLane, type LeaseWriteLane } from "./lease-write-lane.js";

@@ -1,7 +1,6 @@
 import type pg from "pg";
 import type { Clock } from "../clock.js";
-import { singleNodeJobTable, type JobTableDriver } from "../db/job-table/driver.js";
-import { createDayPartitions, dropDaysBefore } from "../db/job-table/index.js";
+import { singleNodeJobTable, type JobTableDriver, createDayPartitions, dropDaysBefore } from "../db/job-table/index.js";
 import { purgeEndedJobs } from "../db/queries/background-jobs.js";
 import { purgeOldHookRequests } from "../db/queries/hook-requests.js";
 import type { Logger } from "../logger.js";
@@ -50,7 +49,8 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
     const vacuumed = await jobTable.vacuumJobTableIfNeeded(options.pool, activity);
     if (vacuumed) options.logger.info("vacuumed the job table (dead rows had piled up)");
     // A vacuum analyzes too; otherwise statistics gone stale are taken anew.
-    else if (await jobTable.analyzeJobTableIfStale(options.pool, activity)) options.logger.debug("analyzed the job table (its rows had changed)");
+    else if (await jobTable.analyzeJobTableIfStale(options.pool, activity))
+      options.logger.debug("analyzed the job table (its rows had changed)");
     return vacuumed;
   }
 

@@ -1,6 +1,5 @@
 import type pg from "pg";
-import { singleNodeJobTable, type JobTableDriver } from "../db/job-table/driver.js";
-import type { BulkReplay, ReplayPosition } from "../db/job-table/index.js";
+import { singleNodeJobTable, type JobTableDriver, type BulkReplay, type ReplayPosition } from "../db/job-table/index.js";
 import { lockDestinationIfExists, type JobRow } from "../db/queries/background-jobs.js";
 import { destinationDeleted } from "./backfill-job.js";
 import type { JobHandler, PageOutcome } from "./job-runner.js";
@@ -55,7 +54,13 @@ export function createRetryJob(options: { pageSize?: number; jobTable?: JobTable
       if (!(await lockDestinationIfExists(tx, job.destination_id))) return { kind: "stop", state: "cancelled", error: destinationDeleted };
       const progress = job.progress as unknown as RetryProgress;
       const after = typeof job.cursor?.id === "string" ? (job.cursor as unknown as ReplayPosition) : undefined;
-      const batch = await jobTable.replayBatch(tx, replayOf(job.destination_id, job.params as unknown as RetryParams), after, now, pageSize);
+      const batch = await jobTable.replayBatch(
+        tx,
+        replayOf(job.destination_id, job.params as unknown as RetryParams),
+        after,
+        now,
+        pageSize,
+      );
       return {
         kind: "page",
         cursor: { ...(batch.next ?? after ?? {}) },

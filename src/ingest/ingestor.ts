@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { Clock } from "../clock.js";
 import type { Queryable } from "../db/pool.js";
-import { singleNodeJobTable, type JobTableDriver } from "../db/job-table/driver.js";
+import { singleNodeJobTable, type JobTableDriver } from "../db/job-table/index.js";
 import type { MessageToStore } from "../db/queries/store-messages.js";
 import type { Call } from "../calls/call.js";
 import type { Metrics } from "../metrics.js";

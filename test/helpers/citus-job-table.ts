@@ -28,7 +28,11 @@ export async function seedDestination(db: Queryable, sourceId: string, at: Date,
     [id, options.enabled ?? true, options.rate ?? 0, options.ordering ?? "none", at],
   );
   await db.query("INSERT INTO destination_sources (source_id, destination_id) VALUES ($1, $2)", [sourceId, id]);
-  await db.query("INSERT INTO destination_rate_buckets (destination_id, tokens, refilled_at) VALUES ($1, $2, $3)", [id, options.tokens ?? 0, at]);
+  await db.query("INSERT INTO destination_rate_buckets (destination_id, tokens, refilled_at) VALUES ($1, $2, $3)", [
+    id,
+    options.tokens ?? 0,
+    at,
+  ]);
   return id;
 }
 
@@ -46,7 +50,13 @@ export async function seedMessages(db: Queryable, sourceId: string, at: Date, us
 }
 
 /** Queues a delivery of each message to the destination, due at `runAt`, in the messages' order; returns the delivery ids. */
-export async function seedDeliveries(db: Queryable, destinationId: string, messagePks: readonly string[], runAt: Date, ordered = false): Promise<string[]> {
+export async function seedDeliveries(
+  db: Queryable,
+  destinationId: string,
+  messagePks: readonly string[],
+  runAt: Date,
+  ordered = false,
+): Promise<string[]> {
   const ids: string[] = [];
   for (const pk of messagePks) {
     const result = await db.query<{ id: string }>(

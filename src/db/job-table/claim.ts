@@ -233,9 +233,7 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
   const refill = result.rows[0]?.refill_wait_ms;
   return {
     refillWaitMs: refill === null || refill === undefined ? undefined : Math.max(0, refill),
-    deliveries: result.rows
-      .filter((row) => row.destination_id !== null)
-      .map((row) => claimedDelivery(row)),
+    deliveries: result.rows.filter((row) => row.destination_id !== null).map((row) => claimedDelivery(row)),
   };
 }
 

@@ -20,7 +20,10 @@ export async function completeDeliveriesOnCitus(db: Queryable, completions: read
     const written = new Set<string>();
     for (const [destinationId, group] of byDestination(completions)) {
       const parameters = completionParameters(group);
-      const result = await tx.query<{ id: string }>({ text: completeOnShard, values: [parameters.records, parameters.batchRows, destinationId] });
+      const result = await tx.query<{ id: string }>({
+        text: completeOnShard,
+        values: [parameters.records, parameters.batchRows, destinationId],
+      });
       for (const row of result.rows) written.add(row.id);
     }
     return written;

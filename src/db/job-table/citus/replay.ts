@@ -12,12 +12,14 @@ const replayOnShard = `WITH waiting AS (
          fence: { kind: "revoke" },
          status: replayStatus,
          set: replaySet("$3::timestamptz"),
-         where: "d.destination_id = $1 AND d.id = ANY ($2::bigint[]) AND d.status = 'retrying' AND 'retrying' = ANY ($4::delivery_status[])",
+         where:
+           "d.destination_id = $1 AND d.id = ANY ($2::bigint[]) AND d.status = 'retrying' AND 'retrying' = ANY ($4::delivery_status[])",
          returning: "1",
        })}
      ), ${reopenCtes("reopened", {
        using: "(SELECT 1) one",
-       where: "h.destination_id = $1 AND h.id = ANY ($2::bigint[]) AND h.status IN ('failed', 'expired') AND h.status = ANY ($4::delivery_status[])",
+       where:
+         "h.destination_id = $1 AND h.id = ANY ($2::bigint[]) AND h.status IN ('failed', 'expired') AND h.status = ANY ($4::delivery_status[])",
        runAt: "$3::timestamptz",
        orderingKeysFrom: "unnest($5::bigint[], $6::text[]) AS k(pk, key)",
      })}, replayed AS (
@@ -42,7 +44,14 @@ export async function replayOnCitus(
 ): Promise<number> {
   if (ids.length === 0) return 0;
   const keys = await readOrderingKeys(db, destinationId, ids);
-  const result = await db.query<{ replayed: number }>(replayOnShard, [destinationId, ids, now, statuses, [...keys.keys()], [...keys.values()]]);
+  const result = await db.query<{ replayed: number }>(replayOnShard, [
+    destinationId,
+    ids,
+    now,
+    statuses,
+    [...keys.keys()],
+    [...keys.values()],
+  ]);
   return result.rows[0]?.replayed ?? 0;
 }
 

@@ -14,7 +14,15 @@ describe.skipIf(!citusUrl)(`the claim on Citus${citusSkipReason}`, () => {
   let source: string;
   const now = new Date("2026-11-28T12:00:00Z");
   const claim = (options: Partial<ClaimOptions>) =>
-    citusJobTable.claimDeliveries(pool, { now, limit: 100, perDestinationLimit: 100, room: new Map(), leaseMs: 30_000, owner: "test", ...options });
+    citusJobTable.claimDeliveries(pool, {
+      now,
+      limit: 100,
+      perDestinationLimit: 100,
+      room: new Map(),
+      leaseMs: 30_000,
+      owner: "test",
+      ...options,
+    });
 
   beforeAll(async () => {
     ({ pool, close } = await openCitusTestDatabase());
@@ -44,7 +52,11 @@ describe.skipIf(!citusUrl)(`the claim on Citus${citusSkipReason}`, () => {
     // The earlier tests' destinations are out of the way.
     await pool.query("UPDATE destinations SET enabled = false");
     const at = new Date(now.getTime() + 3_600_000);
-    const [a, b, full] = [await seedDestination(pool, source, at), await seedDestination(pool, source, at), await seedDestination(pool, source, at)];
+    const [a, b, full] = [
+      await seedDestination(pool, source, at),
+      await seedDestination(pool, source, at),
+      await seedDestination(pool, source, at),
+    ];
     for (const destination of [a, b, full]) {
       await seedDeliveries(pool, destination, await seedMessages(pool, source, at, ["1", "2", "3", "4", "5", "6"]), at);
     }
@@ -53,7 +65,14 @@ describe.skipIf(!citusUrl)(`the claim on Citus${citusSkipReason}`, () => {
       [a, 2],
       [full, 0],
     ]);
-    const first = await citusJobTable.claimDeliveries(pool, { now: later, limit: 4, perDestinationLimit: 3, room, leaseMs: 30_000, owner: "t" });
+    const first = await citusJobTable.claimDeliveries(pool, {
+      now: later,
+      limit: 4,
+      perDestinationLimit: 3,
+      room,
+      leaseMs: 30_000,
+      owner: "t",
+    });
     const count = (ds: { destinationId: string }[], id: string) => ds.filter((d) => d.destinationId === id).length;
     expect(first.deliveries).toHaveLength(4);
     expect(count(first.deliveries, full)).toBe(0);
@@ -62,7 +81,14 @@ describe.skipIf(!citusUrl)(`the claim on Citus${citusSkipReason}`, () => {
     // limit 1: consecutive claims start at different destinations.
     const starts = new Set<string>();
     for (let i = 0; i < 2; i++) {
-      const one = await citusJobTable.claimDeliveries(pool, { now: later, limit: 1, perDestinationLimit: 3, room, leaseMs: 30_000, owner: "t" });
+      const one = await citusJobTable.claimDeliveries(pool, {
+        now: later,
+        limit: 1,
+        perDestinationLimit: 3,
+        room,
+        leaseMs: 30_000,
+        owner: "t",
+      });
       expect(one.deliveries).toHaveLength(1);
       starts.add(one.deliveries[0]!.destinationId);
     }
@@ -72,11 +98,23 @@ describe.skipIf(!citusUrl)(`the claim on Citus${citusSkipReason}`, () => {
   test("two claimers at once take each delivery once (SKIP LOCKED on the shard)", async () => {
     const at = new Date(now.getTime() + 7_200_000);
     const destination = await seedDestination(pool, source, at);
-    const ids = await seedDeliveries(pool, destination, await seedMessages(pool, source, at, Array.from({ length: 60 }, (_, i) => `u${i}`)), at);
+    const ids = await seedDeliveries(
+      pool,
+      destination,
+      await seedMessages(
+        pool,
+        source,
+        at,
+        Array.from({ length: 60 }, (_, i) => `u${i}`),
+      ),
+      at,
+    );
     const taken: string[] = [];
     for (let round = 0; round < 12; round++) {
       const both = await Promise.all(
-        [1, 2].map(() => citusJobTable.claimDeliveries(pool, { now: at, limit: 5, perDestinationLimit: 5, room: new Map(), leaseMs: 30_000, owner: "t" })),
+        [1, 2].map(() =>
+          citusJobTable.claimDeliveries(pool, { now: at, limit: 5, perDestinationLimit: 5, room: new Map(), leaseMs: 30_000, owner: "t" }),
+        ),
       );
       for (const result of both) taken.push(...result.deliveries.filter((d) => d.destinationId === destination).map((d) => d.id));
     }
@@ -91,7 +129,9 @@ describe.skipIf(!citusUrl)(`the claim on Citus${citusSkipReason}`, () => {
     const result = await claim({ now: at });
     expect(result.deliveries.filter((d) => d.destinationId === destination)).toHaveLength(3);
     expect(result.refillWaitMs).toBeGreaterThan(0);
-    const bucket = await pool.query<{ tokens: number }>("SELECT tokens FROM destination_rate_buckets WHERE destination_id = $1", [destination]);
+    const bucket = await pool.query<{ tokens: number }>("SELECT tokens FROM destination_rate_buckets WHERE destination_id = $1", [
+      destination,
+    ]);
     expect(bucket.rows[0]!.tokens).toBeLessThan(1);
     // Out of tokens: nothing more until they refill.
     expect((await claim({ now: at })).deliveries.filter((d) => d.destinationId === destination)).toHaveLength(0);
@@ -102,14 +142,20 @@ describe.skipIf(!citusUrl)(`the claim on Citus${citusSkipReason}`, () => {
     const destination = await seedDestination(pool, source, at, { ordering: "per_user" });
     const ids = await seedDeliveries(pool, destination, await seedMessages(pool, source, at, ["u1", "u1", "u2", "u1"]), at, true);
     const result = await claim({ now: at });
-    expect(result.deliveries.filter((d) => d.destinationId === destination).map((d) => d.id).sort()).toEqual([ids[0], ids[2]].sort());
+    expect(
+      result.deliveries
+        .filter((d) => d.destinationId === destination)
+        .map((d) => d.id)
+        .sort(),
+    ).toEqual([ids[0], ids[2]].sort());
   });
 
   test("holds back a destination backing off, and takes exactly one probe of an open circuit", async () => {
     const at = new Date(now.getTime() + 18_000_000);
     const backing = await seedDestination(pool, source, at);
     const open = await seedDestination(pool, source, at);
-    for (const destination of [backing, open]) await seedDeliveries(pool, destination, await seedMessages(pool, source, at, ["1", "2", "3"]), at);
+    for (const destination of [backing, open])
+      await seedDeliveries(pool, destination, await seedMessages(pool, source, at, ["1", "2", "3"]), at);
     await pool.query("INSERT INTO destination_health (destination_id, backoff_until, updated_at) VALUES ($1, $2, $3)", [
       backing,
       new Date(at.getTime() + 60_000),

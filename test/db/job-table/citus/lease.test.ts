@@ -34,7 +34,11 @@ describe.skipIf(!citusUrl)(`heartbeats and completions on Citus${citusSkipReason
   afterAll(async () => close?.());
 
   const of = (destination: string) => claimed.filter((d) => d.destinationId === destination);
-  const completion = (d: ClaimedDelivery, status: DeliveryCompletion["status"], overrides: Partial<DeliveryCompletion> = {}): DeliveryCompletion => ({
+  const completion = (
+    d: ClaimedDelivery,
+    status: DeliveryCompletion["status"],
+    overrides: Partial<DeliveryCompletion> = {},
+  ): DeliveryCompletion => ({
     destinationId: d.destinationId,
     id: d.id,
     leaseToken: d.leaseToken,
@@ -43,7 +47,18 @@ describe.skipIf(!citusUrl)(`heartbeats and completions on Citus${citusSkipReason
     attempted: true,
     attemptedAt: now,
     retryUrls: null,
-    attempts: [{ urlIndex: 0, url: "https://example.com/hook", attemptedAt: now, outcome: status === "delivered" ? "success" : "retryable", statusCode: 200, error: null, latencyMs: 5, responseBody: null }],
+    attempts: [
+      {
+        urlIndex: 0,
+        url: "https://example.com/hook",
+        attemptedAt: now,
+        outcome: status === "delivered" ? "success" : "retryable",
+        statusCode: 200,
+        error: null,
+        latencyMs: 5,
+        responseBody: null,
+      },
+    ],
     ...overrides,
   });
 
@@ -53,9 +68,10 @@ describe.skipIf(!citusUrl)(`heartbeats and completions on Citus${citusSkipReason
     const later = new Date(now.getTime() + 5_000);
     const extended = await citusJobTable.extendLeases(pool, later, 10_000, [stale, ...of(first).slice(1), ...of(second)]);
     expect([...extended].sort()).toEqual([...of(first).slice(1), ...of(second)].map((d) => d.id).sort());
-    const until = await pool.query<{ id: string; leased_until: Date }>("SELECT id, leased_until FROM delivery_queue WHERE destination_id = ANY($1)", [
-      [first, second],
-    ]);
+    const until = await pool.query<{ id: string; leased_until: Date }>(
+      "SELECT id, leased_until FROM delivery_queue WHERE destination_id = ANY($1)",
+      [[first, second]],
+    );
     for (const row of until.rows) {
       expect(row.leased_until.getTime()).toBe(row.id === stale.id ? now.getTime() + 10_000 : later.getTime() + 10_000);
     }
@@ -67,7 +83,19 @@ describe.skipIf(!citusUrl)(`heartbeats and completions on Citus${citusSkipReason
     const batch = { id: "0b7c1d5e-8f90-4a1b-9c2d-3e4f5a6b7c8d", calls: 2 };
     const batched = (d: ClaimedDelivery) =>
       completion(d, "delivered", {
-        attempts: [{ urlIndex: 0, url: "https://example.com/hook", attemptedAt: now, outcome: "success", statusCode: 200, error: null, latencyMs: 5, responseBody: null, batch }],
+        attempts: [
+          {
+            urlIndex: 0,
+            url: "https://example.com/hook",
+            attemptedAt: now,
+            outcome: "success",
+            statusCode: 200,
+            error: null,
+            latencyMs: 5,
+            responseBody: null,
+            batch,
+          },
+        ],
       });
     const written = await citusJobTable.completeDeliveries(pool, [
       completion(a0!, "delivered"),
@@ -129,7 +157,14 @@ describe.skipIf(!citusUrl)(`heartbeats and completions on Citus${citusSkipReason
   });
 
   test("the heartbeat runs as one router task; each step of a completion runs on the one shard", async () => {
-    const extend = await pool.query<{ "QUERY PLAN": string }>(`EXPLAIN ${extendStatementSql("$6::uuid")}`, [now, 1, [first], ["1"], [1], first]);
+    const extend = await pool.query<{ "QUERY PLAN": string }>(`EXPLAIN ${extendStatementSql("$6::uuid")}`, [
+      now,
+      1,
+      [first],
+      ["1"],
+      [1],
+      first,
+    ]);
     const extendLines = extend.rows.map((row) => row["QUERY PLAN"].trim());
     expect(extendLines.filter((line) => line.startsWith("Task Count"))).toEqual(["Task Count: 1"]);
     const parameters = completionParameters([completion(of(first)[3]!, "delivered")]);

@@ -46,7 +46,8 @@ describe.skipIf(!citusUrl)(`cancel, expiry, replay, backfill, days and queue sta
     const paused = await seedDestination(pool, source, now, { enabled: false });
     const open = await seedDestination(pool, source, now);
     const healthy = await seedDestination(pool, source, now);
-    for (const destination of [paused, open, healthy]) await seedDeliveries(pool, destination, await seedMessages(pool, source, now, ["a", "b"]), now);
+    for (const destination of [paused, open, healthy])
+      await seedDeliveries(pool, destination, await seedMessages(pool, source, now, ["a", "b"]), now);
     await pool.query(
       "INSERT INTO destination_health (destination_id, state, opened_at, cooldown_ms, probe_at, updated_at) VALUES ($1, 'open', $2, 1000, $2, $2)",
       [open, now],
@@ -55,16 +56,27 @@ describe.skipIf(!citusUrl)(`cancel, expiry, replay, backfill, days and queue sta
     expect([...(await statuses(pool, paused)).values()]).toEqual(["expired", "expired"]);
     expect([...(await statuses(pool, open)).values()]).toEqual(["expired", "expired"]);
     expect([...(await statuses(pool, healthy)).values()]).toEqual(["pending", "pending"]);
-    const reported = await pool.query("SELECT destination_id, expired_unreported FROM destination_health WHERE expired_unreported > 0 ORDER BY 1");
+    const reported = await pool.query(
+      "SELECT destination_id, expired_unreported FROM destination_health WHERE expired_unreported > 0 ORDER BY 1",
+    );
     expect(reported.rows).toEqual([paused, open].sort().map((id) => ({ destination_id: id, expired_unreported: 2 })));
   });
 
   test("a replay brings a failed delivery back from the history (keyed by its user when the destination now orders) and a retrying one due now", async () => {
     const destination = await seedDestination(pool, source, now, { ordering: "per_user" });
-    const [failed, waiting, delivered] = await seedDeliveries(pool, destination, await seedMessages(pool, source, now, ["u1", "u2", "u3"]), now);
+    const [failed, waiting, delivered] = await seedDeliveries(
+      pool,
+      destination,
+      await seedMessages(pool, source, now, ["u1", "u2", "u3"]),
+      now,
+    );
     await finish(destination, [failed!], "failed");
     await finish(destination, [delivered!], "delivered");
-    await pool.query("UPDATE delivery_queue SET status = 'retrying', run_at = $3 WHERE destination_id = $1 AND id = $2", [destination, waiting, later(600_000)]);
+    await pool.query("UPDATE delivery_queue SET status = 'retrying', run_at = $3 WHERE destination_id = $1 AND id = $2", [
+      destination,
+      waiting,
+      later(600_000),
+    ]);
     const at = later(1_000);
     expect(await citusJobTable.replayDelivery(pool, destination, failed!, at)).toBe(true);
     expect(await citusJobTable.replayDelivery(pool, destination, waiting!, at)).toBe(true);
@@ -85,7 +97,11 @@ describe.skipIf(!citusUrl)(`cancel, expiry, replay, backfill, days and queue sta
     const fresh = await seedMessages(pool, source, now, ["a", "b", "c"]);
     const ids = await seedDeliveries(pool, destination, [...old, ...fresh], now);
     await finish(destination, ids, "failed");
-    const replay = { filter: { destinationId: destination, statuses: ["failed" as const] }, retentionCutoff: later(-3_600_000), maxId: ids[3]! };
+    const replay = {
+      filter: { destinationId: destination, statuses: ["failed" as const] },
+      retentionCutoff: later(-3_600_000),
+      maxId: ids[3]!,
+    };
     const first = await citusJobTable.replayBatch(pool, replay, undefined, later(1_000), 2);
     expect(first.replayed).toBe(1);
     expect(first.next?.id).toBe(ids[1]);
@@ -106,7 +122,12 @@ describe.skipIf(!citusUrl)(`cancel, expiry, replay, backfill, days and queue sta
     const client = await pool.connect();
     try {
       await client.query("BEGIN");
-      const result = await citusJobTable.enqueueBackfillPage(client, destination, { messagePks: messages, passes: [true, true, true, false] }, now);
+      const result = await citusJobTable.enqueueBackfillPage(
+        client,
+        destination,
+        { messagePks: messages, passes: [true, true, true, false] },
+        now,
+      );
       await client.query("COMMIT");
       expect(result).toMatchObject({ fresh: 2, filtered: 1, created: 1 });
     } finally {
@@ -124,16 +145,29 @@ describe.skipIf(!citusUrl)(`cancel, expiry, replay, backfill, days and queue sta
     );
     expect(shards.rows[0]!.n).toBe(2);
     const dropped = await dropDaysBefore(pool, new Date("2027-03-03T00:00:00Z"));
-    expect(dropped.filter((d) => d.day.startsWith("202703")).map((d) => `${d.table}_${d.day}`).sort()).toEqual(
-      ["delivery_attempts", "delivery_batch_attempts", "delivery_history"].flatMap((t) => [`${t}_20270301`, `${t}_20270302`]),
-    );
+    expect(
+      dropped
+        .filter((d) => d.day.startsWith("202703"))
+        .map((d) => `${d.table}_${d.day}`)
+        .sort(),
+    ).toEqual(["delivery_attempts", "delivery_batch_attempts", "delivery_history"].flatMap((t) => [`${t}_20270301`, `${t}_20270302`]));
     const left = await pool.query("SELECT to_regclass('delivery_history_20270301') AS t");
     expect(left.rows[0]!.t).toBeNull();
   });
 
   test("queue activity is read from the shards, not the coordinator's empty table", async () => {
     const destination = await seedDestination(pool, source, now);
-    await seedDeliveries(pool, destination, await seedMessages(pool, source, now, Array.from({ length: 40 }, (_, i) => `u${i}`)), now);
+    await seedDeliveries(
+      pool,
+      destination,
+      await seedMessages(
+        pool,
+        source,
+        now,
+        Array.from({ length: 40 }, (_, i) => `u${i}`),
+      ),
+      now,
+    );
     await pool.query("DELETE FROM delivery_queue WHERE destination_id = $1 AND id % 2 = 0", [destination]);
     const queued = await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM delivery_queue");
     // ANALYZE runs on every shard (Citus propagates it) and writes each
