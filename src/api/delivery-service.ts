@@ -141,7 +141,7 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
       };
       if (!(await destinationExists(pool, destinationId))) throw notFound("destination", destinationId);
       const retentionCutoff = new Date(clock.now().getTime() - options.retentionMs);
-      const counts = await countReplayable(pool, filter, retentionCutoff);
+      const counts = await (options.jobTable ?? singleNodeJobTable).countReplayable(pool, filter, retentionCutoff);
       const params: RetryParams = {
         statuses: [...filter.statuses],
         ...(filter.messageId ? { messageId: filter.messageId } : {}),

@@ -1,7 +1,6 @@
 import type pg from "pg";
 import { singleNodeJobTable, type JobTableDriver, lockDestinationBackfills } from "../db/job-table/index.js";
 import { lockDestinationIfExists, type JobRow } from "../db/queries/background-jobs.js";
-import { selectBackfillCandidates } from "../db/queries/backfill-candidates.js";
 import { segmentEventOf } from "../integrations/segment-event.js";
 import { isPlainObject } from "../routing/filter.js";
 import { compileRouteRules, heldBackBy, holdsBack, storedSubscriptions, type RouteRules } from "../routing/route-rules.js";
@@ -66,7 +65,7 @@ export function createBackfillJob(options: BackfillJobOptions = {}): JobHandler 
       const checked = holdsBack(rules);
       const after = typeof job.cursor?.after === "string" ? job.cursor.after : "0";
       const range = { destinationId: job.destination_id, since: new Date(params.since), until: new Date(params.until) };
-      const calls = await selectBackfillCandidates(tx, range, after, pageSize, checked);
+      const calls = await jobTable.selectBackfillCandidates(tx, range, after, pageSize, checked);
       const passes = checked ? await routeInSlices(calls, rules, sliceSize) : calls.map(() => true);
       const result = await jobTable.enqueueBackfillPage(tx, job.destination_id, { messagePks: calls.map((c) => c.id), passes }, now);
       return {

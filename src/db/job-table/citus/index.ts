@@ -4,8 +4,10 @@ import { cancelDestinationDeliveries } from "../cancel.js";
 import type { JobTableDriver } from "../driver.js";
 import { purgeOldMessages } from "../purge.js";
 import { recordRefusedCompletion } from "../refuse.js";
+import { countBackfillCandidatesOnCitus, selectBackfillCandidatesOnCitus } from "./backfill-candidates.js";
 import { createCitusClaim } from "./claim.js";
 import { completeDeliveriesOnCitus } from "./complete.js";
+import { countReplayableOnCitus } from "./count-replayable.js";
 import { expirePausedDeliveriesOnCitus } from "./expire.js";
 import { extendLeasesOnCitus } from "./extend.js";
 import { replayBatchOnCitus } from "./replay-bulk.js";
@@ -42,4 +44,7 @@ export const citusJobTable: JobTableDriver = {
   // written beside this driver) replaces this once merged: the single-node
   // store relies on the unique (source_id, message_id) that Citus drops.
   storeMessages,
+  countReplayable: countReplayableOnCitus,
+  countBackfillCandidates: countBackfillCandidatesOnCitus,
+  selectBackfillCandidates: selectBackfillCandidatesOnCitus,
 };

@@ -1,6 +1,7 @@
 import type { Queryable } from "../../pool.js";
-import { and, filterPredicates, Params } from "../filter.js";
+import { and, Params } from "../filter.js";
 import type { BulkReplay, ReplayBatch, ReplayPosition } from "../replay-bulk.js";
+import { citusFilterPredicates } from "./message-filter.js";
 import { replayOnCitus } from "./replay.js";
 
 /**
@@ -19,7 +20,7 @@ export async function replayBatchOnCitus(
   limit: number,
 ): Promise<ReplayBatch> {
   const params = new Params();
-  const where = filterPredicates(replay.filter, params);
+  const where = await citusFilterPredicates(db, replay.filter, params);
   where.push(`d.id <= ${params.add(replay.maxId, "bigint")}`);
   if (after) where.push(`(d.created_at, d.id) > (${params.add(after.createdAt, "timestamptz")}, ${params.add(after.id, "bigint")})`);
   const page = await db.query<{ id: string; created_at: string; message_pk: string }>(

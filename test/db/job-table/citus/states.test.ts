@@ -137,6 +137,44 @@ describe.skipIf(!citusUrl)(`cancel, expiry, replay, backfill, days and queue sta
     expect(queued.rows.map((row) => row.message_pk)).toEqual([messages[0], messages[2]]);
   });
 
+  test("a backfill's candidates leave out calls the destination has a delivery of, in two steps across the shards", async () => {
+    const destination = await seedDestination(pool, source, now);
+    const at = later(86_400_000);
+    const messages = await seedMessages(pool, source, at, ["a", "b", "c", "d", "e"]);
+    await seedDeliveries(pool, destination, messages.slice(0, 1), now);
+    await finish(destination, await seedDeliveries(pool, destination, messages.slice(1, 3), now), "delivered");
+    const range = { destinationId: destination, since: at, until: later(86_400_001) };
+    // Queued or finished, a call with a delivery is no candidate.
+    expect(await citusJobTable.countBackfillCandidates(pool, range)).toBe(2);
+    // Pages skip only finished ones (a page's insert skips queued ones); a short page ends the range.
+    const first = await citusJobTable.selectBackfillCandidates(pool, range, "0", 2);
+    expect(first.map((call) => call.id)).toEqual([messages[0], messages[3]]);
+    expect(JSON.parse(first[1]!.payload!)).toMatchObject({ userId: "d" });
+    const rest = await citusJobTable.selectBackfillCandidates(pool, range, first[1]!.id, 2, false);
+    expect(rest).toEqual([{ id: messages[4], payload: null, received_at: at }]);
+  });
+
+  test("counting and replaying by user reads the user's messages first", async () => {
+    const destination = await seedDestination(pool, source, now);
+    const users = [`who-${destination}`, "someone-else", `who-${destination}`];
+    const ids = await seedDeliveries(pool, destination, await seedMessages(pool, source, now, users), now);
+    await finish(destination, ids, "failed");
+    const filter = { destinationId: destination, statuses: ["failed" as const], userId: users[0] };
+    const counts = await citusJobTable.countReplayable(pool, filter, later(-3_600_000));
+    expect(counts).toMatchObject({ replayable: 2, pastRetention: 0 });
+    expect(Number(counts.maxId)).toBeGreaterThanOrEqual(Number(ids[2]));
+    const replayed = await citusJobTable.replayBatch(
+      pool,
+      { filter, retentionCutoff: later(-3_600_000), maxId: counts.maxId! },
+      undefined,
+      now,
+      10,
+    );
+    expect(replayed.replayed).toBe(2);
+    const after = await statuses(pool, destination);
+    expect(ids.map((id) => after.get(id))).toEqual(["retrying", "failed", "retrying"]);
+  });
+
   test("day partitions of the distributed history are created ahead and dropped past retention", async () => {
     const far = new Date("2027-03-01T00:00:00Z");
     expect(await createDayPartitions(pool, far, 1)).toBe(6);
