@@ -3,7 +3,7 @@ import type pg from "pg";
 import { DeliveryOrder, type DeliveryService, DeliveryStatus, DeliveryView, type Delivery } from "../../gen/waypost/v1/delivery_pb.js";
 import type { Clock } from "../clock.js";
 import { randomUUID } from "node:crypto";
-import { singleNodeJobTable, type JobTableDriver, countReplayable, type BulkReplay, type DeliveryFilter } from "../db/job-table/index.js";
+import { singleNodeJobTable, type JobTableDriver, type BulkReplay, type DeliveryFilter } from "../db/job-table/index.js";
 import { selectAttempts, selectDelivery, type DeliveryRow } from "../db/queries/deliveries.js";
 import { readFinishFeed, rowsWithinBytes, searchDeliveries } from "../db/queries/delivery-search.js";
 import { destinationExists, loadDestinationConfigs } from "../db/queries/destinations.js";
