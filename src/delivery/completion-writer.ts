@@ -164,7 +164,7 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
     return withTransaction(options.pool, async (tx) => {
       const written = await jobTable.completeDeliveries(tx, batch);
       const recorded = batch.filter((c) => written.has(c.id));
-      return { written, transitions: await recordHealth(tx, recorded, health.policy, health.clock.now()) };
+      return { written, transitions: await recordHealth(tx, recorded, health.policy, health.clock.now(), jobTable.lockHealthRows) };
     });
   }
 

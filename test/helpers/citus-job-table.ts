@@ -18,14 +18,16 @@ export interface SeedDestination {
   ordering?: "none" | "per_user";
   /** Whole tokens in its bucket (rate-limited destinations). */
   tokens?: number;
+  /** Its webhook's URL (a loopback receiver). */
+  url?: string;
 }
 
 export async function seedDestination(db: Queryable, sourceId: string, at: Date, options: SeedDestination = {}): Promise<string> {
   const id = randomUUID();
   await db.query(
     `INSERT INTO destinations (id, name, enabled, webhooks, max_requests_per_second, ordering, created_at, updated_at)
-     VALUES ($1, 'hook', $2, '[{"url":"https://example.com/hook","headers":{}}]', $3, $4, $5, $5)`,
-    [id, options.enabled ?? true, options.rate ?? 0, options.ordering ?? "none", at],
+     VALUES ($1, 'hook', $2, json_build_array(json_build_object('url', $6::text, 'headers', '{}'::json)), $3, $4, $5, $5)`,
+    [id, options.enabled ?? true, options.rate ?? 0, options.ordering ?? "none", at, options.url ?? "https://example.com/hook"],
   );
   await db.query("INSERT INTO destination_sources (source_id, destination_id) VALUES ($1, $2)", [sourceId, id]);
   await db.query("INSERT INTO destination_rate_buckets (destination_id, tokens, refilled_at) VALUES ($1, $2, $3)", [

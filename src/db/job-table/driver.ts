@@ -1,5 +1,6 @@
 import type { JobTableLayout } from "../citus/layout.js";
 import { countBackfillCandidates, selectBackfillCandidates } from "../queries/backfill-candidates.js";
+import { lockHealthRows } from "../queries/destination-health.js";
 import { storeMessages } from "../queries/store-messages.js";
 import { enqueueBackfillPage } from "./backfill.js";
 import { cancelDestinationDeliveries } from "./cancel.js";
@@ -42,6 +43,8 @@ export interface JobTableDriver {
   countReplayable: typeof countReplayable;
   countBackfillCandidates: typeof countBackfillCandidates;
   selectBackfillCandidates: typeof selectBackfillCandidates;
+  /** Endpoint health's rows, locked for a completion batch (on Citus, one statement per row's shard). */
+  lockHealthRows: typeof lockHealthRows;
 }
 
 /** The single-Postgres driver: the job table's own statements, as they are. */
@@ -64,4 +67,5 @@ export const singleNodeJobTable: JobTableDriver = {
   countReplayable,
   countBackfillCandidates,
   selectBackfillCandidates,
+  lockHealthRows,
 };

@@ -10,6 +10,7 @@ import { completeDeliveriesOnCitus } from "./complete.js";
 import { countReplayableOnCitus } from "./count-replayable.js";
 import { expirePausedDeliveriesOnCitus } from "./expire.js";
 import { extendLeasesOnCitus } from "./extend.js";
+import { lockHealthRowsOnCitus } from "./health-rows.js";
 import { replayBatchOnCitus } from "./replay-bulk.js";
 import { replayDeliveryOnCitus } from "./replay.js";
 import { analyzeJobTableIfStaleOnCitus, readQueueActivityOnCitus, vacuumJobTableIfNeededOnCitus } from "./queue-activity.js";
@@ -47,4 +48,5 @@ export const citusJobTable: JobTableDriver = {
   countReplayable: countReplayableOnCitus,
   countBackfillCandidates: countBackfillCandidatesOnCitus,
   selectBackfillCandidates: selectBackfillCandidatesOnCitus,
+  lockHealthRows: lockHealthRowsOnCitus,
 };
