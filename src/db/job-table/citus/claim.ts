@@ -27,21 +27,12 @@ const candidatesStatement = `WITH buckets AS MATERIALIZED (
      UNION ALL
      SELECT NULL, ${refillWaitMsSql}::float8`;
 
-type ShardRow = Omit<ClaimRow, "payload" | "message_id" | "source_id" | "received_at" | "sent_at" | "traceparent" | "tracestate"> & {
-  refill_wait_ms: number | null;
-  message_pk: string;
-};
+/** The columns a claimed delivery takes from its message. */
+type MessageColumns = Pick<ClaimRow, "payload" | "message_id" | "source_id" | "received_at" | "sent_at" | "traceparent" | "tracestate">;
 
-interface MessageRow {
-  id: string;
-  payload: string;
-  message_id: string;
-  source_id: string;
-  received_at: Date;
-  sent_at: Date | null;
-  traceparent: string | null;
-  tracestate: string | null;
-}
+type ShardRow = Omit<ClaimRow, keyof MessageColumns> & { refill_wait_ms: number | null; message_pk: string };
+
+type MessageRow = MessageColumns & { id: string };
 
 /**
  * The claim on Citus, where every statement must stay on one shard: the
