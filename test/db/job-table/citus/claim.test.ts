@@ -76,8 +76,11 @@ describe.skipIf(!citusUrl)(`the claim on Citus${citusSkipReason}`, () => {
     const count = (ds: { destinationId: string }[], id: string) => ds.filter((d) => d.destinationId === id).length;
     expect(first.deliveries).toHaveLength(4);
     expect(count(first.deliveries, full)).toBe(0);
-    expect(count(first.deliveries, a)).toBe(2);
-    expect(count(first.deliveries, b)).toBe(2);
+    // Whichever destination this claim starts with, a takes at most its room and b at most the per-destination limit.
+    expect(count(first.deliveries, a)).toBeGreaterThanOrEqual(1);
+    expect(count(first.deliveries, a)).toBeLessThanOrEqual(2);
+    expect(count(first.deliveries, b)).toBeGreaterThanOrEqual(2);
+    expect(count(first.deliveries, b)).toBeLessThanOrEqual(3);
     // limit 1: consecutive claims start at different destinations.
     const starts = new Set<string>();
     for (let i = 0; i < 2; i++) {
