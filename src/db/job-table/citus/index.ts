@@ -23,6 +23,13 @@ import { analyzeJobTableIfStaleOnCitus, readQueueActivityOnCitus, vacuumJobTable
  * destination in every reference (cancel, refuse) are the single-node
  * ones as they are; so is a backfill page (its read of the page's messages
  * Citus plans apart from the destination's shard).
+ *
+ * The claim and the heartbeat are each one router task. A statement that
+ * moves rows into the history or writes attempts (INSERT ... SELECT in a
+ * CTE: the completion, cancel, refuse, expiry, replay) Citus cannot ship
+ * whole: it runs its steps one after another, each a single-shard task on
+ * the same worker, in one distributed transaction, passing what they return
+ * through the coordinator.
  */
 export const citusJobTable: JobTableDriver = {
   layout: "citus",
@@ -36,7 +43,8 @@ export const citusJobTable: JobTableDriver = {
   replayBatch: replayBatchOnCitus,
   enqueueBackfillPage,
   // TODO(citus): message deletion without the messages trigger is being
-  // rewritten (purgeOldMessagesOnCitus); the single-node purge until then.
+  // rewritten (purgeOldMessagesOnCitus); the single-node purge until then,
+  // which Citus refuses (its anti-join is correlated).
   purgeOldMessages,
   readQueueActivity: readQueueActivityOnCitus,
   vacuumJobTableIfNeeded: vacuumJobTableIfNeededOnCitus,
