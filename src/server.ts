@@ -149,8 +149,8 @@ type IngestWing = ReturnType<typeof openIngest>;
 type DeliveryWing = Awaited<ReturnType<typeof openDelivery>>;
 
 /** What the wings share: metrics, tracing, the address guard, the transform sandboxes. */
-async function openShared({ config, logger, clock, closers }: Wiring, { pool }: DatabaseWing) {
-  const metrics = createMetrics({ backlog: createBacklogReader({ pool, clock, logger }).read });
+async function openShared({ config, logger, clock, closers }: Wiring, { pool, jobTable }: DatabaseWing) {
+  const metrics = createMetrics({ backlog: createBacklogReader({ pool, clock, logger, jobTable }).read });
   const tracing = await startTracing({
     config: config.tracing,
     onDropped: (count, reason) => metrics.traceSpansDropped.inc({ reason }, count),
@@ -179,7 +179,7 @@ async function openShared({ config, logger, clock, closers }: Wiring, { pool }: 
 }
 
 /** Ingest: tracking plans, the ingestor, and the wake-up of every process's delivery loop after a commit (docs/design.md). */
-function openIngest({ logger, clock, closers }: Wiring, { pool, adminReadPool }: DatabaseWing, { metrics }: SharedWing) {
+function openIngest({ logger, clock, closers }: Wiring, { pool, adminReadPool, jobTable }: DatabaseWing, { metrics }: SharedWing) {
   // Tracking plans: compiled per source and revision; violations counted in memory and written every second.
   const planCache = createPlanCache({ pool, logger, clock });
   const violationRecorder = createViolationRecorder({ pool, logger, metrics });
@@ -194,6 +194,7 @@ function openIngest({ logger, clock, closers }: Wiring, { pool, adminReadPool }:
     metrics,
     plans: { cache: planCache, recorder: violationRecorder },
     onQueued: () => loopWaker.queued(),
+    jobTable,
   });
   return { ingestor, trackingPlans, loopWaker };
 }
@@ -205,7 +206,7 @@ async function openDelivery(
   shared: SharedWing,
   ingest: IngestWing,
 ) {
-  const { pool, connectionString } = database;
+  const { pool, connectionString, jobTable } = database;
   if (config.role === "api") return { loop: undefined, maintenance: undefined, jobs: undefined, hooks: undefined };
   const loop: DeliveryLoop = createDeliveryLoop({
     pool,
@@ -221,6 +222,7 @@ async function openDelivery(
     guard: shared.addressGuard,
     sandboxes: shared.sandboxes,
     tracing: shared.tracing,
+    jobTable,
   });
   await loop.start();
   closers.push(() => loop.stop());
@@ -230,6 +232,7 @@ async function openDelivery(
     logger,
     retentionMs: config.retentionMs,
     deadlineMs: config.delivery.retry.deadlineMs,
+    jobTable,
   });
   maintenance.start();
   closers.push(() => maintenance.stop());
@@ -240,7 +243,7 @@ async function openDelivery(
     clock,
     logger,
     leaseMs: config.delivery.leaseMs,
-    handlers: { backfill: createBackfillJob(), retry: createRetryJob() },
+    handlers: { backfill: createBackfillJob({ jobTable }), retry: createRetryJob({ jobTable }) },
   });
   jobs.start();
   closers.push(() => jobs.stop());
@@ -292,6 +295,7 @@ function openApi(
     tracing: shared.tracing,
     // Requests set to run again wake every process's processor, as stored ones do.
     onHookRequestsQueued: (sourceId) => hookWaker.stored(sourceId),
+    jobTable: database.jobTable,
   });
   const operational = createOperationalRoutes({
     registry: shared.metrics.registry,

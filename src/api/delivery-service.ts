@@ -3,9 +3,7 @@ import type pg from "pg";
 import { DeliveryOrder, type DeliveryService, DeliveryStatus, DeliveryView, type Delivery } from "../../gen/waypost/v1/delivery_pb.js";
 import type { Clock } from "../clock.js";
 import { randomUUID } from "node:crypto";
-import type { JobTableDriver } from "../db/job-table/driver.js";
-import { countReplayableOnCitus } from "../db/job-table/citus/count-replayable.js";
-import { countReplayable, replayDelivery, type BulkReplay, type DeliveryFilter } from "../db/job-table/index.js";
+import { singleNodeJobTable, type JobTableDriver, type BulkReplay, type DeliveryFilter } from "../db/job-table/index.js";
 import { selectAttempts, selectDelivery, type DeliveryRow } from "../db/queries/deliveries.js";
 import { readFinishFeed, rowsWithinBytes, searchDeliveries } from "../db/queries/delivery-search.js";
 import { destinationExists, loadDestinationConfigs } from "../db/queries/destinations.js";
@@ -31,7 +29,7 @@ export interface DeliveryServiceOptions {
   retentionMs: number;
   /** A page of ListDeliveries ends early, with a next page token, once its bodies reach this. */
   maxResponseBytes?: number;
-  /** The job table's driver (its layout decides how deliveries are read); one Postgres by default. */
+  /** The job table's statements for the database's layout (one Postgres or Citus); one Postgres's by default. */
   jobTable?: JobTableDriver | undefined;
 }
 
@@ -133,7 +131,7 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
       if (!(await destinationExists(pool, row.destination_id))) {
         throw new ConnectError(`delivery ${id} belongs to a deleted destination`, Code.FailedPrecondition);
       }
-      if (!(await replayDelivery(pool, row.destination_id, id, clock.now()))) {
+      if (!(await (options.jobTable ?? singleNodeJobTable).replayDelivery(pool, row.destination_id, id, clock.now()))) {
         throw new ConnectError(
           `delivery ${id} is ${row.status}; only failed, expired or retrying deliveries can be retried`,
           Code.FailedPrecondition,
@@ -159,7 +157,7 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
       };
       if (!(await destinationExists(pool, destinationId))) throw notFound("destination", destinationId);
       const retentionCutoff = new Date(clock.now().getTime() - options.retentionMs);
-      const counts = await (layout === "citus" ? countReplayableOnCitus : countReplayable)(pool, filter, retentionCutoff);
+      const counts = await (options.jobTable ?? singleNodeJobTable).countReplayable(pool, filter, retentionCutoff);
       const params: RetryParams = {
         statuses: [...filter.statuses],
         ...(filter.messageId ? { messageId: filter.messageId } : {}),

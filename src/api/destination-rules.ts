@@ -19,7 +19,7 @@ import {
   type TestedCallSchema,
 } from "../../gen/waypost/v1/destination_pb.js";
 import type { Clock } from "../clock.js";
-import { countBackfillCandidates } from "../db/queries/backfill-candidates.js";
+import { singleNodeJobTable, type JobTableDriver } from "../db/job-table/index.js";
 import { cancelJob, insertJob, listJobs, selectJob } from "../db/queries/background-jobs.js";
 import { selectDestination } from "../db/queries/destinations.js";
 import { selectCallsByMessageIds, selectRecentCalls, type StoredCallRow } from "../db/queries/message-lookup.js";
@@ -47,6 +47,8 @@ export interface DestinationRulesOptions {
   sandboxes: TransformSandboxes;
   /** Called after a backfill job is stored (this process's job runner, if any, takes it at once). */
   onJobCreated?: () => void;
+  /** The job table's statements for the database's layout (a backfill's count of candidates); one Postgres's by default. */
+  jobTable?: JobTableDriver | undefined;
 }
 
 const maxSample = 500;
@@ -118,7 +120,7 @@ export function createDestinationRules(options: DestinationRulesOptions) {
       if (until.getTime() <= since.getTime()) throw invalidArgument("until", "must be after since");
       const destination = await selectDestination(pool, destinationId);
       if (!destination) throw notFound("destination", destinationId);
-      const candidates = await countBackfillCandidates(pool, { destinationId, since, until });
+      const candidates = await (options.jobTable ?? singleNodeJobTable).countBackfillCandidates(pool, { destinationId, since, until });
       const params: BackfillParams = { since: since.toISOString(), until: until.toISOString() };
       const progress: BackfillProgress = { candidates, created: 0, filtered: 0 };
       const row = await insertJob(pool, {

@@ -11,6 +11,7 @@ import { SourceService } from "../../gen/waypost/v1/source_pb.js";
 import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
 import { TrackingPlanService } from "../../gen/waypost/v1/tracking_plan_pb.js";
 import type { Clock } from "../clock.js";
+import type { JobTableDriver } from "../db/job-table/index.js";
 import type { AddressGuard } from "../outbound/address-guard.js";
 import type { TransformSandboxes } from "../routing/transform-sandbox.js";
 import type { Ingestor } from "../ingest/ingestor.js";
@@ -22,7 +23,6 @@ import { createAdminReadDeadline } from "./admin-read-deadline.js";
 import { createAudienceService } from "./audience-service.js";
 import type { Authenticator } from "./auth.js";
 import { createDeletionService } from "./deletion-service.js";
-import type { JobTableDriver } from "../db/job-table/driver.js";
 import { createDeliveryService } from "./delivery-service.js";
 import { createDestinationService } from "./destination-service.js";
 import { createHookService } from "./hook-service.js";
@@ -67,7 +67,7 @@ export interface RpcHandlersOptions {
   tracing?: Tracing | undefined;
   /** ReprocessHookRequests set a webhook source's requests back to pending: a processor should look now. */
   onHookRequestsQueued?: ((sourceId: string) => void) | undefined;
-  /** The job table's driver (one Postgres or Citus): how deliveries are read, and queued by syncs and deletions. */
+  /** The job table's driver (one Postgres or Citus): how deliveries are read and replayed, destinations deleted, and calls queued by syncs and deletions. */
   jobTable?: JobTableDriver | undefined;
 }
 
@@ -149,6 +149,7 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
           signingSecretOverlapMs: options.signingSecretOverlapMs,
           sandboxes: options.sandboxes,
           onJobCreated: options.onJobCreated,
+          jobTable: options.jobTable,
         }),
       );
       router.service(IntegrationService, createIntegrationService());

@@ -1,7 +1,6 @@
 import type pg from "pg";
-import { enqueueBackfillPage, lockDestinationBackfills } from "../db/job-table/index.js";
+import { singleNodeJobTable, type JobTableDriver, lockDestinationBackfills } from "../db/job-table/index.js";
 import { lockDestinationIfExists, type JobRow } from "../db/queries/background-jobs.js";
-import { selectBackfillCandidates } from "../db/queries/backfill-candidates.js";
 import { segmentEventOf } from "../integrations/segment-event.js";
 import { isPlainObject } from "../routing/filter.js";
 import { compileRouteRules, heldBackBy, holdsBack, storedSubscriptions, type RouteRules } from "../routing/route-rules.js";
@@ -29,6 +28,8 @@ export interface BackfillJobOptions {
    */
   pageSize?: number;
   sliceSize?: number;
+  /** The job table's statements for the database's layout (one Postgres or Citus); one Postgres's by default. */
+  jobTable?: JobTableDriver | undefined;
 }
 
 export const destinationDeleted = "the destination was deleted";
@@ -47,6 +48,7 @@ export const destinationDeleted = "the destination was deleted";
 export function createBackfillJob(options: BackfillJobOptions = {}): JobHandler {
   const pageSize = options.pageSize ?? 5_000;
   const sliceSize = options.sliceSize ?? 250;
+  const jobTable = options.jobTable ?? singleNodeJobTable;
   return {
     lock: (tx, destinationId) => lockDestinationBackfills(tx, destinationId),
     async page(tx: pg.PoolClient, job: JobRow, now: Date): Promise<PageOutcome> {
@@ -63,9 +65,9 @@ export function createBackfillJob(options: BackfillJobOptions = {}): JobHandler 
       const checked = holdsBack(rules);
       const after = typeof job.cursor?.after === "string" ? job.cursor.after : "0";
       const range = { destinationId: job.destination_id, since: new Date(params.since), until: new Date(params.until) };
-      const calls = await selectBackfillCandidates(tx, range, after, pageSize, checked);
+      const calls = await jobTable.selectBackfillCandidates(tx, range, after, pageSize, checked);
       const passes = checked ? await routeInSlices(calls, rules, sliceSize) : calls.map(() => true);
-      const result = await enqueueBackfillPage(tx, job.destination_id, { messagePks: calls.map((c) => c.id), passes }, now);
+      const result = await jobTable.enqueueBackfillPage(tx, job.destination_id, { messagePks: calls.map((c) => c.id), passes }, now);
       return {
         kind: "page",
         cursor: { after: calls.length > 0 ? calls[calls.length - 1]!.id : after },

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import { systemClock, type Clock } from "../clock.js";
-import { completeDeliveries, recordRefusedCompletion, type DeliveryCompletion } from "../db/job-table/index.js";
+import { singleNodeJobTable, type JobTableDriver, type DeliveryCompletion } from "../db/job-table/index.js";
 import { withTransaction } from "../db/pool.js";
 import type { HealthPolicy, Transition } from "../health/circuit.js";
 import { recordHealth } from "../health/record-health.js";
@@ -37,6 +37,8 @@ export interface CompletionWriterOptions {
   retryMaxMs?: number;
   /** Shared with the lease keeper, so a write never runs beside a lease extension (lease-write-lane.ts). */
   lane?: LeaseWriteLane;
+  /** The job table's statements for the database's layout (one Postgres or Citus); one Postgres's by default. */
+  jobTable?: JobTableDriver | undefined;
 }
 
 export interface CompletionWriter {
@@ -107,6 +109,7 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
     clock: options.refusals?.clock ?? options.health?.clock ?? systemClock,
   };
   const lane = options.lane ?? createLeaseWriteLane();
+  const jobTable = options.jobTable ?? singleNodeJobTable;
   let buffer: DeliveryCompletion[] = [];
   // A drain started at the end of this event-loop turn.
   let scheduled: NodeJS.Immediate | undefined;
@@ -157,11 +160,11 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
 
   async function writeInTransaction(batch: DeliveryCompletion[]): Promise<{ written: Set<string>; transitions: Transition[] }> {
     const health = options.health;
-    if (!health) return { written: await completeDeliveries(options.pool, batch), transitions: [] };
+    if (!health) return { written: await jobTable.completeDeliveries(options.pool, batch), transitions: [] };
     return withTransaction(options.pool, async (tx) => {
-      const written = await completeDeliveries(tx, batch);
+      const written = await jobTable.completeDeliveries(tx, batch);
       const recorded = batch.filter((c) => written.has(c.id));
-      return { written, transitions: await recordHealth(tx, recorded, health.policy, health.clock.now()) };
+      return { written, transitions: await recordHealth(tx, recorded, health.policy, health.clock.now(), jobTable.lockHealthRows) };
     });
   }
 
@@ -197,7 +200,7 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
     const now = refusals.clock.now();
     try {
       const status = await lane.run(() =>
-        recordRefusedCompletion(options.pool, {
+        jobTable.recordRefusedCompletion(options.pool, {
           completion: poison,
           error: `the database refused this delivery's result: ${error instanceof Error ? error.message : String(error)}`,
           now,

@@ -2,7 +2,7 @@ import type pg from "pg";
 import type { Dispatcher } from "undici";
 import type { Clock } from "../clock.js";
 import type { DeliveryConfig, OperatorWebhookConfig, OutboundConfig } from "../config.js";
-import type { AttemptResult, ClaimedDelivery, DeliveryCompletion } from "../db/job-table/index.js";
+import type { JobTableDriver, AttemptResult, ClaimedDelivery, DeliveryCompletion } from "../db/job-table/index.js";
 import type { Transition } from "../health/circuit.js";
 import { createHealthMonitor, type HealthMonitor } from "../health/health-monitor.js";
 import { createOperatorEvents } from "../health/operator-events.js";
@@ -41,6 +41,8 @@ export interface DeliveryRuntimeOptions {
   operatorWebhook?: OperatorWebhookConfig | undefined;
   /** The process's address guard; one is built from the config when absent (tests of the loop alone). */
   guard?: AddressGuard | undefined;
+  /** The job table's statements for the database's layout (one Postgres or Citus): the claim, the heartbeat and the completion go through it; one Postgres's by default. */
+  jobTable?: JobTableDriver | undefined;
   /** A client span per attempt (per webhook request) when on; off (the default), requests carry the stored trace context. */
   tracing?: Tracing | undefined;
 }
@@ -122,7 +124,7 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
     clock,
     logger,
   });
-  const health = createHealthMonitor({ pool, clock, logger, metrics: options.metrics, events: operatorEvents });
+  const health = createHealthMonitor({ pool, clock, logger, metrics: options.metrics, events: operatorEvents, jobTable: options.jobTable });
   let announcing: Promise<void> = Promise.resolve();
   const announce = (transitions: Transition[]) => {
     // A closed circuit's backlog is due now: claim it without waiting for the poll.
@@ -135,6 +137,7 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
   const lane = createLeaseWriteLane();
   const leases = createLeaseKeeper({
     lane,
+    jobTable: options.jobTable,
     pool,
     clock,
     leaseMs: config.leaseMs,
@@ -164,6 +167,7 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
   };
   const writer = createCompletionWriter({
     lane,
+    jobTable: options.jobTable,
     pool,
     logger,
     health: { policy: { circuit: config.circuit, retry: config.retry }, clock },

@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import type pg from "pg";
 import type { Clock } from "../clock.js";
 import type { DeliveryConfig } from "../config.js";
-import { claimDeliveries, type ClaimedDelivery, type DeliveryCompletion } from "../db/job-table/index.js";
+import { singleNodeJobTable, type ClaimedDelivery, type DeliveryCompletion } from "../db/job-table/index.js";
 import type { HealthMonitor } from "../health/health-monitor.js";
 import type { Logger } from "../logger.js";
 import type { DeliveryHooks } from "./delivery-hooks.js";
@@ -70,6 +70,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     limitOf: (destinationId) => runtime.inFlightLimit(destinationId),
   });
   const { sandboxes } = options;
+  const jobTable = options.jobTable ?? singleNodeJobTable;
   const shape = createShapeStage({
     pool,
     clock,
@@ -93,7 +94,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     for (const destinationId of shape.backingOff(now)) plan.room.set(destinationId, 0);
     const startedAt = performance.now();
     const claimedAt = clock.now();
-    const claim = await claimDeliveries(pool, { now: claimedAt, leaseMs: config.leaseMs, owner, ...plan });
+    const claim = await jobTable.claimDeliveries(pool, { now: claimedAt, leaseMs: config.leaseMs, owner, ...plan });
     const jobs = claim.deliveries;
     refillWaitMs = claim.refillWaitMs;
     for (const job of jobs) leases.hold(job, claimedAt);

@@ -1,14 +1,6 @@
 import type pg from "pg";
 import type { Clock } from "../clock.js";
-import {
-  analyzeJobTableIfStale,
-  createDayPartitions,
-  dropDaysBefore,
-  expirePausedDeliveries,
-  purgeOldMessages,
-  readQueueActivity,
-  vacuumJobTableIfNeeded,
-} from "../db/job-table/index.js";
+import { singleNodeJobTable, type JobTableDriver, createDayPartitions, dropDaysBefore } from "../db/job-table/index.js";
 import { purgeEndedJobs } from "../db/queries/background-jobs.js";
 import { purgeOldHookRequests } from "../db/queries/hook-requests.js";
 import type { Logger } from "../logger.js";
@@ -22,6 +14,8 @@ export interface MaintenanceOptions {
   intervalMs?: number;
   /** How often to check the job table for dead rows to vacuum and stale statistics (2 s by default). */
   vacuumCheckMs?: number;
+  /** The job table's statements for the database's layout (one Postgres or Citus); one Postgres's by default. */
+  jobTable?: JobTableDriver | undefined;
 }
 
 export interface Maintenance {
@@ -48,26 +42,28 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
   let vacuumTimer: NodeJS.Timeout | undefined;
   let current: Promise<unknown> = Promise.resolve();
   let vacuuming: Promise<unknown> = Promise.resolve();
+  const jobTable = options.jobTable ?? singleNodeJobTable;
 
   async function vacuumIfNeeded(): Promise<boolean> {
-    const activity = await readQueueActivity(options.pool);
-    const vacuumed = await vacuumJobTableIfNeeded(options.pool, activity);
+    const activity = await jobTable.readQueueActivity(options.pool);
+    const vacuumed = await jobTable.vacuumJobTableIfNeeded(options.pool, activity);
     if (vacuumed) options.logger.info("vacuumed the job table (dead rows had piled up)");
     // A vacuum analyzes too; otherwise statistics gone stale are taken anew.
-    else if (await analyzeJobTableIfStale(options.pool, activity)) options.logger.debug("analyzed the job table (its rows had changed)");
+    else if (await jobTable.analyzeJobTableIfStale(options.pool, activity))
+      options.logger.debug("analyzed the job table (its rows had changed)");
     return vacuumed;
   }
 
   async function runOnce() {
     const now = options.clock.now();
     await createDayPartitions(options.pool, now, daysAhead);
-    const expired = await expirePausedDeliveries(options.pool, now, options.deadlineMs);
+    const expired = await jobTable.expirePausedDeliveries(options.pool, now, options.deadlineMs);
     const cutoff = new Date(now.getTime() - options.retentionMs);
     // Whole days first: the messages' delete then finds few finished deliveries left.
     const dropped = await dropDaysBefore(options.pool, cutoff);
     let purged = 0;
     for (;;) {
-      const n = await purgeOldMessages(options.pool, cutoff, purgeBatch);
+      const n = await jobTable.purgeOldMessages(options.pool, cutoff, purgeBatch);
       purged += n;
       if (n < purgeBatch) break;
     }

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { replayBatch, type BulkReplay, type ReplayPosition } from "../db/job-table/index.js";
+import { singleNodeJobTable, type JobTableDriver, type BulkReplay, type ReplayPosition } from "../db/job-table/index.js";
 import { lockDestinationIfExists, type JobRow } from "../db/queries/background-jobs.js";
 import { destinationDeleted } from "./backfill-job.js";
 import type { JobHandler, PageOutcome } from "./job-runner.js";
@@ -46,14 +46,21 @@ export function replayOf(destinationId: string, params: RetryParams): BulkReplay
  * with a fresh retry window, while the destination exists (a deleted one's
  * deliveries are cancelled; replaying them would bring them back).
  */
-export function createRetryJob(options: { pageSize?: number } = {}): JobHandler {
+export function createRetryJob(options: { pageSize?: number; jobTable?: JobTableDriver | undefined } = {}): JobHandler {
   const pageSize = options.pageSize ?? 1_000;
+  const jobTable = options.jobTable ?? singleNodeJobTable;
   return {
     async page(tx: pg.PoolClient, job: JobRow, now: Date): Promise<PageOutcome> {
       if (!(await lockDestinationIfExists(tx, job.destination_id))) return { kind: "stop", state: "cancelled", error: destinationDeleted };
       const progress = job.progress as unknown as RetryProgress;
       const after = typeof job.cursor?.id === "string" ? (job.cursor as unknown as ReplayPosition) : undefined;
-      const batch = await replayBatch(tx, replayOf(job.destination_id, job.params as unknown as RetryParams), after, now, pageSize);
+      const batch = await jobTable.replayBatch(
+        tx,
+        replayOf(job.destination_id, job.params as unknown as RetryParams),
+        after,
+        now,
+        pageSize,
+      );
       return {
         kind: "page",
         cursor: { ...(batch.next ?? after ?? {}) },

@@ -17,10 +17,12 @@ export async function recordHealth(
   written: readonly DeliveryCompletion[],
   policy: HealthPolicy,
   now: Date,
+  // The layout's row lock (the job-table driver's): one Postgres's by default.
+  lock: typeof lockHealthRows = lockHealthRows,
 ): Promise<Transition[]> {
   const events = groupHealthEvents(written);
   if (events.size === 0) return [];
-  const rows = await lockHealthRows(tx, [...events.keys()], now);
+  const rows = await lock(tx, [...events.keys()], now);
   const transitions: Transition[] = [];
   const next = [...events].map(([destinationId, list]) => {
     const folded = foldHealth(rows.get(destinationId) ?? initialHealth(destinationId), list, policy);

@@ -2,8 +2,8 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { Clock } from "../clock.js";
 import type { Queryable } from "../db/pool.js";
+import { singleNodeJobTable, type JobTableDriver } from "../db/job-table/index.js";
 import type { MessageToStore } from "../db/queries/store-messages.js";
-import { type JobTableDriver, singleNodeJobTable } from "../db/job-table/driver.js";
 import type { Call } from "../calls/call.js";
 import type { Metrics } from "../metrics.js";
 import type { TraceContext } from "../tracing/trace-context.js";
@@ -38,7 +38,7 @@ export interface IngestorOptions {
   plans?: { cache: PlanCache; recorder: ViolationRecorder } | undefined;
   /** Called after a store that queued deliveries has committed: wakes the delivery loops (createLoopWaker). */
   onQueued?: (() => void) | undefined;
-  /** The job table's driver: how a batch is stored and routed (one statement on one Postgres, one transaction on Citus). */
+  /** The job table's statements for the database's layout (one Postgres or Citus); one Postgres's by default. */
   jobTable?: JobTableDriver | undefined;
 }
 
@@ -60,14 +60,14 @@ export interface Ingestor {
  */
 export function createIngestor(options: IngestorOptions): Ingestor {
   const filterCache = createSourceFilterCache();
-  const { storeMessages } = options.jobTable ?? singleNodeJobTable;
+  const jobTable = options.jobTable ?? singleNodeJobTable;
 
   /** Stores and routes; when a destination's filters changed since they were read, reads them again and retries. */
   async function storeRouted(db: Queryable, sourceId: string, receivedAt: Date, messages: MessageToStore[]) {
     let filters = await filterCache.get(db, sourceId);
     for (let tries = 1; ; tries++) {
       applyFilters(messages, filters, receivedAt);
-      const result = await storeMessages(db, sourceId, receivedAt, messages, filters.stamp);
+      const result = await jobTable.storeMessages(db, sourceId, receivedAt, messages, filters.stamp);
       if (result.fresh || tries >= 5) {
         if (!result.fresh) throw new Error("the source's destination filters kept changing while its calls were stored; try again");
         return result;

@@ -13,11 +13,17 @@
  *   row version, so of two workers claiming at once only one gets the probe.
  */
 
-export function heldDestinationsSql(now: string): string {
-  return `SELECT destination_id FROM destination_health
-           WHERE backoff_until > ${now}
+/**
+ * `destination` (an SQL expression), when given, narrows each fragment to
+ * that one destination's health row, as the Citus driver's per-destination
+ * claim needs (destination_health is distributed by destination).
+ */
+export function heldDestinationsSql(now: string, destination?: string): string {
+  const held = `backoff_until > ${now}
               OR (state = 'open' AND probe_at > ${now})
               OR (state = 'half_open' AND probe_until > ${now})`;
+  return `SELECT destination_id FROM destination_health
+           WHERE ${destination === undefined ? held : `destination_id = ${destination} AND (${held})`}`;
 }
 
 function probeDueCondition(alias: string, now: string): string {
@@ -26,16 +32,20 @@ function probeDueCondition(alias: string, now: string): string {
                OR (${alias}.state = 'half_open' AND ${alias}.probe_until <= ${now}))`;
 }
 
-export function probingDestinationsSql(now: string): string {
-  return `SELECT h.destination_id FROM destination_health h WHERE ${probeDueCondition("h", now)}`;
+export function probingDestinationsSql(now: string, destination?: string): string {
+  return `SELECT h.destination_id FROM destination_health h WHERE ${scoped("h", destination)}${probeDueCondition("h", now)}`;
+}
+
+function scoped(alias: string, destination: string | undefined): string {
+  return destination === undefined ? "" : `${alias}.destination_id = ${destination} AND `;
 }
 
 /** An UPDATE for a CTE: `chosen` must have (destination_id, id) with one row per probing destination. */
-export function takeProbesSql(chosen: string, now: string, leaseMs: string): string {
+export function takeProbesSql(chosen: string, now: string, leaseMs: string, destination?: string): string {
   return `UPDATE destination_health h
              SET state = 'half_open', probe_delivery_id = c.id,
                  probe_until = ${now}::timestamptz + make_interval(secs => ${leaseMs}::double precision / 1000)
             FROM ${chosen} c
-           WHERE h.destination_id = c.destination_id AND ${probeDueCondition("h", now)}
+           WHERE h.destination_id = c.destination_id AND ${scoped("h", destination)}${probeDueCondition("h", now)}
           RETURNING h.destination_id, h.probe_delivery_id`;
 }

@@ -42,53 +42,43 @@ const resultColumns = {
 // delivery still to be retried (or released untouched) stays in the queue
 // with its new state...
 const fence = { kind: "held", token: "c.lease_token" } as const;
-const retryTransition = transitionSql({
-  fence,
-  fenceCheckedOnLock: true,
-  status: "c.status",
-  set: ["run_at = c.run_at", ...Object.entries(resultColumns).map(([column, value]) => `${column} = ${value}`)].join(", "),
-  from: "held c",
-  where: `d.destination_id = c.destination_id AND d.id = c.id AND c.status NOT IN ${terminalSql}`,
-  returning: "d.destination_id, d.id, d.attempt_count",
-});
+function retryTransition(destination: string | undefined): string {
+  return transitionSql({
+    fence,
+    fenceCheckedOnLock: true,
+    status: "c.status",
+    set: ["run_at = c.run_at", ...Object.entries(resultColumns).map(([column, value]) => `${column} = ${value}`)].join(", "),
+    from: "held c",
+    where: `${scoped(destination)}d.destination_id = c.destination_id AND d.id = c.id AND c.status NOT IN ${terminalSql}`,
+    returning: "d.destination_id, d.id, d.attempt_count",
+  });
+}
 
 // ...and a finished one moves to the history.
-const finishedCtes = finishCtes("finished", {
-  fence,
-  fenceCheckedOnLock: true,
-  status: "c.status",
-  finalizedAt: "c.finalized_at",
-  set: resultColumns,
-  using: "held c",
-  where: `d.destination_id = c.destination_id AND d.id = c.id AND c.status IN ${terminalSql}`,
-});
+function finishedCtes(destination: string | undefined): string {
+  return finishCtes("finished", {
+    fence,
+    fenceCheckedOnLock: true,
+    status: "c.status",
+    finalizedAt: "c.finalized_at",
+    set: resultColumns,
+    using: "held c",
+    where: `${scoped(destination)}d.destination_id = c.destination_id AND d.id = c.id AND c.status IN ${terminalSql}`,
+  });
+}
+
+function scoped(destination: string | undefined): string {
+  return destination === undefined ? "" : `d.destination_id = ${destination} AND `;
+}
 
 /**
- * Writes a batch of completions in one statement: the deliveries' new state
- * (a finished delivery leaves the queue for the history) and, for those
- * whose lease still held, their attempts: a delivery_attempts row per
- * request of its own, and for an attempt that was part of a batch
- * operation (`AttemptResult.batch`) the operation's row in
- * delivery_batch_attempts, written once for all its calls, and a reference
- * to it on the delivery (with the attempt's number). A batch call that
- * carries something of its own to keep (a sentBody, discardedValues) gets
- * its own delivery_attempts row instead.
- * Returns the ids that were written. Every delivery result passes through
- * here (the completion writer batches them), so anything recorded per
- * result belongs in this statement.
- *
- * The batch travels as one JSON parameter (each completion with its
- * attempts nested, and its batch attempts as row ids), not as an array per
- * column: no per-element escaping or date formatting by pg, and one fixed
- * text whatever the batch's size. The batch attempt rows travel once each
- * in a second JSON parameter (completion-records.ts).
+ * The completion statement; given `destination` (an SQL expression, a
+ * parameter), for results of that one destination only, every reference to
+ * a table distributed by destination filtered to it (Citus then runs it on
+ * that destination's shard). $1 the results, $2 the batch attempt rows.
  */
-export async function completeDeliveries(db: Queryable, completions: readonly DeliveryCompletion[]): Promise<Set<string>> {
-  if (completions.length === 0) return new Set();
-  const parameters = completionParameters(completions);
-  const result = await db.query<{ id: string }>({
-    // Planned for each batch, not prepared: see claimDeliveries.
-    text: `WITH c AS (
+export function completeStatementSql(destination?: string): string {
+  return `WITH c AS (
        SELECT r.destination_id, r.id, r.lease_token, r.status, ${fromEpochMs("r.run_at")} AS run_at, r.attempted,
               ${fromEpochMs("r.attempted_at")} AS attempted_at, r.retry_urls, ${fromEpochMs("r.finalized_at")} AS finalized_at, r.attempts,
               r.batch_refs
@@ -102,11 +92,11 @@ export async function completeDeliveries(db: Queryable, completions: readonly De
        SELECT c.* FROM c
         CROSS JOIN LATERAL (
           SELECT 1 FROM delivery_queue l
-           WHERE l.destination_id = c.destination_id AND l.id = c.id AND ${fenceCondition(fence, "l")}
+           WHERE l.destination_id = ${destination ?? "c.destination_id"} AND l.id = c.id AND ${fenceCondition(fence, "l")}
            LIMIT 1 FOR UPDATE) q
      ), retried AS (
-       ${retryTransition}
-     ), ${finishedCtes}, done AS (
+       ${retryTransition(destination)}
+     ), ${finishedCtes(destination)}, done AS (
        SELECT destination_id, id, attempt_count FROM retried
        UNION ALL SELECT destination_id, id, attempt_count FROM finished
      ), logged AS (
@@ -149,7 +139,37 @@ export async function completeDeliveries(db: Queryable, completions: readonly De
        ON CONFLICT (destination_id, id, attempted_at) DO UPDATE SET deliveries = delivery_batch_attempts.deliveries + excluded.deliveries
        RETURNING 1
      )
-     SELECT id FROM done`,
+     SELECT id FROM done`;
+}
+
+const singleNodeCompletion = completeStatementSql();
+
+/**
+ * Writes a batch of completions in one statement: the deliveries' new state
+ * (a finished delivery leaves the queue for the history) and, for those
+ * whose lease still held, their attempts: a delivery_attempts row per
+ * request of its own, and for an attempt that was part of a batch
+ * operation (`AttemptResult.batch`) the operation's row in
+ * delivery_batch_attempts, written once for all its calls, and a reference
+ * to it on the delivery (with the attempt's number). A batch call that
+ * carries something of its own to keep (a sentBody, discardedValues) gets
+ * its own delivery_attempts row instead.
+ * Returns the ids that were written. Every delivery result passes through
+ * here (the completion writer batches them), so anything recorded per
+ * result belongs in this statement.
+ *
+ * The batch travels as one JSON parameter (each completion with its
+ * attempts nested, and its batch attempts as row ids), not as an array per
+ * column: no per-element escaping or date formatting by pg, and one fixed
+ * text whatever the batch's size. The batch attempt rows travel once each
+ * in a second JSON parameter (completion-records.ts).
+ */
+export async function completeDeliveries(db: Queryable, completions: readonly DeliveryCompletion[]): Promise<Set<string>> {
+  if (completions.length === 0) return new Set();
+  const parameters = completionParameters(completions);
+  const result = await db.query<{ id: string }>({
+    // Planned for each batch, not prepared: see claimDeliveries.
+    text: singleNodeCompletion,
     values: [parameters.records, parameters.batchRows],
   });
   return new Set(result.rows.map((r) => r.id));

@@ -1,4 +1,6 @@
 import type { JobTableLayout } from "../citus/layout.js";
+import { countBackfillCandidates, selectBackfillCandidates } from "../queries/backfill-candidates.js";
+import { lockHealthRows } from "../queries/destination-health.js";
 import { storeMessages } from "../queries/store-messages.js";
 import { enqueueBackfillPage } from "./backfill.js";
 import { cancelDestinationDeliveries } from "./cancel.js";
@@ -8,7 +10,7 @@ import { expirePausedDeliveries } from "./expire.js";
 import { extendLeases } from "./extend.js";
 import { analyzeJobTableIfStale, purgeOldMessages, readQueueActivity, vacuumJobTableIfNeeded } from "./purge.js";
 import { recordRefusedCompletion } from "./refuse.js";
-import { replayBatch } from "./replay-bulk.js";
+import { countReplayable, replayBatch } from "./replay-bulk.js";
 import { replayDelivery } from "./replay.js";
 
 /**
@@ -37,6 +39,12 @@ export interface JobTableDriver {
   analyzeJobTableIfStale: typeof analyzeJobTableIfStale;
   /** Ingest: messages stored and routed to their deliveries in one transaction. */
   storeMessages: typeof storeMessages;
+  /** Reads that join deliveries to their messages (on Citus, in separate statements: they are on different shards). */
+  countReplayable: typeof countReplayable;
+  countBackfillCandidates: typeof countBackfillCandidates;
+  selectBackfillCandidates: typeof selectBackfillCandidates;
+  /** Endpoint health's rows, locked for a completion batch (on Citus, one statement per row's shard). */
+  lockHealthRows: typeof lockHealthRows;
 }
 
 /** The single-Postgres driver: the job table's own statements, as they are. */
@@ -56,4 +64,8 @@ export const singleNodeJobTable: JobTableDriver = {
   vacuumJobTableIfNeeded,
   analyzeJobTableIfStale,
   storeMessages,
+  countReplayable,
+  countBackfillCandidates,
+  selectBackfillCandidates,
+  lockHealthRows,
 };

@@ -23,21 +23,30 @@ export interface HeldLease {
 // race, writes through the key instead.
 const until = "$1::timestamptz + make_interval(secs => $2::double precision / 1000)";
 const fence = { kind: "extend", token: "k.lease_token", until } as const;
-const extendTransition = `WITH held AS (
+/**
+ * The heartbeat statement; given `destination` (an SQL expression, a
+ * parameter), for leases of that one destination only, every reference to
+ * the queue filtered to it (Citus then runs it on that destination's shard).
+ */
+export function extendStatementSql(destination?: string): string {
+  return `WITH held AS (
        SELECT q.row_id
          FROM unnest($3::uuid[], $4::bigint[], $5::int[]) AS k(destination_id, id, lease_token)
         CROSS JOIN LATERAL (
           SELECT l.ctid AS row_id FROM delivery_queue l
-           WHERE l.destination_id = k.destination_id AND l.id = k.id AND l.status IN ('pending', 'retrying')
+           WHERE l.destination_id = ${destination ?? "k.destination_id"} AND l.id = k.id AND l.status IN ('pending', 'retrying')
              AND ${fenceCondition(fence, "l")}
            LIMIT 1 FOR UPDATE) q
      )
      ${transitionSql({
        fence,
        fenceCheckedOnLock: true,
-       where: "d.ctid = ANY (ARRAY(SELECT row_id FROM held))",
+       where: `${destination === undefined ? "" : `d.destination_id = ${destination} AND `}d.ctid = ANY (ARRAY(SELECT row_id FROM held))`,
        returning: "d.id",
      })}`;
+}
+
+const extendTransition = extendStatementSql();
 
 /**
  * The heartbeat: the holder of these leases is still working them (they are

@@ -202,6 +202,13 @@ export interface Reopen {
   where: string;
   /** When they are due, an SQL expression. */
   runAt: string;
+  /**
+   * A FROM item `k(pk, key)`: the user keys of the deliveries' messages,
+   * read beforehand, for a delivery finished while its destination did not
+   * order per user. Absent: read from the messages in the statement (on
+   * Citus they are on other shards, so the driver reads them first).
+   */
+  orderingKeysFrom?: string;
 }
 
 /**
@@ -224,9 +231,9 @@ export function reopenCtes(name: string, reopen: Reopen): string {
        SELECT l.destination_id, l.id, l.message_pk, l.source_id, 'retrying', ${reopen.runAt}, l.created_at, l.attempt_count,
               l.lease_token + 1, l.earliest_attempt_at,
               -- Finished while its destination did not order: keyed now if it does.
-              coalesce(l.ordering_key, ${storedOrderingKeySql("l.destination_id", "l.message_pk")}),
+              coalesce(l.ordering_key, ${reopen.orderingKeysFrom === undefined ? storedOrderingKeySql("l.destination_id", "l.message_pk") : "k.key"}),
               l.batch_attempts, l.batch_attempt_numbers
-         FROM ${name}_left l
+         FROM ${name}_left l${reopen.orderingKeysFrom === undefined ? "" : ` LEFT JOIN ${reopen.orderingKeysFrom} ON k.pk = l.message_pk`}
        RETURNING destination_id, id
      )`;
 }

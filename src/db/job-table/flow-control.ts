@@ -39,14 +39,18 @@ export function wakeTokensSql(rate: string): string {
  * CTE body: the rate-limited destinations' buckets this claim takes from,
  * locked, with their tokens refilled up to `now`.
  */
-export function lockedBucketsSql(now: string): string {
+export function lockedBucketsSql(now: string, destination?: string, lock = true): string {
   return `SELECT b.destination_id, d.max_requests_per_second AS rate,
          least(${bucketCapacitySql("d.max_requests_per_second")},
                b.tokens + d.max_requests_per_second
                  * greatest(0, extract(epoch FROM (${now}::timestamptz - b.refilled_at)))) AS tokens
     FROM destination_rate_buckets b JOIN destinations d ON d.id = b.destination_id
-   WHERE d.enabled AND d.max_requests_per_second > 0
-   FOR NO KEY UPDATE OF b SKIP LOCKED`;
+   WHERE d.enabled AND d.max_requests_per_second > 0${destination === undefined ? "" : ` AND b.destination_id = ${destination}`}${
+     lock
+       ? `
+   FOR NO KEY UPDATE OF b SKIP LOCKED`
+       : ""
+   }`;
 }
 
 /**
@@ -66,13 +70,17 @@ export function tokenAllowanceSql(bucket: string, otherwise: string): string {
 /**
  * CTE body: writes back the buckets the claim took from, given `buckets`
  * and `claimed` (the UPDATE ... RETURNING destination_id of the lease).
+ * `destination`, here and in lockedBucketsSql, narrows to one destination's
+ * bucket (the Citus driver's per-destination claim); lockedBucketsSql's
+ * `lock` false reads the buckets without locking them (the Citus driver's
+ * look across shards, before it claims).
  */
-export function takeTokensSql(now: string): string {
+export function takeTokensSql(now: string, destination?: string): string {
   return `UPDATE destination_rate_buckets t
       SET tokens = b.tokens - n.taken, refilled_at = ${now}
      FROM buckets b
      JOIN (SELECT destination_id, count(*) AS taken FROM claimed GROUP BY destination_id) n USING (destination_id)
-    WHERE t.destination_id = b.destination_id
+    WHERE t.destination_id = b.destination_id${destination === undefined ? "" : ` AND t.destination_id = ${destination}`}
    RETURNING t.destination_id`;
 }
 
@@ -90,12 +98,14 @@ export const refillWaitMsSql = `(SELECT min((${wakeTokensSql("b.rate")} - (b.tok
  * per user and an earlier delivery of the same user is unfinished. An OR,
  * so the planner keeps the EXISTS a per-row index probe (never a join over
  * the table); `ordered` is the CTE of per-user-ordered destinations.
+ * `destination` names the delivery's destination for the probe (on Citus the
+ * claim's one destination, so the probe stays on its shard).
  */
-export function orderingHeadSql(d: string): string {
+export function orderingHeadSql(d: string, destination = `${d}.destination_id`): string {
   return `(${d}.ordering_key IS NULL
         OR ${d}.destination_id NOT IN (SELECT id FROM ordered)
         OR NOT EXISTS (SELECT 1 FROM delivery_queue e
-                        WHERE e.destination_id = ${d}.destination_id AND e.ordering_key = ${d}.ordering_key
+                        WHERE e.destination_id = ${destination} AND e.ordering_key = ${d}.ordering_key
                           AND e.ordering_key IS NOT NULL AND e.id < ${d}.id))`;
 }
 

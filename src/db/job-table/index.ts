@@ -56,3 +56,5 @@ export {
   type ReplayPosition,
 } from "./replay-bulk.js";
 export { and, byMessage, filterPredicates, Params, type DeliveryFilter, type Query } from "./filter.js";
+export { singleNodeJobTable, type JobTableDriver } from "./driver.js";
+export { citusJobTable } from "./citus/index.js";

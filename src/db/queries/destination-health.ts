@@ -24,7 +24,8 @@ export interface HealthRow {
   expiredReportedAt: Date | null;
 }
 
-interface HealthRecord {
+/** A destination_health row as Postgres returns it. */
+export interface HealthRecord {
   destination_id: string;
   state: HealthRow["state"];
   consecutive_failures: number;
@@ -43,7 +44,7 @@ interface HealthRecord {
   expired_reported_at: Date | null;
 }
 
-function fromRecord(r: HealthRecord): HealthRow {
+export function fromRecord(r: HealthRecord): HealthRow {
   return {
     destinationId: r.destination_id,
     state: r.state,

@@ -1,40 +1,44 @@
 import type { Queryable } from "../../pool.js";
-import { and, filterPredicates, Params } from "../filter.js";
+import { and, Params } from "../filter.js";
 import type { BulkReplay, ReplayCounts } from "../replay-bulk.js";
+import { citusFilterPredicates } from "./message-filter.js";
+
+/** How many deliveries to read at once. */
+const chunk = 10_000;
 
 /**
- * countReplayable on Citus. A delivery (by destination) and its message
- * (by id) are on different shards, and the deliveries view (a UNION ALL)
- * cannot be joined to messages in one pushed-down query; so the matching
- * deliveries' message keys are materialised first (an intermediate result
- * Citus sends to the workers), then joined to the messages by their
- * distribution key. The messages a messageId or userId names are
- * materialised the same way. An admin read, run once per bulk replay.
+ * What a bulk replay would replay, as countReplayable on one Postgres. On
+ * Citus the deliveries (the destination's shard) and their messages
+ * (distributed by id) are joined in steps: the matching deliveries' message
+ * ids a chunk at a time, then how many of those messages are within
+ * retention. The upper bound is the delivery id sequence's, on the
+ * coordinator.
  */
 export async function countReplayableOnCitus(db: Queryable, filter: BulkReplay["filter"], retentionCutoff: Date): Promise<ReplayCounts> {
-  // Read first: deliveries created after it are not part of the replay (nor, then, of its counts' purpose).
-  const sequence = await db.query<{ max_id: string | null }>(
+  const max = await db.query<{ max_id: string | null }>(
     "SELECT (CASE WHEN is_called THEN last_value ELSE last_value - 1 END)::text AS max_id FROM delivery_ids",
   );
-  const params = new Params();
-  const where = filterPredicates({ ...filter, messageId: undefined, userId: undefined }, params);
-  const ctes: string[] = [];
-  if (filter.messageId !== undefined || filter.userId !== undefined) {
-    const named = ["fm.source_id IN (SELECT id FROM sources)"];
-    if (filter.messageId !== undefined) named.push(`fm.message_id = ${params.add(filter.messageId, "text")}`);
-    if (filter.userId !== undefined) named.push(`fm.user_id = ${params.add(filter.userId, "text")}`);
-    ctes.push(`named AS MATERIALIZED (SELECT fm.id FROM messages fm WHERE ${and(named)})`);
-    where.push("d.message_pk IN (SELECT id FROM named)");
+  let replayable = 0;
+  let pastRetention = 0;
+  let after = "0";
+  for (;;) {
+    const params = new Params();
+    const where = await citusFilterPredicates(db, filter, params);
+    where.push(`d.id > ${params.add(after, "bigint")}`);
+    const rows = await db.query<{ id: string; message_pk: string }>(
+      `SELECT d.id, d.message_pk FROM deliveries d WHERE ${and(where)} ORDER BY d.id LIMIT ${params.add(chunk, "int")}`,
+      params.values,
+    );
+    if (rows.rows.length === 0) break;
+    const counted = await db.query<{ kept: number; past: number }>(
+      `SELECT count(*) FILTER (WHERE m.received_at >= $2)::int AS kept, count(*) FILTER (WHERE m.received_at < $2)::int AS past
+         FROM messages m JOIN unnest($1::bigint[]) AS d(message_pk) ON m.id = d.message_pk`,
+      [rows.rows.map((row) => row.message_pk), retentionCutoff],
+    );
+    replayable += counted.rows[0]?.kept ?? 0;
+    pastRetention += counted.rows[0]?.past ?? 0;
+    if (rows.rows.length < chunk) break;
+    after = rows.rows[rows.rows.length - 1]!.id;
   }
-  ctes.push(`matching AS MATERIALIZED (SELECT d.message_pk FROM deliveries d WHERE ${and(where)})`);
-  const cutoff = params.add(retentionCutoff, "timestamptz");
-  const result = await db.query<{ replayable: string; past_retention: string }>(
-    `WITH ${ctes.join(", ")}
-     SELECT count(*) FILTER (WHERE m.received_at >= ${cutoff}) AS replayable,
-            count(*) FILTER (WHERE m.received_at < ${cutoff}) AS past_retention
-       FROM matching d JOIN messages m ON m.id = d.message_pk`,
-    params.values,
-  );
-  const row = result.rows[0]!;
-  return { replayable: Number(row.replayable), pastRetention: Number(row.past_retention), maxId: sequence.rows[0]?.max_id ?? null };
+  return { replayable, pastRetention, maxId: max.rows[0]?.max_id ?? null };
 }
