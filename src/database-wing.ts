@@ -63,4 +63,3 @@ export async function openDatabase({ config, logger, clock, closers }: DatabaseW
   }
   return { connectionString, pool, adminReadPool, adminToken: admin.token, jobTable };
 }
-

@@ -116,8 +116,9 @@ async function workerNode(): Promise<{ port: number; dataDirectory: string }> {
   await coordinator.connect();
   let port: number;
   try {
-    port = (await coordinator.query<{ nodeport: number }>("SELECT nodeport FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeport DESC LIMIT 1")).rows[0]!
-      .nodeport;
+    port = (
+      await coordinator.query<{ nodeport: number }>("SELECT nodeport FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeport DESC LIMIT 1")
+    ).rows[0]!.nodeport;
   } finally {
     await coordinator.end();
   }

@@ -1,7 +1,8 @@
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect as connectNats } from "@nats-io/transport-node";
 import { type ConsumeMessage, connect as connectAmqp } from "amqplib";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { DestinationKind, Ordering } from "../../gen/waypost/v1/destination_pb.js";
@@ -11,7 +12,8 @@ import { citusSkipReason, citusUrl, createCitusTestDatabase, type CitusTestDatab
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { eventually } from "../helpers/process.js";
 import { startReceiver, type Receiver, type Responder } from "../helpers/receiver.js";
-import { completionsOf, startTestServer, type TestServer } from "../helpers/server.js";
+import { verifyStandardWebhook } from "../helpers/standard-webhooks.js";
+import { startTestServer, type TestServer } from "../helpers/server.js";
 
 // Every delivery path of a real Waypost whose job table Citus distributes
 // over two workers: webhooks (retried, replayed, rate-limited, ordered per
@@ -42,6 +44,21 @@ describe.skipIf(!citusUrl)(`delivery on a Citus cluster${citusSkipReason}`, () =
     await Promise.all(receivers.splice(0).map((r) => r.close()));
   });
 
+  /** Resolves with a destination's first `count` final completions (a retry's first result is not one). */
+  function completionsOf(target: TestServer, destinationId: string, count: number) {
+    const hooks = target.waypost.delivery!.hooks;
+    return new Promise<Array<{ id: string; status: string }>>((resolve) => {
+      const seen: Array<{ id: string; status: string }> = [];
+      const off = hooks.on("completed", (completions) => {
+        seen.push(...completions.filter((c) => c.destinationId === destinationId && !["pending", "retrying"].includes(c.status)));
+        if (seen.length >= count) {
+          off();
+          resolve(seen);
+        }
+      });
+    });
+  }
+
   async function webhookDestination(respond: Responder, extra: Record<string, unknown> = {}) {
     const receiver = await startReceiver({ respond });
     receivers.push(receiver);
@@ -64,15 +81,19 @@ describe.skipIf(!citusUrl)(`delivery on a Citus cluster${citusSkipReason}`, () =
   });
 
   test("webhooks: every call of a batch is delivered once, signed, and recorded in the history", async () => {
-    const { receiver, client, destination } = await webhookDestination(() => ({ status: 200 }));
+    const secret = `whsec_${randomBytes(32).toString("base64")}`;
+    const { receiver, client, destination } = await webhookDestination(() => ({ status: 200 }), { signingSecrets: [secret] });
     const done = completionsOf(server, destination.id, 50);
     await client.batch({
-      batch: Array.from({ length: 50 }, (_, i) => ({ type: { case: "track" as const, value: { userId: `u${i}`, event: "Paid", messageId: `pay-${i}` } } })),
+      batch: Array.from({ length: 50 }, (_, i) => ({
+        type: { case: "track" as const, value: { userId: `u${i}`, event: "Paid", messageId: `pay-${i}` } },
+      })),
     });
     expect((await done).every((c) => c.status === "delivered")).toBe(true);
     const requests = await receiver.waitForRequests(50);
     expect(new Set(requests.map((r) => JSON.parse(r.body).messageId)).size).toBe(50);
-    expect(requests.every((r) => typeof r.headers["webhook-signature"] === "string")).toBe(true);
+    // Each one verifies with the reference Standard Webhooks library.
+    for (const request of requests) expect(verifyStandardWebhook(secret, request, new Date())).toMatchObject({ event: "Paid" });
     const history = await server.pool.query<{ n: string }>(
       "SELECT count(*)::text AS n FROM delivery_history WHERE destination_id = $1 AND status = 'delivered'",
       [destination.id],
@@ -95,11 +116,13 @@ describe.skipIf(!citusUrl)(`delivery on a Citus cluster${citusSkipReason}`, () =
     expect(attempts.rows.map((r) => r.status_code)).toEqual([503, 200]);
   });
 
-  test("replay: a delivered call is sent again on RetryDelivery", async () => {
-    const { receiver, client, destination } = await webhookDestination(() => ({ status: 200 }));
+  test("replay: a failed call is sent again on RetryDelivery", async () => {
+    // A 400 is final: the delivery fails at once, and only a replay sends it again.
+    const { receiver, client, destination } = await webhookDestination((_, index) => ({ status: index === 0 ? 400 : 200 }));
     const first = completionsOf(server, destination.id, 1);
     await client.track({ track: { userId: "u", event: "Replay me" } });
     const [completion] = await first;
+    expect(completion?.status).toBe("failed");
     const again = completionsOf(server, destination.id, 1);
     await server.deliveries.retryDelivery({ id: completion!.id });
     expect((await again)[0]?.status).toBe("delivered");
@@ -153,13 +176,18 @@ describe.skipIf(!citusUrl)(`delivery on a Citus cluster${citusSkipReason}`, () =
   test("backfill: a new destination receives the source's stored calls", async () => {
     const { receiver, source, client } = await webhookDestination(() => ({ status: 200 }));
     await client.batch({
-      batch: Array.from({ length: 10 }, (_, i) => ({ type: { case: "track" as const, value: { userId: `u${i}`, event: "Old", messageId: `old-${i}` } } })),
+      batch: Array.from({ length: 10 }, (_, i) => ({
+        type: { case: "track" as const, value: { userId: `u${i}`, event: "Old", messageId: `old-${i}` } },
+      })),
     });
     await receiver.waitForRequests(10);
     const late = await startReceiver({ respond: () => ({ status: 200 }) });
     receivers.push(late);
     const destination = await server.createDestination({ name: "late", sourceIds: [source.id], webhooks: [{ url: late.url }] });
-    await server.destinations.backfillDestination({ destinationId: destination.id });
+    await server.destinations.backfillDestination({
+      destinationId: destination.id,
+      since: timestampFromDate(new Date(Date.now() - 600_000)),
+    });
     const requests = await late.waitForRequests(10);
     expect(new Set(requests.map((r) => JSON.parse(r.body).messageId))).toEqual(new Set(Array.from({ length: 10 }, (_, i) => `old-${i}`)));
   });

@@ -19,20 +19,19 @@ import { createDeliveryService } from "../../../src/api/delivery-service.js";
 import { createBacklogReader } from "../../../src/backlog-reader.js";
 import { systemClock } from "../../../src/clock.js";
 import { storeMessagesOnCitus } from "../../../src/db/job-table/citus/store-messages.js";
-import { type JobTableDriver, singleNodeJobTable } from "../../../src/db/job-table/driver.js";
+import { citusJobTable } from "../../../src/db/job-table/index.js";
 import { takeExpiredReports } from "../../../src/db/queries/destination-health.js";
 import { selectStoredCallBodiesById, selectStoredCallIds } from "../../../src/db/queries/stored-calls.js";
 import { createLogger } from "../../../src/logger.js";
 import { citusSkipReason, citusUrl, createCitusTestDatabase } from "../../helpers/citus.js";
 import { startTestServer, type TestServer } from "../../helpers/server.js";
 
-// Only the driver's layout is read by these reads (its statements are another module's).
-const citus: JobTableDriver = { ...singleNodeJobTable, layout: "citus" };
+const citus = citusJobTable;
 const context = {} as HandlerContext;
 
-// The admin reads on a real server on the cluster. The server's own
-// services are not told the layout yet (server.ts wires the driver), so the
-// delivery service is also built here with it, on the server's pool.
+// The admin reads on a real server on the cluster, through a delivery
+// service built here with the Citus driver on the server's pool (the
+// server's own picks the same driver at start).
 describe.skipIf(!citusUrl)(`admin reads on Citus${citusSkipReason}`, () => {
   let server: TestServer;
   let service: ReturnType<typeof createDeliveryService>;
