@@ -5,6 +5,7 @@ import type { Clock } from "../clock.js";
 import { randomUUID } from "node:crypto";
 import { singleNodeJobTable, type JobTableDriver, type BulkReplay, type DeliveryFilter } from "../db/job-table/index.js";
 import { selectAttempts, selectDelivery, type DeliveryRow } from "../db/queries/deliveries.js";
+import { readFinishFeedOnCitus } from "../db/queries/citus/finish-feed.js";
 import { readFinishFeed, rowsWithinBytes, searchDeliveries } from "../db/queries/delivery-search.js";
 import { destinationExists, loadDestinationConfigs } from "../db/queries/destinations.js";
 import { selectLastAttempts } from "../db/queries/last-attempts.js";
@@ -31,20 +32,6 @@ export interface DeliveryServiceOptions {
   maxResponseBytes?: number;
   /** The job table's statements for the database's layout (one Postgres or Citus); one Postgres's by default. */
   jobTable?: JobTableDriver | undefined;
-}
-
-/**
- * The finish feed orders finishes by the id of the transaction that
- * finished them and pages by snapshots of that one Postgres. On Citus each
- * worker stamps the finishes of its shards with its own transaction ids, so
- * neither the order nor a coordinator's snapshot means anything across
- * nodes: the order is refused rather than answered wrongly.
- */
-function finishFeedOnCitus(): ConnectError {
-  return new ConnectError(
-    "order FINISH_TIME_DESC (the finish feed) is not available when the job table is distributed on Citus: finishes are stamped with each worker's own transaction ids, which do not order across nodes; page by CREATE_TIME_DESC instead",
-    Code.FailedPrecondition,
-  );
 }
 
 const replayableStatuses = new Set(["failed", "expired", "retrying"] as const);
@@ -106,8 +93,8 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
       if (!Object.values(DeliveryView).includes(req.view)) throw invalidArgument("view", `unknown view ${req.view}`);
       const size = pageSize(req.pageSize);
       if (req.order === DeliveryOrder.FINISH_TIME_DESC) {
-        if (layout === "citus") throw finishFeedOnCitus();
-        const page = await readFinishFeed(pool, filter, decodeFeedPosition(req.pageToken), size, maxBytes);
+        const read = layout === "citus" ? readFinishFeedOnCitus : readFinishFeed;
+        const page = await read(pool, filter, decodeFeedPosition(req.pageToken), size, maxBytes);
         return { deliveries: await present(page.rows, req.view), nextPageToken: encodeFeedPosition(page.next) };
       }
       if (req.order !== DeliveryOrder.UNSPECIFIED && req.order !== DeliveryOrder.CREATE_TIME_DESC) {

@@ -5,6 +5,7 @@ import { type ConsumeMessage, connect as connectAmqp } from "amqplib";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
+import { DeliveryOrder } from "../../gen/waypost/v1/delivery_pb.js";
 import { DestinationKind, Ordering } from "../../gen/waypost/v1/destination_pb.js";
 import { defaultRetrySchedule } from "../../src/config.js";
 import { brokerAnswers, testAmqpUrl, testNatsUrl } from "../helpers/brokers.js";
@@ -101,6 +102,38 @@ describe.skipIf(!citusUrl)(`delivery on a Citus cluster${citusSkipReason}`, () =
     expect(history.rows[0]?.n).toBe("50");
     const listed = await server.deliveries.listDeliveries({ destinationId: destination.id, pageSize: 100 });
     expect(listed.deliveries).toHaveLength(50);
+  });
+
+  test("the finish feed: each finish once, in pages, bounded by the coordinator's settled snapshots", async () => {
+    const { client, destination } = await webhookDestination(() => ({ status: 200 }));
+    const feed = (pageToken: string, pageSize = 5) =>
+      server.deliveries.listDeliveries({ destinationId: destination.id, order: DeliveryOrder.FINISH_TIME_DESC, pageToken, pageSize });
+    const start = await feed("");
+    expect(start.deliveries).toEqual([]);
+    const done = completionsOf(server, destination.id, 12);
+    await client.batch({
+      batch: Array.from({ length: 12 }, (_, i) => ({
+        type: { case: "track" as const, value: { userId: `f${i}`, event: "Fed", messageId: `fed-${i}` } },
+      })),
+    });
+    await done;
+    const seen: string[] = [];
+    let token = start.nextPageToken;
+    const sizes: number[] = [];
+    for (let page = 0; page < 4; page++) {
+      const next = await feed(token);
+      sizes.push(next.deliveries.length);
+      seen.push(...next.deliveries.map((d) => d.messageId));
+      token = next.nextPageToken;
+    }
+    // Three pages of the burst (5, 5, 2), then nothing new: every finish once.
+    expect(sizes).toEqual([5, 5, 2, 0]);
+    expect(new Set(seen)).toEqual(new Set(Array.from({ length: 12 }, (_, i) => `fed-${i}`)));
+    // A later finish is the next read's.
+    const later = completionsOf(server, destination.id, 1);
+    await client.track({ track: { userId: "f", event: "Fed", messageId: "fed-later" } });
+    await later;
+    expect((await feed(token)).deliveries.map((d) => d.messageId)).toEqual(["fed-later"]);
   });
 
   test("retries: a failed attempt is retried, and both attempts are recorded", async () => {

@@ -58,3 +58,4 @@ export {
 export { and, byMessage, filterPredicates, Params, type DeliveryFilter, type Query } from "./filter.js";
 export { singleNodeJobTable, type JobTableDriver } from "./driver.js";
 export { citusJobTable } from "./citus/index.js";
+export { settledFinishSnapshot } from "./citus/finish-barrier.js";

@@ -81,13 +81,28 @@ export function feedQuery(filter: DeliveryFilter, position: FeedPosition | undef
       values: params.values,
     };
   }
+  return { text: search(filter, params, feedPredicates(position, params), "d.finished_xid, d.id", limit), values: params.values };
+}
+
+/** The deliveries `d` a feed position has not returned yet: finished after `seen`, up to `upTo`, past `after`. */
+export function feedPredicates(position: FeedPosition, params: Params): string[] {
   const seen = params.add(position.seen, "pg_snapshot");
   const extra = [`d.finished_xid >= pg_snapshot_xmin(${seen})`, `NOT pg_visible_in_snapshot(d.finished_xid, ${seen})`];
   if (position.upTo) extra.push(`pg_visible_in_snapshot(d.finished_xid, ${params.add(position.upTo, "pg_snapshot")})`);
   if (position.after) {
     extra.push(`(d.finished_xid, d.id) > (${params.add(position.after.xid, "xid8")}, ${params.add(position.after.id, "bigint")})`);
   }
-  return { text: search(filter, params, extra, "d.finished_xid, d.id", limit), values: params.values };
+  return extra;
+}
+
+/** The position after a page of `found` rows (up to `limit + 1` read) of which `rows` are returned. */
+export function nextFeedPosition(position: FeedPosition, snapshot: string, found: number, rows: readonly SearchRow[]): FeedPosition {
+  const last = rows[rows.length - 1];
+  if (found > rows.length && last) {
+    return { seen: position.seen, upTo: position.upTo ?? snapshot, after: { xid: last.finished_xid!, id: last.id } };
+  }
+  // The burst is done: what committed after `upTo` comes with the next read.
+  return { seen: position.upTo ?? snapshot };
 }
 
 /**
@@ -155,14 +170,7 @@ export async function readFinishFeed(
     await client.query("COMMIT");
     const fit = Math.min(limit, rowsWithinBytes(found.slice(0, limit), maxBytes));
     const rows = found.slice(0, fit);
-    const last = rows[rows.length - 1];
-    let next: FeedPosition;
-    if (found.length > fit && last) {
-      next = { seen: position.seen, upTo: position.upTo ?? snapshot, after: { xid: last.finished_xid!, id: last.id } };
-    } else {
-      // The burst is done: what committed after `upTo` comes with the next read.
-      next = { seen: position.upTo ?? snapshot };
-    }
+    const next = nextFeedPosition(position, snapshot, found.length, rows);
     return { rows: rows.reverse(), next };
   } catch (error) {
     await client.query("ROLLBACK").catch(() => undefined);

@@ -140,13 +140,6 @@ describe.skipIf(!citusUrl)(`admin reads on Citus${citusSkipReason}`, () => {
     });
   });
 
-  test("the finish feed is refused on Citus, saying why", async () => {
-    const refused = await list({ order: DeliveryOrder.FINISH_TIME_DESC }).catch((error: unknown) => error);
-    expect(refused).toBeInstanceOf(ConnectError);
-    expect((refused as ConnectError).code).toBe(Code.FailedPrecondition);
-    expect((refused as ConnectError).message).toMatch(/transaction ids/);
-  });
-
   test("ListFates: the disabled destination's calls, with their messages", async () => {
     const fates = (await service.listFates!(
       create(ListFatesRequestSchema, { destinationId: off, fate: Fate.DISABLED }),

@@ -9,6 +9,7 @@ import { completeDeliveriesOnCitus } from "./complete.js";
 import { countReplayableOnCitus } from "./count-replayable.js";
 import { expirePausedDeliveriesOnCitus } from "./expire.js";
 import { extendLeasesOnCitus } from "./extend.js";
+import { behindFinishBarrier } from "./finish-barrier.js";
 import { lockHealthRowsOnCitus } from "./health-rows.js";
 import { replayBatchOnCitus } from "./replay-bulk.js";
 import { replayDeliveryOnCitus } from "./replay.js";
@@ -35,10 +36,12 @@ export const citusJobTable: JobTableDriver = {
   layout: "citus",
   claimDeliveries: createCitusClaim(),
   extendLeases: extendLeasesOnCitus,
-  completeDeliveries: completeDeliveriesOnCitus,
-  recordRefusedCompletion,
-  cancelDestinationDeliveries,
-  expirePausedDeliveries: expirePausedDeliveriesOnCitus,
+  // Every change that moves deliveries into the history holds the finish
+  // feed's barrier (finish-barrier.ts).
+  completeDeliveries: behindFinishBarrier(completeDeliveriesOnCitus),
+  recordRefusedCompletion: behindFinishBarrier(recordRefusedCompletion),
+  cancelDestinationDeliveries: behindFinishBarrier(cancelDestinationDeliveries),
+  expirePausedDeliveries: behindFinishBarrier(expirePausedDeliveriesOnCitus),
   replayDelivery: replayDeliveryOnCitus,
   replayBatch: replayBatchOnCitus,
   enqueueBackfillPage,

@@ -9,14 +9,14 @@ import type { SearchOptions, SearchRow } from "../delivery-search.js";
 // id, then the bodies their last attempts sent, and the rows are put
 // together here. Each statement reads one colocation group.
 
-type DeliveryPart = Omit<SearchRow, "message_id" | "type" | "payload" | "user_id" | "sent_body"> & { message_pk: string };
+export type DeliveryPart = Omit<SearchRow, "message_id" | "type" | "payload" | "user_id" | "sent_body"> & { message_pk: string };
 
-const deliveryColumns = `d.id, d.destination_id, d.source_id, d.message_pk, d.status, d.attempt_count, d.created_at,
+export const deliveryColumns = `d.id, d.destination_id, d.source_id, d.message_pk, d.status, d.attempt_count, d.created_at,
   coalesce(d.earliest_attempt_at, d.first_attempt_at) AS first_attempt_at, d.run_at, d.finalized_at,
   d.created_at::text AS cursor_at, d.finished_xid::text AS finished_xid`;
 
 /** The stored calls that messageId and userId name (every source's), as message keys; undefined when the filter names none. */
-async function messagesOfFilter(db: Queryable, filter: DeliveryFilter): Promise<string[] | undefined> {
+export async function messagesOfFilter(db: Queryable, filter: DeliveryFilter): Promise<string[] | undefined> {
   if (filter.messageId === undefined && filter.userId === undefined) return undefined;
   const params = new Params();
   const where = ["m.source_id IN (SELECT id FROM sources)"];
@@ -27,7 +27,7 @@ async function messagesOfFilter(db: Queryable, filter: DeliveryFilter): Promise<
 }
 
 /** The rows with their messages and last sent bodies; a delivery whose message is gone is left out (as an inner join would). */
-async function withMessages<T extends DeliveryPart>(db: Queryable, parts: T[]): Promise<Array<Omit<T, "message_pk"> & DeliveryRow>> {
+export async function withMessages<T extends DeliveryPart>(db: Queryable, parts: T[]): Promise<Array<Omit<T, "message_pk"> & DeliveryRow>> {
   if (parts.length === 0) return [];
   const [messages, bodies] = await Promise.all([
     db.query<{ id: string; message_id: string; type: string; payload: string; user_id: string | null }>(
