@@ -2,7 +2,7 @@ import type pg from "pg";
 import type { Clock } from "./clock.js";
 import { selectDestinationBacklogs } from "./db/queries/destination-backlog.js";
 import type { Logger } from "./logger.js";
-import type { JobTableDriver } from "./db/job-table/driver.js";
+import type { JobTableDriver } from "./db/job-table/index.js";
 
 export interface BacklogReaderOptions {
   pool: pg.Pool;

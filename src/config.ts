@@ -151,7 +151,7 @@ export interface Config {
   transform: TransformConfig;
   /** OpenTelemetry spans (docs/tracing.md). */
   tracing: TracingConfig;
-  /** Where the job table lives (docs/scaling.md#past-one-postgres-citus). */
+  /** Where the job table lives (docs/scaling.md#2-past-one-postgres-the-job-table-on-citus). */
   jobTable: JobTableConfig;
 }
 

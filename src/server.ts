@@ -8,7 +8,7 @@ import { createCompatHttpApi } from "./compat/http-api.js";
 import { createConsoleRoutes } from "./console/serve.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { Config } from "./config.js";
-import type { JobTableDriver } from "./db/job-table/driver.js";
+import type { JobTableDriver } from "./db/job-table/index.js";
 import { ping } from "./db/pool.js";
 import { selectDestinationNames } from "./db/queries/destinations.js";
 import { createAddressGuard } from "./outbound/address-guard.js";

@@ -17,7 +17,7 @@ import { openStream } from "../audiences/request-stream.js";
 import { createSyncer, type SyncTarget } from "../audiences/syncer.js";
 import { maxTraitKeyLength, traitKey } from "../audiences/trait-key.js";
 import type { Clock } from "../clock.js";
-import type { JobTableDriver } from "../db/job-table/driver.js";
+import type { JobTableDriver } from "../db/job-table/index.js";
 import type { ApplySyncResult } from "../db/queries/audience-apply-sync.js";
 import {
   deleteAudience,

@@ -5,7 +5,7 @@ import type pg from "pg";
 import { DeletionRequestSchema, type DeletionService, DeletionStatus, type DeletionRequest } from "../../gen/waypost/v1/deletion_pb.js";
 import { requireUserId } from "../audiences/user-id.js";
 import type { Clock } from "../clock.js";
-import type { JobTableDriver } from "../db/job-table/driver.js";
+import type { JobTableDriver } from "../db/job-table/index.js";
 import { createDeletion, type DeletionInput } from "../deletion/create-deletion.js";
 import { listDeletionRequestRows } from "../db/queries/deletion-requests.js";
 import { readDeletionProgress, type DeletionProgress } from "../deletion/progress.js";

@@ -25,7 +25,7 @@ import {
   type DestinationRow,
 } from "../db/queries/destinations.js";
 import { probeNow } from "../db/queries/destination-health.js";
-import { keyQueuedDeliveries } from "../db/queries/ordering-keys.js";
+import { keyQueuedDeliveries } from "../db/job-table/index.js";
 import { generateSigningSecret } from "../signing/standard-webhooks.js";
 import { healthFields } from "./destination-health-fields.js";
 import type { AddressGuard } from "../outbound/address-guard.js";

@@ -7,7 +7,7 @@ import { analyzeStage, createStage, dropStage, stageChunk } from "../db/queries/
 import { identifyTemplate } from "./identify-template.js";
 import { createLimiter } from "./limiter.js";
 import type { JobTableLayout } from "../db/citus/layout.js";
-import type { JobTableDriver } from "../db/job-table/driver.js";
+import type { JobTableDriver } from "../db/job-table/index.js";
 import { reachShardsSequentially } from "../db/citus/sequential-shards.js";
 import type { StageChunk } from "./member-chunks.js";
 

@@ -7,7 +7,7 @@ import { queueDeleteNotifications } from "../db/queries/deletion-notifications.j
 import { insertDeletionRequest, setNotificationsTotal } from "../db/queries/deletion-requests.js";
 import { deleteUserAudienceState, deleteUserMessages, lockAffectedSources } from "../db/queries/deletion-user-data.js";
 import { buildDeletePayload } from "../ingest/payload.js";
-import type { JobTableDriver } from "../db/job-table/driver.js";
+import type { JobTableDriver } from "../db/job-table/index.js";
 import { reachShardsSequentially } from "../db/citus/sequential-shards.js";
 
 export interface CreateDeletionOptions {

@@ -2,7 +2,7 @@ import type pg from "pg";
 import type { Clock } from "../clock.js";
 import { destinationNames, listCircuitStates, pruneOrphanHealthRows, takeExpiredReports } from "../db/queries/destination-health.js";
 import type { Logger } from "../logger.js";
-import type { JobTableDriver } from "../db/job-table/driver.js";
+import type { JobTableDriver } from "../db/job-table/index.js";
 import type { Metrics } from "../metrics.js";
 import type { Transition } from "./circuit.js";
 import type { OperatorEvents } from "./operator-events.js";

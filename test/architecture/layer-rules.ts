@@ -41,7 +41,16 @@ export const layers: ReadonlyArray<{ name: string; modules: readonly string[] }>
   // The CLI is an edge too (it speaks the RPC API), but its `serve` starts the server.
   {
     name: "composition",
-    modules: ["activity-log.ts", "backlog-reader.ts", "startup-summary.ts", "closers.ts", "database-wing.ts", "server.ts", "main.ts", "cli/"],
+    modules: [
+      "activity-log.ts",
+      "backlog-reader.ts",
+      "startup-summary.ts",
+      "closers.ts",
+      "database-wing.ts",
+      "server.ts",
+      "main.ts",
+      "cli/",
+    ],
   },
 ];
 

@@ -5,7 +5,7 @@ import { purgeOldMessages } from "../../src/db/job-table/purge.js";
 import { type Pool, withTransaction } from "../../src/db/pool.js";
 import { deleteUserMessages } from "../../src/db/queries/deletion-user-data.js";
 import { deleteDestinationRow, emptyKindColumns, insertDestination, replaceDestinationSources } from "../../src/db/queries/destinations.js";
-import { keyQueuedDeliveries } from "../../src/db/queries/ordering-keys.js";
+import { keyQueuedDeliveries } from "../../src/db/job-table/ordering-keys.js";
 import { deleteSourceRow, insertSource } from "../../src/db/queries/sources.js";
 
 /**

@@ -49,14 +49,25 @@ export interface CitusTestDatabase {
  * database, so each one is a cluster of its own. With `migrated`, Waypost's
  * migrations are applied and the tables converted to the distributed layout.
  */
-export async function createCitusTestDatabase(options: { migrated?: boolean; convert?: boolean; shardCount?: number } = {}): Promise<CitusTestDatabase> {
+export async function createCitusTestDatabase(
+  options: { migrated?: boolean; convert?: boolean; shardCount?: number } = {},
+): Promise<CitusTestDatabase> {
   if (!citusUrl) throw new Error("WAYPOST_TEST_CITUS_URL is not set");
   const name = `waypost_citus_${randomBytes(5).toString("hex")}`;
   const coordinator = new URL(citusUrl);
-  const workers = await withClient(citusUrl, async (client) =>
-    (await client.query<{ nodename: string; nodeport: number }>("SELECT nodename, nodeport FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeport")).rows,
+  const workers = await withClient(
+    citusUrl,
+    async (client) =>
+      (
+        await client.query<{ nodename: string; nodeport: number }>(
+          "SELECT nodename, nodeport FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeport",
+        )
+      ).rows,
   );
-  const nodes = [{ host: coordinator.hostname, port: Number(coordinator.port || 5432) }, ...workers.map((w) => ({ host: w.nodename, port: w.nodeport }))];
+  const nodes = [
+    { host: coordinator.hostname, port: Number(coordinator.port || 5432) },
+    ...workers.map((w) => ({ host: w.nodename, port: w.nodeport })),
+  ];
   for (const node of nodes) {
     await withClient(withDatabase(citusUrl, "postgres", node.host, node.port), (client) => client.query(`CREATE DATABASE ${name}`));
     await withClient(withDatabase(citusUrl, name, node.host, node.port), (client) => client.query("CREATE EXTENSION citus"));
@@ -91,7 +102,9 @@ export async function createCitusTestDatabase(options: { migrated?: boolean; con
 }
 
 /** A converted Citus database of the test file's own, with a pool on it. */
-export async function openCitusTestDatabase(options: { max?: number } = {}): Promise<{ database: CitusTestDatabase; pool: Pool; close(): Promise<void> }> {
+export async function openCitusTestDatabase(
+  options: { max?: number } = {},
+): Promise<{ database: CitusTestDatabase; pool: Pool; close(): Promise<void> }> {
   const database = await createCitusTestDatabase();
   const pool = createPool({ connectionString: database.url, max: options.max ?? 10 });
   return {

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { inTransaction, type Queryable } from "../../src/db/pool.js";
-import { removeMessages } from "../../src/db/queries/message-removal.js";
+import { removeMessages } from "../../src/db/job-table/message-removal.js";
 import { storeMessages } from "../../src/db/queries/store-messages.js";
 
 /**

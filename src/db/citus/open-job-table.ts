@@ -1,8 +1,7 @@
 import type { JobTableConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
 import { StartupError } from "../../startup-error.js";
-import { citusJobTable } from "../job-table/citus/index.js";
-import { type JobTableDriver, singleNodeJobTable } from "../job-table/driver.js";
+import { citusJobTable, type JobTableDriver, singleNodeJobTable } from "../job-table/index.js";
 import type { Pool } from "../pool.js";
 import { convertToCitus } from "./convert.js";
 import { detectJobTableLayout, hasCitusExtension } from "./layout.js";

@@ -20,6 +20,19 @@ export function enqueueCte(rows: string, name = "queued"): string {
 }
 
 /**
+ * The statement that queues deliveries whose ids the caller drew (from
+ * `delivery_ids`, in acceptance order): on Citus a multi-row insert is split
+ * by shard, and the column's default would not be drawn in the rows' order.
+ * `rows` is a SELECT yielding (id, destination_id, message_pk, source_id,
+ * run_at, created_at, ordering_key); the delivery starts as every other:
+ * pending, due at `run_at`, no lease.
+ */
+export function enqueueWithIdsSql(rows: string): string {
+  return `INSERT INTO delivery_queue (id, destination_id, message_pk, source_id, run_at, created_at, ordering_key)
+  ${rows}`;
+}
+
+/**
  * The user key a delivery is ordered by (per-user ordering), as SQL: the
  * userId, else the anonymousId; NULL (not ordered) when the call has neither.
  */

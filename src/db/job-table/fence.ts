@@ -237,3 +237,23 @@ export function reopenCtes(name: string, reopen: Reopen): string {
        RETURNING destination_id, id
      )`;
 }
+
+/**
+ * Deliveries whose messages are being deleted (purge, a user's deletion, a
+ * source's) leave the queue or the history: `DELETE ... RETURNING
+ * destination_id, id` of the rows `d` matching `where`. No fence: nothing
+ * is revoked, a completion still in flight then matches no row and changes
+ * nothing.
+ */
+export function removalSql(table: "delivery_queue" | "delivery_history", where: string): string {
+  return `DELETE FROM ${table} d WHERE ${where} RETURNING d.destination_id, d.id`;
+}
+
+/**
+ * Queued deliveries `d` given their per-user ordering key (per-user
+ * ordering turned on for their destination): `key` is an SQL expression
+ * over `from`. Not a change of state: the lease and the status stay.
+ */
+export function orderingKeysSql(key: string, from: string, where: string): string {
+  return `UPDATE delivery_queue d SET ordering_key = ${key} FROM ${from} WHERE ${where}`;
+}

@@ -25,11 +25,17 @@
  *   days      the day partitions: created ahead, dropped past retention
  *   purge     messages past retention; VACUUM the queue when dead rows pile up
  *   notify    the channel that wakes the delivery loops
+ *   message-removal  deleted messages' deliveries, attempts and fates
+ *   ordering-keys    queued deliveries keyed when per-user ordering is turned on
+ *   driver    the operations whose statements differ between one Postgres
+ *             and Citus, behind one interface; citus/ holds the Citus
+ *             driver (every hot statement filtered to one destination,
+ *             so it runs on one shard)
  *
  * A delivery reaching a final state leaves the queue for the history in the
  * statement that finishes it (fence.ts). Deleting messages (purge, a user's
  * data deletion, a source's deletion) removes their deliveries in the same
- * transaction (src/db/queries/message-removal.ts); a completion in flight
+ * transaction (message-removal.ts); a completion in flight
  * then matches no row.
  */
 export type { AttemptOutcome, AttemptResult, BatchAttemptRef } from "./attempt-result.js";
@@ -58,4 +64,6 @@ export {
 export { and, byMessage, filterPredicates, Params, type DeliveryFilter, type Query } from "./filter.js";
 export { singleNodeJobTable, type JobTableDriver } from "./driver.js";
 export { citusJobTable } from "./citus/index.js";
+export { removeMessages, removeSourceMessages } from "./message-removal.js";
+export { keyQueuedDeliveries } from "./ordering-keys.js";
 export { settledFinishSnapshot } from "./citus/finish-barrier.js";

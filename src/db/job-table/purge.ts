@@ -1,5 +1,5 @@
 import { inTransaction, type Queryable } from "../pool.js";
-import { removeMessages } from "../queries/message-removal.js";
+import { removeMessages } from "./message-removal.js";
 
 /**
  * Deletes up to `limit` messages received before the cutoff that have no

@@ -1,5 +1,5 @@
 import type { Queryable } from "../pool.js";
-import { removeMessages } from "./message-removal.js";
+import { removeMessages } from "../job-table/index.js";
 
 /**
  * Locks and returns the sources a deletion request affects: the given ones

@@ -1,5 +1,5 @@
 import { inTransaction, type Queryable } from "../pool.js";
-import { removeSourceMessages } from "./message-removal.js";
+import { removeSourceMessages } from "../job-table/index.js";
 
 export type SourceKindName = "sdk" | "webhook";
 

@@ -4,6 +4,7 @@ import { type Queryable, withTransaction } from "../../pool.js";
 import { filtersStampSql } from "../../queries/source-filters.js";
 import type { MessageToStore, StoreResult } from "../../queries/store-messages.js";
 import { countFiltered, type RouteTarget, routeCalls } from "./route-calls.js";
+import { enqueueWithIdsSql } from "../enqueue.js";
 
 // On Citus the messages (by id), their de-duplication keys (by messageId),
 // their deliveries (by destination) and their fates (by message) live in
@@ -49,9 +50,9 @@ const messagesStatement = `
 // is not drawn in the rows' order when Citus splits the rows by shard.
 const drawDeliveryIdsStatement = "SELECT nextval('delivery_ids')::text AS id FROM generate_series(1, $1)";
 
-const deliveriesStatement = `
-  INSERT INTO delivery_queue (id, destination_id, message_pk, source_id, run_at, created_at, ordering_key)
-  SELECT r.i, r.d, r.k, $1, $2, $2, r.o FROM json_to_recordset($3::json) AS r(i bigint, d uuid, k bigint, o text)`;
+const deliveriesStatement = enqueueWithIdsSql(
+  "SELECT r.i, r.d, r.k, $1, $2, $2, r.o FROM json_to_recordset($3::json) AS r(i bigint, d uuid, k bigint, o text)",
+);
 
 const fatesStatement = `
   INSERT INTO call_fates (message_pk, destination_id, fate, reason, recorded_at)

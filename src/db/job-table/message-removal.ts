@@ -1,4 +1,5 @@
 import type { Queryable } from "../pool.js";
+import { removalSql } from "./fence.js";
 
 /**
  * Deletes these messages (by id) and everything hanging off them: their
@@ -21,12 +22,11 @@ import type { Queryable } from "../pool.js";
  */
 export async function removeMessages(db: Queryable, messagePks: readonly string[]): Promise<number> {
   if (messagePks.length === 0) return 0;
-  const queued = await db.query<{ destination_id: string; id: string }>(
-    "DELETE FROM delivery_queue WHERE message_pk = ANY($1::bigint[]) RETURNING destination_id, id",
-    [messagePks],
-  );
+  const queued = await db.query<{ destination_id: string; id: string }>(removalSql("delivery_queue", "d.message_pk = ANY($1::bigint[])"), [
+    messagePks,
+  ]);
   const finished = await db.query<{ destination_id: string; id: string }>(
-    "DELETE FROM delivery_history WHERE message_pk = ANY($1::bigint[]) RETURNING destination_id, id",
+    removalSql("delivery_history", "d.message_pk = ANY($1::bigint[])"),
     [messagePks],
   );
   const deliveries = [...queued.rows, ...finished.rows];

@@ -1,4 +1,5 @@
-import { orderingKeySql } from "../job-table/enqueue.js";
+import { orderingKeySql } from "./enqueue.js";
+import { orderingKeysSql } from "./fence.js";
 import type { Queryable } from "../pool.js";
 
 /**
@@ -32,9 +33,11 @@ export async function keyQueuedDeliveries(db: Queryable, destinationId: string):
   );
   if (keys.rows.length === 0) return 0;
   const result = await db.query(
-    `UPDATE delivery_queue q SET ordering_key = k.key
-       FROM unnest($2::bigint[], $3::text[]) AS k(message_pk, key)
-      WHERE q.destination_id = $1 AND q.ordering_key IS NULL AND q.message_pk = k.message_pk`,
+    orderingKeysSql(
+      "k.key",
+      "unnest($2::bigint[], $3::text[]) AS k(message_pk, key)",
+      "d.destination_id = $1 AND d.ordering_key IS NULL AND d.message_pk = k.message_pk",
+    ),
     [destinationId, keys.rows.map((r) => r.id), keys.rows.map((r) => r.key)],
   );
   return result.rowCount ?? 0;
