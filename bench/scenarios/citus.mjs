@@ -1,6 +1,6 @@
 // @ts-check
 import pg from "pg";
-import { createSourceAndDestination, setEnabled } from "../lib/admin.mjs";
+import { createSourceAndDestination } from "../lib/admin.mjs";
 import { openCitusCluster } from "../lib/citus-cluster.mjs";
 import { trackingClient } from "../lib/load.mjs";
 import { startNodeCpuMeter } from "../lib/node-cpu.mjs";
@@ -47,18 +47,21 @@ export async function citusScenario({ coordinatorUrl, sink, durationMs, shardCou
  *           layout: { name: string, distributed: boolean }, durationMs: number, shardCount: number, concurrency: number, batchSize: number }} options
  */
 async function measureLayout({ cluster, db, sink, layout, durationMs, shardCount, concurrency, batchSize }) {
+  /** @type {Record<string, string>} */
   const env = layout.distributed ? { WAYPOST_JOB_TABLE: "citus", WAYPOST_CITUS_SHARD_COUNT: String(shardCount) } : {};
-  const service = await startService(db.url, env);
+  // Ingest into an api process (nothing delivers: the calls queue), then a worker process burns the queue down.
+  const api = await startService(db.url, { ...env, WAYPOST_ROLE: "api" });
+  /** @type {import("../lib/service.mjs").Service | undefined} */
+  let worker;
   const pool = new pg.Pool({ connectionString: db.url, max: 2 });
   const nodes = layout.distributed ? cluster.nodes : cluster.nodes.slice(0, 1);
   /** @type {Record<string, { postmaster?: number, pid?: number }>} */
-  const measured = Object.fromEntries(nodes.map((n) => [n.name, { postmaster: cluster.postmasters[n.name] }]));
-  measured.waypost = { pid: service.pid };
+  const nodeCpu = Object.fromEntries(nodes.map((n) => [n.name, { postmaster: cluster.postmasters[n.name] }]));
   try {
-    const { source, destination } = await createSourceAndDestination(service.url, `${sink.url}/ok`, { name: "citus", enabled: false });
-    const client = trackingClient(service.url, source.writeKey);
+    const { source, destination } = await createSourceAndDestination(api.url, `${sink.url}/ok`, { name: "citus" });
+    const client = trackingClient(api.url, source.writeKey);
     await runFor(client, 1_000, concurrency, batchSize); // warm-up
-    const ingestMeter = startNodeCpuMeter(measured);
+    const ingestMeter = startNodeCpuMeter({ ...nodeCpu, waypost: { pid: api.pid } });
     const { events, latencies, elapsedMs } = await runFor(client, durationMs, concurrency, batchSize);
     const ingestCpu = ingestMeter.stop();
     client.close();
@@ -67,9 +70,10 @@ async function measureLayout({ cluster, db, sink, layout, durationMs, shardCount
     );
 
     await sink.reset();
-    const burnMeter = startNodeCpuMeter(measured);
+    // The window includes the worker's start (about a second, the same for both layouts).
     const start = performance.now();
-    await setEnabled(service.url, destination.id, true);
+    worker = await startService(db.url, { WAYPOST_ROLE: "worker" });
+    const burnMeter = startNodeCpuMeter({ ...nodeCpu, waypost: { pid: worker.pid } });
     const arrived = await sink.waitForCount(queued);
     const burnCpu = burnMeter.stop();
 
@@ -96,12 +100,13 @@ async function measureLayout({ cluster, db, sink, layout, durationMs, shardCount
         cpu_pct_of_core: pct(burnCpu.used, burnCpu.seconds),
         cpu_us_per_webhook: perUnit(burnCpu.used, queued),
       },
-      server_peak_rss_mb: service.peakRssMb(),
+      server_peak_rss_mb: Math.max(api.peakRssMb(), worker.peakRssMb()),
     };
     report(result);
     return result;
   } finally {
     await pool.end();
-    await service.stop();
+    await worker?.stop();
+    await api.stop();
   }
 }

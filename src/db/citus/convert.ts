@@ -92,6 +92,16 @@ export async function convertToCitus(client: pg.ClientBase, options: CitusConver
       "message_keys",
       `SELECT create_distributed_table('message_keys', 'message_id', shard_count => ${Math.trunc(options.shardCount)}, colocate_with => 'none')`,
     );
+    // A statement that spans shards (an ingest's inserts, a purge) may open
+    // several connections to one worker to run its shards in parallel, and
+    // each beyond the one a session keeps is a new backend forked and ended
+    // per statement: with Waypost's short statements that cost more than the
+    // work (ingest ran at a twelfth of one Postgres's rate, the workers busy
+    // starting backends). One connection per worker per session, kept.
+    await step(
+      "settings",
+      `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET citus.max_adaptive_executor_pool_size = 1', current_database()); END $$`,
+    );
     for (const sequence of sequences.rows) {
       await client.query(
         "SELECT setval($1::text::regclass, greatest($2::bigint, (SELECT last_value FROM pg_sequences WHERE schemaname || '.' || sequencename = $1::text)), $3)",

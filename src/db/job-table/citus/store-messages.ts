@@ -30,11 +30,22 @@ const checkStatement = `
 // The de-duplication: a messageId the source already has is acknowledged,
 // not stored (the row lock of a concurrent insert of the same key makes the
 // later one wait for the first to commit, then skip).
-const keysStatement = `
-  INSERT INTO message_keys (message_id, source_id, message_pk)
-  SELECT k.m, $1, k.k FROM json_to_recordset($2::json) AS k(m text, k bigint)
+// Multi-row VALUES, not a SELECT from a JSON parameter: Citus sends VALUES
+// rows straight to their shards, while an INSERT ... SELECT with ON CONFLICT
+// goes through intermediate results (measured: 17 ms against 118 ms for a
+// batch of 100 on the loopback cluster). The text is cached per batch size.
+const keysStatements = new Map<number, string>();
+function keysStatement(count: number): string {
+  let text = keysStatements.get(count);
+  if (!text) {
+    const rows = Array.from({ length: count }, (_, i) => `($${i * 2 + 2}, $1, $${i * 2 + 3}::bigint)`).join(", ");
+    text = `INSERT INTO message_keys (message_id, source_id, message_pk) VALUES ${rows}
   ON CONFLICT DO NOTHING
   RETURNING message_id, message_pk::text`;
+    if (keysStatements.size < 64) keysStatements.set(count, text);
+  }
+  return text;
+}
 
 // The payload goes as in the single-node statement: spliced JSON text read
 // back as a json value (kept byte for byte), or a JSON string when it has
@@ -95,9 +106,8 @@ async function store(
   if (!found) throw new NotFoundError("source", sourceId);
   if (!ok) return { fresh: false, filtered: [], queued: false };
   const keys = await db.query<{ message_id: string; message_pk: string }>({
-    name: "waypost-citus-store-keys",
-    text: keysStatement,
-    values: [sourceId, JSON.stringify(messages.map((message, i) => ({ m: message.messageId, k: ids[i]! })))],
+    text: keysStatement(messages.length),
+    values: [sourceId, ...messages.flatMap((message, i) => [message.messageId, ids[i]!])],
   });
   const fresh = new Map(keys.rows.map((row) => [row.message_id, row.message_pk]));
   // Only the new ones, in the batch's order (the RETURNING order is Citus's).
