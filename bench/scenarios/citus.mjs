@@ -1,6 +1,6 @@
 // @ts-check
 import pg from "pg";
-import { createSourceAndDestination } from "../lib/admin.mjs";
+import { createSourceAndDestination, rpc } from "../lib/admin.mjs";
 import { openCitusCluster } from "../lib/citus-cluster.mjs";
 import { trackingClient } from "../lib/load.mjs";
 import { startNodeCpuMeter } from "../lib/node-cpu.mjs";
@@ -19,22 +19,23 @@ const layouts = [
  * is the Citus coordinator, and the single-Postgres layout is a plain
  * database on that same server (no extension in it), so both use the same
  * PostgreSQL build and settings. For each layout: Batch RPCs of 100 calls
- * from 8 streams at full speed into a source whose one destination is
- * paused (the calls queue), then the destination is enabled and the queue
- * burns down into the sink. Each phase reports the CPU every node used (the
+ * from 8 streams at full speed into an api process (nothing delivers there:
+ * every call queues one delivery for each of the source's four
+ * destinations), then a worker process burns the queue down into the sink.
+ * Each phase reports the CPU every node used (the
  * whole server: backends, Citus's daemons, WAL writer), the service's, and
  * both per call or per webhook. On one machine the nodes share its cores:
  * the figures to read are the costs per unit and where the work lands, not
  * the rates. One JSON line per layout.
- * @param {{ coordinatorUrl: string, sink: import("../lib/sink.mjs").Sink, durationMs: number, shardCount?: number, concurrency?: number, batchSize?: number }} options
+ * @param {{ coordinatorUrl: string, sink: import("../lib/sink.mjs").Sink, durationMs: number, shardCount?: number, concurrency?: number, batchSize?: number, destinations?: number }} options
  */
-export async function citusScenario({ coordinatorUrl, sink, durationMs, shardCount = 8, concurrency = 8, batchSize = 100 }) {
+export async function citusScenario({ coordinatorUrl, sink, durationMs, shardCount = 8, concurrency = 8, batchSize = 100, destinations = 4 }) {
   const cluster = await openCitusCluster(coordinatorUrl);
   const results = [];
   for (const layout of layouts) {
     const db = await cluster.createDatabase({ distributed: layout.distributed });
     try {
-      results.push(await measureLayout({ cluster, db, sink, layout, durationMs, shardCount, concurrency, batchSize }));
+      results.push(await measureLayout({ cluster, db, sink, layout, durationMs, shardCount, concurrency, batchSize, destinations }));
     } finally {
       await db.drop();
     }
@@ -44,9 +45,9 @@ export async function citusScenario({ coordinatorUrl, sink, durationMs, shardCou
 
 /**
  * @param {{ cluster: Awaited<ReturnType<typeof openCitusCluster>>, db: { url: string }, sink: import("../lib/sink.mjs").Sink,
- *           layout: { name: string, distributed: boolean }, durationMs: number, shardCount: number, concurrency: number, batchSize: number }} options
+ *           layout: { name: string, distributed: boolean }, durationMs: number, shardCount: number, concurrency: number, batchSize: number, destinations: number }} options
  */
-async function measureLayout({ cluster, db, sink, layout, durationMs, shardCount, concurrency, batchSize }) {
+async function measureLayout({ cluster, db, sink, layout, durationMs, shardCount, concurrency, batchSize, destinations }) {
   /** @type {Record<string, string>} */
   const env = layout.distributed ? { WAYPOST_JOB_TABLE: "citus", WAYPOST_CITUS_SHARD_COUNT: String(shardCount) } : {};
   // Ingest into an api process (nothing delivers: the calls queue), then a worker process burns the queue down.
@@ -58,7 +59,13 @@ async function measureLayout({ cluster, db, sink, layout, durationMs, shardCount
   /** @type {Record<string, { postmaster?: number, pid?: number }>} */
   const nodeCpu = Object.fromEntries(nodes.map((n) => [n.name, { postmaster: cluster.postmasters[n.name] }]));
   try {
-    const { source, destination } = await createSourceAndDestination(api.url, `${sink.url}/ok`, { name: "citus" });
+    // Four destinations of one source: each call is four deliveries, and on Citus each destination's work is one shard's.
+    const { source } = await createSourceAndDestination(api.url, `${sink.url}/ok`, { name: "citus-0" });
+    for (let i = 1; i < destinations; i++) {
+      await rpc(api.url, "DestinationService/CreateDestination", {
+        destination: { name: `citus-${i}`, sourceIds: [source.id], enabled: true, webhooks: [{ url: `${sink.url}/ok` }] },
+      });
+    }
     const client = trackingClient(api.url, source.writeKey);
     await runFor(client, 1_000, concurrency, batchSize); // warm-up
     const ingestMeter = startNodeCpuMeter({ ...nodeCpu, waypost: { pid: api.pid } });
@@ -66,7 +73,7 @@ async function measureLayout({ cluster, db, sink, layout, durationMs, shardCount
     const ingestCpu = ingestMeter.stop();
     client.close();
     const queued = Number(
-      (await pool.query("SELECT count(*) AS n FROM delivery_queue WHERE destination_id = $1", [destination.id])).rows[0].n,
+      (await pool.query("SELECT count(*) AS n FROM delivery_queue")).rows[0].n,
     );
 
     await sink.reset();
@@ -86,12 +93,14 @@ async function measureLayout({ cluster, db, sink, layout, durationMs, shardCount
       layout: layout.name,
       citus: layout.distributed ? cluster.citusVersion : null,
       shards_per_table: layout.distributed ? shardCount : null,
+      destinations,
       ingest: {
         concurrency,
         batch_size: batchSize,
         calls_per_s: Math.round((events / elapsedMs) * 1000),
         rpc_latency_ms: summarize(latencies),
         cpu_pct_of_core: pct(ingestCpu.used, ingestCpu.seconds),
+        deliveries_queued: queued,
         cpu_us_per_call: perUnit(ingestCpu.used, events),
       },
       burn_down: {

@@ -225,6 +225,17 @@ describe.skipIf(!citusUrl)(`delivery on a Citus cluster${citusSkipReason}`, () =
     expect(new Set(requests.map((r) => JSON.parse(r.body).messageId))).toEqual(new Set(Array.from({ length: 10 }, (_, i) => `old-${i}`)));
   });
 
+  test("maintenance: a pass (partitions, expiry, retention, purges, vacuum check) runs on the cluster", async () => {
+    const pass = await server.waypost.maintenance!.runOnce();
+    expect(pass).toMatchObject({ expired: 0, purged: 0, droppedDays: 0 });
+    expect(typeof (await server.waypost.maintenance!.vacuumIfNeeded())).toBe("boolean");
+    // The coming days' partitions exist on the shards too.
+    const partitions = await server.pool.query<{ n: string }>(
+      "SELECT count(*)::text AS n FROM pg_dist_partition WHERE logicalrelid::text LIKE 'delivery_history_2%'",
+    );
+    expect(Number(partitions.rows[0]?.n)).toBeGreaterThanOrEqual(3);
+  });
+
   describe("warehouse", () => {
     let warehouse: TestDatabase;
     beforeAll(async () => {
