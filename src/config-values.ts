@@ -19,11 +19,26 @@ export function int(env: Record<string, string | undefined>, name: string, fallb
   return value;
 }
 
-/** WAYPOST_JOB_TABLE: auto (the default: as the database is laid out) or citus (convert it). */
-export function parseJobTableLayout(raw: string | undefined): "auto" | "citus" {
-  if (raw === undefined || raw === "" || raw === "auto") return "auto";
-  if (raw === "citus") return "citus";
-  throw new ConfigError(`WAYPOST_JOB_TABLE must be auto or citus, got ${JSON.stringify(raw)}`);
+/**
+ * Where the job table lives. `auto` follows the database: a job table Citus
+ * distributes gets the Citus driver, any other the single-Postgres one.
+ * `citus` also converts a database that has the extension but not yet the
+ * distributed layout, at start, after the migrations (and refuses to start
+ * without the extension).
+ */
+export interface JobTableConfig {
+  layout: "auto" | "citus";
+  /** Shards per distributed table when this start converts the database. */
+  shardCount: number;
+}
+
+/** WAYPOST_JOB_TABLE (auto or citus) and WAYPOST_CITUS_SHARD_COUNT. */
+export function parseJobTable(env: Record<string, string | undefined>): JobTableConfig {
+  const raw = env.WAYPOST_JOB_TABLE;
+  if (raw !== undefined && raw !== "" && raw !== "auto" && raw !== "citus") {
+    throw new ConfigError(`WAYPOST_JOB_TABLE must be auto or citus, got ${JSON.stringify(raw)}`);
+  }
+  return { layout: raw === "citus" ? "citus" : "auto", shardCount: int(env, "WAYPOST_CITUS_SHARD_COUNT", 32, 1, 1024) };
 }
 
 /** "true", "false", or a comma-separated list of CIDR ranges. */

@@ -7,7 +7,8 @@ import {
   int,
   type NoProxyEntry,
   parseAllowPrivate,
-  parseJobTableLayout,
+  parseJobTable,
+  type JobTableConfig,
   parseCorsOrigins,
   parseNoProxy,
   parseProxyUrl,
@@ -155,18 +156,6 @@ export interface Config {
   jobTable: JobTableConfig;
 }
 
-/**
- * `auto` follows the database: a job table Citus distributes gets the Citus
- * driver, any other the single-Postgres one. `citus` also converts a
- * database that has the extension but not yet the distributed layout, at
- * start, after the migrations (and refuses to start without the extension).
- */
-export interface JobTableConfig {
-  layout: "auto" | "citus";
-  /** Shards per distributed table when this start converts the database. */
-  shardCount: number;
-}
-
 export interface TransformConfig {
   /** Most time one call of a transform may run. */
   timeoutMs: number;
@@ -284,10 +273,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       workers: int(env, "WAYPOST_TRANSFORM_WORKERS", availableParallelism(), 1, 64),
     },
     tracing: { tracesUrl: parseTracesUrl(env), protocol: parseOtlpProtocol(env) },
-    jobTable: {
-      layout: parseJobTableLayout(env.WAYPOST_JOB_TABLE),
-      shardCount: int(env, "WAYPOST_CITUS_SHARD_COUNT", 32, 1, 1024),
-    },
+    jobTable: parseJobTable(env),
   };
 }
 

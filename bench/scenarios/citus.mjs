@@ -29,7 +29,15 @@ const layouts = [
  * the rates. One JSON line per layout.
  * @param {{ coordinatorUrl: string, sink: import("../lib/sink.mjs").Sink, durationMs: number, shardCount?: number, concurrency?: number, batchSize?: number, destinations?: number }} options
  */
-export async function citusScenario({ coordinatorUrl, sink, durationMs, shardCount = 8, concurrency = 8, batchSize = 100, destinations = 4 }) {
+export async function citusScenario({
+  coordinatorUrl,
+  sink,
+  durationMs,
+  shardCount = 8,
+  concurrency = 8,
+  batchSize = 100,
+  destinations = 4,
+}) {
   const cluster = await openCitusCluster(coordinatorUrl);
   const results = [];
   for (const layout of layouts) {
@@ -72,9 +80,7 @@ async function measureLayout({ cluster, db, sink, layout, durationMs, shardCount
     const { events, latencies, elapsedMs } = await runFor(client, durationMs, concurrency, batchSize);
     const ingestCpu = ingestMeter.stop();
     client.close();
-    const queued = Number(
-      (await pool.query("SELECT count(*) AS n FROM delivery_queue")).rows[0].n,
-    );
+    const queued = Number((await pool.query("SELECT count(*) AS n FROM delivery_queue")).rows[0].n);
 
     await sink.reset();
     // The window includes the worker's start (about a second, the same for both layouts).

@@ -1,4 +1,4 @@
-import type { Queryable } from "../pool.js";
+import { inTransaction, type Queryable } from "../pool.js";
 
 export type AudienceKindName = "audience" | "computed_trait";
 
@@ -64,10 +64,13 @@ export async function listAudienceRows(
   return result.rows;
 }
 
-/** Deletes an audience and (by cascade) its stored membership. False when it did not exist. */
+/** Deletes an audience and its stored membership (first: the key does not cascade), in one transaction. False when it did not exist. */
 export async function deleteAudience(db: Queryable, id: string): Promise<boolean> {
-  const result = await db.query("DELETE FROM audiences WHERE id = $1", [id]);
-  return (result.rowCount ?? 0) > 0;
+  return inTransaction(db, async (tx) => {
+    await tx.query("DELETE FROM audience_members WHERE audience_id = $1", [id]);
+    const result = await tx.query("DELETE FROM audiences WHERE id = $1", [id]);
+    return (result.rowCount ?? 0) > 0;
+  });
 }
 
 /** Whether a source exists. */

@@ -204,6 +204,8 @@ export async function updateSigningSecrets(db: Queryable, id: string, secrets: r
  * retention drops them (the caller cancels the queued ones first).
  */
 export async function deleteDestinationRow(db: Queryable, id: string): Promise<void> {
+  // Children first: the keys of destination_sources do not cascade.
+  await db.query("DELETE FROM destination_sources WHERE destination_id = $1", [id]);
   await db.query("DELETE FROM destinations WHERE id = $1", [id]);
   await db.query("DELETE FROM destination_rate_buckets WHERE destination_id = $1", [id]);
   await db.query("DELETE FROM destination_health WHERE destination_id = $1", [id]);

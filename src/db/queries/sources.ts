@@ -122,8 +122,16 @@ export async function updateWriteKeyHash(db: Queryable, id: string, writeKeyHash
  */
 export async function deleteSourceRow(db: Queryable, id: string): Promise<boolean> {
   return inTransaction(db, async (tx) => {
-    const result = await tx.query("DELETE FROM sources WHERE id = $1", [id]);
-    if ((result.rowCount ?? 0) === 0) return false;
+    // Locked first: this waits for every store holding the source's key
+    // share (FOR KEY SHARE) to commit, and a store after it finds no source.
+    const found = await tx.query("SELECT 1 FROM sources WHERE id = $1 FOR UPDATE", [id]);
+    if ((found.rowCount ?? 0) === 0) return false;
+    // Its rows in the reference tables, children first (their keys do not cascade).
+    await tx.query("DELETE FROM destination_sources WHERE source_id = $1", [id]);
+    await tx.query("DELETE FROM audience_members WHERE audience_id IN (SELECT id FROM audiences WHERE source_id = $1)", [id]);
+    await tx.query("DELETE FROM audiences WHERE source_id = $1", [id]);
+    await tx.query("DELETE FROM tracking_plans WHERE source_id = $1", [id]);
+    await tx.query("DELETE FROM sources WHERE id = $1", [id]);
     await removeSourceMessages(tx, id);
     await tx.query("DELETE FROM hook_requests WHERE source_id = $1", [id]);
     await tx.query("DELETE FROM hook_source_leases WHERE source_id = $1", [id]);
