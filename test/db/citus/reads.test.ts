@@ -1,8 +1,7 @@
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import { Code, type HandlerContext } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import {
-  DeliveryOrder,
   DeliveryStatus,
   DeliveryView,
   Fate,

@@ -7,7 +7,7 @@ import { createDeliveryLoop, type DeliveryLoop } from "../../../../src/delivery/
 import { createLogger } from "../../../../src/logger.js";
 import { createTransformSandboxes, type TransformSandboxes } from "../../../../src/routing/transform-sandbox.js";
 import { citusSkipReason, citusUrl, openCitusTestDatabase } from "../../../helpers/citus.js";
-import { seedDeliveries, seedDestination, seedSource, statuses } from "../../../helpers/citus-job-table.js";
+import { seedDeliveries, seedDestination, statuses } from "../../../helpers/citus-job-table.js";
 import { startReceiver, type Receiver } from "../../../helpers/receiver.js";
 
 // The delivery loop with the Citus driver passed in, against the cluster:
@@ -22,9 +22,9 @@ describe.skipIf(!citusUrl)(`the delivery loop on Citus${citusSkipReason}`, () =>
   let sandboxes: TransformSandboxes;
 
   beforeAll(async () => {
-    let database;
-    ({ pool, close, database } = await openCitusTestDatabase());
-    url = database.url;
+    const opened = await openCitusTestDatabase();
+    ({ pool, close } = opened);
+    url = opened.database.url;
     receiver = await startReceiver();
   }, 120_000);
   afterAll(async () => {
