@@ -25,7 +25,7 @@ import pg from "pg";
 import { AudienceService } from "../dist/gen/waypost/v1/audience_pb.js";
 import { DestinationService } from "../dist/gen/waypost/v1/destination_pb.js";
 import { SourceService } from "../dist/gen/waypost/v1/source_pb.js";
-import { storeMessages } from "../dist/src/db/queries/store-messages.js";
+import { storeMessages } from "../dist/src/db/job-table/store-messages.js";
 import { emptyCall } from "../dist/src/calls/call.js";
 import { buildCallPayload } from "../dist/src/ingest/payload.js";
 

@@ -3,7 +3,7 @@ import type pg from "pg";
 import type { Clock } from "../clock.js";
 import type { Queryable } from "../db/pool.js";
 import { singleNodeJobTable, type JobTableDriver } from "../db/job-table/index.js";
-import type { MessageToStore } from "../db/queries/store-messages.js";
+import type { MessageToStore } from "../db/job-table/index.js";
 import type { Call } from "../calls/call.js";
 import type { Metrics } from "../metrics.js";
 import type { TraceContext } from "../tracing/trace-context.js";

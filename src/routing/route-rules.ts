@@ -1,5 +1,5 @@
 import { compileSubscriptions, type CompiledSubscriptions, type SubscriptionCondition } from "../integrations/subscriptions.js";
-import type { HeldBackReason } from "../db/queries/store-messages.js";
+import type { HeldBackReason } from "../db/job-table/index.js";
 import { compileConsent, type CompiledConsent } from "./consent.js";
 import { compileFilter, isPlainObject, type CompiledFilter } from "./filter.js";
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, expect, test } from "vitest";
 import { replayDelivery } from "../../src/db/job-table/index.js";
 import { inTransaction, type Pool, type Queryable } from "../../src/db/pool.js";
 import { keyQueuedDeliveries } from "../../src/db/job-table/ordering-keys.js";
-import { storeMessages, type MessageToStore } from "../../src/db/queries/store-messages.js";
+import { storeMessages, type MessageToStore } from "../../src/db/job-table/store-messages.js";
 import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { finishByHand, seedSourceAndDestination } from "../helpers/job-table-fixtures.js";
 

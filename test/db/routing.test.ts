@@ -1,6 +1,6 @@
 import pg from "pg";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { routingCondition } from "../../src/db/queries/store-messages.js";
+import { routingCondition } from "../../src/db/job-table/store-messages.js";
 import { serverUrl } from "../helpers/database.js";
 
 let client: pg.Client;

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, expect, test } from "vitest";
 import { NotFoundError } from "../../src/errors.js";
 import type { Pool } from "../../src/db/pool.js";
 import { deleteSourceRow } from "../../src/db/queries/sources.js";
-import { storeMessages, type MessageToStore } from "../../src/db/queries/store-messages.js";
+import { storeMessages, type MessageToStore } from "../../src/db/job-table/store-messages.js";
 import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { finishByHand, seedSourceAndDestination } from "../helpers/job-table-fixtures.js";
 

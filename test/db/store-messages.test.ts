@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { Pool } from "../../src/db/pool.js";
-import { storeMessages, type MessageToStore } from "../../src/db/queries/store-messages.js";
+import { storeMessages, type MessageToStore } from "../../src/db/job-table/store-messages.js";
 import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
 
 // The store statement takes its rows as one JSON parameter with the payload

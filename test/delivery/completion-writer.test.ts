@@ -4,7 +4,7 @@ import pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from "vitest";
 import { claimDeliveries, type ClaimedDelivery, type DeliveryCompletion } from "../../src/db/job-table/index.js";
 import { createPool, type Pool } from "../../src/db/pool.js";
-import { storeMessages } from "../../src/db/queries/store-messages.js";
+import { storeMessages } from "../../src/db/job-table/store-messages.js";
 import { createCompletionWriter, isRowError } from "../../src/delivery/completion-writer.js";
 import { createLogger } from "../../src/logger.js";
 import { createTestDatabase, serverUrl, type TestDatabase } from "../helpers/database.js";

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { inTransaction, type Queryable } from "../../src/db/pool.js";
 import { removeMessages } from "../../src/db/job-table/message-removal.js";
-import { storeMessages } from "../../src/db/queries/store-messages.js";
+import { storeMessages } from "../../src/db/job-table/store-messages.js";
 
 /**
  * A source and an enabled destination with one webhook, linked, written

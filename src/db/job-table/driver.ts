@@ -1,7 +1,7 @@
 import type { JobTableLayout } from "../citus/layout.js";
 import { countBackfillCandidates, selectBackfillCandidates } from "../queries/backfill-candidates.js";
 import { lockHealthRows } from "../queries/destination-health.js";
-import { storeMessages } from "../queries/store-messages.js";
+import { storeMessages } from "./store-messages.js";
 import { enqueueBackfillPage } from "./backfill.js";
 import { cancelDestinationDeliveries } from "./cancel.js";
 import { claimDeliveries } from "./claim.js";

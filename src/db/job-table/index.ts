@@ -62,6 +62,15 @@ export {
   type ReplayPosition,
 } from "./replay-bulk.js";
 export { and, byMessage, filterPredicates, Params, type DeliveryFilter, type Query } from "./filter.js";
+export {
+  routingCondition,
+  rowWithPayload,
+  storeMessages,
+  webhooksIntegrationName,
+  type HeldBackReason,
+  type MessageToStore,
+  type StoreResult,
+} from "./store-messages.js";
 export { singleNodeJobTable, type JobTableDriver } from "./driver.js";
 export { citusJobTable } from "./citus/index.js";
 export { removeMessages, removeSourceMessages } from "./message-removal.js";

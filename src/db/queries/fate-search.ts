@@ -1,6 +1,6 @@
 import type { Queryable } from "../pool.js";
 import type { JobTableLayout } from "../citus/layout.js";
-import { searchFatesOnCitus } from "./citus/fate-search.js";
+import { fateSearchValues, searchFatesOnCitus } from "./citus/fate-search.js";
 
 /** A fate recorded when a call was routed (call_fates.fate). */
 export type RecordedFate = "filtered" | "disabled" | "integrations_off";
@@ -57,17 +57,7 @@ export async function searchFates(db: Queryable, search: FateSearch, layout: Job
        JOIN messages m ON m.id = f.message_pk
       ORDER BY f.recorded_at DESC, f.message_pk DESC
       LIMIT $8`,
-    [
-      search.destinationId,
-      search.fates,
-      search.reason ?? null,
-      // Bounds rather than NULL for "none", so that each is an index condition.
-      search.since ?? "-infinity",
-      search.until ?? "infinity",
-      search.before?.recordedAt ?? "infinity",
-      search.before?.messagePk ?? "9223372036854775807",
-      search.limit,
-    ],
+    fateSearchValues(search),
   );
   return result.rows;
 }

@@ -6,7 +6,7 @@ import { type JobTableDriver, singleNodeJobTable } from "../../../src/db/job-tab
 import { createIngestor } from "../../../src/ingest/ingestor.js";
 import { storeMessagesOnCitus } from "../../../src/db/job-table/citus/store-messages.js";
 import type { Pool } from "../../../src/db/pool.js";
-import type { MessageToStore } from "../../../src/db/queries/store-messages.js";
+import type { MessageToStore } from "../../../src/db/job-table/store-messages.js";
 import { NotFoundError } from "../../../src/errors.js";
 import { citusSkipReason, citusUrl, openCitusTestDatabase } from "../../helpers/citus.js";
 

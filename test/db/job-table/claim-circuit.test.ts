@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, expect, test } from "vitest";
 import { claimDeliveries, type ClaimedDelivery } from "../../../src/db/job-table/index.js";
 import { createPool, type Pool } from "../../../src/db/pool.js";
-import { storeMessages } from "../../../src/db/queries/store-messages.js";
+import { storeMessages } from "../../../src/db/job-table/store-messages.js";
 import { createTestDatabase, type TestDatabase } from "../../helpers/database.js";
 import { deleteMessages, seedSourceAndDestination } from "../../helpers/job-table-fixtures.js";
 

@@ -13,7 +13,7 @@ import {
   type DeliveryStatus,
 } from "../../../src/db/job-table/index.js";
 import type { Pool } from "../../../src/db/pool.js";
-import { storeMessages } from "../../../src/db/queries/store-messages.js";
+import { storeMessages } from "../../../src/db/job-table/store-messages.js";
 import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
 import { deleteMessages, seedSourceAndDestination } from "../../helpers/job-table-fixtures.js";
 

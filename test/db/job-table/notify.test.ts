@@ -5,7 +5,7 @@ import { claimDeliveries, completeDeliveries, deliveriesChannel, replayDelivery,
 import type { Pool } from "../../../src/db/pool.js";
 import { queueDeleteNotifications } from "../../../src/db/queries/deletion-notifications.js";
 import { insertDeletionRequest } from "../../../src/db/queries/deletion-requests.js";
-import { storeMessages } from "../../../src/db/queries/store-messages.js";
+import { storeMessages } from "../../../src/db/job-table/store-messages.js";
 import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
 
 const t0 = new Date("2026-11-01T00:00:00Z");

@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { type HeldBackReason, type MessageToStore, webhooksIntegrationName } from "../../queries/store-messages.js";
+import { type HeldBackReason, type MessageToStore, webhooksIntegrationName } from "../store-messages.js";
 
 /** A destination connected to the calls' source, as routing reads it. */
 export interface RouteTarget {

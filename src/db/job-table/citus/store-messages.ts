@@ -2,7 +2,7 @@ import type pg from "pg";
 import { NotFoundError } from "../../../errors.js";
 import { type Queryable, withTransaction } from "../../pool.js";
 import { filtersStampSql } from "../../queries/source-filters.js";
-import type { MessageToStore, StoreResult } from "../../queries/store-messages.js";
+import { type MessageToStore, rowWithPayload, type StoreResult } from "../store-messages.js";
 import { countFiltered, type RouteTarget, routeCalls } from "./route-calls.js";
 import { enqueueWithIdsSql } from "../enqueue.js";
 
@@ -71,17 +71,8 @@ const fatesStatement = `
 
 /** A message's row for messagesStatement; absent fields are left out (SQL NULL). */
 function messageRow(pk: string, message: MessageToStore): string {
-  const fields = JSON.stringify({
-    k: pk,
-    m: message.messageId,
-    t: message.type,
-    u: message.userId,
-    tp: message.traceparent,
-    ts: message.tracestate,
-    sa: message.sentAt,
-  });
-  const payload = message.payload.includes("\\u") ? `"s":${JSON.stringify(message.payload)}` : `"p":${message.payload}`;
-  return `${fields.slice(0, -1)},${payload}}`;
+  const { messageId: m, type: t, userId: u, traceparent: tp, tracestate: ts, sentAt: sa } = message;
+  return rowWithPayload({ k: pk, m, t, u, tp, ts, sa }, message.payload);
 }
 
 /** A pool to take a client from; anything else is the caller's connection, in its transaction. */

@@ -20,16 +20,22 @@ export async function searchFatesOnCitus(db: Queryable, search: FateSearch): Pro
         AND (f.recorded_at, f.message_pk) < ($6::timestamptz, $7::bigint)
       ORDER BY f.recorded_at DESC, f.message_pk DESC
       LIMIT $8`,
-    [
-      search.destinationId,
-      search.fates,
-      search.reason ?? null,
-      search.since ?? "-infinity",
-      search.until ?? "infinity",
-      search.before?.recordedAt ?? "infinity",
-      search.before?.messagePk ?? "9223372036854775807",
-      search.limit,
-    ],
+    fateSearchValues(search),
   );
   return result.rows;
+}
+
+/** The search's parameters, $1 to $8, as both layouts' statements take them. */
+export function fateSearchValues(search: FateSearch): unknown[] {
+  return [
+    search.destinationId,
+    search.fates,
+    search.reason ?? null,
+    // Bounds rather than NULL for "none", so that each is an index condition.
+    search.since ?? "-infinity",
+    search.until ?? "infinity",
+    search.before?.recordedAt ?? "infinity",
+    search.before?.messagePk ?? "9223372036854775807",
+    search.limit,
+  ];
 }

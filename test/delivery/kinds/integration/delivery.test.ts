@@ -5,7 +5,7 @@ import { defaultCircuitConfig, defaultRetrySchedule, type DeliveryConfig } from 
 import { claimDeliveries, completeDeliveries, type ClaimedDelivery } from "../../../../src/db/job-table/index.js";
 import type { Pool } from "../../../../src/db/pool.js";
 import { selectAttempts } from "../../../../src/db/queries/deliveries.js";
-import { storeMessages } from "../../../../src/db/queries/store-messages.js";
+import { storeMessages } from "../../../../src/db/job-table/store-messages.js";
 import { decideCompletion } from "../../../../src/delivery/completion.js";
 import { createDestinationDispatchers, type DestinationDispatchers } from "../../../../src/delivery/destination-dispatchers.js";
 import { createIntegrationDelivery, type IntegrationDestination } from "../../../../src/delivery/kinds/integration/delivery.js";

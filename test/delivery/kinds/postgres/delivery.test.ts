@@ -4,7 +4,7 @@ import { ManualClock } from "../../../../src/clock.js";
 import { claimDeliveries, completeDeliveries, type AttemptResult, type ClaimedDelivery } from "../../../../src/db/job-table/index.js";
 import { createPool, type Pool } from "../../../../src/db/pool.js";
 import { selectAttempts } from "../../../../src/db/queries/deliveries.js";
-import { storeMessages } from "../../../../src/db/queries/store-messages.js";
+import { storeMessages } from "../../../../src/db/job-table/store-messages.js";
 import type { PostgresDestination } from "../../../../src/delivery/kinds/postgres/delivery.js";
 import { createWarehouseKind } from "../../../../src/delivery/kinds/postgres/delivery.js";
 import { createLogger } from "../../../../src/logger.js";

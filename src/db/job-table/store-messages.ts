@@ -1,8 +1,8 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { NotFoundError } from "../../errors.js";
 import type { Queryable } from "../pool.js";
-import { enqueueCte, orderingKeySql } from "../job-table/index.js";
-import { filtersStampSql } from "./source-filters.js";
+import { enqueueCte, orderingKeySql } from "./enqueue.js";
+import { filtersStampSql } from "../queries/source-filters.js";
 
 /** Why a destination's rules held a call back at routing (the reason of its FILTERED fate). */
 export type HeldBackReason = "filter" | "consent" | "subscriptions";
@@ -117,22 +117,34 @@ const storeStatement = `
 
 /** The rows as one JSON array; absent fields are left out (SQL NULL). */
 function rowsParameter(messages: readonly MessageToStore[]): string {
-  const rows = messages.map((message) => {
-    const fields = JSON.stringify({
-      m: message.messageId,
-      t: message.type,
-      u: message.userId,
-      a: message.anonymousId,
-      g: message.integrations,
-      x: message.filteredOut,
-      tp: message.traceparent,
-      ts: message.tracestate,
-      sa: message.sentAt,
-    });
-    const payload = message.payload.includes("\\u") ? `"s":${JSON.stringify(message.payload)}` : `"p":${message.payload}`;
-    return `${fields.slice(0, -1)},${payload}}`;
-  });
+  const rows = messages.map((message) =>
+    rowWithPayload(
+      {
+        m: message.messageId,
+        t: message.type,
+        u: message.userId,
+        a: message.anonymousId,
+        g: message.integrations,
+        x: message.filteredOut,
+        tp: message.traceparent,
+        ts: message.tracestate,
+        sa: message.sentAt,
+      },
+      message.payload,
+    ),
+  );
   return `[${rows.join(",")}]`;
+}
+
+/**
+ * A JSON row object of `fields` (absent ones left out: SQL NULL) with the
+ * payload spliced in as it is (`p`), or as a JSON string (`s`) when it has
+ * \u escapes Postgres would decode (see the statement above).
+ */
+export function rowWithPayload(fields: Record<string, unknown>, payload: string): string {
+  const json = JSON.stringify(fields);
+  const spliced = payload.includes("\\u") ? `"s":${JSON.stringify(payload)}` : `"p":${payload}`;
+  return `${json.slice(0, -1)},${spliced}}`;
 }
 
 /**
