@@ -15,7 +15,7 @@ import {
   readExtraCaCerts,
 } from "./config-values.js";
 
-export { ConfigError, type NoProxyEntry };
+export { ConfigError, type JobTableConfig, type NoProxyEntry };
 
 /**
  * Where outbound HTTP requests (webhooks, integrations, operator events) go
@@ -152,8 +152,7 @@ export interface Config {
   transform: TransformConfig;
   /** OpenTelemetry spans (docs/tracing.md). */
   tracing: TracingConfig;
-  /** Where the job table lives (docs/scaling.md#2-past-one-postgres-the-job-table-on-citus). */
-  jobTable: JobTableConfig;
+  jobTable: JobTableConfig; // where the job table lives: docs/scaling.md#2-past-one-postgres-the-job-table-on-citus
 }
 
 export interface TransformConfig {

@@ -1,4 +1,4 @@
-import type { JobTableConfig } from "../../config-values.js";
+import type { JobTableConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
 import { StartupError } from "../../startup-error.js";
 import { citusJobTable, type JobTableDriver, singleNodeJobTable } from "../job-table/index.js";

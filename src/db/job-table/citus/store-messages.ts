@@ -1,6 +1,5 @@
-import type pg from "pg";
 import { NotFoundError } from "../../../errors.js";
-import { type Queryable, withTransaction } from "../../pool.js";
+import { inTransaction, type Queryable } from "../../pool.js";
 import { filtersStampSql } from "../../queries/source-filters.js";
 import { type MessageToStore, rowWithPayload, type StoreResult } from "../store-messages.js";
 import { countFiltered, type RouteTarget, routeCalls } from "./route-calls.js";
@@ -73,11 +72,6 @@ const fatesStatement = `
 function messageRow(pk: string, message: MessageToStore): string {
   const { messageId: m, type: t, userId: u, traceparent: tp, tracestate: ts, sentAt: sa } = message;
   return rowWithPayload({ k: pk, m, t, u, tp, ts, sa }, message.payload);
-}
-
-/** A pool to take a client from; anything else is the caller's connection, in its transaction. */
-function isPool(db: Queryable): db is pg.Pool {
-  return typeof (db as pg.Pool).connect === "function" && !("release" in db);
 }
 
 async function store(
@@ -163,6 +157,5 @@ export async function storeMessagesOnCitus(
   filtersStamp = "{}",
 ): Promise<StoreResult> {
   if (messages.length === 0) return { fresh: true, filtered: [], queued: false };
-  if (isPool(db)) return withTransaction(db, (client) => store(client, sourceId, receivedAt, messages, filtersStamp));
-  return store(db, sourceId, receivedAt, messages, filtersStamp);
+  return inTransaction(db, (tx) => store(tx, sourceId, receivedAt, messages, filtersStamp));
 }
