@@ -1,9 +1,9 @@
 import pg from "pg";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { callOrderingKey, countFiltered, routeCalls, routedTo } from "../../src/db/job-table/citus/route-calls.js";
-import { orderingKeySql } from "../../src/db/job-table/index.js";
-import { routingCondition } from "../../src/db/job-table/store-messages.js";
-import { serverUrl } from "../helpers/database.js";
+import { callOrderingKey, countFiltered, routeCalls, routedTo } from "../../../../src/db/job-table/citus/route-calls.js";
+import { orderingKeySql } from "../../../../src/db/job-table/index.js";
+import { routingCondition } from "../../../../src/db/job-table/store-messages.js";
+import { serverUrl } from "../../../helpers/database.js";
 
 // Ingest on Citus routes in the process: its rules must be the SQL ones,
 // case for case (the cases of test/db/routing.test.ts, and some more).
