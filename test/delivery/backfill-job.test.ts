@@ -31,7 +31,9 @@ afterAll(async () => {
 });
 
 beforeEach(async () => {
-  await pool.query("DELETE FROM delivery_queue; DELETE FROM background_jobs; DELETE FROM messages; DELETE FROM destination_sources; DELETE FROM destinations");
+  await pool.query(
+    "DELETE FROM delivery_queue; DELETE FROM background_jobs; DELETE FROM messages; DELETE FROM destination_sources; DELETE FROM destinations",
+  );
   await pool.query(
     `INSERT INTO destinations (id, name, enabled, webhooks, filter) VALUES ($1, 'crm', false, '[{"url":"http://h/","headers":{}}]', $2)`,
     [destination, { "properties.total": { $gt: 100 } }],
