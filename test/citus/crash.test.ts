@@ -3,7 +3,8 @@ import { promisify } from "node:util";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { citusSkipReason, citusUrl, createCitusTestDatabase, type CitusTestDatabase } from "../helpers/citus.js";
-import { eventually, startServiceProcess, type ServiceProcess } from "../helpers/process.js";
+import { createWorkerPool } from "../delivery/flow-support.js";
+import { eventually } from "../helpers/process.js";
 import { startReceiver, type Receiver, type Responder } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
@@ -15,7 +16,7 @@ const run = promisify(execFile);
 describe.skipIf(!citusUrl)(`crashes on a Citus cluster${citusSkipReason}`, () => {
   let database: CitusTestDatabase;
   let api: TestServer;
-  const processes: ServiceProcess[] = [];
+  const workers = createWorkerPool(() => database.url);
   const receivers: Receiver[] = [];
 
   beforeAll(async () => {
@@ -27,18 +28,11 @@ describe.skipIf(!citusUrl)(`crashes on a Citus cluster${citusSkipReason}`, () =>
     await database?.drop();
   });
   afterEach(async () => {
-    for (const p of processes.splice(0)) {
-      if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
-      await p.exited;
-    }
+    await workers.stopAll();
     await Promise.all(receivers.splice(0).map((r) => r.close()));
   });
 
-  async function worker(env: Record<string, string> = {}) {
-    const p = await startServiceProcess(database.url, { WAYPOST_ROLE: "worker", WAYPOST_POLL_INTERVAL_MS: "200", ...env });
-    processes.push(p);
-    return p;
-  }
+  const worker = (env: Record<string, string> = {}) => workers.start({ WAYPOST_POLL_INTERVAL_MS: "200", ...env });
 
   async function setup(respond: Responder) {
     const receiver = await startReceiver({ respond });

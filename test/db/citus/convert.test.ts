@@ -95,6 +95,14 @@ describe.skipIf(!citusUrl)(`converting an installation to Citus${citusSkipReason
       destinations: "n",
       destination_sources: "n",
     });
+    // A new session of the database uses one executor connection per worker (set by the conversion).
+    const session = createPool({ connectionString: database.url, max: 1 });
+    try {
+      const setting = await session.query<{ value: string }>("SELECT current_setting('citus.max_adaptive_executor_pool_size') AS value");
+      expect(setting.rows[0]?.value).toBe("1");
+    } finally {
+      await session.end();
+    }
     // Every row kept, each message's key in message_keys.
     expect(await census(pool)).toEqual(before);
     const keys = await pool.query<{ n: string }>("SELECT count(*)::text AS n FROM message_keys");
