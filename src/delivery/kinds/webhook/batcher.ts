@@ -3,6 +3,7 @@ import type { Clock } from "../../../clock.js";
 import type { AttemptResult } from "../../../db/job-table/index.js";
 import type { WebhookRequest } from "../../../outbound/send.js";
 import type { StoredWebhookBatch } from "./batch-settings.js";
+import { batchWebhookId, halves, isTooLarge, splitNote } from "./batch-split.js";
 import { signatureHeaders, targetOf } from "./prepare.js";
 import type { StoredWebhook, WebhookSettings } from "./settings.js";
 
@@ -10,8 +11,11 @@ import type { StoredWebhook, WebhookSettings } from "./settings.js";
 export type BatchSend = (destinationId: string, request: WebhookRequest) => Promise<AttemptResult>;
 
 interface Waiting {
+  deliveryId: string;
   body: string;
-  resolve: (result: AttemptResult) => void;
+  /** The attempts of POSTs that carried it and were refused as too large (then split). */
+  attempts: AttemptResult[];
+  resolve: (attempts: AttemptResult[]) => void;
 }
 
 /** The calls waiting for one URL of one destination. */
@@ -34,13 +38,17 @@ interface Batch {
 const wrapperBytes = 12;
 
 export interface WebhookBatcher {
-  /** Adds a call to its URL's batch; resolves with the attempt of the POST that carried it. */
+  /**
+   * Adds a call (its delivery's id and body) to its URL's batch; resolves
+   * with the attempts of the POSTs that carried it: one, or more when a
+   * batch was refused as too large and split.
+   */
   add(
     destinationId: string,
     settings: WebhookSettings,
     webhook: StoredWebhook & { batch: StoredWebhookBatch },
-    body: string,
-  ): Promise<AttemptResult>;
+    call: { deliveryId: string; body: string },
+  ): Promise<AttemptResult[]>;
   /** Sends the batches whose first call has waited max_wait_ms. */
   tick(): void;
   /** Sends every batch now. */
@@ -55,7 +63,8 @@ export interface WebhookBatcher {
  * max_bytes, or until max_wait_ms after the first; then one POST carries
  * `{"batch":[...]}`, each element exactly the body a single POST would
  * have carried. Its outcome is every call's: each gets the same attempt,
- * with the same `batch` ref.
+ * with the same `batch` ref; except that a batch the receiver refuses as
+ * too large is split (batch-split.ts).
  */
 export function createWebhookBatcher(options: { clock: Clock; send: BatchSend }): WebhookBatcher {
   const { clock } = options;
@@ -65,35 +74,43 @@ export function createWebhookBatcher(options: { clock: Clock; send: BatchSend })
   function send(key: string, batch: Batch) {
     if (batches.get(key) === batch) batches.delete(key);
     clearTimeout(batch.timer);
-    const { calls, settings, webhook } = batch;
-    const id = randomUUID();
-    const body = `{"batch":[${calls.map((c) => c.body).join(",")}]}`;
-    const headers = batchHeaders(settings, webhook, id, clock.now(), body);
-    const request: WebhookRequest = { urlIndex: batch.urlIndex, url: webhook.url, target: targetOf(webhook).url, headers, body };
-    const ref = { id, calls: calls.length };
-    const attemptedAt = clock.now();
-    const work = options
-      .send(batch.destinationId, request)
-      // Sending reports failures as attempts; should it throw, the calls are retried rather than held forever.
-      .catch(
-        (error: unknown): AttemptResult => ({
-          urlIndex: batch.urlIndex,
-          url: webhook.url,
-          attemptedAt,
-          outcome: "retryable",
-          statusCode: null,
-          error: `batch not sent: ${String(error)}`,
-          latencyMs: 0,
-          responseBody: null,
-        }),
-      )
-      .then((result) => {
-        // One attempt object per call: the loop sets each delivery's own
-        // revision and body sent on it in place, so calls must not share one.
-        for (const call of calls) call.resolve({ ...result, batch: ref });
-      });
+    const work = post(batch, batch.calls);
     sending.add(work);
     void work.finally(() => sending.delete(work));
+  }
+
+  /**
+   * POSTs `calls` as one batch. Refused as too large, the batch is sent
+   * again in two halves, one after the other, down to single calls: each
+   * call's attempts are every POST that carried it.
+   */
+  async function post(batch: Batch, calls: Waiting[]): Promise<void> {
+    const attemptedAt = clock.now();
+    let body = "";
+    let result: AttemptResult;
+    try {
+      body = `{"batch":[${calls.map((c) => c.body).join(",")}]}`;
+      const id = batchWebhookId(
+        batch.destinationId,
+        calls.map((c) => c.deliveryId),
+      );
+      const headers = batchHeaders(batch.settings, batch.webhook, id, attemptedAt, body);
+      const { urlIndex, webhook } = batch;
+      result = await options.send(batch.destinationId, { urlIndex, url: webhook.url, target: targetOf(webhook).url, headers, body });
+    } catch (error) {
+      // Sending reports failures as attempts; should it throw, the calls are retried rather than held forever.
+      result = notSent(batch, attemptedAt, error);
+    }
+    const ref = { id: randomUUID(), calls: calls.length };
+    if (calls.length > 1 && isTooLarge(result)) {
+      const refused: AttemptResult = { ...result, error: splitNote(result, calls.length, Buffer.byteLength(body)) };
+      // One attempt object per call: the loop sets each delivery's own
+      // revision and body sent on it in place, so calls must not share one.
+      for (const call of calls) call.attempts.push({ ...refused, batch: ref });
+      for (const part of halves(calls)) await post(batch, part);
+      return;
+    }
+    for (const call of calls) call.resolve([...call.attempts, { ...result, batch: ref }]);
   }
 
   function open(key: string, destinationId: string, settings: WebhookSettings, webhook: Batch["webhook"]): Batch {
@@ -116,7 +133,7 @@ export function createWebhookBatcher(options: { clock: Clock; send: BatchSend })
   }
 
   return {
-    add(destinationId, settings, webhook, body) {
+    add(destinationId, settings, webhook, { deliveryId, body }) {
       // By position too: two webhooks of a destination may name one URL.
       const key = `${destinationId} ${settings.webhooks.indexOf(webhook)} ${webhook.url}`;
       const size = Buffer.byteLength(body);
@@ -126,7 +143,7 @@ export function createWebhookBatcher(options: { clock: Clock; send: BatchSend })
       // One more would make the body too large: what waits goes first; a call too large alone goes in a batch of one.
       else if (batch && batch.bytes + 1 + size > webhook.batch.maxBytes) send(key, batch);
       batch = batches.get(key) ?? open(key, destinationId, settings, webhook);
-      const result = new Promise<AttemptResult>((resolve) => batch.calls.push({ body, resolve }));
+      const result = new Promise<AttemptResult[]>((resolve) => batch.calls.push({ deliveryId, body, attempts: [], resolve }));
       batch.bytes += size + (batch.calls.length > 1 ? 1 : 0);
       // Full, or too large for any other call to join (a call larger than max_bytes alone).
       if (batch.calls.length >= webhook.batch.maxCalls || batch.bytes >= webhook.batch.maxBytes) send(key, batch);
@@ -146,10 +163,24 @@ export function createWebhookBatcher(options: { clock: Clock; send: BatchSend })
   };
 }
 
+/** A POST that threw instead of reporting its failure: retried, as a connection error would be. */
+function notSent(batch: Batch, attemptedAt: Date, error: unknown): AttemptResult {
+  return {
+    urlIndex: batch.urlIndex,
+    url: batch.webhook.url,
+    attemptedAt,
+    outcome: "retryable",
+    statusCode: null,
+    error: `batch not sent: ${String(error)}`,
+    latencyMs: 0,
+    responseBody: null,
+  };
+}
+
 /**
  * The headers of a batch POST. A batch has no single message id or trace
- * context: webhook-id is the batch's own id (`id`), new for every POST; the
- * calls carry their messageIds.
+ * context: webhook-id is the batch's own id (`id`, derived from its calls:
+ * batch-split.ts); the calls carry their messageIds.
  */
 export function batchHeaders(
   settings: WebhookSettings,

@@ -30,7 +30,7 @@ export const webhookKind = defineKind({
       if (!webhook || !isBatched(webhook)) return request;
       return {
         url: request.url,
-        headers: batchHeaders(destination.webhook, webhook, "(new for each batch POST)", now, `{"batch":[${job.payload}]}`),
+        headers: batchHeaders(destination.webhook, webhook, "(derived from each batch POST's calls)", now, `{"batch":[${job.payload}]}`),
       };
     }),
   createDelivery(context) {
@@ -52,10 +52,12 @@ export const webhookKind = defineKind({
       async deliver(job, destination, body) {
         const chosen = chosenWebhooks(job, destination.webhook);
         if (!chosen.some(isBatched)) return sendSingly(job, destination, body, chosen);
-        const waiting = chosen.filter(isBatched).map((webhook) => batcher.add(job.destinationId, destination.webhook, webhook, body));
+        const waiting = chosen
+          .filter(isBatched)
+          .map((webhook) => batcher.add(job.destinationId, destination.webhook, webhook, { deliveryId: job.id, body }));
         const single = chosen.filter((webhook) => !isBatched(webhook));
         const results = single.length > 0 ? await sendSingly(job, destination, body, single) : [];
-        return [...results, ...(await Promise.all(waiting))].sort((a, b) => a.urlIndex - b.urlIndex);
+        return [...results, ...(await Promise.all(waiting)).flat()].sort((a, b) => a.urlIndex - b.urlIndex);
       },
       label: (destination) => destination.webhook.webhooks[0]?.url ?? "",
       inFlightLimit(destination) {
