@@ -64,7 +64,7 @@ export async function selectAttempts(
     `SELECT delivery_id, attempt, url, attempted_at, outcome, status_code, error, latency_ms, response_body, destination_revision,
             discarded_values, subscription, method
        FROM (${attemptsOfDeliveriesSql("$1::uuid[]", "$2::bigint[]")}) a
-      ORDER BY delivery_id, attempt, url_index`,
+      ORDER BY delivery_id, attempt, url_index, position`,
     [destinationIds, deliveryIds],
   );
   return result.rows;

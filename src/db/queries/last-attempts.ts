@@ -11,7 +11,8 @@ export interface LastAttemptRow {
 /**
  * Each delivery's last attempt (with several webhooks, its first failed
  * request if any), its own or a batch's, through the attempts' primary keys: a page of the basic
- * view shows what went wrong without reading every attempt.
+ * view shows what went wrong without reading every attempt. A batch POST
+ * refused as too large and sent again split is not the last of its URL.
  */
 export async function selectLastAttempts(
   db: Queryable,
@@ -21,7 +22,9 @@ export async function selectLastAttempts(
   if (deliveryIds.length === 0) return [];
   const result = await db.query<LastAttemptRow>(
     `SELECT DISTINCT ON (delivery_id) delivery_id, outcome, status_code, error
-       FROM (${attemptsOfDeliveriesSql("$1::uuid[]", "$2::bigint[]")}) a
+       FROM (SELECT *, position = max(position) OVER (PARTITION BY delivery_id, attempt, url_index) AS latest
+               FROM (${attemptsOfDeliveriesSql("$1::uuid[]", "$2::bigint[]")}) a) a
+      WHERE latest
       ORDER BY delivery_id, attempt DESC, outcome = 'success', url_index`,
     [destinationIds, deliveryIds],
   );

@@ -1,0 +1,127 @@
+import { createHmac, randomBytes } from "node:crypto";
+import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { ManualClock } from "../../../src/clock.js";
+import { selectAttempts } from "../../../src/db/queries/deliveries.js";
+import { selectLastAttempts } from "../../../src/db/queries/last-attempts.js";
+import { healthConfig } from "../../health/support.js";
+import { startReceiver, type ReceivedRequest, type Receiver } from "../../helpers/receiver.js";
+import { completionsOf, startTestServer, type TestServer } from "../../helpers/server.js";
+import { verifyStandardWebhook } from "../../helpers/standard-webhooks.js";
+
+let clock: ManualClock;
+let server: TestServer;
+const receivers: Receiver[] = [];
+
+beforeAll(async () => {
+  clock = new ManualClock(new Date("2026-12-06T10:00:00Z"));
+  server = await startTestServer({ clock, config: healthConfig() });
+});
+afterAll(async () => {
+  await server?.stop();
+});
+afterEach(async () => {
+  await server.waypost.delivery!.settle();
+  await Promise.all(receivers.splice(0).map((r) => r.close()));
+});
+
+/** A receiver that takes bodies up to `limit` bytes and refuses larger ones with `refusal`. */
+async function limitedReceiver(limit: number, refusal: { status: number; body?: string }) {
+  const r = await startReceiver({
+    respond: (request) => (Buffer.byteLength(request.body) > limit ? refusal : { status: 200, body: "ok" }),
+  });
+  receivers.push(r);
+  return r;
+}
+
+const messageIdsIn = (request: ReceivedRequest): string[] =>
+  (JSON.parse(request.body).batch as Array<{ messageId: string }>).map((call) => call.messageId);
+
+/** A call's attempts as the delivery views list them, in order. */
+async function attemptsOf(messageId: string, destinationId: string) {
+  const result = await server.pool.query<{ id: string }>(
+    "SELECT d.id FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE m.message_id = $1 AND d.destination_id = $2",
+    [messageId, destinationId],
+  );
+  const attempts = await selectAttempts(
+    server.pool,
+    [destinationId],
+    result.rows.map((row) => row.id),
+  );
+  return attempts.map((a) => ({ outcome: a.outcome, status_code: a.status_code, error: a.error }));
+}
+
+/** Sends `small` calls and one large one (at position `at`) to a destination batching them all into one POST. */
+async function oneBatchWithALargeCall(url: string, small: number, at: number, extra = {}) {
+  const source = await server.createSource();
+  const batch = { maxCalls: small + 1, maxWaitMs: 60_000 };
+  const destination = await server.createDestination({ name: "split", sourceIds: [source.id], webhooks: [{ url, batch }], ...extra });
+  const client = server.tracking(source.writeKey);
+  const finished = completionsOf(server, destination.id, small + 1);
+  const innocent: string[] = [];
+  let large = "";
+  for (let i = 0; i <= small; i++) {
+    const pad = i === at ? "L".repeat(6_000) : "s".repeat(100);
+    const { messageId } = await client.track({ track: { userId: `u${i}`, event: "E", properties: { pad } } });
+    if (i === at) large = messageId;
+    else innocent.push(messageId);
+  }
+  return { destination, innocent, large, completions: await finished };
+}
+
+test("a batch refused with 413 is sent again in halves down to one: only the call too large alone fails; each POST is signed and an attempt of its own", async () => {
+  const secret = `whsec_${randomBytes(32).toString("base64")}`;
+  const r = await limitedReceiver(4_000, { status: 413, body: "Payload Too Large" });
+  const { destination, innocent, large, completions } = await oneBatchWithALargeCall(r.url, 40, 17, {
+    signingSecrets: [secret],
+    sharedSecret: "shh",
+  });
+
+  const statusOf = new Map(completions.map((c) => [c.id, c.status]));
+  expect([...statusOf.values()].filter((s) => s === "delivered")).toHaveLength(40);
+  expect([...statusOf.values()].filter((s) => s === "failed")).toHaveLength(1);
+
+  // Every POST, refused or not, is signed over its own bytes, with an id of its own.
+  for (const request of r.requests) {
+    expect(verifyStandardWebhook(secret, request, clock.now())).toEqual(JSON.parse(request.body));
+    expect(request.headers["x-signature"]).toBe(createHmac("sha1", "shh").update(request.body).digest("hex"));
+  }
+  const ids = r.requests.map((request) => request.headers["webhook-id"]);
+  expect(new Set(ids).size).toBe(ids.length);
+
+  // Each innocent call was taken exactly once; the large one never.
+  const taken = r.requests.filter((request) => Buffer.byteLength(request.body) <= 4_000).flatMap(messageIdsIn);
+  expect(taken.sort()).toEqual([...innocent].sort());
+  // The large call went alone in the end.
+  expect(r.requests.some((request) => messageIdsIn(request).join() === large)).toBe(true);
+
+  for (const id of innocent) {
+    const attempts = await attemptsOf(id, destination.id);
+    expect(attempts.length).toBeGreaterThanOrEqual(2);
+    expect(attempts.at(-1)).toMatchObject({ outcome: "success", status_code: 200 });
+    for (const refused of attempts.slice(0, -1)) {
+      expect(refused).toMatchObject({ outcome: "permanent", status_code: 413 });
+      expect(refused.error).toMatch(/as too large: sent again in smaller batches/);
+    }
+  }
+  // A list of deliveries shows each innocent call's POST that took it, not a refused one.
+  const delivered = completions.filter((c) => c.status === "delivered").map((c) => c.id);
+  const last = await selectLastAttempts(server.pool, Array(delivered.length).fill(destination.id), delivered);
+  expect(last.map((a) => a.status_code)).toEqual(Array(40).fill(200));
+  const largeAttempts = await attemptsOf(large, destination.id);
+  expect(largeAttempts.every((a) => a.outcome === "permanent" && a.status_code === 413)).toBe(true);
+  // The first POST carried all 41; the last carried the large call alone and is final.
+  expect(largeAttempts[0]!.error).toMatch(/\(41 calls\)/);
+  expect(largeAttempts.at(-1)!.error).toBeNull();
+});
+
+test("a 400 whose body says the payload is too large splits too; a plain 400 fails the whole batch", async () => {
+  const tooLarge = await limitedReceiver(2_000, { status: 400, body: '{"error":"request entity too large"}' });
+  const split = await oneBatchWithALargeCall(tooLarge.url, 6, 0);
+  expect(split.completions.filter((c) => c.status === "delivered")).toHaveLength(6);
+  expect(split.completions.find((c) => c.status !== "delivered")?.status).toBe("failed");
+
+  const refusing = await limitedReceiver(2_000, { status: 400, body: '{"error":"missing field"}' });
+  const whole = await oneBatchWithALargeCall(refusing.url, 6, 0);
+  expect(whole.completions.map((c) => c.status)).toEqual(Array(7).fill("failed"));
+  expect(refusing.requests).toHaveLength(1);
+});
