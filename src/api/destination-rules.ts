@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type pg from "pg";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import {
@@ -7,7 +6,6 @@ import {
   TestOutcome,
   type Destination,
   type BackfillDestinationRequest,
-  type BackfillDestinationResponseSchema,
   type CancelBackfillRequest,
   type CancelBackfillResponseSchema,
   type GetBackfillRequest,
@@ -19,11 +17,10 @@ import {
   type TestedCallSchema,
 } from "../../gen/waypost/v1/destination_pb.js";
 import type { Clock } from "../clock.js";
-import { singleNodeJobTable, type JobTableDriver } from "../db/job-table/index.js";
-import { cancelJob, insertJob, listJobs, selectJob } from "../db/queries/background-jobs.js";
+import type { JobTableDriver } from "../db/job-table/index.js";
+import { cancelJob, listJobs, selectJob } from "../db/queries/background-jobs.js";
 import { selectDestination } from "../db/queries/destinations.js";
 import { selectCallsByMessageIds, selectRecentCalls, type StoredCallRow } from "../db/queries/message-lookup.js";
-import type { BackfillParams, BackfillProgress } from "../delivery/backfill-job.js";
 import type { IntegrationRunner } from "../delivery/kinds/integration/runner.js";
 import { offeredEntry, presetSubscriptions } from "../integrations/catalog.js";
 import { loadEntry } from "../integrations/catalog-entry.js";
@@ -40,6 +37,7 @@ import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { eventOf } from "./explain-message.js";
 import { integrationDraftOf, testIntegrationCall } from "./integration-test-call.js";
 import { backfillToProto } from "./job-proto.js";
+import { createBackfillRequests } from "./backfill-requests.js";
 
 export interface DestinationRulesOptions {
   pool: pg.Pool;
@@ -57,6 +55,7 @@ const maxListed = 100;
 /** TestDestination and the backfills: a destination's rules over stored calls. */
 export function createDestinationRules(options: DestinationRulesOptions) {
   const { pool, sandboxes } = options;
+  const requests = createBackfillRequests(options);
 
   /** The draft's rules and sources; an existing destination's (by id) fill what the draft leaves unset. */
   async function draftOf(req: TestDestinationRequest) {
@@ -110,32 +109,7 @@ export function createDestinationRules(options: DestinationRulesOptions) {
         sandboxes.forget(sandboxKey);
       }
     },
-    async backfillDestination(req: BackfillDestinationRequest): Promise<MessageInitShape<typeof BackfillDestinationResponseSchema>> {
-      const destinationId = requireUuid("destinationId", req.destinationId);
-      if (!req.since) throw invalidArgument("since", "is required");
-      const since = timestampDate(req.since);
-      const until = req.until ? timestampDate(req.until) : options.clock.now();
-      if (Number.isNaN(since.getTime())) throw invalidArgument("since", "is not a valid time");
-      if (Number.isNaN(until.getTime())) throw invalidArgument("until", "is not a valid time");
-      if (until.getTime() <= since.getTime()) throw invalidArgument("until", "must be after since");
-      const destination = await selectDestination(pool, destinationId);
-      if (!destination) throw notFound("destination", destinationId);
-      const candidates = await (options.jobTable ?? singleNodeJobTable).countBackfillCandidates(pool, { destinationId, since, until });
-      const params: BackfillParams = { since: since.toISOString(), until: until.toISOString() };
-      const progress: BackfillProgress = { candidates, created: 0, filtered: 0 };
-      const row = await insertJob(pool, {
-        id: randomUUID(),
-        kind: "backfill",
-        destinationId,
-        params: { ...params },
-        progress: { ...progress },
-        // Nothing to create: it ends at once (and is still listed).
-        state: candidates > 0 ? "running" : "done",
-        at: options.clock.now(),
-      });
-      if (row.state === "running") options.onJobCreated?.();
-      return { backfill: backfillToProto(row) };
-    },
+    backfillDestination: (req: BackfillDestinationRequest) => requests.backfillDestination(req),
     async getBackfill(req: GetBackfillRequest): Promise<MessageInitShape<typeof GetBackfillResponseSchema>> {
       const id = requireUuid("id", req.id);
       const row = await selectJob(pool, "backfill", id);

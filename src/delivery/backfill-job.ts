@@ -10,6 +10,8 @@ import type { JobHandler, PageOutcome } from "./job-runner.js";
 export interface BackfillParams {
   since: string;
   until: string;
+  /** The destination's settings revision when it was asked for (absent in jobs stored before it was kept). */
+  revision?: number;
 }
 
 /** A backfill's counters: candidates counted when it was asked for; created and filtered as its pages go. */

@@ -53,6 +53,43 @@ export async function insertJob(db: Queryable, job: NewJob): Promise<JobRow> {
   return result.rows[0]!;
 }
 
+/**
+ * Serialises BackfillDestination requests of one destination, for the rest
+ * of the transaction: of two asked at once, the second sees the first's job.
+ */
+export async function lockBackfillRequests(tx: Queryable, destinationId: string): Promise<void> {
+  await tx.query("SELECT pg_advisory_xact_lock(hashtext('waypost-backfill-request:' || $1::text))", [destinationId]);
+}
+
+/** What a new backfill is asked to cover. */
+export interface BackfillAsk {
+  destinationId: string;
+  /** The destination's settings revision now. */
+  revision: number;
+  since: Date;
+  until: Date;
+}
+
+/**
+ * The running backfill (oldest first) that covers what `ask` asks for: of
+ * the same destination, asked for at the same settings revision (the rules
+ * it applies are the same), and whose range starts at or before `since` and
+ * ends at or after `until`, or reaches up to the moment it was asked (calls
+ * received after that were routed as they arrived, by the same rules).
+ */
+export async function selectCoveringBackfill(db: Queryable, ask: BackfillAsk): Promise<JobRow | undefined> {
+  const result = await db.query<JobRow>(
+    `SELECT ${columns} FROM background_jobs
+      WHERE destination_id = $1 AND kind = 'backfill' AND state = 'running'
+        AND params->>'revision' = $2::text
+        AND (params->>'since')::timestamptz <= $3
+        AND ((params->>'until')::timestamptz >= $4 OR (params->>'until')::timestamptz >= created_at)
+      ORDER BY created_at LIMIT 1`,
+    [ask.destinationId, ask.revision, ask.since, ask.until],
+  );
+  return result.rows[0];
+}
+
 export async function selectJob(db: Queryable, kind: JobKind, id: string): Promise<JobRow | undefined> {
   const result = await db.query<JobRow>(`SELECT ${columns} FROM background_jobs WHERE id = $1 AND kind = $2`, [id, kind]);
   return result.rows[0];
