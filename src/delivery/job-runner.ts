@@ -42,7 +42,7 @@ export interface JobRunnerOptions {
   leaseMs: number;
   /** Real time between looks for jobs nobody holds (1 s by default); wake() looks at once. */
   pollMs?: number;
-  /** Jobs this process works at once (2 by default). */
+  /** Jobs this process works at once (4 by default), at most one per destination across processes. */
   concurrency?: number;
   /** A failed page is tried again after this (5 s by default)... */
   retryMs?: number;
@@ -74,7 +74,7 @@ export interface JobRunner {
 export function createJobRunner(options: JobRunnerOptions): JobRunner {
   const { pool, clock, logger } = options;
   const pollMs = options.pollMs ?? 1_000;
-  const concurrency = options.concurrency ?? 2;
+  const concurrency = options.concurrency ?? 4;
   const retryMs = options.retryMs ?? 5_000;
   const maxFailures = options.maxFailures ?? 5;
   const working = new Set<Promise<void>>();

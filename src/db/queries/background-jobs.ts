@@ -1,4 +1,4 @@
-import type { Queryable } from "../pool.js";
+import { inTransaction, type Queryable } from "../pool.js";
 
 export type JobKind = "backfill" | "retry";
 export type JobState = "running" | "done" | "cancelled" | "failed";
@@ -106,19 +106,30 @@ export async function listJobs(db: Queryable, kind: JobKind, destinationId: stri
 
 /**
  * Takes the lease of the oldest running job nobody holds (never leased, its
- * lease ran out, or released), with a new token. SKIP LOCKED: a job whose
- * page is being written (its row locked) is someone's.
+ * lease ran out, or released), with a new token, among destinations none of
+ * whose jobs is held: a destination's jobs run one at a time (its
+ * backfill pages would wait for each other anyway), so a burst on one
+ * destination takes one lane and other destinations' jobs run beside it.
+ * Claims are made one at a time (a transaction lock) so that two processes
+ * never both take a job of one destination. SKIP LOCKED: a job whose page
+ * is being written (its row locked) is someone's.
  */
 export async function claimJob(db: Queryable, token: string, now: Date, leaseMs: number): Promise<JobRow | undefined> {
-  const result = await db.query<JobRow>(
-    `UPDATE background_jobs SET lease_id = $1, lease_until = $2::timestamptz + $3::int * interval '1 millisecond', updated_at = $2
-      WHERE id = (SELECT id FROM background_jobs
-                   WHERE state = 'running' AND (lease_until IS NULL OR lease_until <= $2)
-                   ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-      RETURNING ${columns}`,
-    [token, now, leaseMs],
-  );
-  return result.rows[0];
+  return inTransaction(db, async (tx) => {
+    await tx.query("SELECT pg_advisory_xact_lock(hashtext('waypost-job-claim'))");
+    const result = await tx.query<JobRow>(
+      `UPDATE background_jobs SET lease_id = $1, lease_until = $2::timestamptz + $3::int * interval '1 millisecond', updated_at = $2
+        WHERE id = (SELECT j.id FROM background_jobs j
+                     WHERE j.state = 'running' AND (j.lease_until IS NULL OR j.lease_until <= $2)
+                       AND NOT EXISTS (SELECT 1 FROM background_jobs held
+                                        WHERE held.destination_id = j.destination_id AND held.state = 'running'
+                                          AND held.lease_id IS NOT NULL AND held.lease_until > $2)
+                     ORDER BY j.created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+        RETURNING ${columns}`,
+      [token, now, leaseMs],
+    );
+    return result.rows[0];
+  });
 }
 
 /** The holder's heartbeat; false when the job is no longer its own (taken over, cancelled, ended). */
