@@ -63,7 +63,7 @@ export function registerBackfillCommand(destinations: Command, wire: Wire): void
         const since = parseTime(flags.since, "--since");
         const until = flags.until ? parseTime(flags.until, "--until") : undefined;
         const destinationId = await resolveDestinationRef(ctx, ref, "<id>");
-        const { backfill } = await ctx.admin(DestinationService).backfillDestination({
+        const { backfill, alreadyRunning } = await ctx.admin(DestinationService).backfillDestination({
           destinationId,
           since: timestampFromDate(since),
           ...(until ? { until: timestampFromDate(until) } : {}),
@@ -72,7 +72,8 @@ export function registerBackfillCommand(destinations: Command, wire: Wire): void
           ctx.print(
             BackfillSchema,
             backfill!,
-            () => `${describe(backfill!)}\n(follow it with: waypost backfills get ${backfill!.id} --wait)`,
+            () =>
+              `${alreadyRunning ? "already running, covering this range: " : ""}${describe(backfill!)}\n(follow it with: waypost backfills get ${backfill!.id} --wait)`,
           );
           return;
         }
