@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
 import { ManualClock } from "../../../src/clock.js";
 import { selectAttempts } from "../../../src/db/queries/deliveries.js";
 import { selectLastAttempts } from "../../../src/db/queries/last-attempts.js";
+import { batchWebhookId } from "../../../src/delivery/kinds/webhook/batch-split.js";
 import { healthConfig } from "../../health/support.js";
 import { startReceiver, type ReceivedRequest, type Receiver } from "../../helpers/receiver.js";
 import { completionsOf, startTestServer, type TestServer } from "../../helpers/server.js";
@@ -124,4 +125,14 @@ test("a 400 whose body says the payload is too large splits too; a plain 400 fai
   const whole = await oneBatchWithALargeCall(refusing.url, 6, 0);
   expect(whole.completions.map((c) => c.status)).toEqual(Array(7).fill("failed"));
   expect(refusing.requests).toHaveLength(1);
+});
+
+test("a batch's webhook-id is the same for the same calls in any order, another for any other set, and a well-formed UUID", () => {
+  const destination = "7a1c0c56-0d43-4e0b-9d7e-2f1f3c1f0a11";
+  const id = batchWebhookId(destination, ["1", "2", "3"]);
+  expect(batchWebhookId(destination, ["3", "1", "2"])).toBe(id);
+  expect(batchWebhookId(destination, ["1", "2"])).not.toBe(id);
+  expect(batchWebhookId(destination, ["12", "3"])).not.toBe(batchWebhookId(destination, ["1", "23"]));
+  expect(batchWebhookId("00000000-0000-4000-8000-000000000001", ["1", "2", "3"])).not.toBe(id);
+  expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
 });
