@@ -63,8 +63,10 @@ export interface JobRunner {
 /**
  * Works background jobs (backfills, bulk retries) stored in Postgres. Any
  * process with the worker role runs one: it claims a running job nobody
- * holds (new, or whose holder died and let its lease run out), works it a
- * page at a time from its stored cursor, and ends it. Each page commits its
+ * holds (new, or whose holder died and let its lease run out) of a
+ * destination with no job held (claimJob: one job per destination at a
+ * time, so one destination's burst takes one lane and the others' jobs run
+ * in the rest), works it a page at a time from its stored cursor, and ends it. Each page commits its
  * work together with the cursor and counters, in a transaction that first
  * locks the job's row under this process's lease token: a job is never
  * worked by two processes at once, and one taken over after a crash goes on
