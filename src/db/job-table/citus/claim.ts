@@ -6,10 +6,32 @@ import { forEachLimited } from "./per-destination.js";
 
 const claimOnShard = claimStatementSql("$8::uuid");
 
+/**
+ * The destinations with nothing the claim could take at `now`: no queued
+ * delivery due and unleased. Without this, a claim ran one statement for
+ * every enabled destination, idle or not (200 idle destinations beside a
+ * busy one cut its burn-down eightfold). It is one statement over the
+ * shards, pushed down whole to each: every destination's rate bucket (each
+ * destination has one, on its own shard) with an index probe of its queue
+ * (delivery_queue_lane_idx), so it costs one probe per destination, not a
+ * scan of the backlog. It lists idle destinations rather than busy ones so
+ * that a destination without a bucket row is still claimed from, as before.
+ * Exact at `now` (no cache): a retry or a lease that runs out later is seen
+ * by the first claim after it is due.
+ */
+export function idleDestinationsSql(now: string): string {
+  return `SELECT w.destination_id FROM destination_rate_buckets w
+           WHERE NOT EXISTS (
+             SELECT 1 FROM delivery_queue d
+              WHERE d.destination_id = w.destination_id AND d.run_at <= ${now}
+                AND (d.leased_until IS NULL OR d.leased_until <= ${now}))`;
+}
+
 // The destinations a claim may take from, read across the shards without
 // locking anything (the per-destination statement locks and checks again):
-// enabled, with room, not held back by endpoint health, not out of tokens.
-// A second row carries when an out-of-tokens destination has tokens again.
+// enabled, with room, not held back by endpoint health, not out of tokens,
+// and with due work (idleDestinationsSql). A second row carries when an
+// out-of-tokens destination has tokens again.
 // `claimed` is empty: the refill wait is the one before any claim.
 const candidatesStatement = `WITH buckets AS MATERIALIZED (
        ${lockedBucketsSql("$1", undefined, false)}
@@ -24,6 +46,7 @@ const candidatesStatement = `WITH buckets AS MATERIALIZED (
         AND dst.id <> ALL ($2::uuid[])
         AND dst.id NOT IN (${heldDestinationsSql("$1")})
         AND dst.id NOT IN (SELECT id FROM throttled)
+        AND dst.id NOT IN (${idleDestinationsSql("$1")})
      UNION ALL
      SELECT NULL, ${refillWaitMsSql}::float8`;
 
