@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
 import { citusJobTable } from "../../../../src/db/job-table/citus/index.js";
 import type { ClaimOptions } from "../../../../src/db/job-table/index.js";
 import type { Pool, Queryable } from "../../../../src/db/pool.js";
@@ -41,6 +41,10 @@ describe.skipIf(!citusUrl)(`the claim on Citus beside idle destinations${citusSk
     source = await seedSource(pool);
   }, 120_000);
   afterAll(async () => close?.());
+  // Each test's destinations alone: the earlier tests' are out of the way.
+  beforeEach(async () => {
+    await pool.query("UPDATE destinations SET enabled = false");
+  });
 
   test("200 idle enabled destinations beside a busy one: statements for the busy one only", async () => {
     const idle: string[] = [];
@@ -61,7 +65,6 @@ describe.skipIf(!citusUrl)(`the claim on Citus beside idle destinations${citusSk
     perDestination.length = 0;
     expect((await claim(db, at(1))).deliveries).toEqual([]);
     expect(perDestination).toEqual([]);
-    await pool.query("UPDATE destinations SET enabled = false");
   });
 
   test("a retry due later is claimed once due, and a lease that runs out makes its delivery due again", async () => {
