@@ -59,7 +59,8 @@ type MessageRow = MessageColumns & { id: string };
 
 /**
  * The claim on Citus, where every statement must stay on one shard: the
- * candidate destinations are read first; then today's claim statement runs
+ * candidate destinations (those with due work) are read first; then today's
+ * claim statement runs
  * once per destination, filtered to it (its queue rows, rate bucket and
  * health row share a shard), until `limit` is reached; then the claimed
  * deliveries' messages, which are distributed by their own id, are read in
