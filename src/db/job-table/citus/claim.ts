@@ -8,16 +8,18 @@ const claimOnShard = claimStatementSql("$8::uuid");
 
 /**
  * The destinations with nothing the claim could take at `now`: no queued
- * delivery due and unleased. Without this, a claim ran one statement for
- * every enabled destination, idle or not (200 idle destinations beside a
- * busy one cut its burn-down eightfold). It is one statement over the
- * shards, pushed down whole to each: every destination's rate bucket (each
- * destination has one, on its own shard) with an index probe of its queue
+ * delivery due and unleased. The claim leaves them out, so an idle
+ * destination costs it no statement of its own (one per enabled destination,
+ * due or not, made 200 idle destinations beside a busy one cut its burn-down
+ * more than eightfold). This is one statement over the shards, pushed down
+ * whole to each: every destination's rate bucket (each destination has one,
+ * on its own shard) with an index probe of its queue
  * (delivery_queue_lane_idx), so it costs one probe per destination, not a
- * scan of the backlog. It lists idle destinations rather than busy ones so
- * that a destination without a bucket row is still claimed from, as before.
- * Exact at `now` (no cache): a retry or a lease that runs out later is seen
- * by the first claim after it is due.
+ * scan of the backlog (a busy destination's probe steps over its leased
+ * deliveries, at most those in flight). It lists the idle destinations rather
+ * than the busy ones so that a destination without a bucket row is still
+ * claimed from. Exact at `now`, nothing cached: a retry due later, or a
+ * lease that runs out, is seen by the first claim after that.
  */
 export function idleDestinationsSql(now: string): string {
   return `SELECT w.destination_id FROM destination_rate_buckets w
