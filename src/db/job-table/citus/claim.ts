@@ -14,9 +14,11 @@ const claimOnShard = claimStatementSql("$8::uuid");
  * more than eightfold). This is one statement over the shards, pushed down
  * whole to each: every destination's rate bucket (each destination has one,
  * on its own shard) with an index probe of its queue
- * (delivery_queue_lane_idx), so it costs one probe per destination, not a
+ * (delivery_queue_lane_idx: with the queue analyzed, each shard plans a
+ * nested-loop anti join), so it costs one probe per destination, not a
  * scan of the backlog (a busy destination's probe steps over its leased
- * deliveries, at most those in flight). It lists the idle destinations rather
+ * deliveries, at most those in flight). Kept a plain NOT EXISTS: forced to a
+ * per-row subplan (OFFSET 0), a shard read its whole queue per destination. It lists the idle destinations rather
  * than the busy ones so that a destination without a bucket row is still
  * claimed from. Exact at `now`, nothing cached: a retry due later, or a
  * lease that runs out, is seen by the first claim after that.
