@@ -36,6 +36,7 @@ import { rateLimitScenario } from "./scenarios/rate-limit.mjs";
 import { retentionScenario } from "./scenarios/retention.mjs";
 import { scalingScenario } from "./scenarios/scaling.mjs";
 import { citusScenario } from "./scenarios/citus.mjs";
+import { idleDestinationsScenario } from "./scenarios/idle-destinations.mjs";
 import { soakScenario } from "./scenarios/soak.mjs";
 import { warehouseScenario } from "./scenarios/warehouse.mjs";
 import { webhookSourcesScenario } from "./scenarios/webhook-sources.mjs";
@@ -167,6 +168,15 @@ try {
   if (wants("citus")) {
     if (postgres.embedded || !process.env.DATABASE_URL) throw new Error("--only=citus needs DATABASE_URL at a Citus coordinator");
     await citusScenario({ coordinatorUrl: process.env.DATABASE_URL, sink, durationMs: sizes.durationMs });
+  }
+  // A busy destination's burn-down beside 0 and 200 idle ones: one Postgres, and Citus when DATABASE_URL is a coordinator.
+  if (wants("idle-destinations")) {
+    await idleDestinationsScenario({
+      serverUrl: process.env.DATABASE_URL ?? "",
+      createDatabase: () => postgres.createDatabase(),
+      sink,
+      deliveries: Math.min(sizes.burnDown, 20_000),
+    });
   }
   if (wants("end-to-end")) {
     const { stepMs, rates, latencyMs } = sizes;

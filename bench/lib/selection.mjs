@@ -16,6 +16,7 @@ export const scenarioNames = [
   "webhook-sources",
   "scaling",
   "citus",
+  "idle-destinations",
   "end-to-end",
   "baselines",
   "isolation",
