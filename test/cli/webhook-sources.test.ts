@@ -221,7 +221,15 @@ test("hooks list, test and reprocess: a failing transform's request is seen, a f
   expect((await hookRequestState(server.pool, bad)).status).toBe("failed");
 
   // Saved, then every failed request run again: the failed one makes its call once.
-  await server.sources.updateSource({ source: { id: sourceId, webhook: { transform: fixed } }, updateMask: { paths: ["webhook"] } });
+  const secretBefore = await server.pool.query("SELECT webhook FROM sources WHERE id = $1", [sourceId]);
+  const saved = await waypost(["sources", "update", "shop", "--transform-file", fixFile], env);
+  expect(saved.code, saved.stderr).toBe(0);
+  expect(saved.stdout).toMatch(new RegExp(`^transform:\\s+${fixed.length} characters$`, "m"));
+  const stored = await server.sources.getSource({ id: sourceId });
+  expect(stored.source?.webhook?.transform).toBe(fixed);
+  // Only the transform changed.
+  const after = await server.pool.query("SELECT webhook FROM sources WHERE id = $1", [sourceId]);
+  expect({ ...after.rows[0].webhook, transform: undefined }).toEqual({ ...secretBefore.rows[0].webhook, transform: undefined });
   const again = await waypost(["hooks", "reprocess", "shop"], env);
   expect(again.code, again.stderr).toBe(0);
   expect(again.stdout.trim()).toBe("1 request set to run again");
@@ -230,6 +238,6 @@ test("hooks list, test and reprocess: a failing transform's request is seen, a f
   const byId = await waypost(["hooks", "reprocess", sourceId, "--id", good], env);
   expect(byId.stdout.trim()).toBe("1 request set to run again");
   await processed(sourceId);
-  const stored = await server.pool.query("SELECT message_id FROM messages WHERE source_id = $1 ORDER BY message_id", [sourceId]);
-  expect(stored.rows.map((r) => r.message_id)).toEqual([`hook-${bad}-0`, `hook-${good}-0`].sort());
+  const calls = await server.pool.query("SELECT message_id FROM messages WHERE source_id = $1 ORDER BY message_id", [sourceId]);
+  expect(calls.rows.map((r) => r.message_id)).toEqual([`hook-${bad}-0`, `hook-${good}-0`].sort());
 });
