@@ -232,11 +232,15 @@ test("hooks list, test and reprocess: a failing transform's request is seen, a f
   expect({ ...after.rows[0].webhook, transform: undefined }).toEqual({ ...secretBefore.rows[0].webhook, transform: undefined });
   const again = await waypost(["hooks", "reprocess", "shop"], env);
   expect(again.code, again.stderr).toBe(0);
-  expect(again.stdout.trim()).toBe("1 request set to run again");
+  // It waits for the run and says what it made: the fixed request's call is new.
+  expect(again.stdout.trim()).toBe("1 request set to run again: 1 call new, 0 already stored (not stored twice)");
   await processed(sourceId);
   expect(await hookRequestState(server.pool, bad)).toMatchObject({ status: "processed", message_ids: [`hook-${bad}-0`] });
   const byId = await waypost(["hooks", "reprocess", sourceId, "--id", good], env);
-  expect(byId.stdout.trim()).toBe("1 request set to run again");
+  // A processed request run again: its call was stored before.
+  expect(byId.stdout.trim()).toBe("1 request set to run again: 0 calls new, 1 already stored (not stored twice)");
+  const detached = await waypost(["hooks", "reprocess", sourceId, "--id", good, "--detach"], env);
+  expect(detached.stdout.trim()).toBe("1 request set to run again");
   await processed(sourceId);
   const calls = await server.pool.query("SELECT message_id FROM messages WHERE source_id = $1 ORDER BY message_id", [sourceId]);
   expect(calls.rows.map((r) => r.message_id)).toEqual([`hook-${bad}-0`, `hook-${good}-0`].sort());
