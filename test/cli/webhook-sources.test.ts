@@ -54,7 +54,11 @@ test("usage errors exit 2 and name the flag", async () => {
     waypost(["hooks", "list", "00000000-0000-4000-8000-000000000001", "--status", "lost"], env),
     waypost(["hooks", "reprocess", "00000000-0000-4000-8000-000000000001", "--id", "1", "--since", "1h"], env),
     waypost(["hooks", "test", "00000000-0000-4000-8000-000000000001", "--transform-file", path.join(dir, "missing.js")], env),
+    waypost(["sources", "update", "00000000-0000-4000-8000-000000000001"], env),
+    waypost(["sources", "update", "00000000-0000-4000-8000-000000000001", "--verifier", "paypal"], env),
   ]);
+  expect(results[8]!.stderr).toContain("nothing to change: give --name, --verifier, --secret-file, --transform-file");
+  expect(results[9]!.stderr).toContain('--verifier: unknown verifier "paypal"');
   for (const result of results) expect(result.code, result.stderr).toBe(2);
   expect(results[0]!.stderr).toContain("--name");
   expect(results[1]!.stderr).toContain("--verifier: only with --webhook");
