@@ -6,6 +6,7 @@ import { type HookRequest, HookRequestStatus, HookService } from "../../../gen/w
 import type { CliContext, Wire } from "../context.js";
 import { UsageError } from "../errors.js";
 import { collect, parseTime } from "../format.js";
+import { pause } from "./job-progress.js";
 import { resolveSourceRef } from "./source-ref.js";
 
 interface ReprocessFlags {
@@ -86,21 +87,6 @@ async function awaitOutcome(
     }
     return outcome;
   }
-}
-
-function pause(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve(true);
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;

@@ -98,7 +98,7 @@ async function readOrExplain<T>(ctx: CliContext, options: FollowOptions<T>): Pro
 }
 
 /** Waits; false when the signal (Ctrl-C) came first. */
-function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+export function pause(ms: number, signal: AbortSignal): Promise<boolean> {
   if (signal.aborted) return Promise.resolve(false);
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
