@@ -1,6 +1,7 @@
 import { Command, CommanderError, Option } from "commander";
 import { registerAudiences } from "./commands/audiences.js";
 import { registerBackfills } from "./commands/backfills.js";
+import { registerBackup } from "./commands/backup.js";
 import { registerDeletions } from "./commands/deletions.js";
 import { registerDeliveries } from "./commands/deliveries.js";
 import { registerDestinations } from "./commands/destinations.js";
@@ -57,6 +58,7 @@ export function createProgram(io: CliIo, signal: AbortSignal): Command {
   registerDeletions(program, wire);
   registerPlans(program, wire);
   registerSend(program, wire);
+  registerBackup(program, io);
   addCommonOptions(program);
   return program;
 }
@@ -74,8 +76,8 @@ function addCommonOptions(command: Command): void {
       addCommonOptions(sub);
       continue;
     }
-    // serve runs the service itself; send authenticates with a write key.
-    if (sub.name() === "help" || sub.name() === "serve") continue;
+    // serve runs the service itself, backup and restore reach its database; send authenticates with a write key.
+    if (["help", "serve", "backup", "restore"].includes(sub.name())) continue;
     const has = (flag: string) => sub.options.some((o) => o.long === flag);
     if (!has("--url")) {
       sub.option("--url <url>", "the Waypost server (env WAYPOST_URL; default http://127.0.0.1:8080)");

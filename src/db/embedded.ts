@@ -209,7 +209,7 @@ async function clusterDirectory(dataDir: string, logger: Logger): Promise<string
   if (process.getuid?.() !== 0) return preferred;
   await chmod(dataDir, 0o755).catch(() => {});
   if (await reachableByOthers(dataDir)) return preferred;
-  const fallback = path.join("/var/lib/waypost", createHash("sha256").update(dataDir).digest("hex").slice(0, 12), "postgres");
+  const fallback = fallbackClusterDirectory(dataDir);
   await mkdir(path.dirname(fallback), { recursive: true, mode: 0o755 });
   await chmod("/var/lib/waypost", 0o755).catch(() => {});
   await chmod(path.dirname(fallback), 0o755).catch(() => {});
@@ -218,6 +218,17 @@ async function clusterDirectory(dataDir: string, logger: Logger): Promise<string
     "running as root and the data directory is not reachable by other users: the embedded Postgres cluster lives elsewhere",
   );
   return fallback;
+}
+
+/** A root-run cluster's place when the data directory is closed to other users. */
+function fallbackClusterDirectory(dataDir: string): string {
+  return path.join("/var/lib/waypost", createHash("sha256").update(dataDir).digest("hex").slice(0, 12), "postgres");
+}
+
+/** Where a data directory's cluster may be: inside it, or (run as root, see clusterDirectory) under /var/lib/waypost. */
+export function clusterDirectoryCandidates(dataDir: string): string[] {
+  const resolved = path.resolve(dataDir);
+  return [path.join(resolved, "postgres"), fallbackClusterDirectory(resolved)];
 }
 
 /** Where the platform package keeps initdb and postgres, if it can be found. */

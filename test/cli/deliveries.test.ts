@@ -87,6 +87,11 @@ test("deliveries list: filters, limit, table and JSON", async () => {
   expect(lines[0]).toMatch(/^ID\s+CREATED\s+STATUS\s+TYPE\s+MESSAGE ID\s+USER\s+ATTEMPTS$/);
   expect(lines[1]).toMatch(new RegExp(`^\\d+\\s+\\S+\\s+delivered\\s+identify\\s+${sent[1]}\\s+bob\\s+1$`));
   expect(lines[2]).toMatch(new RegExp(`delivered\\s+track\\s+${sent[0]}\\s+alice\\s+1$`));
+  // Every destination's: the destination by name, not by id.
+  const every = await waypost(["deliveries", "list"], env);
+  expect(every.code, every.stderr).toBe(0);
+  expect(every.stdout.split("\n")[0]).toMatch(/\sATTEMPTS\s+DESTINATION$/);
+  expect(every.stdout).toMatch(new RegExp(`\\s${sent[1]}\\s+bob\\s+1\\s+hooks$`, "m"));
   const [byUser, byMessage, limited, since, until, failed] = await Promise.all([
     waypostJson<{ deliveries: DeliveryJson[] }>(["deliveries", "list", "--user-id", "alice"], env),
     waypostJson<{ deliveries: DeliveryJson[] }>(["deliveries", "list", "--message-id", sent[1]!], env),

@@ -54,7 +54,11 @@ test("usage errors exit 2 and name the flag", async () => {
     waypost(["hooks", "list", "00000000-0000-4000-8000-000000000001", "--status", "lost"], env),
     waypost(["hooks", "reprocess", "00000000-0000-4000-8000-000000000001", "--id", "1", "--since", "1h"], env),
     waypost(["hooks", "test", "00000000-0000-4000-8000-000000000001", "--transform-file", path.join(dir, "missing.js")], env),
+    waypost(["sources", "update", "00000000-0000-4000-8000-000000000001"], env),
+    waypost(["sources", "update", "00000000-0000-4000-8000-000000000001", "--verifier", "paypal"], env),
   ]);
+  expect(results[8]!.stderr).toContain("nothing to change: give --name, --verifier, --secret-file, --transform-file");
+  expect(results[9]!.stderr).toContain('--verifier: unknown verifier "paypal"');
   for (const result of results) expect(result.code, result.stderr).toBe(2);
   expect(results[0]!.stderr).toContain("--name");
   expect(results[1]!.stderr).toContain("--verifier: only with --webhook");
@@ -221,15 +225,27 @@ test("hooks list, test and reprocess: a failing transform's request is seen, a f
   expect((await hookRequestState(server.pool, bad)).status).toBe("failed");
 
   // Saved, then every failed request run again: the failed one makes its call once.
-  await server.sources.updateSource({ source: { id: sourceId, webhook: { transform: fixed } }, updateMask: { paths: ["webhook"] } });
+  const secretBefore = await server.pool.query("SELECT webhook FROM sources WHERE id = $1", [sourceId]);
+  const saved = await waypost(["sources", "update", "shop", "--transform-file", fixFile], env);
+  expect(saved.code, saved.stderr).toBe(0);
+  expect(saved.stdout).toMatch(new RegExp(`^transform:\\s+${fixed.length} characters$`, "m"));
+  const stored = await server.sources.getSource({ id: sourceId });
+  expect(stored.source?.webhook?.transform).toBe(fixed);
+  // Only the transform changed.
+  const after = await server.pool.query("SELECT webhook FROM sources WHERE id = $1", [sourceId]);
+  expect({ ...after.rows[0].webhook, transform: undefined }).toEqual({ ...secretBefore.rows[0].webhook, transform: undefined });
   const again = await waypost(["hooks", "reprocess", "shop"], env);
   expect(again.code, again.stderr).toBe(0);
-  expect(again.stdout.trim()).toBe("1 request set to run again");
+  // It waits for the run and says what it made: the fixed request's call is new.
+  expect(again.stdout.trim()).toBe("1 request set to run again: 1 call new, 0 already stored (not stored twice)");
   await processed(sourceId);
   expect(await hookRequestState(server.pool, bad)).toMatchObject({ status: "processed", message_ids: [`hook-${bad}-0`] });
   const byId = await waypost(["hooks", "reprocess", sourceId, "--id", good], env);
-  expect(byId.stdout.trim()).toBe("1 request set to run again");
+  // A processed request run again: its call was stored before.
+  expect(byId.stdout.trim()).toBe("1 request set to run again: 0 calls new, 1 already stored (not stored twice)");
+  const detached = await waypost(["hooks", "reprocess", sourceId, "--id", good, "--detach"], env);
+  expect(detached.stdout.trim()).toBe("1 request set to run again");
   await processed(sourceId);
-  const stored = await server.pool.query("SELECT message_id FROM messages WHERE source_id = $1 ORDER BY message_id", [sourceId]);
-  expect(stored.rows.map((r) => r.message_id)).toEqual([`hook-${bad}-0`, `hook-${good}-0`].sort());
+  const calls = await server.pool.query("SELECT message_id FROM messages WHERE source_id = $1 ORDER BY message_id", [sourceId]);
+  expect(calls.rows.map((r) => r.message_id)).toEqual([`hook-${bad}-0`, `hook-${good}-0`].sort());
 });

@@ -41,7 +41,7 @@ async function follow(ctx: CliContext, first: Backfill): Promise<void> {
   const client = ctx.admin(DestinationService);
   const ended = await followJob(ctx, {
     label: `backfill ${first.id}`,
-    later: `waypost backfills get ${first.id}`,
+    later: `waypost backfills get ${first.id} --wait`,
     first,
     read: async () => (await client.getBackfill({ id: first.id }, { signal: ctx.signal })).backfill!,
     view: snapshot,

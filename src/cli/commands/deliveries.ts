@@ -15,7 +15,7 @@ import { UsageError } from "../errors.js";
 import { fields, parseCount, parseStatuses, parseTime, statusText } from "../format.js";
 import type { CliContext, Wire } from "../context.js";
 import { deliveryRows, describeDelivery } from "./delivery-text.js";
-import { resolveDestinationRef } from "./destination-ref.js";
+import { createDestinationNames, resolveDestinationRef } from "./destination-ref.js";
 import { followJob, jobStateNames, type JobSnapshot } from "./job-progress.js";
 import { tailDeliveries } from "./tail.js";
 
@@ -71,7 +71,13 @@ export function registerDeliveries(program: Command, wire: Wire): void {
           all.deliveries.push(...page.deliveries);
           all.nextPageToken = page.nextPageToken;
         } while (all.nextPageToken && all.deliveries.length < limit);
-        ctx.print(ListDeliveriesResponseSchema, all, () => deliveryRows(all.deliveries, !flags.destination));
+        // Every destination's: each row names its destination.
+        const names = new Map<string, string>();
+        if (!flags.destination && !ctx.json) {
+          const book = createDestinationNames(ctx);
+          for (const d of all.deliveries) names.set(d.destinationId, await book.nameOf(d.destinationId));
+        }
+        ctx.print(ListDeliveriesResponseSchema, all, () => deliveryRows(all.deliveries, flags.destination ? undefined : names));
       }),
     );
 
@@ -178,7 +184,7 @@ async function followRetryJob(ctx: CliContext, first: RetryJob): Promise<void> {
   const client = ctx.admin(DeliveryService);
   const ended = await followJob(ctx, {
     label: `retry job ${first.id}`,
-    later: `waypost deliveries retry-job ${first.id}`,
+    later: `waypost deliveries retry-job ${first.id} --wait`,
     first,
     read: async () => (await client.getRetryJob({ id: first.id }, { signal: ctx.signal })).job!,
     view: retrySnapshot,

@@ -1,9 +1,9 @@
 import { AttemptOutcome, type Delivery } from "../../../gen/waypost/v1/delivery_pb.js";
 import { fields, statusText, table, time } from "../format.js";
 
-/** The columns of `deliveries list`. */
-export function deliveryRows(deliveries: readonly Delivery[], withDestination: boolean): string {
-  const headers = ["ID", "CREATED", "STATUS", "TYPE", "MESSAGE ID", "USER", "ATTEMPTS", ...(withDestination ? ["DESTINATION"] : [])];
+/** The columns of `deliveries list`; with `destinationNames` (every destination's), a DESTINATION column of names. */
+export function deliveryRows(deliveries: readonly Delivery[], destinationNames?: ReadonlyMap<string, string>): string {
+  const headers = ["ID", "CREATED", "STATUS", "TYPE", "MESSAGE ID", "USER", "ATTEMPTS", ...(destinationNames ? ["DESTINATION"] : [])];
   return table(
     headers,
     deliveries.map((d) => [
@@ -14,7 +14,7 @@ export function deliveryRows(deliveries: readonly Delivery[], withDestination: b
       d.messageId,
       d.userId || "-",
       String(d.attemptCount),
-      ...(withDestination ? [d.destinationId] : []),
+      ...(destinationNames ? [destinationNames.get(d.destinationId) ?? d.destinationId] : []),
     ]),
   );
 }

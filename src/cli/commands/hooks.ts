@@ -4,7 +4,6 @@ import {
   HookRequestStatus,
   HookService,
   ListHookRequestsResponseSchema,
-  ReprocessHookRequestsResponseSchema,
   TestSourceTransformResponseSchema,
   type HookRequest,
 } from "../../../gen/waypost/v1/hook_pb.js";
@@ -13,6 +12,7 @@ import type { Wire } from "../context.js";
 import { UsageError } from "../errors.js";
 import { collect, parseCount, parseTime, table, time } from "../format.js";
 import { readFlagFile } from "./hook-source-flags.js";
+import { registerHookReprocess } from "./hook-reprocess.js";
 import { resolveSourceRef } from "./source-ref.js";
 
 const statusNames: Record<string, HookRequestStatus> = {
@@ -88,42 +88,7 @@ export function registerHooks(program: Command, wire: Wire): void {
       }),
     );
 
-  hooks
-    .command("reprocess")
-    .description("run requests through the source's transform again (after a fix); a call already made is not made twice")
-    .argument("<source>", "source id or name")
-    .option("--id <request-id>", "this request (repeat for several)", collect)
-    .option("--since <time>", "without --id: the failed requests received at or after (default: every failed one)")
-    .option("--until <time>", "without --id: received before")
-    .option("--include-processed", "without --id: processed requests too, not only failed ones")
-    .action(
-      wire(async (ctx, ref: string, flags: { id?: string[]; since?: string; until?: string; includeProcessed?: boolean }) => {
-        const ids = flags.id ?? [];
-        if (ids.length > 0 && (flags.since !== undefined || flags.until !== undefined || flags.includeProcessed)) {
-          throw new UsageError("--id: give either request ids or a time range (--since/--until/--include-processed), not both");
-        }
-        // Without ids the RPC takes a range: "every failed one" is since the epoch (retention bounds what is kept).
-        const since =
-          flags.since !== undefined
-            ? timestampFromDate(parseTime(flags.since, "--since"))
-            : ids.length === 0
-              ? timestampFromDate(new Date(0))
-              : undefined;
-        const until = flags.until === undefined ? undefined : timestampFromDate(parseTime(flags.until, "--until"));
-        const sourceId = await resolveSourceRef(ctx, ref);
-        const response = await ctx.admin(HookService).reprocessHookRequests({
-          sourceId,
-          requestIds: ids,
-          since,
-          until,
-          includeProcessed: flags.includeProcessed === true,
-        });
-        ctx.print(ReprocessHookRequestsResponseSchema, response, () => {
-          const n = Number(response.requeued);
-          return `${n} ${n === 1 ? "request" : "requests"} set to run again`;
-        });
-      }),
-    );
+  registerHookReprocess(hooks, wire);
 
   hooks
     .command("test")

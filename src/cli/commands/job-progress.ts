@@ -1,6 +1,6 @@
 import { JobState } from "../../../gen/waypost/v1/job_pb.js";
 import type { CliContext } from "../context.js";
-import { CommandFailure } from "../errors.js";
+import { CommandFailure, describeRpcError } from "../errors.js";
 
 /** A background job as the CLI follows it: its state and a count towards a total. */
 export interface JobSnapshot {
@@ -33,7 +33,7 @@ export function progressBar(snapshot: JobSnapshot): string {
 export interface FollowOptions<T> {
   /** What the job is, for the messages: `backfill 1b2c...`. */
   label: string;
-  /** How to see it again later: `waypost backfills get ID`. */
+  /** How to follow it again later: `waypost backfills get ID --wait`. */
   later: string;
   first: T;
   read(): Promise<T>;
@@ -59,6 +59,7 @@ export async function followJob<T>(ctx: CliContext, options: FollowOptions<T>): 
     if (ctx.tty) ctx.write(`\r${line}\x1b[K`);
     else ctx.out(line);
   };
+  if (!ctx.json) ctx.out(`${options.label} started; Ctrl-C stops following, not the job (see it again: ${options.later})`);
   for (;;) {
     const snapshot = options.view(job);
     show(snapshot);
@@ -67,17 +68,37 @@ export async function followJob<T>(ctx: CliContext, options: FollowOptions<T>): 
       if (snapshot.state === JobState.DONE) return job;
       throw new CommandFailure(`${options.label} ${jobStateNames[snapshot.state]}: ${snapshot.error || "no reason given"}`);
     }
-    if (!(await pause(intervalMs, ctx.signal))) {
+    const next = (await pause(intervalMs, ctx.signal)) ? await readOrExplain(ctx, options) : undefined;
+    if (next === undefined) {
       if (ctx.tty && !ctx.json) ctx.write("\n");
       ctx.err(`stopped following; ${options.label} goes on in the background (${options.later})`);
       return job;
     }
-    job = await options.read();
+    job = next;
+  }
+}
+
+/**
+ * The job's next state. The job runs in the server: when the server cannot
+ * be reached (restarted, or gone), following stops, saying that the job
+ * goes on (a restarted server resumes it) and how to follow it again.
+ */
+async function readOrExplain<T>(ctx: CliContext, options: FollowOptions<T>): Promise<T | undefined> {
+  try {
+    return await options.read();
+  } catch (error) {
+    // Ctrl-C while reading: stopped following, as between reads.
+    if (ctx.signal.aborted) return undefined;
+    if (ctx.tty && !ctx.json) ctx.write("\n");
+    throw new CommandFailure(
+      `lost the server while following ${options.label} (${describeRpcError(error)}); the job goes on in the server ` +
+        `(a restarted server resumes it): follow it again with ${options.later}`,
+    );
   }
 }
 
 /** Waits; false when the signal (Ctrl-C) came first. */
-function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+export function pause(ms: number, signal: AbortSignal): Promise<boolean> {
   if (signal.aborted) return Promise.resolve(false);
   return new Promise((resolve) => {
     const timer = setTimeout(() => {

@@ -14,10 +14,11 @@ import { fields, table, time } from "../format.js";
 import type { Wire } from "../context.js";
 import { UsageError } from "../errors.js";
 import { declareHookSourceFlags, inboundUrl, verifierName, webhookFromFlags, type HookSourceFlags } from "./hook-source-flags.js";
+import { registerSourceUpdate } from "./source-update.js";
 import { resolveSourceRef } from "./source-ref.js";
 
 export function registerSources(program: Command, wire: Wire): void {
-  const sources = program.command("sources").description("list, create, rotate keys of and delete sources");
+  const sources = program.command("sources").description("list, create, update, rotate keys of and delete sources");
 
   sources
     .command("list")
@@ -72,6 +73,8 @@ export function registerSources(program: Command, wire: Wire): void {
       );
     }),
   );
+
+  registerSourceUpdate(sources, wire);
 
   sources
     .command("rotate-hook-token")

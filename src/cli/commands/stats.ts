@@ -5,9 +5,32 @@ import {
   GetDestinationStatsResponseSchema,
   type GetDestinationStatsResponse,
 } from "../../../gen/waypost/v1/delivery_pb.js";
+import { DestinationService } from "../../../gen/waypost/v1/destination_pb.js";
 import { table } from "../format.js";
 import type { Wire } from "../context.js";
 import { listAllDestinations, resolveDestinationRef } from "./destination-ref.js";
+
+/**
+ * Stats RPCs in flight at once. Each call listens on the command's abort
+ * signal (Ctrl-C) while it runs, so one call per destination at once put
+ * more listeners on it than Node's limit of 10 (a MaxListenersExceededWarning
+ * with many destinations), and as many queries on the server.
+ */
+const statsInFlight = 4;
+
+/** `fn` over `items`, at most `limit` at once, the results in the items' order. */
+async function mapInTurns<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await fn(items[index]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
 
 const percent = (rate: number | undefined) => (rate === undefined ? "-" : `${(rate * 100).toFixed(1)}%`);
 
@@ -59,19 +82,23 @@ export function registerStats(program: Command, wire: Wire): void {
     .action(
       wire(async (ctx, flags: { destination?: string }) => {
         const deliveries = ctx.admin(DeliveryService);
+        const stats = (id: string) => deliveries.getDestinationStats({ destinationId: id }, { signal: ctx.signal });
         if (flags.destination) {
-          const stats = await deliveries.getDestinationStats({ destinationId: await resolveDestinationRef(ctx, flags.destination) });
+          const id = await resolveDestinationRef(ctx, flags.destination);
+          const [one, { destination }] = await Promise.all([
+            stats(id),
+            ctx.admin(DestinationService).getDestination({ id }, { signal: ctx.signal }),
+          ]);
           ctx.print(
             GetDestinationStatsResponseSchema,
-            stats,
-            () => `${rows([stats], new Map())}${stats.series.length} active minutes in the last 24 h (--json shows them)\n`,
+            one,
+            () =>
+              `${rows([one], new Map([[id, destination?.name ?? ""]]))}${one.series.length} active minutes in the last 24 h (--json shows them)\n`,
           );
           return;
         }
         const destinations = await listAllDestinations(ctx);
-        const all = await Promise.all(
-          destinations.map((d) => deliveries.getDestinationStats({ destinationId: d.id }, { signal: ctx.signal })),
-        );
+        const all = await mapInTurns(destinations, statsInFlight, (d) => stats(d.id));
         // Several RPCs: one document with each response under "destinations".
         ctx.printJson({ destinations: all.map((s) => toJson(GetDestinationStatsResponseSchema, s)) }, () =>
           rows(all, new Map(destinations.map((d) => [d.id, d.name]))),

@@ -11,7 +11,7 @@ import {
 } from "../../../gen/waypost/v1/delivery_pb.js";
 import type { CliContext } from "../context.js";
 import { tailLine } from "./delivery-text.js";
-import { listAllDestinations } from "./destination-ref.js";
+import { createDestinationNames } from "./destination-ref.js";
 
 type Filter = Pick<ListDeliveriesRequest, "destinationId" | "statuses" | "messageId" | "userId" | "since" | "until">;
 
@@ -30,7 +30,7 @@ export async function tailDeliveries(
   lines: number,
   intervalMs = 1000,
 ): Promise<void> {
-  const names = ctx.json ? undefined : createNameBook(ctx);
+  const names = ctx.json ? undefined : createDestinationNames(ctx);
   const print = async (deliveries: readonly Delivery[]) => {
     // The feed answers newest first.
     for (const d of [...deliveries].reverse()) {
@@ -58,29 +58,4 @@ export async function tailDeliveries(
     pageToken = page.nextPageToken;
     full = page.deliveries.length === pageSize;
   }
-}
-
-/**
- * Destination names for the tail's lines, listed once and again only when
- * a delivery names a destination not seen yet (created since); a deleted
- * one's id stands for its name. A name several destinations share gets the
- * id beside it, so the lines tell them apart.
- */
-function createNameBook(ctx: CliContext) {
-  let names: Map<string, string> | undefined;
-  const load = async () => {
-    const all = await listAllDestinations(ctx);
-    const counts = new Map<string, number>();
-    for (const d of all) counts.set(d.name, (counts.get(d.name) ?? 0) + 1);
-    names = new Map(all.map((d) => [d.id, counts.get(d.name)! > 1 ? `${d.name} (${d.id})` : d.name]));
-  };
-  return {
-    async nameOf(id: string): Promise<string> {
-      if (!names?.has(id)) {
-        await load();
-        if (!names!.has(id)) names!.set(id, id);
-      }
-      return names!.get(id)!;
-    },
-  };
 }
