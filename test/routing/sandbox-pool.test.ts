@@ -54,7 +54,8 @@ test("after the watchdog ends a worker, only the calls that ran past the limit f
   }
   const outcomes = await Promise.all(calls);
   for (const [key, outcome] of outcomes) {
-    if (key.startsWith("hog")) expect(outcome).toMatchObject({ kind: "error", message: expect.stringMatching(/^ran longer than /), failure: "timeout" });
+    if (key.startsWith("hog"))
+      expect(outcome).toMatchObject({ kind: "error", message: expect.stringMatching(/^ran longer than /), failure: "timeout" });
     else expect(outcome).toMatchObject({ kind: "send" });
   }
   expect(outcomes.filter(([key]) => key.startsWith("innocent"))).toHaveLength(12);
