@@ -26,10 +26,10 @@ export interface InferenceThread {
  * thread would hold up every request the process serves meanwhile. Its
  * heap is capped; past it the inference fails, the process does not.
  */
-export function startInferenceThread(limits: InferenceLimits = defaultInferenceLimits): InferenceThread {
+export function startInferenceThread(limits: InferenceLimits = defaultInferenceLimits, heapMb = inferenceHeapMb): InferenceThread {
   const worker = new Worker(workerUrl("inference-worker", import.meta.url), {
     workerData: limits,
-    resourceLimits: { maxOldGenerationSizeMb: inferenceHeapMb },
+    resourceLimits: { maxOldGenerationSizeMb: heapMb },
   });
   const waiting: Array<{ resolve: (answer: InferenceAnswer) => void; reject: (error: Error) => void }> = [];
   let failure: Error | undefined;
@@ -42,7 +42,7 @@ export function startInferenceThread(limits: InferenceLimits = defaultInferenceL
   worker.on("error", (error: Error & { code?: string }) => {
     fail(
       error.code === "ERR_WORKER_OUT_OF_MEMORY"
-        ? new InferenceMemoryError(`inference ran out of its ${inferenceHeapMb} MB of memory; infer from a shorter time (since)`)
+        ? new InferenceMemoryError(`inference ran out of its ${heapMb} MB of memory; infer from a shorter time (since)`)
         : error,
     );
   });
