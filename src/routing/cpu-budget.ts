@@ -1,4 +1,4 @@
-import { closeSync, openSync, readSync } from "node:fs";
+import { readFileSync } from "node:fs";
 
 /** The time a transform call is charged: the CPU time of the thread running it, where the platform tells it. */
 export interface CpuClock {
@@ -8,14 +8,14 @@ export interface CpuClock {
   nowMs(): number;
 }
 
-/** Node 22.19+ and 23.9+: getrusage(RUSAGE_THREAD) of the calling thread. */
+/** Node 23.9+ (and later 22.x): getrusage(RUSAGE_THREAD) of the calling thread. */
 type ThreadCpuUsage = () => { user: number; system: number };
 
 /**
- * The CPU clock of the calling thread. Made in the thread that reads it
- * (the transform worker): Node's own per-thread usage where it has one,
- * else Linux's /proc/thread-self/schedstat (nanoseconds on the CPU,
- * bound to this thread when opened), else wall time. Process CPU time
+ * The CPU clock of the calling thread (the transform worker's): Node's
+ * own per-thread usage where it has one, else Linux's
+ * /proc/thread-self/schedstat (nanoseconds on a CPU of the thread that
+ * reads it), else wall time. Process CPU time
  * (process.cpuUsage) would charge a transform for every other thread's work.
  */
 export function threadCpuClock(): CpuClock {
@@ -33,26 +33,15 @@ export function threadCpuClock(): CpuClock {
 }
 
 function schedstatClock(): CpuClock | undefined {
-  let fd: number;
+  // Opened on each reading (about 40 µs), never kept: a worker thread ended
+  // by the watchdog would leave an open descriptor behind. Read only when a
+  // call's wall time says its CPU time may be spent (see createCpuBudget).
+  const nowMs = () => Number(readFileSync("/proc/thread-self/schedstat", "latin1").split(" ", 1)[0]) / 1e6;
   try {
-    fd = openSync("/proc/thread-self/schedstat", "r");
+    return Number.isFinite(nowMs()) ? { measures: "thread-cpu", nowMs } : undefined;
   } catch {
     return undefined;
   }
-  const buffer = Buffer.alloc(96);
-  // One pread of a few bytes (about 15 µs): read only when a call's wall time
-  // says its CPU time may be spent (see createCpuBudget), not on every check.
-  const nowMs = () => {
-    const length = readSync(fd, buffer, 0, buffer.length, 0);
-    return Number(buffer.toString("latin1", 0, length).split(" ", 1)[0]) / 1e6;
-  };
-  try {
-    if (Number.isFinite(nowMs())) return { measures: "thread-cpu", nowMs };
-  } catch {
-    // Not readable here: fall through.
-  }
-  closeSync(fd);
-  return undefined;
 }
 
 /** A call's CPU time limit, with a wall-clock backstop so that a thread starved of CPU (or stuck) still ends. */
