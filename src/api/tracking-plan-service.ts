@@ -12,6 +12,7 @@ import {
 import type { ViolationAggregate, ViolationKindName } from "../db/queries/plan-violations.js";
 import type { PlanModeName, TrackingPlanRow } from "../db/queries/tracking-plans.js";
 import type { Clock } from "../clock.js";
+import { InferenceMemoryError } from "../plans/inference-thread.js";
 import { planEtag, planText, type TrackingPlans } from "../plans/tracking-plans.js";
 import { invalidArgument, requireUuid } from "./errors.js";
 import { pageSize } from "./paging.js";
@@ -79,7 +80,10 @@ export function createTrackingPlanService(options: TrackingPlanServiceOptions): 
     async inferTrackingPlan(req) {
       const sourceId = requireUuid("sourceId", req.sourceId);
       const since = req.since ? timestampDate(req.since) : new Date(options.clock.now().getTime() - defaultInferWindowMs);
-      const inferred = await plans.infer(sourceId, since);
+      const inferred = await plans.infer(sourceId, since).catch((error: unknown) => {
+        if (error instanceof InferenceMemoryError) throw new ConnectError(error.message, Code.ResourceExhausted);
+        throw error;
+      });
       const bytes = Buffer.byteLength(JSON.stringify(inferred.plan));
       const cap = options.maxResponseBytes ?? Number.POSITIVE_INFINITY;
       if (bytes > cap) {

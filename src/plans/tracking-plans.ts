@@ -1,4 +1,3 @@
-import { setImmediate as nextTurn } from "node:timers/promises";
 import type pg from "pg";
 import type { Clock } from "../clock.js";
 import { withTransaction } from "../db/pool.js";
@@ -8,7 +7,7 @@ import { selectStoredCallBodiesById, selectStoredCallIds } from "../db/queries/s
 import { selectTrackingPlan, upsertTrackingPlan, type PlanModeName, type TrackingPlanRow } from "../db/queries/tracking-plans.js";
 import { InvalidInputError, NotFoundError } from "../errors.js";
 import { compilePlan } from "./compile-plan.js";
-import { createPlanInference } from "./infer-plan.js";
+import { startInferenceThread } from "./inference-thread.js";
 import type { PlanCache } from "./plan-cache.js";
 import { readPlanDocument, type PlanDocument } from "./plan-document.js";
 import type { ViolationRecorder } from "./violation-recorder.js";
@@ -44,7 +43,8 @@ export interface TrackingPlans {
   violations(options: { sourceId: string; since: Date | undefined; limit: number }): Promise<ViolationAggregate[]>;
   /**
    * A plan built from the source's calls received since `since` (the newest
-   * 10,000 at most), read a page at a time, within the inference limits.
+   * 10,000 at most), read a page at a time, within the inference limits, in
+   * a worker thread; one inference at a time per process, the next waits.
    */
   infer(sourceId: string, since: Date): Promise<{ plan: PlanDocument; callsRead: number }>;
 }
@@ -90,9 +90,33 @@ export function planEtag(row: TrackingPlanRow): string {
  */
 export function createTrackingPlans(options: TrackingPlansOptions): TrackingPlans {
   const { pool } = options;
+  // The inference running now (or done): the next starts after it, so that
+  // inferences asked at once take one core between them, not all of them.
+  let inferring: Promise<unknown> = Promise.resolve();
   async function requireSource(sourceId: string): Promise<void> {
     if (!(await selectSource(pool, sourceId))) throw new NotFoundError("source", sourceId);
   }
+  /** Reads the next page while the worker takes in the last: at most two pages of bodies held at once. */
+  async function inferInWorker(sourceId: string, since: Date): Promise<{ plan: PlanDocument; callsRead: number }> {
+    const reads = options.readPool ?? pool;
+    const ids = await selectStoredCallIds(reads, { sourceId, since, limit: maxInferredCalls });
+    const thread = startInferenceThread();
+    try {
+      let callsRead = 0;
+      let taking: Promise<void> = Promise.resolve();
+      for (let start = 0; start < ids.length; start += inferPageSize) {
+        const bodies = await selectStoredCallBodiesById(reads, ids.slice(start, start + inferPageSize));
+        await taking;
+        taking = thread.add(bodies);
+        callsRead += bodies.length;
+      }
+      await taking;
+      return { plan: await thread.plan(`Inferred from ${callsRead} calls since ${since.toISOString()}`), callsRead };
+    } finally {
+      await thread.close();
+    }
+  }
+
   return {
     async set(input) {
       const { plan, text } = readPlanInput(input);
@@ -119,18 +143,9 @@ export function createTrackingPlans(options: TrackingPlansOptions): TrackingPlan
     },
     async infer(sourceId, since) {
       await requireSource(sourceId);
-      const reads = options.readPool ?? pool;
-      const ids = await selectStoredCallIds(reads, { sourceId, since, limit: maxInferredCalls });
-      const inference = createPlanInference();
-      let callsRead = 0;
-      for (let start = 0; start < ids.length; start += inferPageSize) {
-        const bodies = await selectStoredCallBodiesById(reads, ids.slice(start, start + inferPageSize));
-        for (const body of bodies) inference.add(body);
-        callsRead += bodies.length;
-        // A page's work done, other requests get the event loop before the next.
-        await nextTurn();
-      }
-      return { plan: inference.plan(`Inferred from ${callsRead} calls since ${since.toISOString()}`), callsRead };
+      const turn = inferring.then(() => inferInWorker(sourceId, since));
+      inferring = turn.catch(() => undefined);
+      return turn;
     },
   };
 }

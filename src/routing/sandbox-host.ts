@@ -1,4 +1,5 @@
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten-core";
+import { createCpuBudget, threadCpuClock, type CpuBudget, type CpuClock } from "./cpu-budget.js";
 import { routingLimits } from "./filter-limits.js";
 import { grew, newSandboxInstance, type SandboxInstance } from "./sandbox-instance.js";
 
@@ -14,7 +15,7 @@ export type TransformOutcome =
   | { kind: "busy"; elapsedMs: 0 };
 
 export interface SandboxHostOptions {
-  /** Most time one call may run (WAYPOST_TRANSFORM_TIMEOUT_MS). */
+  /** Most CPU time one call may use (WAYPOST_TRANSFORM_TIMEOUT_MS); a wall-clock backstop (wallBackstopMs) ends it too. */
   timeoutMs: number;
   /** Most memory one destination's sandbox may hold (WAYPOST_TRANSFORM_MEMORY_MB). */
   memoryMb: number;
@@ -26,6 +27,8 @@ export interface SandboxHostOptions {
    * collected, which V8 may otherwise put off for several sandboxes' worth.
    */
   collect?: () => void;
+  /** What a call's time is measured on (default: this thread's CPU clock; a test may hand in a stopped one). */
+  cpuClock?: CpuClock;
 }
 
 /**
@@ -73,7 +76,7 @@ globalThis.__waypostRun = (function () {
   };
 })();`;
 
-/** Time given to read a thrown value's name and message (its getters run) when the call's own time is nearly spent. */
+/** CPU time given to read a thrown value's name and message (its getters run) when the call's own time is nearly spent. */
 const describeMs = 10;
 
 /** A failure with what the metrics count it as. */
@@ -100,6 +103,9 @@ export async function warmUpSandboxes(memoryMb: number): Promise<void> {
 
 export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
   const { timeoutMs } = options;
+  // Made here, in the thread that runs the sandboxes: the clock is that thread's.
+  const clock = options.cpuClock ?? threadCpuClock();
+  const budget = (limitMs = timeoutMs) => createCpuBudget(clock, limitMs, { describedMs: timeoutMs });
   const sandboxes = new Map<string, Sandbox>();
   // Sandboxes being made: two calls of one key that both find none share one.
   const creating = new Map<string, Promise<Sandbox>>();
@@ -143,10 +149,10 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
     try {
       context.unwrapResult(context.evalCode(harness, "harness.js")).dispose();
       // The transform's top level runs once, under the same limits as a call.
-      const deadline = performance.now() + timeoutMs;
-      const loaded = guarded(runtime, deadline, () => context.evalCode(source, "transform.js"));
+      const time = budget();
+      const loaded = guarded(runtime, time, () => context.evalCode(source, "transform.js"));
       if (loaded.timedOut || loaded.value.error) {
-        const failure = loaded.timedOut ? timeoutFailure() : describe(sandbox, loaded.value.error!, deadline);
+        const failure = loaded.timedOut ? timeoutFailure(time) : describe(sandbox, loaded.value.error!, time);
         loaded.value.error?.dispose();
         throw new SandboxError(failure.message, failure.failure);
       }
@@ -184,28 +190,28 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
     return pending;
   }
 
-  function timeoutFailure(): { message: string; failure: SandboxFailure } {
-    return { message: `ran longer than ${timeoutMs} ms`, failure: "timeout" };
+  function timeoutFailure(time: CpuBudget): { message: string; failure: SandboxFailure } {
+    return { message: time.overrun(), failure: "timeout" };
   }
 
   /** The call's result, read in the sandbox; a failure throws the sandbox away. */
   function callIn(key: string, sandbox: Sandbox, body: string, maxResultBytes: number, elapsed: () => number): TransformOutcome {
     const { context, runtime } = sandbox;
-    const deadline = performance.now() + timeoutMs;
+    const time = budget();
     const input = context.newString(body);
-    const result = guarded(runtime, deadline, () => context.callFunction(sandbox.run, context.undefined, input));
+    const result = guarded(runtime, time, () => context.callFunction(sandbox.run, context.undefined, input));
     input.dispose();
     if (result.timedOut || result.value.error) {
-      const failure = result.timedOut ? timeoutFailure() : describe(sandbox, result.value.error!, deadline);
+      const failure = result.timedOut ? timeoutFailure(time) : describe(sandbox, result.value.error!, time);
       result.value.error?.dispose();
       discard(key);
       return { kind: "error", message: truncate(failure.message), elapsedMs: elapsed(), failure: failure.failure };
     }
     // A built-in that runs long natively (a big sort) is not interrupted; past the limit, the call failed all the same.
-    if (performance.now() > deadline) {
+    if (time.spent()) {
       result.value.value.dispose();
       discard(key);
-      const failure = timeoutFailure();
+      const failure = timeoutFailure(time);
       return { kind: "error", message: failure.message, elapsedMs: elapsed(), failure: failure.failure };
     }
     const out = context.dump(result.value.value) as string | null;
@@ -255,7 +261,7 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
       runtime.setMemoryLimit(options.memoryMb * 1024 * 1024);
       const context = runtime.newContext();
       try {
-        const compiled = guarded(runtime, performance.now() + Math.max(timeoutMs, 1000), () =>
+        const compiled = guarded(runtime, budget(Math.max(timeoutMs, 1000)), () =>
           context.evalCode(source, "transform.js", { compileOnly: true }),
         );
         if (compiled.timedOut) return "took too long to compile";
@@ -263,7 +269,7 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
           compiled.value.value.dispose();
           return undefined;
         }
-        const message = describe({ runtime, context }, compiled.value.error, performance.now() + describeMs).message;
+        const message = describe({ runtime, context }, compiled.value.error, budget(describeMs)).message;
         compiled.value.error.dispose();
         return message;
       } catch (error) {
@@ -288,21 +294,22 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
   /**
    * An error thrown inside the sandbox, as `Name: message (line N)`. Reading
    * it runs the error's getters (a `message` getter may loop), so it runs
-   * under the call's deadline, or a few milliseconds past it.
+   * under what is left of the call's time, or a few milliseconds past it.
    */
   function describe(
     sandbox: Pick<Sandbox, "runtime" | "context">,
     handle: QuickJSHandle,
-    deadline: number,
+    time: CpuBudget,
   ): { message: string; failure?: SandboxFailure } {
-    const read = guarded(sandbox.runtime, Math.max(deadline, performance.now() + describeMs), () => {
+    const describing = time.atLeast(describeMs);
+    const read = guarded(sandbox.runtime, describing, () => {
       try {
         return { dumped: sandbox.context.dump(handle) as unknown };
       } catch {
         return undefined;
       }
     });
-    if (read.timedOut) return timeoutFailure();
+    if (read.timedOut) return timeoutFailure(describing);
     if (!read.value) return { message: "ran out of memory", failure: "out_of_memory" };
     const dumped = read.value.dumped;
     if (dumped && typeof dumped === "object") {
@@ -318,11 +325,11 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
   }
 }
 
-/** Runs `work` with the interpreter interrupted past `deadline`. */
-function guarded<T>(runtime: QuickJSRuntime, deadline: number, work: () => T): { value: T; timedOut: boolean } {
+/** Runs `work` with the interpreter interrupted once `time` is spent. */
+function guarded<T>(runtime: QuickJSRuntime, time: CpuBudget, work: () => T): { value: T; timedOut: boolean } {
   let timedOut = false;
   runtime.setInterruptHandler(() => {
-    if (performance.now() > deadline) timedOut = true;
+    timedOut ||= time.spent();
     return timedOut;
   });
   try {

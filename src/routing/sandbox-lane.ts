@@ -1,4 +1,5 @@
 import { Worker } from "node:worker_threads";
+import { wallBackstopMs } from "./cpu-budget.js";
 import type { SandboxFailure, SandboxHostOptions, TransformOutcome } from "./sandbox-host.js";
 import type { WorkerMessage, WorkerRequest } from "./transform-worker.js";
 import { transformWorkerUrl } from "./worker-entry.js";
@@ -72,9 +73,14 @@ export function createSandboxLane(options: SandboxLaneOptions): SandboxLane {
     return started;
   }
 
+  /**
+   * Wall time: past the worker's own wall-clock backstops, as a run may
+   * make its sandbox (the top level runs under the limit too) and then
+   * read a thrown error.
+   */
   function limitOf(call: LaneCall): number {
-    // A run may make its sandbox (the top level runs under the limit too) and then read a thrown error.
-    return call.request.op === "run" ? 2 * host.timeoutMs + graceMs : Math.max(host.timeoutMs, 1000) + graceMs;
+    const backstopMs = wallBackstopMs(host.timeoutMs);
+    return call.request.op === "run" ? 2 * backstopMs + graceMs : wallBackstopMs(Math.max(host.timeoutMs, 1000)) + graceMs;
   }
 
   /** The oldest call in flight has its limit, from when the one before it was answered. */
@@ -110,7 +116,8 @@ export function createSandboxLane(options: SandboxLaneOptions): SandboxLane {
     stopWorker();
     inFlight.shift();
     const rest = inFlight.splice(0);
-    options.answered(running, failure(running, `ran longer than ${host.timeoutMs} ms`, "timeout"));
+    const message = `ran longer than ${limitOf(running)} ms of wall time without returning (its limit is ${host.timeoutMs} ms of CPU time)`;
+    options.answered(running, failure(running, message, "timeout"));
     if (rest.length > 0) options.requeue(rest);
   }
 

@@ -101,7 +101,8 @@ test("hostile transforms fail only their own deliveries while plain and transfor
 
   // The hostile ones failed permanently with their own reason; what they sent: nothing.
   for (const c of byDestination.get(hog.id)!.filter((c) => c.status === "failed")) {
-    expect(c.attempts[0]!.error).toBe(`transform: ran longer than ${timeoutMs} ms`);
+    // Its CPU time, or (on a machine too busy to give it that within the backstop) its wall time.
+    expect(c.attempts[0]!.error).toMatch(new RegExp(`^transform: ran longer than ${timeoutMs} ms( of CPU time| \\(\\d+ ms of wall time)`));
   }
   for (const c of byDestination.get(bomb.id)!.filter((c) => c.status === "failed")) {
     expect(c.attempts[0]!.error).toBe("transform: ran out of memory");

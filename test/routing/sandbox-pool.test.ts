@@ -36,7 +36,11 @@ test.each([
     const sandboxes = pool({ timeoutMs: 100, memoryMb: 16, workers: 1, graceMs: 600_000 });
     expect(countOf(await sandboxes.run("counter", counter, body(1)))).toBe(1);
     const outcome = await sandboxes.run("getter", `function transform(event) { ${thrower} }`, body(2));
-    expect(outcome).toMatchObject({ kind: "error", message: "ran longer than 100 ms", failure: "timeout" });
+    expect(outcome).toMatchObject({
+      kind: "error",
+      message: expect.stringMatching(/^ran longer than 100 ms( of CPU time$| \(5000 ms of wall time)/),
+      failure: "timeout",
+    });
     // The same worker, its other sandboxes untouched: it was never ended.
     expect(countOf(await sandboxes.run("counter", counter, body(3)))).toBe(2);
   },
@@ -54,7 +58,8 @@ test("after the watchdog ends a worker, only the calls that ran past the limit f
   }
   const outcomes = await Promise.all(calls);
   for (const [key, outcome] of outcomes) {
-    if (key.startsWith("hog")) expect(outcome).toMatchObject({ kind: "error", message: "ran longer than 50 ms", failure: "timeout" });
+    if (key.startsWith("hog"))
+      expect(outcome).toMatchObject({ kind: "error", message: expect.stringMatching(/^ran longer than /), failure: "timeout" });
     else expect(outcome).toMatchObject({ kind: "send" });
   }
   expect(outcomes.filter(([key]) => key.startsWith("innocent"))).toHaveLength(12);
@@ -91,7 +96,7 @@ test("a slow transform holds one worker and its turns: other destinations' calls
   for (const outcome of innocent) expect(outcome).toMatchObject({ kind: "send" });
   // The hog's queue (two seconds of work) was far from done meanwhile.
   expect(hogAnswered).toBeLessThan(20);
-  for (const outcome of await Promise.all(hog)) expect(outcome).toMatchObject({ message: "ran longer than 100 ms" });
+  for (const outcome of await Promise.all(hog)) expect(outcome).toMatchObject({ message: expect.stringMatching(/^ran longer than /) });
 }, 60_000);
 
 test("on one worker, destinations take turns: the slow one's queue is not ahead of the others", async () => {
@@ -107,7 +112,7 @@ test("on one worker, destinations take turns: the slow one's queue is not ahead 
 test("a delivery that may be put off is answered busy at once while its destination's queue is long", async () => {
   const sandboxes = pool({ timeoutMs: 100, memoryMb: 16, workers: 1, graceMs: 600_000 });
   // Its time per call is known once one call is answered.
-  expect(await sandboxes.run("hog", loop, body(0))).toMatchObject({ message: "ran longer than 100 ms" });
+  expect(await sandboxes.run("hog", loop, body(0))).toMatchObject({ message: expect.stringMatching(/^ran longer than /) });
   const queued = Array.from({ length: 30 }, (_, i) => sandboxes.run("hog", loop, body(i), { mayDefer: true }));
   const outcomes = await Promise.all(queued);
   const busy = outcomes.filter((o) => o.kind === "busy").length;
