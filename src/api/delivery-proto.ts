@@ -71,6 +71,8 @@ export function textFilter(field: string, value: string): string | undefined {
 export interface DeliveryDetails {
   attempts: AttemptRow[];
   webhooks: WebhookHeaders[];
+  /** The destination builds its requests from the call: the body is the stored call; each attempt has what it sent. */
+  requestsInAttempts?: boolean;
 }
 
 /** The calls' anonymousId, read from the body sent (messages keep no column for it). */
@@ -124,8 +126,10 @@ export function toProto(row: DeliveryRow, details: DeliveryDetails | undefined, 
     lastError: details ? lastErrorOf(details.attempts) : lastError,
     ...(details
       ? {
-          // What the last attempt sent: the stored body unless the destination's rules changed it.
+          // What the last attempt sent: the stored body unless the destination's rules changed it (or
+          // it builds requests of its own: then the stored call, the requests being the attempts').
           body: row.sent_body ?? row.payload,
+          requestsInAttempts: details.requestsInAttempts ?? false,
           requestHeaders: details.webhooks[0]?.headers ?? {},
           webhookHeaders: details.webhooks.map((w) => create(WebhookHeadersSchema, w)),
           attempts: details.attempts.map((a) =>
@@ -142,6 +146,11 @@ export function toProto(row: DeliveryRow, details: DeliveryDetails | undefined, 
               discardedValues: a.discarded_values ?? 0,
               subscription: a.subscription ?? "",
               method: a.method ?? "",
+              requestHeaders: a.request_headers ?? {},
+              requestBody: a.request_body ?? "",
+              requestBodyBytes: a.request_body_bytes ?? 0,
+              batchId: a.batch_id ?? "",
+              batchCalls: a.batch_calls ?? 0,
             }),
           ),
         }

@@ -174,3 +174,11 @@ export function cutUtf8(text: string, bytes: number): string {
   const length = first >= 0xf0 ? 4 : first >= 0xe0 ? 3 : first >= 0xc0 ? 2 : 1;
   return buffer.subarray(0, lead + length > buffer.length ? lead : buffer.length).toString("utf8");
 }
+
+/**
+ * Attempt entries are keyed by their url_index within a delivery's attempt:
+ * subscription i's requests take i*1000 onwards (so they sort by
+ * subscription, then request). Past 1000 requests in one run, the rest are
+ * not logged (their outcome still counts).
+ */
+export const requestsPerSubscription = 1000;
