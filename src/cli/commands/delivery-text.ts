@@ -1,4 +1,4 @@
-import { AttemptOutcome, type Delivery } from "../../../gen/waypost/v1/delivery_pb.js";
+import { AttemptOutcome, type Delivery, type DeliveryAttempt } from "../../../gen/waypost/v1/delivery_pb.js";
 import { fields, statusText, table, time } from "../format.js";
 
 /** The columns of `deliveries list`. */
@@ -44,7 +44,7 @@ export function tailLine(d: Delivery, destinationName: string): string {
   ].join("  ");
 }
 
-/** `deliveries get`: fields, the headers sent, the body and every attempt. */
+/** `deliveries get`: fields, the headers sent, the body and every attempt (with the requests it kept). */
 export function describeDelivery(d: Delivery): string {
   const head = fields([
     ["id", d.id],
@@ -61,9 +61,6 @@ export function describeDelivery(d: Delivery): string {
     ["next attempt", time(d.nextAttemptTime)],
     ["finished", time(d.finalizeTime)],
   ]);
-  const headers = Object.entries(d.requestHeaders)
-    .map(([k, v]) => `  ${k}: ${v}`)
-    .join("\n");
   // An integration's attempts name their subscription and method: shown only when some attempt has them.
   const named = d.attempts.some((a) => a.subscription !== "");
   const attempts = table(
@@ -79,5 +76,27 @@ export function describeDelivery(d: Delivery): string {
       (a.error || a.responseBody).replace(/\s+/g, " ").slice(0, 120),
     ]),
   );
+  // The destination builds its own requests (an integration): the body is the call, and what was sent is each attempt's.
+  if (d.requestsInAttempts) {
+    const sent = d.attempts.filter((a) => a.method !== "").map(describeRequest);
+    const requests = sent.length > 0 ? sent.join("\n\n") : "  none sent yet";
+    return `${head}\ncall (as stored; the requests sent are below):\n${d.body}\n\n${attempts}\n\nrequests sent (secrets masked):\n${requests}`;
+  }
+  const headers = Object.entries(d.requestHeaders)
+    .map(([k, v]) => `  ${k}: ${v}`)
+    .join("\n");
   return `${head}\nheaders sent (secrets masked):\n${headers}\n\nbody:\n${d.body}\n\n${attempts}`;
+}
+
+/** One request an attempt kept: its attempt and subscription, method and URL, headers, batch and body as sent. */
+function describeRequest(a: DeliveryAttempt): string {
+  const lines = [`attempt ${a.attempt}${a.subscription ? `, subscription "${a.subscription}"` : ""}: ${a.method} ${a.url}`];
+  if (a.batchId) lines.push(`  batch ${a.batchId} (${a.batchCalls} ${a.batchCalls === 1 ? "call" : "calls"})`);
+  for (const [k, v] of Object.entries(a.requestHeaders)) lines.push(`  ${k}: ${v}`);
+  const cut =
+    a.requestBodyBytes > Buffer.byteLength(a.requestBody)
+      ? ` (the first ${Buffer.byteLength(a.requestBody)} of ${a.requestBodyBytes} bytes)`
+      : "";
+  lines.push(`  body${cut}:`, a.requestBody);
+  return lines.join("\n");
 }
