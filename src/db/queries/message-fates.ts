@@ -1,3 +1,4 @@
+import type { Query } from "../job-table/index.js";
 import type { Queryable } from "../pool.js";
 
 export interface DestinationFateRow {
@@ -35,14 +36,18 @@ export interface HeldBackCountRow {
 /**
  * Calls held back from a destination since `since`, per minute and reason:
  * one index-only range scan per recorded fate (call_fates_search_idx carries
- * the reason).
+ * the reason). Exported so that tests can EXPLAIN exactly what runs.
  */
+export function heldBackPerMinuteQuery(destinationId: string, since: Date): Query {
+  return {
+    text: `SELECT date_trunc('minute', recorded_at) AS minute, coalesce(reason, fate) AS reason, count(*)::int AS calls FROM call_fates
+            WHERE destination_id = $1 AND fate IN ('filtered', 'disabled', 'integrations_off') AND recorded_at >= $2
+            GROUP BY 1, 2 ORDER BY 1`,
+    values: [destinationId, since],
+  };
+}
+
 export async function selectHeldBackPerMinute(db: Queryable, destinationId: string, since: Date): Promise<HeldBackCountRow[]> {
-  const result = await db.query<HeldBackCountRow>(
-    `SELECT date_trunc('minute', recorded_at) AS minute, coalesce(reason, fate) AS reason, count(*)::int AS calls FROM call_fates
-      WHERE destination_id = $1 AND fate IN ('filtered', 'disabled', 'integrations_off') AND recorded_at >= $2
-      GROUP BY 1, 2 ORDER BY 1`,
-    [destinationId, since],
-  );
-  return result.rows;
+  const query = heldBackPerMinuteQuery(destinationId, since);
+  return (await db.query<HeldBackCountRow>(query.text, query.values)).rows;
 }
