@@ -102,6 +102,14 @@ export function lastErrorOf(attempts: readonly AttemptRow[]): string {
   return attemptError(ofLast.find((a) => a.outcome !== "success") ?? ofLast[0]);
 }
 
+/** The batch's other deliveries shown with an attempt: the first ones by id. */
+const maxBatchDeliveries = 100;
+
+function otherDeliveries(ids: readonly string[] | null, own: string): string[] {
+  if (!ids) return [];
+  return [...new Set(ids)].filter((id) => id !== own).slice(0, maxBatchDeliveries);
+}
+
 /**
  * A delivery for the API; details (body, headers, attempts) only in the
  * full view. `lastError` is the basic view's (the full view's comes from
@@ -151,6 +159,7 @@ export function toProto(row: DeliveryRow, details: DeliveryDetails | undefined, 
               requestBodyBytes: a.request_body_bytes ?? 0,
               batchId: a.batch_id ?? "",
               batchCalls: a.batch_calls ?? 0,
+              batchDeliveryIds: otherDeliveries(a.batch_delivery_ids, row.id),
             }),
           ),
         }

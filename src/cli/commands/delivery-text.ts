@@ -63,8 +63,20 @@ export function describeDelivery(d: Delivery): string {
   ]);
   // An integration's attempts name their subscription and method: shown only when some attempt has them.
   const named = d.attempts.some((a) => a.subscription !== "");
+  // Attempts made as part of a batch operation (one POST for many calls) name it.
+  const batched = d.attempts.some((a) => a.batchId !== "");
   const attempts = table(
-    ["#", "TIME", ...(named ? ["SUBSCRIPTION"] : []), "URL", "OUTCOME", "STATUS", "LATENCY", "ERROR / RESPONSE"],
+    [
+      "#",
+      "TIME",
+      ...(named ? ["SUBSCRIPTION"] : []),
+      "URL",
+      "OUTCOME",
+      "STATUS",
+      "LATENCY",
+      "ERROR / RESPONSE",
+      ...(batched ? ["BATCH"] : []),
+    ],
     d.attempts.map((a) => [
       String(a.attempt),
       time(a.attemptTime),
@@ -74,6 +86,7 @@ export function describeDelivery(d: Delivery): string {
       a.statusCode ? String(a.statusCode) : "-",
       `${a.latencyMs} ms`,
       (a.error || a.responseBody).replace(/\s+/g, " ").slice(0, 120),
+      ...(batched ? [a.batchId ? `${a.batchId} (${a.batchCalls} calls)` : "-"] : []),
     ]),
   );
   // The destination builds its own requests (an integration): the body is the call, and what was sent is each attempt's.
@@ -85,13 +98,21 @@ export function describeDelivery(d: Delivery): string {
   const headers = Object.entries(d.requestHeaders)
     .map(([k, v]) => `  ${k}: ${v}`)
     .join("\n");
-  return `${head}\nheaders sent (secrets masked):\n${headers}\n\nbody:\n${d.body}\n\n${attempts}`;
+  const batches = [...new Map(d.attempts.filter((a) => a.batchId !== "").map((a) => [a.batchId, batchLine(a)])).values()];
+  const together = batches.length > 0 ? `\n\nbatches:\n${batches.join("\n")}` : "";
+  return `${head}\nheaders sent (secrets masked):\n${headers}\n\nbody:\n${d.body}\n\n${attempts}${together}`;
+}
+
+/** Which batch operation an attempt was part of, and the deliveries of the other calls it carried. */
+function batchLine(a: DeliveryAttempt): string {
+  const line = `  batch ${a.batchId} (${a.batchCalls} ${a.batchCalls === 1 ? "call" : "calls"})`;
+  return a.batchDeliveryIds.length > 0 ? `${line}, with deliveries ${a.batchDeliveryIds.join(", ")}` : line;
 }
 
 /** One request an attempt kept: its attempt and subscription, method and URL, headers, batch and body as sent. */
 function describeRequest(a: DeliveryAttempt): string {
   const lines = [`attempt ${a.attempt}${a.subscription ? `, subscription "${a.subscription}"` : ""}: ${a.method} ${a.url}`];
-  if (a.batchId) lines.push(`  batch ${a.batchId} (${a.batchCalls} ${a.batchCalls === 1 ? "call" : "calls"})`);
+  if (a.batchId) lines.push(batchLine(a));
   for (const [k, v] of Object.entries(a.requestHeaders)) lines.push(`  ${k}: ${v}`);
   const cut =
     a.requestBodyBytes > Buffer.byteLength(a.requestBody)

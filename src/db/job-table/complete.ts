@@ -122,11 +122,11 @@ export function completeStatementSql(destination?: string): string {
        -- to the same rows lock them in the same order.
        INSERT INTO delivery_batch_attempts (destination_id, id, batch_id, url_index, url, attempted_at, outcome, status_code, error,
                                             latency_ms, response_body, destination_revision, calls, deliveries, subscription, method,
-                                            request_headers, request_body, request_body_bytes)
+                                            request_headers, request_body, request_body_bytes, delivery_ids)
        SELECT b.destination_id, b.id, b.batch_id, b.url_index, b.url, ${fromEpochMs("b.attempted_at")}, b.outcome, b.status_code, b.error,
               b.latency_ms, b.response_body, b.destination_revision, b.calls, n.deliveries, b.subscription, b.method,
-              b.request_headers, b.request_body, b.request_body_bytes
-         FROM (SELECT c.destination_id, r.ref, count(*) AS deliveries
+              b.request_headers, b.request_body, b.request_body_bytes, n.delivery_ids
+         FROM (SELECT c.destination_id, r.ref, count(*) AS deliveries, array_agg(c.id ORDER BY c.id) AS delivery_ids
                  FROM c
                  JOIN done ON done.destination_id = c.destination_id AND done.id = c.id
                 CROSS JOIN LATERAL unnest(c.batch_refs) AS r(ref)
@@ -138,7 +138,8 @@ export function completeStatementSql(destination?: string): string {
                 subscription text, method text, request_headers jsonb, request_body text, request_body_bytes int)
            ON b.destination_id = n.destination_id AND b.id = n.ref
         ORDER BY b.destination_id, b.id
-       ON CONFLICT (destination_id, id, attempted_at) DO UPDATE SET deliveries = delivery_batch_attempts.deliveries + excluded.deliveries
+       ON CONFLICT (destination_id, id, attempted_at) DO UPDATE SET deliveries = delivery_batch_attempts.deliveries + excluded.deliveries,
+         delivery_ids = delivery_batch_attempts.delivery_ids || excluded.delivery_ids
        RETURNING 1
      )
      SELECT id FROM done`;

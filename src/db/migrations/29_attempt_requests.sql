@@ -12,6 +12,11 @@ ALTER TABLE delivery_attempts
   ADD COLUMN request_headers jsonb, ADD COLUMN request_body text, ADD COLUMN request_body_bytes integer;
 ALTER TABLE delivery_batch_attempts
   ADD COLUMN request_headers jsonb, ADD COLUMN request_body text, ADD COLUMN request_body_bytes integer;
+-- The deliveries a batch operation's row stands for (what `deliveries`
+-- counts), so that a delivery's page can say which calls went with it.
+-- Appended by each completion statement that references the row; NULL on
+-- rows written before.
+ALTER TABLE delivery_batch_attempts ADD COLUMN delivery_ids bigint[];
 
 -- Held-back calls counted by reason in a destination's stats: the reason
 -- rides in the fates' search index, so the count stays an index-only scan

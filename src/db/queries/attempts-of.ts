@@ -9,19 +9,20 @@
  * the columns destination_id, delivery_id, attempt, url_index, url,
  * attempted_at, outcome, status_code, error, latency_ms, response_body,
  * destination_revision, discarded_values, subscription, method, request_headers, request_body,
- * request_body_bytes, batch_id, batch_calls (NULL for an attempt of its own). A batch attempt is found by its
+ * request_body_bytes, batch_id, batch_calls, batch_delivery_ids (NULL for an attempt of its own). A batch attempt is found by its
  * key in each day's partition from the delivery's creation on.
  */
 export function attemptsOfDeliveriesSql(destinationIds: string, deliveryIds: string): string {
   return `SELECT a.destination_id, a.delivery_id, a.attempt, a.url_index, a.url, a.attempted_at, a.outcome, a.status_code, a.error,
             a.latency_ms, a.response_body, a.destination_revision, a.discarded_values, a.subscription, a.method,
-            a.request_headers, a.request_body, a.request_body_bytes, NULL::uuid AS batch_id, NULL::integer AS batch_calls
+            a.request_headers, a.request_body, a.request_body_bytes, NULL::uuid AS batch_id, NULL::integer AS batch_calls,
+            NULL::bigint[] AS batch_delivery_ids
        FROM delivery_attempts a
       WHERE (a.destination_id, a.delivery_id) IN (SELECT * FROM unnest(${destinationIds}, ${deliveryIds}))
      UNION ALL
      SELECT d.destination_id, d.id, r.attempt, b.url_index, b.url, b.attempted_at, b.outcome, b.status_code, b.error,
             b.latency_ms, b.response_body, b.destination_revision, NULL::integer, b.subscription, b.method,
-            b.request_headers, b.request_body, b.request_body_bytes, b.batch_id, b.calls
+            b.request_headers, b.request_body, b.request_body_bytes, b.batch_id, b.calls, b.delivery_ids
        FROM unnest(${destinationIds}, ${deliveryIds}) AS l(destination_id, id)
        JOIN deliveries d ON d.destination_id = l.destination_id AND d.id = l.id
       CROSS JOIN LATERAL unnest(d.batch_attempts, d.batch_attempt_numbers) AS r(batch_attempt, attempt)

@@ -82,6 +82,29 @@ export function BatchNote(props: { attempt: DeliveryAttempt }) {
       Sent in batch <code>{props.attempt.batchId}</code>, one request for {props.attempt.batchCalls}{" "}
       {props.attempt.batchCalls === 1 ? "call" : "calls"}
       {others > 0 ? `: this one and ${others} ${others === 1 ? "other" : "others"}` : ""}.
+      <BatchDeliveries attempt={props.attempt} />
     </p>
+  );
+}
+
+/** Links to the deliveries of the other calls a batch operation carried (those the server lists). */
+export function BatchDeliveries(props: { attempt: DeliveryAttempt }) {
+  const ids = props.attempt.batchDeliveryIds;
+  if (ids.length === 0) return null;
+  const more = props.attempt.batchCalls - 1 - ids.length;
+  return (
+    <span class="batch-deliveries">
+      {" "}
+      Went with{" "}
+      {ids.map((id, i) => (
+        <span key={id}>
+          {i > 0 && ", "}
+          <a href={`/console/deliveries/${id}`} aria-label={`Delivery ${id}, in the same batch`}>
+            {id}
+          </a>
+        </span>
+      ))}
+      {more > 0 ? ` and ${more} more` : ""}.
+    </span>
   );
 }

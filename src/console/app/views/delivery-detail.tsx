@@ -3,7 +3,7 @@ import { useEffect } from "preact/hooks";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AttemptOutcome, DeliveryStatus, type Delivery, type DeliveryAttempt } from "../../../../gen/waypost/v1/delivery_pb.js";
 import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
-import { AttemptRequests } from "./attempt-requests.js";
+import { AttemptRequests, BatchDeliveries } from "./attempt-requests.js";
 import { kindFormOf } from "./kind-forms.js";
 import { BodyView } from "../body-view.js";
 import { EmptyRow, ErrorMessage, HeaderRow, HeadersTable } from "../components.js";
@@ -209,6 +209,7 @@ function BatchCell(props: { attempt: DeliveryAttempt }) {
   return (
     <span>
       <code>{props.attempt.batchId}</code> with {others} other {others === 1 ? "call" : "calls"}
+      <BatchDeliveries attempt={props.attempt} />
     </span>
   );
 }

@@ -78,6 +78,7 @@ test("three identifies make one bulk import request of the two valid profiles; t
   expect(request!.batchCalls).toBe(3);
   const { delivery: other } = await server.deliveries.getDelivery({ id: byMessage.get(sent[2].messageId)!.id });
   expect(other!.attempts[0]!.batchId).toBe(request!.batchId);
+  expect(request!.batchDeliveryIds).toEqual([byMessage.get(sent[2].messageId)!.id]);
   expect(request!.batchId).not.toBe("");
   expect(ok!.requestsInAttempts).toBe(true);
 });
