@@ -22,13 +22,8 @@ import { removalSql } from "./fence.js";
  */
 export async function removeMessages(db: Queryable, messagePks: readonly string[]): Promise<number> {
   if (messagePks.length === 0) return 0;
-  const queued = await db.query<RemovedDelivery>(removalSql("delivery_queue", "d.message_pk = ANY($1::bigint[])"), [
-    messagePks,
-  ]);
-  const finished = await db.query<RemovedDelivery>(
-    removalSql("delivery_history", "d.message_pk = ANY($1::bigint[])"),
-    [messagePks],
-  );
+  const queued = await db.query<RemovedDelivery>(removalSql("delivery_queue", "d.message_pk = ANY($1::bigint[])"), [messagePks]);
+  const finished = await db.query<RemovedDelivery>(removalSql("delivery_history", "d.message_pk = ANY($1::bigint[])"), [messagePks]);
   const deliveries = [...queued.rows, ...finished.rows];
   if (deliveries.length > 0) {
     // By (destination, delivery) pairs: one probe of the attempts' primary
@@ -72,7 +67,9 @@ interface RemovedDelivery {
  * attempts and the stats; its headers, URL and outcome hold no call's data).
  */
 async function forgetBatchBodies(db: Queryable, deliveries: readonly RemovedDelivery[]): Promise<void> {
-  const refs = deliveries.flatMap((d) => (d.batch_attempts ?? []).map((id) => ({ destination: d.destination_id, id, since: d.created_at })));
+  const refs = deliveries.flatMap((d) =>
+    (d.batch_attempts ?? []).map((id) => ({ destination: d.destination_id, id, since: d.created_at })),
+  );
   if (refs.length === 0) return;
   await db.query(
     `UPDATE delivery_batch_attempts b SET request_body = NULL

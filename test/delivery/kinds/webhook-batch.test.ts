@@ -178,7 +178,8 @@ test("a 500 retries the whole batch: every call's delivery shows the failed atte
       { outcome: "retryable", status_code: 500 },
       { outcome: "success", status_code: 200 },
     ]);
-  }  // Each delivery's attempts say which POST they were and which other call went with it.
+  }
+  // Each delivery's attempts say which POST they were and which other call went with it.
   const { deliveries } = await server.deliveries.listDeliveries({ destinationId: destination.id });
   const byMessage = new Map(deliveries.map((d) => [d.messageId, d.id]));
   const { delivery } = await server.deliveries.getDelivery({ id: byMessage.get(x)! });
