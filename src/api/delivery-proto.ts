@@ -71,6 +71,8 @@ export function textFilter(field: string, value: string): string | undefined {
 export interface DeliveryDetails {
   attempts: AttemptRow[];
   webhooks: WebhookHeaders[];
+  /** The destination builds its requests from the call: the body is the stored call; each attempt has what it sent. */
+  requestsInAttempts?: boolean;
 }
 
 /** The calls' anonymousId, read from the body sent (messages keep no column for it). */
@@ -100,6 +102,14 @@ export function lastErrorOf(attempts: readonly AttemptRow[]): string {
   return attemptError(ofLast.find((a) => a.outcome !== "success") ?? ofLast[0]);
 }
 
+/** The batch's other deliveries shown with an attempt: the first ones by id. */
+const maxBatchDeliveries = 100;
+
+function otherDeliveries(ids: readonly string[] | null, own: string): string[] {
+  if (!ids) return [];
+  return [...new Set(ids)].filter((id) => id !== own).slice(0, maxBatchDeliveries);
+}
+
 /**
  * A delivery for the API; details (body, headers, attempts) only in the
  * full view. `lastError` is the basic view's (the full view's comes from
@@ -124,8 +134,10 @@ export function toProto(row: DeliveryRow, details: DeliveryDetails | undefined, 
     lastError: details ? lastErrorOf(details.attempts) : lastError,
     ...(details
       ? {
-          // What the last attempt sent: the stored body unless the destination's rules changed it.
+          // What the last attempt sent: the stored body unless the destination's rules changed it (or
+          // it builds requests of its own: then the stored call, the requests being the attempts').
           body: row.sent_body ?? row.payload,
+          requestsInAttempts: details.requestsInAttempts ?? false,
           requestHeaders: details.webhooks[0]?.headers ?? {},
           webhookHeaders: details.webhooks.map((w) => create(WebhookHeadersSchema, w)),
           attempts: details.attempts.map((a) =>
@@ -142,6 +154,12 @@ export function toProto(row: DeliveryRow, details: DeliveryDetails | undefined, 
               discardedValues: a.discarded_values ?? 0,
               subscription: a.subscription ?? "",
               method: a.method ?? "",
+              requestHeaders: a.request_headers ?? {},
+              requestBody: a.request_body ?? "",
+              requestBodyBytes: a.request_body_bytes ?? 0,
+              batchId: a.batch_id ?? "",
+              batchCalls: a.batch_calls ?? 0,
+              batchDeliveryIds: otherDeliveries(a.batch_delivery_ids, row.id),
             }),
           ),
         }

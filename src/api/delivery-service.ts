@@ -19,7 +19,7 @@ import { explainMessage } from "./explain-message.js";
 import { listFates } from "./list-fates.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { pageSize } from "./paging.js";
-import { webhookHeaders } from "./request-headers.js";
+import { requestsInAttempts, webhookHeaders } from "./request-headers.js";
 
 export interface DeliveryServiceOptions {
   pool: pg.Pool;
@@ -57,7 +57,8 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
       const own = attempts.filter((a) => a.delivery_id === row.id);
       // Time-bound headers (Standard Webhooks' timestamp) as of the latest attempt.
       const at = own.length > 0 ? own[own.length - 1]!.attempted_at : now;
-      return toProto(row, { attempts: own, webhooks: webhookHeaders(configs.get(row.destination_id), row, at) });
+      const config = configs.get(row.destination_id);
+      return toProto(row, { attempts: own, webhooks: webhookHeaders(config, row, at), requestsInAttempts: requestsInAttempts(config) });
     });
   }
 

@@ -1,11 +1,16 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { StatsMinuteSchema, StatsWindowSchema, type GetDestinationStatsResponseSchema } from "../../gen/waypost/v1/delivery_pb.js";
+import {
+  HeldBackSchema,
+  StatsMinuteSchema,
+  StatsWindowSchema,
+  type GetDestinationStatsResponseSchema,
+} from "../../gen/waypost/v1/delivery_pb.js";
 import type { DeliveryStatus as StatusName } from "../db/job-table/index.js";
 import { selectDestinationStats } from "../db/queries/deliveries.js";
 import { selectLatencyPercentiles, selectMinuteSeries, type LatencyRow, type MinuteRow } from "../db/queries/delivery-stats.js";
 import type { Queryable } from "../db/pool.js";
-import { selectFilteredPerMinute } from "../db/queries/message-fates.js";
+import { type HeldBackCountRow, type HeldBackReason, selectHeldBackPerMinute } from "../db/queries/message-fates.js";
 
 const minuteMs = 60_000;
 /** The windows of `windows`, in minutes: the last hour, 6 hours and 24 hours. */
@@ -23,13 +28,13 @@ export async function destinationStats(
 ): Promise<MessageInitShape<typeof GetDestinationStatsResponseSchema>> {
   const minute = Math.floor(now.getTime() / minuteMs) * minuteMs;
   const starts = windowMinutes.map((n) => new Date(minute - (n - 1) * minuteMs));
-  const [stats, deliverySeries, latency, filteredSeries] = await Promise.all([
+  const [stats, deliverySeries, latency, heldBackSeries] = await Promise.all([
     selectDestinationStats(db, destinationId, new Date(now.getTime() - 3_600_000)),
     selectMinuteSeries(db, destinationId, starts[2]!),
     selectLatencyPercentiles(db, destinationId, starts),
-    selectFilteredPerMinute(db, destinationId, starts[2]!),
+    selectHeldBackPerMinute(db, destinationId, starts[2]!),
   ]);
-  const series = withFiltered(deliverySeries, filteredSeries);
+  const series = withHeldBack(deliverySeries, heldBackSeries);
   const count = (status: StatusName) => BigInt(stats.counts[status] ?? "0");
   const [lastHour, last6h, lastDay] = starts.map((start) => totals(series.filter((m) => m.minute >= start))) as [Totals, Totals, Totals];
   const [hourLatency, , dayLatency] = latency as [LatencyRow, LatencyRow, LatencyRow];
@@ -71,6 +76,7 @@ export async function destinationStats(
         p50LatencyMs: latency[i]!.p50 ?? 0,
         p99LatencyMs: latency[i]!.p99 ?? 0,
         filtered: BigInt(sum.filtered),
+        heldBack: create(HeldBackSchema, heldBackCounts(sum.heldBack)),
       }),
     ),
     backlog: count("pending") + count("retrying"),
@@ -89,24 +95,33 @@ export async function destinationStats(
       }),
     ),
     filteredLast24h: BigInt(lastDay.filtered),
+    heldBackLast24h: create(HeldBackSchema, heldBackCounts(lastDay.heldBack)),
     discardedValuesLastHour: BigInt(lastHour.discarded),
     discardedValuesLast24h: BigInt(lastDay.discarded),
   };
 }
 
-type Minute = MinuteRow & { filtered: number };
-type Totals = Pick<Minute, "delivered" | "failed" | "expired" | "attempts" | "successes" | "failedAttempts" | "filtered" | "discarded">;
+type HeldBack = Record<HeldBackReason, number>;
+type Minute = MinuteRow & { filtered: number; heldBack: HeldBack };
+type Totals = Pick<
+  Minute,
+  "delivered" | "failed" | "expired" | "attempts" | "successes" | "failedAttempts" | "filtered" | "discarded" | "heldBack"
+>;
 
-/** The delivery minutes and the filtered ones as one series, oldest first; a minute with only filtered calls is in it too. */
-function withFiltered(deliveries: readonly MinuteRow[], filtered: ReadonlyArray<{ minute: Date; filtered: number }>): Minute[] {
-  const byMinute = new Map<number, Minute>(deliveries.map((m) => [m.minute.getTime(), { ...m, filtered: 0 }]));
-  for (const f of filtered) {
-    const at = f.minute.getTime();
-    const existing = byMinute.get(at);
-    if (existing) existing.filtered = f.filtered;
-    else {
-      byMinute.set(at, {
-        minute: f.minute,
+/** The reasons that make a call filtered (the others: disabled, integrations off). */
+const filteredReasons = new Set<HeldBackReason>(["filter", "consent", "subscriptions", "transform"]);
+
+const noneHeldBack = (): HeldBack => ({ filter: 0, consent: 0, subscriptions: 0, transform: 0, disabled: 0, integrations_off: 0 });
+
+/** The delivery minutes and the held-back ones as one series, oldest first; a minute with only held-back calls is in it too. */
+function withHeldBack(deliveries: readonly MinuteRow[], heldBack: readonly HeldBackCountRow[]): Minute[] {
+  const byMinute = new Map<number, Minute>(deliveries.map((m) => [m.minute.getTime(), { ...m, filtered: 0, heldBack: noneHeldBack() }]));
+  for (const h of heldBack) {
+    const at = h.minute.getTime();
+    let minute = byMinute.get(at);
+    if (!minute) {
+      minute = {
+        minute: h.minute,
         delivered: 0,
         failed: 0,
         expired: 0,
@@ -116,15 +131,31 @@ function withFiltered(deliveries: readonly MinuteRow[], filtered: ReadonlyArray<
         p50: 0,
         p99: 0,
         discarded: 0,
-        filtered: f.filtered,
-      });
+        filtered: 0,
+        heldBack: noneHeldBack(),
+      };
+      byMinute.set(at, minute);
     }
+    // A reason recorded by a newer Waypost than this one knows is left out, not miscounted.
+    if (!(h.reason in minute.heldBack)) continue;
+    minute.heldBack[h.reason] += h.calls;
+    if (filteredReasons.has(h.reason)) minute.filtered += h.calls;
   }
   return [...byMinute.values()].sort((a, b) => a.minute.getTime() - b.minute.getTime());
 }
 
 function totals(minutes: readonly Minute[]): Totals {
-  const sum = { delivered: 0, failed: 0, expired: 0, attempts: 0, successes: 0, failedAttempts: 0, filtered: 0, discarded: 0 };
+  const sum = {
+    delivered: 0,
+    failed: 0,
+    expired: 0,
+    attempts: 0,
+    successes: 0,
+    failedAttempts: 0,
+    filtered: 0,
+    discarded: 0,
+    heldBack: noneHeldBack(),
+  };
   for (const m of minutes) {
     sum.discarded += m.discarded;
     sum.filtered += m.filtered;
@@ -134,8 +165,20 @@ function totals(minutes: readonly Minute[]): Totals {
     sum.attempts += m.attempts;
     sum.successes += m.successes;
     sum.failedAttempts += m.failedAttempts;
+    for (const reason of Object.keys(sum.heldBack) as HeldBackReason[]) sum.heldBack[reason] += m.heldBack[reason];
   }
   return sum;
+}
+
+function heldBackCounts(held: HeldBack) {
+  return {
+    filter: BigInt(held.filter),
+    consent: BigInt(held.consent),
+    subscriptions: BigInt(held.subscriptions),
+    transform: BigInt(held.transform),
+    disabled: BigInt(held.disabled),
+    integrationsOff: BigInt(held.integrations_off),
+  };
 }
 
 /** Delivered out of everything that reached delivered, failed or expired; undefined when nothing did. */

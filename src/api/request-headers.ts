@@ -4,6 +4,11 @@ import { maskHeaders } from "../delivery/kinds/webhook/secret-headers.js";
 
 export { isSecretHeader, maskedValue, maskHeaders } from "../delivery/kinds/webhook/secret-headers.js";
 
+/** Whether the destination's attempts keep their own requests: its deliveries' body is the stored call, not what was sent. */
+export function requestsInAttempts(destination: DestinationConfigRow | undefined): boolean {
+  return destination !== undefined && kindOf(destination).requestsInAttempts === true;
+}
+
 export interface WebhookHeaders {
   url: string;
   headers: Record<string, string>;

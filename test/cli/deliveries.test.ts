@@ -185,19 +185,28 @@ test("deliveries tail prints deliveries as they finish, until SIGINT", async () 
 });
 
 test("stats: every destination as a table, one as JSON with its series", async () => {
+  // A call its consent held back, as routing records it: counted by reason.
+  await server.pool.query(
+    `INSERT INTO call_fates (message_pk, destination_id, fate, reason, recorded_at)
+     SELECT id, $2, 'filtered', 'consent', now() FROM messages WHERE message_id = $1`,
+    [sent[0], destinationId],
+  );
   const table = await waypost(["stats"], env);
   expect(table.code).toBe(0);
   expect(table.stdout.split("\n")[0]).toMatch(/^DESTINATION\s+NAME\s+DELIVERED 1H\s+FAILED 1H\s+EXPIRED 1H\s+DELIVERED 24H/);
   expect(table.stdout).toMatch(new RegExp(`^${destinationId}\\s+hooks\\s+\\d+\\s+`, "m"));
-  expect(table.stdout.split("\n")[0]).toMatch(/\sFAILED TRIES 1H\s+FAILED TRIES 24H\s+BACKLOG\s*$/);
+  expect(table.stdout.split("\n")[0]).toMatch(/\sFAILED TRIES 1H\s+FAILED TRIES 24H\s+BACKLOG\s+HELD BACK 24H\s*$/);
+  expect(table.stdout).toMatch(new RegExp(`^${destinationId}\\s.*\\sconsent 1\\s*$`, "m"));
   const one = await waypostJson<{
     destinationId: string;
     deliveredLast24h: string;
+    heldBackLast24h: { consent?: string };
     series: Array<{ startTime: string; delivered?: string }>;
   }>(["stats", "--destination", destinationId], env);
   expect(one.destinationId).toBe(destinationId);
   expect(Number(one.deliveredLast24h)).toBeGreaterThanOrEqual(6);
   expect(one.series.length).toBeGreaterThanOrEqual(1);
+  expect(one.heldBackLast24h.consent).toBe("1");
   const all = await waypostJson<{ destinations: Array<{ destinationId: string }> }>(["stats"], env);
   expect(all.destinations.map((d) => d.destinationId)).toEqual([destinationId]);
 });

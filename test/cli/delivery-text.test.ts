@@ -19,3 +19,31 @@ test("delivery show names each attempt's subscription and method when they are s
   const webhook = describeDelivery(create(DeliverySchema, { id: "2", attempts: [attempt("", "", "https://example.com/hook")] }));
   expect(webhook).not.toContain("SUBSCRIPTION");
 });
+
+test("delivery show of an integration: the call labelled as stored, each attempt's request as sent, not an empty header list", () => {
+  const text = describeDelivery(
+    create(DeliverySchema, {
+      id: "3",
+      body: '{"type":"track","event":"Viewed"}',
+      requestsInAttempts: true,
+      attempts: [
+        create(DeliveryAttemptSchema, {
+          attempt: 1,
+          url: "https://vendor.test/e",
+          outcome: AttemptOutcome.SUCCESS,
+          statusCode: 200,
+          subscription: "Mapped",
+          method: "PUT",
+          requestHeaders: { "content-type": "application/json", "x-key": "***" },
+          requestBody: '{"user":"u9","event":"Viewed"}',
+          requestBodyBytes: 30,
+        }),
+      ],
+    }),
+  );
+  expect(text).not.toContain("headers sent");
+  expect(text).toContain("call (as stored; the requests sent are below):");
+  expect(text).toContain('attempt 1, subscription "Mapped": PUT https://vendor.test/e');
+  expect(text).toContain("  x-key: ***");
+  expect(text).toContain('  body:\n{"user":"u9","event":"Viewed"}');
+});

@@ -249,6 +249,16 @@ describe("integration destinations in the console", () => {
     expect(await attempt.getByRole("cell").nth(3).textContent()).toBe("POST");
     expect(await attempt.textContent()).toMatch(/https:\/\/api(-[a-z]+)?\.mixpanel\.com\//);
     expect(await attempt.textContent()).toContain("success");
+    // The body shown is the call as stored, named so; what was sent is each request, with its headers and body.
+    await page.getByRole("heading", { name: "Call", exact: true }).waitFor();
+    expect(await page.getByRole("heading", { name: "Body", exact: true }).count()).toBe(0);
+    const sent = vendor.requests.find((r) => r.body.includes(messageId))!;
+    const requests = page.getByRole("list", { name: "Requests sent" });
+    expect(await requests.textContent()).toContain(`${sent.method} https://`);
+    const shown = (await page.getByLabel("Body of request 1").textContent())!;
+    expect(JSON.parse(shown)).toEqual(JSON.parse(sent.body));
+    expect(await requests.getByRole("button", { name: "Copy body of request 1" }).count()).toBe(1);
+    expect(await page.content()).not.toContain("sekret-456");
     expect(consolePage.problems).toEqual([]);
   });
 });

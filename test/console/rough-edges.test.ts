@@ -50,6 +50,10 @@ describe("the console's rough edges", () => {
 
     await page.goto(`${server.url}/console/`);
     const card = page.getByRole("article", { name: "identifies" });
+    // The figure split by reason for the chosen period (24 hours by default): what held them back.
+    const held = card.getByRole("note", { name: "Held back in the last 24 hours" });
+    await held.getByRole("link", { name: "2 held back by filter in the last 24 hours: list them" }).waitFor();
+    expect(await held.textContent()).toBe("Held back in the last 24 hours: 2 filter");
     await card.getByRole("link", { name: "2 filtered in the last hour: list them" }).click();
     const table = page.getByRole("table", { name: "Calls without a delivery" });
     const rows = table.getByRole("row").filter({ hasText: "track" });
@@ -76,10 +80,18 @@ describe("the console's rough edges", () => {
     await page.goto(`${server.url}/console/destinations`);
     const list = page.getByRole("table", { name: "Destinations" });
     await list.getByRole("row").filter({ hasText: "CRM" }).nth(1).waitFor();
-    for (const d of [a, b]) {
+    for (const [d, s] of [
+      [a, one],
+      [b, other],
+    ] as const) {
       const row = list.getByRole("row").filter({ hasText: d.id.slice(0, 8) });
       expect(await row.getByRole("cell").first().textContent()).toBe(`CRM ${d.webhooks[0]!.url} · ${d.id.slice(0, 8)}`);
+      // Its source is one of two named "twin source": which one, by the start of its id.
+      expect(await row.getByRole("cell").nth(3).textContent()).toBe(`twin source (${s.id.slice(0, 8)})`);
     }
+    // The column every kind fills (URLs, a warehouse, a broker, a catalog entry) says what it shows.
+    await list.getByRole("columnheader", { name: "Sends to" }).waitFor();
+    expect(await list.getByRole("columnheader", { name: "Webhooks" }).count()).toBe(0);
     // A name only one destination has gets nothing beside it.
     expect(await list.getByRole("row").filter({ hasText: "identifies" }).getByRole("cell").first().textContent()).toBe("identifies");
 
@@ -152,6 +164,15 @@ describe("the console's rough edges", () => {
       const table = page.getByRole("table", { name: "Deliveries" });
       await table.getByRole("columnheader", { name: "Last error" }).waitFor();
       await table.getByRole("cell", { name: "HTTP 503" }).waitFor();
+
+      // The destination's own page tells its health and last error (not only the list's tooltip).
+      const failingHook = (await server.destinations.getDestination({ id: hook.id })).destination!;
+      expect(failingHook.lastError).not.toBe("");
+      await page.goto(`${server.url}/console/destinations/${hook.id}`);
+      const health = page.getByRole("region", { name: "Health" });
+      await health.getByText(failingHook.lastError, { exact: true }).waitFor();
+      expect(await health.textContent()).toMatch(/HealthFailing|HealthCircuit open/);
+      expect(await health.textContent()).toMatch(/Failures in a row[1-9]/);
 
       const [delivery] = (await server.deliveries.listDeliveries({ destinationId: warehouse.id })).deliveries;
       expect(delivery!.lastError).not.toBe("");

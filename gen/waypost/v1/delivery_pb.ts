@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waypost/v1/delivery.proto.
  */
 export const file_waypost_v1_delivery: GenFile = /*@__PURE__*/
-  fileDesc("Chl3YXlwb3N0L3YxL2RlbGl2ZXJ5LnByb3RvEgp3YXlwb3N0LnYxIrcCCg9EZWxpdmVyeUF0dGVtcHQSDwoHYXR0ZW1wdBgBIAEoBRILCgN1cmwYAiABKAkSMAoMYXR0ZW1wdF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgdvdXRjb21lGAQgASgOMhoud2F5cG9zdC52MS5BdHRlbXB0T3V0Y29tZRITCgtzdGF0dXNfY29kZRgFIAEoBRINCgVlcnJvchgGIAEoCRISCgpsYXRlbmN5X21zGAcgASgFEhUKDXJlc3BvbnNlX2JvZHkYCCABKAkSGAoQZGVzdGluYXRpb25fZXRhZxgJIAEoCRIYChBkaXNjYXJkZWRfdmFsdWVzGAogASgFEhQKDHN1YnNjcmlwdGlvbhgLIAEoCRIOCgZtZXRob2QYDCABKAkioAUKCERlbGl2ZXJ5EgoKAmlkGAEgASgJEhYKDmRlc3RpbmF0aW9uX2lkGAIgASgJEhEKCXNvdXJjZV9pZBgDIAEoCRISCgptZXNzYWdlX2lkGAQgASgJEgwKBHR5cGUYBSABKAkSKgoGc3RhdHVzGAYgASgOMhoud2F5cG9zdC52MS5EZWxpdmVyeVN0YXR1cxIVCg1hdHRlbXB0X2NvdW50GAcgASgFEi8KC2NyZWF0ZV90aW1lGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI2ChJmaXJzdF9hdHRlbXB0X3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKEW5leHRfYXR0ZW1wdF90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1maW5hbGl6ZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCghhdHRlbXB0cxgMIAMoCzIbLndheXBvc3QudjEuRGVsaXZlcnlBdHRlbXB0EgwKBGJvZHkYDSABKAkSQQoPcmVxdWVzdF9oZWFkZXJzGA4gAygLMigud2F5cG9zdC52MS5EZWxpdmVyeS5SZXF1ZXN0SGVhZGVyc0VudHJ5Eg8KB3VzZXJfaWQYDyABKAkSFAoMYW5vbnltb3VzX2lkGBAgASgJEjMKD3dlYmhvb2tfaGVhZGVycxgRIAMoCzIaLndheXBvc3QudjEuV2ViaG9va0hlYWRlcnMSEgoKbGFzdF9lcnJvchgSIAEoCRo1ChNSZXF1ZXN0SGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEihwEKDldlYmhvb2tIZWFkZXJzEgsKA3VybBgBIAEoCRI4CgdoZWFkZXJzGAIgAygLMicud2F5cG9zdC52MS5XZWJob29rSGVhZGVycy5IZWFkZXJzRW50cnkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi/QIKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCRIqCgZzdGF0dXMYAiABKA4yGi53YXlwb3N0LnYxLkRlbGl2ZXJ5U3RhdHVzEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJEiwKCHN0YXR1c2VzGAUgAygOMhoud2F5cG9zdC52MS5EZWxpdmVyeVN0YXR1cxISCgptZXNzYWdlX2lkGAYgASgJEg8KB3VzZXJfaWQYByABKAkSKQoFc2luY2UYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIoCgVvcmRlchgKIAEoDjIZLndheXBvc3QudjEuRGVsaXZlcnlPcmRlchImCgR2aWV3GAsgASgOMhgud2F5cG9zdC52MS5EZWxpdmVyeVZpZXciWwoWTGlzdERlbGl2ZXJpZXNSZXNwb25zZRIoCgpkZWxpdmVyaWVzGAEgAygLMhQud2F5cG9zdC52MS5EZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIAoSR2V0RGVsaXZlcnlSZXF1ZXN0EgoKAmlkGAEgASgJIj0KE0dldERlbGl2ZXJ5UmVzcG9uc2USJgoIZGVsaXZlcnkYASABKAsyFC53YXlwb3N0LnYxLkRlbGl2ZXJ5IiIKFFJldHJ5RGVsaXZlcnlSZXF1ZXN0EgoKAmlkGAEgASgJIj8KFVJldHJ5RGVsaXZlcnlSZXNwb25zZRImCghkZWxpdmVyeRgBIAEoCzIULndheXBvc3QudjEuRGVsaXZlcnki2QEKFlJldHJ5RGVsaXZlcmllc1JlcXVlc3QSFgoOZGVzdGluYXRpb25faWQYASABKAkSLAoIc3RhdHVzZXMYAiADKA4yGi53YXlwb3N0LnYxLkRlbGl2ZXJ5U3RhdHVzEikKBXNpbmNlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKbWVzc2FnZV9pZBgFIAEoCRIPCgd1c2VyX2lkGAYgASgJImwKF1JldHJ5RGVsaXZlcmllc1Jlc3BvbnNlEiEKA2pvYhgDIAEoCzIULndheXBvc3QudjEuUmV0cnlKb2JKBAgBEAJKBAgCEANSDHJlcGxheV9jb3VudFIUbm90X3JlcGxheWFibGVfY291bnQi/gEKCFJldHJ5Sm9iEgoKAmlkGAEgASgJEhYKDmRlc3RpbmF0aW9uX2lkGAIgASgJEiMKBXN0YXRlGAMgASgOMhQud2F5cG9zdC52MS5Kb2JTdGF0ZRIPCgdtYXRjaGVkGAQgASgDEg8KB3JldHJpZWQYBSABKAMSFgoObm90X3JlcGxheWFibGUYBiABKAMSDQoFZXJyb3IYByABKAkSLwoLY3JlYXRlX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaF90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIgChJHZXRSZXRyeUpvYlJlcXVlc3QSCgoCaWQYASABKAkiOAoTR2V0UmV0cnlKb2JSZXNwb25zZRIhCgNqb2IYASABKAsyFC53YXlwb3N0LnYxLlJldHJ5Sm9iIjQKGkdldERlc3RpbmF0aW9uU3RhdHNSZXF1ZXN0EhYKDmRlc3RpbmF0aW9uX2lkGAEgASgJIrUHChtHZXREZXN0aW5hdGlvblN0YXRzUmVzcG9uc2USFgoOZGVzdGluYXRpb25faWQYASABKAkSDwoHcGVuZGluZxgCIAEoAxIQCghyZXRyeWluZxgDIAEoAxIRCglkZWxpdmVyZWQYBCABKAMSDgoGZmFpbGVkGAUgASgDEg8KB2V4cGlyZWQYBiABKAMSEQoJY2FuY2VsbGVkGAcgASgDEhoKEmF0dGVtcHRzX2xhc3RfaG91chgIIAEoAxIlCh1zdWNjZXNzZnVsX2F0dGVtcHRzX2xhc3RfaG91chgJIAEoAxIhChltZWFuX2xhdGVuY3lfbXNfbGFzdF9ob3VyGAogASgBEhsKE2RlbGl2ZXJlZF9sYXN0X2hvdXIYCyABKAMSGAoQZmFpbGVkX2xhc3RfaG91chgMIAEoAxIZChFleHBpcmVkX2xhc3RfaG91chgNIAEoAxIaChJkZWxpdmVyZWRfbGFzdF8yNGgYDiABKAMSFwoPZmFpbGVkX2xhc3RfMjRoGA8gASgDEhgKEGV4cGlyZWRfbGFzdF8yNGgYECABKAMSIwoWc3VjY2Vzc19yYXRlX2xhc3RfaG91chgRIAEoAUgAiAEBEiIKFXN1Y2Nlc3NfcmF0ZV9sYXN0XzI0aBgSIAEoAUgBiAEBEiAKGHA1MF9sYXRlbmN5X21zX2xhc3RfaG91chgTIAEoBRIgChhwOTlfbGF0ZW5jeV9tc19sYXN0X2hvdXIYFCABKAUSHwoXcDUwX2xhdGVuY3lfbXNfbGFzdF8yNGgYFSABKAUSHwoXcDk5X2xhdGVuY3lfbXNfbGFzdF8yNGgYFiABKAUSDwoHYmFja2xvZxgXIAEoAxInCgZzZXJpZXMYGCADKAsyFy53YXlwb3N0LnYxLlN0YXRzTWludXRlEiEKGWZhaWxlZF9hdHRlbXB0c19sYXN0X2hvdXIYGSABKAMSIAoYZmFpbGVkX2F0dGVtcHRzX2xhc3RfMjRoGBogASgDEigKB3dpbmRvd3MYGyADKAsyFy53YXlwb3N0LnYxLlN0YXRzV2luZG93EhkKEWZpbHRlcmVkX2xhc3RfMjRoGBwgASgDEiIKGmRpc2NhcmRlZF92YWx1ZXNfbGFzdF9ob3VyGB0gASgDEiEKGWRpc2NhcmRlZF92YWx1ZXNfbGFzdF8yNGgYHiABKANCGQoXX3N1Y2Nlc3NfcmF0ZV9sYXN0X2hvdXJCGAoWX3N1Y2Nlc3NfcmF0ZV9sYXN0XzI0aCKIAgoLU3RhdHNXaW5kb3cSDwoHbWludXRlcxgBIAEoBRIRCglkZWxpdmVyZWQYAiABKAMSDgoGZmFpbGVkGAMgASgDEg8KB2V4cGlyZWQYBCABKAMSGQoMc3VjY2Vzc19yYXRlGAUgASgBSACIAQESEAoIYXR0ZW1wdHMYBiABKAMSGwoTc3VjY2Vzc2Z1bF9hdHRlbXB0cxgHIAEoAxIXCg9mYWlsZWRfYXR0ZW1wdHMYCCABKAMSFgoOcDUwX2xhdGVuY3lfbXMYCSABKAUSFgoOcDk5X2xhdGVuY3lfbXMYCiABKAUSEAoIZmlsdGVyZWQYCyABKANCDwoNX3N1Y2Nlc3NfcmF0ZSL7AQoLU3RhdHNNaW51dGUSLgoKc3RhcnRfdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJZGVsaXZlcmVkGAIgASgDEg4KBmZhaWxlZBgDIAEoAxIPCgdleHBpcmVkGAQgASgDEhAKCGF0dGVtcHRzGAUgASgDEhsKE3N1Y2Nlc3NmdWxfYXR0ZW1wdHMYBiABKAMSFgoOcDUwX2xhdGVuY3lfbXMYByABKAUSFgoOcDk5X2xhdGVuY3lfbXMYCCABKAUSFwoPZmFpbGVkX2F0dGVtcHRzGAkgASgDEhAKCGZpbHRlcmVkGAogASgDIj4KFUV4cGxhaW5NZXNzYWdlUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJEhEKCXNvdXJjZV9pZBgCIAEoCSKfAQoPRGVzdGluYXRpb25GYXRlEhYKDmRlc3RpbmF0aW9uX2lkGAEgASgJEhgKEGRlc3RpbmF0aW9uX25hbWUYAiABKAkSHgoEZmF0ZRgDIAEoDjIQLndheXBvc3QudjEuRmF0ZRIOCgZyZWFzb24YBCABKAkSEwoLZGVsaXZlcnlfaWQYBSABKAkSFQoNYXR0ZW1wdF9jb3VudBgGIAEoBSKkAQoNRXhwbGFpbmVkQ2FsbBIRCglzb3VyY2VfaWQYASABKAkSEgoKbWVzc2FnZV9pZBgCIAEoCRIMCgR0eXBlGAMgASgJEg0KBWV2ZW50GAQgASgJEg8KB3VzZXJfaWQYBSABKAkSMAoMcmVjZWl2ZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRib2R5GAcgASgJInQKFkV4cGxhaW5NZXNzYWdlUmVzcG9uc2USJwoEY2FsbBgBIAEoCzIZLndheXBvc3QudjEuRXhwbGFpbmVkQ2FsbBIxCgxkZXN0aW5hdGlvbnMYAiADKAsyGy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uRmF0ZSLXAQoQTGlzdEZhdGVzUmVxdWVzdBIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCRIeCgRmYXRlGAIgASgOMhAud2F5cG9zdC52MS5GYXRlEg4KBnJlYXNvbhgDIAEoCRIpCgVzaW5jZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgGIAEoBRISCgpwYWdlX3Rva2VuGAcgASgJIvMBCglGYXRlZENhbGwSEQoJc291cmNlX2lkGAEgASgJEhIKCm1lc3NhZ2VfaWQYAiABKAkSDAoEdHlwZRgDIAEoCRINCgVldmVudBgEIAEoCRIPCgd1c2VyX2lkGAUgASgJEjAKDHJlY2VpdmVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASHgoEZmF0ZRgHIAEoDjIQLndheXBvc3QudjEuRmF0ZRIOCgZyZWFzb24YCCABKAkSLwoLcmVjb3JkX3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlIKEUxpc3RGYXRlc1Jlc3BvbnNlEiQKBWNhbGxzGAEgAygLMhUud2F5cG9zdC52MS5GYXRlZENhbGwSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJKuMBCg5EZWxpdmVyeVN0YXR1cxIfChtERUxJVkVSWV9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdERUxJVkVSWV9TVEFUVVNfUEVORElORxABEhwKGERFTElWRVJZX1NUQVRVU19SRVRSWUlORxACEh0KGURFTElWRVJZX1NUQVRVU19ERUxJVkVSRUQQAxIaChZERUxJVkVSWV9TVEFUVVNfRkFJTEVEEAQSGwoXREVMSVZFUllfU1RBVFVTX0VYUElSRUQQBRIdChlERUxJVkVSWV9TVEFUVVNfQ0FOQ0VMTEVEEAYqqwEKDkF0dGVtcHRPdXRjb21lEh8KG0FUVEVNUFRfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhsKF0FUVEVNUFRfT1VUQ09NRV9TVUNDRVNTEAESHQoZQVRURU1QVF9PVVRDT01FX1JFVFJZQUJMRRACEh0KGUFUVEVNUFRfT1VUQ09NRV9QRVJNQU5FTlQQAxIdChlBVFRFTVBUX09VVENPTUVfQUJBTkRPTkVEEAQqeQoNRGVsaXZlcnlPcmRlchIeChpERUxJVkVSWV9PUkRFUl9VTlNQRUNJRklFRBAAEiMKH0RFTElWRVJZX09SREVSX0NSRUFURV9USU1FX0RFU0MQARIjCh9ERUxJVkVSWV9PUkRFUl9GSU5JU0hfVElNRV9ERVNDEAIqXgoMRGVsaXZlcnlWaWV3Eh0KGURFTElWRVJZX1ZJRVdfVU5TUEVDSUZJRUQQABIWChJERUxJVkVSWV9WSUVXX0ZVTEwQARIXChNERUxJVkVSWV9WSUVXX0JBU0lDEAIq/QEKBEZhdGUSFAoQRkFURV9VTlNQRUNJRklFRBAAEhAKDEZBVEVfUEVORElORxABEhEKDUZBVEVfUkVUUllJTkcQAhISCg5GQVRFX0RFTElWRVJFRBADEg8KC0ZBVEVfRkFJTEVEEAQSEAoMRkFURV9FWFBJUkVEEAUSEgoORkFURV9DQU5DRUxMRUQQBhIRCg1GQVRFX0ZJTFRFUkVEEAcSFgoSRkFURV9OT1RfQ09OTkVDVEVEEAgSEQoNRkFURV9ESVNBQkxFRBAJEhkKFUZBVEVfSU5URUdSQVRJT05TX09GRhAKEhYKEkZBVEVfQ1JFQVRFRF9MQVRFUhALMscFCg9EZWxpdmVyeVNlcnZpY2USVwoOTGlzdERlbGl2ZXJpZXMSIS53YXlwb3N0LnYxLkxpc3REZWxpdmVyaWVzUmVxdWVzdBoiLndheXBvc3QudjEuTGlzdERlbGl2ZXJpZXNSZXNwb25zZRJOCgtHZXREZWxpdmVyeRIeLndheXBvc3QudjEuR2V0RGVsaXZlcnlSZXF1ZXN0Gh8ud2F5cG9zdC52MS5HZXREZWxpdmVyeVJlc3BvbnNlElQKDVJldHJ5RGVsaXZlcnkSIC53YXlwb3N0LnYxLlJldHJ5RGVsaXZlcnlSZXF1ZXN0GiEud2F5cG9zdC52MS5SZXRyeURlbGl2ZXJ5UmVzcG9uc2USWgoPUmV0cnlEZWxpdmVyaWVzEiIud2F5cG9zdC52MS5SZXRyeURlbGl2ZXJpZXNSZXF1ZXN0GiMud2F5cG9zdC52MS5SZXRyeURlbGl2ZXJpZXNSZXNwb25zZRJOCgtHZXRSZXRyeUpvYhIeLndheXBvc3QudjEuR2V0UmV0cnlKb2JSZXF1ZXN0Gh8ud2F5cG9zdC52MS5HZXRSZXRyeUpvYlJlc3BvbnNlEmYKE0dldERlc3RpbmF0aW9uU3RhdHMSJi53YXlwb3N0LnYxLkdldERlc3RpbmF0aW9uU3RhdHNSZXF1ZXN0Gicud2F5cG9zdC52MS5HZXREZXN0aW5hdGlvblN0YXRzUmVzcG9uc2USVwoORXhwbGFpbk1lc3NhZ2USIS53YXlwb3N0LnYxLkV4cGxhaW5NZXNzYWdlUmVxdWVzdBoiLndheXBvc3QudjEuRXhwbGFpbk1lc3NhZ2VSZXNwb25zZRJICglMaXN0RmF0ZXMSHC53YXlwb3N0LnYxLkxpc3RGYXRlc1JlcXVlc3QaHS53YXlwb3N0LnYxLkxpc3RGYXRlc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_waypost_v1_job]);
+  fileDesc("Chl3YXlwb3N0L3YxL2RlbGl2ZXJ5LnByb3RvEgp3YXlwb3N0LnYxIq0ECg9EZWxpdmVyeUF0dGVtcHQSDwoHYXR0ZW1wdBgBIAEoBRILCgN1cmwYAiABKAkSMAoMYXR0ZW1wdF90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgdvdXRjb21lGAQgASgOMhoud2F5cG9zdC52MS5BdHRlbXB0T3V0Y29tZRITCgtzdGF0dXNfY29kZRgFIAEoBRINCgVlcnJvchgGIAEoCRISCgpsYXRlbmN5X21zGAcgASgFEhUKDXJlc3BvbnNlX2JvZHkYCCABKAkSGAoQZGVzdGluYXRpb25fZXRhZxgJIAEoCRIYChBkaXNjYXJkZWRfdmFsdWVzGAogASgFEhQKDHN1YnNjcmlwdGlvbhgLIAEoCRIOCgZtZXRob2QYDCABKAkSSAoPcmVxdWVzdF9oZWFkZXJzGA0gAygLMi8ud2F5cG9zdC52MS5EZWxpdmVyeUF0dGVtcHQuUmVxdWVzdEhlYWRlcnNFbnRyeRIUCgxyZXF1ZXN0X2JvZHkYDiABKAkSGgoScmVxdWVzdF9ib2R5X2J5dGVzGA8gASgFEhAKCGJhdGNoX2lkGBAgASgJEhMKC2JhdGNoX2NhbGxzGBEgASgFEhoKEmJhdGNoX2RlbGl2ZXJ5X2lkcxgSIAMoCRo1ChNSZXF1ZXN0SGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEivgUKCERlbGl2ZXJ5EgoKAmlkGAEgASgJEhYKDmRlc3RpbmF0aW9uX2lkGAIgASgJEhEKCXNvdXJjZV9pZBgDIAEoCRISCgptZXNzYWdlX2lkGAQgASgJEgwKBHR5cGUYBSABKAkSKgoGc3RhdHVzGAYgASgOMhoud2F5cG9zdC52MS5EZWxpdmVyeVN0YXR1cxIVCg1hdHRlbXB0X2NvdW50GAcgASgFEi8KC2NyZWF0ZV90aW1lGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI2ChJmaXJzdF9hdHRlbXB0X3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKEW5leHRfYXR0ZW1wdF90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1maW5hbGl6ZV90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCghhdHRlbXB0cxgMIAMoCzIbLndheXBvc3QudjEuRGVsaXZlcnlBdHRlbXB0EgwKBGJvZHkYDSABKAkSQQoPcmVxdWVzdF9oZWFkZXJzGA4gAygLMigud2F5cG9zdC52MS5EZWxpdmVyeS5SZXF1ZXN0SGVhZGVyc0VudHJ5Eg8KB3VzZXJfaWQYDyABKAkSFAoMYW5vbnltb3VzX2lkGBAgASgJEjMKD3dlYmhvb2tfaGVhZGVycxgRIAMoCzIaLndheXBvc3QudjEuV2ViaG9va0hlYWRlcnMSEgoKbGFzdF9lcnJvchgSIAEoCRIcChRyZXF1ZXN0c19pbl9hdHRlbXB0cxgTIAEoCBo1ChNSZXF1ZXN0SGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEihwEKDldlYmhvb2tIZWFkZXJzEgsKA3VybBgBIAEoCRI4CgdoZWFkZXJzGAIgAygLMicud2F5cG9zdC52MS5XZWJob29rSGVhZGVycy5IZWFkZXJzRW50cnkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi/QIKFUxpc3REZWxpdmVyaWVzUmVxdWVzdBIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCRIqCgZzdGF0dXMYAiABKA4yGi53YXlwb3N0LnYxLkRlbGl2ZXJ5U3RhdHVzEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJEiwKCHN0YXR1c2VzGAUgAygOMhoud2F5cG9zdC52MS5EZWxpdmVyeVN0YXR1cxISCgptZXNzYWdlX2lkGAYgASgJEg8KB3VzZXJfaWQYByABKAkSKQoFc2luY2UYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIoCgVvcmRlchgKIAEoDjIZLndheXBvc3QudjEuRGVsaXZlcnlPcmRlchImCgR2aWV3GAsgASgOMhgud2F5cG9zdC52MS5EZWxpdmVyeVZpZXciWwoWTGlzdERlbGl2ZXJpZXNSZXNwb25zZRIoCgpkZWxpdmVyaWVzGAEgAygLMhQud2F5cG9zdC52MS5EZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIAoSR2V0RGVsaXZlcnlSZXF1ZXN0EgoKAmlkGAEgASgJIj0KE0dldERlbGl2ZXJ5UmVzcG9uc2USJgoIZGVsaXZlcnkYASABKAsyFC53YXlwb3N0LnYxLkRlbGl2ZXJ5IiIKFFJldHJ5RGVsaXZlcnlSZXF1ZXN0EgoKAmlkGAEgASgJIj8KFVJldHJ5RGVsaXZlcnlSZXNwb25zZRImCghkZWxpdmVyeRgBIAEoCzIULndheXBvc3QudjEuRGVsaXZlcnki2QEKFlJldHJ5RGVsaXZlcmllc1JlcXVlc3QSFgoOZGVzdGluYXRpb25faWQYASABKAkSLAoIc3RhdHVzZXMYAiADKA4yGi53YXlwb3N0LnYxLkRlbGl2ZXJ5U3RhdHVzEikKBXNpbmNlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKbWVzc2FnZV9pZBgFIAEoCRIPCgd1c2VyX2lkGAYgASgJImwKF1JldHJ5RGVsaXZlcmllc1Jlc3BvbnNlEiEKA2pvYhgDIAEoCzIULndheXBvc3QudjEuUmV0cnlKb2JKBAgBEAJKBAgCEANSDHJlcGxheV9jb3VudFIUbm90X3JlcGxheWFibGVfY291bnQi/gEKCFJldHJ5Sm9iEgoKAmlkGAEgASgJEhYKDmRlc3RpbmF0aW9uX2lkGAIgASgJEiMKBXN0YXRlGAMgASgOMhQud2F5cG9zdC52MS5Kb2JTdGF0ZRIPCgdtYXRjaGVkGAQgASgDEg8KB3JldHJpZWQYBSABKAMSFgoObm90X3JlcGxheWFibGUYBiABKAMSDQoFZXJyb3IYByABKAkSLwoLY3JlYXRlX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaF90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIgChJHZXRSZXRyeUpvYlJlcXVlc3QSCgoCaWQYASABKAkiOAoTR2V0UmV0cnlKb2JSZXNwb25zZRIhCgNqb2IYASABKAsyFC53YXlwb3N0LnYxLlJldHJ5Sm9iIjQKGkdldERlc3RpbmF0aW9uU3RhdHNSZXF1ZXN0EhYKDmRlc3RpbmF0aW9uX2lkGAEgASgJIucHChtHZXREZXN0aW5hdGlvblN0YXRzUmVzcG9uc2USFgoOZGVzdGluYXRpb25faWQYASABKAkSDwoHcGVuZGluZxgCIAEoAxIQCghyZXRyeWluZxgDIAEoAxIRCglkZWxpdmVyZWQYBCABKAMSDgoGZmFpbGVkGAUgASgDEg8KB2V4cGlyZWQYBiABKAMSEQoJY2FuY2VsbGVkGAcgASgDEhoKEmF0dGVtcHRzX2xhc3RfaG91chgIIAEoAxIlCh1zdWNjZXNzZnVsX2F0dGVtcHRzX2xhc3RfaG91chgJIAEoAxIhChltZWFuX2xhdGVuY3lfbXNfbGFzdF9ob3VyGAogASgBEhsKE2RlbGl2ZXJlZF9sYXN0X2hvdXIYCyABKAMSGAoQZmFpbGVkX2xhc3RfaG91chgMIAEoAxIZChFleHBpcmVkX2xhc3RfaG91chgNIAEoAxIaChJkZWxpdmVyZWRfbGFzdF8yNGgYDiABKAMSFwoPZmFpbGVkX2xhc3RfMjRoGA8gASgDEhgKEGV4cGlyZWRfbGFzdF8yNGgYECABKAMSIwoWc3VjY2Vzc19yYXRlX2xhc3RfaG91chgRIAEoAUgAiAEBEiIKFXN1Y2Nlc3NfcmF0ZV9sYXN0XzI0aBgSIAEoAUgBiAEBEiAKGHA1MF9sYXRlbmN5X21zX2xhc3RfaG91chgTIAEoBRIgChhwOTlfbGF0ZW5jeV9tc19sYXN0X2hvdXIYFCABKAUSHwoXcDUwX2xhdGVuY3lfbXNfbGFzdF8yNGgYFSABKAUSHwoXcDk5X2xhdGVuY3lfbXNfbGFzdF8yNGgYFiABKAUSDwoHYmFja2xvZxgXIAEoAxInCgZzZXJpZXMYGCADKAsyFy53YXlwb3N0LnYxLlN0YXRzTWludXRlEiEKGWZhaWxlZF9hdHRlbXB0c19sYXN0X2hvdXIYGSABKAMSIAoYZmFpbGVkX2F0dGVtcHRzX2xhc3RfMjRoGBogASgDEigKB3dpbmRvd3MYGyADKAsyFy53YXlwb3N0LnYxLlN0YXRzV2luZG93EhkKEWZpbHRlcmVkX2xhc3RfMjRoGBwgASgDEiIKGmRpc2NhcmRlZF92YWx1ZXNfbGFzdF9ob3VyGB0gASgDEiEKGWRpc2NhcmRlZF92YWx1ZXNfbGFzdF8yNGgYHiABKAMSMAoSaGVsZF9iYWNrX2xhc3RfMjRoGB8gASgLMhQud2F5cG9zdC52MS5IZWxkQmFja0IZChdfc3VjY2Vzc19yYXRlX2xhc3RfaG91ckIYChZfc3VjY2Vzc19yYXRlX2xhc3RfMjRoIoEBCghIZWxkQmFjaxIOCgZmaWx0ZXIYASABKAMSDwoHY29uc2VudBgCIAEoAxIVCg1zdWJzY3JpcHRpb25zGAMgASgDEhEKCXRyYW5zZm9ybRgEIAEoAxIQCghkaXNhYmxlZBgFIAEoAxIYChBpbnRlZ3JhdGlvbnNfb2ZmGAYgASgDIrECCgtTdGF0c1dpbmRvdxIPCgdtaW51dGVzGAEgASgFEhEKCWRlbGl2ZXJlZBgCIAEoAxIOCgZmYWlsZWQYAyABKAMSDwoHZXhwaXJlZBgEIAEoAxIZCgxzdWNjZXNzX3JhdGUYBSABKAFIAIgBARIQCghhdHRlbXB0cxgGIAEoAxIbChNzdWNjZXNzZnVsX2F0dGVtcHRzGAcgASgDEhcKD2ZhaWxlZF9hdHRlbXB0cxgIIAEoAxIWCg5wNTBfbGF0ZW5jeV9tcxgJIAEoBRIWCg5wOTlfbGF0ZW5jeV9tcxgKIAEoBRIQCghmaWx0ZXJlZBgLIAEoAxInCgloZWxkX2JhY2sYDCABKAsyFC53YXlwb3N0LnYxLkhlbGRCYWNrQg8KDV9zdWNjZXNzX3JhdGUi+wEKC1N0YXRzTWludXRlEi4KCnN0YXJ0X3RpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWRlbGl2ZXJlZBgCIAEoAxIOCgZmYWlsZWQYAyABKAMSDwoHZXhwaXJlZBgEIAEoAxIQCghhdHRlbXB0cxgFIAEoAxIbChNzdWNjZXNzZnVsX2F0dGVtcHRzGAYgASgDEhYKDnA1MF9sYXRlbmN5X21zGAcgASgFEhYKDnA5OV9sYXRlbmN5X21zGAggASgFEhcKD2ZhaWxlZF9hdHRlbXB0cxgJIAEoAxIQCghmaWx0ZXJlZBgKIAEoAyI+ChVFeHBsYWluTWVzc2FnZVJlcXVlc3QSEgoKbWVzc2FnZV9pZBgBIAEoCRIRCglzb3VyY2VfaWQYAiABKAkinwEKD0Rlc3RpbmF0aW9uRmF0ZRIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCRIYChBkZXN0aW5hdGlvbl9uYW1lGAIgASgJEh4KBGZhdGUYAyABKA4yEC53YXlwb3N0LnYxLkZhdGUSDgoGcmVhc29uGAQgASgJEhMKC2RlbGl2ZXJ5X2lkGAUgASgJEhUKDWF0dGVtcHRfY291bnQYBiABKAUipAEKDUV4cGxhaW5lZENhbGwSEQoJc291cmNlX2lkGAEgASgJEhIKCm1lc3NhZ2VfaWQYAiABKAkSDAoEdHlwZRgDIAEoCRINCgVldmVudBgEIAEoCRIPCgd1c2VyX2lkGAUgASgJEjAKDHJlY2VpdmVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEYm9keRgHIAEoCSJ0ChZFeHBsYWluTWVzc2FnZVJlc3BvbnNlEicKBGNhbGwYASABKAsyGS53YXlwb3N0LnYxLkV4cGxhaW5lZENhbGwSMQoMZGVzdGluYXRpb25zGAIgAygLMhsud2F5cG9zdC52MS5EZXN0aW5hdGlvbkZhdGUi1wEKEExpc3RGYXRlc1JlcXVlc3QSFgoOZGVzdGluYXRpb25faWQYASABKAkSHgoEZmF0ZRgCIAEoDjIQLndheXBvc3QudjEuRmF0ZRIOCgZyZWFzb24YAyABKAkSKQoFc2luY2UYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglwYWdlX3NpemUYBiABKAUSEgoKcGFnZV90b2tlbhgHIAEoCSLzAQoJRmF0ZWRDYWxsEhEKCXNvdXJjZV9pZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJEgwKBHR5cGUYAyABKAkSDQoFZXZlbnQYBCABKAkSDwoHdXNlcl9pZBgFIAEoCRIwCgxyZWNlaXZlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEh4KBGZhdGUYByABKA4yEC53YXlwb3N0LnYxLkZhdGUSDgoGcmVhc29uGAggASgJEi8KC3JlY29yZF90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJSChFMaXN0RmF0ZXNSZXNwb25zZRIkCgVjYWxscxgBIAMoCzIVLndheXBvc3QudjEuRmF0ZWRDYWxsEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSrjAQoORGVsaXZlcnlTdGF0dXMSHwobREVMSVZFUllfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXREVMSVZFUllfU1RBVFVTX1BFTkRJTkcQARIcChhERUxJVkVSWV9TVEFUVVNfUkVUUllJTkcQAhIdChlERUxJVkVSWV9TVEFUVVNfREVMSVZFUkVEEAMSGgoWREVMSVZFUllfU1RBVFVTX0ZBSUxFRBAEEhsKF0RFTElWRVJZX1NUQVRVU19FWFBJUkVEEAUSHQoZREVMSVZFUllfU1RBVFVTX0NBTkNFTExFRBAGKqsBCg5BdHRlbXB0T3V0Y29tZRIfChtBVFRFTVBUX09VVENPTUVfVU5TUEVDSUZJRUQQABIbChdBVFRFTVBUX09VVENPTUVfU1VDQ0VTUxABEh0KGUFUVEVNUFRfT1VUQ09NRV9SRVRSWUFCTEUQAhIdChlBVFRFTVBUX09VVENPTUVfUEVSTUFORU5UEAMSHQoZQVRURU1QVF9PVVRDT01FX0FCQU5ET05FRBAEKnkKDURlbGl2ZXJ5T3JkZXISHgoaREVMSVZFUllfT1JERVJfVU5TUEVDSUZJRUQQABIjCh9ERUxJVkVSWV9PUkRFUl9DUkVBVEVfVElNRV9ERVNDEAESIwofREVMSVZFUllfT1JERVJfRklOSVNIX1RJTUVfREVTQxACKl4KDERlbGl2ZXJ5VmlldxIdChlERUxJVkVSWV9WSUVXX1VOU1BFQ0lGSUVEEAASFgoSREVMSVZFUllfVklFV19GVUxMEAESFwoTREVMSVZFUllfVklFV19CQVNJQxACKv0BCgRGYXRlEhQKEEZBVEVfVU5TUEVDSUZJRUQQABIQCgxGQVRFX1BFTkRJTkcQARIRCg1GQVRFX1JFVFJZSU5HEAISEgoORkFURV9ERUxJVkVSRUQQAxIPCgtGQVRFX0ZBSUxFRBAEEhAKDEZBVEVfRVhQSVJFRBAFEhIKDkZBVEVfQ0FOQ0VMTEVEEAYSEQoNRkFURV9GSUxURVJFRBAHEhYKEkZBVEVfTk9UX0NPTk5FQ1RFRBAIEhEKDUZBVEVfRElTQUJMRUQQCRIZChVGQVRFX0lOVEVHUkFUSU9OU19PRkYQChIWChJGQVRFX0NSRUFURURfTEFURVIQCzLHBQoPRGVsaXZlcnlTZXJ2aWNlElcKDkxpc3REZWxpdmVyaWVzEiEud2F5cG9zdC52MS5MaXN0RGVsaXZlcmllc1JlcXVlc3QaIi53YXlwb3N0LnYxLkxpc3REZWxpdmVyaWVzUmVzcG9uc2USTgoLR2V0RGVsaXZlcnkSHi53YXlwb3N0LnYxLkdldERlbGl2ZXJ5UmVxdWVzdBofLndheXBvc3QudjEuR2V0RGVsaXZlcnlSZXNwb25zZRJUCg1SZXRyeURlbGl2ZXJ5EiAud2F5cG9zdC52MS5SZXRyeURlbGl2ZXJ5UmVxdWVzdBohLndheXBvc3QudjEuUmV0cnlEZWxpdmVyeVJlc3BvbnNlEloKD1JldHJ5RGVsaXZlcmllcxIiLndheXBvc3QudjEuUmV0cnlEZWxpdmVyaWVzUmVxdWVzdBojLndheXBvc3QudjEuUmV0cnlEZWxpdmVyaWVzUmVzcG9uc2USTgoLR2V0UmV0cnlKb2ISHi53YXlwb3N0LnYxLkdldFJldHJ5Sm9iUmVxdWVzdBofLndheXBvc3QudjEuR2V0UmV0cnlKb2JSZXNwb25zZRJmChNHZXREZXN0aW5hdGlvblN0YXRzEiYud2F5cG9zdC52MS5HZXREZXN0aW5hdGlvblN0YXRzUmVxdWVzdBonLndheXBvc3QudjEuR2V0RGVzdGluYXRpb25TdGF0c1Jlc3BvbnNlElcKDkV4cGxhaW5NZXNzYWdlEiEud2F5cG9zdC52MS5FeHBsYWluTWVzc2FnZVJlcXVlc3QaIi53YXlwb3N0LnYxLkV4cGxhaW5NZXNzYWdlUmVzcG9uc2USSAoJTGlzdEZhdGVzEhwud2F5cG9zdC52MS5MaXN0RmF0ZXNSZXF1ZXN0Gh0ud2F5cG9zdC52MS5MaXN0RmF0ZXNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_waypost_v1_job]);
 
 /**
  * DeliveryAttempt is one request (or refusal to send one) to one URL.
@@ -97,6 +97,52 @@ export type DeliveryAttempt = Message<"waypost.v1.DeliveryAttempt"> & {
    * @generated from field: string method = 12;
    */
   method: string;
+
+  /**
+   * The request as sent, when the attempt kept it (an integration's
+   * requests, which its actions build from the call): its headers
+   * (Authorization and every value holding a secret setting read "***")
+   * and its body (secrets masked, the first 64 KB). Empty for a webhook,
+   * whose body is the delivery's body.
+   *
+   * @generated from field: map<string, string> request_headers = 13;
+   */
+  requestHeaders: { [key: string]: string };
+
+  /**
+   * @generated from field: string request_body = 14;
+   */
+  requestBody: string;
+
+  /**
+   * The body's size as sent, in bytes: more than request_body holds when it
+   * was cut.
+   *
+   * @generated from field: int32 request_body_bytes = 15;
+   */
+  requestBodyBytes: number;
+
+  /**
+   * Part of a batch operation (one request, transaction or publish round
+   * for many calls): its id, shared by the attempts of every call it
+   * carried, and how many calls it carried.
+   *
+   * @generated from field: string batch_id = 16;
+   */
+  batchId: string;
+
+  /**
+   * @generated from field: int32 batch_calls = 17;
+   */
+  batchCalls: number;
+
+  /**
+   * The other deliveries the batch operation carried (the first 100 recorded):
+   * the calls that went with this one.
+   *
+   * @generated from field: repeated string batch_delivery_ids = 18;
+   */
+  batchDeliveryIds: string[];
 };
 
 /**
@@ -181,7 +227,9 @@ export type Delivery = Message<"waypost.v1.Delivery"> & {
   attempts: DeliveryAttempt[];
 
   /**
-   * The exact body sent (the signature covers exactly these bytes).
+   * The exact body sent (the signature covers exactly these bytes). When
+   * requests_in_attempts is set, the stored call instead: what was sent is
+   * each attempt's request.
    *
    * @generated from field: string body = 13;
    */
@@ -223,6 +271,16 @@ export type Delivery = Message<"waypost.v1.Delivery"> & {
    * @generated from field: string last_error = 18;
    */
   lastError: string;
+
+  /**
+   * The destination builds its own requests from the call (an
+   * integration): body is the stored call, not what was sent; the requests
+   * sent (method, URL, headers, body) are each attempt's, and
+   * request_headers and webhook_headers are empty.
+   *
+   * @generated from field: bool requests_in_attempts = 19;
+   */
+  requestsInAttempts: boolean;
 };
 
 /**
@@ -788,6 +846,15 @@ export type GetDestinationStatsResponse = Message<"waypost.v1.GetDestinationStat
    * @generated from field: int64 discarded_values_last_24h = 30;
    */
   discardedValuesLast24h: bigint;
+
+  /**
+   * The calls held back in the last 24 hours, by reason: filtered_last_24h
+   * split, and the calls the destination missed while disabled or because
+   * the call's integrations turned it off.
+   *
+   * @generated from field: waypost.v1.HeldBack held_back_last_24h = 31;
+   */
+  heldBackLast24h?: HeldBack | undefined;
 };
 
 /**
@@ -796,6 +863,65 @@ export type GetDestinationStatsResponse = Message<"waypost.v1.GetDestinationStat
  */
 export const GetDestinationStatsResponseSchema: GenMessage<GetDestinationStatsResponse> = /*@__PURE__*/
   messageDesc(file_waypost_v1_delivery, 15);
+
+/**
+ * HeldBack counts the calls a destination got no delivery for (or whose
+ * delivery its transform dropped), by reason, as their fates recorded them
+ * (ListFates lists them).
+ *
+ * @generated from message waypost.v1.HeldBack
+ */
+export type HeldBack = Message<"waypost.v1.HeldBack"> & {
+  /**
+   * Its filter turned the call away.
+   *
+   * @generated from field: int64 filter = 1;
+   */
+  filter: bigint;
+
+  /**
+   * The call's consent preferences left out a category the destination
+   * needs.
+   *
+   * @generated from field: int64 consent = 2;
+   */
+  consent: bigint;
+
+  /**
+   * An integration: none of its subscriptions matched the call.
+   *
+   * @generated from field: int64 subscriptions = 3;
+   */
+  subscriptions: bigint;
+
+  /**
+   * Its transform returned null when the delivery was sent.
+   *
+   * @generated from field: int64 transform = 4;
+   */
+  transform: bigint;
+
+  /**
+   * The destination was disabled when the call arrived.
+   *
+   * @generated from field: int64 disabled = 5;
+   */
+  disabled: bigint;
+
+  /**
+   * The call's integrations turned the destination off.
+   *
+   * @generated from field: int64 integrations_off = 6;
+   */
+  integrationsOff: bigint;
+};
+
+/**
+ * Describes the message waypost.v1.HeldBack.
+ * Use `create(HeldBackSchema)` to create a new message.
+ */
+export const HeldBackSchema: GenMessage<HeldBack> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_delivery, 16);
 
 /**
  * StatsWindow is a destination's figures over the last `minutes` minutes.
@@ -865,11 +991,19 @@ export type StatsWindow = Message<"waypost.v1.StatsWindow"> & {
   p99LatencyMs: number;
 
   /**
-   * Calls filtered in the window (filter or transform).
+   * Calls filtered in the window (filter, consent, subscriptions or
+   * transform).
    *
    * @generated from field: int64 filtered = 11;
    */
   filtered: bigint;
+
+  /**
+   * The calls held back in the window, by reason.
+   *
+   * @generated from field: waypost.v1.HeldBack held_back = 12;
+   */
+  heldBack?: HeldBack | undefined;
 };
 
 /**
@@ -877,7 +1011,7 @@ export type StatsWindow = Message<"waypost.v1.StatsWindow"> & {
  * Use `create(StatsWindowSchema)` to create a new message.
  */
 export const StatsWindowSchema: GenMessage<StatsWindow> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 16);
+  messageDesc(file_waypost_v1_delivery, 17);
 
 /**
  * StatsMinute is one minute of a destination's activity.
@@ -949,7 +1083,7 @@ export type StatsMinute = Message<"waypost.v1.StatsMinute"> & {
  * Use `create(StatsMinuteSchema)` to create a new message.
  */
 export const StatsMinuteSchema: GenMessage<StatsMinute> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 17);
+  messageDesc(file_waypost_v1_delivery, 18);
 
 /**
  * @generated from message waypost.v1.ExplainMessageRequest
@@ -973,7 +1107,7 @@ export type ExplainMessageRequest = Message<"waypost.v1.ExplainMessageRequest"> 
  * Use `create(ExplainMessageRequestSchema)` to create a new message.
  */
 export const ExplainMessageRequestSchema: GenMessage<ExplainMessageRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 18);
+  messageDesc(file_waypost_v1_delivery, 19);
 
 /**
  * DestinationFate is a call's fate at one destination.
@@ -1021,7 +1155,7 @@ export type DestinationFate = Message<"waypost.v1.DestinationFate"> & {
  * Use `create(DestinationFateSchema)` to create a new message.
  */
 export const DestinationFateSchema: GenMessage<DestinationFate> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 19);
+  messageDesc(file_waypost_v1_delivery, 20);
 
 /**
  * ExplainedCall is the stored call.
@@ -1072,7 +1206,7 @@ export type ExplainedCall = Message<"waypost.v1.ExplainedCall"> & {
  * Use `create(ExplainedCallSchema)` to create a new message.
  */
 export const ExplainedCallSchema: GenMessage<ExplainedCall> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 20);
+  messageDesc(file_waypost_v1_delivery, 21);
 
 /**
  * @generated from message waypost.v1.ExplainMessageResponse
@@ -1096,7 +1230,7 @@ export type ExplainMessageResponse = Message<"waypost.v1.ExplainMessageResponse"
  * Use `create(ExplainMessageResponseSchema)` to create a new message.
  */
 export const ExplainMessageResponseSchema: GenMessage<ExplainMessageResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 21);
+  messageDesc(file_waypost_v1_delivery, 22);
 
 /**
  * @generated from message waypost.v1.ListFatesRequest
@@ -1153,7 +1287,7 @@ export type ListFatesRequest = Message<"waypost.v1.ListFatesRequest"> & {
  * Use `create(ListFatesRequestSchema)` to create a new message.
  */
 export const ListFatesRequestSchema: GenMessage<ListFatesRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 22);
+  messageDesc(file_waypost_v1_delivery, 23);
 
 /**
  * FatedCall is a call a destination got no delivery for, and why.
@@ -1217,7 +1351,7 @@ export type FatedCall = Message<"waypost.v1.FatedCall"> & {
  * Use `create(FatedCallSchema)` to create a new message.
  */
 export const FatedCallSchema: GenMessage<FatedCall> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 23);
+  messageDesc(file_waypost_v1_delivery, 24);
 
 /**
  * @generated from message waypost.v1.ListFatesResponse
@@ -1241,7 +1375,7 @@ export type ListFatesResponse = Message<"waypost.v1.ListFatesResponse"> & {
  * Use `create(ListFatesResponseSchema)` to create a new message.
  */
 export const ListFatesResponseSchema: GenMessage<ListFatesResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_delivery, 24);
+  messageDesc(file_waypost_v1_delivery, 25);
 
 /**
  * @generated from enum waypost.v1.DeliveryStatus

@@ -1,22 +1,12 @@
 import type { Command } from "commander";
 import { DeliveryService, ExplainMessageResponseSchema, Fate } from "../../../gen/waypost/v1/delivery_pb.js";
-import { DestinationService, TestDestinationResponseSchema, TestOutcome } from "../../../gen/waypost/v1/destination_pb.js";
+import { DestinationService, TestDestinationResponseSchema } from "../../../gen/waypost/v1/destination_pb.js";
+import { testedCallsText } from "./tested-calls.js";
 import type { Wire } from "../context.js";
 import { registerBackfillCommand } from "./backfills.js";
 import { resolveDestinationRef } from "./destination-ref.js";
 import { registerMessagesFiltered } from "./messages-filtered.js";
 import { collect, fields, parseCount, table, time } from "../format.js";
-
-const outcomeNames: Record<TestOutcome, string> = {
-  [TestOutcome.UNSPECIFIED]: "-",
-  [TestOutcome.SEND]: "send",
-  [TestOutcome.FILTERED]: "filtered",
-  [TestOutcome.DROPPED_BY_TRANSFORM]: "dropped by transform",
-  [TestOutcome.TRANSFORM_ERROR]: "transform error",
-  [TestOutcome.NOT_SUBSCRIBED]: "no subscription matched",
-  [TestOutcome.NO_CONSENT]: "no consent",
-  [TestOutcome.ACTION_ERROR]: "action error",
-};
 
 export const fateNames: Record<Fate, string> = {
   [Fate.UNSPECIFIED]: "-",
@@ -50,10 +40,7 @@ export function registerDestinationRules(destinations: Command, wire: Wire): voi
           sampleSize: flags.sample === undefined ? 0 : parseCount(flags.sample, "--sample"),
           messageIds: flags.message ?? [],
         });
-        ctx.print(TestDestinationResponseSchema, response, () => {
-          const rows = response.calls.map((c) => [c.messageId, c.type, c.event || "-", outcomeNames[c.outcome], c.error || c.body]);
-          return table(["MESSAGE ID", "TYPE", "EVENT", "OUTCOME", "BODY OR ERROR"], rows);
-        });
+        ctx.print(TestDestinationResponseSchema, response, () => testedCallsText(response.calls));
       }),
     );
 

@@ -4,6 +4,7 @@ import {
   DeliveryService,
   GetDestinationStatsResponseSchema,
   type GetDestinationStatsResponse,
+  type HeldBack,
 } from "../../../gen/waypost/v1/delivery_pb.js";
 import { DestinationService } from "../../../gen/waypost/v1/destination_pb.js";
 import { table } from "../format.js";
@@ -34,6 +35,21 @@ async function mapInTurns<T, R>(items: readonly T[], limit: number, fn: (item: T
 
 const percent = (rate: number | undefined) => (rate === undefined ? "-" : `${(rate * 100).toFixed(1)}%`);
 
+/** The calls held back, by reason, in a few words: "filter 2, consent 1"; "0" for none. */
+export function heldBackText(held: HeldBack | undefined): string {
+  if (!held) return "0";
+  const counts: Array<[string, bigint]> = [
+    ["filter", held.filter],
+    ["consent", held.consent],
+    ["subscriptions", held.subscriptions],
+    ["transform", held.transform],
+    ["disabled", held.disabled],
+    ["integrations off", held.integrationsOff],
+  ];
+  const text = counts.filter(([, n]) => n > 0n).map(([reason, n]) => `${reason} ${n}`);
+  return text.length === 0 ? "0" : text.join(", ");
+}
+
 function rows(stats: readonly GetDestinationStatsResponse[], names: ReadonlyMap<string, string>): string {
   return table(
     [
@@ -51,6 +67,7 @@ function rows(stats: readonly GetDestinationStatsResponse[], names: ReadonlyMap<
       "FAILED TRIES 1H",
       "FAILED TRIES 24H",
       "BACKLOG",
+      "HELD BACK 24H",
     ],
     stats.map((s) => [
       s.destinationId,
@@ -68,6 +85,7 @@ function rows(stats: readonly GetDestinationStatsResponse[], names: ReadonlyMap<
       String(s.failedAttemptsLastHour),
       String(s.failedAttemptsLast24h),
       String(s.backlog),
+      heldBackText(s.heldBackLast24h),
     ]),
   );
 }
@@ -76,7 +94,7 @@ export function registerStats(program: Command, wire: Wire): void {
   program
     .command("stats")
     .description(
-      "delivered, failed and expired in the last hour and 24 h, success rate, latency, failed attempts, backlog (--json adds the per-minute series)",
+      "delivered, failed and expired in the last hour and 24 h, success rate, latency, failed attempts, backlog, calls held back by reason (--json adds the per-minute series)",
     )
     .option("--destination <id|name>", "one destination (default: every destination)")
     .action(

@@ -13,9 +13,25 @@ export function prettyBody(body: string): string {
   }
 }
 
-/** A delivery's body, indented, with a button that copies the exact bytes sent. */
-export function BodyView(props: { body: string }) {
+/**
+ * A delivery's body, indented, with a button that copies the exact bytes
+ * sent. `stored`: the body is the stored call, not what was sent (the
+ * destination builds requests of its own: they are under each attempt).
+ */
+export function BodyView(props: { body: string; stored?: boolean }) {
   const [copied, setCopied] = useState(false);
+  if (props.stored) {
+    return (
+      <>
+        <h2 id="body-heading">Call</h2>
+        <p class="hint">The call as stored, indented for reading. The requests sent, built from it, are under Requests sent.</p>
+        {/* biome-ignore lint/a11y/useAriaPropsSupportedByRole: found by its heading, as the body is */}
+        <pre class="body" aria-labelledby="body-heading">
+          {prettyBody(props.body)}
+        </pre>
+      </>
+    );
+  }
   return (
     <>
       <h2 id="body-heading">Body</h2>

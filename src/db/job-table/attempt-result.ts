@@ -24,8 +24,18 @@ export interface AttemptResult {
   subscription?: string | undefined;
   /** An integration: the request's method (undefined: the action failed before any request). */
   method?: string | undefined;
+  /** What the attempt sent, when it is not the stored call (an integration's request); kept per attempt. */
+  request?: SentRequest | undefined;
   /** The batch operation this attempt was part of (one request or transaction for many calls). */
   batch?: BatchAttemptRef | undefined;
+}
+
+/** A request as an attempt keeps it: secrets already masked, the body already cut to its bound. */
+export interface SentRequest {
+  headers: Record<string, string>;
+  body: string;
+  /** The body's full size in bytes (more than `body` holds when it was cut). */
+  bodyBytes: number;
 }
 
 /**

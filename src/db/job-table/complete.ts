@@ -102,16 +102,16 @@ export function completeStatementSql(destination?: string): string {
      ), logged AS (
        INSERT INTO delivery_attempts (destination_id, delivery_id, attempt, url_index, url, attempted_at, outcome,
                                       status_code, error, latency_ms, response_body, destination_revision, sent_body, discarded_values,
-                                      subscription, method)
+                                      subscription, method, request_headers, request_body, request_body_bytes)
        SELECT c.destination_id, c.id, done.attempt_count, a.url_index, a.url, ${fromEpochMs("a.attempted_at")}, a.outcome,
               a.status_code, a.error, a.latency_ms, a.response_body, a.destination_revision, a.sent_body, a.discarded_values,
-              a.subscription, a.method
+              a.subscription, a.method, a.request_headers, a.request_body, a.request_body_bytes
          FROM c
          JOIN done ON done.destination_id = c.destination_id AND done.id = c.id
          CROSS JOIN LATERAL json_to_recordset(c.attempts)
            AS a(url_index int, url text, attempted_at bigint, outcome attempt_outcome, status_code int, error text,
                 latency_ms int, response_body text, destination_revision int, sent_body text, discarded_values int,
-                subscription text, method text)
+                subscription text, method text, request_headers jsonb, request_body text, request_body_bytes int)
         WHERE c.attempts IS NOT NULL
        ON CONFLICT DO NOTHING
        RETURNING 1
@@ -121,10 +121,12 @@ export function completeStatementSql(destination?: string): string {
        -- it written and add theirs. In key order, so two statements adding
        -- to the same rows lock them in the same order.
        INSERT INTO delivery_batch_attempts (destination_id, id, batch_id, url_index, url, attempted_at, outcome, status_code, error,
-                                            latency_ms, response_body, destination_revision, calls, deliveries, subscription, method)
+                                            latency_ms, response_body, destination_revision, calls, deliveries, subscription, method,
+                                            request_headers, request_body, request_body_bytes, delivery_ids)
        SELECT b.destination_id, b.id, b.batch_id, b.url_index, b.url, ${fromEpochMs("b.attempted_at")}, b.outcome, b.status_code, b.error,
-              b.latency_ms, b.response_body, b.destination_revision, b.calls, n.deliveries, b.subscription, b.method
-         FROM (SELECT c.destination_id, r.ref, count(*) AS deliveries
+              b.latency_ms, b.response_body, b.destination_revision, b.calls, n.deliveries, b.subscription, b.method,
+              b.request_headers, b.request_body, b.request_body_bytes, n.delivery_ids
+         FROM (SELECT c.destination_id, r.ref, count(*) AS deliveries, array_agg(c.id ORDER BY c.id) AS delivery_ids
                  FROM c
                  JOIN done ON done.destination_id = c.destination_id AND done.id = c.id
                 CROSS JOIN LATERAL unnest(c.batch_refs) AS r(ref)
@@ -133,10 +135,11 @@ export function completeStatementSql(destination?: string): string {
          JOIN json_to_recordset($2::json)
            AS b(destination_id uuid, id uuid, batch_id uuid, calls int, url_index int, url text, attempted_at bigint, outcome attempt_outcome,
                 status_code int, error text, latency_ms int, response_body text, destination_revision int,
-                subscription text, method text)
+                subscription text, method text, request_headers jsonb, request_body text, request_body_bytes int)
            ON b.destination_id = n.destination_id AND b.id = n.ref
         ORDER BY b.destination_id, b.id
-       ON CONFLICT (destination_id, id, attempted_at) DO UPDATE SET deliveries = delivery_batch_attempts.deliveries + excluded.deliveries
+       ON CONFLICT (destination_id, id, attempted_at) DO UPDATE SET deliveries = delivery_batch_attempts.deliveries + excluded.deliveries,
+         delivery_ids = delivery_batch_attempts.delivery_ids || excluded.delivery_ids
        RETURNING 1
      )
      SELECT id FROM done`;

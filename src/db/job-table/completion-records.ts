@@ -114,5 +114,9 @@ function attemptFields(a: AttemptResult): string {
   if (a.discardedValues) json += `,"discarded_values":${a.discardedValues}`;
   if (a.subscription !== undefined) json += `,"subscription":${JSON.stringify(a.subscription)}`;
   if (a.method !== undefined) json += `,"method":${JSON.stringify(a.method)}`;
+  if (a.request !== undefined) {
+    json += `,"request_headers":${JSON.stringify(a.request.headers)},"request_body":${JSON.stringify(a.request.body)}`;
+    json += `,"request_body_bytes":${a.request.bodyBytes}`;
+  }
   return json;
 }

@@ -246,7 +246,7 @@ export function reopenCtes(name: string, reopen: Reopen): string {
  * nothing.
  */
 export function removalSql(table: "delivery_queue" | "delivery_history", where: string): string {
-  return `DELETE FROM ${table} d WHERE ${where} RETURNING d.destination_id, d.id`;
+  return `DELETE FROM ${table} d WHERE ${where} RETURNING d.destination_id, d.id, d.batch_attempts, d.created_at`;
 }
 
 /**

@@ -38,7 +38,7 @@
  * transaction (message-removal.ts); a completion in flight
  * then matches no row.
  */
-export type { AttemptOutcome, AttemptResult, BatchAttemptRef } from "./attempt-result.js";
+export type { AttemptOutcome, AttemptResult, BatchAttemptRef, SentRequest } from "./attempt-result.js";
 export { cancelDestinationDeliveries } from "./cancel.js";
 export { claimDeliveries, type ClaimedDelivery, type ClaimOptions, type ClaimResult } from "./claim.js";
 export { extendLeases, type HeldLease } from "./extend.js";

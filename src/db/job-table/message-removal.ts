@@ -22,13 +22,8 @@ import { removalSql } from "./fence.js";
  */
 export async function removeMessages(db: Queryable, messagePks: readonly string[]): Promise<number> {
   if (messagePks.length === 0) return 0;
-  const queued = await db.query<{ destination_id: string; id: string }>(removalSql("delivery_queue", "d.message_pk = ANY($1::bigint[])"), [
-    messagePks,
-  ]);
-  const finished = await db.query<{ destination_id: string; id: string }>(
-    removalSql("delivery_history", "d.message_pk = ANY($1::bigint[])"),
-    [messagePks],
-  );
+  const queued = await db.query<RemovedDelivery>(removalSql("delivery_queue", "d.message_pk = ANY($1::bigint[])"), [messagePks]);
+  const finished = await db.query<RemovedDelivery>(removalSql("delivery_history", "d.message_pk = ANY($1::bigint[])"), [messagePks]);
   const deliveries = [...queued.rows, ...finished.rows];
   if (deliveries.length > 0) {
     // By (destination, delivery) pairs: one probe of the attempts' primary
@@ -39,6 +34,7 @@ export async function removeMessages(db: Queryable, messagePks: readonly string[
         WHERE a.destination_id = d.destination_id AND a.delivery_id = d.id`,
       [deliveries.map((d) => d.destination_id), deliveries.map((d) => d.id)],
     );
+    await forgetBatchBodies(db, deliveries);
   }
   // A foreign key's cascade on one Postgres; none on Citus (call_fates sits beside messages there, by message_pk).
   await db.query("DELETE FROM call_fates WHERE message_pk = ANY($1::bigint[])", [messagePks]);
@@ -54,6 +50,33 @@ export async function removeMessages(db: Queryable, messagePks: readonly string[
     ]);
   }
   return gone.rowCount ?? 0;
+}
+
+/** A delivery as its removal returns it. */
+interface RemovedDelivery {
+  destination_id: string;
+  id: string;
+  batch_attempts: string[] | null;
+  created_at: Date;
+}
+
+/**
+ * A batch operation's request body carries the calls of every delivery it
+ * went with: the removed deliveries' calls leave with the body of each
+ * batch attempt they were part of (the row stays, for the other calls'
+ * attempts and the stats; its headers, URL and outcome hold no call's data).
+ */
+async function forgetBatchBodies(db: Queryable, deliveries: readonly RemovedDelivery[]): Promise<void> {
+  const refs = deliveries.flatMap((d) =>
+    (d.batch_attempts ?? []).map((id) => ({ destination: d.destination_id, id, since: d.created_at })),
+  );
+  if (refs.length === 0) return;
+  await db.query(
+    `UPDATE delivery_batch_attempts b SET request_body = NULL
+       FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) AS r(destination_id, id, since)
+      WHERE b.destination_id = r.destination_id AND b.id = r.id AND b.attempted_at >= r.since AND b.request_body IS NOT NULL`,
+    [refs.map((r) => r.destination), refs.map((r) => r.id), refs.map((r) => r.since)],
+  );
 }
 
 /** Whether this database de-duplicates by message_keys (the Citus layout has the table; one Postgres does not). */

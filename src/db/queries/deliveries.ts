@@ -39,6 +39,15 @@ export interface AttemptRow {
   subscription: string | null;
   /** An integration: the request's method (null: no request was made). */
   method: string | null;
+  /** The request as sent, when the attempt kept it (secrets masked, the body cut at its bound); null otherwise. */
+  request_headers: Record<string, string> | null;
+  request_body: string | null;
+  request_body_bytes: number | null;
+  /** The batch operation the attempt was part of, and how many calls it carried (null: an attempt of its own). */
+  batch_id: string | null;
+  batch_calls: number | null;
+  /** The deliveries the batch operation carried (this one among them), as recorded; null: an attempt of its own, or not recorded. */
+  batch_delivery_ids: string[] | null;
 }
 
 const columns = `d.id, d.destination_id, d.source_id, m.message_id, m.type, d.status, d.attempt_count,
@@ -62,7 +71,8 @@ export async function selectAttempts(
   if (deliveryIds.length === 0) return [];
   const result = await db.query<AttemptRow>(
     `SELECT delivery_id, attempt, url, attempted_at, outcome, status_code, error, latency_ms, response_body, destination_revision,
-            discarded_values, subscription, method
+            discarded_values, subscription, method, request_headers, request_body, request_body_bytes, batch_id, batch_calls,
+            batch_delivery_ids
        FROM (${attemptsOfDeliveriesSql("$1::uuid[]", "$2::bigint[]")}) a
       ORDER BY delivery_id, attempt, url_index, position`,
     [destinationIds, deliveryIds],

@@ -159,6 +159,13 @@ export interface KindModule<K extends string = string, S = unknown> {
    * requests with headers only.
    */
   preview?(job: ClaimedDelivery, destination: DestinationOf<K, S>, now: Date): Array<{ url: string; headers: Record<string, string> }>;
+  /**
+   * Its requests are built from the call, not the call itself (an
+   * integration's actions): each attempt keeps what it sent
+   * (AttemptResult.request), and the delivery views show those, not the
+   * stored call, as sent.
+   */
+  requestsInAttempts?: boolean;
   createDelivery(context: DeliveryContext): KindDelivery<DestinationOf<K, S>>;
 }
 

@@ -37,6 +37,7 @@ export interface RegisteredKind {
   proto: KindProto;
   settings: KindSettings<unknown>;
   preview?(job: ClaimedDelivery, destination: AnyDestination, now: Date): Array<{ url: string; headers: Record<string, string> }>;
+  requestsInAttempts?: boolean;
   createDelivery(context: DeliveryContext): KindDelivery<AnyDestination>;
 }
 

@@ -230,3 +230,29 @@ test("a replay keeps the delivery's batch attempts; deleting its message removes
   expect(await attemptsOf(ids)).toEqual([[], [{ attempt: 1, outcome: "permanent", error: "refused" }]]);
   expect(await count("delivery_batch_attempts")).toBe(1);
 });
+
+test("a batch row keeps its request and the deliveries it carried; deleting one call's message forgets the request's body", async () => {
+  const ids = await enqueue(3);
+  const jobs = await claim(t0);
+  const batch = { id: randomUUID(), calls: 3 };
+  const request = { headers: { "content-type": "application/json", authorization: "***" }, body: '{"batch":["a","b","c"]}', bodyBytes: 23 };
+  const results = jobs.map((job) => result(job, { ...operationAttempt(batch, t0, "success"), request }, t0));
+  // Two statements: the row's deliveries are those of both.
+  await completeDeliveries(pool, results.slice(0, 2));
+  await completeDeliveries(pool, results.slice(2));
+  const rows = await pool.query("SELECT request_headers, request_body, request_body_bytes, delivery_ids FROM delivery_batch_attempts");
+  expect(rows.rows).toHaveLength(1);
+  expect(rows.rows[0]).toMatchObject({ request_headers: request.headers, request_body: request.body, request_body_bytes: 23 });
+  expect([...rows.rows[0].delivery_ids].sort()).toEqual([...ids].sort());
+  expect(await count("delivery_attempts")).toBe(0);
+
+  // The body carried every call of the batch: one call's deletion takes it; the row stays for the others' attempts.
+  expect(await deleteMessages(pool, "id = (SELECT message_pk FROM deliveries WHERE id = $1)", [ids[0]])).toBe(1);
+  const after = await pool.query("SELECT request_headers, request_body, deliveries FROM delivery_batch_attempts");
+  expect(after.rows).toEqual([{ request_headers: request.headers, request_body: null, deliveries: 3 }]);
+  const left = await selectAttempts(pool, [destinationId, destinationId], [ids[1]!, ids[2]!]);
+  expect(left.map((a) => [a.request_body, a.batch_calls])).toEqual([
+    [null, 3],
+    [null, 3],
+  ]);
+});

@@ -183,6 +183,17 @@ test("a 500 retries the whole batch: every call's delivery shows the failed atte
       { outcome: "success", status_code: 200 },
     ]);
   }
+  // Each delivery's attempts say which POST they were and which other call went with it.
+  const { deliveries } = await server.deliveries.listDeliveries({ destinationId: destination.id });
+  const byMessage = new Map(deliveries.map((d) => [d.messageId, d.id]));
+  const { delivery } = await server.deliveries.getDelivery({ id: byMessage.get(x)! });
+  const { delivery: other } = await server.deliveries.getDelivery({ id: byMessage.get(y)! });
+  expect(delivery!.attempts.map((a) => [a.batchCalls, a.batchDeliveryIds])).toEqual([
+    [2, [byMessage.get(y)]],
+    [2, [byMessage.get(y)]],
+  ]);
+  expect(delivery!.attempts.map((a) => a.batchId)).toEqual(other!.attempts.map((a) => a.batchId));
+  expect(delivery!.attempts[0]!.batchId).not.toBe(delivery!.attempts[1]!.batchId);
 });
 
 test("max_calls: a batch goes as soon as it is full; the rest waits for its time", async () => {

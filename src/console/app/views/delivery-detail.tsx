@@ -1,8 +1,9 @@
 import type { ComponentChild } from "preact";
 import { useEffect } from "preact/hooks";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { AttemptOutcome, DeliveryStatus, type Delivery } from "../../../../gen/waypost/v1/delivery_pb.js";
+import { AttemptOutcome, DeliveryStatus, type Delivery, type DeliveryAttempt } from "../../../../gen/waypost/v1/delivery_pb.js";
 import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
+import { AttemptRequests, BatchDeliveries } from "./attempt-requests.js";
 import { kindFormOf } from "./kind-forms.js";
 import { BodyView } from "../body-view.js";
 import { EmptyRow, ErrorMessage, HeaderRow, HeadersTable } from "../components.js";
@@ -87,9 +88,13 @@ export function DeliveryDetailView(props: { params: { id: string } }) {
               {retryHint(delivery, hold !== undefined, kind?.retry)}
             </span>
           </p>
-          <BodyView body={delivery.body} />
-          {/* A kind that sends no HTTP requests (a warehouse) has no headers to show. */}
-          {(kind?.requestHeaders ?? true) && <RequestHeaders delivery={delivery} />}
+          <BodyView body={delivery.body} stored={delivery.requestsInAttempts} />
+          {/* A kind that sends no HTTP requests (a warehouse) has no headers to show; one that builds its own shows each attempt's. */}
+          {delivery.requestsInAttempts ? (
+            <AttemptRequests attempts={delivery.attempts} />
+          ) : (
+            (kind?.requestHeaders ?? true) && <RequestHeaders delivery={delivery} />
+          )}
           <Attempts delivery={delivery} />
         </>
       )}
@@ -152,6 +157,8 @@ function RequestHeaders(props: { delivery: Delivery }) {
 function Attempts(props: { delivery: Delivery }) {
   const attempts = props.delivery.attempts;
   const named = attempts.some((a) => a.subscription !== "" || a.method !== "");
+  // Attempts made as part of a batch operation (one POST for many calls) say which one.
+  const batched = attempts.some((a) => a.batchId !== "");
   const columns = [
     "#",
     "Time",
@@ -162,6 +169,7 @@ function Attempts(props: { delivery: Delivery }) {
     "Error",
     "Latency",
     "Response body",
+    ...(batched ? ["Batch"] : []),
   ];
   return (
     <>
@@ -186,10 +194,22 @@ function Attempts(props: { delivery: Delivery }) {
               <td>
                 <code>{a.responseBody}</code>
               </td>
+              {batched && <td>{a.batchId ? <BatchCell attempt={a} /> : "–"}</td>}
             </tr>
           ))}
         </tbody>
       </table>
     </>
+  );
+}
+
+/** The batch operation an attempt was part of: its id, and the other calls that went with it. */
+function BatchCell(props: { attempt: DeliveryAttempt }) {
+  const others = props.attempt.batchCalls - 1;
+  return (
+    <span>
+      <code>{props.attempt.batchId}</code> with {others} other {others === 1 ? "call" : "calls"}
+      <BatchDeliveries attempt={props.attempt} />
+    </span>
   );
 }

@@ -4,6 +4,7 @@ import { useLoad } from "../context.js";
 import { listAll } from "../paging.js";
 import { Backfills } from "./backfills.js";
 import { DestinationForm } from "./destination-form.js";
+import { DestinationHealthPanel } from "./destination-health.js";
 import { IntegrationSummary } from "./integration-summary.js";
 
 /** /console/destinations/new creates a destination; /console/destinations/ID edits one. */
@@ -28,6 +29,7 @@ export function DestinationEditView(props: { params: { id: string } }) {
         <a href="/console/destinations">All destinations</a>
       </p>
       <ErrorMessage error={loaded.error} />
+      {loaded.data?.destination && <DestinationHealthPanel destination={loaded.data.destination} />}
       {loaded.data?.destination?.integration && <IntegrationSummary destination={loaded.data.destination} />}
       {loaded.data && (
         <DestinationForm

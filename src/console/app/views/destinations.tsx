@@ -3,7 +3,7 @@ import { kindFormOf } from "./kind-forms.js";
 import { useAction, useLoad } from "../context.js";
 import { healthLabel, orderingLabel, rateLimitLabel } from "../health.js";
 import { listAll } from "../paging.js";
-import { destinationTell, sharedNames } from "../twins.js";
+import { destinationTell, sharedNames, sourceTell } from "../twins.js";
 import { TwinHint } from "../names.js";
 
 /** Destinations: list, enable/disable, delete; create and edit are on their own page. */
@@ -22,8 +22,14 @@ export function DestinationsView() {
     [],
   );
   const action = useAction();
-  const sourceName = (id: string) => loaded.data?.sources.find((s) => s.id === id)?.name ?? id;
   const shared = sharedNames(loaded.data?.destinations ?? []);
+  const sharedSources = sharedNames(loaded.data?.sources ?? []);
+  // A source's name, with the start of its id when another source has that name too.
+  const sourceName = (id: string) => {
+    const source = loaded.data?.sources.find((s) => s.id === id);
+    if (!source) return id;
+    return sharedSources.has(source.name) ? `${source.name} (${sourceTell(source)})` : source.name;
+  };
 
   async function setEnabled(id: string, etag: string, enabled: boolean) {
     await action.run((api) =>
@@ -53,7 +59,7 @@ export function DestinationsView() {
             "State",
             "Health",
             "Sources",
-            "Webhooks",
+            "Sends to",
             "Shared secret",
             "Signing secret",
             "Rate limit",

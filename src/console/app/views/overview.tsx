@@ -9,6 +9,7 @@ import { destinationState } from "../health.js";
 import { listAll } from "../paging.js";
 import { destinationTell } from "../twins.js";
 import { DestinationChart } from "./destination-chart.js";
+import { HeldBack } from "./held-back.js";
 import { TwinHint } from "../names.js";
 
 const refreshMs = 15_000;
@@ -96,6 +97,12 @@ export function OverviewView() {
   );
 }
 
+/** The held-back calls of the chosen period. */
+function ChosenHeldBack(props: { destinationId: string; stats: GetDestinationStatsResponse; period: Period }) {
+  const w = props.stats.windows.find((window) => window.minutes === props.period.minutes);
+  return w ? <HeldBack destinationId={props.destinationId} window={w} period={props.period.long} /> : null;
+}
+
 /** Failed attempts out of all attempts: "–" without attempts. */
 function failedOf(w: StatsWindow): string {
   return w.attempts === 0n ? "–" : `${w.failedAttempts} of ${w.attempts}`;
@@ -156,6 +163,7 @@ function DestinationCard(props: { destination: Destination; stats: GetDestinatio
           })}
         </tbody>
       </table>
+      <ChosenHeldBack destinationId={d.id} stats={s} period={props.period} />
       {kindFormOf(d).discards && <Discarded stats={s} />}
       <DestinationChart name={d.name} series={s.series} minutes={props.period.minutes} period={props.period.long} />
     </article>

@@ -34,5 +34,6 @@ export const integrationKind = defineKind({
   label: "catalog integration",
   proto: DestinationKind.INTEGRATION,
   settings,
+  requestsInAttempts: true,
   createDelivery: createIntegrationDelivery,
 });

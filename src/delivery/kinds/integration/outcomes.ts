@@ -1,4 +1,4 @@
-import type { AttemptOutcome, AttemptResult } from "../../../db/job-table/index.js";
+import type { AttemptOutcome, AttemptResult, SentRequest } from "../../../db/job-table/index.js";
 import { actionsCore } from "../../../integrations/catalog-entry.js";
 import { maskText, type VendorRequestRecord, VendorTransportError } from "../../../integrations/catalog-fetch.js";
 import { classifyError } from "../../../outbound/send.js";
@@ -139,10 +139,40 @@ export function attemptsOfRun(
       retryAfterMs,
       subscription,
       method: r.method,
+      request: sentRequestOf(r),
       destinationRevision: undefined,
       sentBody: undefined,
     };
   });
+}
+
+/** How much of a request's body an attempt keeps (docs/limits.md): a batch's request can run to megabytes. */
+export const maxKeptRequestBody = 64 * 1024;
+
+// One kept request per recorded request: the calls of a batch share it (and its cut body).
+const kept = new WeakMap<VendorRequestRecord, SentRequest>();
+
+/** The request as its attempt keeps it: headers and body as recorded (secrets masked), the body cut to its bound. */
+export function sentRequestOf(record: VendorRequestRecord): SentRequest {
+  let request = kept.get(record);
+  if (!request) {
+    const bytes = Buffer.byteLength(record.body);
+    const body = bytes <= maxKeptRequestBody ? record.body : cutUtf8(record.body, maxKeptRequestBody);
+    request = { headers: record.headers, body, bodyBytes: bytes };
+    kept.set(record, request);
+  }
+  return request;
+}
+
+/** The longest start of `text` within `bytes` bytes of UTF-8, never splitting a character. */
+export function cutUtf8(text: string, bytes: number): string {
+  const buffer = Buffer.from(text, "utf8").subarray(0, bytes);
+  // The last character's lead byte (continuation bytes are 10xxxxxx), and how long its sequence is.
+  let lead = buffer.length - 1;
+  while (lead > 0 && (buffer[lead]! & 0xc0) === 0x80) lead--;
+  const first = buffer[lead] ?? 0;
+  const length = first >= 0xf0 ? 4 : first >= 0xe0 ? 3 : first >= 0xc0 ? 2 : 1;
+  return buffer.subarray(0, lead + length > buffer.length ? lead : buffer.length).toString("utf8");
 }
 
 /**

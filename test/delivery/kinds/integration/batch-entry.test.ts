@@ -70,4 +70,15 @@ test("three identifies make one bulk import request of the two valid profiles; t
   expect(ok!.attempts.map((a) => [a.subscription, a.method, a.statusCode, a.url])).toEqual([
     ["Profiles", "POST", 202, "https://a.klaviyo.com/api/profile-bulk-import-jobs/"],
   ]);
+  // The page shows the batch's request as sent (the API key masked), and which operation it was: shared by the calls it carried.
+  const [request] = ok!.attempts;
+  expect(request!.requestBody).toBe(requests[0]!.body);
+  expect(request!.requestBodyBytes).toBe(Buffer.byteLength(requests[0]!.body));
+  expect(request!.requestHeaders.authorization).toBe("***");
+  expect(request!.batchCalls).toBe(3);
+  const { delivery: other } = await server.deliveries.getDelivery({ id: byMessage.get(sent[2].messageId)!.id });
+  expect(other!.attempts[0]!.batchId).toBe(request!.batchId);
+  expect(request!.batchDeliveryIds).toEqual([byMessage.get(sent[2].messageId)!.id]);
+  expect(request!.batchId).not.toBe("");
+  expect(ok!.requestsInAttempts).toBe(true);
 });

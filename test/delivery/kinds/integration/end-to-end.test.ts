@@ -59,6 +59,39 @@ test("calls are delivered by the loop, each attempt named by subscription and me
   expect(JSON.parse(sent.body)).toMatchObject({ messageId, event: "Order Completed", properties: { total: 3 } });
 });
 
+test("GetDelivery shows each attempt's request as sent (method, URL, masked headers, body), not the stored call", async () => {
+  const source = await server.createSource();
+  const destination = await createIntegration(source.id, [
+    {
+      name: "Mapped",
+      subscribe: 'type = "track"',
+      action: "send",
+      mapping: {
+        url: `${base}/mapped`,
+        method: "PUT",
+        headers: { "X-Key": secret },
+        data: { user: { "@path": "$.userId" }, event: { "@path": "$.event" }, props: { "@path": "$.properties" } },
+      },
+    },
+  ]);
+  const before = receiver.requests.length;
+  await server.tracking(source.writeKey).track({ track: { userId: "u9", event: "Viewed", properties: { page: "/ü" } } });
+  await receiver.waitForRequests(before + 1);
+  await server.waitForDeliveries(1, ["delivered"]);
+  const received = receiver.requests.slice(before).find((r) => r.path === "/mapped")!;
+  const { deliveries } = await server.deliveries.listDeliveries({ destinationId: destination.id });
+  const { delivery } = await server.deliveries.getDelivery({ id: deliveries[0]!.id });
+  expect(delivery!.requestsInAttempts).toBe(true);
+  const [attempt] = delivery!.attempts;
+  expect(attempt!.method).toBe("PUT");
+  expect(attempt!.requestBody).toBe(received.body);
+  expect(JSON.parse(attempt!.requestBody)).toEqual({ user: "u9", event: "Viewed", props: { page: "/ü" } });
+  expect(attempt!.requestBodyBytes).toBe(Buffer.byteLength(received.body));
+  expect(attempt!.requestHeaders["x-key"]).toBe("***");
+  expect(attempt!.requestHeaders["content-type"]).toBe(received.headers["content-type"]);
+  expect(attempt!.batchId).toBe("");
+});
+
 test("TestDestination: the requests each matching subscription would send, secrets masked, nothing sent; an action's refusal", async () => {
   const source = await server.createSource();
   const tracking = server.tracking(source.writeKey);
