@@ -33,7 +33,10 @@ export function decodeFormBody(text: string): DecodedForm | undefined {
   let count = 0;
   for (const [key, value] of new URLSearchParams(text)) {
     const had = fields[key];
-    fields[key] = had === undefined ? value : Array.isArray(had) ? [...had, value] : [had, value];
+    // Pushed, not copied: 512 KB of `a&a&a…` is 260,000 values of one key.
+    if (had === undefined) fields[key] = value;
+    else if (Array.isArray(had)) had.push(value);
+    else fields[key] = [had, value];
     count++;
   }
   if (count === 0) return undefined;
