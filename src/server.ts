@@ -4,6 +4,9 @@ import { createActivityLog } from "./activity-log.js";
 import { createBacklogReader } from "./backlog-reader.js";
 import { createAuthenticator } from "./api/auth.js";
 import { createRpcHandlers } from "./api/routes.js";
+import { createAnalyticsJsRoute } from "./compat/analytics-js-bundle.js";
+import { createAnalyticsSettingsRoute } from "./compat/analytics-settings.js";
+import { createAnonymousIdCookieRoute } from "./compat/anonymous-id-cookie.js";
 import { createCompatHttpApi } from "./compat/http-api.js";
 import { createConsoleRoutes } from "./console/serve.js";
 import { systemClock, type Clock } from "./clock.js";
@@ -308,6 +311,10 @@ function openApi(
     operational,
     ...(serveRpc
       ? [
+          // First-party collection before the /v1 API, whose paths they share.
+          createAnalyticsSettingsRoute({ sourceForWriteKey: (key) => auth.sourceForWriteKey(key) }),
+          createAnonymousIdCookieRoute(),
+          createAnalyticsJsRoute(),
           createCompatHttpApi({ ingestor: ingest.ingestor, auth, logger, tracing: shared.tracing }),
           createHookRoute({
             pool,
