@@ -311,11 +311,17 @@ function openApi(
     operational,
     ...(serveRpc
       ? [
-          // First-party collection before the /v1 API, whose paths they share.
-          createAnalyticsSettingsRoute({ sourceForWriteKey: (key) => auth.sourceForWriteKey(key) }),
-          createAnonymousIdCookieRoute(),
-          createAnalyticsJsRoute(),
-          createCompatHttpApi({ ingestor: ingest.ingestor, auth, logger, tracing: shared.tracing }),
+          createCompatHttpApi({
+            ingestor: ingest.ingestor,
+            auth,
+            logger,
+            tracing: shared.tracing,
+            // First-party collection's paths under /v1.
+            before: [
+              createAnalyticsSettingsRoute({ sourceForWriteKey: (key) => auth.sourceForWriteKey(key) }),
+              createAnonymousIdCookieRoute(),
+            ],
+          }),
           createHookRoute({
             pool,
             clock,
@@ -324,6 +330,7 @@ function openApi(
             bodyTimeoutMs: config.hookBodyTimeoutMs,
             onHookRequestStored: (sourceId) => hookWaker.stored(sourceId),
           }),
+          createAnalyticsJsRoute(),
           createConsoleRoutes(),
           prefixRoute(rpc.trackingPrefix, rpc.tracking),
           prefixRoute("/waypost.v1.", rpc.admin),
