@@ -66,13 +66,13 @@ export function createAnalyticsSettingsRoute(options: AnalyticsSettingsOptions):
   return async (req, res, path) => {
     const match = settingsPath.exec(path);
     if (!match) return false;
-    const writeKey = decodeURIComponent(match[1]!);
+    const writeKey = decodedKey(match[1]!);
     const origin = requestOrigin(req);
     if (!origin) {
       sendCompatError(res, new CompatError(400, "invalid_request", "the request has no usable Host header"));
       return true;
     }
-    if (!(await options.sourceForWriteKey(writeKey))) {
+    if (writeKey === undefined || !(await options.sourceForWriteKey(writeKey))) {
       sendCompatError(res, new CompatError(404, "not_found", "no source has this write key"));
       return true;
     }
@@ -80,4 +80,13 @@ export function createAnalyticsSettingsRoute(options: AnalyticsSettingsOptions):
     sendAsset(req, res, textAsset(JSON.stringify(analyticsSettings(writeKey, origin)), "public, max-age=60"), "application/json");
     return true;
   };
+}
+
+/** The write key from the path; a malformed escape is no key (a 404, never a 500). */
+function decodedKey(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
 }

@@ -30,6 +30,7 @@ describe("settings", () => {
     });
     expect(again.status).toBe(304);
 
+    expect((await fetch(`${server.url}/v1/projects/%E0%A4%A/settings`)).status).toBe(404);
     const unknown = await fetch(`${server.url}/v1/projects/nope/settings`);
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toMatchObject({ code: "not_found", message: "no source has this write key" });
