@@ -4,6 +4,9 @@ import { createActivityLog } from "./activity-log.js";
 import { createBacklogReader } from "./backlog-reader.js";
 import { createAuthenticator } from "./api/auth.js";
 import { createRpcHandlers } from "./api/routes.js";
+import { createAnalyticsJsRoute } from "./compat/analytics-js-bundle.js";
+import { createAnalyticsSettingsRoute } from "./compat/analytics-settings.js";
+import { createAnonymousIdCookieRoute } from "./compat/anonymous-id-cookie.js";
 import { createCompatHttpApi } from "./compat/http-api.js";
 import { createConsoleRoutes } from "./console/serve.js";
 import { systemClock, type Clock } from "./clock.js";
@@ -308,7 +311,17 @@ function openApi(
     operational,
     ...(serveRpc
       ? [
-          createCompatHttpApi({ ingestor: ingest.ingestor, auth, logger, tracing: shared.tracing }),
+          createCompatHttpApi({
+            ingestor: ingest.ingestor,
+            auth,
+            logger,
+            tracing: shared.tracing,
+            // First-party collection's paths under /v1.
+            before: [
+              createAnalyticsSettingsRoute({ sourceForWriteKey: (key) => auth.sourceForWriteKey(key) }),
+              createAnonymousIdCookieRoute(),
+            ],
+          }),
           createHookRoute({
             pool,
             clock,
@@ -317,6 +330,7 @@ function openApi(
             bodyTimeoutMs: config.hookBodyTimeoutMs,
             onHookRequestStored: (sourceId) => hookWaker.stored(sourceId),
           }),
+          createAnalyticsJsRoute(),
           createConsoleRoutes(),
           prefixRoute(rpc.trackingPrefix, rpc.tracking),
           prefixRoute("/waypost.v1.", rpc.admin),

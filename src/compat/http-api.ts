@@ -16,6 +16,8 @@ export interface CompatHttpApiOptions {
   logger: Logger;
   /** Server spans of tracking requests, and the trace context their calls store (absent or off: passed through). */
   tracing?: Tracing | undefined;
+  /** Tried first: routes answering some /v1 paths of their own (analytics.js's settings, the first-party cookie). */
+  before?: readonly RouteHandler[] | undefined;
 }
 
 /**
@@ -51,6 +53,7 @@ const allowHeader = { allow: "POST, OPTIONS" };
 export function createCompatHttpApi(options: CompatHttpApiOptions): RouteHandler {
   return async (req, res, path) => {
     if (path !== "/v1" && !path.startsWith("/v1/")) return false;
+    for (const route of options.before ?? []) if (await route(req, res, path)) return true;
     try {
       await handle(options, req, res, path.replace(/(.)\/+$/, "$1"));
     } catch (error) {

@@ -7,7 +7,7 @@ import type { MessageToStore } from "../db/job-table/index.js";
 import type { Call } from "../calls/call.js";
 import type { Metrics } from "../metrics.js";
 import type { TraceContext } from "../tracing/trace-context.js";
-import { limits } from "./limits.js";
+import { callTooLarge, limits } from "./limits.js";
 import { buildCallPayload } from "./payload.js";
 import { validateCall } from "./validate.js";
 import type { ActivePlan, PlanCache } from "../plans/plan-cache.js";
@@ -47,6 +47,8 @@ export interface IngestOptions {
   trace?: TraceContext | undefined;
   /** Where to store them (a transaction); the pool by default. */
   db?: Queryable | undefined;
+  /** The most bytes one call may have: `limits.maxCallBytes` unless the calls come from elsewhere (a webhook source's). */
+  maxCallBytes?: number | undefined;
 }
 
 export interface Ingestor {
@@ -77,12 +79,12 @@ export function createIngestor(options: IngestorOptions): Ingestor {
   }
 
   return {
-    async ingest(sourceId, calls, { trace, db = options.pool } = {}) {
+    async ingest(sourceId, calls, { trace, db = options.pool, maxCallBytes = limits.maxCallBytes } = {}) {
       // Taken once per request, before the calls are checked: a plan changed
       // meanwhile applies to calls received after the change.
       const plan = options.plans ? await options.plans.cache.forSource(sourceId) : undefined;
       const receivedAt = options.clock.now();
-      const prepared = prepareCalls(calls, receivedAt, plan, trace);
+      const prepared = prepareCalls(calls, receivedAt, plan, trace, maxCallBytes);
       const messages = prepared.toStore.map((item) => item.message);
       const result = await storeRouted(db, sourceId, receivedAt, messages);
       if (result.queued) options.onQueued?.();
@@ -126,6 +128,7 @@ function prepareCalls(
   receivedAt: Date,
   plan: ActivePlan | undefined,
   trace: TraceContext | undefined,
+  maxCallBytes: number,
 ): PreparedCalls {
   const toStore: PreparedCalls["toStore"] = [];
   const rejected: RejectedCall[] = [];
@@ -143,12 +146,8 @@ function prepareCalls(
     const messageId = call.messageId || randomUUID();
     const refuseIfTooLarge = (payload: string): boolean => {
       const size = Buffer.byteLength(payload);
-      if (size <= limits.maxCallBytes) return false;
-      rejected.push({
-        index,
-        field: "message",
-        reason: `message is ${size} bytes, over the limit of ${limits.maxCallBytes} bytes (32 KB) per call`,
-      });
+      if (size <= maxCallBytes) return false;
+      rejected.push({ index, field: "message", reason: callTooLarge(size, maxCallBytes) });
       messageIds.push("");
       return true;
     };

@@ -6,6 +6,12 @@ export const limits = {
   maxRequestBytes: 500 * 1024,
   /** One request to a webhook source's inbound URL, in bytes, as sent (512 KB). */
   maxHookBodyBytes: 512 * 1024,
+  /**
+   * One call a webhook source's request makes (528 KB): the largest body
+   * it may have been sent, plus room for the call around it, so the default
+   * mapping carries any body that was accepted. SDK calls keep 32 KB.
+   */
+  maxHookCallBytes: 528 * 1024,
   /** Nesting of objects and arrays inside context, properties and traits. */
   maxDepth: 64,
   /** messageId, a client's dedup key. */
@@ -22,3 +28,8 @@ export const limits = {
   /** Rejections listed in an answer; the count of all of them is always given. */
   maxListedRejections: 100,
 } as const;
+
+/** The reason a call over its size limit is refused. */
+export function callTooLarge(size: number, limit: number): string {
+  return `message is ${size} bytes, over the limit of ${limit} bytes (${limit / 1024} KB) per call`;
+}

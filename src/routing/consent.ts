@@ -40,7 +40,7 @@ export function compileConsent(rule: ConsentRule): CompiledConsent | undefined {
 }
 
 /** The call's `context.consent.categoryPreferences` when it is an object; undefined otherwise. */
-function preferencesOf(body: unknown): Record<string, unknown> | undefined {
+export function preferencesOf(body: unknown): Record<string, unknown> | undefined {
   if (!isPlainObject(body)) return undefined;
   const context = body.context;
   if (!isPlainObject(context)) return undefined;

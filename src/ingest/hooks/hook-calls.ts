@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { Call } from "../../calls/call.js";
 import type { HookRequestRow } from "../../db/queries/hook-requests.js";
 import type { TransformSandboxes } from "../../routing/transform-sandbox.js";
-import { limits } from "../limits.js";
+import { callTooLarge, limits } from "../limits.js";
 import { buildCallPayload } from "../payload.js";
 import { validateCall } from "../validate.js";
 import { hookInputJson, hookInputOf, type HookInput, type HookProcessingSettings } from "./hook-input.js";
@@ -22,8 +22,10 @@ export type HookCalls = { ok: true; calls: Call[]; raw: unknown[] } | { ok: fals
 
 /** The most calls one request may make: what one /v1 batch may carry. */
 export const maxCallsPerRequest = limits.maxBatchMessages;
-/** The most bytes a transform's result may have: one /v1 batch's. */
-export const maxTransformResultBytes = limits.maxRequestBytes;
+/** The most bytes a transform's result may have: one call's, which is more than one /v1 batch's. */
+export const maxTransformResultBytes = limits.maxHookCallBytes;
+/** The most bytes one call may have: room for any body the inbound URL accepts (docs/limits.md). */
+export const maxHookCallBytes = limits.maxHookCallBytes;
 
 /** The messageId of a request's call: the same every time the request is processed, so a call is never stored twice. */
 export function hookMessageId(requestId: string, index: number): string {
@@ -83,12 +85,7 @@ export async function callsOfHookRequest(
     const problem = validateCall(call);
     if (problem) return { ok: false, error: `call ${index}: ${problem.message}` };
     const size = Buffer.byteLength(buildCallPayload(call, call.messageId, row.received_at));
-    if (size > limits.maxCallBytes) {
-      return {
-        ok: false,
-        error: `call ${index}: message is ${size} bytes, over the limit of ${limits.maxCallBytes} bytes (32 KB) per call`,
-      };
-    }
+    if (size > maxHookCallBytes) return { ok: false, error: `call ${index}: ${callTooLarge(size, maxHookCallBytes)}` };
     calls.push(call);
   }
   return { ok: true, calls, raw };

@@ -1,4 +1,5 @@
 import type { HookRequestRow } from "../../db/queries/hook-requests.js";
+import { decodeFormBody, isFormEncoded } from "./form-body.js";
 
 /** What processing reads of a webhook source's stored settings (the rest is receipt's). */
 export interface HookProcessingSettings {
@@ -23,11 +24,14 @@ export interface HookInput {
   headers: Record<string, string>;
   /** The query string parsed: a key given several times is an array of its values. */
   query: Record<string, string | string[]>;
-  /** Parsed JSON when the body is JSON (by its content type, or because it parses), else the text. */
+  /**
+   * Parsed JSON when the body is JSON (by its content type, or because it
+   * parses); a form-encoded body decoded (form-body.ts); else the text.
+   */
   body: unknown;
   /** The body as text (invalid UTF-8 replaced). */
   rawBody: string;
-  /** The body as JSON text, when it parsed: spliced into the transform's input as it is (never re-serialised). */
+  /** The body as JSON text, when it parsed or was decoded: spliced into the transform's input as it is (never re-serialised). */
   bodyJson: string | undefined;
 }
 
@@ -53,7 +57,11 @@ export function hookInputOf(row: Pick<HookRequestRow, "method" | "headers" | "qu
       body = JSON.parse(text);
       bodyJson = text;
     } catch {
-      body = rawBody;
+      // A form-encoded body reads as what it stands for: GitHub's
+      // `payload=<JSON>` as that JSON, other forms as their fields.
+      const form = isFormEncoded(row.content_type) ? decodeFormBody(rawBody) : undefined;
+      body = form ? form.value : rawBody;
+      bodyJson = form?.json;
     }
   }
   return { method: row.method, headers, query: { ...query }, body, rawBody, bodyJson };

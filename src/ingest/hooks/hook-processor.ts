@@ -19,7 +19,7 @@ import type { TransformSandboxes } from "../../routing/transform-sandbox.js";
 import { parseTraceparent, type TraceContext } from "../../tracing/trace-context.js";
 import { listenForHookRequests, notifyHookSources } from "../../db/queries/hook-notify.js";
 import type { Ingestor } from "../ingestor.js";
-import { callsOfHookRequest, hookSandboxKey, type ParseV1Call } from "./hook-calls.js";
+import { callsOfHookRequest, hookSandboxKey, maxHookCallBytes, type ParseV1Call } from "./hook-calls.js";
 import { readProcessingSettings } from "./hook-input.js";
 
 /** Tells every process's processor (this one's too) that the source has a new pending request; send it after the commit. */
@@ -213,7 +213,7 @@ export function createHookProcessor(options: HookProcessorOptions): HookProcesso
     let group: { trace: TraceContext | undefined; calls: Call[]; owners: Array<[string, number]> } | undefined;
     const flush = async () => {
       if (!group || group.calls.length === 0) return undefined;
-      const result = await options.ingestor.ingest(sourceId, group.calls, { db: tx, trace: group.trace });
+      const result = await options.ingestor.ingest(sourceId, group.calls, { db: tx, trace: group.trace, maxCallBytes: maxHookCallBytes });
       const first = result.rejected[0];
       if (!first) return undefined;
       const [requestId, index] = group.owners[first.index]!;

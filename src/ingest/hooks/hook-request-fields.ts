@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { headerText, readTraceContext } from "../../tracing/trace-context.js";
+import { decodeFormBody, isFormEncoded } from "./form-body.js";
 import type { HookSettings } from "./hook-settings.js";
 
 /** Headers never stored: credentials and what proxies add about the sender. */
@@ -29,11 +30,12 @@ export function traceContextOf(headers: IncomingHttpHeaders): { traceparent?: st
 
 /**
  * The body as JSON when it parses (the idempotency key may be a path into
- * it), else undefined. JSON.parse of at most 512 KB is bounded work.
+ * it), or a form body decoded as processing reads it; else undefined.
+ * JSON.parse of at most 512 KB is bounded work.
  */
-export function jsonOf(body: Buffer): unknown {
+export function jsonOf(body: Buffer, contentType?: string): unknown {
   const first = body.find((byte) => byte !== 0x20 && byte !== 0x0a && byte !== 0x0d && byte !== 0x09);
-  if (first !== 0x7b && first !== 0x5b) return undefined;
+  if (first !== 0x7b && first !== 0x5b) return isFormEncoded(contentType) ? decodeFormBody(body.toString("utf8"))?.value : undefined;
   try {
     return JSON.parse(body.toString("utf8"));
   } catch {

@@ -137,7 +137,7 @@ function idempotencyKey(settings: HookSettings, req: Req, body: Buffer): string 
   // The body is parsed only when the key is in it (a JSON path, or Stripe's default `$.id`).
   const inBody = settings.idempotencyKey ? settings.idempotencyKey.startsWith("$.") : settings.verifier === "stripe";
   try {
-    return idempotencyKeyOf(settings, req.headers, inBody ? jsonOf(body) : undefined);
+    return idempotencyKeyOf(settings, req.headers, inBody ? jsonOf(body, req.headers["content-type"]) : undefined);
   } catch {
     // No key is the safe side: the request is stored and processed once.
     return undefined;

@@ -171,7 +171,8 @@ test("without a transform: one track named by the sender, the body as properties
   expect((await storedCalls(plain))[0]!.payload).toMatchObject({
     event: "Webhook Received",
     anonymousId: `hook-${p}`,
-    properties: { body: "hello=world" },
+    // A form body is read as its fields (GitHub's `payload=<JSON>` as that JSON).
+    properties: { hello: "world" },
   });
 });
 
@@ -232,4 +233,28 @@ test("a transform's calls together may pass one call's 32 KB (up to what one /v1
   const state = await hookRequestState(server.pool, id);
   expect(state).toMatchObject({ status: "processed", error: null });
   expect(state.message_ids).toHaveLength(50);
+});
+
+test("the default mapping carries the largest body the inbound URL accepts; a call over 528 KB fails naming the limit", async () => {
+  const plain = await webhookSource(hookSettings());
+  // 512 KB as sent, whitespace and all: the call holds it re-serialised.
+  const items = Array.from({ length: 4_000 }, (_, i) => ({ i, text: "y".repeat(80) }));
+  const body = JSON.stringify({ items }, null, 1);
+  const padded = `${body}${" ".repeat(512 * 1024 - Buffer.byteLength(body))}`;
+  expect(Buffer.byteLength(padded)).toBe(512 * 1024);
+  const large = await insertHookRequest(server.pool, plain, { body: padded });
+  await processed(plain);
+  expect(await hookRequestState(server.pool, large)).toMatchObject({ status: "processed", error: null });
+  const [stored] = await storedCalls(plain);
+  expect((stored!.payload.properties as { items: unknown[] }).items).toEqual(items);
+
+  // A form of 260,000 empty values of one key grows to about 790 KB as JSON.
+  const form = await insertHookRequest(server.pool, plain, {
+    body: "a&".repeat(256 * 1024),
+    contentType: "application/x-www-form-urlencoded",
+  });
+  await processed(plain);
+  expect((await hookRequestState(server.pool, form)).error).toMatch(
+    /^call 0: message is \d+ bytes, over the limit of 540672 bytes \(528 KB\) per call$/,
+  );
 });

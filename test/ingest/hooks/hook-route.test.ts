@@ -234,6 +234,18 @@ describe("idempotency", () => {
     ]);
   });
 
+  test("a key from a JSON path into a form-encoded body: GitHub's payload, or the form's fields", async () => {
+    const form = { "content-type": "application/x-www-form-urlencoded" };
+    const wrapped = await insertWebhookSource(server, { idempotencyKey: "$.event.id" });
+    const payload = new URLSearchParams({ payload: '{"event":{"id":"evt_7"}}' }).toString();
+    expect((await sendTwice(wrapped, payload, form)).rows.map((r) => [r.idempotency_key, r.status])).toEqual([
+      ["evt_7", "pending"],
+      ["evt_7", "duplicate"],
+    ]);
+    const fields = await insertWebhookSource(server, { idempotencyKey: "$.MessageSid" });
+    expect((await sendTwice(fields, "MessageSid=SM1&Body=hi", form)).rows.map((r) => r.idempotency_key)).toEqual(["SM1", "SM1"]);
+  });
+
   test("concurrent resends: exactly one is pending", async () => {
     const source = await insertWebhookSource(server, { idempotencyKey: "x-delivery-id" });
     const answers = await Promise.all(Array.from({ length: 8 }, () => postHook(source.url, "{}", { "x-delivery-id": "same" })));

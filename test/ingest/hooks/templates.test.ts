@@ -188,6 +188,9 @@ test("GitHub: a merged pull request and a push; a closed unmerged one makes no c
       properties: { repository: "acme/app", ref: "refs/heads/main", commits: 2, forced: false },
     },
   ]);
+  // GitHub's other content type: the same JSON form-encoded as `payload`.
+  const formPr = new URLSearchParams({ payload: JSON.stringify(pr(true)) }).toString();
+  expect(await run(code, request(formPr, { "x-github-event": "pull_request" }))).toEqual(merged);
 });
 
 test("Shopify: orders/create is Order Completed with its products; other topics nothing", async () => {
@@ -250,5 +253,5 @@ test("generic JSON: one object or a batch, each a track with its user; a body th
     },
     { type: "track", anonymousId: "r9-1", event: "Webhook Received", timestamp: received, properties: { note: "no user" } },
   ]);
-  await expect(run(code, request("a=b"))).rejects.toThrow(/the body is not JSON/);
+  await expect(run(code, { ...request("a=b"), content_type: "text/plain" })).rejects.toThrow(/the body is not JSON/);
 });
