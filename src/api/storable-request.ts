@@ -54,10 +54,12 @@ function visitField(field: DescField, value: unknown, path: string, stack: Pendi
       });
       return;
     case "map":
+      // An entry is named by its key quoted (`values["u2"]`): map keys are data (user ids, header names), not field names.
       for (const [key, element] of Object.entries(value as Record<string, unknown>)) {
         requireStorableKey(key, path);
-        if (field.mapKind === "scalar" && field.scalar === ScalarType.STRING) requireText(element, `${path}.${key}`);
-        if (field.mapKind === "message") pushMessage(field.message, element, `${path}.${key}`, stack);
+        const entry = `${path}[${JSON.stringify(key)}]`;
+        if (field.mapKind === "scalar" && field.scalar === ScalarType.STRING) requireText(element, entry);
+        if (field.mapKind === "message") pushMessage(field.message, element, entry, stack);
       }
       return;
     default:
@@ -67,14 +69,27 @@ function visitField(field: DescField, value: unknown, path: string, stack: Pendi
 
 /** A message value: a JSON type as JSON, a wrapper (`StringValue`) as its primitive, any other message walked. */
 function pushMessage(desc: DescMessage, value: unknown, path: string, stack: Pending[]): void {
-  if (typeof value === "string") return requireText(value, path);
+  if (typeof value === "string") {
+    requireText(value, path);
+    return;
+  }
   if (typeof value !== "object" || value === null) return;
   const isMessage = "$typeName" in value;
   if (jsonTypes.has(desc.typeName)) {
-    stack.push({ kind: "json", value: isMessage ? toJson(desc, value as Message) : value, path });
+    const json = isMessage ? jsonOf(desc, value as Message) : value;
+    if (json !== undefined) stack.push({ kind: "json", value: json, path });
     return;
   }
   if (isMessage) stack.push({ kind: "message", desc, value: value as Message, path });
+}
+
+/** A Value message as JSON; undefined for one that has none (no kind, NaN), which the service refuses in its own words. */
+function jsonOf(desc: DescMessage, message: Message): unknown {
+  try {
+    return toJson(desc, message);
+  } catch {
+    return undefined;
+  }
 }
 
 function requireText(value: unknown, path: string): void {
@@ -85,9 +100,17 @@ function requireText(value: unknown, path: string): void {
 
 const join = (path: string, name: string) => (path === "" ? name : `${path}.${name}`);
 
+/** Each message of a client stream checked as it arrives; a refusal says which (1-based), as the audience syncs do. */
 async function* checkedStream(desc: DescMessage, messages: AsyncIterable<Message>): AsyncIterable<Message> {
+  let number = 0;
   for await (const message of messages) {
-    requireStorableMessage(desc, message);
+    number += 1;
+    try {
+      requireStorableMessage(desc, message);
+    } catch (error) {
+      if (!(error instanceof InvalidInputError)) throw error;
+      throw new InvalidInputError(error.field, `${error.problem} (stream message ${number})`);
+    }
     yield message;
   }
 }

@@ -1,6 +1,7 @@
-import type { DescField, DescMessage, DescService } from "@bufbuild/protobuf";
+import { type DescField, type DescMessage, type DescService, fromJson, ScalarType } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { AudienceService } from "../../gen/waypost/v1/audience_pb.js";
+import { AudienceKind, AudienceService } from "../../gen/waypost/v1/audience_pb.js";
 import { DeletionService } from "../../gen/waypost/v1/deletion_pb.js";
 import { DeliveryService } from "../../gen/waypost/v1/delivery_pb.js";
 import { DestinationService } from "../../gen/waypost/v1/destination_pb.js";
@@ -8,6 +9,7 @@ import { HookService } from "../../gen/waypost/v1/hook_pb.js";
 import { IntegrationService } from "../../gen/waypost/v1/integration_pb.js";
 import { SourceService } from "../../gen/waypost/v1/source_pb.js";
 import { TrackingPlanService } from "../../gen/waypost/v1/tracking_plan_pb.js";
+import { audienceClient, createAudience, storedMembers, streamOf } from "../audiences/support.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
 // Every string an admin RPC takes, found from the services' own schemas (so a
@@ -26,7 +28,6 @@ const adminServices: DescService[] = [
 ];
 
 const nul = "a\u0000b";
-const jsonTypes = new Set(["google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"]);
 
 /** A request body holding `text` at one place, and the path the refusal must name. */
 interface Probe {
@@ -48,19 +49,20 @@ function fieldProbes(field: DescField, text: string, path: string, seen: readonl
   const wrap = (inner: Probe[]) => inner.map((p) => ({ ...p, body: { [field.jsonName]: p.body } }));
   switch (field.fieldKind) {
     case "scalar":
-      return field.scalar === 9 ? wrap([{ body: text, path }]) : [];
+      return field.scalar === ScalarType.STRING ? wrap([{ body: text, path }]) : [];
     case "message":
       return wrap(messageProbes(field.message, text, path, seen));
     case "list":
-      if (field.listKind === "scalar") return field.scalar === 9 ? wrap([{ body: [text], path: `${path}[0]` }]) : [];
+      if (field.listKind === "scalar") return field.scalar === ScalarType.STRING ? wrap([{ body: [text], path: `${path}[0]` }]) : [];
       if (field.listKind === "message")
         return wrap(messageProbes(field.message, text, `${path}[0]`, seen).map((p) => ({ ...p, body: [p.body] })));
       return [];
     case "map": {
       const keyed: Probe = { body: { [text]: field.mapKind === "message" ? {} : "" }, path, key: true };
-      if (field.mapKind === "scalar") return field.scalar === 9 ? wrap([keyed, { body: { k: text }, path: `${path}.k` }]) : [];
+      if (field.mapKind === "scalar")
+        return field.scalar === ScalarType.STRING ? wrap([keyed, { body: { k: text }, path: `${path}["k"]` }]) : [];
       if (field.mapKind === "message") {
-        return wrap([keyed, ...messageProbes(field.message, text, `${path}.k`, seen).map((p) => ({ ...p, body: { k: p.body } }))]);
+        return wrap([keyed, ...messageProbes(field.message, text, `${path}["k"]`, seen).map((p) => ({ ...p, body: { k: p.body } }))]);
       }
       return [];
     }
@@ -222,4 +224,16 @@ describe("complete requests with unstorable text where a 500 was", () => {
     const { rows } = await server.pool.query("SELECT webhook FROM sources WHERE id = $1", [id]);
     expect(rows[0].webhook.response.body).toBe("ok");
   });
+});
+
+test("a streamed sync is checked message by message, the refusal saying which, and nothing is applied", async () => {
+  const trait = await createAudience(server, sourceId, "Plan", AudienceKind.COMPUTED_TRAIT);
+  const value = (json: unknown) => fromJson(ValueSchema, json as never);
+  const error = await audienceClient(server)
+    .streamSyncComputedTrait(
+      streamOf([{ audienceId: trait.id, values: { u1: value("pro") } }, { values: { u2: value({ tier: `x${nul}` }) } }]),
+    )
+    .catch((e: unknown) => e as { rawMessage?: string });
+  expect((error as { rawMessage?: string }).rawMessage).toBe('values["u2"].tier: must not contain NUL characters (stream message 2)');
+  expect(await storedMembers(server, trait.id)).toEqual({});
 });
