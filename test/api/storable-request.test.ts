@@ -1,5 +1,5 @@
 import { type DescField, type DescMessage, type DescService, fromJson, ScalarType } from "@bufbuild/protobuf";
-import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { AudienceKind, AudienceService } from "../../gen/waypost/v1/audience_pb.js";
 import { DeletionService } from "../../gen/waypost/v1/deletion_pb.js";
@@ -231,7 +231,10 @@ test("a streamed sync is checked message by message, the refusal saying which, a
   const value = (json: unknown) => fromJson(ValueSchema, json as never);
   const error = await audienceClient(server)
     .streamSyncComputedTrait(
-      streamOf([{ audienceId: trait.id, values: { u1: value("pro") } }, { values: { u2: value({ tier: `x${nul}` }) } }]),
+      streamOf<{ audienceId?: string; values: Record<string, Value> }>([
+        { audienceId: trait.id, values: { u1: value("pro") } },
+        { values: { u2: value({ tier: `x${nul}` }) } },
+      ]),
     )
     .catch((e: unknown) => e as { rawMessage?: string });
   expect((error as { rawMessage?: string }).rawMessage).toBe('values["u2"].tier: must not contain NUL characters (stream message 2)');
