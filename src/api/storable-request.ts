@@ -1,4 +1,5 @@
-import { type DescField, type DescMessage, type Message, ScalarType, toJson } from "@bufbuild/protobuf";
+import { type DescField, type DescMessage, type Message, ScalarType } from "@bufbuild/protobuf";
+import type { ListValue, Struct, Value } from "@bufbuild/protobuf/wkt";
 import type { Interceptor } from "@connectrpc/connect";
 import { InvalidInputError, storableTextProblem } from "../errors.js";
 import { requireStorableJson, requireStorableKey } from "../routing/storable-text.js";
@@ -13,7 +14,10 @@ import { requireStorableJson, requireStorableKey } from "../routing/storable-tex
 /** Messages whose JavaScript form is plain JSON (a `Struct` field is a JsonObject). */
 const jsonTypes = new Set(["google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"]);
 
-type Pending = { kind: "message"; desc: DescMessage; value: Message; path: string } | { kind: "json"; value: unknown; path: string };
+type Pending =
+  | { kind: "message"; desc: DescMessage; value: Message; path: string }
+  | { kind: "json"; value: unknown; path: string }
+  | { kind: "json message"; value: Message; path: string };
 
 /**
  * Throws an InvalidInputError naming the first string (or map key, or JSON
@@ -26,6 +30,7 @@ export function requireStorableMessage(desc: DescMessage, message: Message): voi
   while (stack.length > 0) {
     const item = stack.pop()!;
     if (item.kind === "json") requireStorableJson(item.value, item.path);
+    else if (item.kind === "json message") visitJsonMessage(item.value, item.path, stack);
     else for (const field of item.desc.fields) visitField(field, fieldValue(field, item.value), join(item.path, field.jsonName), stack);
   }
 }
@@ -38,33 +43,48 @@ function fieldValue(field: DescField, message: Message): unknown {
   return chosen?.case === field.localName ? chosen.value : undefined;
 }
 
+// One pass over a string; the path naming it is built only for a string that fails.
+const unstorableText = /[\0\p{Cs}]/u;
+const unstorable = (value: unknown) => typeof value === "string" && unstorableText.test(value);
+
 function visitField(field: DescField, value: unknown, path: string, stack: Pending[]): void {
   if (value === undefined || value === null) return;
+  const strings = field.scalar === ScalarType.STRING;
   switch (field.fieldKind) {
     case "scalar":
-      if (field.scalar === ScalarType.STRING) requireText(value, path);
+      if (strings) requireText(value, path);
       return;
     case "message":
       pushMessage(field.message, value, path, stack);
       return;
     case "list":
       (value as unknown[]).forEach((element, i) => {
-        if (field.listKind === "scalar" && field.scalar === ScalarType.STRING) requireText(element, `${path}[${i}]`);
+        if (field.listKind === "scalar" && strings && unstorable(element)) requireText(element, `${path}[${i}]`);
         if (field.listKind === "message") pushMessage(field.message, element, `${path}[${i}]`, stack);
       });
       return;
     case "map":
       // An entry is named by its key quoted (`values["u2"]`): map keys are data (user ids, header names), not field names.
       for (const [key, element] of Object.entries(value as Record<string, unknown>)) {
-        requireStorableKey(key, path);
-        const entry = `${path}[${JSON.stringify(key)}]`;
-        if (field.mapKind === "scalar" && field.scalar === ScalarType.STRING) requireText(element, entry);
-        if (field.mapKind === "message") pushMessage(field.message, element, entry, stack);
+        if (unstorable(key)) requireStorableKey(key, path);
+        if (field.mapKind === "scalar" && strings && unstorable(element)) requireText(element, `${path}[${JSON.stringify(key)}]`);
+        if (field.mapKind === "message" && !storableScalarValue(element, path, key)) {
+          pushMessage(field.message, element, `${path}[${JSON.stringify(key)}]`, stack);
+        }
       }
       return;
     default:
       return; // enums
   }
+}
+
+/** A Value holding a string, number, bool or null is judged here, sparing the stack (and a path) for each of a sync's values. */
+function storableScalarValue(element: unknown, path: string, key: string): boolean {
+  if ((element as Message | undefined)?.$typeName !== "google.protobuf.Value") return false;
+  const kind = (element as Value).kind;
+  if (kind.case === "structValue" || kind.case === "listValue") return false;
+  if (kind.case === "stringValue" && unstorable(kind.value)) requireText(kind.value, `${path}[${JSON.stringify(key)}]`);
+  return true;
 }
 
 /** A message value: a JSON type as JSON, a wrapper (`StringValue`) as its primitive, any other message walked. */
@@ -76,19 +96,38 @@ function pushMessage(desc: DescMessage, value: unknown, path: string, stack: Pen
   if (typeof value !== "object" || value === null) return;
   const isMessage = "$typeName" in value;
   if (jsonTypes.has(desc.typeName)) {
-    const json = isMessage ? jsonOf(desc, value as Message) : value;
-    if (json !== undefined) stack.push({ kind: "json", value: json, path });
+    stack.push(isMessage ? { kind: "json message", value: value as Message, path } : { kind: "json", value, path });
     return;
   }
   if (isMessage) stack.push({ kind: "message", desc, value: value as Message, path });
 }
 
-/** A Value message as JSON; undefined for one that has none (no kind, NaN), which the service refuses in its own words. */
-function jsonOf(desc: DescMessage, message: Message): unknown {
-  try {
-    return toJson(desc, message);
-  } catch {
-    return undefined;
+/**
+ * A Struct, Value or ListValue message (a map's values, a list's elements)
+ * walked as the JSON it stands for, without converting it: a trait sync
+ * carries hundreds of thousands of them.
+ */
+function visitJsonMessage(message: Message, path: string, stack: Pending[]): void {
+  switch (message.$typeName) {
+    case "google.protobuf.Value": {
+      const kind = (message as Value).kind;
+      if (kind.case === "stringValue") requireText(kind.value, path);
+      if (kind.case === "structValue" || kind.case === "listValue") stack.push({ kind: "json message", value: kind.value, path });
+      return;
+    }
+    case "google.protobuf.Struct":
+      for (const [key, child] of Object.entries((message as Struct).fields)) {
+        requireStorableKey(key, path);
+        stack.push({ kind: "json message", value: child, path: `${path}.${key}` });
+      }
+      return;
+    case "google.protobuf.ListValue":
+      (message as ListValue).values.forEach((child, i) => {
+        stack.push({ kind: "json message", value: child, path: `${path}[${i}]` });
+      });
+      return;
+    default:
+      return;
   }
 }
 
