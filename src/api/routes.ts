@@ -32,6 +32,7 @@ import { createRpcAdapter, type RpcNodeHandler } from "./transport/rpc-adapter.j
 import { createDomainErrorInterceptor } from "./domain-errors.js";
 import { createErrorLogInterceptor } from "./transport/rpc-error-log.js";
 import { createRequestSpanInterceptor } from "./request-span.js";
+import { createStorableRequestInterceptor } from "./storable-request.js";
 import { createSourceService } from "./source-service.js";
 import { createTrackingPlanService } from "./tracking-plan-service.js";
 import { createTrackingService } from "./tracking-service.js";
@@ -132,7 +133,8 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
   const admin = createRpcAdapter({
     readMaxBytes: rpcReadLimits.admin,
     jsonOptions,
-    interceptors: [...interceptors, createAdminReadDeadline(options.adminReads.statementTimeoutMs)],
+    // Inside the domain-error mapping, which turns a refused text into invalid_argument.
+    interceptors: [...interceptors, createStorableRequestInterceptor(), createAdminReadDeadline(options.adminReads.statementTimeoutMs)],
     gate,
     logger: options.logger,
     routes(router: ConnectRouter) {

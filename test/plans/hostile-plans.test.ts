@@ -186,7 +186,7 @@ describe("the plan as applied", () => {
     const source = await server.createSource("nul-plan");
     const inStruct = await plans.setTrackingPlan({ sourceId: source.id, plan: { name: "a\u0000b" } }).catch((e) => ConnectError.from(e));
     expect((inStruct as ConnectError).code).toBe(Code.InvalidArgument);
-    expect((inStruct as ConnectError).rawMessage).toContain("plan.name: contains the character U+0000");
+    expect((inStruct as ConnectError).rawMessage).toContain("plan.name: must not contain NUL characters");
     const inText = await plans
       .setTrackingPlan({ sourceId: source.id, planJson: '{"events": {"E": {"properties": {"enum": ["x\\u0000"]}}}}' })
       .catch((e) => ConnectError.from(e));

@@ -6,13 +6,13 @@ import type { Logger } from "../../logger.js";
 import type { Metrics } from "../../metrics.js";
 import { limits } from "../limits.js";
 import { declaredLength, HookClientGone, HookRefusal, readHookBody, tooLarge } from "./hook-body.js";
-import { createHookRateLimiter } from "./hook-rate-limit.js";
+import { createHookRateLimiter, type HookRateLimiter } from "./hook-rate-limit.js";
 import { createHookSourceLookup, type HookSourceLookup } from "./hook-source-lookup.js";
 import { createHookStore, type HookStore } from "./hook-store.js";
 import { headersToStore, jsonOf, traceContextOf } from "./hook-request-fields.js";
 import { hookSettingsFromStored, type HookSettings } from "./hook-settings.js";
 import { hashHookToken } from "./hook-token.js";
-import { idempotencyKeyOf, verifyHookRequest } from "./verifiers.js";
+import { idempotencyKeyOf, verifyHookHeaders, verifyHookRequest } from "./verifiers.js";
 
 export interface HookRouteOptions {
   pool: Queryable;
@@ -62,7 +62,7 @@ export function createHookRoute(options: HookRouteOptions): RouteHandler {
 
 async function receive(
   options: HookRouteOptions,
-  { rateLimiter, store, lookup }: { rateLimiter: ReturnType<typeof createHookRateLimiter>; store: HookStore; lookup: HookSourceLookup },
+  { rateLimiter, store, lookup }: { rateLimiter: HookRateLimiter; store: HookStore; lookup: HookSourceLookup },
   req: Req,
   res: Res,
   token: string,
@@ -80,12 +80,14 @@ async function receive(
   known.sourceId = source.id;
   const settings = hookSettingsFromStored(source.webhook);
 
-  const rate = rateLimiter.take(source.id, settings.maxRequestsPerSecond);
-  if (!rate.ok) {
-    throw new HookRefusal(429, "rate_limited", `over this source's limit of ${settings.maxRequestsPerSecond} requests per second`, {
-      "retry-after": String(rate.retryAfterSeconds),
-    });
-  }
+  const limit = settings.maxRequestsPerSecond;
+  // What the headers decide comes before the body: a request without its
+  // signature is refused here, and spends only the refused bucket.
+  const early = verifyHookHeaders(settings, req.headers, options.clock.now());
+  if (early && !early.ok) throw refusedByVerifier(rateLimiter, source.id, limit, early.reason);
+  // The sender's own bucket empty: no body to read.
+  const room = rateLimiter.peek(source.id, limit);
+  if (!room.ok) throw rateLimited(limit, room.retryAfterSeconds);
   const encoding = String(req.headers["content-encoding"] ?? "")
     .trim()
     .toLowerCase();
@@ -99,8 +101,11 @@ async function receive(
   if ((declaredLength(req) ?? 0) > limits.maxHookBodyBytes) throw tooLarge(limits.maxHookBodyBytes);
   const body = await readHookBody(req, { limit: limits.maxHookBodyBytes, timeoutMs: options.bodyTimeoutMs });
 
-  const verdict = verify(settings, req, body, options.clock.now());
-  if (!verdict.ok) throw new HookRefusal(401, "unauthorized", verdict.reason);
+  const verdict = early ?? verify(settings, req, body, options.clock.now());
+  if (!verdict.ok) throw refusedByVerifier(rateLimiter, source.id, limit, verdict.reason);
+  // Taken only now, so that no refused request spends the sender's bucket.
+  const rate = rateLimiter.take(source.id, limit);
+  if (!rate.ok) throw rateLimited(limit, rate.retryAfterSeconds);
 
   const stored = await unavailableOnError(() =>
     store.store({
@@ -142,6 +147,25 @@ function idempotencyKey(settings: HookSettings, req: Req, body: Buffer): string 
     // No key is the safe side: the request is stored and processed once.
     return undefined;
   }
+}
+
+function rateLimited(limit: number, retryAfterSeconds: number): HookRefusal {
+  return new HookRefusal(429, "rate_limited", `over this source's limit of ${limit} requests per second`, {
+    "retry-after": String(retryAfterSeconds),
+  });
+}
+
+/**
+ * A 401 with the verifier's reason, counted in the source's bucket of
+ * refused requests: past the limit there, a 429 (still saying why), so a
+ * flood of them is bounded without touching the sender's bucket.
+ */
+function refusedByVerifier(limiter: HookRateLimiter, sourceId: string, limit: number, reason: string): HookRefusal {
+  const rate = limiter.take(sourceId, limit, "refused");
+  if (rate.ok) return new HookRefusal(401, "unauthorized", reason);
+  return new HookRefusal(429, "rate_limited", `over this source's limit of ${limit} refused requests per second: ${reason}`, {
+    "retry-after": String(rate.retryAfterSeconds),
+  });
 }
 
 function queryOf(req: Req): string {

@@ -59,6 +59,42 @@ export function verifyHookRequest(settings: HookSettings, request: HookRequestTo
   }
 }
 
+/**
+ * What the headers alone decide, before the body is read: the whole verdict
+ * of verifiers that sign no body (none, basic, token), and for a signature
+ * over the body, a refusal when a header it needs is missing. Undefined
+ * when only the body can tell. Same reasons as verifyHookRequest.
+ */
+export function verifyHookHeaders(settings: HookSettings, headers: HookHeaders, now: Date): HookVerdict | undefined {
+  if (settings.verifier === "none" || settings.verifier === "basic" || settings.verifier === "token") {
+    return verifyHookRequest(settings, { headers, body: Buffer.alloc(0), now });
+  }
+  // Standard Webhooks also takes Svix's names for its headers.
+  const present = (name: string) =>
+    hookHeader(headers, name) !== undefined ||
+    (settings.verifier === "standard_webhooks" && hookHeader(headers, name.replace(/^webhook-/, "svix-")) !== undefined);
+  const missing = signatureHeaders(settings).find((name) => !present(name));
+  return missing === undefined ? undefined : rejected(`missing ${missing} header`);
+}
+
+/** The headers a body-signing verifier reads, named as its refusals name them. */
+function signatureHeaders(settings: HookSettings): string[] {
+  switch (settings.verifier) {
+    case "standard_webhooks":
+      return ["webhook-id", "webhook-timestamp", "webhook-signature"];
+    case "stripe":
+      return ["Stripe-Signature"];
+    case "github":
+      return ["X-Hub-Signature-256"];
+    case "shopify":
+      return ["X-Shopify-Hmac-Sha256"];
+    case "hmac":
+      return settings.hmac ? [settings.hmac.header] : [];
+    default:
+      return [];
+  }
+}
+
 function hmac(algorithm: string, key: string | Buffer, ...parts: Buffer[]): Buffer {
   const mac = createHmac(algorithm, key);
   for (const part of parts) mac.update(part);

@@ -4,7 +4,7 @@ import { sign as githubSign } from "@octokit/webhooks-methods";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, test } from "vitest";
 import type { HookSettings } from "../../../src/ingest/hooks/hook-settings.js";
-import { type HookVerdict, idempotencyKeyOf, verifyHookRequest } from "../../../src/ingest/hooks/verifiers.js";
+import { type HookVerdict, idempotencyKeyOf, verifyHookHeaders, verifyHookRequest } from "../../../src/ingest/hooks/verifiers.js";
 
 // Each verifier against the sender's own signing code where the sender
 // publishes it (stripe, @octokit/webhooks-methods, standardwebhooks), by hand
@@ -233,5 +233,37 @@ describe("configured idempotency keys", () => {
     const key = idempotencyKeyOf(settings({ idempotencyKey: "X-Id" }), { "x-id": "a".repeat(201) }, undefined);
     expect(key).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(idempotencyKeyOf(settings({ idempotencyKey: "X-Id" }), { "x-id": "a".repeat(200) }, undefined)).toBe("a".repeat(200));
+  });
+});
+
+describe("what the headers alone decide (before the body is read)", () => {
+  const whsec = `whsec_${Buffer.alloc(24, 1).toString("base64")}`;
+  test.each([
+    [settings({ verifier: "stripe", secret: "whsec_x" }), {}, "missing Stripe-Signature header"],
+    [settings({ verifier: "github", secret: "s" }), {}, "missing X-Hub-Signature-256 header"],
+    [settings({ verifier: "shopify", secret: "s" }), {}, "missing X-Shopify-Hmac-Sha256 header"],
+    [settings({ verifier: "standard_webhooks", secret: whsec }), { "webhook-id": "m" }, "missing webhook-timestamp header"],
+    [
+      settings({ verifier: "hmac", secret: "s", hmac: { header: "X-Sig", algorithm: "sha256", encoding: "hex", prefix: "" } }),
+      {},
+      "missing X-Sig header",
+    ],
+  ] as const)("%#: a body-signing verifier without its header is refused: %s", (config, headers, reason) => {
+    expect(verifyHookHeaders(config, headers, now)).toEqual({ ok: false, reason });
+  });
+
+  test("with the headers present (Svix's names too), only the body can tell", () => {
+    expect(
+      verifyHookHeaders(settings({ verifier: "stripe", secret: "whsec_x" }), { "stripe-signature": "t=1,v1=00" }, now),
+    ).toBeUndefined();
+    const svix = { "svix-id": "m", "svix-timestamp": "1", "svix-signature": "v1,x" };
+    expect(verifyHookHeaders(settings({ verifier: "standard_webhooks", secret: whsec }), svix, now)).toBeUndefined();
+  });
+
+  test("verifiers that sign no body are judged whole", () => {
+    const token = settings({ verifier: "token", secret: "t0k" });
+    expect(verifyHookHeaders(token, { authorization: "Bearer t0k" }, now)).toEqual({ ok: true });
+    expect(verifyHookHeaders(token, { authorization: "Bearer nope" }, now)?.ok).toBe(false);
+    expect(verifyHookHeaders(settings({ verifier: "none" }), {}, now)).toEqual({ ok: true });
   });
 });

@@ -2,6 +2,7 @@ import { DestinationKind } from "../../../../gen/waypost/v1/destination_pb.js";
 import type { IntegrationDestinationSettings } from "../../../integrations/integration-settings.js";
 import { defineKind, type KindSettings } from "../kind.js";
 import { createIntegrationDelivery } from "./delivery.js";
+import { refusePrivateHosts } from "./private-hosts.js";
 import { integrationSettingsView, validateIntegrationSettings } from "./settings.js";
 
 const settings: KindSettings<IntegrationDestinationSettings> = {
@@ -14,9 +15,11 @@ const settings: KindSettings<IntegrationDestinationSettings> = {
       given: (input) => input.integration !== undefined,
     },
   ],
-  read(input, { paths, current }) {
+  read(input, { paths, current, guard }) {
     if (current && !paths.has("integration")) return current;
-    return validateIntegrationSettings("destination.integration", input.integration, current);
+    const read = validateIntegrationSettings("destination.integration", input.integration, current);
+    refusePrivateHosts("destination.integration", read, guard);
+    return read;
   },
   toProto: (settings) => ({ integration: integrationSettingsView(settings) }),
   toRow: (settings) => ({ integration: settings }),
