@@ -308,13 +308,13 @@ function openApi(
     operational,
     ...(serveRpc
       ? [
-          createCompatHttpApi({ ingestor: ingest.ingestor, auth, logger, tracing: shared.tracing }),
+          createCompatHttpApi({ ingestor: ingest.ingestor, auth, logger, bodies: config.bodies, tracing: shared.tracing }),
           createHookRoute({
             pool,
             clock,
             logger,
             metrics: shared.metrics,
-            bodyTimeoutMs: config.hookBodyTimeoutMs,
+            bodies: config.bodies,
             onHookRequestStored: (sourceId) => hookWaker.stored(sourceId),
           }),
           createConsoleRoutes(),
