@@ -308,7 +308,7 @@ function parseTracesUrl(env: Record<string, string | undefined>): string | undef
     throw new ConfigError(`${name} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
   }
   if (specific) return url.href;
-  return `${url.href.replace(/\/+$/, "")}/v1/traces`;
+  return `${url.href.replace(/(?<!\/)\/+$/, "")}/v1/traces`;
 }
 
 function parseCircuit(env: Record<string, string | undefined>): CircuitConfig {

@@ -56,12 +56,22 @@ export function createCompatHttpApi(options: CompatHttpApiOptions): RouteHandler
   return async (req, res, path) => {
     if (path !== "/v1" && !path.startsWith("/v1/")) return false;
     try {
-      await handle(options, req, res, path.replace(/(.)\/+$/, "$1"));
+      await handle(options, req, res, withoutTrailingSlashes(path));
     } catch (error) {
       onFailure(options, req, res, error);
     }
     return true;
   };
+}
+
+/**
+ * "/v1/track///" → "/v1/track" (a lone "/" stays). A loop, not a pattern: the
+ * obvious /(.)\/+$/ backtracks over a run of slashes, quadratic in the path.
+ */
+function withoutTrailingSlashes(path: string): string {
+  let end = path.length;
+  while (end > 1 && path.charCodeAt(end - 1) === 0x2f) end--;
+  return path.slice(0, end);
 }
 
 async function handle(options: CompatHttpApiOptions, req: Req, res: Res, path: string): Promise<void> {
