@@ -286,6 +286,7 @@ function openApi(
     ingestor: ingest.ingestor,
     auth,
     logger,
+    bodies: config.bodies,
     addressGuard: shared.addressGuard,
     signingSecretOverlapMs: config.signingSecretOverlapMs,
     onJobCreated: () => delivery.jobs?.wake(),

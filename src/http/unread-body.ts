@@ -4,6 +4,9 @@ import type { Req, Res } from "./types.js";
 
 const noop = () => {};
 
+/** Requests handed to closeUnreadRequest: finishUnreadRequest leaves them alone. */
+const closing = new WeakSet<Req>();
+
 /**
  * Ends a request whose answer was sent before its body was read (refused
  * credentials, a message over its size limit); call it any time before the
@@ -17,6 +20,7 @@ const noop = () => {};
  */
 export function finishUnreadRequest(req: Req, res: Res, maxDiscardBytes = 8 * 1024 * 1024): void {
   const finish = () => {
+    if (closing.has(req)) return;
     if ("stream" in req) {
       if (!req.complete && !req.stream.destroyed && !req.stream.closed) {
         req.stream.close(http2.constants.NGHTTP2_NO_ERROR);
@@ -68,6 +72,7 @@ export function closeUnreadRequest(req: Req, res: Res, lingerMs = refusedLingerM
     finishUnreadRequest(req, res, 0);
     return;
   }
+  closing.add(req);
   req.pause();
   const socket = req.socket;
   const close = () => {

@@ -121,6 +121,15 @@ describe("one-byte chunks", () => {
     expect(stored.rows[0].n).toBe(0);
   });
 
+  test("TrackingService over Connect: resource_exhausted naming the pieces, the connection closed", async () => {
+    const body = JSON.stringify({ event: "padded", userId: "u", properties: { pad: "x".repeat(100_000) } });
+    const answer = await postInOneByteChunks("/waypost.v1.TrackingService/Track", { authorization: `Bearer ${writeKey}` }, body);
+    expect(answer.status).toBe(429);
+    expect(JSON.parse(answer.text)).toMatchObject({ code: "resource_exhausted" });
+    expect(JSON.parse(answer.text).message).toMatch(/too many pieces/);
+    expect(answer.closed).toBe(true);
+  });
+
   test("a body of a few hundred chunks of ordinary size is read as usual", async () => {
     const body = paddedBatch(20_000);
     const answer = await postInChunks("/v1/batch", { authorization: basicAuth(writeKey) }, body, 100);
