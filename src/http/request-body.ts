@@ -198,7 +198,7 @@ export function declaredLength(req: Req): number | undefined {
   const header = req.headers["content-length"];
   if (typeof header !== "string") return undefined;
   const text = header.trim();
-  if (text.length === 0 || text.length > 15) return undefined;
+  if (text.length === 0) return undefined;
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
     if (code < 48 || code > 57) return undefined;
