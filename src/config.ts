@@ -1,6 +1,7 @@
 import { availableParallelism } from "node:os";
 import { signingSecretProblem } from "./signing/standard-webhooks.js";
 import { defaultConnectionLimits, type ConnectionLimits } from "./http/connection-limits.js";
+import { defaultBodyTiming, type BodyTiming } from "./http/request-body.js";
 import { readFileSync } from "node:fs";
 import {
   ConfigError,
@@ -138,12 +139,11 @@ export interface Config {
   /** Connection timeouts and cap of the listener (docs/limits.md). */
   connections: ConnectionLimits;
   /**
-   * A request body to a webhook source's inbound URL must be complete this
-   * long after its headers, else 408 (docs/webhook-sources.md#limits):
-   * senders post a few KB from a data centre, so far shorter than the
-   * listener's whole-body limit.
+   * The deadline and minimum rate of a body read by hand (/v1, /hooks), else
+   * 408 (docs/limits.md): clients post a few KB, so far shorter than the
+   * listener's whole-body limit, which also covers streamed RPCs.
    */
-  hookBodyTimeoutMs: number;
+  bodies: BodyTiming;
   /** Interval of the activity summary logged at info; 0 turns it off. */
   summaryIntervalMs: number;
   /** DeliveryService's own database pool and bounds (docs/limits.md#admin-read-limits). */
@@ -259,7 +259,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       ...defaultConnectionLimits,
       maxConnections: int(env, "WAYPOST_MAX_CONNECTIONS", defaultConnectionLimits.maxConnections, 10, 1_000_000),
     },
-    hookBodyTimeoutMs: 10_000,
+    bodies: defaultBodyTiming,
     summaryIntervalMs: int(env, "WAYPOST_SUMMARY_INTERVAL_SECONDS", 60, 0, 86_400) * 1000,
     adminReads: {
       connections: int(env, "WAYPOST_ADMIN_READ_CONNECTIONS", 4, 1, 100),
@@ -308,7 +308,7 @@ function parseTracesUrl(env: Record<string, string | undefined>): string | undef
     throw new ConfigError(`${name} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
   }
   if (specific) return url.href;
-  return `${url.href.replace(/\/+$/, "")}/v1/traces`;
+  return `${url.href.replace(/(?<!\/)\/+$/, "")}/v1/traces`;
 }
 
 function parseCircuit(env: Record<string, string | undefined>): CircuitConfig {

@@ -289,6 +289,7 @@ function openApi(
     ingestor: ingest.ingestor,
     auth,
     logger,
+    bodies: config.bodies,
     addressGuard: shared.addressGuard,
     signingSecretOverlapMs: config.signingSecretOverlapMs,
     onJobCreated: () => delivery.jobs?.wake(),
@@ -315,6 +316,7 @@ function openApi(
             ingestor: ingest.ingestor,
             auth,
             logger,
+            bodies: config.bodies,
             tracing: shared.tracing,
             // First-party collection's paths under /v1.
             before: [
@@ -327,7 +329,7 @@ function openApi(
             clock,
             logger,
             metrics: shared.metrics,
-            bodyTimeoutMs: config.hookBodyTimeoutMs,
+            bodies: config.bodies,
             onHookRequestStored: (sourceId) => hookWaker.stored(sourceId),
           }),
           createAnalyticsJsRoute(),

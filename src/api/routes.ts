@@ -16,6 +16,7 @@ import type { AddressGuard } from "../outbound/address-guard.js";
 import type { TransformSandboxes } from "../routing/transform-sandbox.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
+import type { BodyTiming } from "../http/request-body.js";
 import type { Logger } from "../logger.js";
 import type { TrackingPlans } from "../plans/tracking-plans.js";
 import { tracingOff, type Tracing } from "../tracing/tracing.js";
@@ -47,6 +48,8 @@ export interface RpcHandlersOptions {
   /** Judges literal webhook addresses when a destination is saved (WAYPOST_ALLOW_PRIVATE_DESTINATIONS). */
   addressGuard: AddressGuard;
   interceptors?: Interceptor[];
+  /** TrackingService's bodies: read whole first, with the deadline and minimum rate of /v1 (absent: Connect reads them). */
+  bodies?: BodyTiming;
   /** Called after a background job (a backfill, a bulk retry) is stored: this process's runner takes it at once. */
   onJobCreated?: () => void;
   /** Checks transforms' syntax and runs TestDestination's. */
@@ -117,6 +120,7 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
     maxBatchMessages: limits.maxBatchMessages,
     // Its size refusals carry a RequestTooLarge detail, so clients split rather than retry.
     maxRequestBytes: limits.maxRequestBytes,
+    bodies: options.bodies,
     jsonOptions,
     // Outermost, so that a refused key or a bad request ends its span as failed.
     interceptors: [createRequestSpanInterceptor(options.tracing ?? tracingOff), ...interceptors],

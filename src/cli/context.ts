@@ -109,7 +109,7 @@ function checkUrl(url: string): string {
     throw new UsageError(`--url: "${url}" is not a URL (like http://127.0.0.1:8080)`);
   }
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new UsageError(`--url: must be http:// or https://`);
-  return url.replace(/\/+$/, "");
+  return url.replace(/(?<!\/)\/+$/, "");
 }
 
 /** --token, else WAYPOST_ADMIN_TOKEN, else the token file the server keeps in its data directory. */

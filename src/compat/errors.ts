@@ -17,6 +17,8 @@ export type CompatErrorCode =
   | "not_found"
   | "method_not_allowed"
   | "request_too_large"
+  | "request_too_fragmented"
+  | "request_too_slow"
   | "unsupported_encoding"
   | "internal";
 

@@ -3,17 +3,21 @@ import type { Call } from "../calls/call.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
 import type { Logger } from "../logger.js";
+import type { BodyTiming } from "../http/request-body.js";
 import type { Req, Res, RouteHandler } from "../http/types.js";
+import { closeUnreadRequest, finishUnreadRequest } from "../http/unread-body.js";
 import { headerText, readTraceContext } from "../tracing/trace-context.js";
 import { tracingOff, type RequestSpan, type Tracing } from "../tracing/tracing.js";
 import { ClientGoneError, CompatError, sendCompat, sendCompatError, sendPreflight, setCorsHeaders, toCompatError } from "./errors.js";
-import { declaredLength, discardRest, readBody, tooLarge } from "./read-body.js";
+import { closesConnection, declaredLength, maxDiscardBytes, readBody, tooLarge } from "./read-body.js";
 import { parseJsonBody, parseRequest, type Endpoint, type ParsedRequest } from "./parse-message.js";
 
 export interface CompatHttpApiOptions {
   ingestor: Ingestor;
   auth: Authenticator;
   logger: Logger;
+  /** The deadline and minimum rate of a request body (the same as /hooks'). */
+  bodies: BodyTiming;
   /** Server spans of tracking requests, and the trace context their calls store (absent or off: passed through). */
   tracing?: Tracing | undefined;
   /** Tried first: routes answering some /v1 paths of their own (analytics.js's settings, the first-party cookie). */
@@ -55,12 +59,22 @@ export function createCompatHttpApi(options: CompatHttpApiOptions): RouteHandler
     if (path !== "/v1" && !path.startsWith("/v1/")) return false;
     for (const route of options.before ?? []) if (await route(req, res, path)) return true;
     try {
-      await handle(options, req, res, path.replace(/(.)\/+$/, "$1"));
+      await handle(options, req, res, withoutTrailingSlashes(path));
     } catch (error) {
       onFailure(options, req, res, error);
     }
     return true;
   };
+}
+
+/**
+ * "/v1/track///" → "/v1/track" (a lone "/" stays). A loop, not a pattern: the
+ * obvious /(.)\/+$/ backtracks over a run of slashes, quadratic in the path.
+ */
+function withoutTrailingSlashes(path: string): string {
+  let end = path.length;
+  while (end > 1 && path.charCodeAt(end - 1) === 0x2f) end--;
+  return path.slice(0, end);
 }
 
 async function handle(options: CompatHttpApiOptions, req: Req, res: Res, path: string): Promise<void> {
@@ -101,7 +115,7 @@ async function accept(options: CompatHttpApiOptions, req: Req, res: Res, endpoin
   // A key in the header is checked before the body is read; a key in the body after.
   const headerKey = parseAuthorization(headerValue(req.headers.authorization));
   const headerSource = headerKey === undefined ? undefined : await authenticate(options, headerKey);
-  const request = parseRequest(endpoint, parseJsonBody(await readBody(req)));
+  const request = parseRequest(endpoint, parseJsonBody(await readBody(req, options.bodies)));
   const source = headerSource ?? (await authenticate(options, request.writeKey));
   span?.set({ "waypost.source.id": source.id });
   const answer = await submit(options.ingestor, source.id, request, endpoint.kind === "single", span);
@@ -142,13 +156,16 @@ function onFailure(options: CompatHttpApiOptions, req: Req, res: Res, error: unk
     return;
   }
   const known = toCompatError(error);
+  // Too slow or in too many pieces: reading on is the cost refused, so the connection goes.
+  const closing = known !== undefined && closesConnection(known);
   if (known) {
     sendCompatError(res, known, known.status === 405 ? allowHeader : {});
   } else {
     options.logger.error({ err: error, path: req.url }, "compatible API request failed");
     sendCompatError(res, new CompatError(500, "internal", "internal error: the request was not stored, retry it"));
   }
-  discardRest(req);
+  if (closing) closeUnreadRequest(req, res);
+  else finishUnreadRequest(req, res, maxDiscardBytes);
 }
 
 interface Rejection {

@@ -1,6 +1,8 @@
 import type { Transform } from "node:stream";
 import zlib from "node:zlib";
 import { limits } from "../ingest/limits.js";
+export { declaredLength } from "../http/request-body.js";
+import { BodyClientGone, BodyRefusal, InvalidEncoding, readRequestBody, type BodyTiming } from "../http/request-body.js";
 import type { Req } from "../http/types.js";
 import { ClientGoneError, CompatError } from "./errors.js";
 
@@ -12,21 +14,12 @@ import { ClientGoneError, CompatError } from "./errors.js";
  */
 export const maxDiscardBytes = 16 * limits.maxRequestBytes;
 
-const noop = () => {};
-
 export function tooLarge(): CompatError {
   return new CompatError(
     413,
     "request_too_large",
     `request body is over the limit of ${limits.maxRequestBytes} bytes (500 KB), counted after decompression`,
   );
-}
-
-/** Content-Length when the client declared one (absent with chunked uploads). */
-export function declaredLength(req: Req): number | undefined {
-  const header = req.headers["content-length"];
-  if (typeof header !== "string" || !/^\d+$/.test(header.trim())) return undefined;
-  return Number(header.trim());
 }
 
 /**
@@ -57,98 +50,35 @@ export function createDecoder(header: string | string[] | undefined): Transform 
 }
 
 /**
- * Reads the whole body, decompressed, refusing it (413) as soon as the
- * decompressed byte count passes `limit`: a gzip bomb costs at most `limit`
- * bytes of memory and the time to inflate them. Rejects with
- * ClientGoneError when the client disconnects mid-body. On any failure the
- * request is left paused for `discardRest`.
+ * Reads the whole body, decompressed, within `limit` bytes (a gzip bomb
+ * costs at most that much memory and the time to inflate it) and the
+ * piece count and timing of readRequestBody: a refusal is a CompatError
+ * (413, 408, 400 for a corrupt encoding). Rejects with ClientGoneError when
+ * the client disconnects mid-body. On any failure the request is left paused
+ * for the caller to answer and then finish (http/unread-body.ts).
  */
-export function readBody(req: Req, limit: number = limits.maxRequestBytes): Promise<Buffer> {
+export async function readBody(req: Req, timing: BodyTiming, limit: number = limits.maxRequestBytes): Promise<Buffer> {
   const decoder = createDecoder(req.headers["content-encoding"]);
-  if (req.destroyed || req.aborted) return Promise.reject(new ClientGoneError());
-  return new Promise<Buffer>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let requestEnded = false;
-    let settled = false;
-
-    const finish = (error?: Error) => {
-      if (settled) return;
-      settled = true;
-      req.off("data", onRaw);
-      req.off("end", onEnd);
-      req.off("close", onClose);
-      if (decoder) {
-        decoder.removeAllListeners("data");
-        decoder.removeAllListeners("end");
-        // Stops inflating; the noop keeps a late zlib error from being unhandled.
-        decoder.on("error", noop);
-        if (error) decoder.destroy();
-      }
-      if (error) {
-        req.pause();
-        reject(error);
-      } else {
-        resolve(Buffer.concat(chunks, size));
-      }
-    };
-    const onPlain = (chunk: Buffer) => {
-      if (settled) return;
-      size += chunk.length;
-      if (size > limit) return finish(tooLarge());
-      chunks.push(chunk);
-    };
-    const onRaw = (chunk: Buffer) => {
-      if (!decoder) return onPlain(chunk);
-      // Backpressure: do not queue compressed input faster than zlib inflates it.
-      if (!decoder.write(chunk)) {
-        req.pause();
-        decoder.once("drain", () => settled || req.resume());
-      }
-    };
-    const onEnd = () => {
-      requestEnded = true;
-      if (decoder) decoder.end();
-      else finish();
-    };
-    const onClose = () => {
-      if (!requestEnded) finish(new ClientGoneError());
-    };
-
-    // Errors of an aborted request are reported through 'close'; this listener
-    // only keeps them from surfacing as unhandled 'error' events.
-    req.on("error", noop);
-    req.on("data", onRaw);
-    req.on("end", onEnd);
-    req.on("close", onClose);
-    if (decoder) {
-      decoder.on("data", onPlain);
-      decoder.on("end", () => finish());
-      decoder.on("error", (error: Error) =>
-        finish(
-          new CompatError(
-            400,
-            "invalid_encoding",
-            `request body is not valid ${String(req.headers["content-encoding"]).trim().slice(0, 40)} data: ${error.message}`,
-          ),
-        ),
-      );
-    }
-  });
+  try {
+    return await readRequestBody(req, { ...timing, maxBytes: limit }, decoder);
+  } catch (error) {
+    throw compatErrorOf(req, error);
+  }
 }
 
-/**
- * Drops what is left of a body we already answered (see maxDiscardBytes), so
- * the connection can serve the next request. Beyond the cap the request is
- * destroyed, which closes its HTTP/1 connection or resets its HTTP/2 stream.
- */
-export function discardRest(req: Req): void {
-  if (req.complete || req.destroyed) return;
-  let discarded = 0;
-  req.on("error", noop);
-  req.on("data", (chunk: Buffer) => {
-    discarded += chunk.length;
-    if (discarded > maxDiscardBytes) req.destroy();
-  });
-  req.resume();
+function compatErrorOf(req: Req, error: unknown): unknown {
+  if (error instanceof BodyClientGone) return new ClientGoneError();
+  if (error instanceof InvalidEncoding) {
+    const encoding = String(req.headers["content-encoding"]).trim().slice(0, 40);
+    return new CompatError(400, "invalid_encoding", `request body is not valid ${encoding} data: ${error.message}`);
+  }
+  if (!(error instanceof BodyRefusal)) return error;
+  if (error.reason === "too_large") return tooLarge();
+  const code = error.reason === "too_slow" ? "request_too_slow" : "request_too_fragmented";
+  return new CompatError(error.status, code, error.message);
+}
+
+/** Refusals after which the rest of the body is not read: the connection is closed once answered. */
+export function closesConnection(error: CompatError): boolean {
+  return error.code === "request_too_slow" || error.code === "request_too_fragmented";
 }

@@ -25,12 +25,14 @@ const snakeCache = new Map<string, string>();
 const maxCached = 10_000;
 
 function computeSnakeCase(name: string): string {
+  // Each (?<!...) lets only the start of a run be tried: linear, where
+  // /(\p{Lu}+)(\p{Lu}\p{Ll})/ would be quadratic in a long run of capitals.
   const snake = name
     .replace(/([\p{Ll}\p{N}])(\p{Lu})/gu, "$1_$2")
-    .replace(/(\p{Lu}+)(\p{Lu}\p{Ll})/gu, "$1_$2")
+    .replace(/(?<!\p{Lu})(\p{Lu}+)(\p{Lu}\p{Ll})/gu, "$1_$2")
     .toLowerCase()
     .replace(/[^\p{L}\p{N}]+/gu, "_")
-    .replace(/^_+|_+$/g, "");
+    .replace(/^_+|(?<!_)_+$/g, "");
   return snake === "" ? `_${shortHash(name)}` : snake;
 }
 

@@ -183,6 +183,20 @@ describe("413", () => {
   });
 });
 
+describe("408", () => {
+  test("a body that stops arriving is a 408 request_too_slow once under the minimum rate, and the connection is closed", async () => {
+    const req = upload({ "content-length": 300_000 });
+    const answer = answerOf(req);
+    const closed = new Promise<void>((resolve) => req.on("socket", (socket) => socket.on("close", () => resolve())));
+    req.on("error", () => {});
+    req.write('{"batch":[');
+    expect(await answer).toMatchObject({ status: 408, json: { code: "request_too_slow" } });
+    expect((await answer).json.message).toMatch(/slower than 1024 bytes a second/);
+    await closed;
+    await expectHealthy("after-stalled-body");
+  });
+});
+
 describe("client disconnects", () => {
   test.each([
     ["plain", {}, Buffer.from('{"batch":[{"type":"track","userId":"u1","event":"Cut"')],

@@ -24,6 +24,7 @@ beforeAll(async () => {
     config: {
       // Long stall and request timeouts: only the cap decides who stays.
       connections: { ...defaultConnectionLimits, maxConnections: cap, bodyStallTimeoutMs: 120_000, requestTimeoutMs: 120_000 },
+      bodies: { deadlineMs: 120_000, minBytesPerSecond: 0, rateGraceMs: 0 },
     },
   });
   writeKey = (await server.createSource()).writeKey;

@@ -14,9 +14,11 @@ import {
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
 import type { DescService } from "@bufbuild/protobuf";
-import { finishUnreadRequest } from "../../http/unread-body.js";
+import type { BodyTiming } from "../../http/request-body.js";
+import { closeUnreadRequest, finishUnreadRequest } from "../../http/unread-body.js";
 import type { Logger } from "../../logger.js";
 import { guardBody, guardDecompression } from "./batch-count-guard.js";
+import { closesConnection, readUnaryBody } from "./read-rpc-body.js";
 import { limitBody, limitedDecompression } from "./request-too-large.js";
 import { reclassifyClientFaults } from "./rpc-client-faults.js";
 import { rpcProtocolOf, writeEarlyRpcError } from "./rpc-early-error.js";
@@ -48,6 +50,12 @@ export interface RpcAdapterOptions extends ConnectRouterOptions {
    * (TrackingService). Connect's own readMaxBytes error carries no detail.
    */
   maxRequestBytes?: number;
+  /**
+   * With maxRequestBytes: unary bodies are read whole before Connect sees
+   * them, with this deadline and minimum rate and a bounded number of
+   * pieces (read-rpc-body.ts).
+   */
+  bodies?: BodyTiming;
 }
 
 /**
@@ -85,7 +93,16 @@ export function createRpcAdapter(options: RpcAdapterOptions): RpcNodeHandler {
       finishUnreadRequest(req, res);
       const gate = await options.gate(req, handler.service);
       if (gate instanceof ConnectError) return writeEarlyRpcError(req, res, gate);
-      const raw = universalRequestFromNodeRequest(req, res, undefined, gate);
+      let raw = universalRequestFromNodeRequest(req, res, undefined, gate);
+      // Connect's unary protocol only: enveloped ones (gRPC, gRPC-Web) are refused by their envelope's declared length.
+      if (maxBytes !== undefined && options.bodies && rpcProtocolOf(req) === "connect-unary") {
+        try {
+          raw = await readUnaryBody(req, raw, { maxBytes, timing: options.bodies });
+        } catch (error) {
+          if (error instanceof ConnectError) return refuseBody(req, res, error);
+          throw error;
+        }
+      }
       const request = maxBytes === undefined ? raw : limitBody(raw, maxBytes);
       const response = await handler(limit === undefined ? request : withBatchGuard(req, request, limit));
       await universalResponseToNodeResponse(await reclassifyClientFaults(response, rpcProtocolOf(req)), res);
@@ -99,6 +116,13 @@ export function createRpcAdapter(options: RpcAdapterOptions): RpcNodeHandler {
       }
     });
   };
+}
+
+/** Answers a body refused while read; a client gone (aborted) gets nothing. */
+function refuseBody(req: Req, res: Res, error: ConnectError): void {
+  if (error.code === Code.Aborted) return;
+  writeEarlyRpcError(req, res, error);
+  if (closesConnection(error)) closeUnreadRequest(req, res);
 }
 
 /**

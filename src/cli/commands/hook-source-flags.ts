@@ -120,5 +120,5 @@ export function readFlagFile(file: string, flag: string): string {
 
 /** The inbound URL of a token, on the server the CLI talks to. */
 export function inboundUrl(serverUrl: string, token: string): string {
-  return `${serverUrl.replace(/\/+$/, "")}/hooks/${token}`;
+  return `${serverUrl.replace(/(?<!\/)\/+$/, "")}/hooks/${token}`;
 }

@@ -124,13 +124,15 @@ export function templateSnakeCase(name: string): string {
   let snake = snakeCache.get(name);
   if (snake === undefined) {
     if (snakeCache.size >= maxCached) snakeCache.clear();
+    // Each (?<!...) lets only the start of a run be tried: linear, where
+    // /([A-Z]+)([A-Z][a-z])/ would be quadratic in a long run of capitals.
     snake =
       name
         .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
-        .replace(/([A-Z]+)([A-Z][a-z])/g, "$1_$2")
+        .replace(/(?<![A-Z])([A-Z]+)([A-Z][a-z])/g, "$1_$2")
         .toLowerCase()
         .replace(/[^a-z0-9_]+/g, "_")
-        .replace(/^_+|_+$/g, "") || "_";
+        .replace(/^_+|(?<!_)_+$/g, "") || "_";
     snakeCache.set(name, snake);
   }
   return snake;

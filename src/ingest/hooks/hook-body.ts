@@ -1,4 +1,7 @@
+import { BodyClientGone, BodyRefusal, readRequestBody, type BodyRefusalReason, type BodyTiming } from "../../http/request-body.js";
 import type { Req } from "../../http/types.js";
+
+export { declaredLength } from "../../http/request-body.js";
 
 /**
  * A request the inbound URL refuses: its status, the one-line reason sent
@@ -23,73 +26,34 @@ export class HookClientGone extends Error {
   }
 }
 
-const noop = () => {};
-
 export function tooLarge(limit: number): HookRefusal {
   return new HookRefusal(413, "too_large", `request body is over the limit of ${limit} bytes (${limit / 1024} KB)`);
 }
 
-/** Content-Length when the sender declared one (absent with chunked uploads). */
-export function declaredLength(req: Req): number | undefined {
-  const header = req.headers["content-length"];
-  if (typeof header !== "string" || !/^\d+$/.test(header.trim())) return undefined;
-  return Number(header.trim());
+/** Refused for the way the body arrives: nothing more is read, and the connection is closed. */
+export function closesConnection(refusal: HookRefusal): boolean {
+  return refusal.result === "timeout" || refusal.result === "too_fragmented";
 }
 
+/** The metric's `result` of each body refusal. */
+const results: Record<BodyRefusalReason, string> = { too_large: "too_large", too_fragmented: "too_fragmented", too_slow: "timeout" };
+
 /**
- * Reads the body as sent, refusing it (413) as soon as the bytes received
- * pass `limit`, with or without a Content-Length, and (408) when it is not
- * complete `timeoutMs` after the headers: a sender trickling a byte a second
- * holds a connection and a buffer for at most that long. Rejects with
- * HookClientGone when the sender disconnects. On a refusal the request is
- * left paused; the caller answers and then drops the rest.
+ * Reads the body as sent, within `limit` bytes (with or without a
+ * Content-Length) and the piece count and timing of readRequestBody: a
+ * sender trickling a byte a second, or sending one-byte chunks, holds a
+ * connection and a buffer for a bounded time and work. A refusal is a
+ * HookRefusal (413, 408; see closesConnection); the sender's going away,
+ * HookClientGone. On a refusal the
+ * request is left paused; the caller answers and then drops the rest.
  */
-export function readHookBody(req: Req, options: { limit: number; timeoutMs: number }): Promise<Buffer> {
-  if (req.destroyed || ("aborted" in req && req.aborted)) return Promise.reject(new HookClientGone());
-  return new Promise<Buffer>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let ended = false;
-    let settled = false;
-
-    const finish = (error?: Error) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      req.off("data", onData);
-      req.off("end", onEnd);
-      req.off("close", onClose);
-      if (error) {
-        req.pause();
-        reject(error);
-      } else {
-        resolve(Buffer.concat(chunks, size));
-      }
-    };
-    const onData = (chunk: Buffer) => {
-      if (settled) return;
-      size += chunk.length;
-      if (size > options.limit) return finish(tooLarge(options.limit));
-      chunks.push(chunk);
-    };
-    const onEnd = () => {
-      ended = true;
-      finish();
-    };
-    const onClose = () => {
-      if (!ended) finish(new HookClientGone());
-    };
-    const timer = setTimeout(
-      () =>
-        finish(new HookRefusal(408, "timeout", `request body was not complete within ${options.timeoutMs} ms`, { connection: "close" })),
-      options.timeoutMs,
-    );
-
-    // Errors of an aborted request are reported through 'close'; this only
-    // keeps them from surfacing as unhandled 'error' events.
-    req.on("error", noop);
-    req.on("data", onData);
-    req.on("end", onEnd);
-    req.on("close", onClose);
-  });
+export async function readHookBody(req: Req, options: { limit: number; timing: BodyTiming }): Promise<Buffer> {
+  try {
+    return await readRequestBody(req, { ...options.timing, maxBytes: options.limit });
+  } catch (error) {
+    if (error instanceof BodyClientGone) throw new HookClientGone();
+    if (!(error instanceof BodyRefusal)) throw error;
+    if (error.reason === "too_large") throw tooLarge(options.limit);
+    throw new HookRefusal(error.status, results[error.reason], error.message);
+  }
 }

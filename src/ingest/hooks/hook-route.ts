@@ -1,11 +1,12 @@
 import type { Clock } from "../../clock.js";
 import type { Queryable } from "../../db/pool.js";
+import type { BodyTiming } from "../../http/request-body.js";
 import type { Req, Res, RouteHandler } from "../../http/types.js";
-import { finishUnreadRequest } from "../../http/unread-body.js";
+import { closeUnreadRequest, finishUnreadRequest } from "../../http/unread-body.js";
 import type { Logger } from "../../logger.js";
 import type { Metrics } from "../../metrics.js";
 import { limits } from "../limits.js";
-import { declaredLength, HookClientGone, HookRefusal, readHookBody, tooLarge } from "./hook-body.js";
+import { closesConnection, declaredLength, HookClientGone, HookRefusal, readHookBody, tooLarge } from "./hook-body.js";
 import { createHookRateLimiter, type HookRateLimiter } from "./hook-rate-limit.js";
 import { createHookSourceLookup, type HookSourceLookup } from "./hook-source-lookup.js";
 import { createHookStore, type HookStore } from "./hook-store.js";
@@ -19,8 +20,8 @@ export interface HookRouteOptions {
   clock: Clock;
   logger: Pick<Logger, "debug" | "warn">;
   metrics: Pick<Metrics, "hookRequests">;
-  /** A body must be complete this long after the headers, else 408. */
-  bodyTimeoutMs: number;
+  /** The deadline and minimum rate of a body (else 408). */
+  bodies: BodyTiming;
   /**
    * Called after a request was committed as pending (not for duplicates),
    * so the processor can start at once instead of at its next poll.
@@ -99,7 +100,7 @@ async function receive(
     );
   }
   if ((declaredLength(req) ?? 0) > limits.maxHookBodyBytes) throw tooLarge(limits.maxHookBodyBytes);
-  const body = await readHookBody(req, { limit: limits.maxHookBodyBytes, timeoutMs: options.bodyTimeoutMs });
+  const body = await readHookBody(req, { limit: limits.maxHookBodyBytes, timing: options.bodies });
 
   const verdict = early ?? verify(settings, req, body, options.clock.now());
   if (!verdict.ok) throw refusedByVerifier(rateLimiter, source.id, limit, verdict.reason);
@@ -209,11 +210,11 @@ function refuse(options: HookRouteOptions, req: Req, res: Res, sourceId: string,
         });
   if (refusal.status === 503) options.logger.warn({ err: refusal.cause ?? error, sourceId }, "a webhook request could not be stored");
   options.metrics.hookRequests.inc({ source_id: sourceId, result: refusal.result });
-  const headers = { ...refusal.headers };
-  // Connection is an HTTP/1.1 header (HTTP/2 refuses it; its stream is reset instead).
-  if ("stream" in req) delete headers.connection;
-  if (!res.headersSent) send(res, refusal.status, "application/json", JSON.stringify({ accepted: false, error: refusal.message }), headers);
-  finishUnreadRequest(req, res, maxDiscardBytes);
+  if (!res.headersSent) {
+    send(res, refusal.status, "application/json", JSON.stringify({ accepted: false, error: refusal.message }), refusal.headers);
+  }
+  if (closesConnection(refusal)) closeUnreadRequest(req, res);
+  else finishUnreadRequest(req, res, maxDiscardBytes);
 }
 
 function send(res: Res, status: number, contentType: string, body: string, headers: Record<string, string> = {}): void {

@@ -22,6 +22,26 @@ export const hookTimestampToleranceSeconds = 5 * 60;
 const accepted: HookVerdict = { ok: true };
 const rejected = (reason: string): HookVerdict => ({ ok: false, reason });
 
+/**
+ * The longest header value a verifier reads. Signatures, timestamps and
+ * tokens are far shorter (a Stripe header with three signatures is about
+ * 250 characters); a longer value is refused unread, so no parse of a
+ * header costs more than this.
+ */
+export const maxVerifiedHeaderLength = 8 * 1024;
+
+/** A header over maxVerifiedHeaderLength: the request is refused without parsing it. */
+class HeaderTooLong extends Error {}
+
+/** hookHeader, refusing a value over maxVerifiedHeaderLength. */
+function verifiedHeader(headers: HookHeaders, name: string): string | undefined {
+  const value = hookHeader(headers, name);
+  if (value !== undefined && value.length > maxVerifiedHeaderLength) {
+    throw new HeaderTooLong(`${name} header is over ${maxVerifiedHeaderLength} characters`);
+  }
+  return value;
+}
+
 export function verifyHookRequest(settings: HookSettings, request: HookRequestToVerify): HookVerdict {
   try {
     switch (settings.verifier) {
@@ -53,8 +73,9 @@ export function verifyHookRequest(settings: HookSettings, request: HookRequestTo
       default:
         return rejected(`unknown verifier ${String(settings.verifier)}`);
     }
-  } catch {
-    // Nothing above should throw; if something does, the sender still gets a 401.
+  } catch (error) {
+    if (error instanceof HeaderTooLong) return rejected(error.message);
+    // Nothing else above should throw; if something does, the sender still gets a 401.
     return rejected("the signature could not be checked");
   }
 }
@@ -132,7 +153,7 @@ function verifyDigestHeader(
   encoding: "hex" | "base64",
   prefix: string,
 ): HookVerdict {
-  const value = hookHeader(request.headers, name);
+  const value = verifiedHeader(request.headers, name);
   if (value === undefined) return rejected(`missing ${name} header`);
   if (prefix !== "" && !value.startsWith(prefix)) return rejected(`${name} header does not start with ${prefix}`);
   const signature = decodeSignature(value.slice(prefix.length), encoding);
@@ -146,7 +167,7 @@ function verifyDigestHeader(
  * with the whole "whsec_..." secret as key over "<t>.<body>".
  */
 function verifyStripe(secret: string, request: HookRequestToVerify): HookVerdict {
-  const value = hookHeader(request.headers, "Stripe-Signature");
+  const value = verifiedHeader(request.headers, "Stripe-Signature");
   if (value === undefined) return rejected("missing Stripe-Signature header");
   let timestamp: string | undefined;
   const signatures: Buffer[] = [];
@@ -179,7 +200,7 @@ function verifyStripe(secret: string, request: HookRequestToVerify): HookVerdict
  * Svix sends the same under svix-* names; those are read when webhook-* are absent.
  */
 function verifyStandardWebhooks(secret: string, request: HookRequestToVerify): HookVerdict {
-  const read = (name: string) => hookHeader(request.headers, `webhook-${name}`) ?? hookHeader(request.headers, `svix-${name}`);
+  const read = (name: string) => verifiedHeader(request.headers, `webhook-${name}`) ?? verifiedHeader(request.headers, `svix-${name}`);
   const id = read("id");
   const timestamp = read("timestamp");
   const signatureHeader = read("signature");
@@ -204,23 +225,40 @@ function verifyStandardWebhooks(secret: string, request: HookRequestToVerify): H
 
 /** Authorization: Basic base64(user:password), equal to the secret "user:password". */
 function verifyBasic(secret: string, headers: HookHeaders): HookVerdict {
-  const value = hookHeader(headers, "Authorization");
+  const value = verifiedHeader(headers, "Authorization");
   if (value === undefined) return rejected("missing Authorization header");
-  const match = /^Basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(value);
-  if (!match) return rejected("Authorization header is not Basic credentials");
-  return sameText(Buffer.from(match[1]!, "base64").toString("utf8"), secret) ? accepted : rejected("wrong user or password");
+  const credentials = credentialsOf(value, "basic");
+  if (credentials === undefined || !/^[A-Za-z0-9+/=_-]+$/.test(credentials))
+    return rejected("Authorization header is not Basic credentials");
+  return sameText(Buffer.from(credentials, "base64").toString("utf8"), secret) ? accepted : rejected("wrong user or password");
 }
 
 /** A configured header equal to the secret; by default Authorization: Bearer <secret>. */
 function verifyToken(settings: HookSettings, headers: HookHeaders): HookVerdict {
   if (settings.tokenHeader !== "") {
-    const value = hookHeader(headers, settings.tokenHeader);
+    const value = verifiedHeader(headers, settings.tokenHeader);
     if (value === undefined) return rejected(`missing ${settings.tokenHeader} header`);
     return sameText(value.trim(), settings.secret) ? accepted : rejected(`wrong ${settings.tokenHeader} token`);
   }
-  const value = hookHeader(headers, "Authorization");
+  const value = verifiedHeader(headers, "Authorization");
   if (value === undefined) return rejected("missing Authorization header");
-  const match = /^Bearer\s+(.+?)\s*$/i.exec(value);
-  if (!match) return rejected("Authorization header is not a Bearer token");
-  return sameText(match[1]!, settings.secret) ? accepted : rejected("wrong Bearer token");
+  const token = credentialsOf(value, "bearer");
+  if (token === undefined) return rejected("Authorization header is not a Bearer token");
+  return sameText(token, settings.secret) ? accepted : rejected("wrong Bearer token");
+}
+
+/**
+ * What follows the scheme of an Authorization value ("Bearer  abc " →
+ * "abc"), or undefined for another scheme or nothing after it. Parsed by
+ * hand, in one pass: a pattern like /^Bearer\s+(.+?)\s*$/ backtracks over a
+ * run of spaces, quadratic in the header's length.
+ */
+function credentialsOf(value: string, scheme: "basic" | "bearer"): string | undefined {
+  const text = value.trim();
+  let end = 0;
+  // A character is whitespace (as \s means it) when trimming leaves nothing.
+  while (end < text.length && text[end]!.trim() !== "") end++;
+  if (end === text.length || text.slice(0, end).toLowerCase() !== scheme) return undefined;
+  const rest = text.slice(end).trim();
+  return rest === "" ? undefined : rest;
 }

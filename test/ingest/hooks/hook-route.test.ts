@@ -2,6 +2,7 @@ import http2 from "node:http2";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ManualClock } from "../../../src/clock.js";
+import { defaultBodyTiming } from "../../../src/http/request-body.js";
 import { limits } from "../../../src/ingest/limits.js";
 import { answerOf, hookRows, insertWebhookSource, openUpload, postHook, type TestHookSource } from "../../helpers/hook-sources.js";
 import { startTestServer, type TestServer } from "../../helpers/server.js";
@@ -14,7 +15,7 @@ const bodyTimeoutMs = 1_000;
 beforeAll(async () => {
   // An api process: it receives and stores, and processes nothing, so a stored request stays
   // pending for the test to look at (processing is test/ingest/hooks/hook-processor.test.ts's).
-  server = await startTestServer({ clock, config: { hookBodyTimeoutMs: bodyTimeoutMs, role: "api" } });
+  server = await startTestServer({ clock, config: { bodies: { ...defaultBodyTiming, deadlineMs: bodyTimeoutMs }, role: "api" } });
 });
 afterAll(async () => {
   await server?.stop();

@@ -206,6 +206,36 @@ describe("basic and token", () => {
     expect(verify(custom, { "X-Gitlab-Token": "nope" })).toEqual(rejected("wrong X-Gitlab-Token token"));
     expect(verify(custom, { Authorization: "Bearer tok_123" })).toEqual(rejected("missing X-Gitlab-Token header"));
   });
+  test("token: the scheme in any case, the token trimmed, spaces inside a header value are the token's", () => {
+    const bearer = settings({ verifier: "token", secret: "tok 123" });
+    expect(verify(bearer, { Authorization: "bearer \t tok 123  " })).toEqual({ ok: true });
+    expect(verify(bearer, { Authorization: "Bearer" })).toEqual(rejected("Authorization header is not a Bearer token"));
+    expect(verify(bearer, { Authorization: "Bearer    " })).toEqual(rejected("Authorization header is not a Bearer token"));
+    expect(verify(bearer, { Authorization: "Bearertok 123" })).toEqual(rejected("Authorization header is not a Bearer token"));
+  });
+  test.each([
+    ["token", settings({ verifier: "token", secret: "tok_123" }), "Authorization", (run: string) => `Bearer a${run}b`],
+    ["basic", basic, "Authorization", (run: string) => `Basic a${run}b`],
+    ["token in a header", settings({ verifier: "token", secret: "t", tokenHeader: "X-Token" }), "X-Token", (run: string) => `a${run}b`],
+    ["github", settings({ verifier: "github", secret: "s" }), "X-Hub-Signature-256", (run: string) => `sha256=${run}`],
+    ["stripe", settings({ verifier: "stripe", secret: "whsec_x" }), "Stripe-Signature", (run: string) => `t=1,v1=${run}`],
+  ])("%s: a 64 KB header of spaces is refused at once, unparsed", (_name, config, header, value) => {
+    const started = performance.now();
+    for (let i = 0; i < 20; i++) {
+      const verdict = verify(config, { [header]: value(" ".repeat(64 * 1024)) });
+      expect(verdict).toEqual(rejected(`${header} header is over 8192 characters`));
+    }
+    // The backtracking parse this replaces took seconds for one such header.
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+  test("a header just under the cap is parsed, in linear time", () => {
+    const bearer = settings({ verifier: "token", secret: "tok_123" });
+    const started = performance.now();
+    for (let i = 0; i < 100; i++) {
+      expect(verify(bearer, { Authorization: `Bearer a${" ".repeat(8000)}b` })).toEqual(rejected("wrong Bearer token"));
+    }
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
   test("none accepts anything and has no idempotency key unless configured", () => {
     expect(verify(settings({}), {})).toEqual({ ok: true });
     expect(idempotencyKeyOf(settings({}), { "x-request-id": "r1" }, { id: 1 })).toBeUndefined();
