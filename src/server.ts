@@ -321,7 +321,7 @@ function openApi(
             // First-party collection's paths under /v1.
             before: [
               createAnalyticsSettingsRoute({ sourceForWriteKey: (key) => auth.sourceForWriteKey(key) }),
-              createAnonymousIdCookieRoute(),
+              createAnonymousIdCookieRoute({ bodies: config.bodies }),
             ],
           }),
           createHookRoute({

@@ -1,9 +1,11 @@
 import { randomUUID } from "node:crypto";
+import type { BodyTiming } from "../http/request-body.js";
 import type { Req, Res, RouteHandler } from "../http/types.js";
+import { closeUnreadRequest, finishUnreadRequest } from "../http/unread-body.js";
 import { preferencesOf } from "../routing/consent.js";
 import { requestOrigin } from "./analytics-settings.js";
-import { CompatError, sendCompat, sendCompatError, toCompatError } from "./errors.js";
-import { discardRest, readBody } from "./read-body.js";
+import { ClientGoneError, CompatError, sendCompat, sendCompatError, toCompatError } from "./errors.js";
+import { closesConnection, maxDiscardBytes, readBody } from "./read-body.js";
 
 /**
  * The first-party anonymous-id cookie (docs/first-party-collection.md). A
@@ -31,20 +33,28 @@ interface ConsentRequest {
   preferences: Record<string, unknown> | undefined;
 }
 
+export interface AnonymousIdCookieOptions {
+  /** The deadline, piece count and minimum rate every request body is read within. */
+  bodies: BodyTiming;
+}
+
 /** POST only; 400 naming the field for a body that is not the documented shape. */
-export function createAnonymousIdCookieRoute(): RouteHandler {
+export function createAnonymousIdCookieRoute(options: AnonymousIdCookieOptions): RouteHandler {
   return async (req, res, path) => {
     if (path !== anonymousIdCookiePath) return false;
     try {
       if (req.method !== "POST")
         throw new CompatError(405, "method_not_allowed", `${String(req.method).slice(0, 20)} is not allowed here: use POST`);
-      const request = parseConsentRequest(await readBody(req, maxBodyBytes));
+      const request = parseConsentRequest(await readBody(req, options.bodies, maxBodyBytes));
       answer(req, res, request);
     } catch (error) {
+      if (error instanceof ClientGoneError) return true;
       const known = toCompatError(error);
-      if (known) sendCompatError(res, known);
-      else if (!(error instanceof Error && error.name === "ClientGoneError")) throw error;
-      discardRest(req);
+      if (!known) throw error;
+      sendCompatError(res, known);
+      // Too slow or in too many pieces: reading on is the cost refused, so the connection goes.
+      if (closesConnection(known)) closeUnreadRequest(req, res);
+      else finishUnreadRequest(req, res, maxDiscardBytes);
     }
     return true;
   };
