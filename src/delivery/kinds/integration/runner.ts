@@ -70,6 +70,25 @@ export function batchPlanOf(
   return { size: Number.isInteger(size) && size > 0 ? size : fallbackBatchSize };
 }
 
+/**
+ * A setting named like a credential (apiKey, api_key, projectToken,
+ * apiSecret...) that the catalog does not mark write-only: many entries
+ * type their vendor's keys as plain strings.
+ */
+const credentialName = /(key|token|secret|password)$/i;
+
+/**
+ * The values masked in every recorded request (attempts and previews): the
+ * write-only settings, and the settings named like credentials. Recorded
+ * requests outlive the settings and are read by everyone who may read
+ * deliveries, so a vendor key the catalog calls public is masked there too.
+ */
+function maskedSettingValues(settings: IntegrationDestinationSettings): string[] {
+  const keys = new Set(storedSecretKeys(settings));
+  for (const [key, value] of Object.entries(settings.settings)) if (typeof value === "string" && credentialName.test(key)) keys.add(key);
+  return [...keys].map((key) => String(settings.settings[key]));
+}
+
 export function createIntegrationRunner(revision: number, settings: IntegrationDestinationSettings): IntegrationRunner {
   const core = actionsCore() as unknown as {
     Destination: new (definition: EntryDefinition) => CatalogDestination;
@@ -77,7 +96,7 @@ export function createIntegrationRunner(revision: number, settings: IntegrationD
     getAuthData(settings: Record<string, unknown>): Record<string, unknown>;
   };
   const definition = loadEntry(settings.slug);
-  const secrets = storedSecretKeys(settings).map((key) => String(settings.settings[key]));
+  const secrets = maskedSettingValues(settings);
   let broken: string | undefined;
   let destination: CatalogDestination | undefined;
   if (!definition) broken = `the catalog has no entry "${settings.slug}"`;
