@@ -8,8 +8,9 @@ import { fillDeliveries, type FilledTable } from "../helpers/fill-deliveries.js"
 
 // The delivery search, feed, stats and replay queries on a filled job table
 // use index scans, never a sequential scan of the history, the messages or
-// the attempts (an empty day's partition excepted: Postgres reads an empty
-// table without its index). The queue holds only the backlog: a search by
+// the attempts (a day's partition of a few hundred rows excepted: Postgres
+// reads a table that small without its index, and the week of filled rows
+// leaves a sliver in its oldest day whose size depends on the time of day). The queue holds only the backlog: a search by
 // message or user reads it whole. WAYPOST_PLAN_ROWS=1000000 runs it on a million rows;
 // WAYPOST_PLAN_PRINT=1 prints the plans (EXPLAIN ANALYZE) as well.
 const rows = Number(process.env.WAYPOST_PLAN_ROWS ?? 100_000);
@@ -18,7 +19,7 @@ const print = process.env.WAYPOST_PLAN_PRINT === "1";
 let database: TestDatabase;
 let pool: Pool;
 let table: FilledTable;
-/** The tables that must never be read whole: the messages, and each day of history and attempts that has rows. */
+/** The tables that must never be read whole: the messages, and each day of history and attempts of more than a sliver. */
 let large: string[];
 
 beforeAll(async () => {
@@ -26,7 +27,7 @@ beforeAll(async () => {
   table = await fillDeliveries(pool, rows);
   const found = await pool.query<{ relname: string }>(
     `SELECT relname FROM pg_class
-      WHERE relkind = 'r' AND reltuples > 0 AND (relname = 'messages' OR relname ~ '^delivery_(history|attempts)_')`,
+      WHERE relkind = 'r' AND reltuples > 1000 AND (relname = 'messages' OR relname ~ '^delivery_(history|attempts)_')`,
   );
   large = found.rows.map((r) => r.relname);
 }, 1_800_000);
