@@ -4,7 +4,7 @@ import { claimedDelivery, claimStatementSql, type ClaimOptions, type ClaimResult
 import { lockedBucketsSql, refillWaitMsSql, throttledDestinationsSql } from "../flow-control.js";
 import { forEachLimited } from "./per-destination.js";
 
-const claimOnShard = claimStatementSql("$8::uuid");
+const claimOnShard = claimStatementSql("$8::uuid", "$9");
 
 // The destinations a claim may take from, read across the shards without
 // locking anything (the per-destination statement locks and checks again):
@@ -85,6 +85,7 @@ export function createCitusClaim(): (db: Queryable, options: ClaimOptions) => Pr
             [...options.room.keys()],
             [...options.room.values()],
             destinationId,
+            options.keep ?? [],
           ],
         }),
       );
