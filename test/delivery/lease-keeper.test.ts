@@ -115,10 +115,10 @@ test("a process stalled past its own leases does not claim them back: every call
   const answered = new Promise<void>((resolve) => (answer = resolve));
   const receiver = await startReceiver({ respond: () => ({ status: 200, after: answered }) });
   receivers.push(receiver);
-  // Two in flight at once, room for more: the next claim may take from this destination.
+  // Two in flight at once, and room for six more (held rounds): the next claim may take from this destination.
   const server = await startTestServer({
     clock,
-    config: { delivery: { ...delivery, leaseMs: longLease, perDestinationConcurrency: 2 } },
+    config: { delivery: { ...delivery, leaseMs: longLease, perDestinationConcurrency: 2, concurrency: 16 } },
   });
   servers.push(server);
   const source = await server.createSource();
