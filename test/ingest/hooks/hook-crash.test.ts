@@ -8,7 +8,9 @@ import { startTestServer, type TestServer } from "../../helpers/server.js";
 // requests into calls. The first is killed with SIGKILL while it works
 // through them and delivers them; a second takes the source and the
 // deliveries over after their leases: every call is stored once, gets one
-// delivery, and the live worker sends each once.
+// delivery, and the live worker sends each once (on a starved machine its
+// heartbeats may come after its leases ran out: it must not claim back what
+// it still holds).
 //
 // The dead worker sends to an endpoint of its own, which never answers, and
 // the destination is moved to the live worker's endpoint after the kill.
@@ -78,8 +80,6 @@ test("a worker killed while it processes a source's requests loses none and dupl
 
   const first = await worker();
   await eventually(async () => (await count("processed")) >= 50, 60_000);
-  // Some of its calls are on the wire, unanswered, when it dies.
-  await deadEnd.waitForRequests(1);
   first.child.kill("SIGKILL");
   expect(await first.exited).toBe("SIGKILL");
   const left = await count("pending");
