@@ -33,6 +33,11 @@ export interface LeaseKeeper {
    * away. The caller then drops the delivery without sending or writing it.
    */
   ensure(id: string): Promise<boolean>;
+  /**
+   * The held deliveries whose lease, as far as this process knows, ends by
+   * `now`: a claim at `now` must leave them alone (see lapsed below).
+   */
+  lapsed(now: Date): string[];
   /** Extends every held lease now, in one statement (the timer calls it). */
   beat(): Promise<void>;
   start(): void;
@@ -162,6 +167,17 @@ export function createLeaseKeeper(options: LeaseKeeperOptions): LeaseKeeper {
           setImmediate(() => void flushAsked());
         }
       });
+    },
+    // A stall longer than a lease (a busy machine, a heartbeat statement
+    // waiting on a slow database) lets held leases run out while their
+    // requests are in flight. Another process may then take them over (the
+    // lease's purpose), but this process's own next claim must not: it
+    // would send them a second time beside the first. Left alone, their
+    // next heartbeat extends them again (the fence checks the token only).
+    lapsed(now) {
+      const ids: string[] = [];
+      for (const [id, entry] of held) if (entry.until <= now.getTime()) ids.push(id);
+      return ids;
     },
     beat,
     start() {

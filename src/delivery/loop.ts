@@ -94,7 +94,14 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     for (const destinationId of shape.backingOff(now)) plan.room.set(destinationId, 0);
     const startedAt = performance.now();
     const claimedAt = clock.now();
-    const claim = await jobTable.claimDeliveries(pool, { now: claimedAt, leaseMs: config.leaseMs, owner, ...plan });
+    const claim = await jobTable.claimDeliveries(pool, {
+      now: claimedAt,
+      leaseMs: config.leaseMs,
+      owner,
+      // Held here still, their leases run out: never taken back by this process.
+      keep: leases.lapsed(claimedAt),
+      ...plan,
+    });
     const jobs = claim.deliveries;
     refillWaitMs = claim.refillWaitMs;
     for (const job of jobs) leases.hold(job, claimedAt);

@@ -105,3 +105,47 @@ test("a delivery claimed ahead whose lease another process took is dropped unsen
   const rows = await first.pool.query("SELECT lease_owner, attempt_count FROM deliveries WHERE destination_id = $1", [destinationId]);
   expect(rows.rows).toEqual([0, 1].map(() => ({ lease_owner: "other", attempt_count: 0 })));
 });
+
+test("a process stalled past its own leases does not claim them back: every call is POSTed once", async () => {
+  // A lease so long that no heartbeat runs during the test: the clock jump
+  // below is a stall (a busy machine, a slow database) that outlasted it.
+  const longLease = 600_000;
+  const clock = new ManualClock(new Date("2026-11-01T00:00:00Z"));
+  let answer: () => void = () => {};
+  const answered = new Promise<void>((resolve) => (answer = resolve));
+  const receiver = await startReceiver({ respond: () => ({ status: 200, after: answered }) });
+  receivers.push(receiver);
+  // Two in flight at once, and room for six more (held rounds): the next claim may take from this destination.
+  const server = await startTestServer({
+    clock,
+    config: { delivery: { ...delivery, leaseMs: longLease, perDestinationConcurrency: 2, concurrency: 16 } },
+  });
+  servers.push(server);
+  const source = await server.createSource();
+  await server.createDestination({ name: "slow", sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
+  await server.tracking(source.writeKey).batch({
+    batch: ["call-1", "call-2"].map((messageId) => ({ type: { case: "track" as const, value: { userId: "u", event: "E", messageId } } })),
+  });
+  await receiver.waitForRequests(2);
+
+  // Both requests are still in flight when their leases run out here.
+  clock.advance(longLease + 1_000);
+  const after = performance.now();
+  const loop = server.waypost.delivery!;
+  const claimed = new Promise<number>((resolve) => {
+    const off = loop.hooks.on("claimed", ({ count, startedAt }) => {
+      if (startedAt < after) return;
+      off();
+      resolve(count);
+    });
+  });
+  loop.poke();
+  expect(await claimed).toBe(0);
+
+  answer();
+  await server.waitForDeliveries(2);
+  await loop.settle();
+  expect(postedIds(receiver)).toEqual(["call-1", "call-2"]);
+  const rows = await server.pool.query("SELECT status, attempt_count FROM deliveries");
+  expect(rows.rows).toEqual([0, 1].map(() => ({ status: "delivered", attempt_count: 1 })));
+});

@@ -54,6 +54,12 @@ export interface ClaimOptions {
   room: ReadonlyMap<string, number>;
   leaseMs: number;
   owner: string;
+  /**
+   * Deliveries this process still works (queued or in flight) whose lease,
+   * as far as it knows, has run out: it never claims them back (their
+   * heartbeat extends them, while no other process took them).
+   */
+  keep?: readonly string[];
 }
 
 /** What one claim took, and when rate limits let the next one take more. */
@@ -105,9 +111,10 @@ function scopedClaimTransition(destination: string): string {
  * sends the whole statement to the one shard holding it. The one-destination
  * form reads no message: its rows return `message_pk` instead of the
  * message's columns. Parameters: $1 now, $2 limit, $3 per-destination
- * limit, $4 lease ms, $5 owner, $6/$7 the room (destinations, free).
+ * limit, $4 lease ms, $5 owner, $6/$7 the room (destinations, free), and
+ * `keep` (the ids this process still works: ClaimOptions.keep).
  */
-export function claimStatementSql(destination?: string): string {
+export function claimStatementSql(destination?: string, keep = "$8"): string {
   return `WITH room AS (
        SELECT * FROM unnest($6::uuid[], $7::int[]) AS r(destination_id, free)
      ), probing AS (
@@ -150,6 +157,7 @@ export function claimStatementSql(destination?: string): string {
              WHERE d.destination_id = ${destination ?? "l.destination_id"}
                AND d.run_at <= $1
                AND (d.leased_until IS NULL OR d.leased_until <= $1)
+               AND d.id <> ALL (${keep}::bigint[])
                AND ${orderingHeadSql("d", destination)}
              ORDER BY d.run_at
              LIMIT $2) c) c
@@ -228,6 +236,7 @@ export async function claimDeliveries(db: Queryable, options: ClaimOptions): Pro
       options.owner,
       [...options.room.keys()],
       [...options.room.values()],
+      options.keep ?? [],
     ],
   });
   const refill = result.rows[0]?.refill_wait_ms;

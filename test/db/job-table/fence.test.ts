@@ -263,6 +263,29 @@ test("a heartbeat extends only leases the holder still has: not one taken over, 
   expect(await row(completed)).toMatchObject({ status: "delivered", leased_until: null });
 });
 
+test("a claim passes over the lapsed leases its process still holds; their late heartbeat extends them", async () => {
+  const [kept, free] = [await enqueueOne(), await enqueueOne()];
+  const jobs = await claim(t0);
+  expect(jobs).toHaveLength(2);
+  // The holder stalled past both leases; it still works `kept` (its request
+  // is in flight) and gave `free` up.
+  const later = new Date(t0.getTime() + 2 * minute);
+  const again = await claimDeliveries(pool, {
+    now: later,
+    limit: 10,
+    perDestinationLimit: 10,
+    room: new Map(),
+    leaseMs: minute,
+    owner: "a",
+    keep: [kept],
+  });
+  expect(again.deliveries.map((d) => d.id)).toEqual([free]);
+  // Nobody took `kept` over: the token is the holder's, and the heartbeat revives the lease.
+  const extended = await extendLeases(pool, later, minute, jobs);
+  expect([...extended]).toEqual([kept]);
+  expect((await row(kept)).leased_until).toEqual(new Date(later.getTime() + minute));
+});
+
 test("a refused result is counted and handed back; the limit-th refusal fails the delivery with the error; a lost lease changes nothing", async () => {
   const id = await enqueueOne();
   const refuse = async (job: ClaimedDelivery, at: Date) =>

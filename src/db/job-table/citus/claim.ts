@@ -4,7 +4,7 @@ import { claimedDelivery, claimStatementSql, type ClaimOptions, type ClaimResult
 import { lockedBucketsSql, refillWaitMsSql, throttledDestinationsSql } from "../flow-control.js";
 import { forEachLimited } from "./per-destination.js";
 
-const claimOnShard = claimStatementSql("$8::uuid");
+const claimOnShard = claimStatementSql("$8::uuid", "$9");
 
 /**
  * The destinations with nothing the claim could take at `now`: no queued
@@ -113,6 +113,7 @@ export function createCitusClaim(): (db: Queryable, options: ClaimOptions) => Pr
             [...options.room.keys()],
             [...options.room.values()],
             destinationId,
+            options.keep ?? [],
           ],
         }),
       );

@@ -184,7 +184,7 @@ describe.skipIf(!citusUrl)(`the claim on Citus${citusSkipReason}`, () => {
 
   test("the per-destination claim statement is one router task on one shard", async () => {
     const destination = await seedDestination(pool, source, now);
-    const plan = await pool.query<{ "QUERY PLAN": string }>(`EXPLAIN ${claimStatementSql("$8::uuid")}`, [
+    const plan = await pool.query<{ "QUERY PLAN": string }>(`EXPLAIN ${claimStatementSql("$8::uuid", "$9")}`, [
       now,
       10,
       10,
@@ -193,6 +193,7 @@ describe.skipIf(!citusUrl)(`the claim on Citus${citusSkipReason}`, () => {
       [],
       [],
       destination,
+      [],
     ]);
     const lines = plan.rows.map((row) => row["QUERY PLAN"]);
     expect(lines.filter((line) => /Task Count/.test(line)).map((line) => line.trim())).toEqual(["Task Count: 1"]);
