@@ -32,7 +32,9 @@ test("a transform using about 15 ms of CPU passes on a machine loaded past its c
   for (let i = 0; i < 3; i++) await sandboxes.run("spin", spin, body(150_000));
   machine = await loadTheMachine();
   const outcomes: TransformOutcome[] = [];
-  for (let i = 0; i < 8; i++) outcomes.push(await sandboxes.run("spin", spin, body(150_000)));
+  // Calls until one took longer than the limit by the clock (how much of a core the thread
+  // gets varies from run to run), so a wall-clock limit would have failed it: each must pass.
+  for (let i = 0; i < 8 || (i < 60 && wallOf(outcomes) <= 50); i++) outcomes.push(await sandboxes.run("spin", spin, body(150_000)));
   for (const outcome of outcomes) expect(outcome, JSON.stringify(outcome)).toMatchObject({ kind: "send" });
   // The machine was busy enough that a wall-clock limit would have failed some: the test tests something.
   expect(wallOf(outcomes)).toBeGreaterThan(50);
