@@ -39,11 +39,6 @@ let embedded;
 let code = 1;
 try {
   const env = { ...process.env };
-  // Every Node process of the run (vitest's workers, the CLI and service
-  // processes the tests start, npm, tsc) keeps the code it compiles here and
-  // reuses it: the same modules are loaded hundreds of times. Node 22.1 and
-  // later read it; older ones ignore it. It lives and dies with the run.
-  env.NODE_COMPILE_CACHE ??= path.join(work, "compile-cache");
   if (!env.DATABASE_URL) {
     const { startEmbeddedPostgres, embeddedBinariesDirectory } = await import("../dist/src/db/embedded.js");
     if (process.getuid?.() === 0) openPathForOthers(embeddedBinariesDirectory());

@@ -21,8 +21,7 @@ export interface CliResult {
  * file is found by accident.
  */
 export function cliEnv(server: TestServer | undefined, extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
-  // NODE_COMPILE_CACHE: the run's compiled-code cache (test/run.mjs), which only speeds the start.
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE };
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME };
   env.WAYPOST_DATA_DIR = mkdtempSync(path.join(tmpdir(), "waypost-cli-"));
   if (server) {
     env.WAYPOST_URL = server.url;
