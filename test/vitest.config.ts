@@ -14,5 +14,10 @@ export default defineConfig({
     // Test files share one Postgres server but each gets its own database.
     fileParallelism: true,
     maxWorkers: 2,
+    // A worker runs file after file with the modules it has loaded: loading
+    // the server's modules afresh was most of a small file's cost. Each
+    // file still gets its own database and servers; a file that patches a
+    // module or process.env puts it back in afterAll.
+    isolate: false,
   },
 });

