@@ -1,26 +1,14 @@
 import { Command, CommanderError, Option } from "commander";
-import { registerAudiences } from "./commands/audiences.js";
-import { registerBackfills } from "./commands/backfills.js";
-import { registerBackup } from "./commands/backup.js";
-import { registerDeletions } from "./commands/deletions.js";
-import { registerDeliveries } from "./commands/deliveries.js";
-import { registerDestinations } from "./commands/destinations.js";
-import { registerHooks } from "./commands/hooks.js";
-import { registerIntegrations } from "./commands/integrations.js";
-import { registerPlans } from "./commands/plans.js";
-import { registerMessages } from "./commands/routing.js";
-import { registerSend } from "./commands/send.js";
-import { registerServe } from "./commands/serve.js";
-import { registerSources } from "./commands/sources.js";
-import { registerStats } from "./commands/stats.js";
+import { modulesFor } from "./command-modules.js";
 import { createContext, serverUrlCommands, type CliIo, type Wire } from "./context.js";
 import { CommandFailure, describeRpcError, UsageError } from "./errors.js";
 
 /**
- * The `waypost` program. Every command has --url, --token and --json (on the
- * program, so they may come anywhere on the line) and --help.
+ * The `waypost` program for a command line. Every command has --url, --token
+ * and --json (on the program, so they may come anywhere on the line) and
+ * --help. Only the commands the line may run are loaded (command-modules.ts).
  */
-export function createProgram(io: CliIo, signal: AbortSignal): Command {
+export async function createProgram(argv: readonly string[], io: CliIo, signal: AbortSignal): Promise<Command> {
   const program = new Command("waypost")
     .description(
       "Drive a running Waypost: sources, webhook requests, destinations, deliveries, stats, audiences, deletions, tracking plans.",
@@ -45,20 +33,8 @@ export function createProgram(io: CliIo, signal: AbortSignal): Command {
       const command = args[args.length - 1] as Command;
       await action(createContext(command, io, signal), ...args.slice(0, -1));
     };
-  registerServe(program);
-  registerSources(program, wire);
-  registerHooks(program, wire);
-  registerDestinations(program, wire);
-  registerIntegrations(program, wire);
-  registerDeliveries(program, wire);
-  registerBackfills(program, wire);
-  registerMessages(program, wire);
-  registerStats(program, wire);
-  registerAudiences(program, wire);
-  registerDeletions(program, wire);
-  registerPlans(program, wire);
-  registerSend(program, wire);
-  registerBackup(program, io);
+  const registers = await Promise.all(modulesFor(argv).map((module) => module.load()));
+  for (const register of registers) register(program, wire, io);
   addCommonOptions(program);
   return program;
 }
@@ -95,8 +71,8 @@ function addCommonOptions(command: Command): void {
 
 /** Runs the CLI; resolves to the exit code: 0 success, 1 RPC error, 2 usage error. */
 export async function runCli(argv: readonly string[], io: CliIo, signal: AbortSignal): Promise<number> {
-  const program = createProgram(io, signal);
   try {
+    const program = await createProgram(argv, io, signal);
     await program.parseAsync([...argv], { from: "user" });
     return 0;
   } catch (error) {
