@@ -209,10 +209,17 @@ describe.skipIf(!citusUrl)(`cancel, expiry, replay, backfill, days and queue sta
     await pool.query("DELETE FROM delivery_queue WHERE destination_id = $1 AND id % 2 = 0", [destination]);
     const queued = await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM delivery_queue");
     // ANALYZE runs on every shard (Citus propagates it) and writes each
-    // shard's figures at once: the sums are then exact on these small shards.
-    await pool.query("ANALYZE delivery_queue");
-    const activity = await citusJobTable.readQueueActivity(pool);
-    expect(activity).toMatchObject({ live: queued.rows[0]!.n, analyzedRows: queued.rows[0]!.n });
+    // shard's figures at once: the sums are then exact on these small shards,
+    // once each worker's backend has flushed the DELETE's pending statistics
+    // (Postgres does so when the backend goes idle, at most once a second).
+    const n = queued.rows[0]!.n;
+    let activity = await citusJobTable.readQueueActivity(pool);
+    for (let tries = 0; tries < 50 && (activity?.live !== n || activity?.analyzedRows !== n); tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await pool.query("ANALYZE delivery_queue");
+      activity = await citusJobTable.readQueueActivity(pool);
+    }
+    expect(activity).toMatchObject({ live: n, analyzedRows: n });
     expect(queued.rows[0]!.n).toBeGreaterThanOrEqual(20);
     const coordinator = await pool.query<{ n: number }>(
       "SELECT coalesce(sum(n_live_tup), 0)::int AS n FROM pg_stat_user_tables WHERE relname = 'delivery_queue'",
