@@ -110,3 +110,15 @@ test("the docs' client install line is the client README's Node 20 line (one cop
   const docs = readFileSync(path.join(root, "docs/client.md"), "utf8");
   expect(docs).toContain(readme![0]);
 });
+
+test("docs/README.md lists every page of docs/ once, in a group, and no page that is gone", () => {
+  const index = readFileSync(path.join(root, "docs", "README.md"), "utf8");
+  const listed = [...index.matchAll(/^\| \[([\w-]+\.md)\]\(\1\) \|/gm)].map((match) => match[1]!);
+  const pages = readdirSync(path.join(root, "docs"))
+    .filter((name) => name.endsWith(".md") && name !== "README.md")
+    .sort();
+  expect([...listed].sort()).toEqual(pages);
+  expect(new Set(listed).size).toBe(listed.length);
+  const groups = [...index.matchAll(/^## (.+)$/gm)].map((match) => match[1]);
+  expect(groups).toEqual(["Calls in", "Destinations", "Seeing what happened", "Running it", "Contributing"]);
+});
