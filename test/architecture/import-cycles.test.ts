@@ -37,9 +37,7 @@ describe("the checker catches planted cycles", () => {
       "app/views/fields.tsx": 'import type { Form } from "./form.js";',
       "app/draft.ts": 'import { y } from "./views/form.js";',
     });
-    expect(importCycles(files)).toEqual([
-      "app/draft.ts → app/views/form.tsx → app/draft.ts (3 files reach each other)",
-    ]);
+    expect(importCycles(files)).toEqual(["app/draft.ts → app/views/form.tsx → app/draft.ts (3 files reach each other)"]);
   });
 
   test("a file importing itself, and no cycle in a chain", () => {

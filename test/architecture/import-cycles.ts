@@ -1,5 +1,4 @@
-import path from "node:path";
-import type { SourceFile } from "./layer-rules.js";
+import { importsOf, type SourceFile } from "./layer-rules.js";
 
 // File-level import cycles: two files that import each other, directly or
 // through others. A cycle makes the order in which modules initialise depend
@@ -8,13 +7,10 @@ import type { SourceFile } from "./layer-rules.js";
 // they tie the files together all the same, and the cure (a file of the
 // shared types that both sides import) is as cheap for them.
 
-const importPattern = /(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']+)["']/g;
-
-/** The files of `files` that `file` imports, resolving "./x.js" to x.ts or x.tsx. */
+/** The files of `files` that `file` imports: importsOf's "x.ts", or x.tsx in the console app. */
 function importedFiles(file: SourceFile, known: ReadonlySet<string>): string[] {
-  return [...file.text.matchAll(importPattern)].flatMap((match) => {
-    const target = path.posix.normalize(path.posix.join(path.posix.dirname(file.path), match[1]!)).replace(/\.js$/, "");
-    const found = [target, `${target}.ts`, `${target}.tsx`, `${target}/index.ts`].find((candidate) => known.has(candidate));
+  return importsOf(file).flatMap((target) => {
+    const found = [target, target.replace(/\.ts$/, ".tsx")].find((candidate) => known.has(candidate));
     return found ? [found] : [];
   });
 }
