@@ -9,7 +9,8 @@ import {
   type Delivery,
 } from "../../gen/waypost/v1/delivery_pb.js";
 import type { DeliveryStatus as StatusName } from "../db/job-table/index.js";
-import type { AttemptRow, DeliveryRow } from "../db/queries/deliveries.js";
+import type { AttemptRow } from "../db/queries/deliveries.js";
+import type { DeliveryRow } from "../db/queries/delivery-rows.js";
 import { requireStorableText } from "./destination-validation.js";
 import { invalidArgument } from "./errors.js";
 import type { WebhookHeaders } from "./request-headers.js";

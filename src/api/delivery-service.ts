@@ -4,7 +4,8 @@ import { DeliveryOrder, type DeliveryService, DeliveryStatus, DeliveryView, type
 import type { Clock } from "../clock.js";
 import { randomUUID } from "node:crypto";
 import { singleNodeJobTable, type JobTableDriver, type BulkReplay, type DeliveryFilter } from "../db/job-table/index.js";
-import { selectAttempts, selectDelivery, type DeliveryRow } from "../db/queries/deliveries.js";
+import { selectAttempts, selectDelivery } from "../db/queries/deliveries.js";
+import type { DeliveryRow } from "../db/queries/delivery-rows.js";
 import { readFinishFeedOnCitus } from "../db/queries/citus/finish-feed.js";
 import { readFinishFeed, rowsWithinBytes, searchDeliveries } from "../db/queries/delivery-search.js";
 import { destinationExists, loadDestinationConfigs } from "../db/queries/destinations.js";

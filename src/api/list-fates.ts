@@ -4,7 +4,8 @@ import { Fate, ListFatesResponseSchema, type ListFatesRequest, type ListFatesRes
 import type { Queryable } from "../db/pool.js";
 import type { JobTableLayout } from "../db/citus/layout.js";
 import { destinationExists } from "../db/queries/destinations.js";
-import { searchFates, type RecordedFate } from "../db/queries/fate-search.js";
+import { searchFates } from "../db/queries/fate-search.js";
+import type { RecordedFate } from "../db/queries/fate-search-types.js";
 import { timeRange } from "./delivery-proto.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { decodePageToken, encodePageToken, pageSize } from "./paging.js";

@@ -1,16 +1,6 @@
-import { readdirSync, readFileSync } from "node:fs";
-import path from "node:path";
 import { describe, expect, test } from "vitest";
-import {
-  domainOrderViolations,
-  edgesOf,
-  genOutsideTheEdge,
-  kindsImportingTheApi,
-  layerOf,
-  layers,
-  type SourceFile,
-  upwardImports,
-} from "./layer-rules.js";
+import { domainOrderViolations, edgesOf, genOutsideTheEdge, kindsImportingTheApi, layerOf, layers, upwardImports } from "./layer-rules.js";
+import { sourceFiles } from "./source-files.js";
 
 // What may import what in src/: the rules and their reasons are in
 // layer-rules.ts (and docs/design.md#layers). In short, the layers lowest
@@ -19,18 +9,7 @@ import {
 // health < audiences < deletion < delivery; only the edge and declared wire
 // adapters import gen/; a kind of destination never imports the API.
 
-const srcDir = new URL("../../src/", import.meta.url).pathname;
-
-function sourceFiles(dir: string): SourceFile[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const full = path.join(dir, entry.name);
-    // The console's browser app is bundled on its own (src/console/app/tsconfig.json).
-    if (entry.isDirectory()) return entry.name === "app" && dir.endsWith("console") ? [] : sourceFiles(full);
-    return entry.name.endsWith(".ts") ? [{ path: path.relative(srcDir, full), text: readFileSync(full, "utf8") }] : [];
-  });
-}
-
-const files = sourceFiles(srcDir);
+const files = sourceFiles();
 const edges = edgesOf(files);
 const domainName = "domain";
 

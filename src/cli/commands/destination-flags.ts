@@ -1,29 +1,11 @@
-import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Command } from "commander";
-import { type DestinationKind, Ordering, type Destination, type DestinationSchema } from "../../../gen/waypost/v1/destination_pb.js";
+import { type DestinationKind, Ordering, type Destination } from "../../../gen/waypost/v1/destination_pb.js";
 import { kindDescriptors } from "../../delivery/kinds/descriptors.js";
 import { UsageError } from "../errors.js";
 import { readFileSync } from "node:fs";
 import { collect, parseJsonObject } from "../format.js";
+import type { DestinationFlags, DestinationInit, FlagMapping } from "./destination-flag-types.js";
 import { kindFlags } from "./kind-flags.js";
-
-/** The options commander parsed for a destination's flags. */
-export type DestinationFlags = Record<string, unknown>;
-
-export type DestinationInit = MessageInitShape<typeof DestinationSchema>;
-
-/**
- * One setting of a destination as command-line flags: how to declare them,
- * and how they change the destination (naming the update-mask path).
- * A new setting is one more entry in `destinationFlags`.
- */
-export interface FlagMapping {
-  declare(command: Command, mode: "create" | "update"): void;
-  /** Writes the setting into `into` when its flags were given; returns the mask path it changed. */
-  apply(flags: DestinationFlags, into: DestinationInit, current: Destination | undefined): string | undefined;
-  /** On update: whether `apply` needs the destination as it is (to keep what these flags leave unchanged). */
-  needsCurrent?(flags: DestinationFlags): boolean;
-}
 
 /** --rate-limit: a whole number of requests per second; 0 is no limit. */
 export function parseRateLimit(text: string): number {

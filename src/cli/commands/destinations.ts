@@ -16,7 +16,8 @@ import {
 import type { CliContext, Wire } from "../context.js";
 import { UsageError } from "../errors.js";
 import { fields, table, time } from "../format.js";
-import { declareDestinationFlags, destinationFromFlags, type DestinationFlags, flagsNeedCurrent } from "./destination-flags.js";
+import type { DestinationFlags } from "./destination-flag-types.js";
+import { declareDestinationFlags, destinationFromFlags, flagsNeedCurrent } from "./destination-flags.js";
 import { resolveDestinationRef } from "./destination-ref.js";
 import { kindFlags } from "./kind-flags.js";
 import { descriptorOfProto } from "../../delivery/kinds/descriptors.js";

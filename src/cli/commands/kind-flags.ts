@@ -1,21 +1,9 @@
-import type { Destination } from "../../../gen/waypost/v1/destination_pb.js";
 import type { KindName } from "../../delivery/kinds/descriptors.js";
 import { UsageError } from "../errors.js";
 import { collect } from "../format.js";
-import type { DestinationFlags, FlagMapping } from "./destination-flags.js";
+import type { KindFlags } from "./destination-flag-types.js";
 import { integrationFlags } from "./integration-flags.js";
 import { batchDetails, batchFlagsGiven, batchOf, declareBatchFlags } from "./webhook-batch-flags.js";
-
-/** What the CLI knows of one kind: its settings as flags, and how `list` and `get` show them. */
-export interface KindFlags {
-  flags: FlagMapping[];
-  /** The usage error when `create --kind NAME` lacks a flag the kind needs; undefined when it has them. */
-  missing(flags: DestinationFlags): string | undefined;
-  /** Where its calls go, in one line (`destinations list`). */
-  target(d: Destination): string;
-  /** Its settings as `destinations get` shows them. */
-  details(d: Destination): Array<readonly [string, string]>;
-}
 
 function parseHeader(text: string): [string, string] {
   const colon = text.indexOf(":");

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import type { Destination, WebhookBatch } from "../../../gen/waypost/v1/destination_pb.js";
 import { UsageError } from "../errors.js";
-import type { DestinationFlags } from "./destination-flags.js";
+import type { DestinationFlags } from "./destination-flag-types.js";
 
 type BatchInit = { maxCalls: number; maxBytes?: number; maxWaitMs?: number };
 

@@ -1,27 +1,7 @@
-import type { AttemptResult } from "./attempt-result.js";
 import type { Queryable } from "../pool.js";
 import { completionParameters } from "./completion-records.js";
+import type { DeliveryCompletion } from "./delivery-completion.js";
 import { fenceCondition, finishCtes, transitionSql } from "./fence.js";
-
-export type DeliveryStatus = "pending" | "retrying" | "delivered" | "failed" | "expired" | "cancelled";
-
-/** What one processed delivery turned into. */
-export interface DeliveryCompletion {
-  destinationId: string;
-  id: string;
-  /** The claim's token: a completion from a lost lease changes nothing. */
-  leaseToken: number;
-  status: DeliveryStatus;
-  /** Next attempt, for retrying; otherwise ignored. */
-  runAt: Date;
-  /** True when an attempt was made (false: released untouched). */
-  attempted: boolean;
-  attemptedAt: Date;
-  retryUrls: string[] | null;
-  attempts: AttemptResult[];
-  /** The delivery was claimed as an open circuit's probe (endpoint health reads it). */
-  probe?: boolean;
-}
 
 const terminalSql = "('delivered', 'failed', 'expired', 'cancelled')";
 

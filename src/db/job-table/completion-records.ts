@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { AttemptResult, BatchAttemptRef } from "./attempt-result.js";
-import type { DeliveryCompletion, DeliveryStatus } from "./complete.js";
+import type { DeliveryCompletion, DeliveryStatus } from "./delivery-completion.js";
 
 const terminal = new Set<DeliveryStatus>(["delivered", "failed", "expired", "cancelled"]);
 

@@ -1,4 +1,4 @@
-import type { DeliveryStatus } from "./complete.js";
+import type { DeliveryStatus } from "./delivery-completion.js";
 
 /**
  * What a delivery search (or a bulk replay) matches. Absent fields match

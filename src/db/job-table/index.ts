@@ -42,7 +42,8 @@ export type { AttemptOutcome, AttemptResult, BatchAttemptRef, SentRequest } from
 export { cancelDestinationDeliveries } from "./cancel.js";
 export { claimDeliveries, type ClaimedDelivery, type ClaimOptions, type ClaimResult } from "./claim.js";
 export { extendLeases, type HeldLease } from "./extend.js";
-export { completeDeliveries, type DeliveryCompletion, type DeliveryStatus } from "./complete.js";
+export { completeDeliveries } from "./complete.js";
+export type { DeliveryCompletion, DeliveryStatus } from "./delivery-completion.js";
 export { recordRefusedCompletion, type RefusedCompletion } from "./refuse.js";
 export { enqueueCte, notifyIfQueued, orderingKeySql } from "./enqueue.js";
 export { enqueueBackfillPage, lockDestinationBackfills, type BackfillPageResult } from "./backfill.js";

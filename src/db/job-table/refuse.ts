@@ -1,5 +1,5 @@
 import type { Queryable } from "../pool.js";
-import type { DeliveryCompletion, DeliveryStatus } from "./complete.js";
+import type { DeliveryCompletion, DeliveryStatus } from "./delivery-completion.js";
 import { finishCtes, transitionSql } from "./fence.js";
 
 export interface RefusedCompletion {

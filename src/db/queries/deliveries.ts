@@ -3,25 +3,7 @@ import type { Queryable } from "../pool.js";
 import type { JobTableLayout } from "../citus/layout.js";
 import { selectDeliveryOnCitus } from "./citus/delivery-reads.js";
 import { attemptsOfDeliveriesSql, attemptsSinceSql } from "./attempts-of.js";
-
-export interface DeliveryRow {
-  id: string;
-  destination_id: string;
-  source_id: string;
-  message_id: string;
-  type: string;
-  status: DeliveryStatus;
-  attempt_count: number;
-  created_at: Date;
-  first_attempt_at: Date | null;
-  run_at: Date;
-  finalized_at: Date | null;
-  /** The stored body. */
-  payload: string;
-  user_id: string | null;
-  /** The body the last attempt sent, when the destination's rules changed it. */
-  sent_body: string | null;
-}
+import type { DeliveryRow } from "./delivery-rows.js";
 
 export interface AttemptRow {
   delivery_id: string;

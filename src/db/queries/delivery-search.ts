@@ -1,16 +1,9 @@
 import type pg from "pg";
-import type { DeliveryRow } from "./deliveries.js";
 import { and, byMessage, filterPredicates, Params, type DeliveryFilter, type Query } from "../job-table/index.js";
 import type { Queryable } from "../pool.js";
 import type { JobTableLayout } from "../citus/layout.js";
 import { searchDeliveriesOnCitus } from "./citus/delivery-reads.js";
-
-/** A delivery row with what searches add: the keyset positions of both orders. */
-export interface SearchRow extends DeliveryRow {
-  /** created_at as Postgres prints it (microseconds kept, unlike a JS Date). */
-  cursor_at: string;
-  finished_xid: string | null;
-}
+import type { SearchOptions, SearchRow } from "./delivery-rows.js";
 
 const columns = `d.id, d.destination_id, d.source_id, m.message_id, m.type, d.status, d.attempt_count,
   d.created_at, coalesce(d.earliest_attempt_at, d.first_attempt_at) AS first_attempt_at, d.run_at, d.finalized_at, m.payload, m.user_id,
@@ -40,12 +33,6 @@ function search(filter: DeliveryFilter, params: Params, extra: string[], order: 
               ORDER BY ${order} LIMIT ${limitParam}) d
            JOIN messages m ON m.id = d.message_pk
            ORDER BY ${order} LIMIT ${limitParam}`;
-}
-
-export interface SearchOptions {
-  /** The last row of the previous page. */
-  before?: { createdAt: string; id: string } | undefined;
-  limit: number;
 }
 
 /** The search as SQL (exported so that tests can EXPLAIN exactly what runs). */

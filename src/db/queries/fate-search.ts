@@ -1,37 +1,7 @@
 import type { Queryable } from "../pool.js";
 import type { JobTableLayout } from "../citus/layout.js";
 import { fateSearchValues, searchFatesOnCitus } from "./citus/fate-search.js";
-
-/** A fate recorded when a call was routed (call_fates.fate). */
-export type RecordedFate = "filtered" | "disabled" | "integrations_off";
-
-export interface FateSearch {
-  destinationId: string;
-  fates: readonly RecordedFate[];
-  /** With "filtered": "filter", "consent", "subscriptions" or "transform"; undefined: any. */
-  reason?: string | undefined;
-  since?: Date | undefined;
-  until?: Date | undefined;
-  /** Rows strictly older than this (recorded_at as Postgres prints it, and message_pk). */
-  before?: { recordedAt: string; messagePk: string } | undefined;
-  limit: number;
-}
-
-export interface FatedCallRow {
-  message_pk: string;
-  source_id: string;
-  message_id: string;
-  type: string;
-  user_id: string | null;
-  received_at: Date;
-  /** A track call's event name; null for other types. */
-  event: string | null;
-  fate: RecordedFate;
-  reason: string | null;
-  recorded_at: Date;
-  /** recorded_at as Postgres prints it, microseconds kept (the page cursor). */
-  cursor_at: string;
-}
+import type { FatedCallRow, FateSearch } from "./fate-search-types.js";
 
 /**
  * A destination's recorded fates, newest first. Each fate is read through

@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
-import { DestinationSelect } from "../components.js";
+import { DestinationSelect } from "../destination-select.js";
 import { statusOptions, type DeliveryFilter } from "../delivery-filter.js";
 
 /** The filter form of the Deliveries page; applies on submit. */

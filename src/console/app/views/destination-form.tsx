@@ -3,7 +3,8 @@ import type { Destination, TestedCall } from "../../../../gen/waypost/v1/destina
 import type { Source } from "../../../../gen/waypost/v1/source_pb.js";
 import { ErrorMessage, SecretOnce } from "../components.js";
 import { useSession } from "../context.js";
-import { draftOf, parseFilter, parseRateLimit, toRequest, type DestinationDraft } from "../destination-draft.js";
+import { draftOf, parseFilter, parseRateLimit, toRequest } from "../destination-draft.js";
+import type { DestinationDraft } from "../destination-draft-types.js";
 import { describeError, fieldError, isUnauthenticated } from "../errors.js";
 import { FieldError, type FieldErrors } from "../field-error.js";
 import { sharedNames, sourceTell } from "../twins.js";

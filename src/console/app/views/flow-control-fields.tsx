@@ -1,4 +1,4 @@
-import type { DestinationDraft } from "../destination-draft.js";
+import type { DestinationDraft } from "../destination-draft-types.js";
 import { errorId, FieldError, type FieldErrors } from "../field-error.js";
 
 /**

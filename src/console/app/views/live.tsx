@@ -1,7 +1,8 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
 import { DeliveryOrder, DeliveryStatus, DeliveryView, type Delivery } from "../../../../gen/waypost/v1/delivery_pb.js";
-import { DestinationSelect, EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
+import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
+import { DestinationSelect } from "../destination-select.js";
 import { useSession } from "../context.js";
 import { statusOf } from "../delivery-filter.js";
 import { describeError, isUnauthenticated } from "../errors.js";

@@ -1,5 +1,5 @@
 import { FieldError } from "../field-error.js";
-import type { KindFieldsProps } from "./kind-forms.js";
+import type { KindFieldsProps } from "./kind-form-types.js";
 
 /** A webhook destination's X-Signature secret: write-only (the server never shows it again); on edit, keep, set or clear it. */
 export function SharedSecretFields(props: KindFieldsProps) {

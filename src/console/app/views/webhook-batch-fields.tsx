@@ -1,5 +1,5 @@
 import type { WebhookBatch } from "../../../../gen/waypost/v1/destination_pb.js";
-import type { WebhookDraft } from "../destination-draft.js";
+import type { WebhookDraft } from "../destination-draft-types.js";
 import { errorId, FieldError, type FieldErrors } from "../field-error.js";
 
 type BatchDraft = NonNullable<WebhookDraft["batch"]>;

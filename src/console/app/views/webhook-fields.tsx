@@ -1,4 +1,4 @@
-import type { WebhookDraft } from "../destination-draft.js";
+import type { WebhookDraft } from "../destination-draft-types.js";
 import { errorId, FieldError, type FieldErrors } from "../field-error.js";
 import { WebhookBatchFields } from "./webhook-batch-fields.js";
 

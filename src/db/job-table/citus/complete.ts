@@ -1,6 +1,7 @@
 import type { Queryable } from "../../pool.js";
 import { withTransaction } from "../../pool.js";
-import { completeStatementSql, type DeliveryCompletion } from "../complete.js";
+import { completeStatementSql } from "../complete.js";
+import type { DeliveryCompletion } from "../delivery-completion.js";
 import { completionParameters } from "../completion-records.js";
 import { byDestination, isPool } from "./per-destination.js";
 

@@ -1,7 +1,6 @@
 import { and, filterPredicates, Params, type DeliveryFilter } from "../../job-table/index.js";
 import type { Queryable } from "../../pool.js";
-import type { DeliveryRow } from "../deliveries.js";
-import type { SearchOptions, SearchRow } from "../delivery-search.js";
+import type { DeliveryRow, SearchOptions, SearchRow } from "../delivery-rows.js";
 
 // On Citus a delivery (by destination) and its message (by id) are on
 // different shards, and Citus joins them in one statement only by

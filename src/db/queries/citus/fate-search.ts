@@ -1,5 +1,5 @@
 import type { Queryable } from "../../pool.js";
-import type { FatedCallRow, FateSearch } from "../fate-search.js";
+import type { FatedCallRow, FateSearch } from "../fate-search-types.js";
 
 /**
  * searchFates on Citus. call_fates is distributed by message, so a

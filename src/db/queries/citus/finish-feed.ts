@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { and, filterPredicates, Params, settledFinishSnapshot, type DeliveryFilter } from "../../job-table/index.js";
-import { feedPredicates, nextFeedPosition, rowsWithinBytes, type FeedPage, type FeedPosition, type SearchRow } from "../delivery-search.js";
+import type { SearchRow } from "../delivery-rows.js";
+import { feedPredicates, nextFeedPosition, rowsWithinBytes, type FeedPage, type FeedPosition } from "../delivery-search.js";
 import { deliveryColumns, messagesOfFilter, withMessages, type DeliveryPart } from "./delivery-reads.js";
 
 /**
