@@ -2,9 +2,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
-import pg from "pg";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { createTestDatabase, type TestDatabase, withClient } from "../helpers/database.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { cliEnv, waypost } from "./support.js";
@@ -40,16 +39,6 @@ async function emptyDatabase(): Promise<TestDatabase> {
   const database = await createTestDatabase({ migrated: false });
   databases.push(database);
   return database;
-}
-
-async function withClient<T>(url: string, run: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await run(client);
-  } finally {
-    await client.end();
-  }
 }
 
 /** Every table's rows (as JSON text, sorted) and every sequence's position: what a restore must give back. */

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import pg from "pg";
 import { convertToCitus } from "../../src/db/citus/convert.js";
 import { runMigrations } from "../../src/db/migrate.js";
 import { createPool, type Pool } from "../../src/db/pool.js";
+import { withClient } from "./database.js";
 
 /**
  * Tests that need a Citus cluster read WAYPOST_TEST_CITUS_URL (the
@@ -17,16 +17,6 @@ export const citusSkipReason = citusUrl ? "" : " (skipped: WAYPOST_TEST_CITUS_UR
 
 if (!citusUrl && process.env.VITEST_WORKER_ID === "1") {
   process.stdout.write("Citus tests skipped: WAYPOST_TEST_CITUS_URL is not set\n");
-}
-
-async function withClient<T>(url: string, run: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await run(client);
-  } finally {
-    await client.end();
-  }
 }
 
 function withDatabase(url: string, name: string, host?: string, port?: number): string {

@@ -24,14 +24,19 @@ export interface TestDatabaseOptions {
   migrated?: boolean;
 }
 
-async function withAdmin<T>(run: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: serverUrl() });
+/** One connection to `url` for `run`, ended whatever happens. */
+export async function withClient<T>(url: string, run: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     return await run(client);
   } finally {
     await client.end();
   }
+}
+
+function withAdmin<T>(run: (client: pg.Client) => Promise<T>): Promise<T> {
+  return withClient(serverUrl(), run);
 }
 
 /**
