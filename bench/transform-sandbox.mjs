@@ -5,7 +5,7 @@
 // each); beside it the same work as plain JavaScript in this thread and the
 // field drop alone. One JSON line.
 import { dropFields } from "../dist/src/routing/drop-fields.js";
-import { createTransformSandboxes } from "../dist/src/routing/transform-sandbox.js";
+import { createTransformSandboxes } from "../dist/src/sandbox/transform-sandbox.js";
 
 const calls = Number(process.argv.find((a) => a.startsWith("--calls="))?.slice(8) ?? 20_000);
 const body = JSON.stringify({

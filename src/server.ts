@@ -18,7 +18,7 @@ import { createAddressGuard } from "./outbound/address-guard.js";
 import { createBackfillJob } from "./delivery/backfill-job.js";
 import { createJobRunner, type JobRunner } from "./delivery/job-runner.js";
 import { createRetryJob } from "./delivery/retry-job.js";
-import { createTransformSandboxes, destinationOf } from "./routing/transform-sandbox.js";
+import { createTransformSandboxes, destinationOf } from "./sandbox/transform-sandbox.js";
 import { createDeliveryLoop, type DeliveryLoop } from "./delivery/loop.js";
 import { createLoopWaker } from "./ingest/loop-waker.js";
 import { createMaintenance, type Maintenance } from "./delivery/maintenance.js";
@@ -362,7 +362,7 @@ async function openListener(
     intervalMs: config.summaryIntervalMs,
     destinationNames: (ids) => selectDestinationNames(pool, ids),
   });
-  delivery.loop?.hooks.on("completed", activity.completed);
+  delivery.loop?.events.on("completed", activity.completed);
   closers.push(async () => {
     activity.stop();
     await activity.flush();

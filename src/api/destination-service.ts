@@ -32,7 +32,7 @@ import type { AddressGuard } from "../outbound/address-guard.js";
 import { validateName, validateSourceIds } from "./destination-validation.js";
 import { orderingToProto, validateMaxRequestsPerSecond, validateOrdering } from "./flow-control-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
-import type { TransformSandboxes } from "../routing/transform-sandbox.js";
+import type { TransformSandboxes } from "../sandbox/transform-sandbox.js";
 import { validateDropFieldList, validateFilter, validateTransform } from "../routing/validate-rules.js";
 import { validateConsentCategories } from "../routing/consent.js";
 import { createDestinationRules } from "./destination-rules.js";

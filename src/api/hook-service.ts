@@ -25,7 +25,7 @@ import {
 import { callsOfHookRequest, type ParseV1Call } from "../ingest/hooks/hook-calls.js";
 import { readProcessingSettings } from "../ingest/hooks/hook-input.js";
 import { validateHookTransform } from "../ingest/hooks/hook-settings.js";
-import type { TransformSandboxes } from "../routing/transform-sandbox.js";
+import type { TransformSandboxes } from "../sandbox/transform-sandbox.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { decodePageToken, encodePageToken, pageSize } from "./paging.js";
 

@@ -3,7 +3,7 @@ import { fromJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { IntegrationService } from "../../gen/waypost/v1/integration_pb.js";
-import { loadEntry } from "../integrations/catalog-entry.js";
+import { loadEntry } from "../catalog/catalog-entry.js";
 import {
   actionDescriptions,
   type FieldDescription,
@@ -11,7 +11,7 @@ import {
   offeredEntry,
   presetSubscriptions,
   settingFields,
-} from "../integrations/catalog.js";
+} from "../catalog/catalog.js";
 import { notFound } from "./errors.js";
 
 /** The longest query ListIntegrations matches with (longer matches nothing anyway). */

@@ -13,7 +13,7 @@ import { TrackingPlanService } from "../../gen/waypost/v1/tracking_plan_pb.js";
 import type { Clock } from "../clock.js";
 import type { JobTableDriver } from "../db/job-table/index.js";
 import type { AddressGuard } from "../outbound/address-guard.js";
-import type { TransformSandboxes } from "../routing/transform-sandbox.js";
+import type { TransformSandboxes } from "../sandbox/transform-sandbox.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
 import type { BodyTiming } from "../http/request-body.js";

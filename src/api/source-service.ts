@@ -18,7 +18,7 @@ import {
 } from "../db/queries/sources.js";
 import { hookSettingsFromStored, validateHookSettings } from "../ingest/hooks/hook-settings.js";
 import { hashHookToken, newHookToken } from "../ingest/hooks/hook-token.js";
-import type { TransformSandboxes } from "../routing/transform-sandbox.js";
+import type { TransformSandboxes } from "../sandbox/transform-sandbox.js";
 import { hashWriteKey } from "./auth.js";
 import { validateName } from "./destination-validation.js";
 import { notFound, requireUuid } from "./errors.js";

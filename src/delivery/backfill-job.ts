@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { singleNodeJobTable, type JobTableDriver, lockDestinationBackfills } from "../db/job-table/index.js";
 import { lockDestinationIfExists, type JobRow } from "../db/queries/background-jobs.js";
-import { segmentEventOf } from "../integrations/segment-event.js";
+import { segmentEventOf } from "../catalog/segment-event.js";
 import { isPlainObject } from "../routing/filter.js";
 import { compileRouteRules, heldBackBy, holdsBack, storedSubscriptions, type RouteRules } from "../routing/route-rules.js";
 import type { JobHandler, PageOutcome } from "./job-runner.js";

@@ -12,7 +12,7 @@ import { tracingOff, type Tracing } from "../tracing/tracing.js";
 import { type AddressGuard, createAddressGuard } from "../outbound/address-guard.js";
 import { createHttpClient } from "../outbound/http-client.js";
 import { createCompletionWriter, type CompletionWriter } from "./completion-writer.js";
-import { createDeliveryHooks, type DeliveryHookEmitter } from "./delivery-hooks.js";
+import { createDeliveryEvents, type DeliveryEventEmitter } from "./delivery-events.js";
 import { createDeliveryMetrics, type DeliveryMetrics } from "./delivery-metrics.js";
 import { createDestinationDispatchers } from "./destination-dispatchers.js";
 import { createDestinationSettings, loadDestinations, type DestinationSettings } from "./destination-settings.js";
@@ -49,7 +49,7 @@ export interface DeliveryRuntimeOptions {
 
 /** Everything the delivery loop works with, built once. */
 export interface DeliveryRuntime {
-  hooks: DeliveryHookEmitter;
+  events: DeliveryEventEmitter;
   health: HealthMonitor;
   wakeup: Wakeup;
   leases: LeaseKeeper;
@@ -86,7 +86,7 @@ export interface DeliveryRuntime {
 export function createDeliveryRuntime(options: DeliveryRuntimeOptions): DeliveryRuntime {
   const { pool, config, clock, logger } = options;
   const metrics = createDeliveryMetrics(options.metrics);
-  const hooks = createDeliveryHooks(logger);
+  const events = createDeliveryEvents(logger);
   const settings = createDestinationSettings({ pool });
   // One guard: the default clients check resolved addresses with it, and
   // sendAll checks literal addresses before any request (custom dispatchers too).
@@ -147,7 +147,7 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
         { count: ids.length },
         "delivery leases lost while held here (taken over, cancelled or replayed); those not yet sent are dropped",
       );
-      hooks.emit("lost", ids);
+      events.emit("lost", ids);
     },
   });
   const onWritten = (written: DeliveryCompletion[], stale: DeliveryCompletion[], transitions: Transition[]) => {
@@ -156,13 +156,13 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
     for (const c of stale) leases.release(c.id);
     for (const c of written) if (c.attempted) metrics.finished(c.destinationId, c.status);
     if (transitions.length > 0) announce(transitions);
-    if (written.length > 0) hooks.emit("completed", written);
+    if (written.length > 0) events.emit("completed", written);
     // A finished delivery of a per-user ordered destination may release
     // that user's next one: claim now rather than at the next poll.
     if (written.some((c) => c.status !== "pending" && c.status !== "retrying" && settings.isOrdered(c.destinationId))) wakeup.wake();
     if (stale.length > 0) {
       logger.info({ count: stale.length }, "delivery results dropped: their deliveries changed hands or state meanwhile");
-      hooks.emit("stale", stale);
+      events.emit("stale", stale);
     }
   };
   const writer = createCompletionWriter({
@@ -216,7 +216,7 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
   };
 
   return {
-    hooks,
+    events,
     health,
     wakeup,
     leases,

@@ -6,11 +6,11 @@ import type { DeliveryConfig } from "../config.js";
 import { singleNodeJobTable, type ClaimedDelivery, type DeliveryCompletion } from "../db/job-table/index.js";
 import type { HealthMonitor } from "../health/health-monitor.js";
 import type { Logger } from "../logger.js";
-import type { DeliveryHooks } from "./delivery-hooks.js";
+import type { DeliveryEvents } from "./delivery-events.js";
 import { createDeliveryRuntime, within, type DeliveryRuntime, type DeliveryRuntimeOptions } from "./delivery-runtime.js";
 import { createScheduler } from "./scheduler.js";
 import { decideCompletion, releaseCompletion } from "./completion.js";
-import type { TransformSandboxes } from "../routing/transform-sandbox.js";
+import type { TransformSandboxes } from "../sandbox/transform-sandbox.js";
 import type { AnyDestination } from "./kinds/registry.js";
 import { createShapeStage } from "./shape-stage.js";
 
@@ -39,7 +39,7 @@ export interface DeliveryLoop {
   /** Resolves once the deliveries in flight now are finished and their results written (and operator events sent). */
   settle(): Promise<void>;
   /** What the loop reports: results written or dropped, leases lost, claims made. */
-  readonly hooks: DeliveryHooks;
+  readonly events: DeliveryEvents;
   /** Endpoint health: the circuit gauge and operator events of this process. */
   readonly health: HealthMonitor;
 }
@@ -62,7 +62,7 @@ interface Held {
 export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
   const { pool, config, clock, logger } = options;
   const runtime: DeliveryRuntime = createDeliveryRuntime(options);
-  const { hooks, leases, writer, wakeup, settings, metrics } = runtime;
+  const { events, leases, writer, wakeup, settings, metrics } = runtime;
   const scheduler = createScheduler<Held>({
     config,
     maxClaim: options.maxClaim ?? 500,
@@ -110,7 +110,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     const { start, full } = scheduler.accept(held, plan);
     metrics.inFlight(held.length);
     for (const item of start) begin(item);
-    hooks.emit("claimed", { count: jobs.length, startedAt });
+    events.emit("claimed", { count: jobs.length, startedAt });
     return full;
   }
 
@@ -144,7 +144,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       // Claimed ahead, it may have waited rounds here: never send on a lost lease.
       if (!(await leases.ensure(job.id))) {
         logger.info({ deliveryId: job.id }, "delivery dropped unsent: its lease moved on while it waited here");
-        hooks.emit("lost", [job.id]);
+        events.emit("lost", [job.id]);
         return;
       }
       // Which settings the attempt was made with, and the body when the rules changed it.
@@ -182,7 +182,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
   }
 
   return {
-    hooks,
+    events,
     health: runtime.health,
     async start() {
       running = true;

@@ -4,7 +4,7 @@ import type { Queryable } from "../db/pool.js";
 import { recordTransformDrop } from "../db/queries/transform-drops.js";
 import type { Metrics } from "../metrics.js";
 import { shapeBody } from "../routing/shape-body.js";
-import { maxQueueWaitMs, sandboxKey, type TransformSandboxes } from "../routing/transform-sandbox.js";
+import { maxQueueWaitMs, sandboxKey, type TransformSandboxes } from "../sandbox/transform-sandbox.js";
 import { deferredCompletion, releaseCompletion, transformFailedCompletion } from "./completion.js";
 import type { AnyDestination } from "./kinds/registry.js";
 

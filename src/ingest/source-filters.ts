@@ -1,6 +1,6 @@
 import type { Queryable } from "../db/pool.js";
 import { filtersStamp, selectSourceFilters, type SourceFilterRow } from "../db/queries/source-filters.js";
-import { segmentEventOf } from "../integrations/segment-event.js";
+import { segmentEventOf } from "../catalog/segment-event.js";
 import { isPlainObject } from "../routing/filter.js";
 import { compileRouteRules, heldBackBy, storedSubscriptions, type HeldBackReason, type RouteRules } from "../routing/route-rules.js";
 

@@ -1,5 +1,5 @@
 import { Worker } from "node:worker_threads";
-import { workerUrl } from "../routing/worker-entry.js";
+import { workerUrl } from "../sandbox/worker-entry.js";
 import { defaultInferenceLimits, type InferenceLimits } from "./infer-plan.js";
 import type { InferenceAnswer, InferenceRequest } from "./inference-worker.js";
 import type { PlanDocument } from "./plan-document.js";

@@ -1,3 +1,5 @@
+import { sandboxLimits } from "../sandbox/sandbox-limits.js";
+
 /** Limits of routing rules (docs/routing.md#limits). */
 export const routingLimits = {
   /** A filter's JSON encoding, in bytes. */
@@ -13,7 +15,7 @@ export const routingLimits = {
   /** Dropped field paths. */
   maxDropFields: 50,
   /** A transform's result, in bytes (the call limit). */
-  maxBodyBytes: 32 * 1024,
+  maxBodyBytes: sandboxLimits.maxResultBytes,
   /** The start of a transform's error kept on the attempt. */
-  maxTransformErrorBytes: 1024,
+  maxTransformErrorBytes: sandboxLimits.maxErrorBytes,
 } as const;

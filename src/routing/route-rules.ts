@@ -1,4 +1,4 @@
-import { compileSubscriptions, type CompiledSubscriptions, type SubscriptionCondition } from "../integrations/subscriptions.js";
+import { compileSubscriptions, type CompiledSubscriptions, type SubscriptionCondition } from "../catalog/subscriptions.js";
 import type { HeldBackReason } from "../db/job-table/index.js";
 import { compileConsent, type CompiledConsent } from "./consent.js";
 import { compileFilter, isPlainObject, type CompiledFilter } from "./filter.js";

@@ -1,5 +1,5 @@
 import { dropFields } from "./drop-fields.js";
-import type { RunOptions, TransformSandboxes } from "./transform-sandbox.js";
+import type { RunOptions, TransformSandboxes } from "../sandbox/transform-sandbox.js";
 
 /** A destination's send-time rules: applied to the stored body when a delivery is sent. */
 export interface BodyRules {

@@ -2,7 +2,7 @@ import { InvalidInputError } from "../errors.js";
 import { validateDropFields } from "./drop-fields.js";
 import { compileFilter, isPlainObject } from "./filter.js";
 import { routingLimits } from "./filter-limits.js";
-import type { TransformSandboxes } from "./transform-sandbox.js";
+import type { TransformSandboxes } from "../sandbox/transform-sandbox.js";
 
 /** A filter as stored: null when absent or empty (every call passes). */
 export function validateFilter(field: string, filter: unknown): Record<string, unknown> | null {

@@ -33,9 +33,12 @@ export const layers: ReadonlyArray<{ name: string; modules: readonly string[] }>
   // which lays out a table per call type.
   { name: "calls", modules: ["calls/"] },
   { name: "database", modules: ["db/"] },
+  // The QuickJS sandbox runs the transforms of routing and of webhook sources;
+  // it knows nothing of either.
+  { name: "sandbox", modules: ["sandbox/"] },
   // The integrations catalog is a client of vendor APIs like the warehouse is
   // of Postgres: routing matches its subscriptions, delivery runs its actions.
-  { name: "outbound requests", modules: ["outbound/", "warehouse/", "integrations/"] },
+  { name: "outbound requests", modules: ["outbound/", "warehouse/", "catalog/"] },
   { name: "domain", modules: ["routing/", "plans/", "ingest/", "health/", "audiences/", "deletion/", "delivery/"] },
   { name: "edge", modules: ["api/", "compat/", "console/"] },
   // The CLI is an edge too (it speaks the RPC API), but its `serve` starts the server.

@@ -47,10 +47,10 @@ describe.skipIf(!citusUrl)(`delivery on a Citus cluster${citusSkipReason}`, () =
 
   /** Resolves with a destination's first `count` final completions (a retry's first result is not one). */
   function completionsOf(target: TestServer, destinationId: string, count: number) {
-    const hooks = target.waypost.delivery!.hooks;
+    const events = target.waypost.delivery!.events;
     return new Promise<Array<{ id: string; status: string }>>((resolve) => {
       const seen: Array<{ id: string; status: string }> = [];
-      const off = hooks.on("completed", (completions) => {
+      const off = events.on("completed", (completions) => {
         seen.push(...completions.filter((c) => c.destinationId === destinationId && !["pending", "retrying"].includes(c.status)));
         if (seen.length >= count) {
           off();

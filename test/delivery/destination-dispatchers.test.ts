@@ -104,7 +104,7 @@ test("hanging paths and a healthy path on one origin: the healthy destination's 
   ];
   const healthy = await s.createDestination({ name: "healthy", sourceIds: [okSource.id], webhooks: [{ url: `${origin}/ok` }] });
   const stuckDone: DeliveryCompletion[] = [];
-  s.waypost.delivery!.hooks.on("completed", (completions) =>
+  s.waypost.delivery!.events.on("completed", (completions) =>
     stuckDone.push(...completions.filter((c) => stuck.some((d) => d.id === c.destinationId))),
   );
 

@@ -52,7 +52,7 @@ test("leases held by a busy process are extended: a second process past the firs
   clock.advance(700);
   const second = await startTestServer({ clock, database: first.database, config: { delivery } });
   servers.push(second);
-  const claimed = new Promise<number>((resolve) => second.waypost.delivery!.hooks.once("claimed", (c) => resolve(c.count)));
+  const claimed = new Promise<number>((resolve) => second.waypost.delivery!.events.once("claimed", (c) => resolve(c.count)));
   second.waypost.delivery!.poke();
   expect(await claimed).toBe(0);
 
@@ -81,17 +81,17 @@ test("a delivery claimed ahead whose lease another process took is dropped unsen
     owner: "other",
   });
   expect(taken.deliveries).toHaveLength(2);
-  const hooks = first.waypost.delivery!.hooks;
+  const events = first.waypost.delivery!.events;
   const lost = new Promise<string[]>((resolve) => {
     const ids: string[] = [];
-    hooks.on("lost", (more) => {
+    events.on("lost", (more) => {
       ids.push(...more);
       if (ids.length > 0) resolve(ids);
     });
   });
   answer();
   // The held request's result is stale; the delivery waiting behind it is never sent by this process.
-  const stale = new Promise<void>((resolve) => hooks.once("stale", () => resolve()));
+  const stale = new Promise<void>((resolve) => events.once("stale", () => resolve()));
   const outcome = await Promise.race([lost.then(() => "dropped"), receiver.waitForRequests(2).then(() => "sent twice")]);
   expect(outcome).toBe("dropped");
   await stale;
@@ -133,7 +133,7 @@ test("a process stalled past its own leases does not claim them back: every call
   const after = performance.now();
   const loop = server.waypost.delivery!;
   const claimed = new Promise<number>((resolve) => {
-    const off = loop.hooks.on("claimed", ({ count, startedAt }) => {
+    const off = loop.events.on("claimed", ({ count, startedAt }) => {
       if (startedAt < after) return;
       off();
       resolve(count);

@@ -65,7 +65,7 @@ test("a result the database refuses (a trigger on one URL's attempt rows) is sen
 
   // Failed, it is not claimed again however long the clock runs on.
   clock.advance(24 * 60 * 60_000);
-  const claimed = new Promise<number>((resolve) => loop.hooks.once("claimed", (c) => resolve(c.count)));
+  const claimed = new Promise<number>((resolve) => loop.events.once("claimed", (c) => resolve(c.count)));
   loop.poke();
   expect(await claimed).toBe(0);
   expect(refused.requests).toHaveLength(3);

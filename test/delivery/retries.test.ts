@@ -224,7 +224,7 @@ test("a delivery cancelled while its request is in flight stays cancelled", asyn
   const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
   await r!.waitForRequests(1);
   await server.destinations.deleteDestination({ id: destination.id });
-  const stale = new Promise((resolve) => server.waypost.delivery!.hooks.once("stale", resolve));
+  const stale = new Promise((resolve) => server.waypost.delivery!.events.once("stale", resolve));
   release();
   await stale;
   expect((await deliveryOf(messageId)).status).toBe("cancelled");

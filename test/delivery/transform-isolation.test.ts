@@ -31,7 +31,7 @@ afterAll(async () => {
 /** Every completion written, by destination. */
 function recordCompletions(): Map<string, DeliveryCompletion[]> {
   const byDestination = new Map<string, DeliveryCompletion[]>();
-  server.waypost.delivery!.hooks.on("completed", (completions) => {
+  server.waypost.delivery!.events.on("completed", (completions) => {
     for (const c of completions) byDestination.set(c.destinationId, [...(byDestination.get(c.destinationId) ?? []), c]);
   });
   return byDestination;
@@ -41,7 +41,7 @@ function recordCompletions(): Map<string, DeliveryCompletion[]> {
 function finished(byDestination: Map<string, DeliveryCompletion[]>, destinationId: string, count: number): Promise<DeliveryCompletion[]> {
   const done = () => (byDestination.get(destinationId) ?? []).filter((c) => c.status === "delivered" || c.status === "failed");
   return new Promise((resolve) => {
-    const off = server.waypost.delivery!.hooks.on("completed", () => {
+    const off = server.waypost.delivery!.events.on("completed", () => {
       if (done().length >= count) {
         off();
         resolve(done());

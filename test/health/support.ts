@@ -33,7 +33,7 @@ export async function claimRound(server: TestServer): Promise<void> {
   const loop = server.waypost.delivery!;
   const mark = performance.now();
   const claimed = new Promise<void>((resolve) => {
-    const off = loop.hooks.on("claimed", (claim) => {
+    const off = loop.events.on("claimed", (claim) => {
       if (claim.startedAt < mark) return;
       off();
       resolve();

@@ -139,7 +139,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       if (!loop) throw new Error("this server does not deliver (role api)");
       return new Promise((resolve) => {
         const seen: DeliveryCompletion[] = [];
-        const off = loop.hooks.on("completed", (completions) => {
+        const off = loop.events.on("completed", (completions) => {
           seen.push(...completions.filter((c) => statuses.includes(c.status)));
           if (seen.length >= count) {
             off();
@@ -186,10 +186,10 @@ export { ManualClock };
 
 /** Resolves with the completions of one destination once `count` of them are written by `target`'s delivery loop. */
 export function completionsOf(target: TestServer, destinationId: string, count: number): Promise<DeliveryCompletion[]> {
-  const hooks = target.waypost.delivery!.hooks;
+  const events = target.waypost.delivery!.events;
   return new Promise((resolve) => {
     const seen: DeliveryCompletion[] = [];
-    const off = hooks.on("completed", (completions) => {
+    const off = events.on("completed", (completions) => {
       seen.push(...completions.filter((c) => c.destinationId === destinationId));
       if (seen.length >= count) {
         off();

@@ -1,7 +1,7 @@
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { inferPlan } from "../../src/plans/infer-plan.js";
-import { threadCpuClock } from "../../src/routing/cpu-budget.js";
+import { threadCpuClock } from "../../src/sandbox/cpu-budget.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
 // InferTrackingPlan parses thousands of stored bodies: that work runs in a

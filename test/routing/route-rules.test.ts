@@ -1,6 +1,6 @@
 import { expect, test } from "vitest";
 import { compileRouteRules, heldBackBy, holdsBack, storedSubscriptions } from "../../src/routing/route-rules.js";
-import { segmentEventOf } from "../../src/integrations/segment-event.js";
+import { segmentEventOf } from "../../src/catalog/segment-event.js";
 
 const receivedAt = new Date("2026-01-02T03:04:05.000Z");
 const order = {

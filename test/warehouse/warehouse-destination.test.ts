@@ -84,7 +84,7 @@ function resultsOf(destinationId: string, count: number, statuses = finalStatuse
   const loop = server.waypost.delivery!;
   return new Promise((resolve) => {
     const seen: DeliveryCompletion[] = [];
-    const off = loop.hooks.on("completed", (completions) => {
+    const off = loop.events.on("completed", (completions) => {
       seen.push(...completions.filter((c) => c.destinationId === destinationId && statuses.includes(c.status)));
       if (seen.length >= count) {
         off();
@@ -107,7 +107,7 @@ function claims(count: number): Promise<void> {
   const loop = server.waypost.delivery!;
   return new Promise<void>((resolve) => {
     let total = 0;
-    const off = loop.hooks.on("claimed", ({ count: n }) => {
+    const off = loop.events.on("claimed", ({ count: n }) => {
       total += n;
       if (total >= count) {
         off();

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Call } from "../../calls/call.js";
 import type { HookRequestRow } from "../../db/queries/hook-requests.js";
-import type { TransformSandboxes } from "../../routing/transform-sandbox.js";
+import type { TransformSandboxes } from "../../sandbox/transform-sandbox.js";
 import { callTooLarge, limits } from "../limits.js";
 import { buildCallPayload } from "../payload.js";
 import { validateCall } from "../validate.js";

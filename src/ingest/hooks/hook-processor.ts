@@ -15,7 +15,7 @@ import {
 import { withTransaction, type Queryable } from "../../db/pool.js";
 import type { Logger } from "../../logger.js";
 import type { Metrics } from "../../metrics.js";
-import type { TransformSandboxes } from "../../routing/transform-sandbox.js";
+import type { TransformSandboxes } from "../../sandbox/transform-sandbox.js";
 import { parseTraceparent, type TraceContext } from "../../tracing/trace-context.js";
 import { listenForHookRequests, notifyHookSources } from "../../db/queries/hook-notify.js";
 import type { Ingestor } from "../ingestor.js";

@@ -1,6 +1,6 @@
 import { InvalidInputError } from "../../errors.js";
 import { routingLimits } from "../../routing/filter-limits.js";
-import type { TransformSandboxes } from "../../routing/transform-sandbox.js";
+import type { TransformSandboxes } from "../../sandbox/transform-sandbox.js";
 
 // A webhook source's settings as stored in sources.webhook (jsonb). Receipt,
 // processing, the API and the console all read exactly this shape. The proto

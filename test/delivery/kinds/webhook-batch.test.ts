@@ -54,7 +54,7 @@ function handedOver(count: number): Promise<void> {
   const loop = server.waypost.delivery!;
   return new Promise<void>((resolve) => {
     let total = 0;
-    const off = loop.hooks.on("claimed", ({ count: n }) => {
+    const off = loop.events.on("claimed", ({ count: n }) => {
       total += n;
       if (total < count) return;
       off();
@@ -67,7 +67,7 @@ function handedOver(count: number): Promise<void> {
 async function advance(ms: number) {
   const loop = server.waypost.delivery!;
   const turned = new Promise<void>((resolve) => {
-    const off = loop.hooks.on("claimed", () => {
+    const off = loop.events.on("claimed", () => {
       off();
       resolve();
     });

@@ -4,7 +4,7 @@ import { parseMessage } from "../../../src/compat/parse-message.js";
 import { createHookProcessor, notifyHookRequestStored, type HookProcessor } from "../../../src/ingest/hooks/hook-processor.js";
 import { createIngestor } from "../../../src/ingest/ingestor.js";
 import { createLogger } from "../../../src/logger.js";
-import { createTransformSandboxes, type TransformSandboxes } from "../../../src/routing/transform-sandbox.js";
+import { createTransformSandboxes, type TransformSandboxes } from "../../../src/sandbox/transform-sandbox.js";
 import { hookRequestState, hookSettings, insertHookRequest, makeWebhookSource } from "../../helpers/hook-requests.js";
 import { eventually } from "../../helpers/process.js";
 import { startTestServer, type TestServer } from "../../helpers/server.js";

@@ -4,7 +4,7 @@ import type { Call } from "../../../src/calls/call.js";
 import { parseMessage } from "../../../src/compat/parse-message.js";
 import type { HookRequestRow } from "../../../src/db/queries/hook-requests.js";
 import { callsOfHookRequest, hookSandboxKey } from "../../../src/ingest/hooks/hook-calls.js";
-import { createTransformSandboxes } from "../../../src/routing/transform-sandbox.js";
+import { createTransformSandboxes } from "../../../src/sandbox/transform-sandbox.js";
 
 // The transform templates of docs/webhook-sources.md, taken from the page
 // itself and run the way processing runs a source's transform (the real

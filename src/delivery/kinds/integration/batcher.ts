@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../../clock.js";
 import type { AttemptResult, BatchAttemptRef } from "../../../db/job-table/index.js";
-import type { VendorContext } from "../../../integrations/catalog-fetch.js";
-import type { SegmentEvent } from "../../../integrations/segment-event.js";
+import type { VendorContext } from "../../../catalog/catalog-fetch.js";
+import type { SegmentEvent } from "../../../catalog/segment-event.js";
 import { attemptsOfRun } from "./outcomes.js";
 import type { IntegrationRunner, RunnableSubscription } from "./runner.js";
 

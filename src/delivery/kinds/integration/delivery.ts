@@ -1,8 +1,8 @@
 import type { AttemptResult, ClaimedDelivery } from "../../../db/job-table/index.js";
 import { succeededSubscriptions } from "../../../db/queries/succeeded-subscriptions.js";
-import { installCatalogFetch, type VendorContext } from "../../../integrations/catalog-fetch.js";
-import type { IntegrationDestinationSettings } from "../../../integrations/integration-settings.js";
-import { segmentEventOf } from "../../../integrations/segment-event.js";
+import { installCatalogFetch, type VendorContext } from "../../../catalog/catalog-fetch.js";
+import type { IntegrationDestinationSettings } from "../../../catalog/integration-settings.js";
+import { segmentEventOf } from "../../../catalog/segment-event.js";
 import type { DeliveryContext, DestinationOf, KindDelivery } from "../kind.js";
 import { createIntegrationBatcher } from "./batcher.js";
 import { attemptsOfRun } from "./outcomes.js";

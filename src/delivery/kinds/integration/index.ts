@@ -1,5 +1,5 @@
 import { DestinationKind } from "../../../../gen/waypost/v1/destination_pb.js";
-import type { IntegrationDestinationSettings } from "../../../integrations/integration-settings.js";
+import type { IntegrationDestinationSettings } from "../../../catalog/integration-settings.js";
 import { defineKind, type KindSettings } from "../kind.js";
 import { createIntegrationDelivery } from "./delivery.js";
 import { refusePrivateHosts } from "./private-hosts.js";

@@ -1,6 +1,6 @@
 import type { AttemptOutcome, AttemptResult, SentRequest } from "../../../db/job-table/index.js";
-import { actionsCore } from "../../../integrations/catalog-entry.js";
-import { maskText, type VendorRequestRecord, VendorTransportError } from "../../../integrations/catalog-fetch.js";
+import { actionsCore } from "../../../catalog/catalog-entry.js";
+import { maskText, type VendorRequestRecord, VendorTransportError } from "../../../catalog/catalog-fetch.js";
 import { classifyError } from "../../../outbound/send.js";
 import { parseRetryAfter } from "../../../outbound/retry-after.js";
 

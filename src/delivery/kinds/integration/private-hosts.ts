@@ -1,6 +1,6 @@
 import { isIP } from "node:net";
 import { InvalidInputError } from "../../../errors.js";
-import type { IntegrationDestinationSettings } from "../../../integrations/integration-settings.js";
+import type { IntegrationDestinationSettings } from "../../../catalog/integration-settings.js";
 import type { AddressGuard } from "../../../outbound/address-guard.js";
 import { refuseLiteralHost } from "../broker-address.js";
 

@@ -1,8 +1,8 @@
-import type { IntegrationDestinationSettings, IntegrationSubscriptionSettings } from "../../../integrations/integration-settings.js";
-import { actionsCore, type EntryDefinition, loadEntry } from "../../../integrations/catalog-entry.js";
-import { type VendorContext, withVendorContext } from "../../../integrations/catalog-fetch.js";
-import { type CompiledSubscriptions, compileSubscriptions } from "../../../integrations/subscriptions.js";
-import type { SegmentEvent } from "../../../integrations/segment-event.js";
+import type { IntegrationDestinationSettings, IntegrationSubscriptionSettings } from "../../../catalog/integration-settings.js";
+import { actionsCore, type EntryDefinition, loadEntry } from "../../../catalog/catalog-entry.js";
+import { type VendorContext, withVendorContext } from "../../../catalog/catalog-fetch.js";
+import { type CompiledSubscriptions, compileSubscriptions } from "../../../catalog/subscriptions.js";
+import type { SegmentEvent } from "../../../catalog/segment-event.js";
 import { type SubscriptionVerdict, verdictOfError, verdictOfItem } from "./outcomes.js";
 import { storedSecretKeys } from "./settings.js";
 

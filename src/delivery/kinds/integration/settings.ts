@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { IntegrationSettings as IntegrationSettingsProto } from "../../../../gen/waypost/v1/destination_pb.js";
 import { InvalidInputError } from "../../../errors.js";
-import { loadEntry, mappingProblem, type EntryDefinition } from "../../../integrations/catalog-entry.js";
+import { loadEntry, mappingProblem, type EntryDefinition } from "../../../catalog/catalog-entry.js";
 import {
   actionOf,
   catalogEntries,
@@ -9,9 +9,9 @@ import {
   presetSubscriptions,
   type FieldDescription,
   settingFields,
-} from "../../../integrations/catalog.js";
-import type { IntegrationDestinationSettings, IntegrationSubscriptionSettings } from "../../../integrations/integration-settings.js";
-import { subscriptionError } from "../../../integrations/subscriptions.js";
+} from "../../../catalog/catalog.js";
+import type { IntegrationDestinationSettings, IntegrationSubscriptionSettings } from "../../../catalog/integration-settings.js";
+import { subscriptionError } from "../../../catalog/subscriptions.js";
 import { maskedSecret } from "../broker-address.js";
 
 export const integrationLimits = {

@@ -1,6 +1,6 @@
-import { maskText, type VendorContext } from "../../../integrations/catalog-fetch.js";
-import type { IntegrationDestinationSettings } from "../../../integrations/integration-settings.js";
-import { type SegmentEventTimes, segmentEventOf } from "../../../integrations/segment-event.js";
+import { maskText, type VendorContext } from "../../../catalog/catalog-fetch.js";
+import type { IntegrationDestinationSettings } from "../../../catalog/integration-settings.js";
+import { type SegmentEventTimes, segmentEventOf } from "../../../catalog/segment-event.js";
 import { createIntegrationRunner, type IntegrationRunner } from "./runner.js";
 
 /** One request a subscription's action would send, secrets masked. */

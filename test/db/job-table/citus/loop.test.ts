@@ -5,7 +5,7 @@ import { citusJobTable } from "../../../../src/db/job-table/index.js";
 import type { Pool } from "../../../../src/db/pool.js";
 import { createDeliveryLoop, type DeliveryLoop } from "../../../../src/delivery/loop.js";
 import { createLogger } from "../../../../src/logger.js";
-import { createTransformSandboxes, type TransformSandboxes } from "../../../../src/routing/transform-sandbox.js";
+import { createTransformSandboxes, type TransformSandboxes } from "../../../../src/sandbox/transform-sandbox.js";
 import { citusSkipReason, citusUrl, openCitusTestDatabase } from "../../../helpers/citus.js";
 import { seedDeliveries, seedDestination, statuses } from "../../../helpers/citus-job-table.js";
 import { startReceiver, type Receiver } from "../../../helpers/receiver.js";
@@ -64,7 +64,7 @@ describe.skipIf(!citusUrl)(`the delivery loop on Citus${citusSkipReason}`, () =>
       jobTable: citusJobTable,
     });
     const written: string[] = [];
-    loop.hooks.on("completed", (completions) => written.push(...completions.map((c) => c.id)));
+    loop.events.on("completed", (completions) => written.push(...completions.map((c) => c.id)));
     await loop.start();
     const requests = await receiver.waitForRequests(20);
     expect(new Set(requests.map((r) => `${JSON.parse(r.body).messageId}`)).size).toBe(10);

@@ -6,10 +6,10 @@ import tls from "node:tls";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { DestinationKind } from "../../../../gen/waypost/v1/destination_pb.js";
 import { batchPlanOf } from "../../../../src/delivery/kinds/integration/runner.js";
-import { loadEntry } from "../../../../src/integrations/catalog-entry.js";
-import { presetSubscriptions } from "../../../../src/integrations/catalog.js";
-import type { IntegrationSubscriptionSettings } from "../../../../src/integrations/integration-settings.js";
-import { segmentEventOf } from "../../../../src/integrations/segment-event.js";
+import { loadEntry } from "../../../../src/catalog/catalog-entry.js";
+import { presetSubscriptions } from "../../../../src/catalog/catalog.js";
+import type { IntegrationSubscriptionSettings } from "../../../../src/catalog/integration-settings.js";
+import { segmentEventOf } from "../../../../src/catalog/segment-event.js";
 import { startTestServer, type TestServer } from "../../../helpers/server.js";
 import { startVendorStandIn, type VendorRequest, type VendorStandIn } from "../../../helpers/vendor-stand-in.js";
 

@@ -9,7 +9,7 @@ import { storeMessages } from "../../../../src/db/job-table/store-messages.js";
 import { decideCompletion } from "../../../../src/delivery/completion.js";
 import { createDestinationDispatchers, type DestinationDispatchers } from "../../../../src/delivery/destination-dispatchers.js";
 import { createIntegrationDelivery, type IntegrationDestination } from "../../../../src/delivery/kinds/integration/delivery.js";
-import type { IntegrationSubscriptionSettings } from "../../../../src/integrations/integration-settings.js";
+import type { IntegrationSubscriptionSettings } from "../../../../src/catalog/integration-settings.js";
 import { createLogger } from "../../../../src/logger.js";
 import { createAddressGuard } from "../../../../src/outbound/address-guard.js";
 import { tracingOff } from "../../../../src/tracing/tracing.js";

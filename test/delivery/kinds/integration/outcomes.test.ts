@@ -1,6 +1,6 @@
 import { expect, test } from "vitest";
 import { cutUtf8, maxKeptRequestBody, sentRequestOf } from "../../../../src/delivery/kinds/integration/outcomes.js";
-import type { VendorRequestRecord } from "../../../../src/integrations/catalog-fetch.js";
+import type { VendorRequestRecord } from "../../../../src/catalog/catalog-fetch.js";
 
 // What an attempt keeps of a request it sent: the body cut at its bound on a
 // character boundary, its full size kept, one kept copy per request (the

@@ -1,6 +1,6 @@
 import { afterEach, expect, test } from "vitest";
-import { createSandboxHost } from "../../src/routing/sandbox-host.js";
-import { createTransformSandboxes, type TransformOutcome, type TransformSandboxes } from "../../src/routing/transform-sandbox.js";
+import { createSandboxHost } from "../../src/sandbox/sandbox-host.js";
+import { createTransformSandboxes, type TransformOutcome, type TransformSandboxes } from "../../src/sandbox/transform-sandbox.js";
 
 // The pool of sandbox workers: only the call that overran fails, errors
 // are described within the time limit, concurrent first calls share one

@@ -1,11 +1,11 @@
 import { readFileSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, expect, test } from "vitest";
-import { createTransformSandboxes } from "../../src/routing/transform-sandbox.js";
-import { transformWorkerUrl } from "../../src/routing/worker-entry.js";
+import { createTransformSandboxes } from "../../src/sandbox/transform-sandbox.js";
+import { transformWorkerUrl } from "../../src/sandbox/worker-entry.js";
 
-const workerSource = new URL("../../src/routing/transform-worker.ts", import.meta.url);
-const hostSource = new URL("../../src/routing/sandbox-host.ts", import.meta.url);
+const workerSource = new URL("../../src/sandbox/transform-worker.ts", import.meta.url);
+const hostSource = new URL("../../src/sandbox/sandbox-host.ts", import.meta.url);
 
 /** The string literals of a source file, but for its imports, types and comments. */
 const literalsOf = (file: URL) =>
@@ -27,8 +27,8 @@ test("run from the sources, the worker thread runs the sources' worker, not the 
 });
 
 test("from the build, the worker is the compiled file beside the module", () => {
-  expect(fileURLToPath(transformWorkerUrl("file:///srv/waypost/dist/src/routing/worker-entry.js"))).toBe(
-    "/srv/waypost/dist/src/routing/transform-worker.js",
+  expect(fileURLToPath(transformWorkerUrl("file:///srv/waypost/dist/src/sandbox/worker-entry.js"))).toBe(
+    "/srv/waypost/dist/src/sandbox/transform-worker.js",
   );
 });
 

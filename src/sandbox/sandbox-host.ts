@@ -1,6 +1,6 @@
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten-core";
 import { createCpuBudget, threadCpuClock, type CpuBudget, type CpuClock } from "./cpu-budget.js";
-import { routingLimits } from "./filter-limits.js";
+import { sandboxLimits } from "./sandbox-limits.js";
 import { grew, newSandboxInstance, type SandboxInstance } from "./sandbox-instance.js";
 
 /** Why a sandbox failed a call, besides the transform's own errors: what /metrics counts. */
@@ -222,8 +222,8 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
       return {
         kind: "error",
         message:
-          maxResultBytes === routingLimits.maxBodyBytes
-            ? `the result is ${bytes} bytes, over the limit of ${routingLimits.maxBodyBytes} bytes (32 KB) per call`
+          maxResultBytes === sandboxLimits.maxResultBytes
+            ? `the result is ${bytes} bytes, over the limit of ${sandboxLimits.maxResultBytes} bytes (32 KB) per call`
             : `the result is ${bytes} bytes, over the limit of ${maxResultBytes} bytes`,
         elapsedMs: elapsed(),
       };
@@ -234,7 +234,7 @@ export function createSandboxHost(options: SandboxHostOptions): SandboxHost {
   let syntaxInstance: Promise<SandboxInstance> | undefined;
 
   return {
-    async run(key, source, body, maxResultBytes = routingLimits.maxBodyBytes) {
+    async run(key, source, body, maxResultBytes = sandboxLimits.maxResultBytes) {
       const started = performance.now();
       const elapsed = () => performance.now() - started;
       try {
@@ -350,7 +350,7 @@ function errorText(error: unknown): string {
 }
 
 function truncate(message: string): string {
-  const limit = routingLimits.maxTransformErrorBytes;
+  const limit = sandboxLimits.maxErrorBytes;
   return Buffer.byteLength(message) <= limit ? message : `${Buffer.from(message).subarray(0, limit).toString("utf8")}…`;
 }
 

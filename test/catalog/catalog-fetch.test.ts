@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import { Agent } from "undici";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { installCatalogFetch, maskHeaders, maskUrl, type VendorContext, withVendorContext } from "../../src/integrations/catalog-fetch.js";
+import { installCatalogFetch, maskHeaders, maskUrl, type VendorContext, withVendorContext } from "../../src/catalog/catalog-fetch.js";
 import { type Receiver, startReceiver } from "../helpers/receiver.js";
 
 // The catalog's request client, as its actions use it, with Waypost's fetch

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { createTransformSandboxes, type TransformOutcome } from "../../src/routing/transform-sandbox.js";
+import { createTransformSandboxes, type TransformOutcome } from "../../src/sandbox/transform-sandbox.js";
 
 // Memory bombs of every shape, in several destinations' sandboxes at once:
 // each sandbox is bounded whatever the code does inside a built-in, the

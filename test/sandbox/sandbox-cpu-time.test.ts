@@ -1,6 +1,6 @@
 import { afterEach, expect, test } from "vitest";
-import { createSandboxHost } from "../../src/routing/sandbox-host.js";
-import { createTransformSandboxes, type TransformOutcome, type TransformSandboxes } from "../../src/routing/transform-sandbox.js";
+import { createSandboxHost } from "../../src/sandbox/sandbox-host.js";
+import { createTransformSandboxes, type TransformOutcome, type TransformSandboxes } from "../../src/sandbox/transform-sandbox.js";
 import { loadTheMachine, type BusyMachine } from "../helpers/busy-machine.js";
 
 // The transform time limit counts the sandbox thread's own CPU time: a

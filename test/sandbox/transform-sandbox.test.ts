@@ -1,5 +1,5 @@
 import { afterAll, expect, test } from "vitest";
-import { createTransformSandboxes } from "../../src/routing/transform-sandbox.js";
+import { createTransformSandboxes } from "../../src/sandbox/transform-sandbox.js";
 
 const sandboxes = createTransformSandboxes({ timeoutMs: 200, memoryMb: 16 });
 afterAll(() => sandboxes.close());

@@ -2,7 +2,7 @@ import type { DeliveryCompletion } from "../db/job-table/index.js";
 import type { Logger } from "../logger.js";
 
 /** What the delivery loop reports, and the value each report carries. */
-export interface DeliveryHookEvents {
+export interface DeliveryEventValues {
   /** Results written, after each batch commits. */
   completed: readonly DeliveryCompletion[];
   /** Results not written: the delivery's lease had moved on (cancelled, replayed, taken over). */
@@ -13,28 +13,28 @@ export interface DeliveryHookEvents {
   claimed: { count: number; startedAt: number };
 }
 
-export type DeliveryHookName = keyof DeliveryHookEvents;
-export type DeliveryHookListener<K extends DeliveryHookName> = (value: DeliveryHookEvents[K]) => void;
+export type DeliveryEventName = keyof DeliveryEventValues;
+export type DeliveryEventListener<K extends DeliveryEventName> = (value: DeliveryEventValues[K]) => void;
 
 /** The loop's reports, typed: subscribe with `on` or `once`; each returns its unsubscribe. */
-export interface DeliveryHooks {
-  on<K extends DeliveryHookName>(name: K, listener: DeliveryHookListener<K>): () => void;
-  once<K extends DeliveryHookName>(name: K, listener: DeliveryHookListener<K>): () => void;
+export interface DeliveryEvents {
+  on<K extends DeliveryEventName>(name: K, listener: DeliveryEventListener<K>): () => void;
+  once<K extends DeliveryEventName>(name: K, listener: DeliveryEventListener<K>): () => void;
 }
 
 /** The loop's side: it also reports. */
-export interface DeliveryHookEmitter extends DeliveryHooks {
-  emit<K extends DeliveryHookName>(name: K, value: DeliveryHookEvents[K]): void;
+export interface DeliveryEventEmitter extends DeliveryEvents {
+  emit<K extends DeliveryEventName>(name: K, value: DeliveryEventValues[K]): void;
 }
 
 /**
- * Typed hooks in place of an EventEmitter: a listener's mistakes (a typo in
+ * Typed events in place of an EventEmitter: a listener's mistakes (a typo in
  * an event name, the wrong payload) are compile errors, and a listener that
  * throws is logged rather than thrown into the delivery loop that reported.
  */
-export function createDeliveryHooks(logger: Pick<Logger, "error">): DeliveryHookEmitter {
-  const listeners = new Map<DeliveryHookName, Set<(value: never) => void>>();
-  const on = <K extends DeliveryHookName>(name: K, listener: DeliveryHookListener<K>) => {
+export function createDeliveryEvents(logger: Pick<Logger, "error">): DeliveryEventEmitter {
+  const listeners = new Map<DeliveryEventName, Set<(value: never) => void>>();
+  const on = <K extends DeliveryEventName>(name: K, listener: DeliveryEventListener<K>) => {
     let set = listeners.get(name);
     if (!set) listeners.set(name, (set = new Set()));
     set.add(listener as (value: never) => void);
@@ -52,9 +52,9 @@ export function createDeliveryHooks(logger: Pick<Logger, "error">): DeliveryHook
     emit(name, value) {
       for (const listener of [...(listeners.get(name) ?? [])]) {
         try {
-          (listener as DeliveryHookListener<typeof name>)(value);
+          (listener as DeliveryEventListener<typeof name>)(value);
         } catch (error) {
-          logger.error({ err: error, hook: name }, "a delivery hook listener failed");
+          logger.error({ err: error, event: name }, "a delivery event listener failed");
         }
       }
     },

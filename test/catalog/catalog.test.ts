@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { promisify } from "node:util";
 import { expect, test } from "vitest";
-import { loadEntry } from "../../src/integrations/catalog-entry.js";
+import { loadEntry } from "../../src/catalog/catalog-entry.js";
 import {
   actionOf,
   catalogEntries,
@@ -11,7 +11,7 @@ import {
   presetSubscriptions,
   secretSettingKeys,
   settingFields,
-} from "../../src/integrations/catalog.js";
+} from "../../src/catalog/catalog.js";
 
 const run = promisify(execFile);
 

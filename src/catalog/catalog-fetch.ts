@@ -17,7 +17,7 @@ import { userAgent } from "../outbound/user-agent.js";
 // node-fetch Request through the destination's undici client and records
 // it. Outside a call's context (withVendorContext) the catalog's own fetch
 // runs, as shipped. An upgrade of actions-core that stops reading the
-// export at call time breaks this: test/integrations/catalog-fetch.test.ts
+// export at call time breaks this: test/catalog/catalog-fetch.test.ts
 // checks it.
 const require = createRequire(import.meta.url);
 

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { expect, test } from "vitest";
-import { createCpuBudget, threadCpuClock, wallBackstopMs, type CpuClock } from "../../src/routing/cpu-budget.js";
+import { createCpuBudget, threadCpuClock, wallBackstopMs, type CpuClock } from "../../src/sandbox/cpu-budget.js";
 
 // A transform call is charged the CPU time of the thread running it, not
 // the wall time a busy machine stretches it to, with a wall-clock

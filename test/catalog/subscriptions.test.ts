@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { compileSubscriptions, subscriptionError } from "../../src/integrations/subscriptions.js";
+import { compileSubscriptions, subscriptionError } from "../../src/catalog/subscriptions.js";
 
 // Subscriptions in the catalog's own language, parsed once and matched
 // against the Segment-shaped call; what the catalog's parser lets through
