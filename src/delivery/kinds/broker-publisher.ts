@@ -1,3 +1,6 @@
+import type { Logger } from "../../logger.js";
+import type { AddressGuard } from "../../outbound/address-guard.js";
+
 /** One call to publish to a broker: the body a webhook would get, and what names and routes it. */
 export interface BrokerCall {
   /** The message's id, the same on every attempt: a consumer (or JetStream) drops duplicates by it. */
@@ -15,6 +18,17 @@ export interface BrokerCall {
   /** The W3C trace context stored with the call, sent on every attempt. */
   traceparent?: string | null | undefined;
   tracestate?: string | null | undefined;
+}
+
+/** What a publisher is made with besides its kind's settings. */
+export interface PublisherContext {
+  /** The SSRF check, on every address the broker is dialled at (literal or resolved), before any socket opens. */
+  guard: AddressGuard;
+  /** Time to connect, and for the broker to confirm or acknowledge each message. */
+  timeoutMs: number;
+  logger?: Logger | undefined;
+  /** Shown by the broker for the connection (its management UI, monitoring endpoints), e.g. the destination id. */
+  connectionName?: string | undefined;
 }
 
 /** An attempt's outcome, as the delivery loop records attempts. */
