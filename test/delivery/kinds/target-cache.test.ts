@@ -20,7 +20,7 @@ function recording(log: string[], name: string) {
   return target;
 }
 
-function setup(idleMs: number | undefined = 60_000) {
+function setup({ idleMs }: { idleMs?: number } = { idleMs: 60_000 }) {
   const clock = new ManualClock(new Date("2026-11-28T10:00:00Z"));
   const log: string[] = [];
   const made: Array<ReturnType<typeof recording>> = [];
@@ -111,7 +111,7 @@ test("reconcile closes the targets of deleted destinations and of those whose re
 });
 
 test("without idleMs a sweep closes nothing", async () => {
-  const { clock, cache } = setup(undefined);
+  const { clock, cache } = setup({});
   cache.get("d1", 1, () => ({ url: "a" }));
   clock.advance(24 * 3_600_000);
   await cache.sweep();
