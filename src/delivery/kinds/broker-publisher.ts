@@ -56,6 +56,48 @@ export interface BrokerPublisher {
   close(): Promise<void>;
 }
 
+/**
+ * The confirms one publish round awaits: each call's entry settles once
+ * (its confirm or acknowledgement, a failure, or the round's timer), and
+ * the round resolves with every call's result once all have. Entries are
+ * added as their calls are published; `published()` says the last one
+ * was, so a call failing at once cannot end the round early.
+ */
+export function awaitConfirms<E>(results: PublishResult[], timeoutMs: number, onTimeout: (waiting: E[]) => void) {
+  const waiting = new Set<E>();
+  // One more than the entries added, until every call is published.
+  let left = 1;
+  let resolve: (value: PublishResult[]) => void = () => {};
+  const settled = new Promise<PublishResult[]>((r) => (resolve = r));
+  const done = () => {
+    if (--left > 0) return;
+    clearTimeout(timer);
+    resolve(results);
+  };
+  const timer = setTimeout(() => onTimeout([...waiting]), timeoutMs);
+  return {
+    /** `entry` awaits its confirm. */
+    add(entry: E) {
+      waiting.add(entry);
+      left++;
+    },
+    /** Whether `entry` still awaits. */
+    awaits: (entry: E) => waiting.has(entry),
+    /** Records `entry`'s result as call `i`'s; false, recording nothing, when it had already settled. */
+    settle(entry: E, i: number, result: PublishResult): boolean {
+      if (!waiting.delete(entry)) return false;
+      results[i] = result;
+      done();
+      return true;
+    },
+    /** Every call is published: resolves with the results once each has settled. */
+    published(): Promise<PublishResult[]> {
+      done();
+      return settled;
+    },
+  };
+}
+
 /** Resolves to the value, or rejects with `onTimeout()` after `ms`; `late` gets a value that came after. */
 export function withTimeout<T>(promise: Promise<T>, ms: number, onTimeout: () => Error, late?: (value: T) => void): Promise<T> {
   return new Promise<T>((resolve, reject) => {

@@ -1,14 +1,8 @@
 import { type ChannelModel, type ConfirmChannel, connect, type Message } from "amqplib";
 import { guardedLookup, redact, refuseLiteralHost } from "../broker-address.js";
 import { type Connected, createBrokerConnection } from "../broker-connection.js";
-import {
-  type BrokerCall,
-  type BrokerPublisher,
-  causeOf,
-  type PublisherContext,
-  type PublishResult,
-  withTimeout,
-} from "../broker-publisher.js";
+import type { BrokerCall, BrokerPublisher, PublisherContext, PublishResult } from "../broker-publisher.js";
+import { awaitConfirms, causeOf, withTimeout } from "../broker-publisher.js";
 import { amqpLimits, amqpRoutingKeyTemplate, type AmqpSettings } from "./amqp-settings.js";
 import { coalesceFrameWrites } from "./frame-writes.js";
 
@@ -130,58 +124,44 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): BrokerPublis
       failAll(failure);
       return results;
     }
-    return new Promise<PublishResult[]>((resolve) => {
-      const round = new Set<Pending>();
-      // One more than the messages until all are published, so a message failing at once cannot end the round early.
-      let left = 1;
-      const done = () => {
-        if (--left > 0) return;
-        clearTimeout(timer);
-        resolve(results);
-      };
-      const timer = setTimeout(() => {
-        const cause = `no confirm from the broker within ${options.timeoutMs} ms`;
-        for (const entry of [...round]) entry.settle(fail(cause));
-        // A connection that confirms nothing (a dead peer the heartbeat has not caught yet, a
-        // stalled route) is given up: the next publish opens a fresh one.
-        target.lose(cause);
-        void target.model.close().catch(() => {});
-      }, options.timeoutMs);
-      keys.forEach((key, i) => {
-        if (key === undefined) return;
-        const call = calls[i]!;
-        left++;
-        const entry: Pending = {
-          messageId: call.messageId,
-          returned: undefined,
-          settle(result) {
-            if (!round.delete(entry)) return;
-            target.pending.delete(entry);
-            results[i] = result;
-            done();
-          },
-        };
-        round.add(entry);
-        target.pending.add(entry);
-        const confirmed = (error: unknown) => {
-          if (!round.has(entry)) return;
-          if (error && causeOf(error) === "message nacked") entry.settle(fail("nacked by the broker"));
-          else if (error) {
-            // amqplib fails unconfirmed messages with a bare "channel closed" before the connection
-            // reports why: let that report (lose) settle them with the cause, this is the fallback.
-            setImmediate(() => round.has(entry) && entry.settle(fail(target.lost ?? causeOf(error))));
-          } else if (entry.returned !== undefined) entry.settle(fail(entry.returned));
-          else entry.settle({ outcome: "success" });
-        };
-        try {
-          target.channel.publish(options.exchange, key, Buffer.from(call.body), messageProperties(call, options.mandatory), confirmed);
-        } catch (error) {
-          // The channel closed under us (IllegalOperationError): the connection is gone.
-          entry.settle(fail(`connection lost (${causeOf(error)})`));
-        }
-      });
-      done();
+    const round = awaitConfirms<Pending>(results, options.timeoutMs, (waiting) => {
+      const cause = `no confirm from the broker within ${options.timeoutMs} ms`;
+      for (const entry of waiting) entry.settle(fail(cause));
+      // A connection that confirms nothing (a dead peer the heartbeat has not caught yet, a
+      // stalled route) is given up: the next publish opens a fresh one.
+      target.lose(cause);
+      void target.model.close().catch(() => {});
     });
+    keys.forEach((key, i) => {
+      if (key === undefined) return;
+      const call = calls[i]!;
+      const entry: Pending = {
+        messageId: call.messageId,
+        returned: undefined,
+        settle(result) {
+          if (round.settle(entry, i, result)) target.pending.delete(entry);
+        },
+      };
+      round.add(entry);
+      target.pending.add(entry);
+      const confirmed = (error: unknown) => {
+        if (!round.awaits(entry)) return;
+        if (error && causeOf(error) === "message nacked") entry.settle(fail("nacked by the broker"));
+        else if (error) {
+          // amqplib fails unconfirmed messages with a bare "channel closed" before the connection
+          // reports why: let that report (lose) settle them with the cause, this is the fallback.
+          setImmediate(() => round.awaits(entry) && entry.settle(fail(target.lost ?? causeOf(error))));
+        } else if (entry.returned !== undefined) entry.settle(fail(entry.returned));
+        else entry.settle({ outcome: "success" });
+      };
+      try {
+        target.channel.publish(options.exchange, key, Buffer.from(call.body), messageProperties(call, options.mandatory), confirmed);
+      } catch (error) {
+        // The channel closed under us (IllegalOperationError): the connection is gone.
+        entry.settle(fail(`connection lost (${causeOf(error)})`));
+      }
+    });
+    return round.published();
   }
 
   return createBrokerConnection({ open: openTarget, end: (target) => target.model.close(), fail, where, publishRound });

@@ -4,14 +4,8 @@ import { connect, createInbox, headers, type Msg, type NatsConnection } from "@n
 import type { AddressGuard } from "../../../outbound/address-guard.js";
 import { redact, refuseLiteralHost } from "../broker-address.js";
 import { type Connected, createBrokerConnection } from "../broker-connection.js";
-import {
-  type BrokerCall,
-  type BrokerPublisher,
-  causeOf,
-  type PublisherContext,
-  type PublishResult,
-  withTimeout,
-} from "../broker-publisher.js";
+import type { BrokerCall, BrokerPublisher, PublisherContext, PublishResult } from "../broker-publisher.js";
+import { awaitConfirms, causeOf, withTimeout } from "../broker-publisher.js";
 import { natsSubjectTemplate, type NatsSettings } from "./nats-settings.js";
 
 export interface NatsPublisherOptions extends NatsSettings, PublisherContext {}
@@ -91,49 +85,32 @@ export function createNatsPublisher(options: NatsPublisherOptions): BrokerPublis
   async function publishRound(calls: readonly BrokerCall[], connect: () => Promise<Connected<Target>>): Promise<PublishResult[]> {
     const { connection: target, failure } = await connect();
     if (failure) return calls.map(() => failure);
-    return new Promise<PublishResult[]>((resolve) => {
-      const results: PublishResult[] = new Array(calls.length);
-      const round = new Set<Pending>();
-      // One more than the messages until all are published, so a message failing at once cannot end the round early.
-      let left = 1;
-      const done = () => {
-        if (--left > 0) return;
-        clearTimeout(timer);
-        resolve(results);
-      };
-      const timer = setTimeout(() => {
-        for (const entry of [...round]) {
-          entry.settle(
-            fail(`no acknowledgement from JetStream within ${options.timeoutMs} ms on subject ${JSON.stringify(entry.subject)}`),
-          );
-        }
-      }, options.timeoutMs);
-      calls.forEach((call, i) => {
-        left++;
-        const token = String(target.next++);
-        const entry: Pending = {
-          subject: subject.render(call),
-          settle(result) {
-            if (!round.delete(entry)) return;
-            target.pending.delete(token);
-            results[i] = result;
-            done();
-          },
-        };
-        round.add(entry);
-        target.pending.set(token, entry);
-        const h = headers();
-        h.set("Nats-Msg-Id", call.messageId);
-        if (call.traceparent) h.set("traceparent", call.traceparent);
-        if (call.tracestate) h.set("tracestate", call.tracestate);
-        try {
-          target.nc.publish(entry.subject, call.body, { reply: `${target.inbox}.${token}`, headers: h });
-        } catch (error) {
-          entry.settle(fail(`connection lost (${target.lost ?? causeOf(error)}) before JetStream acknowledged`));
-        }
-      });
-      done();
+    const round = awaitConfirms<Pending>(new Array(calls.length), options.timeoutMs, (waiting) => {
+      for (const entry of waiting) {
+        entry.settle(fail(`no acknowledgement from JetStream within ${options.timeoutMs} ms on subject ${JSON.stringify(entry.subject)}`));
+      }
     });
+    calls.forEach((call, i) => {
+      const token = String(target.next++);
+      const entry: Pending = {
+        subject: subject.render(call),
+        settle(result) {
+          if (round.settle(entry, i, result)) target.pending.delete(token);
+        },
+      };
+      round.add(entry);
+      target.pending.set(token, entry);
+      const h = headers();
+      h.set("Nats-Msg-Id", call.messageId);
+      if (call.traceparent) h.set("traceparent", call.traceparent);
+      if (call.tracestate) h.set("tracestate", call.tracestate);
+      try {
+        target.nc.publish(entry.subject, call.body, { reply: `${target.inbox}.${token}`, headers: h });
+      } catch (error) {
+        entry.settle(fail(`connection lost (${target.lost ?? causeOf(error)}) before JetStream acknowledged`));
+      }
+    });
+    return round.published();
   }
 
   /** JetStream's answer to one message: its ack (also as a duplicate), its refusal, or no responders (no stream). */
