@@ -8,11 +8,11 @@ import type {
   WireTrack,
 } from "../../gen/waypost/internal/v1/tracking_wire_pb.js";
 import { emptyCall, type Call, type CallType, type StructJson } from "../calls/call.js";
-import { structJsonFromWire } from "../ingest/struct-wire.js";
+import { structJsonFromWire } from "./struct-wire.js";
 
 type AnyWireCall = WireIdentify | WireTrack | WirePage | WireScreen | WireGroup | WireAlias;
 
-/** Marks a call whose Struct bytes this reader leaves to protobuf-es (see src/ingest/struct-wire.ts). */
+/** Marks a call whose Struct bytes this reader leaves to protobuf-es (see src/api/struct-wire.ts). */
 export const needsReferenceDecoding = Symbol("needs reference decoding");
 
 /**

@@ -22,7 +22,7 @@ import {
   type HookRequestRow,
   type HookRequestStatus as StoredStatus,
 } from "../db/queries/hook-requests.js";
-import { callsOfHookRequest, type ParseV1Call } from "../ingest/hooks/hook-calls.js";
+import { callsOfHookRequest } from "../ingest/hooks/hook-calls.js";
 import { readProcessingSettings } from "../ingest/hooks/hook-input.js";
 import { validateHookTransform } from "../ingest/hooks/hook-settings.js";
 import type { TransformSandboxes } from "../sandbox/transform-sandbox.js";
@@ -33,8 +33,6 @@ export interface HookServiceOptions {
   pool: pg.Pool;
   clock: Clock;
   sandboxes: TransformSandboxes;
-  /** Reads a transform's calls as /v1 calls (the compatible API's parser). */
-  parseCall: ParseV1Call;
   /** Requests of the source were set back to pending: wake a processor (this process's, or every process's by NOTIFY). */
   onRequeued?: ((sourceId: string) => void) | undefined;
 }

@@ -10,7 +10,7 @@ import { headerText, readTraceContext } from "../tracing/trace-context.js";
 import { tracingOff, type RequestSpan, type Tracing } from "../tracing/tracing.js";
 import { ClientGoneError, CompatError, sendCompat, sendCompatError, sendPreflight, setCorsHeaders, toCompatError } from "./errors.js";
 import { closesConnection, declaredLength, maxDiscardBytes, readBody, tooLarge } from "./read-body.js";
-import { parseJsonBody, parseRequest, type Endpoint, type ParsedRequest } from "./parse-message.js";
+import { parseJsonBody, parseRequest, type Endpoint, type ParsedRequest } from "./parse-request.js";
 
 export interface CompatHttpApiOptions {
   ingestor: Ingestor;
