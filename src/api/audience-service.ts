@@ -30,7 +30,7 @@ import {
 } from "../db/queries/audience-rows.js";
 import { validateName } from "./destination-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
-import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
+import { decodeTimeCursor, listPage, pageSize, timeCursorOf } from "./paging.js";
 
 export interface AudienceServiceOptions {
   pool: pg.Pool;
@@ -101,13 +101,8 @@ export function createAudienceService(options: AudienceServiceOptions): ServiceI
       const size = pageSize(req.pageSize);
       const sourceId = req.sourceId ? requireUuid("sourceId", req.sourceId) : undefined;
       const after = decodeTimeCursor(req.pageToken);
-      const rows = await listAudienceRows(pool, { sourceId, after, limit: size + 1 });
-      const page = rows.slice(0, size);
-      const last = page[page.length - 1];
-      return {
-        audiences: page.map(toProto),
-        nextPageToken: rows.length > size && last ? encodeTimeCursor(last.cursor_at, last.id) : "",
-      };
+      const page = await listPage(size, (limit) => listAudienceRows(pool, { sourceId, after, limit }), timeCursorOf);
+      return { audiences: page.rows.map(toProto), nextPageToken: page.nextPageToken };
     },
 
     async syncAudience(req) {

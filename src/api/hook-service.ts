@@ -27,7 +27,7 @@ import { readProcessingSettings } from "../ingest/hooks/hook-input.js";
 import { validateHookTransform } from "../ingest/hooks/hook-settings.js";
 import type { TransformSandboxes } from "../sandbox/transform-sandbox.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
-import { decodePageToken, encodePageToken, pageSize } from "./paging.js";
+import { decodePageToken, encodePageToken, listPage, pageSize } from "./paging.js";
 
 export interface HookServiceOptions {
   pool: pg.Pool;
@@ -64,19 +64,13 @@ export function createHookService(options: HookServiceOptions): ServiceImpl<type
       const { sourceId } = await settingsOf("sourceId", req.sourceId);
       const size = pageSize(req.pageSize, 50, 200);
       const before = decodeCursor(req.pageToken);
-      const found = await listHookRequestRows(pool, {
-        sourceId,
-        status: statusFromProto(req.status),
-        since: req.since ? timestampDate(req.since) : undefined,
-        before,
-        limit: size + 1,
-      });
-      const rows = found.slice(0, size);
-      const last = rows[rows.length - 1];
-      return {
-        requests: rows.map(toProto),
-        nextPageToken: found.length > size && last ? encodePageToken(`${last.cursor_at}|${last.id}`) : "",
-      };
+      const filter = { sourceId, status: statusFromProto(req.status), since: req.since ? timestampDate(req.since) : undefined, before };
+      const page = await listPage(
+        size,
+        (limit) => listHookRequestRows(pool, { ...filter, limit }),
+        (last) => encodePageToken(`${last.cursor_at}|${last.id}`),
+      );
+      return { requests: page.rows.map(toProto), nextPageToken: page.nextPageToken };
     },
 
     async reprocessHookRequests(req) {

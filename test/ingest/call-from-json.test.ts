@@ -91,7 +91,16 @@ describe("callFromJson reads each type's own fields (calls/call.ts typeFields)",
     traits: { t: 1 },
   };
   const common = { messageId: "m", userId: "7" };
-  const absent = { anonymousId: "", event: "", name: "", category: "", groupId: "", previousId: "", properties: undefined, traits: undefined };
+  const absent = {
+    anonymousId: "",
+    event: "",
+    name: "",
+    category: "",
+    groupId: "",
+    previousId: "",
+    properties: undefined,
+    traits: undefined,
+  };
   test.each([
     ["track", { anonymousId: "8", event: "E", properties: { p: 1 } }],
     ["page", { anonymousId: "8", name: "N", category: "C", properties: { p: 1 } }],
