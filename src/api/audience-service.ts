@@ -31,6 +31,7 @@ import {
 import { validateName } from "./destination-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { decodeTimeCursor, listPage, pageSize, timeCursorOf } from "./paging.js";
+import { protoEnumNames } from "./proto-enums.js";
 
 export interface AudienceServiceOptions {
   pool: pg.Pool;
@@ -147,16 +148,15 @@ function validName(name: string): string {
   return validateName("audience.name", name);
 }
 
+const kinds = protoEnumNames<AudienceKind, AudienceKindName>(
+  { audience: AudienceKind.AUDIENCE, computed_trait: AudienceKind.COMPUTED_TRAIT },
+  "audience",
+);
+
 function kindName(kind: AudienceKind): AudienceKindName {
-  switch (kind) {
-    case AudienceKind.UNSPECIFIED:
-    case AudienceKind.AUDIENCE:
-      return "audience";
-    case AudienceKind.COMPUTED_TRAIT:
-      return "computed_trait";
-    default:
-      throw invalidArgument("audience.kind", `unknown kind ${kind as number}`);
-  }
+  const name = kinds.nameOf(kind);
+  if (name === undefined) throw invalidArgument("audience.kind", `unknown kind ${kind as number}`);
+  return name;
 }
 
 function unknownSource(sourceId: string): ConnectError {
@@ -179,7 +179,7 @@ function toProto(row: AudienceRow): Audience {
     sourceId: row.source_id,
     name: row.name,
     key: row.key,
-    kind: row.kind === "audience" ? AudienceKind.AUDIENCE : AudienceKind.COMPUTED_TRAIT,
+    kind: kinds.valueOf(row.kind),
     memberCount: BigInt(row.member_count),
     createTime: timestampFromDate(row.created_at),
     ...(row.last_synced_at ? { lastSyncTime: timestampFromDate(row.last_synced_at) } : {}),

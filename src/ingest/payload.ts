@@ -37,6 +37,21 @@ export function buildCallPayload(call: Call, messageId: string, receivedAt: Date
   return `${out}}`;
 }
 
+/**
+ * A text field read back from a stored body ("" when it has none): what the
+ * API shows of a call that keeps no column for it. The body is parsed only
+ * when the key is in it.
+ */
+export function payloadText(payload: string, key: "event" | "anonymousId"): string {
+  if (!payload.includes(`"${key}"`)) return "";
+  try {
+    const value = (JSON.parse(payload) as Record<string, unknown>)[key];
+    return typeof value === "string" ? value : "";
+  } catch {
+    return "";
+  }
+}
+
 /** A delete notification: these three keys only. */
 export function buildDeletePayload(userId: string, at: Date): string {
   return JSON.stringify({ type: "delete", userId, timestamp: at.toISOString() });

@@ -41,6 +41,11 @@ test("a budget cuts a page short, and the next page starts after the cut", async
 });
 
 test("a budget that fits nothing gives an empty page and no token", async () => {
-  const page = await listPage(2, async () => ["a", "b", "c"], (last) => last, () => 0);
+  const page = await listPage(
+    2,
+    async () => ["a", "b", "c"],
+    (last) => last,
+    () => 0,
+  );
   expect(page).toEqual({ rows: [], nextPageToken: "" });
 });
