@@ -19,7 +19,7 @@ import type { TransformSandboxes } from "../../sandbox/transform-sandbox.js";
 import { parseTraceparent, type TraceContext } from "../../tracing/trace-context.js";
 import { listenForHookRequests, notifyHookSources } from "../../db/queries/hook-notify.js";
 import type { Ingestor } from "../ingestor.js";
-import { callsOfHookRequest, hookSandboxKey, maxHookCallBytes, type ParseV1Call } from "./hook-calls.js";
+import { callsOfHookRequest, hookSandboxKey, maxHookCallBytes } from "./hook-calls.js";
 import { readProcessingSettings } from "./hook-input.js";
 
 /** Tells every process's processor (this one's too) that the source has a new pending request; send it after the commit. */
@@ -35,7 +35,6 @@ export interface HookProcessorOptions {
   logger: Logger;
   ingestor: Ingestor;
   sandboxes: TransformSandboxes;
-  parseCall: ParseV1Call;
   /** A source's lease (WAYPOST_LEASE_MS): after it, another process takes the source over. */
   leaseMs: number;
   /** Real time between looks for sources with pending requests (1 s by default); wake() looks at once. */
