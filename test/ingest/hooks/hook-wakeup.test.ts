@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { systemClock } from "../../../src/clock.js";
 import { parseMessage } from "../../../src/compat/parse-message.js";
 import { createHookProcessor, notifyHookRequestStored, type HookProcessor } from "../../../src/ingest/hooks/hook-processor.js";
+import { matcherOfRow } from "../../../src/delivery/kinds/registry.js";
 import { createIngestor } from "../../../src/ingest/ingestor.js";
 import { createLogger } from "../../../src/logger.js";
 import { createTransformSandboxes, type TransformSandboxes } from "../../../src/sandbox/transform-sandbox.js";
@@ -23,7 +24,7 @@ beforeAll(async () => {
     connectionString: server.database.url,
     clock: systemClock,
     logger: createLogger("silent"),
-    ingestor: createIngestor({ pool: server.pool, clock: systemClock }),
+    ingestor: createIngestor({ pool: server.pool, clock: systemClock, kindMatcher: matcherOfRow }),
     sandboxes,
     parseCall: (raw) => parseMessage(raw, undefined),
     leaseMs: 10_000,
