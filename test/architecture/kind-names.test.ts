@@ -14,7 +14,10 @@ test("the checked places exist and the kinds are known", () => {
   expect(kindNames).toContain("integration");
   const checked = sourceFiles().filter((file) => mustNotNameKinds(file.path));
   for (const folder of ["api/", "ingest/", "routing/", "db/queries/", "delivery/"]) {
-    expect(checked.some((file) => file.path.startsWith(folder)), folder).toBe(true);
+    expect(
+      checked.some((file) => file.path.startsWith(folder)),
+      folder,
+    ).toBe(true);
   }
 });
 

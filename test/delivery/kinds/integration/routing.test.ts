@@ -19,7 +19,8 @@ function settings(list: Array<{ subscribe: string; enabled: boolean }>): Integra
     subscriptions: list.map((s, i) => ({ name: `s${i}`, action: "send", mapping: {}, ...s })),
   };
 }
-const matches = (list: Array<{ subscribe: string; enabled: boolean }>, body: unknown) => integrationRouting.matcher(settings(list))(call(body));
+const matches = (list: Array<{ subscribe: string; enabled: boolean }>, body: unknown) =>
+  integrationRouting.matcher(settings(list))(call(body));
 
 test("subscriptions: disabled ones and ones that do not parse match nothing; none at all matches no call", () => {
   expect(matches([{ subscribe: 'type = "track"', enabled: true }], order)).toBe(true);
