@@ -22,6 +22,7 @@ import { createTransformSandboxes, destinationOf } from "./sandbox/transform-san
 import { createDeliveryLoop, type DeliveryLoop } from "./delivery/loop.js";
 import { createLoopWaker } from "./ingest/loop-waker.js";
 import { createMaintenance, type Maintenance } from "./delivery/maintenance.js";
+import { matcherOfRow } from "./delivery/kinds/registry.js";
 import { createCors } from "./http/cors.js";
 import { listen } from "./http/listener.js";
 import { checkListenAddress, explainListenFailure } from "./http/port-check.js";
@@ -197,6 +198,7 @@ function openIngest({ logger, clock, closers }: Wiring, { pool, adminReadPool, j
     plans: { cache: planCache, recorder: violationRecorder },
     onQueued: () => loopWaker.queued(),
     jobTable,
+    kindMatcher: matcherOfRow,
   });
   return { ingestor, trackingPlans, loopWaker };
 }

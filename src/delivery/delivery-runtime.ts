@@ -20,8 +20,9 @@ import { createLeaseKeeper, type LeaseKeeper } from "./lease-keeper.js";
 import { createWakeup, type Wakeup } from "./wakeup.js";
 import { createLeaseWriteLane } from "./lease-write-lane.js";
 import { traceDelivery } from "./kinds/attempt-spans.js";
-import type { KindDelivery } from "./kinds/kind.js";
-import { type AnyDestination, kindOf, registeredKinds } from "./kinds/registry.js";
+import { succeededParts } from "../db/queries/succeeded-parts.js";
+import type { EarlierAttempts, KindDelivery } from "./kinds/kind.js";
+import { type AnyDestination, completionOf, kindOf, registeredKinds } from "./kinds/registry.js";
 
 export interface DeliveryRuntimeOptions {
   pool: pg.Pool;
@@ -225,10 +226,15 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
     settings,
     deliver(job, destination, body) {
       const delivery = deliveryOf(destination);
-      // Kinds that send requests start a span per request themselves; every other attempt gets one here.
-      const span = delivery.span?.(destination);
-      if (!span) return delivery.deliver(job, destination, body);
-      return traceDelivery(tracing, job, destination, span, (traced) => delivery.deliver(traced, destination, body));
+      const send = (earlier?: EarlierAttempts) => {
+        // Kinds that send requests start a span per request themselves; every other attempt gets one here.
+        const span = delivery.span?.(destination);
+        if (!span) return delivery.deliver(job, destination, body, earlier);
+        return traceDelivery(tracing, job, destination, span, (traced) => delivery.deliver(traced, destination, body, earlier));
+      };
+      // A retry of a kind sent in parts runs only the parts not yet done (kinds/kind.ts, CompletionRule).
+      if (job.attemptCount === 0 || completionOf(destination) !== "every-part") return send();
+      return succeededParts(pool, job.destinationId, job.id).then((parts) => send({ succeededParts: parts }));
     },
     labelOf: (destination) => deliveryOf(destination).label(destination),
     inFlightLimit(destinationId) {

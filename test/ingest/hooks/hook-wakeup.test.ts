@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { systemClock } from "../../../src/clock.js";
 import { createHookProcessor, notifyHookRequestStored, type HookProcessor } from "../../../src/ingest/hooks/hook-processor.js";
+import { matcherOfRow } from "../../../src/delivery/kinds/registry.js";
 import { createIngestor } from "../../../src/ingest/ingestor.js";
 import { createLogger } from "../../../src/logger.js";
 import { createTransformSandboxes, type TransformSandboxes } from "../../../src/sandbox/transform-sandbox.js";
@@ -22,7 +23,7 @@ beforeAll(async () => {
     connectionString: server.database.url,
     clock: systemClock,
     logger: createLogger("silent"),
-    ingestor: createIngestor({ pool: server.pool, clock: systemClock }),
+    ingestor: createIngestor({ pool: server.pool, clock: systemClock, kindMatcher: matcherOfRow }),
     sandboxes,
     leaseMs: 10_000,
     pollMs: 3_600_000,

@@ -1,5 +1,4 @@
 import type { AttemptResult, ClaimedDelivery } from "../../../db/job-table/index.js";
-import { succeededSubscriptions } from "../../../db/queries/succeeded-subscriptions.js";
 import { installCatalogFetch, type VendorContext } from "../../../catalog/catalog-fetch.js";
 import type { IntegrationDestinationSettings } from "../../../catalog/integration-settings.js";
 import { segmentEventOf } from "../../../catalog/segment-event.js";
@@ -50,7 +49,7 @@ export function createIntegrationDelivery(context: DeliveryContext): KindDeliver
   }
 
   return {
-    async deliver(job: ClaimedDelivery, destination, body) {
+    async deliver(job: ClaimedDelivery, destination, body, earlier) {
       const runner = runnerOf(destination);
       let event: ReturnType<typeof segmentEventOf>;
       try {
@@ -61,9 +60,8 @@ export function createIntegrationDelivery(context: DeliveryContext): KindDeliver
       let chosen = runner.compiled.matching(event).map((i) => runner.subscriptions[i]!);
       // Settings moved since the call was routed: nothing of them wants it now.
       if (chosen.length === 0) return callEntry(runner, "success", "no subscription matches this call any more: nothing sent");
-      if (job.attemptCount > 0) {
-        const done = await succeededSubscriptions(context.pool, job.destinationId, job.id);
-        chosen = chosen.filter((s) => !done.has(s.name));
+      if (earlier) {
+        chosen = chosen.filter((s) => !earlier.succeededParts.has(s.name));
         if (chosen.length === 0) return callEntry(runner, "success", "every matched subscription succeeded in an earlier attempt");
       }
       const runs = chosen.map(async (subscription) => {
