@@ -4,7 +4,7 @@ import { lockDestinationIfExists, type JobRow } from "../db/queries/background-j
 import { segmentEventOf } from "../catalog/segment-event.js";
 import { isPlainObject } from "../routing/filter.js";
 import { compileRouteRules, heldBackBy, holdsBack, storedSubscriptions, type RouteRules } from "../routing/route-rules.js";
-import type { JobHandler, PageOutcome } from "./job-runner.js";
+import type { JobHandler, PageOutcome } from "../background/job-runner.js";
 
 /** A backfill's fixed parameters, as stored with the job. */
 export interface BackfillParams {
