@@ -131,7 +131,8 @@ export function createHookProcessor(options: HookProcessorOptions): HookProcesso
     const failed = outcomes.filter((o) => o.status === "failed");
     const counter = options.metrics?.hookRequestsProcessed;
     if (counter && failed.length > 0) counter.inc({ source_id: sourceId, status: "failed" }, failed.length);
-    if (counter && failed.length < outcomes.length) counter.inc({ source_id: sourceId, status: "processed" }, outcomes.length - failed.length);
+    if (counter && failed.length < outcomes.length)
+      counter.inc({ source_id: sourceId, status: "processed" }, outcomes.length - failed.length);
     if (failed.length > 0) logger.info({ sourceId, failed: failed.map((o) => ({ id: o.id, error: o.error })) }, "webhook requests failed");
   }
 
