@@ -32,7 +32,6 @@ import { createRouteTable, prefixRoute } from "./http/route-table.js";
 import type { RouteHandler } from "./http/types.js";
 import { createIngestor, type Ingestor } from "./ingest/ingestor.js";
 import { createHookProcessor, type HookProcessor } from "./ingest/hooks/hook-processor.js";
-import { parseMessage } from "./compat/parse-message.js";
 import { createHookRoute } from "./ingest/hooks/hook-route.js";
 import type { Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
@@ -264,7 +263,6 @@ async function openDelivery(
     logger,
     ingestor: ingest.ingestor,
     sandboxes: shared.sandboxes,
-    parseCall: (raw) => parseMessage(raw, undefined),
     leaseMs: config.delivery.leaseMs,
     metrics: shared.metrics,
     onQueued: () => ingest.loopWaker.add(),

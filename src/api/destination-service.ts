@@ -36,7 +36,7 @@ import type { TransformSandboxes } from "../sandbox/transform-sandbox.js";
 import { validateDropFieldList, validateFilter, validateTransform } from "../routing/validate-rules.js";
 import { validateConsentCategories } from "../routing/consent.js";
 import { createDestinationRules } from "./destination-rules.js";
-import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
+import { decodeTimeCursor, listPage, pageSize, timeCursorOf } from "./paging.js";
 import { rotateSigningSecrets } from "../delivery/kinds/webhook/signing-secrets.js";
 import { kindOf, kindOfProto, kindProtoNames, registeredKinds, type RegisteredKind } from "../delivery/kinds/registry.js";
 import type { KindField } from "../delivery/kinds/kind.js";
@@ -163,13 +163,8 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       const size = pageSize(req.pageSize);
       const sourceId = req.sourceId ? requireUuid("sourceId", req.sourceId) : undefined;
       const after = decodeTimeCursor(req.pageToken);
-      const rows = await listDestinationRows(pool, { sourceId, after, limit: size + 1 });
-      const page = rows.slice(0, size);
-      const last = page[page.length - 1];
-      return {
-        destinations: page.map((row) => toProto(row, clock.now())),
-        nextPageToken: rows.length > size && last ? encodeTimeCursor(last.cursor_at, last.id) : "",
-      };
+      const page = await listPage(size, (limit) => listDestinationRows(pool, { sourceId, after, limit }), timeCursorOf);
+      return { destinations: page.rows.map((row) => toProto(row, clock.now())), nextPageToken: page.nextPageToken };
     },
     async updateDestination(req) {
       const input = req.destination;

@@ -80,6 +80,29 @@ export const wireAdapters: Readonly<Record<string, string>> = {
   "delivery/kinds/": "each destination kind converts its own settings to and from proto",
 };
 
+/**
+ * The edge's modules are transports side by side, so one imports another
+ * only where listed here, and never the reverse of a listed import (that
+ * would be a circle between folders).
+ */
+export const edgeImports: Readonly<Record<string, readonly string[]>> = {
+  // The /v1 API accepts the write keys the RPC API issues, read the same way.
+  "compat/": ["api/"],
+};
+
+const edgeModules = ["api/", "compat/", "console/"] as const;
+
+/** Imports between the edge's modules that edgeImports does not list. */
+export function edgeSiblingImports(edges: readonly Edge[]): string[] {
+  const edgeModule = (relative: string) => edgeModules.find((module) => relative.startsWith(module));
+  return edges
+    .filter(({ from, to }) => {
+      const [fromModule, toModule] = [edgeModule(from), edgeModule(to)];
+      return fromModule && toModule && fromModule !== toModule && !edgeImports[fromModule]?.includes(toModule);
+    })
+    .map(({ from, to }) => `${from} imports ${to}, another module of the edge`);
+}
+
 /** The kinds of destination implement delivery; the API asks them, never the reverse. */
 export const kindsFolder = "delivery/kinds/";
 

@@ -18,7 +18,7 @@ import type { Metrics } from "../../metrics.js";
 import type { TransformSandboxes } from "../../sandbox/transform-sandbox.js";
 import { hooksChannel, notifyHookSources } from "../../db/queries/hook-notify.js";
 import type { Ingestor } from "../ingestor.js";
-import { callsOfHookRequest, hookSandboxKey, type ParseV1Call } from "./hook-calls.js";
+import { callsOfHookRequest, hookSandboxKey } from "./hook-calls.js";
 import { readProcessingSettings } from "./hook-input.js";
 import { RefusedCall, storeHookPageCalls } from "./hook-page-store.js";
 
@@ -35,7 +35,6 @@ export interface HookProcessorOptions {
   logger: Logger;
   ingestor: Ingestor;
   sandboxes: TransformSandboxes;
-  parseCall: ParseV1Call;
   /** A source's lease (WAYPOST_LEASE_MS): after it, another process takes the source over. */
   leaseMs: number;
   /** Real time between looks for sources with pending requests (1 s by default); wake() looks at once. */

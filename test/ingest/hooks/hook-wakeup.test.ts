@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { createNotifier, type Notifier } from "../../../src/background/notifier.js";
 import { systemClock } from "../../../src/clock.js";
-import { parseMessage } from "../../../src/compat/parse-message.js";
 import { createHookProcessor, notifyHookRequestStored, type HookProcessor } from "../../../src/ingest/hooks/hook-processor.js";
 import { createIngestor } from "../../../src/ingest/ingestor.js";
 import { createLogger } from "../../../src/logger.js";
@@ -28,7 +27,6 @@ beforeAll(async () => {
     logger: createLogger("silent"),
     ingestor: createIngestor({ pool: server.pool, clock: systemClock }),
     sandboxes,
-    parseCall: (raw) => parseMessage(raw, undefined),
     leaseMs: 10_000,
     pollMs: 3_600_000,
   });

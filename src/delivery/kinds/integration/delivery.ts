@@ -4,6 +4,7 @@ import { installCatalogFetch, type VendorContext } from "../../../catalog/catalo
 import type { IntegrationDestinationSettings } from "../../../catalog/integration-settings.js";
 import { segmentEventOf } from "../../../catalog/segment-event.js";
 import type { DeliveryContext, DestinationOf, KindDelivery } from "../kind.js";
+import { createTargetCache, type Target } from "../target-cache.js";
 import { createIntegrationBatcher } from "./batcher.js";
 import { attemptsOfRun } from "./outcomes.js";
 import { createIntegrationRunner, type IntegrationRunner } from "./runner.js";
@@ -27,7 +28,11 @@ const maxBatchHeld = 1_000;
 export function createIntegrationDelivery(context: DeliveryContext): KindDelivery<IntegrationDestination> {
   installCatalogFetch();
   const { clock, config } = context;
-  const runners = new Map<string, IntegrationRunner>();
+  // A runner holds nothing open: replaced or dropped, it is let go (its batches still go by time).
+  const runners = createTargetCache<IntegrationDestinationSettings, IntegrationRunner & Target>({
+    clock,
+    create: (_destinationId, settings, revision) => ({ ...createIntegrationRunner(revision, settings), close: async () => {} }),
+  });
   const contextOf = (destinationId: string, runner: IntegrationRunner): VendorContext => ({
     send: (use) => context.http(destinationId, use),
     secrets: runner.secrets,
@@ -36,13 +41,8 @@ export function createIntegrationDelivery(context: DeliveryContext): KindDeliver
   });
   const batcher = createIntegrationBatcher({ clock, flushMs: config.integrationFlushMs ?? 1_000, contextOf });
 
-  function runnerOf(destination: IntegrationDestination): IntegrationRunner {
-    const cached = runners.get(destination.id);
-    if (cached && cached.revision === destination.revision) return cached;
-    const runner = createIntegrationRunner(destination.revision, destination.integration);
-    runners.set(destination.id, runner);
-    return runner;
-  }
+  const runnerOf = (destination: IntegrationDestination): IntegrationRunner =>
+    runners.get(destination.id, destination.revision, () => destination.integration);
 
   /** The one entry of a call no subscription ran for (an empty subscription name: it is the call's, not a subscription's). */
   function callEntry(runner: IntegrationRunner, outcome: "success" | "permanent", reason: string): AttemptResult[] {
@@ -84,14 +84,12 @@ export function createIntegrationDelivery(context: DeliveryContext): KindDeliver
     },
     tick: () => batcher.tick(),
     flush: () => batcher.flush(),
-    openDestinations: () => [...runners.keys()],
-    reconcile(current) {
-      for (const id of [...runners.keys()]) {
-        const now = current.get(id);
-        if (!now || now.revision !== runners.get(id)?.revision) runners.delete(id);
-      }
+    openDestinations: () => runners.destinations(),
+    reconcile: (current) => runners.reconcile(current),
+    close: async () => {
+      await batcher.close();
+      await runners.close();
     },
-    close: () => batcher.close(),
   };
 }
 
