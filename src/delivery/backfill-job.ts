@@ -2,7 +2,7 @@ import type pg from "pg";
 import { singleNodeJobTable, type JobTableDriver, lockDestinationBackfills } from "../db/job-table/index.js";
 import { lockDestinationIfExists, type JobRow } from "../db/queries/background-jobs.js";
 import { compileRouteRules, heldBackBy, holdsBack, type RouteRules, routedCall } from "../routing/route-rules.js";
-import type { JobHandler, PageOutcome } from "./job-runner.js";
+import type { JobHandler, PageOutcome } from "../background/job-runner.js";
 import { matcherOfRow } from "./kinds/registry.js";
 
 /** A backfill's fixed parameters, as stored with the job. */

@@ -1,5 +1,6 @@
 import type pg from "pg";
 import type { Dispatcher } from "undici";
+import type { Notifier } from "../background/notifier.js";
 import type { Clock } from "../clock.js";
 import type { DeliveryConfig, OperatorWebhookConfig, OutboundConfig } from "../config.js";
 import type { JobTableDriver, AttemptResult, ClaimedDelivery, DeliveryCompletion } from "../db/job-table/index.js";
@@ -26,8 +27,8 @@ import { type AnyDestination, completionOf, kindOf, registeredKinds } from "./ki
 
 export interface DeliveryRuntimeOptions {
   pool: pg.Pool;
-  /** For the LISTEN connection, which must not come from the pool. */
-  connectionString: string;
+  /** The process's notifier: a NOTIFY on the deliveries' channel wakes the loop; absent, it polls (tests of the loop alone). */
+  notifier?: Notifier | undefined;
   config: DeliveryConfig;
   clock: Clock;
   logger: Logger;
@@ -67,7 +68,7 @@ export interface DeliveryRuntime {
   tick(): void;
   /** Delivers what the kinds hold now (batches not yet due), without waiting for their time. */
   flush(): void;
-  /** Starts what runs beside the loop: the LISTEN connection, lease heartbeats, the health monitor. */
+  /** Starts what runs beside the loop: the wake-up's subscription, lease heartbeats, the health monitor. */
   start(): Promise<void>;
   /** Resolves once results given to the writer are written and the events they caused are sent. */
   settle(): Promise<void>;
@@ -116,7 +117,7 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
         connectionsPerOrigin: Math.min(config.perDestinationConcurrency, 128),
         now: () => clock.now().getTime(),
       });
-  const wakeup = createWakeup({ connectionString: options.connectionString, logger });
+  const wakeup = createWakeup(options.notifier);
   const operatorEvents = createOperatorEvents({
     webhook: options.operatorWebhook,
     dispatcher,
@@ -266,7 +267,7 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
       await health.stop();
       await within(announcing, left());
       await within(operatorEvents.stop(), left());
-      await wakeup.close();
+      wakeup.close();
       if (!options.dispatcher) {
         await dispatchers?.close(left());
         await (dispatcher as { close(): Promise<void> }).close();

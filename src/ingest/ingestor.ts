@@ -37,7 +37,7 @@ export interface IngestorOptions {
   metrics?: Metrics | undefined;
   /** Tracking plans: each source's plan is applied to its calls (docs/tracking-plans.md). */
   plans?: { cache: PlanCache; recorder: ViolationRecorder } | undefined;
-  /** Called after a store that queued deliveries has committed: wakes the delivery loops (createLoopWaker). */
+  /** Called after a store that queued deliveries has committed: wakes the delivery loops (a throttled NOTIFY, background/throttled-notify.ts). */
   onQueued?: (() => void) | undefined;
   /** The job table's statements for the database's layout (one Postgres or Citus); one Postgres's by default. */
   jobTable?: JobTableDriver | undefined;

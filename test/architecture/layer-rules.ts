@@ -33,6 +33,11 @@ export const layers: ReadonlyArray<{ name: string; modules: readonly string[] }>
   // which lays out a table per call type.
   { name: "calls", modules: ["calls/"] },
   { name: "database", modules: ["db/"] },
+  // How a process picks up work stored in Postgres: one LISTEN connection,
+  // throttled NOTIFYs, the leased worker, the job runner and maintenance.
+  // Below the domain, which hands it its work (ingest's hook processor,
+  // delivery's jobs), so it knows nothing of what the work is.
+  { name: "background work", modules: ["background/"] },
   // The QuickJS sandbox runs the transforms of routing and of webhook sources;
   // it knows nothing of either.
   { name: "sandbox", modules: ["sandbox/"] },
