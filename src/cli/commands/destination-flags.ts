@@ -5,7 +5,8 @@ import { UsageError } from "../errors.js";
 import { readFileSync } from "node:fs";
 import { collect, parseJsonObject } from "../format.js";
 import type { DestinationFlags, DestinationInit, FlagMapping } from "./destination-flag-types.js";
-import { kindFlags } from "./kind-flags.js";
+import { kindFlags } from "./kinds/registry.js";
+import { listFlag } from "./list-flag.js";
 
 /** --rate-limit: a whole number of requests per second; 0 is no limit. */
 export function parseRateLimit(text: string): number {
@@ -34,7 +35,7 @@ export function parseKind(text: string): DestinationKind {
   return kind.proto;
 }
 
-/** Every destination's flags, then each kind's own (kind-flags.ts). */
+/** Every destination's flags, then each kind's own (kinds/). */
 export const destinationFlags: FlagMapping[] = [
   {
     declare: (c, mode) => {
@@ -93,22 +94,16 @@ export const destinationFlags: FlagMapping[] = [
       return "filter";
     },
   },
-  {
-    declare: (c, mode) =>
-      c.option(
-        "--drop-field <path>",
-        mode === "create"
-          ? "a dotted path removed from every body (repeat for several)"
-          : 'replaces the dropped fields (repeat; "" removes them all)',
-        collect,
-      ),
-    apply(flags, into) {
-      const paths = flags.dropField as string[] | undefined;
-      if (paths === undefined) return undefined;
-      into.dropFields = paths.filter((p) => p !== "");
-      return "drop_fields";
+  listFlag({
+    flag: "--drop-field <path>",
+    option: "dropField",
+    help: {
+      create: "a dotted path removed from every body (repeat for several)",
+      update: 'replaces the dropped fields (repeat; "" removes them all)',
     },
-  },
+    field: "dropFields",
+    path: "drop_fields",
+  }),
   {
     declare: (c, mode) =>
       c.option("--transform-file <file>", mode === "create" ? "JavaScript defining transform(event)" : 'a new transform; "" removes it'),
@@ -119,22 +114,17 @@ export const destinationFlags: FlagMapping[] = [
       return "transform";
     },
   },
-  {
-    declare: (c, mode) =>
-      c.option(
-        "--consent-category <name>",
-        mode === "create"
-          ? "a consent category every call's context.consent.categoryPreferences must grant (repeat for several; see docs/routing.md#consent)"
-          : 'replaces the consent categories (repeat; "" removes them all)',
-        collect,
-      ),
-    apply(flags, into) {
-      const names = flags.consentCategory as string[] | undefined;
-      if (names === undefined) return undefined;
-      into.consentCategories = names.filter((name) => name !== "");
-      return "consent_categories";
+  listFlag({
+    flag: "--consent-category <name>",
+    option: "consentCategory",
+    help: {
+      create:
+        "a consent category every call's context.consent.categoryPreferences must grant (repeat for several; see docs/routing.md#consent)",
+      update: 'replaces the consent categories (repeat; "" removes them all)',
     },
-  },
+    field: "consentCategories",
+    path: "consent_categories",
+  }),
   {
     declare: (c, mode) => {
       c.option("--require-consent", "hold back calls that carry no consent preferences too");

@@ -4,7 +4,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { AttemptOutcome, DeliveryStatus, type Delivery, type DeliveryAttempt } from "../../../../gen/waypost/v1/delivery_pb.js";
 import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
 import { AttemptRequests, BatchDeliveries } from "./attempt-requests.js";
-import { kindFormOf } from "./kind-forms.js";
+import { kindFormOf } from "../kinds/registry.js";
 import { BodyView } from "../body-view.js";
 import { EmptyRow, ErrorMessage, HeaderRow, HeadersTable } from "../components.js";
 import { useAction, useLoad } from "../context.js";

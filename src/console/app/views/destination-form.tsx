@@ -3,14 +3,14 @@ import type { Destination, TestedCall } from "../../../../gen/waypost/v1/destina
 import type { Source } from "../../../../gen/waypost/v1/source_pb.js";
 import { ErrorMessage, SecretOnce } from "../components.js";
 import { useSession } from "../context.js";
-import { draftOf, parseFilter, parseRateLimit, toRequest } from "../destination-draft.js";
-import type { DestinationDraft } from "../destination-draft-types.js";
+import { type DestinationDraft, draftOf, parseRateLimit, toRequest } from "../destination-draft.js";
 import { describeError, fieldError, isUnauthenticated } from "../errors.js";
 import { FieldError, type FieldErrors } from "../field-error.js";
 import { sharedNames, sourceTell } from "../twins.js";
 import { FlowControlFields } from "./flow-control-fields.js";
 import { RuleFields, TestResults } from "./rule-fields.js";
-import { kindForms } from "./kind-forms.js";
+import { changeKind, type KindDrafts, ownKind } from "../kinds/registry.js";
+import { parseJsonObject } from "../json-text.js";
 import { descriptorNamed, kindDescriptors } from "../../../delivery/kinds/descriptors.js";
 import { TwinHint } from "../names.js";
 
@@ -23,7 +23,6 @@ const testedKeys: ReadonlyArray<keyof DestinationDraft> = [
   "requireConsent",
   "sourceIds",
   "kind",
-  "integration",
 ];
 
 /**
@@ -48,6 +47,12 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
     setDraft((d) => ({ ...d, ...change }));
     if (testedKeys.some((key) => key in change)) setTested(undefined);
   };
+  const own = ownKind(draft.kind, draft.kinds);
+  /** A change to the kind's own part; a kind whose test sends its settings makes the results stale. */
+  const updateKind = (change: Partial<KindDrafts[typeof draft.kind]>) => {
+    setDraft((d) => ({ ...d, kinds: changeKind(d.kinds, d.kind, change) }));
+    if (own.form.tested) setTested(undefined);
+  };
 
   async function submit(event: Event) {
     event.preventDefault();
@@ -58,12 +63,12 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
       setErrors({ maxRequestsPerSecond: rate.problem });
       return;
     }
-    const filter = parseFilter(draft.filter);
+    const filter = parseJsonObject(draft.filter);
     if (filter.problem !== undefined) {
       setErrors({ filter: filter.problem });
       return;
     }
-    const kindProblems = kindForms[draft.kind].check?.(draft) ?? {};
+    const kindProblems = own.form.check?.(own.part) ?? {};
     if (Object.keys(kindProblems).length > 0) {
       setErrors(kindProblems);
       return;
@@ -76,10 +81,7 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
         destination.etag = etag;
         await api.destinations.updateDestination({ destination, updateMask: { paths } });
       } else {
-        const response = await api.destinations.createDestination({
-          destination,
-          generateSigningSecret: draft.generateSigningSecret,
-        });
+        const response = await api.destinations.createDestination({ destination, ...own.form.create?.(own.part) });
         if (response.signingSecret) {
           setGenerated({ name: response.destination?.name ?? draft.name, secret: response.signingSecret });
           return;
@@ -183,12 +185,12 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
 
   /** The fields of the draft's kind (JSX, not a component: no remount per render). */
   function kindFields() {
-    const KindFields = kindForms[draft.kind].Fields;
+    const KindFields = own.form.Fields;
     return (
       <KindFields
-        draft={draft}
+        draft={own.part}
         errors={errors}
-        onChange={update}
+        onChange={updateKind}
         destination={props.destination}
         onRotated={(rotated) => setEtag(rotated.etag)}
       />

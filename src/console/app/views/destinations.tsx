@@ -1,5 +1,5 @@
 import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
-import { kindFormOf } from "./kind-forms.js";
+import { kindFormOf } from "../kinds/registry.js";
 import { useAction, useLoad } from "../context.js";
 import { healthLabel, orderingLabel, rateLimitLabel } from "../health.js";
 import { listAll } from "../paging.js";

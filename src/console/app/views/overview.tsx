@@ -2,7 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
 import type { GetDestinationStatsResponse, StatsWindow } from "../../../../gen/waypost/v1/delivery_pb.js";
 import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
-import { kindFormOf } from "./kind-forms.js";
+import { kindFormOf } from "../kinds/registry.js";
 import { ErrorMessage, HeaderRow } from "../components.js";
 import { useLoad } from "../context.js";
 import { destinationState } from "../health.js";

@@ -2,11 +2,12 @@ import { useEffect, useState } from "preact/hooks";
 import { TestOutcome, type TestedCall } from "../../../../gen/waypost/v1/destination_pb.js";
 import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
 import { useSession } from "../context.js";
-import { parseFilter, rulesOf } from "../destination-draft.js";
-import type { DestinationDraft } from "../destination-draft-types.js";
+import { type DestinationDraft, rulesOf } from "../destination-draft.js";
 import { describeError } from "../errors.js";
-import { errorId, FieldError, type FieldErrors } from "../field-error.js";
-import { kindForms } from "./kind-forms.js";
+import type { FieldErrors } from "../field-error.js";
+import { parseJsonObject } from "../json-text.js";
+import { ownKind } from "../kinds/registry.js";
+import { LabelledField } from "./labelled-field.js";
 import { VendorRequests } from "./vendor-requests.js";
 
 const outcomeNames: Record<TestOutcome, string> = {
@@ -45,7 +46,8 @@ export function RuleFields(props: {
   const { api } = useSession();
   const [testError, setTestError] = useState<string | undefined>();
   const [testing, setTesting] = useState(false);
-  // Results and errors of an earlier draft would read as this one's.
+  const kind = ownKind(draft.kind, draft.kinds);
+  // Results and errors of an earlier draft would read as this one's: the rules, and what the kind's test sends.
   const rulesKey = JSON.stringify([
     draft.filter,
     draft.dropFields,
@@ -54,26 +56,17 @@ export function RuleFields(props: {
     draft.requireConsent,
     draft.sourceIds,
     draft.kind,
-    { ...draft.integration, entry: undefined },
+    kind.form.tested?.(kind.part),
   ]);
   useEffect(() => setTestError(undefined), [rulesKey]);
-  // The server names the part of a rule that is wrong (filter.properties.total.$gt): it is the field's error.
-  const hasError = (field: string) =>
-    Object.keys(errors).some((k) => k === field || k.startsWith(`${field}.`) || k.startsWith(`${field}[`));
-  const described = (field: string) => ({
-    "aria-invalid": hasError(field) ? ("true" as const) : undefined,
-    "aria-describedby": hasError(field) ? errorId(field) : `hint-${field}`,
-  });
-
   async function test() {
     setTestError(undefined);
-    const filter = parseFilter(draft.filter);
+    const filter = parseJsonObject(draft.filter);
     if (filter.problem !== undefined) {
       setTestError(`Filter ${filter.problem}`);
       return;
     }
-    const kind = kindForms[draft.kind];
-    const problems = Object.entries(kind.check?.(draft) ?? {});
+    const problems = Object.entries(kind.form.check?.(kind.part) ?? {});
     if (problems.length > 0) {
       setTestError(problems.map(([field, problem]) => `${field}: ${problem}`).join("; "));
       return;
@@ -82,7 +75,7 @@ export function RuleFields(props: {
     try {
       // The draft as it stands, over its own sources: nothing stored is used in its place.
       const response = await api.destinations.testDestination({
-        destination: { sourceIds: draft.sourceIds, ...rulesOf(draft), ...kind.tested?.(draft) },
+        destination: { sourceIds: draft.sourceIds, ...rulesOf(draft), ...kind.form.tested?.(kind.part) },
         sampleSize: 20,
       });
       setTested(response.calls);
@@ -97,36 +90,35 @@ export function RuleFields(props: {
   return (
     <fieldset>
       <legend>Routing rules</legend>
-      <div class="field">
-        <label for="destination-filter">Filter</label>
-        <textarea
-          id="destination-filter"
-          rows={4}
-          class="code"
-          value={draft.filter}
-          onInput={(e) => onChange({ filter: e.currentTarget.value })}
-          {...described("filter")}
-        />
-        <p id="hint-filter" class="hint">
-          JSON matched against each call, e.g. {'{"type": "track", "properties.total": {"$gt": 100}}'}. Empty: every call.
-        </p>
-        <FieldError errors={errors} field="filter" prefix />
-      </div>
-      <div class="field">
-        <label for="destination-consent-categories">Consent categories</label>
-        <textarea
-          id="destination-consent-categories"
-          rows={2}
-          value={draft.consentCategories}
-          onInput={(e) => onChange({ consentCategories: e.currentTarget.value })}
-          {...described("consentCategories")}
-        />
-        <p id="hint-consentCategories" class="hint">
-          Separated by commas or lines (Advertising, Analytics): a call whose context.consent.categoryPreferences is an object gets here
-          only when every one is true there. Empty: no categories.
-        </p>
-        <FieldError errors={errors} field="consentCategories" prefix />
-      </div>
+      <LabelledField
+        id="destination-filter"
+        label="Filter"
+        field="filter"
+        prefix
+        errors={errors}
+        hint={<>JSON matched against each call, e.g. {'{"type": "track", "properties.total": {"$gt": 100}}'}. Empty: every call.</>}
+      >
+        {(input) => (
+          <textarea rows={4} class="code" value={draft.filter} onInput={(e) => onChange({ filter: e.currentTarget.value })} {...input} />
+        )}
+      </LabelledField>
+      <LabelledField
+        id="destination-consent-categories"
+        label="Consent categories"
+        field="consentCategories"
+        prefix
+        errors={errors}
+        hint="Separated by commas or lines (Advertising, Analytics): a call whose context.consent.categoryPreferences is an object gets here only when every one is true there. Empty: no categories."
+      >
+        {(input) => (
+          <textarea
+            rows={2}
+            value={draft.consentCategories}
+            onInput={(e) => onChange({ consentCategories: e.currentTarget.value })}
+            {...input}
+          />
+        )}
+      </LabelledField>
       <div class="field">
         <label>
           <input
@@ -141,37 +133,42 @@ export function RuleFields(props: {
           Hold back calls that carry no consent preferences too.
         </p>
       </div>
-      <div class="field">
-        <label for="destination-drop-fields">Dropped fields</label>
-        <textarea
-          id="destination-drop-fields"
-          rows={3}
-          class="code"
-          value={draft.dropFields}
-          onInput={(e) => onChange({ dropFields: e.currentTarget.value })}
-          {...described("dropFields")}
-        />
-        <p id="hint-dropFields" class="hint">
-          One dotted path a line (context.ip, properties.email): removed before sending.
-        </p>
-        <FieldError errors={errors} field="dropFields" prefix />
-      </div>
-      <div class="field">
-        <label for="destination-transform">Transform</label>
-        <textarea
-          id="destination-transform"
-          rows={8}
-          class="code"
-          spellcheck={false}
-          value={draft.transform}
-          onInput={(e) => onChange({ transform: e.currentTarget.value })}
-          {...described("transform")}
-        />
-        <p id="hint-transform" class="hint">
-          JavaScript defining function transform(event): return the object to send, or null to drop the call.
-        </p>
-        <FieldError errors={errors} field="transform" />
-      </div>
+      <LabelledField
+        id="destination-drop-fields"
+        label="Dropped fields"
+        field="dropFields"
+        prefix
+        errors={errors}
+        hint="One dotted path a line (context.ip, properties.email): removed before sending."
+      >
+        {(input) => (
+          <textarea
+            rows={3}
+            class="code"
+            value={draft.dropFields}
+            onInput={(e) => onChange({ dropFields: e.currentTarget.value })}
+            {...input}
+          />
+        )}
+      </LabelledField>
+      <LabelledField
+        id="destination-transform"
+        label="Transform"
+        field="transform"
+        errors={errors}
+        hint="JavaScript defining function transform(event): return the object to send, or null to drop the call."
+      >
+        {(input) => (
+          <textarea
+            rows={8}
+            class="code"
+            spellcheck={false}
+            value={draft.transform}
+            onInput={(e) => onChange({ transform: e.currentTarget.value })}
+            {...input}
+          />
+        )}
+      </LabelledField>
       <div class="form-actions">
         <button type="button" onClick={test} disabled={testing}>
           Test against recent calls
