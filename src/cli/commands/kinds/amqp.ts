@@ -1,6 +1,5 @@
 import { UsageError } from "../../errors.js";
-import type { KindFlags } from "../destination-flag-types.js";
-import { settingsFlags } from "./settings-flags.js";
+import { settingsKind } from "./settings-kind.js";
 
 const yesNo: Record<string, boolean> = { yes: true, true: true, no: false, false: false };
 
@@ -12,41 +11,28 @@ function parseMandatory(text: string): boolean {
 }
 
 /** An AMQP broker: its URL (masked when shown), exchange, routing key template and whether unroutable messages fail. */
-export const amqpFlags: KindFlags = {
-  flags: [
-    settingsFlags(
-      "amqp",
-      [
-        {
-          key: "url",
-          flag: "--amqp-url <url>",
-          help: { create: "the broker: amqp://user:password@host:5672/vhost (--kind amqp)", update: "a new broker URL" },
-        },
-        { key: "exchange", flag: "--exchange <name>", help: 'the exchange it publishes to (default "": the default exchange)' },
-        {
-          key: "routingKey",
-          flag: "--routing-key <template>",
-          help: 'the routing key: {type}, {event}, {sourceId}, {destinationId} (default "{type}")',
-        },
-        {
-          key: "mandatory",
-          flag: "--mandatory <yes|no>",
-          help: "unroutable messages fail the attempt (default yes)",
-          parse: parseMandatory,
-        },
-      ],
-      "stored",
-    ),
+export const amqpFlags = settingsKind({
+  message: "amqp",
+  keep: "stored",
+  address: {
+    key: "url",
+    flag: "--amqp-url <url>",
+    help: { create: "the broker: amqp://user:password@host:5672/vhost (--kind amqp)", update: "a new broker URL" },
+  },
+  others: [
+    { key: "exchange", flag: "--exchange <name>", help: 'the exchange it publishes to (default "": the default exchange)' },
+    {
+      key: "routingKey",
+      flag: "--routing-key <template>",
+      help: 'the routing key: {type}, {event}, {sourceId}, {destinationId} (default "{type}")',
+    },
+    { key: "mandatory", flag: "--mandatory <yes|no>", help: "unroutable messages fail the attempt (default yes)", parse: parseMandatory },
   ],
-  missing: (flags) => (flags.amqpUrl === undefined ? "--kind amqp needs --amqp-url" : undefined),
-  target: (d) => (d.amqp ? `${d.amqp.url} exchange "${d.amqp.exchange}" key ${d.amqp.routingKey}` : ""),
-  details: (d) =>
-    d.amqp
-      ? [
-          ["broker", d.amqp.url] as const,
-          ["exchange", d.amqp.exchange === "" ? '"" (default)' : d.amqp.exchange] as const,
-          ["routing key", d.amqp.routingKey] as const,
-          ["mandatory", d.amqp.mandatory === false ? "no" : "yes"] as const,
-        ]
-      : [],
-};
+  target: (amqp) => `${amqp.url} exchange "${amqp.exchange}" key ${amqp.routingKey}`,
+  details: (amqp) => [
+    ["broker", amqp.url],
+    ["exchange", amqp.exchange === "" ? '"" (default)' : amqp.exchange],
+    ["routing key", amqp.routingKey],
+    ["mandatory", amqp.mandatory === false ? "no" : "yes"],
+  ],
+});

@@ -14,6 +14,7 @@ const fields: ReadonlyArray<SettingField<NatsDraft>> = [
     placeholder: "nats://host:4222",
     hint: "One URL a line, up to 5, of one cluster.",
     input: "lines",
+    parts: true,
   },
   { key: "subject", field: "nats.subject", label: "Subject", placeholder: "waypost.{type}", hint: templateHint },
   { key: "token", field: "nats.token", label: "Token", hint: "Or a user and password.", input: "secret" },

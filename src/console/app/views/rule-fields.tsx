@@ -7,7 +7,7 @@ import { describeError } from "../errors.js";
 import type { FieldErrors } from "../field-error.js";
 import { parseJsonObject } from "../json-text.js";
 import { ownKind } from "../kinds/registry.js";
-import { LabelledField } from "./labelled-field.js";
+import { type SettingField, SettingInput } from "./settings-fieldset.js";
 import { VendorRequests } from "./vendor-requests.js";
 
 const outcomeNames: Record<TestOutcome, string> = {
@@ -28,6 +28,50 @@ const outcomeTexts: Partial<Record<TestOutcome, string>> = {
   [TestOutcome.NOT_SUBSCRIBED]: "No enabled subscription matches this call: no delivery.",
   [TestOutcome.NO_CONSENT]: "The call's consent preferences hold it back from this destination: no delivery.",
 };
+
+// The server names the part of a rule that is wrong (filter.properties.total.$gt): it is the field's error.
+const ruleFields: ReadonlyArray<SettingField<DestinationDraft>> = [
+  {
+    key: "filter",
+    field: "filter",
+    label: "Filter",
+    input: "code",
+    parts: true,
+    hint: 'JSON matched against each call, e.g. {"type": "track", "properties.total": {"$gt": 100}}. Empty: every call.',
+  },
+  {
+    key: "consentCategories",
+    field: "consentCategories",
+    label: "Consent categories",
+    input: "lines",
+    parts: true,
+    hint: "Separated by commas or lines (Advertising, Analytics): a call whose context.consent.categoryPreferences is an object gets here only when every one is true there. Empty: no categories.",
+  },
+  {
+    key: "requireConsent",
+    field: "requireConsent",
+    label: "Require consent",
+    input: "check",
+    hint: "Hold back calls that carry no consent preferences too.",
+  },
+  {
+    key: "dropFields",
+    field: "dropFields",
+    label: "Dropped fields",
+    input: "code",
+    rows: 3,
+    parts: true,
+    hint: "One dotted path a line (context.ip, properties.email): removed before sending.",
+  },
+  {
+    key: "transform",
+    field: "transform",
+    label: "Transform",
+    input: "code",
+    rows: 8,
+    hint: "JavaScript defining function transform(event): return the object to send, or null to drop the call.",
+  },
+];
 
 /**
  * A destination's routing rules (docs/routing.md): the filter, the consent
@@ -90,85 +134,9 @@ export function RuleFields(props: {
   return (
     <fieldset>
       <legend>Routing rules</legend>
-      <LabelledField
-        id="destination-filter"
-        label="Filter"
-        field="filter"
-        prefix
-        errors={errors}
-        hint={<>JSON matched against each call, e.g. {'{"type": "track", "properties.total": {"$gt": 100}}'}. Empty: every call.</>}
-      >
-        {(input) => (
-          <textarea rows={4} class="code" value={draft.filter} onInput={(e) => onChange({ filter: e.currentTarget.value })} {...input} />
-        )}
-      </LabelledField>
-      <LabelledField
-        id="destination-consent-categories"
-        label="Consent categories"
-        field="consentCategories"
-        prefix
-        errors={errors}
-        hint="Separated by commas or lines (Advertising, Analytics): a call whose context.consent.categoryPreferences is an object gets here only when every one is true there. Empty: no categories."
-      >
-        {(input) => (
-          <textarea
-            rows={2}
-            value={draft.consentCategories}
-            onInput={(e) => onChange({ consentCategories: e.currentTarget.value })}
-            {...input}
-          />
-        )}
-      </LabelledField>
-      <div class="field">
-        <label>
-          <input
-            type="checkbox"
-            checked={draft.requireConsent}
-            onChange={(e) => onChange({ requireConsent: e.currentTarget.checked })}
-            aria-describedby="hint-requireConsent"
-          />{" "}
-          Require consent
-        </label>
-        <p id="hint-requireConsent" class="hint">
-          Hold back calls that carry no consent preferences too.
-        </p>
-      </div>
-      <LabelledField
-        id="destination-drop-fields"
-        label="Dropped fields"
-        field="dropFields"
-        prefix
-        errors={errors}
-        hint="One dotted path a line (context.ip, properties.email): removed before sending."
-      >
-        {(input) => (
-          <textarea
-            rows={3}
-            class="code"
-            value={draft.dropFields}
-            onInput={(e) => onChange({ dropFields: e.currentTarget.value })}
-            {...input}
-          />
-        )}
-      </LabelledField>
-      <LabelledField
-        id="destination-transform"
-        label="Transform"
-        field="transform"
-        errors={errors}
-        hint="JavaScript defining function transform(event): return the object to send, or null to drop the call."
-      >
-        {(input) => (
-          <textarea
-            rows={8}
-            class="code"
-            spellcheck={false}
-            value={draft.transform}
-            onInput={(e) => onChange({ transform: e.currentTarget.value })}
-            {...input}
-          />
-        )}
-      </LabelledField>
+      {ruleFields.map((setting) => (
+        <SettingInput key={setting.key} setting={setting} draft={draft} errors={errors} onChange={onChange} />
+      ))}
       <div class="form-actions">
         <button type="button" onClick={test} disabled={testing}>
           Test against recent calls

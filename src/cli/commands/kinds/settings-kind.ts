@@ -1,5 +1,6 @@
 import { collect } from "../../format.js";
-import type { DestinationFlags, DestinationInit, FlagMapping } from "../destination-flag-types.js";
+import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
+import type { DestinationFlags, DestinationInit, FlagMapping, KindFlags } from "../destination-flag-types.js";
 
 /** The kinds whose settings are one flat message, a flag a field. */
 type SettingsMessage = "postgres" | "amqp" | "nats";
@@ -24,19 +25,26 @@ const optionOf = (flag: string) =>
     .replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 
 /**
- * A kind's settings message as flags, one a field. The message is sent
- * whole: what no flag gives is what is stored (`keep: "stored"`, read
+ * A kind whose settings are one message, a flag a field. The message is
+ * sent whole: what no flag gives is what is stored (`keep: "stored"`, read
  * first: as Get shows it, masked secrets and all, which the server takes
  * back as "keep it"), or left empty where the server itself keeps the
  * stored value for an empty one (`keep: "server"`).
  */
-export function settingsFlags<M extends SettingsMessage>(
-  message: M,
-  settings: ReadonlyArray<SettingFlag<M>>,
-  keep: "stored" | "server",
-): FlagMapping {
+export function settingsKind<M extends SettingsMessage>(kind: {
+  message: M;
+  keep: "stored" | "server";
+  /** Where its calls go: what `create --kind` cannot do without. */
+  address: SettingFlag<M>;
+  others: ReadonlyArray<SettingFlag<M>>;
+  /** Where its calls go, in one line (`destinations list`). */
+  target(settings: NonNullable<Destination[M]>): string;
+  /** Its settings as `destinations get` shows them. */
+  details(settings: NonNullable<Destination[M]>): Array<readonly [string, string]>;
+}): KindFlags {
+  const settings = [kind.address, ...kind.others];
   const given = (flags: DestinationFlags) => settings.some((s) => flags[optionOf(s.flag)] !== undefined);
-  return {
+  const mapping: FlagMapping = {
     declare(c, mode) {
       for (const s of settings) {
         const help = typeof s.help === "string" ? s.help : s.help[mode];
@@ -46,14 +54,28 @@ export function settingsFlags<M extends SettingsMessage>(
     },
     apply(flags, into, current) {
       if (!given(flags)) return undefined;
-      const stored = keep === "stored" ? (current?.[message] as Record<string, unknown> | undefined) : undefined;
+      const stored = kind.keep === "stored" ? (current?.[kind.message] as Record<string, unknown> | undefined) : undefined;
       const fields = settings.map((s) => {
         const typed = flags[optionOf(s.flag)];
         return [s.key, typed === undefined ? stored?.[s.key] : s.parse ? s.parse(String(typed)) : typed];
       });
-      into[message] = Object.fromEntries(fields) as DestinationInit[M];
-      return message;
+      into[kind.message] = Object.fromEntries(fields) as DestinationInit[M];
+      return kind.message;
     },
-    ...(keep === "stored" ? { needsCurrent: given } : {}),
+    ...(kind.keep === "stored" ? { needsCurrent: given } : {}),
+  };
+  const addressFlag = kind.address.flag.split(" ")[0];
+  const of = (d: Destination) => d[kind.message] as NonNullable<Destination[M]> | undefined;
+  return {
+    flags: [mapping],
+    missing: (flags) => (flags[optionOf(kind.address.flag)] === undefined ? `--kind ${kind.message} needs ${addressFlag}` : undefined),
+    target: (d) => {
+      const own = of(d);
+      return own ? kind.target(own) : "";
+    },
+    details: (d) => {
+      const own = of(d);
+      return own ? kind.details(own) : [];
+    },
   };
 }
