@@ -16,7 +16,8 @@ import { fields, parseCount, parseStatuses, parseTime, statusText } from "../for
 import type { CliContext, Wire } from "../context.js";
 import { deliveryRows, describeDelivery } from "./delivery-text.js";
 import { listPages } from "./list-pages.js";
-import { createDestinationNames, resolveDestinationRef } from "./destination-ref.js";
+import { createDestinationNames } from "./destination-names.js";
+import { resolveDestinationRef } from "./named-refs.js";
 import { followJob, jobStateNames, type JobSnapshot } from "./job-progress.js";
 import { tailDeliveries } from "./tail.js";
 

@@ -18,7 +18,7 @@ import { UsageError } from "../errors.js";
 import { fields, table, time } from "../format.js";
 import type { DestinationFlags } from "./destination-flag-types.js";
 import { declareDestinationFlags, destinationFromFlags, flagsNeedCurrent } from "./destination-flags.js";
-import { listAllDestinations, resolveDestinationRef } from "./destination-ref.js";
+import { listAllDestinations, resolveDestinationRef } from "./named-refs.js";
 import { kindFlagsOf } from "./kinds/registry.js";
 import { descriptorOfProto } from "../../delivery/kinds/descriptors.js";
 import { registerDestinationRules } from "./routing.js";

@@ -8,7 +8,7 @@ import type { CliContext, Wire } from "../context.js";
 import { UsageError } from "../errors.js";
 import { collect, parseTime } from "../format.js";
 import { pause } from "./job-progress.js";
-import { resolveSourceRef } from "./source-ref.js";
+import { resolveSourceRef } from "./named-refs.js";
 
 interface ReprocessFlags {
   id?: string[];

@@ -14,7 +14,7 @@ import { UsageError } from "../errors.js";
 import { collect, parseCount, parseTime, table, time } from "../format.js";
 import { readFlagFile } from "./hook-source-flags.js";
 import { registerHookReprocess } from "./hook-reprocess.js";
-import { resolveSourceRef } from "./source-ref.js";
+import { resolveSourceRef } from "./named-refs.js";
 
 const statusNames: Record<string, HookRequestStatus> = {
   pending: HookRequestStatus.PENDING,

@@ -6,7 +6,7 @@ import { listPages } from "./list-pages.js";
 import type { Wire } from "../context.js";
 import { UsageError } from "../errors.js";
 import { parseCount, parseTime, table, time } from "../format.js";
-import { resolveDestinationRef } from "./destination-ref.js";
+import { resolveDestinationRef } from "./named-refs.js";
 
 /** --reason: which recorded fate (and reason) to list. */
 const reasons: Record<string, Pick<ListFatesRequest, "fate" | "reason">> = {

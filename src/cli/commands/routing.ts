@@ -4,7 +4,7 @@ import { DestinationService, TestDestinationResponseSchema } from "../../../gen/
 import { testedCallsText } from "./tested-calls.js";
 import type { Wire } from "../context.js";
 import { registerBackfillCommand } from "./backfills.js";
-import { resolveDestinationRef } from "./destination-ref.js";
+import { resolveDestinationRef } from "./named-refs.js";
 import { registerMessagesFiltered } from "./messages-filtered.js";
 import { collect, fields, parseCount, table, time } from "../format.js";
 

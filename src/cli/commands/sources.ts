@@ -15,7 +15,7 @@ import type { Wire } from "../context.js";
 import { UsageError } from "../errors.js";
 import { declareHookSourceFlags, inboundUrl, verifierName, webhookFromFlags, type HookSourceFlags } from "./hook-source-flags.js";
 import { registerSourceUpdate } from "./source-update.js";
-import { listAllSources, resolveSourceRef } from "./source-ref.js";
+import { listAllSources, resolveSourceRef } from "./named-refs.js";
 
 export function registerSources(program: Command, wire: Wire): void {
   const sources = program.command("sources").description("list, create, update, rotate keys of and delete sources");

@@ -1,6 +1,7 @@
 import { collect } from "../../format.js";
 import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
 import type { DestinationFlags, DestinationInit, FlagMapping, KindFlags } from "../destination-flag-types.js";
+import { type FlagHelp, helpIn, optionOf } from "../flag-mappings.js";
 
 /** The kinds whose settings are one flat message, a flag a field. */
 type SettingsMessage = "postgres" | "amqp" | "nats";
@@ -10,19 +11,12 @@ export interface SettingFlag<M extends SettingsMessage> {
   key: keyof NonNullable<DestinationInit[M]> & string;
   /** As commander declares it: "--amqp-url <url>". */
   flag: string;
-  help: string | { create: string; update: string };
+  help: FlagHelp;
   /** Repeatable: its values make a list. */
   repeat?: boolean;
   /** Its value from the text given (default: the text); throws a UsageError for text it cannot take. */
   parse?(text: string): unknown;
 }
-
-/** commander's name for a flag's value: "--amqp-url <url>" is amqpUrl. */
-const optionOf = (flag: string) =>
-  flag
-    .split(" ")[0]!
-    .replace(/^--/, "")
-    .replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 
 /**
  * A kind whose settings are one message, a flag a field. The message is
@@ -47,7 +41,7 @@ export function settingsKind<M extends SettingsMessage>(kind: {
   const mapping: FlagMapping = {
     declare(c, mode) {
       for (const s of settings) {
-        const help = typeof s.help === "string" ? s.help : s.help[mode];
+        const help = helpIn(s.help, mode);
         if (s.repeat) c.option(s.flag, help, collect);
         else c.option(s.flag, help);
       }

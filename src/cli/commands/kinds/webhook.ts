@@ -1,7 +1,7 @@
 import { UsageError } from "../../errors.js";
 import { collect } from "../../format.js";
 import type { KindFlags } from "../destination-flag-types.js";
-import { listFlag } from "../list-flag.js";
+import { listFlag, valueFlag } from "../flag-mappings.js";
 import { batchDetails, batchFlagsGiven, batchOf, declareBatchFlags } from "../webhook-batch-flags.js";
 
 function parseHeader(text: string): [string, string] {
@@ -42,21 +42,15 @@ export const webhookFlags: KindFlags = {
       },
       needsCurrent: (flags) => (flags.header !== undefined || batchFlagsGiven(flags)) && flags.url === undefined,
     },
-    {
-      declare: (c, mode) =>
-        c.option(
-          "--shared-secret <secret>",
-          mode === "create" ? "sign every request (X-Signature)" : 'a new signing secret; "" removes it',
-        ),
-      apply(flags, into) {
-        if (flags.sharedSecret === undefined) return undefined;
-        into.sharedSecret = flags.sharedSecret as string;
-        return "shared_secret";
-      },
-    },
+    valueFlag({
+      flag: "--shared-secret <secret>",
+      help: { create: "sign every request (X-Signature)", update: 'a new signing secret; "" removes it' },
+      field: "sharedSecret",
+      parse: (secret) => secret,
+      path: "shared_secret",
+    }),
     listFlag({
       flag: "--signing-secret <whsec>",
-      option: "signingSecret",
       help: {
         create: "a Standard Webhooks signing secret (whsec_...; repeat for several)",
         update: 'replaces the Standard Webhooks signing secrets (repeat for several; "" removes them all)',

@@ -1,22 +1,5 @@
-import { DestinationService, type Destination } from "../../../gen/waypost/v1/destination_pb.js";
 import type { CliContext } from "../context.js";
-import { listPages } from "./list-pages.js";
-import { resolveNamedRef } from "./named-ref.js";
-
-/** Every destination, page by page. */
-export async function listAllDestinations(ctx: CliContext): Promise<Destination[]> {
-  const client = ctx.admin(DestinationService);
-  const { items } = await listPages(
-    (pageToken, pageSize) => client.listDestinations({ pageSize, pageToken }, { signal: ctx.signal }),
-    (page) => page.destinations,
-  );
-  return items;
-}
-
-/** --destination's value as an id: an id as given, else the one destination of that name (named-ref.ts). */
-export function resolveDestinationRef(ctx: CliContext, ref: string, flag = "--destination"): Promise<string> {
-  return resolveNamedRef(ref, flag, { noun: "destination", plural: "destinations", list: () => listAllDestinations(ctx) });
-}
+import { listAllDestinations } from "./named-refs.js";
 
 /**
  * Destination names for lines of deliveries (list, tail), listed once and again only when
