@@ -22,13 +22,9 @@ import { listAllDestinations, resolveDestinationRef } from "./named-refs.js";
 import { kindFlagsOf } from "./kinds/registry.js";
 import { descriptorOfProto } from "../../delivery/kinds/descriptors.js";
 import { registerDestinationRules } from "./routing.js";
+import { enumWords } from "../../enum-words.js";
 
-const healthNames: Record<DestinationHealth, string> = {
-  [DestinationHealth.UNSPECIFIED]: "-",
-  [DestinationHealth.HEALTHY]: "healthy",
-  [DestinationHealth.FAILING]: "failing",
-  [DestinationHealth.CIRCUIT_OPEN]: "circuit open",
-};
+const healthNames = enumWords(DestinationHealth, { [DestinationHealth.UNSPECIFIED]: "-" });
 
 export function healthText(d: Destination): string {
   return healthNames[d.health] ?? String(d.health);

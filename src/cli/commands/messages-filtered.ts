@@ -5,7 +5,7 @@ import { DeliveryService, Fate, ListFatesResponseSchema, type ListFatesRequest }
 import { listPages } from "./list-pages.js";
 import type { Wire } from "../context.js";
 import { UsageError } from "../errors.js";
-import { parseCount, parseTime, table, time } from "../format.js";
+import { fateNames, parseCount, parseTime, table, time } from "../format.js";
 import { resolveDestinationRef } from "./named-refs.js";
 
 /** --reason: which recorded fate (and reason) to list. */
@@ -18,12 +18,6 @@ const reasons: Record<string, Pick<ListFatesRequest, "fate" | "reason">> = {
   disabled: { fate: Fate.DISABLED, reason: "" },
   "integrations-off": { fate: Fate.INTEGRATIONS_OFF, reason: "" },
   any: { fate: Fate.UNSPECIFIED, reason: "" },
-};
-
-const fateWords: Partial<Record<Fate, string>> = {
-  [Fate.FILTERED]: "filtered",
-  [Fate.DISABLED]: "disabled",
-  [Fate.INTEGRATIONS_OFF]: "integrations off",
 };
 
 interface Flags {
@@ -77,7 +71,7 @@ export function registerMessagesFiltered(messages: Command, wire: Wire): void {
               c.type,
               c.event || "-",
               c.userId || "-",
-              (fateWords[c.fate] ?? String(c.fate)) + (c.reason ? ` (${c.reason})` : ""),
+              fateNames[c.fate] + (c.reason ? ` (${c.reason})` : ""),
               c.sourceId,
             ]),
           ),

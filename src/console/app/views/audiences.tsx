@@ -3,12 +3,9 @@ import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
 import { useLoad } from "../context.js";
 import { formatTime } from "../format.js";
 import { listAll } from "../paging.js";
+import { enumWords } from "../../../enum-words.js";
 
-const kinds: Record<AudienceKind, string> = {
-  [AudienceKind.UNSPECIFIED]: "",
-  [AudienceKind.AUDIENCE]: "audience",
-  [AudienceKind.COMPUTED_TRAIT]: "computed trait",
-};
+const kinds = enumWords(AudienceKind, { [AudienceKind.UNSPECIFIED]: "" });
 
 /** Audiences and computed traits, with their member counts and last sync. */
 export function AudiencesView() {

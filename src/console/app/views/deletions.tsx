@@ -4,12 +4,9 @@ import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
 import { useAction, useLoad } from "../context.js";
 import { formatTime } from "../format.js";
 import { listAll } from "../paging.js";
+import { enumWords } from "../../../enum-words.js";
 
-const statuses: Record<DeletionStatus, string> = {
-  [DeletionStatus.UNSPECIFIED]: "",
-  [DeletionStatus.IN_PROGRESS]: "in progress",
-  [DeletionStatus.COMPLETED]: "completed",
-};
+const statuses = enumWords(DeletionStatus, { [DeletionStatus.UNSPECIFIED]: "" });
 
 /** Deletion requests, newest first, with their notification counts; and a form to forget a user. */
 export function DeletionsView() {

@@ -11,14 +11,13 @@ import { useAction, useLoad } from "../context.js";
 import { holdOf, retryableStatuses, retryHint } from "../delivery-hold.js";
 import { formatTime, statusLabels } from "../format.js";
 import { DestinationLink, SourceLink, useNames, type Names } from "../names.js";
+import { enumWords } from "../../../enum-words.js";
 
-const outcomes: Record<AttemptOutcome, string> = {
+const outcomes = enumWords(AttemptOutcome, {
   [AttemptOutcome.UNSPECIFIED]: "",
-  [AttemptOutcome.SUCCESS]: "success",
   [AttemptOutcome.RETRYABLE]: "retryable failure",
   [AttemptOutcome.PERMANENT]: "permanent failure",
-  [AttemptOutcome.ABANDONED]: "abandoned",
-};
+});
 
 const refreshMs = 2_000;
 

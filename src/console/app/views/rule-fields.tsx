@@ -9,17 +9,13 @@ import { parseJsonObject } from "../json-text.js";
 import { ownKind } from "../kinds/registry.js";
 import { type SettingField, SettingInput } from "./settings-fieldset.js";
 import { VendorRequests } from "./vendor-requests.js";
+import { enumWords } from "../../../enum-words.js";
 
-const outcomeNames: Record<TestOutcome, string> = {
-  [TestOutcome.UNSPECIFIED]: "–",
-  [TestOutcome.SEND]: "Send",
-  [TestOutcome.FILTERED]: "Filtered",
-  [TestOutcome.DROPPED_BY_TRANSFORM]: "Dropped by transform",
-  [TestOutcome.TRANSFORM_ERROR]: "Transform error",
-  [TestOutcome.NOT_SUBSCRIBED]: "No subscription matched",
-  [TestOutcome.NO_CONSENT]: "No consent",
-  [TestOutcome.ACTION_ERROR]: "Action error",
-};
+const outcomeNames = enumWords(
+  TestOutcome,
+  { [TestOutcome.UNSPECIFIED]: "–", [TestOutcome.NOT_SUBSCRIBED]: "No subscription matched" },
+  true,
+);
 
 /** What an outcome that carries no error or body means, in the results' last column. */
 const outcomeTexts: Partial<Record<TestOutcome, string>> = {
