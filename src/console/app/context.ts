@@ -57,6 +57,8 @@ export function useAction(): {
   busy: boolean;
   error: string | undefined;
   run<T>(action: (api: Api) => Promise<T>): Promise<T | undefined>;
+  /** Asks `question` first (Delete the source …?): declined, it runs nothing and resolves undefined. */
+  confirmRun<T>(question: string, action: (api: Api) => Promise<T>): Promise<T | undefined>;
   clear(): void;
 } {
   const session = useSession();
@@ -78,5 +80,7 @@ export function useAction(): {
     },
     [session],
   );
-  return { busy, error, run, clear: () => setError(undefined) };
+  const confirmRun = <T>(question: string, action: (api: Api) => Promise<T>) =>
+    confirm(question) ? run(action) : Promise.resolve(undefined);
+  return { busy, error, run, confirmRun, clear: () => setError(undefined) };
 }

@@ -4,8 +4,8 @@ import type { Source } from "../../../../gen/waypost/v1/source_pb.js";
 import { ErrorMessage, SecretOnce } from "../components.js";
 import { useSession } from "../context.js";
 import { type DestinationDraft, draftOf, parseRateLimit, toRequest } from "../destination-draft.js";
-import { describeError, fieldError, isUnauthenticated } from "../errors.js";
 import { FieldError, type FieldErrors } from "../field-error.js";
+import { useFormSubmit } from "../form-submit.js";
 import { sharedNames, sourceTell } from "../twins.js";
 import { FlowControlFields } from "./flow-control-fields.js";
 import { RuleFields, TestResults } from "./rule-fields.js";
@@ -31,12 +31,10 @@ const testedKeys: ReadonlyArray<keyof DestinationDraft> = [
  * that field, and anything else above the form.
  */
 export function DestinationForm(props: { sources: Source[]; destination: Destination | undefined; onSaved(): void }) {
-  const { api, signOut } = useSession();
+  const { api } = useSession();
   const creating = !props.destination;
   const [draft, setDraft] = useState<DestinationDraft>(() => draftOf(props.destination));
-  const [errors, setErrors] = useState<FieldErrors>({});
-  const [formError, setFormError] = useState<string | undefined>();
-  const [busy, setBusy] = useState(false);
+  const { errors, formError, busy, submit: send } = useFormSubmit("destination");
   // Rotating the signing secret changes the etag this form must send.
   const [etag, setEtag] = useState(props.destination?.etag ?? "");
   // A generated signing secret, shown once after creating.
@@ -54,28 +52,19 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
     if (own.form.tested) setTested(undefined);
   };
 
+  /** What the page refuses before sending: the first of a rate limit that is no number, a filter that is no JSON object, the kind's own. */
+  function problems(): FieldErrors {
+    const rate = parseRateLimit(draft.rateLimit);
+    if (typeof rate !== "number") return { maxRequestsPerSecond: rate.problem };
+    const filter = parseJsonObject(draft.filter);
+    if (filter.problem !== undefined) return { filter: filter.problem };
+    return own.form.check?.(own.part) ?? {};
+  }
+
   async function submit(event: Event) {
     event.preventDefault();
-    setErrors({});
-    setFormError(undefined);
-    const rate = parseRateLimit(draft.rateLimit);
-    if (typeof rate !== "number") {
-      setErrors({ maxRequestsPerSecond: rate.problem });
-      return;
-    }
-    const filter = parseJsonObject(draft.filter);
-    if (filter.problem !== undefined) {
-      setErrors({ filter: filter.problem });
-      return;
-    }
-    const kindProblems = own.form.check?.(own.part) ?? {};
-    if (Object.keys(kindProblems).length > 0) {
-      setErrors(kindProblems);
-      return;
-    }
-    setBusy(true);
-    const { destination, paths } = toRequest(draft);
-    try {
+    await send(problems(), async () => {
+      const { destination, paths } = toRequest(draft);
       if (props.destination) {
         destination.id = props.destination.id;
         destination.etag = etag;
@@ -88,14 +77,7 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
         }
       }
       props.onSaved();
-    } catch (caught) {
-      if (isUnauthenticated(caught)) signOut(describeError(caught));
-      const named = fieldError(caught, "destination");
-      if (named && named.field !== "destination") setErrors({ [named.field]: named.message });
-      else setFormError(describeError(caught));
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   const sharedSources = sharedNames(props.sources);
