@@ -52,8 +52,12 @@ export function useLoad<T>(load: (api: Api) => Promise<T>, deps: unknown[]): Loa
   return { data: state.data, error: state.error, loading: state.loading, reload };
 }
 
-/** Runs an action, reporting its error in `error` (and signing out when the token is refused). */
-export function useAction(): {
+/**
+ * Runs an action, reporting its error in `error` (and signing out when the
+ * token is refused); `onDone` runs after each one that succeeds (a list
+ * reloads).
+ */
+export function useAction(onDone?: () => void): {
   busy: boolean;
   error: string | undefined;
   run<T>(action: (api: Api) => Promise<T>): Promise<T | undefined>;
@@ -69,7 +73,9 @@ export function useAction(): {
       setBusy(true);
       setError(undefined);
       try {
-        return await action(session.api);
+        const done = await action(session.api);
+        onDone?.();
+        return done;
       } catch (caught) {
         if (isUnauthenticated(caught)) session.signOut(describeError(caught));
         setError(describeError(caught));
@@ -78,7 +84,7 @@ export function useAction(): {
         setBusy(false);
       }
     },
-    [session],
+    [session, onDone],
   );
   const confirmRun = <T>(question: string, action: (api: Api) => Promise<T>) =>
     confirm(question) ? run(action) : Promise.resolve(undefined);

@@ -17,7 +17,7 @@ const columns = ["Started", "Calls received", "State", "Progress", "Candidates",
 export function Backfills(props: { destinationId: string }) {
   const { destinationId } = props;
   const loaded = useLoad((api) => api.destinations.listBackfills({ destinationId, pageSize: shown }), [destinationId]);
-  const action = useAction();
+  const action = useAction(loaded.reload);
   const [days, setDays] = useState("7");
   const backfills = loaded.data?.backfills ?? [];
   const running = backfills.some((b) => b.state === JobState.RUNNING);
@@ -30,12 +30,9 @@ export function Backfills(props: { destinationId: string }) {
   async function start(event: Event) {
     event.preventDefault();
     const since = new Date(Date.now() - Number(days) * 86_400_000);
-    const started = await action.run((api) => api.destinations.backfillDestination({ destinationId, since: timestampFromDate(since) }));
-    if (started) loaded.reload();
+    await action.run((api) => api.destinations.backfillDestination({ destinationId, since: timestampFromDate(since) }));
   }
-  async function cancel(id: string) {
-    if (await action.run((api) => api.destinations.cancelBackfill({ id }))) loaded.reload();
-  }
+  const cancel = (id: string) => action.run((api) => api.destinations.cancelBackfill({ id }));
 
   return (
     <section aria-labelledby="backfills-heading">

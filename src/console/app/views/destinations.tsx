@@ -15,7 +15,7 @@ export function DestinationsView() {
     }),
     [],
   );
-  const action = useAction();
+  const action = useAction(loaded.reload);
   const shared = sharedNames(loaded.data?.destinations ?? []);
   const sharedSources = sharedNames(loaded.data?.sources ?? []);
   // A source's name, with the start of its id when another source has that name too.
@@ -25,16 +25,12 @@ export function DestinationsView() {
     return sharedSources.has(source.name) ? `${source.name} (${sourceTell(source)})` : source.name;
   };
 
-  async function setEnabled(id: string, etag: string, enabled: boolean) {
-    await action.run((api) =>
-      api.destinations.updateDestination({ destination: { id, etag, enabled }, updateMask: { paths: ["enabled"] } }),
+  const setEnabled = (id: string, etag: string, enabled: boolean) =>
+    action.run((api) => api.destinations.updateDestination({ destination: { id, etag, enabled }, updateMask: { paths: ["enabled"] } }));
+  const remove = (id: string, name: string) =>
+    action.confirmRun(`Delete the destination ${name}? Its pending deliveries are cancelled.`, (api) =>
+      api.destinations.deleteDestination({ id }),
     );
-    loaded.reload();
-  }
-  async function remove(id: string, name: string) {
-    const question = `Delete the destination ${name}? Its pending deliveries are cancelled.`;
-    if (await action.confirmRun(question, (api) => api.destinations.deleteDestination({ id }))) loaded.reload();
-  }
 
   return (
     <section>

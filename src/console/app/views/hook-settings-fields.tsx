@@ -1,6 +1,7 @@
 import { HookVerifier } from "../../../../gen/waypost/v1/source_pb.js";
 import { type HookDraft, verifierOptions } from "../hook-draft.js";
-import { errorId, FieldError, type FieldErrors } from "../field-error.js";
+import { FieldError, type FieldErrors } from "../field-error.js";
+import { describedBy, LabelledField } from "./labelled-field.js";
 
 /** What the secret is, per verifier (the hint under the field). */
 const secretHints: Partial<Record<HookVerifier, string>> = {
@@ -27,80 +28,86 @@ export function HookSettingsFields(props: {
   onChange(change: Partial<HookDraft>): void;
 }) {
   const { draft, errors, onChange } = props;
-  const described = (field: string, hint?: string) => ({
-    "aria-invalid": errors[field] ? ("true" as const) : undefined,
-    "aria-describedby": errors[field] ? errorId(field) : hint,
-  });
+  const described = (field: string) => describedBy(errors, field);
   const needsSecret = draft.verifier !== HookVerifier.NONE;
   return (
     <fieldset>
       <legend>Webhook</legend>
-      <div class="field">
-        <label for="hook-verifier">Verifier</label>
-        <select
-          id="hook-verifier"
-          value={String(draft.verifier)}
-          onChange={(e) => onChange({ verifier: Number(e.currentTarget.value) as HookVerifier })}
-          {...described("webhook.verifier")}
-        >
-          {verifierOptions.map((o) => (
-            <option key={o.value} value={String(o.value)}>
-              {o.label}
-            </option>
-          ))}
-        </select>
-        <FieldError errors={errors} field="webhook.verifier" />
-      </div>
+      <LabelledField id="hook-verifier" label="Verifier" field="webhook.verifier" errors={errors}>
+        {(input) => (
+          <select
+            value={String(draft.verifier)}
+            onChange={(e) => onChange({ verifier: Number(e.currentTarget.value) as HookVerifier })}
+            {...input}
+          >
+            {verifierOptions.map((o) => (
+              <option key={o.value} value={String(o.value)}>
+                {o.label}
+              </option>
+            ))}
+          </select>
+        )}
+      </LabelledField>
       {needsSecret && (
-        <div class="field">
-          <label for="hook-secret">Secret</label>
-          <input
-            id="hook-secret"
-            type="password"
-            autocomplete="new-password"
-            value={draft.secret}
-            placeholder={props.existing && draft.hasSecret ? "set (leave empty to keep it)" : ""}
-            onInput={(e) => onChange({ secret: e.currentTarget.value })}
-            {...described("webhook.secret", "hint-hook-secret")}
-          />
-          <p id="hint-hook-secret" class="hint">
-            {secretHints[draft.verifier]} Write-only: never shown again.
-            {props.existing && (draft.hasSecret ? " A secret is set; leave this empty to keep it." : " No secret is set.")}
-          </p>
-          <FieldError errors={errors} field="webhook.secret" />
-        </div>
+        <LabelledField
+          id="hook-secret"
+          label="Secret"
+          field="webhook.secret"
+          errors={errors}
+          hint={
+            <>
+              {secretHints[draft.verifier]} Write-only: never shown again.
+              {props.existing && (draft.hasSecret ? " A secret is set; leave this empty to keep it." : " No secret is set.")}
+            </>
+          }
+        >
+          {(input) => (
+            <input
+              type="password"
+              autocomplete="new-password"
+              value={draft.secret}
+              placeholder={props.existing && draft.hasSecret ? "set (leave empty to keep it)" : ""}
+              onInput={(e) => onChange({ secret: e.currentTarget.value })}
+              {...input}
+            />
+          )}
+        </LabelledField>
       )}
       {draft.verifier === HookVerifier.HMAC && hmacFields()}
       {draft.verifier === HookVerifier.TOKEN && (
-        <div class="field">
-          <label for="hook-token-header">Token header</label>
-          <input
-            id="hook-token-header"
-            value={draft.tokenHeader}
-            placeholder="Authorization"
-            onInput={(e) => onChange({ tokenHeader: e.currentTarget.value })}
-            {...described("webhook.token_header", "hint-hook-token-header")}
-          />
-          <p id="hint-hook-token-header" class="hint">
-            The header whose value is the secret. Empty: Authorization: Bearer &lt;secret&gt;.
-          </p>
-          <FieldError errors={errors} field="webhook.token_header" />
-        </div>
+        <LabelledField
+          id="hook-token-header"
+          label="Token header"
+          field="webhook.token_header"
+          errors={errors}
+          hint="The header whose value is the secret. Empty: Authorization: Bearer <secret>."
+        >
+          {(input) => (
+            <input
+              value={draft.tokenHeader}
+              placeholder="Authorization"
+              onInput={(e) => onChange({ tokenHeader: e.currentTarget.value })}
+              {...input}
+            />
+          )}
+        </LabelledField>
       )}
-      <div class="field">
-        <label for="hook-idempotency-key">Idempotency key</label>
-        <input
-          id="hook-idempotency-key"
-          value={draft.idempotencyKey}
-          placeholder="the verifier's default"
-          onInput={(e) => onChange({ idempotencyKey: e.currentTarget.value })}
-          {...described("webhook.idempotency_key", "hint-hook-idempotency-key")}
-        />
-        <p id="hint-hook-idempotency-key" class="hint">
-          A header name or a JSON path ($.id): a resend with the same value is acknowledged and not processed again.
-        </p>
-        <FieldError errors={errors} field="webhook.idempotency_key" />
-      </div>
+      <LabelledField
+        id="hook-idempotency-key"
+        label="Idempotency key"
+        field="webhook.idempotency_key"
+        errors={errors}
+        hint="A header name or a JSON path ($.id): a resend with the same value is acknowledged and not processed again."
+      >
+        {(input) => (
+          <input
+            value={draft.idempotencyKey}
+            placeholder="the verifier's default"
+            onInput={(e) => onChange({ idempotencyKey: e.currentTarget.value })}
+            {...input}
+          />
+        )}
+      </LabelledField>
       <div class="field">
         <label for="hook-response-status">Response status</label>
         <input
@@ -131,38 +138,41 @@ export function HookSettingsFields(props: {
         />
         <FieldError errors={errors} field="webhook.response.body" />
       </div>
-      <div class="field">
-        <label for="hook-rate-limit">Rate limit</label>
-        <input
-          id="hook-rate-limit"
-          inputMode="numeric"
-          value={draft.maxRequestsPerSecond}
-          placeholder="0"
-          onInput={(e) => onChange({ maxRequestsPerSecond: e.currentTarget.value })}
-          {...described("webhook.max_requests_per_second", "hint-hook-rate-limit")}
-        />
-        <p id="hint-hook-rate-limit" class="hint">
-          Requests per second accepted; over it the sender gets 429 with Retry-After. Empty or 0: no limit.
-        </p>
-        <FieldError errors={errors} field="webhook.max_requests_per_second" />
-      </div>
-      <div class="field">
-        <label for="hook-transform">Transform</label>
-        <textarea
-          id="hook-transform"
-          rows={12}
-          class="code"
-          spellcheck={false}
-          value={draft.transform}
-          onInput={(e) => onChange({ transform: e.currentTarget.value })}
-          {...described("webhook.transform", "hint-hook-transform")}
-        />
-        <p id="hint-hook-transform" class="hint">
-          JavaScript defining function transform(request), returning the calls the request makes (an array). Empty: one track per request,
-          named by the sender. Templates for Stripe, GitHub, Shopify and any JSON: docs/webhook-sources.md.
-        </p>
-        <FieldError errors={errors} field="webhook.transform" />
-      </div>
+      <LabelledField
+        id="hook-rate-limit"
+        label="Rate limit"
+        field="webhook.max_requests_per_second"
+        errors={errors}
+        hint="Requests per second accepted; over it the sender gets 429 with Retry-After. Empty or 0: no limit."
+      >
+        {(input) => (
+          <input
+            inputMode="numeric"
+            value={draft.maxRequestsPerSecond}
+            placeholder="0"
+            onInput={(e) => onChange({ maxRequestsPerSecond: e.currentTarget.value })}
+            {...input}
+          />
+        )}
+      </LabelledField>
+      <LabelledField
+        id="hook-transform"
+        label="Transform"
+        field="webhook.transform"
+        errors={errors}
+        hint="JavaScript defining function transform(request), returning the calls the request makes (an array). Empty: one track per request, named by the sender. Templates for Stripe, GitHub, Shopify and any JSON: docs/webhook-sources.md."
+      >
+        {(input) => (
+          <textarea
+            rows={12}
+            class="code"
+            spellcheck={false}
+            value={draft.transform}
+            onInput={(e) => onChange({ transform: e.currentTarget.value })}
+            {...input}
+          />
+        )}
+      </LabelledField>
     </fieldset>
   );
 

@@ -1,4 +1,5 @@
 import { errorId, FieldError, type FieldErrors } from "../field-error.js";
+import { describedBy } from "./labelled-field.js";
 import { subscriptionOfPreset, type IntegrationDraft, type SubscriptionDraft } from "../integration-draft.js";
 import { parseJsonObject } from "../json-text.js";
 
@@ -51,10 +52,7 @@ export function SubscriptionsEditor(props: {
         const id = `subscription-${i}`;
         const mappingProblem = parseJsonObject(s.mapping).problem;
         const action = entry.actions.find((a) => a.slug === s.action);
-        const invalid = (field: string, hint?: string) => ({
-          "aria-invalid": errors[`${path}.${field}`] ? ("true" as const) : undefined,
-          "aria-describedby": errors[`${path}.${field}`] ? errorId(`${path}.${field}`) : hint,
-        });
+        const invalid = (field: string) => describedBy(errors, `${path}.${field}`);
         return (
           <fieldset class="subscription" key={i}>
             <legend>{`Subscription ${i + 1}`}</legend>

@@ -16,7 +16,7 @@ import { HookSettingsFields } from "./hook-settings-fields.js";
 export function SourcesView() {
   const sources = useLoad(allSources, []);
   const { api } = useSession();
-  const action = useAction();
+  const action = useAction(sources.reload);
   const [name, setName] = useState("");
   const [kind, setKind] = useState<SourceKind>(SourceKind.SDK);
   const [hook, setHook] = useState<HookDraft>(() => hookDraftOf(undefined));
@@ -48,10 +48,8 @@ export function SourcesView() {
     const response = await action.confirmRun(question, (a) => a.sources.rotateWriteKey({ id }));
     if (response?.source) setShownKey({ label: `New write key of ${sourceName}.`, value: response.source.writeKey });
   }
-  async function remove(id: string, sourceName: string) {
-    const question = `Delete the source ${sourceName}? Its write key stops working.`;
-    if (await action.confirmRun(question, (a) => a.sources.deleteSource({ id }))) sources.reload();
-  }
+  const remove = (id: string, sourceName: string) =>
+    action.confirmRun(`Delete the source ${sourceName}? Its write key stops working.`, (a) => a.sources.deleteSource({ id }));
 
   return (
     <section>
