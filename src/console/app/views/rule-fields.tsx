@@ -7,7 +7,7 @@ import { describeError } from "../errors.js";
 import type { FieldErrors } from "../field-error.js";
 import { parseJsonObject } from "../json-text.js";
 import { ownKind } from "../kinds/registry.js";
-import { type SettingField, SettingInput } from "./settings-fieldset.js";
+import { type SettingField, SettingInputs } from "./settings-fieldset.js";
 import { VendorRequests } from "./vendor-requests.js";
 import { enumWords } from "../../../enum-words.js";
 
@@ -130,9 +130,7 @@ export function RuleFields(props: {
   return (
     <fieldset>
       <legend>Routing rules</legend>
-      {ruleFields.map((setting) => (
-        <SettingInput key={setting.key} setting={setting} draft={draft} errors={errors} onChange={onChange} />
-      ))}
+      <SettingInputs fields={ruleFields} draft={draft} errors={errors} onChange={onChange} />
       <div class="form-actions">
         <button type="button" onClick={test} disabled={testing}>
           Test against recent calls

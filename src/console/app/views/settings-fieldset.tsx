@@ -10,7 +10,7 @@ import { type InputAttributes, LabelledField } from "./labelled-field.js";
 export interface SettingField<D> {
   /** The part of the draft it edits (text, or true/false for a checkbox). */
   key: keyof D & string;
-  /** As the server names it in its messages: `amqp.url`. The input's id is `destination-` and this. */
+  /** As the server names it in its messages: `amqp.url`. The input's id is the form's prefix and this. */
   field: string;
   label: string;
   hint?: string;
@@ -33,12 +33,14 @@ interface SettingProps<D> {
   draft: D;
   errors: FieldErrors;
   onChange(change: Partial<D>): void;
+  /** What the inputs' ids start with (default "destination"). */
+  idPrefix?: string;
 }
 
 /** One described field, with its label, hint and the server's message about it. */
 export function SettingInput<D>(props: SettingProps<D> & { setting: SettingField<D> }) {
   const { setting, draft, errors } = props;
-  const id = `destination-${setting.field.replace(/\W+/g, "-")}`;
+  const id = `${props.idPrefix ?? "destination"}-${setting.field.replace(/\W+/g, "-")}`;
   const set = (value: string | boolean) => props.onChange({ [setting.key]: value } as Partial<D>);
   const value = draft[setting.key];
   if (setting.input === "check") {
@@ -92,14 +94,25 @@ function control<D>(setting: SettingField<D>, value: string, set: (value: string
   }
 }
 
+/** Described fields, one after another. */
+export function SettingInputs<D>(props: SettingProps<D> & { fields: ReadonlyArray<SettingField<D>> }) {
+  const { fields, ...shared } = props;
+  return (
+    <>
+      {fields.map((setting) => (
+        <SettingInput key={setting.key} setting={setting} {...shared} />
+      ))}
+    </>
+  );
+}
+
 /** Described fields in a fieldset of their own: a kind's settings, a destination's flow control. */
 export function SettingsFieldset<D>(props: SettingProps<D> & { legend: string; fields: ReadonlyArray<SettingField<D>> }) {
+  const { legend, ...inputs } = props;
   return (
     <fieldset>
-      <legend>{props.legend}</legend>
-      {props.fields.map((setting) => (
-        <SettingInput key={setting.key} setting={setting} draft={props.draft} errors={props.errors} onChange={props.onChange} />
-      ))}
+      <legend>{legend}</legend>
+      <SettingInputs {...inputs} />
     </fieldset>
   );
 }
