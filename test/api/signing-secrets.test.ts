@@ -2,7 +2,7 @@ import { PassThrough } from "node:stream";
 import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { DestinationHealth } from "../../gen/waypost/v1/destination_pb.js";
+import { DestinationHealth, DestinationKind } from "../../gen/waypost/v1/destination_pb.js";
 import { ManualClock } from "../../src/clock.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
@@ -131,4 +131,17 @@ test("RotateSigningSecret: a new secret, the previous ones expiring after the ov
   const plain = await server.createDestination({ name: "plain", webhooks: [hook] });
   const rotated = await server.destinations.rotateSigningSecret({ id: plain.id });
   expect(rotated.destination?.hasSigningSecret).toBe(true);
+});
+
+test("RotateSigningSecret on a kind without signing secrets is refused, and stores nothing", async () => {
+  const nats = await server.createDestination({
+    name: "no-secrets",
+    kind: DestinationKind.NATS,
+    nats: { servers: ["nats://nats.example.com:4222"] },
+  });
+  const refused = await failure(server.destinations.rotateSigningSecret({ id: nats.id }));
+  expect(refused.code).toBe(Code.FailedPrecondition);
+  expect(refused.rawMessage).toMatch(/has no signing secrets/);
+  const { rows } = await server.pool.query("SELECT signing_secrets, revision FROM destinations WHERE id = $1", [nats.id]);
+  expect(rows[0]).toMatchObject({ signing_secrets: [], revision: Number(nats.etag.slice(1)) });
 });

@@ -22,7 +22,7 @@ afterAll(async () => {
 const track = (userId: string, extra: Record<string, unknown> = {}) => ({ type: "track", userId, event: "Tested", ...extra });
 
 describe("200", () => {
-  test("each single-call endpoint stores and delivers its call", async () => {
+  test("each single-call endpoint, and its one-letter path, stores and delivers its call", async () => {
     const calls: Array<[string, Record<string, unknown>]> = [
       ["/v1/identify", { userId: "s1", traits: { a: 1 } }],
       ["/v1/track", { userId: "s1", event: "E" }],
@@ -32,12 +32,14 @@ describe("200", () => {
       ["/v1/alias", { userId: "s1", previousId: "a1" }],
     ];
     const before = receiver.requests.length;
-    for (const [path, body] of calls) {
+    // The body names no type: the path alone says what the call is.
+    for (const [path, body] of calls.flatMap(([path, body]) => [[path, body] as const, [path.slice(0, "/v1/x".length), body] as const])) {
       const response = await post(server, path, body, { writeKey: source.writeKey });
       expect({ path, status: response.status, json: response.json }).toEqual({ path, status: 200, json: { success: true } });
     }
-    const delivered = bodies((await receiver.waitForRequests(before + 6)).slice(before));
-    expect(delivered.map((b) => b.type).sort()).toEqual(["alias", "group", "identify", "page", "screen", "track"]);
+    const delivered = bodies((await receiver.waitForRequests(before + 12)).slice(before));
+    const types = ["alias", "group", "identify", "page", "screen", "track"];
+    expect(delivered.map((b) => b.type).sort()).toEqual(types.flatMap((type) => [type, type]));
   });
 
   test("the browser library's short paths and a trailing slash work", async () => {

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { systemClock } from "../../src/clock.js";
 import type { Pool } from "../../src/db/pool.js";
 import { emptyCall } from "../../src/calls/call.js";
+import { matcherOfRow } from "../../src/delivery/kinds/registry.js";
 import { createIngestor } from "../../src/ingest/ingestor.js";
 import { deliveriesChannel } from "../../src/db/job-table/index.js";
 import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
@@ -36,6 +37,7 @@ test("the ingestor says when a store queued deliveries, after it committed, and 
     pool,
     clock: systemClock,
     onQueued: () => wakes.push(wakes.length),
+    kindMatcher: matcherOfRow,
   });
   const messageId = randomUUID();
   const first = await ingestor.ingest(sourceId, [track(messageId)]);

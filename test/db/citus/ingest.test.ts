@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { emptyCall } from "../../../src/calls/call.js";
 import { systemClock } from "../../../src/clock.js";
 import { type JobTableDriver, singleNodeJobTable } from "../../../src/db/job-table/driver.js";
+import { matcherOfRow } from "../../../src/delivery/kinds/registry.js";
 import { createIngestor } from "../../../src/ingest/ingestor.js";
 import { storeMessagesOnCitus } from "../../../src/db/job-table/citus/store-messages.js";
 import type { Pool } from "../../../src/db/pool.js";
@@ -184,7 +185,7 @@ describe.skipIf(!citusUrl)(`ingest on Citus${citusSkipReason}`, () => {
     // The Citus driver's other statements are another module's; ingest uses only this one.
     const jobTable: JobTableDriver = { ...singleNodeJobTable, layout: "citus", storeMessages: storeMessagesOnCitus };
     let wakes = 0;
-    const ingestor = createIngestor({ pool, clock: systemClock, jobTable, onQueued: () => wakes++ });
+    const ingestor = createIngestor({ pool, clock: systemClock, jobTable, onQueued: () => wakes++, kindMatcher: matcherOfRow });
     const track = (messageId: string) => ({ ...emptyCall("track"), messageId, userId: "ingested", event: "Order Completed" });
     const [one, two] = [randomUUID(), randomUUID()];
     // The ingestor reads the source's rules (and their stamp) itself: a stale stamp would store nothing.

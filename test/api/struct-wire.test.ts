@@ -8,7 +8,7 @@ import { callOfWireRequest, callsOfWireBatch } from "../../src/api/tracking-wire
 import type { Call } from "../../src/calls/call.js";
 import { callFromBatchMessage, callFromProto } from "../../src/api/call-from-proto.js";
 import { buildCallPayload } from "../../src/ingest/payload.js";
-import { maxNesting } from "../../src/ingest/struct-wire.js";
+import { maxNesting } from "../../src/api/struct-wire.js";
 import { validateCall } from "../../src/ingest/validate.js";
 
 /**

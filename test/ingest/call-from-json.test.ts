@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
-import { CompatError } from "../../src/compat/errors.js";
-import { parseIsoTimestamp } from "../../src/compat/parse-fields.js";
-import { parseJsonBody, parseMessage, parseRequest } from "../../src/compat/parse-message.js";
+import { emptyCall } from "../../src/calls/call.js";
+import { callFromJson } from "../../src/ingest/call-from-json.js";
+import { parseIsoTimestamp } from "../../src/ingest/json-fields.js";
 
 describe("parseIsoTimestamp", () => {
   test.each([
@@ -44,9 +44,9 @@ describe("parseIsoTimestamp", () => {
   });
 });
 
-describe("parseMessage", () => {
+describe("callFromJson", () => {
   test("reads only the fields of the message's type", () => {
-    const parsed = parseMessage(
+    const parsed = callFromJson(
       { type: "identify", userId: "u", traits: { a: 1 }, properties: "ignored", event: 5, groupId: [], writeKey: "k" },
       undefined,
     );
@@ -55,12 +55,12 @@ describe("parseMessage", () => {
   });
 
   test("null counts as absent", () => {
-    const parsed = parseMessage({ userId: null, anonymousId: "a", event: "E", context: null, timestamp: null }, "track");
+    const parsed = callFromJson({ userId: null, anonymousId: "a", event: "E", context: null, timestamp: null }, "track");
     expect(parsed.call).toMatchObject({ userId: "", anonymousId: "a", context: undefined, timestamp: undefined });
   });
 
   test("the endpoint's type wins over the body's", () => {
-    expect(parseMessage({ type: "alias", userId: "u", event: "E" }, "track").call?.type).toBe("track");
+    expect(callFromJson({ type: "alias", userId: "u", event: "E" }, "track").call?.type).toBe("track");
   });
 
   test.each([
@@ -73,27 +73,42 @@ describe("parseMessage", () => {
     [{ type: "page", name: {} }, "name", "name must be a string, not an object"],
     [{ type: "identify", traits: [] }, "traits", "traits must be a JSON object, not an array"],
   ])("%j is refused naming %s", (raw, field, reason) => {
-    expect(parseMessage(raw, undefined).problem).toMatchObject({ field, reason });
-  });
-
-  test("a batch-level __proto__ key is copied as data, never as a prototype", () => {
-    const body = parseJsonBody(
-      Buffer.from('{"batch":[{"type":"track","userId":"u","event":"E"}],"context":{"__proto__":{"polluted":true}}}'),
-    );
-    const [message] = parseRequest({ kind: "batch" }, body).messages;
-    const context = message!.call!.context!;
-    expect(Object.getPrototypeOf(context)).toBe(Object.prototype);
-    expect(Object.hasOwn(context, "__proto__")).toBe(true);
-    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(callFromJson(raw).problem).toMatchObject({ field, reason });
   });
 });
 
-describe("parseJsonBody", () => {
-  test("a UTF-8 byte order mark is skipped", () => {
-    expect(parseJsonBody(Buffer.from('\ufeff{"batch":[]}'))).toEqual({ batch: [] });
-  });
-
-  test.each(["", "   ", "nul", "[]", "1", "{"])("%j is a 400", (text) => {
-    expect(() => parseJsonBody(Buffer.from(text))).toThrowError(CompatError);
+describe("callFromJson reads each type's own fields (calls/call.ts typeFields)", () => {
+  const everything = {
+    messageId: "m",
+    userId: 7,
+    anonymousId: 8,
+    event: "E",
+    name: "N",
+    category: "C",
+    groupId: 9,
+    previousId: 10,
+    properties: { p: 1 },
+    traits: { t: 1 },
+  };
+  const common = { messageId: "m", userId: "7" };
+  const absent = {
+    anonymousId: "",
+    event: "",
+    name: "",
+    category: "",
+    groupId: "",
+    previousId: "",
+    properties: undefined,
+    traits: undefined,
+  };
+  test.each([
+    ["track", { anonymousId: "8", event: "E", properties: { p: 1 } }],
+    ["page", { anonymousId: "8", name: "N", category: "C", properties: { p: 1 } }],
+    ["screen", { anonymousId: "8", name: "N", properties: { p: 1 } }],
+    ["identify", { anonymousId: "8", traits: { t: 1 } }],
+    ["group", { anonymousId: "8", groupId: "9", traits: { t: 1 } }],
+    ["alias", { previousId: "10" }],
+  ] as const)("%s", (type, own) => {
+    expect(callFromJson({ ...everything, type }).call).toEqual({ ...emptyCall(type), ...common, ...absent, ...own, sentAt: undefined });
   });
 });

@@ -4,7 +4,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { ManualClock } from "../../src/clock.js";
 import { insertJob } from "../../src/db/queries/background-jobs.js";
-import { createMaintenance } from "../../src/delivery/maintenance.js";
+import { createMaintenance } from "../../src/background/maintenance.js";
 import { createLogger } from "../../src/logger.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { createMaintenance } from "../../src/delivery/maintenance.js";
+import { createMaintenance } from "../../src/background/maintenance.js";
 import { createLogger } from "../../src/logger.js";
 import { hookSettings, insertHookRequest, makeWebhookSource } from "../helpers/hook-requests.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";

@@ -1,9 +1,10 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 
 /**
- * Readers for the fields of a flat JSON message. Each returns the internal
- * representation (empty string or undefined for "absent") or throws a
- * FieldProblem naming the field. JSON `null` counts as absent everywhere:
+ * Readers for the fields of a flat JSON message (the tracking API's `/v1`
+ * format, which a webhook source's transform returns too). Each returns the
+ * internal representation (empty string or undefined for "absent") or throws
+ * a FieldProblem naming the field. JSON `null` counts as absent everywhere:
  * several SDKs serialise unset optional fields as null.
  */
 export class FieldProblem {
@@ -63,6 +64,18 @@ export function readTimestamp(fields: Fields, key: string): Date | undefined {
     );
   }
   return date;
+}
+
+/**
+ * The client's send time (`sentAt`, which the SDKs put on each message or on
+ * the batch). Kept when it is an ISO 8601 date; anything else is ignored, as
+ * it always was: it is the client's clock, and never a reason to refuse a call.
+ */
+export function readSentAt(fields: Fields): Date | undefined {
+  const value = fields.sentAt;
+  const date = typeof value === "string" ? parseIsoTimestamp(value) : undefined;
+  // Postgres's timestamptz has no year 0.
+  return date && date.getUTCFullYear() >= 1 && date.getUTCFullYear() <= 9999 ? date : undefined;
 }
 
 /** Names a JSON value's type without echoing it (it may be huge or sensitive). */

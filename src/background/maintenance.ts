@@ -38,10 +38,7 @@ const daysAhead = 3;
 
 /** Periodic housekeeping; safe to run in several processes at once. */
 export function createMaintenance(options: MaintenanceOptions): Maintenance {
-  let timer: NodeJS.Timeout | undefined;
-  let vacuumTimer: NodeJS.Timeout | undefined;
-  let current: Promise<unknown> = Promise.resolve();
-  let vacuuming: Promise<unknown> = Promise.resolve();
+  const repeating: Array<{ stop(): Promise<void> }> = [];
   const jobTable = options.jobTable ?? singleNodeJobTable;
 
   async function vacuumIfNeeded(): Promise<boolean> {
@@ -89,35 +86,41 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
     runOnce,
     vacuumIfNeeded,
     start() {
-      // A run still going when its next tick comes (a slow purge, a lock
-      // held elsewhere) makes that tick skip: runs never pile up.
-      let vacuumBusy = false;
-      vacuumTimer = setInterval(() => {
-        if (vacuumBusy) return;
-        vacuumBusy = true;
-        vacuuming = vacuumIfNeeded()
-          .catch((error) => options.logger.error({ err: error }, "vacuum failed"))
-          .finally(() => (vacuumBusy = false));
-      }, options.vacuumCheckMs ?? 2_000);
-      vacuumTimer.unref();
-      let busy = false;
-      timer = setInterval(() => {
-        if (busy) {
-          options.logger.debug("maintenance run skipped: the last one is still going");
-          return;
-        }
-        busy = true;
-        current = runOnce()
-          .catch((error) => options.logger.error({ err: error }, "maintenance failed"))
-          .finally(() => (busy = false));
-      }, options.intervalMs ?? 60_000);
-      timer.unref();
+      repeating.push(
+        repeat(options.vacuumCheckMs ?? 2_000, () =>
+          vacuumIfNeeded().catch((error) => options.logger.error({ err: error }, "vacuum failed")),
+        ),
+        repeat(
+          options.intervalMs ?? 60_000,
+          () => runOnce().catch((error) => options.logger.error({ err: error }, "maintenance failed")),
+          () => options.logger.debug("maintenance run skipped: the last one is still going"),
+        ),
+      );
     },
     async stop() {
-      if (timer) clearInterval(timer);
-      if (vacuumTimer) clearInterval(vacuumTimer);
-      await current;
-      await vacuuming;
+      await Promise.all(repeating.splice(0).map((r) => r.stop()));
+    },
+  };
+}
+
+/**
+ * Runs `run` every `ms`. A run still going when its next tick comes (a slow
+ * purge, a lock held elsewhere) makes that tick skip: runs never pile up.
+ */
+function repeat(ms: number, run: () => Promise<unknown>, onSkip?: () => void): { stop(): Promise<void> } {
+  let running: Promise<unknown> | undefined;
+  const timer = setInterval(() => {
+    if (running) {
+      onSkip?.();
+      return;
+    }
+    running = run().finally(() => (running = undefined));
+  }, ms);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
     },
   };
 }
