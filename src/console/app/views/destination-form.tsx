@@ -11,7 +11,7 @@ import { FlowControlFields } from "./flow-control-fields.js";
 import { RuleFields, TestResults } from "./rule-fields.js";
 import { changeKind, type KindDrafts, ownKind } from "../kinds/registry.js";
 import { parseJsonObject } from "../json-text.js";
-import { descriptorNamed, kindDescriptors } from "../../../delivery/kinds/descriptors.js";
+import { descriptorNamed, type KindName, kindDescriptors } from "../../../delivery/kinds/descriptors.js";
 import { TwinHint } from "../names.js";
 
 /** The draft's parts a test's results depend on: changing one clears them. */
@@ -47,7 +47,7 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
   };
   const own = ownKind(draft.kind, draft.kinds);
   /** A change to the kind's own part; a kind whose test sends its settings makes the results stale. */
-  const updateKind = (change: Partial<KindDrafts[typeof draft.kind]>) => {
+  const updateKind = (change: Partial<KindDrafts[KindName]>) => {
     setDraft((d) => ({ ...d, kinds: changeKind(d.kinds, d.kind, change) }));
     if (own.form.tested) setTested(undefined);
   };
