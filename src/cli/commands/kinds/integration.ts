@@ -1,9 +1,9 @@
 import { readFileSync } from "node:fs";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { type Destination, DestinationKind } from "../../../gen/waypost/v1/destination_pb.js";
-import { UsageError } from "../errors.js";
-import { collect } from "../format.js";
-import type { KindFlags } from "./destination-flag-types.js";
+import { type Destination, DestinationKind } from "../../../../gen/waypost/v1/destination_pb.js";
+import { UsageError } from "../../errors.js";
+import { collect } from "../../format.js";
+import type { KindFlags } from "../destination-flag-types.js";
 
 type SubscriptionInit = { name: string; subscribe: string; action: string; mapping?: JsonObject; enabled?: boolean };
 

@@ -2,19 +2,19 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { JSX } from "preact";
 import type { Destination, DestinationSchema } from "../../../../gen/waypost/v1/destination_pb.js";
 import type { RetryWording } from "../delivery-hold.js";
-import type { DestinationDraft } from "../destination-draft-types.js";
 import type { FieldErrors } from "../field-error.js";
 
-// What a kind's form is and what its fields receive: kind-forms.tsx lists the
-// kinds' forms and the field components it lists take these props, so the
-// shapes live in neither.
+// What a kind's client file in this folder is, and what its fields receive:
+// the kinds' files and the registry both use these shapes, so they live in
+// neither.
 
 export type DestinationInit = MessageInitShape<typeof DestinationSchema>;
 
-export interface KindFieldsProps {
-  draft: DestinationDraft;
+/** What a kind's fields edit: its own part of the draft (D), nothing of another kind's. */
+export interface KindFieldsProps<D> {
+  draft: D;
   errors: FieldErrors;
-  onChange(change: Partial<DestinationDraft>): void;
+  onChange(change: Partial<D>): void;
   /** The destination being edited; undefined while creating. */
   destination: Destination | undefined;
   /** After a rotation the form must send the new etag. */
@@ -22,16 +22,19 @@ export interface KindFieldsProps {
 }
 
 /**
- * What the console's destination form knows of one kind: its part of the
- * draft, how it goes into a request (with its update-mask paths), and its
- * fields. The form itself only loops over the kinds (descriptors.ts).
+ * What the console knows of one kind: its part of the destination form's
+ * draft (D) and how that goes to and from the API, its fields, and how the
+ * lists and the delivery views speak of it. The form only loops over the
+ * kinds (registry.ts).
  */
-export interface KindForm {
+export interface KindForm<D> {
   /** This kind's part of the draft, from the destination being edited (undefined: a new one). */
-  draft(destination: Destination | undefined): Partial<DestinationDraft>;
+  draft(destination: Destination | undefined): D;
   /** This kind's settings as a request carries them, and the mask paths they change. */
-  request(draft: DestinationDraft): { fields: DestinationInit; paths: string[] };
-  Fields(props: KindFieldsProps): JSX.Element;
+  request(draft: D): { fields: DestinationInit; paths: string[] };
+  /** What the create request carries beside the destination. */
+  create?(draft: D): { generateSigningSecret?: boolean };
+  Fields(props: KindFieldsProps<D>): JSX.Element;
   /** Where its calls go, in the destinations list. */
   Where(props: { destination: Destination }): JSX.Element;
   /** Where its calls go, in a few words: tells destinations of one name apart. */
@@ -43,10 +46,10 @@ export interface KindForm {
   /** Whether it stores values apart when they do not fit (the overview shows how many). */
   discards: boolean;
   /** What the page refuses before sending, by field path as the server names them (none: nothing). */
-  check?(draft: DestinationDraft): FieldErrors;
+  check?(draft: D): FieldErrors;
   /**
    * The settings Test against recent calls sends with the rules, for a kind
    * whose test depends on them (an integration's requests); none: the rules only.
    */
-  tested?(draft: DestinationDraft): DestinationInit;
+  tested?(draft: D): DestinationInit;
 }
