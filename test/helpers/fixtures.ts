@@ -1,0 +1,85 @@
+import { test as base } from "vitest";
+import { createPool } from "../../src/db/pool.js";
+import { createTestDatabase, type TestDatabaseOptions } from "./database.js";
+import { type Receiver, type ReceiverOptions, startReceiver } from "./receiver.js";
+import { startTestServer, type TestServerOptions } from "./server.js";
+
+/**
+ * What a test file's fixtures are started with. Each part is for one
+ * fixture; a fixture no test or hook of the file asks for is never started.
+ */
+export interface FixtureOptions {
+  /** The file's database: migrated (default) or empty, and the most connections `pool` opens. */
+  database?: TestDatabaseOptions & { max?: number };
+  /** The Waypost server's options; it always runs on the file's `database`. */
+  server?: Omit<TestServerOptions, "database">;
+  /** The loopback receiver's TLS and answers. */
+  receiver?: ReceiverOptions;
+}
+
+/** Receivers a test starts for itself, each closed when the test ends. */
+export interface TestReceivers {
+  start(options?: ReceiverOptions): Promise<Receiver>;
+}
+
+/**
+ * Vitest's `test` with fixtures. File-scoped, each started the first time a
+ * test or a `test.beforeAll` of the file names it and stopped after the
+ * file's last test (after its `afterAll` hooks):
+ *
+ * - `database`: a copy of the run's migrated template (test/global-setup.ts),
+ *   dropped at the end;
+ * - `pool`: a pool on `database`;
+ * - `server`: a Waypost on loopback over `database`, with admin clients;
+ * - `receiver`: a webhook endpoint on loopback that records what it gets.
+ *
+ * And per test, `receivers.start()`: more receivers, closed after the test
+ * (after its `afterEach` hooks, so one can first settle the deliveries to them).
+ *
+ * Call it once at the top level of a test file: `const test = testWith()`,
+ * or `testWith({ server: { config: ... } })`. Each file makes its own: files
+ * share a worker's modules (`isolate: false`), and `test.override` at the top
+ * level of a file changes the `test` it is called on for every file after it.
+ */
+export function testWith(options: FixtureOptions = {}) {
+  return (
+    base
+      // The options as a fixture of their own: the others read them from it.
+      .extend("fixtureOptions", { scope: "file" }, options)
+      .extend("database", { scope: "file" }, async ({ fixtureOptions }, { onCleanup }) => {
+        const { max: _max, ...databaseOptions } = fixtureOptions.database ?? {};
+        const database = await createTestDatabase(databaseOptions);
+        onCleanup(() => database.drop());
+        return database;
+      })
+      .extend("pool", { scope: "file" }, async ({ fixtureOptions, database }, { onCleanup }) => {
+        const max = fixtureOptions.database?.max;
+        const pool = createPool({ connectionString: database.url, ...(max ? { max } : {}) });
+        onCleanup(() => pool.end());
+        return pool;
+      })
+      .extend("server", { scope: "file" }, async ({ fixtureOptions, database }, { onCleanup }) => {
+        const server = await startTestServer({ ...fixtureOptions.server, database });
+        onCleanup(() => server.stop());
+        return server;
+      })
+      .extend("receiver", { scope: "file" }, async ({ fixtureOptions }, { onCleanup }) => {
+        const receiver = await startReceiver(fixtureOptions.receiver);
+        onCleanup(() => receiver.close());
+        return receiver;
+      })
+      .extend("receivers", async ({ onTestFinished }): Promise<TestReceivers> => {
+        const started: Receiver[] = [];
+        onTestFinished(async () => {
+          await Promise.all(started.splice(0).map((receiver) => receiver.close()));
+        });
+        return {
+          async start(receiverOptions) {
+            const receiver = await startReceiver(receiverOptions);
+            started.push(receiver);
+            return receiver;
+          },
+        };
+      })
+  );
+}
