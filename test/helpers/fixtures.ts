@@ -1,8 +1,11 @@
 import { test as base } from "vitest";
 import { createPool } from "../../src/db/pool.js";
-import { createTestDatabase, type TestDatabaseOptions } from "./database.js";
+import { createTestDatabase, type TestDatabase, type TestDatabaseOptions } from "./database.js";
 import { type Receiver, type ReceiverOptions, startReceiver } from "./receiver.js";
-import { startTestServer, type TestServerOptions } from "./server.js";
+import { startTestServer, type TestServer, type TestServerOptions } from "./server.js";
+
+/** A server's options, but for its database: the fixture's server runs on the file's. */
+export type ServerFixtureOptions = Omit<TestServerOptions, "database">;
 
 /**
  * What a test file's fixtures are started with. Each part is for one
@@ -11,8 +14,11 @@ import { startTestServer, type TestServerOptions } from "./server.js";
 export interface FixtureOptions {
   /** The file's database: migrated (default) or empty, and the most connections `pool` opens. */
   database?: TestDatabaseOptions & { max?: number };
-  /** The Waypost server's options; it always runs on the file's `database`. */
-  server?: Omit<TestServerOptions, "database">;
+  /**
+   * The Waypost server's options; it always runs on the file's `database`.
+   * A function of the receiver when the config names it (an operator webhook).
+   */
+  server?: ServerFixtureOptions | ((fixtures: { receiver: Receiver }) => ServerFixtureOptions);
   /** The loopback receiver's TLS and answers. */
   receiver?: ReceiverOptions;
 }
@@ -42,6 +48,7 @@ export interface TestReceivers {
  * level of a file changes the `test` it is called on for every file after it.
  */
 export function testWith(options: FixtureOptions = {}) {
+  const serverOptions = options.server;
   return (
     base
       // The options as a fixture of their own: the others read them from it.
@@ -58,16 +65,19 @@ export function testWith(options: FixtureOptions = {}) {
         onCleanup(() => pool.end());
         return pool;
       })
-      .extend("server", { scope: "file" }, async ({ fixtureOptions, database }, { onCleanup }) => {
-        const server = await startTestServer({ ...fixtureOptions.server, database });
-        onCleanup(() => server.stop());
-        return server;
-      })
       .extend("receiver", { scope: "file" }, async ({ fixtureOptions }, { onCleanup }) => {
         const receiver = await startReceiver(fixtureOptions.receiver);
         onCleanup(() => receiver.close());
         return receiver;
       })
+      // Vitest starts what a fixture's parameter names: the receiver only for a server whose options need it.
+      .extend(
+        "server",
+        { scope: "file" },
+        typeof serverOptions === "function"
+          ? async ({ database, receiver }, { onCleanup }) => startServer(database, serverOptions({ receiver }), onCleanup)
+          : async ({ database }, { onCleanup }) => startServer(database, serverOptions, onCleanup),
+      )
       .extend("receivers", async ({ onTestFinished }): Promise<TestReceivers> => {
         const started: Receiver[] = [];
         onTestFinished(async () => {
@@ -82,4 +92,14 @@ export function testWith(options: FixtureOptions = {}) {
         };
       })
   );
+}
+
+async function startServer(
+  database: TestDatabase,
+  options: ServerFixtureOptions | undefined,
+  onCleanup: (cleanup: () => Promise<void>) => void,
+): Promise<TestServer> {
+  const server = await startTestServer({ ...options, database });
+  onCleanup(() => server.stop());
+  return server;
 }
