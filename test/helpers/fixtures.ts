@@ -61,6 +61,8 @@ export function testWith(options: FixtureOptions = {}) {
       })
       .extend("pool", { scope: "file" }, async ({ fixtureOptions, database }, { onCleanup }) => {
         const max = fixtureOptions.database?.max;
+        // createPool's pool listens for an idle connection's error: the database is dropped
+        // WITH (FORCE) after the pool ends, which can reach a connection it is still closing.
         const pool = createPool({ connectionString: database.url, ...(max ? { max } : {}) });
         onCleanup(() => pool.end());
         return pool;
