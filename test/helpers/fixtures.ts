@@ -51,7 +51,9 @@ export function testWith(options: FixtureOptions = {}) {
   const serverOptions = options.server;
   return (
     base
-      // The options as a fixture of their own: the others read them from it.
+      // The options as a fixture of their own. Vitest reads a fixture's dependencies from the
+      // pattern of its first parameter, which must name something: the database and the
+      // receiver, which need nothing else, name this.
       .extend("fixtureOptions", { scope: "file" }, options)
       .extend("database", { scope: "file" }, async ({ fixtureOptions }, { onCleanup }) => {
         const { max: _max, ...databaseOptions } = fixtureOptions.database ?? {};
