@@ -1,20 +1,13 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { createMaintenance } from "../../src/background/maintenance.js";
 import { createLogger } from "../../src/logger.js";
 import { hookSettings, insertHookRequest, makeWebhookSource } from "../helpers/hook-requests.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
 
 const day = 24 * 3_600_000;
-let server: TestServer;
+const test = testWith();
 
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
-
-test("webhook requests are kept as long as calls: maintenance deletes those received before retention", async () => {
+test("webhook requests are kept as long as calls: maintenance deletes those received before retention", async ({ server }) => {
   const { id: sourceId } = await server.createSource("hooks");
   await makeWebhookSource(server.pool, sourceId, hookSettings());
   const now = Date.now();

@@ -1,10 +1,9 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type pg from "pg";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { JobState } from "../../gen/waypost/v1/job_pb.js";
-import { createPool } from "../../src/db/pool.js";
+import type { Pool } from "../../src/db/pool.js";
 import { eventually, startServiceProcess, type ServiceProcess } from "../helpers/process.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
 
 // An API-only server stores the job; worker processes work it. The first
 // is killed with SIGKILL between two pages and a second takes the job over
@@ -12,23 +11,17 @@ import { startTestServer, type TestServer } from "../helpers/server.js";
 // replayed once. The test holds a lock the second page needs (a backfill's
 // per-destination lock, a delivery's row) to stop the first worker right
 // after its first page.
-let api: TestServer;
-let locker: pg.Pool;
 const processes: ServiceProcess[] = [];
 const calls = 12_000;
 
-beforeAll(async () => {
-  api = await startTestServer({ config: { role: "api" } });
-  locker = createPool({ connectionString: api.database.url, max: 2 });
-});
-afterAll(async () => {
+// The fixture's pool (on the server's database) holds the locks: it is the test's "locker".
+const test = testWith({ server: { config: { role: "api" } }, database: { max: 2 } });
+test.afterAll(async () => {
   for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
   await Promise.all(processes.map((p) => p.exited));
-  await locker?.end();
-  await api?.stop();
 });
 
-const waitingForLock = () =>
+const waitingForLock = (locker: Pool) =>
   eventually(
     async () =>
       Number(
@@ -43,7 +36,7 @@ const waitingForLock = () =>
 
 test("a backfill continues in another process after its worker is killed mid-way, creating each delivery exactly once", {
   timeout: 180_000,
-}, async () => {
+}, async ({ server: api, pool: locker }) => {
   const source = await api.createSource();
   const destination = await api.createDestination({
     name: "new crm",
@@ -68,10 +61,10 @@ test("a backfill continues in another process after its worker is killed mid-way
   const { backfill } = await api.destinations.backfillDestination({ destinationId: destination.id, since: timestampFromDate(since) });
   expect(backfill).toMatchObject({ state: JobState.RUNNING, candidates: BigInt(calls) });
   // The first page waits for the lock; let it through, and take the lock back before the second.
-  await waitingForLock();
+  await waitingForLock(locker);
   await lock.query(`SELECT pg_advisory_unlock(${key})`, [destination.id]);
   await lock.query(`SELECT pg_advisory_lock(${key})`, [destination.id]);
-  await waitingForLock();
+  await waitingForLock(locker);
   const midway = (await api.destinations.getBackfill({ id: backfill!.id })).backfill!;
   expect(midway.state).toBe(JobState.RUNNING);
   expect(midway.created).toBe(5_000n);
@@ -99,7 +92,7 @@ test("a backfill continues in another process after its worker is killed mid-way
 
 test("a bulk retry continues in another process after its worker is killed mid-way, replaying each delivery exactly once", {
   timeout: 180_000,
-}, async () => {
+}, async ({ server: api, pool: locker }) => {
   const failed = 3_000;
   const source = await api.createSource();
   const destination = await api.createDestination({

@@ -1,38 +1,34 @@
-import { afterAll, beforeAll, beforeEach, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
 import { createLeasedWorker, type LeasedWorker, type LeaseSource } from "../../src/background/leased-worker.js";
 import { createNotifier } from "../../src/background/notifier.js";
 import { ManualClock } from "../../src/clock.js";
 import type { Pool } from "../../src/db/pool.js";
 import { createLogger } from "../../src/logger.js";
-import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { testWith } from "../helpers/fixtures.js";
 
 // The leased worker over a table of its own, on the real database: items
 // claimed under a lease, worked a page at a time (each page a write fenced
 // by the lease's token), extended by the heartbeat, released at the end.
-let database: TestDatabase;
-let pool: Pool;
 const logger = createLogger("silent");
 const start = new Date("2026-12-01T10:00:00Z");
 const workers: LeasedWorker[] = [];
 
-beforeAll(async () => {
-  ({ database, pool } = await openTestDatabase());
+const test = testWith();
+test.beforeAll(async ({ pool }) => {
   await pool.query(`CREATE TABLE leased_items (
     key text PRIMARY KEY, pages int NOT NULL DEFAULT 0, done boolean NOT NULL DEFAULT false,
     lease_id text, lease_until timestamptz, worked_by text[] NOT NULL DEFAULT '{}')`);
 });
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.stop()));
-  await pool?.end();
-  await database?.drop();
 });
-beforeEach(async () => {
+test.beforeEach(async ({ pool }) => {
   await Promise.all(workers.splice(0).map((w) => w.stop()));
   await pool.query("DELETE FROM leased_items");
 });
 
 /** The items' lease as a LeaseSource; `onExtended` hears each heartbeat's answer once the worker has. */
-function itemLeases(leaseMs: number, onExtended?: (held: boolean) => void): LeaseSource<string> {
+function itemLeases(pool: Pool, leaseMs: number, onExtended?: (held: boolean) => void): LeaseSource<string> {
   return {
     leaseMs,
     async claim(token, now, prefer) {
@@ -64,7 +60,7 @@ function itemLeases(leaseMs: number, onExtended?: (held: boolean) => void): Leas
 }
 
 /** One page of an item: a write fenced by the token; false when the item is no longer the token's. */
-async function writePage(key: string, token: string, last: boolean): Promise<boolean> {
+async function writePage(pool: Pool, key: string, token: string, last: boolean): Promise<boolean> {
   const result = await pool.query(
     "UPDATE leased_items SET pages = pages + 1, done = $3, worked_by = worked_by || $2 WHERE key = $1 AND lease_id = $2",
     [key, token, last],
@@ -98,70 +94,74 @@ function worker(options: Omit<Parameters<typeof createLeasedWorker<string>>[0], 
   return created;
 }
 
-const items = async () =>
+const items = async (pool: Pool) =>
   (
     await pool.query<{ key: string; pages: number; done: boolean; lease_id: string | null; worked_by: string[] }>(
       "SELECT key, pages, done, lease_id, worked_by FROM leased_items ORDER BY key",
     )
   ).rows;
 
-test("each free item is claimed once, worked to its end with at most `concurrency` at once, and released", async () => {
+test("each free item is claimed once, worked to its end with at most `concurrency` at once, and released", async ({ pool }) => {
   await pool.query("INSERT INTO leased_items (key) SELECT 'item-' || g FROM generate_series(1, 5) g");
   let inFlight = 0;
   let most = 0;
   const jobs = worker({
-    lease: itemLeases(60_000),
+    lease: itemLeases(pool, 60_000),
     concurrency: 2,
     pollMs: 3_600_000,
     clock: new ManualClock(start),
     async work(key, token, held) {
       most = Math.max(most, ++inFlight);
-      for (let page = 1; held() && (await writePage(key, token, page === 3)) && page < 3; page++);
+      for (let page = 1; held() && (await writePage(pool, key, token, page === 3)) && page < 3; page++);
       inFlight--;
     },
   });
   await jobs.idle();
-  const rows = await items();
+  const rows = await items(pool);
   expect(rows.map((r) => [r.key, r.pages, r.done, r.lease_id])).toEqual([1, 2, 3, 4, 5].map((n) => [`item-${n}`, 3, true, null]));
   // One token per item: claimed once.
   for (const row of rows) expect(new Set(row.worked_by).size).toBe(1);
   expect(most).toBe(2);
 });
 
-test("a lease that lapsed (its holder stalled) is taken by another worker; the first holder's next write is fenced off", async () => {
+test("a lease that lapsed (its holder stalled) is taken by another worker; the first holder's next write is fenced off", async ({
+  pool,
+}) => {
   await pool.query("INSERT INTO leased_items (key) VALUES ('slow')");
   const leaseMs = 60_000;
   const between = gate();
   const refused: boolean[] = [];
   // The first holder's clock stands still; the second's is past the first's lease.
   const first = worker({
-    lease: itemLeases(leaseMs),
+    lease: itemLeases(pool, leaseMs),
     clock: new ManualClock(start),
     pollMs: 3_600_000,
     async work(key, token, held) {
-      while (held() && (await writePage(key, token, false))) await between.wait();
+      while (held() && (await writePage(pool, key, token, false))) await between.wait();
       refused.push(held());
     },
   });
   const firstDone = first.idle();
   await between.reached();
   const second = worker({
-    lease: itemLeases(leaseMs),
+    lease: itemLeases(pool, leaseMs),
     clock: new ManualClock(new Date(start.getTime() + leaseMs)),
     pollMs: 3_600_000,
-    work: async (key, token) => void (await writePage(key, token, true)),
+    work: async (key, token) => void (await writePage(pool, key, token, true)),
   });
   await second.idle();
   between.open();
   await firstDone;
-  const [row] = await items();
+  const [row] = await items(pool);
   expect(row).toMatchObject({ pages: 2, done: true, lease_id: null });
   expect(new Set(row!.worked_by).size).toBe(2);
   // Its write refused, the first holder stopped although its own view (no heartbeat yet) still said held.
   expect(refused).toEqual([true]);
 });
 
-test("the heartbeat extends the lease every third of it by the worker's clock; once the lease is lost, held() turns false", async () => {
+test("the heartbeat extends the lease every third of it by the worker's clock; once the lease is lost, held() turns false", async ({
+  pool,
+}) => {
   await pool.query("INSERT INTO leased_items (key) VALUES ('held')");
   const clock = new ManualClock(start);
   const leaseMs = 150;
@@ -177,7 +177,7 @@ test("the heartbeat extends the lease every third of it by the worker's clock; o
   let claimed: (() => void) | undefined;
   const working = new Promise<void>((resolve) => (claimed = resolve));
   const jobs = worker({
-    lease: itemLeases(leaseMs, beat),
+    lease: itemLeases(pool, leaseMs, beat),
     clock,
     pollMs: 3_600_000,
     async work(_key, _token, held) {
@@ -198,19 +198,19 @@ test("the heartbeat extends the lease every third of it by the worker's clock; o
   await done;
   expect(heldAtEnd).toBe(false);
   // Not released by the one that lost it: the lease is the new holder's.
-  expect((await items())[0]).toMatchObject({ lease_id: "someone else" });
+  expect((await items(pool))[0]).toMatchObject({ lease_id: "someone else" });
 });
 
-test("stop() waits for the page in flight, then releases the item for another worker at once", async () => {
+test("stop() waits for the page in flight, then releases the item for another worker at once", async ({ pool }) => {
   await pool.query("INSERT INTO leased_items (key) VALUES ('long')");
   const clock = new ManualClock(start);
   const between = gate();
   const first = worker({
-    lease: itemLeases(60_000),
+    lease: itemLeases(pool, 60_000),
     clock,
     pollMs: 3_600_000,
     async work(key, token, held) {
-      while (held() && (await writePage(key, token, false))) await between.wait();
+      while (held() && (await writePage(pool, key, token, false))) await between.wait();
     },
   });
   void first.idle();
@@ -221,19 +221,22 @@ test("stop() waits for the page in flight, then releases the item for another wo
   expect(stopped).toBe(false);
   between.open();
   await stopping;
-  expect((await items())[0]).toMatchObject({ pages: 1, done: false, lease_id: null });
+  expect((await items(pool))[0]).toMatchObject({ pages: 1, done: false, lease_id: null });
   // Same clock, no lease to wait out.
   const second = worker({
-    lease: itemLeases(60_000),
+    lease: itemLeases(pool, 60_000),
     clock,
     pollMs: 3_600_000,
-    work: (key, token) => writePage(key, token, true).then(() => {}),
+    work: (key, token) => writePage(pool, key, token, true).then(() => {}),
   });
   await second.idle();
-  expect((await items())[0]).toMatchObject({ pages: 2, done: true, lease_id: null });
+  expect((await items(pool))[0]).toMatchObject({ pages: 2, done: true, lease_id: null });
 });
 
-test("a NOTIFY on its topic wakes it (the item named first), and so does the notifier coming back after its connection was killed", async () => {
+test("a NOTIFY on its topic wakes it (the item named first), and so does the notifier coming back after its connection was killed", async ({
+  pool,
+  database,
+}) => {
   const notifier = createNotifier({
     connectionString: database.url,
     logger,
@@ -247,7 +250,7 @@ test("a NOTIFY on its topic wakes it (the item named first), and so does the not
     const order: string[] = [];
     let worked: (() => void) | undefined;
     const jobs = worker({
-      lease: itemLeases(60_000),
+      lease: itemLeases(pool, 60_000),
       concurrency: 1,
       // Never polls in the test: only a wake-up makes it look.
       pollMs: 3_600_000,
@@ -256,7 +259,7 @@ test("a NOTIFY on its topic wakes it (the item named first), and so does the not
       clock: new ManualClock(start),
       async work(key, token) {
         order.push(key);
-        await writePage(key, token, true);
+        await writePage(pool, key, token, true);
         if (order.length % 3 === 0) worked?.();
       },
     });

@@ -1,34 +1,26 @@
 import { randomUUID } from "node:crypto";
 import { PassThrough } from "node:stream";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { ManualClock } from "../../src/clock.js";
 import { insertJob } from "../../src/db/queries/background-jobs.js";
 import { createMaintenance } from "../../src/background/maintenance.js";
 import { createLogger } from "../../src/logger.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 
 const day = 24 * 3_600_000;
-let clock: ManualClock;
-let server: TestServer;
-let receiver: Receiver;
-
-beforeAll(async () => {
-  clock = new ManualClock(new Date("2026-11-01T00:00:00Z"));
-  server = await startTestServer({ clock });
-  receiver = await startReceiver({ respond: (request) => ({ status: JSON.parse(request.body).event === "stuck" ? 500 : 200 }) });
-});
-afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
+const clock = new ManualClock(new Date("2026-11-01T00:00:00Z"));
+const test = testWith({
+  server: { clock },
+  receiver: { respond: (request) => ({ status: JSON.parse(request.body).event === "stuck" ? 500 : 200 }) },
 });
 
-async function count(table: string): Promise<number> {
+async function count(server: TestServer, table: string): Promise<number> {
   return (await server.pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n;
 }
 
-test("delivered data is purged after the retention period; unfinished work is kept", async () => {
+test("delivered data is purged after the retention period; unfinished work is kept", async ({ server, receiver }) => {
   const source = await server.createSource();
   await server.createDestination({ name: "hook", sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
   const client = server.tracking(source.writeKey);
@@ -43,12 +35,12 @@ test("delivered data is purged after the retention period; unfinished work is ke
   await server.pool.query("UPDATE delivery_queue SET run_at = $1::timestamptz + interval '365 days' WHERE status = 'retrying'", [
     clock.now(),
   ]);
-  expect(await count("messages")).toBe(4);
-  expect(await count("delivery_attempts")).toBe(4);
+  expect(await count(server, "messages")).toBe(4);
+  expect(await count(server, "delivery_attempts")).toBe(4);
 
   clock.advance(6 * day);
   expect((await server.waypost.maintenance!.runOnce()).purged).toBe(0);
-  expect(await count("messages")).toBe(4);
+  expect(await count(server, "messages")).toBe(4);
 
   // The stuck delivery stays unfinished (as a long-paused one would) to show unfinished work survives.
   clock.advance(2 * day);
@@ -72,16 +64,16 @@ test("delivered data is purged after the retention period; unfinished work is ke
   // day's partitions (dropped, not deleted from); the stuck delivery waits on.
   expect(droppedDays).toBeGreaterThanOrEqual(2);
   expect(await days()).toBe(0);
-  expect(await count("messages")).toBe(1);
-  expect(await count("deliveries")).toBe(1);
-  expect(await count("delivery_queue")).toBe(1);
-  expect(await count("delivery_attempts")).toBe(0);
+  expect(await count(server, "messages")).toBe(1);
+  expect(await count(server, "deliveries")).toBe(1);
+  expect(await count(server, "delivery_queue")).toBe(1);
+  expect(await count(server, "delivery_attempts")).toBe(0);
   // The coming days' partitions were made ahead of time.
   const ahead = new Date(clock.now().getTime() + 2 * day).toISOString().slice(0, 10).replaceAll("-", "");
   expect((await server.pool.query("SELECT to_regclass($1) IS NOT NULL AS made", [`delivery_history_${ahead}`])).rows[0].made).toBe(true);
 });
 
-test("the job table is vacuumed once dead rows pile up, whether or not autovacuum runs", async () => {
+test("the job table is vacuumed once dead rows pile up, whether or not autovacuum runs", async ({ server, receiver }) => {
   const source = await server.createSource();
   const destination = await server.createDestination({
     name: "churn",
@@ -114,7 +106,7 @@ test("the job table is vacuumed once dead rows pile up, whether or not autovacuu
   expect(await server.waypost.maintenance!.vacuumIfNeeded()).toBe(false);
 });
 
-test("a maintenance run still going makes the next ticks skip: runs never overlap", async () => {
+test("a maintenance run still going makes the next ticks skip: runs never overlap", async ({ server }) => {
   let skipped = 0;
   const stream = new PassThrough();
   stream.on("data", (chunk: Buffer) => (skipped += chunk.toString().split("maintenance run skipped").length - 1));
@@ -152,7 +144,7 @@ test("a maintenance run still going makes the next ticks skip: runs never overla
   expect(await waiting()).toBe(0);
 });
 
-test("backfills and bulk retries that ended are purged after the retention period; a running one is kept", async () => {
+test("backfills and bulk retries that ended are purged after the retention period; a running one is kept", async ({ server, receiver }) => {
   const source = await server.createSource();
   const destination = await server.createDestination({ name: "jobs", sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
   // Nothing to backfill: done at once.

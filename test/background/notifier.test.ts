@@ -1,25 +1,19 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
 import { createNotifier, type Notifier } from "../../src/background/notifier.js";
 import type { Pool } from "../../src/db/pool.js";
 import { createLogger } from "../../src/logger.js";
-import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { testWith } from "../helpers/fixtures.js";
 import { startTcpProxy } from "../helpers/tcp-proxy.js";
 
 // The process's one LISTEN connection, against the real database: topics
 // share it, a killed or cut connection is made again after a growing
 // back-off, and subscribers are told when it is back.
-let database: TestDatabase;
-let pool: Pool;
 const logger = createLogger("silent");
 const notifiers: Notifier[] = [];
 
-beforeAll(async () => {
-  ({ database, pool } = await openTestDatabase());
-});
+const test = testWith();
 afterAll(async () => {
   await Promise.all(notifiers.map((n) => n.close()));
-  await pool?.end();
-  await database?.drop();
 });
 
 /** Reconnects that run only when the test says, with the waits they were scheduled after. */
@@ -68,7 +62,7 @@ function inbox() {
   };
 }
 
-const listenConnections = async (applicationName: string) =>
+const listenConnections = async (pool: Pool, applicationName: string) =>
   (
     await pool.query<{ pid: number; query: string }>(
       "SELECT pid, query FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1",
@@ -76,7 +70,10 @@ const listenConnections = async (applicationName: string) =>
     )
   ).rows;
 
-test("every topic's notifications reach its subscribers over one connection; an unsubscribed topic is listened on no more", async () => {
+test("every topic's notifications reach its subscribers over one connection; an unsubscribed topic is listened on no more", async ({
+  pool,
+  database,
+}) => {
   const notifier = createNotifier({ connectionString: database.url, logger, applicationName: "notifier-topics" });
   notifiers.push(notifier);
   const [first, second, other] = [inbox(), inbox(), inbox()];
@@ -88,7 +85,7 @@ test("every topic's notifications reach its subscribers over one connection; an 
   expect(await first.next(1)).toEqual(["x"]);
   expect(await second.next(1)).toEqual(["x"]);
   expect(await other.next(1)).toEqual(["y"]);
-  expect(await listenConnections("notifier-topics")).toHaveLength(1);
+  expect(await listenConnections(pool, "notifier-topics")).toHaveLength(1);
 
   offFirst();
   offSecond();
@@ -98,10 +95,13 @@ test("every topic's notifications reach its subscribers over one connection; an 
   await pool.query("SELECT pg_notify('topic_b', 'z')");
   expect(await other.next(2)).toEqual(["y", "z"]);
   expect(first.payloads).toEqual(["x"]);
-  expect((await listenConnections("notifier-topics"))[0]!.query).toBe('UNLISTEN "topic_a"');
+  expect((await listenConnections(pool, "notifier-topics"))[0]!.query).toBe('UNLISTEN "topic_a"');
 });
 
-test("a connection killed by the server is made again a second later; subscribers are told, and hear NOTIFYs again", async () => {
+test("a connection killed by the server is made again a second later; subscribers are told, and hear NOTIFYs again", async ({
+  pool,
+  database,
+}) => {
   const reconnects = heldReconnects();
   const notifier = createNotifier({
     connectionString: database.url,
@@ -118,21 +118,23 @@ test("a connection killed by the server is made again a second later; subscriber
   await notifier.settled();
   expect(readies).toBe(1);
 
-  const [listening] = await listenConnections("notifier-killed");
+  const [listening] = await listenConnections(pool, "notifier-killed");
   await pool.query("SELECT pg_terminate_backend($1)", [listening!.pid]);
   // One second, shortened by the jitter (half of a quarter here).
   expect(await reconnects.next()).toBe(875);
   reconnects.run();
   await notifier.settled();
   expect(readies).toBe(2);
-  const [again] = await listenConnections("notifier-killed");
+  const [again] = await listenConnections(pool, "notifier-killed");
   expect(again!.pid).not.toBe(listening!.pid);
   expect(again!.query).toBe('LISTEN "topic_k"');
   await pool.query("SELECT pg_notify('topic_k', 'back')");
   expect(await messages.next(1)).toEqual(["back"]);
 });
 
-test("while the database cannot be reached the waits double up to 30 s; after a connection they start over at 1 s", async () => {
+test("while the database cannot be reached the waits double up to 30 s; after a connection they start over at 1 s", async ({
+  database,
+}) => {
   const url = new URL(database.url);
   const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5432) });
   try {

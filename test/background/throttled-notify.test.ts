@@ -1,24 +1,22 @@
 import { once } from "node:events";
 import pg from "pg";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
 import { createThrottledNotify } from "../../src/background/throttled-notify.js";
 import { ManualClock } from "../../src/clock.js";
 import { deliveriesChannel } from "../../src/db/job-table/index.js";
-import { createPool, type Pool } from "../../src/db/pool.js";
+import { createPool } from "../../src/db/pool.js";
 import { hooksChannel } from "../../src/db/queries/hook-notify.js";
 import { createLogger } from "../../src/logger.js";
-import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { testWith } from "../helpers/fixtures.js";
 
 // The throttled NOTIFY both wake-ups use: ingest's of the delivery loops
 // (no payload), the inbound URL's of the hook processors (a source id each).
-let database: TestDatabase;
-let pool: Pool;
 let listener: pg.Client;
 const logger = createLogger("silent");
 const received: Array<{ channel: string; payload: string }> = [];
 
-beforeAll(async () => {
-  ({ database, pool } = await openTestDatabase());
+const test = testWith();
+test.beforeAll(async ({ database }) => {
   listener = new pg.Client({ connectionString: database.url });
   await listener.connect();
   await listener.query(`LISTEN ${deliveriesChannel}; LISTEN ${hooksChannel}`);
@@ -26,8 +24,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await listener?.end();
-  await pool?.end();
-  await database?.drop();
 });
 
 /** The notifications of `channel` received for what has committed (one round trip on the listener delivers them all), taken. */
@@ -38,7 +34,7 @@ async function settled(channel: string): Promise<string[]> {
   return taken;
 }
 
-test("a burst of wake-ups sends one NOTIFY now and one more when the interval has passed (or at close)", async () => {
+test("a burst of wake-ups sends one NOTIFY now and one more when the interval has passed (or at close)", async ({ pool }) => {
   // A long interval: the burst below surely falls inside it, however slow the machine.
   const notify = createThrottledNotify({ pool, channel: deliveriesChannel, logger, intervalMs: 60_000 });
   const first = once(listener, "notification");
@@ -50,7 +46,7 @@ test("a burst of wake-ups sends one NOTIFY now and one more when the interval ha
   expect(await settled(deliveriesChannel)).toEqual([""]);
 });
 
-test("wake-ups after the interval has passed (by the clock given) are announced again, with nothing owed in between", async () => {
+test("wake-ups after the interval has passed (by the clock given) are announced again, with nothing owed in between", async ({ pool }) => {
   const clock = new ManualClock();
   const notify = createThrottledNotify({ pool, channel: deliveriesChannel, logger, intervalMs: 20, clock });
   for (let round = 1; round <= 3; round++) {
@@ -64,7 +60,7 @@ test("wake-ups after the interval has passed (by the clock given) are announced 
   expect(await settled(deliveriesChannel)).toEqual([]);
 });
 
-test("every payload is announced; payloads added together share a statement, each named once", async () => {
+test("every payload is announced; payloads added together share a statement, each named once", async ({ pool }) => {
   // The first goes at once, the rest wait for close() to send them in one statement.
   const notify = createThrottledNotify({ pool, channel: hooksChannel, logger, intervalMs: 60_000 });
   notify.add("a");
