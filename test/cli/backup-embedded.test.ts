@@ -1,9 +1,10 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
 import { launchService, serviceEnv, entry, type ServiceProcess } from "../helpers/process.js";
-import { startTestServer, testAdminToken, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import { testAdminToken } from "../helpers/server.js";
 import { cliEnv, waypost } from "./support.js";
 
 // Backup and restore with the embedded Postgres: no DATABASE_URL, only the
@@ -11,20 +12,18 @@ import { cliEnv, waypost } from "./support.js";
 // Postgres, creating the cluster), served by a Waypost started there, and
 // backed up again while that Waypost runs.
 
-let server: TestServer;
 let service: ServiceProcess | undefined;
 
-beforeAll(async () => {
-  server = await startTestServer();
+const test = testWith();
+test.beforeAll(async ({ server }) => {
   const source = await server.createSource("web");
   await server.tracking(source.writeKey).track({ track: { userId: "u1", event: "Paid" } });
 });
 afterAll(async () => {
   if (service?.child.exitCode === null) service.child.kill("SIGKILL");
-  await server?.stop();
 });
 
-test("restore into a new data directory's embedded Postgres, serve it, and back it up while it runs", async () => {
+test("restore into a new data directory's embedded Postgres, serve it, and back it up while it runs", async ({ server }) => {
   const dir = mkdtempSync(path.join(tmpdir(), "waypost-backup-embedded-"));
   const file = path.join(dir, "from-url.backup");
   const backup = await waypost(["backup", file], cliEnv(undefined, { DATABASE_URL: server.database.url }));

@@ -2,24 +2,21 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
+import { testWith } from "../helpers/fixtures.js";
+import { startTestServer } from "../helpers/server.js";
 import { createTestDatabase, type TestDatabase, withClient } from "../helpers/database.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
 import { cliEnv, waypost } from "./support.js";
 
 // `waypost backup FILE` of a running Waypost's database, and `waypost
 // restore FILE` into a new one that a Waypost then serves.
 
-let server: TestServer;
-let receiver: Receiver;
 let dir: string;
 let writeKey: string;
 const databases: TestDatabase[] = [];
 
-beforeAll(async () => {
-  server = await startTestServer();
-  receiver = await startReceiver();
+const test = testWith();
+test.beforeAll(async ({ server, receiver }) => {
   dir = mkdtempSync(path.join(tmpdir(), "waypost-backup-"));
   const source = await server.createSource("web");
   writeKey = source.writeKey;
@@ -30,8 +27,6 @@ beforeAll(async () => {
   await delivered;
 });
 afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
   for (const database of databases) await database.drop();
 });
 
@@ -60,7 +55,7 @@ async function contents(url: string): Promise<Record<string, string[]>> {
   });
 }
 
-test("a backup of a running Waypost restores into an empty database, row for row, and a Waypost serves it", async () => {
+test("a backup of a running Waypost restores into an empty database, row for row, and a Waypost serves it", async ({ server }) => {
   const file = path.join(dir, "waypost.backup");
   const backup = await waypost(["backup", file], cliEnv(undefined, { DATABASE_URL: server.database.url }));
   expect(backup.code, backup.stderr).toBe(0);
@@ -87,7 +82,7 @@ test("a backup of a running Waypost restores into an empty database, row for row
   }
 });
 
-test("restore refuses a database with rows, naming them, unless --force; a cut-off file restores nothing", async () => {
+test("restore refuses a database with rows, naming them, unless --force; a cut-off file restores nothing", async ({ server }) => {
   const file = path.join(dir, "again.backup");
   const env = cliEnv(undefined, { DATABASE_URL: server.database.url });
   expect((await waypost(["backup", file], env)).code).toBe(0);

@@ -1,24 +1,22 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { expect } from "vitest";
+import { testWith } from "../helpers/fixtures.js";
 import { cliEnv, waypost, waypostJson } from "./support.js";
 
 // The broker kinds' flags: create, show masked, update one setting keeping the stored secret.
-let server: TestServer;
 let env: NodeJS.ProcessEnv;
 let sourceId = "";
 
-beforeAll(async () => {
-  server = await startTestServer({ config: { role: "api" } });
+const test = testWith({ server: { config: { role: "api" } } });
+test.beforeAll(async ({ server }) => {
   env = cliEnv(server);
   sourceId = (await server.createSource("cli brokers")).id;
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 const amqpUrl = "amqps://publisher:amqp-pa55@broker.example.com:5671/events";
 
-test("destinations create --kind amqp: --amqp-url, --exchange, --routing-key; the password never printed, kept on update", async () => {
+test("destinations create --kind amqp: --amqp-url, --exchange, --routing-key; the password never printed, kept on update", async ({
+  server,
+}) => {
   const created = await waypostJson<{ destination: { id: string; kind: string; amqp: Record<string, unknown> } }>(
     [
       ..."destinations create --name rabbit --kind amqp".split(" "),
@@ -41,7 +39,7 @@ test("destinations create --kind amqp: --amqp-url, --exchange, --routing-key; th
   expect(rows[0].amqp).toEqual({ url: amqpUrl, exchange: "events", routingKey: "{event}", mandatory: false });
 });
 
-test("destinations create --kind nats: --nats-server, --subject, a write-only token kept on update", async () => {
+test("destinations create --kind nats: --nats-server, --subject, a write-only token kept on update", async ({ server }) => {
   const created = await waypostJson<{ destination: { id: string; kind: string; nats: Record<string, unknown> } }>(
     [
       ..."destinations create --name jets --kind nats".split(" "),

@@ -1,24 +1,19 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { expect } from "vitest";
+import { testWith } from "../helpers/fixtures.js";
 import { cliEnv, waypost, waypostJson } from "./support.js";
 
 /** Consent through `waypost`: --consent-category and --require-consent, `destinations show`, `messages filtered --reason consent`. */
-let server: TestServer;
-let receiver: Receiver;
 let env: NodeJS.ProcessEnv;
 
-beforeAll(async () => {
-  server = await startTestServer();
-  receiver = await startReceiver();
+const test = testWith();
+test.beforeAll(async ({ server }) => {
   env = cliEnv(server);
 });
-afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
-});
 
-test("--consent-category (repeatable) and --require-consent on create and update; shown by destinations get", async () => {
+test("--consent-category (repeatable) and --require-consent on create and update; shown by destinations get", async ({
+  server,
+  receiver,
+}) => {
   const source = await server.createSource("cli consent");
   const created = await waypostJson<{ destination: { id: string } }>(
     [
@@ -65,7 +60,7 @@ test("--consent-category (repeatable) and --require-consent on create and update
   expect(bad.stderr).toContain("invalid_argument: destination.consentCategories[0]: is longer than 100 characters");
 });
 
-test("messages filtered --reason consent lists the calls consent held back", async () => {
+test("messages filtered --reason consent lists the calls consent held back", async ({ server, receiver }) => {
   const source = await server.createSource("cli consent fates");
   const destination = await server.createDestination({
     name: "consenting",

@@ -1,11 +1,8 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import { expect } from "vitest";
+import { testWith } from "../helpers/fixtures.js";
 import type { RouteHandler } from "../../src/http/types.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
 import { cliEnv, startWaypost, waypost, waypostJson } from "./support.js";
 
-let server: TestServer;
-let receiver: Receiver;
 let failing = false;
 let env: NodeJS.ProcessEnv;
 let destinationId: string;
@@ -28,9 +25,11 @@ const listSpy: RouteHandler = async (_req, _res, path) => {
   return false;
 };
 
-beforeAll(async () => {
-  server = await startTestServer({ routes: (defaults) => [listSpy, ...defaults] });
-  receiver = await startReceiver({ respond: () => ({ status: failing ? 422 : 200 }) });
+const test = testWith({
+  server: { routes: (defaults) => [listSpy, ...defaults] },
+  receiver: { respond: () => ({ status: failing ? 422 : 200 }) },
+});
+test.beforeAll(async ({ server, receiver }) => {
   env = cliEnv(server);
   const source = await server.createSource();
   writeKey = source.writeKey;
@@ -59,10 +58,6 @@ beforeAll(async () => {
     ).messageId,
   );
   await done;
-});
-afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
 });
 
 test("send refuses what does not fit the call type", async () => {
@@ -109,7 +104,7 @@ test("deliveries list: filters, limit, table and JSON", async () => {
   expect(failed.deliveries).toBeUndefined();
 });
 
-test("deliveries get: the body and headers sent, secrets masked", async () => {
+test("deliveries get: the body and headers sent, secrets masked", async ({ receiver }) => {
   const { deliveries } = await waypostJson<{ deliveries: DeliveryJson[] }>(["deliveries", "list", "--message-id", sent[0]!], env);
   const id = deliveries[0]!.id;
   const json = await waypostJson<{ delivery: DeliveryJson }>(["deliveries", "get", id], env);
@@ -123,7 +118,7 @@ test("deliveries get: the body and headers sent, secrets masked", async () => {
   expect(text.stdout).not.toContain("key-123");
 });
 
-test("deliveries retry: one, or every matching one as a job with its progress", async () => {
+test("deliveries retry: one, or every matching one as a job with its progress", async ({ server }) => {
   const { deliveries } = await waypostJson<{ deliveries: DeliveryJson[] }>(["deliveries", "list", "--message-id", sent[0]!], env);
   const notNeeded = await waypost(["deliveries", "retry", deliveries[0]!.id], env);
   expect(notNeeded.code).toBe(1);
@@ -159,7 +154,7 @@ test("deliveries retry: one, or every matching one as a job with its progress", 
   expect(read.job.id).toBe(again.id);
 });
 
-test("deliveries tail prints deliveries as they finish, until SIGINT", async () => {
+test("deliveries tail prints deliveries as they finish, until SIGINT", async ({ server }) => {
   const tail = startWaypost(["deliveries", "tail", "--destination", destinationId, "-n", "1"], env);
   // The most recent finished delivery comes first: the tail is following now.
   await tail.waitForLine(() => true);
@@ -184,7 +179,7 @@ test("deliveries tail prints deliveries as they finish, until SIGINT", async () 
   expect(tail.lines.filter((l) => l.includes(messageId))).toHaveLength(1);
 });
 
-test("stats: every destination as a table, one as JSON with its series", async () => {
+test("stats: every destination as a table, one as JSON with its series", async ({ server }) => {
   // A call its consent held back, as routing records it: counted by reason.
   await server.pool.query(
     `INSERT INTO call_fates (message_pk, destination_id, fate, reason, recorded_at)
@@ -211,7 +206,7 @@ test("stats: every destination as a table, one as JSON with its series", async (
   expect(all.destinations.map((d) => d.destinationId)).toEqual([destinationId]);
 });
 
-test("the common flags work after any command's own arguments, and are the ones used", async () => {
+test("the common flags work after any command's own arguments, and are the ones used", async ({ server }) => {
   // No WAYPOST_URL or WAYPOST_ADMIN_TOKEN: only the flags lead to the server.
   const bare = cliEnv(undefined);
   const common = ["--url", server.url, "--token", server.adminToken, "--json"];
@@ -242,7 +237,10 @@ test("the common flags work after any command's own arguments, and are the ones 
   await delivered;
 });
 
-test("--destination takes a name as well as an id; a name several destinations have is a usage error listing them", async () => {
+test("--destination takes a name as well as an id; a name several destinations have is a usage error listing them", async ({
+  server,
+  receiver,
+}) => {
   const [byId, byName, statsByName] = await Promise.all([
     waypostJson<{ deliveries: DeliveryJson[] }>(["deliveries", "list", "--destination", destinationId], env),
     waypostJson<{ deliveries: DeliveryJson[] }>(["deliveries", "list", "--destination", "hooks"], env),
@@ -266,7 +264,7 @@ test("--destination takes a name as well as an id; a name several destinations h
   expect(unknown.stderr).toContain('--destination: no destination has the id or name "nobody"');
 });
 
-test("deliveries tail starts from now: what finished before is shown only when asked for with -n", async () => {
+test("deliveries tail starts from now: what finished before is shown only when asked for with -n", async ({ server }) => {
   // The tail's polls, seen by the server: once a second one arrives, the first has answered and the tail follows.
   let polls = 0;
   const following = new Promise<void>((resolve) => {

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { DestinationHealth, Ordering } from "../../gen/waypost/v1/destination_pb.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 import { verifyStandardWebhook } from "../helpers/standard-webhooks.js";
 import { cliEnv, waypost, waypostJson } from "./support.js";
 
@@ -10,26 +10,22 @@ import { cliEnv, waypost, waypostJson } from "./support.js";
  * through `waypost destinations`: flags in, columns and fields out, checked
  * against what the server stored (GetDestination) and what it does.
  */
-let server: TestServer;
-let receiver: Receiver;
 let env: NodeJS.ProcessEnv;
 let sourceId = "";
 
-beforeAll(async () => {
-  server = await startTestServer();
-  receiver = await startReceiver();
+const test = testWith();
+test.beforeAll(async ({ server }) => {
   env = cliEnv(server);
   sourceId = (await server.createSource("cli settings")).id;
 });
-afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
-});
 
-const stored = async (id: string) => (await server.destinations.getDestination({ id })).destination!;
+const stored = async (server: TestServer, id: string) => (await server.destinations.getDestination({ id })).destination!;
 const whsec = (fill: number) => `whsec_${Buffer.alloc(32, fill).toString("base64")}`;
 
-test("--help names the new flags; a bad --ordering or --rate-limit is a usage error (exit 2) and changes nothing", async () => {
+test("--help names the new flags; a bad --ordering or --rate-limit is a usage error (exit 2) and changes nothing", async ({
+  server,
+  receiver,
+}) => {
   const [create, update, rotate] = await Promise.all([
     waypost(["destinations", "create", "--help"], env),
     waypost(["destinations", "update", "--help"], env),
@@ -59,7 +55,10 @@ test("--help names the new flags; a bad --ordering or --rate-limit is a usage er
   expect(tooFast.stderr).toMatch(/^waypost: invalid_argument: destination\.maxRequestsPerSecond: /);
 });
 
-test("create with a rate limit, per-user ordering and a generated signing secret shown once; list and get show them", async () => {
+test("create with a rate limit, per-user ordering and a generated signing secret shown once; list and get show them", async ({
+  server,
+  receiver,
+}) => {
   const created = await waypost(
     [
       "destinations",
@@ -83,7 +82,7 @@ test("create with a rate limit, per-user ordering and a generated signing secret
   const secret = /^signing secret: (whsec_\S+)\s+\(shown once/m.exec(created.stdout)![1]!;
   expect(created.stdout).toMatch(/^rate limit:\s+25 requests\/s$/m);
   expect(created.stdout).toMatch(/^ordering:\s+per-user$/m);
-  expect(await stored(id)).toMatchObject({ maxRequestsPerSecond: 25, ordering: Ordering.PER_USER, hasSigningSecret: true });
+  expect(await stored(server, id)).toMatchObject({ maxRequestsPerSecond: 25, ordering: Ordering.PER_USER, hasSigningSecret: true });
 
   // The secret signs: the receiver's request carries its Standard Webhooks signature.
   const writeKey = (await server.sources.rotateWriteKey({ id: sourceId })).source!.writeKey;
@@ -115,7 +114,10 @@ test("create with a rate limit, per-user ordering and a generated signing secret
   expect(json.destination.hasSigningSecret).toBe(true);
 });
 
-test('update: --rate-limit 0 removes the limit, --ordering none, --signing-secret sets and "" removes; rotate-signing-secret prints the new secret once', async () => {
+test('update: --rate-limit 0 removes the limit, --ordering none, --signing-secret sets and "" removes; rotate-signing-secret prints the new secret once', async ({
+  server,
+  receiver,
+}) => {
   const { id } = await server.createDestination({
     name: "tuned",
     sourceIds: [sourceId],
@@ -128,14 +130,14 @@ test('update: --rate-limit 0 removes the limit, --ordering none, --signing-secre
     env,
   );
   expect(cleared.destination.ordering).toBe("ORDERING_NONE");
-  expect(await stored(id)).toMatchObject({ maxRequestsPerSecond: 0, ordering: Ordering.NONE, name: "tuned" });
+  expect(await stored(server, id)).toMatchObject({ maxRequestsPerSecond: 0, ordering: Ordering.NONE, name: "tuned" });
 
   const own = [whsec(1), whsec(2)];
   const set = await waypost(["destinations", "update", id, "--signing-secret", own[0]!, "--signing-secret", own[1]!], env);
   expect(set.code, set.stderr).toBe(0);
   expect(set.stdout).toMatch(/^signing secret:\s+set$/m);
   expect(set.stdout).not.toContain(own[0]);
-  expect((await stored(id)).hasSigningSecret).toBe(true);
+  expect((await stored(server, id)).hasSigningSecret).toBe(true);
   const bad = await waypost(["destinations", "update", id, "--signing-secret", "not-a-secret"], env);
   expect(bad.code).toBe(1);
   expect(bad.stderr).toMatch(/^waypost: invalid_argument: destination\.signingSecrets\[0\]/);
@@ -159,10 +161,10 @@ test('update: --rate-limit 0 removes the limit, --ordering none, --signing-secre
     env,
   );
   expect(removed.destination.hasSigningSecret).toBeUndefined();
-  expect((await stored(id)).hasSigningSecret).toBe(false);
+  expect((await stored(server, id)).hasSigningSecret).toBe(false);
 });
 
-test("list and get show an open circuit and the last error", async () => {
+test("list and get show an open circuit and the last error", async ({ server, receiver }) => {
   const { id } = await server.createDestination({ name: "down", sourceIds: [sourceId], webhooks: [{ url: receiver.url }] });
   const now = server.clock.now();
   // The breaker's state as it writes it when it opens: open, a probe time and its cooldown.
@@ -173,7 +175,7 @@ test("list and get show an open circuit and the last error", async () => {
      VALUES ($1, 'open', 5, $2, $2, 30000, $3, $2, 'HTTP 503', $2)`,
     [id, now, new Date(now.getTime() + 30_000)],
   );
-  expect((await stored(id)).health).toBe(DestinationHealth.CIRCUIT_OPEN);
+  expect((await stored(server, id)).health).toBe(DestinationHealth.CIRCUIT_OPEN);
   const [list, got] = await Promise.all([waypost(["destinations", "list"], env), waypost(["destinations", "get", id], env)]);
   expect(list.stdout).toMatch(new RegExp(`^${id}\\s+down\\s+yes\\s+circuit open\\s+none\\s+none\\s`, "m"));
   expect(got.stdout).toMatch(/^health:\s+circuit open$/m);
@@ -182,7 +184,7 @@ test("list and get show an open circuit and the last error", async () => {
   expect(got.stdout).toMatch(/^next probe:\s+\d{4}-\d\d-\d\dT/m);
 });
 
-test("get and create show credential header values as [masked]; update --name keeps them", async () => {
+test("get and create show credential header values as [masked]; update --name keeps them", async ({ server, receiver }) => {
   const created = await waypost(
     // prettier-ignore
     [

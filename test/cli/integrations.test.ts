@@ -1,22 +1,18 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { expect } from "vitest";
+import { testWith } from "../helpers/fixtures.js";
 import { cliEnv, waypost, waypostJson } from "./support.js";
 
-let server: TestServer;
 let env: NodeJS.ProcessEnv;
 let sourceId = "";
 const work = mkdtempSync(path.join(tmpdir(), "waypost-cli-integrations-"));
 
-beforeAll(async () => {
-  server = await startTestServer({ config: { role: "api" } });
+const test = testWith({ server: { config: { role: "api" } } });
+test.beforeAll(async ({ server }) => {
   env = cliEnv(server);
   sourceId = (await server.createSource("cli integrations")).id;
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 test("integrations list [--search] and integrations show SLUG", async () => {
@@ -40,7 +36,9 @@ test("integrations list [--search] and integrations show SLUG", async () => {
   expect(missing.stderr).toContain('integration "kafka" not found');
 });
 
-test("destinations create --integration with --setting: presets by default, the secret never printed, kept on update", async () => {
+test("destinations create --integration with --setting: presets by default, the secret never printed, kept on update", async ({
+  server,
+}) => {
   const created = await waypostJson<{ destination: { id: string; kind: string; integration: any } }>(
     [
       ..."destinations create --name mixpanel --integration mixpanel".split(" "),

@@ -1,21 +1,15 @@
 import net from "node:net";
 import { Writable } from "node:stream";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { JobState } from "../../gen/waypost/v1/job_pb.js";
 import { progressBar } from "../../src/cli/commands/job-progress.js";
 import { runCli } from "../../src/cli/program.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 import { cliEnv, startWaypost } from "./support.js";
 
 // On a terminal the CLI draws a backfill's progress as a bar redrawn in place.
-let server: TestServer;
-
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const test = testWith();
 
 /** A stdout that says it is a terminal, keeping what is written. */
 function terminal() {
@@ -40,7 +34,7 @@ test("the bar shows the share done", () => {
   expect(bar(3n, 4n, JobState.DONE)).toBe(`[${"#".repeat(30)}] 100%`);
 });
 
-test("on a terminal, destinations backfill redraws one progress line, then prints the backfill", async () => {
+test("on a terminal, destinations backfill redraws one progress line, then prints the backfill", async ({ server }) => {
   const source = await server.createSource();
   const tracking = server.tracking(source.writeKey);
   for (const total of [5, 500, 600]) await tracking.track({ track: { userId: "u", event: "E", properties: { total } } });
@@ -105,7 +99,7 @@ async function serverLostAfterFirstRequest(target: TestServer) {
   };
 }
 
-test("the server lost while following a backfill: the job goes on, and the command to follow it again is printed", async () => {
+test("the server lost while following a backfill: the job goes on, and the command to follow it again is printed", async ({ server }) => {
   const source = await server.createSource();
   const tracking = server.tracking(source.writeKey);
   for (const n of [1, 2, 3]) await tracking.track({ track: { userId: "u", event: "E", properties: { n } } });

@@ -3,22 +3,18 @@ import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { describe, expect } from "vitest";
+import { testWith } from "../helpers/fixtures.js";
 import { checkoutPlan } from "../plans/fixtures.js";
 import { cliEnv, waypost, waypostJson } from "./support.js";
 
-let server: TestServer;
 let env: NodeJS.ProcessEnv;
 let dir: string;
 
-beforeAll(async () => {
-  server = await startTestServer();
+const test = testWith();
+test.beforeAll(async ({ server }) => {
   env = cliEnv(server);
   dir = mkdtempSync(path.join(tmpdir(), "waypost-plan-cli-"));
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 function writePlan(name: string, plan: unknown): string {
@@ -28,7 +24,7 @@ function writePlan(name: string, plan: unknown): string {
 }
 
 describe("apply, get, violations", () => {
-  test("apply sets the plan and its mode; get prints it back; violations lists what calls did", async () => {
+  test("apply sets the plan and its mode; get prints it back; violations lists what calls did", async ({ server }) => {
     const source = await server.createSource("cli-plan");
     const file = writePlan("plan.json", checkoutPlan);
     const applied = await waypost(["plan", "apply", file, "--source", source.id, "--mode", "observe"], env);
@@ -50,7 +46,7 @@ describe("apply, get, violations", () => {
     expect(again.trackingPlan.mode).toBe("PLAN_MODE_OBSERVE");
   });
 
-  test("an invalid plan file fails before anything is sent, naming the path", async () => {
+  test("an invalid plan file fails before anything is sent, naming the path", async ({ server }) => {
     const source = await server.createSource("cli-bad-plan");
     const file = writePlan("bad.json", { events: { Paid: { properties: { type: "object", properties: { total: { type: "money" } } } } } });
     const result = await waypost(["plan", "apply", file, "--source", source.id, "--mode", "block"], env);
@@ -62,7 +58,7 @@ describe("apply, get, violations", () => {
 });
 
 describe("the plan as applied, and schema dialects", () => {
-  test("get prints the plan byte for byte as applied, keys in the file's order", async () => {
+  test("get prints the plan byte for byte as applied, keys in the file's order", async ({ server }) => {
     const source = await server.createSource("cli-exact");
     // Keys out of alphabetical order, four-space indent, an inline object, no final newline.
     const text =
@@ -80,7 +76,7 @@ describe("the plan as applied, and schema dialects", () => {
     expect((await waypost(["plan", "get", "--source", source.id], env)).stdout).toBe(text);
   });
 
-  test("a draft-07 plan applies; draft-04 and a Snowplow Iglu schema fail with the path and keyword", async () => {
+  test("a draft-07 plan applies; draft-04 and a Snowplow Iglu schema fail with the path and keyword", async ({ server }) => {
     const source = await server.createSource("cli-drafts");
     const properties = { type: "object", properties: { total: { type: "number" } } };
     const draft07 = writePlan("draft-07.json", {
@@ -116,7 +112,7 @@ describe("the plan as applied, and schema dialects", () => {
   });
 });
 
-test("infer builds a plan from stored calls that the same traffic then satisfies in block mode", async () => {
+test("infer builds a plan from stored calls that the same traffic then satisfies in block mode", async ({ server }) => {
   const source = await server.createSource("cli-infer");
   const tracking = server.tracking(source.writeKey);
   const traffic = async (round: number) => {

@@ -1,25 +1,17 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { AudienceKind } from "../../gen/waypost/v1/audience_pb.js";
 import { audienceClient } from "../audiences/support.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import { testWith } from "../helpers/fixtures.js";
 import { createTestDatabase } from "../helpers/database.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
 import { cliEnv, startWaypost, waypost, waypostJson } from "./support.js";
 
-let server: TestServer;
-let receiver: Receiver;
 let env: NodeJS.ProcessEnv;
 
-beforeAll(async () => {
-  server = await startTestServer();
-  receiver = await startReceiver();
+const test = testWith();
+test.beforeAll(async ({ server }) => {
   env = cliEnv(server);
-});
-afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
 });
 
 test("--help on every level; usage errors exit 2", async () => {
@@ -58,7 +50,7 @@ test("--help on every level; usage errors exit 2", async () => {
   expect(usage[5]!.stderr).toContain("--since");
 });
 
-test("the admin token: flag, environment, or the server's token file; RPC errors exit 1 with the Connect code", async () => {
+test("the admin token: flag, environment, or the server's token file; RPC errors exit 1 with the Connect code", async ({ server }) => {
   const none = cliEnv(server, { WAYPOST_ADMIN_TOKEN: undefined });
   const missing = await waypost(["sources", "list"], none);
   expect(missing.code).toBe(2);
@@ -113,7 +105,7 @@ test("sources: create, list, rotate-key, delete, as tables and as JSON", async (
   expect((await waypostJson<{ sources?: unknown[] }>(["sources", "list"], env)).sources).toBeUndefined();
 });
 
-test("destinations: create, get, list, update, enable, disable, delete", async () => {
+test("destinations: create, get, list, update, enable, disable, delete", async ({ server, receiver }) => {
   const source = await server.createSource("for destinations");
   const created = await waypostJson<{ destination: Record<string, unknown> & { id: string } }>(
     [
@@ -188,7 +180,7 @@ test("destinations: create, get, list, update, enable, disable, delete", async (
   expect((await waypost(["destinations", "get", id], env)).code).toBe(1);
 });
 
-test("destinations commands take a name as well as an id, as --destination does", async () => {
+test("destinations commands take a name as well as an id, as --destination does", async ({ server, receiver }) => {
   const source = await server.createSource("for named destinations");
   const { id } = await server.createDestination({ name: "crm by name", sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
   const got = await waypost(["destinations", "get", "crm by name"], env);
@@ -214,7 +206,7 @@ test("destinations commands take a name as well as an id, as --destination does"
   expect(await waypost(["destinations", "delete", id], env)).toMatchObject({ code: 0, stdout: `deleted destination ${id}\n` });
 });
 
-test("audiences list and sync from a file; deletions create and get", async () => {
+test("audiences list and sync from a file; deletions create and get", async ({ server }) => {
   const source = await server.createSource("for audiences");
   const audiences = audienceClient(server);
   const { audience } = await audiences.createAudience({ audience: { sourceId: source.id, name: "High Value Users" } });

@@ -1,9 +1,8 @@
 import { writeFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { expect } from "vitest";
+import { testWith } from "../helpers/fixtures.js";
 import { cliEnv, waypost, waypostJson } from "./support.js";
 
 interface BackfillJson {
@@ -15,18 +14,11 @@ interface BackfillJson {
 }
 
 /** Routing rules through `waypost`: the flags, `destinations test` and `backfill`, and `messages explain`. */
-let server: TestServer;
-let receiver: Receiver;
 let env: NodeJS.ProcessEnv;
 
-beforeAll(async () => {
-  server = await startTestServer();
-  receiver = await startReceiver();
+const test = testWith();
+test.beforeAll(async ({ server }) => {
   env = cliEnv(server);
-});
-afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
 });
 
 let id = "";
@@ -34,7 +26,7 @@ let sourceId = "";
 let small = { messageId: "" };
 let big = { messageId: "" };
 
-test("--filter, --drop-field and --transform-file set the rules; a bad filter is refused naming the path", async () => {
+test("--filter, --drop-field and --transform-file set the rules; a bad filter is refused naming the path", async ({ server, receiver }) => {
   const source = await server.createSource("cli routing");
   sourceId = source.id;
   const tracking = server.tracking(source.writeKey);
@@ -81,7 +73,7 @@ test("--filter, --drop-field and --transform-file set the rules; a bad filter is
   expect(notJson.code).toBe(2);
 });
 
-test("destinations test shows each call's outcome and body, sending nothing", async () => {
+test("destinations test shows each call's outcome and body, sending nothing", async ({ receiver }) => {
   const tested = await waypost(["destinations", "test", id, "--sample", "5"], env);
   expect(tested.code, tested.stderr).toBe(0);
   expect(tested.stdout).toMatch(new RegExp(`${small.messageId}\\s+track\\s+Order Completed\\s+filtered`));
@@ -108,7 +100,7 @@ test("destinations backfill follows the job to its end; messages explain gives e
   expect(missing.stderr).toContain("not_found");
 });
 
-test("destinations backfill --detach returns at once with the job; backfills get --wait, list and cancel", async () => {
+test("destinations backfill --detach returns at once with the job; backfills get --wait, list and cancel", async ({ server }) => {
   const detached = await waypostJson<BackfillJson>(["destinations", "backfill", id, "--since", "1h", "--detach"], env);
   // The call the filter turned away is still without a delivery: the one candidate.
   expect(detached).toMatchObject({ candidates: "1" });
@@ -132,7 +124,10 @@ test("destinations backfill --detach returns at once with the job; backfills get
   expect((await waypost(["backfills", "get", "nope"], env)).stderr).toContain("invalid_argument: id:");
 });
 
-test("messages filtered lists the calls a destination's filter turned away, by reason, as a table and as JSON", async () => {
+test("messages filtered lists the calls a destination's filter turned away, by reason, as a table and as JSON", async ({
+  server,
+  receiver,
+}) => {
   const source = await server.createSource("cli filtered");
   await server.createDestination({
     name: "big orders",

@@ -1,24 +1,20 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { expect } from "vitest";
+import { testWith } from "../helpers/fixtures.js";
 import { cliEnv, waypost } from "./support.js";
 
 // `waypost stats` with more destinations than Node's default listener limit
 // (10 per event on one emitter): one table row per destination, each named.
-let server: TestServer;
 let env: NodeJS.ProcessEnv;
 let names: string[];
 
-beforeAll(async () => {
-  server = await startTestServer();
+const test = testWith();
+test.beforeAll(async ({ server }) => {
   env = cliEnv(server);
   const source = await server.createSource();
   names = Array.from({ length: 25 }, (_, i) => `stats-${i}`);
   for (const name of names) {
     await server.createDestination({ name, sourceIds: [source.id], webhooks: [{ url: "http://127.0.0.1:9/" }], enabled: false });
   }
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 test("stats of every destination names each one and warns of nothing", async () => {

@@ -1,24 +1,20 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { DestinationKind } from "../../gen/waypost/v1/destination_pb.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
 import { cliEnv, waypost, waypostJson } from "./support.js";
 
-let server: TestServer;
 let env: NodeJS.ProcessEnv;
 let sourceId = "";
 
-beforeAll(async () => {
-  server = await startTestServer();
+const test = testWith();
+test.beforeAll(async ({ server }) => {
   env = cliEnv(server);
   sourceId = (await server.createSource("cli warehouse")).id;
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 const url = "postgres://loader:pa55word@warehouse.internal:5432/analytics";
 
-test("destinations create --kind postgres: stored with its warehouse, the password never printed", async () => {
+test("destinations create --kind postgres: stored with its warehouse, the password never printed", async ({ server }) => {
   const created = await waypostJson<{
     destination: { id: string; kind: string; postgres: { url: string; schema: string; hasPostgresUrl: boolean } };
   }>(

@@ -1,23 +1,22 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { expect } from "vitest";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 import { cliEnv, waypost } from "./support.js";
 
 /** A webhook's batch settings through `waypost destinations`: flags in, what the server stored out. */
-let server: TestServer;
 let env: NodeJS.ProcessEnv;
 
-beforeAll(async () => {
-  server = await startTestServer();
+const test = testWith();
+test.beforeAll(async ({ server }) => {
   env = cliEnv(server);
 });
-afterAll(async () => {
-  await server?.stop();
-});
 
-const stored = async (id: string) => (await server.destinations.getDestination({ id })).destination!;
+const stored = async (server: TestServer, id: string) => (await server.destinations.getDestination({ id })).destination!;
 const url = "https://example.com/batched";
 
-test("--batch-max-calls, --batch-max-bytes, --batch-max-wait-ms set, change and remove every URL's batch; get shows it", async () => {
+test("--batch-max-calls, --batch-max-bytes, --batch-max-wait-ms set, change and remove every URL's batch; get shows it", async ({
+  server,
+}) => {
   const created = await waypost(
     [
       "destinations",
@@ -37,7 +36,7 @@ test("--batch-max-calls, --batch-max-bytes, --batch-max-wait-ms set, change and 
   );
   expect(created.code, created.stderr).toBe(0);
   const id = /^id:\s+(\S+)$/m.exec(created.stdout)![1]!;
-  expect((await stored(id)).webhooks[0]).toMatchObject({
+  expect((await stored(server, id)).webhooks[0]).toMatchObject({
     url,
     headers: { "X-Team": "a" },
     batch: { maxCalls: 50, maxBytes: 262_144, maxWaitMs: 250 },
@@ -48,22 +47,24 @@ test("--batch-max-calls, --batch-max-bytes, --batch-max-wait-ms set, change and 
   // Alone, a --batch flag keeps the URLs, headers and the other batch settings.
   const bytes = await waypost(["destinations", "update", id, "--batch-max-bytes", "4096"], env);
   expect(bytes.code, bytes.stderr).toBe(0);
-  expect((await stored(id)).webhooks[0]).toMatchObject({
+  expect((await stored(server, id)).webhooks[0]).toMatchObject({
     url,
     headers: { "X-Team": "a" },
     batch: { maxCalls: 50, maxBytes: 4096, maxWaitMs: 250 },
   });
   // --header alone keeps the batch.
   expect((await waypost(["destinations", "update", id, "--header", "X-Team:b"], env)).code).toBe(0);
-  expect((await stored(id)).webhooks[0]).toMatchObject({ headers: { "X-Team": "b" }, batch: { maxCalls: 50, maxBytes: 4096 } });
+  expect((await stored(server, id)).webhooks[0]).toMatchObject({ headers: { "X-Team": "b" }, batch: { maxCalls: 50, maxBytes: 4096 } });
 
   const off = await waypost(["destinations", "update", id, "--batch-max-calls", "0"], env);
   expect(off.code, off.stderr).toBe(0);
-  expect((await stored(id)).webhooks[0]!.batch).toBeUndefined();
+  expect((await stored(server, id)).webhooks[0]!.batch).toBeUndefined();
   expect((await waypost(["destinations", "get", id], env)).stdout).not.toMatch(/^batch /m);
 });
 
-test("bad --batch flags: a usage error (exit 2) before sending; out of range, the server's error naming the field (exit 1)", async () => {
+test("bad --batch flags: a usage error (exit 2) before sending; out of range, the server's error naming the field (exit 1)", async ({
+  server,
+}) => {
   const base = ["destinations", "create", "--name", "bad", "--url", url];
   const [words, alone, range] = await Promise.all([
     waypost([...base, "--batch-max-calls", "lots"], env),

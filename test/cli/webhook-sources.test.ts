@@ -2,26 +2,23 @@ import { createHash } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { HookVerifier, SourceKind } from "../../gen/waypost/v1/source_pb.js";
 import { hookRequestState, insertHookRequest } from "../helpers/hook-requests.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 import { cliEnv, waypost, waypostJson } from "./support.js";
 
 // `waypost sources create --webhook`, `sources rotate-hook-token` and
 // `waypost hooks list|reprocess|test` against a real Waypost.
 
-let server: TestServer;
 let env: NodeJS.ProcessEnv;
 let dir: string;
 
-beforeAll(async () => {
-  server = await startTestServer();
+const test = testWith();
+test.beforeAll(async ({ server }) => {
   env = cliEnv(server);
   dir = mkdtempSync(path.join(tmpdir(), "waypost-hooks-cli-"));
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 function file(name: string, text: string): string {
@@ -30,7 +27,7 @@ function file(name: string, text: string): string {
   return at;
 }
 
-async function tokenHash(sourceId: string): Promise<string> {
+async function tokenHash(server: TestServer, sourceId: string): Promise<string> {
   const result = await server.pool.query<{ hash: Buffer }>("SELECT hook_token_hash AS hash FROM sources WHERE id = $1", [sourceId]);
   return result.rows[0]!.hash.toString("hex");
 }
@@ -38,12 +35,12 @@ async function tokenHash(sourceId: string): Promise<string> {
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
 /** Wakes the processor and waits until it has nothing left to do. */
-async function processed(sourceId: string): Promise<void> {
+async function processed(server: TestServer, sourceId: string): Promise<void> {
   server.waypost.hooks!.wake(sourceId);
   await server.waypost.hooks!.idle();
 }
 
-test("usage errors exit 2 and name the flag", async () => {
+test("usage errors exit 2 and name the flag", async ({ server }) => {
   const secret = file("secret-usage", "whsec_x\n");
   const results = await Promise.all([
     waypost(["sources", "create"], env),
@@ -72,7 +69,7 @@ test("usage errors exit 2 and name the flag", async () => {
   expect((await server.sources.listSources({})).sources).toEqual([]);
 });
 
-test("sources create NAME --webhook prints the inbound URL once; rotate-hook-token replaces it", async () => {
+test("sources create NAME --webhook prints the inbound URL once; rotate-hook-token replaces it", async ({ server }) => {
   const transform = "function transform(request) { return [{ type: 'track', userId: 'u', event: request.body.type }]; }\n";
   const created = await waypost(
     [
@@ -99,7 +96,7 @@ test("sources create NAME --webhook prints the inbound URL once; rotate-hook-tok
   const id = /^id:\s+(\S+)$/m.exec(created.stdout)![1]!;
   // The URL's token is the one the server keeps (as its hash).
   const token = url!.split("/hooks/")[1]!;
-  expect(await tokenHash(id)).toBe(sha256(token));
+  expect(await tokenHash(server, id)).toBe(sha256(token));
 
   const { source } = await server.sources.getSource({ id });
   expect(source).toMatchObject({
@@ -117,7 +114,7 @@ test("sources create NAME --webhook prints the inbound URL once; rotate-hook-tok
   const newUrl = /^inbound url:\s+(\S+)\s+\(shown once/m.exec(rotated.stdout)?.[1];
   expect(newUrl).toMatch(new RegExp(`^${server.url}/hooks/`));
   expect(newUrl).not.toBe(url);
-  expect(await tokenHash(id)).toBe(sha256(newUrl!.split("/hooks/")[1]!));
+  expect(await tokenHash(server, id)).toBe(sha256(newUrl!.split("/hooks/")[1]!));
 
   // --json carries the token too (a script keeps it).
   const json = await waypostJson<{ source: { hookToken: string; kind: string } }>(
@@ -186,7 +183,7 @@ test("sources create NAME --webhook prints the inbound URL once; rotate-hook-tok
   expect(sdk.stdout).toMatch(/^write key:\s+wk_/m);
 });
 
-test("hooks list, test and reprocess: a failing transform's request is seen, a fix tested, then reprocessed", async () => {
+test("hooks list, test and reprocess: a failing transform's request is seen, a fix tested, then reprocessed", async ({ server }) => {
   const broken = "function transform(request) { return [{ type: 'track', userId: request.body.customer.id, event: 'Paid' }]; }";
   const json = await waypostJson<{ source: { id: string } }>(
     ["sources", "create", "shop", "--webhook", "--transform-file", file("broken.js", broken)],
@@ -195,7 +192,7 @@ test("hooks list, test and reprocess: a failing transform's request is seen, a f
   const sourceId = json.source.id;
   const good = await insertHookRequest(server.pool, sourceId, { body: { customer: { id: "c1" } } });
   const bad = await insertHookRequest(server.pool, sourceId, { body: { user: "u9" } });
-  await processed(sourceId);
+  await processed(server, sourceId);
   expect((await hookRequestState(server.pool, bad)).status).toBe("failed");
 
   const failed = await waypost(["hooks", "list", "shop", "--status", "failed"], env);
@@ -238,14 +235,14 @@ test("hooks list, test and reprocess: a failing transform's request is seen, a f
   expect(again.code, again.stderr).toBe(0);
   // It waits for the run and says what it made: the fixed request's call is new.
   expect(again.stdout.trim()).toBe("1 request set to run again: 1 call new, 0 already stored (not stored twice)");
-  await processed(sourceId);
+  await processed(server, sourceId);
   expect(await hookRequestState(server.pool, bad)).toMatchObject({ status: "processed", message_ids: [`hook-${bad}-0`] });
   const byId = await waypost(["hooks", "reprocess", sourceId, "--id", good], env);
   // A processed request run again: its call was stored before.
   expect(byId.stdout.trim()).toBe("1 request set to run again: 0 calls new, 1 already stored (not stored twice)");
   const detached = await waypost(["hooks", "reprocess", sourceId, "--id", good, "--detach"], env);
   expect(detached.stdout.trim()).toBe("1 request set to run again");
-  await processed(sourceId);
+  await processed(server, sourceId);
   const calls = await server.pool.query("SELECT message_id FROM messages WHERE source_id = $1 ORDER BY message_id", [sourceId]);
   expect(calls.rows.map((r) => r.message_id)).toEqual([`hook-${bad}-0`, `hook-${good}-0`].sort());
 });
