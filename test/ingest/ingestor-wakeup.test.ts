@@ -1,37 +1,30 @@
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import pg from "pg";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { systemClock } from "../../src/clock.js";
-import type { Pool } from "../../src/db/pool.js";
 import { emptyCall } from "../../src/calls/call.js";
 import { matcherOfRow } from "../../src/delivery/kinds/registry.js";
 import { createIngestor } from "../../src/ingest/ingestor.js";
 import { deliveriesChannel } from "../../src/db/job-table/index.js";
-import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { testWith } from "../helpers/fixtures.js";
 import { startTestServer } from "../helpers/server.js";
 import { seedSourceAndDestination } from "../helpers/job-table-fixtures.js";
 
 // The ingest statement no longer NOTIFYs: the ingestor tells its caller (the
 // server's loop waker) once a store that queued deliveries has committed.
-let database: TestDatabase;
-let pool: Pool;
 let sourceId: string;
 
-beforeAll(async () => {
-  ({ database, pool } = await openTestDatabase());
+const test = testWith();
+test.beforeAll(async ({ pool }) => {
   ({ sourceId } = await seedSourceAndDestination(pool, new Date()));
-});
-afterAll(async () => {
-  await pool?.end();
-  await database?.drop();
 });
 
 function track(messageId: string) {
   return { ...emptyCall("track"), messageId, userId: "u", event: "Order Completed" };
 }
 
-test("the ingestor says when a store queued deliveries, after it committed, and only then", async () => {
+test("the ingestor says when a store queued deliveries, after it committed, and only then", async ({ pool }) => {
   const wakes: number[] = [];
   const ingestor = createIngestor({
     pool,

@@ -1,16 +1,12 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { describe, expect } from "vitest";
+import { testWith } from "../helpers/fixtures.js";
 import { post, storedMessageIds } from "../compat/support.js";
 
-let server: TestServer;
 let source: { id: string; writeKey: string };
 
-beforeAll(async () => {
-  server = await startTestServer();
+const test = testWith();
+test.beforeAll(async ({ server }) => {
   source = await server.createSource();
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 const nul = "\u0000";
@@ -61,7 +57,7 @@ describe.each([
   ["NUL", nul],
   ["a lone surrogate", lone],
 ])("%s in a stored text rejects only that call", (_label, text) => {
-  test.each(places)("$name over /v1/batch", async ({ name, field, bad }) => {
+  test.for(places)("$name over /v1/batch", async ({ name, field, bad }, { server }) => {
     const tag = `${name.replace(/\W/g, "")}-${text === nul ? "nul" : "sur"}`;
     const batch = [
       { type: "track", userId: "u", event: "e", messageId: `${tag}-before` },
@@ -80,7 +76,7 @@ describe.each([
   });
 });
 
-test("over the Connect API, a call with NUL in integrations is rejected and its batch neighbours stored", async () => {
+test("over the Connect API, a call with NUL in integrations is rejected and its batch neighbours stored", async ({ server }) => {
   const response = await fetch(`${server.url}/waypost.v1.TrackingService/Batch`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${source.writeKey}` },

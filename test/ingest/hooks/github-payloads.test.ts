@@ -1,31 +1,26 @@
 import { sign as githubSign } from "@octokit/webhooks-methods";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { HookRequestStatus, HookService } from "../../../gen/waypost/v1/hook_pb.js";
 import { HookVerifier, SourceKind } from "../../../gen/waypost/v1/source_pb.js";
 import { createClient, type Client } from "@connectrpc/connect";
 import { postHook } from "../../helpers/hook-sources.js";
-import { startReceiver, type Receiver } from "../../helpers/receiver.js";
-import { startTestServer, testAdminToken, type TestServer } from "../../helpers/server.js";
+import { testWith } from "../../helpers/fixtures.js";
+import type { TestServer } from "../../helpers/server.js";
+import type { Receiver } from "../../helpers/receiver.js";
+import { testAdminToken } from "../../helpers/server.js";
 
 // GitHub's webhooks under the default mapping, the whole way: signed by
 // @octokit/webhooks-methods, POSTed as JSON and as GitHub's form encoding
 // (`payload=<JSON>`, signed over the encoded bytes), each delivered once to
 // a webhook destination with the payload as its properties, including a
 // `push` of many commits whose JSON is well over the 32 KB of an SDK call.
-let server: TestServer;
-let receiver: Receiver;
 let hooks: Client<typeof HookService>;
 const secret = "gh-webhook-secret";
 const admin = { headers: { authorization: `Bearer ${testAdminToken}` } };
 
-beforeAll(async () => {
-  server = await startTestServer();
-  receiver = await startReceiver();
+const test = testWith();
+test.beforeAll(async ({ server }) => {
   hooks = createClient(HookService, server.transport);
-});
-afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
 });
 
 /** A `push` event as GitHub sends it, with `commits` commits (about 900 bytes each). */
@@ -70,7 +65,7 @@ function pushEvent(commits: number): Record<string, unknown> {
   };
 }
 
-async function githubSource(name: string): Promise<{ id: string; url: string }> {
+async function githubSource(server: TestServer, receiver: Receiver, name: string): Promise<{ id: string; url: string }> {
   const { source } = await server.sources.createSource({
     source: { name, kind: SourceKind.WEBHOOK, webhook: { verifier: HookVerifier.GITHUB, secret } },
   });
@@ -92,16 +87,16 @@ async function deliver(url: string, event: unknown, encoding: "json" | "form", d
 }
 
 describe("GitHub deliveries under the default mapping", () => {
-  test.each([
+  test.for([
     ["json", 8],
     ["form", 8],
     // About 28 KB of JSON: under 32 KB as JSON, over it once form-encoded.
     ["form", 30],
     ["json", 70],
     ["form", 70],
-  ] as const)("a %s push of %i commits arrives once, the payload as its properties", async (encoding, commits) => {
+  ] as const)("a %s push of %i commits arrives once, the payload as its properties", async ([encoding, commits], { server, receiver }) => {
     const name = `${encoding}-${commits}`;
-    const source = await githubSource(name);
+    const source = await githubSource(server, receiver, name);
     const event = pushEvent(commits);
     if (commits === 70) expect(JSON.stringify(event).length).toBeGreaterThan(40 * 1024);
     expect(await deliver(source.url, event, encoding, `delivery-${name}`)).toBe(200);
@@ -114,7 +109,7 @@ describe("GitHub deliveries under the default mapping", () => {
       [HookRequestStatus.DUPLICATE, ""],
       [HookRequestStatus.PROCESSED, ""],
     ]);
-    const arrived = await waitForPath(new URL(name, receiver.url).pathname);
+    const arrived = await waitForPath(receiver, new URL(name, receiver.url).pathname);
     const call = JSON.parse(arrived.body) as { type: string; event: string; anonymousId: string; properties: unknown };
     expect(call).toMatchObject({ type: "track", event: "push", anonymousId: `delivery-${name}` });
     expect(call.properties).toEqual(event);
@@ -122,7 +117,7 @@ describe("GitHub deliveries under the default mapping", () => {
   });
 });
 
-async function waitForPath(path: string) {
+async function waitForPath(receiver: Receiver, path: string) {
   for (let count = 1; ; count++) {
     const requests = await receiver.waitForRequests(count);
     const found = requests.find((r) => r.path === path);

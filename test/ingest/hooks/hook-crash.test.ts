@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
 import { hookSettings, insertHookRequest, makeWebhookSource } from "../../helpers/hook-requests.js";
 import { eventually, startServiceProcess, type ServiceProcess } from "../../helpers/process.js";
+import { testWith } from "../../helpers/fixtures.js";
+import type { TestServer } from "../../helpers/server.js";
 import { startReceiver, type Receiver } from "../../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../../helpers/server.js";
 
 // An API-only server holds the data; worker processes turn the stored
 // requests into calls. The first is killed with SIGKILL while it works
@@ -19,18 +20,15 @@ import { startTestServer, type TestServer } from "../../helpers/server.js";
 // accepted and read by this (busy) process after that moment, so it is
 // answered although its sender is gone, and the live worker rightly sends
 // it again (delivery is at least once; nobody heard that answer).
-let api: TestServer;
-/** The first worker's endpoint: whatever it sends dies with it, whenever it arrives. */
-let deadEnd: Receiver;
 /** The second worker's endpoint: answers 200 at once. */
 let liveEnd: Receiver;
 /** The messageIds of the calls the live endpoint answered. */
 const answered: string[] = [];
 const processes: ServiceProcess[] = [];
 
-beforeAll(async () => {
-  api = await startTestServer({ config: { role: "api" } });
-  deadEnd = await startReceiver({ respond: () => ({ hang: true }) });
+// The first worker's endpoint (the receiver) hangs: whatever it sends dies with it, whenever it arrives.
+const test = testWith({ server: { config: { role: "api" } }, receiver: { respond: () => ({ hang: true }) } });
+test.beforeAll(async () => {
   liveEnd = await startReceiver({
     respond: (request) => {
       answered.push((JSON.parse(request.body) as { messageId: string }).messageId);
@@ -41,12 +39,10 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
   await Promise.all(processes.map((p) => p.exited));
-  await deadEnd?.close();
   await liveEnd?.close();
-  await api?.stop();
 });
 
-async function worker(env: Record<string, string> = {}): Promise<ServiceProcess> {
+async function worker(api: TestServer, env: Record<string, string> = {}): Promise<ServiceProcess> {
   const p = await startServiceProcess(api.database.url, {
     WAYPOST_ROLE: "worker",
     WAYPOST_LEASE_MS: "1500",
@@ -57,10 +53,13 @@ async function worker(env: Record<string, string> = {}): Promise<ServiceProcess>
   return p;
 }
 
-const count = async (status: string) =>
+const count = async (api: TestServer, status: string) =>
   Number((await api.pool.query("SELECT count(*) FROM hook_requests WHERE status = $1", [status])).rows[0].count);
 
-test("a worker killed while it processes a source's requests loses none and duplicates none", { timeout: 180_000 }, async () => {
+test("a worker killed while it processes a source's requests loses none and duplicates none", { timeout: 180_000 }, async ({
+  server: api,
+  receiver: deadEnd,
+}) => {
   const { id: sourceId } = await api.createSource("shop");
   // A few milliseconds of work per request, so the kill lands mid-way (with a time limit no busy machine reaches).
   await makeWebhookSource(
@@ -78,11 +77,11 @@ test("a worker killed while it processes a source's requests loses none and dupl
   const ids: string[] = [];
   for (let n = 0; n < total; n++) ids.push(await insertHookRequest(api.pool, sourceId, { body: { n } }));
 
-  const first = await worker();
-  await eventually(async () => (await count("processed")) >= 50, 60_000);
+  const first = await worker(api);
+  await eventually(async () => (await count(api, "processed")) >= 50, 60_000);
   first.child.kill("SIGKILL");
   expect(await first.exited).toBe("SIGKILL");
-  const left = await count("pending");
+  const left = await count(api, "pending");
   expect(left).toBeGreaterThan(0);
 
   await api.destinations.updateDestination({
@@ -91,9 +90,9 @@ test("a worker killed while it processes a source's requests loses none and dupl
   });
   // A response time limit no busy machine reaches: a receiver too slow to
   // answer in time would rightly get the call again (at least once).
-  await worker({ WAYPOST_ENDPOINT_TIMEOUT_MS: "60000" });
-  await eventually(async () => (await count("processed")) === total, 120_000);
-  expect(await count("failed")).toBe(0);
+  await worker(api, { WAYPOST_ENDPOINT_TIMEOUT_MS: "60000" });
+  await eventually(async () => (await count(api, "processed")) === total, 120_000);
+  expect(await count(api, "failed")).toBe(0);
   const expected = ids.flatMap((id) => [`hook-${id}-0`, `hook-${id}-1`]).sort();
   const stored = await api.pool.query("SELECT message_id FROM messages WHERE source_id = $1 ORDER BY message_id", [sourceId]);
   expect(stored.rows.map((r) => r.message_id)).toEqual(expected);

@@ -1,31 +1,27 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createClient, type Client } from "@connectrpc/connect";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { HookRequestStatus, HookService } from "../../../gen/waypost/v1/hook_pb.js";
 import { HookVerifier, SourceKind } from "../../../gen/waypost/v1/source_pb.js";
 import { postHook } from "../../helpers/hook-sources.js";
-import { startReceiver, type Receiver } from "../../helpers/receiver.js";
-import { startTestServer, testAdminToken, type TestServer } from "../../helpers/server.js";
+import { testWith } from "../../helpers/fixtures.js";
+import { testAdminToken } from "../../helpers/server.js";
 
 // The whole way over HTTP and RPC: a source made with CreateSource, requests
 // POSTed to its inbound URL, a transform that fails, fixed with UpdateSource,
 // the requests reprocessed: each call arrives once at a webhook destination.
-let server: TestServer;
-let receiver: Receiver;
 let hooks: Client<typeof HookService>;
 const admin = { headers: { authorization: `Bearer ${testAdminToken}` } };
 
-beforeAll(async () => {
-  server = await startTestServer();
-  receiver = await startReceiver();
+const test = testWith();
+test.beforeAll(async ({ server }) => {
   hooks = createClient(HookService, server.transport);
 });
-afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
-});
 
-test("POSTed requests fail under a broken transform, and after UpdateSource and ReprocessHookRequests each call arrives once", async () => {
+test("POSTed requests fail under a broken transform, and after UpdateSource and ReprocessHookRequests each call arrives once", async ({
+  server,
+  receiver,
+}) => {
   const { source } = await server.sources.createSource({
     source: {
       name: "shop",

@@ -1,8 +1,8 @@
 import { createRequire } from "node:module";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { ManualClock } from "../../../src/clock.js";
 import { answerOf, hookRows, insertWebhookSource, openUpload, postHook } from "../../helpers/hook-sources.js";
-import { startTestServer, type TestServer } from "../../helpers/server.js";
+import { testWith } from "../../helpers/fixtures.js";
 
 // A webhook source's rate limit is its sender's: requests refused by the
 // verifier (no signature, a wrong one) are counted in a bucket of their own,
@@ -17,16 +17,10 @@ const Stripe = require("stripe") as new (
 const stripe = new Stripe("sk_test_not_used");
 const secret = "whsec_rate_limit_test_secret";
 
-let server: TestServer;
 // The buckets refill only when the test moves this clock; Stripe's timestamps are checked against it too.
 const clock = new ManualClock();
 
-beforeAll(async () => {
-  server = await startTestServer({ clock, config: { role: "api" } });
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const test = testWith({ server: { clock, config: { role: "api" } } });
 
 const signed = (payload: string) => ({
   "stripe-signature": stripe.webhooks.generateTestHeaderString({
@@ -36,7 +30,7 @@ const signed = (payload: string) => ({
   }),
 });
 
-test("an unsigned flood gets 401 then 429 from its own bucket; the signed sender's requests are all accepted", async () => {
+test("an unsigned flood gets 401 then 429 from its own bucket; the signed sender's requests are all accepted", async ({ server }) => {
   const source = await insertWebhookSource(server, { verifier: "stripe", secret, maxRequestsPerSecond: 10 });
   const strangers: number[] = [];
   const sender: number[] = [];
@@ -59,7 +53,7 @@ test("an unsigned flood gets 401 then 429 from its own bucket; the signed sender
   expect(eleventh.headers["retry-after"]).toBe("1");
 });
 
-test("a refused request's 429 says so, and both buckets refill with time", async () => {
+test("a refused request's 429 says so, and both buckets refill with time", async ({ server }) => {
   const source = await insertWebhookSource(server, { verifier: "stripe", secret, maxRequestsPerSecond: 2 });
   expect((await postHook(source.url, "{}")).status).toBe(401);
   expect((await postHook(source.url, "{}")).status).toBe(401);
@@ -71,7 +65,7 @@ test("a refused request's 429 says so, and both buckets refill with time", async
   expect((await postHook(source.url, '{"id":"a"}', signed('{"id":"a"}'))).status).toBe(200);
 });
 
-test("a request without the verifier's header is refused before its body is read", async () => {
+test("a request without the verifier's header is refused before its body is read", async ({ server }) => {
   const source = await insertWebhookSource(server, { verifier: "stripe", secret, maxRequestsPerSecond: 5 });
   const req = openUpload(source.url, { "content-length": 10 * 1024 * 1024 });
   const answer = answerOf(req);
@@ -81,7 +75,9 @@ test("a request without the verifier's header is refused before its body is read
   req.destroy();
 });
 
-test("basic and token verifiers are judged on the headers alone, and a wrong credential spends only the refused bucket", async () => {
+test("basic and token verifiers are judged on the headers alone, and a wrong credential spends only the refused bucket", async ({
+  server,
+}) => {
   const source = await insertWebhookSource(server, { verifier: "token", secret: "right-token", maxRequestsPerSecond: 1 });
   const wrong = { authorization: "Bearer wrong-token" };
   expect((await postHook(source.url, "{}", wrong)).status).toBe(401);

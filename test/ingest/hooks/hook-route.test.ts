@@ -1,33 +1,30 @@
 import http2 from "node:http2";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { ManualClock } from "../../../src/clock.js";
 import { defaultBodyTiming } from "../../../src/http/request-body.js";
 import { limits } from "../../../src/ingest/limits.js";
 import { answerOf, hookRows, insertWebhookSource, openUpload, postHook, type TestHookSource } from "../../helpers/hook-sources.js";
-import { startTestServer, type TestServer } from "../../helpers/server.js";
+import { testWith } from "../../helpers/fixtures.js";
+import type { TestServer } from "../../helpers/server.js";
 
-let server: TestServer;
 // The rate limit's buckets refill only when the test moves this clock.
 const clock = new ManualClock();
 const bodyTimeoutMs = 1_000;
 
-beforeAll(async () => {
+const test = testWith({ server: { clock, config: { bodies: { ...defaultBodyTiming, deadlineMs: bodyTimeoutMs }, role: "api" } } });
+test.beforeAll(async () => {
   // An api process: it receives and stores, and processes nothing, so a stored request stays
   // pending for the test to look at (processing is test/ingest/hooks/hook-processor.test.ts's).
-  server = await startTestServer({ clock, config: { bodies: { ...defaultBodyTiming, deadlineMs: bodyTimeoutMs }, role: "api" } });
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
-async function metric(sourceId: string, result: string): Promise<number> {
+async function metric(server: TestServer, sourceId: string, result: string): Promise<number> {
   const { values } = await server.waypost.metrics.hookRequests.get();
   return values.find((v) => v.labels.source_id === sourceId && v.labels.result === result)?.value ?? 0;
 }
 
 describe("accepted", () => {
-  test("the request is committed before the answer, with what the processor needs", async () => {
+  test("the request is committed before the answer, with what the processor needs", async ({ server }) => {
     const source = await insertWebhookSource(server);
     const traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
     const answer = await postHook(`${source.url}?shop=a&x=1`, '{"id":"evt_1","type":"charge.succeeded"}', {
@@ -51,10 +48,10 @@ describe("accepted", () => {
     });
     expect(rows[0]!.body.toString()).toBe('{"id":"evt_1","type":"charge.succeeded"}');
     expect(rows[0]!.headers["x-custom"]).toBe("kept");
-    expect(await metric(source.id, "accepted")).toBe(1);
+    expect(await metric(server, source.id, "accepted")).toBe(1);
   });
 
-  test("the body is stored byte for byte, whatever its type", async () => {
+  test("the body is stored byte for byte, whatever its type", async ({ server }) => {
     const source = await insertWebhookSource(server);
     const body = Buffer.from([0, 1, 2, 0xff, 0xfe, 10, 13]);
     const answer = await postHook(source.url, body, { "content-type": "application/octet-stream" });
@@ -64,14 +61,14 @@ describe("accepted", () => {
     expect(row!.content_type).toBe("application/octet-stream");
   });
 
-  test("the source's configured response is the answer", async () => {
+  test("the source's configured response is the answer", async ({ server }) => {
     const source = await insertWebhookSource(server, { response: { status: 202, contentType: "text/plain", body: "thanks" } });
     const answer = await postHook(source.url, "{}");
     expect(answer).toMatchObject({ status: 202, text: "thanks" });
     expect(answer.headers["content-type"]).toBe("text/plain");
   });
 
-  test("credentials and forwarding headers are not stored", async () => {
+  test("credentials and forwarding headers are not stored", async ({ server }) => {
     const source = await insertWebhookSource(server);
     await postHook(source.url, "{}", {
       cookie: "session=secret",
@@ -93,26 +90,26 @@ describe("accepted", () => {
 });
 
 describe("refused before the body is read", () => {
-  test("an unknown token is a 404 while the upload is still open, and nothing is stored", async () => {
-    const before = await metric("", "not_found");
+  test("an unknown token is a 404 while the upload is still open, and nothing is stored", async ({ server }) => {
+    const before = await metric(server, "", "not_found");
     const req = openUpload(`${server.url}/hooks/${"A".repeat(43)}`, { "content-length": 10 * 1024 * 1024 });
     const answer = answerOf(req);
     req.write("{");
     // Only an answer given without reading the 10 MB body can arrive.
     expect(await answer).toMatchObject({ status: 404, text: '{"accepted":false,"error":"unknown hook"}' });
     req.destroy();
-    expect(await metric("", "not_found")).toBe(before + 1);
+    expect(await metric(server, "", "not_found")).toBe(before + 1);
     const { rows } = await server.pool.query("SELECT count(*)::int AS n FROM hook_requests WHERE body = '{'::bytea");
     expect(rows[0].n).toBe(0);
   });
 
-  test("a malformed token and a bare /hooks are 404 too", async () => {
+  test("a malformed token and a bare /hooks are 404 too", async ({ server }) => {
     expect((await postHook(`${server.url}/hooks/not%20a%20token`, "{}")).status).toBe(404);
     expect((await postHook(`${server.url}/hooks`, "{}")).status).toBe(404);
     expect((await postHook(`${server.url}/hooks/a/b`, "{}")).status).toBe(404);
   });
 
-  test("another method is a 405 naming POST", async () => {
+  test("another method is a 405 naming POST", async ({ server }) => {
     const source = await insertWebhookSource(server);
     const answer = await postHook(source.url, "", {}, "PUT");
     expect(answer.status).toBe(405);
@@ -120,7 +117,7 @@ describe("refused before the body is read", () => {
     expect(await hookRows(server, source.id)).toHaveLength(0);
   });
 
-  test("a declared Content-Length over 512 KB is a 413 before the body is sent", async () => {
+  test("a declared Content-Length over 512 KB is a 413 before the body is sent", async ({ server }) => {
     const source = await insertWebhookSource(server);
     const req = openUpload(source.url, { "content-length": 50 * 1024 * 1024 });
     const answer = answerOf(req);
@@ -128,10 +125,10 @@ describe("refused before the body is read", () => {
     expect((await answer).status).toBe(413);
     req.destroy();
     expect(await hookRows(server, source.id)).toHaveLength(0);
-    expect(await metric(source.id, "too_large")).toBe(1);
+    expect(await metric(server, source.id, "too_large")).toBe(1);
   });
 
-  test("a compressed body is a 415", async () => {
+  test("a compressed body is a 415", async ({ server }) => {
     const source = await insertWebhookSource(server);
     const answer = await postHook(source.url, "x", { "content-encoding": "gzip" });
     expect(answer.status).toBe(415);
@@ -140,7 +137,7 @@ describe("refused before the body is read", () => {
 });
 
 describe("bounded bodies", () => {
-  test("exactly 512 KB is accepted", async () => {
+  test("exactly 512 KB is accepted", async ({ server }) => {
     const source = await insertWebhookSource(server);
     const answer = await postHook(source.url, Buffer.alloc(limits.maxHookBodyBytes, 0x61));
     expect(answer.status).toBe(200);
@@ -148,7 +145,7 @@ describe("bounded bodies", () => {
     expect(row!.body.length).toBe(limits.maxHookBodyBytes);
   });
 
-  test("a chunked body (no Content-Length) growing past 512 KB is a 413 while it is still being sent", async () => {
+  test("a chunked body (no Content-Length) growing past 512 KB is a 413 while it is still being sent", async ({ server }) => {
     const source = await insertWebhookSource(server);
     const req = openUpload(source.url);
     const answer = answerOf(req);
@@ -166,12 +163,12 @@ describe("bounded bodies", () => {
     expect(JSON.parse((await answer).text).error).toBe("request body is over the limit of 524288 bytes (512 KB)");
     req.destroy();
     expect(await hookRows(server, source.id)).toHaveLength(0);
-    expect(await metric(source.id, "too_large")).toBe(1);
+    expect(await metric(server, source.id, "too_large")).toBe(1);
     // The server still takes requests.
     expect((await postHook(source.url, "{}")).status).toBe(200);
   });
 
-  test("a body that does not finish within the time limit is a 408, and nothing is stored", async () => {
+  test("a body that does not finish within the time limit is a 408, and nothing is stored", async ({ server }) => {
     const source = await insertWebhookSource(server);
     const req = openUpload(source.url, { "content-length": 100 });
     const answer = answerOf(req);
@@ -182,12 +179,12 @@ describe("bounded bodies", () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(bodyTimeoutMs - 50);
     req.destroy();
     expect(await hookRows(server, source.id)).toHaveLength(0);
-    expect(await metric(source.id, "timeout")).toBe(1);
+    expect(await metric(server, source.id, "timeout")).toBe(1);
   });
 });
 
 describe("per-source rate limit", () => {
-  test("over maxRequestsPerSecond is a 429 with Retry-After, stored nothing, and refills with time", async () => {
+  test("over maxRequestsPerSecond is a 429 with Retry-After, stored nothing, and refills with time", async ({ server }) => {
     const source = await insertWebhookSource(server, { maxRequestsPerSecond: 2 });
     const other = await insertWebhookSource(server, { maxRequestsPerSecond: 2 });
     expect((await postHook(source.url, '{"n":1}')).status).toBe(200);
@@ -198,7 +195,7 @@ describe("per-source rate limit", () => {
     // Another source has its own bucket.
     expect((await postHook(other.url, "{}")).status).toBe(200);
     expect((await hookRows(server, source.id)).map((r) => r.body.toString())).toEqual(['{"n":1}', '{"n":2}']);
-    expect(await metric(source.id, "rate_limited")).toBe(1);
+    expect(await metric(server, source.id, "rate_limited")).toBe(1);
     clock.advance(500);
     expect((await postHook(source.url, '{"n":4}')).status).toBe(200);
     expect((await postHook(source.url, '{"n":5}')).status).toBe(429);
@@ -206,48 +203,48 @@ describe("per-source rate limit", () => {
 });
 
 describe("idempotency", () => {
-  async function sendTwice(source: TestHookSource, body: string, headers: Record<string, string> = {}) {
+  async function sendTwice(server: TestServer, source: TestHookSource, body: string, headers: Record<string, string> = {}) {
     const first = await postHook(source.url, body, headers);
     const second = await postHook(source.url, body, headers);
     return { first, second, rows: await hookRows(server, source.id) };
   }
 
-  test("a resend with the same key (a header) gets the same answer and is stored as a duplicate", async () => {
+  test("a resend with the same key (a header) gets the same answer and is stored as a duplicate", async ({ server }) => {
     const source = await insertWebhookSource(server, { idempotencyKey: "X-Delivery-Id" });
-    const { first, second, rows } = await sendTwice(source, '{"a":1}', { "x-delivery-id": "d-1" });
+    const { first, second, rows } = await sendTwice(server, source, '{"a":1}', { "x-delivery-id": "d-1" });
     expect(second).toMatchObject({ status: first.status, text: first.text });
     expect(rows.map((r) => [r.idempotency_key, r.status])).toEqual([
       ["d-1", "pending"],
       ["d-1", "duplicate"],
     ]);
-    expect(await metric(source.id, "duplicate")).toBe(1);
+    expect(await metric(server, source.id, "duplicate")).toBe(1);
     // Another key is a new request.
     await postHook(source.url, '{"a":1}', { "x-delivery-id": "d-2" });
     expect((await hookRows(server, source.id)).filter((r) => r.status === "pending")).toHaveLength(2);
   });
 
-  test("a key from a JSON path in the body", async () => {
+  test("a key from a JSON path in the body", async ({ server }) => {
     const source = await insertWebhookSource(server, { idempotencyKey: "$.event.id" });
-    const { rows } = await sendTwice(source, '{"event":{"id":"evt_9"}}');
+    const { rows } = await sendTwice(server, source, '{"event":{"id":"evt_9"}}');
     expect(rows.map((r) => [r.idempotency_key, r.status])).toEqual([
       ["evt_9", "pending"],
       ["evt_9", "duplicate"],
     ]);
   });
 
-  test("a key from a JSON path into a form-encoded body: GitHub's payload, or the form's fields", async () => {
+  test("a key from a JSON path into a form-encoded body: GitHub's payload, or the form's fields", async ({ server }) => {
     const form = { "content-type": "application/x-www-form-urlencoded" };
     const wrapped = await insertWebhookSource(server, { idempotencyKey: "$.event.id" });
     const payload = new URLSearchParams({ payload: '{"event":{"id":"evt_7"}}' }).toString();
-    expect((await sendTwice(wrapped, payload, form)).rows.map((r) => [r.idempotency_key, r.status])).toEqual([
+    expect((await sendTwice(server, wrapped, payload, form)).rows.map((r) => [r.idempotency_key, r.status])).toEqual([
       ["evt_7", "pending"],
       ["evt_7", "duplicate"],
     ]);
     const fields = await insertWebhookSource(server, { idempotencyKey: "$.MessageSid" });
-    expect((await sendTwice(fields, "MessageSid=SM1&Body=hi", form)).rows.map((r) => r.idempotency_key)).toEqual(["SM1", "SM1"]);
+    expect((await sendTwice(server, fields, "MessageSid=SM1&Body=hi", form)).rows.map((r) => r.idempotency_key)).toEqual(["SM1", "SM1"]);
   });
 
-  test("concurrent resends: exactly one is pending", async () => {
+  test("concurrent resends: exactly one is pending", async ({ server }) => {
     const source = await insertWebhookSource(server, { idempotencyKey: "x-delivery-id" });
     const answers = await Promise.all(Array.from({ length: 8 }, () => postHook(source.url, "{}", { "x-delivery-id": "same" })));
     expect(answers.every((a) => a.status === 200)).toBe(true);
@@ -258,7 +255,9 @@ describe("idempotency", () => {
 });
 
 describe("verification", () => {
-  test("TOKEN: the right bearer token is accepted, a wrong or missing one is a 401 with its reason, storing nothing", async () => {
+  test("TOKEN: the right bearer token is accepted, a wrong or missing one is a 401 with its reason, storing nothing", async ({
+    server,
+  }) => {
     const source = await insertWebhookSource(server, { verifier: "token", secret: "s3cret-token" });
     expect((await postHook(source.url, "{}", { authorization: "Bearer s3cret-token" })).status).toBe(200);
     const wrong = await postHook(source.url, '{"bad":1}', { authorization: "Bearer nope" });
@@ -271,10 +270,10 @@ describe("verification", () => {
     }
     const rows = await hookRows(server, source.id);
     expect(rows.map((r) => r.body.toString())).toEqual(["{}"]);
-    expect(await metric(source.id, "unauthorized")).toBe(2);
+    expect(await metric(server, source.id, "unauthorized")).toBe(2);
   });
 
-  test("TOKEN in a header of the source's choosing: that header is not stored", async () => {
+  test("TOKEN in a header of the source's choosing: that header is not stored", async ({ server }) => {
     const source = await insertWebhookSource(server, { verifier: "token", secret: "hdr-secret", tokenHeader: "X-Hook-Token" });
     expect((await postHook(source.url, "{}", { "x-hook-token": "hdr-secret" })).status).toBe(200);
     const [row] = await hookRows(server, source.id);
@@ -283,7 +282,7 @@ describe("verification", () => {
 });
 
 describe("a database that fails", () => {
-  test("is a 503 with Retry-After, never a 500", async () => {
+  test("is a 503 with Retry-After, never a 500", async ({ server }) => {
     const source = await insertWebhookSource(server);
     // Inserts for this source fail, as they would with the database down.
     await server.pool.query(`
@@ -297,7 +296,7 @@ describe("a database that fails", () => {
       const answer = await postHook(source.url, "{}");
       expect(answer.status).toBe(503);
       expect(answer.headers["retry-after"]).toBe("5");
-      expect(await metric(source.id, "unavailable")).toBe(1);
+      expect(await metric(server, source.id, "unavailable")).toBe(1);
     } finally {
       await server.pool.query("DROP TRIGGER refuse_hook_insert ON hook_requests; DROP FUNCTION refuse_hook_insert()");
     }
@@ -306,7 +305,7 @@ describe("a database that fails", () => {
 });
 
 describe("hostile bodies", () => {
-  test("a JSON bomb (500 KB of nesting) with the key in the body is stored and answered like any request", async () => {
+  test("a JSON bomb (500 KB of nesting) with the key in the body is stored and answered like any request", async ({ server }) => {
     const source = await insertWebhookSource(server, { idempotencyKey: "$.a.b" });
     const depth = 250_000;
     const answer = await postHook(source.url, "[".repeat(depth) + "]".repeat(depth));
@@ -336,7 +335,7 @@ describe("HTTP/2", () => {
     return { session, stream, answer };
   }
 
-  test("a request is stored and answered; an unknown token is a 404 while the upload is open", async () => {
+  test("a request is stored and answered; an unknown token is a 404 while the upload is open", async ({ server }) => {
     const source = await insertWebhookSource(server);
     const good = h2Request(source.url, {}, '{"h2":true}');
     expect(await good.answer).toMatchObject({ status: 200, text: '{"accepted":true}' });
@@ -353,7 +352,7 @@ describe("HTTP/2", () => {
 });
 
 describe("waking the processors", () => {
-  test("a stored request is announced on waypost_hooks with its source id, after the commit", async () => {
+  test("a stored request is announced on waypost_hooks with its source id, after the commit", async ({ server }) => {
     const listener = new pg.Client({ connectionString: server.database.url });
     await listener.connect();
     try {
@@ -376,7 +375,7 @@ describe("waking the processors", () => {
 });
 
 describe("many at once", () => {
-  test("concurrent requests to several sources and unknown tokens each get their own answer and row", async () => {
+  test("concurrent requests to several sources and unknown tokens each get their own answer and row", async ({ server }) => {
     const sources = [await insertWebhookSource(server), await insertWebhookSource(server), await insertWebhookSource(server)];
     const sends = Array.from({ length: 30 }, (_, i) => {
       const source = sources[i % 4];

@@ -1,24 +1,15 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import type { Pool } from "../../../src/db/pool.js";
 import type { NewHookRequest } from "../../../src/db/queries/hook-receipt.js";
 import { createHookStore } from "../../../src/ingest/hooks/hook-store.js";
-import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
+import { testWith } from "../../helpers/fixtures.js";
 
-let database: TestDatabase;
-let pool: Pool;
-
-beforeAll(async () => {
-  ({ database, pool } = await openTestDatabase());
-});
-afterAll(async () => {
-  await pool?.end();
-  await database?.drop();
-});
+const test = testWith();
 
 /** Resolves once a batch statement waits on a lock (polling pg_stat_activity: the state is only visible there). */
-async function waitForBlockedBatch(): Promise<void> {
+async function waitForBlockedBatch(pool: Pool): Promise<void> {
   for (;;) {
     const { rows } = await pool.query(
       "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%WITH input AS%' AND datname = current_database()",
@@ -40,7 +31,7 @@ function request(sourceId: string, body: string, idempotencyKey?: string): NewHo
   };
 }
 
-async function rows(sourceId: string) {
+async function rows(pool: Pool, sourceId: string) {
   const result = await pool.query<{ id: string; body: Buffer; status: string }>(
     "SELECT id::text, body, status FROM hook_requests WHERE source_id = $1 ORDER BY hook_requests.id",
     [sourceId],
@@ -48,7 +39,7 @@ async function rows(sourceId: string) {
   return result.rows.map((r) => ({ id: r.id, body: r.body.toString(), status: r.status }));
 }
 
-test("requests stored together: each gets its own row and status, in order of arrival", async () => {
+test("requests stored together: each gets its own row and status, in order of arrival", async ({ pool }) => {
   const source = randomUUID();
   const store = createHookStore({ pool });
   await store.store(request(source, "before", "k-old"));
@@ -62,7 +53,7 @@ test("requests stored together: each gets its own row and status, in order of ar
     request(source, "r5"),
   ];
   const results = await Promise.all(sent.map((r) => store.store(r)));
-  const stored = await rows(source);
+  const stored = await rows(pool, source);
   expect(stored.map((r) => r.body)).toEqual(["before", "r0", "r1", "r2", "r3", "r4", "r5"]);
   expect(stored.map((r) => r.status)).toEqual(["pending", "pending", "duplicate", "pending", "duplicate", "pending", "pending"]);
   // Each promise has its own row.
@@ -70,7 +61,7 @@ test("requests stored together: each gets its own row and status, in order of ar
   expect(results.map((r) => r.duplicate)).toEqual([false, true, false, true, false, false]);
 });
 
-test("a key another transaction is storing: requests with it wait for its commit and are duplicates", async () => {
+test("a key another transaction is storing: requests with it wait for its commit and are duplicates", async ({ database, pool }) => {
   const source = randomUUID();
   const store = createHookStore({ pool });
   const other = new pg.Client({ connectionString: database.url });
@@ -88,13 +79,21 @@ test("a key another transaction is storing: requests with it wait for its commit
     await other.query("COMMIT");
     const results = await Promise.all([first, ...rest]);
     expect(results.map((r) => r.duplicate)).toEqual([true, true, false]);
-    expect((await rows(source)).map((r) => `${r.body}:${r.status}`)).toEqual(["other:pending", "a:duplicate", "b:duplicate", "c:pending"]);
+    expect((await rows(pool, source)).map((r) => `${r.body}:${r.status}`)).toEqual([
+      "other:pending",
+      "a:duplicate",
+      "b:duplicate",
+      "c:pending",
+    ]);
   } finally {
     await other.end();
   }
 });
 
-test("a batch whose statement meets a key committed by another transaction meanwhile falls back to one statement each", async () => {
+test("a batch whose statement meets a key committed by another transaction meanwhile falls back to one statement each", async ({
+  database,
+  pool,
+}) => {
   const source = randomUUID();
   const store = createHookStore({ pool });
   const other = new pg.Client({ connectionString: database.url });
@@ -121,12 +120,12 @@ test("a batch whose statement meets a key committed by another transaction meanw
     await other.query("COMMIT");
     expect((await lone).duplicate).toBe(true);
     // The batch's statement now waits on the third transaction's key: commit it only then, so the batch meets it.
-    await waitForBlockedBatch();
+    await waitForBlockedBatch(pool);
     await third.query("COMMIT");
     await third.end();
     const results = await Promise.all(batch);
     expect(results.map((r) => r.duplicate)).toEqual([true, false]);
-    const stored = (await rows(source)).map((r) => `${r.body}:${r.status}`);
+    const stored = (await rows(pool, source)).map((r) => `${r.body}:${r.status}`);
     expect(stored.filter((s) => s.endsWith(":pending")).sort()).toEqual(["held:pending", "taken:pending", "y:pending"]);
   } finally {
     await other.end();

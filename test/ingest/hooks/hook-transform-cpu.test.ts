@@ -1,23 +1,19 @@
 import { createClient, type Client } from "@connectrpc/connect";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { HookService } from "../../../gen/waypost/v1/hook_pb.js";
 import { loadTheMachine } from "../../helpers/busy-machine.js";
 import { hookRequestState, hookSettings, insertHookRequest, makeWebhookSource } from "../../helpers/hook-requests.js";
-import { startTestServer, type TestServer } from "../../helpers/server.js";
+import { testWith } from "../../helpers/fixtures.js";
 
 // A webhook source's transform is held to its CPU time, live as in
 // TestSourceTransform: a busy machine (and the main thread validating one
 // request's calls while the next request's transform runs) fails neither.
 
-let server: TestServer;
 let hooks: Client<typeof HookService>;
 
-beforeAll(async () => {
-  server = await startTestServer();
+const test = testWith();
+test.beforeAll(async ({ server }) => {
   hooks = createClient(HookService, server.transport);
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 const admin = { headers: { authorization: `Bearer ${"test-admin-token-0123456789"}` } };
@@ -29,7 +25,7 @@ const fullBatch = `function transform(r) {
   return out;
 }`;
 
-test("a transform returning 2,500 calls is processed live as it tests, on a machine loaded past its cores", async () => {
+test("a transform returning 2,500 calls is processed live as it tests, on a machine loaded past its cores", async ({ server }) => {
   const { id: sourceId } = await server.createSource("full-batches");
   await makeWebhookSource(server.pool, sourceId, hookSettings({ transform: fullBatch }));
   const ids: string[] = [];

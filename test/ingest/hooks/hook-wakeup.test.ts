@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
 import { createNotifier, type Notifier } from "../../../src/background/notifier.js";
 import { systemClock } from "../../../src/clock.js";
 import { createHookProcessor, notifyHookRequestStored, type HookProcessor } from "../../../src/ingest/hooks/hook-processor.js";
@@ -8,17 +8,16 @@ import { createLogger } from "../../../src/logger.js";
 import { createTransformSandboxes, type TransformSandboxes } from "../../../src/sandbox/transform-sandbox.js";
 import { hookRequestState, hookSettings, insertHookRequest, makeWebhookSource } from "../../helpers/hook-requests.js";
 import { eventually } from "../../helpers/process.js";
-import { startTestServer, type TestServer } from "../../helpers/server.js";
+import { testWith } from "../../helpers/fixtures.js";
 
 // A server that processes nothing (role api) and a processor of the test's
 // own that would not look again for an hour: only the NOTIFY wakes it.
-let server: TestServer;
 let sandboxes: TransformSandboxes;
 let processor: HookProcessor;
 let notifier: Notifier;
 
-beforeAll(async () => {
-  server = await startTestServer({ config: { role: "api" } });
+const test = testWith({ server: { config: { role: "api" } } });
+test.beforeAll(async ({ server }) => {
   sandboxes = createTransformSandboxes({ timeoutMs: 1_000, memoryMb: 32, workers: 1 });
   notifier = createNotifier({ connectionString: server.database.url, logger: createLogger("silent") });
   processor = createHookProcessor({
@@ -38,10 +37,9 @@ afterAll(async () => {
   await processor?.stop();
   await notifier?.close();
   sandboxes?.close();
-  await server?.stop();
 });
 
-test("a NOTIFY on waypost_hooks from another connection wakes the processor at once", async () => {
+test("a NOTIFY on waypost_hooks from another connection wakes the processor at once", async ({ server }) => {
   const { id: sourceId } = await server.createSource("hooks");
   await makeWebhookSource(server.pool, sourceId, hookSettings());
   const id = await insertHookRequest(server.pool, sourceId, { body: { a: 1 } });
