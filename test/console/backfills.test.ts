@@ -1,21 +1,20 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
 import type { Page } from "playwright-core";
 import { eventually } from "../helpers/process.js";
 import { openConsole, type ConsolePage } from "../helpers/console-page.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
 
 /**
  * The destination page's Backfills: start one, see it running with its
  * progress, cancel it, and see one done with its counts, in Debian's
  * Chromium against a real Waypost.
  */
-let server: TestServer;
 let console_: ConsolePage;
 let page: Page;
 let destinationId = "";
 
-beforeAll(async () => {
-  server = await startTestServer();
+const test = testWith();
+test.beforeAll(async ({ server }) => {
   const source = await server.createSource("shop");
   const tracking = server.tracking(source.writeKey);
   for (const total of [5, 500, 600]) await tracking.track({ track: { userId: "u", event: "Order Completed", properties: { total } } });
@@ -32,12 +31,11 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await console_?.browser.close();
-  await server?.stop();
 });
 
 const rows = () => page.getByRole("table", { name: "Backfills" }).getByRole("row");
 
-test("a running backfill shows its progress and can be cancelled; a finished one shows its counts", async () => {
+test("a running backfill shows its progress and can be cancelled; a finished one shows its counts", async ({ server }) => {
   await page.goto(`${server.url}/console/destinations/${destinationId}`);
   await rows().filter({ hasText: "No backfills yet." }).waitFor();
 

@@ -1,24 +1,24 @@
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect } from "vitest";
 import { DestinationKind } from "../../gen/waypost/v1/destination_pb.js";
 import { launchBrowser } from "../helpers/browser.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
 
 /**
  * The destination form for the broker kinds, in Chromium against a real
  * Waypost: the fields come from the kind's form, the server's message shows
  * beside the field it names, and write-only secrets are never shown.
  */
+const test = testWith({ server: { config: { role: "api" } } });
+
 describe("broker destinations in the console", () => {
-  let server: TestServer;
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
   const pageErrors: string[] = [];
   const amqpUrl = "amqps://publisher:amqp-pa55@broker.example.com:5671/events";
 
-  beforeAll(async () => {
-    server = await startTestServer({ config: { role: "api" } });
+  test.beforeAll(async ({ server }) => {
     await server.createSource("web");
     browser = await launchBrowser();
     context = await browser.newContext({ viewport: { width: 1500, height: 1000 } });
@@ -32,10 +32,11 @@ describe("broker destinations in the console", () => {
   });
   afterAll(async () => {
     await browser?.close();
-    await server?.stop();
   });
 
-  it("creates an AMQP destination (a bad routing key named beside its field), lists it masked, keeps the password on edit", async () => {
+  test("creates an AMQP destination (a bad routing key named beside its field), lists it masked, keeps the password on edit", async ({
+    server,
+  }) => {
     await page.goto(`${server.url}/console/destinations/new`);
     await page.getByLabel("Name", { exact: true }).fill("rabbit");
     await page.getByRole("checkbox", { name: "web", exact: true }).check();
@@ -71,7 +72,7 @@ describe("broker destinations in the console", () => {
     expect(pageErrors).toEqual([]);
   });
 
-  it("creates a NATS destination with a token that is never shown again", async () => {
+  test("creates a NATS destination with a token that is never shown again", async ({ server }) => {
     await page.goto(`${server.url}/console/destinations/new`);
     await page.getByLabel("Name", { exact: true }).fill("jets");
     await page.getByRole("checkbox", { name: "web", exact: true }).check();
@@ -92,7 +93,7 @@ describe("broker destinations in the console", () => {
     expect(pageErrors).toEqual([]);
   });
 
-  it("saves a Postgres destination's routing rules from the form, as every kind's", async () => {
+  test("saves a Postgres destination's routing rules from the form, as every kind's", async ({ server }) => {
     await page.goto(`${server.url}/console/destinations/new`);
     await page.getByLabel("Name", { exact: true }).fill("ruled warehouse");
     await page.getByRole("checkbox", { name: "web", exact: true }).check();

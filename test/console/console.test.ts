@@ -1,9 +1,9 @@
 import { mkdirSync } from "node:fs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect } from "vitest";
 import type { Browser, Page } from "playwright-core";
 import { launchBrowser } from "../helpers/browser.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 
 /**
  * The operator console in Debian's Chromium against a real Waypost and a
@@ -11,9 +11,9 @@ import { startTestServer, type TestServer } from "../helpers/server.js";
  * so the names people (and screen readers) see are what is tested. Waits
  * are Playwright's auto-waiting locators, never sleeps.
  */
+const test = testWith();
+
 describe("operator console in a real browser", () => {
-  let server: TestServer;
-  let receiver: Receiver;
   let browser: Browser;
   let page: Page;
   let writeKey = "";
@@ -21,9 +21,7 @@ describe("operator console in a real browser", () => {
   const pageErrors: string[] = [];
   const cspViolations: string[] = [];
 
-  beforeAll(async () => {
-    server = await startTestServer();
-    receiver = await startReceiver();
+  test.beforeAll(async () => {
     browser = await launchBrowser();
     page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
     page.setDefaultTimeout(10_000);
@@ -36,12 +34,10 @@ describe("operator console in a real browser", () => {
   });
   afterAll(async () => {
     await browser?.close();
-    await receiver?.close();
-    await server?.stop();
   });
 
   /** A call through the compatible HTTP API, with the write key as Basic auth. */
-  async function track(userId: string, event: string, messageId: string) {
+  async function track(server: TestServer, userId: string, event: string, messageId: string) {
     const response = await fetch(`${server.url}/v1/track`, {
       method: "POST",
       headers: { "content-type": "application/json", authorization: `Basic ${btoa(`${writeKey}:`)}` },
@@ -53,7 +49,7 @@ describe("operator console in a real browser", () => {
   const nav = (name: string) => page.getByRole("navigation", { name: "Main" }).getByRole("link", { name, exact: true });
   const rowsOf = (table: string) => page.getByRole("table", { name: table }).getByRole("row");
 
-  it("refuses a wrong token, then signs in with the right one and keeps it out of the URL", async () => {
+  test("refuses a wrong token, then signs in with the right one and keeps it out of the URL", async ({ server }) => {
     await page.goto(`${server.url}/console`);
     expect(page.url()).toBe(`${server.url}/console/`);
     await page.getByLabel("Admin token").fill("not-the-token");
@@ -70,7 +66,10 @@ describe("operator console in a real browser", () => {
     expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([server.adminToken]);
   });
 
-  it("creates a source (write key shown once) and a destination, showing a validation error next to its field", async () => {
+  test("creates a source (write key shown once) and a destination, showing a validation error next to its field", async ({
+    server,
+    receiver,
+  }) => {
     await nav("Sources").click();
     await page.getByLabel("Name").fill("web");
     await page.getByRole("button", { name: "Create source" }).click();
@@ -107,15 +106,18 @@ describe("operator console in a real browser", () => {
     expect(created!.enabled).toBe(true);
   });
 
-  it("shows deliveries with their exact body and attempts, and replays the failed ones with Retry all matching", async () => {
+  test("shows deliveries with their exact body and attempts, and replays the failed ones with Retry all matching", async ({
+    server,
+    receiver,
+  }) => {
     // The endpoint refuses (permanently) the calls of one user for now.
     receiver.respond = (request) =>
       request.body.includes("refused-user") ? { status: 400, body: "no thanks" } : { status: 200, body: "ok" };
     const finished = server.waitForDeliveries(4);
-    await track("happy-user", "Signed Up", "msg-happy-1");
-    await track("happy-user", "Upgraded", "msg-happy-2");
-    await track("refused-user", "Signed Up", "msg-refused-1");
-    await track("refused-user", "Upgraded", "msg-refused-2");
+    await track(server, "happy-user", "Signed Up", "msg-happy-1");
+    await track(server, "happy-user", "Upgraded", "msg-happy-2");
+    await track(server, "refused-user", "Signed Up", "msg-refused-1");
+    await track(server, "refused-user", "Upgraded", "msg-refused-2");
     await finished;
 
     await nav("Deliveries").click();
@@ -172,10 +174,10 @@ describe("operator console in a real browser", () => {
     expect(receiver.requests.filter((r) => r.body.includes("msg-refused-1"))).toHaveLength(2);
   });
 
-  it("retries one delivery from its detail page", async () => {
+  test("retries one delivery from its detail page", async ({ server, receiver }) => {
     receiver.respond = () => ({ status: 410, body: "gone" });
     const finished = server.waitForDeliveries(1);
-    await track("single-user", "Cancelled", "msg-single");
+    await track(server, "single-user", "Cancelled", "msg-single");
     await finished;
     receiver.respond = () => ({ status: 200, body: "ok" });
     const [row] = (await server.deliveries.listDeliveries({ destinationId, messageId: "msg-single" })).deliveries;
@@ -185,7 +187,7 @@ describe("operator console in a real browser", () => {
     expect(await rowsOf("Attempts").filter({ hasText: "410" }).count()).toBe(1);
   });
 
-  it("draws a per-minute chart for each destination on the Overview", async () => {
+  test("draws a per-minute chart for each destination on the Overview", async () => {
     await nav("Overview").click();
     const card = page.getByRole("article", { name: "receiver" });
     const canvas = card.locator("canvas").first();
@@ -206,17 +208,17 @@ describe("operator console in a real browser", () => {
     }
   });
 
-  it("Live shows a delivery within 2 s of it finishing, and pauses", async () => {
+  test("Live shows a delivery within 2 s of it finishing, and pauses", async ({ server }) => {
     await nav("Live").click();
     await page.getByRole("status").filter({ hasText: "Following deliveries" }).waitFor();
     let finished = server.waitForDeliveries(1);
-    await track("live-user", "Watched", "msg-live-1");
+    await track(server, "live-user", "Watched", "msg-live-1");
     await finished;
     await rowsOf("Finished deliveries").filter({ hasText: "msg-live-1" }).waitFor({ timeout: 2_000 });
 
     await page.getByRole("button", { name: "Pause" }).click();
     finished = server.waitForDeliveries(1);
-    await track("live-user", "Watched", "msg-live-2");
+    await track(server, "live-user", "Watched", "msg-live-2");
     await finished;
     await page.getByRole("button", { name: "Resume" }).click();
     await rowsOf("Finished deliveries").filter({ hasText: "msg-live-2" }).waitFor({ timeout: 2_000 });
@@ -225,7 +227,7 @@ describe("operator console in a real browser", () => {
     expect(texts.findIndex((t) => t.includes("msg-live-2"))).toBeLessThan(texts.findIndex((t) => t.includes("msg-live-1")));
   });
 
-  it("lists audiences and deletion requests", async () => {
+  test("lists audiences and deletion requests", async () => {
     await nav("Deletions").click();
     await page.getByLabel("User ID").fill("live-user");
     await page.getByRole("button", { name: "Create deletion request" }).click();
@@ -237,7 +239,7 @@ describe("operator console in a real browser", () => {
     await rowsOf("Audiences").filter({ hasText: "No audiences yet." }).waitFor();
   });
 
-  it("edits a destination (rename, clear the secret), disables and enables it, and rotates a write key", async () => {
+  test("edits a destination (rename, clear the secret), disables and enables it, and rotates a write key", async ({ server }) => {
     await nav("Destinations").click();
     await page.getByRole("link", { name: "Edit receiver" }).click();
     await page.getByLabel("Name", { exact: true }).fill("receiver (main)");
@@ -267,7 +269,7 @@ describe("operator console in a real browser", () => {
     expect(old.status).toBe(401);
   });
 
-  it("ran without page errors or Content-Security-Policy violations", () => {
+  test("ran without page errors or Content-Security-Policy violations", () => {
     expect(pageErrors).toEqual([]);
     expect(cspViolations).toEqual([]);
   });

@@ -1,10 +1,9 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
 import type { Page } from "playwright-core";
 import { DeliveryStatus } from "../../gen/waypost/v1/delivery_pb.js";
 import { DestinationHealth } from "../../gen/waypost/v1/destination_pb.js";
 import { openConsole, type ConsolePage } from "../helpers/console-page.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
 import { healthConfig, testCircuit, trackAndRecord } from "../health/support.js";
 
 /**
@@ -14,19 +13,16 @@ import { healthConfig, testCircuit, trackAndRecord } from "../health/support.js"
  * test (an hour's cooldown), so what the pages show follows from the steps.
  */
 const hour = 3_600_000;
-let server: TestServer;
-let dead: Receiver;
 let console_: ConsolePage;
 let page: Page;
 let destinationId: string;
 let sourceId: string;
 let heldId: string;
 
-beforeAll(async () => {
-  const config = healthConfig();
-  config.delivery = { ...config.delivery, circuit: { ...testCircuit, minSpanMs: 0, cooldownMs: hour, maxCooldownMs: hour } };
-  server = await startTestServer({ config });
-  dead = await startReceiver({ respond: () => ({ status: 500, body: "boom" }) });
+const config = healthConfig();
+config.delivery = { ...config.delivery, circuit: { ...testCircuit, minSpanMs: 0, cooldownMs: hour, maxCooldownMs: hour } };
+const test = testWith({ server: { config }, receiver: { respond: () => ({ status: 500, body: "boom" }) } });
+test.beforeAll(async ({ server, receiver: dead }) => {
   const source = await server.createSource("shop");
   sourceId = source.id;
   destinationId = (await server.createDestination({ name: "dead hook", sourceIds: [source.id], webhooks: [{ url: dead.url }] })).id;
@@ -45,8 +41,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await console_?.browser.close();
-  await server?.stop();
-  await dead?.close();
 });
 
 test("the Overview counts and charts the failed attempts of an endpoint whose deliveries are all still retrying", async () => {
@@ -69,7 +63,7 @@ test("the Overview counts and charts the failed attempts of an endpoint whose de
   await card.getByRole("img", { name: /over the last 6 hours, dead hook/ }).waitFor();
 });
 
-test("a delivery held by the open circuit says so, and a disabled Retry says why", async () => {
+test("a delivery held by the open circuit says so, and a disabled Retry says why", async ({ server }) => {
   await page.goto(`${server.url}/console/deliveries/${heldId}`);
   await page.getByRole("status").filter({ hasText: "Held by the open circuit" }).waitFor();
   expect(await page.getByRole("status").filter({ hasText: "Held by the open circuit" }).textContent()).toContain("The next probe is due");
@@ -87,7 +81,7 @@ test("a delivery held by the open circuit says so, and a disabled Retry says why
   expect(await source.getAttribute("href")).toBe(`/console/sources#source-${sourceId}`);
 });
 
-test("the body is indented for reading, and Copy body copies the exact bytes sent", async () => {
+test("the body is indented for reading, and Copy body copies the exact bytes sent", async ({ server }) => {
   const { delivery } = await server.deliveries.getDelivery({ id: heldId });
   const shown = (await page.getByLabel("Body", { exact: true }).textContent())!;
   expect(shown).toBe(JSON.stringify(JSON.parse(delivery!.body), null, 2));
@@ -97,7 +91,7 @@ test("the body is indented for reading, and Copy body copies the exact bytes sen
   expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(delivery!.body);
 });
 
-test("the Deliveries list links each destination by name", async () => {
+test("the Deliveries list links each destination by name", async ({ server }) => {
   await page.goto(`${server.url}/console/deliveries?destination=${destinationId}`);
   const row = page.getByRole("table", { name: "Deliveries" }).getByRole("row").filter({ hasText: "held-user" });
   const link = row.getByRole("link", { name: "dead hook" });

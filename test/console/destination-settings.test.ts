@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { DestinationHealth, Ordering } from "../../gen/waypost/v1/destination_pb.js";
 import { launchBrowser } from "../helpers/browser.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 
 /**
  * The destination form's flow control and signing-secret areas, and the
@@ -11,9 +11,9 @@ import { startTestServer, type TestServer } from "../helpers/server.js";
  * against a real Waypost. What the form saved is read back with
  * GetDestination; elements are found by role and accessible name.
  */
+const test = testWith();
+
 describe("destination settings in the console", () => {
-  let server: TestServer;
-  let receiver: Receiver;
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
@@ -21,9 +21,7 @@ describe("destination settings in the console", () => {
   let destinationId = "";
   const pageErrors: string[] = [];
 
-  beforeAll(async () => {
-    server = await startTestServer();
-    receiver = await startReceiver();
+  test.beforeAll(async ({ server }) => {
     sourceId = (await server.createSource("web")).id;
     browser = await launchBrowser();
     // The Copy button writes to the clipboard; the test reads it back.
@@ -39,15 +37,16 @@ describe("destination settings in the console", () => {
   });
   afterAll(async () => {
     await browser?.close();
-    await receiver?.close();
-    await server?.stop();
   });
 
-  const stored = async (id: string) => (await server.destinations.getDestination({ id })).destination!;
+  const stored = async (server: TestServer, id: string) => (await server.destinations.getDestination({ id })).destination!;
   const rowOf = (name: string) => page.getByRole("table", { name: "Destinations" }).getByRole("row").filter({ hasText: name });
   const rateLimit = () => page.getByRole("textbox", { name: "Rate limit (requests per second)" });
 
-  it("shows the server's error beside an invalid rate limit, then creates with a rate limit, per-user ordering and a generated secret shown once", async () => {
+  test("shows the server's error beside an invalid rate limit, then creates with a rate limit, per-user ordering and a generated secret shown once", async ({
+    server,
+    receiver,
+  }) => {
     await page.goto(`${server.url}/console/destinations/new`);
     await page.getByLabel("Name", { exact: true }).fill("paced");
     await page.getByRole("checkbox", { name: "web", exact: true }).check();
@@ -79,7 +78,7 @@ describe("destination settings in the console", () => {
 
     const [created] = (await server.destinations.listDestinations({})).destinations;
     destinationId = created!.id;
-    expect(await stored(destinationId)).toMatchObject({
+    expect(await stored(server, destinationId)).toMatchObject({
       name: "paced",
       maxRequestsPerSecond: 50,
       ordering: Ordering.PER_USER,
@@ -94,7 +93,10 @@ describe("destination settings in the console", () => {
     expect(await page.content()).not.toContain(secret);
   });
 
-  it("edits the rate limit and ordering with an update mask, and rotates the signing secret (shown once) without an etag conflict", async () => {
+  test("edits the rate limit and ordering with an update mask, and rotates the signing secret (shown once) without an etag conflict", async ({
+    server,
+    receiver,
+  }) => {
     await page.goto(`${server.url}/console/destinations/${destinationId}`);
     await page.getByText("Signing secret: set").waitFor();
     expect(await rateLimit().inputValue()).toBe("50");
@@ -114,7 +116,7 @@ describe("destination settings in the console", () => {
     const row = rowOf("paced");
     await row.waitFor();
     expect(await row.getByRole("cell").allTextContents()).toEqual(expect.arrayContaining(["none", "None"]));
-    expect(await stored(destinationId)).toMatchObject({
+    expect(await stored(server, destinationId)).toMatchObject({
       maxRequestsPerSecond: 0,
       ordering: Ordering.NONE,
       hasSigningSecret: true,
@@ -127,7 +129,7 @@ describe("destination settings in the console", () => {
     expect(await page.content()).not.toContain(rotated);
   });
 
-  it("shows Circuit open in the Health column for a destination whose breaker is open", async () => {
+  test("shows Circuit open in the Health column for a destination whose breaker is open", async ({ server, receiver }) => {
     const down = await server.createDestination({ name: "down", sourceIds: [sourceId], webhooks: [{ url: receiver.url }] });
     const now = server.clock.now();
     // The breaker's row as it writes it when it opens: open, with a probe time and its cooldown.
@@ -138,13 +140,16 @@ describe("destination settings in the console", () => {
        VALUES ($1, 'open', 5, $2, $2, 30000, $3, $2, 'HTTP 503', $2)`,
       [down.id, now, new Date(now.getTime() + 30_000)],
     );
-    expect((await stored(down.id)).health).toBe(DestinationHealth.CIRCUIT_OPEN);
+    expect((await stored(server, down.id)).health).toBe(DestinationHealth.CIRCUIT_OPEN);
     await page.goto(`${server.url}/console/destinations`);
     await rowOf("down").getByRole("cell", { name: "Circuit open", exact: true }).waitFor();
     await rowOf("paced").getByRole("cell", { name: "Healthy", exact: true }).waitFor();
   });
 
-  it("the edit form shows a credential header as [masked]; saving another change keeps the stored value", async () => {
+  test("the edit form shows a credential header as [masked]; saving another change keeps the stored value", async ({
+    server,
+    receiver,
+  }) => {
     const keyed = await server.createDestination({
       name: "keyed",
       sourceIds: [sourceId],
@@ -166,7 +171,7 @@ describe("destination settings in the console", () => {
     expect(row.rows[0].webhooks[0].headers).toEqual({ Authorization: "Bearer console-credential", "X-Team": "growth" });
   });
 
-  it("ran without page errors", () => {
+  test("ran without page errors", () => {
     expect(pageErrors).toEqual([]);
   });
 });

@@ -1,24 +1,22 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
 import type { Page } from "playwright-core";
 import { openConsole, type ConsolePage } from "../helpers/console-page.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { completionsOf, startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
+import { completionsOf } from "../helpers/server.js";
 
 /**
  * Pages that follow deliveries on their own: Live (from the moment it
  * opens, filtered by destination and status) and the Deliveries list after
  * Retry all matching (the replay runs as a job on the server; its progress shows).
  */
-let server: TestServer;
-let receiver: Receiver;
 let console_: ConsolePage;
 let page: Page;
 const destinations: Record<string, { id: string; writeKey: string }> = {};
 
-beforeAll(async () => {
-  server = await startTestServer();
+const test = testWith({ receiver: { respond: (request) => (request.body.includes("refuse") ? { status: 400 } : { status: 200 }) } });
+test.beforeAll(async ({ server, receiver }) => {
   // "refuse" in an event's name: a permanent failure.
-  receiver = await startReceiver({ respond: (request) => (request.body.includes("refuse") ? { status: 400 } : { status: 200 }) });
   for (const name of ["alpha", "beta", "gamma"]) {
     const source = await server.createSource(`${name} source`);
     const destination = await server.createDestination({ name, sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
@@ -29,12 +27,10 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await console_?.browser.close();
-  await server?.stop();
-  await receiver?.close();
 });
 
 /** A track call to one destination, once its delivery is recorded; the rows show its messageId. */
-async function deliver(name: string, event: string): Promise<string> {
+async function deliver(server: TestServer, name: string, event: string): Promise<string> {
   const done = completionsOf(server, destinations[name]!.id, 1);
   const { messageId } = await server.tracking(destinations[name]!.writeKey).track({ track: { userId: "u", event } });
   await done;
@@ -46,24 +42,24 @@ const liveFilters = () => page.getByRole("search", { name: "Filter live deliveri
 let after = "";
 const following = () => page.getByRole("status").filter({ hasText: "Following deliveries that finished since" });
 
-test("Live starts from now: what finished before the page opened is not shown", async () => {
-  const before = await deliver("alpha", "before-opening");
+test("Live starts from now: what finished before the page opened is not shown", async ({ server }) => {
+  const before = await deliver(server, "alpha", "before-opening");
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Live", exact: true }).click();
   await following().waitFor();
-  after = await deliver("alpha", "after-opening");
+  after = await deliver(server, "alpha", "after-opening");
   await live().filter({ hasText: after }).waitFor();
   expect(await live().filter({ hasText: before }).count()).toBe(0);
 });
 
-test("Live follows one destination, then one status", async () => {
+test("Live follows one destination, then one status", async ({ server }) => {
   await liveFilters().getByLabel("Destination").selectOption({ label: "beta" });
   await following().waitFor();
   expect(new URL(page.url()).searchParams.get("destination")).toBe(destinations.beta!.id);
   // A new filter starts again from now: the rows of before are gone.
   expect(await live().filter({ hasText: after }).count()).toBe(0);
   // Finished in this order, so if alpha's were shown it would be by the time beta's is.
-  const alpha = await deliver("alpha", "alpha-while-filtered");
-  const beta = await deliver("beta", "beta-while-filtered");
+  const alpha = await deliver(server, "alpha", "alpha-while-filtered");
+  const beta = await deliver(server, "beta", "beta-while-filtered");
   await live().filter({ hasText: beta }).waitFor();
   expect(await live().filter({ hasText: alpha }).count()).toBe(0);
   const destinationLink = live().filter({ hasText: beta }).getByRole("link", { name: "beta" });
@@ -71,16 +67,16 @@ test("Live follows one destination, then one status", async () => {
 
   await liveFilters().getByLabel("Status").selectOption("failed");
   await following().waitFor();
-  const delivered = await deliver("beta", "delivered-while-failed-only");
-  const refused = await deliver("beta", "refuse-while-failed-only");
+  const delivered = await deliver(server, "beta", "delivered-while-failed-only");
+  const refused = await deliver(server, "beta", "refuse-while-failed-only");
   await live().filter({ hasText: refused }).waitFor();
   expect(await live().filter({ hasText: delivered }).count()).toBe(0);
 });
 
-test("after Retry all matching the list refreshes itself until the replay shows", async () => {
+test("after Retry all matching the list refreshes itself until the replay shows", async ({ server, receiver }) => {
   const gamma = destinations.gamma!;
-  await deliver("gamma", "refuse-1");
-  await deliver("gamma", "refuse-2");
+  await deliver(server, "gamma", "refuse-1");
+  await deliver(server, "gamma", "refuse-2");
   receiver.respond = () => ({ status: 200 });
   await page.goto(`${server.url}/console/deliveries?destination=${gamma.id}`);
   const rows = page.getByRole("table", { name: "Deliveries" }).getByRole("row");

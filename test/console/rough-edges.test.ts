@@ -1,9 +1,10 @@
 import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect } from "vitest";
 import { DestinationKind } from "../../gen/waypost/v1/destination_pb.js";
 import { launchBrowser } from "../helpers/browser.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { completionsOf, startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import { startReceiver } from "../helpers/receiver.js";
+import { completionsOf } from "../helpers/server.js";
 
 /**
  * What a newcomer met in the console, in Debian's Chromium against a real
@@ -11,16 +12,14 @@ import { completionsOf, startTestServer, type TestServer } from "../helpers/serv
  * one name, Test against recent calls after an edit, signing without a
  * secret, a warehouse delivery's page, and why retrying deliveries fail.
  */
+const test = testWith();
+
 describe("the console's rough edges", () => {
-  let server: TestServer;
-  let receiver: Receiver;
   let browser: Browser;
   let page: Page;
   const pageErrors: string[] = [];
 
-  beforeAll(async () => {
-    server = await startTestServer();
-    receiver = await startReceiver();
+  test.beforeAll(async ({ server }) => {
     browser = await launchBrowser();
     page = await (await browser.newContext({ viewport: { width: 1500, height: 1000 } })).newPage();
     page.setDefaultTimeout(10_000);
@@ -32,11 +31,9 @@ describe("the console's rough edges", () => {
   });
   afterAll(async () => {
     await browser?.close();
-    await receiver?.close();
-    await server?.stop();
   });
 
-  it("links the overview's filtered count to the calls the filter turned away", async () => {
+  test("links the overview's filtered count to the calls the filter turned away", async ({ server, receiver }) => {
     const source = await server.createSource("shop");
     await server.createDestination({
       name: "identifies",
@@ -71,7 +68,7 @@ describe("the console's rough edges", () => {
     await page.getByRole("heading", { name: `Message ${second.messageId}` }).waitFor();
   });
 
-  it("tells destinations and sources of one name apart by where they send and their id", async () => {
+  test("tells destinations and sources of one name apart by where they send and their id", async ({ server, receiver }) => {
     const one = await server.createSource("twin source");
     const other = await server.createSource("twin source");
     const a = await server.createDestination({ name: "CRM", sourceIds: [one.id], webhooks: [{ url: `${receiver.url}/a` }] });
@@ -109,7 +106,7 @@ describe("the console's rough edges", () => {
     expect(await page.getByRole("checkbox", { name: "shop", exact: true }).count()).toBe(1);
   });
 
-  it("shows test results below the form, full width, and clears them when the draft changes", async () => {
+  test("shows test results below the form, full width, and clears them when the draft changes", async ({ server, receiver }) => {
     await page.goto(`${server.url}/console/destinations/new`);
     await page.getByLabel("Name", { exact: true }).fill("tested");
     await page.getByRole("checkbox", { name: "shop", exact: true }).check();
@@ -132,7 +129,7 @@ describe("the console's rough edges", () => {
     await results.waitFor({ state: "detached" });
   });
 
-  it("offers to generate a signing secret when there is none, and to rotate it once there is", async () => {
+  test("offers to generate a signing secret when there is none, and to rotate it once there is", async ({ server, receiver }) => {
     const source = await server.createSource("unsigned");
     const destination = await server.createDestination({ name: "unsigned", sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
     await page.goto(`${server.url}/console/destinations/${destination.id}`);
@@ -145,7 +142,9 @@ describe("the console's rough edges", () => {
     expect((await server.destinations.getDestination({ id: destination.id })).destination!.hasSigningSecret).toBe(true);
   });
 
-  it("shows the last error of retrying deliveries in the list, and a warehouse delivery's page speaks of the warehouse", async () => {
+  test("shows the last error of retrying deliveries in the list, and a warehouse delivery's page speaks of the warehouse", async ({
+    server,
+  }) => {
     const failing = await startReceiver({ respond: () => ({ status: 503 }) });
     try {
       const source = await server.createSource("flaky");
@@ -186,7 +185,7 @@ describe("the console's rough edges", () => {
     expect(pageErrors).toEqual([]);
   });
 
-  it("pages through a list with Next page and Previous page", async () => {
+  test("pages through a list with Next page and Previous page", async ({ server, receiver }) => {
     const source = await server.createSource("pager source");
     const destination = await server.createDestination({
       name: "pager",

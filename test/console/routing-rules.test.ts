@@ -1,25 +1,23 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect } from "vitest";
 import type { Browser, Page } from "playwright-core";
 import { launchBrowser } from "../helpers/browser.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { completionsOf, startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import { completionsOf } from "../helpers/server.js";
 
 /**
  * The destination form's routing rules (Filter, Dropped fields, Transform),
  * Test against recent calls, and the message page, in Debian's Chromium
  * against a real Waypost; what the form saved is read back with GetDestination.
  */
+const test = testWith();
+
 describe("routing rules in the console", () => {
-  let server: TestServer;
-  let receiver: Receiver;
   let browser: Browser;
   let page: Page;
   let source = { id: "", writeKey: "" };
   const pageErrors: string[] = [];
 
-  beforeAll(async () => {
-    server = await startTestServer();
-    receiver = await startReceiver();
+  test.beforeAll(async ({ server }) => {
     source = await server.createSource("shop");
     browser = await launchBrowser();
     page = await (await browser.newContext({ viewport: { width: 1500, height: 1000 } })).newPage();
@@ -32,11 +30,12 @@ describe("routing rules in the console", () => {
   });
   afterAll(async () => {
     await browser?.close();
-    await receiver?.close();
-    await server?.stop();
   });
 
-  it("edits the rules, shows a bad filter's error under Filter, and tests the draft against recent calls", async () => {
+  test("edits the rules, shows a bad filter's error under Filter, and tests the draft against recent calls", async ({
+    server,
+    receiver,
+  }) => {
     const tracking = server.tracking(source.writeKey);
     const small = await tracking.track({ track: { userId: "u", event: "Order Completed", properties: { total: 5 } } });
     const big = await tracking.track({ track: { userId: "u", event: "Order Completed", properties: { total: 500, email: "e@x" } } });
@@ -81,7 +80,7 @@ describe("routing rules in the console", () => {
     expect(await page.getByRole("textbox", { name: "Dropped fields" }).inputValue()).toBe("properties.email\ncontext.ip");
   });
 
-  it("opens a message page from the overview's Message ID box and from a delivery, with its fate everywhere", async () => {
+  test("opens a message page from the overview's Message ID box and from a delivery, with its fate everywhere", async ({ server }) => {
     const [orders] = (await server.destinations.listDestinations({})).destinations;
     const done = completionsOf(server, orders!.id, 1);
     const { messageId } = await server
@@ -118,7 +117,10 @@ describe("routing rules in the console", () => {
     expect(pageErrors).toEqual([]);
   });
 
-  it("sets Consent categories and Require consent, tests them (No consent), and shows them on the destination page", async () => {
+  test("sets Consent categories and Require consent, tests them (No consent), and shows them on the destination page", async ({
+    server,
+    receiver,
+  }) => {
     const tracking = server.tracking(source.writeKey);
     const granted = await tracking.track({
       track: { userId: "u", event: "Granted", context: { consent: { categoryPreferences: { Ads: true, Analytics: true } } } as never },

@@ -2,9 +2,9 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { consoleCsp, createConsoleRoutes } from "../../src/console/serve.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
 
 /** A raw request: fetch would normalise "../" away before it is sent. */
 function get(url: string, rawPath: string, method = "GET"): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
@@ -21,16 +21,10 @@ function get(url: string, rawPath: string, method = "GET"): Promise<{ status: nu
   });
 }
 
-describe("the console's static files, served by the API process", () => {
-  let server: TestServer;
-  beforeAll(async () => {
-    server = await startTestServer();
-  });
-  afterAll(async () => {
-    await server?.stop();
-  });
+const test = testWith();
 
-  it("redirects /console to /console/ and serves the page with a strict policy", async () => {
+describe("the console's static files, served by the API process", () => {
+  test("redirects /console to /console/ and serves the page with a strict policy", async ({ server }) => {
     const redirect = await get(server.url, "/console");
     expect(redirect.status).toBe(308);
     expect(redirect.headers.location).toBe("/console/");
@@ -62,7 +56,7 @@ describe("the console's static files, served by the API process", () => {
     expect(head.body).toBe("");
   });
 
-  it("answers the page for client-side routes, and 404 for a missing asset", async () => {
+  test("answers the page for client-side routes, and 404 for a missing asset", async ({ server }) => {
     for (const route of ["/console/deliveries", "/console/deliveries/42", "/console/destinations/new"]) {
       const response = await get(server.url, route);
       expect(response.status).toBe(200);
@@ -71,7 +65,7 @@ describe("the console's static files, served by the API process", () => {
     expect((await get(server.url, "/console/assets/missing.js")).status).toBe(404);
   });
 
-  it("refuses path traversal, malformed paths and other methods", async () => {
+  test("refuses path traversal, malformed paths and other methods", async ({ server }) => {
     for (const attempt of [
       "/console/../package.json",
       "/console/assets/../../package.json",
@@ -88,7 +82,7 @@ describe("the console's static files, served by the API process", () => {
     expect(post.headers.allow).toBe("GET, HEAD");
   });
 
-  it("says the console is not built when its files are missing, and leaves other paths alone", async () => {
+  test("says the console is not built when its files are missing, and leaves other paths alone", async () => {
     const empty = mkdtempSync(path.join(tmpdir(), "waypost-console-"));
     const handle = createConsoleRoutes({ dir: empty });
     const listener = http.createServer((req, res) => {

@@ -1,14 +1,13 @@
 import { createClient } from "@connectrpc/connect";
 import type { Locator, Page } from "playwright-core";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
 import { PlanMode, TrackingPlanService } from "../../gen/waypost/v1/tracking_plan_pb.js";
 import { openConsole, type ConsolePage } from "../helpers/console-page.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
 import { checkoutPlan } from "../plans/fixtures.js";
 import { adminTransport } from "../plans/support.js";
 
 /** A source with the checkout plan in observe mode and a few calls that break it, as the console shows them. */
-let server: TestServer;
 let console_: ConsolePage;
 let page: Page;
 
@@ -16,8 +15,8 @@ const cells = (row: Locator) => row.getByRole("cell").allTextContents();
 /** The plan as a file in git might hold it: four-space indent, no final newline. */
 const checkoutText = JSON.stringify(checkoutPlan, null, 4);
 
-beforeAll(async () => {
-  server = await startTestServer();
+const test = testWith();
+test.beforeAll(async ({ server }) => {
   const source = await server.createSource("shop");
   await server.createSource("blog");
   await createClient(TrackingPlanService, adminTransport(server)).setTrackingPlan({
@@ -35,7 +34,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await console_?.browser.close();
-  await server?.stop();
 });
 
 test("the Tracking plans page lists each source's mode; a source's page shows its plan and violations with counts", async () => {

@@ -1,7 +1,8 @@
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect } from "vitest";
 import { DestinationKind } from "../../gen/waypost/v1/destination_pb.js";
 import { launchBrowser } from "../helpers/browser.js";
+import { testWith } from "../helpers/fixtures.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { completionsOf, startTestServer, type TestServer } from "../helpers/server.js";
 
@@ -10,16 +11,16 @@ import { completionsOf, startTestServer, type TestServer } from "../helpers/serv
  * Waypost: the kind chosen on create, the URL's password never shown, the
  * server's message beside the field it names.
  */
+const test = testWith();
+
 describe("a Postgres destination in the console", () => {
-  let server: TestServer;
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
   const pageErrors: string[] = [];
   const url = "postgres://loader:pa55word@warehouse.internal:5432/analytics";
 
-  beforeAll(async () => {
-    server = await startTestServer();
+  test.beforeAll(async ({ server }) => {
     await server.createSource("web");
     browser = await launchBrowser();
     context = await browser.newContext({ viewport: { width: 1500, height: 1000 } });
@@ -33,10 +34,9 @@ describe("a Postgres destination in the console", () => {
   });
   afterAll(async () => {
     await browser?.close();
-    await server?.stop();
   });
 
-  it("creates a Postgres destination, shows the schema error beside its field, and never shows the password", async () => {
+  test("creates a Postgres destination, shows the schema error beside its field, and never shows the password", async ({ server }) => {
     await page.goto(`${server.url}/console/destinations/new`);
     await page.getByLabel("Name", { exact: true }).fill("warehouse");
     await page.getByRole("checkbox", { name: "web", exact: true }).check();
@@ -94,7 +94,7 @@ describe("a warehouse's values not stored in their columns, on the Overview", ()
     await warehouse?.drop();
   });
 
-  it("counts them on the destination's card", async () => {
+  test("counts them on the destination's card", async () => {
     const source = await server.createSource("app");
     const destination = await server.createDestination({
       name: "warehouse",

@@ -1,33 +1,32 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect } from "vitest";
 import type { Page } from "playwright-core";
 import { openConsole, type ConsolePage } from "../helpers/console-page.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
 
 /**
  * A webhook's batch settings in the destination form, in Debian's Chromium
  * against a real Waypost: what the form saved is read back with
  * GetDestination; elements are found by role and accessible name.
  */
+const test = testWith();
+
 describe("batched webhooks in the console", () => {
-  let server: TestServer;
   let consolePage: ConsolePage;
   let page: Page;
 
-  beforeAll(async () => {
-    server = await startTestServer();
+  test.beforeAll(async ({ server }) => {
     consolePage = await openConsole(server);
     page = consolePage.page;
   });
   afterAll(async () => {
     await consolePage?.browser.close();
-    await server?.stop();
   });
 
   const batchBox = () => page.getByRole("checkbox", { name: "Batch calls to webhook 1" });
   const maxCalls = () => page.getByRole("textbox", { name: /^Webhook 1 batch: most calls per POST/ });
   const maxWait = () => page.getByRole("textbox", { name: /^Webhook 1 batch: longest wait in ms/ });
 
-  it("creates a batched webhook (the server's error beside a bad field first), shows it on edit and turns it off", async () => {
+  test("creates a batched webhook (the server's error beside a bad field first), shows it on edit and turns it off", async ({ server }) => {
     await page.goto(`${server.url}/console/destinations/new`);
     await page.getByLabel("Name", { exact: true }).fill("batched");
     await page.getByRole("textbox", { name: "Webhook 1 URL" }).fill("https://example.com/batched");

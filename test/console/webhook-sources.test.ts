@@ -1,18 +1,20 @@
 import { createHash, createHmac } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect } from "vitest";
 import type { Page } from "playwright-core";
 import { HookVerifier, SourceKind } from "../../gen/waypost/v1/source_pb.js";
 import { openConsole, type ConsolePage } from "../helpers/console-page.js";
 import { hookRequestState } from "../helpers/hook-requests.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 
 /**
  * Webhook sources in Debian's Chromium against a real Waypost: creating one
  * (the inbound URL shown once), rotating its token, testing a transform
  * against stored requests, seeing a failed request and reprocessing it.
  */
+const test = testWith();
+
 describe("webhook sources in the console", () => {
-  let server: TestServer;
   let consolePage: ConsolePage;
   let page: Page;
   let sourceId = "";
@@ -27,17 +29,17 @@ describe("webhook sources in the console", () => {
     const v1 = createHmac("sha256", signWith).update(`${t}.${body}`).digest("hex");
     return fetch(url, { method: "POST", headers: { "content-type": "application/json", "stripe-signature": `t=${t},v1=${v1}` }, body });
   }
-  async function requestIds(id: string): Promise<string[]> {
+  async function requestIds(server: TestServer, id: string): Promise<string[]> {
     const result = await server.pool.query<{ id: string }>("SELECT id::text FROM hook_requests WHERE source_id = $1 ORDER BY id", [id]);
     return result.rows.map((r) => r.id);
   }
 
   const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
-  async function tokenHash(id: string): Promise<string> {
+  async function tokenHash(server: TestServer, id: string): Promise<string> {
     const result = await server.pool.query<{ hash: Buffer }>("SELECT hook_token_hash AS hash FROM sources WHERE id = $1", [id]);
     return result.rows[0]!.hash.toString("hex");
   }
-  async function processed(id: string): Promise<void> {
+  async function processed(server: TestServer, id: string): Promise<void> {
     server.waypost.hooks!.wake(id);
     await server.waypost.hooks!.idle();
   }
@@ -45,17 +47,15 @@ describe("webhook sources in the console", () => {
   const fixed =
     "function transform(request) {\n  var b = request.body;\n  return [{ type: 'track', userId: b.customer ? b.customer.id : b.user, event: 'Paid' }];\n}";
 
-  beforeAll(async () => {
-    server = await startTestServer();
+  test.beforeAll(async ({ server }) => {
     consolePage = await openConsole(server);
     page = consolePage.page;
   });
   afterAll(async () => {
     await consolePage?.browser.close();
-    await server?.stop();
   });
 
-  it("creates a webhook source and shows its inbound URL once", async () => {
+  test("creates a webhook source and shows its inbound URL once", async ({ server }) => {
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Sources", exact: true }).click();
     await page.getByLabel("Name", { exact: true }).fill("payments");
     await page.getByLabel("Kind").selectOption({ label: "Webhook (a SaaS tool posts to its URL)" });
@@ -81,7 +81,7 @@ describe("webhook sources in the console", () => {
     firstUrl = url;
     const [source] = (await server.sources.listSources({})).sources;
     sourceId = source!.id;
-    expect(await tokenHash(sourceId)).toBe(sha256(url.split("/hooks/")[1]!));
+    expect(await tokenHash(server, sourceId)).toBe(sha256(url.split("/hooks/")[1]!));
     expect(source).toMatchObject({
       kind: SourceKind.WEBHOOK,
       webhook: { verifier: HookVerifier.STRIPE, hasSecret: true, idempotencyKey: "$.id", transform: broken },
@@ -102,19 +102,19 @@ describe("webhook sources in the console", () => {
     expect(await page.getByRole("textbox", { name: "Transform" }).inputValue()).toBe(broken);
   });
 
-  it("rotates the URL token, showing the new URL once", async () => {
-    const before = await tokenHash(sourceId);
+  test("rotates the URL token, showing the new URL once", async ({ server }) => {
+    const before = await tokenHash(server, sourceId);
     await page.getByRole("button", { name: "Rotate URL token" }).click();
     const url = (await page.getByLabel("New inbound URL of payments.").textContent()) ?? "";
     expect(url).toMatch(new RegExp(`^${server.url}/hooks/[A-Za-z0-9_-]{43}$`));
-    const after = await tokenHash(sourceId);
+    const after = await tokenHash(server, sourceId);
     expect(after).not.toBe(before);
     expect(after).toBe(sha256(url.split("/hooks/")[1]!));
     inboundUrl = url;
     await page.getByRole("button", { name: "Done" }).click();
   });
 
-  it("shows a failed request, tests a fixed transform against stored requests, saves it and reprocesses", async () => {
+  test("shows a failed request, tests a fixed transform against stored requests, saves it and reprocesses", async ({ server }) => {
     // Through the real inbound URL: the old URL is gone, a wrong signature is refused, good ones are stored.
     expect((await sendStripe(firstUrl, { id: "evt_0", customer: { id: "c0" } })).status).toBe(404);
     const forged = await sendStripe(inboundUrl, { id: "evt_x", customer: { id: "cx" } }, "whsec_wrong");
@@ -122,8 +122,8 @@ describe("webhook sources in the console", () => {
     const goodAnswer = await sendStripe(inboundUrl, { id: "evt_1", customer: { id: "c1" } });
     expect(goodAnswer.status).toBe(200);
     expect((await sendStripe(inboundUrl, { id: "evt_2", user: "u9" })).status).toBe(200);
-    const [good, bad] = (await requestIds(sourceId)) as [string, string];
-    await processed(sourceId);
+    const [good, bad] = (await requestIds(server, sourceId)) as [string, string];
+    await processed(server, sourceId);
     expect((await hookRequestState(server.pool, bad)).status).toBe("failed");
 
     await page.reload();
@@ -167,7 +167,7 @@ describe("webhook sources in the console", () => {
 
     await page.getByRole("button", { name: "Reprocess all failed" }).click();
     await page.getByRole("status").filter({ hasText: "1 request set to run again." }).waitFor();
-    await processed(sourceId);
+    await processed(server, sourceId);
     await page.getByRole("button", { name: "Refresh" }).click();
     await badRow.filter({ hasText: "processed" }).waitFor();
     await badRow.getByRole("link", { name: `hook-${bad}-0` }).click();
