@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, beforeEach, expect, test } from "vitest";
+import { expect } from "vitest";
 import { ManualClock } from "../../src/clock.js";
 import type { Pool } from "../../src/db/pool.js";
 import { countBackfillCandidates } from "../../src/db/queries/backfill-candidates.js";
@@ -8,29 +8,23 @@ import { createBackfillJob } from "../../src/delivery/backfill-job.js";
 import { createJobRunner, type JobHandler } from "../../src/background/job-runner.js";
 import { createRetryJob } from "../../src/delivery/retry-job.js";
 import { createLogger } from "../../src/logger.js";
-import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { testWith } from "../helpers/fixtures.js";
 
 // A backfill job pages through the range's calls (pages of two here, the
 // filter over slices of one), skips calls with a delivery finished or still
 // waiting, queues the rest in acceptance order, and counts what it did.
-let database: TestDatabase;
-let pool: Pool;
 const source = "00000000-0000-4000-8000-000000000001";
 const destination = "00000000-0000-4000-8000-0000000000e5";
 const now = new Date("2026-11-27T12:00:00Z");
 const leaseMs = 60_000;
 const range = { destinationId: destination, since: new Date(now.getTime() - 2 * 3_600_000), until: now };
 
-beforeAll(async () => {
-  ({ database, pool } = await openTestDatabase());
+const test = testWith();
+test.beforeAll(async ({ pool }) => {
   await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', 'x')", [source]);
 }, 60_000);
-afterAll(async () => {
-  await pool?.end();
-  await database?.drop();
-});
 
-beforeEach(async () => {
+test.beforeEach(async ({ pool }) => {
   await pool.query(
     "DELETE FROM delivery_queue; DELETE FROM background_jobs; DELETE FROM messages; DELETE FROM destination_sources; DELETE FROM destinations",
   );
@@ -60,7 +54,7 @@ beforeEach(async () => {
   );
 });
 
-const messageIdsQueued = async () =>
+const messageIdsQueued = async (pool: Pool) =>
   (
     await pool.query<{ message_id: string }>(
       "SELECT m.message_id FROM delivery_queue q JOIN messages m ON m.id = q.message_pk WHERE q.destination_id = $1 ORDER BY q.id",
@@ -69,7 +63,7 @@ const messageIdsQueued = async () =>
   ).rows.map((r) => r.message_id);
 
 /** Stores a backfill job of the range, as BackfillDestination does. */
-async function storeBackfill(extra: { lease?: { token: string; until: Date }; cursor?: Record<string, unknown> } = {}) {
+async function storeBackfill(pool: Pool, extra: { lease?: { token: string; until: Date }; cursor?: Record<string, unknown> } = {}) {
   const id = randomUUID();
   const candidates = await countBackfillCandidates(pool, range);
   await insertJob(pool, {
@@ -92,7 +86,7 @@ async function storeBackfill(extra: { lease?: { token: string; until: Date }; cu
   return id;
 }
 
-function runner(clock: ManualClock, backfill: JobHandler = createBackfillJob({ pageSize: 2, sliceSize: 1 })) {
+function runner(pool: Pool, clock: ManualClock, backfill: JobHandler = createBackfillJob({ pageSize: 2, sliceSize: 1 })) {
   return createJobRunner({
     pool,
     clock,
@@ -103,51 +97,53 @@ function runner(clock: ManualClock, backfill: JobHandler = createBackfillJob({ p
   });
 }
 
-test("a backfill job queues each passing call once, skipping those waiting or finished, in acceptance order, and counts truthfully", async () => {
-  const jobs = runner(new ManualClock(now));
-  const first = await storeBackfill();
+test("a backfill job queues each passing call once, skipping those waiting or finished, in acceptance order, and counts truthfully", async ({
+  pool,
+}) => {
+  const jobs = runner(pool, new ManualClock(now));
+  const first = await storeBackfill(pool);
   await jobs.idle();
   // m1 and m7 pass and were missing; m3 was already waiting (kept, not doubled); m5 was delivered.
-  expect(await messageIdsQueued()).toEqual(["m3", "m1", "m7"]);
+  expect(await messageIdsQueued(pool)).toEqual(["m3", "m1", "m7"]);
   // Five calls had no delivery: two created, three (m2, m4, m6) turned away by the filter.
   expect(await selectJob(pool, "backfill", first)).toMatchObject({
     state: "done",
     progress: { candidates: 5, created: 2, filtered: 3 },
     lease_id: null,
   });
-  const second = await storeBackfill();
+  const second = await storeBackfill(pool);
   await jobs.idle();
-  expect(await messageIdsQueued()).toEqual(["m3", "m1", "m7"]);
+  expect(await messageIdsQueued(pool)).toEqual(["m3", "m1", "m7"]);
   expect(await selectJob(pool, "backfill", second)).toMatchObject({ state: "done", progress: { candidates: 3, created: 0, filtered: 3 } });
   await jobs.stop();
 });
 
-test("a job whose holder died is taken over once its lease runs out, from its cursor", async () => {
+test("a job whose holder died is taken over once its lease runs out, from its cursor", async ({ pool }) => {
   const clock = new ManualClock(now);
   // A process held it and committed pages up to m2, then died: its lease runs another minute.
-  const id = await storeBackfill({ lease: { token: randomUUID(), until: new Date(now.getTime() + leaseMs) } });
+  const id = await storeBackfill(pool, { lease: { token: randomUUID(), until: new Date(now.getTime() + leaseMs) } });
   const m2 = (await pool.query("SELECT id::text FROM messages WHERE message_id = 'm2'")).rows[0].id;
   await pool.query(`UPDATE background_jobs SET cursor = $2, progress = progress || '{"created": 1, "filtered": 1}' WHERE id = $1`, [
     id,
     { after: m2 },
   ]);
-  const jobs = runner(clock);
+  const jobs = runner(pool, clock);
   await jobs.idle();
   expect((await selectJob(pool, "backfill", id))?.state).toBe("running");
-  expect(await messageIdsQueued()).toEqual(["m3"]);
+  expect(await messageIdsQueued(pool)).toEqual(["m3"]);
   clock.advance(leaseMs);
   await jobs.idle();
   // From m3 on: m7 only (m1 is before the cursor: the dead holder's page created it, as counted).
-  expect(await messageIdsQueued()).toEqual(["m3", "m7"]);
+  expect(await messageIdsQueued(pool)).toEqual(["m3", "m7"]);
   expect(await selectJob(pool, "backfill", id)).toMatchObject({ state: "done", progress: { candidates: 5, created: 2, filtered: 3 } });
   await jobs.stop();
 });
 
-test("a process that stops releases its job at a page boundary, and another finishes it with every call queued once", async () => {
+test("a process that stops releases its job at a page boundary, and another finishes it with every call queued once", async ({ pool }) => {
   const clock = new ManualClock(now);
   const pages = createBackfillJob({ pageSize: 2, sliceSize: 1 });
   let stopping: Promise<void> | undefined;
-  const first = runner(clock, {
+  const first = runner(pool, clock, {
     lock: pages.lock,
     async page(tx, job, at) {
       const outcome = await pages.page(tx, job, at);
@@ -155,19 +151,19 @@ test("a process that stops releases its job at a page boundary, and another fini
       return outcome;
     },
   });
-  const id = await storeBackfill();
+  const id = await storeBackfill(pool);
   await first.idle();
   await stopping;
   expect(await selectJob(pool, "backfill", id)).toMatchObject({ state: "running", lease_id: null, progress: { created: 1 } });
-  expect(await messageIdsQueued()).toEqual(["m3", "m1"]);
-  const second = runner(clock);
+  expect(await messageIdsQueued(pool)).toEqual(["m3", "m1"]);
+  const second = runner(pool, clock);
   await second.idle();
-  expect(await messageIdsQueued()).toEqual(["m3", "m1", "m7"]);
+  expect(await messageIdsQueued(pool)).toEqual(["m3", "m1", "m7"]);
   expect(await selectJob(pool, "backfill", id)).toMatchObject({ state: "done", progress: { candidates: 5, created: 2, filtered: 3 } });
   await second.stop();
 });
 
-test("a page that keeps failing is retried, then fails the job with the error", async () => {
+test("a page that keeps failing is retried, then fails the job with the error", async ({ pool }) => {
   const clock = new ManualClock(now);
   const jobs = createJobRunner({
     pool,
@@ -186,7 +182,7 @@ test("a page that keeps failing is retried, then fails the job with the error", 
       retry: createRetryJob(),
     },
   });
-  const id = await storeBackfill();
+  const id = await storeBackfill(pool);
   await jobs.idle();
   expect(await selectJob(pool, "backfill", id)).toMatchObject({ state: "running", failures: 1, error: "the warehouse is on fire" });
   clock.advance(1_000);

@@ -1,32 +1,34 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
+import { testWith } from "../helpers/fixtures.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { completionsOf, startTestServer, type TestServer } from "../helpers/server.js";
+import { completionsOf } from "../helpers/server.js";
 
 // Destination isolation through the scheduler (the loop's slots and the claim's room): a
 // destination whose endpoint never answers holds only its own slots, and
 // the others keep their throughput beside it.
 
 const perDestination = 3;
-let server: TestServer;
-let hanging: Receiver;
 let healthy: Receiver;
 
-beforeAll(async () => {
-  server = await startTestServer({
+const test = testWith({
+  server: {
     // The hanging endpoint's requests outlast the test by far (however slow
     // the machine); closing the receiver at the end ends them.
     config: { delivery: { concurrency: 16, perDestinationConcurrency: perDestination, timeoutMs: 600_000 } },
-  });
-  hanging = await startReceiver({ respond: () => ({ hang: true }) });
+  },
+  receiver: { respond: () => ({ hang: true }) },
+});
+test.beforeAll(async () => {
   healthy = await startReceiver();
 });
 afterAll(async () => {
-  await hanging?.close();
   await healthy?.close();
-  await server?.stop();
 });
 
-test("a hanging destination holds only its own slots; a healthy one beside it delivers everything meanwhile", async () => {
+test("a hanging destination holds only its own slots; a healthy one beside it delivers everything meanwhile", async ({
+  server,
+  receiver: hanging,
+}) => {
   const slowSource = await server.createSource("slow");
   const fastSource = await server.createSource("fast");
   await server.createDestination({ name: "hanging", sourceIds: [slowSource.id], webhooks: [{ url: hanging.url }] });

@@ -1,12 +1,11 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { ManualClock } from "../../src/clock.js";
 import { claimDeliveries, type ClaimedDelivery } from "../../src/db/job-table/index.js";
-import type { Pool } from "../../src/db/pool.js";
 import { createCompletionWriter } from "../../src/delivery/completion-writer.js";
 import { createLeaseKeeper } from "../../src/delivery/lease-keeper.js";
 import { createLeaseWriteLane } from "../../src/delivery/lease-write-lane.js";
 import { createLogger } from "../../src/logger.js";
-import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { testWith } from "../helpers/fixtures.js";
 import { enqueueOne, seedSourceAndDestination } from "../helpers/job-table-fixtures.js";
 import { eventually } from "../helpers/process.js";
 
@@ -18,16 +17,8 @@ import { eventually } from "../helpers/process.js";
 
 const t0 = new Date("2026-11-01T00:00:00Z");
 const leaseMs = 60_000;
-let database: TestDatabase;
-let pool: Pool;
 
-beforeAll(async () => {
-  ({ database, pool } = await openTestDatabase());
-});
-afterAll(async () => {
-  await pool?.end();
-  await database?.drop();
-});
+const test = testWith();
 
 function delivered(job: ClaimedDelivery) {
   return {
@@ -43,7 +34,7 @@ function delivered(job: ClaimedDelivery) {
   };
 }
 
-test("a heartbeat waits for the completion write in flight, then extends the leases still held", async () => {
+test("a heartbeat waits for the completion write in flight, then extends the leases still held", async ({ pool }) => {
   const { sourceId } = await seedSourceAndDestination(pool, t0);
   await enqueueOne(pool, sourceId, t0);
   await enqueueOne(pool, sourceId, t0);

@@ -1,18 +1,15 @@
-import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { afterEach, expect } from "vitest";
 import { Ordering } from "../../gen/waypost/v1/destination_pb.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
 import { attemptsBy, createWorkerPool, startTimedReceiver, type TimedReceiver } from "./flow-support.js";
 
 // An API-only server takes the calls; two separate worker processes deliver.
-let api: TestServer;
 const receivers: TimedReceiver[] = [];
-const workers = createWorkerPool(() => api.database.url);
 
-beforeAll(async () => {
-  api = await startTestServer({ config: { role: "api" } });
-});
-afterAll(async () => {
-  await api?.stop();
+const test = testWith({ server: { config: { role: "api" } } });
+let workers: ReturnType<typeof createWorkerPool>;
+test.beforeAll(({ server }) => {
+  workers = createWorkerPool(() => server.database.url);
 });
 afterEach(async () => {
   await workers.stopAll();
@@ -42,7 +39,7 @@ async function userTrackingReceiver() {
   return { ...timed, mostOpen };
 }
 
-test("two worker processes deliver every user's calls in acceptance order, one at a time", { timeout: 90_000 }, async () => {
+test("two worker processes deliver every user's calls in acceptance order, one at a time", { timeout: 90_000 }, async ({ server: api }) => {
   const ordered = await userTrackingReceiver();
   const unordered = await userTrackingReceiver();
   const source = await api.createSource();

@@ -1,28 +1,22 @@
 import { createClient } from "@connectrpc/connect";
-import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { DeletionService } from "../../gen/waypost/v1/deletion_pb.js";
 import { Ordering } from "../../gen/waypost/v1/destination_pb.js";
 import { ManualClock } from "../../src/clock.js";
 import { audienceClient, createAudience, withAdmin } from "../audiences/support.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
 
 // One server with a manual clock: retry waits and the 4-hour deadline pass
 // at once. Its delivery loop claims when poked.
-let clock: ManualClock;
-let server: TestServer;
+const clock = new ManualClock(new Date("2026-11-22T10:00:00Z"));
 const receivers: Receiver[] = [];
 // The destination of the running test: event names repeat between tests.
 let current = "";
 
-beforeAll(async () => {
-  clock = new ManualClock(new Date("2026-11-22T10:00:00Z"));
-  server = await startTestServer({ clock });
-});
-afterAll(async () => {
-  await server?.stop();
-});
-afterEach(async () => {
+const test = testWith({ server: { clock } });
+test.afterEach(async ({ server }) => {
   await server.waypost.delivery!.settle();
   await Promise.all(receivers.splice(0).map((r) => r.close()));
 });
@@ -30,7 +24,7 @@ afterEach(async () => {
 type Who = { userId: string } | { anonymousId: string };
 
 /** A per-user destination whose receiver fails the events listed in `failing` (503) and accepts the rest. */
-async function setup(failing: Set<string>, ordering = Ordering.PER_USER) {
+async function setup(server: TestServer, failing: Set<string>, ordering = Ordering.PER_USER) {
   const receiver = await startReceiver({
     respond: (request) => ({ status: failing.has(JSON.parse(request.body).event) ? 503 : 200 }),
   });
@@ -50,7 +44,7 @@ async function setup(failing: Set<string>, ordering = Ordering.PER_USER) {
   return { receiver, destination, send, events };
 }
 
-async function deliveryOf(event: string) {
+async function deliveryOf(server: TestServer, event: string) {
   const result = await server.pool.query(
     `SELECT d.id, d.status, d.run_at, d.attempt_count, d.ordering_key FROM deliveries d
        JOIN messages m ON m.id = d.message_pk WHERE d.destination_id = $1 AND m.payload::jsonb ->> 'event' = $2`,
@@ -60,8 +54,8 @@ async function deliveryOf(event: string) {
 }
 
 /** Moves the clock to the delivery's next attempt and lets the loop take it. */
-async function runNextAttempt(event: string, alsoWaitFor = 0) {
-  const row = await deliveryOf(event);
+async function runNextAttempt(server: TestServer, event: string, alsoWaitFor = 0) {
+  const row = await deliveryOf(server, event);
   clock.set(new Date(Math.max(row.run_at.getTime(), clock.now().getTime())));
   const done = server.waitForDeliveries(1 + alsoWaitFor, ["delivered", "failed", "expired", "retrying"]);
   server.waypost.delivery!.poke();
@@ -72,9 +66,9 @@ const a = { userId: "a" };
 const b = { userId: "b" };
 const anonymous = { anonymousId: "anon-x" };
 
-test("a retrying delivery holds back only its own user's later ones", async () => {
+test("a retrying delivery holds back only its own user's later ones", async ({ server }) => {
   const failing = new Set(["A1"]);
-  const { send, events } = await setup(failing);
+  const { send, events } = await setup(server, failing);
   const first = server.waitForDeliveries(4, ["delivered", "retrying"]);
   await send([
     [a, "A1"],
@@ -84,7 +78,7 @@ test("a retrying delivery holds back only its own user's later ones", async () =
     [anonymous, "X1"],
   ]);
   const statuses = new Map((await first).map((c) => [c.id, c.status]));
-  expect((await deliveryOf("A1")).status).toBe("retrying");
+  expect((await deliveryOf(server, "A1")).status).toBe("retrying");
   expect([...statuses.values()].sort()).toEqual(["delivered", "delivered", "delivered", "retrying"]);
   // Other users, and the anonymous one, went through; b in order.
   expect(events().filter((e) => e !== "A1")).toEqual(expect.arrayContaining(["B1", "B2", "X1"]));
@@ -94,20 +88,20 @@ test("a retrying delivery holds back only its own user's later ones", async () =
   clock.advance(2_000);
   server.waypost.delivery!.poke();
   await server.waypost.delivery!.settle();
-  const held = await deliveryOf("A2");
+  const held = await deliveryOf(server, "A2");
   expect(held.status).toBe("pending");
   expect(held.run_at.getTime()).toBeLessThanOrEqual(clock.now().getTime());
   expect(events()).not.toContain("A2");
 
   // The receiver recovers: A1 goes at its retry, then A2 right after.
   failing.clear();
-  const done = await runNextAttempt("A1", 1);
+  const done = await runNextAttempt(server, "A1", 1);
   expect(done.map((c) => c.status)).toEqual(["delivered", "delivered"]);
   expect(events().filter((e) => e.startsWith("A"))).toEqual(["A1", "A1", "A2"]);
 });
 
-test("an earlier delivery that expires releases the next", async () => {
-  const { send, events } = await setup(new Set(["A1"]));
+test("an earlier delivery that expires releases the next", async ({ server }) => {
+  const { send, events } = await setup(server, new Set(["A1"]));
   const first = server.waitForDeliveries(1, ["retrying"]);
   // A1 is never delivered: the first delivery is A2's.
   const next = server.waitForDeliveries(1, ["delivered"]);
@@ -118,19 +112,19 @@ test("an earlier delivery that expires releases the next", async () => {
   await first;
   let attempts = 1;
   for (;;) {
-    const [result] = await runNextAttempt("A1");
+    const [result] = await runNextAttempt(server, "A1");
     attempts++;
     expect(events()).not.toContain("A2");
     if (result!.status === "expired") break;
     expect(result!.status).toBe("retrying");
   }
   expect(attempts).toBeGreaterThan(5);
-  expect((await next)[0]!.id).toBe((await deliveryOf("A2")).id);
+  expect((await next)[0]!.id).toBe((await deliveryOf(server, "A2")).id);
   expect(events().at(-1)).toBe("A2");
 });
 
-test("turning ordering on or off applies to the next claim", async () => {
-  const { destination, send, events } = await setup(new Set(["A1"]), Ordering.NONE);
+test("turning ordering on or off applies to the next claim", async ({ server }) => {
+  const { destination, send, events } = await setup(server, new Set(["A1"]), Ordering.NONE);
   const first = server.waitForDeliveries(2, ["delivered", "retrying"]);
   await send([
     [a, "A1"],
@@ -147,7 +141,7 @@ test("turning ordering on or off applies to the next claim", async () => {
   await send([[a, "A3"]]);
   server.waypost.delivery!.poke();
   await server.waypost.delivery!.settle();
-  expect((await deliveryOf("A3")).status).toBe("pending");
+  expect((await deliveryOf(server, "A3")).status).toBe("pending");
   expect(events()).not.toContain("A3");
 
   const released = server.waitForDeliveries(1, ["delivered"]);
@@ -157,10 +151,10 @@ test("turning ordering on or off applies to the next claim", async () => {
   });
   expect(updated?.ordering).toBe(Ordering.NONE);
   server.waypost.delivery!.poke();
-  expect((await released)[0]!.id).toBe((await deliveryOf("A3")).id);
+  expect((await released)[0]!.id).toBe((await deliveryOf(server, "A3")).id);
 });
 
-test("the setting is validated and returned; audience identifies and delete notifications are keyed by their user", async () => {
+test("the setting is validated and returned; audience identifies and delete notifications are keyed by their user", async ({ server }) => {
   const source = await server.createSource();
   const receiver = await startReceiver({ respond: () => ({ status: 503 }) });
   receivers.push(receiver);

@@ -1,28 +1,26 @@
 import { performance } from "node:perf_hooks";
-import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { afterEach, expect } from "vitest";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 import { attemptsBy, createWorkerPool, maxInWindow, startTimedReceiver, type TimedReceiver } from "./flow-support.js";
 
 // An API-only server takes calls and settings; two separate worker processes
 // deliver, sharing only the database. The limit is checked against real
 // arrival times at a real receiver: there is no clock to fake across
 // processes, so these tests run in real time (the first about 12 s).
-let api: TestServer;
 const receivers: TimedReceiver[] = [];
-const workers = createWorkerPool(() => api.database.url);
 
-beforeAll(async () => {
-  api = await startTestServer({ config: { role: "api" } });
-});
-afterAll(async () => {
-  await api?.stop();
+const test = testWith({ server: { config: { role: "api" } } });
+let workers: ReturnType<typeof createWorkerPool>;
+test.beforeAll(({ server }) => {
+  workers = createWorkerPool(() => server.database.url);
 });
 afterEach(async () => {
   await workers.stopAll();
   await Promise.all(receivers.splice(0).map((r) => r.receiver.close()));
 });
 
-async function limitedDestination(rate: number, calls: number) {
+async function limitedDestination(api: TestServer, rate: number, calls: number) {
   const timed = await startTimedReceiver();
   receivers.push(timed);
   const source = await api.createSource();
@@ -44,10 +42,10 @@ async function limitedDestination(rate: number, calls: number) {
   return { ...timed, destination };
 }
 
-test("two worker processes together stay within 10 % of the limit over every 10 s window", { timeout: 60_000 }, async () => {
+test("two worker processes together stay within 10 % of the limit over every 10 s window", { timeout: 60_000 }, async ({ server: api }) => {
   const rate = 40;
   const total = 480;
-  const { receiver, arrivals } = await limitedDestination(rate, total);
+  const { receiver, arrivals } = await limitedDestination(api, rate, total);
   const a = await workers.start();
   const b = await workers.start();
   await receiver.waitForRequests(total);
@@ -66,9 +64,9 @@ test("two worker processes together stay within 10 % of the limit over every 10 
   expect(byB).toBeGreaterThan(0);
 });
 
-test("a limit raised or removed over the API applies from the next claim", { timeout: 60_000 }, async () => {
-  const raised = await limitedDestination(4, 300);
-  const removed = await limitedDestination(4, 300);
+test("a limit raised or removed over the API applies from the next claim", { timeout: 60_000 }, async ({ server: api }) => {
+  const raised = await limitedDestination(api, 4, 300);
+  const removed = await limitedDestination(api, 4, 300);
   await workers.start({ WAYPOST_POLL_INTERVAL_MS: "1000" });
   await workers.start({ WAYPOST_POLL_INTERVAL_MS: "1000" });
   await Promise.all([raised.receiver.waitForRequests(4), removed.receiver.waitForRequests(4)]);
@@ -107,9 +105,9 @@ test("a limit raised or removed over the API applies from the next claim", { tim
   expect(removed.arrivals[removedBase + 99]!.at - removedAt).toBeLessThan(12_500);
 });
 
-test("a destination waiting for tokens holds no worker slots", { timeout: 60_000 }, async () => {
+test("a destination waiting for tokens holds no worker slots", { timeout: 60_000 }, async ({ server: api }) => {
   // One worker with 4 slots in all; a backlog of 200 limited to 2/s beside 100 unlimited.
-  const limited = await limitedDestination(2, 200);
+  const limited = await limitedDestination(api, 2, 200);
   const free = await startTimedReceiver();
   receivers.push(free);
   const source = await api.createSource();
@@ -132,7 +130,7 @@ test("a destination waiting for tokens holds no worker slots", { timeout: 60_000
   expect(unlimited.maxRequestsPerSecond).toBe(0);
 });
 
-test("the limit is validated and returned", async () => {
+test("the limit is validated and returned", async ({ server: api }) => {
   const source = await api.createSource();
   const created = await api.createDestination({
     name: "v",

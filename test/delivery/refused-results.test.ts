@@ -1,24 +1,20 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { completionsOf, ManualClock, startTestServer, type TestServer } from "../helpers/server.js";
+import { expect } from "vitest";
+import { testWith } from "../helpers/fixtures.js";
+import { completionsOf, ManualClock } from "../helpers/server.js";
 
 // The retry delay after a refused result is the retry schedule's first delay.
 const retryDelayMs = 10_000;
 const clock = new ManualClock(new Date("2026-11-01T00:00:00Z"));
-let server: TestServer;
-let refused: Receiver;
 
-beforeAll(async () => {
-  server = await startTestServer({ clock });
-  refused = await startReceiver();
-});
-afterAll(async () => {
-  await server?.pool.query("DROP TRIGGER IF EXISTS refuse_attempts ON delivery_attempts").catch(() => {});
-  await server?.stop();
-  await refused?.close();
+const test = testWith({ server: { clock } });
+test.afterAll(async ({ server }) => {
+  await server.pool.query("DROP TRIGGER IF EXISTS refuse_attempts ON delivery_attempts").catch(() => {});
 });
 
-test("a result the database refuses (a trigger on one URL's attempt rows) is sent three times at most, then the delivery fails with the database's error", async () => {
+test("a result the database refuses (a trigger on one URL's attempt rows) is sent three times at most, then the delivery fails with the database's error", async ({
+  server,
+  receiver: refused,
+}) => {
   await server.pool.query(`
     CREATE FUNCTION refuse_attempts() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN

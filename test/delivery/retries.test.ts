@@ -1,28 +1,22 @@
-import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { DeliveryStatus } from "../../gen/waypost/v1/delivery_pb.js";
 import { ManualClock } from "../../src/clock.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 import { startReceiver, type Receiver, type Responder } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
 
 const hour = 3_600_000;
-let clock: ManualClock;
-let server: TestServer;
+const clock = new ManualClock(new Date("2026-11-22T10:00:00Z"));
 const receivers: Receiver[] = [];
 
-beforeAll(async () => {
-  clock = new ManualClock(new Date("2026-11-22T10:00:00Z"));
-  server = await startTestServer({ clock, config: { delivery: { timeoutMs: 5_000 } as never } });
-});
-afterAll(async () => {
-  await server?.stop();
-});
-afterEach(async () => {
+const test = testWith({ server: { clock, config: { delivery: { timeoutMs: 5_000 } as never } } });
+test.afterEach(async ({ server }) => {
   await Promise.all(receivers.splice(0).map((r) => r.close()));
   // Results of this test's deliveries must not reach the next test's waits.
   await server.waypost.delivery!.settle();
 });
 
-async function setup(respond: Responder, webhookCount = 1) {
+async function setup(server: TestServer, respond: Responder, webhookCount = 1) {
   const rs: Receiver[] = [];
   for (let i = 0; i < webhookCount; i++) {
     const r = await startReceiver({ respond });
@@ -34,7 +28,7 @@ async function setup(respond: Responder, webhookCount = 1) {
   return { receivers: rs, destination, client: server.tracking(source.writeKey) };
 }
 
-async function deliveryOf(messageId: string) {
+async function deliveryOf(server: TestServer, messageId: string) {
   const result = await server.pool.query(
     `SELECT d.id, d.status, d.run_at, d.attempt_count, d.first_attempt_at FROM deliveries d
        JOIN messages m ON m.id = d.message_pk WHERE m.message_id = $1`,
@@ -44,55 +38,57 @@ async function deliveryOf(messageId: string) {
 }
 
 /** Moves the clock to the delivery's next attempt and lets the loop take it. */
-async function runNextAttempt(messageId: string) {
-  const row = await deliveryOf(messageId);
+async function runNextAttempt(server: TestServer, messageId: string) {
+  const row = await deliveryOf(server, messageId);
   clock.set(new Date(Math.max(row.run_at.getTime(), clock.now().getTime())));
   const done = server.waitForDeliveries(1, ["delivered", "failed", "expired", "retrying"]);
   server.waypost.delivery!.poke();
   return (await done)[0]!;
 }
 
-test("5xx, then success: retried after about 10 s", async () => {
-  const { client } = await setup((_, index) => ({ status: index === 0 ? 503 : 200 }));
+test("5xx, then success: retried after about 10 s", async ({ server }) => {
+  const { client } = await setup(server, (_, index) => ({ status: index === 0 ? 503 : 200 }));
   const first = server.waitForDeliveries(1, ["retrying"]);
   const before = clock.now().getTime();
   const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
   expect((await first)[0]!.status).toBe("retrying");
-  const row = await deliveryOf(messageId);
+  const row = await deliveryOf(server, messageId);
   expect(row.run_at.getTime() - before).toBeGreaterThanOrEqual(8_000);
   expect(row.run_at.getTime() - before).toBeLessThanOrEqual(10_000);
-  expect((await runNextAttempt(messageId)).status).toBe("delivered");
+  expect((await runNextAttempt(server, messageId)).status).toBe("delivered");
   const attempts = await server.deliveries.getDelivery({ id: row.id });
   expect(attempts.delivery?.attempts.map((a) => a.statusCode)).toEqual([503, 200]);
   expect(attempts.delivery?.attemptCount).toBe(2);
 });
 
-test("no answer within 5 s counts as retryable", async () => {
-  const { client } = await setup((_, index) => (index === 0 ? { hang: true } : { status: 200 }));
+test("no answer within 5 s counts as retryable", async ({ server }) => {
+  const { client } = await setup(server, (_, index) => (index === 0 ? { hang: true } : { status: 200 }));
   const first = server.waitForDeliveries(1, ["retrying"]);
   const { messageId } = await client.track({ track: { userId: "u", event: "slow" } });
   await first;
-  const row = await deliveryOf(messageId);
+  const row = await deliveryOf(server, messageId);
   const log = await server.deliveries.getDelivery({ id: row.id });
   expect(log.delivery?.attempts[0]?.error).toContain("5000 ms");
   expect(log.delivery?.attempts[0]?.latencyMs).toBeGreaterThanOrEqual(4_900);
-  expect((await runNextAttempt(messageId)).status).toBe("delivered");
+  expect((await runNextAttempt(server, messageId)).status).toBe("delivered");
 });
 
-test("Retry-After is honoured", async () => {
-  const { client } = await setup((_, index) => (index === 0 ? { status: 429, headers: { "retry-after": "120" } } : { status: 200 }));
+test("Retry-After is honoured", async ({ server }) => {
+  const { client } = await setup(server, (_, index) =>
+    index === 0 ? { status: 429, headers: { "retry-after": "120" } } : { status: 200 },
+  );
   const first = server.waitForDeliveries(1, ["retrying"]);
   const before = clock.now().getTime();
   const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
   await first;
-  expect((await deliveryOf(messageId)).run_at.getTime() - before).toBe(120_000);
+  expect((await deliveryOf(server, messageId)).run_at.getTime() - before).toBe(120_000);
 });
 
-test("a retry goes only to the URLs that failed retryably", async () => {
+test("a retry goes only to the URLs that failed retryably", async ({ server }) => {
   const {
     client,
     receivers: [a, b],
-  } = await setup((request) => ({ status: request.path === "/hook" ? 500 : 200 }), 2);
+  } = await setup(server, (request) => ({ status: request.path === "/hook" ? 500 : 200 }), 2);
   // Both receivers answer 500 at first; then the first one recovers.
   let aCalls = 0;
   a!.respond = () => ({ status: aCalls++ === 0 ? 500 : 200 });
@@ -100,24 +96,24 @@ test("a retry goes only to the URLs that failed retryably", async () => {
   const first = server.waitForDeliveries(1, ["retrying"]);
   const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
   await first;
-  expect((await runNextAttempt(messageId)).status).toBe("delivered");
+  expect((await runNextAttempt(server, messageId)).status).toBe("delivered");
   expect(a!.requests).toHaveLength(2);
   expect(b!.requests).toHaveLength(1);
 });
 
-test("a failing endpoint expires 4 hours after the first attempt", async () => {
-  const { client } = await setup(() => ({ status: 500 }));
+test("a failing endpoint expires 4 hours after the first attempt", async ({ server }) => {
+  const { client } = await setup(server, () => ({ status: 500 }));
   const first = server.waitForDeliveries(1, ["retrying"]);
   const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
   await first;
-  const start = (await deliveryOf(messageId)).first_attempt_at.getTime();
+  const start = (await deliveryOf(server, messageId)).first_attempt_at.getTime();
   let last: Awaited<ReturnType<typeof runNextAttempt>> | undefined;
   for (let i = 0; i < 50; i++) {
-    last = await runNextAttempt(messageId);
+    last = await runNextAttempt(server, messageId);
     if (last.status !== "retrying") break;
   }
   expect(last!.status).toBe("expired");
-  const row = await deliveryOf(messageId);
+  const row = await deliveryOf(server, messageId);
   expect(clock.now().getTime() - start).toBeGreaterThanOrEqual(4 * hour);
   expect(clock.now().getTime() - start).toBeLessThan(4 * hour + 60_000);
   // Doubling from 10 s, capped at 30 min, over 4 h: about 14 attempts, not hundreds.
@@ -125,8 +121,8 @@ test("a failing endpoint expires 4 hours after the first attempt", async () => {
   expect(row.attempt_count).toBeLessThan(20);
 });
 
-test("a fixed URL helps pending retries: settings apply to the next attempt", async () => {
-  const { client, destination } = await setup(() => ({ status: 500 }));
+test("a fixed URL helps pending retries: settings apply to the next attempt", async ({ server }) => {
+  const { client, destination } = await setup(server, () => ({ status: 500 }));
   const fixed = await startReceiver();
   receivers.push(fixed);
   const first = server.waitForDeliveries(1, ["retrying"]);
@@ -136,32 +132,32 @@ test("a fixed URL helps pending retries: settings apply to the next attempt", as
     destination: { id: destination.id, webhooks: [{ url: fixed.url }] },
     updateMask: { paths: ["webhooks"] },
   });
-  expect((await runNextAttempt(messageId)).status).toBe("delivered");
+  expect((await runNextAttempt(server, messageId)).status).toBe("delivered");
   expect(fixed.requests).toHaveLength(1);
 });
 
-test("a failed delivery can be replayed", async () => {
-  const { client } = await setup((_, index) => ({ status: index === 0 ? 410 : 200 }));
+test("a failed delivery can be replayed", async ({ server }) => {
+  const { client } = await setup(server, (_, index) => ({ status: index === 0 ? 410 : 200 }));
   const first = server.waitForDeliveries(1);
   const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
   expect((await first)[0]!.status).toBe("failed");
-  const row = await deliveryOf(messageId);
+  const row = await deliveryOf(server, messageId);
   const replayed = server.waitForDeliveries(1);
   const { delivery } = await server.deliveries.retryDelivery({ id: row.id });
   expect(delivery?.status).toBe(DeliveryStatus.RETRYING);
   expect((await replayed)[0]!.status).toBe("delivered");
 });
 
-test("disabling pauses pending deliveries, enabling resumes them, deleting cancels them", async () => {
+test("disabling pauses pending deliveries, enabling resumes them, deleting cancels them", async ({ server }) => {
   const {
     client,
     destination,
     receivers: [r],
-  } = await setup(() => ({ status: 200 }));
+  } = await setup(server, () => ({ status: 200 }));
   await server.destinations.updateDestination({ destination: { id: destination.id, enabled: false }, updateMask: { paths: ["enabled"] } });
   // Calls received while it is off are not forwarded later.
   const { messageId: whileOff } = await client.track({ track: { userId: "u", event: "while off" } });
-  expect(await deliveryOf(whileOff)).toBeUndefined();
+  expect(await deliveryOf(server, whileOff)).toBeUndefined();
   // Deliveries queued before it was turned off wait.
   const { messageId: queued } = await server.tracking((await server.createSource()).writeKey).track({ track: { userId: "u", event: "E" } });
   expect(queued).toBeTruthy();
@@ -180,7 +176,7 @@ test("disabling pauses pending deliveries, enabling resumes them, deleting cance
   await server.tracking(other.writeKey).track({ track: { userId: "u", event: "control" } });
   server.waypost.delivery!.poke();
   expect((await controlDone)[0]!.status).toBe("delivered");
-  const pending = await deliveryOf(queued);
+  const pending = await deliveryOf(server, queued);
   expect(pending.status).toBe("pending");
   expect(pending.attempt_count).toBe(0);
   const resumed = server.waitForDeliveries(1);
@@ -198,11 +194,11 @@ test("disabling pauses pending deliveries, enabling resumes them, deleting cance
     [pending.id],
   );
   await server.destinations.deleteDestination({ id: destination.id });
-  expect((await deliveryOf(queued)).status).toBe("cancelled");
+  expect((await deliveryOf(server, queued)).status).toBe("cancelled");
 });
 
-test("paused deliveries still expire at the retry deadline", async () => {
-  const { client, destination } = await setup(() => ({ status: 500 }));
+test("paused deliveries still expire at the retry deadline", async ({ server }) => {
+  const { client, destination } = await setup(server, () => ({ status: 500 }));
   const first = server.waitForDeliveries(1, ["retrying"]);
   const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
   await first;
@@ -210,22 +206,22 @@ test("paused deliveries still expire at the retry deadline", async () => {
   clock.advance(4 * hour + 1_000);
   const { expired } = await server.waypost.maintenance!.runOnce();
   expect(expired).toBeGreaterThanOrEqual(1);
-  expect((await deliveryOf(messageId)).status).toBe("expired");
+  expect((await deliveryOf(server, messageId)).status).toBe("expired");
 });
 
-test("a delivery cancelled while its request is in flight stays cancelled", async () => {
+test("a delivery cancelled while its request is in flight stays cancelled", async ({ server }) => {
   let release: () => void = () => {};
   const answer = new Promise<void>((resolve) => (release = resolve));
   const {
     client,
     destination,
     receivers: [r],
-  } = await setup(() => ({ status: 200, after: answer }));
+  } = await setup(server, () => ({ status: 200, after: answer }));
   const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
   await r!.waitForRequests(1);
   await server.destinations.deleteDestination({ id: destination.id });
   const stale = new Promise((resolve) => server.waypost.delivery!.events.once("stale", resolve));
   release();
   await stale;
-  expect((await deliveryOf(messageId)).status).toBe("cancelled");
+  expect((await deliveryOf(server, messageId)).status).toBe("cancelled");
 });

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { ManualClock } from "../../src/clock.js";
 import type { Pool } from "../../src/db/pool.js";
 import { countReplayable } from "../../src/db/job-table/index.js";
@@ -8,31 +8,24 @@ import { createBackfillJob } from "../../src/delivery/backfill-job.js";
 import { createJobRunner } from "../../src/background/job-runner.js";
 import { createRetryJob } from "../../src/delivery/retry-job.js";
 import { createLogger } from "../../src/logger.js";
-import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { testWith } from "../helpers/fixtures.js";
 
 const sourceId = "00000000-0000-4000-8000-0000000000a1";
 const destinationId = "00000000-0000-4000-8000-0000000000b1";
 const now = new Date("2026-11-20T10:00:00Z");
 const cutoff = new Date("2026-11-13T10:00:00Z");
 
-let database: TestDatabase;
-let pool: Pool;
-
-beforeAll(async () => {
-  ({ database, pool } = await openTestDatabase());
+const test = testWith();
+test.beforeAll(async ({ pool }) => {
   await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', 'k')", [sourceId]);
   await pool.query(
     `INSERT INTO destinations (id, name, enabled, webhooks) VALUES ($1, 'd', false, '[{"url":"http://example.com","headers":{}}]')`,
     [destinationId],
   );
 });
-afterAll(async () => {
-  await pool?.end();
-  await database?.drop();
-});
 
 /** `count` deliveries in `status`, their messages received at `receivedAt`. */
-async function insert(count: number, status: string, receivedAt: Date): Promise<string[]> {
+async function insert(pool: Pool, count: number, status: string, receivedAt: Date): Promise<string[]> {
   const result = await pool.query<{ id: string }>(
     `WITH m AS (
        INSERT INTO messages (source_id, message_id, type, received_at, payload)
@@ -54,17 +47,17 @@ async function insert(count: number, status: string, receivedAt: Date): Promise<
   return result.rows.map((r) => r.id);
 }
 
-test("a retry job replays every match in pages with a fresh window and a new lease token, and nothing else", async () => {
+test("a retry job replays every match in pages with a fresh window and a new lease token, and nothing else", async ({ pool }) => {
   const recent = new Date("2026-11-19T10:00:00Z");
-  const failed = await insert(25, "failed", recent);
-  const expired = await insert(4, "expired", recent);
-  const delivered = await insert(3, "delivered", recent);
-  const old = await insert(5, "failed", new Date("2026-11-01T10:00:00Z"));
+  const failed = await insert(pool, 25, "failed", recent);
+  const expired = await insert(pool, 4, "expired", recent);
+  const delivered = await insert(pool, 3, "delivered", recent);
+  const old = await insert(pool, 5, "failed", new Date("2026-11-01T10:00:00Z"));
   const filter = { destinationId, statuses: ["failed", "expired"] as ("failed" | "expired")[] };
   const counts = await countReplayable(pool, filter, cutoff);
   expect(counts).toMatchObject({ replayable: 29, pastRetention: 5 });
   // Failing after the replay was asked for: not part of it.
-  const later = await insert(2, "failed", recent);
+  const later = await insert(pool, 2, "failed", recent);
 
   const jobs = createJobRunner({
     pool,
@@ -122,7 +115,7 @@ test("a retry job replays every match in pages with a fresh window and a new lea
   expect(notifications).toEqual(["waypost_deliveries", "waypost_deliveries", "waypost_deliveries"]);
 });
 
-test("a retry job whose destination was deleted is cancelled, replaying nothing", async () => {
+test("a retry job whose destination was deleted is cancelled, replaying nothing", async ({ pool }) => {
   const gone = "00000000-0000-4000-8000-0000000000b2";
   const id = randomUUID();
   await insertJob(pool, {

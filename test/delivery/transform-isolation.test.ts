@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import type { DeliveryCompletion } from "../../src/db/job-table/index.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 
 // Hostile transforms beside plain destinations, through the real server and
 // delivery loop: a transform that runs out its time on every call and one
@@ -10,26 +10,19 @@ import { startTestServer, type TestServer } from "../helpers/server.js";
 // beside them (with a transform or none) deliver everything meanwhile.
 
 const timeoutMs = 200;
-let server: TestServer;
-let receiver: Receiver;
 
-beforeAll(async () => {
-  server = await startTestServer({
+const test = testWith({
+  server: {
     // Few slots: two destinations whose deliveries all wait for a sandbox could hold every one of them.
     config: {
       delivery: { concurrency: 32, perDestinationConcurrency: 16 },
       transform: { timeoutMs, memoryMb: 32, workers: 2 },
     },
-  });
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
+  },
 });
 
 /** Every completion written, by destination. */
-function recordCompletions(): Map<string, DeliveryCompletion[]> {
+function recordCompletions(server: TestServer): Map<string, DeliveryCompletion[]> {
   const byDestination = new Map<string, DeliveryCompletion[]>();
   server.waypost.delivery!.events.on("completed", (completions) => {
     for (const c of completions) byDestination.set(c.destinationId, [...(byDestination.get(c.destinationId) ?? []), c]);
@@ -38,7 +31,12 @@ function recordCompletions(): Map<string, DeliveryCompletion[]> {
 }
 
 /** Resolves once `count` deliveries of the destination have reached a final state. */
-function finished(byDestination: Map<string, DeliveryCompletion[]>, destinationId: string, count: number): Promise<DeliveryCompletion[]> {
+function finished(
+  server: TestServer,
+  byDestination: Map<string, DeliveryCompletion[]>,
+  destinationId: string,
+  count: number,
+): Promise<DeliveryCompletion[]> {
   const done = () => (byDestination.get(destinationId) ?? []).filter((c) => c.status === "delivered" || c.status === "failed");
   return new Promise((resolve) => {
     const off = server.waypost.delivery!.events.on("completed", () => {
@@ -50,8 +48,11 @@ function finished(byDestination: Map<string, DeliveryCompletion[]>, destinationI
   });
 }
 
-test("hostile transforms fail only their own deliveries while plain and transforming destinations keep delivering", async () => {
-  const byDestination = recordCompletions();
+test("hostile transforms fail only their own deliveries while plain and transforming destinations keep delivering", async ({
+  server,
+  receiver,
+}) => {
+  const byDestination = recordCompletions(server);
   const source = await server.createSource("isolation");
   const webhooks = [{ url: receiver.url }];
   const hog = await server.createDestination({
@@ -69,7 +70,7 @@ test("hostile transforms fail only their own deliveries while plain and transfor
   const hostileCalls = 150;
   const calls = (n: number, prefix: string) =>
     Array.from({ length: n }, (_, i) => ({ type: { case: "track" as const, value: { userId: `u${i}`, event: `${prefix} ${i}` } } }));
-  const firstHogFailure = finished(byDestination, hog.id, 1);
+  const firstHogFailure = finished(server, byDestination, hog.id, 1);
   expect((await server.tracking(source.writeKey).batch({ batch: calls(hostileCalls, "early") })).accepted).toBe(hostileCalls);
   await firstHogFailure;
 
@@ -83,8 +84,8 @@ test("hostile transforms fail only their own deliveries while plain and transfor
     transform: "function transform(e) { e.event = 'renamed ' + e.event; return e }",
   });
   const n = 100;
-  const plainDone = finished(byDestination, plain.id, n);
-  const renamingDone = finished(byDestination, renaming.id, n);
+  const plainDone = finished(server, byDestination, plain.id, n);
+  const renamingDone = finished(server, byDestination, renaming.id, n);
   expect((await server.tracking(other.writeKey).batch({ batch: calls(n, "beside") })).accepted).toBe(n);
   const [plainCompletions, renamingCompletions] = await Promise.all([plainDone, renamingDone]);
   const hostileFinished = [hog.id, bomb.id].map((id) => (byDestination.get(id) ?? []).filter((c) => c.status === "failed").length);

@@ -1,19 +1,14 @@
-import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { afterEach, expect } from "vitest";
 import { eventually, startServiceProcess, type ServiceProcess } from "../helpers/process.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 import { startReceiver, type Receiver, type Responder } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
 
 // An API-only server creates the data; deliveries are worked by separate processes.
-let api: TestServer;
 const processes: ServiceProcess[] = [];
 const receivers: Receiver[] = [];
 
-beforeAll(async () => {
-  api = await startTestServer({ config: { role: "api" } });
-});
-afterAll(async () => {
-  await api?.stop();
-});
+const test = testWith({ server: { config: { role: "api" } } });
 afterEach(async () => {
   for (const p of processes.splice(0)) {
     if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
@@ -22,13 +17,13 @@ afterEach(async () => {
   await Promise.all(receivers.splice(0).map((r) => r.close()));
 });
 
-async function worker(env: Record<string, string> = {}) {
+async function worker(api: TestServer, env: Record<string, string> = {}) {
   const p = await startServiceProcess(api.database.url, { WAYPOST_ROLE: "worker", ...env });
   processes.push(p);
   return p;
 }
 
-async function setup(respond: Responder) {
+async function setup(api: TestServer, respond: Responder) {
   const receiver = await startReceiver({ respond });
   receivers.push(receiver);
   const source = await api.createSource();
@@ -36,7 +31,7 @@ async function setup(respond: Responder) {
   return { receiver, client: api.tracking(source.writeKey) };
 }
 
-async function statusOf(messageId: string) {
+async function statusOf(api: TestServer, messageId: string) {
   const result = await api.pool.query(
     `SELECT d.status, d.attempt_count FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE m.message_id = $1`,
     [messageId],
@@ -44,19 +39,19 @@ async function statusOf(messageId: string) {
   return result.rows[0] as { status: string; attempt_count: number };
 }
 
-test("a worker killed with SIGKILL mid-delivery leaves the work to another after its lease", async () => {
-  const { receiver, client } = await setup((_, index) => (index === 0 ? { hang: true } : { status: 200 }));
-  const first = await worker({ WAYPOST_LEASE_MS: "1500" });
+test("a worker killed with SIGKILL mid-delivery leaves the work to another after its lease", async ({ server: api }) => {
+  const { receiver, client } = await setup(api, (_, index) => (index === 0 ? { hang: true } : { status: 200 }));
+  const first = await worker(api, { WAYPOST_LEASE_MS: "1500" });
   const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
   await receiver.waitForRequests(1);
   first.child.kill("SIGKILL");
   expect(await first.exited).toBe("SIGKILL");
-  expect((await statusOf(messageId)).status).toBe("pending");
-  await worker({ WAYPOST_LEASE_MS: "1500" });
+  expect((await statusOf(api, messageId)).status).toBe("pending");
+  await worker(api, { WAYPOST_LEASE_MS: "1500" });
   const [, second] = await receiver.waitForRequests(2);
   expect(JSON.parse(second!.body).messageId).toBe(messageId);
   const final = await eventually(async () => {
-    const row = await statusOf(messageId);
+    const row = await statusOf(api, messageId);
     return row.status === "delivered" && row;
   });
   // The killed worker never recorded its attempt; the survivor's is the only one.
@@ -64,10 +59,10 @@ test("a worker killed with SIGKILL mid-delivery leaves the work to another after
 });
 
 // Generous limits: on a busy machine 2,000 deliveries may take a while; what is checked is that none is sent twice.
-test("two worker processes never work the same delivery at once", { timeout: 120_000 }, async () => {
-  const { receiver, client } = await setup(() => ({ status: 200 }));
-  const a = await worker();
-  const b = await worker();
+test("two worker processes never work the same delivery at once", { timeout: 120_000 }, async ({ server: api }) => {
+  const { receiver, client } = await setup(api, () => ({ status: 200 }));
+  const a = await worker(api);
+  const b = await worker(api);
   const total = 2_000;
   for (let batch = 0; batch < total / 100; batch++) {
     await client.batch({
@@ -116,11 +111,11 @@ test("two worker processes never work the same delivery at once", { timeout: 120
   expect(byB).toBeGreaterThan(0);
 });
 
-test("SIGTERM finishes in-flight deliveries and exits cleanly", async () => {
+test("SIGTERM finishes in-flight deliveries and exits cleanly", async ({ server: api }) => {
   let release: () => void = () => {};
   const answer = new Promise<void>((resolve) => (release = resolve));
-  const { receiver, client } = await setup(() => ({ status: 200, after: answer }));
-  const p = await worker();
+  const { receiver, client } = await setup(api, () => ({ status: 200, after: answer }));
+  const p = await worker(api);
   const { messageId } = await client.track({ track: { userId: "u", event: "E" } });
   await receiver.waitForRequests(1);
   p.child.kill("SIGTERM");
@@ -128,5 +123,5 @@ test("SIGTERM finishes in-flight deliveries and exits cleanly", async () => {
   // The request is still open after the signal; answering it now must still count.
   release();
   expect(await p.exited).toBe(0);
-  expect(await statusOf(messageId)).toEqual({ status: "delivered", attempt_count: 1 });
+  expect(await statusOf(api, messageId)).toEqual({ status: "delivered", attempt_count: 1 });
 });

@@ -2,32 +2,30 @@ import { randomUUID } from "node:crypto";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect as connectNats } from "@nats-io/transport-node";
 import { type ConsumeMessage, connect as connectAmqp } from "amqplib";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { DestinationKind } from "../../../gen/waypost/v1/destination_pb.js";
 import { brokerAnswers, testAmqpUrl, testNatsUrl } from "../../helpers/brokers.js";
-import { completionsOf, startTestServer, type TestServer } from "../../helpers/server.js";
+import { testWith } from "../../helpers/fixtures.js";
+import type { TestServer } from "../../helpers/server.js";
+import { completionsOf } from "../../helpers/server.js";
 
 // AMQP and NATS destinations end to end: created over the RPC like any
 // kind, with a filter and a dropped field, delivered to the machine's
 // RabbitMQ and NATS JetStream, their fates and attempts recorded.
 const [amqpUp, natsUp] = await Promise.all([brokerAnswers("amqp", testAmqpUrl), brokerAnswers("nats", testNatsUrl)]);
 
-let server: TestServer;
 let sourceId = "";
 let writeKey = "";
 
-beforeAll(async () => {
-  server = await startTestServer();
+const test = testWith();
+test.beforeAll(async ({ server }) => {
   const source = await server.createSource();
   sourceId = source.id;
   writeKey = source.writeKey;
 });
-afterAll(async () => {
-  await server?.stop();
-});
 
 /** Three calls: two track calls that pass the filter (one with a field the destination drops), one page call that does not. */
-async function sendCalls(): Promise<void> {
+async function sendCalls(server: TestServer): Promise<void> {
   const client = server.tracking(writeKey);
   await client.track({ track: { userId: "u1", event: "Order Completed", properties: { total: 5, secret: "drop me" } } });
   await client.track({ track: { userId: "u2", event: "Signed Up" } });
@@ -38,7 +36,7 @@ const rules = { filter: { type: "track" }, dropFields: ["properties.secret"] };
 
 test.skipIf(!amqpUp)(
   "an AMQP destination publishes every passing call with confirms: message_id, type, routing key, the shaped body",
-  async () => {
+  async ({ server }) => {
     const id = randomUUID().slice(0, 8);
     const exchange = `waypost-e2e-${id}`;
     const admin = await connectAmqp(testAmqpUrl);
@@ -67,7 +65,7 @@ test.skipIf(!amqpUp)(
       expect(destination.amqp?.url).toContain(":***@");
       expect(destination.amqp).toMatchObject({ exchange, routingKey: "{sourceId}.{type}.{event}", mandatory: true, hasAmqpUrl: true });
       const done = completionsOf(server, destination.id, 2);
-      await sendCalls();
+      await sendCalls(server);
       await two;
       const completions = await done;
       expect(completions.map((c) => c.status)).toEqual(["delivered", "delivered"]);
@@ -95,7 +93,7 @@ test.skipIf(!amqpUp)(
   },
 );
 
-test.skipIf(!amqpUp)("AMQP: mandatory with no binding fails the attempt naming NO_ROUTE, retried on the schedule", async () => {
+test.skipIf(!amqpUp)("AMQP: mandatory with no binding fails the attempt naming NO_ROUTE, retried on the schedule", async ({ server }) => {
   const id = randomUUID().slice(0, 8);
   const exchange = `waypost-e2e-unbound-${id}`;
   const admin = await connectAmqp(testAmqpUrl);
@@ -122,39 +120,42 @@ test.skipIf(!amqpUp)("AMQP: mandatory with no binding fails the attempt naming N
   }
 });
 
-test.skipIf(!natsUp)("a NATS destination publishes every passing call to JetStream with Nats-Msg-Id, on the rendered subject", async () => {
-  const id = randomUUID().slice(0, 8);
-  const nc = await connectNats({ servers: new URL(testNatsUrl).host });
-  const jsm = await jetstreamManager(nc);
-  const stream = `WAYPOST_E2E_${id}`;
-  await jsm.streams.add({ name: stream, subjects: [`waypost-e2e-${id}.>`] });
-  try {
-    const destination = await server.createDestination({
-      name: `nats-${id}`,
-      sourceIds: [sourceId],
-      kind: DestinationKind.NATS,
-      nats: { servers: [testNatsUrl], subject: `waypost-e2e-${id}.{type}.{event}` },
-      ...rules,
-    });
-    expect(destination.nats).toMatchObject({ servers: [new URL(testNatsUrl).href.replace(/\/$/, "")], hasToken: false });
-    const done = completionsOf(server, destination.id, 2);
-    await sendCalls();
-    expect((await done).map((c) => c.status)).toEqual(["delivered", "delivered"]);
-    const messages = await Promise.all([1, 2].map((seq) => jsm.streams.getMessage(stream, { seq })));
-    expect(messages.map((m) => m!.subject).sort()).toEqual([
-      `waypost-e2e-${id}.track.order_completed`,
-      `waypost-e2e-${id}.track.signed_up`,
-    ]);
-    for (const message of messages) expect(message!.header.get("Nats-Msg-Id")).toMatch(/^[0-9a-f-]{36}$/);
-    const order = messages.find((m) => m!.subject.endsWith("order_completed"))!;
-    expect((JSON.parse(order.string()) as { properties: unknown }).properties).toEqual({ total: 5 });
-  } finally {
-    await jsm.streams.delete(stream);
-    await nc.close();
-  }
-});
+test.skipIf(!natsUp)(
+  "a NATS destination publishes every passing call to JetStream with Nats-Msg-Id, on the rendered subject",
+  async ({ server }) => {
+    const id = randomUUID().slice(0, 8);
+    const nc = await connectNats({ servers: new URL(testNatsUrl).host });
+    const jsm = await jetstreamManager(nc);
+    const stream = `WAYPOST_E2E_${id}`;
+    await jsm.streams.add({ name: stream, subjects: [`waypost-e2e-${id}.>`] });
+    try {
+      const destination = await server.createDestination({
+        name: `nats-${id}`,
+        sourceIds: [sourceId],
+        kind: DestinationKind.NATS,
+        nats: { servers: [testNatsUrl], subject: `waypost-e2e-${id}.{type}.{event}` },
+        ...rules,
+      });
+      expect(destination.nats).toMatchObject({ servers: [new URL(testNatsUrl).href.replace(/\/$/, "")], hasToken: false });
+      const done = completionsOf(server, destination.id, 2);
+      await sendCalls(server);
+      expect((await done).map((c) => c.status)).toEqual(["delivered", "delivered"]);
+      const messages = await Promise.all([1, 2].map((seq) => jsm.streams.getMessage(stream, { seq })));
+      expect(messages.map((m) => m!.subject).sort()).toEqual([
+        `waypost-e2e-${id}.track.order_completed`,
+        `waypost-e2e-${id}.track.signed_up`,
+      ]);
+      for (const message of messages) expect(message!.header.get("Nats-Msg-Id")).toMatch(/^[0-9a-f-]{36}$/);
+      const order = messages.find((m) => m!.subject.endsWith("order_completed"))!;
+      expect((JSON.parse(order.string()) as { properties: unknown }).properties).toEqual({ total: 5 });
+    } finally {
+      await jsm.streams.delete(stream);
+      await nc.close();
+    }
+  },
+);
 
-test.skipIf(!natsUp)("NATS: no stream for the subject fails the attempt naming the subject", async () => {
+test.skipIf(!natsUp)("NATS: no stream for the subject fails the attempt naming the subject", async ({ server }) => {
   const id = randomUUID().slice(0, 8);
   const destination = await server.createDestination({
     name: `nats-nostream-${id}`,

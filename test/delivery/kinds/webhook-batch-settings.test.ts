@@ -1,21 +1,14 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { startTestServer, type TestServer } from "../../helpers/server.js";
+import { expect } from "vitest";
+import { testWith } from "../../helpers/fixtures.js";
 
-let server: TestServer;
-
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const test = testWith();
 
 type Batch = { maxCalls: number; maxBytes?: number; maxWaitMs?: number };
 
 const url = "https://example.com/hook";
 
-test("batch settings: defaults filled in, returned as stored, removed by an update without them", async () => {
+test("batch settings: defaults filled in, returned as stored, removed by an update without them", async ({ server }) => {
   const created = await server.createDestination({
     name: "batched",
     webhooks: [{ url }, { url: "https://example.com/other", batch: { maxCalls: 100 } }],
@@ -36,7 +29,7 @@ test("batch settings: defaults filled in, returned as stored, removed by an upda
   expect(single!.webhooks[0]!.batch).toBeUndefined();
 });
 
-test("bad batch settings are refused naming the field", async () => {
+test("bad batch settings are refused naming the field", async ({ server }) => {
   const refused = async (batch: Batch, field: string, problem: string) => {
     const error = await server.destinations
       .createDestination({ destination: { name: "bad", webhooks: [{ url }, { url, batch }] } })

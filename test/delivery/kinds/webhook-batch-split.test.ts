@@ -1,26 +1,21 @@
 import { createHmac, randomBytes } from "node:crypto";
-import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { ManualClock } from "../../../src/clock.js";
 import { selectAttempts } from "../../../src/db/queries/deliveries.js";
 import { selectLastAttempts } from "../../../src/db/queries/last-attempts.js";
 import { batchWebhookId } from "../../../src/delivery/kinds/webhook/batch-split.js";
 import { healthConfig } from "../../health/support.js";
+import { testWith } from "../../helpers/fixtures.js";
+import type { TestServer } from "../../helpers/server.js";
 import { startReceiver, type ReceivedRequest, type Receiver } from "../../helpers/receiver.js";
-import { completionsOf, startTestServer, type TestServer } from "../../helpers/server.js";
+import { completionsOf } from "../../helpers/server.js";
 import { verifyStandardWebhook } from "../../helpers/standard-webhooks.js";
 
-let clock: ManualClock;
-let server: TestServer;
+const clock = new ManualClock(new Date("2026-12-06T10:00:00Z"));
 const receivers: Receiver[] = [];
 
-beforeAll(async () => {
-  clock = new ManualClock(new Date("2026-12-06T10:00:00Z"));
-  server = await startTestServer({ clock, config: healthConfig() });
-});
-afterAll(async () => {
-  await server?.stop();
-});
-afterEach(async () => {
+const test = testWith({ server: { clock, config: healthConfig() } });
+test.afterEach(async ({ server }) => {
   await server.waypost.delivery!.settle();
   await Promise.all(receivers.splice(0).map((r) => r.close()));
 });
@@ -38,7 +33,7 @@ const messageIdsIn = (request: ReceivedRequest): string[] =>
   (JSON.parse(request.body).batch as Array<{ messageId: string }>).map((call) => call.messageId);
 
 /** A call's attempts as the delivery views list them, in order. */
-async function attemptsOf(messageId: string, destinationId: string) {
+async function attemptsOf(server: TestServer, messageId: string, destinationId: string) {
   const result = await server.pool.query<{ id: string }>(
     "SELECT d.id FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE m.message_id = $1 AND d.destination_id = $2",
     [messageId, destinationId],
@@ -52,7 +47,7 @@ async function attemptsOf(messageId: string, destinationId: string) {
 }
 
 /** Sends `small` calls and one large one (at position `at`) to a destination batching them all into one POST. */
-async function oneBatchWithALargeCall(url: string, small: number, at: number, extra = {}) {
+async function oneBatchWithALargeCall(server: TestServer, url: string, small: number, at: number, extra = {}) {
   const source = await server.createSource();
   const batch = { maxCalls: small + 1, maxWaitMs: 60_000 };
   const destination = await server.createDestination({ name: "split", sourceIds: [source.id], webhooks: [{ url, batch }], ...extra });
@@ -69,10 +64,12 @@ async function oneBatchWithALargeCall(url: string, small: number, at: number, ex
   return { destination, innocent, large, completions: await finished };
 }
 
-test("a batch refused with 413 is sent again in halves down to one: only the call too large alone fails; each POST is signed and an attempt of its own", async () => {
+test("a batch refused with 413 is sent again in halves down to one: only the call too large alone fails; each POST is signed and an attempt of its own", async ({
+  server,
+}) => {
   const secret = `whsec_${randomBytes(32).toString("base64")}`;
   const r = await limitedReceiver(4_000, { status: 413, body: "Payload Too Large" });
-  const { destination, innocent, large, completions } = await oneBatchWithALargeCall(r.url, 40, 17, {
+  const { destination, innocent, large, completions } = await oneBatchWithALargeCall(server, r.url, 40, 17, {
     signingSecrets: [secret],
     sharedSecret: "shh",
   });
@@ -96,7 +93,7 @@ test("a batch refused with 413 is sent again in halves down to one: only the cal
   expect(r.requests.some((request) => messageIdsIn(request).join() === large)).toBe(true);
 
   for (const id of innocent) {
-    const attempts = await attemptsOf(id, destination.id);
+    const attempts = await attemptsOf(server, id, destination.id);
     expect(attempts.length).toBeGreaterThanOrEqual(2);
     expect(attempts.at(-1)).toMatchObject({ outcome: "success", status_code: 200 });
     for (const refused of attempts.slice(0, -1)) {
@@ -108,21 +105,21 @@ test("a batch refused with 413 is sent again in halves down to one: only the cal
   const delivered = completions.filter((c) => c.status === "delivered").map((c) => c.id);
   const last = await selectLastAttempts(server.pool, Array(delivered.length).fill(destination.id), delivered);
   expect(last.map((a) => a.status_code)).toEqual(Array(40).fill(200));
-  const largeAttempts = await attemptsOf(large, destination.id);
+  const largeAttempts = await attemptsOf(server, large, destination.id);
   expect(largeAttempts.every((a) => a.outcome === "permanent" && a.status_code === 413)).toBe(true);
   // The first POST carried all 41; the last carried the large call alone and is final.
   expect(largeAttempts[0]!.error).toMatch(/\(41 calls\)/);
   expect(largeAttempts.at(-1)!.error).toBeNull();
 });
 
-test("a 400 whose body says the payload is too large splits too; a plain 400 fails the whole batch", async () => {
+test("a 400 whose body says the payload is too large splits too; a plain 400 fails the whole batch", async ({ server }) => {
   const tooLarge = await limitedReceiver(2_000, { status: 400, body: '{"error":"request entity too large"}' });
-  const split = await oneBatchWithALargeCall(tooLarge.url, 6, 0);
+  const split = await oneBatchWithALargeCall(server, tooLarge.url, 6, 0);
   expect(split.completions.filter((c) => c.status === "delivered")).toHaveLength(6);
   expect(split.completions.find((c) => c.status !== "delivered")?.status).toBe("failed");
 
   const refusing = await limitedReceiver(2_000, { status: 400, body: '{"error":"missing field"}' });
-  const whole = await oneBatchWithALargeCall(refusing.url, 6, 0);
+  const whole = await oneBatchWithALargeCall(server, refusing.url, 6, 0);
   expect(whole.completions.map((c) => c.status)).toEqual(Array(7).fill("failed"));
   expect(refusing.requests).toHaveLength(1);
 });

@@ -1,27 +1,22 @@
 import { createHmac, randomBytes } from "node:crypto";
-import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { Fate } from "../../../gen/waypost/v1/delivery_pb.js";
 import { Ordering } from "../../../gen/waypost/v1/destination_pb.js";
 import { ManualClock } from "../../../src/clock.js";
 import { claimRound, healthConfig } from "../../health/support.js";
+import { testWith } from "../../helpers/fixtures.js";
+import type { TestServer } from "../../helpers/server.js";
 import { startReceiver, type ReceivedRequest, type Receiver } from "../../helpers/receiver.js";
-import { completionsOf, startTestServer, type TestServer } from "../../helpers/server.js";
+import { completionsOf } from "../../helpers/server.js";
 import { verifyStandardWebhook } from "../../helpers/standard-webhooks.js";
 import { selectAttempts } from "../../../src/db/queries/deliveries.js";
 
-let clock: ManualClock;
-let server: TestServer;
+// The loop claims only when woken (a new call, a poke): batches fill from the test's calls alone.
+const clock = new ManualClock(new Date("2026-11-22T10:00:00Z"));
 const receivers: Receiver[] = [];
 
-beforeAll(async () => {
-  clock = new ManualClock(new Date("2026-11-22T10:00:00Z"));
-  // The loop claims only when woken (a new call, a poke): batches fill from the test's calls alone.
-  server = await startTestServer({ clock, config: healthConfig() });
-});
-afterAll(async () => {
-  await server?.stop();
-});
-afterEach(async () => {
+const test = testWith({ server: { clock, config: healthConfig() } });
+test.afterEach(async ({ server }) => {
   await server.waypost.delivery!.settle();
   await Promise.all(receivers.splice(0).map((r) => r.close()));
 });
@@ -34,7 +29,7 @@ async function receiver(respond: (index: number) => number = () => 200) {
 
 type Batch = { maxCalls: number; maxBytes?: number; maxWaitMs?: number };
 
-async function batchedDestination(url: string, batch: Batch, extra = {}) {
+async function batchedDestination(server: TestServer, url: string, batch: Batch, extra = {}) {
   const source = await server.createSource();
   const destination = await server.createDestination({ name: "batched", sourceIds: [source.id], webhooks: [{ url, batch }], ...extra });
   return { source, destination, client: server.tracking(source.writeKey) };
@@ -50,7 +45,7 @@ const callsIn = (
  * them on: set it up before what makes them due. Without rules a claimed
  * call reaches its kind within the claim's own turn of the event loop.
  */
-function handedOver(count: number): Promise<void> {
+function handedOver(server: TestServer, count: number): Promise<void> {
   const loop = server.waypost.delivery!;
   return new Promise<void>((resolve) => {
     let total = 0;
@@ -64,7 +59,7 @@ function handedOver(count: number): Promise<void> {
 }
 
 /** Moves the clock and lets the loop turn once (its tick sends the batches due by then). */
-async function advance(ms: number) {
+async function advance(server: TestServer, ms: number) {
   const loop = server.waypost.delivery!;
   const turned = new Promise<void>((resolve) => {
     const off = loop.events.on("claimed", () => {
@@ -78,7 +73,7 @@ async function advance(ms: number) {
 }
 
 /** A call's attempts as the delivery views list them (a batch POST's attempt is one row for the batch). */
-async function attemptsOf(messageId: string, destinationId: string) {
+async function attemptsOf(server: TestServer, messageId: string, destinationId: string) {
   const result = await server.pool.query<{ id: string }>(
     "SELECT d.id FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE m.message_id = $1 AND d.destination_id = $2",
     [messageId, destinationId],
@@ -91,7 +86,9 @@ async function attemptsOf(messageId: string, destinationId: string) {
   return attempts.map((a) => ({ outcome: a.outcome, status_code: a.status_code }));
 }
 
-test("one POST carries the calls as {batch:[...]}, each the body a single POST carries after the rules; both signatures verify over it", async () => {
+test("one POST carries the calls as {batch:[...]}, each the body a single POST carries after the rules; both signatures verify over it", async ({
+  server,
+}) => {
   const secret = `whsec_${randomBytes(32).toString("base64")}`;
   const [batchReceiver, singleReceiver] = [await receiver(), await receiver()];
   const rules = {
@@ -101,7 +98,7 @@ test("one POST carries the calls as {batch:[...]}, each the body a single POST c
     dropFields: ["properties.secret"],
     transform: "function transform(e) { if (e.event === 'Skip') return null; e.properties.shaped = true; return e }",
   };
-  const { source, destination } = await batchedDestination(batchReceiver.url, { maxCalls: 3, maxWaitMs: 60_000 }, rules);
+  const { source, destination } = await batchedDestination(server, batchReceiver.url, { maxCalls: 3, maxWaitMs: 60_000 }, rules);
   // The same rules, one call per POST: what each call of the batch must be, byte for byte.
   await server.createDestination({ name: "single", sourceIds: [source.id], webhooks: [{ url: singleReceiver.url }], ...rules });
   const client = server.tracking(source.writeKey);
@@ -128,7 +125,7 @@ test("one POST carries the calls as {batch:[...]}, each the body a single POST c
   expect([a, b, c]).not.toContain(request!.headers["webhook-id"]);
   expect(request!.headers.traceparent).toBeUndefined();
 
-  for (const id of [a, b, c]) expect(await attemptsOf(id, destination.id)).toEqual([{ outcome: "success", status_code: 200 }]);
+  for (const id of [a, b, c]) expect(await attemptsOf(server, id, destination.id)).toEqual([{ outcome: "success", status_code: 200 }]);
   // Each call's attempt records its own body as sent (the rules changed it), not another call's of the batch.
   for (const id of [a, b, c]) {
     const sent = await server.pool.query<{ sent_body: string }>(
@@ -152,10 +149,10 @@ test("one POST carries the calls as {batch:[...]}, each the body a single POST c
   expect(await fateOf(identified)).toMatchObject({ fate: Fate.FILTERED, reason: "filter" });
 });
 
-test("a 500 retries the whole batch: every call's delivery shows the failed attempt, then the success", async () => {
+test("a 500 retries the whole batch: every call's delivery shows the failed attempt, then the success", async ({ server }) => {
   const r = await receiver((index) => (index === 0 ? 500 : 200));
   const secret = `whsec_${randomBytes(32).toString("base64")}`;
-  const { destination, client } = await batchedDestination(r.url, { maxCalls: 2, maxWaitMs: 60_000 }, { signingSecrets: [secret] });
+  const { destination, client } = await batchedDestination(server, r.url, { maxCalls: 2, maxWaitMs: 60_000 }, { signingSecrets: [secret] });
   const failed = completionsOf(server, destination.id, 2);
   const x = (await client.track({ track: { userId: "u1", event: "X" } })).messageId;
   const y = (await client.track({ track: { userId: "u2", event: "Y" } })).messageId;
@@ -178,7 +175,7 @@ test("a 500 retries the whole batch: every call's delivery shows the failed atte
   // The same calls sent again together: the same webhook-id, so a receiver can drop the repeat.
   expect(second!.headers["webhook-id"]).toBe(first!.headers["webhook-id"]);
   for (const id of [x, y]) {
-    expect(await attemptsOf(id, destination.id)).toEqual([
+    expect(await attemptsOf(server, id, destination.id)).toEqual([
       { outcome: "retryable", status_code: 500 },
       { outcome: "success", status_code: 200 },
     ]);
@@ -196,44 +193,44 @@ test("a 500 retries the whole batch: every call's delivery shows the failed atte
   expect(delivery!.attempts[0]!.batchId).not.toBe(delivery!.attempts[1]!.batchId);
 });
 
-test("max_calls: a batch goes as soon as it is full; the rest waits for its time", async () => {
+test("max_calls: a batch goes as soon as it is full; the rest waits for its time", async ({ server }) => {
   const r = await receiver();
   // Waits shorter than a lease (the clock jumps: the heartbeats do not run in between).
-  const { destination, client } = await batchedDestination(r.url, { maxCalls: 2, maxWaitMs: 10_000 });
-  const all = handedOver(5);
+  const { destination, client } = await batchedDestination(server, r.url, { maxCalls: 2, maxWaitMs: 10_000 });
+  const all = handedOver(server, 5);
   const full = completionsOf(server, destination.id, 4);
   for (let i = 0; i < 5; i++) await client.track({ track: { userId: `u${i}`, event: `E${i}` } });
   await all;
   await full;
   expect(r.requests.map((request) => callsIn(request).length)).toEqual([2, 2]);
   const last = completionsOf(server, destination.id, 1);
-  await advance(10_000);
+  await advance(server, 10_000);
   await last;
   expect(r.requests.map((request) => callsIn(request).length)).toEqual([2, 2, 1]);
 });
 
-test("max_wait_ms: the first call of a batch waits that long for more, no longer", async () => {
+test("max_wait_ms: the first call of a batch waits that long for more, no longer", async ({ server }) => {
   const r = await receiver();
-  const { destination, client } = await batchedDestination(r.url, { maxCalls: 10, maxWaitMs: 5_000 });
-  const first = handedOver(1);
+  const { destination, client } = await batchedDestination(server, r.url, { maxCalls: 10, maxWaitMs: 5_000 });
+  const first = handedOver(server, 1);
   const a = (await client.track({ track: { userId: "u", event: "A" } })).messageId;
   await first;
-  await advance(4_999);
-  const second = handedOver(1);
+  await advance(server, 4_999);
+  const second = handedOver(server, 1);
   const b = (await client.track({ track: { userId: "v", event: "B" } })).messageId;
   await second;
   const finished = completionsOf(server, destination.id, 2);
-  await advance(1);
+  await advance(server, 1);
   await finished;
   // B found A still waiting at 4,999 ms; both went at 5,000 ms.
   expect(r.requests.map((request) => callsIn(request).map((call) => call.messageId))).toEqual([[a, b]]);
 });
 
-test("max_bytes: no batch body is larger; a call larger alone goes in a batch of one", async () => {
+test("max_bytes: no batch body is larger; a call larger alone goes in a batch of one", async ({ server }) => {
   const r = await receiver();
   const maxBytes = 1024;
-  const { client } = await batchedDestination(r.url, { maxCalls: 100, maxBytes, maxWaitMs: 60_000 });
-  const all = handedOver(8);
+  const { client } = await batchedDestination(server, r.url, { maxCalls: 100, maxBytes, maxWaitMs: 60_000 });
+  const all = handedOver(server, 8);
   for (let i = 0; i < 7; i++) await client.track({ track: { userId: `u${i}`, event: "Small", properties: { pad: "x".repeat(100) } } });
   const big = (await client.track({ track: { userId: "big", event: "Big", properties: { pad: "x".repeat(2_000) } } })).messageId;
   await all;
@@ -249,9 +246,9 @@ test("max_bytes: no batch body is larger; a call larger alone goes in a batch of
   }
 });
 
-test("per-user ordering: a batch holds at most one call of a user, and a user's calls arrive in order", async () => {
+test("per-user ordering: a batch holds at most one call of a user, and a user's calls arrive in order", async ({ server }) => {
   const r = await receiver();
-  const { destination, client } = await batchedDestination(r.url, { maxCalls: 10, maxWaitMs: 0 }, { ordering: Ordering.PER_USER });
+  const { destination, client } = await batchedDestination(server, r.url, { maxCalls: 10, maxWaitMs: 0 }, { ordering: Ordering.PER_USER });
   const delivered = completionsOf(server, destination.id, 5);
   const sent: Array<[string, string]> = [];
   for (const [userId, event] of [
@@ -276,7 +273,9 @@ test("per-user ordering: a batch holds at most one call of a user, and a user's 
   expect(arrived("u2")).toEqual(["x", "y"]);
 });
 
-test("several URLs: a batched one beside one that is not; a retry goes, batched, only to the URL that failed retryably", async () => {
+test("several URLs: a batched one beside one that is not; a retry goes, batched, only to the URL that failed retryably", async ({
+  server,
+}) => {
   const [batched, single] = [await receiver((index) => (index === 0 ? 503 : 200)), await receiver(() => 400)];
   const source = await server.createSource();
   const destination = await server.createDestination({
@@ -300,13 +299,13 @@ test("several URLs: a batched one beside one that is not; a retry goes, batched,
   expect(single.requests).toHaveLength(2);
 });
 
-test("a permanent answer (410) fails every call of the batch, each with the attempt", async () => {
+test("a permanent answer (410) fails every call of the batch, each with the attempt", async ({ server }) => {
   const r = await receiver(() => 410);
-  const { destination, client } = await batchedDestination(r.url, { maxCalls: 2, maxWaitMs: 60_000 });
+  const { destination, client } = await batchedDestination(server, r.url, { maxCalls: 2, maxWaitMs: 60_000 });
   const finished = completionsOf(server, destination.id, 2);
   const ids = [(await client.track({ track: { userId: "u1", event: "X" } })).messageId];
   ids.push((await client.track({ track: { userId: "u2", event: "Y" } })).messageId);
   expect((await finished).map((c) => c.status)).toEqual(["failed", "failed"]);
   expect(r.requests).toHaveLength(1);
-  for (const id of ids) expect(await attemptsOf(id, destination.id)).toEqual([{ outcome: "permanent", status_code: 410 }]);
+  for (const id of ids) expect(await attemptsOf(server, id, destination.id)).toEqual([{ outcome: "permanent", status_code: 410 }]);
 });

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
 import { ManualClock } from "../../../../src/clock.js";
 import { defaultCircuitConfig, defaultRetrySchedule, type DeliveryConfig } from "../../../../src/config.js";
 import { claimDeliveries, completeDeliveries, type ClaimedDelivery } from "../../../../src/db/job-table/index.js";
@@ -14,36 +14,28 @@ import type { IntegrationSubscriptionSettings } from "../../../../src/catalog/in
 import { createLogger } from "../../../../src/logger.js";
 import { createAddressGuard } from "../../../../src/outbound/address-guard.js";
 import { tracingOff } from "../../../../src/tracing/tracing.js";
-import { openTestDatabase, type OpenTestDatabase } from "../../../helpers/database.js";
+import { testWith } from "../../../helpers/fixtures.js";
 import { seedSourceAndDestination } from "../../../helpers/job-table-fixtures.js";
-import { type Receiver, startReceiver } from "../../../helpers/receiver.js";
 
 // The integration kind's delivery half with the catalog's own Webhook entry
 // (its `send` action, with a batch form) against a loopback receiver: its URL
 // is a mapping field, so no proxy is needed. Real Postgres for the job table
 // (claims, completions, the attempts a retry reads), real sockets.
 const t0 = new Date("2026-11-28T10:00:00Z");
-let db: OpenTestDatabase;
-let pool: Pool;
-let receiver: Receiver;
 let dispatchers: DestinationDispatchers;
 /** The receiver's origin: it answers any path. */
 let base: string;
 
-beforeAll(async () => {
-  db = await openTestDatabase();
-  pool = db.pool;
+const test = testWith();
+test.beforeAll(async ({ pool, receiver }) => {
   await pool.query("SELECT waypost_create_day_partitions('2026-11-28'::date, '2026-11-30'::date)");
-  receiver = await startReceiver();
   base = receiver.url.replace(/\/hook$/, "");
 });
-afterEach(() => {
+test.afterEach(({ receiver }) => {
   receiver.respond = () => ({ status: 200, body: "ok" });
 });
 afterAll(async () => {
   await dispatchers?.close();
-  await receiver?.close();
-  await db?.close();
 });
 
 const config: DeliveryConfig = {
@@ -61,7 +53,7 @@ const config: DeliveryConfig = {
   integrationFlushMs: 1_000,
 };
 
-function kind(clock: ManualClock) {
+function kind(pool: Pool, clock: ManualClock) {
   const guard = createAddressGuard({ allowPrivate: true, allowedCidrs: [] });
   dispatchers ??= createDestinationDispatchers({ guard, timeoutMs: 5_000, pipelining: 1, connectionsPerOrigin: 4 });
   return createIntegrationDelivery({
@@ -97,7 +89,7 @@ function sendTo(name: string, subscribe: string, path: string, extra: Record<str
   return { name, subscribe, action: "send", mapping: { url: `${base}${path}`, ...extra }, enabled: true };
 }
 
-async function store(sourceId: string, calls: Array<Record<string, unknown>>): Promise<void> {
+async function store(pool: Pool, sourceId: string, calls: Array<Record<string, unknown>>): Promise<void> {
   await storeMessages(
     pool,
     sourceId,
@@ -110,19 +102,26 @@ async function store(sourceId: string, calls: Array<Record<string, unknown>>): P
   );
 }
 
-async function claim(destinationId: string, now: Date): Promise<ClaimedDelivery[]> {
+async function claim(pool: Pool, destinationId: string, now: Date): Promise<ClaimedDelivery[]> {
   const claimed = await claimDeliveries(pool, { now, limit: 50, perDestinationLimit: 50, room: new Map(), leaseMs: 60_000, owner: "w" });
   return claimed.deliveries.filter((d) => d.destinationId === destinationId).sort((a, b) => Number(a.id) - Number(b.id));
 }
 
 /** What the runtime hands the kind on a retry: the subscriptions (parts) that succeeded before. */
-async function earlierOf(job: ClaimedDelivery) {
+async function earlierOf(pool: Pool, job: ClaimedDelivery) {
   return job.attemptCount > 0 ? { succeededParts: await succeededParts(pool, job.destinationId, job.id) } : undefined;
 }
 
 /** Delivers each claimed call as the loop does, and writes the completions. */
-async function deliverAll(k: ReturnType<typeof kind>, dest: IntegrationDestination, jobs: ClaimedDelivery[], now: Date, flush = false) {
-  const pending = jobs.map(async (job) => ({ job, results: await k.deliver(job, dest, job.payload, await earlierOf(job)) }));
+async function deliverAll(
+  pool: Pool,
+  k: ReturnType<typeof kind>,
+  dest: IntegrationDestination,
+  jobs: ClaimedDelivery[],
+  now: Date,
+  flush = false,
+) {
+  const pending = jobs.map(async (job) => ({ job, results: await k.deliver(job, dest, job.payload, await earlierOf(pool, job)) }));
   if (flush) k.flush?.();
   const done = await Promise.all(pending);
   const completions = done.map(({ job, results }) => decideCompletion(job, results, "every-part", now, config.retry, () => 0));
@@ -130,23 +129,26 @@ async function deliverAll(k: ReturnType<typeof kind>, dest: IntegrationDestinati
   return completions;
 }
 
-async function status(destinationId: string): Promise<string[]> {
+async function status(pool: Pool, destinationId: string): Promise<string[]> {
   const result = await pool.query<{ status: string }>("SELECT status::text FROM deliveries WHERE destination_id = $1 ORDER BY id", [
     destinationId,
   ]);
   return result.rows.map((r) => r.status);
 }
 
-test("a call matching two subscriptions: each action's request is an attempt named by its subscription; delivered", async () => {
+test("a call matching two subscriptions: each action's request is an attempt named by its subscription; delivered", async ({
+  receiver,
+  pool,
+}) => {
   const { sourceId, destinationId } = await seedSourceAndDestination(pool, t0);
   const dest = destination(destinationId, [
     sendTo("Track Calls", 'type = "track"', "/track"),
     sendTo("Orders", 'event = "Order Completed"', "/orders", { method: "PUT" }),
     sendTo("Identify Calls", 'type = "identify"', "/identify"),
   ]);
-  await store(sourceId, [{ event: "Order Completed", properties: { total: 12 } }]);
+  await store(pool, sourceId, [{ event: "Order Completed", properties: { total: 12 } }]);
   const before = receiver.requests.length;
-  const [completion] = await deliverAll(kind(new ManualClock(t0)), dest, await claim(destinationId, t0), t0);
+  const [completion] = await deliverAll(pool, kind(pool, new ManualClock(t0)), dest, await claim(pool, destinationId, t0), t0);
   expect(completion!.status).toBe("delivered");
   const sent = receiver.requests.slice(before).sort((a, b) => a.path.localeCompare(b.path));
   expect(sent.map((r) => `${r.method} ${r.path}`)).toEqual(["PUT /orders", "POST /track"]);
@@ -162,15 +164,15 @@ test("a call matching two subscriptions: each action's request is an attempt nam
   expect(attempts[0]!.url).toBe(`${base}/track`);
 });
 
-test("a 500 on one subscription retries that subscription only; the one that succeeded is not sent again", async () => {
+test("a 500 on one subscription retries that subscription only; the one that succeeded is not sent again", async ({ receiver, pool }) => {
   const { sourceId, destinationId } = await seedSourceAndDestination(pool, t0);
   const dest = destination(destinationId, [sendTo("Track Calls", 'type = "track"', "/a"), sendTo("Mirror", 'type = "track"', "/b")]);
-  await store(sourceId, [{ event: "Signed Up" }]);
+  await store(pool, sourceId, [{ event: "Signed Up" }]);
   let failB = true;
   receiver.respond = (request) => (request.path === "/b" && failB ? { status: 500, body: "try later" } : { status: 200, body: "ok" });
   const before = receiver.requests.length;
-  const k = kind(new ManualClock(t0));
-  const [first] = await deliverAll(k, dest, await claim(destinationId, t0), t0);
+  const k = kind(pool, new ManualClock(t0));
+  const [first] = await deliverAll(pool, k, dest, await claim(pool, destinationId, t0), t0);
   expect(first!.status).toBe("retrying");
   expect(
     receiver.requests
@@ -181,9 +183,9 @@ test("a 500 on one subscription retries that subscription only; the one that suc
 
   failB = false;
   const later = new Date(first!.runAt.getTime() + 1);
-  const retried = await claim(destinationId, later);
+  const retried = await claim(pool, destinationId, later);
   expect(retried).toHaveLength(1);
-  const [second] = await deliverAll(k, dest, retried, later);
+  const [second] = await deliverAll(pool, k, dest, retried, later);
   expect(second!.status).toBe("delivered");
   expect(
     receiver.requests
@@ -200,12 +202,12 @@ test("a 500 on one subscription retries that subscription only; the one that suc
   expect(attempts[1]!.error).toContain('subscription "Mirror": 500');
 });
 
-test("a 400 fails the call with the vendor's message, named by its subscription", async () => {
+test("a 400 fails the call with the vendor's message, named by its subscription", async ({ receiver, pool }) => {
   const { sourceId, destinationId } = await seedSourceAndDestination(pool, t0);
   const dest = destination(destinationId, [sendTo("Track Calls", 'type = "track"', "/bad")]);
-  await store(sourceId, [{ event: "Signed Up" }]);
+  await store(pool, sourceId, [{ event: "Signed Up" }]);
   receiver.respond = () => ({ status: 400, headers: { "content-type": "application/json" }, body: '{"error":"event name too long"}' });
-  const [completion] = await deliverAll(kind(new ManualClock(t0)), dest, await claim(destinationId, t0), t0);
+  const [completion] = await deliverAll(pool, kind(pool, new ManualClock(t0)), dest, await claim(pool, destinationId, t0), t0);
   expect(completion!.status).toBe("failed");
   const [attempt] = await selectAttempts(pool, [destinationId], [completion!.id]);
   expect(attempt!.error).toBe('subscription "Track Calls": 400 Bad Request: {"error":"event name too long"}');
@@ -213,14 +215,14 @@ test("a 400 fails the call with the vendor's message, named by its subscription"
   expect(attempt!.outcome).toBe("permanent");
 });
 
-test("an action refusing the call before any request: one attempt of its subscription, no method, failed", async () => {
+test("an action refusing the call before any request: one attempt of its subscription, no method, failed", async ({ pool }) => {
   const { sourceId, destinationId } = await seedSourceAndDestination(pool, t0);
   // `url` must be a URI: the catalog's own validation refuses the payload.
   const dest = destination(destinationId, [
     { name: "Track Calls", subscribe: 'type = "track"', action: "send", mapping: { url: "not a url" }, enabled: true },
   ]);
-  await store(sourceId, [{ event: "Signed Up" }]);
-  const [completion] = await deliverAll(kind(new ManualClock(t0)), dest, await claim(destinationId, t0), t0);
+  await store(pool, sourceId, [{ event: "Signed Up" }]);
+  const [completion] = await deliverAll(pool, kind(pool, new ManualClock(t0)), dest, await claim(pool, destinationId, t0), t0);
   expect(completion!.status).toBe("failed");
   const [attempt] = await selectAttempts(pool, [destinationId], [completion!.id]);
   expect(attempt!.subscription).toBe("Track Calls");
@@ -229,14 +231,14 @@ test("an action refusing the call before any request: one attempt of its subscri
   expect(attempt!.error).toMatch(/^subscription "Track Calls": URL must be a valid URI/);
 });
 
-test("a secret setting is masked in the attempt's URL", async () => {
+test("a secret setting is masked in the attempt's URL", async ({ receiver, pool }) => {
   const { sourceId, destinationId } = await seedSourceAndDestination(pool, t0);
   const dest = destination(destinationId, [sendTo("Track Calls", 'type = "track"', "/q?key=s3cr3t-value")], {
     sharedSecret: "s3cr3t-value",
   });
-  await store(sourceId, [{ event: "Signed Up" }]);
+  await store(pool, sourceId, [{ event: "Signed Up" }]);
   const before = receiver.requests.length;
-  const [completion] = await deliverAll(kind(new ManualClock(t0)), dest, await claim(destinationId, t0), t0);
+  const [completion] = await deliverAll(pool, kind(pool, new ManualClock(t0)), dest, await claim(pool, destinationId, t0), t0);
   expect(completion!.status).toBe("delivered");
   expect(receiver.requests[before]!.path).toBe("/q?key=s3cr3t-value");
   // The entry signs with the shared secret (X-Signature): sent, never shown.
@@ -246,13 +248,16 @@ test("a secret setting is masked in the attempt's URL", async () => {
   expect(attempt!.url).toContain("key=");
 });
 
-test("a batch subscription: N calls go as the catalog's batch requests; a per-item failure fails that call only", async () => {
+test("a batch subscription: N calls go as the catalog's batch requests; a per-item failure fails that call only", async ({
+  receiver,
+  pool,
+}) => {
   const { sourceId, destinationId } = await seedSourceAndDestination(pool, t0);
   const dest = destination(destinationId, [
     sendTo("Batched", 'type = "track"', "/batch", { enable_batching: true, batch_size: 3, method: { "@path": "$.properties.method" } }),
   ]);
   // The third has no method: the catalog's validation refuses that item alone.
-  await store(sourceId, [
+  await store(pool, sourceId, [
     { event: "One", properties: { method: "POST" } },
     { event: "Two", properties: { method: "POST" } },
     { event: "Three", properties: {} },
@@ -260,8 +265,8 @@ test("a batch subscription: N calls go as the catalog's batch requests; a per-it
   ]);
   const before = receiver.requests.length;
   const clock = new ManualClock(t0);
-  const k = kind(clock);
-  const jobs = await claim(destinationId, t0);
+  const k = kind(pool, clock);
+  const jobs = await claim(pool, destinationId, t0);
   expect(jobs).toHaveLength(4);
   expect(k.inFlightLimit?.(dest)).toBeGreaterThanOrEqual(3);
   const pending = jobs.map(async (job) => ({ job, results: await k.deliver(job, dest, job.payload) }));
@@ -276,7 +281,7 @@ test("a batch subscription: N calls go as the catalog's batch requests; a per-it
   expect(sent).toHaveLength(2);
   expect((JSON.parse(sent[0]!.body) as Array<{ event: string }>).map((e) => e.event)).toEqual(["One", "Two"]);
   expect((JSON.parse(sent[1]!.body) as Array<{ event: string }>).map((e) => e.event)).toEqual(["Four"]);
-  expect(await status(destinationId)).toEqual(["delivered", "delivered", "failed", "delivered"]);
+  expect(await status(pool, destinationId)).toEqual(["delivered", "delivered", "failed", "delivered"]);
   const attempts = await selectAttempts(
     pool,
     jobs.map(() => destinationId),

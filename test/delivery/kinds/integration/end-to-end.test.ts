@@ -1,30 +1,23 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { DeliveryStatus } from "../../../../gen/waypost/v1/delivery_pb.js";
 import { DestinationKind, TestOutcome } from "../../../../gen/waypost/v1/destination_pb.js";
-import { type Receiver, startReceiver } from "../../../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../../../helpers/server.js";
+import { testWith } from "../../../helpers/fixtures.js";
+import type { TestServer } from "../../../helpers/server.js";
 
 // The integration kind through a real server: created over RPC with the
 // catalog's Webhook entry, calls tracked, delivered by the loop, read back
 // over RPC with each attempt's subscription and method; TestDestination
 // shows the requests and sends nothing.
-let server: TestServer;
-let receiver: Receiver;
 let base: string;
 
-beforeAll(async () => {
-  server = await startTestServer({ config: { delivery: { integrationFlushMs: 50 } } });
-  receiver = await startReceiver();
+const test = testWith({ server: { config: { delivery: { integrationFlushMs: 50 } } } });
+test.beforeAll(async ({ receiver }) => {
   base = receiver.url.replace(/\/hook$/, "");
-});
-afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
 });
 
 const secret = "whsec-0123456789-abcdef";
 
-async function createIntegration(sourceId: string, subscriptions: Array<Record<string, unknown>>) {
+async function createIntegration(server: TestServer, sourceId: string, subscriptions: Array<Record<string, unknown>>) {
   return server.createDestination({
     name: "vendor",
     sourceIds: [sourceId],
@@ -33,9 +26,9 @@ async function createIntegration(sourceId: string, subscriptions: Array<Record<s
   });
 }
 
-test("calls are delivered by the loop, each attempt named by subscription and method, secrets masked", async () => {
+test("calls are delivered by the loop, each attempt named by subscription and method, secrets masked", async ({ server, receiver }) => {
   const source = await server.createSource();
-  const destination = await createIntegration(source.id, [
+  const destination = await createIntegration(server, source.id, [
     { name: "Track Calls", subscribe: 'type = "track"', action: "send", mapping: { url: `${base}/track?token=${secret}` } },
     { name: "Orders", subscribe: 'event = "Order Completed"', action: "send", mapping: { url: `${base}/orders`, method: "PUT" } },
   ]);
@@ -59,9 +52,12 @@ test("calls are delivered by the loop, each attempt named by subscription and me
   expect(JSON.parse(sent.body)).toMatchObject({ messageId, event: "Order Completed", properties: { total: 3 } });
 });
 
-test("GetDelivery shows each attempt's request as sent (method, URL, masked headers, body), not the stored call", async () => {
+test("GetDelivery shows each attempt's request as sent (method, URL, masked headers, body), not the stored call", async ({
+  server,
+  receiver,
+}) => {
   const source = await server.createSource();
-  const destination = await createIntegration(source.id, [
+  const destination = await createIntegration(server, source.id, [
     {
       name: "Mapped",
       subscribe: 'type = "track"',
@@ -92,7 +88,10 @@ test("GetDelivery shows each attempt's request as sent (method, URL, masked head
   expect(attempt!.batchId).toBe("");
 });
 
-test("TestDestination: the requests each matching subscription would send, secrets masked, nothing sent; an action's refusal", async () => {
+test("TestDestination: the requests each matching subscription would send, secrets masked, nothing sent; an action's refusal", async ({
+  server,
+  receiver,
+}) => {
   const source = await server.createSource();
   const tracking = server.tracking(source.writeKey);
   const identify = await tracking.identify({ identify: { userId: "u", traits: { plan: "pro" } } });

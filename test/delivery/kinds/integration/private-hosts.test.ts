@@ -1,7 +1,8 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { DestinationKind, type IntegrationSettingsSchema } from "../../../../gen/waypost/v1/destination_pb.js";
+import { testWith } from "../../../helpers/fixtures.js";
 import { startTestServer, type TestServer } from "../../../helpers/server.js";
 
 // With private destinations off, an integration whose settings or mappings
@@ -10,15 +11,11 @@ import { startTestServer, type TestServer } from "../../../helpers/server.js";
 
 type IntegrationInit = MessageInitShape<typeof IntegrationSettingsSchema>;
 
-let strict: TestServer;
 let sourceId = "";
 
-beforeAll(async () => {
-  strict = await startTestServer({ config: { delivery: { allowPrivateDestinations: false } } });
+const test = testWith({ server: { config: { delivery: { allowPrivateDestinations: false } } } });
+test.beforeAll(async ({ server: strict }) => {
   sourceId = (await strict.createSource()).id;
-});
-afterAll(async () => {
-  await strict?.stop();
 });
 
 const create = (server: TestServer, integration: IntegrationInit) =>
@@ -49,7 +46,7 @@ const launchDarklyAt = (host: string): IntegrationInit => ({
 });
 
 describe("with private destinations off", () => {
-  test.each([
+  test.for([
     "http://127.0.0.1:8080/in",
     "http://localhost:9000/",
     "http://[::1]/",
@@ -57,13 +54,13 @@ describe("with private destinations off", () => {
     "http://169.254.169.254/latest/meta-data/",
     "https://[fd00:ec2::254]/",
     "http://127.0.0.1/{{userId}}",
-  ])("a mapping's url %s is refused, naming the field and the setting that allows it", async (url) => {
+  ])("a mapping's url %s is refused, naming the field and the setting that allows it", async (url, { server: strict }) => {
     const message = await refusal(strict, webhookTo(url));
     expect(message).toMatch(/^destination\.integration\.subscriptions\[0\]\.mapping\.url: /);
     expect(message).toContain("WAYPOST_ALLOW_PRIVATE_DESTINATIONS");
   });
 
-  test("a literal host inside a mapping directive is refused", async () => {
+  test("a literal host inside a mapping directive is refused", async ({ server: strict }) => {
     const message = await refusal(
       strict,
       webhookTo(JSON.parse('{"@if":{"exists":{"@path":"$.x"},"then":"http://192.168.1.1/a","else":"https://example.com/"}}')),
@@ -71,7 +68,7 @@ describe("with private destinations off", () => {
     expect(message).toMatch(/^destination\.integration\.subscriptions\[0\]\.mapping\.url\.@if\.then: /);
   });
 
-  test("an endpoint setting that is a private URL, or a private host alone, is refused", async () => {
+  test("an endpoint setting that is a private URL, or a private host alone, is refused", async ({ server: strict }) => {
     expect(await refusal(strict, altertableAt("http://127.0.0.1:4318"))).toMatch(
       /^destination\.integration\.settings\.endpoint: .*WAYPOST_ALLOW_PRIVATE_DESTINATIONS/,
     );
@@ -79,7 +76,7 @@ describe("with private destinations off", () => {
     expect(await refusal(strict, launchDarklyAt("localhost"))).toMatch(/^destination\.integration\.settings\.events_host_name: /);
   });
 
-  test("public URLs and host names are saved (names are judged at delivery, on what they resolve to)", async () => {
+  test("public URLs and host names are saved (names are judged at delivery, on what they resolve to)", async ({ server: strict }) => {
     expect((await create(strict, webhookTo("https://hooks.example.com/in"))).destination?.id).toBeTruthy();
     expect((await create(strict, webhookTo("http://93.184.216.34/in"))).destination?.id).toBeTruthy();
     expect((await create(strict, webhookTo("https://{{properties.host}}/in"))).destination?.id).toBeTruthy();
@@ -87,7 +84,7 @@ describe("with private destinations off", () => {
     expect((await create(strict, launchDarklyAt("events.launchdarkly.com"))).destination?.id).toBeTruthy();
   });
 
-  test("an update to a private URL is refused and the stored mapping stays", async () => {
+  test("an update to a private URL is refused and the stored mapping stays", async ({ server: strict }) => {
     const id = (await create(strict, webhookTo("https://hooks.example.com/in"))).destination!.id;
     const error = await strict.destinations
       .updateDestination({ destination: { id, integration: webhookTo("http://10.1.1.1/") }, updateMask: { paths: ["integration"] } })
@@ -101,7 +98,7 @@ describe("with private destinations off", () => {
   });
 });
 
-test("where private destinations are allowed (or the range is), loopback URLs are saved", async () => {
+test("where private destinations are allowed (or the range is), loopback URLs are saved", async ({ server: strict }) => {
   const lenient = await startTestServer({ database: strict.database });
   const ranged = await startTestServer({
     database: strict.database,

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
 import { ManualClock } from "../../../../src/clock.js";
 import { claimDeliveries, completeDeliveries, type AttemptResult, type ClaimedDelivery } from "../../../../src/db/job-table/index.js";
 import { createPool, type Pool } from "../../../../src/db/pool.js";
@@ -8,7 +8,8 @@ import { storeMessages } from "../../../../src/db/job-table/store-messages.js";
 import type { PostgresDestination } from "../../../../src/delivery/kinds/postgres/delivery.js";
 import { createWarehouseKind } from "../../../../src/delivery/kinds/postgres/delivery.js";
 import { createLogger } from "../../../../src/logger.js";
-import { createTestDatabase, openTestDatabase, type TestDatabase } from "../../../helpers/database.js";
+import { testWith } from "../../../helpers/fixtures.js";
+import { createTestDatabase, type TestDatabase } from "../../../helpers/database.js";
 import { seedSourceAndDestination } from "../../../helpers/job-table-fixtures.js";
 
 // A warehouse batch's calls are one batch attempt; a process that stops
@@ -17,21 +18,17 @@ import { seedSourceAndDestination } from "../../../helpers/job-table-fixtures.js
 // idempotent (the warehouse keeps each call once).
 const minute = 60_000;
 const t0 = new Date("2026-11-28T10:00:00Z");
-let database: TestDatabase;
-let pool: Pool;
 let warehouse: TestDatabase;
 let warehouseDb: Pool;
 
-beforeAll(async () => {
-  ({ database, pool } = await openTestDatabase());
+const test = testWith();
+test.beforeAll(async ({ pool }) => {
   await pool.query("SELECT waypost_create_day_partitions('2026-11-28'::date, '2026-11-29'::date)");
   warehouse = await createTestDatabase({ migrated: false });
   warehouseDb = createPool({ connectionString: warehouse.url, max: 1 });
 });
 afterAll(async () => {
-  await pool?.end();
   await warehouseDb?.end();
-  await database?.drop();
   await warehouse?.drop();
 });
 
@@ -43,7 +40,7 @@ function kind(clock: ManualClock) {
   });
 }
 
-async function claim(now: Date): Promise<ClaimedDelivery[]> {
+async function claim(pool: Pool, now: Date): Promise<ClaimedDelivery[]> {
   return (await claimDeliveries(pool, { now, limit: 10, perDestinationLimit: 10, room: new Map(), leaseMs: minute, owner: "w" }))
     .deliveries;
 }
@@ -62,7 +59,9 @@ function delivered(job: ClaimedDelivery, attempts: AttemptResult[], at: Date) {
   };
 }
 
-test("a crash between a batch's load and its completion: the calls are claimed and loaded again, each kept once, one batch attempt each", async () => {
+test("a crash between a batch's load and its completion: the calls are claimed and loaded again, each kept once, one batch attempt each", async ({
+  pool,
+}) => {
   const { sourceId, destinationId } = await seedSourceAndDestination(pool, t0);
   await storeMessages(
     pool,
@@ -84,7 +83,7 @@ test("a crash between a batch's load and its completion: the calls are claimed a
 
   // The first process loads the batch (all three calls in one transaction), then stops before completing it.
   const first = kind(clock);
-  const jobs = await claim(t0);
+  const jobs = await claim(pool, t0);
   expect(jobs.length).toBe(3);
   const lost = await Promise.all(jobs.map((job) => first.deliver(job, destination, job.payload)));
   await first.close();
@@ -97,7 +96,7 @@ test("a crash between a batch's load and its completion: the calls are claimed a
   const t1 = new Date(t0.getTime() + 2 * minute);
   clock.set(t1);
   const second = kind(clock);
-  const again = await claim(t1);
+  const again = await claim(pool, t1);
   expect(again.map((job) => job.id).sort()).toEqual(jobs.map((job) => job.id).sort());
   const results = await Promise.all(again.map((job) => second.deliver(job, destination, job.payload)));
   await second.close();
