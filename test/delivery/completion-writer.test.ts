@@ -1,20 +1,20 @@
 import { randomUUID } from "node:crypto";
 import { PassThrough } from "node:stream";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from "vitest";
+import { afterEach, expect } from "vitest";
 import { claimDeliveries, type ClaimedDelivery, type DeliveryCompletion } from "../../src/db/job-table/index.js";
 import { createPool, type Pool } from "../../src/db/pool.js";
 import { storeMessages } from "../../src/db/job-table/store-messages.js";
 import { createCompletionWriter, isRowError } from "../../src/delivery/completion-writer.js";
 import { createLogger } from "../../src/logger.js";
-import { createTestDatabase, serverUrl, type TestDatabase } from "../helpers/database.js";
+import { createTestDatabase, serverUrl } from "../helpers/database.js";
+import { testWith } from "../helpers/fixtures.js";
 import { deleteMessages, seedSourceAndDestination } from "../helpers/job-table-fixtures.js";
 import { startReceiver } from "../helpers/receiver.js";
 import { startTestServer } from "../helpers/server.js";
 
 const minute = 60_000;
 const t0 = new Date("2026-11-01T00:00:00Z");
-let database: TestDatabase;
 let pool: Pool;
 let logs: Array<Record<string, unknown>>;
 let logger: ReturnType<typeof createLogger>;
@@ -54,13 +54,9 @@ async function until(check: () => boolean, timeoutMs = 10_000): Promise<void> {
   }
 }
 
-beforeAll(async () => {
-  database = await createTestDatabase();
-});
-afterAll(async () => {
-  await database?.drop();
-});
-beforeEach(async () => {
+// Each test's pool logs to the test's own capture, so it is the test's, on the file's database.
+const test = testWith();
+test.beforeEach(async ({ database }) => {
   ({ logger, lines: logs } = capture());
   pool = createPool({ connectionString: database.url, logger });
   await deleteMessages(pool);
@@ -166,7 +162,9 @@ test("a row the database refuses is isolated: the rest of its batch and later re
   }
 });
 
-test("during an outage the writer backs off, doubling, and close() ends by its deadline, dropping what is unwritten", async () => {
+test("during an outage the writer backs off, doubling, and close() ends by its deadline, dropping what is unwritten", async ({
+  database,
+}) => {
   const jobs = await claimed(3);
   const restore = await outage(database.name);
   try {

@@ -1,22 +1,24 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { type Destination, DestinationKind, type DestinationSchema } from "../../../gen/waypost/v1/destination_pb.js";
 import { kindDescriptors, type KindName } from "../../../src/delivery/kinds/descriptors.js";
 import { kindOfProto, registeredKinds } from "../../../src/delivery/kinds/registry.js";
 import { routingColumns } from "../../../src/db/queries/destinations.js";
 import { createTestDatabase, type TestDatabase } from "../../helpers/database.js";
-import { startTestServer, type TestServer } from "../../helpers/server.js";
+import { testWith } from "../../helpers/fixtures.js";
+import type { TestServer } from "../../helpers/server.js";
 
-let server: TestServer;
 let warehouse: TestDatabase;
 let sourceId = "";
 
-beforeAll(async () => {
-  [server, warehouse] = await Promise.all([startTestServer({ config: { role: "api" } }), createTestDatabase({ migrated: false })]);
+const test = testWith({ server: { config: { role: "api" } } });
+test.beforeAll(async ({ server }) => {
+  warehouse = await createTestDatabase({ migrated: false });
   sourceId = (await server.createSource()).id;
 });
-afterAll(async () => {
-  await server?.stop();
+// The server stops before its destinations' warehouse is dropped.
+test.afterAll(async ({ server }) => {
+  await server.stop();
   await warehouse?.drop();
 });
 
@@ -37,7 +39,7 @@ interface Sample {
   /** The secret as sent. */
   secret(): string;
   /** The secret as stored now. */
-  stored(id: string): Promise<string>;
+  stored(server: TestServer, id: string): Promise<string>;
 }
 
 // Keyed by kind: a kind without a sample does not compile.
@@ -45,7 +47,7 @@ const samples: Record<KindName, Sample> = {
   webhook: {
     create: () => ({ webhooks: [{ url: "https://hooks.example.com/in", headers: { Authorization: "Bearer hook-secret-1" } }] }),
     secret: () => "Bearer hook-secret-1",
-    async stored(id) {
+    async stored(server, id) {
       const { rows } = await server.pool.query("SELECT webhooks FROM destinations WHERE id = $1", [id]);
       return rows[0].webhooks[0].headers.Authorization;
     },
@@ -53,7 +55,7 @@ const samples: Record<KindName, Sample> = {
   postgres: {
     create: () => ({ postgres: { url: warehouseUrl(), schema: "kinds" } }),
     secret: () => warehouseUrl(),
-    async stored(id) {
+    async stored(server, id) {
       const { rows } = await server.pool.query("SELECT postgres FROM destinations WHERE id = $1", [id]);
       return rows[0].postgres.url;
     },
@@ -61,7 +63,7 @@ const samples: Record<KindName, Sample> = {
   amqp: {
     create: () => ({ amqp: { url: "amqp://waypost:amqp-secret-pw@broker.example.com:5672/events", exchange: "events" } }),
     secret: () => "amqp://waypost:amqp-secret-pw@broker.example.com:5672/events",
-    async stored(id) {
+    async stored(server, id) {
       const { rows } = await server.pool.query("SELECT amqp FROM destinations WHERE id = $1", [id]);
       return rows[0].amqp.url;
     },
@@ -69,7 +71,7 @@ const samples: Record<KindName, Sample> = {
   nats: {
     create: () => ({ nats: { servers: ["nats://nats.example.com:4222"], token: "nats-secret-token" } }),
     secret: () => "nats-secret-token",
-    async stored(id) {
+    async stored(server, id) {
       const { rows } = await server.pool.query("SELECT nats FROM destinations WHERE id = $1", [id]);
       return rows[0].nats.token;
     },
@@ -77,7 +79,7 @@ const samples: Record<KindName, Sample> = {
   integration: {
     create: () => ({ integration: { slug: "mixpanel", settings: { projectToken: "mp-token", apiSecret: "mixpanel-secret-1" } } }),
     secret: () => "mixpanel-secret-1",
-    async stored(id) {
+    async stored(server, id) {
       const { rows } = await server.pool.query("SELECT integration FROM destinations WHERE id = $1", [id]);
       return rows[0].integration.settings.apiSecret;
     },
@@ -94,7 +96,7 @@ function warehouseUrl(): string {
 const kindPaths = (kind: (typeof registeredKinds)[number]) => kind.settings.fields.map((f) => f.path);
 
 for (const kind of registeredKinds) {
-  test(`${kind.name}: settings round-trip over the RPC, the secret masked and kept when sent back masked`, async () => {
+  test(`${kind.name}: settings round-trip over the RPC, the secret masked and kept when sent back masked`, async ({ server }) => {
     const sample = samples[kind.name];
     const created = await server.createDestination({
       name: `kind-${kind.name}`,
@@ -106,7 +108,7 @@ for (const kind of registeredKinds) {
     const { destination: got } = await server.destinations.getDestination({ id: created.id });
     const shown = JSON.stringify(got, (_, v) => (typeof v === "bigint" ? String(v) : v));
     expect(shown).not.toContain(sample.secret());
-    expect(await sample.stored(created.id)).toBe(sample.secret());
+    expect(await sample.stored(server, created.id)).toBe(sample.secret());
     // Send back what Get showed (masked), renamed: the stored secret stays.
     const { destination: updated } = await server.destinations.updateDestination({
       destination: { ...(got as Destination), name: `kind-${kind.name}-renamed` },
@@ -114,12 +116,12 @@ for (const kind of registeredKinds) {
     });
     expect(updated?.name).toBe(`kind-${kind.name}-renamed`);
     expect(updated?.etag).not.toBe(got?.etag);
-    expect(await sample.stored(created.id)).toBe(sample.secret());
+    expect(await sample.stored(server, created.id)).toBe(sample.secret());
     expect(JSON.stringify(updated, (_, v) => (typeof v === "bigint" ? String(v) : v))).not.toContain(sample.secret());
   });
 }
 
-test("a kind's settings on a destination of another kind are refused, naming the field", async () => {
+test("a kind's settings on a destination of another kind are refused, naming the field", async ({ server }) => {
   for (const kind of registeredKinds) {
     const other = registeredKinds.find((k) => k !== kind)!;
     const error = await server.destinations
@@ -137,7 +139,7 @@ test("a kind's settings on a destination of another kind are refused, naming the
   }
 });
 
-test("each routing column is one kind's, which stores its settings there: a set routing column says the kind", async () => {
+test("each routing column is one kind's, which stores its settings there: a set routing column says the kind", async ({ server }) => {
   const routing = registeredKinds.filter((kind) => kind.routing);
   expect(routing.map((kind) => kind.routing!.column).sort()).toEqual([...routingColumns].sort());
   for (const kind of routing) {
