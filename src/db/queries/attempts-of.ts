@@ -1,3 +1,5 @@
+import type { Queryable } from "../pool.js";
+
 // A delivery's attempts are of two kinds: its own requests (delivery_attempts
 // rows) and the batch operations it was part of (delivery_batch_attempts
 // rows, referenced from the delivery with its attempt numbers). Readers see
@@ -30,6 +32,21 @@ export function attemptsOfDeliveriesSql(destinationIds: string, deliveryIds: str
       CROSS JOIN LATERAL unnest(d.batch_attempts, d.batch_attempt_numbers) WITH ORDINALITY AS r(batch_attempt, attempt, position)
        JOIN delivery_batch_attempts b
          ON b.destination_id = d.destination_id AND b.id = r.batch_attempt AND b.attempted_at >= d.created_at`;
+}
+
+/**
+ * The rows `select` makes of the attempts of these deliveries (parallel
+ * lists), given the attempts as a FROM item; no statement when none is asked.
+ */
+export async function selectFromAttemptsOf<T extends object>(
+  db: Queryable,
+  destinationIds: readonly string[],
+  deliveryIds: readonly string[],
+  select: (attempts: string) => string,
+): Promise<T[]> {
+  if (deliveryIds.length === 0) return [];
+  const attempts = `(${attemptsOfDeliveriesSql("$1::uuid[]", "$2::bigint[]")})`;
+  return (await db.query<T>(select(attempts), [destinationIds, deliveryIds])).rows;
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Queryable } from "../pool.js";
-import { attemptsOfDeliveriesSql } from "./attempts-of.js";
+import { selectFromAttemptsOf } from "./attempts-of.js";
 
 export interface LastAttemptRow {
   delivery_id: string;
@@ -19,14 +19,14 @@ export async function selectLastAttempts(
   destinationIds: readonly string[],
   deliveryIds: readonly string[],
 ): Promise<LastAttemptRow[]> {
-  if (deliveryIds.length === 0) return [];
-  const result = await db.query<LastAttemptRow>(
-    `SELECT DISTINCT ON (delivery_id) delivery_id, outcome, status_code, error
+  return selectFromAttemptsOf<LastAttemptRow>(
+    db,
+    destinationIds,
+    deliveryIds,
+    (attempts) => `SELECT DISTINCT ON (delivery_id) delivery_id, outcome, status_code, error
        FROM (SELECT *, position = max(position) OVER (PARTITION BY delivery_id, attempt, url_index) AS latest
-               FROM (${attemptsOfDeliveriesSql("$1::uuid[]", "$2::bigint[]")}) a) a
+               FROM ${attempts} a) a
       WHERE latest
       ORDER BY delivery_id, attempt DESC, outcome = 'success', url_index`,
-    [destinationIds, deliveryIds],
   );
-  return result.rows;
 }

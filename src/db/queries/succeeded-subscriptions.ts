@@ -1,5 +1,5 @@
 import type { Queryable } from "../pool.js";
-import { attemptsOfDeliveriesSql } from "./attempts-of.js";
+import { selectFromAttemptsOf } from "./attempts-of.js";
 
 /**
  * The subscriptions of an integration delivery that succeeded in an earlier
@@ -7,12 +7,14 @@ import { attemptsOfDeliveriesSql } from "./attempts-of.js";
  * retry does not run them again.
  */
 export async function succeededSubscriptions(db: Queryable, destinationId: string, deliveryId: string): Promise<Set<string>> {
-  const result = await db.query<{ subscription: string }>(
-    `SELECT subscription FROM (${attemptsOfDeliveriesSql("$1::uuid[]", "$2::bigint[]")}) a
+  const rows = await selectFromAttemptsOf<{ subscription: string }>(
+    db,
+    [destinationId],
+    [deliveryId],
+    (attempts) => `SELECT subscription FROM ${attempts} a
       WHERE subscription IS NOT NULL
       GROUP BY attempt, subscription
      HAVING bool_and(outcome = 'success')`,
-    [[destinationId], [deliveryId]],
   );
-  return new Set(result.rows.map((r) => r.subscription));
+  return new Set(rows.map((r) => r.subscription));
 }

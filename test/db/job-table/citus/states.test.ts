@@ -145,12 +145,12 @@ describe.skipIf(!citusUrl)(`cancel, expiry, replay, backfill, days and queue sta
     await finish(destination, await seedDeliveries(pool, destination, messages.slice(1, 3), now), "delivered");
     const range = { destinationId: destination, since: at, until: later(86_400_001) };
     // Queued or finished, a call with a delivery is no candidate.
-    expect(await citusJobTable.countBackfillCandidates(pool, range)).toBe(2);
+    expect(await citusJobTable.reads.countBackfillCandidates(pool, range)).toBe(2);
     // Pages skip only finished ones (a page's insert skips queued ones); a short page ends the range.
-    const first = await citusJobTable.selectBackfillCandidates(pool, range, "0", 2);
+    const first = await citusJobTable.reads.selectBackfillCandidates(pool, range, "0", 2);
     expect(first.map((call) => call.id)).toEqual([messages[0], messages[3]]);
     expect(JSON.parse(first[1]!.payload!)).toMatchObject({ userId: "d" });
-    const rest = await citusJobTable.selectBackfillCandidates(pool, range, first[1]!.id, 2, false);
+    const rest = await citusJobTable.reads.selectBackfillCandidates(pool, range, first[1]!.id, 2, false);
     expect(rest).toEqual([{ id: messages[4], payload: null, received_at: at }]);
   });
 
@@ -160,7 +160,7 @@ describe.skipIf(!citusUrl)(`cancel, expiry, replay, backfill, days and queue sta
     const ids = await seedDeliveries(pool, destination, await seedMessages(pool, source, now, users), now);
     await finish(destination, ids, "failed");
     const filter = { destinationId: destination, statuses: ["failed" as const], userId: users[0] };
-    const counts = await citusJobTable.countReplayable(pool, filter, later(-3_600_000));
+    const counts = await citusJobTable.reads.countReplayable(pool, filter, later(-3_600_000));
     expect(counts).toMatchObject({ replayable: 2, pastRetention: 0 });
     expect(Number(counts.maxId)).toBeGreaterThanOrEqual(Number(ids[2]));
     const replayed = await citusJobTable.replayBatch(

@@ -1,14 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { emptyCall } from "../../../src/calls/call.js";
-import { systemClock } from "../../../src/clock.js";
-import { type JobTableDriver, singleNodeJobTable } from "../../../src/db/job-table/driver.js";
-import { createIngestor } from "../../../src/ingest/ingestor.js";
-import { storeMessagesOnCitus } from "../../../src/db/job-table/citus/store-messages.js";
-import type { Pool } from "../../../src/db/pool.js";
-import type { MessageToStore } from "../../../src/db/job-table/store-messages.js";
-import { NotFoundError } from "../../../src/errors.js";
-import { citusSkipReason, citusUrl, openCitusTestDatabase } from "../../helpers/citus.js";
+import { emptyCall } from "../../../../src/calls/call.js";
+import { systemClock } from "../../../../src/clock.js";
+import { citusJobTable } from "../../../../src/db/job-table/index.js";
+import { createIngestor } from "../../../../src/ingest/ingestor.js";
+import { storeMessagesOnCitus } from "../../../../src/db/job-table/citus/store-messages.js";
+import type { Pool } from "../../../../src/db/pool.js";
+import type { MessageToStore } from "../../../../src/db/job-table/store-messages.js";
+import { NotFoundError } from "../../../../src/errors.js";
+import { citusSkipReason, citusUrl, openCitusTestDatabase } from "../../../helpers/citus.js";
 
 // Ingest on the distributed layout: messages, their keys, their deliveries
 // and their fates are on different shards, stored in one transaction.
@@ -181,10 +181,8 @@ describe.skipIf(!citusUrl)(`ingest on Citus${citusSkipReason}`, () => {
   });
 
   test("the ingestor stores through the driver it is given: from the pool, and inside a caller's transaction", async () => {
-    // The Citus driver's other statements are another module's; ingest uses only this one.
-    const jobTable: JobTableDriver = { ...singleNodeJobTable, layout: "citus", storeMessages: storeMessagesOnCitus };
     let wakes = 0;
-    const ingestor = createIngestor({ pool, clock: systemClock, jobTable, onQueued: () => wakes++ });
+    const ingestor = createIngestor({ pool, clock: systemClock, jobTable: citusJobTable, onQueued: () => wakes++ });
     const track = (messageId: string) => ({ ...emptyCall("track"), messageId, userId: "ingested", event: "Order Completed" });
     const [one, two] = [randomUUID(), randomUUID()];
     // The ingestor reads the source's rules (and their stamp) itself: a stale stamp would store nothing.
