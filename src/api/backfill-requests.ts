@@ -4,7 +4,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type pg from "pg";
 import type { BackfillDestinationRequest, BackfillDestinationResponseSchema } from "../../gen/waypost/v1/destination_pb.js";
 import type { Clock } from "../clock.js";
-import { type JobTableDriver } from "../db/job-table/index.js";
+import type { JobTableDriver } from "../db/job-table/index.js";
 import { withTransaction } from "../db/pool.js";
 import { type BackfillAsk, insertJob, lockBackfillRequests, selectCoveringBackfill } from "../db/queries/background-jobs.js";
 import { selectDestination } from "../db/queries/destinations.js";

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import { systemClock, type Clock } from "../clock.js";
-import { type JobTableDriver, type DeliveryCompletion } from "../db/job-table/index.js";
+import type { JobTableDriver, DeliveryCompletion } from "../db/job-table/index.js";
 import { withTransaction } from "../db/pool.js";
 import type { HealthPolicy, Transition } from "../health/circuit.js";
 import { recordHealth } from "../health/record-health.js";

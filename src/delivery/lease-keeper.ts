@@ -1,5 +1,5 @@
 import type { Clock } from "../clock.js";
-import { type JobTableDriver, type HeldLease } from "../db/job-table/index.js";
+import type { JobTableDriver, HeldLease } from "../db/job-table/index.js";
 import type { Queryable } from "../db/pool.js";
 import type { Logger } from "../logger.js";
 import { createLeaseWriteLane, type LeaseWriteLane } from "./lease-write-lane.js";

@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import type pg from "pg";
 import type { Clock } from "../clock.js";
 import type { DeliveryConfig } from "../config.js";
-import { type ClaimedDelivery, type DeliveryCompletion } from "../db/job-table/index.js";
+import type { ClaimedDelivery, DeliveryCompletion } from "../db/job-table/index.js";
 import type { HealthMonitor } from "../health/health-monitor.js";
 import type { Logger } from "../logger.js";
 import type { DeliveryEvents } from "./delivery-events.js";

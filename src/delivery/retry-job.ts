@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { type JobTableDriver, type BulkReplay, type ReplayPosition } from "../db/job-table/index.js";
+import type { JobTableDriver, BulkReplay, ReplayPosition } from "../db/job-table/index.js";
 import { lockDestinationIfExists, type JobRow } from "../db/queries/background-jobs.js";
 import { destinationDeleted } from "./backfill-job.js";
 import type { JobHandler, PageOutcome } from "./job-runner.js";
