@@ -35,18 +35,16 @@ export function attemptsOfDeliveriesSql(destinationIds: string, deliveryIds: str
 }
 
 /**
- * The rows `select` makes of the attempts of these deliveries (parallel
- * lists), given the attempts as a FROM item; no statement when none is asked.
+ * A read of the attempts of deliveries (parallel lists of destination and
+ * delivery ids): the rows `select` makes of them, given them as a FROM
+ * item. No statement when no delivery is asked.
  */
-export async function selectFromAttemptsOf<T extends object>(
-  db: Queryable,
-  destinationIds: readonly string[],
-  deliveryIds: readonly string[],
+export function attemptsReader<T extends object>(
   select: (attempts: string) => string,
-): Promise<T[]> {
-  if (deliveryIds.length === 0) return [];
-  const attempts = `(${attemptsOfDeliveriesSql("$1::uuid[]", "$2::bigint[]")})`;
-  return (await db.query<T>(select(attempts), [destinationIds, deliveryIds])).rows;
+): (db: Queryable, destinationIds: readonly string[], deliveryIds: readonly string[]) => Promise<T[]> {
+  const text = select(`(${attemptsOfDeliveriesSql("$1::uuid[]", "$2::bigint[]")})`);
+  return async (db, destinationIds, deliveryIds) =>
+    deliveryIds.length === 0 ? [] : (await db.query<T>(text, [destinationIds, deliveryIds])).rows;
 }
 
 /**

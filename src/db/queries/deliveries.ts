@@ -1,6 +1,6 @@
 import type { DeliveryStatus } from "../job-table/delivery-completion.js";
 import type { Queryable } from "../pool.js";
-import { attemptsSinceSql, selectFromAttemptsOf } from "./attempts-of.js";
+import { attemptsReader, attemptsSinceSql } from "./attempts-of.js";
 import type { DeliveryRow } from "./delivery-rows.js";
 
 export interface AttemptRow {
@@ -43,22 +43,14 @@ export async function selectDelivery(db: Queryable, id: string): Promise<Deliver
   return result.rows[0];
 }
 
-export async function selectAttempts(
-  db: Queryable,
-  destinationIds: readonly string[],
-  deliveryIds: readonly string[],
-): Promise<AttemptRow[]> {
-  return selectFromAttemptsOf<AttemptRow>(
-    db,
-    destinationIds,
-    deliveryIds,
-    (attempts) => `SELECT delivery_id, attempt, url, attempted_at, outcome, status_code, error, latency_ms, response_body,
-            destination_revision, discarded_values, subscription, method, request_headers, request_body, request_body_bytes,
-            batch_id, batch_calls, batch_delivery_ids
-       FROM ${attempts} a
-      ORDER BY delivery_id, attempt, url_index, position`,
-  );
-}
+/** The deliveries' attempts, their own and their batches', in order. */
+export const selectAttempts = attemptsReader<AttemptRow>(
+  (attempts) => `SELECT delivery_id, attempt, url, attempted_at, outcome, status_code, error, latency_ms, response_body,
+          destination_revision, discarded_values, subscription, method, request_headers, request_body, request_body_bytes,
+          batch_id, batch_calls, batch_delivery_ids
+     FROM ${attempts} a
+    ORDER BY delivery_id, attempt, url_index, position`,
+);
 
 export interface DestinationStatsRow {
   counts: Partial<Record<DeliveryStatus, string>>;

@@ -1,5 +1,12 @@
 import type { Queryable } from "../pool.js";
-import { selectFromAttemptsOf } from "./attempts-of.js";
+import { attemptsReader } from "./attempts-of.js";
+
+const succeeded = attemptsReader<{ subscription: string }>(
+  (attempts) => `SELECT subscription FROM ${attempts} a
+    WHERE subscription IS NOT NULL
+    GROUP BY attempt, subscription
+   HAVING bool_and(outcome = 'success')`,
+);
 
 /**
  * The subscriptions of an integration delivery that succeeded in an earlier
@@ -7,14 +14,5 @@ import { selectFromAttemptsOf } from "./attempts-of.js";
  * retry does not run them again.
  */
 export async function succeededSubscriptions(db: Queryable, destinationId: string, deliveryId: string): Promise<Set<string>> {
-  const rows = await selectFromAttemptsOf<{ subscription: string }>(
-    db,
-    [destinationId],
-    [deliveryId],
-    (attempts) => `SELECT subscription FROM ${attempts} a
-      WHERE subscription IS NOT NULL
-      GROUP BY attempt, subscription
-     HAVING bool_and(outcome = 'success')`,
-  );
-  return new Set(rows.map((r) => r.subscription));
+  return new Set((await succeeded(db, [destinationId], [deliveryId])).map((r) => r.subscription));
 }
