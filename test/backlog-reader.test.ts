@@ -49,7 +49,13 @@ test("/metrics has each destination's unfinished deliveries, 0 for one without a
 
 test("a count is reused while younger than maxAgeMs, then read again", async () => {
   const clock = new ManualClock();
-  const reader = createBacklogReader({ pool: server.pool, jobTable: singleNodeJobTable, clock, logger: createLogger("silent"), maxAgeMs: 5_000 });
+  const reader = createBacklogReader({
+    pool: server.pool,
+    jobTable: singleNodeJobTable,
+    clock,
+    logger: createLogger("silent"),
+    maxAgeMs: 5_000,
+  });
   const [first, concurrent] = await Promise.all([reader.read(), reader.read()]);
   expect(first?.get(ids.busy)).toBe(3);
   // Concurrent scrapes share one query.

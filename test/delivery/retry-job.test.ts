@@ -72,7 +72,10 @@ test("a retry job replays every match in pages with a fresh window and a new lea
     logger: createLogger("silent"),
     leaseMs: 60_000,
     pollMs: 60_000,
-    handlers: { backfill: createBackfillJob({ jobTable: singleNodeJobTable }), retry: createRetryJob({ pageSize: 10, jobTable: singleNodeJobTable }) },
+    handlers: {
+      backfill: createBackfillJob({ jobTable: singleNodeJobTable }),
+      retry: createRetryJob({ pageSize: 10, jobTable: singleNodeJobTable }),
+    },
   });
   const notified = await pool.connect();
   const notifications: string[] = [];
