@@ -11,17 +11,20 @@ import { createCompatHttpApi } from "./compat/http-api.js";
 import { createConsoleRoutes } from "./console/serve.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { Config } from "./config.js";
-import type { JobTableDriver } from "./db/job-table/index.js";
+import { deliveriesChannel, type JobTableDriver } from "./db/job-table/index.js";
+import { hooksChannel } from "./db/queries/hook-notify.js";
 import { ping } from "./db/pool.js";
 import { selectDestinationNames } from "./db/queries/destinations.js";
 import { createAddressGuard } from "./outbound/address-guard.js";
 import { createBackfillJob } from "./delivery/backfill-job.js";
-import { createJobRunner, type JobRunner } from "./delivery/job-runner.js";
+import { createJobRunner, type JobRunner } from "./background/job-runner.js";
 import { createRetryJob } from "./delivery/retry-job.js";
 import { createTransformSandboxes, destinationOf } from "./sandbox/transform-sandbox.js";
 import { createDeliveryLoop, type DeliveryLoop } from "./delivery/loop.js";
-import { createLoopWaker } from "./ingest/loop-waker.js";
-import { createMaintenance, type Maintenance } from "./delivery/maintenance.js";
+import { createMaintenance, type Maintenance } from "./background/maintenance.js";
+import { createNotifier } from "./background/notifier.js";
+import { createThrottledNotify } from "./background/throttled-notify.js";
+import { matcherOfRow } from "./delivery/kinds/registry.js";
 import { createCors } from "./http/cors.js";
 import { listen } from "./http/listener.js";
 import { checkListenAddress, explainListenFailure } from "./http/port-check.js";
@@ -30,9 +33,7 @@ import { createRouteTable, prefixRoute } from "./http/route-table.js";
 import type { RouteHandler } from "./http/types.js";
 import { createIngestor, type Ingestor } from "./ingest/ingestor.js";
 import { createHookProcessor, type HookProcessor } from "./ingest/hooks/hook-processor.js";
-import { parseMessage } from "./compat/parse-message.js";
 import { createHookRoute } from "./ingest/hooks/hook-route.js";
-import { createHookWaker } from "./ingest/hooks/hook-waker.js";
 import type { Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { createPlanCache } from "./plans/plan-cache.js";
@@ -151,8 +152,8 @@ type SharedWing = Awaited<ReturnType<typeof openShared>>;
 type IngestWing = ReturnType<typeof openIngest>;
 type DeliveryWing = Awaited<ReturnType<typeof openDelivery>>;
 
-/** What the wings share: metrics, tracing, the address guard, the transform sandboxes. */
-async function openShared({ config, logger, clock, closers }: Wiring, { pool, jobTable }: DatabaseWing) {
+/** What the wings share: metrics, tracing, the address guard, the transform sandboxes, the notifier. */
+async function openShared({ config, logger, clock, closers }: Wiring, { pool, jobTable, connectionString }: DatabaseWing) {
   const metrics = createMetrics({ backlog: createBacklogReader({ pool, clock, logger, jobTable }).read });
   const tracing = await startTracing({
     config: config.tracing,
@@ -178,7 +179,12 @@ async function openShared({ config, logger, clock, closers }: Wiring, { pool, jo
     },
   });
   closers.push(async () => sandboxes.close());
-  return { metrics, tracing, addressGuard, sandboxes };
+  // One LISTEN connection for the process, made at the first subscription
+  // (the delivery loop's, the hook processor's): an api process opens none.
+  // Pushed before their closers, so it closes after they have unsubscribed.
+  const notifier = createNotifier({ connectionString, logger });
+  closers.push(() => notifier.close());
+  return { metrics, tracing, addressGuard, sandboxes, notifier };
 }
 
 /** Ingest: tracking plans, the ingestor, and the wake-up of every process's delivery loop after a commit (docs/design.md). */
@@ -189,15 +195,16 @@ function openIngest({ logger, clock, closers }: Wiring, { pool, adminReadPool, j
   violationRecorder.start();
   closers.push(() => violationRecorder.stop());
   const trackingPlans = createTrackingPlans({ pool, readPool: adminReadPool, clock, cache: planCache, recorder: violationRecorder });
-  const loopWaker = createLoopWaker({ pool, logger });
+  const loopWaker = createThrottledNotify({ pool, channel: deliveriesChannel, logger });
   closers.push(() => loopWaker.close());
   const ingestor = createIngestor({
     pool,
     clock,
     metrics,
     plans: { cache: planCache, recorder: violationRecorder },
-    onQueued: () => loopWaker.queued(),
+    onQueued: () => loopWaker.add(),
     jobTable,
+    kindMatcher: matcherOfRow,
   });
   return { ingestor, trackingPlans, loopWaker };
 }
@@ -209,11 +216,11 @@ async function openDelivery(
   shared: SharedWing,
   ingest: IngestWing,
 ) {
-  const { pool, connectionString, jobTable } = database;
+  const { pool, jobTable } = database;
   if (config.role === "api") return { loop: undefined, maintenance: undefined, jobs: undefined, hooks: undefined };
   const loop: DeliveryLoop = createDeliveryLoop({
     pool,
-    connectionString,
+    notifier: shared.notifier,
     config: config.delivery,
     clock,
     logger,
@@ -248,20 +255,19 @@ async function openDelivery(
     leaseMs: config.delivery.leaseMs,
     handlers: { backfill: createBackfillJob({ jobTable }), retry: createRetryJob({ jobTable }) },
   });
-  jobs.start();
+  await jobs.start();
   closers.push(() => jobs.stop());
   // Webhook sources' stored requests become calls wherever calls are delivered.
   const hooks: HookProcessor = createHookProcessor({
     pool,
-    connectionString,
+    notifier: shared.notifier,
     clock,
     logger,
     ingestor: ingest.ingestor,
     sandboxes: shared.sandboxes,
-    parseCall: (raw) => parseMessage(raw, undefined),
     leaseMs: config.delivery.leaseMs,
     metrics: shared.metrics,
-    onQueued: () => ingest.loopWaker.queued(),
+    onQueued: () => ingest.loopWaker.add(),
   });
   await hooks.start();
   closers.push(() => hooks.stop());
@@ -280,7 +286,7 @@ function openApi(
   const { pool } = database;
   const auth = createAuthenticator({ pool, adminToken: database.adminToken });
   // After the inbound URL commits a request (or requests are set to run again), every process's hook processor is woken (a NOTIFY after the commit).
-  const hookWaker = createHookWaker({ pool, logger });
+  const hookWaker = createThrottledNotify({ pool, channel: hooksChannel, logger });
   closers.push(() => hookWaker.close());
   const rpc = createRpcHandlers({
     adminReads: { pool: database.adminReadPool, ...config.adminReads },
@@ -298,7 +304,7 @@ function openApi(
     trackingPlans: ingest.trackingPlans,
     tracing: shared.tracing,
     // Requests set to run again wake every process's processor, as stored ones do.
-    onHookRequestsQueued: (sourceId) => hookWaker.stored(sourceId),
+    onHookRequestsQueued: (sourceId) => hookWaker.add(sourceId),
     jobTable: database.jobTable,
   });
   const operational = createOperationalRoutes({
@@ -330,7 +336,7 @@ function openApi(
             logger,
             metrics: shared.metrics,
             bodies: config.bodies,
-            onHookRequestStored: (sourceId) => hookWaker.stored(sourceId),
+            onHookRequestStored: (sourceId) => hookWaker.add(sourceId),
           }),
           createAnalyticsJsRoute(),
           createConsoleRoutes(),

@@ -1,20 +1,20 @@
 import net from "node:net";
 import { PassThrough } from "node:stream";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { createBacklogReader } from "../src/backlog-reader.js";
 import { singleNodeJobTable } from "../src/db/job-table/index.js";
 import { createPool } from "../src/db/pool.js";
 import { createLogger } from "../src/logger.js";
-import { ManualClock, startTestServer, type TestServer } from "./helpers/server.js";
+import { testWith } from "./helpers/fixtures.js";
+import { ManualClock } from "./helpers/server.js";
 
 // An API-only process claims nothing: what is ingested stays pending, the
 // backlog the gauge must show.
-let server: TestServer;
+const test = testWith({ server: { config: { role: "api" } } });
 let writeKey: string;
 const ids: Record<"busy" | "quiet" | "idle", string> = { busy: "", quiet: "", idle: "" };
 
-beforeAll(async () => {
-  server = await startTestServer({ config: { role: "api" } });
+test.beforeAll(async ({ server }) => {
   const source = await server.createSource();
   const other = await server.createSource("other");
   writeKey = source.writeKey;
@@ -30,9 +30,6 @@ beforeAll(async () => {
   const tracking = server.tracking(writeKey);
   await tracking.batch({ batch: [1, 2, 3].map((n) => ({ type: { case: "track" as const, value: { userId: `u${n}`, event: "E" } } })) });
 });
-afterAll(async () => {
-  await server?.stop();
-});
 
 /** waypost_destination_backlog samples of a /metrics text, by destination id. */
 function backlogSamples(text: string): Record<string, number> {
@@ -41,13 +38,13 @@ function backlogSamples(text: string): Record<string, number> {
   );
 }
 
-test("/metrics has each destination's unfinished deliveries, 0 for one without any", async () => {
+test("/metrics has each destination's unfinished deliveries, 0 for one without any", async ({ server }) => {
   const text = await (await fetch(`${server.url}/metrics`)).text();
   expect(text).toContain("# TYPE waypost_destination_backlog gauge");
   expect(backlogSamples(text)).toEqual({ [ids.busy]: 3, [ids.quiet]: 3, [ids.idle]: 0 });
 });
 
-test("a count is reused while younger than maxAgeMs, then read again", async () => {
+test("a count is reused while younger than maxAgeMs, then read again", async ({ server }) => {
   const clock = new ManualClock();
   const reader = createBacklogReader({
     pool: server.pool,

@@ -1,22 +1,18 @@
 import { Writable } from "node:stream";
 import pg from "pg";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { createPool } from "../src/db/pool.js";
 import { createLogger } from "../src/logger.js";
-import { createTestDatabase, type TestDatabase } from "./helpers/database.js";
+import { testWith } from "./helpers/fixtures.js";
 
 // What a lost database connection looks like in the log: pg-pool attaches
 // the whole client to the error, which must not be dumped into the line.
 
-let database: TestDatabase;
-beforeAll(async () => {
-  database = await createTestDatabase({ migrated: false });
-});
-afterAll(async () => {
-  await database?.drop();
-});
+const test = testWith({ database: { migrated: false } });
 
-test("an idle connection terminated by Postgres (57P01) is one short warning with the code, without the pg client", async () => {
+test("an idle connection terminated by Postgres (57P01) is one short warning with the code, without the pg client", async ({
+  database,
+}) => {
   const lines: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {

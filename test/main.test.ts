@@ -3,8 +3,8 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createTestDatabase, type TestDatabase } from "./helpers/database.js";
+import { afterAll, beforeAll, describe, expect } from "vitest";
+import { testWith } from "./helpers/fixtures.js";
 import { entry, eventually, launchService, runToExit, serviceEnv, type ServiceProcess } from "./helpers/process.js";
 import { startReceiver, type Receiver } from "./helpers/receiver.js";
 import { testAdminToken } from "./helpers/server.js";
@@ -13,15 +13,11 @@ import { testAdminToken } from "./helpers/server.js";
 // stopped by signals, failing to start for reasons it must name.
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-let database: TestDatabase;
+const test = testWith();
 const started: ServiceProcess[] = [];
 
-beforeAll(async () => {
-  database = await createTestDatabase();
-});
 afterAll(async () => {
   for (const service of started) if (service.child.exitCode === null) service.child.kill("SIGKILL");
-  await database?.drop();
 });
 
 /** A data directory the embedded Postgres can use (as root it runs as another user). */
@@ -132,7 +128,9 @@ test("a WAYPOST_EMBEDDED_POSTGRES_PORT in use is named, with the setting to chan
   }
 }, 120_000);
 
-test("a bad WAYPOST_LOG_LEVEL or a DATABASE_URL of another database is named, with exit code 2 and no stack trace", async () => {
+test("a bad WAYPOST_LOG_LEVEL or a DATABASE_URL of another database is named, with exit code 2 and no stack trace", async ({
+  database,
+}) => {
   const [level, mysql] = await Promise.all([
     runToExit(serviceEnv(database.url, { WAYPOST_LOG_LEVEL: "verbose" })),
     runToExit(serviceEnv("mysql://root:hunter2-secret@127.0.0.1:3306/waypost")),
@@ -149,7 +147,7 @@ test("a bad WAYPOST_LOG_LEVEL or a DATABASE_URL of another database is named, wi
   expect(mysql.stderr.trim().split("\n")).toHaveLength(1);
 }, 60_000);
 
-test("at info, the start-up line gives the settings in effect and the console's URL", async () => {
+test("at info, the start-up line gives the settings in effect and the console's URL", async ({ database }) => {
   const service = await launchService(
     process.execPath,
     [entry],
@@ -209,7 +207,7 @@ describe("signals", () => {
     await receiver?.close();
   });
 
-  test("the first SIGTERM waits for in-flight work; a second signal exits at once", async () => {
+  test("the first SIGTERM waits for in-flight work; a second signal exits at once", async ({ database }) => {
     const service = await launchService(
       process.execPath,
       [entry],

@@ -3,23 +3,22 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
 import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import { startWaypost } from "../src/server.js";
-import { createTestDatabase, type TestDatabase } from "./helpers/database.js";
+import type { TestDatabase } from "./helpers/database.js";
+import { testWith } from "./helpers/fixtures.js";
 
-let database: TestDatabase;
+const test = testWith();
 let observer: pg.Client;
 
-beforeAll(async () => {
-  database = await createTestDatabase();
+test.beforeAll(async ({ database }) => {
   observer = new pg.Client({ connectionString: database.url });
   await observer.connect();
 });
 afterAll(async () => {
   await observer?.end();
-  await database?.drop();
 });
 
 /** Connections Waypost holds on the test database (its pool and its LISTEN session). */
@@ -42,7 +41,7 @@ async function expectNoWaypostConnections(): Promise<void> {
   expect(open).toBe(0);
 }
 
-function config(env: Record<string, string>) {
+function config(database: TestDatabase, env: Record<string, string>) {
   return loadConfig({
     DATABASE_URL: database.url,
     HOST: "127.0.0.1",
@@ -54,12 +53,12 @@ function config(env: Record<string, string>) {
   });
 }
 
-test("a start that fails at its last step (the port is taken) closes the delivery loop and the pool", async () => {
+test("a start that fails at its last step (the port is taken) closes the delivery loop and the pool", async ({ database }) => {
   const taken = net.createServer();
   await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
   const port = (taken.address() as net.AddressInfo).port;
   try {
-    const start = startWaypost({ config: config({ PORT: String(port) }), logger: createLogger("silent") });
+    const start = startWaypost({ config: config(database, { PORT: String(port) }), logger: createLogger("silent") });
     await expect(start).rejects.toThrow(/EADDRINUSE/);
     await expectNoWaypostConnections();
   } finally {
@@ -67,20 +66,20 @@ test("a start that fails at its last step (the port is taken) closes the deliver
   }
 });
 
-test("a start that fails after the pool is open (the admin token cannot be stored) closes the pool", async () => {
+test("a start that fails after the pool is open (the admin token cannot be stored) closes the pool", async ({ database }) => {
   const dir = mkdtempSync(path.join(tmpdir(), "waypost-data-"));
   const file = path.join(dir, "not-a-directory");
   writeFileSync(file, "");
   const start = startWaypost({
-    config: config({ WAYPOST_ADMIN_TOKEN: "", WAYPOST_DATA_DIR: path.join(file, "data") }),
+    config: config(database, { WAYPOST_ADMIN_TOKEN: "", WAYPOST_DATA_DIR: path.join(file, "data") }),
     logger: createLogger("silent"),
   });
   await expect(start).rejects.toThrow(/ENOTDIR/);
   await expectNoWaypostConnections();
 });
 
-test("stop closes everything start opened", async () => {
-  const waypost = await startWaypost({ config: config({}), logger: createLogger("silent") });
+test("stop closes everything start opened", async ({ database }) => {
+  const waypost = await startWaypost({ config: config(database, {}), logger: createLogger("silent") });
   expect(await waypostConnections()).toBeGreaterThan(0);
   await waypost.stop();
   await expectNoWaypostConnections();

@@ -30,7 +30,8 @@ import {
 } from "../db/queries/audience-rows.js";
 import { validateName } from "./destination-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
-import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
+import { decodeTimeCursor, listPage, pageSize, timeCursorOf } from "./paging.js";
+import { protoEnumNames } from "./proto-enums.js";
 
 export interface AudienceServiceOptions {
   pool: pg.Pool;
@@ -101,13 +102,8 @@ export function createAudienceService(options: AudienceServiceOptions): ServiceI
       const size = pageSize(req.pageSize);
       const sourceId = req.sourceId ? requireUuid("sourceId", req.sourceId) : undefined;
       const after = decodeTimeCursor(req.pageToken);
-      const rows = await listAudienceRows(pool, { sourceId, after, limit: size + 1 });
-      const page = rows.slice(0, size);
-      const last = page[page.length - 1];
-      return {
-        audiences: page.map(toProto),
-        nextPageToken: rows.length > size && last ? encodeTimeCursor(last.cursor_at, last.id) : "",
-      };
+      const page = await listPage(size, (limit) => listAudienceRows(pool, { sourceId, after, limit }), timeCursorOf);
+      return { audiences: page.rows.map(toProto), nextPageToken: page.nextPageToken };
     },
 
     async syncAudience(req) {
@@ -152,16 +148,15 @@ function validName(name: string): string {
   return validateName("audience.name", name);
 }
 
+const kinds = protoEnumNames<AudienceKind, AudienceKindName>(
+  { audience: AudienceKind.AUDIENCE, computed_trait: AudienceKind.COMPUTED_TRAIT },
+  "audience",
+);
+
 function kindName(kind: AudienceKind): AudienceKindName {
-  switch (kind) {
-    case AudienceKind.UNSPECIFIED:
-    case AudienceKind.AUDIENCE:
-      return "audience";
-    case AudienceKind.COMPUTED_TRAIT:
-      return "computed_trait";
-    default:
-      throw invalidArgument("audience.kind", `unknown kind ${kind as number}`);
-  }
+  const name = kinds.nameOf(kind);
+  if (name === undefined) throw invalidArgument("audience.kind", `unknown kind ${kind as number}`);
+  return name;
 }
 
 function unknownSource(sourceId: string): ConnectError {
@@ -184,7 +179,7 @@ function toProto(row: AudienceRow): Audience {
     sourceId: row.source_id,
     name: row.name,
     key: row.key,
-    kind: row.kind === "audience" ? AudienceKind.AUDIENCE : AudienceKind.COMPUTED_TRAIT,
+    kind: kinds.valueOf(row.kind),
     memberCount: BigInt(row.member_count),
     createTime: timestampFromDate(row.created_at),
     ...(row.last_synced_at ? { lastSyncTime: timestampFromDate(row.last_synced_at) } : {}),

@@ -2,12 +2,12 @@ import { fromBinary, type JsonObject } from "@bufbuild/protobuf";
 import { WireStructFieldSchema } from "../../gen/waypost/internal/v1/tracking_wire_pb.js";
 import { callTypes, emptyCall, type Call, type CallType, type StructJson } from "../calls/call.js";
 import { needsReferenceDecoding } from "./call-from-wire.js";
-import { readEnd, readText, structJsonFromWire, type Reader } from "../ingest/struct-wire.js";
+import { readEnd, readText, structJsonFromWire, type Reader } from "./struct-wire.js";
 
 /**
  * Reads one batch entry (the encoding of a waypost.v1.Message) straight into
  * a Call, as callFromBatchMessage would give it for protobuf-es's decoding:
- * undefined for an entry without a call type. Like src/ingest/struct-wire.ts, it reads
+ * undefined for an entry without a call type. Like src/api/struct-wire.ts, it reads
  * only the ordinary encoding (one call field; known fields with their wire
  * types; valid UTF-8 without a leading byte-order mark; at most one
  * Timestamp with non-negative seconds and nanos), and answers
@@ -138,7 +138,7 @@ function readTimestampMs(buf: Uint8Array, start: number, end: number): number | 
 
 /**
  * Integrations stay an object (they route the call): decoded by protobuf-es,
- * from their bytes alone, when they are ordinary (src/ingest/struct-wire.ts reads them
+ * from their bytes alone, when they are ordinary (src/api/struct-wire.ts reads them
  * first), so its recursion limit cannot be met at a smaller depth here.
  */
 function integrationsObject(occurrences: Uint8Array[]): JsonObject | undefined {

@@ -10,7 +10,7 @@ import { createDeletion, type DeletionInput } from "../deletion/create-deletion.
 import { listDeletionRequestRows } from "../db/queries/deletion-requests.js";
 import { readDeletionProgress, type DeletionProgress } from "../deletion/progress.js";
 import { notFound, requireUuid } from "./errors.js";
-import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
+import { decodeTimeCursor, listPage, pageSize, timeCursorOf } from "./paging.js";
 
 export interface DeletionServiceOptions {
   pool: pg.Pool;
@@ -46,24 +46,16 @@ export function createDeletionService(options: DeletionServiceOptions): ServiceI
       const size = pageSize(req.pageSize);
       if (req.userId !== "") requireUserId("userId", req.userId);
       const before = decodeTimeCursor(req.pageToken);
-      const rows = await listDeletionRequestRows(pool, {
-        userId: req.userId === "" ? undefined : req.userId,
-        before,
-        limit: size + 1,
-      });
-      const page = rows.slice(0, size);
-      const last = page[page.length - 1];
+      const userId = req.userId === "" ? undefined : req.userId;
+      const page = await listPage(size, (limit) => listDeletionRequestRows(pool, { userId, before, limit }), timeCursorOf);
       // Each request's progress as GetDeletionRequest reports it (a page is
       // at most pageSize requests; a complete one is read from its row).
       const requests: DeletionRequest[] = [];
-      for (const row of page) {
+      for (const row of page.rows) {
         const progress = await readDeletionProgress(pool, clock, row.id);
         if (progress) requests.push(toProto(progress));
       }
-      return {
-        deletionRequests: requests,
-        nextPageToken: rows.length > size && last ? encodeTimeCursor(last.cursor_at, last.id) : "",
-      };
+      return { deletionRequests: requests, nextPageToken: page.nextPageToken };
     },
   };
 }

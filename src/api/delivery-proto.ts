@@ -11,6 +11,7 @@ import {
 import type { DeliveryStatus as StatusName } from "../db/job-table/index.js";
 import type { AttemptRow } from "../db/queries/deliveries.js";
 import type { DeliveryRow } from "../db/queries/delivery-rows.js";
+import { payloadText } from "../ingest/payload.js";
 import { requireStorableText } from "./destination-validation.js";
 import { invalidArgument } from "./errors.js";
 import type { WebhookHeaders } from "./request-headers.js";
@@ -76,17 +77,6 @@ export interface DeliveryDetails {
   requestsInAttempts?: boolean;
 }
 
-/** The calls' anonymousId, read from the body sent (messages keep no column for it). */
-function anonymousIdOf(payload: string): string {
-  if (!payload.includes('"anonymousId"')) return "";
-  try {
-    const value = (JSON.parse(payload) as { anonymousId?: unknown }).anonymousId;
-    return typeof value === "string" ? value : "";
-  } catch {
-    return "";
-  }
-}
-
 /** An attempt as lastErrorOf reads it. */
 type AttemptResult = Pick<AttemptRow, "outcome" | "status_code" | "error">;
 
@@ -131,7 +121,7 @@ export function toProto(row: DeliveryRow, details: DeliveryDetails | undefined, 
     nextAttemptTime: open ? timestampFromDate(row.run_at) : undefined,
     finalizeTime: row.finalized_at ? timestampFromDate(row.finalized_at) : undefined,
     userId: row.user_id ?? "",
-    anonymousId: anonymousIdOf(row.payload),
+    anonymousId: payloadText(row.payload, "anonymousId"),
     lastError: details ? lastErrorOf(details.attempts) : lastError,
     ...(details
       ? {

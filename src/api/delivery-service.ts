@@ -18,7 +18,7 @@ import { destinationStats } from "./destination-stats.js";
 import { explainMessage } from "./explain-message.js";
 import { listFates } from "./list-fates.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
-import { pageSize } from "./paging.js";
+import { listPage, pageSize } from "./paging.js";
 import { requestsInAttempts, webhookHeaders } from "./request-headers.js";
 
 export interface DeliveryServiceOptions {
@@ -100,13 +100,14 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
       if (req.order !== DeliveryOrder.UNSPECIFIED && req.order !== DeliveryOrder.CREATE_TIME_DESC) {
         throw invalidArgument("order", `unknown order ${req.order}`);
       }
-      const rows = await reads.searchDeliveries(pool, filter, { before: decodeCreatedCursor(req.pageToken), limit: size + 1 });
-      const page = rows.slice(0, Math.min(size, rowsWithinBytes(rows, maxBytes)));
-      const last = page[page.length - 1];
-      return {
-        deliveries: await present(page, req.view),
-        nextPageToken: rows.length > page.length && last ? encodeCreatedCursor(last.cursor_at, last.id) : "",
-      };
+      const before = decodeCreatedCursor(req.pageToken);
+      const page = await listPage(
+        size,
+        (limit) => reads.searchDeliveries(pool, filter, { before, limit }),
+        (last) => encodeCreatedCursor(last.cursor_at, last.id),
+        (rows) => rowsWithinBytes(rows, maxBytes),
+      );
+      return { deliveries: await present(page.rows, req.view), nextPageToken: page.nextPageToken };
     },
     async getDelivery(req) {
       return { delivery: await getOne(req.id) };

@@ -2,9 +2,7 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import {
-  DestinationKind,
   TestOutcome,
-  type Destination,
   type BackfillDestinationRequest,
   type CancelBackfillRequest,
   type CancelBackfillResponseSchema,
@@ -21,21 +19,17 @@ import type { JobTableDriver } from "../db/job-table/index.js";
 import { cancelJob, listJobs, selectJob } from "../db/queries/background-jobs.js";
 import { selectDestination } from "../db/queries/destinations.js";
 import { selectCallsByMessageIds, selectRecentCalls, type StoredCallRow } from "../db/queries/message-lookup.js";
-import type { IntegrationRunner } from "../delivery/kinds/integration/runner.js";
-import { offeredEntry, presetSubscriptions } from "../catalog/catalog.js";
-import { loadEntry } from "../catalog/catalog-entry.js";
-import { subscriptionError, type SubscriptionCondition } from "../catalog/subscriptions.js";
-import { segmentEventOf } from "../catalog/segment-event.js";
+import type { DraftTester } from "../delivery/kinds/kind.js";
+import type { AddressGuard } from "../outbound/address-guard.js";
 import { validateConsentCategories } from "../routing/consent.js";
-import { isPlainObject } from "../routing/filter.js";
-import { compileRouteRules, heldBackBy, storedSubscriptions, type RouteRules } from "../routing/route-rules.js";
+import { compileRouteRules, heldBackBy, type RouteRules, routedCall } from "../routing/route-rules.js";
 import { shapeBody } from "../routing/shape-body.js";
 import type { TransformSandboxes } from "../sandbox/transform-sandbox.js";
 import { validateDropFieldList, validateFilter, validateTransform } from "../routing/validate-rules.js";
 import { requireStorableText, validateSourceIds } from "./destination-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { eventOf } from "./explain-message.js";
-import { integrationDraftOf, testIntegrationCall } from "./integration-test-call.js";
+import { draftKindOf } from "./draft-kind.js";
 import { backfillToProto } from "./job-proto.js";
 import { createBackfillRequests } from "./backfill-requests.js";
 
@@ -43,6 +37,8 @@ export interface DestinationRulesOptions {
   pool: pg.Pool;
   clock: Clock;
   sandboxes: TransformSandboxes;
+  /** A draft's settings are read as a save would read them, literal private hosts refused. */
+  addressGuard: AddressGuard;
   /** Called after a backfill job is stored (this process's job runner, if any, takes it at once). */
   onJobCreated?: () => void;
   /** The job table's driver (a backfill's count of candidates). */
@@ -76,15 +72,15 @@ export function createDestinationRules(options: DestinationRulesOptions) {
       input.consentCategories.length > 0
         ? validateConsentCategories("destination.consentCategories", input.consentCategories)
         : (existing?.consent_categories ?? []);
+    const kind = draftKindOf(input, existing, { guard: options.addressGuard, now: () => options.clock.now() });
     const rules = compileRouteRules({
       filter,
       consentCategories,
       // A draft can turn it on; left false, the stored destination's setting holds (as with every unset field).
       requireConsent: input.requireConsent || (existing?.require_consent ?? false),
-      subscriptions: draftSubscriptions(input, existing?.kind, existing?.integration),
+      matcher: kind.matcher,
     });
-    const integration = integrationDraftOf(input, existing);
-    return { sourceIds, rules, dropFields, transform, integration };
+    return { sourceIds, rules, dropFields, transform, tester: kind.tester };
   }
 
   async function callsOf(req: TestDestinationRequest, sourceIds: readonly string[]): Promise<StoredCallRow[]> {
@@ -132,18 +128,16 @@ export function createDestinationRules(options: DestinationRulesOptions) {
 
   async function testOne(
     call: StoredCallRow,
-    draft: { rules: RouteRules; dropFields: string[]; transform: string; integration?: IntegrationRunner | undefined },
+    draft: { rules: RouteRules; dropFields: string[]; transform: string; tester: DraftTester | undefined },
     sandboxKey: string,
   ): Promise<MessageInitShape<typeof TestedCallSchema>> {
     const base = { messageId: call.message_id, sourceId: call.source_id, type: call.type, event: eventOf(call.payload) };
     // The same checks, in the same order, as routing (docs/routing.md#consent).
-    const body = JSON.parse(call.payload) as unknown;
-    const event = () => segmentEventOf(isPlainObject(body) ? body : {}, { receivedAt: call.received_at });
-    const held = heldBackBy(draft.rules, body, event);
+    const held = heldBackBy(draft.rules, routedCall(JSON.parse(call.payload) as unknown, call.received_at));
     if (held) return { ...base, outcome: heldOutcomes[held] };
     const shaped = await shapeBody(call.payload, { dropFields: draft.dropFields, transform: draft.transform, sandboxKey }, sandboxes);
-    if (shaped.kind === "send" && draft.integration) {
-      return testIntegrationCall(draft.integration, call, shaped.body, base, () => options.clock.now());
+    if (shaped.kind === "send" && draft.tester) {
+      return { ...base, ...(await draft.tester({ body: shaped.body, receivedAt: call.received_at, sentAt: call.sent_at })) };
     }
     if (shaped.kind === "send") return { ...base, outcome: TestOutcome.SEND, body: shaped.body };
     if (shaped.kind === "dropped") return { ...base, outcome: TestOutcome.DROPPED_BY_TRANSFORM };
@@ -157,28 +151,3 @@ const heldOutcomes = {
   consent: TestOutcome.NO_CONSENT,
   subscriptions: TestOutcome.NOT_SUBSCRIBED,
 } as const;
-
-/**
- * The subscriptions an integration draft is routed by: the draft's own
- * (each must parse, refused naming its path), else the stored
- * destination's, else (a new draft naming none) the entry's automatic
- * presets, as a create would store them; undefined for other kinds and for
- * an entry that is not offered (the draft's settings are refused then).
- */
-function draftSubscriptions(input: Destination, storedKind: string | undefined, stored: unknown): SubscriptionCondition[] | undefined {
-  const integration =
-    input.kind === DestinationKind.INTEGRATION || (input.kind === DestinationKind.UNSPECIFIED && storedKind === "integration");
-  if (!integration) return undefined;
-  const given = input.integration?.subscriptions ?? [];
-  if (given.length === 0) {
-    if (stored !== undefined && stored !== null) return storedSubscriptions(stored);
-    const slug = input.integration?.slug ?? "";
-    const definition = slug !== "" && offeredEntry(slug) ? loadEntry(slug) : undefined;
-    return definition ? presetSubscriptions(definition) : undefined;
-  }
-  return given.map((subscription, i) => {
-    const problem = subscriptionError(subscription.subscribe);
-    if (problem) throw invalidArgument(`destination.integration.subscriptions[${i}].subscribe`, problem);
-    return { name: subscription.name, subscribe: subscription.subscribe, enabled: subscription.enabled ?? true };
-  });
-}

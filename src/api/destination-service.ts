@@ -21,7 +21,7 @@ import {
   replaceDestinationSources,
   selectDestination,
   updateDestinationRow,
-  updateSigningSecrets,
+  updateKindColumns,
   type DestinationRow,
 } from "../db/queries/destinations.js";
 import { probeNow } from "../db/queries/destination-health.js";
@@ -36,9 +36,8 @@ import type { TransformSandboxes } from "../sandbox/transform-sandbox.js";
 import { validateDropFieldList, validateFilter, validateTransform } from "../routing/validate-rules.js";
 import { validateConsentCategories } from "../routing/consent.js";
 import { createDestinationRules } from "./destination-rules.js";
-import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
-import { rotateSigningSecrets } from "../delivery/kinds/webhook/signing-secrets.js";
-import { kindOf, kindOfProto, kindProtoNames, registeredKinds, type RegisteredKind } from "../delivery/kinds/registry.js";
+import { decodeTimeCursor, listPage, pageSize, timeCursorOf } from "./paging.js";
+import { kindOf, registeredKinds, requireKindOfProto, type RegisteredKind } from "../delivery/kinds/registry.js";
 import type { KindField } from "../delivery/kinds/kind.js";
 
 export interface DestinationServiceOptions {
@@ -79,11 +78,7 @@ const kindFields = (): Array<{ kind: RegisteredKind; field: KindField }> =>
 const snakeToCamel = (path: string) => path.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 
 /** The kind a request asks for (unspecified: the first kind, webhooks). */
-function kindOfInput(input: Destination): RegisteredKind {
-  const kind = kindOfProto(input.kind);
-  if (!kind) throw invalidArgument("destination.kind", `unknown kind ${input.kind}; use ${kindProtoNames()}`);
-  return kind;
-}
+const kindOfInput = (input: Destination): RegisteredKind => requireKindOfProto("destination.kind", input.kind);
 
 /** Fields of other kinds are refused on a destination of this one, naming the field. */
 function refuseOtherKinds(kind: RegisteredKind, input: Destination, paths: ReadonlySet<string> | undefined, generate: boolean) {
@@ -163,13 +158,8 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       const size = pageSize(req.pageSize);
       const sourceId = req.sourceId ? requireUuid("sourceId", req.sourceId) : undefined;
       const after = decodeTimeCursor(req.pageToken);
-      const rows = await listDestinationRows(pool, { sourceId, after, limit: size + 1 });
-      const page = rows.slice(0, size);
-      const last = page[page.length - 1];
-      return {
-        destinations: page.map((row) => toProto(row, clock.now())),
-        nextPageToken: rows.length > size && last ? encodeTimeCursor(last.cursor_at, last.id) : "",
-      };
+      const page = await listPage(size, (limit) => listDestinationRows(pool, { sourceId, after, limit }), timeCursorOf);
+      return { destinations: page.rows.map((row) => toProto(row, clock.now())), nextPageToken: page.nextPageToken };
     },
     async updateDestination(req) {
       const input = req.destination;
@@ -201,9 +191,12 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       const { row, secret } = await withTransaction(pool, async (tx) => {
         const current = await selectDestination(tx, id, true);
         if (!current) throw notFound("destination", id);
+        const kind = kindOf(current);
+        const rotate = kind.settings.rotateSigningSecret;
+        if (!rotate) throw new ConnectError(`a ${kind.label} destination has no signing secrets`, Code.FailedPrecondition);
         const now = clock.now();
-        const rotated = rotateSigningSecrets(current.signing_secrets, now, overlapMs);
-        await updateSigningSecrets(tx, id, rotated.secrets, now);
+        const rotated = rotate(kind.settings.fromRow(current), now, overlapMs);
+        await updateKindColumns(tx, id, kind.settings.toRow(rotated.settings), now);
         return { row: (await selectDestination(tx, id))!, secret: rotated.secret };
       });
       return { signingSecret: secret, destination: toProto(row, clock.now()) };

@@ -103,15 +103,26 @@ export async function destinationStats(
 
 type HeldBack = Record<HeldBackReason, number>;
 type Minute = MinuteRow & { filtered: number; heldBack: HeldBack };
-type Totals = Pick<
-  Minute,
-  "delivered" | "failed" | "expired" | "attempts" | "successes" | "failedAttempts" | "filtered" | "discarded" | "heldBack"
->;
+/** The counts a window sums over its minutes (held-back calls too, by reason). */
+const summed = ["delivered", "failed", "expired", "attempts", "successes", "failedAttempts", "filtered", "discarded"] as const;
+type Totals = Pick<Minute, (typeof summed)[number] | "heldBack">;
 
 /** The reasons that make a call filtered (the others: disabled, integrations off). */
 const filteredReasons = new Set<HeldBackReason>(["filter", "consent", "subscriptions", "transform"]);
 
 const noneHeldBack = (): HeldBack => ({ filter: 0, consent: 0, subscriptions: 0, transform: 0, disabled: 0, integrations_off: 0 });
+
+const noTotals = (): Totals => ({
+  delivered: 0,
+  failed: 0,
+  expired: 0,
+  attempts: 0,
+  successes: 0,
+  failedAttempts: 0,
+  filtered: 0,
+  discarded: 0,
+  heldBack: noneHeldBack(),
+});
 
 /** The delivery minutes and the held-back ones as one series, oldest first; a minute with only held-back calls is in it too. */
 function withHeldBack(deliveries: readonly MinuteRow[], heldBack: readonly HeldBackCountRow[]): Minute[] {
@@ -120,20 +131,7 @@ function withHeldBack(deliveries: readonly MinuteRow[], heldBack: readonly HeldB
     const at = h.minute.getTime();
     let minute = byMinute.get(at);
     if (!minute) {
-      minute = {
-        minute: h.minute,
-        delivered: 0,
-        failed: 0,
-        expired: 0,
-        attempts: 0,
-        successes: 0,
-        failedAttempts: 0,
-        p50: 0,
-        p99: 0,
-        discarded: 0,
-        filtered: 0,
-        heldBack: noneHeldBack(),
-      };
+      minute = { minute: h.minute, p50: 0, p99: 0, ...noTotals() };
       byMinute.set(at, minute);
     }
     // A reason recorded by a newer Waypost than this one knows is left out, not miscounted.
@@ -145,26 +143,9 @@ function withHeldBack(deliveries: readonly MinuteRow[], heldBack: readonly HeldB
 }
 
 function totals(minutes: readonly Minute[]): Totals {
-  const sum = {
-    delivered: 0,
-    failed: 0,
-    expired: 0,
-    attempts: 0,
-    successes: 0,
-    failedAttempts: 0,
-    filtered: 0,
-    discarded: 0,
-    heldBack: noneHeldBack(),
-  };
+  const sum = noTotals();
   for (const m of minutes) {
-    sum.discarded += m.discarded;
-    sum.filtered += m.filtered;
-    sum.delivered += m.delivered;
-    sum.failed += m.failed;
-    sum.expired += m.expired;
-    sum.attempts += m.attempts;
-    sum.successes += m.successes;
-    sum.failedAttempts += m.failedAttempts;
+    for (const count of summed) sum[count] += m[count];
     for (const reason of Object.keys(sum.heldBack) as HeldBackReason[]) sum.heldBack[reason] += m.heldBack[reason];
   }
   return sum;

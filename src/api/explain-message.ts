@@ -10,6 +10,7 @@ import type { Queryable } from "../db/pool.js";
 import { selectMessageDeliveries } from "../db/queries/message-deliveries.js";
 import { selectDestinationFates } from "../db/queries/message-fates.js";
 import { selectCallsByMessageId } from "../db/queries/message-lookup.js";
+import { payloadText } from "../ingest/payload.js";
 import { explainFate, type Fate as FateName, type FateInput } from "../routing/fates.js";
 import { requireStorableText } from "./destination-validation.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
@@ -80,12 +81,7 @@ export async function explainMessage(db: Queryable, req: ExplainMessageRequest):
   });
 }
 
+/** A stored call's event ("" for a call without one). */
 export function eventOf(payload: string): string {
-  if (!payload.includes('"event"')) return "";
-  try {
-    const event = (JSON.parse(payload) as { event?: unknown }).event;
-    return typeof event === "string" ? event : "";
-  } catch {
-    return "";
-  }
+  return payloadText(payload, "event");
 }

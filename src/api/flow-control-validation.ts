@@ -1,5 +1,6 @@
 import { Ordering } from "../../gen/waypost/v1/destination_pb.js";
 import { invalidArgument } from "./errors.js";
+import { protoEnumNames } from "./proto-enums.js";
 
 /** The highest per-destination rate limit: far above what one endpoint takes, low enough to keep bucket arithmetic exact. */
 export const maxRequestsPerSecondLimit = 100_000;
@@ -17,18 +18,14 @@ export function validateMaxRequestsPerSecond(field: string, value: number | unde
 }
 
 /** ORDERING_UNSPECIFIED reads as ORDERING_NONE. */
+const orderings = protoEnumNames<Ordering, StoredOrdering>({ none: Ordering.NONE, per_user: Ordering.PER_USER }, "none");
+
 export function validateOrdering(field: string, value: Ordering): StoredOrdering {
-  switch (value) {
-    case Ordering.UNSPECIFIED:
-    case Ordering.NONE:
-      return "none";
-    case Ordering.PER_USER:
-      return "per_user";
-    default:
-      throw invalidArgument(field, `unknown ordering ${value}; use ORDERING_NONE or ORDERING_PER_USER`);
-  }
+  const name = orderings.nameOf(value);
+  if (name === undefined) throw invalidArgument(field, `unknown ordering ${value}; use ORDERING_NONE or ORDERING_PER_USER`);
+  return name;
 }
 
 export function orderingToProto(stored: StoredOrdering): Ordering {
-  return stored === "per_user" ? Ordering.PER_USER : Ordering.NONE;
+  return orderings.valueOf(stored);
 }

@@ -22,19 +22,17 @@ import {
   type HookRequestRow,
   type HookRequestStatus as StoredStatus,
 } from "../db/queries/hook-requests.js";
-import { callsOfHookRequest, type ParseV1Call } from "../ingest/hooks/hook-calls.js";
+import { callsOfHookRequest } from "../ingest/hooks/hook-calls.js";
 import { readProcessingSettings } from "../ingest/hooks/hook-input.js";
 import { validateHookTransform } from "../ingest/hooks/hook-settings.js";
 import type { TransformSandboxes } from "../sandbox/transform-sandbox.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
-import { decodePageToken, encodePageToken, pageSize } from "./paging.js";
+import { decodePageToken, encodePageToken, listPage, pageSize } from "./paging.js";
 
 export interface HookServiceOptions {
   pool: pg.Pool;
   clock: Clock;
   sandboxes: TransformSandboxes;
-  /** Reads a transform's calls as /v1 calls (the compatible API's parser). */
-  parseCall: ParseV1Call;
   /** Requests of the source were set back to pending: wake a processor (this process's, or every process's by NOTIFY). */
   onRequeued?: ((sourceId: string) => void) | undefined;
 }
@@ -66,19 +64,13 @@ export function createHookService(options: HookServiceOptions): ServiceImpl<type
       const { sourceId } = await settingsOf("sourceId", req.sourceId);
       const size = pageSize(req.pageSize, 50, 200);
       const before = decodeCursor(req.pageToken);
-      const found = await listHookRequestRows(pool, {
-        sourceId,
-        status: statusFromProto(req.status),
-        since: req.since ? timestampDate(req.since) : undefined,
-        before,
-        limit: size + 1,
-      });
-      const rows = found.slice(0, size);
-      const last = rows[rows.length - 1];
-      return {
-        requests: rows.map(toProto),
-        nextPageToken: found.length > size && last ? encodePageToken(`${last.cursor_at}|${last.id}`) : "",
-      };
+      const filter = { sourceId, status: statusFromProto(req.status), since: req.since ? timestampDate(req.since) : undefined, before };
+      const page = await listPage(
+        size,
+        (limit) => listHookRequestRows(pool, { ...filter, limit }),
+        (last) => encodePageToken(`${last.cursor_at}|${last.id}`),
+      );
+      return { requests: page.rows.map(toProto), nextPageToken: page.nextPageToken };
     },
 
     async reprocessHookRequests(req) {

@@ -25,25 +25,21 @@ function common(row: JobRow) {
   };
 }
 
+/** Counters of a job's progress (the kind's own JSON), as the proto's 64-bit integers. */
+function counters<P>(progress: JobRow["progress"], keys: ReadonlyArray<keyof P & string>): Record<keyof P & string, bigint> {
+  return Object.fromEntries(keys.map((key) => [key, BigInt(progress[key]!)])) as Record<keyof P & string, bigint>;
+}
+
 export function backfillToProto(row: JobRow): Backfill {
   const params = row.params as unknown as BackfillParams;
-  const progress = row.progress as unknown as BackfillProgress;
   return create(BackfillSchema, {
     ...common(row),
-    candidates: BigInt(progress.candidates),
-    created: BigInt(progress.created),
-    filtered: BigInt(progress.filtered),
+    ...counters<BackfillProgress>(row.progress, ["candidates", "created", "filtered"]),
     since: timestampFromDate(new Date(params.since)),
     until: timestampFromDate(new Date(params.until)),
   });
 }
 
 export function retryJobToProto(row: JobRow): RetryJob {
-  const progress = row.progress as unknown as RetryProgress;
-  return create(RetryJobSchema, {
-    ...common(row),
-    matched: BigInt(progress.matched),
-    retried: BigInt(progress.retried),
-    notReplayable: BigInt(progress.notReplayable),
-  });
+  return create(RetryJobSchema, { ...common(row), ...counters<RetryProgress>(row.progress, ["matched", "retried", "notReplayable"]) });
 }

@@ -7,7 +7,7 @@ import { destinationExists } from "../db/queries/destinations.js";
 import type { RecordedFate } from "../db/queries/fate-search.js";
 import { timeRange } from "./delivery-proto.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
-import { decodePageToken, encodePageToken, pageSize } from "./paging.js";
+import { decodePageToken, encodePageToken, listPage, pageSize } from "./paging.js";
 
 const recordedFates: ReadonlyMap<Fate, RecordedFate> = new Map([
   [Fate.FILTERED, "filtered"],
@@ -32,18 +32,14 @@ export async function listFates(
   const before = decodeFateCursor(req.pageToken);
   const range = timeRange(req.since, req.until);
   if (!(await destinationExists(db, destinationId))) throw notFound("destination", destinationId);
-  const rows = await reads.searchFates(db, {
-    destinationId,
-    fates: reason ? ["filtered"] : fates,
-    reason,
-    ...range,
-    before,
-    limit: size + 1,
-  });
-  const page = rows.slice(0, size);
-  const last = page[page.length - 1];
+  const filter = { destinationId, fates: reason ? ["filtered" as const] : fates, reason, ...range, before };
+  const page = await listPage(
+    size,
+    (limit) => reads.searchFates(db, { ...filter, limit }),
+    (last) => encodeFateCursor(last.cursor_at, last.message_pk),
+  );
   return create(ListFatesResponseSchema, {
-    calls: page.map((row) => ({
+    calls: page.rows.map((row) => ({
       sourceId: row.source_id,
       messageId: row.message_id,
       type: row.type,
@@ -54,7 +50,7 @@ export async function listFates(
       reason: row.reason ?? "",
       recordTime: timestampFromDate(row.recorded_at),
     })),
-    nextPageToken: rows.length > page.length && last ? encodeFateCursor(last.cursor_at, last.message_pk) : "",
+    nextPageToken: page.nextPageToken,
   });
 }
 

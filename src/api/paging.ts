@@ -6,6 +6,38 @@ export function pageSize(requested: number, fallback = 50, max = 500): number {
   return requested === 0 ? fallback : Math.min(requested, max);
 }
 
+/** A page of a listing, and the token of the page after it ("" on the last). */
+export interface ListPage<Row> {
+  rows: Row[];
+  nextPageToken: string;
+}
+
+/**
+ * One page of a keyset listing. It reads one row more than the page holds,
+ * so that a next page is offered only when there is one (a full last page
+ * has no token to an empty one).
+ *
+ * @param read runs the query with the limit it is given
+ * @param tokenOf the next page's token, from the page's last row
+ * @param fits how many of the rows read may go in the page, when more than
+ * the page size can be too many (a byte budget); the page is cut there and
+ * the next page starts after it
+ */
+export async function listPage<Row>(
+  size: number,
+  read: (limit: number) => Promise<Row[]>,
+  tokenOf: (last: Row) => string,
+  fits?: (rows: readonly Row[]) => number,
+): Promise<ListPage<Row>> {
+  const found = await read(size + 1);
+  const rows = found.slice(0, fits ? Math.min(size, fits(found)) : size);
+  const last = rows[rows.length - 1];
+  return { rows, nextPageToken: found.length > rows.length && last ? tokenOf(last) : "" };
+}
+
+/** A row's token for encodeTimeCursor's keyset. */
+export const timeCursorOf = (row: { cursor_at: string; id: string }) => encodeTimeCursor(row.cursor_at, row.id);
+
 /** Page tokens are opaque to clients: base64url of a cursor string. */
 export function encodePageToken(cursor: string): string {
   return Buffer.from(cursor, "utf8").toString("base64url");

@@ -27,7 +27,6 @@ import { createDeletionService } from "./deletion-service.js";
 import { createDeliveryService } from "./delivery-service.js";
 import { createDestinationService } from "./destination-service.js";
 import { createHookService } from "./hook-service.js";
-import { parseMessage } from "../compat/parse-message.js";
 import { createIntegrationService } from "./integration-service.js";
 import { createRpcAdapter, type RpcNodeHandler } from "./transport/rpc-adapter.js";
 import { createDomainErrorInterceptor } from "./domain-errors.js";
@@ -176,7 +175,6 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
           pool: options.pool,
           clock: options.clock,
           sandboxes: options.sandboxes,
-          parseCall: (raw) => parseMessage(raw, undefined),
           onRequeued: options.onHookRequestsQueued,
         }),
       );

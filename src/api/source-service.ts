@@ -22,7 +22,7 @@ import type { TransformSandboxes } from "../sandbox/transform-sandbox.js";
 import { hashWriteKey } from "./auth.js";
 import { validateName } from "./destination-validation.js";
 import { notFound, requireUuid } from "./errors.js";
-import { decodeTimeCursor, encodeTimeCursor, pageSize } from "./paging.js";
+import { decodeTimeCursor, listPage, pageSize, timeCursorOf } from "./paging.js";
 import { hookSettingsToProto } from "./webhook-source-proto.js";
 import { mergeWebhookUpdate, sourceUpdatePaths, webhookInputForCreate } from "./webhook-source-update.js";
 
@@ -64,13 +64,8 @@ export function createSourceService(options: SourceServiceOptions): ServiceImpl<
     async listSources(req) {
       const size = pageSize(req.pageSize);
       const after = decodeTimeCursor(req.pageToken);
-      const found = await listSourceRows(pool, { after, limit: size + 1 });
-      const rows = found.slice(0, size);
-      const last = rows[rows.length - 1];
-      return {
-        sources: rows.map((row) => toProto(row)),
-        nextPageToken: found.length > size && last ? encodeTimeCursor(last.cursor_at, last.id) : "",
-      };
+      const page = await listPage(size, (limit) => listSourceRows(pool, { after, limit }), timeCursorOf);
+      return { sources: page.rows.map((row) => toProto(row)), nextPageToken: page.nextPageToken };
     },
     async rotateWriteKey(req) {
       const id = requireUuid("id", req.id);

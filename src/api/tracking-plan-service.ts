@@ -16,6 +16,7 @@ import { InferenceMemoryError } from "../plans/inference-thread.js";
 import { planEtag, planText, type TrackingPlans } from "../plans/tracking-plans.js";
 import { invalidArgument, requireUuid } from "./errors.js";
 import { pageSize } from "./paging.js";
+import { protoEnumNames } from "./proto-enums.js";
 
 export interface TrackingPlanServiceOptions {
   plans: TrackingPlans;
@@ -27,20 +28,13 @@ export interface TrackingPlanServiceOptions {
 
 const defaultInferWindowMs = 7 * 86_400_000;
 
-const modeNames: Record<PlanMode, PlanModeName | undefined> = {
-  [PlanMode.UNSPECIFIED]: undefined,
-  [PlanMode.OFF]: "off",
-  [PlanMode.OBSERVE]: "observe",
-  [PlanMode.OMIT]: "omit",
-  [PlanMode.BLOCK]: "block",
-};
-
-const modeOf: Record<PlanModeName, PlanMode> = {
+/** PLAN_MODE_UNSPECIFIED has no name: a plan set without a mode keeps the one it has. */
+const modes = protoEnumNames<PlanMode, PlanModeName>({
   off: PlanMode.OFF,
   observe: PlanMode.OBSERVE,
   omit: PlanMode.OMIT,
   block: PlanMode.BLOCK,
-};
+});
 
 const kindOf: Record<ViolationKindName, ViolationKind> = {
   unplanned_event: ViolationKind.UNPLANNED_EVENT,
@@ -56,8 +50,8 @@ export function createTrackingPlanService(options: TrackingPlanServiceOptions): 
   return {
     async setTrackingPlan(req) {
       const sourceId = requireUuid("sourceId", req.sourceId);
-      if (!(req.mode in modeNames)) throw invalidArgument("mode", `${req.mode} is not a plan mode`);
-      const result = await plans.set({ sourceId, plan: req.plan, planText: req.planJson, mode: modeNames[req.mode], etag: req.etag });
+      if (!modes.knows(req.mode)) throw invalidArgument("mode", `${req.mode} is not a plan mode`);
+      const result = await plans.set({ sourceId, plan: req.plan, planText: req.planJson, mode: modes.nameOf(req.mode), etag: req.etag });
       if ("conflict" in result) {
         throw new ConnectError(
           `the tracking plan of source ${sourceId} was changed since etag ${JSON.stringify(req.etag)} was read; get it again and retry`,
@@ -105,7 +99,7 @@ function toProto(sourceId: string, row: TrackingPlanRow | undefined): TrackingPl
     // In the order it was applied (jsonb's is not).
     plan: (row.plan_text === null ? row.plan : JSON.parse(text)) as JsonObject,
     planJson: text,
-    mode: modeOf[row.mode],
+    mode: modes.valueOf(row.mode),
     etag: planEtag(row),
     updateTime: timestampFromDate(row.updated_at),
   });

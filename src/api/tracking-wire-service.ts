@@ -23,7 +23,7 @@ import { ingestBatch, ingestOne } from "./tracking-service.js";
  * and answers, but the requests are decoded with the wire-compatible
  * messages of proto/waypost/internal/v1, so that context, properties and
  * traits go from their wire bytes to stored JSON text without Struct and
- * Value messages (src/ingest/struct-wire.ts), and a Batch's entries from
+ * Value messages (src/api/struct-wire.ts), and a Batch's entries from
  * their bytes to calls without message objects at all (call-wire.ts). A request with a Struct that
  * reader leaves alone is decoded again, whole, with the public messages and
  * takes the ordinary path, errors included.

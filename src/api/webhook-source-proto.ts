@@ -1,40 +1,20 @@
 import { create } from "@bufbuild/protobuf";
 import { HookVerifier, type WebhookSource, WebhookSourceSchema } from "../../gen/waypost/v1/source_pb.js";
-import type { HookSettings, HookSettingsInput, HookVerifierName } from "../ingest/hooks/hook-settings.js";
+import { hookVerifierNames, type HookSettings, type HookSettingsInput, type HookVerifierName } from "../ingest/hooks/hook-settings.js";
+import { lowerCaseNames, protoEnumNames } from "./proto-enums.js";
 
 // A webhook source's settings to and from their proto message. Validation is
 // the domain's (validateHookSettings); this only renames.
 
-const verifierNames: Record<HookVerifier, HookVerifierName> = {
-  [HookVerifier.UNSPECIFIED]: "none",
-  [HookVerifier.NONE]: "none",
-  [HookVerifier.STANDARD_WEBHOOKS]: "standard_webhooks",
-  [HookVerifier.STRIPE]: "stripe",
-  [HookVerifier.GITHUB]: "github",
-  [HookVerifier.SHOPIFY]: "shopify",
-  [HookVerifier.HMAC]: "hmac",
-  [HookVerifier.BASIC]: "basic",
-  [HookVerifier.TOKEN]: "token",
-};
-
-const verifierValues: Record<HookVerifierName, HookVerifier> = {
-  none: HookVerifier.NONE,
-  standard_webhooks: HookVerifier.STANDARD_WEBHOOKS,
-  stripe: HookVerifier.STRIPE,
-  github: HookVerifier.GITHUB,
-  shopify: HookVerifier.SHOPIFY,
-  hmac: HookVerifier.HMAC,
-  basic: HookVerifier.BASIC,
-  token: HookVerifier.TOKEN,
-};
+const verifiers = protoEnumNames(lowerCaseNames<HookVerifierName, HookVerifier>(HookVerifier, hookVerifierNames), "none");
 
 /** The verifier's name; an unknown enum value (a newer client) becomes a name validation refuses. */
 export function hookVerifierName(value: HookVerifier): HookVerifierName {
-  return verifierNames[value] ?? (`unknown verifier ${value}` as HookVerifierName);
+  return verifiers.nameOf(value) ?? (`unknown verifier ${value}` as HookVerifierName);
 }
 
 export function hookVerifierValue(name: HookVerifierName): HookVerifier {
-  return verifierValues[name];
+  return verifiers.valueOf(name);
 }
 
 /** What `webhook` asks for, ready for validateHookSettings. */

@@ -8,8 +8,9 @@ export type TypeField = "event" | "name" | "category" | "groupId" | "previousId"
 
 /**
  * Which of those each type carries (every type but alias also has an
- * anonymousId). A Record over CallType: a type added to callTypes does not
- * compile until it is given its fields here.
+ * anonymousId), in the order the webhook body writes them
+ * (docs/webhooks.md#the-body). A Record over CallType: a type added to
+ * callTypes does not compile until it is given its fields here.
  */
 export const typeFields: Readonly<Record<CallType, readonly TypeField[]>> = {
   identify: ["traits"],
@@ -69,7 +70,7 @@ export interface Call {
   traits: JsonObject | undefined;
   /**
    * context, properties or traits as JSON text, when they were read straight
-   * from the protobuf wire (src/ingest/struct-wire.ts); the object field is
+   * from the protobuf wire (src/api/struct-wire.ts); the object field is
    * then undefined. That text is stored as it is: it was checked on the way
    * (nesting, unstorable text) and holds no problem validation would report.
    */

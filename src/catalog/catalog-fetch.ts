@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { gunzipSync, inflateSync } from "node:zlib";
 import type { Dispatcher } from "undici";
+import { errorCode, withoutNul } from "../outbound/send.js";
 import { userAgent } from "../outbound/user-agent.js";
 
 // QUIRK, made here and nowhere else: the catalog's request client
@@ -172,7 +173,7 @@ async function waypostFetch(module: FetchModule, request: NodeFetchRequest, cont
   } catch (error) {
     record.latencyMs = Math.round(performance.now() - started);
     record.cause = error;
-    const code = codeOf(error);
+    const code = errorCode(error);
     const message = error instanceof Error ? error.message : String(error);
     record.error = withoutNul(code ? `${code}: ${message}` : message);
     // An abort keeps its name: the catalog's client turns an AbortError into its own timeout error.
@@ -206,16 +207,6 @@ function decoded(bytes: Buffer, encoding: string | string[] | undefined): Buffer
     // A body cut at the cap, one that inflates past it, or not what it says it is: handed over as received.
   }
   return bytes;
-}
-
-function codeOf(error: unknown): string | undefined {
-  let current: unknown = error;
-  for (let depth = 0; depth < 5 && current && typeof current === "object"; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === "string" && code !== "UND_ERR_SOCKET") return code;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
 }
 
 /** The URL with every query value that is a secret (or contains one) masked. */
@@ -264,8 +255,4 @@ export function maskText(text: string, secrets: readonly string[]): string {
     if (encoded !== secret && result.includes(encoded)) result = result.replaceAll(encoded, masked);
   }
   return result;
-}
-
-function withoutNul(text: string): string {
-  return text.includes("\0") ? text.replaceAll("\0", "\uFFFD") : text;
 }

@@ -1,5 +1,6 @@
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { DeliveryStatus } from "../../gen/waypost/v1/delivery_pb.js";
+import { DeliveryStatus, Fate } from "../../gen/waypost/v1/delivery_pb.js";
+import { enumWords } from "../enum-words.js";
 import { UsageError } from "./errors.js";
 
 /** A table with a header row, columns padded to their widest cell. */
@@ -27,9 +28,14 @@ export function time(ts: Timestamp | undefined): string {
     .replace(/\.\d{3}Z$/, "Z");
 }
 
+const statusWords = enumWords(DeliveryStatus);
+
 export function statusText(status: DeliveryStatus): string {
-  return (DeliveryStatus[status] ?? String(status)).toLowerCase();
+  return statusWords[status] ?? String(status);
 }
+
+/** What happened to a call at a destination (ExplainMessage, ListFates). */
+export const fateNames = enumWords(Fate, { [Fate.UNSPECIFIED]: "-" });
 
 const statusByName = new Map<string, DeliveryStatus>(
   Object.entries(DeliveryStatus)

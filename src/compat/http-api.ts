@@ -1,5 +1,5 @@
 import { parseAuthorization, type Authenticator } from "../api/auth.js";
-import type { Call } from "../calls/call.js";
+import { callTypes, type Call } from "../calls/call.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
 import type { Logger } from "../logger.js";
@@ -10,7 +10,7 @@ import { headerText, readTraceContext } from "../tracing/trace-context.js";
 import { tracingOff, type RequestSpan, type Tracing } from "../tracing/tracing.js";
 import { ClientGoneError, CompatError, sendCompat, sendCompatError, sendPreflight, setCorsHeaders, toCompatError } from "./errors.js";
 import { closesConnection, declaredLength, maxDiscardBytes, readBody, tooLarge } from "./read-body.js";
-import { parseJsonBody, parseRequest, type Endpoint, type ParsedRequest } from "./parse-message.js";
+import { parseJsonBody, parseRequest, type Endpoint, type ParsedRequest } from "./parse-request.js";
 
 export interface CompatHttpApiOptions {
   ingestor: Ingestor;
@@ -25,26 +25,14 @@ export interface CompatHttpApiOptions {
 }
 
 /**
- * Paths of the de facto standard tracking API. The one-letter paths are the
- * ones Segment's browser library (analytics.js) posts to, /v1/b its batching
- * mode; /v1/import is the historical name of /v1/batch.
+ * Paths of the de facto standard tracking API: /v1/<type> for each call
+ * type, and /v1/batch. The one-letter paths (a type's first letter, /v1/b)
+ * are the ones Segment's browser library (analytics.js) posts to, /v1/b its
+ * batching mode; /v1/import is the historical name of /v1/batch.
  */
 const endpoints = new Map<string, Endpoint>([
-  ["/v1/batch", { kind: "batch" }],
-  ["/v1/b", { kind: "batch" }],
-  ["/v1/import", { kind: "batch" }],
-  ["/v1/identify", { kind: "single", type: "identify" }],
-  ["/v1/i", { kind: "single", type: "identify" }],
-  ["/v1/track", { kind: "single", type: "track" }],
-  ["/v1/t", { kind: "single", type: "track" }],
-  ["/v1/page", { kind: "single", type: "page" }],
-  ["/v1/p", { kind: "single", type: "page" }],
-  ["/v1/screen", { kind: "single", type: "screen" }],
-  ["/v1/s", { kind: "single", type: "screen" }],
-  ["/v1/group", { kind: "single", type: "group" }],
-  ["/v1/g", { kind: "single", type: "group" }],
-  ["/v1/alias", { kind: "single", type: "alias" }],
-  ["/v1/a", { kind: "single", type: "alias" }],
+  ...["/v1/batch", "/v1/b", "/v1/import"].map((path): [string, Endpoint] => [path, { kind: "batch" }]),
+  ...callTypes.flatMap((type) => [`/v1/${type}`, `/v1/${type[0]}`].map((path): [string, Endpoint] => [path, { kind: "single", type }])),
 ]);
 
 const allowHeader = { allow: "POST, OPTIONS" };

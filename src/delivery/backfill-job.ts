@@ -1,10 +1,9 @@
 import type pg from "pg";
 import { type JobTableDriver, lockDestinationBackfills } from "../db/job-table/index.js";
 import { lockDestinationIfExists, type JobRow } from "../db/queries/background-jobs.js";
-import { segmentEventOf } from "../catalog/segment-event.js";
-import { isPlainObject } from "../routing/filter.js";
-import { compileRouteRules, heldBackBy, holdsBack, storedSubscriptions, type RouteRules } from "../routing/route-rules.js";
-import type { JobHandler, PageOutcome } from "./job-runner.js";
+import { compileRouteRules, heldBackBy, holdsBack, type RouteRules, routedCall } from "../routing/route-rules.js";
+import type { JobHandler, PageOutcome } from "../background/job-runner.js";
+import { matcherOfRow } from "./kinds/registry.js";
 
 /** A backfill's fixed parameters, as stored with the job. */
 export interface BackfillParams {
@@ -42,8 +41,8 @@ export const destinationDeleted = "the destination was deleted";
  * the destination still exists (checked with a lock a deletion waits for,
  * so no delivery is ever queued for a deleted destination), reads the next
  * page of the range's calls without a finished delivery, runs the
- * destination's rules as they are now over them (filter, consent,
- * subscriptions), and queues those it passes
+ * destination's rules as they are now over them (filter, consent, its
+ * kind's matcher: an integration's subscriptions), and queues those it passes
  * that have no delivery waiting either. Deliveries it creates are ordinary
  * ones: the claim applies rate limits and per-user ordering to them.
  */
@@ -62,7 +61,7 @@ export function createBackfillJob(options: BackfillJobOptions): JobHandler {
         filter: destination.filter,
         consentCategories: destination.consent_categories,
         requireConsent: destination.require_consent,
-        subscriptions: destination.integration === null ? undefined : storedSubscriptions(destination.integration),
+        matcher: matcherOfRow(destination),
       });
       const checked = holdsBack(rules);
       const after = typeof job.cursor?.after === "string" ? job.cursor.after : "0";
@@ -82,8 +81,8 @@ export function createBackfillJob(options: BackfillJobOptions): JobHandler {
 
 /**
  * Whether the destination's rules route each call (filter, then consent,
- * then an integration's subscriptions: the same as ingest), a slice at a
- * time, yielding to the event loop between slices.
+ * then its kind's matcher: the same as ingest), a slice at a time,
+ * yielding to the event loop between slices.
  */
 async function routeInSlices(
   calls: ReadonlyArray<{ payload: string | null; received_at: Date }>,
@@ -95,8 +94,7 @@ async function routeInSlices(
     if (start > 0) await new Promise<void>((resolve) => setImmediate(resolve));
     for (const call of calls.slice(start, start + sliceSize)) {
       const body = JSON.parse(call.payload ?? "{}") as unknown;
-      const event = () => segmentEventOf(isPlainObject(body) ? body : {}, { receivedAt: call.received_at });
-      passes.push(heldBackBy(rules, body, event) === undefined);
+      passes.push(heldBackBy(rules, routedCall(body, call.received_at)) === undefined);
     }
   }
   return passes;

@@ -1,5 +1,6 @@
 import type { RetrySchedule } from "../config.js";
 import type { AttemptResult, ClaimedDelivery, DeliveryCompletion } from "../db/job-table/index.js";
+import type { CompletionRule } from "./kinds/kind.js";
 import { nextRetryAt } from "./retry-policy.js";
 
 // The kind-independent end of a delivery: whatever the kind, its attempts
@@ -7,13 +8,15 @@ import { nextRetryAt } from "./retry-policy.js";
 // src/delivery/kinds/).
 
 /**
- * The delivery's next state from its attempts. The completion takes
- * `results` as its attempt list (the caller's own array, not copied): one
- * object per delivery, built once, as this runs for every webhook.
+ * The delivery's next state from its attempts, by its kind's rule
+ * (kinds/kind.ts, CompletionRule). The completion takes `results` as its
+ * attempt list (the caller's own array, not copied): one object per
+ * delivery, built once, as this runs for every webhook.
  */
 export function decideCompletion(
   job: ClaimedDelivery,
   results: AttemptResult[],
+  rule: CompletionRule,
   now: Date,
   schedule: RetrySchedule,
   random?: () => number,
@@ -33,11 +36,11 @@ export function decideCompletion(
   };
   let retryable = 0;
   let retryAfterMs: number | undefined;
-  // An integration's attempts name their subscription, and every matched
-  // subscription must succeed (not any one request, as for a webhook's
-  // URLs): one final failure fails the call, a retryable one retries it
-  // (and the retry runs only the subscriptions that have not succeeded).
-  const allMustSucceed = results.length > 0 && results[0]!.subscription !== undefined;
+  // Every part must succeed (not any one request, as for a webhook's URLs):
+  // one final failure fails the call, a retryable one retries it (and the
+  // retry runs only the parts that have not succeeded). No attempt at all
+  // proves no part, whatever the rule.
+  const allMustSucceed = rule === "every-part" && results.length > 0;
   let failed = false;
   for (const r of results) {
     if (r.outcome === "success") {

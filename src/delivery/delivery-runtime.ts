@@ -1,5 +1,6 @@
 import type pg from "pg";
 import type { Dispatcher } from "undici";
+import type { Notifier } from "../background/notifier.js";
 import type { Clock } from "../clock.js";
 import type { DeliveryConfig, OperatorWebhookConfig, OutboundConfig } from "../config.js";
 import type { JobTableDriver, AttemptResult, ClaimedDelivery, DeliveryCompletion } from "../db/job-table/index.js";
@@ -20,13 +21,14 @@ import { createLeaseKeeper, type LeaseKeeper } from "./lease-keeper.js";
 import { createWakeup, type Wakeup } from "./wakeup.js";
 import { createLeaseWriteLane } from "./lease-write-lane.js";
 import { traceDelivery } from "./kinds/attempt-spans.js";
-import type { KindDelivery } from "./kinds/kind.js";
-import { type AnyDestination, kindOf, registeredKinds } from "./kinds/registry.js";
+import { succeededParts } from "../db/queries/succeeded-parts.js";
+import type { EarlierAttempts, KindDelivery } from "./kinds/kind.js";
+import { type AnyDestination, completionOf, kindOf, registeredKinds } from "./kinds/registry.js";
 
 export interface DeliveryRuntimeOptions {
   pool: pg.Pool;
-  /** For the LISTEN connection, which must not come from the pool. */
-  connectionString: string;
+  /** The process's notifier: a NOTIFY on the deliveries' channel wakes the loop; absent, it polls (tests of the loop alone). */
+  notifier?: Notifier | undefined;
   config: DeliveryConfig;
   clock: Clock;
   logger: Logger;
@@ -66,7 +68,7 @@ export interface DeliveryRuntime {
   tick(): void;
   /** Delivers what the kinds hold now (batches not yet due), without waiting for their time. */
   flush(): void;
-  /** Starts what runs beside the loop: the LISTEN connection, lease heartbeats, the health monitor. */
+  /** Starts what runs beside the loop: the wake-up's subscription, lease heartbeats, the health monitor. */
   start(): Promise<void>;
   /** Resolves once results given to the writer are written and the events they caused are sent. */
   settle(): Promise<void>;
@@ -115,7 +117,7 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
         connectionsPerOrigin: Math.min(config.perDestinationConcurrency, 128),
         now: () => clock.now().getTime(),
       });
-  const wakeup = createWakeup({ connectionString: options.connectionString, logger });
+  const wakeup = createWakeup(options.notifier);
   const operatorEvents = createOperatorEvents({
     webhook: options.operatorWebhook,
     dispatcher,
@@ -225,10 +227,15 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
     settings,
     deliver(job, destination, body) {
       const delivery = deliveryOf(destination);
-      // Kinds that send requests start a span per request themselves; every other attempt gets one here.
-      const span = delivery.span?.(destination);
-      if (!span) return delivery.deliver(job, destination, body);
-      return traceDelivery(tracing, job, destination, span, (traced) => delivery.deliver(traced, destination, body));
+      const send = (earlier?: EarlierAttempts) => {
+        // Kinds that send requests start a span per request themselves; every other attempt gets one here.
+        const span = delivery.span?.(destination);
+        if (!span) return delivery.deliver(job, destination, body, earlier);
+        return traceDelivery(tracing, job, destination, span, (traced) => delivery.deliver(traced, destination, body, earlier));
+      };
+      // A retry of a kind sent in parts runs only the parts not yet done (kinds/kind.ts, CompletionRule).
+      if (job.attemptCount === 0 || completionOf(destination) !== "every-part") return send();
+      return succeededParts(pool, job.destinationId, job.id).then((parts) => send({ succeededParts: parts }));
     },
     labelOf: (destination) => deliveryOf(destination).label(destination),
     inFlightLimit(destinationId) {
@@ -260,7 +267,7 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
       await health.stop();
       await within(announcing, left());
       await within(operatorEvents.stop(), left());
-      await wakeup.close();
+      wakeup.close();
       if (!options.dispatcher) {
         await dispatchers?.close(left());
         await (dispatcher as { close(): Promise<void> }).close();

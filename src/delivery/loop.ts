@@ -11,7 +11,7 @@ import { createDeliveryRuntime, within, type DeliveryRuntime, type DeliveryRunti
 import { createScheduler } from "./scheduler.js";
 import { decideCompletion, releaseCompletion } from "./completion.js";
 import type { TransformSandboxes } from "../sandbox/transform-sandbox.js";
-import type { AnyDestination } from "./kinds/registry.js";
+import { type AnyDestination, completionOf } from "./kinds/registry.js";
 import { createShapeStage } from "./shape-stage.js";
 
 export interface DeliveryLoopOptions extends DeliveryRuntimeOptions {
@@ -157,7 +157,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
         r.sentBody = sentBody;
       }
       metrics.attempted(job.destinationId, results);
-      writer.add(decideCompletion(job, results, clock.now(), config.retry, options.random));
+      writer.add(decideCompletion(job, results, completionOf(destination), clock.now(), config.retry, options.random));
     } catch (error) {
       // A bug here must not lose the delivery: hand it back for another try.
       logger.error({ err: error, deliveryId: job.id }, "delivery processing failed; releasing it");

@@ -2,7 +2,7 @@ import type pg from "pg";
 import type { JobTableDriver, BulkReplay, ReplayPosition } from "../db/job-table/index.js";
 import { lockDestinationIfExists, type JobRow } from "../db/queries/background-jobs.js";
 import { destinationDeleted } from "./backfill-job.js";
-import type { JobHandler, PageOutcome } from "./job-runner.js";
+import type { JobHandler, PageOutcome } from "../background/job-runner.js";
 
 /** A bulk retry's fixed parameters, as stored with the job (times as ISO strings). */
 export interface RetryParams {

@@ -1,32 +1,26 @@
-import pg from "pg";
+import type { Notifier } from "../background/notifier.js";
 import { deliveriesChannel } from "../db/job-table/index.js";
-import type { Logger } from "../logger.js";
-
-export interface WakeupOptions {
-  connectionString: string;
-  logger: Logger;
-}
 
 export interface Wakeup {
-  /** Starts listening for NOTIFY; failures fall back to polling. */
+  /** Subscribes to the deliveries' channel; resolves once it is listened on (or the connection failed: then it polls). */
   listen(): Promise<void>;
   /** Resolves on a NOTIFY, a poke, freed capacity, or after timeoutMs. */
   wait(timeoutMs: number): Promise<void>;
   wake(): void;
-  close(): Promise<void>;
+  close(): void;
 }
 
 /**
- * Wakes the delivery loop: LISTEN on a dedicated connection (new deliveries
- * were committed), finished work (slots free), or the poll timer as the
- * fallback that also picks up retries coming due.
+ * Wakes the delivery loop: a NOTIFY on the deliveries' channel through the
+ * process's notifier (new deliveries were committed; and after the notifier
+ * reconnects, for those announced while it was away), finished work (slots
+ * free), or the poll timer as the fallback that also picks up retries
+ * coming due. Without a notifier it polls.
  */
-export function createWakeup(options: WakeupOptions): Wakeup {
+export function createWakeup(notifier: Notifier | undefined): Wakeup {
   let resolveWait: (() => void) | undefined;
   let pending = false;
-  let client: pg.Client | undefined;
-  let closed = false;
-  let reconnectTimer: NodeJS.Timeout | undefined;
+  const unsubscribe: Array<() => void> = [];
 
   function wake() {
     if (resolveWait) {
@@ -38,37 +32,12 @@ export function createWakeup(options: WakeupOptions): Wakeup {
     }
   }
 
-  async function connect(): Promise<void> {
-    const next = new pg.Client({ connectionString: options.connectionString, application_name: "waypost-listen" });
-    next.on("notification", wake);
-    next.on("error", (error) => {
-      options.logger.warn({ err: error }, "LISTEN connection lost; polling until it is back");
-      next.end().catch(() => {});
-      scheduleReconnect();
-    });
-    try {
-      await next.connect();
-      await next.query(`LISTEN ${deliveriesChannel}`);
-      client = next;
-      wake();
-    } catch (error) {
-      options.logger.warn({ err: error }, "LISTEN failed; polling until it works");
-      next.end().catch(() => {});
-      scheduleReconnect();
-    }
-  }
-
-  function scheduleReconnect() {
-    client = undefined;
-    if (closed || reconnectTimer) return;
-    reconnectTimer = setTimeout(() => {
-      reconnectTimer = undefined;
-      void connect();
-    }, 1_000);
-  }
-
   return {
-    listen: connect,
+    async listen() {
+      if (!notifier) return;
+      unsubscribe.push(notifier.subscribe(deliveriesChannel, wake), notifier.onReady(wake));
+      await notifier.settled();
+    },
     wake,
     wait(timeoutMs) {
       if (pending) {
@@ -83,10 +52,8 @@ export function createWakeup(options: WakeupOptions): Wakeup {
         };
       });
     },
-    async close() {
-      closed = true;
-      if (reconnectTimer) clearTimeout(reconnectTimer);
-      await client?.end().catch(() => {});
+    close() {
+      for (const off of unsubscribe.splice(0)) off();
     },
   };
 }

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { Clock } from "../clock.js";
 import type { Queryable } from "../db/pool.js";
-import { singleNodeJobTable, type JobTableDriver } from "../db/job-table/index.js";
+import type { JobTableDriver } from "../db/job-table/index.js";
 import type { MessageToStore } from "../db/job-table/index.js";
 import type { Call } from "../calls/call.js";
 import type { Metrics } from "../metrics.js";
@@ -13,6 +13,7 @@ import { validateCall } from "./validate.js";
 import type { ActivePlan, PlanCache } from "../plans/plan-cache.js";
 import { checkCall, type Violation } from "../plans/check-call.js";
 import type { ViolationRecorder } from "../plans/violation-recorder.js";
+import type { KindMatcherOf } from "../routing/route-rules.js";
 import { createSourceFilterCache, heldBackFrom, type SourceFilters } from "./source-filters.js";
 
 export interface RejectedCall {
@@ -36,10 +37,12 @@ export interface IngestorOptions {
   metrics?: Metrics | undefined;
   /** Tracking plans: each source's plan is applied to its calls (docs/tracking-plans.md). */
   plans?: { cache: PlanCache; recorder: ViolationRecorder } | undefined;
-  /** Called after a store that queued deliveries has committed: wakes the delivery loops (createLoopWaker). */
+  /** Called after a store that queued deliveries has committed: wakes the delivery loops (a throttled NOTIFY, background/throttled-notify.ts). */
   onQueued?: (() => void) | undefined;
-  /** The job table's statements for the database's layout (one Postgres or Citus); one Postgres's by default. */
-  jobTable?: JobTableDriver | undefined;
+  /** The job table's driver (one Postgres's or Citus's). */
+  jobTable: JobTableDriver;
+  /** Each destination kind's own routing (an integration's subscriptions): the kinds' `matcherOfRow`. */
+  kindMatcher: KindMatcherOf;
 }
 
 export interface IngestOptions {
@@ -61,8 +64,8 @@ export interface Ingestor {
  * through. Nothing is acknowledged before its statement has committed.
  */
 export function createIngestor(options: IngestorOptions): Ingestor {
-  const filterCache = createSourceFilterCache();
-  const jobTable = options.jobTable ?? singleNodeJobTable;
+  const filterCache = createSourceFilterCache(options.kindMatcher);
+  const { jobTable } = options;
 
   /** Stores and routes; when a destination's filters changed since they were read, reads them again and retries. */
   async function storeRouted(db: Queryable, sourceId: string, receivedAt: Date, messages: MessageToStore[]) {
@@ -107,8 +110,8 @@ export function createIngestor(options: IngestorOptions): Ingestor {
 
 /**
  * Marks each message with the destinations whose rules hold it back, and
- * why: filter first, then consent, then an integration's subscriptions
- * (docs/routing.md#consent).
+ * why: filter first, then consent, then the kind's matcher (an
+ * integration's subscriptions; docs/routing.md#consent).
  */
 function applyFilters(messages: MessageToStore[], filters: SourceFilters, receivedAt: Date): void {
   for (const message of messages) {

@@ -1,8 +1,13 @@
 import type { Queryable } from "../db/pool.js";
 import { filtersStamp, selectSourceFilters, type SourceFilterRow } from "../db/queries/source-filters.js";
-import { segmentEventOf } from "../catalog/segment-event.js";
-import { isPlainObject } from "../routing/filter.js";
-import { compileRouteRules, heldBackBy, storedSubscriptions, type HeldBackReason, type RouteRules } from "../routing/route-rules.js";
+import {
+  compileRouteRules,
+  heldBackBy,
+  type HeldBackReason,
+  type KindMatcherOf,
+  type RouteRules,
+  routedCall,
+} from "../routing/route-rules.js";
 
 /** The rules a source's calls are routed by, compiled: of the destinations that can hold a call back. */
 export interface SourceFilters {
@@ -20,15 +25,15 @@ export interface SourceFilterCache {
 const maxSources = 10_000;
 
 /**
- * Ingest's cache of compiled routing rules per source (filter, consent, an
- * integration's subscriptions). It needs no invalidation message: the store
- * statement compares the stamp (each destination and revision) with the
- * database's, in the same snapshot it routes in, and a stale batch is
- * stored nothing and retried after a reload. Rules are compiled once per
- * destination and revision, however many sources share them: a
- * subscription is parsed once, not per call.
+ * Ingest's cache of compiled routing rules per source (filter, consent, the
+ * kind's matcher by `matcherOf`: an integration's subscriptions). It needs
+ * no invalidation message: the store statement compares the stamp (each
+ * destination and revision) with the database's, in the same snapshot it
+ * routes in, and a stale batch is stored nothing and retried after a
+ * reload. Rules are compiled once per destination and revision, however
+ * many sources share them: a subscription is parsed once, not per call.
  */
-export function createSourceFilterCache(): SourceFilterCache {
+export function createSourceFilterCache(matcherOf: KindMatcherOf): SourceFilterCache {
   const sources = new Map<string, SourceFilters>();
   const compiled = new Map<string, { revision: number; rules: RouteRules }>();
 
@@ -39,7 +44,7 @@ export function createSourceFilterCache(): SourceFilterCache {
       filter: row.filter,
       consentCategories: row.consent_categories,
       requireConsent: row.require_consent,
-      subscriptions: row.integration === null ? undefined : storedSubscriptions(row.integration),
+      matcher: matcherOf(row),
     });
     if (compiled.size >= maxSources) compiled.clear();
     compiled.set(row.id, { revision: row.revision, rules });
@@ -64,19 +69,15 @@ export function createSourceFilterCache(): SourceFilterCache {
 
 /**
  * The destinations that hold the call back, and why (destination id to
- * reason), or undefined when none does. The body is the stored call; its
- * Segment-shaped event is built at most once, and only if an integration
- * destination's subscriptions are checked.
+ * reason), or undefined when none does. The body is the stored call; a
+ * kind's view of it (an integration's Segment-shaped event) is made at most
+ * once, and only if a matcher asks for it.
  */
 export function heldBackFrom(filters: SourceFilters, body: unknown, receivedAt: Date): Record<string, HeldBackReason> | undefined {
   let held: Record<string, HeldBackReason> | undefined;
-  let event: unknown;
-  const eventOf = () => {
-    if (event === undefined) event = segmentEventOf(isPlainObject(body) ? body : {}, { receivedAt });
-    return event;
-  };
+  const call = routedCall(body, receivedAt);
   for (const { destinationId, rules } of filters.filters) {
-    const reason = heldBackBy(rules, body, eventOf);
+    const reason = heldBackBy(rules, call);
     if (reason) (held ??= {})[destinationId] = reason;
   }
   return held;

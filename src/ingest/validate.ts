@@ -1,5 +1,6 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { Call } from "../calls/call.js";
+import { findJsonText } from "../routing/storable-text.js";
 import { limits } from "./limits.js";
 
 /** Why a call was refused, naming the field (camelCase, as in JSON). */
@@ -91,28 +92,15 @@ export function exceedsDepth(root: JsonObject | JsonValue, maxDepth: number): bo
 /**
  * Where in a JSON value a key or string holds unstorable text, as a path
  * (`.a[2]["odd key"]`, "" for the root); undefined when there is none.
- * Iterative, like exceedsDepth; run after it, so depth is bounded.
+ * Run after exceedsDepth, so depth is bounded.
  */
 export function unstorableTextPath(root: JsonObject | JsonValue): string | undefined {
-  const stack: Array<[JsonValue, string]> = [[root, ""]];
-  while (stack.length > 0) {
-    const [value, path] = stack.pop()!;
-    if (typeof value === "string") {
-      if (unstorableText.test(value)) return path;
-      continue;
-    }
-    if (value === null || typeof value !== "object") continue;
-    if (Array.isArray(value)) {
-      value.forEach((child, i) => {
-        stack.push([child, `${path}[${i}]`]);
-      });
-      continue;
-    }
-    for (const [key, child] of Object.entries(value)) {
-      const keyPath = `${path}${/^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`}`;
-      if (unstorableText.test(key)) return keyPath;
-      stack.push([child as JsonValue, keyPath]);
-    }
-  }
-  return undefined;
+  const hit = findJsonText(root, "", memberPath, (text) => unstorableText.test(text));
+  if (!hit) return undefined;
+  return hit.key ? memberPath(hit.path, hit.text) : hit.path;
+}
+
+/** `.key` where that reads as JavaScript, else `["key"]`. */
+function memberPath(path: string, key: string): string {
+  return `${path}${/^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`}`;
 }

@@ -115,7 +115,8 @@ export function classifyError(error: unknown): Pick<AttemptResult, "outcome" | "
   return { outcome: "retryable", error: withoutNul(code ? `${code}: ${message}` : message) };
 }
 
-function errorCode(error: unknown): string | undefined {
+/** The code of an error or of the first cause that has one (undici wraps the socket's error: its own UND_ERR_SOCKET says less). */
+export function errorCode(error: unknown): string | undefined {
   let current: unknown = error;
   for (let depth = 0; depth < 5 && current && typeof current === "object"; depth++) {
     const code = (current as { code?: unknown }).code;
@@ -126,6 +127,6 @@ function errorCode(error: unknown): string | undefined {
 }
 
 /** Postgres text cannot hold NUL, and a response body may contain anything. */
-function withoutNul(text: string): string {
+export function withoutNul(text: string): string {
   return text.includes("\0") ? text.replaceAll("\0", "\uFFFD") : text;
 }

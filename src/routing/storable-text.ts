@@ -14,31 +14,57 @@ export function unstorableTextProblem(text: string): string | undefined {
   return undefined;
 }
 
+/** Where findJsonText found its text: a string at `path`, or a key of the object at `path`. */
+export type JsonTextHit = { path: string; text: string; key: boolean };
+
 /**
- * Refuses a JSON value (a filter's operand) holding unstorable text in a
- * string or a key, naming where. Iterative; the filter's byte limit bounds it.
+ * The first string or key in a JSON value that `matches`, and where it is.
+ * Iterative, so that hostile nesting cannot overflow the stack; callers bound
+ * the depth (or the size) first.
+ *
+ * @param keyPath the path of an object's member, from the object's path and the key
  */
-export function requireStorableJson(value: unknown, field: string): void {
-  const stack: Array<[unknown, string]> = [[value, field]];
+export function findJsonText(
+  root: unknown,
+  rootPath: string,
+  keyPath: (path: string, key: string) => string,
+  matches: (text: string) => boolean,
+): JsonTextHit | undefined {
+  const stack: Array<[unknown, string]> = [[root, rootPath]];
   while (stack.length > 0) {
-    const [current, path] = stack.pop()!;
-    if (typeof current === "string") {
-      const problem = unstorableTextProblem(current);
-      if (problem) throw new InvalidInputError(path, problem);
+    const [value, path] = stack.pop()!;
+    if (typeof value === "string") {
+      if (matches(value)) return { path, text: value, key: false };
       continue;
     }
-    if (current === null || typeof current !== "object") continue;
-    if (Array.isArray(current)) {
-      current.forEach((child, i) => {
+    if (value === null || typeof value !== "object") continue;
+    if (Array.isArray(value)) {
+      value.forEach((child, i) => {
         stack.push([child, `${path}[${i}]`]);
       });
       continue;
     }
-    for (const [key, child] of Object.entries(current)) {
-      requireStorableKey(key, path);
-      stack.push([child, `${path}.${key}`]);
+    for (const [key, child] of Object.entries(value)) {
+      if (matches(key)) return { path, text: key, key: true };
+      stack.push([child, keyPath(path, key)]);
     }
   }
+  return undefined;
+}
+
+/**
+ * Refuses a JSON value (a filter's operand) holding unstorable text in a
+ * string or a key, naming where. The filter's byte limit bounds it.
+ */
+export function requireStorableJson(value: unknown, field: string): void {
+  const hit = findJsonText(
+    value,
+    field,
+    (path, key) => `${path}.${key}`,
+    (text) => unstorableTextProblem(text) !== undefined,
+  );
+  if (hit?.key) requireStorableKey(hit.text, hit.path);
+  else if (hit) throw new InvalidInputError(hit.path, unstorableTextProblem(hit.text)!);
 }
 
 /** A key is named JSON-escaped, so the error never carries the NUL itself. */

@@ -1,20 +1,16 @@
 import { PassThrough } from "node:stream";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
+import { testWith } from "../helpers/fixtures.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
-let strict: TestServer;
 let logs = "";
+const logStream = new PassThrough().on("data", (chunk: Buffer) => (logs += chunk.toString()));
+const test = testWith({ server: { config: { delivery: { allowPrivateDestinations: false } }, logStream } });
 let sourceId: string;
 
-beforeAll(async () => {
-  const logStream = new PassThrough();
-  logStream.on("data", (chunk: Buffer) => (logs += chunk.toString()));
-  strict = await startTestServer({ config: { delivery: { allowPrivateDestinations: false } }, logStream });
+test.beforeAll(async ({ server: strict }) => {
   sourceId = (await strict.createSource()).id;
-});
-afterAll(async () => {
-  await strict?.stop();
 });
 
 async function failure(promise: Promise<unknown>): Promise<ConnectError> {
@@ -48,14 +44,14 @@ describe("webhook URLs", () => {
     "http://0x7f.1/",
   ];
 
-  test.each(literalPrivate)("%s is refused at create, naming WAYPOST_ALLOW_PRIVATE_DESTINATIONS", async (url) => {
+  test.for(literalPrivate)("%s is refused at create, naming WAYPOST_ALLOW_PRIVATE_DESTINATIONS", async (url, { server: strict }) => {
     const error = await failure(create(strict, url));
     expect(error.code).toBe(Code.InvalidArgument);
     expect(error.rawMessage).toContain("destination.webhooks[0].url");
     expect(error.rawMessage).toContain("WAYPOST_ALLOW_PRIVATE_DESTINATIONS");
   });
 
-  test("public addresses and host names are accepted; an update to a private address is refused", async () => {
+  test("public addresses and host names are accepted; an update to a private address is refused", async ({ server: strict }) => {
     const destination = (await create(strict, "https://93.184.216.34/hook")).destination!;
     await create(strict, "https://hooks.example.com/in");
     const error = await failure(
@@ -68,7 +64,7 @@ describe("webhook URLs", () => {
     expect(error.rawMessage).toContain("WAYPOST_ALLOW_PRIVATE_DESTINATIONS");
   });
 
-  test("a user name or password in the URL is refused, even where private addresses are allowed", async () => {
+  test("a user name or password in the URL is refused, even where private addresses are allowed", async ({ server: strict }) => {
     const lenient = await startTestServer({ database: strict.database });
     try {
       for (const url of ["http://user:secret@hooks.example.com/", "https://token@hooks.example.com/"]) {
@@ -84,7 +80,7 @@ describe("webhook URLs", () => {
     }
   });
 
-  test("allowed CIDR ranges let their literal addresses (and localhost, for loopback) through", async () => {
+  test("allowed CIDR ranges let their literal addresses (and localhost, for loopback) through", async ({ server: strict }) => {
     const ranged = await startTestServer({
       database: strict.database,
       config: { delivery: { allowPrivateDestinations: false, allowedCidrs: ["127.0.0.0/8"] } },
@@ -101,7 +97,7 @@ describe("webhook URLs", () => {
 
 describe("names and secrets must be storable text", () => {
   /** Raw Connect JSON, so a lone surrogate travels as the \ud800 escape. */
-  async function adminJson(method: string, body: string) {
+  async function adminJson(strict: TestServer, method: string, body: string) {
     const response = await fetch(`${strict.url}/waypost.v1.${method}`, {
       method: "POST",
       headers: { "content-type": "application/json", authorization: `Bearer ${strict.adminToken}` },
@@ -126,27 +122,30 @@ describe("names and secrets must be storable text", () => {
     ["AudienceService/CreateAudience", "audience.name", (t: string) => `{"audience":{"sourceId":"${sourceId}","name":"a${t}b"}}`],
   ] as const;
 
-  test.each(cases)("%s: NUL in %s is 400 invalid_argument naming the field", async (method, field, body) => {
-    const answer = await adminJson(method, body("\\u0000"));
+  test.for(cases)("%s: NUL in %s is 400 invalid_argument naming the field", async ([method, field, body], { server: strict }) => {
+    const answer = await adminJson(strict, method, body("\\u0000"));
     expect(answer.status).toBe(400);
     expect(answer.json.code).toBe("invalid_argument");
     expect(answer.json.message).toMatch(new RegExp(`^${field.replace(".", "\\.")}: must not contain NUL`));
   });
 
   // Protobuf's JSON reader refuses these first, naming the message field.
-  test.each(cases)("%s: a lone surrogate in %s is 400 invalid_argument naming the field", async (method, field, body) => {
-    const answer = await adminJson(method, body("\\ud800"));
-    expect(answer.status).toBe(400);
-    expect(answer.json.code).toBe("invalid_argument");
-    const protoField = field.replace("sharedSecret", "shared_secret").replace(/^(\w)/, (c) => c.toUpperCase());
-    expect(answer.json.message).toContain(protoField);
-  });
+  test.for(cases)(
+    "%s: a lone surrogate in %s is 400 invalid_argument naming the field",
+    async ([method, field, body], { server: strict }) => {
+      const answer = await adminJson(strict, method, body("\\ud800"));
+      expect(answer.status).toBe(400);
+      expect(answer.json.code).toBe("invalid_argument");
+      const protoField = field.replace("sharedSecret", "shared_secret").replace(/^(\w)/, (c) => c.toUpperCase());
+      expect(answer.json.message).toContain(protoField);
+    },
+  );
 });
 
 describe("delivery filters must be storable text", () => {
   // RetryDeliveries looks its destination up first: the filter must reach the database.
   let destinationId = "";
-  beforeAll(async () => {
+  test.beforeAll(async ({ server: strict }) => {
     destinationId = (await create(strict, "https://hooks.example.com/filters")).destination!.id;
   });
   const cases = [
@@ -156,21 +155,24 @@ describe("delivery filters must be storable text", () => {
     ["DeliveryService/RetryDeliveries", "messageId", (id: string) => `{"destinationId":"${id}","messageId":"a\\u0000b"}`],
   ] as const;
 
-  test.each(cases)("%s: NUL in the %s filter is 400 invalid_argument naming the field", async (method, field, body) => {
-    const response = await fetch(`${strict.url}/waypost.v1.${method}`, {
-      method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${strict.adminToken}` },
-      body: body(destinationId),
-    });
-    const json = (await response.json()) as { code: string; message: string };
-    expect(response.status).toBe(400);
-    expect(json.code).toBe("invalid_argument");
-    expect(json.message).toBe(`${field}: must not contain NUL characters`);
-  });
+  test.for(cases)(
+    "%s: NUL in the %s filter is 400 invalid_argument naming the field",
+    async ([method, field, body], { server: strict }) => {
+      const response = await fetch(`${strict.url}/waypost.v1.${method}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${strict.adminToken}` },
+        body: body(destinationId),
+      });
+      const json = (await response.json()) as { code: string; message: string };
+      expect(response.status).toBe(400);
+      expect(json.code).toBe("invalid_argument");
+      expect(json.message).toBe(`${field}: must not contain NUL characters`);
+    },
+  );
 });
 
 describe("message ids and filter documents must be storable text", () => {
-  async function adminJson(method: string, body: string) {
+  async function adminJson(strict: TestServer, method: string, body: string) {
     const response = await fetch(`${strict.url}/waypost.v1.${method}`, {
       method: "POST",
       headers: { "content-type": "application/json", authorization: `Bearer ${strict.adminToken}` },
@@ -209,15 +211,15 @@ describe("message ids and filter documents must be storable text", () => {
     ],
   ] as const;
 
-  test.each(cases)("%s: %s is 400 invalid_argument naming the field", async (method, body, message) => {
-    const answer = await adminJson(method, body());
+  test.for(cases)("%s: %s is 400 invalid_argument naming the field", async ([method, body, message], { server: strict }) => {
+    const answer = await adminJson(strict, method, body());
     expect(answer.json.message).toBe(message);
     expect(answer.status).toBe(400);
     expect(answer.json.code).toBe("invalid_argument");
   });
 });
 
-test("server errors of RPCs are logged with their cause; client errors are not", async () => {
+test("server errors of RPCs are logged with their cause; client errors are not", async ({ server: strict }) => {
   const before = logs.length;
   await strict.pool.query("ALTER TABLE sources RENAME TO sources_away");
   try {

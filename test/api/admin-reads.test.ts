@@ -1,7 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import pg from "pg";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
 import { DeliveryOrder } from "../../gen/waypost/v1/delivery_pb.js";
+import { testWith } from "../helpers/fixtures.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
 /**
@@ -10,33 +11,30 @@ import { startTestServer, type TestServer } from "../helpers/server.js";
  * deterministically: a lock on delivery_attempts, which the full view
  * reads and ingest never touches, holds every one of them.
  */
-let server: TestServer;
+const adminReads = { connections: 2, statementTimeoutMs: 120_000, maxResponseBytes: 4 * 1024 * 1024 };
+const test = testWith({ server: { config: { role: "api", adminReads } } });
 let writeKey = "";
 let destinationId = "";
 let locker: pg.Client | undefined;
 
-const adminReads = { connections: 2, statementTimeoutMs: 120_000, maxResponseBytes: 4 * 1024 * 1024 };
-
-beforeAll(async () => {
-  server = await startTestServer({ config: { role: "api", adminReads } });
+test.beforeAll(async ({ server }) => {
   const source = await server.createSource();
   writeKey = source.writeKey;
   destinationId = (await server.createDestination({ name: "d", sourceIds: [source.id], webhooks: [{ url: "https://hooks.example.com/" }] }))
     .id;
-  await track("seed");
+  await track(server, "seed");
 });
 afterAll(async () => {
   await locker?.end();
-  await server?.stop();
 });
 
-async function track(messageId: string, properties: Record<string, string> = {}) {
+async function track(server: TestServer, messageId: string, properties: Record<string, string> = {}) {
   const answer = await server.tracking(writeKey).track({ track: { messageId, userId: "u1", event: "Probe", properties } });
   expect(answer.messageId).toBe(messageId);
 }
 
 /** Holds an exclusive lock on delivery_attempts until release(). */
-async function lockAttempts(): Promise<{ release(): Promise<void> }> {
+async function lockAttempts(server: TestServer): Promise<{ release(): Promise<void> }> {
   locker = new pg.Client({ connectionString: server.database.url });
   await locker.connect();
   await locker.query("BEGIN");
@@ -57,7 +55,7 @@ async function lockAttempts(): Promise<{ release(): Promise<void> }> {
  * queued in a pool for a connection (a read may queue twice: its queries
  * run in parallel). Returns how many wait on the lock.
  */
-async function heldReads(count: number, lockWaiters: number): Promise<number> {
+async function heldReads(server: TestServer, count: number, lockWaiters: number): Promise<number> {
   for (;;) {
     const { rows } = await server.pool.query<{ n: number }>(
       "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
@@ -68,19 +66,19 @@ async function heldReads(count: number, lockWaiters: number): Promise<number> {
   }
 }
 
-test("a tracking call completes while more admin reads than the database pool holds are outstanding", async () => {
-  const lock = await lockAttempts();
+test("a tracking call completes while more admin reads than the database pool holds are outstanding", async ({ server }) => {
+  const lock = await lockAttempts(server);
   let settled = 0;
   const reads = Array.from({ length: 30 }, () => server.deliveries.listDeliveries({ destinationId }).finally(() => settled++));
   try {
     // The admin pool's connections are all held by the lock; the other reads queue for them.
-    const waiting = await heldReads(reads.length, adminReads.connections);
+    const waiting = await heldReads(server, reads.length, adminReads.connections);
     expect(waiting).toBe(adminReads.connections);
     // A generous bound only so that a regression fails instead of hanging:
     // before, the reads took every shared connection and this queued behind them.
     let timer: NodeJS.Timeout | undefined;
     const tracked = await Promise.race([
-      track("during-admin-load").then(() => "tracked"),
+      track(server, "during-admin-load").then(() => "tracked"),
       new Promise((resolve) => (timer = setTimeout(resolve, 20_000, "still queued"))),
     ]);
     clearTimeout(timer);
@@ -95,12 +93,12 @@ test("a tracking call completes while more admin reads than the database pool ho
   expect(stored.rowCount).toBe(1);
 }, 60_000);
 
-test("a read past the statement timeout answers deadline_exceeded naming the limit", async () => {
+test("a read past the statement timeout answers deadline_exceeded naming the limit", async ({ server }) => {
   const quick = await startTestServer({
     database: server.database,
     config: { role: "api", adminReads: { connections: 4, statementTimeoutMs: 300, maxResponseBytes: adminReads.maxResponseBytes } },
   });
-  const lock = await lockAttempts();
+  const lock = await lockAttempts(server);
   const outcome = (promise: Promise<unknown>) =>
     promise.then(
       () => undefined,
@@ -126,14 +124,14 @@ test("a read past the statement timeout answers deadline_exceeded naming the lim
   }
 }, 60_000);
 
-test("a page of deliveries ends early, with a next page token, once its bodies reach the response cap", async () => {
+test("a page of deliveries ends early, with a next page token, once its bodies reach the response cap", async ({ server }) => {
   const capped = await startTestServer({
     database: server.database,
     config: { role: "api", adminReads: { ...adminReads, maxResponseBytes: 20_000 } },
   });
   try {
     const big = "x".repeat(8_000);
-    for (let i = 0; i < 5; i++) await track(`big-${i}`, { blob: big });
+    for (let i = 0; i < 5; i++) await track(server, `big-${i}`, { blob: big });
     const seen: string[] = [];
     let pageToken = "";
     let pages = 0;

@@ -1,23 +1,16 @@
 import { PassThrough } from "node:stream";
 import { toJsonString } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { ListDestinationsResponseSchema } from "../../gen/waypost/v1/destination_pb.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 
-let server: TestServer;
 let logs = "";
+const logStream = new PassThrough().on("data", (chunk: Buffer) => (logs += chunk.toString()));
+const test = testWith({ server: { logStream } });
 
-beforeAll(async () => {
-  const logStream = new PassThrough();
-  logStream.on("data", (chunk: Buffer) => (logs += chunk.toString()));
-  server = await startTestServer({ logStream });
-});
-afterAll(async () => {
-  await server?.stop();
-});
-
-async function adminCall(service: string, method: string, body: unknown, authorization?: string) {
+async function adminCall(server: TestServer, service: string, method: string, body: unknown, authorization?: string) {
   const response = await fetch(`${server.url}/waypost.v1.${service}/${method}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...(authorization === undefined ? {} : { authorization }) },
@@ -36,15 +29,15 @@ async function failure(promise: Promise<unknown>): Promise<ConnectError> {
 }
 
 describe("admin authentication", () => {
-  test("no token, a wrong token and a write key are all unauthenticated", async () => {
+  test("no token, a wrong token and a write key are all unauthenticated", async ({ server }) => {
     const source = await server.createSource();
-    expect((await adminCall("SourceService", "ListSources", {})).code).toBe("unauthenticated");
-    expect((await adminCall("SourceService", "ListSources", {}, "Bearer not-the-token")).code).toBe("unauthenticated");
-    expect((await adminCall("SourceService", "ListSources", {}, `Bearer ${source.writeKey}`)).code).toBe("unauthenticated");
+    expect((await adminCall(server, "SourceService", "ListSources", {})).code).toBe("unauthenticated");
+    expect((await adminCall(server, "SourceService", "ListSources", {}, "Bearer not-the-token")).code).toBe("unauthenticated");
+    expect((await adminCall(server, "SourceService", "ListSources", {}, `Bearer ${source.writeKey}`)).code).toBe("unauthenticated");
     const basic = `Basic ${Buffer.from(`${source.writeKey}:`).toString("base64")}`;
-    expect((await adminCall("DestinationService", "ListDestinations", {}, basic)).code).toBe("unauthenticated");
+    expect((await adminCall(server, "DestinationService", "ListDestinations", {}, basic)).code).toBe("unauthenticated");
     expect(
-      ((await adminCall("SourceService", "ListSources", {}, `Bearer ${server.adminToken}`)).sources as Array<{ id: string }>).map(
+      ((await adminCall(server, "SourceService", "ListSources", {}, `Bearer ${server.adminToken}`)).sources as Array<{ id: string }>).map(
         (s) => s.id,
       ),
     ).toContain(source.id);
@@ -52,7 +45,7 @@ describe("admin authentication", () => {
 });
 
 describe("sources", () => {
-  test("create returns the write key once; get and list never do", async () => {
+  test("create returns the write key once; get and list never do", async ({ server }) => {
     const created = await server.sources.createSource({ source: { name: "web" } });
     expect(created.source?.writeKey).toMatch(/^wk_/);
     const got = await server.sources.getSource({ id: created.source!.id });
@@ -62,7 +55,7 @@ describe("sources", () => {
     expect(JSON.stringify(stored.rows[0])).not.toContain(created.source!.writeKey);
   });
 
-  test("rotating the write key retires the old one", async () => {
+  test("rotating the write key retires the old one", async ({ server }) => {
     const source = await server.createSource();
     const { source: rotated } = await server.sources.rotateWriteKey({ id: source.id });
     const old = await failure(server.tracking(source.writeKey).track({ track: { userId: "u", event: "E" } }));
@@ -71,7 +64,7 @@ describe("sources", () => {
     expect(ok.messageId).not.toBe("");
   });
 
-  test("list pages with pageSize and pageToken", async () => {
+  test("list pages with pageSize and pageToken", async ({ server }) => {
     for (let i = 0; i < 5; i++) await server.createSource(`page-${i}`);
     const seen: string[] = [];
     let pageToken = "";
@@ -87,14 +80,14 @@ describe("sources", () => {
     expect(bad.code).toBe(Code.InvalidArgument);
   });
 
-  test("unknown and malformed ids", async () => {
+  test("unknown and malformed ids", async ({ server }) => {
     expect((await failure(server.sources.getSource({ id: "3f1c5c3e-4f51-4c8e-9f57-8f3c1d2b7a10" }))).code).toBe(Code.NotFound);
     const malformed = await failure(server.sources.getSource({ id: "1; DROP TABLE sources" }));
     expect(malformed.code).toBe(Code.InvalidArgument);
     expect(malformed.rawMessage).toContain("id");
   });
 
-  test("deleting a source stops its write key", async () => {
+  test("deleting a source stops its write key", async ({ server }) => {
     const source = await server.createSource();
     await server.sources.deleteSource({ id: source.id });
     const error = await failure(server.tracking(source.writeKey).track({ track: { userId: "u", event: "E" } }));
@@ -105,53 +98,53 @@ describe("sources", () => {
 describe("destination validation names the field", () => {
   const hook = (i: number) => ({ url: `https://example.com/hook/${i}` });
 
-  async function invalid(destination: Record<string, unknown>, field: string) {
+  async function invalid(server: TestServer, destination: Record<string, unknown>, field: string) {
     const error = await failure(server.destinations.createDestination({ destination: destination as never }));
     expect(error.code).toBe(Code.InvalidArgument);
     expect(error.rawMessage).toContain(field);
     return error;
   }
 
-  test("six webhooks", async () => {
-    await invalid({ name: "d", webhooks: [0, 1, 2, 3, 4, 5].map(hook) }, "destination.webhooks");
+  test("six webhooks", async ({ server }) => {
+    await invalid(server, { name: "d", webhooks: [0, 1, 2, 3, 4, 5].map(hook) }, "destination.webhooks");
   });
 
-  test("no webhook", async () => {
-    await invalid({ name: "d", webhooks: [] }, "destination.webhooks");
+  test("no webhook", async ({ server }) => {
+    await invalid(server, { name: "d", webhooks: [] }, "destination.webhooks");
   });
 
-  test("six headers", async () => {
+  test("six headers", async ({ server }) => {
     const headers = Object.fromEntries([1, 2, 3, 4, 5, 6].map((i) => [`X-H${i}`, "v"]));
-    await invalid({ name: "d", webhooks: [{ url: "https://example.com", headers }] }, "destination.webhooks[0].headers");
+    await invalid(server, { name: "d", webhooks: [{ url: "https://example.com", headers }] }, "destination.webhooks[0].headers");
   });
 
-  test("reserved headers, in any case", async () => {
+  test("reserved headers, in any case", async ({ server }) => {
     for (const name of ["User-Agent", "content-type", "X-Signature", "Content-Length", "host", "Transfer-Encoding", "CONNECTION"]) {
-      await invalid({ name: "d", webhooks: [{ url: "https://example.com", headers: { [name]: "x" } }] }, name);
+      await invalid(server, { name: "d", webhooks: [{ url: "https://example.com", headers: { [name]: "x" } }] }, name);
     }
   });
 
-  test("header values cannot smuggle new lines", async () => {
-    await invalid({ name: "d", webhooks: [{ url: "https://example.com", headers: { "X-A": "a\r\nX-B: b" } }] }, "X-A");
+  test("header values cannot smuggle new lines", async ({ server }) => {
+    await invalid(server, { name: "d", webhooks: [{ url: "https://example.com", headers: { "X-A": "a\r\nX-B: b" } }] }, "X-A");
   });
 
-  test("non-http URLs, relative URLs", async () => {
-    await invalid({ name: "d", webhooks: [{ url: "ftp://example.com/x" }] }, "destination.webhooks[0].url");
-    await invalid({ name: "d", webhooks: [hook(0), { url: "/relative" }] }, "destination.webhooks[1].url");
-    await invalid({ name: "d", webhooks: [{ url: "javascript:alert(1)" }] }, "destination.webhooks[0].url");
+  test("non-http URLs, relative URLs", async ({ server }) => {
+    await invalid(server, { name: "d", webhooks: [{ url: "ftp://example.com/x" }] }, "destination.webhooks[0].url");
+    await invalid(server, { name: "d", webhooks: [hook(0), { url: "/relative" }] }, "destination.webhooks[1].url");
+    await invalid(server, { name: "d", webhooks: [{ url: "javascript:alert(1)" }] }, "destination.webhooks[0].url");
   });
 
-  test("unknown source", async () => {
-    await invalid({ name: "d", sourceIds: ["3f1c5c3e-4f51-4c8e-9f57-8f3c1d2b7a10"], webhooks: [hook(0)] }, "destination.sourceIds");
+  test("unknown source", async ({ server }) => {
+    await invalid(server, { name: "d", sourceIds: ["3f1c5c3e-4f51-4c8e-9f57-8f3c1d2b7a10"], webhooks: [hook(0)] }, "destination.sourceIds");
   });
 
-  test("missing name", async () => {
-    await invalid({ webhooks: [hook(0)] }, "destination.name");
+  test("missing name", async ({ server }) => {
+    await invalid(server, { webhooks: [hook(0)] }, "destination.name");
   });
 });
 
 describe("destinations", () => {
-  test("the shared secret is write-only, and never logged", async () => {
+  test("the shared secret is write-only, and never logged", async ({ server }) => {
     const secret = "s3cret-value-that-must-not-leak";
     const source = await server.createSource();
     const created = await server.createDestination({
@@ -165,7 +158,7 @@ describe("destinations", () => {
     expect(created.enabled).toBe(true);
     const listed = await server.destinations.listDestinations({});
     expect(toJsonString(ListDestinationsResponseSchema, listed)).not.toContain(secret);
-    const raw = await adminCall("DestinationService", "GetDestination", { id: created.id }, `Bearer ${server.adminToken}`);
+    const raw = await adminCall(server, "DestinationService", "GetDestination", { id: created.id }, `Bearer ${server.adminToken}`);
     expect(JSON.stringify(raw)).not.toContain(secret);
     await server.tracking(source.writeKey).track({ track: { userId: "u", event: "E" } });
     expect(logs.length).toBeGreaterThan(0);
@@ -174,7 +167,7 @@ describe("destinations", () => {
     expect(logs).not.toContain(server.adminToken);
   });
 
-  test("update with a field mask changes only those fields", async () => {
+  test("update with a field mask changes only those fields", async ({ server }) => {
     const created = await server.createDestination({ name: "masked", webhooks: [{ url: "https://example.com/a" }], sharedSecret: "x" });
     const { destination } = await server.destinations.updateDestination({
       destination: { id: created.id, enabled: false, name: "ignored", webhooks: [{ url: "https://example.com/b" }] },
@@ -196,9 +189,10 @@ describe("destinations", () => {
     expect(badMask.rawMessage).toContain("updateMask");
   });
 
-  test("the JSON field mask form (a comma-separated string) works", async () => {
+  test("the JSON field mask form (a comma-separated string) works", async ({ server }) => {
     const created = await server.createDestination({ name: "json", webhooks: [{ url: "https://example.com/a" }] });
     const result = await adminCall(
+      server,
       "DestinationService",
       "UpdateDestination",
       { destination: { id: created.id, enabled: false, webhooks: [{ url: "https://example.com/c" }] }, updateMask: "enabled,webhooks" },
@@ -207,7 +201,7 @@ describe("destinations", () => {
     expect(result.destination).toMatchObject({ enabled: false, webhooks: [{ url: "https://example.com/c" }] });
   });
 
-  test("a stale etag is refused: concurrent edits are detected", async () => {
+  test("a stale etag is refused: concurrent edits are detected", async ({ server }) => {
     const created = await server.createDestination({ name: "etag", webhooks: [{ url: "https://example.com/a" }] });
     await server.destinations.updateDestination({
       destination: { id: created.id, name: "first", etag: created.etag },
@@ -223,7 +217,7 @@ describe("destinations", () => {
     expect((await server.destinations.getDestination({ id: created.id })).destination?.name).toBe("first");
   });
 
-  test("concurrent updates without etags are serialised, none lost", async () => {
+  test("concurrent updates without etags are serialised, none lost", async ({ server }) => {
     const created = await server.createDestination({ name: "race", webhooks: [{ url: "https://example.com/a" }] });
     await Promise.all(
       Array.from({ length: 10 }, (_, i) =>

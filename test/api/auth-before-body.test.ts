@@ -3,24 +3,22 @@ import http from "node:http";
 import { createGzip } from "node:zlib";
 import { createClient, Code, ConnectError } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, describe, expect } from "vitest";
 import { AudienceService } from "../../gen/waypost/v1/audience_pb.js";
 import { SourceService } from "../../gen/waypost/v1/source_pb.js";
 import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { testWith } from "../helpers/fixtures.js";
 import { startServiceProcess, type ServiceProcess } from "../helpers/process.js";
 
-let database: TestDatabase;
+const test = testWith();
 let service: ServiceProcess;
 
-beforeAll(async () => {
-  database = await createTestDatabase();
+test.beforeAll(async ({ database }) => {
   service = await startServiceProcess(database.url);
 }, 60_000);
 afterAll(async () => {
   service?.child.kill("SIGTERM");
   await service?.exited;
-  await database?.drop();
 });
 
 /** 1 GB of zeros, gzipped (about 1 MB), built by streaming so the test itself stays small. */

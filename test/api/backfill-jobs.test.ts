@@ -1,31 +1,18 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type pg from "pg";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { JobState } from "../../gen/waypost/v1/job_pb.js";
-import { createPool } from "../../src/db/pool.js";
+import type { Pool } from "../../src/db/pool.js";
+import { testWith } from "../helpers/fixtures.js";
 import { eventually } from "../helpers/process.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import type { Receiver } from "../helpers/receiver.js";
+import type { TestServer } from "../helpers/server.js";
 
 // Backfills are jobs in Postgres: their counts say what they did, they can
 // be cancelled, and one whose destination is deleted stops without leaving
 // deliveries behind. A test pauses a job between pages by holding the
 // per-destination backfill lock its pages take.
-let server: TestServer;
-let receiver: Receiver;
-let locker: pg.Pool;
-
-beforeAll(async () => {
-  server = await startTestServer();
-  receiver = await startReceiver();
-  locker = createPool({ connectionString: server.database.url, max: 2 });
-});
-afterAll(async () => {
-  await locker?.end();
-  await server?.stop();
-  await receiver?.close();
-});
+const test = testWith({ database: { max: 2 } });
 
 const error = (promise: Promise<unknown>) =>
   promise.then(
@@ -34,7 +21,7 @@ const error = (promise: Promise<unknown>) =>
   );
 
 /** A source with `count` calls, totals 1..count, and a disabled destination whose filter passes totals above `above`. */
-async function setUp(count: number, above: number) {
+async function setUp(server: TestServer, receiver: Receiver, count: number, above: number) {
   const source = await server.createSource();
   const tracking = server.tracking(source.writeKey);
   const since = new Date(Date.now() - 60_000);
@@ -51,11 +38,11 @@ async function setUp(count: number, above: number) {
   return { destinationId: destination.id, since: timestampFromDate(since) };
 }
 
-const queued = async (destinationId: string) =>
+const queued = async (server: TestServer, destinationId: string) =>
   Number((await server.pool.query("SELECT count(*) FROM delivery_queue WHERE destination_id = $1", [destinationId])).rows[0].count);
 
 /** Holds the destination's backfill lock on a connection of its own; resolves once a backfill page waits for it. */
-async function pauseBackfills(destinationId: string) {
+async function pauseBackfills(locker: Pool, destinationId: string) {
   const client = await locker.connect();
   await client.query("SELECT pg_advisory_lock(hashtext('waypost-backfill:' || $1::text))", [destinationId]);
   return {
@@ -77,8 +64,8 @@ async function pauseBackfills(destinationId: string) {
   };
 }
 
-test("the counts are what the backfill did: candidates, created, and those the filter turned away", async () => {
-  const { destinationId, since } = await setUp(6, 2);
+test("the counts are what the backfill did: candidates, created, and those the filter turned away", async ({ server, receiver }) => {
+  const { destinationId, since } = await setUp(server, receiver, 6, 2);
   const { backfill } = await server.destinations.backfillDestination({ destinationId, since });
   expect(backfill).toMatchObject({ destinationId, state: JobState.RUNNING, candidates: 6n, created: 0n, filtered: 0n });
   expect(backfill!.since).toEqual(since);
@@ -86,7 +73,7 @@ test("the counts are what the backfill did: candidates, created, and those the f
   const { backfill: done } = await server.destinations.getBackfill({ id: backfill!.id });
   expect(done).toMatchObject({ state: JobState.DONE, candidates: 6n, created: 4n, filtered: 2n, error: "" });
   expect(done!.finishTime).toBeDefined();
-  expect(await queued(destinationId)).toBe(4);
+  expect(await queued(server, destinationId)).toBe(4);
 
   // Again: nothing left to create, the two turned away again; listed newest first.
   const again = await server.destinations.backfillDestination({ destinationId, since });
@@ -97,33 +84,37 @@ test("the counts are what the backfill did: candidates, created, and those the f
     [again.backfill!.id, JobState.DONE, 0n, 2n],
     [backfill!.id, JobState.DONE, 4n, 2n],
   ]);
-  expect(await queued(destinationId)).toBe(4);
+  expect(await queued(server, destinationId)).toBe(4);
 });
 
-test("CancelBackfill stops it before its next page", async () => {
-  const { destinationId, since } = await setUp(3, 0);
-  const pause = await pauseBackfills(destinationId);
+test("CancelBackfill stops it before its next page", async ({ server, receiver, pool: locker }) => {
+  const { destinationId, since } = await setUp(server, receiver, 3, 0);
+  const pause = await pauseBackfills(locker, destinationId);
   const { backfill } = await server.destinations.backfillDestination({ destinationId, since });
   await pause.waiting();
   const { backfill: cancelled } = await server.destinations.cancelBackfill({ id: backfill!.id });
   expect(cancelled).toMatchObject({ id: backfill!.id, state: JobState.CANCELLED, error: "cancelled on request" });
   await pause.release();
   await server.waypost.jobs!.idle();
-  expect(await queued(destinationId)).toBe(0);
+  expect(await queued(server, destinationId)).toBe(0);
   expect((await server.destinations.getBackfill({ id: backfill!.id })).backfill).toMatchObject({ state: JobState.CANCELLED, created: 0n });
   // Cancelling an ended backfill changes nothing.
   expect((await server.destinations.cancelBackfill({ id: backfill!.id })).backfill!.state).toBe(JobState.CANCELLED);
 });
 
-test("a backfill whose destination is deleted meanwhile stops, leaving no queued deliveries behind", async () => {
-  const { destinationId, since } = await setUp(3, 0);
-  const pause = await pauseBackfills(destinationId);
+test("a backfill whose destination is deleted meanwhile stops, leaving no queued deliveries behind", async ({
+  server,
+  receiver,
+  pool: locker,
+}) => {
+  const { destinationId, since } = await setUp(server, receiver, 3, 0);
+  const pause = await pauseBackfills(locker, destinationId);
   const { backfill } = await server.destinations.backfillDestination({ destinationId, since });
   await pause.waiting();
   await server.destinations.deleteDestination({ id: destinationId });
   await pause.release();
   await server.waypost.jobs!.idle();
-  expect(await queued(destinationId)).toBe(0);
+  expect(await queued(server, destinationId)).toBe(0);
   expect((await server.destinations.getBackfill({ id: backfill!.id })).backfill).toMatchObject({
     state: JobState.CANCELLED,
     created: 0n,
@@ -131,13 +122,13 @@ test("a backfill whose destination is deleted meanwhile stops, leaving no queued
   });
 });
 
-test("refuses bad ids and ranges, and unknown backfills", async () => {
+test("refuses bad ids and ranges, and unknown backfills", async ({ server, receiver }) => {
   expect((await error(server.destinations.getBackfill({ id: "x" })))?.code).toBe(Code.InvalidArgument);
   const missing = await error(server.destinations.getBackfill({ id: "00000000-0000-4000-8000-000000000999" }));
   expect(missing?.code).toBe(Code.NotFound);
   expect((await error(server.destinations.cancelBackfill({ id: "00000000-0000-4000-8000-000000000999" })))?.code).toBe(Code.NotFound);
   expect((await error(server.destinations.listBackfills({ destinationId: "" })))?.code).toBe(Code.InvalidArgument);
-  const { destinationId, since } = await setUp(1, 0);
+  const { destinationId, since } = await setUp(server, receiver, 1, 0);
   const tooMany = await error(server.destinations.listBackfills({ destinationId, pageSize: 101 }));
   expect(tooMany?.rawMessage).toBe("pageSize: must be 0 to 100 (0: 20)");
   const backwards = await error(server.destinations.backfillDestination({ destinationId, since, until: since }));

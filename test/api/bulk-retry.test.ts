@@ -1,26 +1,26 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { AttemptOutcome, DeliveryStatus } from "../../gen/waypost/v1/delivery_pb.js";
 import { JobState } from "../../gen/waypost/v1/job_pb.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { ManualClock, startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import { ManualClock } from "../helpers/server.js";
 
 const day = 24 * 3_600_000;
 const clock = new ManualClock(new Date("2026-11-01T12:00:00Z"));
-let server: TestServer;
-let receiver: Receiver;
 let failing = true;
+const test = testWith({
+  server: { clock, config: { retentionMs: 7 * day } },
+  receiver: { respond: () => ({ status: failing ? 422 : 200 }) },
+});
 let destinationId: string;
 let writeKey: string;
 const oldMessages: string[] = [];
 const newMessages: string[] = [];
 
-beforeAll(async () => {
-  server = await startTestServer({ clock, config: { retentionMs: 7 * day } });
+test.beforeAll(async ({ server, receiver }) => {
   // Purges run only when this test says so.
   await server.waypost.maintenance!.stop();
-  receiver = await startReceiver({ respond: () => ({ status: failing ? 422 : 200 }) });
   const source = await server.createSource();
   writeKey = source.writeKey;
   destinationId = (await server.createDestination({ name: "flaky", sourceIds: [source.id], webhooks: [{ url: receiver.url }] })).id;
@@ -36,10 +36,6 @@ beforeAll(async () => {
   await send([], 1);
   failing = true;
 });
-afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
-});
 
 const error = (promise: Promise<unknown>) =>
   promise.then(
@@ -47,7 +43,7 @@ const error = (promise: Promise<unknown>) =>
     (e: unknown) => ConnectError.from(e),
   );
 
-test("refuses what cannot be retried, and unknown destinations", async () => {
+test("refuses what cannot be retried, and unknown destinations", async ({ server }) => {
   const delivered = await error(server.deliveries.retryDeliveries({ destinationId, statuses: [DeliveryStatus.DELIVERED] }));
   expect(delivered?.code).toBe(Code.InvalidArgument);
   expect(delivered?.rawMessage).toMatch(/statuses\[0\]: delivered deliveries cannot be retried/);
@@ -61,7 +57,7 @@ test("refuses what cannot be retried, and unknown destinations", async () => {
   expect((await error(server.deliveries.getRetryJob({ id: "00000000-0000-4000-8000-000000000999" })))?.code).toBe(Code.NotFound);
 });
 
-test("replays every failed delivery in the background, counting those past retention as not replayable", async () => {
+test("replays every failed delivery in the background, counting those past retention as not replayable", async ({ server }) => {
   failing = false;
   const delivered = server.waitForDeliveries(4, ["delivered"]);
   const { job } = await server.deliveries.retryDeliveries({ destinationId });
@@ -86,14 +82,14 @@ test("replays every failed delivery in the background, counting those past reten
   expect(again.job).toMatchObject({ state: JobState.DONE, matched: 0n, notReplayable: 3n });
 });
 
-test("once purged, deliveries past retention are gone, not counted", async () => {
+test("once purged, deliveries past retention are gone, not counted", async ({ server }) => {
   const { purged } = await server.waypost.maintenance!.runOnce();
   expect(purged).toBe(3);
   const answer = await server.deliveries.retryDeliveries({ destinationId, statuses: [DeliveryStatus.FAILED, DeliveryStatus.EXPIRED] });
   expect(answer.job).toMatchObject({ matched: 0n, notReplayable: 0n });
 });
 
-test("filters by userId and time like ListDeliveries", async () => {
+test("filters by userId and time like ListDeliveries", async ({ server }) => {
   failing = true;
   const done = server.waitForDeliveries(3);
   const sent: string[] = [];

@@ -1,23 +1,14 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { Fate } from "../../gen/waypost/v1/delivery_pb.js";
 import { DestinationKind, TestOutcome } from "../../gen/waypost/v1/destination_pb.js";
 import { JobState } from "../../gen/waypost/v1/job_pb.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { completionsOf, startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { Receiver } from "../helpers/receiver.js";
+import { completionsOf, type TestServer } from "../helpers/server.js";
 
-let server: TestServer;
-let receiver: Receiver;
-
-beforeAll(async () => {
-  server = await startTestServer();
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
-});
+const test = testWith();
 
 async function refusal(work: Promise<unknown>): Promise<string> {
   try {
@@ -30,17 +21,20 @@ async function refusal(work: Promise<unknown>): Promise<string> {
 
 const consent = (categoryPreferences: unknown) => ({ consent: { categoryPreferences } }) as never;
 
-async function deliveredMessageIds(destinationId: string): Promise<string[]> {
+async function deliveredMessageIds(server: TestServer, destinationId: string): Promise<string[]> {
   const { deliveries } = await server.deliveries.listDeliveries({ destinationId, pageSize: 100 });
   return deliveries.map((d) => d.messageId).sort();
 }
 
-async function fatesOf(destinationId: string, reason = "") {
+async function fatesOf(server: TestServer, destinationId: string, reason = "") {
   const { calls } = await server.deliveries.listFates({ destinationId, fate: Fate.FILTERED, reason, pageSize: 100 });
   return calls.map((c) => [c.messageId, c.reason]).sort();
 }
 
-test("consent categories and require consent: stored, returned, listed, updated by mask, refused naming the entry", async () => {
+test("consent categories and require consent: stored, returned, listed, updated by mask, refused naming the entry", async ({
+  server,
+  receiver,
+}) => {
   const source = await server.createSource();
   const base = { name: "consent", sourceIds: [source.id], webhooks: [{ url: receiver.url }] };
   const made = await server.createDestination({ ...base, consentCategories: ["Advertising", "Analytics"], requireConsent: true });
@@ -82,7 +76,10 @@ test("consent categories and require consent: stored, returned, listed, updated 
   expect(await refusal(update)).toBe("destination.consentCategories[1]: must not contain NUL characters");
 });
 
-test("calls held back by consent get no delivery, a FILTERED/consent fate, and are counted; the others are delivered", async () => {
+test("calls held back by consent get no delivery, a FILTERED/consent fate, and are counted; the others are delivered", async ({
+  server,
+  receiver,
+}) => {
   const source = await server.createSource();
   const advertising = await server.createDestination({
     name: "ads",
@@ -114,12 +111,12 @@ test("calls held back by consent get no delivery, a FILTERED/consent fate, and a
   const [ads, req, all] = await done;
   expect([...ads, ...req, ...all].every((c) => c.status === "delivered")).toBe(true);
 
-  expect(await deliveredMessageIds(advertising.id)).toEqual([granted, silent].sort());
-  expect(await deliveredMessageIds(required.id)).toEqual([granted, refused].sort());
-  expect(await deliveredMessageIds(free.id)).toEqual([granted, refused, silent].sort());
-  expect(await fatesOf(advertising.id, "consent")).toEqual([[refused, "consent"]]);
-  expect(await fatesOf(required.id)).toEqual([[silent, "consent"]]);
-  expect(await fatesOf(free.id)).toEqual([]);
+  expect(await deliveredMessageIds(server, advertising.id)).toEqual([granted, silent].sort());
+  expect(await deliveredMessageIds(server, required.id)).toEqual([granted, refused].sort());
+  expect(await deliveredMessageIds(server, free.id)).toEqual([granted, refused, silent].sort());
+  expect(await fatesOf(server, advertising.id, "consent")).toEqual([[refused, "consent"]]);
+  expect(await fatesOf(server, required.id)).toEqual([[silent, "consent"]]);
+  expect(await fatesOf(server, free.id)).toEqual([]);
   const bodies = receiver.requests.filter((r) => r.path.endsWith("/ads")).map((r) => JSON.parse(r.body).event);
   expect(bodies.sort()).toEqual(["granted", "silent"]);
 
@@ -136,7 +133,7 @@ test("calls held back by consent get no delivery, a FILTERED/consent fate, and a
   expect(metrics).not.toContain(`destination_id="${free.id}",reason="consent"`);
 });
 
-test("the filter is checked before consent: a call both would hold back is filtered by the filter", async () => {
+test("the filter is checked before consent: a call both would hold back is filtered by the filter", async ({ server, receiver }) => {
   const source = await server.createSource();
   const destination = await server.createDestination({
     name: "both",
@@ -148,7 +145,7 @@ test("the filter is checked before consent: a call both would hold back is filte
   const tracking = server.tracking(source.writeKey);
   const { messageId: track } = await tracking.track({ track: { userId: "u", event: "no" } });
   const { messageId: identify } = await tracking.identify({ identify: { userId: "u" } });
-  expect(await fatesOf(destination.id)).toEqual(
+  expect(await fatesOf(server, destination.id)).toEqual(
     [
       [identify, "consent"],
       [track, "filter"],
@@ -156,7 +153,10 @@ test("the filter is checked before consent: a call both would hold back is filte
   );
 });
 
-test("a change of consent settings applies to the next call at once (ingest's cache follows the revision)", async () => {
+test("a change of consent settings applies to the next call at once (ingest's cache follows the revision)", async ({
+  server,
+  receiver,
+}) => {
   const source = await server.createSource();
   const destination = await server.createDestination({
     name: "flip",
@@ -170,10 +170,10 @@ test("a change of consent settings applies to the next call at once (ingest's ca
   // Behind the API's back, as another process would.
   await server.pool.query("UPDATE destinations SET require_consent = true, revision = revision + 1 WHERE id = $1", [destination.id]);
   const { messageId } = await tracking.track({ track: { userId: "u", event: "after" } });
-  expect(await fatesOf(destination.id)).toEqual([[messageId, "consent"]]);
+  expect(await fatesOf(server, destination.id)).toEqual([[messageId, "consent"]]);
 });
 
-test("a backfill applies consent as routing does: held-back calls get no delivery and count as filtered", async () => {
+test("a backfill applies consent as routing does: held-back calls get no delivery and count as filtered", async ({ server, receiver }) => {
   const source = await server.createSource();
   const tracking = server.tracking(source.writeKey);
   const since = timestampFromDate(new Date(Date.now() - 60_000));
@@ -205,7 +205,7 @@ test("a backfill applies consent as routing does: held-back calls get no deliver
   expect(queued.rows.map((r) => r.message_id).sort()).toEqual(kept.sort());
 });
 
-test("TestDestination: NO_CONSENT for calls consent holds back, in the same order as routing", async () => {
+test("TestDestination: NO_CONSENT for calls consent holds back, in the same order as routing", async ({ server }) => {
   const source = await server.createSource();
   const tracking = server.tracking(source.writeKey);
   const { messageId: yes } = await tracking.track({ track: { userId: "u", event: "yes", context: consent({ Ads: true }) } });
@@ -226,7 +226,7 @@ test("TestDestination: NO_CONSENT for calls consent holds back, in the same orde
 
 const orders = 'type = "track" and event = "Order Completed"';
 
-function integrationDestination(sourceId: string, extra: object = {}) {
+function integrationDestination(server: TestServer, receiver: Receiver, sourceId: string, extra: object = {}) {
   return server.createDestination({
     name: `vendor ${Math.random()}`,
     sourceIds: [sourceId],
@@ -243,9 +243,12 @@ function integrationDestination(sourceId: string, extra: object = {}) {
   });
 }
 
-test("an integration destination: a call that matches no enabled subscription gets no delivery, fate FILTERED/subscriptions", async () => {
+test("an integration destination: a call that matches no enabled subscription gets no delivery, fate FILTERED/subscriptions", async ({
+  server,
+  receiver,
+}) => {
   const source = await server.createSource();
-  const destination = await integrationDestination(source.id, { consentCategories: ["Analytics"] });
+  const destination = await integrationDestination(server, receiver, source.id, { consentCategories: ["Analytics"] });
   const tracking = server.tracking(source.writeKey);
   const { messageIds } = await tracking.batch({
     batch: [
@@ -256,8 +259,8 @@ test("an integration destination: a call that matches no enabled subscription ge
     ],
   });
   const [order, signup, page, refused] = messageIds as [string, string, string, string];
-  expect(await deliveredMessageIds(destination.id)).toEqual([order]);
-  expect(await fatesOf(destination.id)).toEqual(
+  expect(await deliveredMessageIds(server, destination.id)).toEqual([order]);
+  expect(await fatesOf(server, destination.id)).toEqual(
     [
       [signup, "subscriptions"],
       [page, "subscriptions"],
@@ -282,10 +285,10 @@ test("an integration destination: a call that matches no enabled subscription ge
     updateMask: { paths: ["integration"] },
   });
   const { messageId: page2 } = await tracking.page({ page: { userId: "u", name: "Pricing" } });
-  expect(await deliveredMessageIds(destination.id)).toEqual([order, page2].sort());
+  expect(await deliveredMessageIds(server, destination.id)).toEqual([order, page2].sort());
 });
 
-test("TestDestination: NOT_SUBSCRIBED for an integration draft's calls that match no subscription", async () => {
+test("TestDestination: NOT_SUBSCRIBED for an integration draft's calls that match no subscription", async ({ server, receiver }) => {
   const source = await server.createSource();
   const tracking = server.tracking(source.writeKey);
   const { messageId: order } = await tracking.track({ track: { userId: "u", event: "Order Completed" } });
@@ -299,7 +302,7 @@ test("TestDestination: NOT_SUBSCRIBED for an integration draft's calls that matc
   expect(calls.find((c) => c.messageId === other)?.outcome).toBe(TestOutcome.NOT_SUBSCRIBED);
   expect(calls.find((c) => c.messageId === order)?.outcome).not.toBe(TestOutcome.NOT_SUBSCRIBED);
   // A stored integration destination's subscriptions, by id.
-  const stored = await integrationDestination(source.id);
+  const stored = await integrationDestination(server, receiver, source.id);
   const byId = await server.destinations.testDestination({ destination: { id: stored.id }, messageIds: [other] });
   expect(byId.calls[0]?.outcome).toBe(TestOutcome.NOT_SUBSCRIBED);
   const bad = { ...draft, integration: { ...draft.integration, subscriptions: [{ name: "x", subscribe: "(((", action: "send" }] } };

@@ -2,21 +2,19 @@ import { toJsonString } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { createHmac, randomBytes } from "node:crypto";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { DeliveryOrder, DeliveryStatus, DeliveryView, GetDeliveryResponseSchema, type Delivery } from "../../gen/waypost/v1/delivery_pb.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import { startReceiver } from "../helpers/receiver.js";
+import type { TestServer } from "../helpers/server.js";
 
-let server: TestServer;
-let ok: Receiver;
+const test = testWith();
 let okId: string;
 let badId: string;
 const secret = "s3cret-shared";
 const messageIds: string[] = [];
 
-beforeAll(async () => {
-  server = await startTestServer();
-  ok = await startReceiver();
+test.beforeAll(async ({ server, receiver: ok }) => {
   const bad = await startReceiver({ respond: () => ({ status: 422, body: "no" }) });
   const source = await server.createSource();
   okId = (
@@ -43,12 +41,8 @@ beforeAll(async () => {
   }
   await bad.close();
 });
-afterAll(async () => {
-  await server?.stop();
-  await ok?.close();
-});
 
-async function listAll(request: Parameters<TestServer["deliveries"]["listDeliveries"]>[0]): Promise<Delivery[]> {
+async function listAll(server: TestServer, request: Parameters<TestServer["deliveries"]["listDeliveries"]>[0]): Promise<Delivery[]> {
   const all: Delivery[] = [];
   let pageToken = "";
   do {
@@ -59,47 +53,47 @@ async function listAll(request: Parameters<TestServer["deliveries"]["listDeliver
   return all;
 }
 
-test("filters by messageId and userId, in one destination or all", async () => {
-  const one = await listAll({ destinationId: okId, messageId: messageIds[2]! });
+test("filters by messageId and userId, in one destination or all", async ({ server }) => {
+  const one = await listAll(server, { destinationId: okId, messageId: messageIds[2]! });
   expect(one.map((d) => d.messageId)).toEqual([messageIds[2]]);
   expect(one[0]!.userId).toBe("alice");
   expect(one[0]!.anonymousId).toBe("anon-2");
-  const everywhere = await listAll({ messageId: messageIds[2]! });
+  const everywhere = await listAll(server, { messageId: messageIds[2]! });
   expect(everywhere.map((d) => d.destinationId).sort()).toEqual([okId, badId].sort());
-  const bob = await listAll({ destinationId: badId, userId: "bob" });
+  const bob = await listAll(server, { destinationId: badId, userId: "bob" });
   expect(bob.map((d) => d.messageId)).toEqual([messageIds[5], messageIds[3], messageIds[1]]);
   expect(bob.every((d) => d.status === DeliveryStatus.FAILED)).toBe(true);
-  expect(await listAll({ userId: "nobody" })).toEqual([]);
-  expect(await listAll({ messageId: "no-such-message" })).toEqual([]);
+  expect(await listAll(server, { userId: "nobody" })).toEqual([]);
+  expect(await listAll(server, { messageId: "no-such-message" })).toEqual([]);
 });
 
-test("every destination, newest first, paged; statuses are a union", async () => {
-  const all = await listAll({ pageSize: 5 });
+test("every destination, newest first, paged; statuses are a union", async ({ server }) => {
+  const all = await listAll(server, { pageSize: 5 });
   expect(all).toHaveLength(12);
   const times = all.map((d) => timestampDate(d.createTime!).getTime());
   expect([...times].sort((a, b) => b - a)).toEqual(times);
   expect(new Set(all.map((d) => d.id)).size).toBe(12);
-  const both = await listAll({ statuses: [DeliveryStatus.FAILED, DeliveryStatus.DELIVERED] });
+  const both = await listAll(server, { statuses: [DeliveryStatus.FAILED, DeliveryStatus.DELIVERED] });
   expect(both).toHaveLength(12);
-  const delivered = await listAll({ status: DeliveryStatus.DELIVERED });
+  const delivered = await listAll(server, { status: DeliveryStatus.DELIVERED });
   expect(delivered.map((d) => d.destinationId)).toEqual(Array(6).fill(okId));
 });
 
-test("since and until bound the creation time", async () => {
-  const all = await listAll({ destinationId: okId });
+test("since and until bound the creation time", async ({ server }) => {
+  const all = await listAll(server, { destinationId: okId });
   const oldestFirst = [...all].reverse();
   const since = oldestFirst[2]!.createTime!;
   const until = oldestFirst[4]!.createTime!;
-  const window = await listAll({ destinationId: okId, since, until });
+  const window = await listAll(server, { destinationId: okId, since, until });
   expect(window.map((d) => d.messageId)).toEqual([messageIds[3], messageIds[2]]);
-  const after = await listAll({ since });
+  const after = await listAll(server, { since });
   expect(after).toHaveLength(8);
-  const before = await listAll({ destinationId: badId, until });
+  const before = await listAll(server, { destinationId: badId, until });
   expect(before.map((d) => d.messageId)).toEqual([messageIds[3], messageIds[2], messageIds[1], messageIds[0]]);
 });
 
-test("a delivery carries the exact body sent and the headers sent, secrets masked", async () => {
-  const [delivery] = await listAll({ destinationId: okId, messageId: messageIds[0]! });
+test("a delivery carries the exact body sent and the headers sent, secrets masked", async ({ server, receiver: ok }) => {
+  const [delivery] = await listAll(server, { destinationId: okId, messageId: messageIds[0]! });
   const sent = ok.requests.find((r) => r.body === delivery!.body);
   expect(sent, "the receiver got exactly this body").toBeDefined();
   expect(JSON.parse(delivery!.body).messageId).toBe(messageIds[0]);
@@ -139,7 +133,7 @@ test("a delivery carries the exact body sent and the headers sent, secrets maske
   }
 });
 
-test("the basic view leaves out body, headers and attempts", async () => {
+test("the basic view leaves out body, headers and attempts", async ({ server }) => {
   const { deliveries } = await server.deliveries.listDeliveries({ destinationId: okId, view: DeliveryView.BASIC, pageSize: 1 });
   expect(deliveries[0]!.body).toBe("");
   expect(deliveries[0]!.attempts).toEqual([]);
@@ -147,7 +141,7 @@ test("the basic view leaves out body, headers and attempts", async () => {
   expect(deliveries[0]!.userId).not.toBe("");
 });
 
-test("bad filters and tokens are invalid_argument naming the field", async () => {
+test("bad filters and tokens are invalid_argument naming the field", async ({ server }) => {
   const error = (promise: Promise<unknown>) =>
     promise.then(
       () => undefined,

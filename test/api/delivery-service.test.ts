@@ -1,17 +1,14 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { DeliveryStatus, DeliveryView } from "../../gen/waypost/v1/delivery_pb.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import { startReceiver } from "../helpers/receiver.js";
 
-let server: TestServer;
-let ok: Receiver;
+const test = testWith({ receiver: { respond: () => ({ status: 200, body: "x".repeat(5000) }) } });
 let destinationId: string;
 let failedDestinationId: string;
 
-beforeAll(async () => {
-  server = await startTestServer();
-  ok = await startReceiver({ respond: () => ({ status: 200, body: "x".repeat(5000) }) });
+test.beforeAll(async ({ server, receiver: ok }) => {
   const bad = await startReceiver({ respond: () => ({ status: 422, body: "bad \u0000 payload" }) });
   const source = await server.createSource();
   destinationId = (await server.createDestination({ name: "ok", sourceIds: [source.id], webhooks: [{ url: ok.url }] })).id;
@@ -22,12 +19,8 @@ beforeAll(async () => {
   await done;
   await bad.close();
 });
-afterAll(async () => {
-  await server?.stop();
-  await ok?.close();
-});
 
-test("ListDeliveries pages newest first and filters by status", async () => {
+test("ListDeliveries pages newest first and filters by status", async ({ server }) => {
   const seen: string[] = [];
   let pageToken = "";
   do {
@@ -48,7 +41,7 @@ test("ListDeliveries pages newest first and filters by status", async () => {
   expect(none.deliveries).toHaveLength(0);
 });
 
-test("GetDelivery shows each attempt, with at most 1 KB of the response body", async () => {
+test("GetDelivery shows each attempt, with at most 1 KB of the response body", async ({ server, receiver: ok }) => {
   const { deliveries } = await server.deliveries.listDeliveries({ destinationId, pageSize: 1 });
   const { delivery } = await server.deliveries.getDelivery({ id: deliveries[0]!.id });
   const attempt = delivery!.attempts[0]!;
@@ -60,7 +53,7 @@ test("GetDelivery shows each attempt, with at most 1 KB of the response body", a
   expect(failed.deliveries[0]!.attempts[0]!.responseBody).toBe("bad \uFFFD payload");
 });
 
-test("RetryDelivery refuses a delivered one; unknown ids are not found", async () => {
+test("RetryDelivery refuses a delivered one; unknown ids are not found", async ({ server }) => {
   const { deliveries } = await server.deliveries.listDeliveries({ destinationId, pageSize: 1 });
   const refused = await server.deliveries.retryDelivery({ id: deliveries[0]!.id }).catch((e) => ConnectError.from(e));
   expect((refused as ConnectError).code).toBe(Code.FailedPrecondition);
@@ -70,7 +63,7 @@ test("RetryDelivery refuses a delivered one; unknown ids are not found", async (
   expect((malformed as ConnectError).code).toBe(Code.InvalidArgument);
 });
 
-test("GetDestinationStats counts by status and attempts in the last hour", async () => {
+test("GetDestinationStats counts by status and attempts in the last hour", async ({ server }) => {
   const stats = await server.deliveries.getDestinationStats({ destinationId });
   expect(stats.delivered).toBe(5n);
   expect(stats.failed).toBe(0n);
@@ -81,7 +74,7 @@ test("GetDestinationStats counts by status and attempts in the last hour", async
   expect(failed.successfulAttemptsLastHour).toBe(0n);
 });
 
-test("/metrics has per-destination delivery counts and latency", async () => {
+test("/metrics has per-destination delivery counts and latency", async ({ server }) => {
   const text = await (await fetch(`${server.url}/metrics`)).text();
   expect(text).toContain(`waypost_deliveries_total{destination_id="${destinationId}",status="delivered"} 5`);
   expect(text).toContain(`waypost_deliveries_total{destination_id="${failedDestinationId}",status="failed"} 5`);
@@ -89,7 +82,7 @@ test("/metrics has per-destination delivery counts and latency", async () => {
   expect(text).toContain('waypost_calls_accepted_total{type="track"} 5');
 });
 
-test("every view carries the last attempt's error; a delivered one has none", async () => {
+test("every view carries the last attempt's error; a delivered one has none", async ({ server }) => {
   const [basicFailed, fullFailed, basicOk] = await Promise.all([
     server.deliveries.listDeliveries({ destinationId: failedDestinationId, view: DeliveryView.BASIC, pageSize: 5 }),
     server.deliveries.listDeliveries({ destinationId: failedDestinationId, pageSize: 5 }),

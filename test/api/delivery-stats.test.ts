@@ -1,31 +1,25 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { startReceiver, type Receiver, type ResponsePlan } from "../helpers/receiver.js";
-import { completionsOf, ManualClock, startTestServer, type TestServer } from "../helpers/server.js";
+import { expect } from "vitest";
+import { testWith } from "../helpers/fixtures.js";
+import { startReceiver, type ResponsePlan } from "../helpers/receiver.js";
+import { completionsOf, ManualClock, type TestServer } from "../helpers/server.js";
 
 const minute = 60_000;
 const hour = 60 * minute;
 const start = new Date("2026-11-22T10:00:10Z");
 const clock = new ManualClock(start);
-let server: TestServer;
-let receiver: Receiver;
 let respond: (index: number) => ResponsePlan = () => ({ status: 200 });
+const test = testWith({ server: { clock }, receiver: { respond: (_request, index) => respond(index) } });
 let destinationId: string;
 let writeKey: string;
 
-beforeAll(async () => {
-  server = await startTestServer({ clock });
-  receiver = await startReceiver({ respond: (_request, index) => respond(index) });
+test.beforeAll(async ({ server, receiver }) => {
   const source = await server.createSource();
   writeKey = source.writeKey;
   destinationId = (await server.createDestination({ name: "stats", sourceIds: [source.id], webhooks: [{ url: receiver.url }] })).id;
 });
-afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
-});
 
-async function send(count: number, statuses?: string[]) {
+async function send(server: TestServer, count: number, statuses?: string[]) {
   const done = server.waitForDeliveries(count, statuses);
   for (let i = 0; i < count; i++) await server.tracking(writeKey).track({ track: { userId: "u", event: "e" } });
   return done;
@@ -33,18 +27,18 @@ async function send(count: number, statuses?: string[]) {
 
 const at = (offsetMs: number) => new Date(Date.UTC(2026, 10, 22, 10, 0) + offsetMs).toISOString();
 
-test("a per-minute series of finals, attempts and latency, and the hour and day figures", async () => {
+test("a per-minute series of finals, attempts and latency, and the hour and day figures", async ({ server }) => {
   // 10:00: three delivered, one of them slow.
   respond = (index) => (index === 1 ? { status: 200, after: new Promise((resolve) => setTimeout(resolve, 400)) } : { status: 200 });
-  await send(3);
+  await send(server, 3);
   // 10:05: two failed.
   clock.advance(5 * minute);
   respond = () => ({ status: 422 });
-  await send(2);
+  await send(server, 2);
   // 10:10: one retryable attempt; it expires at its next attempt, past the retry window, at 14:11.
   clock.advance(5 * minute);
   respond = () => ({ status: 503 });
-  await send(1, ["retrying"]);
+  await send(server, 1, ["retrying"]);
   clock.advance(4 * hour + minute);
   const expired = server.waitForDeliveries(1, ["expired"]);
   server.waypost.delivery!.poke();
@@ -99,7 +93,7 @@ test("a per-minute series of finals, attempts and latency, and the hour and day 
   expect(stats.windows[1]!.p99LatencyMs).toBeGreaterThanOrEqual(400);
 });
 
-test("the series covers 24 hours; backlog counts pending and retrying", async () => {
+test("the series covers 24 hours; backlog counts pending and retrying", async ({ server }) => {
   clock.advance(20 * hour);
   let stats = await server.deliveries.getDestinationStats({ destinationId });
   // It is 10:30 the next day: 10:00 to 10:10 are more than 24 hours ago.
@@ -107,13 +101,13 @@ test("the series covers 24 hours; backlog counts pending and retrying", async ()
   expect(stats.deliveredLast24h).toBe(0n);
   expect(stats.successRateLastHour).toBeUndefined();
   respond = () => ({ status: 503 });
-  await send(2, ["retrying"]);
+  await send(server, 2, ["retrying"]);
   stats = await server.deliveries.getDestinationStats({ destinationId });
   expect(stats.backlog).toBe(2n);
   expect(stats.retrying).toBe(2n);
 });
 
-test("an endpoint that only fails shows its failed attempts before any delivery fails", async () => {
+test("an endpoint that only fails shows its failed attempts before any delivery fails", async ({ server }) => {
   const dead = await startReceiver({ respond: () => ({ status: 500 }) });
   try {
     const source = await server.createSource("dead source");

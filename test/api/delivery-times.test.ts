@@ -1,25 +1,23 @@
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
 import { DeliveryOrder, DeliveryStatus, type Delivery } from "../../gen/waypost/v1/delivery_pb.js";
+import { testWith } from "../helpers/fixtures.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { completionsOf, ManualClock, startTestServer, type TestServer } from "../helpers/server.js";
+import { completionsOf, ManualClock, type TestServer } from "../helpers/server.js";
 
 const hour = 3_600_000;
 const start = new Date("2026-11-23T09:00:00Z");
 const clock = new ManualClock(start);
-let server: TestServer;
-let slow: Receiver;
-let flaky: Receiver;
 let failing = true;
+const test = testWith({ server: { clock }, receiver: { respond: () => ({ status: failing ? 422 : 200 }) } });
+let slow: Receiver;
 let slowId: string;
 let flakyId: string;
 let writeKey: string;
 
-beforeAll(async () => {
-  server = await startTestServer({ clock });
+test.beforeAll(async ({ server, receiver: flaky }) => {
   // The manual clock stands still while the request runs: only the measured latency moves the end.
   slow = await startReceiver({ respond: () => ({ status: 200, after: new Promise((resolve) => setTimeout(resolve, 300)) }) });
-  flaky = await startReceiver({ respond: () => ({ status: failing ? 422 : 200 }) });
   const slowSource = await server.createSource("slow source");
   const flakySource = await server.createSource("flaky source");
   writeKey = flakySource.writeKey;
@@ -30,20 +28,18 @@ beforeAll(async () => {
   await done;
 });
 afterAll(async () => {
-  await server?.stop();
   await slow?.close();
-  await flaky?.close();
 });
 
 const ms = (ts: Timestamp | undefined) => timestampDate(ts!).getTime();
 
-async function only(destinationId: string): Promise<Delivery> {
+async function only(server: TestServer, destinationId: string): Promise<Delivery> {
   const { deliveries } = await server.deliveries.listDeliveries({ destinationId, pageSize: 1 });
   return (await server.deliveries.getDelivery({ id: deliveries[0]!.id })).delivery!;
 }
 
-test("Finished is when the last attempt ended, not when it started", async () => {
-  const delivery = await only(slowId);
+test("Finished is when the last attempt ended, not when it started", async ({ server }) => {
+  const delivery = await only(server, slowId);
   const attempt = delivery.attempts[0]!;
   expect(attempt.latencyMs).toBeGreaterThanOrEqual(300);
   expect(ms(delivery.firstAttemptTime)).toBe(start.getTime());
@@ -53,12 +49,12 @@ test("Finished is when the last attempt ended, not when it started", async () =>
   expect(ms(feed.deliveries[0]!.finalizeTime)).toBe(ms(delivery.finalizeTime));
 });
 
-test("a replay, single or bulk, keeps the first attempt time and moves Finished to the replay's attempt", async () => {
+test("a replay, single or bulk, keeps the first attempt time and moves Finished to the replay's attempt", async ({ server }) => {
   clock.set(new Date(start.getTime() + hour));
   const failed = completionsOf(server, flakyId, 1);
   await server.tracking(writeKey).track({ track: { userId: "u", event: "flaky" } });
   await failed;
-  const first = await only(flakyId);
+  const first = await only(server, flakyId);
   expect(first.status).toBe(DeliveryStatus.FAILED);
   const firstAttempt = ms(first.firstAttemptTime);
   expect(firstAttempt).toBe(start.getTime() + hour);
@@ -68,7 +64,7 @@ test("a replay, single or bulk, keeps the first attempt time and moves Finished 
   let done = completionsOf(server, flakyId, 1);
   await server.deliveries.retryDelivery({ id: first.id });
   await done;
-  const again = await only(flakyId);
+  const again = await only(server, flakyId);
   expect(again.status).toBe(DeliveryStatus.FAILED);
   expect(again.attemptCount).toBe(2);
   expect(ms(again.firstAttemptTime)).toBe(firstAttempt);
@@ -81,7 +77,7 @@ test("a replay, single or bulk, keeps the first attempt time and moves Finished 
   const { job } = await server.deliveries.retryDeliveries({ destinationId: flakyId });
   expect(job!.matched).toBe(1n);
   await done;
-  const delivered = await only(flakyId);
+  const delivered = await only(server, flakyId);
   expect(delivered.status).toBe(DeliveryStatus.DELIVERED);
   expect(delivered.attemptCount).toBe(3);
   expect(ms(delivered.firstAttemptTime)).toBe(firstAttempt);

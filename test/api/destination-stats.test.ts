@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { heldBackPerMinuteQuery } from "../../src/db/queries/message-fates.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { ManualClock, startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import { ManualClock } from "../helpers/server.js";
 
 // Calls a destination's rules held back, counted by reason in its stats
 // (the same windows as its other figures): routed for real through a
@@ -10,21 +10,11 @@ import { ManualClock, startTestServer, type TestServer } from "../helpers/server
 const minute = 60_000;
 const hour = 60 * minute;
 const clock = new ManualClock(new Date("2026-11-22T10:00:10Z"));
-let server: TestServer;
-let receiver: Receiver;
-
-beforeAll(async () => {
-  server = await startTestServer({ clock });
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
-});
+const test = testWith({ server: { clock } });
 
 const consent = (categories: Record<string, boolean>) => ({ consent: { categoryPreferences: categories } }) as never;
 
-test("held-back calls are counted by reason over the hour, 6 hours and 24 hours; filtered is their sum", async () => {
+test("held-back calls are counted by reason over the hour, 6 hours and 24 hours; filtered is their sum", async ({ server, receiver }) => {
   const source = await server.createSource();
   const destination = await server.createDestination({
     name: "held back",
@@ -72,7 +62,7 @@ test("held-back calls are counted by reason over the hour, 6 hours and 24 hours;
   expect(stats.filteredLast24h).toBe(4n);
 });
 
-test("the count by reason reads the fates' index alone (the reason rides in it)", async () => {
+test("the count by reason reads the fates' index alone (the reason rides in it)", async ({ server }) => {
   const query = heldBackPerMinuteQuery("00000000-0000-0000-0000-000000000000", new Date());
   const client = await server.pool.connect();
   try {

@@ -1,22 +1,13 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { Fate } from "../../gen/waypost/v1/delivery_pb.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { completionsOf, startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import { startReceiver } from "../helpers/receiver.js";
+import { completionsOf } from "../helpers/server.js";
 
-let server: TestServer;
-let receiver: Receiver;
+const test = testWith();
 
-beforeAll(async () => {
-  server = await startTestServer();
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
-});
-
-test("every fate, as recorded when the call was routed", async () => {
+test("every fate, as recorded when the call was routed", async ({ server, receiver }) => {
   const source = await server.createSource("shop");
   const other = await server.createSource("other");
   const hook = { webhooks: [{ url: receiver.url }] };
@@ -55,7 +46,7 @@ test("every fate, as recorded when the call was routed", async () => {
   expect(withDelivery.attemptCount).toBe(1);
 });
 
-test("retrying comes from the delivery, with its attempts", async () => {
+test("retrying comes from the delivery, with its attempts", async ({ server }) => {
   const source = await server.createSource();
   const failing = await startReceiver({ respond: () => ({ status: 503 }) });
   try {
@@ -70,7 +61,7 @@ test("retrying comes from the delivery, with its attempts", async () => {
   }
 });
 
-test("an unknown messageId is not_found; one several sources used needs sourceId", async () => {
+test("an unknown messageId is not_found; one several sources used needs sourceId", async ({ server }) => {
   const missing = await server.deliveries.explainMessage({ messageId: "no-such-call" }).catch((e: unknown) => ConnectError.from(e));
   expect(missing).toBeInstanceOf(ConnectError);
   expect((missing as ConnectError).code).toBe(Code.NotFound);

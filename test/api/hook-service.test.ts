@@ -1,31 +1,28 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { HookRequestStatus, HookService } from "../../gen/waypost/v1/hook_pb.js";
 import { HookVerifier } from "../../gen/waypost/v1/source_pb.js";
+import { testWith } from "../helpers/fixtures.js";
 import { hookRequestState, hookSettings, insertHookRequest, makeWebhookSource, setHookSettings } from "../helpers/hook-requests.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import type { TestServer } from "../helpers/server.js";
 
-let server: TestServer;
+const test = testWith();
 let hooks: Client<typeof HookService>;
 
-beforeAll(async () => {
-  server = await startTestServer();
+test.beforeAll(async ({ server }) => {
   hooks = createClient(HookService, server.transport);
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 const admin = { headers: { authorization: `Bearer ${"test-admin-token-0123456789"}` } };
 
-async function webhookSource(settings = hookSettings()): Promise<string> {
+async function webhookSource(server: TestServer, settings = hookSettings()): Promise<string> {
   const { id } = await server.createSource("hooks");
   await makeWebhookSource(server.pool, id, settings);
   return id;
 }
 
-async function processed(sourceId: string): Promise<void> {
+async function processed(server: TestServer, sourceId: string): Promise<void> {
   server.waypost.hooks!.wake(sourceId);
   await server.waypost.hooks!.idle();
 }
@@ -33,12 +30,12 @@ async function processed(sourceId: string): Promise<void> {
 const transform =
   "function transform(r) { if (!r.body.user) throw new Error('no user'); return [{ type: 'track', userId: r.body.user, event: 'Paid' }]; }";
 
-test("ListHookRequests: newest first, by status and since, in pages, with the body as text and the calls made", async () => {
-  const sourceId = await webhookSource(hookSettings({ transform }));
+test("ListHookRequests: newest first, by status and since, in pages, with the body as text and the calls made", async ({ server }) => {
+  const sourceId = await webhookSource(server, hookSettings({ transform }));
   const old = await insertHookRequest(server.pool, sourceId, { body: { user: "a" }, receivedAt: new Date(Date.now() - 3_600_000) });
   const good = await insertHookRequest(server.pool, sourceId, { body: { user: "b" }, headers: { "x-thing": "1" }, query: "a=1" });
   const bad = await insertHookRequest(server.pool, sourceId, { body: "not json" });
-  await processed(sourceId);
+  await processed(server, sourceId);
 
   const all = await hooks.listHookRequests({ sourceId }, admin);
   expect(all.requests.map((r) => r.id)).toEqual([bad, good, old]);
@@ -68,19 +65,19 @@ test("ListHookRequests: newest first, by status and since, in pages, with the bo
   expect(second.nextPageToken).toBe("");
 });
 
-test("HookService needs the admin token, and a webhook source", async () => {
-  const sourceId = await webhookSource();
+test("HookService needs the admin token, and a webhook source", async ({ server }) => {
+  const sourceId = await webhookSource(server);
   await expect(hooks.listHookRequests({ sourceId })).rejects.toMatchObject({ code: Code.Unauthenticated });
   const sdk = await server.createSource("sdk");
   const error = await hooks.listHookRequests({ sourceId: sdk.id }, admin).catch((e: unknown) => ConnectError.from(e));
   expect(error).toMatchObject({ code: Code.NotFound });
 });
 
-test("ReprocessHookRequests runs failed requests again after a fix, by id or by time, and makes no call twice", async () => {
-  const sourceId = await webhookSource(hookSettings({ transform: "function transform(r) { throw new Error('broken'); }" }));
+test("ReprocessHookRequests runs failed requests again after a fix, by id or by time, and makes no call twice", async ({ server }) => {
+  const sourceId = await webhookSource(server, hookSettings({ transform: "function transform(r) { throw new Error('broken'); }" }));
   const a = await insertHookRequest(server.pool, sourceId, { body: { user: "a" } });
   const b = await insertHookRequest(server.pool, sourceId, { body: { user: "b" } });
-  await processed(sourceId);
+  await processed(server, sourceId);
   expect((await hookRequestState(server.pool, a)).status).toBe("failed");
   await setHookSettings(server.pool, sourceId, hookSettings({ transform }));
 
@@ -105,8 +102,10 @@ test("ReprocessHookRequests runs failed requests again after a fix, by id or by 
   });
 });
 
-test("TestSourceTransform runs a draft, the stored transform or the default mapping over stored requests, storing nothing", async () => {
-  const sourceId = await webhookSource(hookSettings({ verifier: "stripe", transform }));
+test("TestSourceTransform runs a draft, the stored transform or the default mapping over stored requests, storing nothing", async ({
+  server,
+}) => {
+  const sourceId = await webhookSource(server, hookSettings({ verifier: "stripe", transform }));
   // Stored as failed: no processor takes them while they are tested.
   const paid = await insertHookRequest(server.pool, sourceId, { body: { user: "u1", type: "invoice.paid" }, status: "failed" });
   const anonymous = await insertHookRequest(server.pool, sourceId, {

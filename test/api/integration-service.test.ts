@@ -1,18 +1,11 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { IntegrationService } from "../../gen/waypost/v1/integration_pb.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
 
-let server: TestServer;
+const test = testWith({ server: { config: { role: "api" } } });
 
-beforeAll(async () => {
-  server = await startTestServer({ config: { role: "api" } });
-});
-afterAll(async () => {
-  await server?.stop();
-});
-
-test("ListIntegrations lists the offered entries by name, matching name and slug case-insensitively", async () => {
+test("ListIntegrations lists the offered entries by name, matching name and slug case-insensitively", async ({ server }) => {
   const { integrations: all } = await server.integrations.listIntegrations({});
   expect(all.length).toBeGreaterThanOrEqual(150);
   const names = all.map((i) => i.name);
@@ -32,7 +25,9 @@ test("ListIntegrations lists the offered entries by name, matching name and slug
   expect(none).toEqual([]);
 });
 
-test("GetIntegration describes the settings (secrets marked), actions with their fields and batch form, and presets", async () => {
+test("GetIntegration describes the settings (secrets marked), actions with their fields and batch form, and presets", async ({
+  server,
+}) => {
   const { integration } = await server.integrations.getIntegration({ slug: "mixpanel" });
   expect(integration?.name).toBe("Mixpanel (Actions)");
   const settings = Object.fromEntries(integration!.settings.map((s) => [s.key, s]));
@@ -51,7 +46,7 @@ test("GetIntegration describes the settings (secrets marked), actions with their
   expect(preset.mapping?.event).toEqual({ "@path": "$.event" });
 });
 
-test("an unknown or not offered slug is NOT_FOUND naming it; the admin token is required", async () => {
+test("an unknown or not offered slug is NOT_FOUND naming it; the admin token is required", async ({ server }) => {
   for (const slug of ["no-such-vendor", "kafka", "../index", ""]) {
     const error = await server.integrations.getIntegration({ slug }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConnectError);

@@ -1,21 +1,11 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { Fate } from "../../gen/waypost/v1/delivery_pb.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { completionsOf, startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import { completionsOf, type TestServer } from "../helpers/server.js";
 
-let server: TestServer;
-let receiver: Receiver;
-
-beforeAll(async () => {
-  server = await startTestServer();
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
-});
+const test = testWith();
 
 async function failure(promise: Promise<unknown>): Promise<ConnectError> {
   const error = await promise.then(
@@ -26,7 +16,7 @@ async function failure(promise: Promise<unknown>): Promise<ConnectError> {
   return error;
 }
 
-test("the calls a destination filtered, newest first, by reason, paged without repeats or gaps", async () => {
+test("the calls a destination filtered, newest first, by reason, paged without repeats or gaps", async ({ server, receiver }) => {
   const source = await server.createSource();
   const destination = await server.createDestination({
     name: "identifies only",
@@ -74,7 +64,7 @@ test("the calls a destination filtered, newest first, by reason, paged without r
   expect((await server.deliveries.listFates({ destinationId: destination.id, fate: Fate.DISABLED })).calls).toEqual([]);
 });
 
-test("disabled and integrations-off fates, and a time range", async () => {
+test("disabled and integrations-off fates, and a time range", async ({ server, receiver }) => {
   const source = await server.createSource();
   const disabled = await server.createDestination({
     name: "off",
@@ -98,7 +88,7 @@ test("disabled and integrations-off fates, and a time range", async () => {
   expect((await server.deliveries.listFates({ destinationId: disabled.id, until: timestampFromDate(later) })).calls).toHaveLength(1);
 });
 
-test("bad requests are invalid_argument naming the field; an unknown destination is not_found", async () => {
+test("bad requests are invalid_argument naming the field; an unknown destination is not_found", async ({ server, receiver }) => {
   const { id } = await server.createDestination({ name: "any", sourceIds: [], webhooks: [{ url: receiver.url }] });
   const cases: Array<[Parameters<TestServer["deliveries"]["listFates"]>[0], RegExp]> = [
     [{}, /^destinationId: is required$/],

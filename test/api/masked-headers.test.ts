@@ -1,21 +1,18 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { expect } from "vitest";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 
 /**
  * Static headers that carry credentials are write-only: every
  * DestinationService answer masks them, and an update that sends back what
  * it was shown keeps the stored values.
  */
-let server: TestServer;
+const test = testWith({ server: { config: { role: "api" } } });
 let sourceId = "";
 
-beforeAll(async () => {
-  server = await startTestServer({ config: { role: "api" } });
+test.beforeAll(async ({ server }) => {
   sourceId = (await server.createSource()).id;
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 const credentials = {
@@ -32,7 +29,7 @@ const shown = {
   "X-Team": "growth",
 };
 
-async function storedWebhooks(id: string): Promise<Array<{ url: string; headers: Record<string, string> }>> {
+async function storedWebhooks(server: TestServer, id: string): Promise<Array<{ url: string; headers: Record<string, string> }>> {
   return (await server.pool.query("SELECT webhooks FROM destinations WHERE id = $1", [id])).rows[0].webhooks;
 }
 
@@ -45,7 +42,7 @@ async function failure(promise: Promise<unknown>): Promise<ConnectError> {
   return error;
 }
 
-test("Create, Get, List and Update answer credential header values masked; other headers as set", async () => {
+test("Create, Get, List and Update answer credential header values masked; other headers as set", async ({ server }) => {
   const { destination } = await server.destinations.createDestination({
     destination: {
       name: "masked",
@@ -59,7 +56,7 @@ test("Create, Get, List and Update answer credential header values masked; other
   const listed = (await server.destinations.listDestinations({})).destinations.find((d) => d.id === id)!;
   expect(listed.webhooks[0]!.headers).toEqual(shown);
   // The stored values, which deliveries send, are the real ones.
-  expect((await storedWebhooks(id))[0]!.headers).toEqual({ ...credentials, "X-Team": "growth" });
+  expect((await storedWebhooks(server, id))[0]!.headers).toEqual({ ...credentials, "X-Team": "growth" });
 
   const raw = await fetch(`${server.url}/waypost.v1.DestinationService/GetDestination`, {
     method: "POST",
@@ -69,7 +66,7 @@ test("Create, Get, List and Update answer credential header values masked; other
   expect(await raw.text()).not.toContain("live-credential");
 });
 
-test("an update that sends masked values back keeps the stored ones; a changed value replaces it", async () => {
+test("an update that sends masked values back keeps the stored ones; a changed value replaces it", async ({ server }) => {
   const { destination } = await server.destinations.createDestination({
     destination: {
       name: "edited",
@@ -97,7 +94,7 @@ test("an update that sends masked values back keeps the stored ones; a changed v
     { Authorization: "[masked]", "X-Api-Key": "[masked]" },
     { Authorization: "[masked]" },
   ]);
-  expect(await storedWebhooks(id)).toEqual([
+  expect(await storedWebhooks(server, id)).toEqual([
     { url: "https://hooks.example.com/two", headers: { Authorization: "Bearer two", "X-Api-Key": "k2-new" } },
     { url: "https://hooks.example.com/one", headers: { Authorization: "Bearer one" } },
   ]);
@@ -110,10 +107,13 @@ test("an update that sends masked values back keeps the stored ones; a changed v
     },
     updateMask: { paths: ["webhooks"] },
   });
-  expect((await storedWebhooks(id))[1]).toEqual({ url: "https://hooks.example.com/one-moved", headers: { Authorization: "Bearer one" } });
+  expect((await storedWebhooks(server, id))[1]).toEqual({
+    url: "https://hooks.example.com/one-moved",
+    headers: { Authorization: "Bearer one" },
+  });
 });
 
-test("[masked] with no stored value behind it is invalid_argument naming the header", async () => {
+test("[masked] with no stored value behind it is invalid_argument naming the header", async ({ server }) => {
   const created = await failure(
     server.destinations.createDestination({
       destination: {
@@ -139,5 +139,5 @@ test("[masked] with no stored value behind it is invalid_argument naming the hea
   );
   expect(updated.code).toBe(Code.InvalidArgument);
   expect(updated.rawMessage).toMatch(/^destination\.webhooks\[0\]\.headers\.X-Api-Key: is "\[masked\]"/);
-  expect((await storedWebhooks(destination!.id))[0]!.headers).toEqual({});
+  expect((await storedWebhooks(server, destination!.id))[0]!.headers).toEqual({});
 });

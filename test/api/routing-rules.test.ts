@@ -1,22 +1,12 @@
 import { createHmac } from "node:crypto";
 import { ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { AttemptOutcome, DeliveryStatus } from "../../gen/waypost/v1/delivery_pb.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { completionsOf, startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import { completionsOf, type TestServer } from "../helpers/server.js";
 import { verifyStandardWebhook } from "../helpers/standard-webhooks.js";
 
-let server: TestServer;
-let receiver: Receiver;
-
-beforeAll(async () => {
-  server = await startTestServer({ config: { transform: { timeoutMs: 200, memoryMb: 16, workers: 2 } } });
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
-});
+const test = testWith({ server: { config: { transform: { timeoutMs: 200, memoryMb: 16, workers: 2 } } } });
 
 async function refusal(work: Promise<unknown>): Promise<string> {
   try {
@@ -27,12 +17,12 @@ async function refusal(work: Promise<unknown>): Promise<string> {
   throw new Error("not refused");
 }
 
-async function deliveriesOf(destinationId: string) {
+async function deliveriesOf(server: TestServer, destinationId: string) {
   const { deliveries } = await server.deliveries.listDeliveries({ destinationId, pageSize: 100 });
   return deliveries;
 }
 
-test("create and update refuse bad rules, naming the path", async () => {
+test("create and update refuse bad rules, naming the path", async ({ server, receiver }) => {
   const source = await server.createSource();
   const base = { name: "bad", sourceIds: [source.id], webhooks: [{ url: receiver.url }] };
   const create = (extra: object) => server.destinations.createDestination({ destination: { ...base, ...extra } });
@@ -65,7 +55,10 @@ test("create and update refuse bad rules, naming the path", async () => {
   expect(destination!.filter).toEqual({ type: "track" });
 });
 
-test("a filtered call creates no delivery and is counted; drops and a transform change the body the signatures cover", async () => {
+test("a filtered call creates no delivery and is counted; drops and a transform change the body the signatures cover", async ({
+  server,
+  receiver,
+}) => {
   const source = await server.createSource();
   const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
   const destination = await server.createDestination({
@@ -103,7 +96,7 @@ test("a filtered call creates no delivery and is counted; drops and a transform 
   expect(request.headers["x-signature"]).toBe(createHmac("sha1", "shh").update(request.body).digest("hex"));
   expect(verifyStandardWebhook(secret, request, new Date())).toMatchObject({ event: "order" });
 
-  const deliveries = await deliveriesOf(destination.id);
+  const deliveries = await deliveriesOf(server, destination.id);
   expect(deliveries.map((d) => d.messageId)).toEqual([messageIds[2]]);
   const { delivery } = await server.deliveries.getDelivery({ id: deliveries[0]!.id });
   expect(delivery!.body).toBe(request.body);
@@ -117,7 +110,7 @@ test("a filtered call creates no delivery and is counted; drops and a transform 
   expect(metrics).toContain(`waypost_calls_filtered_total{destination_id="${destination.id}",reason="filter"} 2`);
 });
 
-test("a filter changed in another process is noticed by ingest's cache at once", async () => {
+test("a filter changed in another process is noticed by ingest's cache at once", async ({ server, receiver }) => {
   const source = await server.createSource();
   const destination = await server.createDestination({
     name: "changing",
@@ -132,11 +125,11 @@ test("a filter changed in another process is noticed by ingest's cache at once",
   await server.pool.query(`UPDATE destinations SET filter = '{"type":"track"}', revision = revision + 1 WHERE id = $1`, [destination.id]);
   await server.pool.query("UPDATE destinations SET enabled = true, revision = revision + 1 WHERE id = $1", [destination.id]);
   const { messageId } = await tracking.track({ track: { userId: "u", event: "two" } });
-  const deliveries = await deliveriesOf(destination.id);
+  const deliveries = await deliveriesOf(server, destination.id);
   expect(deliveries.map((d) => d.messageId)).toEqual([messageId]);
 });
 
-test.each([
+test.for<[string, string, RegExp]>([
   ["an endless loop", "function transform(e) { for (;;) {} }", /^transform: ran longer than 200 ms( of CPU time$| \(5000 ms of wall time)/],
   [
     "a memory bomb",
@@ -153,7 +146,7 @@ test.each([
   ],
 ])(
   "a transform with %s fails only its delivery, permanently; another destination's deliveries still flow",
-  async (_name, source, error) => {
+  async ([_name, source, error], { server, receiver }) => {
     const src = await server.createSource();
     const hostile = await server.createDestination({
       name: "hostile",
@@ -171,7 +164,7 @@ test.each([
     const [[hostileDone], [healthyDone]] = await done;
     expect(healthyDone!.status).toBe("delivered");
     expect(hostileDone!.status).toBe("failed");
-    const [failed] = await deliveriesOf(hostile.id);
+    const [failed] = await deliveriesOf(server, hostile.id);
     const { delivery } = await server.deliveries.getDelivery({ id: failed!.id });
     expect(delivery!.status).toBe(DeliveryStatus.FAILED);
     expect(delivery!.attempts[0]!.outcome).toBe(AttemptOutcome.PERMANENT);
@@ -185,7 +178,7 @@ test.each([
   },
 );
 
-test("a transform that returns null drops the call: counted as filtered, reason transform", async () => {
+test("a transform that returns null drops the call: counted as filtered, reason transform", async ({ server, receiver }) => {
   const src = await server.createSource();
   const destination = await server.createDestination({
     name: "drops pages",

@@ -1,25 +1,17 @@
 import { PassThrough } from "node:stream";
 import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { DestinationHealth } from "../../gen/waypost/v1/destination_pb.js";
+import { expect } from "vitest";
+import { DestinationHealth, DestinationKind } from "../../gen/waypost/v1/destination_pb.js";
 import { ManualClock } from "../../src/clock.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 
 const hour = 3_600_000;
-let server: TestServer;
-let clock: ManualClock;
+const clock = new ManualClock(new Date("2026-11-22T10:00:00Z"));
 let logs = "";
-
-beforeAll(async () => {
-  const logStream = new PassThrough();
-  logStream.on("data", (chunk: Buffer) => (logs += chunk.toString()));
-  clock = new ManualClock(new Date("2026-11-22T10:00:00Z"));
-  server = await startTestServer({ clock, logStream, config: { signingSecretOverlapMs: 2 * hour } });
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const logStream = new PassThrough().on("data", (chunk: Buffer) => (logs += chunk.toString()));
+const test = testWith({ server: { clock, logStream, config: { signingSecretOverlapMs: 2 * hour } } });
 
 async function failure(promise: Promise<unknown>): Promise<ConnectError> {
   const error = await promise.then(
@@ -30,7 +22,7 @@ async function failure(promise: Promise<unknown>): Promise<ConnectError> {
   return error;
 }
 
-async function adminJson(method: string, body: unknown) {
+async function adminJson(server: TestServer, method: string, body: unknown) {
   const response = await fetch(`${server.url}/waypost.v1.DestinationService/${method}`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${server.adminToken}` },
@@ -42,8 +34,8 @@ async function adminJson(method: string, body: unknown) {
 const hook = { url: "https://example.com/hook" };
 const secret = () => `whsec_${randomBytes(32).toString("base64")}`;
 
-test("a generated signing secret is shown once, in the create response, and is write-only after", async () => {
-  const { status, text } = await adminJson("CreateDestination", {
+test("a generated signing secret is shown once, in the create response, and is write-only after", async ({ server }) => {
+  const { status, text } = await adminJson(server, "CreateDestination", {
     destination: { name: "std", webhooks: [hook] },
     generateSigningSecret: true,
   });
@@ -55,15 +47,15 @@ test("a generated signing secret is shown once, in the create response, and is w
   expect(created.signingSecret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
   expect(created.destination.hasSigningSecret).toBe(true);
   expect(created.destination.signingSecrets).toBeUndefined();
-  const got = await adminJson("GetDestination", { id: created.destination.id });
+  const got = await adminJson(server, "GetDestination", { id: created.destination.id });
   expect(got.text).not.toContain(created.signingSecret.slice(6));
   expect(JSON.parse(got.text).destination.hasSigningSecret).toBe(true);
-  const listed = await adminJson("ListDestinations", {});
+  const listed = await adminJson(server, "ListDestinations", {});
   expect(listed.text).not.toContain(created.signingSecret.slice(6));
   expect(logs).not.toContain(created.signingSecret.slice(6));
 });
 
-test("given secrets are validated naming the field; a webhook-* static header is refused", async () => {
+test("given secrets are validated naming the field; a webhook-* static header is refused", async ({ server }) => {
   const short = await failure(
     server.destinations.createDestination({ destination: { name: "d", webhooks: [hook], signingSecrets: [secret(), "whsec_c2hvcnQ="] } }),
   );
@@ -92,7 +84,7 @@ test("given secrets are validated naming the field; a webhook-* static header is
   }
 });
 
-test("signing secrets are set and removed with the update mask; a new destination is healthy", async () => {
+test("signing secrets are set and removed with the update mask; a new destination is healthy", async ({ server }) => {
   const created = await server.createDestination({ name: "upd", webhooks: [hook] });
   expect(created.hasSigningSecret).toBe(false);
   expect(created.health).toBe(DestinationHealth.HEALTHY);
@@ -108,7 +100,7 @@ test("signing secrets are set and removed with the update mask; a new destinatio
   expect(cleared.destination?.hasSigningSecret).toBe(false);
 });
 
-test("RotateSigningSecret: a new secret, the previous ones expiring after the overlap", async () => {
+test("RotateSigningSecret: a new secret, the previous ones expiring after the overlap", async ({ server }) => {
   const first = secret();
   const created = await server.createDestination({ name: "rot", webhooks: [hook], signingSecrets: [first] });
   const { signingSecret, destination } = await server.destinations.rotateSigningSecret({ id: created.id });
@@ -131,4 +123,17 @@ test("RotateSigningSecret: a new secret, the previous ones expiring after the ov
   const plain = await server.createDestination({ name: "plain", webhooks: [hook] });
   const rotated = await server.destinations.rotateSigningSecret({ id: plain.id });
   expect(rotated.destination?.hasSigningSecret).toBe(true);
+});
+
+test("RotateSigningSecret on a kind without signing secrets is refused, and stores nothing", async ({ server }) => {
+  const nats = await server.createDestination({
+    name: "no-secrets",
+    kind: DestinationKind.NATS,
+    nats: { servers: ["nats://nats.example.com:4222"] },
+  });
+  const refused = await failure(server.destinations.rotateSigningSecret({ id: nats.id }));
+  expect(refused.code).toBe(Code.FailedPrecondition);
+  expect(refused.rawMessage).toMatch(/has no signing secrets/);
+  const { rows } = await server.pool.query("SELECT signing_secrets, revision FROM destinations WHERE id = $1", [nats.id]);
+  expect(rows[0]).toMatchObject({ signing_secrets: [], revision: Number(nats.etag.slice(1)) });
 });

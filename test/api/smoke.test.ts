@@ -1,20 +1,9 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { expect } from "vitest";
+import { testWith } from "../helpers/fixtures.js";
 
-let server: TestServer;
-let receiver: Receiver;
+const test = testWith();
 
-beforeAll(async () => {
-  server = await startTestServer();
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
-});
-
-test("a tracked call arrives at the webhook", async () => {
+test("a tracked call arrives at the webhook", async ({ server, receiver }) => {
   const source = await server.createSource();
   await server.createDestination({ name: "hook", sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
   const { messageId } = await server.tracking(source.writeKey).track({ track: { userId: "u1", event: "Signed Up" } });

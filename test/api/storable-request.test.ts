@@ -1,6 +1,6 @@
 import { type DescField, type DescMessage, type DescService, fromJson, ScalarType } from "@bufbuild/protobuf";
 import { type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { AudienceKind, AudienceService } from "../../gen/waypost/v1/audience_pb.js";
 import { DeletionService } from "../../gen/waypost/v1/deletion_pb.js";
 import { DeliveryService } from "../../gen/waypost/v1/delivery_pb.js";
@@ -10,7 +10,8 @@ import { IntegrationService } from "../../gen/waypost/v1/integration_pb.js";
 import { SourceService } from "../../gen/waypost/v1/source_pb.js";
 import { TrackingPlanService } from "../../gen/waypost/v1/tracking_plan_pb.js";
 import { audienceClient, createAudience, storedMembers, streamOf } from "../audiences/support.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 
 // Every string an admin RPC takes, found from the services' own schemas (so a
 // field added later is covered too), is sent holding a NUL: each must be a
@@ -92,18 +93,14 @@ const unaryMethods = adminServices.flatMap((service) =>
     .map((method) => ({ route: `${service.typeName}/${method.name}`, input: method.input })),
 );
 
-let server: TestServer;
+const test = testWith({ server: { config: { delivery: { allowPrivateDestinations: false } } } });
 let sourceId = "";
 
-beforeAll(async () => {
-  server = await startTestServer({ config: { delivery: { allowPrivateDestinations: false } } });
+test.beforeAll(async ({ server }) => {
   sourceId = (await server.createSource()).id;
 });
-afterAll(async () => {
-  await server?.stop();
-});
 
-async function adminJson(route: string, body: unknown) {
+async function adminJson(server: TestServer, route: string, body: unknown) {
   const response = await fetch(`${server.url}/${route}`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${server.adminToken}` },
@@ -124,10 +121,10 @@ describe("every string of every admin RPC", () => {
     expect(cases.length).toBeGreaterThan(150);
   });
 
-  test("NUL in any of them is 400 invalid_argument naming the field", async () => {
+  test("NUL in any of them is 400 invalid_argument naming the field", async ({ server }) => {
     const wrong: string[] = [];
     for (const probe of cases) {
-      const answer = await adminJson(probe.route, probe.body);
+      const answer = await adminJson(server, probe.route, probe.body);
       const expected = probe.key
         ? `${probe.path}: the key ${JSON.stringify(nul)} must not contain NUL characters`
         : `${probe.path}: must not contain NUL characters`;
@@ -138,7 +135,7 @@ describe("every string of every admin RPC", () => {
     expect(wrong).toEqual([]);
   });
 
-  test("a lone surrogate in JSON-typed fields (settings, mappings, filters, trait values) is 400 naming the field", async () => {
+  test("a lone surrogate in JSON-typed fields (settings, mappings, filters, trait values) is 400 naming the field", async ({ server }) => {
     const surrogate = "a\ud800b";
     const jsonCases = unaryMethods.flatMap(({ route, input }) =>
       probes(input, surrogate)
@@ -149,7 +146,7 @@ describe("every string of every admin RPC", () => {
     expect(inJson.length).toBeGreaterThan(5);
     const wrong: string[] = [];
     for (const probe of inJson) {
-      const answer = await adminJson(probe.route, probe.body);
+      const answer = await adminJson(server, probe.route, probe.body);
       if (answer.status !== 400 || answer.json.message !== `${probe.path}: must not contain unpaired UTF-16 surrogates`) {
         wrong.push(`${probe.route} ${probe.path}: ${answer.status} ${answer.json.message}`);
       }
@@ -180,7 +177,7 @@ describe("complete requests with unstorable text where a 500 was", () => {
     },
   });
 
-  test.each([
+  test.for<[string, () => unknown, string]>([
     [
       "waypost.v1.SourceService/CreateSource",
       () => webhookSource({ body: nul }),
@@ -206,17 +203,17 @@ describe("complete requests with unstorable text where a 500 was", () => {
       () => integration({ settings: { projectToken: nul } }),
       "destination.integration.settings.projectToken: must not contain NUL characters",
     ],
-  ])("%s: %s", async (route, body, message) => {
-    const answer = await adminJson(route, body());
+  ])("%s: %s", async ([route, body, message], { server }) => {
+    const answer = await adminJson(server, route, body());
     expect(answer.json.message).toBe(message);
     expect(answer.status).toBe(400);
   });
 
-  test("an update holding NUL is refused and the stored settings stay as they were", async () => {
-    const created = await adminJson("waypost.v1.SourceService/CreateSource", webhookSource({ body: "ok" }));
+  test("an update holding NUL is refused and the stored settings stay as they were", async ({ server }) => {
+    const created = await adminJson(server, "waypost.v1.SourceService/CreateSource", webhookSource({ body: "ok" }));
     expect(created.status, JSON.stringify(created.json)).toBe(200);
     const id = (created.json as { source?: { id: string } }).source!.id;
-    const answer = await adminJson("waypost.v1.SourceService/UpdateSource", {
+    const answer = await adminJson(server, "waypost.v1.SourceService/UpdateSource", {
       source: { id, webhook: { response: { body: nul } } },
       updateMask: "webhook.response",
     });
@@ -226,7 +223,7 @@ describe("complete requests with unstorable text where a 500 was", () => {
   });
 });
 
-test("a streamed sync is checked message by message, the refusal saying which, and nothing is applied", async () => {
+test("a streamed sync is checked message by message, the refusal saying which, and nothing is applied", async ({ server }) => {
   const trait = await createAudience(server, sourceId, "Plan", AudienceKind.COMPUTED_TRAIT);
   const value = (json: unknown) => fromJson(ValueSchema, json as never);
   const error = await audienceClient(server)

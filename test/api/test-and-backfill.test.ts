@@ -1,26 +1,16 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { TestOutcome } from "../../gen/waypost/v1/destination_pb.js";
 import { JobState } from "../../gen/waypost/v1/job_pb.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 
-let server: TestServer;
-let receiver: Receiver;
+const test = testWith();
 
-beforeAll(async () => {
-  server = await startTestServer();
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
-});
-
-const deliveryCount = async (destinationId: string) =>
+const deliveryCount = async (server: TestServer, destinationId: string) =>
   Number((await server.pool.query("SELECT count(*) FROM deliveries WHERE destination_id = $1", [destinationId])).rows[0].count);
 
-test("TestDestination runs a draft over recent calls and sends nothing", async () => {
+test("TestDestination runs a draft over recent calls and sends nothing", async ({ server, receiver }) => {
   const source = await server.createSource();
   const tracking = server.tracking(source.writeKey);
   const page = await tracking.page({ page: { userId: "u", name: "Home" } });
@@ -60,11 +50,11 @@ test("TestDestination runs a draft over recent calls and sends nothing", async (
     messageIds: [small.messageId, big.messageId],
   });
   expect(byIds.calls.map((c) => c.outcome)).toEqual([TestOutcome.FILTERED, TestOutcome.SEND]);
-  expect(await deliveryCount(existing.id)).toBe(0);
+  expect(await deliveryCount(server, existing.id)).toBe(0);
   expect(receiver.requests.length).toBe(requestsBefore);
 });
 
-test("BackfillDestination queues the range's calls that pass the filter, once", async () => {
+test("BackfillDestination queues the range's calls that pass the filter, once", async ({ server, receiver }) => {
   const source = await server.createSource();
   const tracking = server.tracking(source.writeKey);
   await tracking.track({ track: { userId: "u", event: "Too early", properties: { total: 500 } } });
@@ -96,5 +86,5 @@ test("BackfillDestination queues the range's calls that pass the filter, once", 
   await server.destinations.backfillDestination(range);
   await server.destinations.backfillDestination(range);
   await server.waypost.jobs!.idle();
-  expect(await deliveryCount(destination.id)).toBe(1);
+  expect(await deliveryCount(server, destination.id)).toBe(1);
 });

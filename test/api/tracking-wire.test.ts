@@ -2,9 +2,10 @@ import { fromBinary, type JsonObject, type MessageInitShape } from "@bufbuild/pr
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
 import { createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { BatchRequestSchema, TrackingService, type MessageSchema } from "../../gen/waypost/v1/tracking_pb.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 
 /**
  * Binary tracking requests are decoded with wire-compatible messages whose
@@ -12,15 +13,11 @@ import { startTestServer, type TestServer } from "../helpers/server.js";
  * Both must store the same bodies and answer the same.
  */
 
-let server: TestServer;
+const test = testWith();
 let source: { id: string; writeKey: string };
 
-beforeAll(async () => {
-  server = await startTestServer();
+test.beforeAll(async ({ server }) => {
   source = await server.createSource("wire");
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 const properties: JsonObject = {
@@ -63,7 +60,7 @@ function batch(prefix: string): { batch: Array<MessageInitShape<typeof MessageSc
   };
 }
 
-async function storedBodies(prefix: string): Promise<string[]> {
+async function storedBodies(server: TestServer, prefix: string): Promise<string[]> {
   const result = await server.pool.query(
     "SELECT message_id, payload::text AS payload FROM messages WHERE source_id = $1 AND message_id LIKE $2 ORDER BY message_id",
     [source.id, `${prefix}-%`],
@@ -72,7 +69,7 @@ async function storedBodies(prefix: string): Promise<string[]> {
 }
 
 describe("binary and JSON requests store the same", () => {
-  test("Batch over Connect JSON, Connect binary, gRPC and gRPC-Web", async () => {
+  test("Batch over Connect JSON, Connect binary, gRPC and gRPC-Web", async ({ server }) => {
     const headers = { authorization: `Bearer ${source.writeKey}` };
     const transports: Record<string, Transport> = {
       json: createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }),
@@ -85,7 +82,7 @@ describe("binary and JSON requests store the same", () => {
     for (const [name, transport] of Object.entries(transports)) {
       const answer = await createClient(TrackingService, transport).batch(batch(name), { headers });
       answers[name] = { ...answer, messageIds: answer.messageIds.map((id) => id.replace(name, "ID")) };
-      bodies[name] = await storedBodies(name);
+      bodies[name] = await storedBodies(server, name);
     }
     expect(answers.json).toMatchObject({
       accepted: 5,
@@ -105,7 +102,7 @@ describe("binary and JSON requests store the same", () => {
 });
 
 describe("a call with unstorable text", () => {
-  test("is rejected with the same path whichever the encoding, and its batch neighbours are stored", async () => {
+  test("is rejected with the same path whichever the encoding, and its batch neighbours are stored", async ({ server }) => {
     const headers = { authorization: `Bearer ${source.writeKey}` };
     const results: Record<string, unknown> = {};
     for (const [name, useBinaryFormat] of [
@@ -118,7 +115,7 @@ describe("a call with unstorable text", () => {
         type: { case: "group", value: { messageId: `${name}-4`, userId: "u1", groupId: "g", traits: { bad: ["ok", "nul\u0000"] } } },
       };
       const answer = await client.batch({ batch: calls }, { headers });
-      results[name] = { rejected: answer.rejected, accepted: answer.accepted, bodies: await storedBodies(name) };
+      results[name] = { rejected: answer.rejected, accepted: answer.accepted, bodies: await storedBodies(server, name) };
     }
     expect(results["nul-json"]).toMatchObject({
       accepted: 4,
@@ -133,7 +130,7 @@ describe("a call with unstorable text", () => {
 });
 
 /** A Connect binary (application/proto) call with a body a typed client would not write. */
-async function postBinary(method: string, body: Uint8Array) {
+async function postBinary(server: TestServer, method: string, body: Uint8Array) {
   const response = await fetch(`${server.url}/waypost.v1.TrackingService/${method}`, {
     method: "POST",
     headers: { "content-type": "application/proto", authorization: `Bearer ${source.writeKey}` },
@@ -161,7 +158,7 @@ function entry(key: string, value: Uint8Array): Uint8Array {
 }
 
 describe("binary requests a typed client would not write", () => {
-  test("NaN, Infinity and duplicate keys are stored as protobuf-es decodes them", async () => {
+  test("NaN, Infinity and duplicate keys are stored as protobuf-es decodes them", async ({ server }) => {
     const nan = new Uint8Array([0x11, 0, 0, 0, 0, 0, 0, 0xf8, 0x7f]);
     const inf = new Uint8Array([0x11, 0, 0, 0, 0, 0, 0, 0xf0, 0x7f]);
     const struct = new BinaryWriter()
@@ -172,13 +169,13 @@ describe("binary requests a typed client would not write", () => {
       .tag(1, 2)
       .bytes(entry("n", new Uint8Array([0x20, 0x01])))
       .finish();
-    const answer = await postBinary("Batch", batchOfTrack("raw-nan-1", struct));
+    const answer = await postBinary(server, "Batch", batchOfTrack("raw-nan-1", struct));
     expect(answer.status).toBe(200);
-    const [stored] = await storedBodies("raw-nan");
+    const [stored] = await storedBodies(server, "raw-nan");
     expect(stored).toContain('"properties":{"n":true,"i":null}');
   });
 
-  test("nesting past protobuf-es's recursion limit is refused whole, with its message", async () => {
+  test("nesting past protobuf-es's recursion limit is refused whole, with its message", async ({ server }) => {
     let value = new BinaryWriter().tag(3, 2).string("end").finish();
     for (let i = 0; i < 60; i++) {
       const struct = new BinaryWriter().tag(1, 2).bytes(entry("k", value)).finish();
@@ -194,18 +191,18 @@ describe("binary requests a typed client would not write", () => {
       }
     })();
     expect(expected).toContain("maximum recursion depth");
-    const answer = await postBinary("Batch", body);
+    const answer = await postBinary(server, "Batch", body);
     expect(answer.status).toBe(400);
     expect(JSON.parse(new TextDecoder().decode(answer.body))).toEqual({ code: "invalid_argument", message: expected });
-    expect(await storedBodies("raw-deep")).toEqual([]);
+    expect(await storedBodies(server, "raw-deep")).toEqual([]);
   });
 
-  test("invalid UTF-8 in a Struct string is refused whole", async () => {
+  test("invalid UTF-8 in a Struct string is refused whole", async ({ server }) => {
     const struct = new BinaryWriter()
       .tag(1, 2)
       .bytes(entry("s", new Uint8Array([0x1a, 0x03, 0xed, 0xa0, 0x80])))
       .finish();
-    const answer = await postBinary("Batch", batchOfTrack("raw-utf8-1", struct));
+    const answer = await postBinary(server, "Batch", batchOfTrack("raw-utf8-1", struct));
     expect(answer.status).toBe(400);
     const error = JSON.parse(new TextDecoder().decode(answer.body)) as { code: string; message: string };
     expect(error.code).toBe("invalid_argument");

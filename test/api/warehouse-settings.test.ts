@@ -4,26 +4,26 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 import pg from "pg";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
 import { DestinationKind } from "../../gen/waypost/v1/destination_pb.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 
-let server: TestServer;
+const test = testWith();
 let warehouse: TestDatabase;
 let dir: string;
 
-beforeAll(async () => {
-  [server, warehouse] = await Promise.all([startTestServer(), createTestDatabase({ migrated: false })]);
+test.beforeAll(async () => {
+  warehouse = await createTestDatabase({ migrated: false });
   dir = mkdtempSync(path.join(tmpdir(), "waypost-tls-"));
 });
 afterAll(async () => {
-  await server?.stop();
   await warehouse?.drop();
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function refusal(postgres: { url: string; schema?: string }): Promise<ConnectError> {
+async function refusal(server: TestServer, postgres: { url: string; schema?: string }): Promise<ConnectError> {
   const error = await server.destinations
     .createDestination({ destination: { name: "wh", kind: DestinationKind.POSTGRES, postgres } })
     .catch((e: unknown) => e);
@@ -38,23 +38,23 @@ const withParam = (url: string, name: string, value: string) => {
   return u.toString();
 };
 
-test("Waypost's own database is refused as a warehouse, whatever its URL looks like", async () => {
+test("Waypost's own database is refused as a warehouse, whatever its URL looks like", async ({ server }) => {
   const own = new URL(server.database.url);
-  const error = await refusal({ url: own.toString(), schema: "public" });
+  const error = await refusal(server, { url: own.toString(), schema: "public" });
   expect(error.message).toContain("destination.postgres.url: is Waypost's own database");
   // The same database under another spelling (localhost for 127.0.0.1, another schema) is still it.
   const respelled = new URL(own);
   respelled.hostname = respelled.hostname === "127.0.0.1" ? "localhost" : respelled.hostname;
-  const again = await refusal({ url: respelled.toString(), schema: "analytics" });
+  const again = await refusal(server, { url: respelled.toString(), schema: "analytics" });
   expect(again.message).toContain("is Waypost's own database");
 });
 
-test("a schema holding tables Waypost did not make is refused; a new or empty one is fine", async () => {
+test("a schema holding tables Waypost did not make is refused; a new or empty one is fine", async ({ server }) => {
   const client = new pg.Client({ connectionString: warehouse.url });
   await client.connect();
   try {
     await client.query("CREATE SCHEMA crm; CREATE TABLE crm.customers (id int); CREATE SCHEMA empty");
-    const error = await refusal({ url: warehouse.url, schema: "crm" });
+    const error = await refusal(server, { url: warehouse.url, schema: "crm" });
     expect(error.message).toContain('destination.postgres.schema: schema "crm" holds tables Waypost did not make (customers)');
     for (const schema of ["empty", "brand_new"]) {
       const created = await server.destinations.createDestination({
@@ -79,7 +79,9 @@ test("a schema holding tables Waypost did not make is refused; a new or empty on
   }
 });
 
-test("URL parameters are an allow-list: TLS files (a FIFO, /dev/zero) and unknown ones are refused at once, without touching the file", async () => {
+test("URL parameters are an allow-list: TLS files (a FIFO, /dev/zero) and unknown ones are refused at once, without touching the file", async ({
+  server,
+}) => {
   const fifo = path.join(dir, "ca.fifo");
   execFileSync("mkfifo", [fifo]);
   const started = performance.now();
@@ -93,7 +95,7 @@ test("URL parameters are an allow-list: TLS files (a FIFO, /dev/zero) and unknow
     ["host", "/var/run/postgresql"],
     ["options", "-c search_path=public"],
   ] as const) {
-    const error = await refusal({ url: withParam(warehouse.url, name, value), schema: "tls" });
+    const error = await refusal(server, { url: withParam(warehouse.url, name, value), schema: "tls" });
     expect(error.message).toContain(`destination.postgres.url: parameter "${name}" is not allowed`);
     messages.push(error.message.replace(name, "NAME"));
   }
@@ -102,7 +104,7 @@ test("URL parameters are an allow-list: TLS files (a FIFO, /dev/zero) and unknow
   expect(new Set(messages.slice(0, 3)).size).toBe(1);
   // A refused FIFO would otherwise block until a writer comes (minutes): answered at once.
   expect(performance.now() - started).toBeLessThan(30_000);
-  const badMode = await refusal({ url: withParam(warehouse.url, "sslmode", "bogus"), schema: "tls" });
+  const badMode = await refusal(server, { url: withParam(warehouse.url, "sslmode", "bogus"), schema: "tls" });
   expect(badMode.message).toContain('parameter "sslmode" must be one of');
   const fine = await server.destinations.createDestination({
     destination: {
@@ -114,7 +116,7 @@ test("URL parameters are an allow-list: TLS files (a FIFO, /dev/zero) and unknow
   expect(fine.destination?.postgres?.url).toContain("sslmode=disable");
 });
 
-test("a warehouse that does not answer at save is accepted (the loader checks before it loads)", async () => {
+test("a warehouse that does not answer at save is accepted (the loader checks before it loads)", async ({ server }) => {
   const created = await server.destinations.createDestination({
     destination: {
       name: "wh-down",

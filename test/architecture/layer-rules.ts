@@ -24,6 +24,8 @@ export const layers: ReadonlyArray<{ name: string; modules: readonly string[] }>
       "admin-token.ts",
       "config.ts",
       "config-values.ts",
+      // Enum values in words, for the CLI's and the console's labels alike.
+      "enum-words.ts",
       "signing/",
       "http/",
       "tracing/",
@@ -33,6 +35,11 @@ export const layers: ReadonlyArray<{ name: string; modules: readonly string[] }>
   // which lays out a table per call type.
   { name: "calls", modules: ["calls/"] },
   { name: "database", modules: ["db/"] },
+  // How a process picks up work stored in Postgres: one LISTEN connection,
+  // throttled NOTIFYs, the leased worker, the job runner and maintenance.
+  // Below the domain, which hands it its work (ingest's hook processor,
+  // delivery's jobs), so it knows nothing of what the work is.
+  { name: "background work", modules: ["background/"] },
   // The QuickJS sandbox runs the transforms of routing and of webhook sources;
   // it knows nothing of either.
   { name: "sandbox", modules: ["sandbox/"] },
@@ -74,6 +81,29 @@ export const wireAdapters: Readonly<Record<string, string>> = {
   // registry and never names a kind.
   "delivery/kinds/": "each destination kind converts its own settings to and from proto",
 };
+
+/**
+ * The edge's modules are transports side by side, so one imports another
+ * only where listed here, and never the reverse of a listed import (that
+ * would be a circle between folders).
+ */
+export const edgeImports: Readonly<Record<string, readonly string[]>> = {
+  // The /v1 API accepts the write keys the RPC API issues, read the same way.
+  "compat/": ["api/"],
+};
+
+const edgeModules = ["api/", "compat/", "console/"] as const;
+
+/** Imports between the edge's modules that edgeImports does not list. */
+export function edgeSiblingImports(edges: readonly Edge[]): string[] {
+  const edgeModule = (relative: string) => edgeModules.find((module) => relative.startsWith(module));
+  return edges
+    .filter(({ from, to }) => {
+      const [fromModule, toModule] = [edgeModule(from), edgeModule(to)];
+      return fromModule && toModule && fromModule !== toModule && !edgeImports[fromModule]?.includes(toModule);
+    })
+    .map(({ from, to }) => `${from} imports ${to}, another module of the edge`);
+}
 
 /** The kinds of destination implement delivery; the API asks them, never the reverse. */
 export const kindsFolder = "delivery/kinds/";

@@ -1,5 +1,14 @@
 import { describe, expect, test } from "vitest";
-import { domainOrderViolations, edgesOf, genOutsideTheEdge, kindsImportingTheApi, layerOf, layers, upwardImports } from "./layer-rules.js";
+import {
+  domainOrderViolations,
+  edgeSiblingImports,
+  edgesOf,
+  genOutsideTheEdge,
+  kindsImportingTheApi,
+  layerOf,
+  layers,
+  upwardImports,
+} from "./layer-rules.js";
 import { sourceFiles } from "./source-files.js";
 
 // What may import what in src/: the rules and their reasons are in
@@ -7,7 +16,9 @@ import { sourceFiles } from "./source-files.js";
 // first are foundation, calls, database, outbound requests, domain, edge,
 // composition; inside the domain the order is routing < plans < ingest <
 // health < audiences < deletion < delivery; only the edge and declared wire
-// adapters import gen/; a kind of destination never imports the API.
+// adapters import gen/; a kind of destination never imports the API; the
+// edge's modules import each other only as edgeImports lists (compat/ the API's
+// write-key check, never api/ the compatible API).
 
 const files = sourceFiles();
 const edges = edgesOf(files);
@@ -40,6 +51,12 @@ test("only the edge and the declared wire adapters import gen/", () => {
 
 test("no kind of destination imports the API", () => {
   expect(kindsImportingTheApi(edges)).toEqual([]);
+});
+
+test("the edge's modules import each other only as listed", () => {
+  expect(edgeSiblingImports(edges)).toEqual([]);
+  // A guard that the listed import is seen, so the rule is not vacuous.
+  expect(edges.some(({ from, to }) => from.startsWith("compat/") && to.startsWith("api/"))).toBe(true);
 });
 
 test("domain code throws its own errors: only the edge speaks Connect", () => {
@@ -85,6 +102,18 @@ describe("the checker catches planted violations", () => {
       "plans/check-call.ts imports ingest/call.ts, which comes after it in the domain order",
     ]);
     expect(domainOrderViolations(edgesOf(planted("ingest/x.ts", 'import { c } from "../plans/check-call.js";')))).toEqual([]);
+  });
+
+  test("the API importing the compatible API, or the console either", () => {
+    const files = [
+      ...planted("api/routes.ts", 'import { parseRequest } from "../compat/parse-request.js";'),
+      ...planted("console/server.ts", 'import type { Authenticator } from "../api/auth.js";'),
+      ...planted("compat/http-api.ts", 'import { parseAuthorization } from "../api/auth.js";'),
+    ];
+    expect(edgeSiblingImports(edgesOf(files))).toEqual([
+      "api/routes.ts imports compat/parse-request.ts, another module of the edge",
+      "console/server.ts imports api/auth.ts, another module of the edge",
+    ]);
   });
 
   test("the domain importing the edge", () => {

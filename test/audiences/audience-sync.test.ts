@@ -1,9 +1,9 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { AudienceKind } from "../../gen/waypost/v1/audience_pb.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { type TestReceivers, testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 import {
   audienceClient,
   clearMessages,
@@ -15,25 +15,13 @@ import {
   streamOf,
 } from "./support.js";
 
-let server: TestServer;
-const receivers: Receiver[] = [];
-
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterEach(async () => {
-  await Promise.all(receivers.splice(0).map((r) => r.close()));
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const test = testWith();
 
 const secret = "s3cret";
 
 /** A source with an enabled destination (a real receiver), a disabled one, and another source. */
-async function setup() {
-  const receiver = await startReceiver();
-  receivers.push(receiver);
+async function setup(server: TestServer, receivers: TestReceivers) {
+  const receiver = await receivers.start();
   const source = await server.createSource("app");
   const other = await server.createSource("other app");
   const enabled = await server.createDestination({
@@ -53,11 +41,11 @@ async function setup() {
   return { receiver, source, other, enabled, disabled, audience };
 }
 
-async function deliveriesTo(destinationId: string): Promise<number> {
+async function deliveriesTo(server: TestServer, destinationId: string): Promise<number> {
   return countRows(server, "SELECT 1 FROM deliveries WHERE destination_id = $1", [destinationId]);
 }
 
-test("CreateAudience derives the key, defaults the kind, and rejects bad input naming the field", async () => {
+test("CreateAudience derives the key, defaults the kind, and rejects bad input naming the field", async ({ server }) => {
   const client = audienceClient(server);
   const source = await server.createSource();
   const audience = await createAudience(server, source.id, "VIP-Customers 2024", AudienceKind.UNSPECIFIED);
@@ -86,7 +74,7 @@ test("CreateAudience derives the key, defaults the kind, and rejects bad input n
   expect((await createAudience(server, other.id, "VIP Customers 2024")).key).toBe("vip_customers_2024");
 });
 
-test("ListAudiences pages, filters by source; DeleteAudience removes", async () => {
+test("ListAudiences pages, filters by source; DeleteAudience removes", async ({ server }) => {
   const client = audienceClient(server);
   const source = await server.createSource();
   const names = ["A one", "A two", "A three"];
@@ -102,8 +90,8 @@ test("ListAudiences pages, filters by source; DeleteAudience removes", async () 
   await expect(client.deleteAudience({ id: first.audiences[0]!.id })).rejects.toMatchObject({ code: Code.NotFound });
 });
 
-test("the first sync sends true for every member, only to the source's enabled destinations, signed", async () => {
-  const { receiver, source, other, enabled, disabled, audience } = await setup();
+test("the first sync sends true for every member, only to the source's enabled destinations, signed", async ({ server, receivers }) => {
+  const { receiver, source, other, enabled, disabled, audience } = await setup(server, receivers);
   const { counts } = await audienceClient(server).syncAudience({ audienceId: audience.id, userIds: ["u1", "u2", "u3"] });
   expect(counts).toMatchObject({ added: 3n, removed: 0n, changed: 0n, unchanged: 0n, calls: 3n });
 
@@ -115,8 +103,8 @@ test("the first sync sends true for every member, only to the source's enabled d
     expect(body).toMatchObject({ version: 1, type: "identify", traits: { high_value_users: true }, context: {} });
     expect(requests[index]!.headers["x-signature"]).toBe(hmacSha1Hex(secret, requests[index]!.body));
   }
-  expect(await deliveriesTo(enabled.id)).toBe(3);
-  expect(await deliveriesTo(disabled.id)).toBe(0);
+  expect(await deliveriesTo(server, enabled.id)).toBe(3);
+  expect(await deliveriesTo(server, disabled.id)).toBe(0);
   expect(await countRows(server, "SELECT 1 FROM messages WHERE source_id = $1", [other.id])).toBe(0);
   expect(await countRows(server, "SELECT 1 FROM deliveries WHERE source_id = $1", [other.id])).toBe(0);
 
@@ -125,8 +113,8 @@ test("the first sync sends true for every member, only to the source's enabled d
   expect(Math.abs(timestampDate(listed.lastSyncTime!).getTime() - Date.now())).toBeLessThan(60_000);
 });
 
-test("a later sync sends only changes: true for added, false for removed, nothing for unchanged", async () => {
-  const { source, audience } = await setup();
+test("a later sync sends only changes: true for added, false for removed, nothing for unchanged", async ({ server, receivers }) => {
+  const { source, audience } = await setup(server, receivers);
   const client = audienceClient(server);
   await client.syncAudience({ audienceId: audience.id, userIds: ["u1", "u2", "u3"] });
   await clearMessages(server, source.id);
@@ -141,8 +129,8 @@ test("a later sync sends only changes: true for added, false for removed, nothin
   expect(await storedMembers(server, audience.id)).toEqual({ u2: true, u3: true, u4: true, u5: true });
 });
 
-test("repeating an identical sync sends nothing; duplicates count once; an empty sync removes all", async () => {
-  const { source, audience } = await setup();
+test("repeating an identical sync sends nothing; duplicates count once; an empty sync removes all", async ({ server, receivers }) => {
+  const { source, audience } = await setup(server, receivers);
   const client = audienceClient(server);
   const first = await client.syncAudience({ audienceId: audience.id, userIds: ["u1", "u2", "u1", "u2", "u1"] });
   expect(first.counts).toMatchObject({ added: 2n, calls: 2n });
@@ -158,8 +146,8 @@ test("repeating an identical sync sends nothing; duplicates count once; an empty
   expect(await storedMembers(server, audience.id)).toEqual({});
 });
 
-test("the streaming sync applies like the unary one, across chunks, duplicates included", async () => {
-  const { source, audience } = await setup();
+test("the streaming sync applies like the unary one, across chunks, duplicates included", async ({ server, receivers }) => {
+  const { source, audience } = await setup(server, receivers);
   const client = audienceClient(server);
   const { counts } = await client.streamSyncAudience(
     streamOf([
@@ -187,8 +175,8 @@ test("the streaming sync applies like the unary one, across chunks, duplicates i
   });
 });
 
-test("an invalid user id fails the sync naming its index, and nothing is applied", async () => {
-  const { source, audience } = await setup();
+test("an invalid user id fails the sync naming its index, and nothing is applied", async ({ server, receivers }) => {
+  const { source, audience } = await setup(server, receivers);
   const client = audienceClient(server);
   await client.syncAudience({ audienceId: audience.id, userIds: ["u1", "u2"] });
   await clearMessages(server, source.id);
@@ -210,8 +198,8 @@ test("an invalid user id fails the sync naming its index, and nothing is applied
   expect(await countRows(server, "SELECT 1 FROM messages WHERE source_id = $1", [source.id])).toBe(0);
 });
 
-test("a database failure part-way through the apply leaves no message and the membership unchanged", async () => {
-  const { source, audience, enabled } = await setup();
+test("a database failure part-way through the apply leaves no message and the membership unchanged", async ({ server, receivers }) => {
+  const { source, audience, enabled } = await setup(server, receivers);
   const client = audienceClient(server);
   await client.syncAudience({ audienceId: audience.id, userIds: ["u1", "u2"] });
   await clearMessages(server, source.id);
@@ -249,7 +237,7 @@ test("a database failure part-way through the apply leaves no message and the me
   expect(counts).toMatchObject({ added: 3n, removed: 1n });
 });
 
-test("SyncAudience refuses a computed trait, and unknown audiences are not found", async () => {
+test("SyncAudience refuses a computed trait, and unknown audiences are not found", async ({ server }) => {
   const source = await server.createSource();
   const trait = await createAudience(server, source.id, "Lifetime Value", AudienceKind.COMPUTED_TRAIT);
   const client = audienceClient(server);

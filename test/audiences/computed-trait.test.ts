@@ -1,34 +1,29 @@
 import { create, fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { AudienceKind } from "../../gen/waypost/v1/audience_pb.js";
 import { emptyCall } from "../../src/calls/call.js";
 import { buildCallPayload } from "../../src/ingest/payload.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 import { audienceClient, clearMessages, countRows, createAudience, identifyCalls, storedMembers, streamOf } from "./support.js";
 
-let server: TestServer;
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const test = testWith();
 
 function values(json: Record<string, JsonValue>): Record<string, Value> {
   return Object.fromEntries(Object.entries(json).map(([user, value]) => [user, fromJson(ValueSchema, value)]));
 }
 
-async function setup() {
+async function setup(server: TestServer) {
   const source = await server.createSource();
   const trait = await createAudience(server, source.id, "Lifetime Value", AudienceKind.COMPUTED_TRAIT);
   expect(trait).toMatchObject({ key: "lifetime_value", kind: AudienceKind.COMPUTED_TRAIT });
   return { source, trait, client: audienceClient(server) };
 }
 
-test("values are sent when new or changed (numbers, strings, objects, null); removed users get null", async () => {
-  const { source, trait, client } = await setup();
+test("values are sent when new or changed (numbers, strings, objects, null); removed users get null", async ({ server }) => {
+  const { source, trait, client } = await setup(server);
   const first = await client.syncComputedTrait({
     audienceId: trait.id,
     values: values({ u1: 42, u2: "gold", u3: { tier: "a", n: [1, 2] }, u4: null, u7: 7, u8: true }),
@@ -90,8 +85,8 @@ test("values are sent when new or changed (numbers, strings, objects, null); rem
   });
 });
 
-test("a stored call is byte for byte what buildCallPayload writes for the same call", async () => {
-  const { source, trait, client } = await setup();
+test("a stored call is byte for byte what buildCallPayload writes for the same call", async ({ server }) => {
+  const { source, trait, client } = await setup(server);
   const sent: Record<string, JsonValue> = {
     'we"ird\\id\n': { z: 1, a: "é 😀", m: [true, null, 1e21] },
     plain: -0.25,
@@ -113,8 +108,8 @@ test("a stored call is byte for byte what buildCallPayload writes for the same c
   expect(rows.rows.find((r) => r.user_id !== "plain")!.payload).toContain('{"z":1,"a":"é 😀","m":[true,null,1e+21]}');
 });
 
-test("invalid values fail the whole sync naming the user, and nothing is applied", async () => {
-  const { source, trait, client } = await setup();
+test("invalid values fail the whole sync naming the user, and nothing is applied", async ({ server }) => {
+  const { source, trait, client } = await setup(server);
   await client.syncComputedTrait({ audienceId: trait.id, values: values({ u1: 1 }) });
   await clearMessages(server, source.id);
 
@@ -147,8 +142,8 @@ test("invalid values fail the whole sync naming the user, and nothing is applied
   expect(await countRows(server, "SELECT 1 FROM messages WHERE source_id = $1", [source.id])).toBe(0);
 });
 
-test("the streaming computed-trait sync applies across chunks, the later value of a repeated user winning", async () => {
-  const { source, trait, client } = await setup();
+test("the streaming computed-trait sync applies across chunks, the later value of a repeated user winning", async ({ server }) => {
+  const { source, trait, client } = await setup(server);
   const { counts } = await client.streamSyncComputedTrait(
     streamOf([{ audienceId: trait.id, values: values({ u1: 1, u2: 2 }) }, { values: values({ u2: 20, u3: 3 }) }]),
   );

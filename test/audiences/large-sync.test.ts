@@ -1,10 +1,10 @@
 import v8 from "node:v8";
 import vm from "node:vm";
 import pg from "pg";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import type { StreamSyncAudienceRequest } from "../../gen/waypost/v1/audience_pb.js";
 import { rowsPerChunk } from "../../src/audiences/member-chunks.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
 import { audienceClient, clearMessages, countRows, createAudience } from "./support.js";
 
 // The streaming RPC at size (50,000 members) and when the client goes away.
@@ -12,12 +12,11 @@ import { audienceClient, clearMessages, countRows, createAudience } from "./supp
 // Postgres (every statement on the staging table) and what stays alive in
 // the heap.
 
-let server: TestServer;
+const test = testWith();
 const stageWatch = { rows: 0, largestStatement: 0, statements: 0, drops: 0, changed: () => {} };
 const originalQuery = pg.Client.prototype.query;
 
 beforeAll(async () => {
-  server = await startTestServer();
   // Every staging INSERT the server makes, with the number of user ids in it.
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
     const result = (originalQuery as (...a: unknown[]) => unknown).apply(this, args);
@@ -39,10 +38,9 @@ beforeAll(async () => {
     }
     return result;
   } as typeof originalQuery;
-}, 60_000);
+});
 afterAll(async () => {
   pg.Client.prototype.query = originalQuery;
-  await server?.stop();
 });
 
 const members = 50_000;
@@ -104,7 +102,7 @@ function liveHeapMb(): number {
   return process.memoryUsage().heapUsed / 1024 / 1024;
 }
 
-test("50,000 members stream through in chunks, staged as they arrive, with flat memory", async () => {
+test("50,000 members stream through in chunks, staged as they arrive, with flat memory", async ({ server }) => {
   const source = await server.createSource();
   const disabled = await server.createDestination({
     name: "paused",
@@ -157,7 +155,7 @@ test("50,000 members stream through in chunks, staged as they arrive, with flat 
   ).toEqual(Array.from({ length: 250 }, (_, i) => userId(i)));
 }, 120_000);
 
-test("a client that goes away mid-stream applies nothing, and the server cleans up", async () => {
+test("a client that goes away mid-stream applies nothing, and the server cleans up", async ({ server }) => {
   const source = await server.createSource();
   const audience = await createAudience(server, source.id, "Aborted");
   const client = audienceClient(server);

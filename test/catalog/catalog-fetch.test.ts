@@ -1,8 +1,8 @@
 import { createRequire } from "node:module";
 import { Agent } from "undici";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { installCatalogFetch, maskHeaders, maskUrl, type VendorContext, withVendorContext } from "../../src/catalog/catalog-fetch.js";
-import { type Receiver, startReceiver } from "../helpers/receiver.js";
+import { testWith } from "../helpers/fixtures.js";
 
 // The catalog's request client, as its actions use it, with Waypost's fetch
 // installed in place of its own (the one place Waypost reaches into the
@@ -17,14 +17,15 @@ const createRequestClient = (
   }
 ).createRequestClient;
 
-let receiver: Receiver;
+const test = testWith({
+  receiver: {
+    respond: () => ({ status: 200, headers: { "content-type": "application/json" }, body: '{"ok":true,"echo":"tok-secret-1234"}' }),
+  },
+});
 let agent: Agent;
 let connections = 0;
 
 beforeAll(async () => {
-  receiver = await startReceiver({
-    respond: () => ({ status: 200, headers: { "content-type": "application/json" }, body: '{"ok":true,"echo":"tok-secret-1234"}' }),
-  });
   // One connection per origin: undici frees a connection a tick after its answer's body ends, so with
   // more allowed, a request sent at once after another may open a second one.
   agent = new Agent({ connections: 1 });
@@ -34,14 +35,13 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await agent?.close();
-  await receiver?.close();
 });
 
 function context(extra: Partial<VendorContext> = {}): VendorContext {
   return { send: (use) => use(agent), secrets: ["tok-secret-1234"], requests: [], now: () => new Date(), ...extra };
 }
 
-test("requests go through Waypost's dispatcher (one kept-alive connection), recorded with secrets masked", async () => {
+test("requests go through Waypost's dispatcher (one kept-alive connection), recorded with secrets masked", async ({ receiver }) => {
   const request = createRequestClient({ headers: { authorization: "Bearer tok-secret-1234" } });
   const ctx = context();
   const before = receiver.requests.length;
@@ -63,7 +63,7 @@ test("requests go through Waypost's dispatcher (one kept-alive connection), reco
   expect(recorded!.responseBody).toBe('{"ok":true,"echo":"***"}');
 });
 
-test("a dry run records the request and answers 200 {} without sending", async () => {
+test("a dry run records the request and answers 200 {} without sending", async ({ receiver }) => {
   const request = createRequestClient();
   const ctx = context({ dryRun: true, send: undefined });
   const before = receiver.requests.length;
@@ -73,7 +73,7 @@ test("a dry run records the request and answers 200 {} without sending", async (
   expect(ctx.requests.map((r) => [r.method, r.url, r.body])).toEqual([["PUT", `${receiver.url}/dry`, '{"b":2}']]);
 });
 
-test("outside a context the catalog's own fetch runs (nothing recorded)", async () => {
+test("outside a context the catalog's own fetch runs (nothing recorded)", async ({ receiver }) => {
   const request = createRequestClient();
   const before = receiver.requests.length;
   const connectionsBefore = connections;

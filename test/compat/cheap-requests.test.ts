@@ -1,22 +1,19 @@
 import http from "node:http";
 import { gzipSync } from "node:zlib";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { limits } from "../../src/ingest/limits.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 import { basicAuth, storedMessageIds } from "./support.js";
 
-let server: TestServer;
+const test = testWith();
 let source: { id: string; writeKey: string };
 
-beforeAll(async () => {
-  server = await startTestServer();
+test.beforeAll(async ({ server }) => {
   source = await server.createSource();
 });
-afterAll(async () => {
-  await server?.stop();
-});
 
-function postRaw(body: string): Promise<{ status: number; json: any }> {
+function postRaw(server: TestServer, body: string): Promise<{ status: number; json: any }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       `${server.url}/v1/batch`,
@@ -45,7 +42,7 @@ function postRaw(body: string): Promise<{ status: number; json: any }> {
  * on a busy machine says little; bench/ measures it: `npm run bench --
  * --only=cheap-requests`).
  */
-async function validated<T>(run: () => Promise<T>): Promise<{ result: T; accepted: number; rejected: number }> {
+async function validated<T>(server: TestServer, run: () => Promise<T>): Promise<{ result: T; accepted: number; rejected: number }> {
   const count = async () => {
     const { callsAccepted, callsRejected } = server.waypost.metrics;
     const sum = async (counter: typeof callsAccepted) => (await counter.get()).values.reduce((total, v) => total + v.value, 0);
@@ -57,27 +54,27 @@ async function validated<T>(run: () => Promise<T>): Promise<{ result: T; accepte
   return { result, accepted: after.accepted - before.accepted, rejected: after.rejected - before.rejected };
 }
 
-test("a 500 KB batch of invalid messages is refused whole, before any message is validated", async () => {
+test("a 500 KB batch of invalid messages is refused whole, before any message is validated", async ({ server }) => {
   // `{}` is 2 bytes plus a comma: about 170,000 messages in 500 KB.
   const count = Math.floor((limits.maxRequestBytes - 20) / 3);
   const body = `{"batch":[${Array.from({ length: count }, () => "{}").join(",")}]}`;
   expect(Buffer.byteLength(body)).toBeGreaterThan(500_000);
-  await postRaw('{"batch":[{}]}'); // warm up the code paths
-  const { result, accepted, rejected } = await validated(() => postRaw(body));
+  await postRaw(server, '{"batch":[{}]}'); // warm up the code paths
+  const { result, accepted, rejected } = await validated(server, () => postRaw(server, body));
   expect(result.status).toBe(400);
   expect(result.json.code).toBe("invalid_request");
   expect(result.json.message).toContain(`batch has ${count} messages, over the limit of ${limits.maxBatchMessages}`);
   expect({ accepted, rejected }).toEqual({ accepted: 0, rejected: 0 });
 });
 
-test("a full batch of invalid messages under the cap stores its one valid message and lists 100 of its rejections", async () => {
+test("a full batch of invalid messages under the cap stores its one valid message and lists 100 of its rejections", async ({ server }) => {
   const body = JSON.stringify({
     batch: [
       { type: "track", userId: "u", event: "fine", messageId: "cheap-ok" },
       ...Array.from({ length: limits.maxBatchMessages - 1 }, () => ({})),
     ],
   });
-  const { result, accepted, rejected } = await validated(() => postRaw(body));
+  const { result, accepted, rejected } = await validated(server, () => postRaw(server, body));
   expect(result.status).toBe(200);
   expect(result.json).toMatchObject({ success: true, accepted: 1, rejectedCount: limits.maxBatchMessages - 1 });
   expect(result.json.rejected).toHaveLength(limits.maxListedRejections);
@@ -87,7 +84,7 @@ test("a full batch of invalid messages under the cap stores its one valid messag
   expect(await storedMessageIds(server, source.id)).toContain("cheap-ok");
 });
 
-test("the Connect Batch RPC caps messages per request and lists at most 100 rejections with their count", async () => {
+test("the Connect Batch RPC caps messages per request and lists at most 100 rejections with their count", async ({ server }) => {
   const tracking = server.tracking(source.writeKey);
   const invalid = Array.from({ length: 300 }, () => ({ type: { case: "track" as const, value: { event: "no user" } } }));
   const response = await tracking.batch({
@@ -104,7 +101,7 @@ test("the Connect Batch RPC caps messages per request and lists at most 100 reje
 });
 
 describe("a 500 KB Connect Batch of empty messages is refused before it is decoded", () => {
-  async function rpc(body: Buffer, headers: Record<string, string>) {
+  async function rpc(server: TestServer, body: Buffer, headers: Record<string, string>) {
     const response = await fetch(`${server.url}/waypost.v1.TrackingService/Batch`, {
       method: "POST",
       headers: { authorization: `Bearer ${source.writeKey}`, ...headers },
@@ -123,14 +120,14 @@ describe("a 500 KB Connect Batch of empty messages is refused before it is decod
     return Buffer.concat([header, message]);
   };
 
-  test.each([
+  test.for([
     ["Connect binary", binary, { "content-type": "application/proto" }],
     ["Connect JSON", json, { "content-type": "application/json" }],
     ["Connect JSON, gzip", gzipSync(json), { "content-type": "application/json", "content-encoding": "gzip" }],
     // The envelope's 5 bytes stay inside the 500 KB request limit, so the message count is what refuses it.
     ["gRPC-Web binary", envelope(binary.subarray(0, binary.length - 6)), { "content-type": "application/grpc-web+proto" }],
-  ] as const)("%s: invalid_argument, no message validated", async (_name, body, headers) => {
-    const { result, accepted, rejected } = await validated(() => rpc(body, headers));
+  ] as const)("%s: invalid_argument, no message validated", async ([_name, body, headers], { server }) => {
+    const { result, accepted, rejected } = await validated(server, () => rpc(server, body, headers));
     expect(result.text).toMatch(/invalid_argument|grpc-status: ?3/);
     expect(result.text).toContain("over the limit of 2500");
     expect({ accepted, rejected }).toEqual({ accepted: 0, rejected: 0 });

@@ -2,9 +2,10 @@ import { readFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
 import { launchBrowser } from "../helpers/browser.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 
 /**
  * Segment's stock snippet (5.2.1, as Segment's docs publish it, in
@@ -16,7 +17,7 @@ import { startTestServer, type TestServer } from "../helpers/server.js";
  */
 const snippet = readFileSync(new URL("../fixtures/segment/snippet-5.2.1.html", import.meta.url), "utf8");
 
-let server: TestServer;
+const test = testWith();
 let browser: Browser;
 let page: { origin: string; close(): Promise<void> };
 
@@ -54,18 +55,16 @@ async function servePageHtml(html: () => string): Promise<{ origin: string; clos
 }
 
 let writeKey = "";
-beforeAll(async () => {
-  server = await startTestServer();
+test.beforeAll(async ({ server }) => {
   browser = await launchBrowser();
   page = await servePageHtml(() => pageHtml(server.url, writeKey));
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
   await page?.close();
-  await server?.stop();
 });
 
-async function visit(consent: "yes" | "no") {
+async function visit(server: TestServer, consent: "yes" | "no") {
   const context = await browser.newContext();
   const tab = await context.newPage();
   const requested: string[] = [];
@@ -83,10 +82,10 @@ async function visit(consent: "yes" | "no") {
   return { result, requested, cookies };
 }
 
-test("the stock snippet with only its host changed loads everything from Waypost, and its track is stored", async () => {
+test("the stock snippet with only its host changed loads everything from Waypost, and its track is stored", async ({ server }) => {
   const source = await server.createSource("first-party site");
   writeKey = source.writeKey;
-  const { result, requested } = await visit("no");
+  const { result, requested } = await visit(server, "no");
   expect(result.error).toBeUndefined();
   const waypostOrigin = new URL(server.url).origin;
   // Only the page itself and Waypost: no Segment CDN, API or metrics.
@@ -104,14 +103,14 @@ test("the stock snippet with only its host changed loads everything from Waypost
   expect(JSON.parse(stored.rows[0]!.payload)).toMatchObject({ type: "track", event: "Order Completed", properties: { total: 12.5 } });
 });
 
-test("the first-party cookie is set only with consent: HttpOnly, SameSite=Lax, a year long", async () => {
+test("the first-party cookie is set only with consent: HttpOnly, SameSite=Lax, a year long", async ({ server }) => {
   const source = await server.createSource("cookie site");
   writeKey = source.writeKey;
-  const refused = await visit("no");
+  const refused = await visit(server, "no");
   expect(refused.result.answer).toEqual({ anonymousId: refused.result.anonymousId, cookie: false });
   expect(refused.cookies.filter((c) => c.name === "ajs_anonymous_id")).toEqual([]);
 
-  const given = await visit("yes");
+  const given = await visit(server, "yes");
   expect(given.result.answer).toEqual({ anonymousId: given.result.anonymousId, cookie: true });
   const cookie = given.cookies.find((c) => c.name === "ajs_anonymous_id");
   expect(cookie).toMatchObject({ value: given.result.anonymousId, httpOnly: true, sameSite: "Lax", path: "/" });

@@ -1,27 +1,27 @@
 import http from "node:http";
 import http2 from "node:http2";
 import { gzipSync } from "node:zlib";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { limits } from "../../src/ingest/limits.js";
 import type { RouteHandler } from "../../src/http/types.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 import { basicAuth, post, storedMessageIds } from "./support.js";
 
-let server: TestServer;
-let receiver: Receiver;
 let source: { id: string; writeKey: string };
 
 /** Waiters for the compatible API's handler to finish a request (answered or not). */
 let finishWaiters: Array<(outcome: { answered: boolean; status: number }) => void> = [];
 
-beforeAll(async () => {
-  // The compatible API's route (the second, after the operational routes),
-  // wrapped to tell when it finished a request.
-  server = await startTestServer({
+const test = testWith({
+  server: {
+    // The compatible API's route (the second, after the operational routes),
+    // wrapped to tell when it finished a request.
     routes: (defaults) => defaults.map((route, index) => (index === 1 ? observeFinish(route) : route)),
-  });
-  receiver = await startReceiver();
+  },
+});
+
+test.beforeAll(async ({ server, receiver }) => {
   source = await server.createSource();
   await server.createDestination({ name: "hook", sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
 });
@@ -40,10 +40,6 @@ function observeFinish(compat: RouteHandler): RouteHandler {
 function handlerFinishes(): Promise<{ answered: boolean; status: number }> {
   return new Promise((resolve) => finishWaiters.push(resolve));
 }
-afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
-});
 
 const track = (messageId: string, extra: Record<string, unknown> = {}) => ({
   type: "track",
@@ -84,21 +80,21 @@ function answerOf(req: http.ClientRequest): Promise<{ status: number; json: any 
   });
 }
 
-function upload(headers: Record<string, string | number>): http.ClientRequest {
+function upload(server: TestServer, headers: Record<string, string | number>): http.ClientRequest {
   return http.request(`${server.url}/v1/batch`, {
     method: "POST",
     headers: { authorization: basicAuth(source.writeKey), "content-type": "application/json", ...headers },
   });
 }
 
-async function expectHealthy(messageId: string) {
+async function expectHealthy(server: TestServer, messageId: string) {
   const response = await post(server, "/v1/batch", { batch: [track(messageId)] }, { writeKey: source.writeKey });
   expect(response.status).toBe(200);
   expect(await storedMessageIds(server, source.id)).toContain(messageId);
 }
 
 describe("413", () => {
-  test("exactly 500 KB is accepted, one byte more is refused", async () => {
+  test("exactly 500 KB is accepted, one byte more is refused", async ({ server }) => {
     const atLimit = await post(server, "/v1/batch", batchOfSize(limits.maxRequestBytes, "at-limit"), { writeKey: source.writeKey });
     expect(atLimit).toMatchObject({ status: 200, json: { success: true } });
     const over = await post(server, "/v1/batch", batchOfSize(limits.maxRequestBytes + 1, "over-limit"), {
@@ -115,7 +111,7 @@ describe("413", () => {
     expect(stored).not.toContain("over-limit-0");
   });
 
-  test("the decompressed size counts: a small gzip body that inflates past 500 KB is refused", async () => {
+  test("the decompressed size counts: a small gzip body that inflates past 500 KB is refused", async ({ server }) => {
     const body = batchOfSize(limits.maxRequestBytes + 1, "gzip-over");
     const compressed = gzipSync(body);
     expect(compressed.length).toBeLessThan(10_000);
@@ -132,60 +128,65 @@ describe("413", () => {
     expect(fine.status).toBe(200);
   });
 
-  test("a chunked upload (no Content-Length) is cut off at the limit", async () => {
-    const req = upload({});
+  test("a chunked upload (no Content-Length) is cut off at the limit", async ({ server }) => {
+    const req = upload(server, {});
     const answer = answerOf(req);
     req.end(batchOfSize(limits.maxRequestBytes + 1, "chunked"));
     expect((await answer).status).toBe(413);
   });
 
-  test("a declared Content-Length over 500 KB is refused before the body is sent", async () => {
-    const req = upload({ "content-length": 50 * 1024 * 1024 });
+  test("a declared Content-Length over 500 KB is refused before the body is sent", async ({ server }) => {
+    const req = upload(server, { "content-length": 50 * 1024 * 1024 });
     const answer = answerOf(req);
     req.write("{");
     // The upload stays open: only an answer given before reading the body can arrive.
     expect(await answer).toMatchObject({ status: 413, json: { code: "request_too_large" } });
     req.destroy();
-    await expectHealthy("after-content-length");
+    await expectHealthy(server, "after-content-length");
   });
 
   // Sent without Content-Length, or with an honest one under 500 KB, so that only
   // the running count of decompressed bytes can refuse it.
-  test.each([
+  test.for<[string, number, boolean]>([
     ["1 GiB in ~1 MB, chunked", 64, false],
     ["256 MiB in ~260 KB, with Content-Length", 16, true],
   ])(
     "a gzip bomb (%s) is answered 413 before it is inflated past the limit, and the server stays healthy",
-    async (_name, members, withLength) => {
+    async ([_name, members, withLength], { server }) => {
       const bomb = gzipBomb(members);
       if (withLength) expect(bomb.length).toBeLessThan(limits.maxRequestBytes);
-      const req = upload({ "content-encoding": "gzip", ...(withLength ? { "content-length": bomb.length } : {}) });
+      const req = upload(server, { "content-encoding": "gzip", ...(withLength ? { "content-length": bomb.length } : {}) });
       const answer = answerOf(req);
       req.write(bomb);
       req.end();
       expect(await answer).toMatchObject({ status: 413, json: { code: "request_too_large" } });
-      await expectHealthy(`after-bomb-${members}`);
+      await expectHealthy(server, `after-bomb-${members}`);
     },
   );
 
-  test.each([
+  test.for<[string, number, boolean]>([
     ["chunked", 64, false],
     ["with a Content-Length under 500 KB", 16, true],
-  ])("a gzip bomb (%s) is stopped early: the 413 arrives while the upload is still open", async (_name, members, withLength) => {
-    const bomb = gzipBomb(members);
-    const req = upload({ "content-encoding": "gzip", ...(withLength ? { "content-length": bomb.length } : {}) });
-    const answer = answerOf(req);
-    // 64 KB of this bomb inflate to 64 MiB; the rest is never sent.
-    req.write(bomb.subarray(0, 64 * 1024));
-    expect((await answer).status).toBe(413);
-    req.destroy();
-    await expectHealthy(`after-open-bomb-${members}`);
-  });
+  ])(
+    "a gzip bomb (%s) is stopped early: the 413 arrives while the upload is still open",
+    async ([_name, members, withLength], { server }) => {
+      const bomb = gzipBomb(members);
+      const req = upload(server, { "content-encoding": "gzip", ...(withLength ? { "content-length": bomb.length } : {}) });
+      const answer = answerOf(req);
+      // 64 KB of this bomb inflate to 64 MiB; the rest is never sent.
+      req.write(bomb.subarray(0, 64 * 1024));
+      expect((await answer).status).toBe(413);
+      req.destroy();
+      await expectHealthy(server, `after-open-bomb-${members}`);
+    },
+  );
 });
 
 describe("408", () => {
-  test("a body that stops arriving is a 408 request_too_slow once under the minimum rate, and the connection is closed", async () => {
-    const req = upload({ "content-length": 300_000 });
+  test("a body that stops arriving is a 408 request_too_slow once under the minimum rate, and the connection is closed", async ({
+    server,
+  }) => {
+    const req = upload(server, { "content-length": 300_000 });
     const answer = answerOf(req);
     const closed = new Promise<void>((resolve) => req.on("socket", (socket) => socket.on("close", () => resolve())));
     req.on("error", () => {});
@@ -193,29 +194,29 @@ describe("408", () => {
     expect(await answer).toMatchObject({ status: 408, json: { code: "request_too_slow" } });
     expect((await answer).json.message).toMatch(/slower than 1024 bytes a second/);
     await closed;
-    await expectHealthy("after-stalled-body");
+    await expectHealthy(server, "after-stalled-body");
   });
 });
 
 describe("client disconnects", () => {
-  test.each([
+  test.for<[string, Record<string, string>, Buffer]>([
     ["plain", {}, Buffer.from('{"batch":[{"type":"track","userId":"u1","event":"Cut"')],
     ["gzip", { "content-encoding": "gzip" }, gzipSync(batchOfSize(200_000, "cut")).subarray(0, 2_000)],
-  ])("mid-body (%s) neither crashes the server nor stores anything", async (_name, headers, partial) => {
+  ])("mid-body (%s) neither crashes the server nor stores anything", async ([_name, headers, partial], { server }) => {
     const finished = handlerFinishes();
-    const req = upload({ ...headers, "content-length": 300_000 });
+    const req = upload(server, { ...headers, "content-length": 300_000 });
     req.on("error", () => {});
     req.write(partial, () => req.destroy());
     // The handler settles (no request left hanging) and answers nobody.
     expect(await finished).toMatchObject({ answered: false });
-    await expectHealthy(`after-disconnect-${_name}`);
+    await expectHealthy(server, `after-disconnect-${_name}`);
     expect((await storedMessageIds(server, source.id)).some((id) => id.startsWith("cut-"))).toBe(false);
   });
 });
 
-test("a client that hangs up right after its body still has its calls stored", async () => {
+test("a client that hangs up right after its body still has its calls stored", async ({ server }) => {
   const finished = handlerFinishes();
-  const req = upload({});
+  const req = upload(server, {});
   req.on("error", () => {});
   req.end(JSON.stringify({ batch: [track("hung-up-1")] }), () => req.destroy());
   await finished;
@@ -242,7 +243,7 @@ describe("HTTP/2 (h2c)", () => {
     });
   }
 
-  test("accepts a batch and refuses a bomb on the same session", async () => {
+  test("accepts a batch and refuses a bomb on the same session", async ({ server }) => {
     const session = http2.connect(server.url);
     try {
       const ok = await h2Post(session, Buffer.from(JSON.stringify({ batch: [track("h2-1")] })), {});

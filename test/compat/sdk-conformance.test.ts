@@ -1,22 +1,17 @@
 import RudderAnalytics from "@rudderstack/rudder-sdk-node";
 import { Analytics as SegmentAnalytics } from "@segment/analytics-node";
-import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { afterEach, expect } from "vitest";
 import type { RouteHandler } from "../../src/http/types.js";
-import { startReceiver, type Receiver, type ReceivedRequest } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { type TestReceivers, testWith } from "../helpers/fixtures.js";
+import type { ReceivedRequest } from "../helpers/receiver.js";
+import type { TestServer } from "../helpers/server.js";
 import { bodies, expectedKeys } from "./support.js";
 
 // Real SDKs, unchanged except for their host, against a running Waypost; the
 // calls must arrive at a real webhook receiver in the bodies of docs/webhooks.md.
 
-let server: TestServer;
-const receivers: Receiver[] = [];
 /** What reached the compatible API (a spy route in front of it). */
 let seen: Array<{ path: string; contentType: string; contentEncoding: string; authorization: boolean }> = [];
-
-beforeAll(async () => {
-  server = await startTestServer({ routes: (defaults) => [spy, ...defaults] });
-});
 
 const spy: RouteHandler = async (req, _res, path) => {
   if (!path.startsWith("/v1")) return false;
@@ -28,17 +23,13 @@ const spy: RouteHandler = async (req, _res, path) => {
   });
   return false;
 };
+const test = testWith({ server: { routes: (defaults) => [spy, ...defaults] } });
 afterEach(() => {
   seen = [];
 });
-afterAll(async () => {
-  await server?.stop();
-  for (const receiver of receivers) await receiver.close();
-});
 
-async function setup(name: string) {
-  const receiver = await startReceiver();
-  receivers.push(receiver);
+async function setup(server: TestServer, receivers: TestReceivers, name: string) {
+  const receiver = await receivers.start();
   const source = await server.createSource(name);
   await server.createDestination({ name: `${name} hook`, sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
   return { receiver, source };
@@ -108,37 +99,40 @@ function expectSpecBodies(received: ReceivedRequest[], writeKey: string, userId:
   }
 }
 
-test.each([{ flushAt: 1 }, { flushAt: 20 }])("@segment/analytics-node (flushAt $flushAt) sends all six calls", async ({ flushAt }) => {
-  const { receiver, source } = await setup(`segment ${flushAt}`);
-  const analytics = new SegmentAnalytics({ writeKey: source.writeKey, host: server.url, flushAt, maxRetries: 0 });
-  const statuses: number[] = [];
-  const errors: unknown[] = [];
-  analytics.on("http_response", (response) => statuses.push(response.status));
-  analytics.on("error", (error) => errors.push(error));
-  const userId = `segment-user-${flushAt}`;
-  const calls = sixCalls(userId);
-  analytics.identify(calls.identify);
-  analytics.track(calls.track);
-  analytics.page(calls.page);
-  analytics.screen(calls.screen);
-  analytics.group(calls.group);
-  analytics.alias(calls.alias);
-  await analytics.closeAndFlush();
+test.for([{ flushAt: 1 }, { flushAt: 20 }])(
+  "@segment/analytics-node (flushAt $flushAt) sends all six calls",
+  async ({ flushAt }, { server, receivers }) => {
+    const { receiver, source } = await setup(server, receivers, `segment ${flushAt}`);
+    const analytics = new SegmentAnalytics({ writeKey: source.writeKey, host: server.url, flushAt, maxRetries: 0 });
+    const statuses: number[] = [];
+    const errors: unknown[] = [];
+    analytics.on("http_response", (response) => statuses.push(response.status));
+    analytics.on("error", (error) => errors.push(error));
+    const userId = `segment-user-${flushAt}`;
+    const calls = sixCalls(userId);
+    analytics.identify(calls.identify);
+    analytics.track(calls.track);
+    analytics.page(calls.page);
+    analytics.screen(calls.screen);
+    analytics.group(calls.group);
+    analytics.alias(calls.alias);
+    await analytics.closeAndFlush();
 
-  expect(errors).toEqual([]);
-  expect(statuses.length).toBeGreaterThan(0);
-  expect(statuses.every((status) => status === 200)).toBe(true);
-  expect(seen.every((s) => s.path === "/v1/batch" && s.authorization)).toBe(true);
-  if (flushAt === 1) expect(seen).toHaveLength(6);
-  const received = await receiver.waitForRequests(6);
-  expectSpecBodies(received, source.writeKey, userId, "@segment/analytics-node");
-});
+    expect(errors).toEqual([]);
+    expect(statuses.length).toBeGreaterThan(0);
+    expect(statuses.every((status) => status === 200)).toBe(true);
+    expect(seen.every((s) => s.path === "/v1/batch" && s.authorization)).toBe(true);
+    if (flushAt === 1) expect(seen).toHaveLength(6);
+    const received = await receiver.waitForRequests(6);
+    expectSpecBodies(received, source.writeKey, userId, "@segment/analytics-node");
+  },
+);
 
-test.each([
+test.for([
   { gzip: true, contentEncoding: "gzip" },
   { gzip: false, contentEncoding: "" },
-])("@rudderstack/rudder-sdk-node (gzip $gzip) sends all six calls", async ({ gzip, contentEncoding }) => {
-  const { receiver, source } = await setup(`rudder ${gzip}`);
+])("@rudderstack/rudder-sdk-node (gzip $gzip) sends all six calls", async ({ gzip, contentEncoding }, { server, receivers }) => {
+  const { receiver, source } = await setup(server, receivers, `rudder ${gzip}`);
   const analytics = new RudderAnalytics(source.writeKey, {
     dataPlaneUrl: server.url,
     gzip,

@@ -1,24 +1,14 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { expect } from "vitest";
+import { type TestReceivers, testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 import { bodies, deliveredMessageIds, post, storedMessageIds } from "./support.js";
 
 // Each test gets its own source, destination and receiver, so counts are its own.
 
-let server: TestServer;
-const receivers: Receiver[] = [];
+const test = testWith();
 
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterAll(async () => {
-  await server?.stop();
-  for (const receiver of receivers) await receiver.close();
-});
-
-async function setup(name = "hook") {
-  const receiver = await startReceiver();
-  receivers.push(receiver);
+async function setup(server: TestServer, receivers: TestReceivers, name = "hook") {
+  const receiver = await receivers.start();
   const source = await server.createSource(name);
   const destination = await server.createDestination({ name, sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
   return { receiver, source, destination };
@@ -32,8 +22,8 @@ const track = (messageId: string, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-test("a writeKey field in the body authenticates, and is delivered nowhere", async () => {
-  const { receiver, source } = await setup();
+test("a writeKey field in the body authenticates, and is delivered nowhere", async ({ server, receivers }) => {
+  const { receiver, source } = await setup(server, receivers);
   const response = await post(server, "/v1/batch", {
     writeKey: source.writeKey,
     batch: [track("body-key-1", { writeKey: source.writeKey, context: { page: { path: "/" } } })],
@@ -46,8 +36,8 @@ test("a writeKey field in the body authenticates, and is delivered nowhere", asy
   expect(bodies(received).find((b) => b.messageId === "body-key-1").context).toEqual({ page: { path: "/" } });
 });
 
-test("a batch's context and integrations are merged into each message; the message's own keys win", async () => {
-  const { receiver, source, destination } = await setup("merge hook");
+test("a batch's context and integrations are merged into each message; the message's own keys win", async ({ server, receivers }) => {
+  const { receiver, source, destination } = await setup(server, receivers, "merge hook");
   const response = await post(
     server,
     "/v1/batch",
@@ -71,8 +61,8 @@ test("a batch's context and integrations are merged into each message; the messa
   expect(delivered.get("merge-3").context).toEqual({ ip: "203.0.113.9", library: { name: "batch-level" } });
 });
 
-test('integrations {"All": false} stores the call without delivering it', async () => {
-  const { receiver, source, destination } = await setup();
+test('integrations {"All": false} stores the call without delivering it', async ({ server, receivers }) => {
+  const { receiver, source, destination } = await setup(server, receivers);
   const off = await post(server, "/v1/track", track("all-off", { integrations: { All: false } }), { writeKey: source.writeKey });
   expect(off.status).toBe(200);
   const on = await post(server, "/v1/track", track("all-on"), { writeKey: source.writeKey });
@@ -83,8 +73,8 @@ test('integrations {"All": false} stores the call without delivering it', async 
   expect(await deliveredMessageIds(server, destination.id)).toEqual(["all-on"]);
 });
 
-test("a repeated messageId is acknowledged but not delivered again", async () => {
-  const { receiver, source, destination } = await setup();
+test("a repeated messageId is acknowledged but not delivered again", async ({ server, receivers }) => {
+  const { receiver, source, destination } = await setup(server, receivers);
   const first = await post(server, "/v1/batch", { batch: [track("dup-1")] }, { writeKey: source.writeKey });
   expect(first).toMatchObject({ status: 200, json: { success: true } });
   await receiver.waitForRequests(1);
@@ -99,10 +89,10 @@ test("a repeated messageId is acknowledged but not delivered again", async () =>
   expect(bodies(received)[0].event).toBe("Semantics");
 });
 
-test.each(["text/plain", "application/x-www-form-urlencoded", "application/octet-stream", ""])(
+test.for(["text/plain", "application/x-www-form-urlencoded", "application/octet-stream", ""])(
   "JSON sent as Content-Type %j is parsed as JSON",
-  async (contentType) => {
-    const { source } = await setup();
+  async (contentType, { server, receivers }) => {
+    const { source } = await setup(server, receivers);
     const messageId = `ctype-${contentType || "none"}`;
     const response = await post(
       server,
@@ -118,8 +108,8 @@ test.each(["text/plain", "application/x-www-form-urlencoded", "application/octet
   },
 );
 
-test("a batch with some invalid messages stores the valid ones and lists the rest", async () => {
-  const { receiver, source } = await setup();
+test("a batch with some invalid messages stores the valid ones and lists the rest", async ({ server, receivers }) => {
+  const { receiver, source } = await setup(server, receivers);
   const oversized = track("too-big", { properties: { blob: "x".repeat(40_000) } });
   const response = await post(
     server,
@@ -142,8 +132,8 @@ test("a batch with some invalid messages stores the valid ones and lists the res
   ).toEqual(["ok-1", "ok-3"]);
 });
 
-test("a huge batch of invalid messages lists at most 100 of them", async () => {
-  const { source } = await setup();
+test("a huge batch of invalid messages lists at most 100 of them", async ({ server, receivers }) => {
+  const { source } = await setup(server, receivers);
   const batch = [track("many-ok"), ...Array.from({ length: 2_400 }, () => 0)];
   const response = await post(server, "/v1/batch", { batch }, { writeKey: source.writeKey });
   expect(response.status).toBe(200);
@@ -152,8 +142,8 @@ test("a huge batch of invalid messages lists at most 100 of them", async () => {
   expect(response.json.rejected[0]).toEqual({ index: 1, field: "message", reason: "message must be a JSON object" });
 });
 
-test("numeric ids become strings, timestamps with offsets become UTC, SDK extras are ignored", async () => {
-  const { receiver, source } = await setup();
+test("numeric ids become strings, timestamps with offsets become UTC, SDK extras are ignored", async ({ server, receivers }) => {
+  const { receiver, source } = await setup(server, receivers);
   const extras = { sentAt: "2026-11-22T10:00:00Z", _metadata: { nodeVersion: "20" }, channel: "server", version: 2 };
   const calls = [
     ["/v1/track", { ...extras, userId: 42, event: "Numbered", messageId: "num-1", timestamp: "2026-11-22T12:04:05.123+02:00" }],
@@ -175,8 +165,8 @@ test("numeric ids become strings, timestamps with offsets become UTC, SDK extras
   }
 });
 
-test("a call without messageId gets a server-assigned UUID", async () => {
-  const { receiver, source } = await setup();
+test("a call without messageId gets a server-assigned UUID", async ({ server, receivers }) => {
+  const { receiver, source } = await setup(server, receivers);
   const response = await post(server, "/v1/track", { userId: "u1", event: "No id" }, { writeKey: source.writeKey });
   expect(response.status).toBe(200);
   const [request] = await receiver.waitForRequests(1);

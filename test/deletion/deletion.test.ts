@@ -1,35 +1,31 @@
 import { fromJson } from "@bufbuild/protobuf";
 import { timestampDate, ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, createClient, type Client } from "@connectrpc/connect";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
 import { AudienceKind } from "../../gen/waypost/v1/audience_pb.js";
 import { DeletionService, DeletionStatus } from "../../gen/waypost/v1/deletion_pb.js";
+import { testWith } from "../helpers/fixtures.js";
 import { deleteMessages } from "../helpers/job-table-fixtures.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import type { TestServer } from "../helpers/server.js";
 import { audienceClient, countRows, createAudience, hmacSha1Hex, storedMembers, withAdmin } from "../audiences/support.js";
 
-let server: TestServer;
-let ok: Receiver;
+const test = testWith();
 let flaky: Receiver;
 let deletion: Client<typeof DeletionService>;
 
-beforeAll(async () => {
-  server = await startTestServer();
-  ok = await startReceiver();
+test.beforeAll(async ({ server }) => {
   // Answers 503: its deliveries stay undelivered (retrying).
   flaky = await startReceiver({ respond: () => ({ status: 503, body: "down" }) });
   deletion = withAdmin(createClient(DeletionService, server.transport), server.adminToken);
 });
 afterAll(async () => {
-  await server?.stop();
-  await ok?.close();
   await flaky?.close();
 });
 
 const secret = "delete-secret";
 
-async function userMessages(sourceId: string, userId: string): Promise<string[]> {
+async function userMessages(server: TestServer, sourceId: string, userId: string): Promise<string[]> {
   const result = await server.pool.query<{ type: string }>("SELECT type FROM messages WHERE source_id = $1 AND user_id = $2 ORDER BY id", [
     sourceId,
     userId,
@@ -37,7 +33,7 @@ async function userMessages(sourceId: string, userId: string): Promise<string[]>
   return result.rows.map((r) => r.type);
 }
 
-test("a deletion request removes the user's data everywhere and notifies every enabled destination", async () => {
+test("a deletion request removes the user's data everywhere and notifies every enabled destination", async ({ server, receiver: ok }) => {
   const a = await server.createSource("a");
   const b = await server.createSource("b");
   const c = await server.createSource("c (no destinations)");
@@ -98,12 +94,12 @@ test("a deletion request removes the user's data everywhere and notifies every e
   expect(JSON.parse(flaky.requests[flakyBefore]!.body)).toMatchObject({ type: "delete", userId: "doomed" });
 
   // Stored data: only the delete notifications remain; other users untouched.
-  expect(await userMessages(a.id, "doomed")).toEqual(["delete"]);
-  expect(await userMessages(b.id, "doomed")).toEqual(["delete"]);
-  expect(await userMessages(c.id, "doomed")).toEqual([]);
-  expect(await userMessages(a.id, "doomed-2")).toEqual([]);
-  expect(await userMessages(a.id, "keep")).toEqual(["identify", "track"]);
-  expect(await userMessages(b.id, "keep")).toEqual(["identify"]);
+  expect(await userMessages(server, a.id, "doomed")).toEqual(["delete"]);
+  expect(await userMessages(server, b.id, "doomed")).toEqual(["delete"]);
+  expect(await userMessages(server, c.id, "doomed")).toEqual([]);
+  expect(await userMessages(server, a.id, "doomed-2")).toEqual([]);
+  expect(await userMessages(server, a.id, "keep")).toEqual(["identify", "track"]);
+  expect(await userMessages(server, b.id, "keep")).toEqual(["identify"]);
   expect(await storedMembers(server, audience.id)).toEqual({ keep: true });
   expect(await storedMembers(server, trait.id)).toEqual({ keep: 1 });
   const listed = await audienceClient(server).listAudiences({ sourceId: a.id });
@@ -149,7 +145,7 @@ test("a deletion request removes the user's data everywhere and notifies every e
   expect(resync.counts).toMatchObject({ added: 0n, removed: 0n, calls: 0n });
 });
 
-test("named sources only; input errors name the field", async () => {
+test("named sources only; input errors name the field", async ({ server }) => {
   const a = await server.createSource();
   const b = await server.createSource();
   await server.tracking(a.writeKey).track({ track: { userId: "u", event: "e" } });
@@ -164,8 +160,8 @@ test("named sources only; input errors name the field", async () => {
     status: DeletionStatus.COMPLETED,
   });
   expect(deletionRequest!.completeTime).toEqual(deletionRequest!.createTime);
-  expect(await userMessages(a.id, "u")).toEqual(["track"]);
-  expect(await userMessages(b.id, "u")).toEqual([]);
+  expect(await userMessages(server, a.id, "u")).toEqual(["track"]);
+  expect(await userMessages(server, b.id, "u")).toEqual([]);
 
   const unknown = "00000000-0000-4000-8000-000000000000";
   await expect(deletion.createDeletionRequest({ userId: "u", sourceIds: [a.id, unknown] })).rejects.toMatchObject({
@@ -180,11 +176,11 @@ test("named sources only; input errors name the field", async () => {
     rawMessage: expect.stringMatching(/^userId: /),
   });
   // The failed requests changed nothing.
-  expect(await userMessages(a.id, "u")).toEqual(["track"]);
+  expect(await userMessages(server, a.id, "u")).toEqual(["track"]);
   await expect(deletion.getDeletionRequest({ id: unknown })).rejects.toMatchObject({ code: Code.NotFound });
 });
 
-test("a failure inside the request leaves everything as it was", async () => {
+test("a failure inside the request leaves everything as it was", async ({ server, receiver: ok }) => {
   const a = await server.createSource();
   await server.createDestination({ name: "paused", sourceIds: [a.id], webhooks: [{ url: ok.url }], enabled: false });
   await server.tracking(a.writeKey).track({ track: { userId: "v", event: "e" } });
@@ -201,11 +197,11 @@ test("a failure inside the request leaves everything as it was", async () => {
   } finally {
     await server.pool.query("DROP TRIGGER fail_request ON deletion_requests; DROP FUNCTION fail_request()");
   }
-  expect(await userMessages(a.id, "v")).toEqual(["track", "identify"]);
+  expect(await userMessages(server, a.id, "v")).toEqual(["track", "identify"]);
   expect(await storedMembers(server, audience.id)).toEqual({ v: true });
 });
 
-test("ListDeletionRequests pages newest first, filters by user, and reports progress like Get", async () => {
+test("ListDeletionRequests pages newest first, filters by user, and reports progress like Get", async ({ server }) => {
   const source = await server.createSource("listing");
   const created: string[] = [];
   for (const userId of ["list-1", "list-2", "list-3"]) {

@@ -6,7 +6,7 @@ import type { Pool } from "../../src/db/pool.js";
 import { countBackfillCandidates } from "../../src/db/queries/backfill-candidates.js";
 import { insertJob, selectJob } from "../../src/db/queries/background-jobs.js";
 import { createBackfillJob } from "../../src/delivery/backfill-job.js";
-import { createJobRunner, type JobHandler } from "../../src/delivery/job-runner.js";
+import { createJobRunner, type JobHandler } from "../../src/background/job-runner.js";
 import { createRetryJob } from "../../src/delivery/retry-job.js";
 import { createLogger } from "../../src/logger.js";
 import { openTestDatabase, type TestDatabase } from "../helpers/database.js";

@@ -5,7 +5,7 @@ import { countReplayable, singleNodeJobTable } from "../../src/db/job-table/inde
 import { randomUUID } from "node:crypto";
 import { insertJob, selectJob } from "../../src/db/queries/background-jobs.js";
 import { createBackfillJob } from "../../src/delivery/backfill-job.js";
-import { createJobRunner } from "../../src/delivery/job-runner.js";
+import { createJobRunner } from "../../src/background/job-runner.js";
 import { createRetryJob } from "../../src/delivery/retry-job.js";
 import { createLogger } from "../../src/logger.js";
 import { openTestDatabase, type TestDatabase } from "../helpers/database.js";

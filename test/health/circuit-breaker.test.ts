@@ -1,51 +1,28 @@
-import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { DestinationHealth } from "../../gen/waypost/v1/destination_pb.js";
 import { ManualClock } from "../../src/clock.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
 import { verifyStandardWebhook } from "../helpers/standard-webhooks.js";
-import {
-  circuitGauge,
-  claimRound,
-  healthConfig,
-  statuses,
-  trackAndRecord,
-  startEndpoint,
-  destinationHealth,
-  operatorEventsAt,
-} from "./support.js";
+import { circuitGauge, claimRound, healthConfig, statuses, trackAndRecord, destinationHealth, operatorEventsAt } from "./support.js";
 
 const second = 1_000;
 const operatorSecret = `whsec_${Buffer.alloc(32, 7).toString("base64")}`;
-let clock: ManualClock;
-let server: TestServer;
-let operator: Receiver;
-const receivers: Receiver[] = [];
-
-beforeAll(async () => {
-  clock = new ManualClock(new Date("2026-11-22T10:00:00Z"));
-  operator = await startReceiver();
-  server = await startTestServer({
-    clock,
-    config: healthConfig({ operatorWebhook: { url: operator.url, secret: operatorSecret } }),
-  });
+const clock = new ManualClock(new Date("2026-11-22T10:00:00Z"));
+// The operator's events go to the file's receiver.
+const test = testWith({
+  server: ({ receiver: operator }) => ({ clock, config: healthConfig({ operatorWebhook: { url: operator.url, secret: operatorSecret } }) }),
 });
-afterAll(async () => {
-  await server?.stop();
-  await operator?.close();
-});
-afterEach(async () => {
+test.afterEach(async ({ server }) => {
   await server.waypost.delivery!.settle();
-  await Promise.all(receivers.splice(0).map((r) => r.close()));
 });
 
-const endpoint = (respond: () => { status: number }) => startEndpoint(receivers, respond);
-const health = (id: string) => destinationHealth(server, id);
-const operatorEvents = () => operatorEventsAt(operator);
-
-test("opens after N failures spanning T, sends nothing while open, probes on a doubling cooldown, closes on success and drains", async () => {
+test("opens after N failures spanning T, sends nothing while open, probes on a doubling cooldown, closes on success and drains", async ({
+  server,
+  receiver: operator,
+  receivers,
+}) => {
   let down = true;
-  const receiver = await endpoint(() => ({ status: down ? 503 : 200 }));
+  const receiver = await receivers.start({ respond: () => ({ status: down ? 503 : 200 }) });
   const source = await server.createSource();
   const destination = await server.createDestination({ name: "flaky", sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
   const start = clock.now().getTime();
@@ -57,11 +34,11 @@ test("opens after N failures spanning T, sends nothing while open, probes on a d
   at(59);
   await trackAndRecord(server, source.writeKey, "c");
   // Three failures, but spanning 59 s: still closed, failing.
-  expect((await health(destination.id)).health).toBe(DestinationHealth.FAILING);
-  expect((await health(destination.id)).consecutiveFailures).toBe(3);
+  expect((await destinationHealth(server, destination.id)).health).toBe(DestinationHealth.FAILING);
+  expect((await destinationHealth(server, destination.id)).consecutiveFailures).toBe(3);
   at(60);
   await trackAndRecord(server, source.writeKey, "d");
-  const open = await health(destination.id);
+  const open = await destinationHealth(server, destination.id);
   expect(open.health).toBe(DestinationHealth.CIRCUIT_OPEN);
   expect(open.lastError).toBe("HTTP 503");
   expect(open.nextProbeTime?.seconds).toBe(BigInt((start + 90 * second) / 1000));
@@ -85,9 +62,9 @@ test("opens after N failures spanning T, sends nothing while open, probes on a d
     at(t);
     await claimRound(server);
     expect(receiver.requests).toHaveLength(5 + i);
-    expect((await health(destination.id)).health).toBe(DestinationHealth.CIRCUIT_OPEN);
+    expect((await destinationHealth(server, destination.id)).health).toBe(DestinationHealth.CIRCUIT_OPEN);
   }
-  expect((await health(destination.id)).nextProbeTime?.seconds).toBe(BigInt((start + 390 * second) / 1000));
+  expect((await destinationHealth(server, destination.id)).nextProbeTime?.seconds).toBe(BigInt((start + 390 * second) / 1000));
 
   // The endpoint is back: the next probe closes the circuit and the two
   // fresh deliveries still waiting go at once, without another poke.
@@ -97,7 +74,7 @@ test("opens after N failures spanning T, sends nothing while open, probes on a d
   await claimRound(server);
   await drained;
   expect(receiver.requests).toHaveLength(7 + 3);
-  const closed = await health(destination.id);
+  const closed = await destinationHealth(server, destination.id);
   expect(closed.health).toBe(DestinationHealth.HEALTHY);
   expect(closed.consecutiveFailures).toBe(0);
   expect(await circuitGauge(server, destination.id)).toBe(0);
@@ -112,7 +89,7 @@ test("opens after N failures spanning T, sends nothing while open, probes on a d
 
   // The operator heard about both transitions, once each, signed.
   await server.waypost.delivery!.settle();
-  const events = operatorEvents().filter((e) => e.body.data.destinationId === destination.id);
+  const events = operatorEventsAt(operator).filter((e) => e.body.data.destinationId === destination.id);
   expect(events.map((e) => e.body.type)).toEqual(["destination.circuit_opened", "destination.circuit_closed"]);
   expect(events[0]!.body.data).toMatchObject({ name: "flaky", consecutiveFailures: 4, lastError: "HTTP 503", cooldownMs: 30_000 });
   expect(events[1]!.body.data).toMatchObject({ name: "flaky", openForMs: 330_000 });
@@ -127,9 +104,12 @@ test("opens after N failures spanning T, sends nothing while open, probes on a d
   ]);
 });
 
-test("a healthy destination keeps delivering while another's circuit is open; the open one's endpoint sees only the probes", async () => {
-  const down = await endpoint(() => ({ status: 503 }));
-  const up = await endpoint(() => ({ status: 200 }));
+test("a healthy destination keeps delivering while another's circuit is open; the open one's endpoint sees only the probes", async ({
+  server,
+  receivers,
+}) => {
+  const down = await receivers.start({ respond: () => ({ status: 503 }) });
+  const up = await receivers.start({ respond: () => ({ status: 200 }) });
   const source = await server.createSource();
   const dead = await server.createDestination({ name: "dead", sourceIds: [source.id], webhooks: [{ url: down.url }] });
   await server.createDestination({ name: "alive", sourceIds: [source.id], webhooks: [{ url: up.url }] });
@@ -138,7 +118,7 @@ test("a healthy destination keeps delivering while another's circuit is open; th
     clock.set(new Date(start + s * second));
     await trackAndRecord(server, source.writeKey, `open-${s}`, 2);
   }
-  expect((await health(dead.id)).health).toBe(DestinationHealth.CIRCUIT_OPEN);
+  expect((await destinationHealth(server, dead.id)).health).toBe(DestinationHealth.CIRCUIT_OPEN);
   expect(down.requests).toHaveLength(3);
 
   // An hour in 30 s steps, one call per step.
@@ -156,11 +136,11 @@ test("a healthy destination keeps delivering while another's circuit is open; th
   for (let t = 90, cooldown = 30; t <= 3660; cooldown = Math.min(cooldown * 2, 120), t += cooldown) expectedProbes.push(t);
   expect(down.requests.length - 3).toBe(expectedProbes.length);
   expect(expectedProbes.length).toBeLessThan(32);
-  expect((await health(dead.id)).health).toBe(DestinationHealth.CIRCUIT_OPEN);
+  expect((await destinationHealth(server, dead.id)).health).toBe(DestinationHealth.CIRCUIT_OPEN);
 });
 
-test("Retry-After: 120 from one delivery holds back the destination's other due deliveries", async () => {
-  const receiver = await endpoint(() => ({ status: 200 }));
+test("Retry-After: 120 from one delivery holds back the destination's other due deliveries", async ({ server, receivers }) => {
+  const receiver = await receivers.start({ respond: () => ({ status: 200 }) });
   receiver.respond = (_, index) => (index === 0 ? { status: 429, headers: { "retry-after": "120" } } : { status: 200 });
   const source = await server.createSource();
   const destination = await server.createDestination({ name: "busy", sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
@@ -171,7 +151,7 @@ test("Retry-After: 120 from one delivery holds back the destination's other due 
   await client.track({ track: { userId: "u", event: "third" } });
   await claimRound(server);
   expect(receiver.requests).toHaveLength(1);
-  const busy = await health(destination.id);
+  const busy = await destinationHealth(server, destination.id);
   expect(busy.health).toBe(DestinationHealth.FAILING);
   expect(busy.backoffUntilTime?.seconds).toBe(BigInt((start + 120 * second) / 1000));
 
@@ -184,12 +164,12 @@ test("Retry-After: 120 from one delivery holds back the destination's other due 
   await claimRound(server);
   await done;
   expect(receiver.requests).toHaveLength(3);
-  expect((await health(destination.id)).health).toBe(DestinationHealth.HEALTHY);
+  expect((await destinationHealth(server, destination.id)).health).toBe(DestinationHealth.HEALTHY);
 });
 
-test("new webhooks get their probe at once, without waiting out the cooldown", async () => {
-  const down = await endpoint(() => ({ status: 503 }));
-  const fixed = await endpoint(() => ({ status: 200 }));
+test("new webhooks get their probe at once, without waiting out the cooldown", async ({ server, receivers }) => {
+  const down = await receivers.start({ respond: () => ({ status: 503 }) });
+  const fixed = await receivers.start({ respond: () => ({ status: 200 }) });
   const source = await server.createSource();
   const destination = await server.createDestination({ name: "moved", sourceIds: [source.id], webhooks: [{ url: down.url }] });
   const start = clock.now().getTime();
@@ -200,7 +180,7 @@ test("new webhooks get their probe at once, without waiting out the cooldown", a
   const client = server.tracking(source.writeKey);
   for (let i = 0; i < 3; i++) await client.track({ track: { userId: "u", event: `held-${i}` } });
   await claimRound(server);
-  expect((await health(destination.id)).health).toBe(DestinationHealth.CIRCUIT_OPEN);
+  expect((await destinationHealth(server, destination.id)).health).toBe(DestinationHealth.CIRCUIT_OPEN);
 
   // 30 s before the probe would be due: the update wakes the loop, the probe
   // goes to the new URL, succeeds, and the others follow.
@@ -212,5 +192,5 @@ test("new webhooks get their probe at once, without waiting out the cooldown", a
   await delivered;
   expect(fixed.requests).toHaveLength(3);
   expect(down.requests).toHaveLength(3);
-  expect((await health(destination.id)).health).toBe(DestinationHealth.HEALTHY);
+  expect((await destinationHealth(server, destination.id)).health).toBe(DestinationHealth.HEALTHY);
 });

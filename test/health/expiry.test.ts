@@ -1,19 +1,9 @@
-import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { DestinationHealth } from "../../gen/waypost/v1/destination_pb.js";
 import { ManualClock } from "../../src/clock.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
 import { verifyStandardWebhook } from "../helpers/standard-webhooks.js";
-import {
-  claimRound,
-  healthConfig,
-  statuses,
-  testCircuit,
-  trackAndRecord,
-  startEndpoint,
-  destinationHealth,
-  operatorEventsAt,
-} from "./support.js";
+import { claimRound, healthConfig, statuses, testCircuit, trackAndRecord, destinationHealth, operatorEventsAt } from "./support.js";
 
 // Expiry while a circuit is open. The cooldown is longer than the test's
 // hours, so no probe can be due when the clock jumps: what the endpoint
@@ -21,33 +11,25 @@ import {
 const second = 1_000;
 const hour = 3_600_000;
 const operatorSecret = `whsec_${Buffer.alloc(32, 5).toString("base64")}`;
-let clock: ManualClock;
-let server: TestServer;
-let operator: Receiver;
-const receivers: Receiver[] = [];
-
-beforeAll(async () => {
-  clock = new ManualClock(new Date("2026-11-22T10:00:00Z"));
-  operator = await startReceiver();
-  const config = healthConfig({ operatorWebhook: { url: operator.url, secret: operatorSecret } });
-  config.delivery = { ...config.delivery, circuit: { ...testCircuit, cooldownMs: 24 * hour, maxCooldownMs: 24 * hour } };
-  server = await startTestServer({ clock, config });
+const clock = new ManualClock(new Date("2026-11-22T10:00:00Z"));
+// The operator's events go to the file's receiver.
+const test = testWith({
+  server: ({ receiver: operator }) => {
+    const config = healthConfig({ operatorWebhook: { url: operator.url, secret: operatorSecret } });
+    config.delivery = { ...config.delivery, circuit: { ...testCircuit, cooldownMs: 24 * hour, maxCooldownMs: 24 * hour } };
+    return { clock, config };
+  },
 });
-afterAll(async () => {
-  await server?.stop();
-  await operator?.close();
-});
-afterEach(async () => {
+test.afterEach(async ({ server }) => {
   await server.waypost.delivery!.settle();
-  await Promise.all(receivers.splice(0).map((r) => r.close()));
 });
 
-const endpoint = (respond: () => { status: number }) => startEndpoint(receivers, respond);
-const health = (id: string) => destinationHealth(server, id);
-const operatorEvents = () => operatorEventsAt(operator);
-
-test("deadlines still expire the deliveries of an open circuit; the operator hears at most once a minute per destination", async () => {
-  const down = await endpoint(() => ({ status: 503 }));
+test("deadlines still expire the deliveries of an open circuit; the operator hears at most once a minute per destination", async ({
+  server,
+  receiver: operator,
+  receivers,
+}) => {
+  const down = await receivers.start({ respond: () => ({ status: 503 }) });
   const source = await server.createSource();
   const destination = await server.createDestination({ name: "gone", sourceIds: [source.id], webhooks: [{ url: down.url }] });
   const start = clock.now().getTime();
@@ -56,7 +38,7 @@ test("deadlines still expire the deliveries of an open circuit; the operator hea
     at(s);
     await trackAndRecord(server, source.writeKey, `open-${s}`);
   }
-  expect((await health(destination.id)).health).toBe(DestinationHealth.CIRCUIT_OPEN);
+  expect((await destinationHealth(server, destination.id)).health).toBe(DestinationHealth.CIRCUIT_OPEN);
   // Created while open, never attempted: their window runs from creation.
   const client = server.tracking(source.writeKey);
   for (let i = 0; i < 5; i++) await client.track({ track: { userId: "u", event: `held-${i}` } });
@@ -66,7 +48,9 @@ test("deadlines still expire the deliveries of an open circuit; the operator hea
   const loop = server.waypost.delivery!;
   const maintenance = server.waypost.maintenance!;
   const expiredEvents = () =>
-    operatorEvents().filter((e) => e.body.type === "destination.deliveries_expired" && e.body.data.destinationId === destination.id);
+    operatorEventsAt(operator).filter(
+      (e) => e.body.type === "destination.deliveries_expired" && e.body.data.destinationId === destination.id,
+    );
   const report = async () => {
     await loop.health.runOnce();
     await loop.settle();

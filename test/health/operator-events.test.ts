@@ -1,25 +1,18 @@
 import { PassThrough } from "node:stream";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { ManualClock } from "../../src/clock.js";
 import { createAddressGuard } from "../../src/outbound/address-guard.js";
 import { createHttpClient } from "../../src/outbound/http-client.js";
 import { createOperatorEvents } from "../../src/health/operator-events.js";
 import { createLogger } from "../../src/logger.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import { testWith } from "../helpers/fixtures.js";
 import { verifyStandardWebhook } from "../helpers/standard-webhooks.js";
 
 const secret = `whsec_${Buffer.alloc(32, 3).toString("base64")}`;
-let receiver: Receiver;
+const test = testWith();
 let logs = "";
 const logStream = new PassThrough();
 logStream.on("data", (chunk: Buffer) => (logs += chunk.toString()));
-
-beforeAll(async () => {
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await receiver?.close();
-});
 
 function setup(url: string, allowPrivate: boolean) {
   const clock = new ManualClock(new Date("2026-11-22T10:00:00Z"));
@@ -37,7 +30,7 @@ function setup(url: string, allowPrivate: boolean) {
   return { clock, events, close: () => dispatcher.close() };
 }
 
-test("an event is a warn line and a signed POST, retried with the same webhook-id after a retryable failure", async () => {
+test("an event is a warn line and a signed POST, retried with the same webhook-id after a retryable failure", async ({ receiver }) => {
   receiver.requests.length = 0;
   receiver.respond = (_, index) => ({ status: index === 0 ? 503 : 200 });
   const { clock, events, close } = setup(receiver.url, true);
@@ -57,7 +50,7 @@ test("an event is a warn line and a signed POST, retried with the same webhook-i
   expect(JSON.parse(line!)).toMatchObject({ level: 40, destinationId: "d-1", consecutiveFailures: 20 });
 });
 
-test("the operator URL goes through the SSRF guard like any webhook", async () => {
+test("the operator URL goes through the SSRF guard like any webhook", async ({ receiver }) => {
   receiver.requests.length = 0;
   const { events, close } = setup(receiver.url, false);
   events.emit("destination.circuit_closed", { destinationId: "d-2" });

@@ -1,6 +1,6 @@
 import type { CircuitConfig, Config } from "../../src/config.js";
 import { defaultRetrySchedule } from "../../src/config.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import type { Receiver } from "../helpers/receiver.js";
 import type { TestServer } from "../helpers/server.js";
 
 /** Small numbers, so a test opens a circuit in three calls. */
@@ -64,13 +64,6 @@ export async function circuitGauge(server: TestServer, destinationId: string): P
   const text = await (await fetch(`${server.url}/metrics`)).text();
   const match = text.match(new RegExp(`waypost_destination_circuit_open\\{destination_id="${destinationId}"\\} (\\d+)`));
   return match ? Number(match[1]) : undefined;
-}
-
-/** A receiver answering with `respond`, kept in `receivers` so afterEach can close it. */
-export async function startEndpoint(receivers: Receiver[], respond: () => { status: number }): Promise<Receiver> {
-  const receiver = await startReceiver({ respond });
-  receivers.push(receiver);
-  return receiver;
 }
 
 /** The destination as the API reports it (its health fields included). */

@@ -43,10 +43,17 @@ export interface Receiver {
 
 export type ReceiverTls = "none" | "self-signed" | "trusted";
 
+export interface ReceiverOptions {
+  /** Plain HTTP (default), or HTTPS with a self-signed or test-CA certificate. */
+  tls?: ReceiverTls;
+  /** How it answers (default 200 "ok"); `receiver.respond` can be swapped later. */
+  respond?: Responder;
+}
+
 const fixture = (name: string) => readFileSync(new URL(`../fixtures/tls/${name}`, import.meta.url));
 
 /** A real webhook endpoint on loopback: plain HTTP, or HTTPS with a self-signed or test-CA certificate. */
-export async function startReceiver(options: { tls?: ReceiverTls; respond?: Responder } = {}): Promise<Receiver> {
+export async function startReceiver(options: ReceiverOptions = {}): Promise<Receiver> {
   const tls = options.tls ?? "none";
   const waiters: Array<{ count: number; resolve: () => void; kind: "requests" | "tls" }> = [];
   const hanging = new Set<http.ServerResponse>();

@@ -1,11 +1,11 @@
 import path from "node:path";
 import { build } from "esbuild";
 import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect } from "vitest";
 import { storedMessageIds } from "../compat/support.js";
 import { launchBrowser, type PageServer, servePage } from "../helpers/browser.js";
+import { testWith } from "../helpers/fixtures.js";
 import { startFlakyProxy, type FlakyProxy, type ProxiedExchange } from "../helpers/flaky-proxy.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
 
 /**
  * The real `@segment/analytics-next`, bundled into a page on another origin
@@ -48,12 +48,12 @@ const contexts = await Promise.all([
 window.__result = { messageIds: contexts.map((ctx) => ctx.event.messageId), origin: location.origin, failures };
 `;
 
-let server: TestServer;
+const test = testWith();
 let proxy: FlakyProxy;
 let browser: Browser;
 let pageServer: PageServer | undefined;
 
-beforeAll(async () => {
+test.beforeAll(async ({ server }) => {
   const bundle = await build({
     stdin: { contents: pageScript, resolveDir: root, loader: "js" },
     bundle: true,
@@ -64,7 +64,6 @@ beforeAll(async () => {
     logLevel: "silent",
   });
   pageServer = await servePage(bundle.outputFiles[0]!.text);
-  server = await startTestServer();
   proxy = await startFlakyProxy(server.url);
   browser = await launchBrowser();
 }, 60_000);
@@ -72,7 +71,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await proxy?.close();
-  await server?.stop();
   await pageServer?.close();
 });
 
@@ -107,7 +105,7 @@ describe.each([
   { mode: "standard" as const, paths: ["/v1/i", "/v1/p", "/v1/t"] },
   { mode: "batching" as const, paths: ["/v1/b"] },
 ])("@segment/analytics-next in $mode mode, from a page on another origin", ({ mode, paths }) => {
-  it("retries each failed call with X-Retry-Count, and every call is stored", async () => {
+  test("retries each failed call with X-Retry-Count, and every call is stored", async ({ server }) => {
     const source = await server.createSource(`segment browser ${mode}`);
     const before = proxy.exchanges.length;
     const sent = await sendFromPage(source.writeKey, mode);

@@ -2,20 +2,13 @@ import http2 from "node:http2";
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
+import { testWith } from "../helpers/fixtures.js";
 import { startServiceProcess } from "../helpers/process.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
 
-let server: TestServer;
+const test = testWith();
 
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
-
-test("health, readiness and 404 over HTTP/1.1", async () => {
+test("health, readiness and 404 over HTTP/1.1", async ({ server }) => {
   expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
   expect(await (await fetch(`${server.url}/readyz`)).text()).toBe("ready\n");
   const missing = await fetch(`${server.url}/nope`);
@@ -23,7 +16,7 @@ test("health, readiness and 404 over HTTP/1.1", async () => {
   expect(await missing.json()).toEqual({ error: "no route for GET /nope" });
 });
 
-test("HTTP/2 cleartext on the same port", async () => {
+test("HTTP/2 cleartext on the same port", async ({ server }) => {
   const session = http2.connect(server.url);
   try {
     const status = await new Promise<number>((resolve, reject) => {

@@ -1,7 +1,8 @@
 import net from "node:net";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
+import { testWith } from "../helpers/fixtures.js";
 import { insertWebhookSource } from "../helpers/hook-sources.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import type { TestServer } from "../helpers/server.js";
 import { basicAuth, post } from "../compat/support.js";
 
 /**
@@ -12,16 +13,12 @@ import { basicAuth, post } from "../compat/support.js";
  */
 
 const bodyTimeoutMs = 60_000;
-let server: TestServer;
+const test = testWith({ server: { config: { bodies: { deadlineMs: bodyTimeoutMs, minBytesPerSecond: 0, rateGraceMs: 0 } } } });
 let writeKey: string;
 
-beforeAll(async () => {
+test.beforeAll(async ({ server }) => {
   // A deadline far away: only the piece count may cut these bodies.
-  server = await startTestServer({ config: { bodies: { deadlineMs: bodyTimeoutMs, minBytesPerSecond: 0, rateGraceMs: 0 } } });
   writeKey = (await server.createSource()).writeKey;
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 interface RawAnswer {
@@ -36,7 +33,7 @@ interface RawAnswer {
  * (waiting for the socket to drain), until the server answers or every
  * chunk is out; resolves when the server has answered and closed.
  */
-function postInOneByteChunks(path: string, headers: Record<string, string>, body: string): Promise<RawAnswer> {
+function postInOneByteChunks(server: TestServer, path: string, headers: Record<string, string>, body: string): Promise<RawAnswer> {
   const url = new URL(server.url);
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(url.port), url.hostname);
@@ -94,9 +91,11 @@ function paddedBatch(bytes: number): string {
 }
 
 describe("one-byte chunks", () => {
-  test("/v1/batch with a write key: 413 naming the pieces, the connection closed, and a concurrent /v1/track answered", async () => {
+  test("/v1/batch with a write key: 413 naming the pieces, the connection closed, and a concurrent /v1/track answered", async ({
+    server,
+  }) => {
     const body = paddedBatch(200_000);
-    const attacks = Array.from({ length: 4 }, () => postInOneByteChunks("/v1/batch", { authorization: basicAuth(writeKey) }, body));
+    const attacks = Array.from({ length: 4 }, () => postInOneByteChunks(server, "/v1/batch", { authorization: basicAuth(writeKey) }, body));
     const track = await post(server, "/v1/track", { userId: "u", event: "during" }, { writeKey });
     expect(track.status).toBe(200);
     for (const answer of await Promise.all(attacks)) {
@@ -107,10 +106,10 @@ describe("one-byte chunks", () => {
     }
   });
 
-  test("/hooks/<token> of a source with no verifier: 413 naming the pieces, the connection closed", async () => {
+  test("/hooks/<token> of a source with no verifier: 413 naming the pieces, the connection closed", async ({ server }) => {
     const source = await insertWebhookSource(server);
     const answers = await Promise.all(
-      Array.from({ length: 4 }, () => postInOneByteChunks(`/hooks/${source.token}`, {}, paddedBatch(200_000))),
+      Array.from({ length: 4 }, () => postInOneByteChunks(server, `/hooks/${source.token}`, {}, paddedBatch(200_000))),
     );
     for (const answer of answers) {
       expect(answer.status).toBe(413);
@@ -121,24 +120,30 @@ describe("one-byte chunks", () => {
     expect(stored.rows[0].n).toBe(0);
   });
 
-  test("TrackingService over Connect: resource_exhausted naming the pieces, the connection closed", async () => {
+  test("TrackingService over Connect: resource_exhausted naming the pieces, the connection closed", async ({ server }) => {
     const body = JSON.stringify({ event: "padded", userId: "u", properties: { pad: "x".repeat(100_000) } });
-    const answer = await postInOneByteChunks("/waypost.v1.TrackingService/Track", { authorization: `Bearer ${writeKey}` }, body);
+    const answer = await postInOneByteChunks(server, "/waypost.v1.TrackingService/Track", { authorization: `Bearer ${writeKey}` }, body);
     expect(answer.status).toBe(429);
     expect(JSON.parse(answer.text)).toMatchObject({ code: "resource_exhausted" });
     expect(JSON.parse(answer.text).message).toMatch(/too many pieces/);
     expect(answer.closed).toBe(true);
   });
 
-  test("a body of a few hundred chunks of ordinary size is read as usual", async () => {
+  test("a body of a few hundred chunks of ordinary size is read as usual", async ({ server }) => {
     const body = paddedBatch(20_000);
-    const answer = await postInChunks("/v1/batch", { authorization: basicAuth(writeKey) }, body, 100);
+    const answer = await postInChunks(server, "/v1/batch", { authorization: basicAuth(writeKey) }, body, 100);
     expect(answer.status).toBe(200);
   });
 });
 
 /** POSTs `body` in chunks of `size` bytes, then reads the answer. */
-function postInChunks(path: string, headers: Record<string, string>, body: string, size: number): Promise<{ status: number }> {
+function postInChunks(
+  server: TestServer,
+  path: string,
+  headers: Record<string, string>,
+  body: string,
+  size: number,
+): Promise<{ status: number }> {
   const url = new URL(server.url);
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(url.port), url.hostname);

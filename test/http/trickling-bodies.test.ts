@@ -1,9 +1,10 @@
 import http from "node:http";
 import net from "node:net";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, expect } from "vitest";
 import { defaultConnectionLimits } from "../../src/http/connection-limits.js";
 import type { RouteHandler } from "../../src/http/types.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 
 /**
  * One client, one address, no credentials: it fills the connection cap
@@ -13,26 +14,26 @@ import { startTestServer, type TestServer } from "../helpers/server.js";
  */
 
 const cap = 200;
-let server: TestServer;
-let writeKey: string;
-const attackers: net.Socket[] = [];
-let trickle: NodeJS.Timeout | undefined;
-
-beforeAll(async () => {
-  server = await startTestServer({
+const test = testWith({
+  server: {
     routes: (defaults) => [probe, ...defaults],
     config: {
       // Long stall and request timeouts: only the cap decides who stays.
       connections: { ...defaultConnectionLimits, maxConnections: cap, bodyStallTimeoutMs: 120_000, requestTimeoutMs: 120_000 },
       bodies: { deadlineMs: 120_000, minBytesPerSecond: 0, rateGraceMs: 0 },
     },
-  });
+  },
+});
+let writeKey: string;
+const attackers: net.Socket[] = [];
+let trickle: NodeJS.Timeout | undefined;
+
+test.beforeAll(async ({ server }) => {
   writeKey = (await server.createSource()).writeKey;
 });
 afterAll(async () => {
   clearInterval(trickle);
   for (const socket of attackers) socket.destroy();
-  await server?.stop();
 });
 
 /** Sees each trickling request begin (the server is reading its body), then lets the real routes answer it. */
@@ -43,7 +44,7 @@ const probe: RouteHandler = async (req, _res, path) => {
 };
 
 /** One request on a connection of its own (no keep-alive agent). */
-function requestOnNewConnection(path: string, body?: string): Promise<{ status: number; body: string }> {
+function requestOnNewConnection(server: TestServer, path: string, body?: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const url = new URL(path, server.url);
     const req = http.request(
@@ -67,7 +68,7 @@ function requestOnNewConnection(path: string, body?: string): Promise<{ status: 
   });
 }
 
-test("connections trickling /v1/batch bodies up to the cap do not lock out /readyz or tracking calls", async () => {
+test("connections trickling /v1/batch bodies up to the cap do not lock out /readyz or tracking calls", async ({ server }) => {
   // Counts trickling connections settled: their request has begun (the
   // server is reading its body), or they were closed.
   let settled = 0;
@@ -107,9 +108,10 @@ test("connections trickling /v1/batch bodies up to the cap do not lock out /read
 
   const legit: Array<{ status: number; body: string }> = [];
   for (let round = 0; round < 3; round++) {
-    legit.push(await requestOnNewConnection("/readyz"));
+    legit.push(await requestOnNewConnection(server, "/readyz"));
     legit.push(
       await requestOnNewConnection(
+        server,
         "/v1/track",
         JSON.stringify({ writeKey, userId: `u${round}`, event: "Trickle Probe", messageId: `trickle-${round}` }),
       ),

@@ -5,8 +5,9 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { systemClock } from "../../src/clock.js";
 import type { Pool } from "../../src/db/pool.js";
 import { emptyCall } from "../../src/calls/call.js";
+import { matcherOfRow } from "../../src/delivery/kinds/registry.js";
 import { createIngestor } from "../../src/ingest/ingestor.js";
-import { deliveriesChannel } from "../../src/db/job-table/index.js";
+import { deliveriesChannel, singleNodeJobTable } from "../../src/db/job-table/index.js";
 import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { startTestServer } from "../helpers/server.js";
 import { seedSourceAndDestination } from "../helpers/job-table-fixtures.js";
@@ -34,8 +35,10 @@ test("the ingestor says when a store queued deliveries, after it committed, and 
   const wakes: number[] = [];
   const ingestor = createIngestor({
     pool,
+    jobTable: singleNodeJobTable,
     clock: systemClock,
     onQueued: () => wakes.push(wakes.length),
+    kindMatcher: matcherOfRow,
   });
   const messageId = randomUUID();
   const first = await ingestor.ingest(sourceId, [track(messageId)]);

@@ -1,35 +1,29 @@
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { PlanMode, TrackingPlanService, ViolationKind } from "../../gen/waypost/v1/tracking_plan_pb.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { Receiver } from "../helpers/receiver.js";
 import { ManualClock } from "../../src/clock.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { adminTransport } from "./support.js";
 import { checkoutPlan } from "./fixtures.js";
 
-let server: TestServer;
-let receiver: Receiver;
+const test = testWith();
 let plans: Client<typeof TrackingPlanService>;
 
-beforeAll(async () => {
-  server = await startTestServer();
-  receiver = await startReceiver();
+test.beforeAll(async ({ server }) => {
   plans = createClient(TrackingPlanService, adminTransport(server));
-});
-afterAll(async () => {
-  await server?.stop();
-  await receiver?.close();
 });
 
 /** A new source with a destination and the checkout plan in `mode`. */
-async function sourceWithPlan(mode: PlanMode) {
+async function sourceWithPlan(server: TestServer, receiver: Receiver, mode: PlanMode) {
   const source = await server.createSource(`plan-${mode}`);
   await server.createDestination({ name: `hook-${mode}`, sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
   await plans.setTrackingPlan({ sourceId: source.id, plan: checkoutPlan, mode });
   return source;
 }
 
-async function compat(writeKey: string, path: string, body: unknown) {
+async function compat(server: TestServer, writeKey: string, path: string, body: unknown) {
   const response = await fetch(`${server.url}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Basic ${Buffer.from(`${writeKey}:`).toString("base64")}` },
@@ -38,7 +32,7 @@ async function compat(writeKey: string, path: string, body: unknown) {
   return { status: response.status, json: (await response.json()) as Record<string, unknown> };
 }
 
-async function storedBodies(sourceId: string): Promise<Array<Record<string, unknown>>> {
+async function storedBodies(server: TestServer, sourceId: string): Promise<Array<Record<string, unknown>>> {
   const result = await server.pool.query("SELECT payload FROM messages WHERE source_id = $1 ORDER BY id", [sourceId]);
   return result.rows.map((row) => JSON.parse(row.payload));
 }
@@ -47,8 +41,8 @@ const goodOrder = { total: 12.5, currency: "EUR" };
 const badOrder = { total: "12.50", currency: "EUR", gift: true };
 
 describe("block", () => {
-  test("a violating call is rejected over RPC and /v1 with the plan's reason; a good one is stored", async () => {
-    const source = await sourceWithPlan(PlanMode.BLOCK);
+  test("a violating call is rejected over RPC and /v1 with the plan's reason; a good one is stored", async ({ server, receiver }) => {
+    const source = await sourceWithPlan(server, receiver, PlanMode.BLOCK);
     const tracking = server.tracking(source.writeKey);
     const error = await tracking
       .track({ track: { userId: "u1", event: "Order Completed", properties: badOrder } })
@@ -68,13 +62,17 @@ describe("block", () => {
       expect.objectContaining({ index: 1, reason: "violates the tracking plan: event: is not an event of the plan" }),
     ]);
 
-    const single = await compat(source.writeKey, "/v1/track", { userId: "u1", event: "Order Completed", properties: { currency: "EUR" } });
+    const single = await compat(server, source.writeKey, "/v1/track", {
+      userId: "u1",
+      event: "Order Completed",
+      properties: { currency: "EUR" },
+    });
     expect(single.status).toBe(400);
     expect(String(single.json.message)).toContain("violates the tracking plan: properties.total: is required");
-    const ok = await compat(source.writeKey, "/v1/track", { userId: "u1", event: "Order Completed", properties: goodOrder });
+    const ok = await compat(server, source.writeKey, "/v1/track", { userId: "u1", event: "Order Completed", properties: goodOrder });
     expect(ok).toEqual({ status: 200, json: { success: true } });
 
-    const batchAnswer = await compat(source.writeKey, "/v1/batch", {
+    const batchAnswer = await compat(server, source.writeKey, "/v1/batch", {
       batch: [
         { type: "track", userId: "u1", event: "Order Completed", properties: goodOrder },
         { type: "identify", userId: "u1", traits: { age: 3.5 } },
@@ -90,12 +88,12 @@ describe("block", () => {
       },
     });
 
-    const stored = await storedBodies(source.id);
+    const stored = await storedBodies(server, source.id);
     expect(stored.map((b) => b.properties)).toEqual([goodOrder, goodOrder, goodOrder]);
   });
 
-  test("binary (protobuf) requests are checked as JSON ones are", async () => {
-    const source = await sourceWithPlan(PlanMode.BLOCK);
+  test("binary (protobuf) requests are checked as JSON ones are", async ({ server, receiver }) => {
+    const source = await sourceWithPlan(server, receiver, PlanMode.BLOCK);
     const { createConnectTransport } = await import("@connectrpc/connect-node");
     const transport = createConnectTransport({
       baseUrl: server.url,
@@ -115,15 +113,15 @@ describe("block", () => {
       .catch((e) => ConnectError.from(e));
     expect((error as ConnectError).rawMessage).toContain("violates the tracking plan: properties.total: must be number");
     await client.track({ track: { userId: "u1", event: "Order Completed", properties: goodOrder } });
-    expect((await storedBodies(source.id)).map((b) => b.properties)).toEqual([goodOrder]);
+    expect((await storedBodies(server, source.id)).map((b) => b.properties)).toEqual([goodOrder]);
   });
 });
 
 describe("observe and omit", () => {
-  test("observe delivers the call unchanged and records its violations", async () => {
-    const source = await sourceWithPlan(PlanMode.OBSERVE);
+  test("observe delivers the call unchanged and records its violations", async ({ server, receiver }) => {
+    const source = await sourceWithPlan(server, receiver, PlanMode.OBSERVE);
     await server.tracking(source.writeKey).track({ track: { userId: "u1", event: "Order Completed", properties: badOrder } });
-    expect((await storedBodies(source.id)).map((b) => b.properties)).toEqual([badOrder]);
+    expect((await storedBodies(server, source.id)).map((b) => b.properties)).toEqual([badOrder]);
     const { violations } = await plans.listViolations({ sourceId: source.id });
     expect(violations.map((v) => [v.event, v.path, v.kind, v.message, v.example, v.count])).toEqual(
       expect.arrayContaining([
@@ -134,12 +132,12 @@ describe("observe and omit", () => {
     expect(violations).toHaveLength(2);
   });
 
-  test("omit delivers without the properties and traits the plan does not name", async () => {
-    const source = await sourceWithPlan(PlanMode.OMIT);
+  test("omit delivers without the properties and traits the plan does not name", async ({ server, receiver }) => {
+    const source = await sourceWithPlan(server, receiver, PlanMode.OMIT);
     const tracking = server.tracking(source.writeKey);
     const before = receiver.requests.length;
     await tracking.track({ track: { userId: "omit-user", event: "Order Completed", properties: { ...goodOrder, gift: true } } });
-    await compat(source.writeKey, "/v1/identify", { userId: "omit-user", traits: { email: "a@example.com", nickname: "al" } });
+    await compat(server, source.writeKey, "/v1/identify", { userId: "omit-user", traits: { email: "a@example.com", nickname: "al" } });
     // Other tests' deliveries may arrive meanwhile: wait for this user's two calls, however many come.
     let bodies: Array<Record<string, unknown>> = [];
     for (let count = before + 2; bodies.length < 2; count++) {
@@ -159,16 +157,19 @@ describe("observe and omit", () => {
     );
   });
 
-  test("off records nothing and changes nothing", async () => {
-    const source = await sourceWithPlan(PlanMode.OFF);
+  test("off records nothing and changes nothing", async ({ server, receiver }) => {
+    const source = await sourceWithPlan(server, receiver, PlanMode.OFF);
     await server.tracking(source.writeKey).track({ track: { userId: "u1", event: "Nope", properties: badOrder } });
-    expect((await storedBodies(source.id)).map((b) => b.properties)).toEqual([badOrder]);
+    expect((await storedBodies(server, source.id)).map((b) => b.properties)).toEqual([badOrder]);
     expect((await plans.listViolations({ sourceId: source.id })).violations).toEqual([]);
   });
 });
 
-test("every violation kind is recorded, with counts, first and last seen and a capped example; /metrics counts them", async () => {
-  const source = await sourceWithPlan(PlanMode.OBSERVE);
+test("every violation kind is recorded, with counts, first and last seen and a capped example; /metrics counts them", async ({
+  server,
+  receiver,
+}) => {
+  const source = await sourceWithPlan(server, receiver, PlanMode.OBSERVE);
   const tracking = server.tracking(source.writeKey);
   const long = "x".repeat(500);
   for (let i = 0; i < 3; i++) {
@@ -203,7 +204,7 @@ test("every violation kind is recorded, with counts, first and last seen and a c
 });
 
 describe("setting plans", () => {
-  test("an invalid plan is invalid_argument naming the path", async () => {
+  test("an invalid plan is invalid_argument naming the path", async ({ server }) => {
     const source = await server.createSource("invalid-plan");
     const bad = { events: { "Order Completed": { properties: { type: "object", properties: { total: { type: "nubmer" } } } } } };
     const error = await plans.setTrackingPlan({ sourceId: source.id, plan: bad }).catch((e) => ConnectError.from(e));
@@ -219,7 +220,7 @@ describe("setting plans", () => {
     expect((await plans.getTrackingPlan({ sourceId: source.id })).trackingPlan).toMatchObject({ mode: PlanMode.OFF, etag: "" });
   });
 
-  test("a stale etag is aborted; the current one replaces the plan, and an unspecified mode keeps the mode", async () => {
+  test("a stale etag is aborted; the current one replaces the plan, and an unspecified mode keeps the mode", async ({ server }) => {
     const source = await server.createSource("etag");
     const first = (await plans.setTrackingPlan({ sourceId: source.id, plan: checkoutPlan, mode: PlanMode.OBSERVE })).trackingPlan!;
     const second = (await plans.setTrackingPlan({ sourceId: source.id, plan: { name: "v2" }, etag: first.etag })).trackingPlan!;
@@ -234,7 +235,7 @@ describe("setting plans", () => {
     expect(got.etag).toBe(second.etag);
   });
 
-  test("a plan change applies to calls accepted after it", async () => {
+  test("a plan change applies to calls accepted after it", async ({ server }) => {
     const source = await server.createSource("change");
     const tracking = server.tracking(source.writeKey);
     await tracking.track({ track: { userId: "u1", event: "Order Completed", properties: badOrder } });
@@ -243,10 +244,10 @@ describe("setting plans", () => {
     expect(ConnectError.from(error).code).toBe(Code.InvalidArgument);
     await plans.setTrackingPlan({ sourceId: source.id, plan: checkoutPlan, mode: PlanMode.OFF });
     await tracking.track({ track: { userId: "u1", event: "Order Completed", properties: badOrder } });
-    expect((await storedBodies(source.id)).length).toBe(2);
+    expect((await storedBodies(server, source.id)).length).toBe(2);
   });
 
-  test("plans of unknown sources are not found; admin token required", async () => {
+  test("plans of unknown sources are not found; admin token required", async ({ server }) => {
     const missing = await plans.getTrackingPlan({ sourceId: "00000000-0000-4000-8000-000000000000" }).catch((e) => ConnectError.from(e));
     expect((missing as ConnectError).code).toBe(Code.NotFound);
     const response = await fetch(`${server.url}/waypost.v1.TrackingPlanService/GetTrackingPlan`, {
@@ -258,7 +259,7 @@ describe("setting plans", () => {
   });
 });
 
-test("another process applies a plan change once it reads the plan's revision again (at most a second later)", async () => {
+test("another process applies a plan change once it reads the plan's revision again (at most a second later)", async ({ server }) => {
   const clock = new ManualClock();
   const other = await startTestServer({ database: server.database, clock, config: { role: "api" } });
   try {

@@ -1,21 +1,15 @@
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createClient } from "@connectrpc/connect";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { TrackingPlanService } from "../../gen/waypost/v1/tracking_plan_pb.js";
 import { compilePlan } from "../../src/plans/compile-plan.js";
 import { defaultInferenceLimits } from "../../src/plans/infer-plan.js";
 import { readPlanDocument } from "../../src/plans/plan-document.js";
+import { testWith } from "../helpers/fixtures.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 import { adminTransport } from "./support.js";
 
-let server: TestServer;
-
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const test = testWith();
 
 /** Stores `calls` track calls straight into the database, each with `keys` keys no other call has. */
 async function storeHostileCalls(target: TestServer, sourceId: string, calls: number, keys: number): Promise<void> {
@@ -29,7 +23,9 @@ async function storeHostileCalls(target: TestServer, sourceId: string, calls: nu
   );
 }
 
-test("inference over calls with 1,400 new keys each is bounded in keys and size, and Track calls are answered meanwhile", async () => {
+test("inference over calls with 1,400 new keys each is bounded in keys and size, and Track calls are answered meanwhile", async ({
+  server,
+}) => {
   const source = await server.createSource("hostile-keys");
   await storeHostileCalls(server, source.id, 600, 1400);
   const tracking = server.tracking(source.writeKey);
@@ -74,7 +70,7 @@ test("inference over calls with 1,400 new keys each is bounded in keys and size,
   compilePlan(readPlanDocument(answer.plan));
 });
 
-test("a plan over the admin answer cap is resource_exhausted, not sent", async () => {
+test("a plan over the admin answer cap is resource_exhausted, not sent", async ({ server }) => {
   const small = await startTestServer({
     database: server.database,
     config: { adminReads: { connections: 2, statementTimeoutMs: 15_000, maxResponseBytes: 2000 } },

@@ -1,24 +1,18 @@
 import { monitorEventLoopDelay } from "node:perf_hooks";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { inferPlan } from "../../src/plans/infer-plan.js";
 import { threadCpuClock } from "../../src/sandbox/cpu-budget.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 
 // InferTrackingPlan parses thousands of stored bodies: that work runs in a
 // worker thread, so the server's event loop (every other request) does not
 // wait behind it.
 
-let server: TestServer;
-
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const test = testWith();
 
 /** Stores `calls` track calls of about 20 KB, each with `keys` keys of its own. */
-async function storeWideCalls(sourceId: string, calls: number, keys: number): Promise<void> {
+async function storeWideCalls(server: TestServer, sourceId: string, calls: number, keys: number): Promise<void> {
   await server.pool.query(
     `INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload)
      SELECT $1, 'wide-' || i, 'track', 'u', now(),
@@ -29,9 +23,9 @@ async function storeWideCalls(sourceId: string, calls: number, keys: number): Pr
   );
 }
 
-test("the main thread spends a fraction of the inference's work on it, and Track calls are answered while it runs", async () => {
+test("the main thread spends a fraction of the inference's work on it, and Track calls are answered while it runs", async ({ server }) => {
   const source = await server.createSource("wide-calls");
-  await storeWideCalls(source.id, 1_000, 1_400);
+  await storeWideCalls(server, source.id, 1_000, 1_400);
   // Another source's calls: the inferred one's stay as they are.
   const tracking = server.tracking((await server.createSource("meanwhile")).writeKey);
 

@@ -1,6 +1,5 @@
 import { expect, test } from "vitest";
-import { compileRouteRules, heldBackBy, holdsBack, storedSubscriptions } from "../../src/routing/route-rules.js";
-import { segmentEventOf } from "../../src/catalog/segment-event.js";
+import { type CallMatcher, compileRouteRules, heldBackBy, holdsBack, routedCall } from "../../src/routing/route-rules.js";
 
 const receivedAt = new Date("2026-01-02T03:04:05.000Z");
 const order = {
@@ -11,83 +10,43 @@ const order = {
   properties: { total: 150 },
   context: { consent: { categoryPreferences: { Analytics: true, Advertising: false } } },
 };
-const eventOf = (body: Record<string, unknown>) => () => segmentEventOf(body, { receivedAt });
+const call = (body: unknown) => routedCall(body, receivedAt);
+/** A kind's matcher taking the calls of one type. */
+const ofType =
+  (type: string): CallMatcher =>
+  (c) =>
+    (c.body as { type?: string }).type === type;
 
-test("the checks run in order: filter, then consent, then subscriptions; the first that fails names the reason", () => {
-  const rules = (filter: Record<string, unknown> | null, categories: string[], subscribe: string | undefined) =>
-    compileRouteRules({
-      filter,
-      consentCategories: categories,
-      requireConsent: false,
-      subscriptions: subscribe === undefined ? undefined : [{ name: "s", subscribe, enabled: true }],
-    });
-  const everything = rules({ type: "identify" }, ["Advertising"], 'type = "identify"');
-  expect(heldBackBy(everything, order, eventOf(order))).toBe("filter");
-  expect(heldBackBy(rules({ type: "track" }, ["Advertising"], 'type = "identify"'), order, eventOf(order))).toBe("consent");
-  expect(heldBackBy(rules({ type: "track" }, ["Analytics"], 'type = "identify"'), order, eventOf(order))).toBe("subscriptions");
-  expect(heldBackBy(rules({ type: "track" }, ["Analytics"], 'event = "Order Completed"'), order, eventOf(order))).toBeUndefined();
-  expect(heldBackBy(rules(null, [], undefined), order, eventOf(order))).toBeUndefined();
+test("the checks run in order: filter, then consent, then the kind's matcher; the first that fails names the reason", () => {
+  const rules = (filter: Record<string, unknown> | null, categories: string[], matcher: CallMatcher | undefined) =>
+    compileRouteRules({ filter, consentCategories: categories, requireConsent: false, matcher });
+  const everything = rules({ type: "identify" }, ["Advertising"], ofType("identify"));
+  expect(heldBackBy(everything, call(order))).toBe("filter");
+  expect(heldBackBy(rules({ type: "track" }, ["Advertising"], ofType("identify")), call(order))).toBe("consent");
+  expect(heldBackBy(rules({ type: "track" }, ["Analytics"], ofType("identify")), call(order))).toBe("subscriptions");
+  expect(heldBackBy(rules({ type: "track" }, ["Analytics"], ofType("track")), call(order))).toBeUndefined();
+  expect(heldBackBy(rules(null, [], undefined), call(order))).toBeUndefined();
   expect(holdsBack(rules(null, [], undefined))).toBe(false);
+  expect(holdsBack(rules(null, [], ofType("track")))).toBe(true);
 });
 
-test("the Segment-shaped event is built only when subscriptions are checked", () => {
-  let built = 0;
-  const counting = () => {
-    built++;
-    return segmentEventOf(order, { receivedAt });
+test("a view of the call is made once, however many matchers ask, and only when one runs", () => {
+  let made = 0;
+  const view = (c: { body: unknown }) => {
+    made++;
+    return (c.body as { event?: string }).event;
   };
-  const consentOnly = compileRouteRules({
-    filter: null,
-    consentCategories: ["Advertising"],
-    requireConsent: false,
-    subscriptions: undefined,
-  });
-  expect(heldBackBy(consentOnly, order, counting)).toBe("consent");
-  expect(built).toBe(0);
-  const subscribed = compileRouteRules({
-    filter: null,
-    consentCategories: [],
-    requireConsent: false,
-    subscriptions: [{ name: "s", subscribe: 'type = "track"', enabled: true }],
-  });
-  expect(heldBackBy(subscribed, order, counting)).toBeUndefined();
-  expect(built).toBe(1);
-});
-
-test("subscriptions: disabled ones and ones that do not parse match nothing; none at all holds every call back", () => {
-  const withSubscriptions = (list: Array<{ subscribe: string; enabled: boolean }>) =>
-    compileRouteRules({
-      filter: null,
-      consentCategories: [],
-      requireConsent: false,
-      subscriptions: list.map((s, i) => ({ name: `s${i}`, ...s })),
-    });
-  expect(heldBackBy(withSubscriptions([{ subscribe: 'type = "track"', enabled: false }]), order, eventOf(order))).toBe("subscriptions");
-  expect(heldBackBy(withSubscriptions([{ subscribe: "(((", enabled: true }]), order, eventOf(order))).toBe("subscriptions");
-  expect(heldBackBy(withSubscriptions([]), order, eventOf(order))).toBe("subscriptions");
-  // Matched on the Segment-shaped event: receivedAt is the delivery's, an alias's ids renamed.
-  const alias = { version: 1, type: "alias", "Previous ID": "old", "User ID": "new" };
-  const aliasRules = withSubscriptions([{ subscribe: 'type = "alias" and previousId = "old"', enabled: true }]);
-  expect(heldBackBy(aliasRules, alias, eventOf(alias))).toBeUndefined();
-});
-
-test("stored subscriptions are read defensively from the integration column", () => {
-  expect(storedSubscriptions(null)).toEqual([]);
-  expect(storedSubscriptions({ slug: "x" })).toEqual([]);
-  expect(
-    storedSubscriptions({
-      subscriptions: [
-        { name: "a", subscribe: 'type = "track"', action: "t", mapping: {}, enabled: true },
-        { name: "b", subscribe: 'type = "page"' },
-        { name: "c", subscribe: 'type = "page"', enabled: false },
-        { name: "d", subscribe: 42 },
-        "junk",
-      ],
-    }),
-  ).toEqual([
-    { name: "a", subscribe: 'type = "track"', enabled: true },
-    { name: "b", subscribe: 'type = "page"', enabled: true },
-    { name: "c", subscribe: 'type = "page"', enabled: false },
-    { name: "d", subscribe: "", enabled: false },
-  ]);
+  const ordersOnly: CallMatcher = (c) => c.view(view) === "Order Completed";
+  const consentOnly = compileRouteRules({ filter: null, consentCategories: ["Advertising"], requireConsent: false, matcher: ordersOnly });
+  const subscribed = compileRouteRules({ filter: null, consentCategories: [], requireConsent: false, matcher: ordersOnly });
+  const routed = call(order);
+  // Consent holds it back before the matcher runs: no view is made.
+  expect(heldBackBy(consentOnly, routed)).toBe("consent");
+  expect(made).toBe(0);
+  expect(heldBackBy(subscribed, routed)).toBeUndefined();
+  expect(heldBackBy(subscribed, routed)).toBeUndefined();
+  expect(made).toBe(1);
+  // Another call has views of its own.
+  expect(heldBackBy(subscribed, call({ ...order, event: "Other" }))).toBe("subscriptions");
+  expect(made).toBe(2);
 });

@@ -1,35 +1,31 @@
 import { createHmac, randomBytes } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
-import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { DeletionService } from "../../gen/waypost/v1/deletion_pb.js";
 import { ManualClock } from "../../src/clock.js";
-import { startReceiver, type ReceivedRequest, type Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { type TestReceivers, testWith } from "../helpers/fixtures.js";
+import type { ReceivedRequest } from "../helpers/receiver.js";
+import type { TestServer } from "../helpers/server.js";
 import { verifyStandardWebhook } from "../helpers/standard-webhooks.js";
 import { claimRound, healthConfig } from "../health/support.js";
 
 const hour = 3_600_000;
-let clock: ManualClock;
-let server: TestServer;
-const receivers: Receiver[] = [];
+const clock = new ManualClock(new Date("2026-11-22T10:00:00Z"));
+const test = testWith({ server: { clock, config: healthConfig() } });
 
-beforeAll(async () => {
-  clock = new ManualClock(new Date("2026-11-22T10:00:00Z"));
-  server = await startTestServer({ clock, config: healthConfig() });
-});
-afterAll(async () => {
-  await server?.stop();
-});
-afterEach(async () => {
+test.afterEach(async ({ server }) => {
   await server.waypost.delivery!.settle();
-  await Promise.all(receivers.splice(0).map((r) => r.close()));
 });
 
 const newSecret = () => `whsec_${randomBytes(32).toString("base64")}`;
 
-async function setup(respond: (index: number) => number, init: { signingSecrets: string[]; sharedSecret?: string }) {
-  const receiver = await startReceiver({ respond: (_, index) => ({ status: respond(index) }) });
-  receivers.push(receiver);
+async function setup(
+  server: TestServer,
+  receivers: TestReceivers,
+  respond: (index: number) => number,
+  init: { signingSecrets: string[]; sharedSecret?: string },
+) {
+  const receiver = await receivers.start({ respond: (_, index) => ({ status: respond(index) }) });
   const source = await server.createSource();
   const destination = await server.createDestination({
     name: "signed",
@@ -41,7 +37,7 @@ async function setup(respond: (index: number) => number, init: { signingSecrets:
 }
 
 /** The next attempt of a retrying delivery: the clock moves to it. */
-async function nextAttempt(destinationId: string) {
+async function nextAttempt(server: TestServer, destinationId: string) {
   const row = await server.pool.query("SELECT min(run_at) AS at FROM deliveries WHERE destination_id = $1 AND status = 'retrying'", [
     destinationId,
   ]);
@@ -53,9 +49,15 @@ function signatures(request: ReceivedRequest): string[] {
   return String(request.headers["webhook-signature"]).split(" ");
 }
 
-test("every attempt verifies with the reference library; webhook-id is the messageId on every retry; X-Signature unchanged beside it", async () => {
+test("every attempt verifies with the reference library; webhook-id is the messageId on every retry; X-Signature unchanged beside it", async ({
+  server,
+  receivers,
+}) => {
   const secret = newSecret();
-  const { receiver, destination, client } = await setup((i) => (i === 0 ? 503 : 200), { signingSecrets: [secret], sharedSecret: "shh" });
+  const { receiver, destination, client } = await setup(server, receivers, (i) => (i === 0 ? 503 : 200), {
+    signingSecrets: [secret],
+    sharedSecret: "shh",
+  });
   const { messageId } = await client.track({ track: { userId: "u", event: "Signed Up" } });
   const [first] = await receiver.waitForRequests(1);
   expect(first!.headers["webhook-id"]).toBe(messageId);
@@ -64,7 +66,7 @@ test("every attempt verifies with the reference library; webhook-id is the messa
   expect(first!.headers["x-signature"]).toBe(createHmac("sha1", "shh").update(first!.body).digest("hex"));
   await server.waypost.delivery!.settle();
 
-  await nextAttempt(destination.id);
+  await nextAttempt(server, destination.id);
   const second = receiver.requests[1]!;
   expect(second.headers["webhook-id"]).toBe(messageId);
   expect(Number(second.headers["webhook-timestamp"])).toBe(clock.now().getTime() / 1000);
@@ -77,9 +79,9 @@ test("every attempt verifies with the reference library; webhook-id is the messa
   expect(() => verifyStandardWebhook(secret, forged, clock.now())).toThrow(/No matching signature/);
 });
 
-test("after RotateSigningSecret both secrets verify until the overlap passes, then only the new one", async () => {
+test("after RotateSigningSecret both secrets verify until the overlap passes, then only the new one", async ({ server, receivers }) => {
   const old = newSecret();
-  const { receiver, destination, client } = await setup(() => 200, { signingSecrets: [old] });
+  const { receiver, destination, client } = await setup(server, receivers, () => 200, { signingSecrets: [old] });
   const { signingSecret: fresh } = await server.destinations.rotateSigningSecret({ id: destination.id });
   const rotatedAt = clock.now().getTime();
   const send = async (event: string) => {
@@ -108,9 +110,11 @@ test("after RotateSigningSecret both secrets verify until the overlap passes, th
   expect(() => verifyStandardWebhook(old, after, clock.now())).toThrow(/No matching signature/);
 });
 
-test("delete notifications are signed with a stable webhook-id across retries", async () => {
+test("delete notifications are signed with a stable webhook-id across retries", async ({ server, receivers }) => {
   const secret = newSecret();
-  const { receiver, destination, client, source } = await setup((i) => (i === 1 ? 503 : 200), { signingSecrets: [secret] });
+  const { receiver, destination, client, source } = await setup(server, receivers, (i) => (i === 1 ? 503 : 200), {
+    signingSecrets: [secret],
+  });
   await client.track({ track: { userId: "gone", event: "E" } });
   await receiver.waitForRequests(1);
   const deletion = createClient(DeletionService, server.transport);
@@ -124,7 +128,7 @@ test("delete notifications are signed with a stable webhook-id across retries", 
   expect(id).toMatch(/^[0-9a-f-]{36}$/);
   expect(verifyStandardWebhook(secret, first!, clock.now())).toMatchObject({ type: "delete", userId: "gone" });
   await server.waypost.delivery!.settle();
-  await nextAttempt(destination.id);
+  await nextAttempt(server, destination.id);
   const retry = receiver.requests[2]!;
   expect(retry.headers["webhook-id"]).toBe(id);
   expect(verifyStandardWebhook(secret, retry, clock.now())).toMatchObject({ type: "delete" });

@@ -1,41 +1,37 @@
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { ManualClock } from "../../src/clock.js";
+import { testWith } from "../helpers/fixtures.js";
 import type { Receiver } from "../helpers/receiver.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import type { TestServer } from "../helpers/server.js";
 import { newTraceparent, protocols, setupRoute, trackWith } from "./support.js";
 
 // Tracing off (no OTLP endpoint): the trace context a call came with goes
 // out unchanged on every webhook request for it.
-let clock: ManualClock;
-let server: TestServer;
+const clock = new ManualClock(new Date("2026-11-25T10:00:00Z"));
+const test = testWith({ server: { clock } });
 const receivers: Receiver[] = [];
 
-beforeAll(async () => {
-  clock = new ManualClock(new Date("2026-11-25T10:00:00Z"));
-  server = await startTestServer({ clock });
-});
-afterAll(async () => {
-  await server?.stop();
-});
-afterEach(async () => {
+test.afterEach(async ({ server }) => {
   await Promise.all(receivers.splice(0).map((r) => r.close()));
   await server.waypost.delivery!.settle();
 });
 
-async function route(respond?: Parameters<typeof setupRoute>[1]) {
+async function route(server: TestServer, respond?: Parameters<typeof setupRoute>[1]) {
   const routed = await setupRoute(server, respond);
   receivers.push(routed.receiver);
   return routed;
 }
 
-async function storedContext(messageId: string) {
+async function storedContext(server: TestServer, messageId: string) {
   const { rows } = await server.pool.query("SELECT traceparent, tracestate FROM messages WHERE message_id = $1", [messageId]);
   return rows[0] as { traceparent: string | null; tracestate: string | null };
 }
 
 describe.each(protocols)("over %s", (protocol) => {
-  test("the incoming traceparent and tracestate reach the receiver as they came; a call without them is sent without", async () => {
-    const { receiver, source } = await route();
+  test("the incoming traceparent and tracestate reach the receiver as they came; a call without them is sent without", async ({
+    server,
+  }) => {
+    const { receiver, source } = await route(server);
     const { traceparent } = newTraceparent();
     const tracestate = "vendor=abc,other=x:y";
     await trackWith(server, protocol, source.writeKey, { traceparent, tracestate });
@@ -46,12 +42,12 @@ describe.each(protocols)("over %s", (protocol) => {
     const without = (await receiver.waitForRequests(2))[1]!;
     expect(without.headers.traceparent).toBeUndefined();
     expect(without.headers.tracestate).toBeUndefined();
-    expect(await storedContext(messageId)).toEqual({ traceparent: null, tracestate: null });
+    expect(await storedContext(server, messageId)).toEqual({ traceparent: null, tracestate: null });
   });
 });
 
-test("a malformed traceparent is ignored: the call is accepted, nothing is stored or sent", async () => {
-  const { receiver, source } = await route();
+test("a malformed traceparent is ignored: the call is accepted, nothing is stored or sent", async ({ server }) => {
+  const { receiver, source } = await route(server);
   const { traceId, parentId } = newTraceparent();
   const malformed = [
     `00-${traceId.toUpperCase()}-${parentId}-01`,
@@ -67,16 +63,16 @@ test("a malformed traceparent is ignored: the call is accepted, nothing is store
   for (const traceparent of malformed.slice(0, 3)) ids.push(await trackWith(server, "connect", source.writeKey, { traceparent }));
   const requests = await receiver.waitForRequests(ids.length);
   for (const request of requests) expect(request.headers.traceparent).toBeUndefined();
-  for (const id of ids) expect(await storedContext(id)).toEqual({ traceparent: null, tracestate: null });
+  for (const id of ids) expect(await storedContext(server, id)).toEqual({ traceparent: null, tracestate: null });
   // A valid one after them is read: the refusals above were the format's, not the reader's.
   const valid = newTraceparent().traceparent;
   const validId = await trackWith(server, "v1", source.writeKey, { traceparent: valid });
   expect((await receiver.waitForRequests(ids.length + 1))[ids.length]!.headers.traceparent).toBe(valid);
-  expect((await storedContext(validId)).traceparent).toBe(valid);
+  expect((await storedContext(server, validId)).traceparent).toBe(valid);
 });
 
-test("a tracestate over 512 characters is dropped, the traceparent kept", async () => {
-  const { receiver, source } = await route();
+test("a tracestate over 512 characters is dropped, the traceparent kept", async ({ server }) => {
+  const { receiver, source } = await route(server);
   const { traceparent } = newTraceparent();
   await trackWith(server, "v1", source.writeKey, { traceparent, tracestate: `a=${"b".repeat(600)}` });
   const [request] = await receiver.waitForRequests(1);
@@ -84,8 +80,8 @@ test("a tracestate over 512 characters is dropped, the traceparent kept", async 
   expect(request!.headers.tracestate).toBeUndefined();
 });
 
-test("a batch's calls each carry the request's context", async () => {
-  const { receiver, source } = await route();
+test("a batch's calls each carry the request's context", async ({ server }) => {
+  const { receiver, source } = await route(server);
   const { traceparent } = newTraceparent();
   const response = await fetch(`${server.url}/v1/batch`, {
     method: "POST",
@@ -101,8 +97,8 @@ test("a batch's calls each carry the request's context", async () => {
   expect(requests.map((r) => r.headers.traceparent)).toEqual([traceparent, traceparent, traceparent]);
 });
 
-test("every retry of a delivery carries the same traceparent", async () => {
-  const { receiver, source } = await route((_, index) => ({ status: index === 0 ? 503 : 200 }));
+test("every retry of a delivery carries the same traceparent", async ({ server }) => {
+  const { receiver, source } = await route(server, (_, index) => ({ status: index === 0 ? 503 : 200 }));
   const { traceparent } = newTraceparent();
   const retrying = server.waitForDeliveries(1, ["retrying"]);
   const messageId = await trackWith(server, "connect", source.writeKey, { traceparent, tracestate: "k=v" });
@@ -122,7 +118,7 @@ test("every retry of a delivery carries the same traceparent", async () => {
   ]);
 });
 
-test("a webhook cannot have a static traceparent or tracestate header: they are the call's", async () => {
+test("a webhook cannot have a static traceparent or tracestate header: they are the call's", async ({ server }) => {
   const source = await server.createSource();
   for (const name of ["traceparent", "Tracestate"]) {
     await expect(

@@ -1,6 +1,6 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import type pg from "pg";
-import { afterAll, beforeAll, expect, test, vi } from "vitest";
+import { expect, vi } from "vitest";
 import { DeletionService } from "../../gen/waypost/v1/deletion_pb.js";
 import { DeliveryView } from "../../gen/waypost/v1/delivery_pb.js";
 import { DestinationHealth, DestinationKind } from "../../gen/waypost/v1/destination_pb.js";
@@ -9,40 +9,42 @@ import type { DeliveryCompletion } from "../../src/delivery/loop.js";
 import { withAdmin } from "../audiences/support.js";
 import { createPool } from "../../src/db/pool.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
-import { startTestServer, type TestServer } from "../helpers/server.js";
+import { testWith } from "../helpers/fixtures.js";
+import type { TestServer } from "../helpers/server.js";
 import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
 import { post } from "../compat/support.js";
 
 const flushMs = 10_000;
-let clock: ManualClock;
-let server: TestServer;
-let warehouse: TestDatabase;
-let second: TestDatabase;
-let db: pg.Pool;
-let proxy: TcpProxy;
-
-beforeAll(async () => {
-  clock = new ManualClock(new Date("2026-11-22T10:00:00Z"));
-  [warehouse, second] = await Promise.all([createTestDatabase({ migrated: false }), createTestDatabase({ migrated: false })]);
-  const target = new URL(warehouse.url);
-  proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
-  // createPool listens for an idle connection's error: the warehouse's database is dropped
-  // WITH (FORCE) at the end, which can reach a connection the ended pool is still closing.
-  db = createPool({ connectionString: warehouse.url, max: 2 });
-  // Batches of 4 load at once, smaller ones at the flush interval.
-  server = await startTestServer({
+const clock = new ManualClock(new Date("2026-11-22T10:00:00Z"));
+const test = testWith({
+  server: {
     clock,
     config: {
+      // Batches of 4 load at once, smaller ones at the flush interval.
       delivery: {
         concurrency: 16,
         perDestinationConcurrency: 4,
         warehouse: { flushMs, batchSize: 4, connections: 2, maxColumns: 1_000 },
       },
     },
-  });
+  },
 });
-afterAll(async () => {
-  await server?.stop();
+let warehouse: TestDatabase;
+let second: TestDatabase;
+let db: pg.Pool;
+let proxy: TcpProxy;
+
+test.beforeAll(async () => {
+  [warehouse, second] = await Promise.all([createTestDatabase({ migrated: false }), createTestDatabase({ migrated: false })]);
+  const target = new URL(warehouse.url);
+  proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+  // createPool listens for an idle connection's error: the warehouse's database is dropped
+  // WITH (FORCE) at the end, which can reach a connection the ended pool is still closing.
+  db = createPool({ connectionString: warehouse.url, max: 2 });
+});
+test.afterAll(async ({ server }) => {
+  // Stopped before its warehouses go (the fixture's own stop is then a no-op).
+  await server.stop();
   await db?.end();
   await proxy?.close();
   await warehouse?.drop();
@@ -66,7 +68,7 @@ function proxiedUrl(database = warehouse): string {
   return url.toString();
 }
 
-async function warehouseDestination(schema: string) {
+async function warehouseDestination(server: TestServer, schema: string) {
   const source = await server.createSource();
   const destination = await server.createDestination({
     name: `wh-${schema}`,
@@ -80,7 +82,7 @@ async function warehouseDestination(schema: string) {
 const finalStatuses = ["delivered", "failed", "expired", "cancelled"];
 
 /** Resolves with the next `count` results of this destination's deliveries in one of `statuses`. */
-function resultsOf(destinationId: string, count: number, statuses = finalStatuses): Promise<DeliveryCompletion[]> {
+function resultsOf(server: TestServer, destinationId: string, count: number, statuses = finalStatuses): Promise<DeliveryCompletion[]> {
   const loop = server.waypost.delivery!;
   return new Promise((resolve) => {
     const seen: DeliveryCompletion[] = [];
@@ -95,15 +97,15 @@ function resultsOf(destinationId: string, count: number, statuses = finalStatuse
 }
 
 /** Moves the clock past the flush interval and lets the loop turn: the batch held now is loaded. */
-async function flushByClock(destinationId: string, count: number, statuses?: string[]) {
-  const done = resultsOf(destinationId, count, statuses);
+async function flushByClock(server: TestServer, destinationId: string, count: number, statuses?: string[]) {
+  const done = resultsOf(server, destinationId, count, statuses);
   clock.advance(flushMs);
   server.waypost.delivery!.poke();
   return done;
 }
 
 /** Resolves once the loop has claimed `count` deliveries (into a batch) from now on; set it up before what makes them due. */
-function claims(count: number): Promise<void> {
+function claims(server: TestServer, count: number): Promise<void> {
   const loop = server.waypost.delivery!;
   return new Promise<void>((resolve) => {
     let total = 0;
@@ -119,8 +121,8 @@ function claims(count: number): Promise<void> {
 
 const rows = async (sql: string) => (await db.query(sql)).rows;
 
-test("a Postgres destination: its URL's password is never returned; bad settings name their field", async () => {
-  const { destination } = await warehouseDestination("api");
+test("a Postgres destination: its URL's password is never returned; bad settings name their field", async ({ server }) => {
+  const { destination } = await warehouseDestination(server, "api");
   expect(destination.kind).toBe(DestinationKind.POSTGRES);
   expect(destination.webhooks).toEqual([]);
   expect(destination.postgres?.hasPostgresUrl).toBe(true);
@@ -160,14 +162,14 @@ test("a Postgres destination: its URL's password is never returned; bad settings
   expect(stored.rows[0].postgres.url).toContain(warehousePassword());
 });
 
-test("calls wait for their batch: loaded at the flush interval, delivered when it commits", async () => {
-  const { client, destination } = await warehouseDestination("flush");
-  const claimed = claims(2);
+test("calls wait for their batch: loaded at the flush interval, delivered when it commits", async ({ server }) => {
+  const { client, destination } = await warehouseDestination(server, "flush");
+  const claimed = claims(server, 2);
   const first = await client.identify({ identify: { userId: "u1", traits: { plan: "pro" } } });
   await client.track({ track: { userId: "u1", event: "Order Completed", properties: { total: 30 } } });
   await claimed;
   expect(await rows("SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = 'flush'")).toEqual([{ n: 0 }]);
-  const done = await flushByClock(destination.id, 2);
+  const done = await flushByClock(server, destination.id, 2);
   expect(done.map((c) => c.status)).toEqual(["delivered", "delivered"]);
   expect(await rows("SELECT user_id, total FROM flush.order_completed")).toEqual([{ user_id: "u1", total: "30" }]);
   expect(await rows("SELECT id, plan FROM flush.users")).toEqual([{ id: "u1", plan: "pro" }]);
@@ -175,22 +177,22 @@ test("calls wait for their batch: loaded at the flush interval, delivered when i
   expect((await rows(`SELECT received_at FROM flush.identifies`))[0].received_at).toEqual(received.rows[0].received_at);
 });
 
-test("a full batch loads without waiting for the interval", async () => {
-  const { client, destination } = await warehouseDestination("batched");
-  const done = resultsOf(destination.id, 4);
+test("a full batch loads without waiting for the interval", async ({ server }) => {
+  const { client, destination } = await warehouseDestination(server, "batched");
+  const done = resultsOf(server, destination.id, 4);
   for (let i = 0; i < 4; i++) await client.track({ track: { userId: `u${i}`, event: "Tapped" } });
   expect((await done).map((c) => c.status)).toEqual(["delivered", "delivered", "delivered", "delivered"]);
   expect(await rows("SELECT count(*)::int AS n FROM batched.tapped")).toEqual([{ n: 4 }]);
 });
 
-test("a warehouse that is down is retried on the normal schedule; back up, nothing is lost or duplicated", async () => {
-  const { client, destination } = await warehouseDestination("outage");
+test("a warehouse that is down is retried on the normal schedule; back up, nothing is lost or duplicated", async ({ server }) => {
+  const { client, destination } = await warehouseDestination(server, "outage");
   proxy.down();
-  const claimed = claims(3);
+  const claimed = claims(server, 3);
   const ids: string[] = [];
   for (let i = 0; i < 3; i++) ids.push((await client.track({ track: { userId: "u", event: "Kept", messageId: `k${i}` } })).messageId);
   await claimed;
-  const retrying = await flushByClock(destination.id, 3, ["retrying"]);
+  const retrying = await flushByClock(server, destination.id, 3, ["retrying"]);
   expect(retrying.map((c) => c.status)).toEqual(["retrying", "retrying", "retrying"]);
   // One batch attempt for the three calls, listed as each delivery's attempt (no attempt row per call).
   const listed = await server.deliveries.listDeliveries({ destinationId: destination.id, view: DeliveryView.FULL });
@@ -212,11 +214,11 @@ test("a warehouse that is down is retried on the normal schedule; back up, nothi
   expect(health.lastError).not.toContain(warehousePassword());
   proxy.up();
   // The retry is due about 10 s later; its batch then waits for the flush interval.
-  const reclaimed = claims(3);
+  const reclaimed = claims(server, 3);
   clock.advance(10_000);
   server.waypost.delivery!.poke();
   await reclaimed;
-  const delivered = await flushByClock(destination.id, 3);
+  const delivered = await flushByClock(server, destination.id, 3);
   expect(delivered.map((c) => c.status)).toEqual(["delivered", "delivered", "delivered"]);
   expect(await rows("SELECT count(*)::int AS n FROM outage.kept")).toEqual([{ n: 3 }]);
   // Each delivery lists both batch attempts, numbered 1 and 2.
@@ -231,59 +233,59 @@ test("a warehouse that is down is retried on the normal schedule; back up, nothi
   expect(await rows("SELECT count(*)::int AS n FROM outage.tracks")).toEqual([{ n: 3 }]);
 });
 
-test("a mismatched value is stored NULL and counted in /metrics", async () => {
-  const { client, destination } = await warehouseDestination("types");
+test("a mismatched value is stored NULL and counted in /metrics", async ({ server }) => {
+  const { client, destination } = await warehouseDestination(server, "types");
   for (const amount of [5, "five"]) {
-    const claimed = claims(1);
+    const claimed = claims(server, 1);
     await client.track({ track: { userId: "u", event: "Paid", properties: { amount } } });
     await claimed;
-    await flushByClock(destination.id, 1);
+    await flushByClock(server, destination.id, 1);
   }
   expect(await rows("SELECT amount FROM types.paid ORDER BY amount NULLS LAST")).toEqual([{ amount: "5" }, { amount: null }]);
   const metrics = await (await fetch(`${server.url}/metrics`)).text();
   expect(metrics).toContain(`waypost_warehouse_type_mismatches_total{destination_id="${destination.id}"} 1`);
 });
 
-test("a deletion request deletes the user's rows from every table of the schema", async () => {
-  const { client, source, destination } = await warehouseDestination("forget");
-  const claimed = claims(3);
+test("a deletion request deletes the user's rows from every table of the schema", async ({ server }) => {
+  const { client, source, destination } = await warehouseDestination(server, "forget");
+  const claimed = claims(server, 3);
   await client.identify({ identify: { userId: "gone", traits: { a: 1 } } });
   await client.track({ track: { userId: "gone", event: "Bought" } });
   await client.track({ track: { userId: "kept", event: "Bought" } });
   await claimed;
-  await flushByClock(destination.id, 3);
+  await flushByClock(server, destination.id, 3);
   const deletions = withAdmin(createClient(DeletionService, server.transport), server.adminToken);
-  const notified = claims(1);
+  const notified = claims(server, 1);
   await deletions.createDeletionRequest({ userId: "gone", sourceIds: [source.id] });
   server.waypost.delivery!.poke();
   await notified;
-  await flushByClock(destination.id, 1);
+  await flushByClock(server, destination.id, 1);
   expect(await rows("SELECT user_id FROM forget.bought")).toEqual([{ user_id: "kept" }]);
   expect(await rows("SELECT count(*)::int AS n FROM forget.identifies")).toEqual([{ n: 0 }]);
   expect(await rows("SELECT count(*)::int AS n FROM forget.users")).toEqual([{ n: 0 }]);
 });
 
-test("the pool to a warehouse is closed when the destination is repointed and when it is deleted", async () => {
-  const { client, destination } = await warehouseDestination("pools");
+test("the pool to a warehouse is closed when the destination is repointed and when it is deleted", async ({ server }) => {
+  const { client, destination } = await warehouseDestination(server, "pools");
   const connections = async (database: TestDatabase) =>
     (
       await db.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name = 'waypost-warehouse'", [
         database.name,
       ])
     ).rows[0].n as number;
-  const one = claims(1);
+  const one = claims(server, 1);
   await client.track({ track: { userId: "u", event: "One" } });
   await one;
-  await flushByClock(destination.id, 1);
+  await flushByClock(server, destination.id, 1);
   expect(await connections(warehouse)).toBeGreaterThan(0);
   await server.destinations.updateDestination({
     destination: { id: destination.id, postgres: { url: proxiedUrl(second), schema: "pools" } },
     updateMask: { paths: ["postgres"] },
   });
-  const two = claims(1);
+  const two = claims(server, 1);
   await client.track({ track: { userId: "u", event: "Two" } });
   await two;
-  await flushByClock(destination.id, 1);
+  await flushByClock(server, destination.id, 1);
   // Other destinations of this file still use the first warehouse: count this one's by the second.
   await vi.waitFor(async () => expect(await connections(second)).toBeGreaterThan(0), { timeout: 10_000 });
   await server.destinations.deleteDestination({ id: destination.id });
@@ -293,19 +295,19 @@ test("the pool to a warehouse is closed when the destination is repointed and wh
   await vi.waitFor(async () => expect(await connections(second)).toBe(0), { timeout: 10_000 });
 });
 
-test("one bad call fails alone; after the warehouse is fixed, RetryDeliveries loads it", async () => {
-  const { client, destination } = await warehouseDestination("bulk");
-  const first = claims(1);
+test("one bad call fails alone; after the warehouse is fixed, RetryDeliveries loads it", async ({ server }) => {
+  const { client, destination } = await warehouseDestination(server, "bulk");
+  const first = claims(server, 1);
   await client.track({ track: { userId: "u", event: "Capped", properties: { amount: 1 } } });
   await first;
-  await flushByClock(destination.id, 1);
+  await flushByClock(server, destination.id, 1);
   // The warehouse's owner adds a rule of their own that the next call breaks.
   await db.query("ALTER TABLE bulk.capped ADD CONSTRAINT small CHECK (amount < 100)");
-  const claimed = claims(2);
+  const claimed = claims(server, 2);
   const bad = await client.track({ track: { userId: "u", event: "Capped", properties: { amount: 500 } } });
   await client.track({ track: { userId: "u", event: "Narrow", properties: { ok: true } } });
   await claimed;
-  const results = await flushByClock(destination.id, 2);
+  const results = await flushByClock(server, destination.id, 2);
   expect(results.map((c) => c.status).sort()).toEqual(["delivered", "failed"]);
   expect(await rows("SELECT count(*)::int AS n FROM bulk.narrow")).toEqual([{ n: 1 }]);
   const failed = await server.deliveries.listDeliveries({ destinationId: destination.id, messageId: bad.messageId });
@@ -314,28 +316,30 @@ test("one bad call fails alone; after the warehouse is fixed, RetryDeliveries lo
   expect(detail.delivery?.attempts[0]?.error).toContain('violates check constraint "small"');
 
   await db.query("ALTER TABLE bulk.capped DROP CONSTRAINT small");
-  const replayed = claims(1);
+  const replayed = claims(server, 1);
   await server.deliveries.retryDeliveries({ destinationId: destination.id });
   server.waypost.delivery!.poke();
   await replayed;
-  const retried = await flushByClock(destination.id, 1);
+  const retried = await flushByClock(server, destination.id, 1);
   expect(retried.map((c) => c.status)).toEqual(["delivered"]);
   expect(await rows("SELECT amount FROM bulk.capped ORDER BY amount")).toEqual([{ amount: "1" }, { amount: "500" }]);
 });
 
-test("values not stored in their columns: the call is delivered, its attempt says which and why (Postgres's reason kept), the stats count them", async () => {
-  const { client, destination } = await warehouseDestination("wide");
+test("values not stored in their columns: the call is delivered, its attempt says which and why (Postgres's reason kept), the stats count them", async ({
+  server,
+}) => {
+  const { client, destination } = await warehouseDestination(server, "wide");
   // An event table a few columns short of Postgres' 1,600 (made by hand: dropped columns count toward that limit too).
   const columns = Array.from({ length: 1_595 }, (_, i) => `"c${i}" boolean`).join(", ");
   await db.query("CREATE SCHEMA wide");
   await db.query(`CREATE TABLE wide.wide (id text PRIMARY KEY, ${columns})`);
-  const claimed = claims(2);
+  const claimed = claims(server, 2);
   const sent = await client.track({
     track: { userId: "u", event: "Wide", properties: { first: 1, second: 2, third: 3, fourth: 4, fifth: 5, sixth: 6, seventh: 7 } },
   });
   await client.track({ track: { userId: "u", event: "Typed", properties: { when: "2026-02-30T10:00:00Z", n: 1 } } });
   await claimed;
-  expect((await flushByClock(destination.id, 2)).map((c) => c.status)).toEqual(["delivered", "delivered"]);
+  expect((await flushByClock(server, destination.id, 2)).map((c) => c.status)).toEqual(["delivered", "delivered"]);
   const list = await server.deliveries.listDeliveries({ destinationId: destination.id, messageId: sent.messageId });
   const attempt = (await server.deliveries.getDelivery({ id: list.deliveries[0]!.id })).delivery!.attempts[0]!;
   expect(attempt.discardedValues).toBeGreaterThan(0);
@@ -351,9 +355,11 @@ test("values not stored in their columns: the call is delivered, its attempt say
   expect(metrics).toContain(`waypost_warehouse_refused_columns_total{destination_id="${destination.id}"} ${attempt.discardedValues}`);
 });
 
-test("a /v1/batch's sentAt is stored with each call and loaded as sent_at (a message's own, else the batch's); loaded_at is the load time", async () => {
-  const { source, destination } = await warehouseDestination("sent");
-  const claimed = claims(3);
+test("a /v1/batch's sentAt is stored with each call and loaded as sent_at (a message's own, else the batch's); loaded_at is the load time", async ({
+  server,
+}) => {
+  const { source, destination } = await warehouseDestination(server, "sent");
+  const claimed = claims(server, 3);
   const response = await post(
     server,
     "/v1/batch",
@@ -369,7 +375,7 @@ test("a /v1/batch's sentAt is stored with each call and loaded as sent_at (a mes
   );
   expect(response.status).toBe(200);
   await claimed;
-  expect((await flushByClock(destination.id, 3)).map((c) => c.status)).toEqual(["delivered", "delivered", "delivered"]);
+  expect((await flushByClock(server, destination.id, 3)).map((c) => c.status)).toEqual(["delivered", "delivered", "delivered"]);
   const stored = await server.pool.query("SELECT message_id, sent_at FROM messages WHERE message_id IN ('own', 'batch', 'odd') ORDER BY 1");
   expect(stored.rows).toEqual([
     { message_id: "batch", sent_at: new Date("2026-11-22T09:59:58.000Z") },
@@ -385,18 +391,20 @@ test("a /v1/batch's sentAt is stored with each call and loaded as sent_at (a mes
   ]);
 });
 
-test("settings that name Waypost's own database (saved past the API's check) fail their deliveries before anything is loaded", async () => {
-  const { client, destination } = await warehouseDestination("own");
+test("settings that name Waypost's own database (saved past the API's check) fail their deliveries before anything is loaded", async ({
+  server,
+}) => {
+  const { client, destination } = await warehouseDestination(server, "own");
   // As if saved by an earlier version, or while the check could not connect.
   await server.pool.query(
     "UPDATE destinations SET postgres = jsonb_build_object('url', $2::text, 'schema', 'public'), revision = revision + 1 WHERE id = $1",
     [destination.id, server.database.url],
   );
   const columnsBefore = await server.pool.query("SELECT count(*)::int AS n FROM information_schema.columns WHERE table_schema = 'public'");
-  const claimed = claims(1);
+  const claimed = claims(server, 1);
   await client.track({ track: { userId: "u", event: "Messages", properties: { injected: true } } });
   await claimed;
-  const [result] = await flushByClock(destination.id, 1);
+  const [result] = await flushByClock(server, destination.id, 1);
   expect(result!.status).toBe("failed");
   const list = await server.deliveries.listDeliveries({ destinationId: destination.id });
   const attempt = (await server.deliveries.getDelivery({ id: list.deliveries[0]!.id })).delivery!.attempts[0]!;

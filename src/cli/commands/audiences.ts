@@ -10,6 +10,7 @@ import {
   SyncComputedTraitResponseSchema,
   type SyncCounts,
 } from "../../../gen/waypost/v1/audience_pb.js";
+import { listPages } from "./list-pages.js";
 import { UsageError } from "../errors.js";
 import { fields, table, time } from "../format.js";
 import type { Wire } from "../context.js";
@@ -67,13 +68,11 @@ export function registerAudiences(program: Command, wire: Wire): void {
     .action(
       wire(async (ctx, flags: { source?: string }) => {
         const client = ctx.admin(AudienceService);
-        const all = create(ListAudiencesResponseSchema);
-        let pageToken = "";
-        do {
-          const page = await client.listAudiences({ sourceId: flags.source ?? "", pageSize: 500, pageToken }, { signal: ctx.signal });
-          all.audiences.push(...page.audiences);
-          pageToken = page.nextPageToken;
-        } while (pageToken);
+        const listed = await listPages(
+          (pageToken, pageSize) => client.listAudiences({ sourceId: flags.source ?? "", pageSize, pageToken }, { signal: ctx.signal }),
+          (page) => page.audiences,
+        );
+        const all = create(ListAudiencesResponseSchema, { audiences: listed.items });
         ctx.print(ListAudiencesResponseSchema, all, () =>
           table(
             ["ID", "SOURCE", "NAME", "KEY", "KIND", "MEMBERS", "LAST SYNC"],

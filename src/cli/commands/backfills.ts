@@ -10,7 +10,7 @@ import {
 } from "../../../gen/waypost/v1/destination_pb.js";
 import type { CliContext, Wire } from "../context.js";
 import { fields, parseCount, parseTime, table, time } from "../format.js";
-import { resolveDestinationRef } from "./destination-ref.js";
+import { resolveDestinationRef } from "./named-refs.js";
 import { followJob, jobStateNames, type JobSnapshot } from "./job-progress.js";
 
 /** A backfill's counts in words. */

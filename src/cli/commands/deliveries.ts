@@ -15,7 +15,9 @@ import { UsageError } from "../errors.js";
 import { fields, parseCount, parseStatuses, parseTime, statusText } from "../format.js";
 import type { CliContext, Wire } from "../context.js";
 import { deliveryRows, describeDelivery } from "./delivery-text.js";
-import { createDestinationNames, resolveDestinationRef } from "./destination-ref.js";
+import { listPages } from "./list-pages.js";
+import { createDestinationNames } from "./destination-names.js";
+import { resolveDestinationRef } from "./named-refs.js";
 import { followJob, jobStateNames, type JobSnapshot } from "./job-progress.js";
 import { tailDeliveries } from "./tail.js";
 
@@ -62,15 +64,13 @@ export function registerDeliveries(program: Command, wire: Wire): void {
         const limit = parseCount(flags.limit, "--limit");
         const filter = await filterFromFlags(ctx, flags);
         const client = ctx.admin(DeliveryService);
-        const all = create(ListDeliveriesResponseSchema);
-        do {
-          const page = await client.listDeliveries(
-            { ...filter, pageSize: Math.min(500, limit - all.deliveries.length), pageToken: all.nextPageToken, view: DeliveryView.BASIC },
-            { signal: ctx.signal },
-          );
-          all.deliveries.push(...page.deliveries);
-          all.nextPageToken = page.nextPageToken;
-        } while (all.nextPageToken && all.deliveries.length < limit);
+        const listed = await listPages(
+          (pageToken, pageSize) =>
+            client.listDeliveries({ ...filter, pageSize, pageToken, view: DeliveryView.BASIC }, { signal: ctx.signal }),
+          (page) => page.deliveries,
+          limit,
+        );
+        const all = create(ListDeliveriesResponseSchema, { deliveries: listed.items, nextPageToken: listed.nextPageToken });
         // Every destination's: each row names its destination.
         const names = new Map<string, string>();
         if (!flags.destination && !ctx.json) {

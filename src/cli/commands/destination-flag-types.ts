@@ -3,8 +3,8 @@ import type { Command } from "commander";
 import type { Destination, DestinationSchema } from "../../../gen/waypost/v1/destination_pb.js";
 
 // The shapes the destination flags share: the list of every destination's
-// flags (destination-flags.ts) and each kind's own (kind-flags.ts and the
-// files it draws on) both use them, so they live apart from either.
+// flags (destination-flags.ts) and each kind's own (kinds/) both use them,
+// so they live apart from either.
 
 /** The options commander parsed for a destination's flags. */
 export type DestinationFlags = Record<string, unknown>;

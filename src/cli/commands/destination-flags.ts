@@ -5,7 +5,8 @@ import { UsageError } from "../errors.js";
 import { readFileSync } from "node:fs";
 import { collect, parseJsonObject } from "../format.js";
 import type { DestinationFlags, DestinationInit, FlagMapping } from "./destination-flag-types.js";
-import { kindFlags } from "./kind-flags.js";
+import { kindFlags } from "./kinds/registry.js";
+import { listFlag, valueFlag } from "./flag-mappings.js";
 
 /** --rate-limit: a whole number of requests per second; 0 is no limit. */
 export function parseRateLimit(text: string): number {
@@ -34,7 +35,7 @@ export function parseKind(text: string): DestinationKind {
   return kind.proto;
 }
 
-/** Every destination's flags, then each kind's own (kind-flags.ts). */
+/** Every destination's flags, then each kind's own (kinds/). */
 export const destinationFlags: FlagMapping[] = [
   {
     declare: (c, mode) => {
@@ -65,76 +66,53 @@ export const destinationFlags: FlagMapping[] = [
       return "source_ids";
     },
   },
-  {
-    declare: (c) => c.option("--rate-limit <n>", "at most N deliveries a second to this destination (0: no limit)"),
-    apply(flags, into) {
-      if (flags.rateLimit === undefined) return undefined;
-      into.maxRequestsPerSecond = parseRateLimit(flags.rateLimit as string);
-      return "max_requests_per_second";
+  valueFlag({
+    flag: "--rate-limit <n>",
+    help: "at most N deliveries a second to this destination (0: no limit)",
+    field: "maxRequestsPerSecond",
+    parse: parseRateLimit,
+    path: "max_requests_per_second",
+  }),
+  valueFlag({
+    flag: "--ordering <order>",
+    help: "per-user: one user's deliveries one at a time, in order; none: any order",
+    field: "ordering",
+    parse: parseOrdering,
+    path: "ordering",
+  }),
+  valueFlag({
+    flag: "--filter <json>",
+    help: { create: "which calls it gets: a filter document (see docs/routing.md)", update: 'a new filter; "{}" removes it' },
+    field: "filter",
+    parse: (text) => parseJsonObject(text, "--filter") as DestinationInit["filter"],
+    path: "filter",
+  }),
+  listFlag({
+    flag: "--drop-field <path>",
+    help: {
+      create: "a dotted path removed from every body (repeat for several)",
+      update: 'replaces the dropped fields (repeat; "" removes them all)',
     },
-  },
-  {
-    declare: (c) => c.option("--ordering <order>", "per-user: one user's deliveries one at a time, in order; none: any order"),
-    apply(flags, into) {
-      if (flags.ordering === undefined) return undefined;
-      into.ordering = parseOrdering(flags.ordering as string);
-      return "ordering";
+    field: "dropFields",
+    path: "drop_fields",
+  }),
+  valueFlag({
+    flag: "--transform-file <file>",
+    help: { create: "JavaScript defining transform(event)", update: 'a new transform; "" removes it' },
+    field: "transform",
+    parse: (file) => (file === "" ? "" : readTransform(file)),
+    path: "transform",
+  }),
+  listFlag({
+    flag: "--consent-category <name>",
+    help: {
+      create:
+        "a consent category every call's context.consent.categoryPreferences must grant (repeat for several; see docs/routing.md#consent)",
+      update: 'replaces the consent categories (repeat; "" removes them all)',
     },
-  },
-  {
-    declare: (c, mode) =>
-      c.option(
-        "--filter <json>",
-        mode === "create" ? "which calls it gets: a filter document (see docs/routing.md)" : 'a new filter; "{}" removes it',
-      ),
-    apply(flags, into) {
-      if (flags.filter === undefined) return undefined;
-      into.filter = parseJsonObject(flags.filter as string, "--filter") as DestinationInit["filter"];
-      return "filter";
-    },
-  },
-  {
-    declare: (c, mode) =>
-      c.option(
-        "--drop-field <path>",
-        mode === "create"
-          ? "a dotted path removed from every body (repeat for several)"
-          : 'replaces the dropped fields (repeat; "" removes them all)',
-        collect,
-      ),
-    apply(flags, into) {
-      const paths = flags.dropField as string[] | undefined;
-      if (paths === undefined) return undefined;
-      into.dropFields = paths.filter((p) => p !== "");
-      return "drop_fields";
-    },
-  },
-  {
-    declare: (c, mode) =>
-      c.option("--transform-file <file>", mode === "create" ? "JavaScript defining transform(event)" : 'a new transform; "" removes it'),
-    apply(flags, into) {
-      const file = flags.transformFile as string | undefined;
-      if (file === undefined) return undefined;
-      into.transform = file === "" ? "" : readTransform(file);
-      return "transform";
-    },
-  },
-  {
-    declare: (c, mode) =>
-      c.option(
-        "--consent-category <name>",
-        mode === "create"
-          ? "a consent category every call's context.consent.categoryPreferences must grant (repeat for several; see docs/routing.md#consent)"
-          : 'replaces the consent categories (repeat; "" removes them all)',
-        collect,
-      ),
-    apply(flags, into) {
-      const names = flags.consentCategory as string[] | undefined;
-      if (names === undefined) return undefined;
-      into.consentCategories = names.filter((name) => name !== "");
-      return "consent_categories";
-    },
-  },
+    field: "consentCategories",
+    path: "consent_categories",
+  }),
   {
     declare: (c, mode) => {
       c.option("--require-consent", "hold back calls that carry no consent preferences too");

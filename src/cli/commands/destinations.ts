@@ -18,17 +18,13 @@ import { UsageError } from "../errors.js";
 import { fields, table, time } from "../format.js";
 import type { DestinationFlags } from "./destination-flag-types.js";
 import { declareDestinationFlags, destinationFromFlags, flagsNeedCurrent } from "./destination-flags.js";
-import { resolveDestinationRef } from "./destination-ref.js";
-import { kindFlags } from "./kind-flags.js";
+import { listAllDestinations, resolveDestinationRef } from "./named-refs.js";
+import { kindFlagsOf } from "./kinds/registry.js";
 import { descriptorOfProto } from "../../delivery/kinds/descriptors.js";
 import { registerDestinationRules } from "./routing.js";
+import { enumWords } from "../../enum-words.js";
 
-const healthNames: Record<DestinationHealth, string> = {
-  [DestinationHealth.UNSPECIFIED]: "-",
-  [DestinationHealth.HEALTHY]: "healthy",
-  [DestinationHealth.FAILING]: "failing",
-  [DestinationHealth.CIRCUIT_OPEN]: "circuit open",
-};
+const healthNames = enumWords(DestinationHealth, { [DestinationHealth.UNSPECIFIED]: "-" });
 
 export function healthText(d: Destination): string {
   return healthNames[d.health] ?? String(d.health);
@@ -38,8 +34,6 @@ export function healthText(d: Destination): string {
 export function kindText(d: Destination): string {
   return descriptorOfProto(d.kind).name;
 }
-
-const kindFlagsOf = (d: Destination) => kindFlags[descriptorOfProto(d.kind).name];
 
 /** The rate limit: "none" when absent or 0. */
 export function rateLimitText(d: Destination): string {
@@ -125,14 +119,7 @@ export function registerDestinations(program: Command, wire: Wire): void {
     .description("list every destination")
     .action(
       wire(async (ctx) => {
-        const client = ctx.admin(DestinationService);
-        const all = create(ListDestinationsResponseSchema);
-        let pageToken = "";
-        do {
-          const page = await client.listDestinations({ pageSize: 500, pageToken }, { signal: ctx.signal });
-          all.destinations.push(...page.destinations);
-          pageToken = page.nextPageToken;
-        } while (pageToken);
+        const all = create(ListDestinationsResponseSchema, { destinations: await listAllDestinations(ctx) });
         ctx.print(ListDestinationsResponseSchema, all, () =>
           table(
             destinationColumns.map((c) => c.header),
@@ -159,7 +146,7 @@ export function registerDestinations(program: Command, wire: Wire): void {
     .action(
       wire(async (ctx, flags: DestinationFlags) => {
         const { destination } = destinationFromFlags(flags);
-        const missing = kindFlags[descriptorOfProto(destination.kind ?? DestinationKind.UNSPECIFIED).name].missing(flags);
+        const missing = kindFlagsOf({ kind: destination.kind ?? DestinationKind.UNSPECIFIED }).missing(flags);
         if (missing) throw new UsageError(missing);
         const response = await ctx
           .admin(DestinationService)

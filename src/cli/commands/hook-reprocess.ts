@@ -3,11 +3,12 @@ import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { Client } from "@connectrpc/connect";
 import type { Command } from "commander";
 import { type HookRequest, HookRequestStatus, HookService } from "../../../gen/waypost/v1/hook_pb.js";
+import { listPages } from "./list-pages.js";
 import type { CliContext, Wire } from "../context.js";
 import { UsageError } from "../errors.js";
 import { collect, parseTime } from "../format.js";
 import { pause } from "./job-progress.js";
-import { resolveSourceRef } from "./source-ref.js";
+import { resolveSourceRef } from "./named-refs.js";
 
 interface ReprocessFlags {
   id?: string[];
@@ -35,14 +36,11 @@ async function listRequests(
   since: Timestamp | undefined,
   keep: (r: HookRequest) => boolean,
 ): Promise<HookRequest[]> {
-  const kept: HookRequest[] = [];
-  let pageToken = "";
-  do {
-    const page = await client.listHookRequests({ sourceId, since, pageSize: 500, pageToken }, { signal: ctx.signal });
-    kept.push(...page.requests.filter(keep));
-    pageToken = page.nextPageToken;
-  } while (pageToken);
-  return kept;
+  const { items } = await listPages(
+    (pageToken, pageSize) => client.listHookRequests({ sourceId, since, pageSize, pageToken }, { signal: ctx.signal }),
+    (page) => page.requests,
+  );
+  return items.filter(keep);
 }
 
 /** The requests the reprocess will set to run again, as the server selects them (ids, or failed ones in a range). */

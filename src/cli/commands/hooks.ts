@@ -8,12 +8,13 @@ import {
   type HookRequest,
 } from "../../../gen/waypost/v1/hook_pb.js";
 import { create } from "@bufbuild/protobuf";
+import { listPages } from "./list-pages.js";
 import type { Wire } from "../context.js";
 import { UsageError } from "../errors.js";
 import { collect, parseCount, parseTime, table, time } from "../format.js";
 import { readFlagFile } from "./hook-source-flags.js";
 import { registerHookReprocess } from "./hook-reprocess.js";
-import { resolveSourceRef } from "./source-ref.js";
+import { resolveSourceRef } from "./named-refs.js";
 
 const statusNames: Record<string, HookRequestStatus> = {
   pending: HookRequestStatus.PENDING,
@@ -62,17 +63,12 @@ export function registerHooks(program: Command, wire: Wire): void {
         const limit = flags.limit === undefined ? 100 : parseCount(flags.limit, "--limit");
         const sourceId = await resolveSourceRef(ctx, ref);
         const client = ctx.admin(HookService);
-        const all = create(ListHookRequestsResponseSchema);
-        let pageToken = "";
-        do {
-          const page = await client.listHookRequests(
-            { sourceId, status, since, pageSize: Math.min(limit - all.requests.length, 500), pageToken },
-            { signal: ctx.signal },
-          );
-          all.requests.push(...page.requests);
-          pageToken = page.nextPageToken;
-        } while (pageToken && all.requests.length < limit);
-        all.requests.splice(limit);
+        const listed = await listPages(
+          (pageToken, pageSize) => client.listHookRequests({ sourceId, status, since, pageSize, pageToken }, { signal: ctx.signal }),
+          (page) => page.requests,
+          limit,
+        );
+        const all = create(ListHookRequestsResponseSchema, { requests: listed.items.slice(0, limit) });
         ctx.print(ListHookRequestsResponseSchema, all, () =>
           table(
             ["ID", "RECEIVED", "STATUS", "CALLS", "ERROR OR BODY"],

@@ -1,6 +1,7 @@
 import { JobState } from "../../../gen/waypost/v1/job_pb.js";
 import type { CliContext } from "../context.js";
 import { CommandFailure, describeRpcError } from "../errors.js";
+import { enumWords } from "../../enum-words.js";
 
 /** A background job as the CLI follows it: its state and a count towards a total. */
 export interface JobSnapshot {
@@ -12,13 +13,7 @@ export interface JobSnapshot {
   error: string;
 }
 
-export const jobStateNames: Record<JobState, string> = {
-  [JobState.UNSPECIFIED]: "-",
-  [JobState.RUNNING]: "running",
-  [JobState.DONE]: "done",
-  [JobState.CANCELLED]: "cancelled",
-  [JobState.FAILED]: "failed",
-};
+export const jobStateNames = enumWords(JobState, { [JobState.UNSPECIFIED]: "-" });
 
 const barWidth = 30;
 

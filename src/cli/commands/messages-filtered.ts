@@ -2,10 +2,11 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { Command } from "commander";
 import { DeliveryService, Fate, ListFatesResponseSchema, type ListFatesRequest } from "../../../gen/waypost/v1/delivery_pb.js";
+import { listPages } from "./list-pages.js";
 import type { Wire } from "../context.js";
 import { UsageError } from "../errors.js";
-import { parseCount, parseTime, table, time } from "../format.js";
-import { resolveDestinationRef } from "./destination-ref.js";
+import { fateNames, parseCount, parseTime, table, time } from "../format.js";
+import { resolveDestinationRef } from "./named-refs.js";
 
 /** --reason: which recorded fate (and reason) to list. */
 const reasons: Record<string, Pick<ListFatesRequest, "fate" | "reason">> = {
@@ -17,12 +18,6 @@ const reasons: Record<string, Pick<ListFatesRequest, "fate" | "reason">> = {
   disabled: { fate: Fate.DISABLED, reason: "" },
   "integrations-off": { fate: Fate.INTEGRATIONS_OFF, reason: "" },
   any: { fate: Fate.UNSPECIFIED, reason: "" },
-};
-
-const fateWords: Partial<Record<Fate, string>> = {
-  [Fate.FILTERED]: "filtered",
-  [Fate.DISABLED]: "disabled",
-  [Fate.INTEGRATIONS_OFF]: "integrations off",
 };
 
 interface Flags {
@@ -61,15 +56,12 @@ export function registerMessagesFiltered(messages: Command, wire: Wire): void {
           until: flags.until === undefined ? undefined : timestampFromDate(parseTime(flags.until, "--until")),
         };
         const client = ctx.admin(DeliveryService);
-        const all = create(ListFatesResponseSchema);
-        do {
-          const page = await client.listFates(
-            { ...request, pageSize: Math.min(500, limit - all.calls.length), pageToken: all.nextPageToken },
-            { signal: ctx.signal },
-          );
-          all.calls.push(...page.calls);
-          all.nextPageToken = page.nextPageToken;
-        } while (all.nextPageToken && all.calls.length < limit);
+        const listed = await listPages(
+          (pageToken, pageSize) => client.listFates({ ...request, pageSize, pageToken }, { signal: ctx.signal }),
+          (page) => page.calls,
+          limit,
+        );
+        const all = create(ListFatesResponseSchema, { calls: listed.items, nextPageToken: listed.nextPageToken });
         ctx.print(ListFatesResponseSchema, all, () =>
           table(
             ["RECORDED", "MESSAGE ID", "TYPE", "EVENT", "USER", "FATE", "SOURCE"],
@@ -79,7 +71,7 @@ export function registerMessagesFiltered(messages: Command, wire: Wire): void {
               c.type,
               c.event || "-",
               c.userId || "-",
-              (fateWords[c.fate] ?? String(c.fate)) + (c.reason ? ` (${c.reason})` : ""),
+              fateNames[c.fate] + (c.reason ? ` (${c.reason})` : ""),
               c.sourceId,
             ]),
           ),

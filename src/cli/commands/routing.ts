@@ -1,27 +1,12 @@
 import type { Command } from "commander";
-import { DeliveryService, ExplainMessageResponseSchema, Fate } from "../../../gen/waypost/v1/delivery_pb.js";
+import { DeliveryService, ExplainMessageResponseSchema } from "../../../gen/waypost/v1/delivery_pb.js";
 import { DestinationService, TestDestinationResponseSchema } from "../../../gen/waypost/v1/destination_pb.js";
 import { testedCallsText } from "./tested-calls.js";
 import type { Wire } from "../context.js";
 import { registerBackfillCommand } from "./backfills.js";
-import { resolveDestinationRef } from "./destination-ref.js";
+import { resolveDestinationRef } from "./named-refs.js";
 import { registerMessagesFiltered } from "./messages-filtered.js";
-import { collect, fields, parseCount, table, time } from "../format.js";
-
-export const fateNames: Record<Fate, string> = {
-  [Fate.UNSPECIFIED]: "-",
-  [Fate.PENDING]: "pending",
-  [Fate.RETRYING]: "retrying",
-  [Fate.DELIVERED]: "delivered",
-  [Fate.FAILED]: "failed",
-  [Fate.EXPIRED]: "expired",
-  [Fate.CANCELLED]: "cancelled",
-  [Fate.FILTERED]: "filtered",
-  [Fate.NOT_CONNECTED]: "not connected",
-  [Fate.DISABLED]: "disabled",
-  [Fate.INTEGRATIONS_OFF]: "integrations off",
-  [Fate.CREATED_LATER]: "created later",
-};
+import { collect, fateNames, fields, parseCount, table, time } from "../format.js";
 
 /** `destinations test` and `destinations backfill`: a destination's rules over stored calls. */
 export function registerDestinationRules(destinations: Command, wire: Wire): void {

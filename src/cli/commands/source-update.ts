@@ -5,7 +5,7 @@ import type { Wire } from "../context.js";
 import { UsageError } from "../errors.js";
 import { fields } from "../format.js";
 import { readFlagFile, verifierName, verifierNames } from "./hook-source-flags.js";
-import { resolveSourceRef } from "./source-ref.js";
+import { resolveSourceRef } from "./named-refs.js";
 
 interface UpdateFlags {
   name?: string;

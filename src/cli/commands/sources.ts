@@ -15,7 +15,7 @@ import type { Wire } from "../context.js";
 import { UsageError } from "../errors.js";
 import { declareHookSourceFlags, inboundUrl, verifierName, webhookFromFlags, type HookSourceFlags } from "./hook-source-flags.js";
 import { registerSourceUpdate } from "./source-update.js";
-import { resolveSourceRef } from "./source-ref.js";
+import { listAllSources, resolveSourceRef } from "./named-refs.js";
 
 export function registerSources(program: Command, wire: Wire): void {
   const sources = program.command("sources").description("list, create, update, rotate keys of and delete sources");
@@ -25,14 +25,7 @@ export function registerSources(program: Command, wire: Wire): void {
     .description("list every source")
     .action(
       wire(async (ctx) => {
-        const client = ctx.admin(SourceService);
-        const all = create(ListSourcesResponseSchema);
-        let pageToken = "";
-        do {
-          const page = await client.listSources({ pageSize: 500, pageToken }, { signal: ctx.signal });
-          all.sources.push(...page.sources);
-          pageToken = page.nextPageToken;
-        } while (pageToken);
+        const all = create(ListSourcesResponseSchema, { sources: await listAllSources(ctx) });
         ctx.print(ListSourcesResponseSchema, all, () =>
           table(
             ["ID", "NAME", "KIND", "CREATED"],

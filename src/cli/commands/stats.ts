@@ -9,7 +9,7 @@ import {
 import { DestinationService } from "../../../gen/waypost/v1/destination_pb.js";
 import { table } from "../format.js";
 import type { Wire } from "../context.js";
-import { listAllDestinations, resolveDestinationRef } from "./destination-ref.js";
+import { listAllDestinations, resolveDestinationRef } from "./named-refs.js";
 
 /**
  * Stats RPCs in flight at once. Each call listens on the command's abort

@@ -11,7 +11,7 @@ import {
 } from "../../../gen/waypost/v1/delivery_pb.js";
 import type { CliContext } from "../context.js";
 import { tailLine } from "./delivery-text.js";
-import { createDestinationNames } from "./destination-ref.js";
+import { createDestinationNames } from "./destination-names.js";
 
 type Filter = Pick<ListDeliveriesRequest, "destinationId" | "statuses" | "messageId" | "userId" | "since" | "until">;
 

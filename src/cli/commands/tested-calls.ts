@@ -1,16 +1,8 @@
 import { TestOutcome, type TestedCall, type VendorRequest } from "../../../gen/waypost/v1/destination_pb.js";
 import { table } from "../format.js";
+import { enumWords } from "../../enum-words.js";
 
-const outcomeNames: Record<TestOutcome, string> = {
-  [TestOutcome.UNSPECIFIED]: "-",
-  [TestOutcome.SEND]: "send",
-  [TestOutcome.FILTERED]: "filtered",
-  [TestOutcome.DROPPED_BY_TRANSFORM]: "dropped by transform",
-  [TestOutcome.TRANSFORM_ERROR]: "transform error",
-  [TestOutcome.NOT_SUBSCRIBED]: "no subscription matched",
-  [TestOutcome.NO_CONSENT]: "no consent",
-  [TestOutcome.ACTION_ERROR]: "action error",
-};
+const outcomeNames = enumWords(TestOutcome, { [TestOutcome.UNSPECIFIED]: "-", [TestOutcome.NOT_SUBSCRIBED]: "no subscription matched" });
 
 /**
  * `destinations test` as text: a row per call; an integration's call (it

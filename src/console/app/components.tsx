@@ -46,6 +46,28 @@ export function HeadersTable(props: { label: string; caption?: string | undefine
   );
 }
 
+/**
+ * A data table: its header row, then a row per item, or one row saying
+ * there are none (`empty`) once the items are there to count.
+ */
+export function DataTable<T>(props: {
+  label: string;
+  columns: string[];
+  items: readonly T[] | undefined;
+  empty: ComponentChildren;
+  row(item: T): ComponentChildren;
+}) {
+  return (
+    <table aria-label={props.label}>
+      <HeaderRow columns={props.columns} />
+      <tbody>
+        {props.items?.length === 0 && <EmptyRow columns={props.columns.length}>{props.empty}</EmptyRow>}
+        {props.items?.map((item) => props.row(item))}
+      </tbody>
+    </table>
+  );
+}
+
 export function EmptyRow(props: { columns: number; children: ComponentChildren }) {
   return (
     <tr>

@@ -52,11 +52,17 @@ export function useLoad<T>(load: (api: Api) => Promise<T>, deps: unknown[]): Loa
   return { data: state.data, error: state.error, loading: state.loading, reload };
 }
 
-/** Runs an action, reporting its error in `error` (and signing out when the token is refused). */
-export function useAction(): {
+/**
+ * Runs an action, reporting its error in `error` (and signing out when the
+ * token is refused); `onDone` runs after each one that succeeds (a list
+ * reloads).
+ */
+export function useAction(onDone?: () => void): {
   busy: boolean;
   error: string | undefined;
   run<T>(action: (api: Api) => Promise<T>): Promise<T | undefined>;
+  /** Asks `question` first (Delete the source …?): declined, it runs nothing and resolves undefined. */
+  confirmRun<T>(question: string, action: (api: Api) => Promise<T>): Promise<T | undefined>;
   clear(): void;
 } {
   const session = useSession();
@@ -67,7 +73,9 @@ export function useAction(): {
       setBusy(true);
       setError(undefined);
       try {
-        return await action(session.api);
+        const done = await action(session.api);
+        onDone?.();
+        return done;
       } catch (caught) {
         if (isUnauthenticated(caught)) session.signOut(describeError(caught));
         setError(describeError(caught));
@@ -76,7 +84,9 @@ export function useAction(): {
         setBusy(false);
       }
     },
-    [session],
+    [session, onDone],
   );
-  return { busy, error, run, clear: () => setError(undefined) };
+  const confirmRun = <T>(question: string, action: (api: Api) => Promise<T>) =>
+    confirm(question) ? run(action) : Promise.resolve(undefined);
+  return { busy, error, run, confirmRun, clear: () => setError(undefined) };
 }

@@ -32,7 +32,7 @@ export const retryableStatuses = new Set([DeliveryStatus.FAILED, DeliveryStatus.
  * disabled button is never unexplained. A warehouse destination loads rows
  * rather than sending requests, and says so.
  */
-/** What a retry does, as the destination's kind says it (views/kind-forms.tsx). */
+/** What a retry does, as the destination's kind says it (its client file in kinds/). */
 export interface RetryWording {
   /** "Sends it" */
   now: string;

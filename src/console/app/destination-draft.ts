@@ -1,31 +1,38 @@
-import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import { Ordering, type Destination, type DestinationSchema } from "../../../gen/waypost/v1/destination_pb.js";
-import { descriptorNamed, descriptorOfProto } from "../../delivery/kinds/descriptors.js";
-import type { DestinationDraft } from "./destination-draft-types.js";
-import { kindForms } from "./views/kind-forms.js";
+import { descriptorNamed, descriptorOfProto, type KindName } from "../../delivery/kinds/descriptors.js";
+import { parseJsonObject } from "./json-text.js";
+import { kindDraftsOf, type KindDrafts, ownKind } from "./kinds/registry.js";
 
-/** Every kind's part of the draft, empty (a new destination), so switching the kind on create keeps a full draft. */
-function emptyKindParts(): Omit<
-  DestinationDraft,
-  | "kind"
-  | "name"
-  | "enabled"
-  | "sourceIds"
-  | "rateLimit"
-  | "ordering"
-  | "filter"
-  | "dropFields"
-  | "transform"
-  | "consentCategories"
-  | "requireConsent"
-> {
-  return Object.assign({}, ...Object.values(kindForms).map((form) => form.draft(undefined)));
+/**
+ * The destination form's state, as people edit it: what every destination
+ * has, then each kind's own part (its client file in kinds/ fills it,
+ * sends it and shows its fields).
+ */
+export interface DestinationDraft {
+  /** Chosen on create; fixed afterwards. */
+  kind: KindName;
+  name: string;
+  enabled: boolean;
+  sourceIds: string[];
+  /** Requests per second as typed; "" or "0" is no limit. */
+  rateLimit: string;
+  ordering: "none" | "per-user";
+  /** Routing rules as typed: the filter's JSON ("" is none), one dropped path a line, the transform's source. */
+  filter: string;
+  dropFields: string;
+  transform: string;
+  /** Consent: the categories as typed (comma- or line-separated), and whether calls without preferences are held back. */
+  consentCategories: string;
+  requireConsent: boolean;
+  /** Every kind's part, the chosen kind's among them: switching the kind on create loses nothing typed. */
+  kinds: KindDrafts;
 }
 
 export function draftOf(destination: Destination | undefined): DestinationDraft {
+  const kinds = kindDraftsOf(destination);
   if (!destination) {
     return {
-      ...emptyKindParts(),
       kind: descriptorOfProto(0).name,
       name: "",
       enabled: true,
@@ -37,13 +44,11 @@ export function draftOf(destination: Destination | undefined): DestinationDraft 
       transform: "",
       consentCategories: "",
       requireConsent: false,
+      kinds,
     };
   }
-  const kind = descriptorOfProto(destination.kind).name;
   return {
-    ...emptyKindParts(),
-    ...kindForms[kind].draft(destination),
-    kind,
+    kind: descriptorOfProto(destination.kind).name,
     name: destination.name,
     enabled: destination.enabled !== false,
     sourceIds: [...destination.sourceIds],
@@ -54,22 +59,8 @@ export function draftOf(destination: Destination | undefined): DestinationDraft 
     transform: destination.transform,
     consentCategories: destination.consentCategories.join(", "),
     requireConsent: destination.requireConsent,
+    kinds,
   };
-}
-
-type JsonObject = NonNullable<MessageInitShape<typeof DestinationSchema>["filter"]>;
-
-/** The filter as typed: {} when empty (no filter), the object, or what is wrong with the text. */
-export function parseFilter(text: string): { filter: JsonObject; problem?: undefined } | { problem: string } {
-  if (text.trim() === "") return { filter: {} };
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    return { problem: `is not JSON: ${(error as Error).message}` };
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return { problem: "must be a JSON object" };
-  return { filter: value as JsonObject };
 }
 
 /** Consent categories as typed: separated by commas or line breaks, each trimmed, empty ones left out. */
@@ -80,7 +71,7 @@ export function parseConsentCategories(text: string): string[] {
     .filter((name) => name !== "");
 }
 
-/** The routing rules of a draft as the API takes them; the filter must have passed parseFilter. */
+/** The routing rules of a draft as the API takes them; the filter must have passed parseJsonObject. */
 export function rulesOf(draft: DestinationDraft): {
   filter: JsonObject;
   dropFields: string[];
@@ -88,9 +79,9 @@ export function rulesOf(draft: DestinationDraft): {
   consentCategories: string[];
   requireConsent: boolean;
 } {
-  const parsed = parseFilter(draft.filter);
+  const parsed = parseJsonObject(draft.filter);
   return {
-    filter: parsed.problem === undefined ? parsed.filter : {},
+    filter: parsed.problem === undefined ? parsed.object : {},
     dropFields: draft.dropFields
       .split("\n")
       .map((line) => line.trim())
@@ -121,7 +112,8 @@ export function parseRateLimit(text: string): number | { problem: string } {
  */
 export function toRequest(draft: DestinationDraft): { destination: MessageInitShape<typeof DestinationSchema>; paths: string[] } {
   const rate = parseRateLimit(draft.rateLimit);
-  const own = kindForms[draft.kind].request(draft);
+  const { form, part } = ownKind(draft.kind, draft.kinds);
+  const own = form.request(part);
   const destination: MessageInitShape<typeof DestinationSchema> = {
     name: draft.name,
     enabled: draft.enabled,

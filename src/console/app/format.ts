@@ -1,5 +1,6 @@
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { DeliveryStatus } from "../../../gen/waypost/v1/delivery_pb.js";
+import { DeliveryStatus, Fate } from "../../../gen/waypost/v1/delivery_pb.js";
+import { enumWords } from "../../enum-words.js";
 
 export function formatTime(ts: Timestamp | undefined): string {
   return ts ? formatDate(timestampDate(ts)) : "";
@@ -12,12 +13,7 @@ export function formatDate(date: Date): string {
     .replace(/\.\d+Z$/, "Z");
 }
 
-export const statusLabels: Record<DeliveryStatus, string> = {
-  [DeliveryStatus.UNSPECIFIED]: "unknown",
-  [DeliveryStatus.PENDING]: "pending",
-  [DeliveryStatus.RETRYING]: "retrying",
-  [DeliveryStatus.DELIVERED]: "delivered",
-  [DeliveryStatus.FAILED]: "failed",
-  [DeliveryStatus.EXPIRED]: "expired",
-  [DeliveryStatus.CANCELLED]: "cancelled",
-};
+export const statusLabels = enumWords(DeliveryStatus, { [DeliveryStatus.UNSPECIFIED]: "unknown" });
+
+/** What happened to a call at a destination (ExplainMessage, ListFates). */
+export const fateLabels = enumWords(Fate, { [Fate.UNSPECIFIED]: "–" }, true);

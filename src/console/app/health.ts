@@ -1,5 +1,6 @@
 import type { Destination } from "../../../gen/waypost/v1/destination_pb.js";
 import { DestinationHealth, DestinationSchema, Ordering } from "../../../gen/waypost/v1/destination_pb.js";
+import { enumWords } from "../../enum-words.js";
 
 /**
  * A destination's state for people: disabled, enabled, or the endpoint
@@ -19,11 +20,7 @@ export function destinationState(destination: Destination): string {
   return "enabled";
 }
 
-const healthLabels: Record<number, string> = {
-  [DestinationHealth.HEALTHY]: "Healthy",
-  [DestinationHealth.FAILING]: "Failing",
-  [DestinationHealth.CIRCUIT_OPEN]: "Circuit open",
-};
+const healthLabels = enumWords(DestinationHealth, { [DestinationHealth.UNSPECIFIED]: "—" }, true);
 
 /** The endpoint's health for the Health column; "—" when the server reports none. */
 export function healthLabel(destination: Destination): string {

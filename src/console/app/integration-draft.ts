@@ -3,6 +3,7 @@ import type { Value } from "@bufbuild/protobuf/wkt";
 import type { Destination } from "../../../gen/waypost/v1/destination_pb.js";
 import type { Integration, IntegrationField, IntegrationPreset } from "../../../gen/waypost/v1/integration_pb.js";
 import type { FieldErrors } from "./field-error.js";
+import { parseJsonObject } from "./json-text.js";
 
 /** What the server sends in place of a stored secret, and takes back as "keep it". */
 export const maskedSecret = "***";
@@ -98,19 +99,6 @@ export function subscriptionOfPreset(preset: IntegrationPreset): SubscriptionDra
   return { name: preset.name, subscribe: preset.subscribe, action: preset.action, mapping: mappingText(preset.mapping), enabled: true };
 }
 
-/** The mapping as typed: {} when empty (the action's defaults), the object, or what is wrong with the text. */
-export function parseMapping(text: string): { mapping: JsonObject; problem?: undefined } | { problem: string } {
-  if (text.trim() === "") return { mapping: {} };
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    return { problem: `is not JSON: ${(error as Error).message}` };
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return { problem: "must be a JSON object" };
-  return { mapping: value as JsonObject };
-}
-
 /** A setting as typed, in the JSON type its field takes; undefined leaves it out (empty). */
 function settingValue(field: IntegrationField | undefined, typed: string | boolean): JsonValue | undefined {
   if (typeof typed === "boolean") return typed;
@@ -140,7 +128,7 @@ export function integrationProblems(draft: IntegrationDraft): FieldErrors {
   const problems: FieldErrors = {};
   if (draft.slug === "") problems["integration.slug"] = "pick an entry of the catalog";
   draft.subscriptions.forEach((s, i) => {
-    const parsed = parseMapping(s.mapping);
+    const parsed = parseJsonObject(s.mapping);
     if (parsed.problem !== undefined) problems[`integration.subscriptions[${i}].mapping`] = parsed.problem;
   });
   return problems;
@@ -165,12 +153,12 @@ export function integrationRequestOf(draft: IntegrationDraft): {
     slug: draft.slug,
     settings,
     subscriptions: draft.subscriptions.map((s) => {
-      const parsed = parseMapping(s.mapping);
+      const parsed = parseJsonObject(s.mapping);
       return {
         name: s.name.trim(),
         subscribe: s.subscribe.trim(),
         action: s.action,
-        mapping: parsed.problem === undefined ? parsed.mapping : {},
+        mapping: parsed.problem === undefined ? parsed.object : {},
         enabled: s.enabled,
       };
     }),

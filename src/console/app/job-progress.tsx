@@ -2,14 +2,9 @@ import { useEffect, useState } from "preact/hooks";
 import { JobState } from "../../../gen/waypost/v1/job_pb.js";
 import type { Api } from "./api.js";
 import { useSession } from "./context.js";
+import { enumWords } from "../../enum-words.js";
 
-export const jobStateLabels: Record<JobState, string> = {
-  [JobState.UNSPECIFIED]: "-",
-  [JobState.RUNNING]: "Running",
-  [JobState.DONE]: "Done",
-  [JobState.CANCELLED]: "Cancelled",
-  [JobState.FAILED]: "Failed",
-};
+export const jobStateLabels = enumWords(JobState, { [JobState.UNSPECIFIED]: "-" }, true);
 
 /** A job's progress bar: done of total (full once the job is done). */
 export function JobProgress(props: { state: JobState; done: bigint; total: bigint; label: string }) {

@@ -1,7 +1,7 @@
 import type { Destination } from "../../../gen/waypost/v1/destination_pb.js";
 import type { Source } from "../../../gen/waypost/v1/source_pb.js";
 import { useLoad, type Loaded } from "./context.js";
-import { listAll } from "./paging.js";
+import { allDestinations, allSources } from "./paging.js";
 import { destinationTell, sourceTell } from "./twins.js";
 
 export interface Names {
@@ -16,16 +16,7 @@ export interface Names {
  */
 export function useNames(): Loaded<Names> {
   return useLoad(async (api) => {
-    const [destinations, sources] = await Promise.all([
-      listAll(
-        (t) => api.destinations.listDestinations({ pageToken: t, pageSize: 100 }),
-        (r) => r.destinations,
-      ),
-      listAll(
-        (t) => api.sources.listSources({ pageToken: t, pageSize: 100 }),
-        (r) => r.sources,
-      ),
-    ]);
+    const [destinations, sources] = await Promise.all([allDestinations(api), allSources(api)]);
     return { destinations, sources };
   }, []);
 }

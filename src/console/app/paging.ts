@@ -1,3 +1,5 @@
+import type { Api } from "./api.js";
+
 /** Pages through a List RPC (bounded: at most `maxPages` pages). */
 export async function listAll<R extends { nextPageToken: string }, T>(
   page: (pageToken: string) => Promise<R>,
@@ -14,3 +16,17 @@ export async function listAll<R extends { nextPageToken: string }, T>(
   }
   return all;
 }
+
+/** Every source, for menus and names. */
+export const allSources = (api: Api) =>
+  listAll(
+    (pageToken) => api.sources.listSources({ pageToken, pageSize: 100 }),
+    (r) => r.sources,
+  );
+
+/** Every destination, for lists and names. */
+export const allDestinations = (api: Api) =>
+  listAll(
+    (pageToken) => api.destinations.listDestinations({ pageToken, pageSize: 100 }),
+    (r) => r.destinations,
+  );

@@ -1,5 +1,5 @@
 import type { Destination } from "../../../gen/waypost/v1/destination_pb.js";
-import { kindFormOf } from "./views/kind-forms.js";
+import { kindFormOf } from "./kinds/registry.js";
 
 /**
  * The names more than one of `items` has. Names need not be unique, and

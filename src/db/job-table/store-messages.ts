@@ -41,7 +41,7 @@ export interface StoreResult {
   fresh: boolean;
   /** Calls held back by a destination's rules, per destination id and reason. */
   filtered: Array<[destinationId: string, reason: HeldBackReason, count: number]>;
-  /** Whether any delivery was queued: the caller wakes the delivery loops (see createLoopWaker). */
+  /** Whether any delivery was queued: the caller wakes the delivery loops (see background/throttled-notify.ts). */
   queued: boolean;
 }
 
@@ -152,7 +152,7 @@ export function rowWithPayload(fields: Record<string, unknown>, payload: string)
  * one statement, so atomically and in one round trip, skipping messageIds
  * the source already has (a repeat is acknowledged, not stored again). It
  * does not NOTIFY: the caller wakes the delivery loops after it commits
- * (createLoopWaker), as a NOTIFY here would serialize every ingest commit
+ * (a throttled NOTIFY, background/throttled-notify.ts), as a NOTIFY here would serialize every ingest commit
  * on Postgres's one notification lock. A destination that is disabled, that the call's
  * integrations turn off, or whose rules held the call back (the caller
  * says which and why, and `filtersStamp` which rules it used) gets a fate row

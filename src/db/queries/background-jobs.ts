@@ -1,4 +1,5 @@
 import { inTransaction, type Queryable } from "../pool.js";
+import { type KindColumns, type RoutingColumn, routingColumnsSql } from "./destinations.js";
 
 export type JobKind = "backfill" | "retry";
 export type JobState = "running" | "done" | "cancelled" | "failed";
@@ -241,6 +242,14 @@ export async function cancelJob(db: Queryable, kind: JobKind, id: string, now: D
   return result.rows[0];
 }
 
+/** The routing rules a backfill applies, as stored: the common ones, and its kind's (its routing column, if any). */
+export interface BackfillRulesRow extends Partial<Pick<KindColumns, RoutingColumn>> {
+  filter: Record<string, unknown> | null;
+  consent_categories: string[];
+  require_consent: boolean;
+  kind: string;
+}
+
 /**
  * Whether the destination still exists, taking a key-share lock on its row
  * for the rest of the transaction: a DeleteDestination (which locks the row
@@ -248,19 +257,10 @@ export async function cancelJob(db: Queryable, kind: JobKind, id: string, now: D
  * delivery may be queued for it) or waits until this transaction commits
  * (and then cancels what it queued). Updates of the destination are not held up.
  */
-/** The routing rules a backfill applies, as stored (an integration's settings; null for other kinds). */
-export interface BackfillRulesRow {
-  filter: Record<string, unknown> | null;
-  consent_categories: string[];
-  require_consent: boolean;
-  integration: unknown;
-}
-
 export async function lockDestinationIfExists(db: Queryable, destinationId: string): Promise<BackfillRulesRow | undefined> {
   const result = await db.query<BackfillRulesRow>(
-    `SELECT filter, consent_categories, require_consent,
-            CASE WHEN kind = 'integration' THEN coalesce(integration, '{}'::jsonb) END AS integration
-       FROM destinations WHERE id = $1 FOR KEY SHARE`,
+    `SELECT d.filter, d.consent_categories, d.require_consent, d.kind${routingColumnsSql("d")}
+       FROM destinations d WHERE d.id = $1 FOR KEY SHARE`,
     [destinationId],
   );
   return result.rows[0];

@@ -40,6 +40,26 @@ const kindColumns: Readonly<Record<keyof KindColumns, "jsonb" | "text">> = {
 };
 const kindColumnNames = Object.keys(kindColumns) as Array<keyof KindColumns>;
 
+/**
+ * The kind columns a kind routes calls by (its `routing`,
+ * src/delivery/kinds/kind.ts): a destination with one set is read by routing
+ * at ingest whatever its filter. Only a column's own kind sets it (the
+ * table's kind check), so a set routing column says the destination's kind.
+ */
+const routingColumnSet = { integration: true } as const satisfies Partial<Record<keyof KindColumns, true>>;
+export type RoutingColumn = keyof typeof routingColumnSet;
+export const routingColumns = Object.keys(routingColumnSet) as RoutingColumn[];
+
+/** SQL: whether the destination `alias` names has a routing column set (its kind routes calls itself). */
+export function kindRoutesSql(alias: string): string {
+  return routingColumns.length === 0 ? "false" : `(${routingColumns.map((column) => `${alias}.${column} IS NOT NULL`).join(" OR ")})`;
+}
+
+/** SQL: the routing columns of the destination `alias` names, as a select list (after others). */
+export function routingColumnsSql(alias: string): string {
+  return routingColumns.map((column) => `, ${alias}.${column}`).join("");
+}
+
 /** Every kind column empty: a kind's row is this with its own columns set. */
 export const emptyKindColumns: Readonly<KindColumns> = {
   webhooks: [],
@@ -134,21 +154,18 @@ export interface DestinationWrite {
 
 const json = (value: unknown) => (value === null ? null : JSON.stringify(value));
 
+/** A kind column's value as written: its own, or empty; jsonb ones as JSON text. */
+function kindColumnValue(columns: Partial<KindColumns>, column: keyof KindColumns): unknown {
+  const value = columns[column] ?? emptyKindColumns[column];
+  return kindColumns[column] === "jsonb" ? json(value) : value;
+}
+
 /** The written columns, once: each with its value. Both writes are built from this list. */
 const writtenColumns: ReadonlyArray<readonly [column: string, value: (row: DestinationWrite) => unknown]> = [
   ["name", (row) => row.name],
   ["enabled", (row) => row.enabled],
   ["kind", (row) => row.kind],
-  ...kindColumnNames.map(
-    (column) =>
-      [
-        column,
-        (row: DestinationWrite) => {
-          const value = row.columns[column] ?? emptyKindColumns[column];
-          return kindColumns[column] === "jsonb" ? json(value) : value;
-        },
-      ] as const,
-  ),
+  ...kindColumnNames.map((column) => [column, (row: DestinationWrite) => kindColumnValue(row.columns, column)] as const),
   ["max_requests_per_second", (row) => row.maxRequestsPerSecond],
   ["ordering", (row) => row.ordering],
   ["filter", (row) => json(row.filter)],
@@ -187,11 +204,13 @@ export async function updateDestinationRow(db: Queryable, row: DestinationWrite)
   await db.query(`UPDATE destinations SET ${sets.join(", ")}, revision = revision + 1 WHERE id = $1`, destinationParams(row));
 }
 
-/** Replaces the Standard Webhooks secrets (a rotation) and moves the revision on. */
-export async function updateSigningSecrets(db: Queryable, id: string, secrets: readonly StoredSigningSecret[], at: Date): Promise<void> {
-  await db.query("UPDATE destinations SET signing_secrets = $2, revision = revision + 1, updated_at = $3 WHERE id = $1", [
+/** Writes a kind's columns alone (a kind action: a signing secret rotated) and moves the revision on. */
+export async function updateKindColumns(db: Queryable, id: string, columns: Partial<KindColumns>, at: Date): Promise<void> {
+  const names = kindColumnNames.filter((column) => columns[column] !== undefined);
+  const sets = names.map((column, i) => `${column} = $${i + 2}`);
+  await db.query(`UPDATE destinations SET ${sets.join(", ")}, revision = revision + 1, updated_at = $${names.length + 2} WHERE id = $1`, [
     id,
-    JSON.stringify(secrets),
+    ...names.map((column) => kindColumnValue(columns, column)),
     at,
   ]);
 }

@@ -1,4 +1,4 @@
-import type pg from "pg";
+import { notifyChannel } from "../notify.js";
 import type { Queryable } from "../pool.js";
 
 // The wake-up channel of webhook requests, named here once (as the
@@ -12,10 +12,5 @@ export const hooksChannel = "waypost_hooks";
 
 /** Wakes every process's processor for these sources; send it after the commit. */
 export async function notifyHookSources(db: Queryable, sourceIds: readonly string[]): Promise<void> {
-  await db.query("SELECT pg_notify($1, id) FROM unnest($2::text[]) AS id", [hooksChannel, sourceIds]);
-}
-
-/** Starts listening on the channel on a connection of its own. */
-export async function listenForHookRequests(client: pg.Client): Promise<void> {
-  await client.query(`LISTEN ${hooksChannel}`);
+  await notifyChannel(db, hooksChannel, sourceIds);
 }

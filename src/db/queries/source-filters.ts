@@ -1,36 +1,36 @@
 import type { Queryable } from "../pool.js";
+import { type KindColumns, kindRoutesSql, type RoutingColumn, routingColumnsSql } from "./destinations.js";
 
 /** A connected destination's routing rules, as stored (src/routing/route-rules.ts compiles them). */
-export interface SourceFilterRow {
+export interface SourceFilterRow extends Partial<Pick<KindColumns, RoutingColumn>> {
   id: string;
   revision: number;
   filter: Record<string, unknown> | null;
   consent_categories: string[];
   require_consent: boolean;
-  /** An integration destination's settings ({slug, settings, subscriptions}; {} when absent); null for other kinds. */
-  integration: unknown;
+  /** Its kind, whose routing reads the routing column set (the others are null). */
+  kind: string;
 }
 
 /**
  * Which of a source's enabled destinations routing must look at: those that
  * can hold a call back. A filter, consent categories or required consent do;
- * so does every integration destination (a call that matches none of its
- * subscriptions gets no delivery). Others get every call.
+ * so does every destination of a kind that routes calls itself (a call an
+ * integration's subscriptions do not match gets no delivery). Others get
+ * every call.
  */
-const holdsBack = "d.enabled AND (d.filter IS NOT NULL OR d.consent_categories <> '{}' OR d.require_consent OR d.kind = 'integration')";
+const holdsBack = `d.enabled AND (d.filter IS NOT NULL OR d.consent_categories <> '{}' OR d.require_consent OR ${kindRoutesSql("d")})`;
 
 /**
  * The rules of a source's destinations that can hold a call back, with the
  * revision each was read at: what ingest routes the source's calls by. The
  * store statement checks the same set (filtersStampSql), so a change made
- * since is noticed. Only an integration's settings are read of its
- * `integration` column (the subscriptions are in it).
+ * since is noticed. Of the kinds' columns only the routing columns are read.
  */
 export async function selectSourceFilters(db: Queryable, sourceId: string): Promise<SourceFilterRow[]> {
   const result = await db.query<SourceFilterRow>({
     name: "waypost_select_source_routes",
-    text: `SELECT d.id, d.revision, d.filter, d.consent_categories, d.require_consent,
-                  CASE WHEN d.kind = 'integration' THEN coalesce(d.integration, '{}'::jsonb) END AS integration
+    text: `SELECT d.id, d.revision, d.filter, d.consent_categories, d.require_consent, d.kind${routingColumnsSql("d")}
              FROM destination_sources ds JOIN destinations d ON d.id = ds.destination_id
             WHERE ds.source_id = $1 AND ${holdsBack} ORDER BY d.id`,
     values: [sourceId],

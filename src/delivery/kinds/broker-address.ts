@@ -1,5 +1,6 @@
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { isIP, type LookupFunction } from "node:net";
+import { InvalidInputError } from "../../errors.js";
 import type { AddressGuard } from "../../outbound/address-guard.js";
 
 /**
@@ -65,4 +66,34 @@ export function redact(message: string, secrets: ReadonlyArray<string | undefine
   let out = message;
   for (const secret of secrets) if (secret && secret.length >= 3) out = out.split(secret).join(maskedSecret);
   return out;
+}
+
+/** How a broker's URLs are written: its two schemes (plain and TLS), the longest allowed, what to say of text that is no URL. */
+export interface BrokerUrlRule {
+  schemes: readonly [string, string];
+  maxLength: number;
+  /** The message for text that does not parse (never echoing a password). */
+  notUrl: string;
+}
+
+/**
+ * A broker URL from a request, checked as far as every broker's is: given,
+ * bounded, absolute, of one of the broker's schemes and with a host
+ * (InvalidInputError naming the field). The broker checks the rest.
+ */
+export function parseBrokerUrl(field: string, raw: string, rule: BrokerUrlRule): URL {
+  if (raw === "") throw new InvalidInputError(field, "is required");
+  if (raw.length > rule.maxLength) throw new InvalidInputError(field, `is longer than ${rule.maxLength} characters`);
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new InvalidInputError(field, rule.notUrl);
+  }
+  if (!rule.schemes.some((scheme) => url.protocol === `${scheme}:`)) {
+    const got = JSON.stringify(url.protocol.replace(/:$/, "").slice(0, 20));
+    throw new InvalidInputError(field, `must use ${rule.schemes.join(" or ")}, got ${got}`);
+  }
+  if (url.hostname === "") throw new InvalidInputError(field, "has no host");
+  return url;
 }

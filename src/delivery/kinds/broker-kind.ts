@@ -1,16 +1,16 @@
 import type { Clock } from "../../clock.js";
 import type { DeliveryConfig } from "../../config.js";
 import type { AttemptResult, ClaimedDelivery } from "../../db/job-table/index.js";
-import type { DestinationCommon, KindDelivery } from "./kind.js";
-import type { BrokerCall } from "./broker-publisher.js";
-import type { PublisherCache } from "./publisher-cache.js";
+import type { DeliveryContext, DestinationCommon, KindDelivery } from "./kind.js";
+import type { BrokerCall, BrokerPublisher, PublisherContext } from "./broker-publisher.js";
 import { createRoundGatherer } from "./broker-rounds.js";
+import { createTargetCache, type TargetCache } from "./target-cache.js";
 import { templateSnakeCase } from "./templates.js";
 
 export interface BrokerKindOptions<Settings, D extends DestinationCommon = DestinationCommon> {
   clock: Clock;
   /** The kind's open publishers (one per destination and revision). */
-  publishers: PublisherCache<Settings>;
+  publishers: TargetCache<Settings, BrokerPublisher>;
   /** The destination's settings of this kind. */
   settingsOf(destination: D): Settings;
   /** What an attempt records as its target, with no secret: a masked URL, the servers. */
@@ -66,15 +66,50 @@ export function createBrokerKind<Settings, D extends DestinationCommon = Destina
       void options.publishers.sweep();
     },
     openDestinations: () => options.publishers.destinations(),
-    reconcile(current) {
-      // A deleted or changed destination's connection closes now, not when it goes idle or its next call comes.
-      for (const id of options.publishers.destinations()) {
-        const revision = current.get(id)?.revision;
-        if (revision === undefined || revision > (options.publishers.revisionOf(id) ?? revision)) void options.publishers.drop(id);
-      }
-    },
+    // A deleted or changed destination's connection closes now, not when it goes idle or its next call comes.
+    reconcile: (current) => options.publishers.reconcile(current),
     close: () => options.publishers.close(),
   };
+}
+
+/** A broker whose destination sent nothing for this long has its connection closed (it reopens on the next call). */
+const idleCloseMs = 5 * 60_000;
+
+/** What a broker kind's module says of itself; the rest of its delivery half is the same for every broker. */
+export interface BrokerKindParts<Settings, D> {
+  /** The destination's settings of this kind. */
+  settingsOf(destination: D): Settings;
+  /** A destination's publisher (opening nothing until its first publish). */
+  createPublisher(settings: Settings, context: PublisherContext): BrokerPublisher;
+  /** What an attempt records as its target, with no secret. */
+  targetOf(settings: Settings): string;
+  /** The messaging system, as attempt spans name it. */
+  system: string;
+}
+
+/**
+ * The delivery half of a broker kind: a publisher per destination and
+ * revision (closed after five idle minutes), named to the broker by its
+ * destination, publishing in rounds.
+ */
+export function brokerDelivery<Settings, D extends DestinationCommon>(
+  { clock, config, guard, logger }: DeliveryContext,
+  parts: BrokerKindParts<Settings, D>,
+): KindDelivery<D> {
+  return createBrokerKind<Settings, D>({
+    clock,
+    publishers: createTargetCache({
+      clock,
+      idleMs: idleCloseMs,
+      create: (destinationId, settings: Settings) =>
+        parts.createPublisher(settings, { guard, timeoutMs: config.timeoutMs, logger, connectionName: `waypost ${destinationId}` }),
+    }),
+    settingsOf: parts.settingsOf,
+    targetOf: parts.targetOf,
+    sourceIdOf: (job) => job.sourceId ?? "",
+    system: parts.system,
+    inFlightLimit: brokerInFlight(config),
+  });
 }
 
 /**

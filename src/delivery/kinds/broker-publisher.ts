@@ -1,3 +1,6 @@
+import type { Logger } from "../../logger.js";
+import type { AddressGuard } from "../../outbound/address-guard.js";
+
 /** One call to publish to a broker: the body a webhook would get, and what names and routes it. */
 export interface BrokerCall {
   /** The message's id, the same on every attempt: a consumer (or JetStream) drops duplicates by it. */
@@ -15,6 +18,17 @@ export interface BrokerCall {
   /** The W3C trace context stored with the call, sent on every attempt. */
   traceparent?: string | null | undefined;
   tracestate?: string | null | undefined;
+}
+
+/** What a publisher is made with besides its kind's settings. */
+export interface PublisherContext {
+  /** The SSRF check, on every address the broker is dialled at (literal or resolved), before any socket opens. */
+  guard: AddressGuard;
+  /** Time to connect, and for the broker to confirm or acknowledge each message. */
+  timeoutMs: number;
+  logger?: Logger | undefined;
+  /** Shown by the broker for the connection (its management UI, monitoring endpoints), e.g. the destination id. */
+  connectionName?: string | undefined;
 }
 
 /** An attempt's outcome, as the delivery loop records attempts. */
@@ -40,6 +54,48 @@ export interface BrokerPublisher {
   publishRound(calls: readonly BrokerCall[]): Promise<PublishResult[]>;
   /** Waits for the publishes in flight to settle, then closes the connection. */
   close(): Promise<void>;
+}
+
+/**
+ * The confirms one publish round awaits: each call's entry settles once
+ * (its confirm or acknowledgement, a failure, or the round's timer), and
+ * the round resolves with every call's result once all have. Entries are
+ * added as their calls are published; `published()` says the last one
+ * was, so a call failing at once cannot end the round early.
+ */
+export function awaitConfirms<E>(results: PublishResult[], timeoutMs: number, onTimeout: (waiting: E[]) => void) {
+  const waiting = new Set<E>();
+  // One more than the entries added, until every call is published.
+  let left = 1;
+  let resolve: (value: PublishResult[]) => void = () => {};
+  const settled = new Promise<PublishResult[]>((r) => (resolve = r));
+  const done = () => {
+    if (--left > 0) return;
+    clearTimeout(timer);
+    resolve(results);
+  };
+  const timer = setTimeout(() => onTimeout([...waiting]), timeoutMs);
+  return {
+    /** `entry` awaits its confirm. */
+    add(entry: E) {
+      waiting.add(entry);
+      left++;
+    },
+    /** Whether `entry` still awaits. */
+    awaits: (entry: E) => waiting.has(entry),
+    /** Records `entry`'s result as call `i`'s; false, recording nothing, when it had already settled. */
+    settle(entry: E, i: number, result: PublishResult): boolean {
+      if (!waiting.delete(entry)) return false;
+      results[i] = result;
+      done();
+      return true;
+    },
+    /** Every call is published: resolves with the results once each has settled. */
+    published(): Promise<PublishResult[]> {
+      done();
+      return settled;
+    },
+  };
 }
 
 /** Resolves to the value, or rejects with `onTimeout()` after `ms`; `late` gets a value that came after. */

@@ -4,14 +4,17 @@ import type {
   Destination as DestinationProto,
   DestinationKind as KindProto,
   DestinationSchema,
+  TestedCall,
+  TestedCallSchema,
 } from "../../../gen/waypost/v1/destination_pb.js";
 import type { Clock } from "../../clock.js";
 import type { DeliveryConfig } from "../../config.js";
 import type { AttemptResult, ClaimedDelivery } from "../../db/job-table/index.js";
-import type { KindColumns } from "../../db/queries/destinations.js";
+import type { KindColumns, RoutingColumn } from "../../db/queries/destinations.js";
 import type { Logger } from "../../logger.js";
 import type { Metrics } from "../../metrics.js";
 import type { AddressGuard } from "../../outbound/address-guard.js";
+import type { CallMatcher } from "../../routing/route-rules.js";
 import type { SpanAttributes, Tracing } from "../../tracing/tracing.js";
 
 /** What every destination has, whatever its kind: as the delivery loop reads it. */
@@ -80,6 +83,12 @@ export interface KindSettings<S> {
   /** To the stored columns: its own (the others are stored empty). */
   toRow(settings: S): Partial<KindColumns>;
   fromRow(row: KindColumns): S;
+  /**
+   * RotateSigningSecret: a new secret that signs from now on, the current
+   * ones signing `overlapMs` longer (the webhook kind). A kind without it
+   * has no signing secrets, and the API refuses the call for it.
+   */
+  rotateSigningSecret?(settings: S, now: Date, overlapMs: number): { settings: S; secret: string };
 }
 
 /** What the delivery runtime gives each kind's delivery half, built once per process. */
@@ -115,8 +124,10 @@ export interface KindDelivery<D> {
    * destination's rules shaped it. The attempt objects must be this
    * call's own (the loop sets its revision and body sent on them in place):
    * calls of one batch share the `batch` ref, never an attempt object.
+   * `earlier` is given to an "every-part" kind on a retry (see
+   * CompletionRule).
    */
-  deliver(job: ClaimedDelivery, destination: D, body: string): Promise<AttemptResult[]>;
+  deliver(job: ClaimedDelivery, destination: D, body: string, earlier?: EarlierAttempts): Promise<AttemptResult[]>;
   /** Where an attempt of this destination goes, as attempts record it (`url`) when none was made (a failed transform). */
   label(destination: D): string;
   /**
@@ -144,6 +155,65 @@ export interface KindDelivery<D> {
 }
 
 /**
+ * How a delivery's attempts decide it (completion.ts), as its kind declares:
+ * - "any-request": delivered when any attempt succeeds (a webhook's URLs,
+ *   one publish, one warehouse load); failed when none can be retried.
+ * - "every-part": the call is sent as parts, each attempt entry naming its
+ *   part (`AttemptResult.subscription`: an integration's subscriptions).
+ *   Delivered once every part has succeeded, in this attempt or an earlier
+ *   one; one permanent failure fails it; a retryable one retries it. On a
+ *   retry the runtime reads which parts succeeded before and hands them to
+ *   `deliver` (EarlierAttempts), which runs only the others.
+ */
+export type CompletionRule = "any-request" | "every-part";
+
+/** What the runtime tells an "every-part" kind about a call's earlier attempts, on a retry. */
+export interface EarlierAttempts {
+  /** The parts that succeeded in an earlier attempt (every entry of theirs a success): not to be run again. */
+  succeededParts: ReadonlySet<string>;
+}
+
+/**
+ * Routing by the kind itself, beside the filter and consent every
+ * destination has: a call the matcher refuses gets no delivery (its fate
+ * FILTERED, reason "subscriptions"). Ingest, backfills and TestDestination
+ * ask it; a destination of such a kind is read by routing whatever its
+ * filter.
+ */
+export interface KindRouting<S> {
+  /**
+   * The kind's column its matcher reads (a routing column of
+   * db/queries/destinations.ts): routing selects it, and a row with it set is
+   * one of this kind's.
+   */
+  column: RoutingColumn;
+  /**
+   * Compiled once per destination and revision, from stored settings (read
+   * defensively: a stricter version may find them wanting) or a draft's.
+   * Views of the call it needs (an integration's Segment event) go through
+   * `call.view`, made once per call for every destination.
+   */
+  matcher(settings: S): CallMatcher;
+}
+
+/** A call TestDestination runs through a draft, once its routing rules let it through and its body is shaped. */
+export interface TestCall {
+  /** The body as the draft's rules shaped it. */
+  body: string;
+  receivedAt: Date;
+  sentAt: Date | null;
+}
+
+/** What a draft would do with a call, nothing sent: a TestedCall's fields beside the call's own (ids, type, event). */
+export type TestedCallOutcome = Omit<
+  Exclude<MessageInitShape<typeof TestedCallSchema>, TestedCall>,
+  "messageId" | "sourceId" | "type" | "event"
+>;
+
+/** A draft's test of one call at a time, made once per TestDestination request. */
+export type DraftTester = (call: TestCall) => Promise<TestedCallOutcome>;
+
+/**
  * A kind of destination, registered once (registry.ts): its name (the
  * stored `kind`), its proto value, its settings half and its delivery half.
  */
@@ -166,6 +236,15 @@ export interface KindModule<K extends string = string, S = unknown> {
    * stored call, as sent.
    */
   requestsInAttempts?: boolean;
+  /** How its attempts decide a delivery; "any-request" when unset. */
+  completion?: CompletionRule;
+  routing?: KindRouting<S>;
+  /**
+   * TestDestination on a draft of this kind (its settings read as a create
+   * or an update would): what each call would do, nothing sent. Unset: a
+   * call the routing rules let through is SEND with its shaped body.
+   */
+  test?(settings: S, now: () => Date): DraftTester;
   createDelivery(context: DeliveryContext): KindDelivery<DestinationOf<K, S>>;
 }
 

@@ -1,8 +1,20 @@
 import { DestinationKind as KindProto } from "../../../gen/waypost/v1/destination_pb.js";
 import type { ClaimedDelivery } from "../../db/job-table/index.js";
-import type { DestinationConfigRow } from "../../db/queries/destinations.js";
+import { InvalidInputError } from "../../errors.js";
+import { type DestinationConfigRow, emptyKindColumns, type KindColumns } from "../../db/queries/destinations.js";
+import type { CallMatcher } from "../../routing/route-rules.js";
 import type { KindName as DescribedKind } from "./descriptors.js";
-import type { DeliveryContext, DestinationCommon, DestinationOf, KindDelivery, KindModule, KindSettings } from "./kind.js";
+import type {
+  CompletionRule,
+  DeliveryContext,
+  DestinationCommon,
+  DestinationOf,
+  DraftTester,
+  KindDelivery,
+  KindModule,
+  KindRouting,
+  KindSettings,
+} from "./kind.js";
 import { amqpKind } from "./amqp/index.js";
 import { integrationKind } from "./integration/index.js";
 import { natsKind } from "./nats/index.js";
@@ -38,6 +50,9 @@ export interface RegisteredKind {
   settings: KindSettings<unknown>;
   preview?(job: ClaimedDelivery, destination: AnyDestination, now: Date): Array<{ url: string; headers: Record<string, string> }>;
   requestsInAttempts?: boolean;
+  completion?: CompletionRule;
+  routing?: KindRouting<unknown>;
+  test?(settings: unknown, now: () => Date): DraftTester;
   createDelivery(context: DeliveryContext): KindDelivery<AnyDestination>;
 }
 
@@ -55,6 +70,13 @@ export function kindNamed(name: string): RegisteredKind | undefined {
 export function kindOfProto(value: KindProto): RegisteredKind | undefined {
   if (value === KindProto.UNSPECIFIED) return registeredKinds[0];
   return registeredKinds.find((kind) => kind.proto === value);
+}
+
+/** The kind a request's `kind` asks for, as kindOfProto; a value no kind has is refused naming `field`. */
+export function requireKindOfProto(field: string, value: KindProto): RegisteredKind {
+  const kind = kindOfProto(value);
+  if (!kind) throw new InvalidInputError(field, `unknown kind ${value}; use ${kindProtoNames()}`);
+  return kind;
 }
 
 /** The kind of a destination; a stored name no kind has is a bug (rows are written by the kinds). */
@@ -78,6 +100,23 @@ export function destinationOfRow(row: DestinationConfigRow): AnyDestination {
     kind: kind.name,
     [kind.name]: kind.settings.fromRow(row),
   } as AnyDestination;
+}
+
+/**
+ * The matcher of a stored destination's kind (its `routing`), compiled from
+ * its routing column; undefined when its kind routes no call itself. What
+ * ingest and backfills route by, beside the filter and consent.
+ */
+export function matcherOfRow(row: { kind: string } & Partial<KindColumns>): CallMatcher | undefined {
+  const kind = kindNamed(row.kind);
+  const routing = kind?.routing;
+  if (!kind || !routing) return undefined;
+  return routing.matcher(kind.settings.fromRow({ ...emptyKindColumns, [routing.column]: row[routing.column] ?? null }));
+}
+
+/** How the attempts of a destination's kind decide its deliveries. */
+export function completionOf(destination: { kind: string }): CompletionRule {
+  return kindOf(destination).completion ?? "any-request";
 }
 
 /** The kind's settings of a destination. */

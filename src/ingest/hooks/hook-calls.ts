@@ -2,20 +2,11 @@ import { createHash } from "node:crypto";
 import type { Call } from "../../calls/call.js";
 import type { HookRequestRow } from "../../db/queries/hook-requests.js";
 import type { TransformSandboxes } from "../../sandbox/transform-sandbox.js";
+import { callFromJson } from "../call-from-json.js";
 import { callTooLarge, limits } from "../limits.js";
 import { buildCallPayload } from "../payload.js";
 import { validateCall } from "../validate.js";
 import { hookInputJson, hookInputOf, type HookInput, type HookProcessingSettings } from "./hook-input.js";
-
-/**
- * Turns one JSON value in the tracking API's `/v1` shape into a Call, or
- * says which field is wrong. The compatible HTTP API's parser
- * (compat/parse-message.ts), handed in by the composition root: the
- * domain does not import the edge.
- */
-export type ParseV1Call = (
-  raw: unknown,
-) => { call: Call; problem?: undefined } | { call?: undefined; problem: { field: string; reason: string } };
 
 /** What one request makes: its calls (messageIds set), or why it fails. */
 export type HookCalls = { ok: true; calls: Call[]; raw: unknown[] } | { ok: false; error: string };
@@ -39,7 +30,6 @@ export function hookSandboxKey(sourceId: string, transform: string): string {
 
 export interface HookCallsOptions {
   sandboxes: TransformSandboxes;
-  parseCall: ParseV1Call;
 }
 
 /**
@@ -77,7 +67,7 @@ export async function callsOfHookRequest(
   }
   const calls: Call[] = [];
   for (const [index, item] of raw.entries()) {
-    const parsed = options.parseCall(item);
+    const parsed = callFromJson(item);
     if (parsed.problem) return { ok: false, error: `call ${index}: ${parsed.problem.reason}` };
     const call = parsed.call;
     call.messageId = hookMessageId(row.id, index);

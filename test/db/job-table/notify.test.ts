@@ -65,7 +65,7 @@ test("ingest says whether it queued deliveries and leaves the wake-up to its cal
   // A repeat queues nothing; a source without destinations neither.
   expect((await storeMessages(pool, sourceId, t0, [message(messageId)])).queued).toBe(false);
   expect((await storeMessages(pool, quietSourceId, t0, [message(randomUUID())])).queued).toBe(false);
-  // No NOTIFY in the statement: the ingestor's loop waker sends them, coalesced (loop-waker.test.ts).
+  // No NOTIFY in the statement: the ingestor's throttled NOTIFY sends them, coalesced (test/background/throttled-notify.test.ts).
   expect(await wakeups()).toEqual([]);
   const queued = await pool.query("SELECT status, lease_owner FROM deliveries WHERE source_id = $1", [sourceId]);
   expect(queued.rows).toEqual([{ status: "pending", lease_owner: null }]);

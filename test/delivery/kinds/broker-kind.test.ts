@@ -8,7 +8,7 @@ import type { DestinationCommon } from "../../../src/delivery/kinds/kind.js";
 import { createBrokerKind, routingFields } from "../../../src/delivery/kinds/broker-kind.js";
 import { createNatsPublisher } from "../../../src/delivery/kinds/nats/nats-publisher.js";
 import type { NatsSettings } from "../../../src/delivery/kinds/nats/nats-settings.js";
-import { createPublisherCache } from "../../../src/delivery/kinds/publisher-cache.js";
+import { createTargetCache } from "../../../src/delivery/kinds/target-cache.js";
 import { emptyCall } from "../../../src/calls/call.js";
 import { buildCallPayload } from "../../../src/ingest/payload.js";
 import { createAddressGuard } from "../../../src/outbound/address-guard.js";
@@ -53,7 +53,7 @@ test.skipIf(!available)("a broker kind delivers through the kinds' delivery seam
   const opened: number[] = [];
   const kind = createBrokerKind<NatsSettings>({
     clock,
-    publishers: createPublisherCache({
+    publishers: createTargetCache({
       clock,
       idleMs: 60_000,
       create: (destinationId, s) => {

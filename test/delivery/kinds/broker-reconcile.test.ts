@@ -4,7 +4,7 @@ import type { ClaimedDelivery } from "../../../src/db/job-table/index.js";
 import { createBrokerKind } from "../../../src/delivery/kinds/broker-kind.js";
 import type { BrokerPublisher } from "../../../src/delivery/kinds/broker-publisher.js";
 import type { DestinationCommon } from "../../../src/delivery/kinds/kind.js";
-import { createPublisherCache } from "../../../src/delivery/kinds/publisher-cache.js";
+import { createTargetCache } from "../../../src/delivery/kinds/target-cache.js";
 
 // The runtime's reconcile closes a broker destination's connection when the
 // destination is deleted or its settings moved on, without waiting for its next call or idleness.
@@ -21,7 +21,7 @@ test("reconcile closes the publishers of deleted and changed destinations and ke
   type Dest = DestinationCommon & { kind: "test"; url: string };
   const kind = createBrokerKind<{ url: string }, Dest>({
     clock,
-    publishers: createPublisherCache({ clock, idleMs: 60_000, create: (id, settings) => publisherFor(id, settings.url) }),
+    publishers: createTargetCache({ clock, idleMs: 60_000, create: (id, settings) => publisherFor(id, settings.url) }),
     settingsOf: (destination) => ({ url: destination.url }),
     targetOf: (settings) => settings.url,
     sourceIdOf: () => "s",

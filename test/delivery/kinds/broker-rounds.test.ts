@@ -13,7 +13,7 @@ import type { BrokerCall, BrokerPublisher } from "../../../src/delivery/kinds/br
 import type { DestinationCommon } from "../../../src/delivery/kinds/kind.js";
 import { createNatsPublisher } from "../../../src/delivery/kinds/nats/nats-publisher.js";
 import type { NatsSettings } from "../../../src/delivery/kinds/nats/nats-settings.js";
-import { createPublisherCache } from "../../../src/delivery/kinds/publisher-cache.js";
+import { createTargetCache } from "../../../src/delivery/kinds/target-cache.js";
 import { createAddressGuard } from "../../../src/outbound/address-guard.js";
 import { brokerAnswers, testAmqpUrl, testNatsUrl } from "../../helpers/brokers.js";
 
@@ -168,7 +168,7 @@ test.skipIf(!natsUp)("the calls a broker kind gets in one turn go out as one rou
   const settings: NatsSettings = { servers: [testNatsUrl], subject: `waypost-kind-round-${id}.{type}`, token: "", user: "", password: "" };
   const kind = createBrokerKind<NatsSettings>({
     clock,
-    publishers: createPublisherCache({
+    publishers: createTargetCache({
       clock,
       idleMs: 60_000,
       create: (_id, s): BrokerPublisher => {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { type Destination, DestinationKind, type DestinationSchema } from "../../../gen/waypost/v1/destination_pb.js";
 import { kindDescriptors, type KindName } from "../../../src/delivery/kinds/descriptors.js";
 import { kindOfProto, registeredKinds } from "../../../src/delivery/kinds/registry.js";
+import { routingColumns } from "../../../src/db/queries/destinations.js";
 import { createTestDatabase, type TestDatabase } from "../../helpers/database.js";
 import { startTestServer, type TestServer } from "../../helpers/server.js";
 
@@ -133,5 +134,25 @@ test("a kind's settings on a destination of another kind are refused, naming the
     expect(String(error)).toMatch(
       new RegExp(`invalid_argument\\] destination\\.${other.settings.fields[0]!.name}: a ${kind.label} destination has no`),
     );
+  }
+});
+
+test("each routing column is one kind's, which stores its settings there: a set routing column says the kind", async () => {
+  const routing = registeredKinds.filter((kind) => kind.routing);
+  expect(routing.map((kind) => kind.routing!.column).sort()).toEqual([...routingColumns].sort());
+  for (const kind of routing) {
+    const created = await server.createDestination({
+      name: `routes-${kind.name}`,
+      sourceIds: [sourceId],
+      kind: kind.proto,
+      ...samples[kind.name].create(),
+    });
+    const column = kind.routing!.column;
+    const { rows } = await server.pool.query(
+      `SELECT kind, ${column} IS NOT NULL AS set FROM destinations WHERE ${column} IS NOT NULL OR id = $1`,
+      [created.id],
+    );
+    expect(rows.length).toBeGreaterThan(0);
+    for (const row of rows) expect(row).toEqual({ kind: kind.name, set: true });
   }
 });

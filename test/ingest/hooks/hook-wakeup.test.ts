@@ -1,31 +1,34 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
+import { createNotifier, type Notifier } from "../../../src/background/notifier.js";
 import { systemClock } from "../../../src/clock.js";
-import { parseMessage } from "../../../src/compat/parse-message.js";
 import { createHookProcessor, notifyHookRequestStored, type HookProcessor } from "../../../src/ingest/hooks/hook-processor.js";
+import { matcherOfRow } from "../../../src/delivery/kinds/registry.js";
 import { createIngestor } from "../../../src/ingest/ingestor.js";
 import { createLogger } from "../../../src/logger.js";
 import { createTransformSandboxes, type TransformSandboxes } from "../../../src/sandbox/transform-sandbox.js";
 import { hookRequestState, hookSettings, insertHookRequest, makeWebhookSource } from "../../helpers/hook-requests.js";
 import { eventually } from "../../helpers/process.js";
 import { startTestServer, type TestServer } from "../../helpers/server.js";
+import { singleNodeJobTable } from "../../../src/db/job-table/index.js";
 
 // A server that processes nothing (role api) and a processor of the test's
 // own that would not look again for an hour: only the NOTIFY wakes it.
 let server: TestServer;
 let sandboxes: TransformSandboxes;
 let processor: HookProcessor;
+let notifier: Notifier;
 
 beforeAll(async () => {
   server = await startTestServer({ config: { role: "api" } });
   sandboxes = createTransformSandboxes({ timeoutMs: 1_000, memoryMb: 32, workers: 1 });
+  notifier = createNotifier({ connectionString: server.database.url, logger: createLogger("silent") });
   processor = createHookProcessor({
     pool: server.pool,
-    connectionString: server.database.url,
+    notifier,
     clock: systemClock,
     logger: createLogger("silent"),
-    ingestor: createIngestor({ pool: server.pool, clock: systemClock }),
+    ingestor: createIngestor({ pool: server.pool, jobTable: singleNodeJobTable, clock: systemClock, kindMatcher: matcherOfRow }),
     sandboxes,
-    parseCall: (raw) => parseMessage(raw, undefined),
     leaseMs: 10_000,
     pollMs: 3_600_000,
   });
@@ -34,6 +37,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await processor?.stop();
+  await notifier?.close();
   sandboxes?.close();
   await server?.stop();
 });

@@ -1,7 +1,6 @@
 import { readFileSync } from "node:fs";
 import { afterAll, expect, test } from "vitest";
 import type { Call } from "../../../src/calls/call.js";
-import { parseMessage } from "../../../src/compat/parse-message.js";
 import type { HookRequestRow } from "../../../src/db/queries/hook-requests.js";
 import { callsOfHookRequest, hookSandboxKey } from "../../../src/ingest/hooks/hook-calls.js";
 import { createTransformSandboxes } from "../../../src/sandbox/transform-sandbox.js";
@@ -67,7 +66,6 @@ function shown(call: Call): Record<string, unknown> {
 async function run(code: string, row: HookRequestRow): Promise<Array<Record<string, unknown>>> {
   const made = await callsOfHookRequest(row, { verifier: "none", transform: code }, hookSandboxKey(row.source_id, code), {
     sandboxes,
-    parseCall: (raw) => parseMessage(raw, undefined),
   });
   if (!made.ok) throw new Error(made.error);
   expect(made.calls.map((call) => call.messageId)).toEqual(made.calls.map((_, index) => `hook-${row.id}-${index}`));

@@ -1,14 +1,11 @@
 import { AudienceKind } from "../../../../gen/waypost/v1/audience_pb.js";
-import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
+import { DataTable, ErrorMessage } from "../components.js";
 import { useLoad } from "../context.js";
 import { formatTime } from "../format.js";
-import { listAll } from "../paging.js";
+import { allSources, listAll } from "../paging.js";
+import { enumWords } from "../../../enum-words.js";
 
-const kinds: Record<AudienceKind, string> = {
-  [AudienceKind.UNSPECIFIED]: "",
-  [AudienceKind.AUDIENCE]: "audience",
-  [AudienceKind.COMPUTED_TRAIT]: "computed trait",
-};
+const kinds = enumWords(AudienceKind, { [AudienceKind.UNSPECIFIED]: "" });
 
 /** Audiences and computed traits, with their member counts and last sync. */
 export function AudiencesView() {
@@ -18,10 +15,7 @@ export function AudiencesView() {
         (pageToken) => api.audiences.listAudiences({ pageToken, pageSize: 100 }),
         (r) => r.audiences,
       ),
-      sources: await listAll(
-        (pageToken) => api.sources.listSources({ pageToken, pageSize: 100 }),
-        (r) => r.sources,
-      ),
+      sources: await allSources(api),
     }),
     [],
   );
@@ -31,25 +25,25 @@ export function AudiencesView() {
       <h1>Audiences</h1>
       <p class="hint">Audiences are created and synced through the API (AudienceService) or the waypost command.</p>
       <ErrorMessage error={loaded.error} />
-      <table aria-label="Audiences">
-        <HeaderRow columns={["Name", "Key", "Kind", "Source", "Members", "Last sync", "Created"]} />
-        <tbody>
-          {loaded.data?.audiences.length === 0 && <EmptyRow columns={7}>No audiences yet.</EmptyRow>}
-          {loaded.data?.audiences.map((a) => (
-            <tr key={a.id}>
-              <td>{a.name}</td>
-              <td>
-                <code>{a.key}</code>
-              </td>
-              <td>{kinds[a.kind]}</td>
-              <td>{sourceName(a.sourceId)}</td>
-              <td class="num">{a.memberCount.toString()}</td>
-              <td>{a.lastSyncTime ? formatTime(a.lastSyncTime) : "never"}</td>
-              <td>{formatTime(a.createTime)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <DataTable
+        label="Audiences"
+        columns={["Name", "Key", "Kind", "Source", "Members", "Last sync", "Created"]}
+        items={loaded.data?.audiences}
+        empty="No audiences yet."
+        row={(a) => (
+          <tr key={a.id}>
+            <td>{a.name}</td>
+            <td>
+              <code>{a.key}</code>
+            </td>
+            <td>{kinds[a.kind]}</td>
+            <td>{sourceName(a.sourceId)}</td>
+            <td class="num">{a.memberCount.toString()}</td>
+            <td>{a.lastSyncTime ? formatTime(a.lastSyncTime) : "never"}</td>
+            <td>{formatTime(a.createTime)}</td>
+          </tr>
+        )}
+      />
     </section>
   );
 }

@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { JobState } from "../../../../gen/waypost/v1/job_pb.js";
-import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
+import { DataTable, ErrorMessage } from "../components.js";
 import { useAction, useLoad } from "../context.js";
 import { formatTime } from "../format.js";
 import { JobProgress, jobStateLabels } from "../job-progress.js";
@@ -17,7 +17,7 @@ const columns = ["Started", "Calls received", "State", "Progress", "Candidates",
 export function Backfills(props: { destinationId: string }) {
   const { destinationId } = props;
   const loaded = useLoad((api) => api.destinations.listBackfills({ destinationId, pageSize: shown }), [destinationId]);
-  const action = useAction();
+  const action = useAction(loaded.reload);
   const [days, setDays] = useState("7");
   const backfills = loaded.data?.backfills ?? [];
   const running = backfills.some((b) => b.state === JobState.RUNNING);
@@ -30,12 +30,9 @@ export function Backfills(props: { destinationId: string }) {
   async function start(event: Event) {
     event.preventDefault();
     const since = new Date(Date.now() - Number(days) * 86_400_000);
-    const started = await action.run((api) => api.destinations.backfillDestination({ destinationId, since: timestampFromDate(since) }));
-    if (started) loaded.reload();
+    await action.run((api) => api.destinations.backfillDestination({ destinationId, since: timestampFromDate(since) }));
   }
-  async function cancel(id: string) {
-    if (await action.run((api) => api.destinations.cancelBackfill({ id }))) loaded.reload();
-  }
+  const cancel = (id: string) => action.run((api) => api.destinations.cancelBackfill({ id }));
 
   return (
     <section aria-labelledby="backfills-heading">
@@ -52,37 +49,37 @@ export function Backfills(props: { destinationId: string }) {
         </span>
       </form>
       <ErrorMessage error={action.error ?? loaded.error} />
-      <table aria-label="Backfills">
-        <HeaderRow columns={columns} />
-        <tbody>
-          {backfills.length === 0 && <EmptyRow columns={columns.length}>No backfills yet.</EmptyRow>}
-          {backfills.map((b) => (
-            <tr key={b.id}>
-              <td>{formatTime(b.createTime)}</td>
-              <td>
-                {formatTime(b.since)} to {formatTime(b.until)}
-              </td>
-              <td title={b.error}>
-                {jobStateLabels[b.state]}
-                {b.error && b.state !== JobState.RUNNING ? `: ${b.error}` : ""}
-              </td>
-              <td>
-                <JobProgress state={b.state} done={b.created + b.filtered} total={b.candidates} label={`Backfill ${b.id} progress`} />
-              </td>
-              <td>{String(b.candidates)}</td>
-              <td>{String(b.created)}</td>
-              <td>{String(b.filtered)}</td>
-              <td>
-                {b.state === JobState.RUNNING && (
-                  <button type="button" disabled={action.busy} onClick={() => cancel(b.id)}>
-                    Cancel
-                  </button>
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <DataTable
+        label="Backfills"
+        columns={columns}
+        items={backfills}
+        empty="No backfills yet."
+        row={(b) => (
+          <tr key={b.id}>
+            <td>{formatTime(b.createTime)}</td>
+            <td>
+              {formatTime(b.since)} to {formatTime(b.until)}
+            </td>
+            <td title={b.error}>
+              {jobStateLabels[b.state]}
+              {b.error && b.state !== JobState.RUNNING ? `: ${b.error}` : ""}
+            </td>
+            <td>
+              <JobProgress state={b.state} done={b.created + b.filtered} total={b.candidates} label={`Backfill ${b.id} progress`} />
+            </td>
+            <td>{String(b.candidates)}</td>
+            <td>{String(b.created)}</td>
+            <td>{String(b.filtered)}</td>
+            <td>
+              {b.state === JobState.RUNNING && (
+                <button type="button" disabled={action.busy} onClick={() => cancel(b.id)}>
+                  Cancel
+                </button>
+              )}
+            </td>
+          </tr>
+        )}
+      />
     </section>
   );
 }

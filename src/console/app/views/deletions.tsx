@@ -1,25 +1,19 @@
 import { useState } from "preact/hooks";
 import { DeletionStatus } from "../../../../gen/waypost/v1/deletion_pb.js";
-import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
+import { DataTable, ErrorMessage } from "../components.js";
 import { useAction, useLoad } from "../context.js";
 import { formatTime } from "../format.js";
-import { listAll } from "../paging.js";
+import { allSources } from "../paging.js";
+import { enumWords } from "../../../enum-words.js";
 
-const statuses: Record<DeletionStatus, string> = {
-  [DeletionStatus.UNSPECIFIED]: "",
-  [DeletionStatus.IN_PROGRESS]: "in progress",
-  [DeletionStatus.COMPLETED]: "completed",
-};
+const statuses = enumWords(DeletionStatus, { [DeletionStatus.UNSPECIFIED]: "" });
 
 /** Deletion requests, newest first, with their notification counts; and a form to forget a user. */
 export function DeletionsView() {
   const loaded = useLoad(
     async (api) => ({
       requests: (await api.deletions.listDeletionRequests({ pageSize: 100 })).deletionRequests,
-      sources: await listAll(
-        (pageToken) => api.sources.listSources({ pageToken, pageSize: 100 }),
-        (r) => r.sources,
-      ),
+      sources: await allSources(api),
     }),
     [],
   );
@@ -29,8 +23,8 @@ export function DeletionsView() {
 
   async function create(event: Event) {
     event.preventDefault();
-    if (!confirm(`Delete every stored call of user ${userId} and notify the destinations? This cannot be undone.`)) return;
-    const response = await action.run((api) => api.deletions.createDeletionRequest({ userId: userId.trim() }));
+    const question = `Delete every stored call of user ${userId} and notify the destinations? This cannot be undone.`;
+    const response = await action.confirmRun(question, (api) => api.deletions.createDeletionRequest({ userId: userId.trim() }));
     if (response) {
       setUserId("");
       loaded.reload();
@@ -48,27 +42,25 @@ export function DeletionsView() {
         </button>
       </form>
       <ErrorMessage error={action.error ?? loaded.error} />
-      <table aria-label="Deletion requests">
-        <HeaderRow
-          columns={["Created", "User ID", "Sources", "Status", "Messages deleted", "Notifications", "Delivered", "Failed", "Completed"]}
-        />
-        <tbody>
-          {loaded.data?.requests.length === 0 && <EmptyRow columns={9}>No deletion requests.</EmptyRow>}
-          {loaded.data?.requests.map((r) => (
-            <tr key={r.id}>
-              <td>{formatTime(r.createTime)}</td>
-              <td>{r.userId}</td>
-              <td>{r.sourceIds.map(sourceName).join(", ")}</td>
-              <td>{statuses[r.status]}</td>
-              <td class="num">{r.messagesDeleted.toString()}</td>
-              <td class="num">{r.notificationsTotal.toString()}</td>
-              <td class="num">{r.notificationsDelivered.toString()}</td>
-              <td class="num">{r.notificationsFailed.toString()}</td>
-              <td>{formatTime(r.completeTime)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <DataTable
+        label="Deletion requests"
+        columns={["Created", "User ID", "Sources", "Status", "Messages deleted", "Notifications", "Delivered", "Failed", "Completed"]}
+        items={loaded.data?.requests}
+        empty="No deletion requests."
+        row={(r) => (
+          <tr key={r.id}>
+            <td>{formatTime(r.createTime)}</td>
+            <td>{r.userId}</td>
+            <td>{r.sourceIds.map(sourceName).join(", ")}</td>
+            <td>{statuses[r.status]}</td>
+            <td class="num">{r.messagesDeleted.toString()}</td>
+            <td class="num">{r.notificationsTotal.toString()}</td>
+            <td class="num">{r.notificationsDelivered.toString()}</td>
+            <td class="num">{r.notificationsFailed.toString()}</td>
+            <td>{formatTime(r.completeTime)}</td>
+          </tr>
+        )}
+      />
     </section>
   );
 }

@@ -4,8 +4,9 @@ import { useLocation } from "preact-iso";
 import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
 import { useLoad } from "../context.js";
 import { filterFromQuery, filterToQuery, filterToRequest } from "../delivery-filter.js";
-import { formatTime, statusLabels } from "../format.js";
-import { DestinationLink, useNames } from "../names.js";
+import { formatTime } from "../format.js";
+import { useNames } from "../names.js";
+import { DeliveryCells } from "./delivery-cells.js";
 import { DeliveryFilters } from "./delivery-filters.js";
 import { RetryAllMatching } from "./retry-all-matching.js";
 import { Pager, usePageTokens } from "../pager.js";
@@ -77,16 +78,7 @@ export function DeliveriesView() {
                 </a>
               </td>
               <td>{formatTime(d.createTime)}</td>
-              <td>
-                <DestinationLink id={d.destinationId} names={names.data} />
-              </td>
-              <td>{d.type}</td>
-              <td>
-                <code>{d.messageId}</code>
-              </td>
-              <td>{d.userId || d.anonymousId}</td>
-              <td class={`status-${statusLabels[d.status]}`}>{statusLabels[d.status]}</td>
-              <td class="num">{d.attemptCount}</td>
+              <DeliveryCells delivery={d} names={names.data} />
               <td class="last-error" title={d.lastError || undefined}>
                 {d.lastError || "–"}
               </td>

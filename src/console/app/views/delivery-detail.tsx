@@ -4,21 +4,20 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { AttemptOutcome, DeliveryStatus, type Delivery, type DeliveryAttempt } from "../../../../gen/waypost/v1/delivery_pb.js";
 import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
 import { AttemptRequests, BatchDeliveries } from "./attempt-requests.js";
-import { kindFormOf } from "./kind-forms.js";
+import { kindFormOf } from "../kinds/registry.js";
 import { BodyView } from "../body-view.js";
 import { EmptyRow, ErrorMessage, HeaderRow, HeadersTable } from "../components.js";
 import { useAction, useLoad } from "../context.js";
 import { holdOf, retryableStatuses, retryHint } from "../delivery-hold.js";
 import { formatTime, statusLabels } from "../format.js";
 import { DestinationLink, SourceLink, useNames, type Names } from "../names.js";
+import { enumWords } from "../../../enum-words.js";
 
-const outcomes: Record<AttemptOutcome, string> = {
+const outcomes = enumWords(AttemptOutcome, {
   [AttemptOutcome.UNSPECIFIED]: "",
-  [AttemptOutcome.SUCCESS]: "success",
   [AttemptOutcome.RETRYABLE]: "retryable failure",
   [AttemptOutcome.PERMANENT]: "permanent failure",
-  [AttemptOutcome.ABANDONED]: "abandoned",
-};
+});
 
 const refreshMs = 2_000;
 

@@ -1,7 +1,7 @@
 import { useLocation } from "preact-iso";
 import { ErrorMessage } from "../components.js";
 import { useLoad } from "../context.js";
-import { listAll } from "../paging.js";
+import { allSources } from "../paging.js";
 import { Backfills } from "./backfills.js";
 import { DestinationForm } from "./destination-form.js";
 import { DestinationHealthPanel } from "./destination-health.js";
@@ -14,10 +14,7 @@ export function DestinationEditView(props: { params: { id: string } }) {
   const creating = id === "new";
   const loaded = useLoad(
     async (api) => ({
-      sources: await listAll(
-        (pageToken) => api.sources.listSources({ pageToken, pageSize: 100 }),
-        (r) => r.sources,
-      ),
+      sources: await allSources(api),
       destination: creating ? undefined : (await api.destinations.getDestination({ id })).destination,
     }),
     [id],

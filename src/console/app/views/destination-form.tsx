@@ -3,15 +3,15 @@ import type { Destination, TestedCall } from "../../../../gen/waypost/v1/destina
 import type { Source } from "../../../../gen/waypost/v1/source_pb.js";
 import { ErrorMessage, SecretOnce } from "../components.js";
 import { useSession } from "../context.js";
-import { draftOf, parseFilter, parseRateLimit, toRequest } from "../destination-draft.js";
-import type { DestinationDraft } from "../destination-draft-types.js";
-import { describeError, fieldError, isUnauthenticated } from "../errors.js";
+import { type DestinationDraft, draftOf, parseRateLimit, toRequest } from "../destination-draft.js";
 import { FieldError, type FieldErrors } from "../field-error.js";
+import { useFormSubmit } from "../form-submit.js";
 import { sharedNames, sourceTell } from "../twins.js";
 import { FlowControlFields } from "./flow-control-fields.js";
 import { RuleFields, TestResults } from "./rule-fields.js";
-import { kindForms } from "./kind-forms.js";
-import { descriptorNamed, kindDescriptors } from "../../../delivery/kinds/descriptors.js";
+import { changeKind, type KindDrafts, ownKind } from "../kinds/registry.js";
+import { parseJsonObject } from "../json-text.js";
+import { descriptorNamed, type KindName, kindDescriptors } from "../../../delivery/kinds/descriptors.js";
 import { TwinHint } from "../names.js";
 
 /** The draft's parts a test's results depend on: changing one clears them. */
@@ -23,7 +23,6 @@ const testedKeys: ReadonlyArray<keyof DestinationDraft> = [
   "requireConsent",
   "sourceIds",
   "kind",
-  "integration",
 ];
 
 /**
@@ -32,12 +31,10 @@ const testedKeys: ReadonlyArray<keyof DestinationDraft> = [
  * that field, and anything else above the form.
  */
 export function DestinationForm(props: { sources: Source[]; destination: Destination | undefined; onSaved(): void }) {
-  const { api, signOut } = useSession();
+  const { api } = useSession();
   const creating = !props.destination;
   const [draft, setDraft] = useState<DestinationDraft>(() => draftOf(props.destination));
-  const [errors, setErrors] = useState<FieldErrors>({});
-  const [formError, setFormError] = useState<string | undefined>();
-  const [busy, setBusy] = useState(false);
+  const { errors, formError, busy, submit: send } = useFormSubmit("destination");
   // Rotating the signing secret changes the etag this form must send.
   const [etag, setEtag] = useState(props.destination?.etag ?? "");
   // A generated signing secret, shown once after creating.
@@ -48,52 +45,39 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
     setDraft((d) => ({ ...d, ...change }));
     if (testedKeys.some((key) => key in change)) setTested(undefined);
   };
+  const own = ownKind(draft.kind, draft.kinds);
+  /** A change to the kind's own part; a kind whose test sends its settings makes the results stale. */
+  const updateKind = (change: Partial<KindDrafts[KindName]>) => {
+    setDraft((d) => ({ ...d, kinds: changeKind(d.kinds, d.kind, change) }));
+    if (own.form.tested) setTested(undefined);
+  };
+
+  /** What the page refuses before sending: the first of a rate limit that is no number, a filter that is no JSON object, the kind's own. */
+  function problems(): FieldErrors {
+    const rate = parseRateLimit(draft.rateLimit);
+    if (typeof rate !== "number") return { maxRequestsPerSecond: rate.problem };
+    const filter = parseJsonObject(draft.filter);
+    if (filter.problem !== undefined) return { filter: filter.problem };
+    return own.form.check?.(own.part) ?? {};
+  }
 
   async function submit(event: Event) {
     event.preventDefault();
-    setErrors({});
-    setFormError(undefined);
-    const rate = parseRateLimit(draft.rateLimit);
-    if (typeof rate !== "number") {
-      setErrors({ maxRequestsPerSecond: rate.problem });
-      return;
-    }
-    const filter = parseFilter(draft.filter);
-    if (filter.problem !== undefined) {
-      setErrors({ filter: filter.problem });
-      return;
-    }
-    const kindProblems = kindForms[draft.kind].check?.(draft) ?? {};
-    if (Object.keys(kindProblems).length > 0) {
-      setErrors(kindProblems);
-      return;
-    }
-    setBusy(true);
-    const { destination, paths } = toRequest(draft);
-    try {
+    await send(problems(), async () => {
+      const { destination, paths } = toRequest(draft);
       if (props.destination) {
         destination.id = props.destination.id;
         destination.etag = etag;
         await api.destinations.updateDestination({ destination, updateMask: { paths } });
       } else {
-        const response = await api.destinations.createDestination({
-          destination,
-          generateSigningSecret: draft.generateSigningSecret,
-        });
+        const response = await api.destinations.createDestination({ destination, ...own.form.create?.(own.part) });
         if (response.signingSecret) {
           setGenerated({ name: response.destination?.name ?? draft.name, secret: response.signingSecret });
           return;
         }
       }
       props.onSaved();
-    } catch (caught) {
-      if (isUnauthenticated(caught)) signOut(describeError(caught));
-      const named = fieldError(caught, "destination");
-      if (named && named.field !== "destination") setErrors({ [named.field]: named.message });
-      else setFormError(describeError(caught));
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   const sharedSources = sharedNames(props.sources);
@@ -183,12 +167,12 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
 
   /** The fields of the draft's kind (JSX, not a component: no remount per render). */
   function kindFields() {
-    const KindFields = kindForms[draft.kind].Fields;
+    const KindFields = own.form.Fields;
     return (
       <KindFields
-        draft={draft}
+        draft={own.part}
         errors={errors}
-        onChange={update}
+        onChange={updateKind}
         destination={props.destination}
         onRotated={(rotated) => setEtag(rotated.etag)}
       />

@@ -1,8 +1,8 @@
-import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
-import { kindFormOf } from "./kind-forms.js";
+import { DataTable, ErrorMessage } from "../components.js";
+import { kindFormOf } from "../kinds/registry.js";
 import { useAction, useLoad } from "../context.js";
 import { healthLabel, orderingLabel, rateLimitLabel } from "../health.js";
-import { listAll } from "../paging.js";
+import { allDestinations, allSources } from "../paging.js";
 import { destinationTell, sharedNames, sourceTell } from "../twins.js";
 import { TwinHint } from "../names.js";
 
@@ -10,18 +10,12 @@ import { TwinHint } from "../names.js";
 export function DestinationsView() {
   const loaded = useLoad(
     async (api) => ({
-      destinations: await listAll(
-        (pageToken) => api.destinations.listDestinations({ pageToken, pageSize: 100 }),
-        (r) => r.destinations,
-      ),
-      sources: await listAll(
-        (pageToken) => api.sources.listSources({ pageToken, pageSize: 100 }),
-        (r) => r.sources,
-      ),
+      destinations: await allDestinations(api),
+      sources: await allSources(api),
     }),
     [],
   );
-  const action = useAction();
+  const action = useAction(loaded.reload);
   const shared = sharedNames(loaded.data?.destinations ?? []);
   const sharedSources = sharedNames(loaded.data?.sources ?? []);
   // A source's name, with the start of its id when another source has that name too.
@@ -31,17 +25,12 @@ export function DestinationsView() {
     return sharedSources.has(source.name) ? `${source.name} (${sourceTell(source)})` : source.name;
   };
 
-  async function setEnabled(id: string, etag: string, enabled: boolean) {
-    await action.run((api) =>
-      api.destinations.updateDestination({ destination: { id, etag, enabled }, updateMask: { paths: ["enabled"] } }),
+  const setEnabled = (id: string, etag: string, enabled: boolean) =>
+    action.run((api) => api.destinations.updateDestination({ destination: { id, etag, enabled }, updateMask: { paths: ["enabled"] } }));
+  const remove = (id: string, name: string) =>
+    action.confirmRun(`Delete the destination ${name}? Its pending deliveries are cancelled.`, (api) =>
+      api.destinations.deleteDestination({ id }),
     );
-    loaded.reload();
-  }
-  async function remove(id: string, name: string) {
-    if (!confirm(`Delete the destination ${name}? Its pending deliveries are cancelled.`)) return;
-    await action.run((api) => api.destinations.deleteDestination({ id }));
-    loaded.reload();
-  }
 
   return (
     <section>
@@ -52,56 +41,43 @@ export function DestinationsView() {
         </a>
       </p>
       <ErrorMessage error={action.error ?? loaded.error} />
-      <table aria-label="Destinations">
-        <HeaderRow
-          columns={[
-            "Name",
-            "State",
-            "Health",
-            "Sources",
-            "Sends to",
-            "Shared secret",
-            "Signing secret",
-            "Rate limit",
-            "Ordering",
-            "Actions",
-          ]}
-        />
-        <tbody>
-          {loaded.data?.destinations.length === 0 && <EmptyRow columns={10}>No destinations yet.</EmptyRow>}
-          {loaded.data?.destinations.map((d) => (
-            <tr key={d.id}>
-              <td>
-                <a href={`/console/destinations/${d.id}`}>{d.name}</a>
-                {shared.has(d.name) && <TwinHint text={destinationTell(d)} />}
-              </td>
-              <td>{d.enabled === false ? "disabled" : "enabled"}</td>
-              <td title={d.lastError ? `Last error: ${d.lastError}` : undefined}>{healthLabel(d)}</td>
-              <td>{d.sourceIds.map(sourceName).join(", ")}</td>
-              <td>{kindFormOf(d).Where({ destination: d })}</td>
-              <td>{d.hasSharedSecret ? "set" : "none"}</td>
-              <td>{d.hasSigningSecret ? "set" : "none"}</td>
-              <td>{rateLimitLabel(d)}</td>
-              <td>{orderingLabel(d)}</td>
-              <td class="actions">
-                <button
-                  type="button"
-                  aria-label={`${d.enabled === false ? "Enable" : "Disable"} ${d.name}`}
-                  onClick={() => setEnabled(d.id, d.etag, d.enabled === false)}
-                >
-                  {d.enabled === false ? "Enable" : "Disable"}
-                </button>
-                <a class="button" href={`/console/destinations/${d.id}`} aria-label={`Edit ${d.name}`}>
-                  Edit
-                </a>
-                <button type="button" class="danger" aria-label={`Delete ${d.name}`} onClick={() => remove(d.id, d.name)}>
-                  Delete
-                </button>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <DataTable
+        label="Destinations"
+        columns={["Name", "State", "Health", "Sources", "Sends to", "Shared secret", "Signing secret", "Rate limit", "Ordering", "Actions"]}
+        items={loaded.data?.destinations}
+        empty="No destinations yet."
+        row={(d) => (
+          <tr key={d.id}>
+            <td>
+              <a href={`/console/destinations/${d.id}`}>{d.name}</a>
+              {shared.has(d.name) && <TwinHint text={destinationTell(d)} />}
+            </td>
+            <td>{d.enabled === false ? "disabled" : "enabled"}</td>
+            <td title={d.lastError ? `Last error: ${d.lastError}` : undefined}>{healthLabel(d)}</td>
+            <td>{d.sourceIds.map(sourceName).join(", ")}</td>
+            <td>{kindFormOf(d).Where({ destination: d })}</td>
+            <td>{d.hasSharedSecret ? "set" : "none"}</td>
+            <td>{d.hasSigningSecret ? "set" : "none"}</td>
+            <td>{rateLimitLabel(d)}</td>
+            <td>{orderingLabel(d)}</td>
+            <td class="actions">
+              <button
+                type="button"
+                aria-label={`${d.enabled === false ? "Enable" : "Disable"} ${d.name}`}
+                onClick={() => setEnabled(d.id, d.etag, d.enabled === false)}
+              >
+                {d.enabled === false ? "Enable" : "Disable"}
+              </button>
+              <a class="button" href={`/console/destinations/${d.id}`} aria-label={`Edit ${d.name}`}>
+                Edit
+              </a>
+              <button type="button" class="danger" aria-label={`Delete ${d.name}`} onClick={() => remove(d.id, d.name)}>
+                Delete
+              </button>
+            </td>
+          </tr>
+        )}
+      />
     </section>
   );
 }

@@ -4,7 +4,7 @@ import { useLocation } from "preact-iso";
 import { Fate, type ListFatesRequest } from "../../../../gen/waypost/v1/delivery_pb.js";
 import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
 import { useLoad } from "../context.js";
-import { formatTime } from "../format.js";
+import { fateLabels, formatTime } from "../format.js";
 import { SourceLink, useNames } from "../names.js";
 import { Pager, usePageTokens } from "../pager.js";
 
@@ -20,12 +20,6 @@ const reasons: ReadonlyArray<{ key: string; label: string; request: Pick<ListFat
   { key: "disabled", label: "Disabled", request: { fate: Fate.DISABLED, reason: "" } },
   { key: "integrations-off", label: "Integrations off", request: { fate: Fate.INTEGRATIONS_OFF, reason: "" } },
 ];
-
-const fateLabels: Partial<Record<Fate, string>> = {
-  [Fate.FILTERED]: "Filtered",
-  [Fate.DISABLED]: "Disabled",
-  [Fate.INTEGRATIONS_OFF]: "Integrations off",
-};
 
 /**
  * The calls a destination got no delivery for (ListFates), newest first:
@@ -95,7 +89,7 @@ export function FilteredCallsView(props: { params: { id: string } }) {
               <td>{c.type}</td>
               <td>{c.event || "–"}</td>
               <td>{c.userId || "–"}</td>
-              <td>{fateLabels[c.fate] ?? "–"}</td>
+              <td>{fateLabels[c.fate]}</td>
               <td>{c.reason || "–"}</td>
             </tr>
           ))}

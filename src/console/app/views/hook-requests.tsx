@@ -5,14 +5,9 @@ import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
 import { useAction, useLoad } from "../context.js";
 import { formatTime } from "../format.js";
 import { prettyBody } from "../body-view.js";
+import { enumWords } from "../../../enum-words.js";
 
-const statusLabels: Record<HookRequestStatus, string> = {
-  [HookRequestStatus.UNSPECIFIED]: "unknown",
-  [HookRequestStatus.PENDING]: "pending",
-  [HookRequestStatus.PROCESSED]: "processed",
-  [HookRequestStatus.FAILED]: "failed",
-  [HookRequestStatus.DUPLICATE]: "duplicate",
-};
+const statusLabels = enumWords(HookRequestStatus, { [HookRequestStatus.UNSPECIFIED]: "unknown" });
 
 /**
  * The requests a webhook source received, newest first: status, body

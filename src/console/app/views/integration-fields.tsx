@@ -3,7 +3,8 @@ import type { IntegrationField, IntegrationSummary } from "../../../../gen/waypo
 import { ErrorMessage } from "../components.js";
 import { useSession } from "../context.js";
 import { describeError } from "../errors.js";
-import { errorId, FieldError, type FieldErrors } from "../field-error.js";
+import { FieldError, type FieldErrors } from "../field-error.js";
+import { describedBy } from "./labelled-field.js";
 import { integrationDraftFor, maskedSecret, type IntegrationDraft } from "../integration-draft.js";
 import { SubscriptionsEditor } from "./integration-subscriptions.js";
 
@@ -163,8 +164,7 @@ function SettingInput(props: {
   const id = `setting-${field.key.replace(/[^\w-]/g, "_")}`;
   const label = field.label || field.key;
   const described = {
-    "aria-invalid": errors[path] ? ("true" as const) : undefined,
-    "aria-describedby": errors[path] ? errorId(path) : `hint-${id}`,
+    ...describedBy(errors, path, `hint-${id}`),
     "aria-required": field.required ? ("true" as const) : undefined,
   };
   const text = typeof props.value === "string" ? props.value : "";

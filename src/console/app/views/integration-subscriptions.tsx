@@ -1,5 +1,7 @@
 import { errorId, FieldError, type FieldErrors } from "../field-error.js";
-import { parseMapping, subscriptionOfPreset, type IntegrationDraft, type SubscriptionDraft } from "../integration-draft.js";
+import { describedBy } from "./labelled-field.js";
+import { subscriptionOfPreset, type IntegrationDraft, type SubscriptionDraft } from "../integration-draft.js";
+import { parseJsonObject } from "../json-text.js";
 
 /** At most this many subscriptions are offered in the editor (the server checks its own limit). */
 const maxSubscriptions = 50;
@@ -48,12 +50,9 @@ export function SubscriptionsEditor(props: {
       {draft.subscriptions.map((s, i) => {
         const path = `integration.subscriptions[${i}]`;
         const id = `subscription-${i}`;
-        const mappingProblem = parseMapping(s.mapping).problem;
+        const mappingProblem = parseJsonObject(s.mapping).problem;
         const action = entry.actions.find((a) => a.slug === s.action);
-        const invalid = (field: string, hint?: string) => ({
-          "aria-invalid": errors[`${path}.${field}`] ? ("true" as const) : undefined,
-          "aria-describedby": errors[`${path}.${field}`] ? errorId(`${path}.${field}`) : hint,
-        });
+        const invalid = (field: string) => describedBy(errors, `${path}.${field}`);
         return (
           <fieldset class="subscription" key={i}>
             <legend>{`Subscription ${i + 1}`}</legend>

@@ -7,7 +7,8 @@ import { useSession } from "../context.js";
 import { statusOf } from "../delivery-filter.js";
 import { describeError, isUnauthenticated } from "../errors.js";
 import { formatDate, formatTime, statusLabels } from "../format.js";
-import { DestinationLink, useNames } from "../names.js";
+import { useNames } from "../names.js";
+import { DeliveryCells } from "./delivery-cells.js";
 
 /** Polling the finish feed every second keeps a new delivery on screen within 2 s. */
 const pollMs = 1_000;
@@ -133,16 +134,7 @@ export function LiveView() {
               <td>
                 <a href={`/console/deliveries/${d.id}`}>{d.id}</a>
               </td>
-              <td>
-                <DestinationLink id={d.destinationId} names={names.data} />
-              </td>
-              <td>{d.type}</td>
-              <td>
-                <code>{d.messageId}</code>
-              </td>
-              <td>{d.userId || d.anonymousId}</td>
-              <td class={`status-${statusLabels[d.status]}`}>{statusLabels[d.status]}</td>
-              <td class="num">{d.attemptCount}</td>
+              <DeliveryCells delivery={d} names={names.data} />
             </tr>
           ))}
         </tbody>

@@ -1,26 +1,10 @@
 import { useLocation } from "preact-iso";
-import { Fate } from "../../../../gen/waypost/v1/delivery_pb.js";
 import { BodyView } from "../body-view.js";
 import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
 import { useLoad } from "../context.js";
-import { formatTime } from "../format.js";
+import { fateLabels, formatTime } from "../format.js";
 import { sharedNames } from "../twins.js";
 import { TwinHint } from "../names.js";
-
-const fateLabels: Record<Fate, string> = {
-  [Fate.UNSPECIFIED]: "–",
-  [Fate.PENDING]: "Pending",
-  [Fate.RETRYING]: "Retrying",
-  [Fate.DELIVERED]: "Delivered",
-  [Fate.FAILED]: "Failed",
-  [Fate.EXPIRED]: "Expired",
-  [Fate.CANCELLED]: "Cancelled",
-  [Fate.FILTERED]: "Filtered",
-  [Fate.NOT_CONNECTED]: "Not connected",
-  [Fate.DISABLED]: "Disabled",
-  [Fate.INTEGRATIONS_OFF]: "Integrations off",
-  [Fate.CREATED_LATER]: "Created later",
-};
 
 /** One stored call and what happened to it at every destination (ExplainMessage). */
 export function MessageView(props: { params: { id: string } }) {

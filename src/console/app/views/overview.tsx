@@ -2,11 +2,11 @@ import { useEffect, useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
 import type { GetDestinationStatsResponse, StatsWindow } from "../../../../gen/waypost/v1/delivery_pb.js";
 import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
-import { kindFormOf } from "./kind-forms.js";
+import { kindFormOf } from "../kinds/registry.js";
 import { ErrorMessage, HeaderRow } from "../components.js";
 import { useLoad } from "../context.js";
 import { destinationState } from "../health.js";
-import { listAll } from "../paging.js";
+import { allDestinations } from "../paging.js";
 import { destinationTell } from "../twins.js";
 import { DestinationChart } from "./destination-chart.js";
 import { HeldBack } from "./held-back.js";
@@ -40,10 +40,7 @@ export function OverviewView() {
   const [messageId, setMessageId] = useState("");
   const period = periods.find((p) => p.key === query.period) ?? periods[2];
   const loaded = useLoad(async (api) => {
-    const destinations = await listAll(
-      (pageToken) => api.destinations.listDestinations({ pageToken, pageSize: 100 }),
-      (r) => r.destinations,
-    );
+    const destinations = await allDestinations(api);
     const stats = await Promise.all(destinations.map((d) => api.deliveries.getDestinationStats({ destinationId: d.id })));
     return destinations.map((destination, i) => ({ destination, stats: stats[i]! }));
   }, []);

@@ -40,8 +40,7 @@ export function RetryAllMatching(props: { filter: DeliveryFilter; onQueued(): vo
     const { destinationId, messageId, userId, since, until } = filterToRequest(props.filter);
     const statuses = status !== undefined ? [status] : [];
     const what = status !== undefined ? props.filter.status : "failed and expired";
-    if (!confirm(`Retry every ${what} delivery matching this filter?`)) return;
-    const response = await action.run((api) =>
+    const response = await action.confirmRun(`Retry every ${what} delivery matching this filter?`, (api) =>
       api.deliveries.retryDeliveries({ destinationId, statuses, messageId, userId, since, until }),
     );
     if (!response?.job) return;

@@ -2,23 +2,20 @@ import { useEffect, useState } from "preact/hooks";
 import { TestOutcome, type TestedCall } from "../../../../gen/waypost/v1/destination_pb.js";
 import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
 import { useSession } from "../context.js";
-import { parseFilter, rulesOf } from "../destination-draft.js";
-import type { DestinationDraft } from "../destination-draft-types.js";
+import { type DestinationDraft, rulesOf } from "../destination-draft.js";
 import { describeError } from "../errors.js";
-import { errorId, FieldError, type FieldErrors } from "../field-error.js";
-import { kindForms } from "./kind-forms.js";
+import type { FieldErrors } from "../field-error.js";
+import { parseJsonObject } from "../json-text.js";
+import { ownKind } from "../kinds/registry.js";
+import { type SettingField, SettingInputs } from "./settings-fieldset.js";
 import { VendorRequests } from "./vendor-requests.js";
+import { enumWords } from "../../../enum-words.js";
 
-const outcomeNames: Record<TestOutcome, string> = {
-  [TestOutcome.UNSPECIFIED]: "–",
-  [TestOutcome.SEND]: "Send",
-  [TestOutcome.FILTERED]: "Filtered",
-  [TestOutcome.DROPPED_BY_TRANSFORM]: "Dropped by transform",
-  [TestOutcome.TRANSFORM_ERROR]: "Transform error",
-  [TestOutcome.NOT_SUBSCRIBED]: "No subscription matched",
-  [TestOutcome.NO_CONSENT]: "No consent",
-  [TestOutcome.ACTION_ERROR]: "Action error",
-};
+const outcomeNames = enumWords(
+  TestOutcome,
+  { [TestOutcome.UNSPECIFIED]: "–", [TestOutcome.NOT_SUBSCRIBED]: "No subscription matched" },
+  true,
+);
 
 /** What an outcome that carries no error or body means, in the results' last column. */
 const outcomeTexts: Partial<Record<TestOutcome, string>> = {
@@ -27,6 +24,50 @@ const outcomeTexts: Partial<Record<TestOutcome, string>> = {
   [TestOutcome.NOT_SUBSCRIBED]: "No enabled subscription matches this call: no delivery.",
   [TestOutcome.NO_CONSENT]: "The call's consent preferences hold it back from this destination: no delivery.",
 };
+
+// The server names the part of a rule that is wrong (filter.properties.total.$gt): it is the field's error.
+const ruleFields: ReadonlyArray<SettingField<DestinationDraft>> = [
+  {
+    key: "filter",
+    field: "filter",
+    label: "Filter",
+    input: "code",
+    parts: true,
+    hint: 'JSON matched against each call, e.g. {"type": "track", "properties.total": {"$gt": 100}}. Empty: every call.',
+  },
+  {
+    key: "consentCategories",
+    field: "consentCategories",
+    label: "Consent categories",
+    input: "lines",
+    parts: true,
+    hint: "Separated by commas or lines (Advertising, Analytics): a call whose context.consent.categoryPreferences is an object gets here only when every one is true there. Empty: no categories.",
+  },
+  {
+    key: "requireConsent",
+    field: "requireConsent",
+    label: "Require consent",
+    input: "check",
+    hint: "Hold back calls that carry no consent preferences too.",
+  },
+  {
+    key: "dropFields",
+    field: "dropFields",
+    label: "Dropped fields",
+    input: "code",
+    rows: 3,
+    parts: true,
+    hint: "One dotted path a line (context.ip, properties.email): removed before sending.",
+  },
+  {
+    key: "transform",
+    field: "transform",
+    label: "Transform",
+    input: "code",
+    rows: 8,
+    hint: "JavaScript defining function transform(event): return the object to send, or null to drop the call.",
+  },
+];
 
 /**
  * A destination's routing rules (docs/routing.md): the filter, the consent
@@ -45,7 +86,8 @@ export function RuleFields(props: {
   const { api } = useSession();
   const [testError, setTestError] = useState<string | undefined>();
   const [testing, setTesting] = useState(false);
-  // Results and errors of an earlier draft would read as this one's.
+  const kind = ownKind(draft.kind, draft.kinds);
+  // Results and errors of an earlier draft would read as this one's: the rules, and what the kind's test sends.
   const rulesKey = JSON.stringify([
     draft.filter,
     draft.dropFields,
@@ -54,26 +96,17 @@ export function RuleFields(props: {
     draft.requireConsent,
     draft.sourceIds,
     draft.kind,
-    { ...draft.integration, entry: undefined },
+    kind.form.tested?.(kind.part),
   ]);
   useEffect(() => setTestError(undefined), [rulesKey]);
-  // The server names the part of a rule that is wrong (filter.properties.total.$gt): it is the field's error.
-  const hasError = (field: string) =>
-    Object.keys(errors).some((k) => k === field || k.startsWith(`${field}.`) || k.startsWith(`${field}[`));
-  const described = (field: string) => ({
-    "aria-invalid": hasError(field) ? ("true" as const) : undefined,
-    "aria-describedby": hasError(field) ? errorId(field) : `hint-${field}`,
-  });
-
   async function test() {
     setTestError(undefined);
-    const filter = parseFilter(draft.filter);
+    const filter = parseJsonObject(draft.filter);
     if (filter.problem !== undefined) {
       setTestError(`Filter ${filter.problem}`);
       return;
     }
-    const kind = kindForms[draft.kind];
-    const problems = Object.entries(kind.check?.(draft) ?? {});
+    const problems = Object.entries(kind.form.check?.(kind.part) ?? {});
     if (problems.length > 0) {
       setTestError(problems.map(([field, problem]) => `${field}: ${problem}`).join("; "));
       return;
@@ -82,7 +115,7 @@ export function RuleFields(props: {
     try {
       // The draft as it stands, over its own sources: nothing stored is used in its place.
       const response = await api.destinations.testDestination({
-        destination: { sourceIds: draft.sourceIds, ...rulesOf(draft), ...kind.tested?.(draft) },
+        destination: { sourceIds: draft.sourceIds, ...rulesOf(draft), ...kind.form.tested?.(kind.part) },
         sampleSize: 20,
       });
       setTested(response.calls);
@@ -97,81 +130,7 @@ export function RuleFields(props: {
   return (
     <fieldset>
       <legend>Routing rules</legend>
-      <div class="field">
-        <label for="destination-filter">Filter</label>
-        <textarea
-          id="destination-filter"
-          rows={4}
-          class="code"
-          value={draft.filter}
-          onInput={(e) => onChange({ filter: e.currentTarget.value })}
-          {...described("filter")}
-        />
-        <p id="hint-filter" class="hint">
-          JSON matched against each call, e.g. {'{"type": "track", "properties.total": {"$gt": 100}}'}. Empty: every call.
-        </p>
-        <FieldError errors={errors} field="filter" prefix />
-      </div>
-      <div class="field">
-        <label for="destination-consent-categories">Consent categories</label>
-        <textarea
-          id="destination-consent-categories"
-          rows={2}
-          value={draft.consentCategories}
-          onInput={(e) => onChange({ consentCategories: e.currentTarget.value })}
-          {...described("consentCategories")}
-        />
-        <p id="hint-consentCategories" class="hint">
-          Separated by commas or lines (Advertising, Analytics): a call whose context.consent.categoryPreferences is an object gets here
-          only when every one is true there. Empty: no categories.
-        </p>
-        <FieldError errors={errors} field="consentCategories" prefix />
-      </div>
-      <div class="field">
-        <label>
-          <input
-            type="checkbox"
-            checked={draft.requireConsent}
-            onChange={(e) => onChange({ requireConsent: e.currentTarget.checked })}
-            aria-describedby="hint-requireConsent"
-          />{" "}
-          Require consent
-        </label>
-        <p id="hint-requireConsent" class="hint">
-          Hold back calls that carry no consent preferences too.
-        </p>
-      </div>
-      <div class="field">
-        <label for="destination-drop-fields">Dropped fields</label>
-        <textarea
-          id="destination-drop-fields"
-          rows={3}
-          class="code"
-          value={draft.dropFields}
-          onInput={(e) => onChange({ dropFields: e.currentTarget.value })}
-          {...described("dropFields")}
-        />
-        <p id="hint-dropFields" class="hint">
-          One dotted path a line (context.ip, properties.email): removed before sending.
-        </p>
-        <FieldError errors={errors} field="dropFields" prefix />
-      </div>
-      <div class="field">
-        <label for="destination-transform">Transform</label>
-        <textarea
-          id="destination-transform"
-          rows={8}
-          class="code"
-          spellcheck={false}
-          value={draft.transform}
-          onInput={(e) => onChange({ transform: e.currentTarget.value })}
-          {...described("transform")}
-        />
-        <p id="hint-transform" class="hint">
-          JavaScript defining function transform(event): return the object to send, or null to drop the call.
-        </p>
-        <FieldError errors={errors} field="transform" />
-      </div>
+      <SettingInputs fields={ruleFields} draft={draft} errors={errors} onChange={onChange} />
       <div class="form-actions">
         <button type="button" onClick={test} disabled={testing}>
           Test against recent calls

@@ -1,8 +1,19 @@
-import { FieldError } from "../field-error.js";
-import type { KindFieldsProps } from "./kind-form-types.js";
+import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
+import { FieldError, type FieldErrors } from "../field-error.js";
+import { describedBy } from "./labelled-field.js";
+
+/** Keep the stored secret (edit only), set a new one, or clear it. */
+export type SecretMode = "keep" | "set" | "clear";
 
 /** A webhook destination's X-Signature secret: write-only (the server never shows it again); on edit, keep, set or clear it. */
-export function SharedSecretFields(props: KindFieldsProps) {
+export function SharedSecretFields(props: {
+  mode: SecretMode;
+  secret: string;
+  errors: FieldErrors;
+  onChange(change: { secretMode?: SecretMode; secret?: string }): void;
+  /** The destination being edited; undefined while creating. */
+  destination: Destination | undefined;
+}) {
   return (
     <fieldset>
       <legend>Shared secret</legend>
@@ -11,12 +22,7 @@ export function SharedSecretFields(props: KindFieldsProps) {
         <div class="radios">
           {(["keep", "set", "clear"] as const).map((mode) => (
             <label key={mode} class="check">
-              <input
-                type="radio"
-                name="secret-mode"
-                checked={props.draft.secretMode === mode}
-                onChange={() => props.onChange({ secretMode: mode })}
-              />{" "}
+              <input type="radio" name="secret-mode" checked={props.mode === mode} onChange={() => props.onChange({ secretMode: mode })} />{" "}
               {mode === "keep"
                 ? `Keep the current one (${props.destination?.hasSharedSecret ? "set" : "none"})`
                 : mode === "set"
@@ -26,17 +32,16 @@ export function SharedSecretFields(props: KindFieldsProps) {
           ))}
         </div>
       )}
-      {props.draft.secretMode === "set" && (
+      {props.mode === "set" && (
         <div class="field">
           <label for="destination-secret">Shared secret</label>
           <input
             id="destination-secret"
             type="password"
             autocomplete="new-password"
-            value={props.draft.secret}
+            value={props.secret}
             onInput={(e) => props.onChange({ secret: e.currentTarget.value })}
-            aria-invalid={props.errors.sharedSecret ? "true" : undefined}
-            aria-describedby={props.errors.sharedSecret ? "error-sharedSecret" : undefined}
+            {...describedBy(props.errors, "sharedSecret")}
           />
         </div>
       )}

@@ -2,8 +2,7 @@ import { useState } from "preact/hooks";
 import { SourceKind, type Source } from "../../../../gen/waypost/v1/source_pb.js";
 import { ErrorMessage, SecretOnce } from "../components.js";
 import { useAction, useLoad, useSession } from "../context.js";
-import { describeError, fieldError, isUnauthenticated } from "../errors.js";
-import type { FieldErrors } from "../field-error.js";
+import { useFormSubmit } from "../form-submit.js";
 import { formatTime } from "../format.js";
 import { checkHookDraft, hookDraftOf, inboundUrlOf, verifierLabel, webhookOf, type HookDraft } from "../hook-draft.js";
 import { HookRequests } from "./hook-requests.js";
@@ -50,13 +49,12 @@ export function SourceDetailView(props: { params: { id: string } }) {
 }
 
 function WebhookSourcePanel(props: { source: Source; onSaved(): void }) {
-  const { api, signOut } = useSession();
+  const { api } = useSession();
   const rotation = useAction();
   const [draft, setDraft] = useState<HookDraft>(() => hookDraftOf(props.source.webhook));
-  const [errors, setErrors] = useState<FieldErrors>({});
-  const [formError, setFormError] = useState<string | undefined>();
+  // Only the webhook's own fields are this form's: anything else about the source goes above it.
+  const { errors, formError, busy, submit } = useFormSubmit("source", (field) => field.startsWith("webhook."));
   const [saved, setSaved] = useState(false);
-  const [busy, setBusy] = useState(false);
   const [shownUrl, setShownUrl] = useState<string | undefined>();
   const update = (change: Partial<HookDraft>) => {
     setDraft((d) => ({ ...d, ...change }));
@@ -65,15 +63,7 @@ function WebhookSourcePanel(props: { source: Source; onSaved(): void }) {
 
   async function save(event: Event) {
     event.preventDefault();
-    setErrors({});
-    setFormError(undefined);
-    const problems = checkHookDraft(draft);
-    if (Object.keys(problems).length > 0) {
-      setErrors(problems);
-      return;
-    }
-    setBusy(true);
-    try {
+    await submit(checkHookDraft(draft), async () => {
       const response = await api.sources.updateSource({
         source: { id: props.source.id, webhook: webhookOf(draft) },
         updateMask: { paths: ["webhook"] },
@@ -81,19 +71,12 @@ function WebhookSourcePanel(props: { source: Source; onSaved(): void }) {
       setDraft(hookDraftOf(response.source?.webhook));
       setSaved(true);
       props.onSaved();
-    } catch (caught) {
-      if (isUnauthenticated(caught)) signOut(describeError(caught));
-      const named = fieldError(caught, "source");
-      if (named?.field.startsWith("webhook.")) setErrors({ [named.field]: named.message });
-      else setFormError(describeError(caught));
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   async function rotate() {
-    if (!confirm(`Rotate the inbound URL of ${props.source.name}? The current URL stops working at once.`)) return;
-    const response = await rotation.run((a) => a.sources.rotateHookToken({ id: props.source.id }));
+    const question = `Rotate the inbound URL of ${props.source.name}? The current URL stops working at once.`;
+    const response = await rotation.confirmRun(question, (a) => a.sources.rotateHookToken({ id: props.source.id }));
     if (response?.source?.hookToken) setShownUrl(inboundUrlOf(response.source.hookToken));
   }
 

@@ -1,12 +1,11 @@
 import { useState } from "preact/hooks";
 import { SourceKind } from "../../../../gen/waypost/v1/source_pb.js";
-import { EmptyRow, ErrorMessage, HeaderRow, SecretOnce } from "../components.js";
+import { DataTable, ErrorMessage, SecretOnce } from "../components.js";
 import { useAction, useLoad, useSession } from "../context.js";
-import { describeError, fieldError, isUnauthenticated } from "../errors.js";
-import type { FieldErrors } from "../field-error.js";
+import { useFormSubmit } from "../form-submit.js";
 import { formatTime } from "../format.js";
 import { checkHookDraft, hookDraftOf, inboundUrlOf, webhookOf, type HookDraft } from "../hook-draft.js";
-import { listAll } from "../paging.js";
+import { allSources } from "../paging.js";
 import { HookSettingsFields } from "./hook-settings-fields.js";
 
 /**
@@ -15,38 +14,19 @@ import { HookSettingsFields } from "./hook-settings-fields.js";
  * (its name) has a webhook source's settings and requests.
  */
 export function SourcesView() {
-  const sources = useLoad(
-    (api) =>
-      listAll(
-        (pageToken) => api.sources.listSources({ pageToken, pageSize: 100 }),
-        (r) => r.sources,
-      ),
-    [],
-  );
-  const { api, signOut } = useSession();
-  const action = useAction();
+  const sources = useLoad(allSources, []);
+  const { api } = useSession();
+  const action = useAction(sources.reload);
   const [name, setName] = useState("");
   const [kind, setKind] = useState<SourceKind>(SourceKind.SDK);
   const [hook, setHook] = useState<HookDraft>(() => hookDraftOf(undefined));
-  const [errors, setErrors] = useState<FieldErrors>({});
-  const [createError, setCreateError] = useState<string | undefined>();
-  const [creating, setCreating] = useState(false);
+  const { errors, formError: createError, busy: creating, submit } = useFormSubmit("source");
   const [shownKey, setShownKey] = useState<{ label: string; value: string } | undefined>();
 
   async function create(event: Event) {
     event.preventDefault();
-    setErrors({});
-    setCreateError(undefined);
     const webhook = kind === SourceKind.WEBHOOK;
-    if (webhook) {
-      const problems = checkHookDraft(hook);
-      if (Object.keys(problems).length > 0) {
-        setErrors(problems);
-        return;
-      }
-    }
-    setCreating(true);
-    try {
+    await submit(webhook ? checkHookDraft(hook) : {}, async () => {
       const response = await api.sources.createSource({
         source: webhook ? { name, kind, webhook: webhookOf(hook) } : { name },
       });
@@ -61,25 +41,15 @@ export function SourcesView() {
       setName("");
       setHook(hookDraftOf(undefined));
       sources.reload();
-    } catch (caught) {
-      if (isUnauthenticated(caught)) signOut(describeError(caught));
-      const named = fieldError(caught, "source");
-      if (named && named.field !== "source") setErrors({ [named.field]: named.message });
-      else setCreateError(describeError(caught));
-    } finally {
-      setCreating(false);
-    }
+    });
   }
   async function rotate(id: string, sourceName: string) {
-    if (!confirm(`Rotate the write key of ${sourceName}? The current key stops working at once.`)) return;
-    const response = await action.run((a) => a.sources.rotateWriteKey({ id }));
+    const question = `Rotate the write key of ${sourceName}? The current key stops working at once.`;
+    const response = await action.confirmRun(question, (a) => a.sources.rotateWriteKey({ id }));
     if (response?.source) setShownKey({ label: `New write key of ${sourceName}.`, value: response.source.writeKey });
   }
-  async function remove(id: string, sourceName: string) {
-    if (!confirm(`Delete the source ${sourceName}? Its write key stops working.`)) return;
-    await action.run((a) => a.sources.deleteSource({ id }));
-    sources.reload();
-  }
+  const remove = (id: string, sourceName: string) =>
+    action.confirmRun(`Delete the source ${sourceName}? Its write key stops working.`, (a) => a.sources.deleteSource({ id }));
 
   return (
     <section>
@@ -101,37 +71,37 @@ export function SourcesView() {
       </form>
       <ErrorMessage error={createError ?? errors.name ?? action.error ?? sources.error} />
       {shownKey && <SecretOnce label={shownKey.label} value={shownKey.value} onDismiss={() => setShownKey(undefined)} />}
-      <table aria-label="Sources">
-        <HeaderRow columns={["Name", "Kind", "ID", "Created", "Actions"]} />
-        <tbody>
-          {sources.data?.length === 0 && <EmptyRow columns={5}>No sources yet.</EmptyRow>}
-          {sources.data?.map((s) => (
-            <tr key={s.id} id={`source-${s.id}`}>
-              <td>
-                <a href={`/console/sources/${s.id}`}>{s.name}</a>
-              </td>
-              <td>{s.kind === SourceKind.WEBHOOK ? "Webhook" : "SDK"}</td>
-              <td>
-                <code>{s.id}</code>
-              </td>
-              <td>{formatTime(s.createTime)}</td>
-              <td class="actions">
-                <a href={`/console/plans/${s.id}`} aria-label={`Tracking plan of ${s.name}`}>
-                  Tracking plan
-                </a>
-                {s.kind !== SourceKind.WEBHOOK && (
-                  <button type="button" aria-label={`Rotate key of ${s.name}`} onClick={() => rotate(s.id, s.name)}>
-                    Rotate key
-                  </button>
-                )}
-                <button type="button" class="danger" aria-label={`Delete ${s.name}`} onClick={() => remove(s.id, s.name)}>
-                  Delete
+      <DataTable
+        label="Sources"
+        columns={["Name", "Kind", "ID", "Created", "Actions"]}
+        items={sources.data}
+        empty="No sources yet."
+        row={(s) => (
+          <tr key={s.id} id={`source-${s.id}`}>
+            <td>
+              <a href={`/console/sources/${s.id}`}>{s.name}</a>
+            </td>
+            <td>{s.kind === SourceKind.WEBHOOK ? "Webhook" : "SDK"}</td>
+            <td>
+              <code>{s.id}</code>
+            </td>
+            <td>{formatTime(s.createTime)}</td>
+            <td class="actions">
+              <a href={`/console/plans/${s.id}`} aria-label={`Tracking plan of ${s.name}`}>
+                Tracking plan
+              </a>
+              {s.kind !== SourceKind.WEBHOOK && (
+                <button type="button" aria-label={`Rotate key of ${s.name}`} onClick={() => rotate(s.id, s.name)}>
+                  Rotate key
                 </button>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+              )}
+              <button type="button" class="danger" aria-label={`Delete ${s.name}`} onClick={() => remove(s.id, s.name)}>
+                Delete
+              </button>
+            </td>
+          </tr>
+        )}
+      />
     </section>
   );
 }

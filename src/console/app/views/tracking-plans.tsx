@@ -2,32 +2,17 @@ import { PlanMode, ViolationKind } from "../../../../gen/waypost/v1/tracking_pla
 import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
 import { useLoad } from "../context.js";
 import { formatTime } from "../format.js";
-import { listAll } from "../paging.js";
+import { allSources } from "../paging.js";
+import { enumWords } from "../../../enum-words.js";
 
-export const modeLabels: Record<PlanMode, string> = {
-  [PlanMode.UNSPECIFIED]: "off",
-  [PlanMode.OFF]: "off",
-  [PlanMode.OBSERVE]: "observe",
-  [PlanMode.OMIT]: "omit",
-  [PlanMode.BLOCK]: "block",
-};
+export const modeLabels = enumWords(PlanMode, { [PlanMode.UNSPECIFIED]: "off" });
 
-const kindLabels: Record<ViolationKind, string> = {
-  [ViolationKind.UNSPECIFIED]: "",
-  [ViolationKind.UNPLANNED_EVENT]: "unplanned event",
-  [ViolationKind.REQUIRED_MISSING]: "required missing",
-  [ViolationKind.WRONG_TYPE]: "wrong type",
-  [ViolationKind.UNPLANNED_PROPERTY]: "unplanned property",
-  [ViolationKind.OTHER]: "other",
-};
+const kindLabels = enumWords(ViolationKind, { [ViolationKind.UNSPECIFIED]: "" });
 
 /** Every source with its plan's mode and events, each linking to its plan page. */
 export function TrackingPlansView() {
   const loaded = useLoad(async (api) => {
-    const sources = await listAll(
-      (pageToken) => api.sources.listSources({ pageToken, pageSize: 100 }),
-      (r) => r.sources,
-    );
+    const sources = await allSources(api);
     return Promise.all(
       sources.map(async (source) => ({ source, plan: (await api.plans.getTrackingPlan({ sourceId: source.id })).trackingPlan })),
     );

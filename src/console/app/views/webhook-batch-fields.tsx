@@ -1,8 +1,13 @@
 import type { WebhookBatch } from "../../../../gen/waypost/v1/destination_pb.js";
-import type { WebhookDraft } from "../destination-draft-types.js";
-import { errorId, FieldError, type FieldErrors } from "../field-error.js";
+import type { FieldErrors } from "../field-error.js";
+import { LabelledField } from "./labelled-field.js";
 
-type BatchDraft = NonNullable<WebhookDraft["batch"]>;
+/** A webhook's batch bounds as typed ("" leaves the server's default). */
+export interface BatchDraft {
+  maxCalls: string;
+  maxBytes: string;
+  maxWaitMs: string;
+}
 
 const fields = [
   { key: "maxCalls", label: "most calls per POST (2 to 1000)" },
@@ -11,7 +16,7 @@ const fields = [
 ] as const;
 
 /** A webhook's batch as the form edits it (numbers as text). */
-export function batchDraftOf(batch: WebhookBatch | undefined): WebhookDraft["batch"] {
+export function batchDraftOf(batch: WebhookBatch | undefined): BatchDraft | undefined {
   if (!batch) return undefined;
   return { maxCalls: String(batch.maxCalls), maxBytes: String(batch.maxBytes ?? ""), maxWaitMs: String(batch.maxWaitMs ?? "") };
 }
@@ -20,7 +25,7 @@ export function batchDraftOf(batch: WebhookBatch | undefined): WebhookDraft["bat
 const number = (text: string) => (/^\d+$/.test(text.trim()) ? Number(text.trim()) : -1);
 
 /** A webhook's batch as a request carries it; empty optional fields leave the server's defaults. */
-export function batchRequestOf(batch: WebhookDraft["batch"]): { maxCalls: number; maxBytes?: number; maxWaitMs?: number } | undefined {
+export function batchRequestOf(batch: BatchDraft | undefined): { maxCalls: number; maxBytes?: number; maxWaitMs?: number } | undefined {
   if (!batch) return undefined;
   return {
     maxCalls: batch.maxCalls.trim() === "" ? 0 : number(batch.maxCalls),
@@ -32,9 +37,9 @@ export function batchRequestOf(batch: WebhookDraft["batch"]): { maxCalls: number
 /** Whether webhook `index` batches its calls ({"batch":[...]} POSTs), and the batches' bounds. */
 export function WebhookBatchFields(props: {
   index: number;
-  batch: WebhookDraft["batch"];
+  batch: BatchDraft | undefined;
   errors: FieldErrors;
-  onChange(batch: WebhookDraft["batch"]): void;
+  onChange(batch: BatchDraft | undefined): void;
 }) {
   const { index, batch, errors, onChange } = props;
   const n = index + 1;
@@ -53,18 +58,15 @@ export function WebhookBatchFields(props: {
         fields.map(({ key, label }) => {
           const field = `webhooks[${index}].batch.${key}`;
           return (
-            <div class="field" key={key}>
-              <label for={`webhook-${index}-batch-${key}`}>{`Webhook ${n} batch: ${label}`}</label>
-              <input
-                id={`webhook-${index}-batch-${key}`}
-                inputMode="numeric"
-                value={batch[key]}
-                onInput={(e) => set(key, e.currentTarget.value)}
-                aria-invalid={errors[field] ? "true" : undefined}
-                aria-describedby={errors[field] ? errorId(field) : undefined}
-              />
-              <FieldError errors={errors} field={field} />
-            </div>
+            <LabelledField
+              key={key}
+              id={`webhook-${index}-batch-${key}`}
+              label={`Webhook ${n} batch: ${label}`}
+              field={field}
+              errors={errors}
+            >
+              {(input) => <input inputMode="numeric" value={batch[key]} onInput={(e) => set(key, e.currentTarget.value)} {...input} />}
+            </LabelledField>
           );
         })}
     </div>

@@ -1,6 +1,19 @@
-import type { WebhookDraft } from "../destination-draft-types.js";
-import { errorId, FieldError, type FieldErrors } from "../field-error.js";
-import { WebhookBatchFields } from "./webhook-batch-fields.js";
+import { FieldError, type FieldErrors } from "../field-error.js";
+import { LabelledField } from "./labelled-field.js";
+import { type BatchDraft, WebhookBatchFields } from "./webhook-batch-fields.js";
+
+export interface HeaderDraft {
+  name: string;
+  value: string;
+}
+
+/** One webhook as the form edits it. */
+export interface WebhookDraft {
+  url: string;
+  headers: HeaderDraft[];
+  /** Undefined: one call per POST. */
+  batch?: BatchDraft | undefined;
+}
 
 const maxWebhooks = 5;
 const maxHeaders = 5;
@@ -18,19 +31,17 @@ export function WebhookFields(props: { webhooks: WebhookDraft[]; errors: FieldEr
         const urlField = `webhooks[${i}].url`;
         return (
           <div class="webhook" key={i}>
-            <div class="field">
-              <label for={`webhook-${i}-url`}>{`Webhook ${n} URL`}</label>
-              <input
-                id={`webhook-${i}-url`}
-                type="url"
-                value={webhook.url}
-                placeholder="https://example.com/hooks/waypost"
-                onInput={(e) => set(i, { url: e.currentTarget.value })}
-                aria-invalid={errors[urlField] ? "true" : undefined}
-                aria-describedby={errors[urlField] ? errorId(urlField) : undefined}
-              />
-              <FieldError errors={errors} field={urlField} />
-            </div>
+            <LabelledField id={`webhook-${i}-url`} label={`Webhook ${n} URL`} field={urlField} errors={errors}>
+              {(input) => (
+                <input
+                  type="url"
+                  value={webhook.url}
+                  placeholder="https://example.com/hooks/waypost"
+                  onInput={(e) => set(i, { url: e.currentTarget.value })}
+                  {...input}
+                />
+              )}
+            </LabelledField>
             {webhook.headers.map((header, h) => (
               <div class="header-row" key={h}>
                 <label for={`webhook-${i}-header-${h}-name`}>{`Webhook ${n} header ${h + 1} name`}</label>

@@ -1,20 +1,12 @@
 import { type ChannelModel, type ConfirmChannel, connect, type Message } from "amqplib";
-import type { Logger } from "../../../logger.js";
-import type { AddressGuard } from "../../../outbound/address-guard.js";
 import { guardedLookup, redact, refuseLiteralHost } from "../broker-address.js";
-import { type BrokerCall, type BrokerPublisher, causeOf, type PublishResult, withTimeout } from "../broker-publisher.js";
+import { type Connected, createBrokerConnection } from "../broker-connection.js";
+import type { BrokerCall, BrokerPublisher, PublisherContext, PublishResult } from "../broker-publisher.js";
+import { awaitConfirms, causeOf, withTimeout } from "../broker-publisher.js";
 import { amqpLimits, amqpRoutingKeyTemplate, type AmqpSettings } from "./amqp-settings.js";
 import { coalesceFrameWrites } from "./frame-writes.js";
 
-export interface AmqpPublisherOptions extends AmqpSettings {
-  /** The SSRF check, on the broker's literal or resolved address before any socket opens. */
-  guard: AddressGuard;
-  /** Time to connect, and for the broker to confirm each message. */
-  timeoutMs: number;
-  logger?: Logger | undefined;
-  /** Shown by the broker for the connection (RabbitMQ's management UI, rabbitmqctl), e.g. the destination id. */
-  connectionName?: string | undefined;
-}
+export interface AmqpPublisherOptions extends AmqpSettings, PublisherContext {}
 
 /** An open connection and its confirm channel, with the publishes awaiting their confirm. */
 interface Target {
@@ -48,27 +40,9 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): BrokerPublis
   const url = new URL(options.url);
   const where = `${url.hostname}:${url.port || (url.protocol === "amqps:" ? 5671 : 5672)}`;
   const secrets = [decodeURIComponent(url.password), url.password];
-  let current: Promise<Target> | undefined;
-  /** The target `current` resolved to: only its loss clears `current`. */
-  let currentTarget: Target | undefined;
-  let closing = false;
-  const inFlight = new Set<Promise<PublishResult[]>>();
-
   const fail = (cause: string): PublishResult => ({ outcome: "retryable", error: `amqp: ${redact(cause, secrets)}` });
 
-  function open(): Promise<Target> {
-    if (!current) {
-      const opening = openTarget();
-      current = opening;
-      // A failed open is not kept: the next publish tries again.
-      opening.catch(() => {
-        if (current === opening) current = undefined;
-      });
-    }
-    return current;
-  }
-
-  async function openTarget(): Promise<Target> {
+  async function openTarget(onLost: () => void): Promise<Target> {
     const refused = refuseLiteralHost(url.hostname, options.guard);
     if (refused) throw new Error(`refused: ${refused}`);
     const connecting = connect(options.url, {
@@ -87,10 +61,7 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): BrokerPublis
     const lose = (cause: string) => {
       if (target.lost !== undefined) return;
       target.lost = cause;
-      if (currentTarget === target) {
-        current = undefined;
-        currentTarget = undefined;
-      }
+      onLost();
       const what = cause.startsWith("channel error") ? cause : `connection lost (${cause})`;
       for (const entry of target.pending) entry.settle(fail(`${what} before the broker confirmed`));
       target.pending.clear();
@@ -125,7 +96,6 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): BrokerPublis
         break;
       }
     });
-    currentTarget = target;
     return target;
   }
 
@@ -135,7 +105,7 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): BrokerPublis
    * confirm, nack or return; a round not confirmed in time fails what is
    * left of it and gives the connection up.
    */
-  async function publishRoundOnce(calls: readonly BrokerCall[]): Promise<PublishResult[]> {
+  async function publishRound(calls: readonly BrokerCall[], connect: () => Promise<Connected<Target>>): Promise<PublishResult[]> {
     const results: PublishResult[] = new Array(calls.length);
     const keys: Array<string | undefined> = calls.map((call, i) => {
       const key = routingKey.render(call);
@@ -149,94 +119,52 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): BrokerPublis
       });
     };
     if (!keys.some((key) => key !== undefined)) return results;
-    let target: Target;
-    try {
-      target = await open();
-    } catch (error) {
-      failAll(fail(`cannot connect to ${where}: ${causeOf(error)}`));
+    const { connection: target, failure } = await connect();
+    if (failure) {
+      failAll(failure);
       return results;
     }
-    if (target.lost !== undefined) {
-      failAll(fail(`connection lost (${target.lost})`));
-      return results;
-    }
-    return new Promise<PublishResult[]>((resolve) => {
-      const round = new Set<Pending>();
-      // One more than the messages until all are published, so a message failing at once cannot end the round early.
-      let left = 1;
-      const done = () => {
-        if (--left > 0) return;
-        clearTimeout(timer);
-        resolve(results);
-      };
-      const timer = setTimeout(() => {
-        const cause = `no confirm from the broker within ${options.timeoutMs} ms`;
-        for (const entry of [...round]) entry.settle(fail(cause));
-        // A connection that confirms nothing (a dead peer the heartbeat has not caught yet, a
-        // stalled route) is given up: the next publish opens a fresh one.
-        target.lose(cause);
-        void target.model.close().catch(() => {});
-      }, options.timeoutMs);
-      keys.forEach((key, i) => {
-        if (key === undefined) return;
-        const call = calls[i]!;
-        left++;
-        const entry: Pending = {
-          messageId: call.messageId,
-          returned: undefined,
-          settle(result) {
-            if (!round.delete(entry)) return;
-            target.pending.delete(entry);
-            results[i] = result;
-            done();
-          },
-        };
-        round.add(entry);
-        target.pending.add(entry);
-        const confirmed = (error: unknown) => {
-          if (!round.has(entry)) return;
-          if (error && causeOf(error) === "message nacked") entry.settle(fail("nacked by the broker"));
-          else if (error) {
-            // amqplib fails unconfirmed messages with a bare "channel closed" before the connection
-            // reports why: let that report (lose) settle them with the cause, this is the fallback.
-            setImmediate(() => round.has(entry) && entry.settle(fail(target.lost ?? causeOf(error))));
-          } else if (entry.returned !== undefined) entry.settle(fail(entry.returned));
-          else entry.settle({ outcome: "success" });
-        };
-        try {
-          target.channel.publish(options.exchange, key, Buffer.from(call.body), messageProperties(call, options.mandatory), confirmed);
-        } catch (error) {
-          // The channel closed under us (IllegalOperationError): the connection is gone.
-          entry.settle(fail(`connection lost (${causeOf(error)})`));
-        }
-      });
-      done();
+    const round = awaitConfirms<Pending>(results, options.timeoutMs, (waiting) => {
+      const cause = `no confirm from the broker within ${options.timeoutMs} ms`;
+      for (const entry of waiting) entry.settle(fail(cause));
+      // A connection that confirms nothing (a dead peer the heartbeat has not caught yet, a
+      // stalled route) is given up: the next publish opens a fresh one.
+      target.lose(cause);
+      void target.model.close().catch(() => {});
     });
-  }
-
-  function publishRound(calls: readonly BrokerCall[]): Promise<PublishResult[]> {
-    if (closing) return Promise.resolve(calls.map(() => fail("publisher closed (the destination changed or the process stops)")));
-    // Never rejects: anything unforeseen is a failed attempt naming it.
-    const results = publishRoundOnce(calls).catch((error: unknown) => calls.map(() => fail(causeOf(error))));
-    inFlight.add(results);
-    void results.then(() => inFlight.delete(results));
-    return results;
-  }
-
-  return {
-    publish: (call) => publishRound([call]).then((results) => results[0]!),
-    publishRound,
-    async close() {
-      closing = true;
-      await Promise.all(inFlight);
-      const target = await current?.catch(() => undefined);
-      current = undefined;
-      if (target && target.lost === undefined) {
-        target.lost = "closed";
-        await target.model.close().catch(() => {});
+    keys.forEach((key, i) => {
+      if (key === undefined) return;
+      const call = calls[i]!;
+      const entry: Pending = {
+        messageId: call.messageId,
+        returned: undefined,
+        settle(result) {
+          if (round.settle(entry, i, result)) target.pending.delete(entry);
+        },
+      };
+      round.add(entry);
+      target.pending.add(entry);
+      const confirmed = (error: unknown) => {
+        if (!round.awaits(entry)) return;
+        if (error && causeOf(error) === "message nacked") entry.settle(fail("nacked by the broker"));
+        else if (error) {
+          // amqplib fails unconfirmed messages with a bare "channel closed" before the connection
+          // reports why: let that report (lose) settle them with the cause, this is the fallback.
+          setImmediate(() => round.awaits(entry) && entry.settle(fail(target.lost ?? causeOf(error))));
+        } else if (entry.returned !== undefined) entry.settle(fail(entry.returned));
+        else entry.settle({ outcome: "success" });
+      };
+      try {
+        target.channel.publish(options.exchange, key, Buffer.from(call.body), messageProperties(call, options.mandatory), confirmed);
+      } catch (error) {
+        // The channel closed under us (IllegalOperationError): the connection is gone.
+        entry.settle(fail(`connection lost (${causeOf(error)})`));
       }
-    },
-  };
+    });
+    return round.published();
+  }
+
+  return createBrokerConnection({ open: openTarget, end: (target) => target.model.close(), fail, where, publishRound });
 }
 
 /** The AMQP properties of a call's message: what a consumer reads to route and de-duplicate it. */

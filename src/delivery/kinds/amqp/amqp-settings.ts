@@ -1,6 +1,6 @@
 import { InvalidInputError } from "../../../errors.js";
 import type { AddressGuard } from "../../../outbound/address-guard.js";
-import { maskedSecret, maskUrlPassword, refuseLiteralHost } from "../broker-address.js";
+import { maskedSecret, maskUrlPassword, parseBrokerUrl, refuseLiteralHost } from "../broker-address.js";
 import { parseTemplate, type Template } from "../templates.js";
 
 /** An AMQP destination's settings as stored. The URL holds the password: never shown whole. */
@@ -76,19 +76,12 @@ export function amqpRoutingKeyTemplate(field: string, routingKey: string): Templ
 }
 
 function validateAmqpUrl(field: string, raw: string, guard: AddressGuard): string {
-  if (raw === "") throw new InvalidInputError(field, "is required");
-  if (raw.length > amqpLimits.maxUrlLength) throw new InvalidInputError(field, `is longer than ${amqpLimits.maxUrlLength} characters`);
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
+  const url = parseBrokerUrl(field, raw, {
+    schemes: ["amqp", "amqps"],
+    maxLength: amqpLimits.maxUrlLength,
     // The raw text may hold a password: never echo it.
-    throw new InvalidInputError(field, "is not an absolute URL (amqp://user:password@host:port/vhost)");
-  }
-  if (url.protocol !== "amqp:" && url.protocol !== "amqps:") {
-    throw new InvalidInputError(field, `must use amqp or amqps, got ${JSON.stringify(url.protocol.replace(/:$/, "").slice(0, 20))}`);
-  }
-  if (url.hostname === "") throw new InvalidInputError(field, "has no host");
+    notUrl: "is not an absolute URL (amqp://user:password@host:port/vhost)",
+  });
   if (url.hash !== "") throw new InvalidInputError(field, "must not have a #fragment");
   if (/[\r\n\0]/.test(raw)) throw new InvalidInputError(field, "must not contain CR, LF or NUL");
   const refused = refuseLiteralHost(url.hostname, guard);

@@ -1,13 +1,9 @@
 import { DestinationKind } from "../../../../gen/waypost/v1/destination_pb.js";
 import { maskUrlPassword } from "../broker-address.js";
-import { brokerInFlight, createBrokerKind } from "../broker-kind.js";
+import { brokerDelivery } from "../broker-kind.js";
 import { defineKind, type DestinationOf, type KindSettings } from "../kind.js";
-import { createPublisherCache } from "../publisher-cache.js";
 import { createAmqpPublisher } from "./amqp-publisher.js";
 import { type AmqpSettings, amqpDefaults, amqpSettingsView, validateAmqpSettings } from "./amqp-settings.js";
-
-/** A broker whose destination sent nothing for this long has its connection closed (it reopens on the next call). */
-const idleCloseMs = 5 * 60_000;
 
 const settings: KindSettings<AmqpSettings> = {
   fields: [{ path: "amqp", name: "amqp", describe: "AMQP settings", moves: true, given: (input) => input.amqp !== undefined }],
@@ -37,19 +33,11 @@ export const amqpKind = defineKind({
   label: "AMQP",
   proto: DestinationKind.AMQP,
   settings,
-  createDelivery: ({ clock, config, guard, logger }) =>
-    createBrokerKind<AmqpSettings, DestinationOf<"amqp", AmqpSettings>>({
-      clock,
-      publishers: createPublisherCache({
-        clock,
-        idleMs: idleCloseMs,
-        create: (destinationId, settings) =>
-          createAmqpPublisher({ ...settings, guard, timeoutMs: config.timeoutMs, logger, connectionName: `waypost ${destinationId}` }),
-      }),
+  createDelivery: (context) =>
+    brokerDelivery<AmqpSettings, DestinationOf<"amqp", AmqpSettings>>(context, {
       settingsOf: (destination) => destination.amqp,
+      createPublisher: (settings, publisherContext) => createAmqpPublisher({ ...settings, ...publisherContext }),
       targetOf: (settings) => `${maskUrlPassword(settings.url)} exchange "${settings.exchange}"`,
-      sourceIdOf: (job) => job.sourceId ?? "",
       system: "rabbitmq",
-      inFlightLimit: brokerInFlight(config),
     }),
 });

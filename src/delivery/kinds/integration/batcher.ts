@@ -3,24 +3,18 @@ import type { Clock } from "../../../clock.js";
 import type { AttemptResult, BatchAttemptRef } from "../../../db/job-table/index.js";
 import type { VendorContext } from "../../../catalog/catalog-fetch.js";
 import type { SegmentEvent } from "../../../catalog/segment-event.js";
+import { createHeldBatches, type HeldCall } from "../held-batch.js";
 import { attemptsOfRun } from "./outcomes.js";
 import type { IntegrationRunner, RunnableSubscription } from "./runner.js";
 
 /** The vendor context of one run of a destination's actions (its requests through the destination's client). */
 export type ContextOf = (destinationId: string, runner: IntegrationRunner) => VendorContext;
 
-interface Waiting {
-  event: SegmentEvent;
-  resolve: (attempts: AttemptResult[]) => void;
-}
-
-interface Batch {
+/** What a subscription's batch is sent with: the runner of the settings revision its calls came with. */
+interface BatchTarget {
   destinationId: string;
   runner: IntegrationRunner;
   subscription: RunnableSubscription;
-  calls: Waiting[];
-  firstAt: number;
-  timer: NodeJS.Timeout;
 }
 
 export interface IntegrationBatcher {
@@ -34,27 +28,28 @@ export interface IntegrationBatcher {
 /**
  * Batches of a subscription whose action has a batch form and whose
  * mapping turns batching on: calls wait per destination and subscription
- * until the action's batch size or `flushMs` after the first (by the
- * injectable clock, on the loop's tick; a timer backs it in real time),
- * then one executeBatch runs them. Each request the batch form makes is
- * one batch operation (its own BatchAttemptRef, shared by every call of
- * the batch); each call's result is the catalog's per-item status.
+ * (held-batch.ts) until the action's batch size or `flushMs` after the
+ * first, then one executeBatch runs them. Each request the batch form
+ * makes is one batch operation (its own BatchAttemptRef, shared by every
+ * call of the batch); each call's result is the catalog's per-item status.
  */
 export function createIntegrationBatcher(options: { clock: Clock; flushMs: number; contextOf: ContextOf }): IntegrationBatcher {
   const { clock, flushMs } = options;
-  const batches = new Map<string, Batch>();
-  const sending = new Set<Promise<void>>();
+  const held = createHeldBatches<SegmentEvent, BatchTarget, AttemptResult[]>({
+    clock,
+    send,
+    // Settings moved on: what waits goes with the settings it came with.
+    sameContext: (a, b) => a.runner === b.runner,
+  });
 
-  function send(key: string, batch: Batch) {
-    if (batches.get(key) === batch) batches.delete(key);
-    clearTimeout(batch.timer);
-    const { calls, runner, subscription } = batch;
+  function send(batch: BatchTarget, calls: Array<HeldCall<SegmentEvent, AttemptResult[]>>): Promise<void> {
+    const { runner, subscription } = batch;
     const context = options.contextOf(batch.destinationId, runner);
     const started = clock.now();
-    const work = runner
+    return runner
       .runBatch(
         subscription,
-        calls.map((c) => c.event),
+        calls.map((c) => c.item),
         context,
       )
       .then((verdicts) => {
@@ -84,49 +79,15 @@ export function createIntegrationBatcher(options: { clock: Clock; flushMs: numbe
           );
         }
       });
-    sending.add(work);
-    void work.finally(() => sending.delete(work));
   }
 
   return {
     add(destinationId, runner, subscription, event) {
-      const key = `${destinationId} ${subscription.index}`;
-      let batch = batches.get(key);
-      // Settings moved on: what waits goes with the settings it came with.
-      if (batch && batch.runner !== runner) {
-        send(key, batch);
-        batch = undefined;
-      }
-      if (!batch) {
-        const opened: Batch = {
-          destinationId,
-          runner,
-          subscription,
-          calls: [],
-          firstAt: clock.now().getTime(),
-          timer: setTimeout(() => {
-            if (batches.get(key) === opened && clock.now().getTime() - opened.firstAt >= flushMs) send(key, opened);
-          }, flushMs),
-        };
-        opened.timer.unref();
-        batches.set(key, opened);
-        batch = opened;
-      }
-      const target = batch;
-      const result = new Promise<AttemptResult[]>((resolve) => target.calls.push({ event, resolve }));
-      if (target.calls.length >= subscription.batch!.size) send(key, target);
-      return result;
+      const limits = { maxCalls: subscription.batch!.size, maxWaitMs: flushMs };
+      return held.add(`${destinationId} ${subscription.index}`, { destinationId, runner, subscription }, limits, event);
     },
-    tick() {
-      const now = clock.now().getTime();
-      for (const [key, batch] of [...batches]) if (now - batch.firstAt >= flushMs) send(key, batch);
-    },
-    flush() {
-      for (const [key, batch] of [...batches]) send(key, batch);
-    },
-    async close() {
-      for (const [key, batch] of [...batches]) send(key, batch);
-      await Promise.allSettled([...sending]);
-    },
+    tick: () => held.tick(),
+    flush: () => held.flush(),
+    close: () => held.close(),
   };
 }

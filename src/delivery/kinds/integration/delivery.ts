@@ -1,9 +1,9 @@
 import type { AttemptResult, ClaimedDelivery } from "../../../db/job-table/index.js";
-import { succeededSubscriptions } from "../../../db/queries/succeeded-subscriptions.js";
 import { installCatalogFetch, type VendorContext } from "../../../catalog/catalog-fetch.js";
 import type { IntegrationDestinationSettings } from "../../../catalog/integration-settings.js";
 import { segmentEventOf } from "../../../catalog/segment-event.js";
 import type { DeliveryContext, DestinationOf, KindDelivery } from "../kind.js";
+import { createTargetCache, type Target } from "../target-cache.js";
 import { createIntegrationBatcher } from "./batcher.js";
 import { attemptsOfRun } from "./outcomes.js";
 import { createIntegrationRunner, type IntegrationRunner } from "./runner.js";
@@ -27,7 +27,11 @@ const maxBatchHeld = 1_000;
 export function createIntegrationDelivery(context: DeliveryContext): KindDelivery<IntegrationDestination> {
   installCatalogFetch();
   const { clock, config } = context;
-  const runners = new Map<string, IntegrationRunner>();
+  // A runner holds nothing open: replaced or dropped, it is let go (its batches still go by time).
+  const runners = createTargetCache<IntegrationDestinationSettings, IntegrationRunner & Target>({
+    clock,
+    create: (_destinationId, settings, revision) => ({ ...createIntegrationRunner(revision, settings), close: async () => {} }),
+  });
   const contextOf = (destinationId: string, runner: IntegrationRunner): VendorContext => ({
     send: (use) => context.http(destinationId, use),
     secrets: runner.secrets,
@@ -36,13 +40,8 @@ export function createIntegrationDelivery(context: DeliveryContext): KindDeliver
   });
   const batcher = createIntegrationBatcher({ clock, flushMs: config.integrationFlushMs ?? 1_000, contextOf });
 
-  function runnerOf(destination: IntegrationDestination): IntegrationRunner {
-    const cached = runners.get(destination.id);
-    if (cached && cached.revision === destination.revision) return cached;
-    const runner = createIntegrationRunner(destination.revision, destination.integration);
-    runners.set(destination.id, runner);
-    return runner;
-  }
+  const runnerOf = (destination: IntegrationDestination): IntegrationRunner =>
+    runners.get(destination.id, destination.revision, () => destination.integration);
 
   /** The one entry of a call no subscription ran for (an empty subscription name: it is the call's, not a subscription's). */
   function callEntry(runner: IntegrationRunner, outcome: "success" | "permanent", reason: string): AttemptResult[] {
@@ -50,7 +49,7 @@ export function createIntegrationDelivery(context: DeliveryContext): KindDeliver
   }
 
   return {
-    async deliver(job: ClaimedDelivery, destination, body) {
+    async deliver(job: ClaimedDelivery, destination, body, earlier) {
       const runner = runnerOf(destination);
       let event: ReturnType<typeof segmentEventOf>;
       try {
@@ -61,9 +60,8 @@ export function createIntegrationDelivery(context: DeliveryContext): KindDeliver
       let chosen = runner.compiled.matching(event).map((i) => runner.subscriptions[i]!);
       // Settings moved since the call was routed: nothing of them wants it now.
       if (chosen.length === 0) return callEntry(runner, "success", "no subscription matches this call any more: nothing sent");
-      if (job.attemptCount > 0) {
-        const done = await succeededSubscriptions(context.pool, job.destinationId, job.id);
-        chosen = chosen.filter((s) => !done.has(s.name));
+      if (earlier) {
+        chosen = chosen.filter((s) => !earlier.succeededParts.has(s.name));
         if (chosen.length === 0) return callEntry(runner, "success", "every matched subscription succeeded in an earlier attempt");
       }
       const runs = chosen.map(async (subscription) => {
@@ -84,14 +82,12 @@ export function createIntegrationDelivery(context: DeliveryContext): KindDeliver
     },
     tick: () => batcher.tick(),
     flush: () => batcher.flush(),
-    openDestinations: () => [...runners.keys()],
-    reconcile(current) {
-      for (const id of [...runners.keys()]) {
-        const now = current.get(id);
-        if (!now || now.revision !== runners.get(id)?.revision) runners.delete(id);
-      }
+    openDestinations: () => runners.destinations(),
+    reconcile: (current) => runners.reconcile(current),
+    close: async () => {
+      await batcher.close();
+      await runners.close();
     },
-    close: () => batcher.close(),
   };
 }
 

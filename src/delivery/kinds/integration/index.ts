@@ -3,7 +3,9 @@ import type { IntegrationDestinationSettings } from "../../../catalog/integratio
 import { defineKind, type KindSettings } from "../kind.js";
 import { createIntegrationDelivery } from "./delivery.js";
 import { refusePrivateHosts } from "./private-hosts.js";
+import { integrationRouting } from "./routing.js";
 import { integrationSettingsView, validateIntegrationSettings } from "./settings.js";
+import { testIntegrationDraft } from "./test-calls.js";
 
 const settings: KindSettings<IntegrationDestinationSettings> = {
   fields: [
@@ -30,7 +32,10 @@ const settings: KindSettings<IntegrationDestinationSettings> = {
 /**
  * A vendor tool from the catalog Waypost hosts (docs/integrations.md): each
  * call runs the actions of the subscriptions it matches, with the entry's
- * settings, through Waypost's outbound client.
+ * settings, through Waypost's outbound client. Its subscriptions route
+ * calls (a call matching none gets no delivery), each is a part of the
+ * call that must succeed, and TestDestination shows the requests they
+ * would send.
  */
 export const integrationKind = defineKind({
   name: "integration",
@@ -38,5 +43,8 @@ export const integrationKind = defineKind({
   proto: DestinationKind.INTEGRATION,
   settings,
   requestsInAttempts: true,
+  completion: "every-part",
+  routing: integrationRouting,
+  test: testIntegrationDraft,
   createDelivery: createIntegrationDelivery,
 });

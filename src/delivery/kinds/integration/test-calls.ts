@@ -1,7 +1,13 @@
+import { create } from "@bufbuild/protobuf";
+import { TestOutcome, VendorRequestSchema } from "../../../../gen/waypost/v1/destination_pb.js";
 import { maskText, type VendorContext } from "../../../catalog/catalog-fetch.js";
 import type { IntegrationDestinationSettings } from "../../../catalog/integration-settings.js";
 import { type SegmentEventTimes, segmentEventOf } from "../../../catalog/segment-event.js";
+import type { DraftTester } from "../kind.js";
 import { createIntegrationRunner, type IntegrationRunner } from "./runner.js";
+
+// TestDestination on an integration draft (the kind's `test`): what each
+// call's matching subscriptions would send, nothing sent.
 
 /** One request a subscription's action would send, secrets masked. */
 export interface PreviewedRequest {
@@ -18,9 +24,20 @@ export type CallPreview =
   | { outcome: "not_subscribed" }
   | { outcome: "action_error"; error: string; requests: PreviewedRequest[] };
 
-/** A draft's runner, made once per TestDestination request (its subscriptions parsed once for every call). */
-export function previewRunner(settings: IntegrationDestinationSettings): IntegrationRunner {
-  return createIntegrationRunner(0, settings);
+/**
+ * A draft's test, its runner made once per TestDestination request (its
+ * subscriptions parsed once for every call): SEND with the requests,
+ * NOT_SUBSCRIBED, or ACTION_ERROR with the action's message.
+ */
+export function testIntegrationDraft(settings: IntegrationDestinationSettings, now: () => Date): DraftTester {
+  const runner = createIntegrationRunner(0, settings);
+  return async ({ body, receivedAt, sentAt }) => {
+    const preview = await previewIntegrationCall(runner, body, { receivedAt, sentAt }, now);
+    if (preview.outcome === "not_subscribed") return { outcome: TestOutcome.NOT_SUBSCRIBED };
+    const requests = preview.requests.map((r) => create(VendorRequestSchema, r));
+    if (preview.outcome === "action_error") return { outcome: TestOutcome.ACTION_ERROR, error: preview.error, body, requests };
+    return { outcome: TestOutcome.SEND, body, requests };
+  };
 }
 
 /**

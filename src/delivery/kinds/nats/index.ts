@@ -1,12 +1,8 @@
 import { DestinationKind } from "../../../../gen/waypost/v1/destination_pb.js";
-import { brokerInFlight, createBrokerKind } from "../broker-kind.js";
+import { brokerDelivery } from "../broker-kind.js";
 import { defineKind, type DestinationOf, type KindSettings } from "../kind.js";
-import { createPublisherCache } from "../publisher-cache.js";
 import { createNatsPublisher } from "./nats-publisher.js";
 import { type NatsSettings, natsDefaults, natsSettingsView, validateNatsSettings } from "./nats-settings.js";
-
-/** A destination that sent nothing for this long has its connection closed (it reopens on the next call). */
-const idleCloseMs = 5 * 60_000;
 
 const settings: KindSettings<NatsSettings> = {
   fields: [{ path: "nats", name: "nats", describe: "NATS settings", moves: true, given: (input) => input.nats !== undefined }],
@@ -36,19 +32,11 @@ export const natsKind = defineKind({
   label: "NATS",
   proto: DestinationKind.NATS,
   settings,
-  createDelivery: ({ clock, config, guard, logger }) =>
-    createBrokerKind<NatsSettings, DestinationOf<"nats", NatsSettings>>({
-      clock,
-      publishers: createPublisherCache({
-        clock,
-        idleMs: idleCloseMs,
-        create: (destinationId, settings) =>
-          createNatsPublisher({ ...settings, guard, timeoutMs: config.timeoutMs, logger, connectionName: `waypost ${destinationId}` }),
-      }),
+  createDelivery: (context) =>
+    brokerDelivery<NatsSettings, DestinationOf<"nats", NatsSettings>>(context, {
       settingsOf: (destination) => destination.nats,
+      createPublisher: (settings, publisherContext) => createNatsPublisher({ ...settings, ...publisherContext }),
       targetOf: (settings) => settings.servers.join(","),
-      sourceIdOf: (job) => job.sourceId ?? "",
       system: "nats",
-      inFlightLimit: brokerInFlight(config),
     }),
 });

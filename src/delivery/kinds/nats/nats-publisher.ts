@@ -1,21 +1,14 @@
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import { connect, createInbox, headers, type Msg, type NatsConnection } from "@nats-io/transport-node";
-import type { Logger } from "../../../logger.js";
 import type { AddressGuard } from "../../../outbound/address-guard.js";
 import { redact, refuseLiteralHost } from "../broker-address.js";
-import { type BrokerCall, type BrokerPublisher, causeOf, type PublishResult, withTimeout } from "../broker-publisher.js";
+import { type Connected, createBrokerConnection } from "../broker-connection.js";
+import type { BrokerCall, BrokerPublisher, PublisherContext, PublishResult } from "../broker-publisher.js";
+import { awaitConfirms, causeOf, withTimeout } from "../broker-publisher.js";
 import { natsSubjectTemplate, type NatsSettings } from "./nats-settings.js";
 
-export interface NatsPublisherOptions extends NatsSettings {
-  /** The SSRF check, on every address a server resolves to, before any socket opens. */
-  guard: AddressGuard;
-  /** Time to connect, and for JetStream to acknowledge each message. */
-  timeoutMs: number;
-  logger?: Logger | undefined;
-  /** Shown by the server for the connection (its monitoring endpoints), e.g. the destination id. */
-  connectionName?: string | undefined;
-}
+export interface NatsPublisherOptions extends NatsSettings, PublisherContext {}
 
 interface Target {
   nc: NatsConnection;
@@ -47,25 +40,9 @@ export function createNatsPublisher(options: NatsPublisherOptions): BrokerPublis
   const subject = natsSubjectTemplate("subject", options.subject);
   const secrets = [options.token, options.password];
   const tls = options.servers.some((server) => server.startsWith("tls:"));
-  let current: Promise<Target> | undefined;
-  let currentTarget: Target | undefined;
-  let closing = false;
-  const inFlight = new Set<Promise<PublishResult[]>>();
-
   const fail = (cause: string): PublishResult => ({ outcome: "retryable", error: `nats: ${redact(cause, secrets)}` });
 
-  function open(): Promise<Target> {
-    if (!current) {
-      const opening = openTarget();
-      current = opening;
-      opening.catch(() => {
-        if (current === opening) current = undefined;
-      });
-    }
-    return current;
-  }
-
-  async function openTarget(): Promise<Target> {
+  async function openTarget(onLost: () => void): Promise<Target> {
     const servers = await guardedServers(options.servers, options.guard, tls);
     const nc = await withTimeout(
       connect({
@@ -92,15 +69,11 @@ export function createNatsPublisher(options: NatsPublisherOptions): BrokerPublis
     void nc.closed().then((error) => {
       if (target.lost !== undefined) return;
       target.lost = error ? causeOf(error) : "closed by the server";
-      if (currentTarget === target) {
-        current = undefined;
-        currentTarget = undefined;
-      }
+      onLost();
       for (const entry of [...target.pending.values()])
         entry.settle(fail(`connection lost (${target.lost}) before JetStream acknowledged`));
       options.logger?.warn({ cause: redact(target.lost, secrets) }, "nats connection lost; the next publish reopens it");
     });
-    currentTarget = target;
     return target;
   }
 
@@ -109,61 +82,35 @@ export function createNatsPublisher(options: NatsPublisherOptions): BrokerPublis
    * them in one go (it flushes what a turn queued at once); each call
    * settles on its own acknowledgement.
    */
-  async function publishRoundOnce(calls: readonly BrokerCall[]): Promise<PublishResult[]> {
-    let target: Target;
-    try {
-      target = await open();
-    } catch (error) {
-      const failed = fail(`cannot connect to ${options.servers.join(", ")}: ${causeOf(error)}`);
-      return calls.map(() => failed);
-    }
-    if (target.lost !== undefined) {
-      const failed = fail(`connection lost (${target.lost})`);
-      return calls.map(() => failed);
-    }
-    return new Promise<PublishResult[]>((resolve) => {
-      const results: PublishResult[] = new Array(calls.length);
-      const round = new Set<Pending>();
-      // One more than the messages until all are published, so a message failing at once cannot end the round early.
-      let left = 1;
-      const done = () => {
-        if (--left > 0) return;
-        clearTimeout(timer);
-        resolve(results);
-      };
-      const timer = setTimeout(() => {
-        for (const entry of [...round]) {
-          entry.settle(
-            fail(`no acknowledgement from JetStream within ${options.timeoutMs} ms on subject ${JSON.stringify(entry.subject)}`),
-          );
-        }
-      }, options.timeoutMs);
-      calls.forEach((call, i) => {
-        left++;
-        const token = String(target.next++);
-        const entry: Pending = {
-          subject: subject.render(call),
-          settle(result) {
-            if (!round.delete(entry)) return;
-            target.pending.delete(token);
-            results[i] = result;
-            done();
-          },
-        };
-        round.add(entry);
-        target.pending.set(token, entry);
-        const h = headers();
-        h.set("Nats-Msg-Id", call.messageId);
-        if (call.traceparent) h.set("traceparent", call.traceparent);
-        if (call.tracestate) h.set("tracestate", call.tracestate);
-        try {
-          target.nc.publish(entry.subject, call.body, { reply: `${target.inbox}.${token}`, headers: h });
-        } catch (error) {
-          entry.settle(fail(`connection lost (${target.lost ?? causeOf(error)}) before JetStream acknowledged`));
-        }
-      });
-      done();
+  async function publishRound(calls: readonly BrokerCall[], connect: () => Promise<Connected<Target>>): Promise<PublishResult[]> {
+    const { connection: target, failure } = await connect();
+    if (failure) return calls.map(() => failure);
+    const round = awaitConfirms<Pending>(new Array(calls.length), options.timeoutMs, (waiting) => {
+      for (const entry of waiting) {
+        entry.settle(fail(`no acknowledgement from JetStream within ${options.timeoutMs} ms on subject ${JSON.stringify(entry.subject)}`));
+      }
     });
+    calls.forEach((call, i) => {
+      const token = String(target.next++);
+      const entry: Pending = {
+        subject: subject.render(call),
+        settle(result) {
+          if (round.settle(entry, i, result)) target.pending.delete(token);
+        },
+      };
+      round.add(entry);
+      target.pending.set(token, entry);
+      const h = headers();
+      h.set("Nats-Msg-Id", call.messageId);
+      if (call.traceparent) h.set("traceparent", call.traceparent);
+      if (call.tracestate) h.set("tracestate", call.tracestate);
+      try {
+        target.nc.publish(entry.subject, call.body, { reply: `${target.inbox}.${token}`, headers: h });
+      } catch (error) {
+        entry.settle(fail(`connection lost (${target.lost ?? causeOf(error)}) before JetStream acknowledged`));
+      }
+    });
+    return round.published();
   }
 
   /** JetStream's answer to one message: its ack (also as a duplicate), its refusal, or no responders (no stream). */
@@ -189,29 +136,8 @@ export function createNatsPublisher(options: NatsPublisherOptions): BrokerPublis
     }
   }
 
-  function publishRound(calls: readonly BrokerCall[]): Promise<PublishResult[]> {
-    if (closing) return Promise.resolve(calls.map(() => fail("publisher closed (the destination changed or the process stops)")));
-    // Never rejects: anything unforeseen is a failed attempt naming it.
-    const results = publishRoundOnce(calls).catch((error: unknown) => calls.map(() => fail(causeOf(error))));
-    inFlight.add(results);
-    void results.then(() => inFlight.delete(results));
-    return results;
-  }
-
-  return {
-    publish: (call) => publishRound([call]).then((results) => results[0]!),
-    publishRound,
-    async close() {
-      closing = true;
-      await Promise.all(inFlight);
-      const target = await current?.catch(() => undefined);
-      current = undefined;
-      if (target && target.lost === undefined) {
-        target.lost = "closed";
-        await target.nc.close().catch(() => {});
-      }
-    },
-  };
+  const where = options.servers.join(", ");
+  return createBrokerConnection({ open: openTarget, end: (target) => target.nc.close(), fail, where, publishRound });
 }
 
 const delivered: PublishResult = { outcome: "success" };

@@ -1,6 +1,6 @@
 import { InvalidInputError } from "../../../errors.js";
 import type { AddressGuard } from "../../../outbound/address-guard.js";
-import { maskedSecret, refuseLiteralHost } from "../broker-address.js";
+import { maskedSecret, parseBrokerUrl, refuseLiteralHost } from "../broker-address.js";
 import { parseTemplate, type Template } from "../templates.js";
 
 /** A NATS JetStream destination's settings as stored. The token and password are never shown. */
@@ -85,18 +85,11 @@ function validateServers(field: string, servers: readonly string[], guard: Addre
 }
 
 function validateServer(field: string, raw: string, guard: AddressGuard): URL {
-  if (raw === "") throw new InvalidInputError(field, "is required");
-  if (raw.length > natsLimits.maxUrlLength) throw new InvalidInputError(field, `is longer than ${natsLimits.maxUrlLength} characters`);
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new InvalidInputError(field, `${JSON.stringify(raw.slice(0, 100))} is not a URL (nats://host:4222 or tls://host:4222)`);
-  }
-  if (url.protocol !== "nats:" && url.protocol !== "tls:") {
-    throw new InvalidInputError(field, `must use nats or tls, got ${JSON.stringify(url.protocol.replace(/:$/, "").slice(0, 20))}`);
-  }
-  if (url.hostname === "") throw new InvalidInputError(field, "has no host");
+  const url = parseBrokerUrl(field, raw, {
+    schemes: ["nats", "tls"],
+    maxLength: natsLimits.maxUrlLength,
+    notUrl: `${JSON.stringify(raw.slice(0, 100))} is not a URL (nats://host:4222 or tls://host:4222)`,
+  });
   if (url.username !== "" || url.password !== "") {
     throw new InvalidInputError(field, "must not contain a user name or password: use the token, user and password fields");
   }

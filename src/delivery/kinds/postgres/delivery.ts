@@ -7,7 +7,9 @@ import type { Metrics } from "../../../metrics.js";
 import { createWarehouseLoader, type DiscardCounts, type LoadOutcome, type WarehouseLoader } from "../../../warehouse/loader.js";
 import type { DatabaseIdentity } from "../../../warehouse/ownership.js";
 import { maskPostgresUrl } from "../../../warehouse/settings.js";
+import { createHeldBatches, type HeldCall } from "../held-batch.js";
 import type { DestinationOf, KindDelivery } from "../kind.js";
+import { createTargetCache, type Target } from "../target-cache.js";
 import type { PostgresSettings } from "./settings.js";
 
 export type PostgresDestination = DestinationOf<"postgres", PostgresSettings>;
@@ -24,17 +26,19 @@ export interface WarehouseKindOptions {
   createLoader?: (settings: PostgresSettings, onDiscards: (counts: DiscardCounts) => void) => WarehouseLoader;
 }
 
-/** A destination's open warehouse: its pool, and the calls waiting for the next batch. */
-interface Target {
-  settings: PostgresSettings;
+/** A destination's open warehouse at one settings revision: its pool, and its loads in flight. */
+interface Warehouse extends Target {
+  destinationId: string;
+  /** Where its attempts say they went: the URL masked, and the schema. */
   label: string;
   loader: WarehouseLoader;
-  /** Each call with the body to load (the call as its destination's rules shaped it). */
-  waiting: Array<{ job: ClaimedDelivery; body: string; resolve: (results: AttemptResult[]) => void }>;
-  /** When the first waiting call arrived (clock ms). */
-  firstAt: number | undefined;
-  lastUsed: number;
   loading: Set<Promise<void>>;
+}
+
+/** A call waiting for its batch, with the body to load (the call as its destination's rules shaped it). */
+interface Waiting {
+  job: ClaimedDelivery;
+  body: string;
 }
 
 /** A warehouse whose destination sent nothing for this long has its pool closed (it reopens on the next call). */
@@ -43,12 +47,14 @@ const idleCloseMs = 5 * 60_000;
 /**
  * The Postgres warehouse kind: calls wait here until their batch is loaded
  * (the batch size, or the flush interval after the first, whichever comes
- * first), and each learns its outcome when the batch's transaction ends.
- * The loop keeps their leases alive meanwhile. A destination holds two
- * batches here, so the next fills while one loads; the batch size is its
- * own setting, not a share of the process's delivery concurrency (the
- * scheduler keeps a batching destination's deliveries outside those slots). One pool per destination, bounded, closed when the
- * destination's warehouse settings change or it goes quiet.
+ * first: held-batch.ts), and each learns its outcome when the batch's
+ * transaction ends. The loop keeps their leases alive meanwhile. A
+ * destination holds two batches here, so the next fills while one loads;
+ * the batch size is its own setting, not a share of the process's delivery
+ * concurrency (the scheduler keeps a batching destination's deliveries
+ * outside those slots). One pool per destination and settings revision
+ * (target-cache.ts), bounded, closed when the destination's settings move
+ * on or it goes quiet.
  */
 export interface WarehouseKind extends KindDelivery<PostgresDestination> {
   tick(): void;
@@ -61,7 +67,7 @@ export interface WarehouseKind extends KindDelivery<PostgresDestination> {
 export function createWarehouseKind(options: WarehouseKindOptions): WarehouseKind {
   const { config, clock, logger } = options;
   const batchSize = Math.max(1, config.batchSize);
-  const targets = new Map<string, Target>();
+  const limits = { maxCalls: batchSize, maxWaitMs: config.flushMs };
   const makeLoader =
     options.createLoader ??
     ((settings: PostgresSettings, onDiscards: (counts: DiscardCounts) => void) =>
@@ -73,52 +79,41 @@ export function createWarehouseKind(options: WarehouseKindOptions): WarehouseKin
         onDiscards,
         ownDatabase: options.ownDatabase,
       }));
+  const held = createHeldBatches<Waiting, Warehouse, AttemptResult[]>({ clock, send: load });
+  const warehouses = createTargetCache<PostgresSettings, Warehouse>({
+    clock,
+    idleMs: idleCloseMs,
+    // Calls waiting for their batch, or a batch loading, keep a pool open however long since the last call came.
+    busy: (warehouse) => held.holds(warehouse.destinationId) || warehouse.loading.size > 0,
+    create: openWarehouse,
+  });
 
-  function targetOf(destination: PostgresDestination): Target {
-    const settings = destination.postgres;
-    let target = targets.get(destination.id);
-    if (target && (target.settings.url !== settings.url || target.settings.schema !== settings.schema)) {
-      retire(destination.id, target);
-      target = undefined;
-    }
-    if (!target) {
-      const id = destination.id;
-      target = {
-        settings,
-        label: `${maskPostgresUrl(settings.url)}#${settings.schema}`,
-        loader: makeLoader(settings, (counts) => {
-          if (counts.typeMismatches > 0) options.metrics?.warehouseTypeMismatches.inc({ destination_id: id }, counts.typeMismatches);
-          if (counts.refusedColumns > 0) options.metrics?.warehouseRefusedColumns.inc({ destination_id: id }, counts.refusedColumns);
-        }),
-        waiting: [],
-        firstAt: undefined,
-        lastUsed: clock.now().getTime(),
-        loading: new Set(),
-      };
-      targets.set(id, target);
-    }
-    return target;
+  function openWarehouse(id: string, settings: PostgresSettings): Warehouse {
+    const warehouse: Warehouse = {
+      destinationId: id,
+      label: labelOf(settings),
+      loader: makeLoader(settings, (counts) => {
+        if (counts.typeMismatches > 0) options.metrics?.warehouseTypeMismatches.inc({ destination_id: id }, counts.typeMismatches);
+        if (counts.refusedColumns > 0) options.metrics?.warehouseRefusedColumns.inc({ destination_id: id }, counts.refusedColumns);
+      }),
+      loading: new Set(),
+      // Loads what it holds, then ends its pool once its loads are done.
+      async close() {
+        held.release(id, warehouse);
+        await Promise.allSettled([...warehouse.loading]);
+        await warehouse.loader.close().catch((error) => logger.warn({ err: error, destinationId: id }, "closing a warehouse pool failed"));
+      },
+    };
+    return warehouse;
   }
 
-  /** Loads what the target holds, ends its pool once its loads are done. */
-  function retire(id: string, target: Target) {
-    targets.delete(id);
-    load(target);
-    void Promise.allSettled([...target.loading])
-      .then(() => target.loader.close())
-      .catch((error) => logger.warn({ err: error, destinationId: id }, "closing a warehouse pool failed"));
-  }
-
-  function load(target: Target) {
-    if (target.waiting.length === 0) return;
-    const batch = target.waiting.splice(0);
-    target.firstAt = undefined;
+  function load(warehouse: Warehouse, batch: Array<HeldCall<Waiting, AttemptResult[]>>): Promise<void> {
     const attemptedAt = clock.now();
     const started = performance.now();
     // One transaction, one batch attempt for its calls (a call the fallback refused carries its own outcome and error).
     const operation = { id: randomUUID(), calls: batch.length };
-    const work = target.loader
-      .load(batch.map(({ job, body }) => ({ payload: body, receivedAt: job.receivedAt, sentAt: job.sentAt ?? undefined })))
+    const work = warehouse.loader
+      .load(batch.map(({ item: { job, body } }) => ({ payload: body, receivedAt: job.receivedAt, sentAt: job.sentAt ?? undefined })))
       .catch((error: unknown): LoadOutcome[] =>
         batch.map(() => ({ outcome: "retryable", error: `warehouse load failed: ${String(error)}` })),
       )
@@ -129,7 +124,7 @@ export function createWarehouseKind(options: WarehouseKindOptions): WarehouseKin
           resolve([
             {
               urlIndex: 0,
-              url: target.label,
+              url: warehouse.label,
               attemptedAt,
               outcome: outcome.outcome,
               statusCode: null,
@@ -143,29 +138,20 @@ export function createWarehouseKind(options: WarehouseKindOptions): WarehouseKin
           ]);
         });
       });
-    target.loading.add(work);
-    void work.finally(() => target.loading.delete(work));
+    warehouse.loading.add(work);
+    void work.finally(() => warehouse.loading.delete(work));
+    return work;
   }
 
   return {
-    openDestinations: () => [...targets.keys()],
-    reconcile(current) {
-      for (const [id, target] of [...targets]) {
-        const settings = current.get(id)?.postgres;
-        if (!settings || settings.url !== target.settings.url || settings.schema !== target.settings.schema) retire(id, target);
-      }
-    },
+    openDestinations: () => warehouses.destinations(),
+    reconcile: (current) => warehouses.reconcile(current),
     deliver(job, destination, body) {
-      const target = targetOf(destination);
-      target.lastUsed = clock.now().getTime();
-      return new Promise<AttemptResult[]>((resolve) => {
-        target.waiting.push({ job, body, resolve });
-        target.firstAt ??= target.lastUsed;
-        if (target.waiting.length >= batchSize) load(target);
-      });
+      const warehouse = warehouses.get(destination.id, destination.revision, () => destination.postgres);
+      return held.add(destination.id, warehouse, limits, { job, body });
     },
     inFlightLimit: () => batchSize * 2,
-    label: (destination) => `${maskPostgresUrl(destination.postgres.url)}#${destination.postgres.schema}`,
+    label: (destination) => labelOf(destination.postgres),
     span: (destination) => ({
       name: "load",
       attributes: {
@@ -175,24 +161,18 @@ export function createWarehouseKind(options: WarehouseKindOptions): WarehouseKin
       },
     }),
     tick() {
-      const now = clock.now().getTime();
-      for (const [id, target] of targets) {
-        if (target.firstAt !== undefined && now - target.firstAt >= config.flushMs) load(target);
-        else if (target.waiting.length === 0 && target.loading.size === 0 && now - target.lastUsed >= idleCloseMs) retire(id, target);
-      }
+      held.tick();
+      void warehouses.sweep();
     },
-    flush() {
-      for (const target of targets.values()) load(target);
-    },
+    flush: () => held.flush(),
     async close() {
-      const all = [...targets];
-      targets.clear();
-      for (const [, target] of all) load(target);
-      await Promise.allSettled(all.flatMap(([, target]) => [...target.loading]));
-      await Promise.allSettled(all.map(([, target]) => target.loader.close()));
+      await held.close();
+      await warehouses.close();
     },
   };
 }
+
+const labelOf = (settings: PostgresSettings) => `${maskPostgresUrl(settings.url)}#${settings.schema}`;
 
 function hostOf(url: string): string {
   try {

@@ -3,6 +3,7 @@ import type { Clock } from "../../../clock.js";
 import type { AttemptResult } from "../../../db/job-table/index.js";
 import type { WebhookRequest } from "../../../outbound/send.js";
 import type { StoredWebhookBatch } from "./batch-settings.js";
+import { createHeldBatches, type HeldCall } from "../held-batch.js";
 import { batchWebhookId, halves, isTooLarge, splitNote } from "./batch-split.js";
 import { signatureHeaders, targetOf } from "./prepare.js";
 import type { StoredWebhook, WebhookSettings } from "./settings.js";
@@ -15,27 +16,17 @@ interface Waiting {
   body: string;
   /** The attempts of POSTs that carried it and were refused as too large (then split). */
   attempts: AttemptResult[];
-  resolve: (attempts: AttemptResult[]) => void;
 }
 
-/** The calls waiting for one URL of one destination. */
-interface Batch {
+type Call = HeldCall<Waiting, AttemptResult[]>;
+
+/** What one URL's batch is sent with: those of the settings revision its calls came with. */
+interface BatchTarget {
   destinationId: string;
   urlIndex: number;
-  /** The webhook and settings the batch is sent with (those of the revision its calls came with). */
   webhook: StoredWebhook & { batch: StoredWebhookBatch };
   settings: WebhookSettings;
-  calls: Waiting[];
-  /** The body's size so far, in UTF-8 bytes. */
-  bytes: number;
-  /** When the first call arrived (clock ms). */
-  firstAt: number;
-  /** Sends it once its wait is over in real time (the loop's tick does it by the injectable clock). */
-  timer: NodeJS.Timeout;
 }
-
-// `{"batch":[` and `]}`.
-const wrapperBytes = 12;
 
 export interface WebhookBatcher {
   /**
@@ -58,41 +49,39 @@ export interface WebhookBatcher {
 }
 
 /**
- * Batched webhooks: calls for a batched URL wait here until their batch
- * holds max_calls, until one more would make the body larger than
- * max_bytes, or until max_wait_ms after the first; then one POST carries
- * `{"batch":[...]}`, each element exactly the body a single POST would
- * have carried. Its outcome is every call's: each gets the same attempt,
- * with the same `batch` ref; except that a batch the receiver refuses as
- * too large is split (batch-split.ts).
+ * Batched webhooks: calls for a batched URL wait here (held-batch.ts) until
+ * their batch holds max_calls, until one more would make the body larger
+ * than max_bytes, or until max_wait_ms after the first; then one POST
+ * carries `{"batch":[...]}`, each element exactly the body a single POST
+ * would have carried. Its outcome is every call's: each gets the same
+ * attempt, with the same `batch` ref; except that a batch the receiver
+ * refuses as too large is split (batch-split.ts).
  */
 export function createWebhookBatcher(options: { clock: Clock; send: BatchSend }): WebhookBatcher {
   const { clock } = options;
-  const batches = new Map<string, Batch>();
-  const sending = new Set<Promise<void>>();
-
-  function send(key: string, batch: Batch) {
-    if (batches.get(key) === batch) batches.delete(key);
-    clearTimeout(batch.timer);
-    const work = post(batch, batch.calls);
-    sending.add(work);
-    void work.finally(() => sending.delete(work));
-  }
+  const held = createHeldBatches<Waiting, BatchTarget, AttemptResult[]>({
+    clock,
+    send: (target, calls) => post(target, calls),
+    // Settings moved on (a new revision): what waits goes with the settings it came with.
+    sameContext: (a, b) => a.webhook === b.webhook,
+    // `{"batch":[` and `]}`, and a comma between two calls.
+    framing: { around: 12, between: 1 },
+  });
 
   /**
    * POSTs `calls` as one batch. Refused as too large, the batch is sent
    * again in two halves, one after the other, down to single calls: each
    * call's attempts are every POST that carried it.
    */
-  async function post(batch: Batch, calls: Waiting[]): Promise<void> {
+  async function post(batch: BatchTarget, calls: Call[]): Promise<void> {
     const attemptedAt = clock.now();
     let body = "";
     let result: AttemptResult;
     try {
-      body = `{"batch":[${calls.map((c) => c.body).join(",")}]}`;
+      body = `{"batch":[${calls.map((c) => c.item.body).join(",")}]}`;
       const id = batchWebhookId(
         batch.destinationId,
-        calls.map((c) => c.deliveryId),
+        calls.map((c) => c.item.deliveryId),
       );
       const headers = batchHeaders(batch.settings, batch.webhook, id, attemptedAt, body);
       const { urlIndex, webhook } = batch;
@@ -106,65 +95,29 @@ export function createWebhookBatcher(options: { clock: Clock; send: BatchSend })
       const refused: AttemptResult = { ...result, error: splitNote(result, calls.length, Buffer.byteLength(body)) };
       // One attempt object per call: the loop sets each delivery's own
       // revision and body sent on it in place, so calls must not share one.
-      for (const call of calls) call.attempts.push({ ...refused, batch: ref });
+      for (const call of calls) call.item.attempts.push({ ...refused, batch: ref });
       for (const part of halves(calls)) await post(batch, part);
       return;
     }
-    for (const call of calls) call.resolve([...call.attempts, { ...result, batch: ref }]);
-  }
-
-  function open(key: string, destinationId: string, settings: WebhookSettings, webhook: Batch["webhook"]): Batch {
-    const now = clock.now().getTime();
-    const batch: Batch = {
-      destinationId,
-      urlIndex: settings.webhooks.indexOf(webhook),
-      webhook,
-      settings,
-      calls: [],
-      bytes: wrapperBytes,
-      firstAt: now,
-      timer: setTimeout(() => {
-        if (batches.get(key) === batch && clock.now().getTime() - batch.firstAt >= webhook.batch.maxWaitMs) send(key, batch);
-      }, webhook.batch.maxWaitMs),
-    };
-    batch.timer.unref();
-    batches.set(key, batch);
-    return batch;
+    for (const call of calls) call.resolve([...call.item.attempts, { ...result, batch: ref }]);
   }
 
   return {
     add(destinationId, settings, webhook, { deliveryId, body }) {
+      const urlIndex = settings.webhooks.indexOf(webhook);
       // By position too: two webhooks of a destination may name one URL.
-      const key = `${destinationId} ${settings.webhooks.indexOf(webhook)} ${webhook.url}`;
-      const size = Buffer.byteLength(body);
-      let batch = batches.get(key);
-      // Settings moved on (a new revision): what waits goes with the settings it came with.
-      if (batch && batch.webhook !== webhook) send(key, batch);
-      // One more would make the body too large: what waits goes first; a call too large alone goes in a batch of one.
-      else if (batch && batch.bytes + 1 + size > webhook.batch.maxBytes) send(key, batch);
-      batch = batches.get(key) ?? open(key, destinationId, settings, webhook);
-      const result = new Promise<AttemptResult[]>((resolve) => batch.calls.push({ deliveryId, body, attempts: [], resolve }));
-      batch.bytes += size + (batch.calls.length > 1 ? 1 : 0);
-      // Full, or too large for any other call to join (a call larger than max_bytes alone).
-      if (batch.calls.length >= webhook.batch.maxCalls || batch.bytes >= webhook.batch.maxBytes) send(key, batch);
-      return result;
+      const key = `${destinationId} ${urlIndex} ${webhook.url}`;
+      const target: BatchTarget = { destinationId, urlIndex, webhook, settings };
+      return held.add(key, target, webhook.batch, { deliveryId, body, attempts: [] }, Buffer.byteLength(body));
     },
-    tick() {
-      const now = clock.now().getTime();
-      for (const [key, batch] of [...batches]) if (now - batch.firstAt >= batch.webhook.batch.maxWaitMs) send(key, batch);
-    },
-    flush() {
-      for (const [key, batch] of [...batches]) send(key, batch);
-    },
-    async close() {
-      for (const [key, batch] of [...batches]) send(key, batch);
-      await Promise.allSettled([...sending]);
-    },
+    tick: () => held.tick(),
+    flush: () => held.flush(),
+    close: () => held.close(),
   };
 }
 
 /** A POST that threw instead of reporting its failure: retried, as a connection error would be. */
-function notSent(batch: Batch, attemptedAt: Date, error: unknown): AttemptResult {
+function notSent(batch: BatchTarget, attemptedAt: Date, error: unknown): AttemptResult {
   return {
     urlIndex: batch.urlIndex,
     url: batch.webhook.url,

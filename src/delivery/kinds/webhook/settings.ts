@@ -6,7 +6,7 @@ import type { StoredSigningSecret } from "../../../signing/standard-webhooks.js"
 import type { KindField, KindSettings } from "../kind.js";
 import { isSecretHeader, maskedValue, maskHeaders } from "./secret-headers.js";
 import { activeSigningSecrets } from "../../../signing/standard-webhooks.js";
-import { maxSigningSecrets, validateSigningSecrets } from "./signing-secrets.js";
+import { maxSigningSecrets, rotateSigningSecrets, validateSigningSecrets } from "./signing-secrets.js";
 import { type StoredWebhookBatch, validateWebhookBatch } from "./batch-settings.js";
 
 export interface StoredWebhook {
@@ -95,6 +95,10 @@ export const webhookSettings: KindSettings<WebhookSettings> = {
     signing_secrets: settings.signingSecrets,
   }),
   fromRow: (row) => ({ webhooks: row.webhooks, sharedSecret: row.shared_secret, signingSecrets: row.signing_secrets }),
+  rotateSigningSecret(settings, now, overlapMs) {
+    const rotated = rotateSigningSecrets(settings.signingSecrets, now, overlapMs);
+    return { settings: { ...settings, signingSecrets: rotated.secrets }, secret: rotated.secret };
+  },
 };
 
 /** Adds a secret generated on create (the response shows it once); the limit still holds. */

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createNotifier, type Notifier } from "../../../../src/background/notifier.js";
 import { systemClock } from "../../../../src/clock.js";
 import { loadConfig } from "../../../../src/config.js";
 import { citusJobTable } from "../../../../src/db/job-table/index.js";
@@ -20,6 +21,7 @@ describe.skipIf(!citusUrl)(`the delivery loop on Citus${citusSkipReason}`, () =>
   let receiver: Receiver;
   let loop: DeliveryLoop | undefined;
   let sandboxes: TransformSandboxes;
+  let notifier: Notifier | undefined;
 
   beforeAll(async () => {
     const opened = await openCitusTestDatabase();
@@ -29,6 +31,7 @@ describe.skipIf(!citusUrl)(`the delivery loop on Citus${citusSkipReason}`, () =>
   }, 120_000);
   afterAll(async () => {
     await loop?.stop();
+    await notifier?.close();
     await sandboxes?.close();
     await receiver?.close();
     await close?.();
@@ -54,12 +57,14 @@ describe.skipIf(!citusUrl)(`the delivery loop on Citus${citusSkipReason}`, () =>
     for (const destination of destinations) await seedDeliveries(pool, destination, pks, now);
     const config = loadConfig({ DATABASE_URL: url, WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "true", WAYPOST_ADMIN_TOKEN: "x".repeat(32) });
     sandboxes = createTransformSandboxes({ ...config.transform });
+    const logger = createLogger(process.env.ZZ_LOG ?? "silent");
+    notifier = createNotifier({ connectionString: url, logger });
     loop = createDeliveryLoop({
       pool,
-      connectionString: url,
+      notifier,
       config: config.delivery,
       clock: systemClock,
-      logger: createLogger(process.env.ZZ_LOG ?? "silent"),
+      logger,
       sandboxes,
       jobTable: citusJobTable,
     });

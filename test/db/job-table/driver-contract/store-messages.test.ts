@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { beforeAll, expect, test } from "vitest";
 import { emptyCall } from "../../../../src/calls/call.js";
 import { systemClock } from "../../../../src/clock.js";
+import { matcherOfRow } from "../../../../src/delivery/kinds/registry.js";
 import { createIngestor } from "../../../../src/ingest/ingestor.js";
 import type { MessageToStore } from "../../../../src/db/job-table/store-messages.js";
 import { NotFoundError } from "../../../../src/errors.js";
@@ -175,7 +176,13 @@ describeEachDriver("storing calls", (driver, db) => {
 
   test("the ingestor stores through the driver it is given: from the pool, and inside a caller's transaction", async () => {
     let wakes = 0;
-    const ingestor = createIngestor({ pool: db.pool, clock: systemClock, jobTable: driver, onQueued: () => wakes++ });
+    const ingestor = createIngestor({
+      pool: db.pool,
+      clock: systemClock,
+      jobTable: driver,
+      onQueued: () => wakes++,
+      kindMatcher: matcherOfRow,
+    });
     const track = (messageId: string) => ({ ...emptyCall("track"), messageId, userId: "ingested", event: "Order Completed" });
     const [one, two] = [randomUUID(), randomUUID()];
     // The ingestor reads the source's rules (and their stamp) itself: a stale stamp would store nothing.

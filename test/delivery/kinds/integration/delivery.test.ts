@@ -5,6 +5,7 @@ import { defaultCircuitConfig, defaultRetrySchedule, type DeliveryConfig } from 
 import { claimDeliveries, completeDeliveries, type ClaimedDelivery } from "../../../../src/db/job-table/index.js";
 import type { Pool } from "../../../../src/db/pool.js";
 import { selectAttempts } from "../../../../src/db/queries/deliveries.js";
+import { succeededParts } from "../../../../src/db/queries/succeeded-parts.js";
 import { storeMessages } from "../../../../src/db/job-table/store-messages.js";
 import { decideCompletion } from "../../../../src/delivery/completion.js";
 import { createDestinationDispatchers, type DestinationDispatchers } from "../../../../src/delivery/destination-dispatchers.js";
@@ -114,12 +115,17 @@ async function claim(destinationId: string, now: Date): Promise<ClaimedDelivery[
   return claimed.deliveries.filter((d) => d.destinationId === destinationId).sort((a, b) => Number(a.id) - Number(b.id));
 }
 
+/** What the runtime hands the kind on a retry: the subscriptions (parts) that succeeded before. */
+async function earlierOf(job: ClaimedDelivery) {
+  return job.attemptCount > 0 ? { succeededParts: await succeededParts(pool, job.destinationId, job.id) } : undefined;
+}
+
 /** Delivers each claimed call as the loop does, and writes the completions. */
 async function deliverAll(k: ReturnType<typeof kind>, dest: IntegrationDestination, jobs: ClaimedDelivery[], now: Date, flush = false) {
-  const pending = jobs.map(async (job) => ({ job, results: await k.deliver(job, dest, job.payload) }));
+  const pending = jobs.map(async (job) => ({ job, results: await k.deliver(job, dest, job.payload, await earlierOf(job)) }));
   if (flush) k.flush?.();
   const done = await Promise.all(pending);
-  const completions = done.map(({ job, results }) => decideCompletion(job, results, now, config.retry, () => 0));
+  const completions = done.map(({ job, results }) => decideCompletion(job, results, "every-part", now, config.retry, () => 0));
   await completeDeliveries(pool, completions);
   return completions;
 }
@@ -264,7 +270,7 @@ test("a batch subscription: N calls go as the catalog's batch requests; a per-it
   clock.advance(1_000);
   k.tick?.();
   const done = await Promise.all(pending);
-  const completions = done.map(({ job, results }) => decideCompletion(job, results, t0, config.retry, () => 0));
+  const completions = done.map(({ job, results }) => decideCompletion(job, results, "every-part", t0, config.retry, () => 0));
   await completeDeliveries(pool, completions);
   const sent = receiver.requests.slice(before);
   expect(sent).toHaveLength(2);

@@ -74,7 +74,12 @@ test("a crash between a batch's load and its completion: the calls are claimed a
       return { messageId, type: "track", userId: user, payload: JSON.stringify(payload), integrations: undefined };
     }),
   );
-  const destination = { id: destinationId, kind: "postgres", postgres: { url: warehouse.url, schema: "crash" } } as PostgresDestination;
+  const destination = {
+    id: destinationId,
+    kind: "postgres",
+    revision: 1,
+    postgres: { url: warehouse.url, schema: "crash" },
+  } as PostgresDestination;
   const clock = new ManualClock(t0);
 
   // The first process loads the batch (all three calls in one transaction), then stops before completing it.
