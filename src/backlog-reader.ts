@@ -1,13 +1,12 @@
 import type pg from "pg";
 import type { Clock } from "./clock.js";
-import { selectDestinationBacklogs } from "./db/queries/destination-backlog.js";
 import type { Logger } from "./logger.js";
 import type { JobTableDriver } from "./db/job-table/index.js";
 
 export interface BacklogReaderOptions {
   pool: pg.Pool;
-  /** The job table's driver (its layout decides how the queue is counted); one Postgres by default. */
-  jobTable?: JobTableDriver | undefined;
+  /** The job table's driver: it counts the queue. */
+  jobTable: JobTableDriver;
   clock: Clock;
   logger: Logger;
   /** A count younger than this is served again: several scrapers, or a tight scrape interval, cost one query. */
@@ -33,7 +32,7 @@ export function createBacklogReader(options: BacklogReaderOptions): BacklogReade
 
   async function query(): Promise<ReadonlyMap<string, number> | undefined> {
     try {
-      const counts = await selectDestinationBacklogs(options.pool, timeoutMs, options.jobTable?.layout);
+      const counts = await options.jobTable.reads.selectDestinationBacklogs(options.pool, timeoutMs);
       cached = { at: options.clock.now().getTime(), counts };
       return counts;
     } catch (error) {

@@ -2,6 +2,7 @@ import net from "node:net";
 import { PassThrough } from "node:stream";
 import { expect } from "vitest";
 import { createBacklogReader } from "../src/backlog-reader.js";
+import { singleNodeJobTable } from "../src/db/job-table/index.js";
 import { createPool } from "../src/db/pool.js";
 import { createLogger } from "../src/logger.js";
 import { testWith } from "./helpers/fixtures.js";
@@ -45,7 +46,13 @@ test("/metrics has each destination's unfinished deliveries, 0 for one without a
 
 test("a count is reused while younger than maxAgeMs, then read again", async ({ server }) => {
   const clock = new ManualClock();
-  const reader = createBacklogReader({ pool: server.pool, clock, logger: createLogger("silent"), maxAgeMs: 5_000 });
+  const reader = createBacklogReader({
+    pool: server.pool,
+    jobTable: singleNodeJobTable,
+    clock,
+    logger: createLogger("silent"),
+    maxAgeMs: 5_000,
+  });
   const [first, concurrent] = await Promise.all([reader.read(), reader.read()]);
   expect(first?.get(ids.busy)).toBe(3);
   // Concurrent scrapes share one query.
@@ -66,7 +73,7 @@ test("a database that does not answer leaves the gauge out and is logged; the sc
   const logs = new PassThrough();
   let logged = "";
   logs.on("data", (chunk: Buffer) => (logged += chunk.toString()));
-  const reader = createBacklogReader({ pool, clock: new ManualClock(), logger: createLogger("warn", logs) });
+  const reader = createBacklogReader({ pool, jobTable: singleNodeJobTable, clock: new ManualClock(), logger: createLogger("warn", logs) });
   try {
     expect(await reader.read()).toBeUndefined();
     expect(logged).toContain("could not count the delivery backlog for /metrics");

@@ -39,8 +39,8 @@ export interface AudienceServiceOptions {
   clock: Clock;
   /** Syncs applied at once by this process (each holds a pooled connection while it streams). Default 4. */
   maxConcurrentSyncs?: number;
-  /** The job table's driver (its layout decides how a sync's transaction reaches the shards); one Postgres by default. */
-  jobTable?: JobTableDriver | undefined;
+  /** The job table's driver: it says how a sync's transaction reaches the shards. */
+  jobTable: JobTableDriver;
 }
 
 /**

@@ -4,7 +4,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type pg from "pg";
 import type { BackfillDestinationRequest, BackfillDestinationResponseSchema } from "../../gen/waypost/v1/destination_pb.js";
 import type { Clock } from "../clock.js";
-import { singleNodeJobTable, type JobTableDriver } from "../db/job-table/index.js";
+import type { JobTableDriver } from "../db/job-table/index.js";
 import { withTransaction } from "../db/pool.js";
 import { type BackfillAsk, insertJob, lockBackfillRequests, selectCoveringBackfill } from "../db/queries/background-jobs.js";
 import { selectDestination } from "../db/queries/destinations.js";
@@ -17,8 +17,8 @@ export interface BackfillRequestsOptions {
   clock: Clock;
   /** Called after a backfill job is stored (this process's job runner, if any, takes it at once). */
   onJobCreated?: (() => void) | undefined;
-  /** The job table's statements for the database's layout (the count of candidates); one Postgres's by default. */
-  jobTable?: JobTableDriver | undefined;
+  /** The job table's driver (the count of candidates). */
+  jobTable: JobTableDriver;
 }
 
 type Response = MessageInitShape<typeof BackfillDestinationResponseSchema>;
@@ -33,7 +33,7 @@ type Response = MessageInitShape<typeof BackfillDestinationResponseSchema>;
  */
 export function createBackfillRequests(options: BackfillRequestsOptions) {
   const { pool, clock } = options;
-  const jobTable = options.jobTable ?? singleNodeJobTable;
+  const { jobTable } = options;
   // Per destination, the request being stored here: the next waits for it
   // rather than for a pooled connection held on the database's lock.
   const storing = new Map<string, Promise<unknown>>();
@@ -57,7 +57,7 @@ export function createBackfillRequests(options: BackfillRequestsOptions) {
       await lockBackfillRequests(tx, ask.destinationId);
       const running = await selectCoveringBackfill(tx, ask);
       if (running) return { row: running, alreadyRunning: true };
-      const candidates = await jobTable.countBackfillCandidates(tx, ask);
+      const candidates = await jobTable.reads.countBackfillCandidates(tx, ask);
       const params: BackfillParams = { since: ask.since.toISOString(), until: ask.until.toISOString(), revision: ask.revision };
       const progress: BackfillProgress = { candidates, created: 0, filtered: 0 };
       const row = await insertJob(tx, {

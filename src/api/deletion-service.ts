@@ -16,8 +16,8 @@ export interface DeletionServiceOptions {
   pool: pg.Pool;
   /** The time of the request and of its delete notifications. */
   clock: Clock;
-  /** The job table's driver (its layout decides how a deletion's transaction reaches the shards); one Postgres by default. */
-  jobTable?: JobTableDriver | undefined;
+  /** The job table's driver: it says how a deletion's transaction reaches the shards. */
+  jobTable: JobTableDriver;
 }
 
 /**

@@ -3,11 +3,10 @@ import type pg from "pg";
 import { DeliveryOrder, type DeliveryService, DeliveryStatus, DeliveryView, type Delivery } from "../../gen/waypost/v1/delivery_pb.js";
 import type { Clock } from "../clock.js";
 import { randomUUID } from "node:crypto";
-import { singleNodeJobTable, type JobTableDriver, type BulkReplay, type DeliveryFilter } from "../db/job-table/index.js";
-import { selectAttempts, selectDelivery } from "../db/queries/deliveries.js";
+import type { JobTableDriver, BulkReplay, DeliveryFilter } from "../db/job-table/index.js";
+import { selectAttempts } from "../db/queries/deliveries.js";
 import type { DeliveryRow } from "../db/queries/delivery-rows.js";
-import { readFinishFeedOnCitus } from "../db/queries/citus/finish-feed.js";
-import { readFinishFeed, rowsWithinBytes, searchDeliveries } from "../db/queries/delivery-search.js";
+import { rowsWithinBytes } from "../db/queries/delivery-search.js";
 import { destinationExists, loadDestinationConfigs } from "../db/queries/destinations.js";
 import { selectLastAttempts } from "../db/queries/last-attempts.js";
 import { insertJob, selectJob } from "../db/queries/background-jobs.js";
@@ -31,17 +30,17 @@ export interface DeliveryServiceOptions {
   retentionMs: number;
   /** A page of ListDeliveries ends early, with a next page token, once its bodies reach this. */
   maxResponseBytes?: number;
-  /** The job table's statements for the database's layout (one Postgres or Citus); one Postgres's by default. */
-  jobTable?: JobTableDriver | undefined;
+  /** The job table's driver (one Postgres's or Citus's): its reads and its replays. */
+  jobTable: JobTableDriver;
 }
 
 const replayableStatuses = new Set(["failed", "expired", "retrying"] as const);
 
 /** DeliveryService: the delivery log, replays and per-destination figures. */
 export function createDeliveryService(options: DeliveryServiceOptions): ServiceImpl<typeof DeliveryService> {
-  const { pool, clock } = options;
+  const { pool, clock, jobTable } = options;
+  const { reads } = jobTable;
   const maxBytes = options.maxResponseBytes ?? Infinity;
-  const layout = options.jobTable?.layout ?? "postgres";
 
   /** Body, headers as sent (masked) and attempts, read for a page at once. */
   async function withDetails(rows: DeliveryRow[]): Promise<Delivery[]> {
@@ -76,14 +75,14 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
 
   async function getOne(rawId: string): Promise<Delivery> {
     const id = deliveryId(rawId);
-    const row = await selectDelivery(pool, id, layout);
+    const row = await reads.selectDelivery(pool, id);
     if (!row) throw notFound("delivery", id);
     return (await withDetails([row]))[0]!;
   }
 
   return {
     explainMessage: (req) => explainMessage(pool, req),
-    listFates: (req) => listFates(pool, req, layout),
+    listFates: (req) => listFates(pool, reads, req),
     async listDeliveries(req) {
       const filter: DeliveryFilter = {
         destinationId: req.destinationId === "" ? undefined : requireUuid("destinationId", req.destinationId),
@@ -95,8 +94,7 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
       if (!Object.values(DeliveryView).includes(req.view)) throw invalidArgument("view", `unknown view ${req.view}`);
       const size = pageSize(req.pageSize);
       if (req.order === DeliveryOrder.FINISH_TIME_DESC) {
-        const read = layout === "citus" ? readFinishFeedOnCitus : readFinishFeed;
-        const page = await read(pool, filter, decodeFeedPosition(req.pageToken), size, maxBytes);
+        const page = await reads.readFinishFeed(pool, filter, decodeFeedPosition(req.pageToken), size, maxBytes);
         return { deliveries: await present(page.rows, req.view), nextPageToken: encodeFeedPosition(page.next) };
       }
       if (req.order !== DeliveryOrder.UNSPECIFIED && req.order !== DeliveryOrder.CREATE_TIME_DESC) {
@@ -105,7 +103,7 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
       const before = decodeCreatedCursor(req.pageToken);
       const page = await listPage(
         size,
-        (limit) => searchDeliveries(pool, filter, { before, limit }, layout),
+        (limit) => reads.searchDeliveries(pool, filter, { before, limit }),
         (last) => encodeCreatedCursor(last.cursor_at, last.id),
         (rows) => rowsWithinBytes(rows, maxBytes),
       );
@@ -116,12 +114,12 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
     },
     async retryDelivery(req) {
       const id = deliveryId(req.id);
-      const row = await selectDelivery(pool, id, layout);
+      const row = await reads.selectDelivery(pool, id);
       if (!row) throw notFound("delivery", id);
       if (!(await destinationExists(pool, row.destination_id))) {
         throw new ConnectError(`delivery ${id} belongs to a deleted destination`, Code.FailedPrecondition);
       }
-      if (!(await (options.jobTable ?? singleNodeJobTable).replayDelivery(pool, row.destination_id, id, clock.now()))) {
+      if (!(await jobTable.replayDelivery(pool, row.destination_id, id, clock.now()))) {
         throw new ConnectError(
           `delivery ${id} is ${row.status}; only failed, expired or retrying deliveries can be retried`,
           Code.FailedPrecondition,
@@ -147,7 +145,7 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
       };
       if (!(await destinationExists(pool, destinationId))) throw notFound("destination", destinationId);
       const retentionCutoff = new Date(clock.now().getTime() - options.retentionMs);
-      const counts = await (options.jobTable ?? singleNodeJobTable).countReplayable(pool, filter, retentionCutoff);
+      const counts = await reads.countReplayable(pool, filter, retentionCutoff);
       const params: RetryParams = {
         statuses: [...filter.statuses],
         ...(filter.messageId ? { messageId: filter.messageId } : {}),

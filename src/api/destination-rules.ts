@@ -41,8 +41,8 @@ export interface DestinationRulesOptions {
   addressGuard: AddressGuard;
   /** Called after a backfill job is stored (this process's job runner, if any, takes it at once). */
   onJobCreated?: () => void;
-  /** The job table's statements for the database's layout (a backfill's count of candidates); one Postgres's by default. */
-  jobTable?: JobTableDriver | undefined;
+  /** The job table's driver (a backfill's count of candidates). */
+  jobTable: JobTableDriver;
 }
 
 const maxSample = 500;

@@ -11,7 +11,7 @@ import {
   type Destination,
 } from "../../gen/waypost/v1/destination_pb.js";
 import type { Clock } from "../clock.js";
-import { singleNodeJobTable, type JobTableDriver, wakeWorkers } from "../db/job-table/index.js";
+import { type JobTableDriver, wakeWorkers } from "../db/job-table/index.js";
 import { withTransaction, type Queryable } from "../db/pool.js";
 import {
   deleteDestinationRow,
@@ -53,8 +53,8 @@ export interface DestinationServiceOptions {
   onRoutingChanged?: () => void;
   /** Called after a background job (a backfill) is stored. */
   onJobCreated?: () => void;
-  /** The job table's statements for the database's layout (one Postgres or Citus); one Postgres's by default. */
-  jobTable?: JobTableDriver | undefined;
+  /** The job table's driver (one Postgres's or Citus's). */
+  jobTable: JobTableDriver;
 }
 
 /** The fields every destination has, by update-mask path, and whether an input sets each (for an empty mask). */
@@ -206,7 +206,7 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       await withTransaction(pool, async (tx) => {
         const current = await selectDestination(tx, id, true);
         if (!current) throw notFound("destination", id);
-        await (options.jobTable ?? singleNodeJobTable).cancelDestinationDeliveries(tx, id, clock.now());
+        await options.jobTable.cancelDestinationDeliveries(tx, id, clock.now());
         await deleteDestinationRow(tx, id);
       });
       // Its sandboxes in this process go now; other processes free theirs when unused.

@@ -1,11 +1,10 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Fate, ListFatesResponseSchema, type ListFatesRequest, type ListFatesResponse } from "../../gen/waypost/v1/delivery_pb.js";
+import type { JobTableReads } from "../db/job-table/index.js";
 import type { Queryable } from "../db/pool.js";
-import type { JobTableLayout } from "../db/citus/layout.js";
 import { destinationExists } from "../db/queries/destinations.js";
-import { searchFates } from "../db/queries/fate-search.js";
-import type { RecordedFate } from "../db/queries/fate-search-types.js";
+import type { RecordedFate } from "../db/queries/fate-search.js";
 import { timeRange } from "./delivery-proto.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { decodePageToken, encodePageToken, listPage, pageSize } from "./paging.js";
@@ -20,7 +19,11 @@ const fateToProto = new Map([...recordedFates].map(([proto, name]) => [name, pro
 const reasons = ["filter", "consent", "subscriptions", "transform"];
 
 /** ListFates: the calls a destination got no delivery for, as recorded when routed, newest first. */
-export async function listFates(db: Queryable, req: ListFatesRequest, layout: JobTableLayout = "postgres"): Promise<ListFatesResponse> {
+export async function listFates(
+  db: Queryable,
+  reads: Pick<JobTableReads, "searchFates">,
+  req: ListFatesRequest,
+): Promise<ListFatesResponse> {
   if (req.destinationId === "") throw invalidArgument("destinationId", "is required");
   const destinationId = requireUuid("destinationId", req.destinationId);
   const fates = fateFilter(req.fate);
@@ -32,7 +35,7 @@ export async function listFates(db: Queryable, req: ListFatesRequest, layout: Jo
   const filter = { destinationId, fates: reason ? ["filtered" as const] : fates, reason, ...range, before };
   const page = await listPage(
     size,
-    (limit) => searchFates(db, { ...filter, limit }, layout),
+    (limit) => reads.searchFates(db, { ...filter, limit }),
     (last) => encodeFateCursor(last.cursor_at, last.message_pk),
   );
   return create(ListFatesResponseSchema, {

@@ -70,8 +70,8 @@ export interface RpcHandlersOptions {
   tracing?: Tracing | undefined;
   /** ReprocessHookRequests set a webhook source's requests back to pending: a processor should look now. */
   onHookRequestsQueued?: ((sourceId: string) => void) | undefined;
-  /** The job table's driver (one Postgres or Citus): how deliveries are read and replayed, destinations deleted, and calls queued by syncs and deletions. */
-  jobTable?: JobTableDriver | undefined;
+  /** The job table's driver (one Postgres's or Citus's): how deliveries are read and replayed, destinations deleted, and calls queued by syncs and deletions. */
+  jobTable: JobTableDriver;
 }
 
 export interface RpcHandlers {

@@ -6,9 +6,7 @@ import { selectAudience, type AudienceKindName } from "../db/queries/audience-ro
 import { analyzeStage, createStage, dropStage, stageChunk } from "../db/queries/audience-stage.js";
 import { identifyTemplate } from "./identify-template.js";
 import { createLimiter } from "./limiter.js";
-import type { JobTableLayout } from "../db/citus/layout.js";
 import type { JobTableDriver } from "../db/job-table/index.js";
-import { reachShardsSequentially } from "../db/citus/sequential-shards.js";
 import type { StageChunk } from "./member-chunks.js";
 
 export interface SyncerOptions {
@@ -21,8 +19,8 @@ export interface SyncerOptions {
    * the pool size. Default 4.
    */
   maxConcurrentSyncs?: number;
-  /** The job table's driver (its layout decides how the transaction reaches the shards); one Postgres by default. */
-  jobTable?: JobTableDriver | undefined;
+  /** The job table's driver: it says how the apply's transaction reaches the shards. */
+  jobTable: JobTableDriver;
 }
 
 /** The audience a sync applies to, as looked up when the sync began. */
@@ -67,7 +65,7 @@ export function createSyncer(options: SyncerOptions): Syncer {
             await stageChunk(client, chunk.userIds, chunk.valueTexts);
           }
           await analyzeStage(client);
-          return await applyInTransaction(client, target, options.clock, options.jobTable?.layout);
+          return await applyInTransaction(client, target, options.clock, options.jobTable);
         } finally {
           // Dropping the stage also proves the connection is usable; one
           // left in an unknown state (interrupted statement, failed
@@ -87,12 +85,12 @@ async function applyInTransaction(
   client: pg.PoolClient,
   target: SyncTarget,
   clock: Clock,
-  layout: JobTableLayout | undefined,
+  jobTable: JobTableDriver,
 ): Promise<ApplySyncResult> {
   await client.query("BEGIN");
   try {
     // The sync writes messages and deliveries, then the audience row.
-    await reachShardsSequentially(client, layout);
+    await jobTable.reachShardsSequentially(client);
     // The lock orders this sync after any other of the same audience, and
     // fails it cleanly if the audience was deleted while it streamed.
     const audience = await selectAudience(client, target.id, true);

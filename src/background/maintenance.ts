@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { Clock } from "../clock.js";
-import { singleNodeJobTable, type JobTableDriver, createDayPartitions, dropDaysBefore } from "../db/job-table/index.js";
+import { type JobTableDriver, createDayPartitions, dropDaysBefore } from "../db/job-table/index.js";
 import { purgeEndedJobs } from "../db/queries/background-jobs.js";
 import { purgeOldHookRequests } from "../db/queries/hook-requests.js";
 import type { Logger } from "../logger.js";
@@ -14,8 +14,8 @@ export interface MaintenanceOptions {
   intervalMs?: number;
   /** How often to check the job table for dead rows to vacuum and stale statistics (2 s by default). */
   vacuumCheckMs?: number;
-  /** The job table's statements for the database's layout (one Postgres or Citus); one Postgres's by default. */
-  jobTable?: JobTableDriver | undefined;
+  /** The job table's driver (one Postgres's or Citus's). */
+  jobTable: JobTableDriver;
 }
 
 export interface Maintenance {
@@ -39,7 +39,7 @@ const daysAhead = 3;
 /** Periodic housekeeping; safe to run in several processes at once. */
 export function createMaintenance(options: MaintenanceOptions): Maintenance {
   const repeating: Array<{ stop(): Promise<void> }> = [];
-  const jobTable = options.jobTable ?? singleNodeJobTable;
+  const { jobTable } = options;
 
   async function vacuumIfNeeded(): Promise<boolean> {
     const activity = await jobTable.readQueueActivity(options.pool);

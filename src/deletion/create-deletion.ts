@@ -8,13 +8,12 @@ import { insertDeletionRequest, setNotificationsTotal } from "../db/queries/dele
 import { deleteUserAudienceState, deleteUserMessages, lockAffectedSources } from "../db/queries/deletion-user-data.js";
 import { buildDeletePayload } from "../ingest/payload.js";
 import type { JobTableDriver } from "../db/job-table/index.js";
-import { reachShardsSequentially } from "../db/citus/sequential-shards.js";
 
 export interface CreateDeletionOptions {
   pool: pg.Pool;
   clock: Clock;
-  /** The job table's driver (its layout decides how the transaction reaches the shards); one Postgres by default. */
-  jobTable?: JobTableDriver | undefined;
+  /** The job table's driver: it says how the transaction reaches the shards. */
+  jobTable: JobTableDriver;
 }
 
 export interface DeletionInput {
@@ -52,7 +51,7 @@ export async function createDeletion(options: CreateDeletionOptions, input: Dele
   const id = randomUUID();
   return withTransaction(options.pool, async (tx) => {
     // Messages go from every shard, then audience rows (reference tables) change.
-    await reachShardsSequentially(tx, options.jobTable?.layout);
+    await options.jobTable.reachShardsSequentially(tx);
     const { found, missing } = await lockAffectedSources(tx, input.sourceIds);
     if (missing.length > 0) {
       const index = input.sourceIndexes[input.sourceIds.indexOf(missing[0]!)]!;

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { singleNodeJobTable, type JobTableDriver, lockDestinationBackfills } from "../db/job-table/index.js";
+import { type JobTableDriver, lockDestinationBackfills } from "../db/job-table/index.js";
 import { lockDestinationIfExists, type JobRow } from "../db/queries/background-jobs.js";
 import { compileRouteRules, heldBackBy, holdsBack, type RouteRules, routedCall } from "../routing/route-rules.js";
 import type { JobHandler, PageOutcome } from "../background/job-runner.js";
@@ -29,8 +29,8 @@ export interface BackfillJobOptions {
    */
   pageSize?: number;
   sliceSize?: number;
-  /** The job table's statements for the database's layout (one Postgres or Citus); one Postgres's by default. */
-  jobTable?: JobTableDriver | undefined;
+  /** The job table's driver (one Postgres's or Citus's). */
+  jobTable: JobTableDriver;
 }
 
 export const destinationDeleted = "the destination was deleted";
@@ -46,10 +46,10 @@ export const destinationDeleted = "the destination was deleted";
  * that have no delivery waiting either. Deliveries it creates are ordinary
  * ones: the claim applies rate limits and per-user ordering to them.
  */
-export function createBackfillJob(options: BackfillJobOptions = {}): JobHandler {
+export function createBackfillJob(options: BackfillJobOptions): JobHandler {
   const pageSize = options.pageSize ?? 5_000;
   const sliceSize = options.sliceSize ?? 250;
-  const jobTable = options.jobTable ?? singleNodeJobTable;
+  const { jobTable } = options;
   return {
     lock: (tx, destinationId) => lockDestinationBackfills(tx, destinationId),
     async page(tx: pg.PoolClient, job: JobRow, now: Date): Promise<PageOutcome> {
@@ -66,7 +66,7 @@ export function createBackfillJob(options: BackfillJobOptions = {}): JobHandler 
       const checked = holdsBack(rules);
       const after = typeof job.cursor?.after === "string" ? job.cursor.after : "0";
       const range = { destinationId: job.destination_id, since: new Date(params.since), until: new Date(params.until) };
-      const calls = await jobTable.selectBackfillCandidates(tx, range, after, pageSize, checked);
+      const calls = await jobTable.reads.selectBackfillCandidates(tx, range, after, pageSize, checked);
       const passes = checked ? await routeInSlices(calls, rules, sliceSize) : calls.map(() => true);
       const result = await jobTable.enqueueBackfillPage(tx, job.destination_id, { messagePks: calls.map((c) => c.id), passes }, now);
       return {

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import { systemClock, type Clock } from "../clock.js";
-import { singleNodeJobTable, type JobTableDriver, type DeliveryCompletion } from "../db/job-table/index.js";
+import type { JobTableDriver, DeliveryCompletion } from "../db/job-table/index.js";
 import { withTransaction } from "../db/pool.js";
 import type { HealthPolicy, Transition } from "../health/circuit.js";
 import { recordHealth } from "../health/record-health.js";
@@ -37,8 +37,8 @@ export interface CompletionWriterOptions {
   retryMaxMs?: number;
   /** Shared with the lease keeper, so a write never runs beside a lease extension (lease-write-lane.ts). */
   lane?: LeaseWriteLane;
-  /** The job table's statements for the database's layout (one Postgres or Citus); one Postgres's by default. */
-  jobTable?: JobTableDriver | undefined;
+  /** The job table's driver (one Postgres's or Citus's). */
+  jobTable: JobTableDriver;
 }
 
 export interface CompletionWriter {
@@ -109,7 +109,7 @@ export function createCompletionWriter(options: CompletionWriterOptions): Comple
     clock: options.refusals?.clock ?? options.health?.clock ?? systemClock,
   };
   const lane = options.lane ?? createLeaseWriteLane();
-  const jobTable = options.jobTable ?? singleNodeJobTable;
+  const { jobTable } = options;
   let buffer: DeliveryCompletion[] = [];
   // A drain started at the end of this event-loop turn.
   let scheduled: NodeJS.Immediate | undefined;

@@ -43,8 +43,8 @@ export interface DeliveryRuntimeOptions {
   operatorWebhook?: OperatorWebhookConfig | undefined;
   /** The process's address guard; one is built from the config when absent (tests of the loop alone). */
   guard?: AddressGuard | undefined;
-  /** The job table's statements for the database's layout (one Postgres or Citus): the claim, the heartbeat and the completion go through it; one Postgres's by default. */
-  jobTable?: JobTableDriver | undefined;
+  /** The job table's driver (one Postgres's or Citus's): the claim, the heartbeat, the completion and the health monitor's expiry reports go through it. */
+  jobTable: JobTableDriver;
   /** A client span per attempt (per webhook request) when on; off (the default), requests carry the stored trace context. */
   tracing?: Tracing | undefined;
 }

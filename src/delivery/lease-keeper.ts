@@ -1,5 +1,5 @@
 import type { Clock } from "../clock.js";
-import { singleNodeJobTable, type JobTableDriver, type HeldLease } from "../db/job-table/index.js";
+import type { JobTableDriver, HeldLease } from "../db/job-table/index.js";
 import type { Queryable } from "../db/pool.js";
 import type { Logger } from "../logger.js";
 import { createLeaseWriteLane, type LeaseWriteLane } from "./lease-write-lane.js";
@@ -16,8 +16,8 @@ export interface LeaseKeeperOptions {
   onLost?: (ids: string[]) => void;
   /** Shared with the completion writer, so an extension never runs beside a completion write (lease-write-lane.ts). */
   lane?: LeaseWriteLane;
-  /** The job table's statements for the database's layout (one Postgres or Citus); one Postgres's by default. */
-  jobTable?: JobTableDriver | undefined;
+  /** The job table's driver (one Postgres's or Citus's). */
+  jobTable: JobTableDriver;
 }
 
 export interface LeaseKeeper {
@@ -70,7 +70,7 @@ export function createLeaseKeeper(options: LeaseKeeperOptions): LeaseKeeper {
   const intervalMs = options.intervalMs ?? Math.max(1, Math.floor(leaseMs / 3));
   const held = new Map<string, Held>();
   const lane = options.lane ?? createLeaseWriteLane();
-  const jobTable = options.jobTable ?? singleNodeJobTable;
+  const { jobTable } = options;
   let timer: NodeJS.Timeout | undefined;
   let running = false;
   // Send-time extensions asked for in this turn of the event loop: one statement for all.

@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import type pg from "pg";
 import type { Clock } from "../clock.js";
 import type { DeliveryConfig } from "../config.js";
-import { singleNodeJobTable, type ClaimedDelivery, type DeliveryCompletion } from "../db/job-table/index.js";
+import type { ClaimedDelivery, DeliveryCompletion } from "../db/job-table/index.js";
 import type { HealthMonitor } from "../health/health-monitor.js";
 import type { Logger } from "../logger.js";
 import type { DeliveryEvents } from "./delivery-events.js";
@@ -70,7 +70,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     limitOf: (destinationId) => runtime.inFlightLimit(destinationId),
   });
   const { sandboxes } = options;
-  const jobTable = options.jobTable ?? singleNodeJobTable;
+  const { jobTable } = options;
   const shape = createShapeStage({
     pool,
     clock,

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { singleNodeJobTable, type JobTableDriver, type BulkReplay, type ReplayPosition } from "../db/job-table/index.js";
+import type { JobTableDriver, BulkReplay, ReplayPosition } from "../db/job-table/index.js";
 import { lockDestinationIfExists, type JobRow } from "../db/queries/background-jobs.js";
 import { destinationDeleted } from "./backfill-job.js";
 import type { JobHandler, PageOutcome } from "../background/job-runner.js";
@@ -46,9 +46,9 @@ export function replayOf(destinationId: string, params: RetryParams): BulkReplay
  * with a fresh retry window, while the destination exists (a deleted one's
  * deliveries are cancelled; replaying them would bring them back).
  */
-export function createRetryJob(options: { pageSize?: number; jobTable?: JobTableDriver | undefined } = {}): JobHandler {
+export function createRetryJob(options: { pageSize?: number; jobTable: JobTableDriver }): JobHandler {
   const pageSize = options.pageSize ?? 1_000;
-  const jobTable = options.jobTable ?? singleNodeJobTable;
+  const { jobTable } = options;
   return {
     async page(tx: pg.PoolClient, job: JobRow, now: Date): Promise<PageOutcome> {
       if (!(await lockDestinationIfExists(tx, job.destination_id))) return { kind: "stop", state: "cancelled", error: destinationDeleted };

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { Clock } from "../clock.js";
-import { destinationNames, listCircuitStates, pruneOrphanHealthRows, takeExpiredReports } from "../db/queries/destination-health.js";
+import { destinationNames, listCircuitStates, pruneOrphanHealthRows } from "../db/queries/destination-health.js";
 import type { Logger } from "../logger.js";
 import type { JobTableDriver } from "../db/job-table/index.js";
 import type { Metrics } from "../metrics.js";
@@ -9,8 +9,8 @@ import type { OperatorEvents } from "./operator-events.js";
 
 export interface HealthMonitorOptions {
   pool: pg.Pool;
-  /** The job table's driver (its layout decides how expiry reports are taken); one Postgres by default. */
-  jobTable?: JobTableDriver | undefined;
+  /** The job table's driver: it takes the expiry reports. */
+  jobTable: JobTableDriver;
   clock: Clock;
   logger: Logger;
   metrics?: Metrics | undefined;
@@ -51,7 +51,7 @@ export function createHealthMonitor(options: HealthMonitorOptions): HealthMonito
       gauge.reset();
       for (const { destinationId, open } of states) gauge.set({ destination_id: destinationId }, open ? 1 : 0);
     }
-    for (const report of await takeExpiredReports(pool, clock.now(), expiredEveryMs, options.jobTable?.layout)) {
+    for (const report of await options.jobTable.reads.takeExpiredReports(pool, clock.now(), expiredEveryMs)) {
       events.emit("destination.deliveries_expired", {
         destinationId: report.destinationId,
         name: report.name,

@@ -1,5 +1,5 @@
-import type { DeliveryCompletion } from "../db/job-table/index.js";
-import { lockHealthRows, writeHealthRows } from "../db/queries/destination-health.js";
+import type { DeliveryCompletion, JobTableDriver } from "../db/job-table/index.js";
+import { writeHealthRows } from "../db/queries/destination-health.js";
 import type { Queryable } from "../db/pool.js";
 import { foldHealth, initialHealth, type HealthPolicy, type Transition } from "./circuit.js";
 import { groupHealthEvents } from "./health-events.js";
@@ -17,8 +17,8 @@ export async function recordHealth(
   written: readonly DeliveryCompletion[],
   policy: HealthPolicy,
   now: Date,
-  // The layout's row lock (the job-table driver's): one Postgres's by default.
-  lock: typeof lockHealthRows = lockHealthRows,
+  // The job-table driver's: on Citus, one statement per row's shard.
+  lock: JobTableDriver["lockHealthRows"],
 ): Promise<Transition[]> {
   const events = groupHealthEvents(written);
   if (events.size === 0) return [];

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { Clock } from "../clock.js";
 import type { Queryable } from "../db/pool.js";
-import { singleNodeJobTable, type JobTableDriver } from "../db/job-table/index.js";
+import type { JobTableDriver } from "../db/job-table/index.js";
 import type { MessageToStore } from "../db/job-table/index.js";
 import type { Call } from "../calls/call.js";
 import type { Metrics } from "../metrics.js";
@@ -39,8 +39,8 @@ export interface IngestorOptions {
   plans?: { cache: PlanCache; recorder: ViolationRecorder } | undefined;
   /** Called after a store that queued deliveries has committed: wakes the delivery loops (a throttled NOTIFY, background/throttled-notify.ts). */
   onQueued?: (() => void) | undefined;
-  /** The job table's statements for the database's layout (one Postgres or Citus); one Postgres's by default. */
-  jobTable?: JobTableDriver | undefined;
+  /** The job table's driver (one Postgres's or Citus's). */
+  jobTable: JobTableDriver;
   /** Each destination kind's own routing (an integration's subscriptions): the kinds' `matcherOfRow`. */
   kindMatcher: KindMatcherOf;
 }
@@ -65,7 +65,7 @@ export interface Ingestor {
  */
 export function createIngestor(options: IngestorOptions): Ingestor {
   const filterCache = createSourceFilterCache(options.kindMatcher);
-  const jobTable = options.jobTable ?? singleNodeJobTable;
+  const { jobTable } = options;
 
   /** Stores and routes; when a destination's filters changed since they were read, reads them again and retries. */
   async function storeRouted(db: Queryable, sourceId: string, receivedAt: Date, messages: MessageToStore[]) {

@@ -3,6 +3,7 @@ import { createMaintenance } from "../../src/background/maintenance.js";
 import { createLogger } from "../../src/logger.js";
 import { hookSettings, insertHookRequest, makeWebhookSource } from "../helpers/hook-requests.js";
 import { testWith } from "../helpers/fixtures.js";
+import { singleNodeJobTable } from "../../src/db/job-table/index.js";
 
 const day = 24 * 3_600_000;
 const test = testWith();
@@ -17,6 +18,7 @@ test("webhook requests are kept as long as calls: maintenance deletes those rece
   const kept = await insertHookRequest(server.pool, sourceId, { receivedAt: new Date(now - 6 * day), status: "failed" });
   const maintenance = createMaintenance({
     pool: server.pool,
+    jobTable: singleNodeJobTable,
     clock: server.clock,
     logger: createLogger("silent"),
     retentionMs: 7 * day,

@@ -8,6 +8,7 @@ import { createMaintenance } from "../../src/background/maintenance.js";
 import { createLogger } from "../../src/logger.js";
 import { testWith } from "../helpers/fixtures.js";
 import type { TestServer } from "../helpers/server.js";
+import { singleNodeJobTable } from "../../src/db/job-table/index.js";
 
 const day = 24 * 3_600_000;
 const clock = new ManualClock(new Date("2026-11-01T00:00:00Z"));
@@ -112,6 +113,7 @@ test("a maintenance run still going makes the next ticks skip: runs never overla
   stream.on("data", (chunk: Buffer) => (skipped += chunk.toString().split("maintenance run skipped").length - 1));
   const maintenance = createMaintenance({
     pool: server.pool,
+    jobTable: singleNodeJobTable,
     clock,
     logger: createLogger("debug", stream),
     retentionMs: 7 * day,

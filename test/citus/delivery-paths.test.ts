@@ -8,6 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { DeliveryOrder } from "../../gen/waypost/v1/delivery_pb.js";
 import { DestinationKind, Ordering } from "../../gen/waypost/v1/destination_pb.js";
 import { defaultRetrySchedule } from "../../src/config.js";
+import { citusJobTable } from "../../src/db/job-table/index.js";
 import { brokerAnswers, testAmqpUrl, testNatsUrl } from "../helpers/brokers.js";
 import { citusSkipReason, citusUrl, createCitusTestDatabase, type CitusTestDatabase } from "../helpers/citus.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
@@ -74,7 +75,7 @@ describe.skipIf(!citusUrl)(`delivery on a Citus cluster${citusSkipReason}`, () =
   }
 
   test("the layout is distributed: the server runs the Citus driver", async () => {
-    expect(server.waypost.jobTable.layout).toBe("citus");
+    expect(server.waypost.jobTable).toBe(citusJobTable);
     const placed = await server.pool.query<{ nodes: string }>(
       "SELECT count(DISTINCT nodeport)::text AS nodes FROM citus_shards WHERE table_name = 'delivery_queue'::regclass",
     );

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { expect } from "vitest";
 import { ManualClock } from "../../src/clock.js";
+import { singleNodeJobTable } from "../../src/db/job-table/index.js";
 import type { Pool } from "../../src/db/pool.js";
 import { countBackfillCandidates } from "../../src/db/queries/backfill-candidates.js";
 import { insertJob, selectJob } from "../../src/db/queries/background-jobs.js";
@@ -86,14 +87,18 @@ async function storeBackfill(pool: Pool, extra: { lease?: { token: string; until
   return id;
 }
 
-function runner(pool: Pool, clock: ManualClock, backfill: JobHandler = createBackfillJob({ pageSize: 2, sliceSize: 1 })) {
+function runner(
+  pool: Pool,
+  clock: ManualClock,
+  backfill: JobHandler = createBackfillJob({ pageSize: 2, sliceSize: 1, jobTable: singleNodeJobTable }),
+) {
   return createJobRunner({
     pool,
     clock,
     logger: createLogger("silent"),
     leaseMs,
     pollMs: 60_000,
-    handlers: { backfill, retry: createRetryJob() },
+    handlers: { backfill, retry: createRetryJob({ jobTable: singleNodeJobTable }) },
   });
 }
 
@@ -141,7 +146,7 @@ test("a job whose holder died is taken over once its lease runs out, from its cu
 
 test("a process that stops releases its job at a page boundary, and another finishes it with every call queued once", async ({ pool }) => {
   const clock = new ManualClock(now);
-  const pages = createBackfillJob({ pageSize: 2, sliceSize: 1 });
+  const pages = createBackfillJob({ pageSize: 2, sliceSize: 1, jobTable: singleNodeJobTable });
   let stopping: Promise<void> | undefined;
   const first = runner(pool, clock, {
     lock: pages.lock,
@@ -179,7 +184,7 @@ test("a page that keeps failing is retried, then fails the job with the error", 
           throw new Error("the warehouse is on fire");
         },
       },
-      retry: createRetryJob(),
+      retry: createRetryJob({ jobTable: singleNodeJobTable }),
     },
   });
   const id = await storeBackfill(pool);

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { PassThrough } from "node:stream";
 import pg from "pg";
 import { afterEach, expect } from "vitest";
-import { claimDeliveries, type ClaimedDelivery, type DeliveryCompletion } from "../../src/db/job-table/index.js";
+import { claimDeliveries, singleNodeJobTable, type ClaimedDelivery, type DeliveryCompletion } from "../../src/db/job-table/index.js";
 import { createPool, type Pool } from "../../src/db/pool.js";
 import { storeMessages } from "../../src/db/job-table/store-messages.js";
 import { createCompletionWriter, isRowError } from "../../src/delivery/completion-writer.js";
@@ -121,6 +121,7 @@ test("a row the database refuses is isolated: the rest of its batch and later re
     const written: string[] = [];
     const writer = createCompletionWriter({
       pool,
+      jobTable: singleNodeJobTable,
       logger,
       onWritten: (done) => written.push(...done.filter((c) => c.status === "delivered").map((c) => c.id)),
       retryInitialMs: 60_000,
@@ -168,7 +169,7 @@ test("during an outage the writer backs off, doubling, and close() ends by its d
   const jobs = await claimed(3);
   const restore = await outage(database.name);
   try {
-    const writer = createCompletionWriter({ pool, logger, retryInitialMs: 100, retryMaxMs: 400 });
+    const writer = createCompletionWriter({ pool, jobTable: singleNodeJobTable, logger, retryInitialMs: 100, retryMaxMs: 400 });
     for (const job of jobs) writer.add(delivered(job));
     const retries = () => logs.filter((l) => l.msg === "writing delivery results failed; retrying");
     await until(() => retries().length >= 4);

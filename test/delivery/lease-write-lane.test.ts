@@ -1,6 +1,6 @@
 import { expect } from "vitest";
 import { ManualClock } from "../../src/clock.js";
-import { claimDeliveries, type ClaimedDelivery } from "../../src/db/job-table/index.js";
+import { claimDeliveries, singleNodeJobTable, type ClaimedDelivery } from "../../src/db/job-table/index.js";
 import { createCompletionWriter } from "../../src/delivery/completion-writer.js";
 import { createLeaseKeeper } from "../../src/delivery/lease-keeper.js";
 import { createLeaseWriteLane } from "../../src/delivery/lease-write-lane.js";
@@ -53,10 +53,11 @@ test("a heartbeat waits for the completion write in flight, then extends the lea
     const clock = new ManualClock(t0);
     const logger = createLogger("silent");
     const lane = createLeaseWriteLane();
-    const keeper = createLeaseKeeper({ pool, clock, leaseMs, logger, lane });
+    const keeper = createLeaseKeeper({ pool, jobTable: singleNodeJobTable, clock, leaseMs, logger, lane });
     for (const job of deliveries) keeper.hold(job, t0);
     const writer = createCompletionWriter({
       pool,
+      jobTable: singleNodeJobTable,
       logger,
       lane,
       onWritten: (written) => {

@@ -1,7 +1,7 @@
 import { expect } from "vitest";
 import { ManualClock } from "../../src/clock.js";
 import type { Pool } from "../../src/db/pool.js";
-import { countReplayable } from "../../src/db/job-table/index.js";
+import { countReplayable, singleNodeJobTable } from "../../src/db/job-table/index.js";
 import { randomUUID } from "node:crypto";
 import { insertJob, selectJob } from "../../src/db/queries/background-jobs.js";
 import { createBackfillJob } from "../../src/delivery/backfill-job.js";
@@ -65,7 +65,10 @@ test("a retry job replays every match in pages with a fresh window and a new lea
     logger: createLogger("silent"),
     leaseMs: 60_000,
     pollMs: 60_000,
-    handlers: { backfill: createBackfillJob(), retry: createRetryJob({ pageSize: 10 }) },
+    handlers: {
+      backfill: createBackfillJob({ jobTable: singleNodeJobTable }),
+      retry: createRetryJob({ pageSize: 10, jobTable: singleNodeJobTable }),
+    },
   });
   const notified = await pool.connect();
   const notifications: string[] = [];
@@ -133,7 +136,7 @@ test("a retry job whose destination was deleted is cancelled, replaying nothing"
     logger: createLogger("silent"),
     leaseMs: 60_000,
     pollMs: 60_000,
-    handlers: { backfill: createBackfillJob(), retry: createRetryJob() },
+    handlers: { backfill: createBackfillJob({ jobTable: singleNodeJobTable }), retry: createRetryJob({ jobTable: singleNodeJobTable }) },
   });
   await jobs.idle();
   await jobs.stop();

@@ -82,6 +82,9 @@ export async function createCitusTestDatabase(
     url,
     name,
     async drop() {
+      // A node restarted mid-commit keeps its prepared transactions until the
+      // coordinator's recovery (once a minute) ends them: they would hold the database.
+      await withClient(url, (client) => client.query("SELECT recover_prepared_transactions()"));
       for (const node of nodes.reverse()) {
         await withClient(withDatabase(citusUrl!, "postgres", node.host, node.port), (client) =>
           client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),

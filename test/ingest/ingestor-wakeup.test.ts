@@ -6,7 +6,7 @@ import { systemClock } from "../../src/clock.js";
 import { emptyCall } from "../../src/calls/call.js";
 import { matcherOfRow } from "../../src/delivery/kinds/registry.js";
 import { createIngestor } from "../../src/ingest/ingestor.js";
-import { deliveriesChannel } from "../../src/db/job-table/index.js";
+import { deliveriesChannel, singleNodeJobTable } from "../../src/db/job-table/index.js";
 import { testWith } from "../helpers/fixtures.js";
 import { startTestServer } from "../helpers/server.js";
 import { seedSourceAndDestination } from "../helpers/job-table-fixtures.js";
@@ -28,6 +28,7 @@ test("the ingestor says when a store queued deliveries, after it committed, and 
   const wakes: number[] = [];
   const ingestor = createIngestor({
     pool,
+    jobTable: singleNodeJobTable,
     clock: systemClock,
     onQueued: () => wakes.push(wakes.length),
     kindMatcher: matcherOfRow,

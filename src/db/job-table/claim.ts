@@ -192,41 +192,20 @@ export function claimStatementSql(destination?: string, keep = "$8"): string {
 const singleNodeClaim = claimStatementSql();
 
 /**
- * Claims up to `limit` due deliveries of enabled destinations, and no more of
- * one destination than this process has room for, so a slow endpoint's
- * deliveries do not pile up (and outlive their lease) in one process.
- *
- * SKIP LOCKED lets many processes claim at once without waiting on each
- * other. The lease is leased_until, which no index covers, so claiming is a
- * HOT update; a delivery whose process died becomes due again when it
- * passes, without any sweeper. The claim chooses destinations first (its
- * lanes: enabled, not held, not throttled, with room) and then reads each
- * one's oldest due deliveries over delivery_queue_lane_idx (destination_id,
- * run_at), at most as many as that destination may get, and keeps the
- * oldest `limit` of them; so a backlog it cannot take from is never read.
- * The locked rows are re-checked, as another process may have taken them
- * between the scan and the lock.
- *
- * Endpoint health (claim-circuit.ts): destinations that are backing off or
- * whose circuit is open are skipped; one whose probe is due gets exactly one
- * delivery, and only if this claim is the one that marks it half-open.
- *
- * Flow control (flow-control.ts) adds three steps: `buckets` locks and
- * refills the token buckets of rate-limited destinations, whose deliveries
- * are then taken only up to the whole tokens there are (destinations with
- * none are left out of the scan, as full ones are); the scan skips
- * deliveries that wait for an earlier one of the same user (per-user
- * ordering); `taken` writes the buckets back.
+ * Claims up to `limit` due deliveries of enabled destinations, no more of
+ * one destination than this process has room for, skipping those backing
+ * off or with an open circuit (one probe when due: claim-circuit.ts) and
+ * keeping rate limits and per-user order (flow-control.ts). The lanes are
+ * chosen before any delivery is read, so a backlog the claim cannot take
+ * from is never read; SKIP LOCKED lets processes claim at once, and a lease
+ * that runs out makes its delivery due again with no sweeper.
  */
 export async function claimDeliveries(db: Queryable, options: ClaimOptions): Promise<ClaimResult> {
   const result = await db.query<ClaimRow & { refill_wait_ms: number | null }>({
-    // Not a named prepared statement, so Postgres plans it for each claim
-    // with the queue's size as it is now. A prepared statement switches to
-    // a generic plan after five runs and keeps it until the queue is next
-    // analyzed: one made while the queue was nearly empty read every queued
-    // row of the lane for each delivery claimed once it filled (700 ms per
-    // claim at 20,000 queued; planning costs about 0.1 ms). The heartbeat
-    // and the completion are planned per call for the same reason.
+    // Not prepared: a generic plan made while the queue was nearly empty
+    // read every queued row of the lane per delivery once it filled (700 ms
+    // per claim at 20,000 queued; planning costs 0.1 ms). The heartbeat and
+    // the completion are planned per call for the same reason.
     text: singleNodeClaim,
     values: [
       options.now,

@@ -1,6 +1,10 @@
-import type { JobTableLayout } from "../citus/layout.js";
 import { countBackfillCandidates, selectBackfillCandidates } from "../queries/backfill-candidates.js";
-import { lockHealthRows } from "../queries/destination-health.js";
+import { selectDelivery } from "../queries/deliveries.js";
+import { selectDestinationBacklogs } from "../queries/destination-backlog.js";
+import { lockHealthRows, takeExpiredReports } from "../queries/destination-health.js";
+import { readFinishFeed, searchDeliveries } from "../queries/delivery-search.js";
+import { searchFates } from "../queries/fate-search.js";
+import type { Queryable } from "../pool.js";
 import { storeMessages } from "./store-messages.js";
 import { enqueueBackfillPage } from "./backfill.js";
 import { cancelDestinationDeliveries } from "./cancel.js";
@@ -16,14 +20,15 @@ import { replayDelivery } from "./replay.js";
 /**
  * The job table's statements that differ between one Postgres and Citus,
  * behind one interface (River's drivers): the process picks one at start
- * from the database's layout and passes it down. Both build their state
+ * from the database's catalogs (db/citus/open-job-table.ts) and passes it
+ * down; nothing else asks which database it is on. Both build their state
  * changes with fence.ts; the Citus driver sends each one to a single shard
  * (one destination, or the destinations of one shard, per statement).
  * Signatures are the single-node functions' own, so a caller changes only
- * where it gets them from.
+ * where it gets them from. test/db/job-table/driver-contract/ holds both
+ * drivers to the same expectations.
  */
 export interface JobTableDriver {
-  readonly layout: JobTableLayout;
   claimDeliveries: typeof claimDeliveries;
   extendLeases: typeof extendLeases;
   completeDeliveries: typeof completeDeliveries;
@@ -39,17 +44,38 @@ export interface JobTableDriver {
   analyzeJobTableIfStale: typeof analyzeJobTableIfStale;
   /** Ingest: messages stored and routed to their deliveries in one transaction. */
   storeMessages: typeof storeMessages;
-  /** Reads that join deliveries to their messages (on Citus, in separate statements: they are on different shards). */
+  /** Endpoint health's rows, locked for a completion batch (on Citus, one statement per row's shard). */
+  lockHealthRows: typeof lockHealthRows;
+  /**
+   * First in a transaction that changes rows on many shards and then a
+   * table every node holds (a deletion, an audience sync): on Citus the
+   * shards are then reached one after the other; on one Postgres nothing.
+   */
+  reachShardsSequentially(tx: Queryable): Promise<void>;
+  reads: JobTableReads;
+}
+
+/**
+ * The reads of the job table with a Citus form: those that join deliveries
+ * to their messages (on Citus, in separate statements: they are on
+ * different shards) or read every shard at once.
+ */
+export interface JobTableReads {
+  selectDelivery: typeof selectDelivery;
+  searchDeliveries: typeof searchDeliveries;
+  readFinishFeed: typeof readFinishFeed;
+  /** The calls a destination got no delivery for. */
+  searchFates: typeof searchFates;
+  /** Taken, not only read: each report goes to one process. */
+  takeExpiredReports: typeof takeExpiredReports;
+  selectDestinationBacklogs: typeof selectDestinationBacklogs;
   countReplayable: typeof countReplayable;
   countBackfillCandidates: typeof countBackfillCandidates;
   selectBackfillCandidates: typeof selectBackfillCandidates;
-  /** Endpoint health's rows, locked for a completion batch (on Citus, one statement per row's shard). */
-  lockHealthRows: typeof lockHealthRows;
 }
 
 /** The single-Postgres driver: the job table's own statements, as they are. */
 export const singleNodeJobTable: JobTableDriver = {
-  layout: "postgres",
   claimDeliveries,
   extendLeases,
   completeDeliveries,
@@ -64,8 +90,17 @@ export const singleNodeJobTable: JobTableDriver = {
   vacuumJobTableIfNeeded,
   analyzeJobTableIfStale,
   storeMessages,
-  countReplayable,
-  countBackfillCandidates,
-  selectBackfillCandidates,
   lockHealthRows,
+  reachShardsSequentially: async () => {},
+  reads: {
+    selectDelivery,
+    searchDeliveries,
+    readFinishFeed,
+    searchFates,
+    takeExpiredReports,
+    selectDestinationBacklogs,
+    countReplayable,
+    countBackfillCandidates,
+    selectBackfillCandidates,
+  },
 };

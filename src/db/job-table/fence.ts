@@ -1,36 +1,26 @@
 import { storedOrderingKeySql } from "./enqueue.js";
 
 /**
- * The lease fence of the job table, written once. A claim takes a lease:
- * it moves `lease_token` on and the claimer keeps the new value. Every other
- * change of a delivery's state is one of two kinds:
+ * The lease fence of the job table, written once. A claim takes a lease
+ * (moves `lease_token` on); every other change of a delivery's state meets
+ * it one way:
  *
- * - the lease holder finishing its work (a completion): it applies only
- *   while the row still carries the holder's token and the lease has not
- *   been ended (`held`), so it applies once;
- * - anything else (cancel, expire, replay): it moves the token on and drops
- *   the lease (`revoke`), so a completion still in flight matches nothing.
+ *   held     the holder's completion: only while the row carries its token
+ *            and the lease has not ended; ends it (so it applies once)
+ *   revoke   cancel, expire, replay: moves the token on, so a completion
+ *            still in flight matches nothing
+ *   extend   the holder's heartbeat: never revives a lease that ended
  *
- * A holder still working a delivery may also push its lease's end out
- * (`extend`, the heartbeat): only while the row carries its token and the
- * lease is not yet ended, so it never revives a lease that another process
- * took over or that the holder's own completion ended.
+ * and is built by one of three statements:
  *
- * The job table is two tables: `delivery_queue` holds the deliveries being
- * worked (pending, retrying), `delivery_history` the finished ones. Three
- * kinds of statement change them, all built here:
- *
- * - `transitionSql`: an UPDATE of a queued delivery (claim, heartbeat, a
- *   retry's new run time, a replay of a waiting delivery);
- * - `finishCtes`: a delivery reaching a final state leaves the queue (DELETE,
- *   with the fence's condition) and enters the history (INSERT) in the same
- *   statement; the history row's `finished_xid` is the transaction's id,
- *   which the finish feed reads;
- * - `reopenCtes`: a finished delivery replayed leaves the history and
- *   enters the queue again with the token moved on (a revoke).
+ *   transitionSql  an UPDATE of a queued delivery
+ *   finishCtes     a final state: out of the queue and into the history in one
+ *                  statement (`finished_xid`, read by the finish feed, is the
+ *                  transaction's id)
+ *   reopenCtes     a finished delivery replayed: back into the queue (a revoke)
  *
  * No other module writes `lease_token`, `leased_until` or `lease_owner`, or
- * moves rows between the two tables.
+ * moves rows between the two tables: the fence holds because it is here only.
  */
 
 /** How a transition meets the lease. */

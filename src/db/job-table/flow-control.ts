@@ -1,24 +1,17 @@
 /**
- * The claim statement's flow-control parts: a per-destination rate limit
- * (a token bucket shared by every worker process through Postgres) and
- * per-user ordering. They are SQL fragments, kept here so the claim query
- * reads as its steps and these rules can be read (and changed) on their own.
+ * The claim statement's flow-control parts, as SQL fragments:
  *
- * Rate limit. destination_rate_buckets holds, per destination, `tokens` as
- * of `refilled_at`. The bucket fills at max_requests_per_second and holds at
- * most half a second's worth (at least one token). A claim locks the
- * buckets of its rate-limited destinations (SKIP LOCKED: a bucket another
- * claim holds means "no tokens for this claim"), takes at most the whole
- * tokens there are, and writes back what is left, in the same statement as
- * the lease. So all workers together claim a destination's deliveries at
- * most at its rate, and any window of T seconds sees at most
- * rate × (T + 0.5) of them.
+ *   rate limit  destination_rate_buckets: `tokens` as of `refilled_at`,
+ *               filling at max_requests_per_second, holding half a second's
+ *               worth (at least one token)
+ *   ordering    with per-user ordering, a delivery is claimable only when no
+ *               other queued delivery of its destination and ordering_key has
+ *               a smaller id (probed over delivery_queue_ordering_idx)
  *
- * Ordering. Every delivery carries ordering_key (its call's userId, else
- * anonymousId; NULL: not ordered). For a destination with per-user ordering,
- * a delivery is claimable only when no other queued (pending or retrying,
- * leased or not, due or not) delivery of the same destination and key has a
- * smaller id. The probe follows delivery_queue_ordering_idx.
+ * A claim locks its destinations' buckets SKIP LOCKED (a bucket another
+ * claim holds means no tokens for this one) and writes back what is left in
+ * the statement that takes the leases: so all workers together stay within
+ * a destination's rate, rate × (T + 0.5) in any T seconds.
  */
 
 /** Bucket size in tokens: half a second of the rate, at least one token. */

@@ -1,3 +1,5 @@
+import type { Queryable } from "../pool.js";
+
 // A delivery's attempts are of two kinds: its own requests (delivery_attempts
 // rows) and the batch operations it was part of (delivery_batch_attempts
 // rows, referenced from the delivery with its attempt numbers). Readers see
@@ -30,6 +32,19 @@ export function attemptsOfDeliveriesSql(destinationIds: string, deliveryIds: str
       CROSS JOIN LATERAL unnest(d.batch_attempts, d.batch_attempt_numbers) WITH ORDINALITY AS r(batch_attempt, attempt, position)
        JOIN delivery_batch_attempts b
          ON b.destination_id = d.destination_id AND b.id = r.batch_attempt AND b.attempted_at >= d.created_at`;
+}
+
+/**
+ * A read of the attempts of deliveries (parallel lists of destination and
+ * delivery ids): the rows `select` makes of them, given them as a FROM
+ * item. No statement when no delivery is asked.
+ */
+export function attemptsReader<T extends object>(
+  select: (attempts: string) => string,
+): (db: Queryable, destinationIds: readonly string[], deliveryIds: readonly string[]) => Promise<T[]> {
+  const text = select(`(${attemptsOfDeliveriesSql("$1::uuid[]", "$2::bigint[]")})`);
+  return async (db, destinationIds, deliveryIds) =>
+    deliveryIds.length === 0 ? [] : (await db.query<T>(text, [destinationIds, deliveryIds])).rows;
 }
 
 /**

@@ -1,8 +1,6 @@
-import type { DeliveryStatus } from "../job-table/index.js";
+import type { DeliveryStatus } from "../job-table/delivery-completion.js";
 import type { Queryable } from "../pool.js";
-import type { JobTableLayout } from "../citus/layout.js";
-import { selectDeliveryOnCitus } from "./citus/delivery-reads.js";
-import { attemptsOfDeliveriesSql, attemptsSinceSql } from "./attempts-of.js";
+import { attemptsReader, attemptsSinceSql } from "./attempts-of.js";
 import type { DeliveryRow } from "./delivery-rows.js";
 
 export interface AttemptRow {
@@ -37,30 +35,22 @@ const columns = `d.id, d.destination_id, d.source_id, m.message_id, m.type, d.st
   (SELECT a.sent_body FROM delivery_attempts a WHERE a.destination_id = d.destination_id AND a.delivery_id = d.id
     ORDER BY a.attempt DESC, a.url_index LIMIT 1) AS sent_body`;
 
-export async function selectDelivery(db: Queryable, id: string, layout: JobTableLayout = "postgres"): Promise<DeliveryRow | undefined> {
-  if (layout === "citus") return selectDeliveryOnCitus(db, id);
+/** One delivery with its message and the body its last attempt sent (the single-node form of the driver's read). */
+export async function selectDelivery(db: Queryable, id: string): Promise<DeliveryRow | undefined> {
   const result = await db.query<DeliveryRow>(`SELECT ${columns} FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE d.id = $1`, [
     id,
   ]);
   return result.rows[0];
 }
 
-export async function selectAttempts(
-  db: Queryable,
-  destinationIds: readonly string[],
-  deliveryIds: readonly string[],
-): Promise<AttemptRow[]> {
-  if (deliveryIds.length === 0) return [];
-  const result = await db.query<AttemptRow>(
-    `SELECT delivery_id, attempt, url, attempted_at, outcome, status_code, error, latency_ms, response_body, destination_revision,
-            discarded_values, subscription, method, request_headers, request_body, request_body_bytes, batch_id, batch_calls,
-            batch_delivery_ids
-       FROM (${attemptsOfDeliveriesSql("$1::uuid[]", "$2::bigint[]")}) a
-      ORDER BY delivery_id, attempt, url_index, position`,
-    [destinationIds, deliveryIds],
-  );
-  return result.rows;
-}
+/** The deliveries' attempts, their own and their batches', in order. */
+export const selectAttempts = attemptsReader<AttemptRow>(
+  (attempts) => `SELECT delivery_id, attempt, url, attempted_at, outcome, status_code, error, latency_ms, response_body,
+          destination_revision, discarded_values, subscription, method, request_headers, request_body, request_body_bytes,
+          batch_id, batch_calls, batch_delivery_ids
+     FROM ${attempts} a
+    ORDER BY delivery_id, attempt, url_index, position`,
+);
 
 export interface DestinationStatsRow {
   counts: Partial<Record<DeliveryStatus, string>>;

@@ -1,9 +1,8 @@
-import type { DeliveryStatus } from "../job-table/index.js";
+import type { DeliveryStatus } from "../job-table/delivery-completion.js";
 
 // The rows delivery reads return and the options of a search: shared by the
-// Postgres reads (deliveries.ts, delivery-search.ts) and their Citus forms
-// (citus/delivery-reads.ts): the first call the second and both return
-// these, so they live in neither.
+// single-node reads (deliveries.ts, delivery-search.ts) and their Citus
+// forms (job-table/citus/delivery-reads.ts).
 
 export interface DeliveryRow {
   id: string;

@@ -1,8 +1,6 @@
 import type pg from "pg";
-import { and, byMessage, filterPredicates, Params, type DeliveryFilter, type Query } from "../job-table/index.js";
+import { and, byMessage, filterPredicates, Params, type DeliveryFilter, type Query } from "../job-table/filter.js";
 import type { Queryable } from "../pool.js";
-import type { JobTableLayout } from "../citus/layout.js";
-import { searchDeliveriesOnCitus } from "./citus/delivery-reads.js";
 import type { SearchOptions, SearchRow } from "./delivery-rows.js";
 
 const columns = `d.id, d.destination_id, d.source_id, m.message_id, m.type, d.status, d.attempt_count,
@@ -48,13 +46,7 @@ export function searchQuery(filter: DeliveryFilter, options: SearchOptions): Que
 }
 
 /** Newest created first. */
-export async function searchDeliveries(
-  db: Queryable,
-  filter: DeliveryFilter,
-  options: SearchOptions,
-  layout: JobTableLayout = "postgres",
-): Promise<SearchRow[]> {
-  if (layout === "citus") return searchDeliveriesOnCitus(db, filter, options);
+export async function searchDeliveries(db: Queryable, filter: DeliveryFilter, options: SearchOptions): Promise<SearchRow[]> {
   const query = searchQuery(filter, options);
   return (await db.query<SearchRow>(query.text, query.values)).rows;
 }
@@ -82,10 +74,10 @@ export function feedPredicates(position: FeedPosition, params: Params): string[]
   return extra;
 }
 
-/** The position after a page of `found` rows (up to `limit + 1` read) of which `rows` are returned. */
-export function nextFeedPosition(position: FeedPosition, snapshot: string, found: number, rows: readonly SearchRow[]): FeedPosition {
+/** The position after a page of `read` rows (up to `limit + 1` read) of which `rows` are returned. */
+function nextFeedPosition(position: FeedPosition, snapshot: string, read: number, rows: readonly SearchRow[]): FeedPosition {
   const last = rows[rows.length - 1];
-  if (found > rows.length && last) {
+  if (read > rows.length && last) {
     return { seen: position.seen, upTo: position.upTo ?? snapshot, after: { xid: last.finished_xid!, id: last.id } };
   }
   // The burst is done: what committed after `upTo` comes with the next read.
@@ -103,6 +95,27 @@ export interface FeedPosition {
   seen: string;
   upTo?: string | undefined;
   after?: { xid: string; id: string } | undefined;
+}
+
+/**
+ * The page a feed read makes of the rows it `found` (newest first without a
+ * position; oldest first after one, `limit + 1` read so that the extra one
+ * says the burst goes on). `read` is how many rows the statement returned,
+ * when some were then left out (a delivery whose message is gone).
+ */
+export function feedPage(
+  found: SearchRow[],
+  position: FeedPosition | undefined,
+  snapshot: string,
+  limits: { limit: number; maxBytes: number },
+  read = found.length,
+): FeedPage {
+  // The newest that fit: a first read shows the latest, not a history to page through.
+  if (!position) return { rows: found.slice(0, rowsWithinBytes(found, limits.maxBytes)), next: { seen: snapshot } };
+  const rows = found.slice(0, Math.min(limits.limit, rowsWithinBytes(found.slice(0, limits.limit), limits.maxBytes)));
+  const next = nextFeedPosition(position, snapshot, read, rows);
+  // Newest first, as every page of ListDeliveries (the position was taken from the oldest-first order).
+  return { rows: rows.reverse(), next };
 }
 
 /**
@@ -145,20 +158,10 @@ export async function readFinishFeed(
     // One snapshot for both statements: the rows, and the snapshot the next read starts from.
     await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
     const snapshot = (await client.query<{ s: string }>("SELECT pg_current_snapshot()::text AS s")).rows[0]!.s;
-    if (!position) {
-      const first = feedQuery(filter, undefined, limit);
-      const rows = (await client.query<SearchRow>(first.text, first.values)).rows;
-      await client.query("COMMIT");
-      // The newest that fit: a first read shows the latest, not a history to page through.
-      return { rows: rows.slice(0, rowsWithinBytes(rows, maxBytes)), next: { seen: snapshot } };
-    }
-    const query = feedQuery(filter, position, limit + 1);
+    const query = feedQuery(filter, position, position ? limit + 1 : limit);
     const found = (await client.query<SearchRow>(query.text, query.values)).rows;
     await client.query("COMMIT");
-    const fit = Math.min(limit, rowsWithinBytes(found.slice(0, limit), maxBytes));
-    const rows = found.slice(0, fit);
-    const next = nextFeedPosition(position, snapshot, found.length, rows);
-    return { rows: rows.reverse(), next };
+    return feedPage(found, position, snapshot, { limit, maxBytes });
   } catch (error) {
     await client.query("ROLLBACK").catch(() => undefined);
     throw error;

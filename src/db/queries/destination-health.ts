@@ -1,5 +1,3 @@
-import type { JobTableLayout } from "../citus/layout.js";
-import { takeExpiredReportsOnCitus } from "./citus/expired-reports.js";
 import type { Queryable } from "../pool.js";
 
 export type CircuitState = "closed" | "open" | "half_open";
@@ -157,18 +155,21 @@ export async function listCircuitStates(db: Queryable): Promise<Array<{ destinat
   return result.rows.map((r) => ({ destinationId: r.destination_id, open: r.state !== "closed" }));
 }
 
+/** A destination's deliveries expired since its last report (`since`; null: never reported). */
+export interface ExpiredReport {
+  destinationId: string;
+  /** null: the destination is gone. */
+  name: string | null;
+  count: number;
+  since: Date | null;
+}
+
 /**
  * Expired deliveries to report, at most once per `minIntervalMs` per
  * destination: the counts are taken (reset to 0) in the statement that
  * reads them, so of several processes exactly one reports each.
  */
-export async function takeExpiredReports(
-  db: Queryable,
-  now: Date,
-  minIntervalMs: number,
-  layout: JobTableLayout = "postgres",
-): Promise<Array<{ destinationId: string; name: string | null; count: number; since: Date | null }>> {
-  if (layout === "citus") return takeExpiredReportsOnCitus(db, now, minIntervalMs);
+export async function takeExpiredReports(db: Queryable, now: Date, minIntervalMs: number): Promise<ExpiredReport[]> {
   const result = await db.query<{ destination_id: string; name: string | null; count: number; since: Date | null }>(
     `WITH due AS (
        SELECT destination_id, expired_unreported, expired_reported_at FROM destination_health

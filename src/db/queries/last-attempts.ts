@@ -1,5 +1,4 @@
-import type { Queryable } from "../pool.js";
-import { attemptsOfDeliveriesSql } from "./attempts-of.js";
+import { attemptsReader } from "./attempts-of.js";
 
 export interface LastAttemptRow {
   delivery_id: string;
@@ -14,19 +13,10 @@ export interface LastAttemptRow {
  * view shows what went wrong without reading every attempt. A batch POST
  * refused as too large and sent again split is not the last of its URL.
  */
-export async function selectLastAttempts(
-  db: Queryable,
-  destinationIds: readonly string[],
-  deliveryIds: readonly string[],
-): Promise<LastAttemptRow[]> {
-  if (deliveryIds.length === 0) return [];
-  const result = await db.query<LastAttemptRow>(
-    `SELECT DISTINCT ON (delivery_id) delivery_id, outcome, status_code, error
-       FROM (SELECT *, position = max(position) OVER (PARTITION BY delivery_id, attempt, url_index) AS latest
-               FROM (${attemptsOfDeliveriesSql("$1::uuid[]", "$2::bigint[]")}) a) a
-      WHERE latest
-      ORDER BY delivery_id, attempt DESC, outcome = 'success', url_index`,
-    [destinationIds, deliveryIds],
-  );
-  return result.rows;
-}
+export const selectLastAttempts = attemptsReader<LastAttemptRow>(
+  (attempts) => `SELECT DISTINCT ON (delivery_id) delivery_id, outcome, status_code, error
+     FROM (SELECT *, position = max(position) OVER (PARTITION BY delivery_id, attempt, url_index) AS latest
+             FROM ${attempts} a) a
+    WHERE latest
+    ORDER BY delivery_id, attempt DESC, outcome = 'success', url_index`,
+);

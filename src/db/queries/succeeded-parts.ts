@@ -1,5 +1,12 @@
 import type { Queryable } from "../pool.js";
-import { attemptsOfDeliveriesSql } from "./attempts-of.js";
+import { attemptsReader } from "./attempts-of.js";
+
+const succeeded = attemptsReader<{ subscription: string }>(
+  (attempts) => `SELECT subscription FROM ${attempts} a
+    WHERE subscription IS NOT NULL
+    GROUP BY attempt, subscription
+   HAVING bool_and(outcome = 'success')`,
+);
 
 /**
  * The parts of a delivery that succeeded in an earlier attempt, for a kind
@@ -8,12 +15,5 @@ import { attemptsOfDeliveriesSql } from "./attempts-of.js";
  * some attempt, all successes. A retry does not run them again.
  */
 export async function succeededParts(db: Queryable, destinationId: string, deliveryId: string): Promise<Set<string>> {
-  const result = await db.query<{ subscription: string }>(
-    `SELECT subscription FROM (${attemptsOfDeliveriesSql("$1::uuid[]", "$2::bigint[]")}) a
-      WHERE subscription IS NOT NULL
-      GROUP BY attempt, subscription
-     HAVING bool_and(outcome = 'success')`,
-    [[destinationId], [deliveryId]],
-  );
-  return new Set(result.rows.map((r) => r.subscription));
+  return new Set((await succeeded(db, [destinationId], [deliveryId])).map((r) => r.subscription));
 }

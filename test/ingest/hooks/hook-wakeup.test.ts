@@ -9,6 +9,7 @@ import { createTransformSandboxes, type TransformSandboxes } from "../../../src/
 import { hookRequestState, hookSettings, insertHookRequest, makeWebhookSource } from "../../helpers/hook-requests.js";
 import { eventually } from "../../helpers/process.js";
 import { testWith } from "../../helpers/fixtures.js";
+import { singleNodeJobTable } from "../../../src/db/job-table/index.js";
 
 // A server that processes nothing (role api) and a processor of the test's
 // own that would not look again for an hour: only the NOTIFY wakes it.
@@ -25,7 +26,7 @@ test.beforeAll(async ({ server }) => {
     notifier,
     clock: systemClock,
     logger: createLogger("silent"),
-    ingestor: createIngestor({ pool: server.pool, clock: systemClock, kindMatcher: matcherOfRow }),
+    ingestor: createIngestor({ pool: server.pool, jobTable: singleNodeJobTable, clock: systemClock, kindMatcher: matcherOfRow }),
     sandboxes,
     leaseMs: 10_000,
     pollMs: 3_600_000,

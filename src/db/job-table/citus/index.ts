@@ -4,6 +4,12 @@ import type { JobTableDriver } from "../driver.js";
 import { purgeOldMessages } from "../purge.js";
 import { recordRefusedCompletion } from "../refuse.js";
 import { countBackfillCandidatesOnCitus, selectBackfillCandidatesOnCitus } from "./backfill-candidates.js";
+import { selectDeliveryOnCitus, searchDeliveriesOnCitus } from "./delivery-reads.js";
+import { selectDestinationBacklogsOnCitus } from "./destination-backlogs.js";
+import { takeExpiredReportsOnCitus } from "./expired-reports.js";
+import { searchFatesOnCitus } from "./fate-search.js";
+import { readFinishFeedOnCitus } from "./finish-feed.js";
+import { reachShardsSequentiallyOnCitus } from "./sequential-shards.js";
 import { createCitusClaim } from "./claim.js";
 import { completeDeliveriesOnCitus } from "./complete.js";
 import { countReplayableOnCitus } from "./count-replayable.js";
@@ -33,7 +39,6 @@ import { analyzeJobTableIfStaleOnCitus, readQueueActivityOnCitus, vacuumJobTable
  * through the coordinator.
  */
 export const citusJobTable: JobTableDriver = {
-  layout: "citus",
   claimDeliveries: createCitusClaim(),
   extendLeases: extendLeasesOnCitus,
   // Every change that moves deliveries into the history holds the finish
@@ -55,8 +60,19 @@ export const citusJobTable: JobTableDriver = {
   // Routed in the process and stored in one transaction: messages, their
   // de-duplication keys and their deliveries are in three colocation groups.
   storeMessages: storeMessagesOnCitus,
-  countReplayable: countReplayableOnCitus,
-  countBackfillCandidates: countBackfillCandidatesOnCitus,
-  selectBackfillCandidates: selectBackfillCandidatesOnCitus,
   lockHealthRows: lockHealthRowsOnCitus,
+  reachShardsSequentially: reachShardsSequentiallyOnCitus,
+  // Each read keeps to one colocation group per statement: deliveries first,
+  // then their messages by id, put together in the process.
+  reads: {
+    selectDelivery: selectDeliveryOnCitus,
+    searchDeliveries: searchDeliveriesOnCitus,
+    readFinishFeed: readFinishFeedOnCitus,
+    searchFates: searchFatesOnCitus,
+    takeExpiredReports: takeExpiredReportsOnCitus,
+    selectDestinationBacklogs: selectDestinationBacklogsOnCitus,
+    countReplayable: countReplayableOnCitus,
+    countBackfillCandidates: countBackfillCandidatesOnCitus,
+    selectBackfillCandidates: selectBackfillCandidatesOnCitus,
+  },
 };

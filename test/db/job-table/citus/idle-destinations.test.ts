@@ -3,7 +3,7 @@ import { citusJobTable } from "../../../../src/db/job-table/citus/index.js";
 import type { ClaimOptions } from "../../../../src/db/job-table/index.js";
 import type { Pool, Queryable } from "../../../../src/db/pool.js";
 import { citusSkipReason, citusUrl, openCitusTestDatabase } from "../../../helpers/citus.js";
-import { seedDeliveries, seedDestination, seedMessages, seedSource } from "../../../helpers/citus-job-table.js";
+import { seedDeliveries, seedDestination, seedMessages, seedSource } from "../../../helpers/job-table-rows.js";
 
 /** A pool that records the destination of every per-destination claim statement it runs (its 8th parameter). */
 function countingPool(pool: Pool): { db: Queryable; perDestination: string[] } {

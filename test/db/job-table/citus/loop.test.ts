@@ -8,7 +8,7 @@ import { createDeliveryLoop, type DeliveryLoop } from "../../../../src/delivery/
 import { createLogger } from "../../../../src/logger.js";
 import { createTransformSandboxes, type TransformSandboxes } from "../../../../src/sandbox/transform-sandbox.js";
 import { citusSkipReason, citusUrl, openCitusTestDatabase } from "../../../helpers/citus.js";
-import { seedDeliveries, seedDestination, statuses } from "../../../helpers/citus-job-table.js";
+import { seedDeliveries, seedDestination, statuses } from "../../../helpers/job-table-rows.js";
 import { startReceiver, type Receiver } from "../../../helpers/receiver.js";
 
 // The delivery loop with the Citus driver passed in, against the cluster:

@@ -2,8 +2,8 @@ import { randomUUID } from "node:crypto";
 import type { Queryable } from "../../src/db/pool.js";
 
 /**
- * Rows for the job-table tests on Citus, written straight into the tables
- * (the distributed layout has no triggers: a destination's rate bucket is
+ * Rows for the job-table tests of either driver, written straight into the
+ * tables (the schema has no triggers: a destination's rate bucket is
  * written here, as the statement creating a destination writes it there).
  */
 export async function seedSource(db: Queryable): Promise<string> {
@@ -78,4 +78,20 @@ export async function statuses(db: Queryable, destinationId: string): Promise<Ma
     destinationId,
   ]);
   return new Map(result.rows.map((row) => [row.id, row.status]));
+}
+
+/** Moves queued deliveries to the history as `status`, finished at `at`, by hand (bypassing the lease fence). */
+export async function finishDeliveries(
+  db: Queryable,
+  destinationId: string,
+  ids: readonly string[],
+  status: string,
+  at: Date,
+): Promise<void> {
+  await db.query(
+    `WITH q AS (DELETE FROM delivery_queue WHERE destination_id = $1 AND id = ANY($2::bigint[]) RETURNING *)
+     INSERT INTO delivery_history (destination_id, id, message_pk, source_id, status, created_at, finalized_at, attempt_count, lease_token, ordering_key)
+     SELECT destination_id, id, message_pk, source_id, $3::delivery_status, created_at, $4, attempt_count, lease_token + 1, ordering_key FROM q`,
+    [destinationId, ids, status, at],
+  );
 }

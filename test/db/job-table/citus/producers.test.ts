@@ -1,14 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createSyncer } from "../../../src/audiences/syncer.js";
-import { createDeletion } from "../../../src/deletion/create-deletion.js";
-import { type JobTableDriver, singleNodeJobTable } from "../../../src/db/job-table/driver.js";
-import type { Pool } from "../../../src/db/pool.js";
-import { citusSkipReason, citusUrl, openCitusTestDatabase } from "../../helpers/citus.js";
+import { createSyncer } from "../../../../src/audiences/syncer.js";
+import { createDeletion } from "../../../../src/deletion/create-deletion.js";
+import { citusJobTable } from "../../../../src/db/job-table/index.js";
+import type { Pool } from "../../../../src/db/pool.js";
+import { citusSkipReason, citusUrl, openCitusTestDatabase } from "../../../helpers/citus.js";
 
 const clock = { now: () => new Date() };
-// Only the driver's layout is read on these paths (the Citus driver's statements are another module's).
-const citusLayout: JobTableDriver = { ...singleNodeJobTable, layout: "citus" };
 
 // The producers other than ingest that store messages and queue their
 // deliveries: deletion notifications and audience syncs, on the cluster.
@@ -50,7 +48,7 @@ describe.skipIf(!citusUrl)(`deliveries queued by deletions and audience syncs on
 
   test("a deletion stores one notification for the source and queues it to each enabled destination", async () => {
     const created = await createDeletion(
-      { pool, clock, jobTable: citusLayout },
+      { pool, clock, jobTable: citusJobTable },
       { userId: "gone", sourceIds: [sourceId], sourceIndexes: [0] },
     );
     expect(created.notificationsTotal).toBe(2);
@@ -63,7 +61,7 @@ describe.skipIf(!citusUrl)(`deliveries queued by deletions and audience syncs on
   });
 
   test("an audience sync stores one identify per changed user and queues it to each enabled destination", async () => {
-    const syncer = createSyncer({ pool, clock, jobTable: citusLayout });
+    const syncer = createSyncer({ pool, clock, jobTable: citusJobTable });
     const result = await syncer.run({ id: audienceId, sourceId, key: "vips", kind: "audience" }, [
       { userIds: ["a", "b", "c"], valueTexts: undefined },
     ]);

@@ -1,21 +1,17 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { emptyCall } from "../../../src/calls/call.js";
-import { systemClock } from "../../../src/clock.js";
-import { type JobTableDriver, singleNodeJobTable } from "../../../src/db/job-table/driver.js";
-import { matcherOfRow } from "../../../src/delivery/kinds/registry.js";
-import { createIngestor } from "../../../src/ingest/ingestor.js";
-import { storeMessagesOnCitus } from "../../../src/db/job-table/citus/store-messages.js";
-import type { Pool } from "../../../src/db/pool.js";
-import type { MessageToStore } from "../../../src/db/job-table/store-messages.js";
-import { NotFoundError } from "../../../src/errors.js";
-import { citusSkipReason, citusUrl, openCitusTestDatabase } from "../../helpers/citus.js";
+import { beforeAll, expect, test } from "vitest";
+import { emptyCall } from "../../../../src/calls/call.js";
+import { systemClock } from "../../../../src/clock.js";
+import { matcherOfRow } from "../../../../src/delivery/kinds/registry.js";
+import { createIngestor } from "../../../../src/ingest/ingestor.js";
+import type { MessageToStore } from "../../../../src/db/job-table/store-messages.js";
+import { NotFoundError } from "../../../../src/errors.js";
+import { describeEachDriver } from "./drivers.js";
 
-// Ingest on the distributed layout: messages, their keys, their deliveries
-// and their fates are on different shards, stored in one transaction.
-describe.skipIf(!citusUrl)(`ingest on Citus${citusSkipReason}`, () => {
-  let pool: Pool;
-  let close: () => Promise<void>;
+// Ingest: calls stored and routed to their deliveries and fates in one
+// transaction (on Citus, messages, their keys, their deliveries and their
+// fates are on different shards).
+describeEachDriver("storing calls", (driver, db) => {
   const sourceId = randomUUID();
   const ordered = randomUUID();
   const plain = randomUUID();
@@ -23,7 +19,7 @@ describe.skipIf(!citusUrl)(`ingest on Citus${citusSkipReason}`, () => {
   const consent = randomUUID();
 
   beforeAll(async () => {
-    ({ pool, close } = await openCitusTestDatabase());
+    const { pool } = db;
     await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', 'k')", [sourceId]);
     for (const [id, name, ordering, enabled, categories] of [
       [ordered, "ordered", "per_user", true, "{}"],
@@ -38,9 +34,6 @@ describe.skipIf(!citusUrl)(`ingest on Citus${citusSkipReason}`, () => {
       );
       await pool.query("INSERT INTO destination_sources (source_id, destination_id) VALUES ($1, $2)", [sourceId, id]);
     }
-  }, 120_000);
-  afterAll(async () => {
-    await close?.();
   });
 
   // The rules in force: the consent destination holds calls back (revision 1).
@@ -56,16 +49,16 @@ describe.skipIf(!citusUrl)(`ingest on Citus${citusSkipReason}`, () => {
   });
 
   async function deliveriesOf(messageIds: string[]) {
-    const messages = await pool.query<{ id: string; message_id: string }>(
+    const messages = await db.pool.query<{ id: string; message_id: string }>(
       "SELECT id::text, message_id FROM messages WHERE source_id = $1 AND message_id = ANY($2)",
       [sourceId, messageIds],
     );
     const byPk = new Map(messages.rows.map((row) => [row.id, row.message_id]));
-    const deliveries = await pool.query<{ id: string; destination_id: string; message_pk: string; ordering_key: string | null }>(
+    const deliveries = await db.pool.query<{ id: string; destination_id: string; message_pk: string; ordering_key: string | null }>(
       "SELECT id::text, destination_id::text, message_pk::text, ordering_key FROM delivery_queue q WHERE message_pk = ANY($1::bigint[]) ORDER BY q.id",
       [[...byPk.keys()]],
     );
-    const fates = await pool.query<{ destination_id: string; message_pk: string; fate: string; reason: string | null }>(
+    const fates = await db.pool.query<{ destination_id: string; message_pk: string; fate: string; reason: string | null }>(
       "SELECT destination_id::text, message_pk::text, fate, reason FROM call_fates WHERE message_pk = ANY($1::bigint[])",
       [[...byPk.keys()]],
     );
@@ -81,9 +74,9 @@ describe.skipIf(!citusUrl)(`ingest on Citus${citusSkipReason}`, () => {
     const first = message({ payload: payloads[0], userId: "", anonymousId: "anon-1" });
     const second = message({ payload: payloads[1], integrations: { plain: false } });
     const third = message({ filteredOut: { [consent]: "consent" }, integrations: { All: false, Webhooks: true } });
-    const result = await storeMessagesOnCitus(pool, sourceId, new Date(), [first, second, third], stamp());
+    const result = await driver.storeMessages(db.pool, sourceId, new Date(), [first, second, third], stamp());
     expect(result).toEqual({ fresh: true, queued: true, filtered: [[consent, "consent", 1]] });
-    const stored = await pool.query<{ message_id: string; payload: string; user_id: string | null }>(
+    const stored = await db.pool.query<{ message_id: string; payload: string; user_id: string | null }>(
       "SELECT message_id, payload, user_id FROM messages WHERE message_id = ANY($1)",
       [[first.messageId, second.messageId]],
     );
@@ -113,16 +106,11 @@ describe.skipIf(!citusUrl)(`ingest on Citus${citusSkipReason}`, () => {
         [third.messageId, consent, "filtered/consent"],
       ].sort(),
     );
-    const keys = await pool.query("SELECT count(*)::int AS n FROM message_keys WHERE source_id = $1 AND message_id = ANY($2)", [
-      sourceId,
-      [first.messageId, second.messageId, third.messageId],
-    ]);
-    expect(keys.rows[0].n).toBe(3);
   });
 
   test("delivery ids follow the calls' order in the batch", async () => {
     const batch = Array.from({ length: 40 }, (_, i) => message({ userId: `user-${i % 3}` }));
-    await storeMessagesOnCitus(pool, sourceId, new Date(), batch, stamp());
+    await driver.storeMessages(db.pool, sourceId, new Date(), batch, stamp());
     const { deliveries } = await deliveriesOf(batch.map((m) => m.messageId));
     const toOrdered = deliveries.filter((row) => row.destination_id === ordered);
     expect(toOrdered.map((row) => row.messageId)).toEqual(batch.map((m) => m.messageId));
@@ -132,8 +120,14 @@ describe.skipIf(!citusUrl)(`ingest on Citus${citusSkipReason}`, () => {
 
   test("a repeated messageId is acknowledged and not stored again, in a later batch and concurrently", async () => {
     const once = message();
-    await storeMessagesOnCitus(pool, sourceId, new Date(), [once], stamp());
-    const again = await storeMessagesOnCitus(pool, sourceId, new Date(), [once, message({ messageId: `${once.messageId}-new` })], stamp());
+    await driver.storeMessages(db.pool, sourceId, new Date(), [once], stamp());
+    const again = await driver.storeMessages(
+      db.pool,
+      sourceId,
+      new Date(),
+      [once, message({ messageId: `${once.messageId}-new` })],
+      stamp(),
+    );
     expect(again.fresh).toBe(true);
     const twice = await deliveriesOf([once.messageId]);
     expect(twice.messages).toHaveLength(1);
@@ -141,7 +135,7 @@ describe.skipIf(!citusUrl)(`ingest on Citus${citusSkipReason}`, () => {
     expect((await deliveriesOf([`${once.messageId}-new`])).messages).toHaveLength(1);
 
     const raced = message();
-    await Promise.all(Array.from({ length: 4 }, () => storeMessagesOnCitus(pool, sourceId, new Date(), [raced], stamp())));
+    await Promise.all(Array.from({ length: 4 }, () => driver.storeMessages(db.pool, sourceId, new Date(), [raced], stamp())));
     const stored = await deliveriesOf([raced.messageId]);
     expect(stored.messages).toHaveLength(1);
     expect(stored.deliveries).toHaveLength(3);
@@ -149,43 +143,46 @@ describe.skipIf(!citusUrl)(`ingest on Citus${citusSkipReason}`, () => {
 
   test("stale rules store nothing; an unknown source is not found", async () => {
     const stale = message();
-    const result = await storeMessagesOnCitus(pool, sourceId, new Date(), [stale], "{}");
+    const result = await driver.storeMessages(db.pool, sourceId, new Date(), [stale], "{}");
     expect(result).toEqual({ fresh: false, filtered: [], queued: false });
     expect((await deliveriesOf([stale.messageId])).messages).toHaveLength(0);
-    const keys = await pool.query("SELECT count(*)::int AS n FROM message_keys WHERE message_id = $1", [stale.messageId]);
-    expect(keys.rows[0].n).toBe(0);
-    await expect(storeMessagesOnCitus(pool, randomUUID(), new Date(), [message()], "{}")).rejects.toBeInstanceOf(NotFoundError);
+    // Nothing of it was kept (on Citus, not its de-duplication key either): with the rules in force it stores.
+    await driver.storeMessages(db.pool, sourceId, new Date(), [stale], stamp());
+    expect((await deliveriesOf([stale.messageId])).deliveries).toHaveLength(3);
+    await expect(driver.storeMessages(db.pool, randomUUID(), new Date(), [message()], "{}")).rejects.toBeInstanceOf(NotFoundError);
   });
 
   test("one transaction: a call refused half-way leaves no key behind, and a caller's rollback takes everything back", async () => {
     const refused = message({ type: "not-a-type" });
-    await expect(storeMessagesOnCitus(pool, sourceId, new Date(), [refused], stamp())).rejects.toThrow(/messages_type_check/);
-    const keys = await pool.query("SELECT count(*)::int AS n FROM message_keys WHERE message_id = $1", [refused.messageId]);
-    expect(keys.rows[0].n).toBe(0);
+    await expect(driver.storeMessages(db.pool, sourceId, new Date(), [refused], stamp())).rejects.toThrow(/messages_type_check/);
     // Its key was not kept: the same messageId stores now.
-    await storeMessagesOnCitus(pool, sourceId, new Date(), [{ ...refused, type: "track" }], stamp());
+    await driver.storeMessages(db.pool, sourceId, new Date(), [{ ...refused, type: "track" }], stamp());
     expect((await deliveriesOf([refused.messageId])).deliveries).toHaveLength(3);
 
-    const client = await pool.connect();
+    const client = await db.pool.connect();
     const undone = message();
     try {
       await client.query("BEGIN");
-      const result = await storeMessagesOnCitus(client, sourceId, new Date(), [undone], stamp());
+      const result = await driver.storeMessages(client, sourceId, new Date(), [undone], stamp());
       expect(result.queued).toBe(true);
       await client.query("ROLLBACK");
     } finally {
       client.release();
     }
     expect((await deliveriesOf([undone.messageId])).messages).toHaveLength(0);
-    await storeMessagesOnCitus(pool, sourceId, new Date(), [undone], stamp());
+    await driver.storeMessages(db.pool, sourceId, new Date(), [undone], stamp());
     expect((await deliveriesOf([undone.messageId])).deliveries).toHaveLength(3);
   });
 
   test("the ingestor stores through the driver it is given: from the pool, and inside a caller's transaction", async () => {
-    // The Citus driver's other statements are another module's; ingest uses only this one.
-    const jobTable: JobTableDriver = { ...singleNodeJobTable, layout: "citus", storeMessages: storeMessagesOnCitus };
     let wakes = 0;
-    const ingestor = createIngestor({ pool, clock: systemClock, jobTable, onQueued: () => wakes++, kindMatcher: matcherOfRow });
+    const ingestor = createIngestor({
+      pool: db.pool,
+      clock: systemClock,
+      jobTable: driver,
+      onQueued: () => wakes++,
+      kindMatcher: matcherOfRow,
+    });
     const track = (messageId: string) => ({ ...emptyCall("track"), messageId, userId: "ingested", event: "Order Completed" });
     const [one, two] = [randomUUID(), randomUUID()];
     // The ingestor reads the source's rules (and their stamp) itself: a stale stamp would store nothing.
@@ -201,7 +198,7 @@ describe.skipIf(!citusUrl)(`ingest on Citus${citusSkipReason}`, () => {
     ]);
 
     const inTransaction = randomUUID();
-    const client = await pool.connect();
+    const client = await db.pool.connect();
     try {
       await client.query("BEGIN");
       await ingestor.ingest(sourceId, [track(inTransaction)], { db: client });

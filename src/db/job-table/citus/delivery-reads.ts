@@ -1,6 +1,7 @@
-import { and, filterPredicates, Params, type DeliveryFilter } from "../../job-table/index.js";
 import type { Queryable } from "../../pool.js";
-import type { DeliveryRow, SearchOptions, SearchRow } from "../delivery-rows.js";
+import type { DeliveryRow, SearchOptions, SearchRow } from "../../queries/delivery-rows.js";
+import { byMessage, and, Params, type DeliveryFilter } from "../filter.js";
+import { citusFilterPredicates } from "./message-filter.js";
 
 // On Citus a delivery (by destination) and its message (by id) are on
 // different shards, and Citus joins them in one statement only by
@@ -13,17 +14,6 @@ export type DeliveryPart = Omit<SearchRow, "message_id" | "type" | "payload" | "
 export const deliveryColumns = `d.id, d.destination_id, d.source_id, d.message_pk, d.status, d.attempt_count, d.created_at,
   coalesce(d.earliest_attempt_at, d.first_attempt_at) AS first_attempt_at, d.run_at, d.finalized_at,
   d.created_at::text AS cursor_at, d.finished_xid::text AS finished_xid`;
-
-/** The stored calls that messageId and userId name (every source's), as message keys; undefined when the filter names none. */
-export async function messagesOfFilter(db: Queryable, filter: DeliveryFilter): Promise<string[] | undefined> {
-  if (filter.messageId === undefined && filter.userId === undefined) return undefined;
-  const params = new Params();
-  const where = ["m.source_id IN (SELECT id FROM sources)"];
-  if (filter.messageId !== undefined) where.push(`m.message_id = ${params.add(filter.messageId, "text")}`);
-  if (filter.userId !== undefined) where.push(`m.user_id = ${params.add(filter.userId, "text")}`);
-  const result = await db.query<{ id: string }>(`SELECT m.id FROM messages m WHERE ${and(where)}`, params.values);
-  return result.rows.map((row) => row.id);
-}
 
 /** The rows with their messages and last sent bodies; a delivery whose message is gone is left out (as an inner join would). */
 export async function withMessages<T extends DeliveryPart>(db: Queryable, parts: T[]): Promise<Array<Omit<T, "message_pk"> & DeliveryRow>> {
@@ -65,17 +55,14 @@ export async function withMessages<T extends DeliveryPart>(db: Queryable, parts:
  * the single-node per-destination walk.
  */
 export async function searchDeliveriesOnCitus(db: Queryable, filter: DeliveryFilter, options: SearchOptions): Promise<SearchRow[]> {
-  const messagePks = await messagesOfFilter(db, filter);
-  if (messagePks?.length === 0) return [];
   const params = new Params();
-  const where = filterPredicates({ ...filter, messageId: undefined, userId: undefined }, params);
-  if (messagePks) where.push(`d.message_pk = ANY(${params.add(messagePks, "bigint[]")})`);
+  const where = await citusFilterPredicates(db, filter, params);
   if (options.before) {
     where.push(
       `(d.created_at, d.id) < (${params.add(options.before.createdAt, "timestamptz")}, ${params.add(options.before.id, "bigint")})`,
     );
   }
-  const live = filter.destinationId === undefined && !messagePks ? "JOIN destinations dst ON dst.id = d.destination_id" : "";
+  const live = filter.destinationId === undefined && !byMessage(filter) ? "JOIN destinations dst ON dst.id = d.destination_id" : "";
   const result = await db.query<DeliveryPart>(
     `SELECT ${deliveryColumns} FROM deliveries d ${live}
       WHERE ${and(where)}

@@ -1,4 +1,5 @@
 import type { Queryable } from "../../pool.js";
+import type { ExpiredReport } from "../../queries/destination-health.js";
 
 /**
  * takeExpiredReports on Citus, where `FOR UPDATE SKIP LOCKED` works only in
@@ -9,11 +10,7 @@ import type { Queryable } from "../../pool.js";
  * expiry counted meanwhile is subtracted from, not lost: it is reported
  * next time.
  */
-export async function takeExpiredReportsOnCitus(
-  db: Queryable,
-  now: Date,
-  minIntervalMs: number,
-): Promise<Array<{ destinationId: string; name: string | null; count: number; since: Date | null }>> {
+export async function takeExpiredReportsOnCitus(db: Queryable, now: Date, minIntervalMs: number): Promise<ExpiredReport[]> {
   const taken = await db.query<{ destination_id: string; count: number; since: Date | null }>(
     `UPDATE destination_health h
         SET expired_unreported = h.expired_unreported - due.expired_unreported, expired_reported_at = $1

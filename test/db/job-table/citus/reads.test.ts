@@ -13,17 +13,16 @@ import {
   type ListFatesResponse,
   RetryDeliveriesRequestSchema,
   type RetryDeliveriesResponse,
-} from "../../../gen/waypost/v1/delivery_pb.js";
-import { createDeliveryService } from "../../../src/api/delivery-service.js";
-import { createBacklogReader } from "../../../src/backlog-reader.js";
-import { systemClock } from "../../../src/clock.js";
-import { storeMessagesOnCitus } from "../../../src/db/job-table/citus/store-messages.js";
-import { citusJobTable } from "../../../src/db/job-table/index.js";
-import { takeExpiredReports } from "../../../src/db/queries/destination-health.js";
-import { selectStoredCallBodiesById, selectStoredCallIds } from "../../../src/db/queries/stored-calls.js";
-import { createLogger } from "../../../src/logger.js";
-import { citusSkipReason, citusUrl, createCitusTestDatabase } from "../../helpers/citus.js";
-import { startTestServer, type TestServer } from "../../helpers/server.js";
+} from "../../../../gen/waypost/v1/delivery_pb.js";
+import { createDeliveryService } from "../../../../src/api/delivery-service.js";
+import { createBacklogReader } from "../../../../src/backlog-reader.js";
+import { systemClock } from "../../../../src/clock.js";
+import { storeMessagesOnCitus } from "../../../../src/db/job-table/citus/store-messages.js";
+import { citusJobTable } from "../../../../src/db/job-table/index.js";
+import { selectStoredCallBodiesById, selectStoredCallIds } from "../../../../src/db/queries/stored-calls.js";
+import { createLogger } from "../../../../src/logger.js";
+import { citusSkipReason, citusUrl, createCitusTestDatabase } from "../../../helpers/citus.js";
+import { startTestServer, type TestServer } from "../../../helpers/server.js";
 
 const citus = citusJobTable;
 const context = {} as HandlerContext;
@@ -173,10 +172,10 @@ describe.skipIf(!citusUrl)(`admin reads on Citus${citusSkipReason}`, () => {
       [other],
     );
     const now = new Date();
-    const reports = await takeExpiredReports(server.pool, now, 60_000, "citus");
+    const reports = await citus.reads.takeExpiredReports(server.pool, now, 60_000);
     expect(reports).toEqual([{ destinationId: other, name: "other", count: 4, since: null }]);
     // Taken: not reported twice, and not due again within the interval.
-    expect(await takeExpiredReports(server.pool, now, 60_000, "citus")).toEqual([]);
+    expect(await citus.reads.takeExpiredReports(server.pool, now, 60_000)).toEqual([]);
     const health = await server.pool.query("SELECT expired_unreported FROM destination_health WHERE destination_id = $1", [other]);
     expect(health.rows).toEqual([{ expired_unreported: 0 }]);
 

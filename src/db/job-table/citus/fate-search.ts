@@ -1,5 +1,5 @@
 import type { Queryable } from "../../pool.js";
-import type { FatedCallRow, FateSearch } from "../fate-search-types.js";
+import { fateSearchValues, type FatedCallRow, type FateSearch } from "../../queries/fate-search.js";
 
 /**
  * searchFates on Citus. call_fates is distributed by message, so a
@@ -23,19 +23,4 @@ export async function searchFatesOnCitus(db: Queryable, search: FateSearch): Pro
     fateSearchValues(search),
   );
   return result.rows;
-}
-
-/** The search's parameters, $1 to $8, as both layouts' statements take them. */
-export function fateSearchValues(search: FateSearch): unknown[] {
-  return [
-    search.destinationId,
-    search.fates,
-    search.reason ?? null,
-    // Bounds rather than NULL for "none", so that each is an index condition.
-    search.since ?? "-infinity",
-    search.until ?? "infinity",
-    search.before?.recordedAt ?? "infinity",
-    search.before?.messagePk ?? "9223372036854775807",
-    search.limit,
-  ];
 }
