@@ -8,7 +8,7 @@ import { sourceFiles } from "./source-files.js";
 const notifier = "background/notifier.ts";
 
 /** Files of src/ that open a listener: a LISTEN statement or a pg client's notification event. */
-export function listeners(files: readonly SourceFile[]): string[] {
+function listeners(files: readonly SourceFile[]): string[] {
   const listens = /(?:query\(\s*[`"']\s*LISTEN\b|[`"']LISTEN\s|\.on\(\s*["']notification["'])/;
   return files.filter((file) => listens.test(file.text)).map((file) => file.path);
 }
@@ -21,7 +21,7 @@ test("only the notifier listens", () => {
 test("a planted listener is found", () => {
   const planted = [
     { path: "delivery/wakeup.ts", text: 'client.on("notification", wake);' },
-    { path: "ingest/x.ts", text: "await client.query(`LISTEN ${channel}`);" },
+    { path: "ingest/x.ts", text: "await client.query(`LISTEN " + "$" + "{channel}`);" },
     { path: "ingest/y.ts", text: "// they LISTEN on it" },
   ];
   expect(listeners(planted)).toEqual(["delivery/wakeup.ts", "ingest/x.ts"]);
