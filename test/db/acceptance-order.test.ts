@@ -1,18 +1,15 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, expect, test } from "vitest";
-import type { Pool } from "../../src/db/pool.js";
+import { expect } from "vitest";
 import { storeMessages, type MessageToStore } from "../../src/db/job-table/store-messages.js";
-import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { testWith } from "../helpers/fixtures.js";
 
 // Per-user ordering takes delivery ids as acceptance order: they must follow
 // the calls' order inside a batch and from one batch to the next.
-let database: TestDatabase;
-let pool: Pool;
+const test = testWith();
 const sourceId = randomUUID();
 const destinations = [randomUUID(), randomUUID(), randomUUID()];
 
-beforeAll(async () => {
-  ({ database, pool } = await openTestDatabase());
+test.beforeAll(async ({ pool }) => {
   await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', 'k')", [sourceId]);
   for (const [i, id] of destinations.entries()) {
     await pool.query(
@@ -23,12 +20,10 @@ beforeAll(async () => {
     await pool.query("INSERT INTO destination_sources (source_id, destination_id) VALUES ($1, $2)", [sourceId, id]);
   }
 });
-afterAll(async () => {
-  await pool?.end();
-  await database?.drop();
-});
 
-test("delivery ids follow the calls' order within and across batches, and carry the user key where the destination orders", async () => {
+test("delivery ids follow the calls' order within and across batches, and carry the user key where the destination orders", async ({
+  pool,
+}) => {
   // Several users interleaved; messageIds whose sort order differs from the
   // batch order, so a join that reorders rows would show.
   const batch = (from: number, size: number): MessageToStore[] =>

@@ -1,22 +1,19 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { claimDeliveries, type ClaimOptions } from "../../src/db/job-table/index.js";
-import type { Pool } from "../../src/db/pool.js";
 import { claimStatement as captureClaim } from "../helpers/claim-statement.js";
-import { openTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { testWith } from "../helpers/fixtures.js";
 
 // The claim statement on a job table of 100,000 unfinished deliveries, with
 // per-user ordering and a rate limit in play: its plan must stay on index
 // lookups, and what it takes must follow both rules.
-let database: TestDatabase;
-let pool: Pool;
+const test = testWith();
 const now = new Date("2026-11-22T12:00:00Z");
 const source = "00000000-0000-4000-8000-000000000001";
 const orderedId = "00000000-0000-4000-8000-0000000000a1";
 const limitedId = "00000000-0000-4000-8000-0000000000b2";
 const plainId = "00000000-0000-4000-8000-0000000000c3";
 
-beforeAll(async () => {
-  ({ database, pool } = await openTestDatabase());
+test.beforeAll(async ({ pool }) => {
   await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', 'x')", [source]);
   await pool.query(
     `INSERT INTO destinations (id, name, enabled, webhooks, max_requests_per_second, ordering)
@@ -53,16 +50,12 @@ beforeAll(async () => {
   await pool.query("UPDATE destination_rate_buckets SET tokens = 300, refilled_at = $2 WHERE destination_id = $1", [limitedId, now]);
   await pool.query("ANALYZE");
 }, 120_000);
-afterAll(async () => {
-  await pool?.end();
-  await database?.drop();
-});
 
 const options: ClaimOptions = { now, limit: 500, perDestinationLimit: 256, room: new Map(), leaseMs: 60_000, owner: "test" };
 
 const claimStatement = () => captureClaim(options);
 
-test("the claim plan follows indexes on 100,000 deliveries with ordering and a rate limit on", async () => {
+test("the claim plan follows indexes on 100,000 deliveries with ordering and a rate limit on", async ({ pool }) => {
   const { text, values } = await claimStatement();
   const plan = (await pool.query(`EXPLAIN ${text}`, values)).rows.map((r) => r["QUERY PLAN"] as string).join("\n");
   expect(plan).toMatch(/Index (Only )?Scan using delivery_queue_lane_idx on delivery_queue d(_\d+)?\b/);
@@ -71,7 +64,7 @@ test("the claim plan follows indexes on 100,000 deliveries with ordering and a r
   expect(plan).not.toMatch(/Seq Scan on delivery_queue/);
 });
 
-test("prepared, the claim keeps to the same indexes when Postgres switches to its generic plan", async () => {
+test("prepared, the claim keeps to the same indexes when Postgres switches to its generic plan", async ({ pool }) => {
   // After five runs of a prepared statement Postgres may plan it once for
   // any parameters; that plan must not fall back to scanning the table.
   const { text, values } = await claimStatement();
@@ -101,7 +94,7 @@ test("prepared, the claim keeps to the same indexes when Postgres switches to it
   expect(plan).not.toMatch(/Seq Scan on delivery_queue/);
 });
 
-test("a claim takes one delivery per user of the ordered destination and no more than the tokens of the limited one", async () => {
+test("a claim takes one delivery per user of the ordered destination and no more than the tokens of the limited one", async ({ pool }) => {
   const before = await pool.query(
     `SELECT count(*)::int AS n FROM deliveries WHERE destination_id = $1 AND status = 'pending' AND leased_until IS NULL`,
     [orderedId],
@@ -136,7 +129,7 @@ test("a claim takes one delivery per user of the ordered destination and no more
   expect(again.deliveries.filter((d) => d.destinationId === limitedId)).toHaveLength(50);
 });
 
-test("a delivery with no user key is not held by earlier ones", async () => {
+test("a delivery with no user key is not held by earlier ones", async ({ pool }) => {
   const message = await pool.query(
     `INSERT INTO messages (source_id, message_id, type, received_at, payload) VALUES ($1, 'no-user', 'track', $2, '{}') RETURNING id`,
     [source, now],

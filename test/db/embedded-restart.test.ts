@@ -1,24 +1,20 @@
 import { chmodSync, existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { entry, eventually, launchService, runToExit, serviceEnv, type ServiceProcess } from "../helpers/process.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import { testWith } from "../helpers/fixtures.js";
 import { testAdminToken } from "../helpers/server.js";
 
 // The real server on its embedded Postgres, killed the way an OOM killer or
 // `kill -9` kills it: its Postgres outlives it, and the next start must
 // still come up on the same data directory and finish the work.
 
+const test = testWith({ receiver: { respond: () => ({ status: 500, body: "down" }) } });
 const started: ServiceProcess[] = [];
-let receiver: Receiver;
 
-beforeAll(async () => {
-  receiver = await startReceiver({ respond: () => ({ status: 500, body: "down" }) });
-});
-afterAll(async () => {
+test.afterAll(() => {
   for (const service of started) if (service.child.exitCode === null && service.child.signalCode === null) service.child.kill("SIGKILL");
-  await receiver?.close();
 });
 
 /** A data directory the embedded Postgres can use (as root it runs as another user). */
@@ -74,7 +70,9 @@ function alive(pid: number): boolean {
 }
 
 describe.skipIf(!existsSync("/proc/self/stat"))("a crashed Waypost on the embedded Postgres", () => {
-  test("after kill -9 with deliveries retrying, the next start takes over the data directory and delivers every call", async () => {
+  test("after kill -9 with deliveries retrying, the next start takes over the data directory and delivers every call", async ({
+    receiver,
+  }) => {
     const dataDir = dataDirectory();
     const first = await start(dataDir);
     const { source } = await admin(first, "waypost.v1.SourceService/CreateSource", { source: { name: "web" } });

@@ -2,11 +2,11 @@ import { copyFileSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { migrate } from "postgres-migrations";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { claimDeliveries, completeDeliveries, replayDelivery } from "../../src/db/job-table/index.js";
 import { migrationsDirectory, runMigrations } from "../../src/db/migrate.js";
-import { createPool, type Pool } from "../../src/db/pool.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import type { Pool } from "../../src/db/pool.js";
+import { testWith } from "../helpers/fixtures.js";
 
 // An installation from before the queue-and-history layout, holding
 // deliveries in every state (one leased, retrying ones with attempts, each
@@ -14,16 +14,13 @@ import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 // where the new layout keeps it, with what it had, and the job table works
 // on them.
 
-let database: TestDatabase;
-let pool: Pool;
+const test = testWith({ database: { migrated: false } });
 let oldMigrations: string;
 const source = "00000000-0000-4000-8000-0000000000a1";
 const destination = "00000000-0000-4000-8000-0000000000b1";
 const statuses = ["pending", "retrying", "delivered", "failed", "expired", "cancelled"] as const;
 
-beforeAll(async () => {
-  database = await createTestDatabase({ migrated: false });
-  pool = createPool({ connectionString: database.url });
+test.beforeAll(async ({ pool }) => {
   // The migrations before the split, as a release that had them applied them.
   oldMigrations = mkdtempSync(path.join(tmpdir(), "waypost-migrations-"));
   for (const file of readdirSync(migrationsDirectory)) {
@@ -36,13 +33,11 @@ beforeAll(async () => {
     client.release();
   }
 });
-afterAll(async () => {
-  await pool?.end();
-  await database?.drop();
+test.afterAll(() => {
   if (oldMigrations) rmSync(oldMigrations, { recursive: true, force: true });
 });
 
-async function fillOldTable() {
+async function fillOldTable(pool: Pool) {
   await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', 'k')", [source]);
   await pool.query(
     `INSERT INTO destinations (id, name, enabled, webhooks) VALUES ($1, 'd', true, '[{"url":"http://example.com","headers":{}}]')`,
@@ -86,8 +81,8 @@ async function fillOldTable() {
   }
 }
 
-test("the upgrade moves waiting deliveries to the queue and finished ones to the history, with their attempts", async () => {
-  await fillOldTable();
+test("the upgrade moves waiting deliveries to the queue and finished ones to the history, with their attempts", async ({ pool }) => {
+  await fillOldTable(pool);
   const before = await pool.query(
     `SELECT id::text, status, attempt_count, lease_token, first_attempt_at, finalized_at, ordering_key, retry_urls, last_error
        FROM deliveries ORDER BY id`,
@@ -120,7 +115,7 @@ test("the upgrade moves waiting deliveries to the queue and finished ones to the
   expect(BigInt(next.rows[0]!.id)).toBeGreaterThan(BigInt(before.rows.at(-1)!.id));
 });
 
-test("after the upgrade the job table works on the moved deliveries", async () => {
+test("after the upgrade the job table works on the moved deliveries", async ({ pool }) => {
   // The pending one's lease has run out: it is claimed, and finishing it moves it to the history.
   const now = new Date();
   const { deliveries } = await claimDeliveries(pool, {

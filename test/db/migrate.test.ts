@@ -1,34 +1,31 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { migrationsDirectory, rewordedMigrations, runMigrations } from "../../src/db/migrate.js";
 import { createPool, type Pool } from "../../src/db/pool.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
+import { testWith } from "../helpers/fixtures.js";
 
-let database: TestDatabase;
-let pools: Pool[];
+const test = testWith({ database: { migrated: false } });
+// A second process's pool, beside the file's: two processes migrating at once.
+let other: Pool;
 
-beforeAll(async () => {
-  database = await createTestDatabase({ migrated: false });
-  pools = [createPool({ connectionString: database.url }), createPool({ connectionString: database.url })];
+test.beforeAll(({ database }) => {
+  other = createPool({ connectionString: database.url });
 });
-afterAll(async () => {
-  await Promise.all(pools.map((p) => p.end()));
-  await database.drop();
-});
+test.afterAll(() => other?.end());
 
-test("two processes migrating at once apply each migration exactly once", async () => {
-  await Promise.all(pools.map((pool) => runMigrations(pool)));
-  const applied = await pools[0]!.query("SELECT id, name FROM migrations ORDER BY id");
+test("two processes migrating at once apply each migration exactly once", async ({ pool }) => {
+  await Promise.all([pool, other].map((each) => runMigrations(each)));
+  const applied = await pool.query("SELECT id, name FROM migrations ORDER BY id");
   expect(applied.rows.length).toBeGreaterThanOrEqual(1);
   expect(new Set(applied.rows.map((r) => r.id)).size).toBe(applied.rows.length);
-  await runMigrations(pools[1]!);
-  expect((await pools[0]!.query("SELECT count(*)::int AS n FROM migrations")).rows[0].n).toBe(applied.rows.length);
+  await runMigrations(other);
+  expect((await pool.query("SELECT count(*)::int AS n FROM migrations")).rows[0].n).toBe(applied.rows.length);
 });
 
-test("the job table enforces its own rules", async () => {
-  const db = pools[0]!;
+test("the job table enforces its own rules", async ({ pool }) => {
+  const db = pool;
   await db.query("INSERT INTO sources (id, name, write_key_hash) VALUES ('00000000-0000-4000-8000-000000000001', 's', 'x')");
   const message = await db.query(
     `INSERT INTO messages (source_id, message_id, type, received_at, payload)
@@ -60,22 +57,24 @@ test("the job table enforces its own rules", async () => {
   ).rejects.toThrow(/unique/);
 });
 
-test("the claim query uses the index made for it", async () => {
+test("the claim query uses the index made for it", async ({ pool }) => {
   // One destination's oldest due deliveries, as each lane of the claim reads them.
   const query = `EXPLAIN SELECT destination_id, id FROM delivery_queue
       WHERE destination_id = '00000000-0000-4000-8000-000000000001' AND run_at <= now()
       ORDER BY run_at LIMIT 100 FOR UPDATE SKIP LOCKED`;
-  const plan = await pools[0]!.query(query);
-  await pools[0]!.query("SET enable_seqscan = off");
-  const forced = await pools[0]!.query(query);
-  await pools[0]!.query("RESET enable_seqscan");
+  const plan = await pool.query(query);
+  await pool.query("SET enable_seqscan = off");
+  const forced = await pool.query(query);
+  await pool.query("RESET enable_seqscan");
   expect(plan.rows.length).toBeGreaterThan(0);
   expect(forced.rows.map((r) => r["QUERY PLAN"]).join("\n")).toContain("delivery_queue_lane_idx");
 });
 
-test("a database that applied migrations 2 and 3 as released starts with their reworded comments; other edits are still refused", async () => {
-  await runMigrations(pools[0]!);
-  const db = pools[0]!;
+test("a database that applied migrations 2 and 3 as released starts with their reworded comments; other edits are still refused", async ({
+  pool,
+}) => {
+  await runMigrations(pool);
+  const db = pool;
   const hashes = async () =>
     new Map((await db.query<{ name: string; hash: string }>("SELECT name, hash FROM migrations")).rows.map((r) => [r.name, r.hash]));
   // postgres-migrations records sha1(file name + contents); the released files
@@ -97,10 +96,10 @@ test("a database that applied migrations 2 and 3 as released starts with their r
     expect(sha1([firstLine, ...today.split("\n").slice(1)].join("\n"))).toBe(entry.releasedHash);
     await db.query("UPDATE migrations SET hash = $2 WHERE name = $1", [entry.name, entry.releasedHash]);
   }
-  await runMigrations(pools[1]!);
+  await runMigrations(other);
   for (const entry of rewordedMigrations) expect((await hashes()).get(entry.name)).toBe(entry.hash);
 
   await db.query("UPDATE migrations SET hash = 'edited' WHERE name = 'audiences'");
-  await expect(runMigrations(pools[1]!)).rejects.toThrow(/applying the database migrations failed/);
+  await expect(runMigrations(other)).rejects.toThrow(/applying the database migrations failed/);
   await db.query("UPDATE migrations SET hash = $1 WHERE name = 'audiences'", [rewordedMigrations[0]!.hash]);
 });

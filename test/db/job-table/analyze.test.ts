@@ -1,19 +1,17 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { analyzeJobTableIfStale } from "../../../src/db/job-table/index.js";
 import type { Pool } from "../../../src/db/pool.js";
-import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
+import { testWith } from "../../helpers/fixtures.js";
 
 // The queue's statistics are taken anew once its rows have changed a lot
 // since they were taken (whether or not autovacuum runs): prepared claims
 // are planned from them, and a plan for an empty queue kept while it fills
 // makes every claim read the whole queue.
-let database: TestDatabase;
-let pool: Pool;
+const test = testWith();
 const source = "00000000-0000-4000-8000-000000000001";
 const destination = "00000000-0000-4000-8000-0000000000e5";
 
-beforeAll(async () => {
-  ({ database, pool } = await openTestDatabase());
+test.beforeAll(async ({ pool }) => {
   await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', 'x')", [source]);
   await pool.query(`INSERT INTO destinations (id, name, enabled, webhooks) VALUES ($1, 'd', true, '[{"url":"http://h/","headers":{}}]')`, [
     destination,
@@ -22,12 +20,8 @@ beforeAll(async () => {
   await pool.query("ALTER TABLE delivery_queue SET (autovacuum_enabled = false)");
   await pool.query("ANALYZE delivery_queue");
 }, 60_000);
-afterAll(async () => {
-  await pool?.end();
-  await database?.drop();
-});
 
-async function queue(count: number) {
+async function queue(pool: Pool, count: number) {
   const client = await pool.connect();
   try {
     await client.query(
@@ -45,14 +39,16 @@ async function queue(count: number) {
   }
 }
 
-const estimatedRows = async () =>
+const estimatedRows = async (pool: Pool) =>
   Number((await pool.query("SELECT reltuples FROM pg_class WHERE relname = 'delivery_queue'")).rows[0].reltuples);
 
-test("the queue is analyzed once its rows changed by more than 10,000 and a fifth, and not again until they change more", async () => {
-  await queue(5_000);
+test("the queue is analyzed once its rows changed by more than 10,000 and a fifth, and not again until they change more", async ({
+  pool,
+}) => {
+  await queue(pool, 5_000);
   expect(await analyzeJobTableIfStale(pool)).toBe(false);
-  await queue(20_000);
+  await queue(pool, 20_000);
   expect(await analyzeJobTableIfStale(pool)).toBe(true);
-  expect(await estimatedRows()).toBe(25_000);
+  expect(await estimatedRows(pool)).toBe(25_000);
   expect(await analyzeJobTableIfStale(pool)).toBe(false);
 });

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, beforeEach, expect, test } from "vitest";
+import { expect } from "vitest";
 import {
   claimDeliveries,
   completeDeliveries,
@@ -14,40 +14,34 @@ import type { Pool } from "../../../src/db/pool.js";
 import { selectAttempts, selectDestinationStats } from "../../../src/db/queries/deliveries.js";
 import { selectMinuteSeries } from "../../../src/db/queries/delivery-stats.js";
 import { selectLastAttempts } from "../../../src/db/queries/last-attempts.js";
-import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
+import { testWith } from "../../helpers/fixtures.js";
 import { deleteMessages, enqueueOne, seedSourceAndDestination } from "../../helpers/job-table-fixtures.js";
 
 // A batch operation's attempt is written once (delivery_batch_attempts) and
 // referenced from each of its calls' deliveries; every reader lists and
 // counts it as each delivery's attempt, as a row per call was before.
+const test = testWith();
 const minute = 60_000;
-let database: TestDatabase;
-let pool: Pool;
 let sourceId: string;
 let destinationId: string;
 const t0 = new Date("2026-11-28T10:00:00Z");
 
-beforeAll(async () => {
-  ({ database, pool } = await openTestDatabase());
+test.beforeAll(async ({ pool }) => {
   await pool.query("SELECT waypost_create_day_partitions('2026-11-28'::date, '2026-11-29'::date)");
 });
-afterAll(async () => {
-  await pool?.end();
-  await database?.drop();
-});
-beforeEach(async () => {
+test.beforeEach(async ({ pool }) => {
   await deleteMessages(pool);
   await pool.query("DELETE FROM delivery_batch_attempts");
   ({ sourceId, destinationId } = await seedSourceAndDestination(pool, t0));
 });
 
-async function enqueue(n: number): Promise<string[]> {
+async function enqueue(pool: Pool, n: number): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < n; i++) ids.push((await enqueueOne(pool, sourceId, t0)).id);
   return ids;
 }
 
-async function claim(now: Date): Promise<ClaimedDelivery[]> {
+async function claim(pool: Pool, now: Date): Promise<ClaimedDelivery[]> {
   const claimed = await claimDeliveries(pool, { now, limit: 100, perDestinationLimit: 100, room: new Map(), leaseMs: minute, owner: "a" });
   return claimed.deliveries;
 }
@@ -82,9 +76,9 @@ function result(job: ClaimedDelivery, attempt: AttemptResult, at: Date): Deliver
   };
 }
 
-const count = async (table: string) => (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]!.n;
+const count = async (pool: Pool, table: string) => (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]!.n;
 
-async function attemptsOf(ids: string[]) {
+async function attemptsOf(pool: Pool, ids: string[]) {
   const rows = await selectAttempts(
     pool,
     ids.map(() => destinationId),
@@ -93,19 +87,21 @@ async function attemptsOf(ids: string[]) {
   return ids.map((id) => rows.filter((r) => r.delivery_id === id).map((r) => ({ attempt: r.attempt, outcome: r.outcome, error: r.error })));
 }
 
-test("a batch of N calls writes one batch row and no attempt row per call; each delivery lists the attempt and the stats count N", async () => {
-  const ids = await enqueue(5);
-  const jobs = await claim(t0);
+test("a batch of N calls writes one batch row and no attempt row per call; each delivery lists the attempt and the stats count N", async ({
+  pool,
+}) => {
+  const ids = await enqueue(pool, 5);
+  const jobs = await claim(pool, t0);
   const batch = { id: randomUUID(), calls: 5 };
   const written = await completeDeliveries(
     pool,
     jobs.map((job) => result(job, operationAttempt(batch, t0, "success"), t0)),
   );
   expect(written.size).toBe(5);
-  expect(await count("delivery_attempts")).toBe(0);
+  expect(await count(pool, "delivery_attempts")).toBe(0);
   const rows = await pool.query("SELECT batch_id, url, outcome, calls, deliveries, latency_ms FROM delivery_batch_attempts");
   expect(rows.rows).toEqual([{ batch_id: batch.id, url: "warehouse#public", outcome: "success", calls: 5, deliveries: 5, latency_ms: 40 }]);
-  expect(await attemptsOf(ids)).toEqual(ids.map(() => [{ attempt: 1, outcome: "success", error: null }]));
+  expect(await attemptsOf(pool, ids)).toEqual(ids.map(() => [{ attempt: 1, outcome: "success", error: null }]));
   const listed = await selectAttempts(pool, [destinationId], [ids[0]!]);
   expect(listed[0]).toMatchObject({ url: "warehouse#public", attempted_at: t0, latency_ms: 40, status_code: null, discarded_values: null });
 
@@ -115,12 +111,12 @@ test("a batch of N calls writes one batch row and no attempt row per call; each 
   expect(stats).toMatchObject({ attempts: "5", successes: "5", mean_latency_ms: 40 });
 });
 
-test("a failed batch retries every call with the error on each; the next batch delivers them: attempts 1 and 2", async () => {
-  const ids = await enqueue(3);
+test("a failed batch retries every call with the error on each; the next batch delivers them: attempts 1 and 2", async ({ pool }) => {
+  const ids = await enqueue(pool, 3);
   const first = { id: randomUUID(), calls: 3 };
   const failed = await completeDeliveries(
     pool,
-    (await claim(t0)).map((job) => result(job, operationAttempt(first, t0, "retryable", "warehouse unavailable: ECONNREFUSED"), t0)),
+    (await claim(pool, t0)).map((job) => result(job, operationAttempt(first, t0, "retryable", "warehouse unavailable: ECONNREFUSED"), t0)),
   );
   expect(failed.size).toBe(3);
   const states = await pool.query("SELECT status, attempt_count FROM deliveries WHERE id = ANY($1::bigint[])", [ids]);
@@ -130,11 +126,11 @@ test("a failed batch retries every call with the error on each; the next batch d
   const second = { id: randomUUID(), calls: 3 };
   await completeDeliveries(
     pool,
-    (await claim(t1)).map((job) => result(job, operationAttempt(second, t1, "success"), t1)),
+    (await claim(pool, t1)).map((job) => result(job, operationAttempt(second, t1, "success"), t1)),
   );
-  expect(await count("delivery_attempts")).toBe(0);
-  expect(await count("delivery_batch_attempts")).toBe(2);
-  expect(await attemptsOf(ids)).toEqual(
+  expect(await count(pool, "delivery_attempts")).toBe(0);
+  expect(await count(pool, "delivery_batch_attempts")).toBe(2);
+  expect(await attemptsOf(pool, ids)).toEqual(
     ids.map(() => [
       { attempt: 1, outcome: "retryable", error: "warehouse unavailable: ECONNREFUSED" },
       { attempt: 2, outcome: "success", error: null },
@@ -153,9 +149,9 @@ test("a failed batch retries every call with the error on each; the next batch d
   ]);
 });
 
-test("per-item results: only the refused call fails, with its own error; the others share the batch's success", async () => {
-  const ids = await enqueue(3);
-  const jobs = await claim(t0);
+test("per-item results: only the refused call fails, with its own error; the others share the batch's success", async ({ pool }) => {
+  const ids = await enqueue(pool, 3);
+  const jobs = await claim(pool, t0);
   const batch = { id: randomUUID(), calls: 3 };
   await completeDeliveries(
     pool,
@@ -171,7 +167,7 @@ test("per-item results: only the refused call fails, with its own error; the oth
   );
   const statuses = await pool.query("SELECT status FROM deliveries WHERE id = ANY($1::bigint[]) ORDER BY id", [ids]);
   expect(statuses.rows.map((r) => r.status)).toEqual(["delivered", "failed", "delivered"]);
-  expect(await attemptsOf(ids)).toEqual([
+  expect(await attemptsOf(pool, ids)).toEqual([
     [{ attempt: 1, outcome: "success", error: null }],
     [{ attempt: 1, outcome: "permanent", error: "warehouse refused the call: bad" }],
     [{ attempt: 1, outcome: "success", error: null }],
@@ -184,38 +180,40 @@ test("per-item results: only the refused call fails, with its own error; the oth
   expect((await selectMinuteSeries(pool, destinationId, t0))[0]).toMatchObject({ attempts: 3, successes: 2, failedAttempts: 1 });
 });
 
-test("calls of one batch completed by two statements share one batch row", async () => {
-  const ids = await enqueue(4);
-  const jobs = await claim(t0);
+test("calls of one batch completed by two statements share one batch row", async ({ pool }) => {
+  const ids = await enqueue(pool, 4);
+  const jobs = await claim(pool, t0);
   const batch = { id: randomUUID(), calls: 4 };
   const results = jobs.map((job) => result(job, operationAttempt(batch, t0, "success"), t0));
   expect((await completeDeliveries(pool, results.slice(0, 1))).size).toBe(1);
   expect((await completeDeliveries(pool, results.slice(1))).size).toBe(3);
   const rows = await pool.query("SELECT calls, deliveries FROM delivery_batch_attempts");
   expect(rows.rows).toEqual([{ calls: 4, deliveries: 4 }]);
-  expect(await attemptsOf(ids)).toEqual(ids.map(() => [{ attempt: 1, outcome: "success", error: null }]));
+  expect(await attemptsOf(pool, ids)).toEqual(ids.map(() => [{ attempt: 1, outcome: "success", error: null }]));
 });
 
-test("a call with something of its own (the body sent, discarded values) keeps its own attempt row; single calls are unchanged", async () => {
-  const ids = await enqueue(3);
-  const jobs = await claim(t0);
+test("a call with something of its own (the body sent, discarded values) keeps its own attempt row; single calls are unchanged", async ({
+  pool,
+}) => {
+  const ids = await enqueue(pool, 3);
+  const jobs = await claim(pool, t0);
   const batch = { id: randomUUID(), calls: 2 };
   await completeDeliveries(pool, [
     result(jobs[0]!, { ...operationAttempt(batch, t0, "success"), sentBody: '{"shaped":true}' }, t0),
     result(jobs[1]!, operationAttempt(batch, t0, "success"), t0),
     result(jobs[2]!, { ...operationAttempt(batch, t0, "success"), batch: undefined }, t0),
   ]);
-  expect(await count("delivery_attempts")).toBe(2);
+  expect(await count(pool, "delivery_attempts")).toBe(2);
   const referenced = await pool.query("SELECT id::text FROM deliveries WHERE batch_attempts IS NOT NULL");
   expect(referenced.rows).toEqual([{ id: ids[1] }]);
-  expect(await attemptsOf(ids)).toEqual(ids.map(() => [{ attempt: 1, outcome: "success", error: null }]));
+  expect(await attemptsOf(pool, ids)).toEqual(ids.map(() => [{ attempt: 1, outcome: "success", error: null }]));
   expect((await selectMinuteSeries(pool, destinationId, t0))[0]).toMatchObject({ attempts: 3, successes: 3 });
 });
 
-test("a replay keeps the delivery's batch attempts; deleting its message removes its reference, the shared row stays", async () => {
-  const ids = await enqueue(2);
+test("a replay keeps the delivery's batch attempts; deleting its message removes its reference, the shared row stays", async ({ pool }) => {
+  const ids = await enqueue(pool, 2);
   const batch = { id: randomUUID(), calls: 2 };
-  const jobs = await claim(t0);
+  const jobs = await claim(pool, t0);
   await completeDeliveries(
     pool,
     jobs.map((job) => result(job, operationAttempt(batch, t0, "permanent", "refused"), t0)),
@@ -223,17 +221,19 @@ test("a replay keeps the delivery's batch attempts; deleting its message removes
   expect(await replayDelivery(pool, destinationId, ids[0]!, t0)).toBe(true);
   const replayed = await pool.query("SELECT status, batch_attempt_numbers FROM deliveries WHERE id = $1", [ids[0]]);
   expect(replayed.rows).toEqual([{ status: "retrying", batch_attempt_numbers: [1] }]);
-  expect(await attemptsOf(ids)).toEqual(ids.map(() => [{ attempt: 1, outcome: "permanent", error: "refused" }]));
+  expect(await attemptsOf(pool, ids)).toEqual(ids.map(() => [{ attempt: 1, outcome: "permanent", error: "refused" }]));
 
   // A user's deletion deletes the message: its deliveries and their references go, the other's stay.
   expect(await deleteMessages(pool, "id = (SELECT message_pk FROM deliveries WHERE id = $1)", [ids[0]])).toBe(1);
-  expect(await attemptsOf(ids)).toEqual([[], [{ attempt: 1, outcome: "permanent", error: "refused" }]]);
-  expect(await count("delivery_batch_attempts")).toBe(1);
+  expect(await attemptsOf(pool, ids)).toEqual([[], [{ attempt: 1, outcome: "permanent", error: "refused" }]]);
+  expect(await count(pool, "delivery_batch_attempts")).toBe(1);
 });
 
-test("a batch row keeps its request and the deliveries it carried; deleting one call's message forgets the request's body", async () => {
-  const ids = await enqueue(3);
-  const jobs = await claim(t0);
+test("a batch row keeps its request and the deliveries it carried; deleting one call's message forgets the request's body", async ({
+  pool,
+}) => {
+  const ids = await enqueue(pool, 3);
+  const jobs = await claim(pool, t0);
   const batch = { id: randomUUID(), calls: 3 };
   const request = { headers: { "content-type": "application/json", authorization: "***" }, body: '{"batch":["a","b","c"]}', bodyBytes: 23 };
   const results = jobs.map((job) => result(job, { ...operationAttempt(batch, t0, "success"), request }, t0));
@@ -244,7 +244,7 @@ test("a batch row keeps its request and the deliveries it carried; deleting one 
   expect(rows.rows).toHaveLength(1);
   expect(rows.rows[0]).toMatchObject({ request_headers: request.headers, request_body: request.body, request_body_bytes: 23 });
   expect([...rows.rows[0].delivery_ids].sort()).toEqual([...ids].sort());
-  expect(await count("delivery_attempts")).toBe(0);
+  expect(await count(pool, "delivery_attempts")).toBe(0);
 
   // The body carried every call of the batch: one call's deletion takes it; the row stays for the others' attempts.
   expect(await deleteMessages(pool, "id = (SELECT message_pk FROM deliveries WHERE id = $1)", [ids[0]])).toBe(1);

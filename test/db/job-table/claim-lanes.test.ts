@@ -1,14 +1,12 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { claimDeliveries, type ClaimOptions } from "../../../src/db/job-table/index.js";
-import type { Pool } from "../../../src/db/pool.js";
 import { claimStatement as captureClaim } from "../../helpers/claim-statement.js";
-import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
+import { testWith } from "../../helpers/fixtures.js";
 
 // The claim picks destinations first and reads only their deliveries: the
 // due backlog of a destination it cannot take from (throttled, backing off,
 // disabled, at its room) is never read, however old and large it is.
-let database: TestDatabase;
-let pool: Pool;
+const test = testWith();
 const now = new Date("2026-11-22T12:00:00Z");
 const source = "00000000-0000-4000-8000-000000000001";
 const throttledId = "00000000-0000-4000-8000-0000000000a1";
@@ -23,8 +21,7 @@ const backlogs: [string, number][] = [
   [fullId, 20_000],
 ];
 
-beforeAll(async () => {
-  ({ database, pool } = await openTestDatabase());
+test.beforeAll(async ({ pool }) => {
   await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', 'x')", [source]);
   await pool.query(
     `INSERT INTO destinations (id, name, enabled, webhooks, max_requests_per_second)
@@ -64,10 +61,6 @@ beforeAll(async () => {
   ]);
   await pool.query("ANALYZE");
 }, 120_000);
-afterAll(async () => {
-  await pool?.end();
-  await database?.drop();
-});
 
 const options: ClaimOptions = { now, limit: 500, perDestinationLimit: 256, room: new Map([[fullId, 0]]), leaseMs: 60_000, owner: "test" };
 
@@ -90,7 +83,7 @@ function deliveryRowsRead(node: PlanNode): number {
   return own + (node.Plans ?? []).reduce((sum, child) => sum + deliveryRowsRead(child), 0);
 }
 
-test("a claim does not read the due backlogs of destinations it cannot take from", async () => {
+test("a claim does not read the due backlogs of destinations it cannot take from", async ({ pool }) => {
   const { text, values } = await claimStatement();
   const client = await pool.connect();
   let plan: PlanNode;
@@ -110,7 +103,7 @@ test("a claim does not read the due backlogs of destinations it cannot take from
   expect(read).toBeLessThan(5_000);
 });
 
-test("the claim takes the plain destination's oldest deliveries and nothing of the others", async () => {
+test("the claim takes the plain destination's oldest deliveries and nothing of the others", async ({ pool }) => {
   const { deliveries } = await claimDeliveries(pool, options);
   expect(deliveries).toHaveLength(256);
   expect(new Set(deliveries.map((d) => d.destinationId))).toEqual(new Set([plainId]));
@@ -123,7 +116,7 @@ test("the claim takes the plain destination's oldest deliveries and nothing of t
   expect(bucket.rows[0].tokens).toBe(0.5);
 });
 
-test("a destination's room past the default hold is taken whole when it has no rate limit (a batching kind's batch)", async () => {
+test("a destination's room past the default hold is taken whole when it has no rate limit (a batching kind's batch)", async ({ pool }) => {
   // 744 of the plain destination's deliveries are still due (the test above leased 256).
   const { deliveries } = await claimDeliveries(pool, {
     ...options,

@@ -1,17 +1,15 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { dropDaysBefore } from "../../../src/db/job-table/index.js";
 import type { Pool } from "../../../src/db/pool.js";
-import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
+import { testWith } from "../../helpers/fixtures.js";
 
 // Retention drops whole days: each day's partition is detached (a short
 // lock on its table), then dropped on its own; a day left detached by a
 // stop in between is dropped on the next run, and a day someone is reading
 // waits for a later run.
-let database: TestDatabase;
-let pool: Pool;
+const test = testWith();
 
-beforeAll(async () => {
-  ({ database, pool } = await openTestDatabase());
+test.beforeAll(async ({ pool }) => {
   await pool.query("SELECT waypost_create_day_partitions('2020-01-01'::date, '2020-01-04'::date)");
   await pool.query(
     `INSERT INTO delivery_history (destination_id, id, message_pk, source_id, status, created_at, finalized_at, attempt_count, lease_token)
@@ -25,12 +23,8 @@ beforeAll(async () => {
        FROM unnest(ARRAY['2020-01-01T10:00Z', '2019-06-01T10:00Z']::timestamptz[]) t`,
   );
 }, 60_000);
-afterAll(async () => {
-  await pool?.end();
-  await database?.drop();
-});
 
-const days = async () =>
+const days = async (pool: Pool) =>
   (
     await pool.query<{ name: string; attached: boolean }>(
       `SELECT relname AS name, relispartition AS attached FROM pg_class
@@ -38,7 +32,9 @@ const days = async () =>
     )
   ).rows;
 
-test("days before the cutoff are detached and dropped, a day left detached too; a day being read waits for a later run", async () => {
+test("days before the cutoff are detached and dropped, a day left detached too; a day being read waits for a later run", async ({
+  pool,
+}) => {
   // A stop between detaching and dropping left this day detached.
   await pool.query("ALTER TABLE delivery_attempts DETACH PARTITION delivery_attempts_20200102");
   // A long read of one day holds its partition.
@@ -58,7 +54,7 @@ test("days before the cutoff are detached and dropped, a day left detached too; 
     await reader.query("COMMIT");
     reader.release();
   }
-  expect(await days()).toEqual([
+  expect(await days(pool)).toEqual([
     { name: "delivery_attempts_20200103", attached: true },
     { name: "delivery_attempts_20200104", attached: true },
     { name: "delivery_batch_attempts_20200103", attached: true },

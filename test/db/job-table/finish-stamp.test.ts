@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, expect, test } from "vitest";
+import { expect } from "vitest";
 import {
   cancelDestinationDeliveries,
   claimDeliveries,
@@ -9,36 +9,27 @@ import {
   type DeliveryStatus,
 } from "../../../src/db/job-table/index.js";
 import { withTransaction, type Pool, type Queryable } from "../../../src/db/pool.js";
-import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
+import { testWith } from "../../helpers/fixtures.js";
 import { deleteMessages, enqueueOne, seedSourceAndDestination } from "../../helpers/job-table-fixtures.js";
 
 // finished_xid (what the finish feed reads) is the transaction that moved
 // the delivery into the history, and attempt rows go with their delivery's
 // message, without a row trigger or a foreign key on the completion's path.
+const test = testWith();
 
 const minute = 60_000;
 const t0 = new Date("2026-11-01T00:00:00Z");
-let database: TestDatabase;
-let pool: Pool;
 let sourceId: string;
 let destinationId: string;
 
-beforeAll(async () => {
-  ({ database, pool } = await openTestDatabase());
-});
-afterAll(async () => {
-  await pool?.end();
-  await database?.drop();
-});
-
-beforeEach(async () => {
+test.beforeEach(async ({ pool }) => {
   await deleteMessages(pool);
   ({ sourceId, destinationId } = await seedSourceAndDestination(pool, t0));
 });
 
-const enqueue = () => enqueueOne(pool, sourceId, t0);
+const enqueue = (pool: Pool) => enqueueOne(pool, sourceId, t0);
 
-async function claimOne(now = t0): Promise<ClaimedDelivery> {
+async function claimOne(pool: Pool, now = t0): Promise<ClaimedDelivery> {
   const { deliveries } = await claimDeliveries(pool, {
     now,
     limit: 1,
@@ -75,12 +66,12 @@ function completion(job: ClaimedDelivery, status: DeliveryStatus): DeliveryCompl
   };
 }
 
-async function finishedXid(id: string): Promise<string | null> {
+async function finishedXid(pool: Pool, id: string): Promise<string | null> {
   return (await pool.query<{ x: string | null }>("SELECT finished_xid::text AS x FROM deliveries WHERE id = $1", [id])).rows[0]!.x;
 }
 
 /** Runs `work` in a transaction and returns that transaction's id. */
-async function inTransaction(work: (db: Queryable) => Promise<unknown>): Promise<string> {
+async function inTransaction(pool: Pool, work: (db: Queryable) => Promise<unknown>): Promise<string> {
   return withTransaction(pool, async (client) => {
     const xid = (await client.query<{ x: string }>("SELECT pg_current_xact_id()::text AS x")).rows[0]!.x;
     await work(client);
@@ -88,37 +79,39 @@ async function inTransaction(work: (db: Queryable) => Promise<unknown>): Promise
   });
 }
 
-test("a completion stamps the transaction that finished the delivery; a retry leaves it unstamped", async () => {
-  const retried = await enqueue();
-  const job = await claimOne();
+test("a completion stamps the transaction that finished the delivery; a retry leaves it unstamped", async ({ pool }) => {
+  const retried = await enqueue(pool);
+  const job = await claimOne(pool);
   expect(job.id).toBe(retried.id);
-  await inTransaction((db) => completeDeliveries(db, [completion(job, "retrying")]));
-  expect(await finishedXid(retried.id)).toBeNull();
+  await inTransaction(pool, (db) => completeDeliveries(db, [completion(job, "retrying")]));
+  expect(await finishedXid(pool, retried.id)).toBeNull();
 
-  const again = await claimOne();
-  const xid = await inTransaction((db) => completeDeliveries(db, [completion(again, "delivered")]));
-  expect(await finishedXid(retried.id)).toBe(xid);
+  const again = await claimOne(pool);
+  const xid = await inTransaction(pool, (db) => completeDeliveries(db, [completion(again, "delivered")]));
+  expect(await finishedXid(pool, retried.id)).toBe(xid);
 });
 
-test("a replay clears the stamp and a cancellation sets it", async () => {
-  const { id } = await enqueue();
-  const job = await claimOne();
+test("a replay clears the stamp and a cancellation sets it", async ({ pool }) => {
+  const { id } = await enqueue(pool);
+  const job = await claimOne(pool);
   await completeDeliveries(pool, [completion(job, "failed")]);
-  expect(await finishedXid(id)).not.toBeNull();
+  expect(await finishedXid(pool, id)).not.toBeNull();
 
   expect(await replayDelivery(pool, destinationId, id, t0)).toBe(true);
-  expect(await finishedXid(id)).toBeNull();
+  expect(await finishedXid(pool, id)).toBeNull();
 
-  const xid = await inTransaction((db) => cancelDestinationDeliveries(db, destinationId, t0));
-  expect(await finishedXid(id)).toBe(xid);
+  const xid = await inTransaction(pool, (db) => cancelDestinationDeliveries(db, destinationId, t0));
+  expect(await finishedXid(pool, id)).toBe(xid);
 });
 
-test("a final status cannot be written into the queue, nor a waiting one into the history: finishing goes through the job table", async () => {
-  const { id } = await enqueue();
+test("a final status cannot be written into the queue, nor a waiting one into the history: finishing goes through the job table", async ({
+  pool,
+}) => {
+  const { id } = await enqueue(pool);
   await expect(pool.query("UPDATE delivery_queue SET status = 'cancelled' WHERE id = $1", [id])).rejects.toThrow(
     /delivery_queue_status_check/,
   );
-  const job = await claimOne();
+  const job = await claimOne(pool);
   await completeDeliveries(pool, [completion(job, "delivered")]);
   expect((await pool.query("SELECT count(*)::int AS n FROM delivery_queue WHERE id = $1", [id])).rows[0].n).toBe(0);
   await expect(pool.query("UPDATE delivery_history SET status = 'retrying' WHERE id = $1", [id])).rejects.toThrow(
@@ -126,17 +119,17 @@ test("a final status cannot be written into the queue, nor a waiting one into th
   );
 });
 
-test("attempt rows are deleted with their delivery's message, queued or finished", async () => {
+test("attempt rows are deleted with their delivery's message, queued or finished", async ({ pool }) => {
   const attemptsOf = async (id: string) =>
     (await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM delivery_attempts WHERE delivery_id = $1", [id])).rows[0]!.n;
   const deliveriesOf = async (id: string) =>
     (await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries WHERE id = $1", [id])).rows[0]!.n;
-  const finished = await enqueue();
-  await completeDeliveries(pool, [completion(await claimOne(), "delivered")]);
-  const kept = await enqueue();
-  await completeDeliveries(pool, [completion(await claimOne(), "delivered")]);
-  const waiting = await enqueue();
-  await completeDeliveries(pool, [completion(await claimOne(), "retrying")]);
+  const finished = await enqueue(pool);
+  await completeDeliveries(pool, [completion(await claimOne(pool), "delivered")]);
+  const kept = await enqueue(pool);
+  await completeDeliveries(pool, [completion(await claimOne(pool), "delivered")]);
+  const waiting = await enqueue(pool);
+  await completeDeliveries(pool, [completion(await claimOne(pool), "retrying")]);
   for (const one of [finished, waiting, kept]) expect(await attemptsOf(one.id)).toBe(1);
 
   // Deleting messages takes their deliveries (in the queue and in the
@@ -150,9 +143,9 @@ test("attempt rows are deleted with their delivery's message, queued or finished
   expect(await deliveriesOf(kept.id)).toBe(1);
 });
 
-test("a completion's times, URLs, errors and response bodies are stored exactly", async () => {
-  const { id } = await enqueue();
-  const job = await claimOne();
+test("a completion's times, URLs, errors and response bodies are stored exactly", async ({ pool }) => {
+  const { id } = await enqueue(pool);
+  const job = await claimOne(pool);
   const attemptedAt = new Date("2026-11-01T00:00:01.987Z");
   const runAt = new Date("2026-11-01T00:10:00.001Z");
   const odd = 'quote " backslash \\ newline \n tab \t emoji 🛰 e\u0301 <tag> \u2028';
@@ -220,7 +213,7 @@ test("a completion's times, URLs, errors and response bodies are stored exactly"
     },
   ]);
 
-  const again = await claimOne(runAt);
+  const again = await claimOne(pool, runAt);
   const finishedAt = new Date("2026-11-01T00:10:00.999Z");
   await completeDeliveries(pool, [{ ...completion(again, "delivered"), attemptedAt: finishedAt }]);
   const finished = await pool.query("SELECT status, finalized_at, retry_urls FROM deliveries WHERE id = $1", [id]);

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { analyzeJobTableIfStale, claimDeliveries, completeDeliveries, extendLeases } from "../../../src/db/job-table/index.js";
-import type { Pool, PoolClient } from "../../../src/db/pool.js";
-import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
+import type { PoolClient } from "../../../src/db/pool.js";
+import { testWith } from "../../helpers/fixtures.js";
 import { seedSourceAndDestination } from "../../helpers/job-table-fixtures.js";
 
 // A queue that fills after the service has been running on an almost empty
@@ -11,22 +11,16 @@ import { seedSourceAndDestination } from "../../helpers/job-table-fixtures.js";
 // empty until its next ANALYZE, and those read every queued row of the lane
 // for each delivery: 700 ms per claim of 500 at 20,000 queued (20 million
 // rows read here).
-let database: TestDatabase;
-let pool: Pool;
+const test = testWith();
 let source: string;
 let destination: string;
 const filled = 20_000;
 let queuedSoFar = 0;
 
-beforeAll(async () => {
-  ({ database, pool } = await openTestDatabase());
+test.beforeAll(async ({ pool }) => {
   ({ sourceId: source, destinationId: destination } = await seedSourceAndDestination(pool, new Date()));
   await pool.query("ANALYZE");
 }, 120_000);
-afterAll(async () => {
-  await pool?.end();
-  await database?.drop();
-});
 
 /** Queues `count` due deliveries of the destination, all with the same run_at (as a backfill's batch has). */
 async function queue(client: PoolClient, count: number): Promise<void> {
@@ -95,7 +89,9 @@ async function queueRowsRead(client: PoolClient): Promise<number> {
   return Number(rows[0]!.n);
 }
 
-test("after running on an almost empty queue, claims, heartbeats and completions read only what they take once it fills", async () => {
+test("after running on an almost empty queue, claims, heartbeats and completions read only what they take once it fills", async ({
+  pool,
+}) => {
   const client = await pool.connect();
   try {
     // Enough runs on a few rows for a prepared statement to settle on a generic plan.

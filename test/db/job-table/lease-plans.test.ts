@@ -1,22 +1,20 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { claimDeliveries, extendLeases } from "../../../src/db/job-table/index.js";
 import type { Pool } from "../../../src/db/pool.js";
-import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
+import { testWith } from "../../helpers/fixtures.js";
 
 // The claim and the heartbeat must find the queue's rows by key and tuple
 // id whatever the planner estimates: with 60,000 queued, statistics of a
 // queue at rest (no leases) and hundreds of leases held, plans joining the
 // leases to the queue on the key scanned the whole queue in every claim and
 // every heartbeat (a burn-down then ran at a third of the bare loop's rate).
-let database: TestDatabase;
-let pool: Pool;
+const test = testWith();
 const now = new Date("2026-11-27T12:00:00Z");
 const source = "00000000-0000-4000-8000-000000000001";
 const destination = "00000000-0000-4000-8000-0000000000e5";
 const queued = 60_000;
 
-beforeAll(async () => {
-  ({ database, pool } = await openTestDatabase());
+test.beforeAll(async ({ pool }) => {
   await pool.query("INSERT INTO sources (id, name, write_key_hash) VALUES ($1, 's', 'x')", [source]);
   await pool.query(
     `INSERT INTO destinations (id, name, enabled, webhooks) VALUES ($1, 'plain', true, '[{"url":"http://h/","headers":{}}]')`,
@@ -35,10 +33,6 @@ beforeAll(async () => {
   );
   await pool.query("ANALYZE");
 }, 120_000);
-afterAll(async () => {
-  await pool?.end();
-  await database?.drop();
-});
 
 /** Rows of delivery_queue read by sequential scans so far, as the statistics of `client`'s session see them. */
 async function queueRowsScanned(client: { query: Pool["query"] }): Promise<number> {
@@ -50,7 +44,7 @@ async function queueRowsScanned(client: { query: Pool["query"] }): Promise<numbe
   return Number(rows[0]!.n);
 }
 
-test("claims and heartbeats of hundreds of leases read the rows they take, not the queue", async () => {
+test("claims and heartbeats of hundreds of leases read the rows they take, not the queue", async ({ pool }) => {
   const client = await pool.connect();
   try {
     const before = await queueRowsScanned(client);

@@ -1,24 +1,22 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { claimDeliveries, completeDeliveries, deliveriesChannel, replayDelivery, wakeWorkers } from "../../../src/db/job-table/index.js";
-import type { Pool } from "../../../src/db/pool.js";
 import { queueDeleteNotifications } from "../../../src/db/queries/deletion-notifications.js";
 import { insertDeletionRequest } from "../../../src/db/queries/deletion-requests.js";
 import { storeMessages } from "../../../src/db/job-table/store-messages.js";
-import { openTestDatabase, type TestDatabase } from "../../helpers/database.js";
+import { testWith } from "../../helpers/fixtures.js";
+
+const test = testWith();
 
 const t0 = new Date("2026-11-01T00:00:00Z");
-let database: TestDatabase;
-let pool: Pool;
 let listener: pg.Client;
 let received: string[] = [];
 let sourceId: string;
 let quietSourceId: string;
 let destinationId: string;
 
-beforeAll(async () => {
-  ({ database, pool } = await openTestDatabase());
+test.beforeAll(async ({ database, pool }) => {
   listener = new pg.Client({ connectionString: database.url });
   await listener.connect();
   listener.on("notification", (n) => received.push(n.channel));
@@ -36,10 +34,8 @@ beforeAll(async () => {
   );
   await pool.query("INSERT INTO destination_sources (source_id, destination_id) VALUES ($1, $2)", [sourceId, destinationId]);
 });
-afterAll(async () => {
+test.afterAll(async () => {
   await listener?.end();
-  await pool?.end();
-  await database?.drop();
 });
 
 /**
@@ -58,7 +54,7 @@ function message(messageId: string) {
   return { messageId, type: "track", userId: "u", payload: "{}", integrations: undefined };
 }
 
-test("ingest says whether it queued deliveries and leaves the wake-up to its caller", async () => {
+test("ingest says whether it queued deliveries and leaves the wake-up to its caller", async ({ pool }) => {
   await wakeups();
   const messageId = randomUUID();
   expect((await storeMessages(pool, sourceId, t0, [message(messageId)])).queued).toBe(true);
@@ -71,7 +67,7 @@ test("ingest says whether it queued deliveries and leaves the wake-up to its cal
   expect(queued.rows).toEqual([{ status: "pending", lease_owner: null }]);
 });
 
-test("delete notifications are queued through the same enqueue and wake the loops", async () => {
+test("delete notifications are queued through the same enqueue and wake the loops", async ({ pool }) => {
   await wakeups();
   const deletionId = randomUUID();
   await insertDeletionRequest(pool, { id: deletionId, userId: "u", sourceIds: [sourceId], messagesDeleted: 0, createdAt: t0 });
@@ -86,7 +82,7 @@ test("delete notifications are queued through the same enqueue and wake the loop
   expect(await wakeups()).toEqual([deliveriesChannel]);
 });
 
-test("a replay and an enabled destination wake the loops", async () => {
+test("a replay and an enabled destination wake the loops", async ({ pool }) => {
   const {
     deliveries: [job],
   } = await claimDeliveries(pool, { now: t0, limit: 1, perDestinationLimit: 1, room: new Map(), leaseMs: 60_000, owner: "a" });
