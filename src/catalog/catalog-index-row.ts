@@ -1,4 +1,4 @@
-/** One entry of the catalog as the committed index (catalog-index.ts) describes it. */
+/** One entry of the catalog as the committed index (catalog-index.json) describes it. */
 export interface CatalogIndexRow {
   /** Its folder in the catalog: "mixpanel". */
   slug: string;
