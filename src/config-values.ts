@@ -172,3 +172,11 @@ export function readExtraCaCerts(env: Record<string, string | undefined>, read: 
   if (!certificates) throw new ConfigError(`NODE_EXTRA_CA_CERTS names ${JSON.stringify(file)}, which holds no PEM certificate`);
   return `${certificates.join("\n")}\n`;
 }
+
+/** WAYPOST_CALL_LOG: `on` or `off` (the default). */
+export function parseCallLog(raw: string | undefined): boolean {
+  const value = raw?.trim().toLowerCase() ?? "";
+  if (value === "" || value === "off") return false;
+  if (value === "on") return true;
+  throw new ConfigError(`WAYPOST_CALL_LOG must be on or off, got ${JSON.stringify(raw)}`);
+}

@@ -8,6 +8,7 @@ import {
   int,
   type NoProxyEntry,
   parseAllowPrivate,
+  parseCallLog,
   parseJobTable,
   type JobTableConfig,
   parseCorsOrigins,
@@ -67,6 +68,12 @@ export interface DeliveryConfig {
   warehouse?: WarehouseConfig | undefined;
   /** An integration's batch goes at the latest this long after its first call arrived (default 1000). */
   integrationFlushMs?: number | undefined;
+  /**
+   * Destinations of the batching kinds read calls from the call log by
+   * cursor instead of a queue row per call (docs/job-table.md, "The call
+   * log"); off: every destination per call. Never on Citus.
+   */
+  callLog?: boolean | undefined;
 }
 
 /** How warehouse destinations batch their loads. */
@@ -234,6 +241,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       pollIntervalMs: int(env, "WAYPOST_POLL_INTERVAL_MS", 1_000, 10, 60_000),
       timeoutMs: int(env, "WAYPOST_ENDPOINT_TIMEOUT_MS", 5_000, 100, 60_000),
       pipelining: int(env, "WAYPOST_HTTP_PIPELINING", 1, 1, 16),
+      callLog: parseCallLog(env.WAYPOST_CALL_LOG),
       shutdownTimeoutMs: int(env, "WAYPOST_SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
       retry: defaultRetrySchedule,
       allowPrivateDestinations: allow.all,

@@ -12,6 +12,7 @@ import { createScheduler } from "./scheduler.js";
 import { decideCompletion, releaseCompletion } from "./completion.js";
 import type { TransformSandboxes } from "../sandbox/transform-sandbox.js";
 import { type AnyDestination, completionOf } from "./kinds/registry.js";
+import { createLogLoader } from "./call-log/log-loader.js";
 import { createShapeStage } from "./shape-stage.js";
 
 export interface DeliveryLoopOptions extends DeliveryRuntimeOptions {
@@ -38,6 +39,8 @@ export interface DeliveryLoop {
   poke(): void;
   /** Resolves once the deliveries in flight now are finished and their results written (and operator events sent). */
   settle(): Promise<void>;
+  /** Moves new destinations of the batching kinds onto the call log and syncs its cursors now (with the log on; it also runs every few seconds). */
+  syncCallLog(): Promise<void>;
   /** What the loop reports: results written or dropped, leases lost, claims made. */
   readonly events: DeliveryEvents;
   /** Endpoint health: the circuit gauge and operator events of this process. */
@@ -79,6 +82,20 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     finish: (completion) => writer.add(completion),
     labelOf: (destination) => runtime.labelOf(destination),
   });
+  // Destinations of the batching kinds read the call log by cursor (call-log/), beside this loop's per-call claims.
+  const loader =
+    config.callLog && jobTable.callLog
+      ? createLogLoader({
+          pool,
+          runtime,
+          config,
+          sandboxes,
+          clock,
+          logger,
+          notifier: options.notifier,
+          onQueued: () => wakeup.wake(),
+        })
+      : undefined;
   const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   const active = new Set<Promise<void>>();
   let running = false;
@@ -188,9 +205,15 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       running = true;
       await runtime.start();
       loopDone = run();
+      await loader?.start();
     },
-    poke: () => wakeup.wake(),
+    poke: () => {
+      wakeup.wake();
+      loader?.wake();
+    },
+    syncCallLog: async () => loader?.sync(),
     async settle() {
+      await loader?.idle();
       // Batches a kind holds are loaded now rather than at their flush time.
       runtime.flush();
       await Promise.allSettled([...active]);
@@ -204,6 +227,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       running = false;
       wakeup.wake();
       await within(loopDone, left());
+      if (loader) await within(loader.stop(), left());
       const waiting = scheduler.drainWaiting();
       metrics.inFlight(-waiting.length);
       for (const { job } of waiting) writer.add(releaseCompletion(job, clock.now(), "release"));

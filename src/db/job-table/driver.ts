@@ -52,6 +52,12 @@ export interface JobTableDriver {
    * shards are then reached one after the other; on one Postgres nothing.
    */
   reachShardsSequentially(tx: Queryable): Promise<void>;
+  /**
+   * Whether destinations may read calls from the call log by cursor
+   * (db/call-log/): one Postgres. On Citus every destination stays per
+   * call (a transaction id is each node's own, so no order across shards).
+   */
+  callLog: boolean;
   reads: JobTableReads;
 }
 
@@ -92,6 +98,7 @@ export const singleNodeJobTable: JobTableDriver = {
   storeMessages,
   lockHealthRows,
   reachShardsSequentially: async () => {},
+  callLog: true,
   reads: {
     selectDelivery,
     searchDeliveries,

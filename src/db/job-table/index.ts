@@ -61,3 +61,5 @@ export { citusJobTable } from "./citus/index.js";
 export { removeMessages, removeSourceMessages } from "./message-removal.js";
 export { keyQueuedDeliveries } from "./ordering-keys.js";
 export { settledFinishSnapshot } from "./citus/finish-barrier.js";
+export { batchRowId } from "./completion-records.js";
+export { callOrderingKey, routedTo } from "./citus/route-calls.js";

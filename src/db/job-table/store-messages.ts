@@ -92,6 +92,8 @@ const storeStatement = `
   ), targets AS (
     SELECT d.id, d.name, d.enabled, d.ordering = 'per_user' AS ordered FROM destination_sources ds JOIN destinations d ON d.id = ds.destination_id
      WHERE ds.source_id = $1
+       -- A destination on the call log reads the calls by its cursor: no queue row, no fate (db/call-log/).
+       AND d.delivery_layout = 'per_call'
     -- A user key only where the destination orders (turning ordering on
     -- gives the queued deliveries theirs), so the ordering index holds only
     -- those destinations' backlog.

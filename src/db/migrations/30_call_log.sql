@@ -2,43 +2,56 @@
 -- batching kinds read stored calls by a cursor instead of one queue row per
 -- call.
 --
--- A call's position in the log is (log_xid, id): the inserting
--- transaction's id and the row's. A reader reads only below the oldest
--- transaction still running (pg_snapshot_xmin), where no transaction can
--- still commit a call, so it never skips one committed late. Calls stored
--- before this migration have no position (NULL): they were routed per call
--- and are never read by a cursor. The default makes every later insert
--- carry one, whatever statement stores it (ingest, audience syncs, delete
--- notifications). A nullable column with a default added after it: no
--- rewrite of the table.
+-- Each call carries the id of the transaction that stored it (log_xid). A
+-- cursor reads in bursts between two snapshots, as the finish feed does:
+-- the calls whose transactions committed after the snapshot of its last
+-- burst (`seen`: not visible in it) and before the snapshot it reads under
+-- now (`up_to`: visible in it), in (log_xid, id) order. So a reader never
+-- skips a call committed late (by a transaction that started early) and
+-- never waits for a transaction it does not read (one open for minutes in
+-- another database). Calls stored before this migration have no log_xid
+-- (NULL): they were routed per call and are never read by a cursor. The
+-- default gives every later insert one, whatever statement stores it
+-- (ingest, audience syncs, delete notifications). A nullable column with a
+-- default added after it: no rewrite of the table.
 ALTER TABLE messages ADD COLUMN log_xid xid8;
 ALTER TABLE messages ALTER COLUMN log_xid SET DEFAULT pg_current_xact_id();
 CREATE INDEX messages_log_idx ON messages (source_id, log_xid, id) WHERE log_xid IS NOT NULL;
 
 -- How a destination gets its calls: 'per_call' (a queue row per call at
--- ingest, as before) or 'log' (a cursor per source). Existing destinations
--- stay per call until the process moves them (at start, with the log on);
--- `log_since` is when that happened: calls received before it may have been
--- routed per call by a statement that read the old layout, and the loader
--- skips those that have a delivery row.
+-- ingest, as before) or 'log' (a cursor per source). Destinations start per
+-- call; the process moves those of the batching kinds onto the log (with the
+-- log on). `log_from` is the moving transaction's id: a statement that saw
+-- the destination on the log got a later one, so its cursors start there.
+-- `log_since` is when it moved: a call received before it may still have
+-- been routed per call by a statement that read the old layout, and the
+-- loader skips those that have a delivery row.
 ALTER TABLE destinations
   ADD COLUMN delivery_layout text NOT NULL DEFAULT 'per_call' CHECK (delivery_layout IN ('per_call', 'log')),
+  ADD COLUMN log_from xid8,
   ADD COLUMN log_since timestamptz;
 
+-- The transaction that connected a source to a destination: a store that
+-- saw the connection has a later transaction id, so a cursor made for the
+-- connection starts here and misses none of its calls. Existing rows get
+-- this migration's id (a rewrite of a small table).
+ALTER TABLE destination_sources ADD COLUMN log_from xid8 NOT NULL DEFAULT pg_current_xact_id();
+
 -- One cursor per destination on the log and source connected to it
--- ('live'), and one per backfill ('backfill:<job id>', bounded by `until`).
+-- ('live'); other lanes are for later readers of the same calls (a backfill).
 -- Held under a lease like a background job; every write of the holder is
 -- fenced by `lease_token`.
 CREATE TABLE log_cursors (
   destination_id uuid NOT NULL,
   source_id uuid NOT NULL,
   lane text NOT NULL DEFAULT 'live',
-  -- The last position delivered past: the next batch starts after it.
-  after_xid xid8 NOT NULL,
+  -- Calls visible in `seen` were read. A burst reads those visible in
+  -- `up_to` (NULL between bursts: the next page takes a new snapshot) page
+  -- by page, each past the last position delivered (after_xid, after_id).
+  seen pg_snapshot NOT NULL,
+  up_to pg_snapshot,
+  after_xid xid8 NOT NULL DEFAULT '0',
   after_id bigint NOT NULL DEFAULT 0,
-  -- A backfill's end (inclusive); NULL for the live cursor.
-  until_xid xid8,
-  until_id bigint,
   -- When the cursor may be read again (a batch that failed as a whole waits here).
   run_at timestamptz NOT NULL DEFAULT now(),
   -- The batch at the head that failed as a whole: how often, since when, why.
@@ -52,15 +65,18 @@ CREATE TABLE log_cursors (
 );
 CREATE INDEX log_cursors_due_idx ON log_cursors (run_at);
 
--- Each batch a cursor delivered: the calls of its source in (from, to] that
--- have no exception row or fate of their own were delivered by it, in the
--- batch attempt `batch_attempt_id`. A call's delivery at a destination on
--- the log is read from here (db/queries/log-deliveries.ts). `finished_xid`
--- orders batches for the finish feed as it orders finished deliveries.
+-- Each batch a cursor delivered: the calls of its source not visible in
+-- `seen`, visible in `up_to` and in (from, to] by (log_xid, id), that have
+-- no exception row or fate of their own, were delivered by it, in the batch
+-- attempt `batch_attempt_id`. A call's delivery at a destination on the log
+-- is read from here. `finished_xid` orders batches for the finish feed as
+-- it orders finished deliveries.
 CREATE TABLE log_batches (
   destination_id uuid NOT NULL,
   source_id uuid NOT NULL,
   lane text NOT NULL,
+  seen pg_snapshot NOT NULL,
+  up_to pg_snapshot NOT NULL,
   from_xid xid8 NOT NULL,
   from_id bigint NOT NULL,
   to_xid xid8 NOT NULL,
@@ -74,6 +90,6 @@ CREATE TABLE log_batches (
   attempted_at timestamptz,
   finished_at timestamptz NOT NULL,
   finished_xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
-  PRIMARY KEY (destination_id, source_id, to_xid, to_id, lane)
+  PRIMARY KEY (destination_id, source_id, to_xid, to_id, lane, finished_xid)
 );
 CREATE INDEX log_batches_finished_idx ON log_batches (destination_id, finished_at);

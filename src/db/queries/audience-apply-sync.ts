@@ -86,7 +86,7 @@ export async function applySync(client: pg.PoolClient, options: ApplySyncOptions
          FROM inserted i
         CROSS JOIN (SELECT d.id FROM destination_sources ds
                       JOIN destinations d ON d.id = ds.destination_id
-                     WHERE ds.source_id = $2 AND d.enabled) d`)}, counts AS (
+                     WHERE ds.source_id = $2 AND d.enabled AND d.delivery_layout = 'per_call') d`)}, counts AS (
        SELECT count(*) FILTER (WHERE change = 'added') AS added,
               count(*) FILTER (WHERE change = 'removed') AS removed,
               count(*) FILTER (WHERE change = 'changed') AS changed

@@ -30,6 +30,9 @@ export async function queueDeleteNotifications(db: Queryable, options: QueueNoti
          JOIN sources s ON s.id = ds.source_id
         WHERE ds.source_id = ANY($1::uuid[]) AND d.enabled
           FOR KEY SHARE OF s
+     ), queue_targets AS (
+       -- A destination on the call log reads the notification by its cursor.
+       SELECT t.* FROM targets t JOIN destinations d ON d.id = t.destination_id WHERE d.delivery_layout = 'per_call'
      ), inserted AS (
        INSERT INTO messages (source_id, message_id, type, user_id, received_at, payload)
        SELECT s.source_id, gen_random_uuid()::text, 'delete', $2, $3, $4
@@ -38,7 +41,7 @@ export async function queueDeleteNotifications(db: Queryable, options: QueueNoti
        -- ordering_key: the user being forgotten, so on a destination with
        -- per-user ordering the notification follows their earlier calls.
      ), ${enqueueCte(`SELECT t.destination_id, i.id, i.source_id, $3, $3, ${orderingKeySql("$2::text", "NULL")}
-         FROM inserted i JOIN targets t ON t.source_id = i.source_id`)}, linked AS (
+         FROM inserted i JOIN queue_targets t ON t.source_id = i.source_id`)}, linked AS (
        INSERT INTO deletion_request_messages (deletion_request_id, message_pk)
        SELECT $5, id FROM inserted
      )

@@ -17,9 +17,10 @@ export interface SourceFilterRow extends Partial<Pick<KindColumns, RoutingColumn
  * can hold a call back. A filter, consent categories or required consent do;
  * so does every destination of a kind that routes calls itself (a call an
  * integration's subscriptions do not match gets no delivery). Others get
- * every call.
+ * every call. A destination on the call log routes its calls as its loader
+ * reads them (delivery/call-log/), not at ingest.
  */
-const holdsBack = `d.enabled AND (d.filter IS NOT NULL OR d.consent_categories <> '{}' OR d.require_consent OR ${kindRoutesSql("d")})`;
+const holdsBack = `d.enabled AND d.delivery_layout = 'per_call' AND (d.filter IS NOT NULL OR d.consent_categories <> '{}' OR d.require_consent OR ${kindRoutesSql("d")})`;
 
 /**
  * The rules of a source's destinations that can hold a call back, with the

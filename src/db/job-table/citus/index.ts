@@ -39,6 +39,7 @@ import { analyzeJobTableIfStaleOnCitus, readQueueActivityOnCitus, vacuumJobTable
  * through the coordinator.
  */
 export const citusJobTable: JobTableDriver = {
+  callLog: false,
   claimDeliveries: createCitusClaim(),
   extendLeases: extendLeasesOnCitus,
   // Every change that moves deliveries into the history holds the finish

@@ -1,0 +1,243 @@
+import type { HeldBackReason } from "../job-table/store-messages.js";
+import type { DeliveryStatus } from "../job-table/delivery-completion.js";
+import type { Queryable } from "../pool.js";
+import { type LogCursor, windowFenceSql, windowFenceValues } from "./log-cursors.js";
+import type { LogPosition, LogWindow } from "./log-read.js";
+
+/** A delivery_batch_attempts row: one operation's result, shared by the calls it decided. */
+export interface LogAttemptRow {
+  id: string;
+  batchId: string;
+  urlIndex: number;
+  url: string;
+  attemptedAt: Date;
+  outcome: string;
+  statusCode: number | null;
+  error: string | null;
+  latencyMs: number;
+  responseBody: string | null;
+  destinationRevision: number | null;
+  calls: number;
+  /** The calls it decided: delivered ones, or the exceptions that reference it. */
+  deliveries: number;
+}
+
+/** A call that routing held back here: a fate row, as ingest writes for a destination per call. */
+export interface LogFate {
+  messagePk: string;
+  fate: "filtered" | "integrations_off";
+  reason: HeldBackReason | "transform" | null;
+}
+
+/** A call that failed alone: it gets a delivery row, retried (or shown failed) per call from now on. */
+export interface LogException {
+  messagePk: string;
+  /** pending: not sent, held behind its user's earlier exception (per-user ordering). */
+  status: Exclude<DeliveryStatus, "delivered" | "cancelled">;
+  /** Its next try (retrying), or when it finished. */
+  runAt: Date;
+  /** When it was attempted, or read (pending): the delivery's creation. */
+  attemptedAt: Date;
+  attemptCount: number;
+  firstAttemptAt: Date | null;
+  error: string | null;
+  retryUrls: string[] | null;
+  orderingKey: string | null;
+  /** Its attempt's row (one of `rows`). */
+  attemptRowId: string | null;
+}
+
+/**
+ * A run of the page's positions whose delivered calls share one attempt
+ * row (one POST, one warehouse transaction, one publish round): a
+ * log_batches row. The runs of a page cover it without gaps, in order.
+ */
+export interface LogBatchRange {
+  from: LogPosition;
+  to: LogPosition;
+  calls: number;
+  delivered: number;
+  /** The delivered calls' attempt row (null: none was delivered in the run). */
+  row: LogAttemptRow | null;
+}
+
+export interface LogAdvance {
+  cursor: LogCursor;
+  token: string;
+  /** The burst's bound the page was read under (its batches' `up_to`). */
+  upTo: string;
+  /** Where the cursor moves: past the page (log-read.ts nextWindow). */
+  next: LogWindow;
+  batches: LogBatchRange[];
+  rows: LogAttemptRow[];
+  fates: LogFate[];
+  exceptions: LogException[];
+  now: Date;
+}
+
+// One statement: the cursor moves under its lease's fence from where the
+// loader read it, and only then (every other part reads `moved`) the batch,
+// its attempt rows, the fates and the exceptions are written. A loader whose
+// lease was taken over moves nothing and writes nothing: its successor
+// reads the same calls again and sends the same batch.
+const advanceStatement = `
+  WITH moved AS (
+    UPDATE log_cursors SET seen = $5::pg_snapshot, up_to = $6::pg_snapshot, after_xid = $14::xid8, after_id = $15::bigint,
+                           failures = 0, first_failed_at = NULL, last_error = NULL, run_at = $7
+     WHERE destination_id = $1 AND source_id = $2 AND lane = $3 AND lease_token = $4 AND ${windowFenceSql(8)}
+    RETURNING 1
+  ), attempt_rows AS (
+    INSERT INTO delivery_batch_attempts (destination_id, id, batch_id, url_index, url, attempted_at, outcome, status_code, error,
+                                         latency_ms, response_body, destination_revision, calls, deliveries)
+    SELECT $1, r.id, r.batch_id, r.url_index, r.url, r.attempted_at, r.outcome::attempt_outcome, r.status_code, r.error,
+           r.latency_ms, r.response_body, r.destination_revision, r.calls, r.deliveries
+      FROM json_to_recordset($18::json) AS r(id uuid, batch_id uuid, url_index int, url text, attempted_at timestamptz, outcome text,
+                                             status_code int, error text, latency_ms int, response_body text, destination_revision int,
+                                             calls int, deliveries int)
+     WHERE EXISTS (SELECT 1 FROM moved)
+     ORDER BY r.id
+    ON CONFLICT (destination_id, id, attempted_at) DO UPDATE SET deliveries = delivery_batch_attempts.deliveries + excluded.deliveries
+    RETURNING 1
+  ), batch AS (
+    INSERT INTO log_batches (destination_id, source_id, lane, seen, up_to, from_xid, from_id, to_xid, to_id, calls, delivered,
+                             batch_attempt_id, attempted_at, finished_at)
+    SELECT $1, $2, $3, $8::pg_snapshot, $16::pg_snapshot, b.from_xid, b.from_id, b.to_xid, b.to_id, b.calls, b.delivered, b.row_id,
+           b.attempted_at, $7
+      FROM json_to_recordset($12::json) AS b(from_xid xid8, from_id bigint, to_xid xid8, to_id bigint, calls int, delivered int,
+                                            row_id uuid, attempted_at timestamptz)
+     WHERE EXISTS (SELECT 1 FROM moved)
+    RETURNING 1
+  ), fates AS (
+    INSERT INTO call_fates (message_pk, destination_id, fate, reason, recorded_at)
+    SELECT f.message_pk, $1, f.fate, f.reason, $7
+      FROM json_to_recordset($13::json) AS f(message_pk bigint, fate text, reason text)
+     WHERE EXISTS (SELECT 1 FROM moved)
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+  ), exceptions AS (
+    SELECT e.* FROM json_to_recordset($17::json) AS e(message_pk bigint, status delivery_status, run_at timestamptz,
+                                                      attempted_at timestamptz, attempt_count int, first_attempt_at timestamptz,
+                                                      error text, retry_urls text[], ordering_key text, attempt_row uuid)
+     WHERE EXISTS (SELECT 1 FROM moved)
+  ), queued AS (
+    INSERT INTO delivery_queue (destination_id, message_pk, source_id, status, run_at, created_at, attempt_count, first_attempt_at,
+                                earliest_attempt_at, retry_urls, ordering_key, last_error, batch_attempts, batch_attempt_numbers)
+    SELECT $1, e.message_pk, $2, e.status, e.run_at, e.attempted_at, e.attempt_count, e.first_attempt_at, e.first_attempt_at,
+           e.retry_urls, e.ordering_key, e.error, CASE WHEN e.attempt_row IS NOT NULL THEN ARRAY[e.attempt_row] END,
+           CASE WHEN e.attempt_row IS NOT NULL THEN ARRAY[e.attempt_count] END
+      FROM exceptions e WHERE e.status IN ('pending', 'retrying')
+    RETURNING 1
+  ), finished AS (
+    INSERT INTO delivery_history (destination_id, id, message_pk, source_id, status, created_at, finalized_at, attempt_count,
+                                  lease_token, first_attempt_at, earliest_attempt_at, retry_urls, ordering_key, last_error,
+                                  batch_attempts, batch_attempt_numbers)
+    SELECT $1, nextval('delivery_ids'), e.message_pk, $2, e.status, e.attempted_at, e.run_at, e.attempt_count, 0,
+           e.first_attempt_at, e.first_attempt_at, e.retry_urls, e.ordering_key, e.error,
+           CASE WHEN e.attempt_row IS NOT NULL THEN ARRAY[e.attempt_row] END,
+           CASE WHEN e.attempt_row IS NOT NULL THEN ARRAY[e.attempt_count] END
+      FROM exceptions e WHERE e.status NOT IN ('pending', 'retrying')
+    RETURNING 1
+  )
+  SELECT EXISTS (SELECT 1 FROM moved) AS moved, EXISTS (SELECT 1 FROM queued) AS queued,
+         (SELECT count(*) FROM attempt_rows) + (SELECT count(*) FROM batch) + (SELECT count(*) FROM fates)
+           + (SELECT count(*) FROM finished) AS written`;
+
+function attemptRowsJson(rows: readonly LogAttemptRow[]): string {
+  return JSON.stringify(
+    rows.map((r) => ({
+      id: r.id,
+      batch_id: r.batchId,
+      url_index: r.urlIndex,
+      url: r.url,
+      attempted_at: r.attemptedAt.toISOString(),
+      outcome: r.outcome,
+      status_code: r.statusCode,
+      error: r.error,
+      latency_ms: Math.round(r.latencyMs),
+      response_body: r.responseBody,
+      destination_revision: r.destinationRevision,
+      calls: r.calls,
+      deliveries: r.deliveries,
+    })),
+  );
+}
+
+function batchesJson(batches: readonly LogBatchRange[]): string {
+  return JSON.stringify(
+    batches.map((b) => ({
+      from_xid: b.from.xid,
+      from_id: b.from.id,
+      to_xid: b.to.xid,
+      to_id: b.to.id,
+      calls: b.calls,
+      delivered: b.delivered,
+      row_id: b.row?.id ?? null,
+      attempted_at: b.row?.attemptedAt.toISOString() ?? null,
+    })),
+  );
+}
+
+function exceptionsJson(exceptions: readonly LogException[]): string {
+  return JSON.stringify(
+    exceptions.map((e) => ({
+      message_pk: e.messagePk,
+      status: e.status,
+      run_at: e.runAt.toISOString(),
+      attempted_at: e.attemptedAt.toISOString(),
+      attempt_count: e.attemptCount,
+      first_attempt_at: e.firstAttemptAt?.toISOString() ?? null,
+      error: e.error,
+      retry_urls: e.retryUrls,
+      ordering_key: e.orderingKey,
+      attempt_row: e.attemptRowId,
+    })),
+  );
+}
+
+/**
+ * Records a delivered batch and moves the cursor past it, in one statement.
+ * Returns whether it moved (false: the lease was lost, nothing was written)
+ * and whether any exception was queued (the caller wakes the per-call loop).
+ */
+export async function advanceLogCursor(db: Queryable, advance: LogAdvance): Promise<{ moved: boolean; queued: boolean }> {
+  const { cursor } = advance;
+  const result = await db.query<{ moved: boolean; queued: boolean }>({
+    name: "waypost-advance-log-cursor",
+    text: advanceStatement,
+    values: [
+      cursor.destinationId,
+      cursor.sourceId,
+      cursor.lane,
+      advance.token,
+      advance.next.seen,
+      advance.next.upTo,
+      advance.now,
+      ...windowFenceValues(cursor),
+      batchesJson(advance.batches),
+      JSON.stringify(advance.fates.map((f) => ({ message_pk: f.messagePk, fate: f.fate, reason: f.reason }))),
+      advance.next.after.xid,
+      advance.next.after.id,
+      advance.upTo,
+      exceptionsJson(advance.exceptions),
+      attemptRowsJson(advance.rows),
+    ],
+  });
+  const row = result.rows[0]!;
+  return { moved: row.moved, queued: row.queued };
+}
+
+/** A batch that failed as a whole keeps its attempt row (stats, the cursor's last error) though the cursor stays. */
+export async function recordHeldBatch(db: Queryable, destinationId: string, rows: readonly LogAttemptRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  await db.query({
+    text: `INSERT INTO delivery_batch_attempts (destination_id, id, batch_id, url_index, url, attempted_at, outcome, status_code, error,
+                                                latency_ms, response_body, destination_revision, calls, deliveries)
+           SELECT $1, r.id, r.batch_id, r.url_index, r.url, r.attempted_at, r.outcome::attempt_outcome, r.status_code, r.error,
+                  r.latency_ms, r.response_body, r.destination_revision, r.calls, r.deliveries
+             FROM json_to_recordset($2::json) AS r(id uuid, batch_id uuid, url_index int, url text, attempted_at timestamptz, outcome text,
+                                                   status_code int, error text, latency_ms int, response_body text, destination_revision int,
+                                                   calls int, deliveries int)
+           ON CONFLICT DO NOTHING`,
+    values: [destinationId, attemptRowsJson(rows)],
+  });
+}

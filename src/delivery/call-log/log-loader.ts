@@ -1,0 +1,200 @@
+import type pg from "pg";
+import { createLeasedWorker, type LeasedWorker, type LeaseSource } from "../../background/leased-worker.js";
+import type { Notifier } from "../../background/notifier.js";
+import type { Clock } from "../../clock.js";
+import type { DeliveryConfig } from "../../config.js";
+import { advanceLogCursor, recordHeldBatch } from "../../db/call-log/log-advance.js";
+import {
+  claimLogCursor,
+  cursorKey,
+  extendLogCursor,
+  holdLogCursor,
+  type LogCursor,
+  moveOntoLog,
+  releaseLogCursor,
+  syncLogCursors,
+} from "../../db/call-log/log-cursors.js";
+import { selectDestinationsToMove, selectLogRoute, selectWaitingUsers } from "../../db/call-log/log-destinations.js";
+import { nextWindow, readLog } from "../../db/call-log/log-read.js";
+import { deliveriesChannel } from "../../db/job-table/index.js";
+import type { Logger } from "../../logger.js";
+import { compileRouteRules, type RouteRules } from "../../routing/route-rules.js";
+import { shapeBody } from "../../routing/shape-body.js";
+import { sandboxKey, type TransformSandboxes } from "../../sandbox/transform-sandbox.js";
+import type { DeliveryRuntime } from "../delivery-runtime.js";
+import { loadDestinations } from "../destination-settings.js";
+import { completionOf, matcherOfRow } from "../kinds/registry.js";
+import { deliverPage } from "./log-page.js";
+
+export interface LogLoaderOptions {
+  pool: pg.Pool;
+  runtime: Pick<DeliveryRuntime, "deliver" | "flush">;
+  config: DeliveryConfig;
+  sandboxes: TransformSandboxes;
+  clock: Clock;
+  logger: Logger;
+  notifier?: Notifier | undefined;
+  /** Exceptions were queued: the per-call loop should look. */
+  onQueued(): void;
+  /** Calls read per page (1,000 by default). */
+  pageSize?: number;
+  /** Cursors worked here at once (4 by default). */
+  concurrency?: number;
+  /** Real time between moves of new batching destinations onto the log and cursor syncs (5 s by default). */
+  syncMs?: number;
+}
+
+export interface LogLoader {
+  start(): Promise<void>;
+  /** Look for calls now (after ingest, or a test's clock change). */
+  wake(): void;
+  /** Resolves when no cursor is worked here and none has calls to read (tests). */
+  idle(): Promise<void>;
+  /** Moves batching destinations onto the log and syncs cursors now (tests; also every syncMs). */
+  sync(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Calls received this long after a destination moved onto the log may still have been routed per call by a slower process. */
+const movedSkewMs = 60_000;
+
+/**
+ * The call log's loader: one leased worker over the cursors of destinations
+ * on the log. A cursor's work reads the next page of its source's calls,
+ * routes and delivers it (log-page.ts) and moves the cursor in one
+ * statement with what the page left behind, page after page until it has
+ * read everything safe to read. The lease fence makes one process at a time
+ * deliver a cursor's pages; a process that dies between a send and the
+ * cursor's move leaves the cursor where it was, and the next holder sends
+ * the same page again (each kind's batch is idempotent by its calls).
+ */
+export function createLogLoader(options: LogLoaderOptions): LogLoader {
+  const { pool, config, clock, logger } = options;
+  const pageSize = options.pageSize ?? 1_000;
+  const rulesCache = new Map<string, { revision: number; rules: RouteRules }>();
+
+  const lease: LeaseSource<LogCursor> = {
+    leaseMs: config.leaseMs,
+    claim: (token, now, prefer) => claimLogCursor(pool, token, now, config.leaseMs, prefer),
+    keyOf: cursorKey,
+    extend: (cursor, token, now) => extendLogCursor(pool, cursor, token, now, config.leaseMs),
+    release: (cursor, token) => releaseLogCursor(pool, cursor, token),
+  };
+
+  async function rulesOf(destinationId: string, revision: number): Promise<RouteRules | undefined> {
+    const cached = rulesCache.get(destinationId);
+    if (cached && cached.revision === revision) return cached.rules;
+    const row = await selectLogRoute(pool, destinationId);
+    if (!row) return undefined;
+    const rules = compileRouteRules({
+      filter: row.filter,
+      consentCategories: row.consent_categories,
+      requireConsent: row.require_consent,
+      matcher: matcherOfRow(row),
+    });
+    rulesCache.set(destinationId, { revision: row.revision, rules });
+    return rules;
+  }
+
+  /** One page; false when the cursor is done for now (nothing left, held, disabled, or lost). */
+  async function workPage(cursor: LogCursor, token: string): Promise<boolean> {
+    const destination = (await loadDestinations(pool, [cursor.destinationId])).get(cursor.destinationId);
+    if (!destination?.enabled) return false;
+    const rules = await rulesOf(destination.id, destination.revision);
+    if (!rules) return false;
+    const checkPerCallBefore = cursor.logSince ? new Date(cursor.logSince.getTime() + movedSkewMs) : null;
+    const page = await readLog(pool, { ...cursor, limit: pageSize, checkPerCallBefore });
+    const { calls } = page;
+    if (calls.length === 0) return false;
+    const ordered = destination.ordering === "per_user";
+    const waitingUsers = ordered
+      ? await selectWaitingUsers(pool, destination.id, [...new Set(calls.map((c) => c.userId).filter((u): u is string => !!u))])
+      : new Set<string>();
+    const shapes = destination.drop_fields.length > 0 || destination.transform !== "";
+    const bodyRules = {
+      dropFields: destination.drop_fields,
+      transform: destination.transform,
+      sandboxKey: sandboxKey(destination.id, destination.revision),
+    };
+    const outcome = await deliverPage(cursor, calls, {
+      destination,
+      rules,
+      rule: completionOf(destination),
+      retry: config.retry,
+      now: () => clock.now(),
+      waitingUsers,
+      shape: shapes ? (payload) => shapeBody(payload, bodyRules, options.sandboxes, { mayDefer: false }) : undefined,
+      deliver: (job, d, body) => options.runtime.deliver(job, d, body),
+      flush: () => options.runtime.flush(),
+    });
+    if (outcome.kind === "hold") {
+      await recordHeldBatch(pool, destination.id, outcome.rows);
+      await holdLogCursor(pool, cursor, token, { at: clock.now(), runAt: outcome.runAt, error: outcome.error });
+      logger.info(
+        { destinationId: destination.id, error: outcome.error },
+        "a call log batch failed as a whole; its cursor waits for the retry",
+      );
+      return false;
+    }
+    const next = nextWindow(cursor.window, page, pageSize);
+    const { moved, queued } = await advanceLogCursor(pool, { cursor, token, now: clock.now(), upTo: page.upTo, next, ...outcome });
+    if (!moved) return false;
+    if (queued) options.onQueued();
+    cursor.window = next;
+    cursor.failures = 0;
+    cursor.firstFailedAt = null;
+    return true;
+  }
+
+  const worker: LeasedWorker = createLeasedWorker({
+    lease,
+    name: "call log cursor",
+    concurrency: options.concurrency ?? 4,
+    pollMs: config.pollIntervalMs,
+    // Ingest's wake-up of the delivery loops wakes the loader too.
+    topic: deliveriesChannel,
+    notifier: options.notifier,
+    clock,
+    logger,
+    async work(cursor, token, held) {
+      while (held() && (await workPage(cursor, token))) {}
+    },
+  });
+
+  async function sync(): Promise<void> {
+    const toMove = await selectDestinationsToMove(pool);
+    if (toMove.length > 0) {
+      await moveOntoLog(pool, toMove, clock.now());
+      logger.info({ destinations: toMove.length }, "destinations moved onto the call log");
+    } else await syncLogCursors(pool);
+  }
+
+  let timer: NodeJS.Timeout | undefined;
+  let syncing: Promise<void> = Promise.resolve();
+  const syncSoon = () => {
+    syncing = syncing
+      .then(sync)
+      .then(() => worker.wake())
+      .catch((error) => logger.warn({ err: error }, "syncing the call log's cursors failed"));
+  };
+
+  return {
+    async start() {
+      await sync();
+      await worker.start();
+      timer = setInterval(syncSoon, options.syncMs ?? 5_000);
+      timer.unref();
+    },
+    wake: () => worker.wake(),
+    idle: () => worker.idle(),
+    async sync() {
+      syncSoon();
+      await syncing;
+    },
+    async stop() {
+      clearInterval(timer);
+      await syncing;
+      await worker.stop();
+    },
+  };
+}

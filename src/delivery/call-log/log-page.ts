@@ -1,0 +1,252 @@
+import type { RetrySchedule } from "../../config.js";
+import { batchRowId, callOrderingKey, routedTo, type AttemptResult, type ClaimedDelivery } from "../../db/job-table/index.js";
+import type { LogAttemptRow, LogBatchRange, LogException, LogFate } from "../../db/call-log/log-advance.js";
+import type { LogCursor } from "../../db/call-log/log-cursors.js";
+import type { LoggedCall } from "../../db/call-log/log-read.js";
+import { heldBackBy, holdsBack, routedCall, type RouteRules } from "../../routing/route-rules.js";
+import type { ShapedBody } from "../../routing/shape-body.js";
+import { decideCompletion } from "../completion.js";
+import type { CompletionRule } from "../kinds/kind.js";
+import type { AnyDestination } from "../kinds/registry.js";
+
+/** What a page of the log needs to be routed and delivered: the destination as it is now. */
+export interface PageContext {
+  destination: AnyDestination;
+  rules: RouteRules;
+  rule: CompletionRule;
+  retry: RetrySchedule;
+  now(): Date;
+  /** Users with a delivery still queued here (per-user ordering): their calls wait behind it. */
+  waitingUsers: ReadonlySet<string>;
+  /** The destination's drops and transform, when it has any (undefined: the body is sent as stored). */
+  shape?: ((payload: string) => Promise<ShapedBody>) | undefined;
+  /** Hands a call to the destination's kind; `flush` sends what the kinds hold without waiting for their time. */
+  deliver(job: ClaimedDelivery, destination: AnyDestination, body: string): Promise<AttemptResult[]>;
+  flush(): void;
+}
+
+/** A page's outcome: the cursor moves past it, or (the batch failed as a whole) stays. */
+export type PageOutcome =
+  | { kind: "advance"; batches: LogBatchRange[]; rows: LogAttemptRow[]; fates: LogFate[]; exceptions: LogException[] }
+  | { kind: "hold"; runAt: Date; error: string; rows: LogAttemptRow[] };
+
+/** What became of one call of the page. */
+type CallOutcome =
+  | { kind: "skipped" }
+  | { kind: "fate"; fate: LogFate }
+  | { kind: "waiting" }
+  | { kind: "failed-transform"; error: string }
+  | { kind: "sent"; results: AttemptResult[] };
+
+/** The job a kind is handed for a call read from the log: named by the call, so a retried page names it again the same way. */
+function jobOf(cursor: LogCursor, call: LoggedCall, destination: AnyDestination): ClaimedDelivery {
+  return {
+    destinationId: cursor.destinationId,
+    id: `log:${call.messagePk}`,
+    leaseToken: 0,
+    attemptCount: cursor.failures,
+    firstAttemptAt: cursor.firstFailedAt,
+    retryUrls: null,
+    payload: call.payload,
+    messageId: call.messageId,
+    receivedAt: call.receivedAt,
+    sentAt: call.sentAt,
+    sourceId: cursor.sourceId,
+    traceparent: call.traceparent,
+    tracestate: call.tracestate,
+    probe: false,
+    destinationRevision: destination.revision,
+  };
+}
+
+function userKey(call: LoggedCall, body: Record<string, unknown> | undefined): string | null {
+  const anonymousId = typeof body?.anonymousId === "string" ? body.anonymousId : undefined;
+  return callOrderingKey(call.userId ?? undefined, anonymousId);
+}
+
+/**
+ * Routes a call as ingest routes it for a destination per call: the call's
+ * integrations object, then the destination's filter, consent and kind
+ * rules (a deletion notification goes to every destination, as it does per
+ * call). The body is parsed only when something reads it.
+ */
+function route(call: LoggedCall, context: PageContext): { fate?: LogFate; body?: Record<string, unknown> } {
+  if (call.type === "delete") return {};
+  const reads = holdsBack(context.rules) || call.payload.includes('"integrations"') || context.destination.ordering === "per_user";
+  if (!reads) return {};
+  const body = JSON.parse(call.payload) as Record<string, unknown>;
+  const integrations = body.integrations as Parameters<typeof routedTo>[0];
+  if (!routedTo(integrations, context.destination.name)) {
+    return { fate: { messagePk: call.messagePk, fate: "integrations_off", reason: null }, body };
+  }
+  const reason = heldBackBy(context.rules, routedCall(body, call.receivedAt));
+  return reason ? { fate: { messagePk: call.messagePk, fate: "filtered", reason }, body } : { body };
+}
+
+async function sendCall(cursor: LogCursor, call: LoggedCall, context: PageContext): Promise<CallOutcome> {
+  let body = call.payload;
+  if (context.shape) {
+    const shaped = await context.shape(call.payload);
+    if (shaped.kind === "dropped") return { kind: "fate", fate: { messagePk: call.messagePk, fate: "filtered", reason: "transform" } };
+    if (shaped.kind === "error") return { kind: "failed-transform", error: shaped.error };
+    if (shaped.kind === "send") body = shaped.body;
+  }
+  const results = await context.deliver(jobOf(cursor, call, context.destination), context.destination, body);
+  const sentBody = body === call.payload ? undefined : body;
+  for (const r of results) {
+    r.destinationRevision = context.destination.revision;
+    r.sentBody = sentBody;
+  }
+  return { kind: "sent", results };
+}
+
+/**
+ * Routes and delivers one page of a cursor's calls and says what to record:
+ * the delivered runs, fates, exceptions (calls that failed alone, and calls
+ * waiting behind their user's exception), or, when every call sent failed
+ * and may be retried, a hold of the cursor under the retry schedule.
+ */
+export async function deliverPage(cursor: LogCursor, calls: readonly LoggedCall[], context: PageContext): Promise<PageOutcome> {
+  const keys: Array<string | null> = [];
+  const pending: Array<Promise<CallOutcome>> = [];
+  for (const call of calls) {
+    if (call.routedPerCall) {
+      keys.push(null);
+      pending.push(Promise.resolve({ kind: "skipped" }));
+      continue;
+    }
+    const routed = route(call, context);
+    const key = context.destination.ordering === "per_user" ? userKey(call, routed.body) : null;
+    keys.push(key);
+    if (routed.fate) pending.push(Promise.resolve({ kind: "fate", fate: routed.fate }));
+    else if (key !== null && context.waitingUsers.has(key)) pending.push(Promise.resolve({ kind: "waiting" }));
+    else pending.push(sendCall(cursor, call, context));
+  }
+  // Every call of the page is with its kind now: send what the kinds hold instead of waiting for their flush time.
+  context.flush();
+  const outcomes = await Promise.all(pending);
+  return recordPage(cursor, calls, outcomes, keys, context);
+}
+
+function recordPage(
+  cursor: LogCursor,
+  calls: readonly LoggedCall[],
+  outcomes: readonly CallOutcome[],
+  keys: ReadonlyArray<string | null>,
+  context: PageContext,
+): PageOutcome {
+  const now = context.now();
+  const rows = new Map<string, LogAttemptRow>();
+  const rowOf = (a: AttemptResult): LogAttemptRow => {
+    const ref = a.batch ?? { id: crypto.randomUUID(), calls: 1 };
+    const id = batchRowId({ ...a, batch: ref });
+    let row = rows.get(id);
+    if (!row) {
+      row = {
+        id,
+        batchId: ref.id,
+        urlIndex: a.urlIndex,
+        url: a.url,
+        attemptedAt: a.attemptedAt,
+        outcome: a.outcome,
+        statusCode: a.statusCode,
+        error: a.error,
+        latencyMs: a.latencyMs,
+        responseBody: a.responseBody,
+        destinationRevision: a.destinationRevision ?? null,
+        calls: ref.calls,
+        deliveries: 0,
+      };
+      rows.set(id, row);
+    }
+    row.deliveries++;
+    return row;
+  };
+
+  const fates: LogFate[] = [];
+  const exceptions: LogException[] = [];
+  const batches: LogBatchRange[] = [];
+  let run: LogBatchRange = { from: cursor.window.after, to: cursor.window.after, calls: 0, delivered: 0, row: null };
+  let sent = 0;
+  let retrying = 0;
+  let holdUntil: Date | undefined;
+  let holdError = "";
+  for (let i = 0; i < calls.length; i++) {
+    const call = calls[i]!;
+    const outcome = outcomes[i]!;
+    let deliveredRow: LogAttemptRow | undefined;
+    if (outcome.kind === "fate") fates.push(outcome.fate);
+    else if (outcome.kind === "waiting") exceptions.push(waitingException(call, keys[i]!, now));
+    else if (outcome.kind === "failed-transform") {
+      exceptions.push({ ...failedException(cursor, call, keys[i] ?? null, now, null), error: outcome.error });
+    } else if (outcome.kind === "sent") {
+      sent++;
+      const job = jobOf(cursor, call, context.destination);
+      const completion = decideCompletion(job, outcome.results, context.rule, now, context.retry);
+      const callRows = outcome.results.map(rowOf);
+      if (completion.status === "delivered") {
+        deliveredRow = callRows[outcome.results.findIndex((r) => r.outcome === "success")] ?? callRows[0];
+      } else {
+        if (completion.status === "retrying") {
+          retrying++;
+          if (!holdUntil || completion.runAt < holdUntil) holdUntil = completion.runAt;
+          holdError ||= outcome.results.find((r) => r.error)?.error ?? "";
+        }
+        exceptions.push({
+          ...failedException(cursor, call, keys[i] ?? null, completion.attemptedAt, callRows.at(-1)?.id ?? null),
+          status: completion.status as LogException["status"],
+          runAt: completion.runAt,
+          error: outcome.results.find((r) => r.error)?.error ?? null,
+          retryUrls: completion.retryUrls,
+        });
+      }
+    }
+    // A new run starts where the delivered calls' attempt changes (the next POST, transaction or round).
+    if (deliveredRow && run.row && run.row.id !== deliveredRow.id) {
+      batches.push(run);
+      run = { from: run.to, to: run.to, calls: 0, delivered: 0, row: null };
+    }
+    if (deliveredRow) {
+      run.row = deliveredRow;
+      run.delivered++;
+    }
+    run.calls++;
+    run.to = call.position;
+  }
+  batches.push(run);
+  const list = [...rows.values()];
+  // Nothing got through and everything sent may be retried: the destination is down, not the calls. Hold the cursor.
+  if (sent > 0 && retrying === sent && holdUntil)
+    return { kind: "hold", runAt: holdUntil, error: holdError || "the batch failed", rows: list };
+  return { kind: "advance", batches, rows: list, fates, exceptions };
+}
+
+function waitingException(call: LoggedCall, key: string, now: Date): LogException {
+  return {
+    messagePk: call.messagePk,
+    status: "pending",
+    runAt: now,
+    attemptedAt: now,
+    attemptCount: 0,
+    firstAttemptAt: null,
+    error: null,
+    retryUrls: null,
+    orderingKey: key,
+    attemptRowId: null,
+  };
+}
+
+function failedException(cursor: LogCursor, call: LoggedCall, key: string | null, at: Date, rowId: string | null): LogException {
+  return {
+    messagePk: call.messagePk,
+    status: "failed",
+    runAt: at,
+    attemptedAt: at,
+    attemptCount: cursor.failures + 1,
+    firstAttemptAt: cursor.firstFailedAt ?? at,
+    error: null,
+    retryUrls: null,
+    orderingKey: key,
+    attemptRowId: rowId,
+  };
+}

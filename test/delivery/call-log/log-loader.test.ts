@@ -1,0 +1,73 @@
+import { randomBytes } from "node:crypto";
+import { expect } from "vitest";
+import { testWith } from "../../helpers/fixtures.js";
+import type { TestServer } from "../../helpers/server.js";
+import { type Receiver, startReceiver } from "../../helpers/receiver.js";
+import { verifyStandardWebhook } from "../../helpers/standard-webhooks.js";
+
+// The call log on: destinations of the batching kinds read calls by cursor.
+const test = testWith({ server: { config: { delivery: { callLog: true, pollIntervalMs: 200 } } } });
+const receivers: Receiver[] = [];
+test.afterEach(async () => {
+  await Promise.all(receivers.splice(0).map((r) => r.close()));
+});
+
+async function batchedWebhook(server: TestServer, respond: (index: number, body: string) => number = () => 200) {
+  const receiver = await startReceiver({ respond: (request, index) => ({ status: respond(index, request.body) }) });
+  receivers.push(receiver);
+  const source = await server.createSource();
+  const destination = await server.createDestination({
+    name: "batched",
+    sourceIds: [source.id],
+    webhooks: [{ url: receiver.url, batch: { maxCalls: 50, maxWaitMs: 60_000 } }],
+    signingSecrets: [secret],
+  });
+  // Moved onto the log now rather than at the next sync.
+  await server.waypost.delivery!.syncCallLog();
+  return { receiver, source, destination, client: server.tracking(source.writeKey) };
+}
+
+const trackCall = (messageId: string, userId: string) => ({ type: { case: "track" as const, value: { messageId, userId, event: "E" } } });
+const secret = `whsec_${randomBytes(32).toString("base64")}`;
+const callsIn = (body: string): Array<{ messageId: string; userId?: string }> => JSON.parse(body).batch;
+
+test("a batched webhook on the log gets every call once, in batches, with no queue row per call", async ({ server }) => {
+  const { receiver, destination, client } = await batchedWebhook(server);
+  const layout = await server.pool.query("SELECT delivery_layout FROM destinations WHERE id = $1", [destination.id]);
+  expect(layout.rows[0].delivery_layout).toBe("log");
+  const ids = Array.from({ length: 120 }, (_, i) => `m-${i}`);
+  await client.batch({ batch: ids.map((messageId) => trackCall(messageId, `u${messageId}`)) });
+  const queued = await server.pool.query("SELECT count(*)::int AS n FROM delivery_queue WHERE destination_id = $1", [destination.id]);
+  expect(queued.rows[0].n).toBe(0);
+  await server.waypost.delivery!.settle();
+  const received = receiver.requests.flatMap((r) => callsIn(r.body).map((c) => c.messageId));
+  expect(received.sort()).toEqual([...ids].sort());
+  expect(receiver.requests.length).toBeGreaterThanOrEqual(3);
+  for (const request of receiver.requests) expect(verifyStandardWebhook(secret, request, new Date())).toEqual(JSON.parse(request.body));
+  const batches = await server.pool.query<{ delivered: number }>(
+    "SELECT sum(delivered)::int AS delivered, sum(calls)::int AS calls FROM log_batches WHERE destination_id = $1",
+    [destination.id],
+  );
+  expect(batches.rows[0]).toEqual({ delivered: 120, calls: 120 });
+});
+
+test("a batch that fails as a whole holds the cursor and is sent again, the same calls", async ({ server }) => {
+  let fail = true;
+  const { receiver, destination, client } = await batchedWebhook(server, () => (fail ? 503 : 200));
+  await client.batch({ batch: Array.from({ length: 10 }, (_, i) => trackCall(`h-${i}`, "u")) });
+  await server.waypost.delivery!.settle();
+  const cursor = await server.pool.query("SELECT failures, last_error FROM log_cursors WHERE destination_id = $1", [destination.id]);
+  expect(cursor.rows[0].failures).toBe(1);
+  expect(receiver.requests.length).toBe(1);
+  const batches = await server.pool.query("SELECT count(*)::int AS n FROM log_batches WHERE destination_id = $1", [destination.id]);
+  expect(batches.rows[0].n).toBe(0);
+  fail = false;
+  await server.pool.query("UPDATE log_cursors SET run_at = now() WHERE destination_id = $1", [destination.id]);
+  server.waypost.delivery!.poke();
+  await server.waypost.delivery!.settle();
+  expect(receiver.requests.length).toBe(2);
+  expect(callsIn(receiver.requests[1]!.body).map((c) => c.messageId)).toEqual(callsIn(receiver.requests[0]!.body).map((c) => c.messageId));
+  expect(receiver.requests[1]!.headers["webhook-id"]).toBe(receiver.requests[0]!.headers["webhook-id"]);
+  const after = await server.pool.query("SELECT failures FROM log_cursors WHERE destination_id = $1", [destination.id]);
+  expect(after.rows[0].failures).toBe(0);
+});
