@@ -6,6 +6,8 @@ import type { DeliveryConfig, OperatorWebhookConfig, OutboundConfig } from "../c
 import type { JobTableDriver, AttemptResult, ClaimedDelivery, DeliveryCompletion } from "../db/job-table/index.js";
 import type { Transition } from "../health/circuit.js";
 import { createHealthMonitor, type HealthMonitor } from "../health/health-monitor.js";
+import { recordHealth } from "../health/record-health.js";
+import type { Queryable } from "../db/pool.js";
 import { createOperatorEvents } from "../health/operator-events.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
@@ -68,6 +70,12 @@ export interface DeliveryRuntime {
   tick(): void;
   /** Delivers what the kinds hold now (batches not yet due), without waiting for their time. */
   flush(): void;
+  /**
+   * Endpoint health of results recorded outside the completion writer (a
+   * call log page), in the transaction that records them; returns what
+   * announces the circuit changes, to call once it commits.
+   */
+  recordHealth(tx: Queryable, completions: readonly DeliveryCompletion[]): Promise<() => void>;
   /** Starts what runs beside the loop: the wake-up's subscription, lease heartbeats, the health monitor. */
   start(): Promise<void>;
   /** Resolves once results given to the writer are written and the events they caused are sent. */
@@ -238,6 +246,13 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
       return succeededParts(pool, job.destinationId, job.id).then((parts) => send({ succeededParts: parts }));
     },
     labelOf: (destination) => deliveryOf(destination).label(destination),
+    async recordHealth(tx, completions) {
+      const policy = { circuit: config.circuit, retry: config.retry };
+      const transitions = await recordHealth(tx, completions, policy, clock.now(), options.jobTable.lockHealthRows);
+      return () => {
+        if (transitions.length > 0) announce(transitions);
+      };
+    },
     inFlightLimit(destinationId) {
       const destination = settings.get(destinationId);
       return destination ? deliveryOf(destination).inFlightLimit?.(destination) : undefined;

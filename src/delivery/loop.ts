@@ -94,6 +94,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
           logger,
           notifier: options.notifier,
           onQueued: () => wakeup.wake(),
+          recordHealth: (tx, completions) => runtime.recordHealth(tx, completions),
         })
       : undefined;
   const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;

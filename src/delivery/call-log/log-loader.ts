@@ -3,28 +3,25 @@ import { createLeasedWorker, type LeasedWorker, type LeaseSource } from "../../b
 import type { Notifier } from "../../background/notifier.js";
 import type { Clock } from "../../clock.js";
 import type { DeliveryConfig } from "../../config.js";
-import { advanceLogCursor, recordHeldBatch } from "../../db/call-log/log-advance.js";
 import {
   claimLogCursor,
   cursorKey,
   extendLogCursor,
-  holdLogCursor,
   type LogCursor,
   moveOntoLog,
   releaseLogCursor,
   syncLogCursors,
 } from "../../db/call-log/log-cursors.js";
-import { selectDestinationsToMove, selectLogRoute, selectWaitingUsers } from "../../db/call-log/log-destinations.js";
-import { nextWindow, readLog } from "../../db/call-log/log-read.js";
-import { deliveriesChannel } from "../../db/job-table/index.js";
+import { selectDestinationsToMove, selectLogRoute } from "../../db/call-log/log-destinations.js";
+import { type DeliveryCompletion, deliveriesChannel } from "../../db/job-table/index.js";
+import type { Queryable } from "../../db/pool.js";
 import type { Logger } from "../../logger.js";
 import { compileRouteRules, type RouteRules } from "../../routing/route-rules.js";
-import { shapeBody } from "../../routing/shape-body.js";
-import { sandboxKey, type TransformSandboxes } from "../../sandbox/transform-sandbox.js";
+import type { TransformSandboxes } from "../../sandbox/transform-sandbox.js";
 import type { DeliveryRuntime } from "../delivery-runtime.js";
 import { loadDestinations } from "../destination-settings.js";
-import { completionOf, matcherOfRow } from "../kinds/registry.js";
-import { deliverPage } from "./log-page.js";
+import { matcherOfRow } from "../kinds/registry.js";
+import { type CursorRunContext, runCursor } from "./cursor-run.js";
 
 export interface LogLoaderOptions {
   pool: pg.Pool;
@@ -36,6 +33,8 @@ export interface LogLoaderOptions {
   notifier?: Notifier | undefined;
   /** Exceptions were queued: the per-call loop should look. */
   onQueued(): void;
+  /** Endpoint health of a page's results, in its transaction; returns what announces the circuit changes it made, once committed. */
+  recordHealth(tx: Queryable, completions: readonly DeliveryCompletion[]): Promise<() => void>;
   /** Calls read per page (1,000 by default). */
   pageSize?: number;
   /** Cursors worked here at once (4 by default). */
@@ -54,9 +53,6 @@ export interface LogLoader {
   sync(): Promise<void>;
   stop(): Promise<void>;
 }
-
-/** Calls received this long after a destination moved onto the log may still have been routed per call by a slower process. */
-const movedSkewMs = 60_000;
 
 /**
  * The call log's loader: one leased worker over the cursors of destinations
@@ -96,55 +92,22 @@ export function createLogLoader(options: LogLoaderOptions): LogLoader {
     return rules;
   }
 
-  /** One page; false when the cursor is done for now (nothing left, held, disabled, or lost). */
-  async function workPage(cursor: LogCursor, token: string): Promise<boolean> {
-    const destination = (await loadDestinations(pool, [cursor.destinationId])).get(cursor.destinationId);
-    if (!destination?.enabled) return false;
-    const rules = await rulesOf(destination.id, destination.revision);
-    if (!rules) return false;
-    const checkPerCallBefore = cursor.logSince ? new Date(cursor.logSince.getTime() + movedSkewMs) : null;
-    const page = await readLog(pool, { ...cursor, limit: pageSize, checkPerCallBefore });
-    const { calls } = page;
-    if (calls.length === 0) return false;
-    const ordered = destination.ordering === "per_user";
-    const waitingUsers = ordered
-      ? await selectWaitingUsers(pool, destination.id, [...new Set(calls.map((c) => c.userId).filter((u): u is string => !!u))])
-      : new Set<string>();
-    const shapes = destination.drop_fields.length > 0 || destination.transform !== "";
-    const bodyRules = {
-      dropFields: destination.drop_fields,
-      transform: destination.transform,
-      sandboxKey: sandboxKey(destination.id, destination.revision),
-    };
-    const outcome = await deliverPage(cursor, calls, {
-      destination,
-      rules,
-      rule: completionOf(destination),
-      retry: config.retry,
-      now: () => clock.now(),
-      waitingUsers,
-      shape: shapes ? (payload) => shapeBody(payload, bodyRules, options.sandboxes, { mayDefer: false }) : undefined,
-      deliver: (job, d, body) => options.runtime.deliver(job, d, body),
-      flush: () => options.runtime.flush(),
-    });
-    if (outcome.kind === "hold") {
-      await recordHeldBatch(pool, destination.id, outcome.rows);
-      await holdLogCursor(pool, cursor, token, { at: clock.now(), runAt: outcome.runAt, error: outcome.error });
-      logger.info(
-        { destinationId: destination.id, error: outcome.error },
-        "a call log batch failed as a whole; its cursor waits for the retry",
-      );
-      return false;
-    }
-    const next = nextWindow(cursor.window, page, pageSize);
-    const { moved, queued } = await advanceLogCursor(pool, { cursor, token, now: clock.now(), upTo: page.upTo, next, ...outcome });
-    if (!moved) return false;
-    if (queued) options.onQueued();
-    cursor.window = next;
-    cursor.failures = 0;
-    cursor.firstFailedAt = null;
-    return true;
-  }
+  const run: CursorRunContext = {
+    pool,
+    runtime: options.runtime,
+    config,
+    sandboxes: options.sandboxes,
+    clock,
+    logger,
+    pageSize,
+    async destinationOf(id) {
+      const destination = (await loadDestinations(pool, [id])).get(id);
+      const rules = destination && (await rulesOf(id, destination.revision));
+      return destination && rules ? { destination, rules } : undefined;
+    },
+    recordHealth: options.recordHealth,
+    onQueued: options.onQueued,
+  };
 
   const worker: LeasedWorker = createLeasedWorker({
     lease,
@@ -156,9 +119,7 @@ export function createLogLoader(options: LogLoaderOptions): LogLoader {
     notifier: options.notifier,
     clock,
     logger,
-    async work(cursor, token, held) {
-      while (held() && (await workPage(cursor, token))) {}
-    },
+    work: (cursor, token, held) => runCursor(run, cursor, token, held),
   });
 
   async function sync(): Promise<void> {

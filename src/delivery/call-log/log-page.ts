@@ -1,5 +1,12 @@
 import type { RetrySchedule } from "../../config.js";
-import { batchRowId, callOrderingKey, routedTo, type AttemptResult, type ClaimedDelivery } from "../../db/job-table/index.js";
+import {
+  batchRowId,
+  callOrderingKey,
+  routedTo,
+  type AttemptResult,
+  type ClaimedDelivery,
+  type DeliveryCompletion,
+} from "../../db/job-table/index.js";
 import type { LogAttemptRow, LogBatchRange, LogException, LogFate } from "../../db/call-log/log-advance.js";
 import type { LogCursor } from "../../db/call-log/log-cursors.js";
 import type { LoggedCall } from "../../db/call-log/log-read.js";
@@ -27,8 +34,16 @@ export interface PageContext {
 
 /** A page's outcome: the cursor moves past it, or (the batch failed as a whole) stays. */
 export type PageOutcome =
-  | { kind: "advance"; batches: LogBatchRange[]; rows: LogAttemptRow[]; fates: LogFate[]; exceptions: LogException[] }
-  | { kind: "hold"; runAt: Date; error: string; rows: LogAttemptRow[] };
+  | {
+      kind: "advance";
+      batches: LogBatchRange[];
+      rows: LogAttemptRow[];
+      fates: LogFate[];
+      exceptions: LogException[];
+      /** The sent calls' results, as endpoint health reads them. */
+      completions: DeliveryCompletion[];
+    }
+  | { kind: "hold"; runAt: Date; error: string; rows: LogAttemptRow[]; completions: DeliveryCompletion[] };
 
 /** What became of one call of the page. */
 type CallOutcome =
@@ -167,6 +182,7 @@ function recordPage(
   const exceptions: LogException[] = [];
   const batches: LogBatchRange[] = [];
   let run: LogBatchRange = { from: cursor.window.after, to: cursor.window.after, calls: 0, delivered: 0, row: null };
+  const completions: DeliveryCompletion[] = [];
   let sent = 0;
   let retrying = 0;
   let holdUntil: Date | undefined;
@@ -183,6 +199,7 @@ function recordPage(
       sent++;
       const job = jobOf(cursor, call, context.destination);
       const completion = decideCompletion(job, outcome.results, context.rule, now, context.retry);
+      completions.push(completion);
       const callRows = outcome.results.map(rowOf);
       if (completion.status === "delivered") {
         deliveredRow = callRows[outcome.results.findIndex((r) => r.outcome === "success")] ?? callRows[0];
@@ -217,8 +234,8 @@ function recordPage(
   const list = [...rows.values()];
   // Nothing got through and everything sent may be retried: the destination is down, not the calls. Hold the cursor.
   if (sent > 0 && retrying === sent && holdUntil)
-    return { kind: "hold", runAt: holdUntil, error: holdError || "the batch failed", rows: list };
-  return { kind: "advance", batches, rows: list, fates, exceptions };
+    return { kind: "hold", runAt: holdUntil, error: holdError || "the batch failed", rows: list, completions };
+  return { kind: "advance", batches, rows: list, fates, exceptions, completions };
 }
 
 function waitingException(call: LoggedCall, key: string, now: Date): LogException {

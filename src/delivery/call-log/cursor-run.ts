@@ -1,0 +1,163 @@
+import type pg from "pg";
+import type { Clock } from "../../clock.js";
+import type { DeliveryConfig } from "../../config.js";
+import { advanceLogCursor, type LogAdvance, recordHeldBatch } from "../../db/call-log/log-advance.js";
+import { holdLogCursor, type LogCursor } from "../../db/call-log/log-cursors.js";
+import { selectWaitingUsers } from "../../db/call-log/log-destinations.js";
+import { type LogPage, type LogWindow, nextWindow, readLog } from "../../db/call-log/log-read.js";
+import type { DeliveryCompletion } from "../../db/job-table/index.js";
+import type { Queryable } from "../../db/pool.js";
+import type { Logger } from "../../logger.js";
+import type { RouteRules } from "../../routing/route-rules.js";
+import { shapeBody } from "../../routing/shape-body.js";
+import { sandboxKey, type TransformSandboxes } from "../../sandbox/transform-sandbox.js";
+import type { DeliveryRuntime } from "../delivery-runtime.js";
+import { type AnyDestination, completionOf } from "../kinds/registry.js";
+import { deliverPage, type PageOutcome } from "./log-page.js";
+
+/** What working a cursor needs, built once by the loader. */
+export interface CursorRunContext {
+  pool: pg.Pool;
+  runtime: Pick<DeliveryRuntime, "deliver" | "flush">;
+  config: DeliveryConfig;
+  sandboxes: TransformSandboxes;
+  clock: Clock;
+  logger: Logger;
+  pageSize: number;
+  /** The destination as it is now, and its compiled routing rules (undefined: gone). */
+  destinationOf(id: string): Promise<{ destination: AnyDestination; rules: RouteRules } | undefined>;
+  /** Endpoint health: folds the page's results into the destination's health row in the page's transaction. */
+  recordHealth(tx: Queryable, completions: readonly DeliveryCompletion[]): Promise<() => void>;
+  /** Exceptions were queued: the per-call loop should look. */
+  onQueued(): void;
+}
+
+/** Settings are read again at most this often while a cursor is worked (a change applies to pages read after). */
+const settingsMaxAgeMs = 1_000;
+/** Calls received this long after a destination moved onto the log may still have been routed per call by a slower process. */
+const movedSkewMs = 60_000;
+
+/**
+ * Works one leased cursor until it has read everything there is, its lease
+ * is lost, or a page fails as a whole. Two pages are in hand at once: the
+ * next page is read while the current one is delivered, and a page's
+ * record (the cursor's move) is written while the next one is delivered.
+ * A crash between a page's send and its record sends it again from the
+ * same window: the same calls in the same batches.
+ */
+export async function runCursor(context: CursorRunContext, cursor: LogCursor, token: string, held: () => boolean): Promise<void> {
+  const { pool, pageSize } = context;
+  const checkPerCallBefore = cursor.logSince ? new Date(cursor.logSince.getTime() + movedSkewMs) : null;
+  const read = (window: LogWindow) =>
+    readLog(pool, { destinationId: cursor.destinationId, sourceId: cursor.sourceId, window, limit: pageSize, checkPerCallBefore });
+  let settings = await context.destinationOf(cursor.destinationId);
+  let settingsAt = Date.now();
+  let window = cursor.window;
+  let pending = read(window) as Promise<LogPage> | undefined;
+  let recording: Promise<boolean> = Promise.resolve(true);
+  try {
+    while (pending !== undefined && held()) {
+      const page: LogPage = await pending;
+      pending = undefined;
+      if (page.calls.length === 0) break;
+      if (Date.now() - settingsAt > settingsMaxAgeMs) {
+        settings = await context.destinationOf(cursor.destinationId);
+        settingsAt = Date.now();
+      }
+      if (!settings?.destination.enabled) break;
+      const next = nextWindow(window, page, pageSize);
+      // A full page: the burst goes on, and its next page is read while this one is delivered.
+      if (next.upTo !== null) pending = read(next);
+      const from = { ...cursor, window };
+      // Per-user ordering reads which users wait behind an exception: the previous page's must be recorded first.
+      if (settings.destination.ordering === "per_user" && !(await recording)) break;
+      const outcome = await deliverOnePage(context, from, page, settings);
+      // The previous page's record first: the cursor moves in order.
+      if (!(await recording)) break;
+      if (outcome.kind === "hold") {
+        await holdCursor(context, from, token, outcome, settings.destination.id);
+        break;
+      }
+      recording = recordPage(context, { cursor: from, token, now: context.clock.now(), upTo: page.upTo, next, ...outcome }, outcome);
+      window = next;
+      // The burst is over: the next read takes a new snapshot (calls committed meanwhile).
+      pending ??= read(next);
+    }
+  } finally {
+    await recording.catch(() => false);
+    await pending?.catch(() => undefined);
+  }
+}
+
+async function deliverOnePage(
+  context: CursorRunContext,
+  cursor: LogCursor,
+  page: LogPage,
+  settings: { destination: AnyDestination; rules: RouteRules },
+): Promise<PageOutcome> {
+  const { destination, rules } = settings;
+  const users = destination.ordering === "per_user" ? [...new Set(page.calls.map((c) => c.userId).filter((u): u is string => !!u))] : [];
+  const waitingUsers = users.length > 0 ? await selectWaitingUsers(context.pool, destination.id, users) : new Set<string>();
+  const shapes = destination.drop_fields.length > 0 || destination.transform !== "";
+  const bodyRules = {
+    dropFields: destination.drop_fields,
+    transform: destination.transform,
+    sandboxKey: sandboxKey(destination.id, destination.revision),
+  };
+  return deliverPage(cursor, page.calls, {
+    destination,
+    rules,
+    rule: completionOf(destination),
+    retry: context.config.retry,
+    now: () => context.clock.now(),
+    waitingUsers,
+    shape: shapes ? (payload) => shapeBody(payload, bodyRules, context.sandboxes, { mayDefer: false }) : undefined,
+    deliver: (job, d, body) => context.runtime.deliver(job, d, body),
+    flush: () => context.runtime.flush(),
+  });
+}
+
+/** The page's record and its health in one transaction; false when the lease was lost (nothing written). */
+async function recordPage(context: CursorRunContext, advance: LogAdvance, outcome: PageOutcome): Promise<boolean> {
+  const { moved, queued, announce } = await inTransaction(context.pool, async (tx) => {
+    const result = await advanceLogCursor(tx, advance);
+    if (!result.moved) return { ...result, announce: () => {} };
+    return { ...result, announce: await context.recordHealth(tx, outcome.completions) };
+  });
+  if (!moved) return false;
+  announce();
+  if (queued) context.onQueued();
+  return true;
+}
+
+async function holdCursor(
+  context: CursorRunContext,
+  cursor: LogCursor,
+  token: string,
+  outcome: Extract<PageOutcome, { kind: "hold" }>,
+  destinationId: string,
+): Promise<void> {
+  const announce = await inTransaction(context.pool, async (tx) => {
+    await recordHeldBatch(tx, destinationId, outcome.rows);
+    const at = context.clock.now();
+    if (!(await holdLogCursor(tx, cursor, token, { at, runAt: outcome.runAt, error: outcome.error }))) return () => {};
+    return context.recordHealth(tx, outcome.completions);
+  });
+  announce();
+  context.logger.info({ destinationId, error: outcome.error }, "a call log batch failed as a whole; its cursor waits for the retry");
+}
+
+async function inTransaction<T>(pool: pg.Pool, work: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
+  const tx = await pool.connect();
+  try {
+    await tx.query("BEGIN");
+    const result = await work(tx);
+    await tx.query("COMMIT");
+    return result;
+  } catch (error) {
+    await tx.query("ROLLBACK").catch(() => {});
+    throw error;
+  } finally {
+    tx.release();
+  }
+}
