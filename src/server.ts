@@ -298,6 +298,7 @@ function openApi(
     bodies: config.bodies,
     addressGuard: shared.addressGuard,
     signingSecretOverlapMs: config.signingSecretOverlapMs,
+    callLog: config.delivery.callLog,
     onJobCreated: () => delivery.jobs?.wake(),
     sandboxes: shared.sandboxes,
     retentionMs: config.retentionMs,

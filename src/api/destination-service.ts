@@ -37,6 +37,7 @@ import { validateDropFieldList, validateFilter, validateTransform } from "../rou
 import { validateConsentCategories } from "../routing/consent.js";
 import { createDestinationRules } from "./destination-rules.js";
 import { decodeTimeCursor, listPage, pageSize, timeCursorOf } from "./paging.js";
+import { placeOnLog, syncLogCursors } from "../db/call-log/log-cursors.js";
 import { kindOf, registeredKinds, requireKindOfProto, type RegisteredKind } from "../delivery/kinds/registry.js";
 import type { KindField } from "../delivery/kinds/kind.js";
 
@@ -55,6 +56,8 @@ export interface DestinationServiceOptions {
   onJobCreated?: () => void;
   /** The job table's driver (one Postgres's or Citus's). */
   jobTable: JobTableDriver;
+  /** With the call log on, a destination of a batching kind reads calls by cursor from its creation (db/call-log/). */
+  callLog?: boolean | undefined;
 }
 
 /** The fields every destination has, by update-mask path, and whether an input sets each (for an empty mask). */
@@ -143,6 +146,7 @@ export function createDestinationService(options: DestinationServiceOptions): Se
           at: now,
         });
         await replaceDestinationSources(tx, id, sourceIds);
+        if (options.callLog && options.jobTable.callLog) await placeOnLog(tx, id);
         return (await selectDestination(tx, id))!;
       });
       options.onRoutingChanged?.();
@@ -181,6 +185,8 @@ export function createDestinationService(options: DestinationServiceOptions): Se
           );
         }
         await applyUpdate(tx, current, input, paths, clock.now(), options.addressGuard, rules);
+        // A source connected now gets its cursor with the connection (one a later sync makes starts at the same place).
+        if (paths.has("source_ids") && options.callLog && options.jobTable.callLog) await syncLogCursors(tx);
         return (await selectDestination(tx, id))!;
       });
       options.onRoutingChanged?.();

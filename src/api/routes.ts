@@ -57,6 +57,8 @@ export interface RpcHandlersOptions {
   retentionMs: number;
   /** After RotateSigningSecret, the previous secret keeps signing this long. */
   signingSecretOverlapMs?: number;
+  /** New destinations of the batching kinds read calls from the call log (WAYPOST_CALL_LOG). */
+  callLog?: boolean;
   /**
    * DeliveryService's reads (searches, the finish feed, stats) run here, on
    * a pool of their own with a statement timeout, so that many or slow
@@ -155,6 +157,7 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
           sandboxes: options.sandboxes,
           onJobCreated: options.onJobCreated,
           jobTable: options.jobTable,
+          callLog: options.callLog,
         }),
       );
       router.service(IntegrationService, createIntegrationService());

@@ -77,6 +77,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     WAYPOST_DATA_DIR: dataDir,
     WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "true",
     WAYPOST_LOG_LEVEL: process.env.WAYPOST_TEST_LOG ?? "silent",
+    // The suite's second layout: batching destinations on the call log (test/run.mjs --call-log).
+    WAYPOST_CALL_LOG: process.env.WAYPOST_TEST_CALL_LOG ?? "off",
   });
   const { delivery, outbound, ...rest } = options.config ?? {};
   let config: Config = {

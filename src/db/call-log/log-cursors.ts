@@ -1,4 +1,5 @@
 import { heldDestinationsSql } from "../job-table/claim-circuit.js";
+import { batchingKindSql } from "./log-destinations.js";
 import type { Queryable } from "../pool.js";
 import { hasCallsPastSql, type LogWindow } from "./log-read.js";
 
@@ -180,4 +181,18 @@ export async function moveOntoLog(db: Queryable, destinationIds: readonly string
     values: [destinationIds, now],
   });
   await syncLogCursors(db);
+}
+
+/**
+ * A new destination onto the log in the transaction that creates it, if
+ * its kind batches: no call was routed to it per call, so no move window
+ * (`log_since` stays NULL) and its cursors start at its connections.
+ */
+export async function placeOnLog(db: Queryable, destinationId: string): Promise<void> {
+  const result = await db.query({
+    text: `UPDATE destinations d SET delivery_layout = 'log', log_from = pg_current_xact_id()
+            WHERE d.id = $1 AND d.delivery_layout = 'per_call' AND ${batchingKindSql}`,
+    values: [destinationId],
+  });
+  if (result.rowCount === 1) await syncLogCursors(db);
 }

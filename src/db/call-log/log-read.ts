@@ -89,7 +89,10 @@ function unreadSql(columns: string, limit: string): string {
 }
 
 const readStatement = `
-  SELECT coalesce($3::pg_snapshot, pg_current_snapshot())::text AS up_to, c.*,
+  -- Times as epoch milliseconds: a number is parsed far faster than a timestamptz's text, for every call of the page.
+  SELECT coalesce($3::pg_snapshot, pg_current_snapshot())::text AS up_to, c.id, c.log_xid, c.message_id, c.type, c.user_id,
+         (extract(epoch FROM c.received_at) * 1000)::float8 AS received_at, (extract(epoch FROM c.sent_at) * 1000)::float8 AS sent_at,
+         c.payload, c.traceparent, c.tracestate,
          ($7::timestamptz IS NOT NULL AND c.received_at < $7::timestamptz AND (
             EXISTS (SELECT 1 FROM delivery_queue q WHERE q.destination_id = $8 AND q.message_pk = c.id)
             OR EXISTS (SELECT 1 FROM delivery_history h WHERE h.destination_id = $8 AND h.message_pk = c.id))) AS routed_per_call
@@ -107,8 +110,8 @@ interface ReadRow {
   message_id: string;
   type: string;
   user_id: string | null;
-  received_at: Date;
-  sent_at: Date | null;
+  received_at: number;
+  sent_at: number | null;
   payload: string;
   traceparent: string | null;
   tracestate: string | null;
@@ -141,8 +144,8 @@ export async function readLog(db: Queryable, options: ReadLogOptions): Promise<L
       messageId: row.message_id,
       type: row.type,
       userId: row.user_id,
-      receivedAt: row.received_at,
-      sentAt: row.sent_at,
+      receivedAt: new Date(row.received_at),
+      sentAt: row.sent_at === null ? null : new Date(row.sent_at),
       payload: row.payload,
       traceparent: row.traceparent,
       tracestate: row.tracestate,

@@ -229,6 +229,7 @@ export async function deleteDestinationRow(db: Queryable, id: string): Promise<v
   await db.query("DELETE FROM destination_rate_buckets WHERE destination_id = $1", [id]);
   await db.query("DELETE FROM destination_health WHERE destination_id = $1", [id]);
   await db.query("DELETE FROM call_fates WHERE destination_id = $1", [id]);
+  await db.query("DELETE FROM log_cursors WHERE destination_id = $1", [id]);
 }
 
 export async function destinationExists(db: Queryable, id: string): Promise<boolean> {

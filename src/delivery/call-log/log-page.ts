@@ -51,7 +51,7 @@ type CallOutcome =
   | { kind: "fate"; fate: LogFate }
   | { kind: "waiting" }
   | { kind: "failed-transform"; error: string }
-  | { kind: "sent"; results: AttemptResult[] };
+  | { kind: "sent"; job: ClaimedDelivery; results: AttemptResult[] };
 
 /** The job a kind is handed for a call read from the log: named by the call, so a retried page names it again the same way. */
 function jobOf(cursor: LogCursor, call: LoggedCall, destination: AnyDestination): ClaimedDelivery {
@@ -106,13 +106,14 @@ async function sendCall(cursor: LogCursor, call: LoggedCall, context: PageContex
     if (shaped.kind === "error") return { kind: "failed-transform", error: shaped.error };
     if (shaped.kind === "send") body = shaped.body;
   }
-  const results = await context.deliver(jobOf(cursor, call, context.destination), context.destination, body);
+  const job = jobOf(cursor, call, context.destination);
+  const results = await context.deliver(job, context.destination, body);
   const sentBody = body === call.payload ? undefined : body;
   for (const r of results) {
     r.destinationRevision = context.destination.revision;
     r.sentBody = sentBody;
   }
-  return { kind: "sent", results };
+  return { kind: "sent", job, results };
 }
 
 /**
@@ -154,7 +155,7 @@ function recordPage(
   const rows = new Map<string, LogAttemptRow>();
   const rowOf = (a: AttemptResult): LogAttemptRow => {
     const ref = a.batch ?? { id: crypto.randomUUID(), calls: 1 };
-    const id = batchRowId({ ...a, batch: ref });
+    const id = batchRowId(a.batch ? (a as AttemptResult & { batch: typeof ref }) : { ...a, batch: ref });
     let row = rows.get(id);
     if (!row) {
       row = {
@@ -197,8 +198,7 @@ function recordPage(
       exceptions.push({ ...failedException(cursor, call, keys[i] ?? null, now, null), error: outcome.error });
     } else if (outcome.kind === "sent") {
       sent++;
-      const job = jobOf(cursor, call, context.destination);
-      const completion = decideCompletion(job, outcome.results, context.rule, now, context.retry);
+      const completion = decideCompletion(outcome.job, outcome.results, context.rule, now, context.retry);
       completions.push(completion);
       const callRows = outcome.results.map(rowOf);
       if (completion.status === "delivered") {
