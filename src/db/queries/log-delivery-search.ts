@@ -68,7 +68,11 @@ function finishedAsc(a: SearchRow, b: SearchRow): number {
 
 /** The destinations on the log a filter reaches (none: the per-call read alone). */
 async function logDestinationsOf(db: Queryable, filter: DeliveryFilter): Promise<string[]> {
-  if (filter.statuses && filter.statuses.length > 0 && !filter.statuses.some((s) => s === "delivered" || s === "pending" || s === "retrying")) {
+  if (
+    filter.statuses &&
+    filter.statuses.length > 0 &&
+    !filter.statuses.some((s) => s === "delivered" || s === "pending" || s === "retrying")
+  ) {
     return [];
   }
   const ids = await selectLogDestinationIds(db);
@@ -143,10 +147,7 @@ function perCallOptions(options: SearchOptions): SearchOptions {
 
 /** searchDeliveries with the derived deliveries of destinations on the log merged in (the single-node driver's). */
 export async function searchDeliveriesAndLog(db: Queryable, filter: DeliveryFilter, options: SearchOptions): Promise<SearchRow[]> {
-  const [perCall, destinations] = await Promise.all([
-    searchDeliveries(db, filter, perCallOptions(options)),
-    logDestinationsOf(db, filter),
-  ]);
+  const [perCall, destinations] = await Promise.all([searchDeliveries(db, filter, perCallOptions(options)), logDestinationsOf(db, filter)]);
   if (destinations.length === 0) return perCall;
   const query = logSearchQuery(destinations, filter, options);
   const derived = (await db.query<LogDeliveryRow>(query.text, query.values)).rows;
