@@ -1,7 +1,15 @@
 import type { Queryable } from "../pool.js";
 import type { AttemptRow } from "./deliveries.js";
 import type { SearchRow } from "./delivery-rows.js";
-import type { MessageDeliveryRow } from "./message-deliveries.js";
+import type { DeliveryStatus } from "../job-table/delivery-completion.js";
+
+/** A call's derived delivery at one destination (message-deliveries.ts's row, for ExplainMessage). */
+export interface LogMessageDeliveryRow {
+  destination_id: string;
+  id: string;
+  status: DeliveryStatus;
+  attempt_count: number;
+}
 
 // A call at a destination on the call log (migration 30) has no delivery
 // row: its delivery is derived, as users saw it when each call had a row.
@@ -28,8 +36,7 @@ export interface LogDeliveryRow extends SearchRow {
   last_error: string | null;
 }
 
-const uuid = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
-const logIdPattern = new RegExp(`^([1-9]\\d{0,18})@(${uuid})$`);
+const logIdPattern = /^([1-9]\d{0,17})@([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 
 /** The id of a call's derived delivery at a destination on the log. */
 export function logDeliveryId(messagePk: string, destinationId: string): string {
@@ -138,8 +145,8 @@ export async function selectLogAttempts(db: Queryable, ids: readonly string[]): 
 }
 
 /** A stored call's derived deliveries, one per destination on the log that has one for it (ExplainMessage). */
-export async function selectLogMessageDeliveries(db: Queryable, messagePk: string): Promise<MessageDeliveryRow[]> {
-  const result = await db.query<MessageDeliveryRow>(
+export async function selectLogMessageDeliveries(db: Queryable, messagePk: string): Promise<LogMessageDeliveryRow[]> {
+  const result = await db.query<LogMessageDeliveryRow>(
     `SELECT m.id::text || '@' || dst.id::text AS id, dst.id AS destination_id, ${statusSql} AS status,
             CASE WHEN b.finished_at IS NOT NULL THEN (b.batch_attempt_id IS NOT NULL)::int ELSE c.failures END AS attempt_count
        FROM destinations dst JOIN messages m ON m.id = $1 ${derivedJoins("dst.id")}

@@ -1,8 +1,7 @@
-import type pg from "pg";
 import { and, Params, type DeliveryFilter, type Query } from "../job-table/filter.js";
 import type { Queryable } from "../pool.js";
 import type { SearchOptions, SearchRow } from "./delivery-rows.js";
-import { feedPage, feedQuery, searchDeliveries, type FeedPage, type FeedPosition } from "./delivery-search.js";
+import { feedPage, feedQuery, inFeedSnapshot, type readFinishFeed, searchDeliveries, type FeedPosition } from "./delivery-search.js";
 import {
   derivedColumns,
   derivedJoins,
@@ -127,7 +126,7 @@ export function logSearchQuery(destinationIds: readonly string[], filter: Delive
      WHERE ${and([...where, extra])}) x WHERE ${status}`;
   const byMessage = filter.messageId !== undefined || filter.userId !== undefined;
   const text = byMessage
-    ? `${rows("unnest(" + dsts + ") AS dst(id) JOIN messages m ON m.source_id IN (SELECT id FROM sources)", "TRUE")}
+    ? `${rows(`unnest(${dsts}) AS dst(id) JOIN messages m ON m.source_id IN (SELECT id FROM sources)`, "TRUE")}
        ORDER BY x.created_at DESC, x.pk DESC, x.destination_id DESC LIMIT ${limit}`
     : `SELECT x.* FROM unnest(${dsts}) AS dst(id)
        JOIN sources s ON EXISTS (SELECT 1 FROM log_cursors lc WHERE lc.destination_id = dst.id AND lc.source_id = s.id)
@@ -197,17 +196,8 @@ export function logFeedQuery(
 }
 
 /** readFinishFeed (delivery-search.ts) with the batches of destinations on the log: their delivered calls finish with them. */
-export async function readFinishFeedAndLog(
-  pool: pg.Pool,
-  filter: DeliveryFilter,
-  position: FeedPosition | undefined,
-  limit: number,
-  maxBytes = Infinity,
-): Promise<FeedPage> {
-  const client = await pool.connect();
-  try {
-    await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-    const snapshot = (await client.query<{ s: string }>("SELECT pg_current_snapshot()::text AS s")).rows[0]!.s;
+export const readFinishFeedAndLog: typeof readFinishFeed = (pool, filter, position, limit, maxBytes = Infinity) =>
+  inFeedSnapshot(pool, async (client, snapshot) => {
     const read = position ? limit + 1 : limit;
     const after = position?.after && parseLogDeliveryId(position.after.id);
     const perCallPosition = position && after ? { ...position, after: { xid: position.after!.xid, id: after.messagePk } } : position;
@@ -220,12 +210,5 @@ export async function readFinishFeedAndLog(
       found.sort(position ? finishedAsc : (a, b) => finishedAsc(b, a));
       found.splice(read);
     }
-    await client.query("COMMIT");
     return feedPage(found, position, snapshot, { limit, maxBytes });
-  } catch (error) {
-    await client.query("ROLLBACK").catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
-}
+  });
