@@ -1,13 +1,16 @@
 import type { FeedPosition } from "../db/queries/delivery-search.js";
+import { parseLogDeliveryId } from "../db/queries/log-deliveries.js";
 import { invalidArgument } from "./errors.js";
 import { decodePageToken, encodePageToken } from "./paging.js";
 
 // Page tokens are opaque to clients; inside, "c|<created_at>|<id>" pages the
 // creation-time order and "f|<seen>|<upTo>|<xid>|<id>" is a finish-feed
-// position (snapshots as Postgres prints them).
+// position (snapshots as Postgres prints them). An id is a per-call
+// delivery's or one derived from the call log ("<n>@<uuid>").
 
 const timestamp = /^\d{4}-\d{2}-\d{2} [\d:.]+[+-]\d{2}(:\d{2})?$/;
-const deliveryIdPattern = /^[1-9]\d{0,17}$/;
+const perCallId = /^[1-9]\d{0,17}$/;
+const deliveryIdPattern = { test: (id: string) => perCallId.test(id) || parseLogDeliveryId(id) !== undefined };
 const xidPattern = /^\d{1,20}$/;
 /** A snapshot's in-progress list is bounded by the server's connections; this is ample. */
 const maxTokenLength = 200_000;

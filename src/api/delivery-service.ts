@@ -8,6 +8,7 @@ import { selectAttempts } from "../db/queries/deliveries.js";
 import type { DeliveryRow } from "../db/queries/delivery-rows.js";
 import { rowsWithinBytes } from "../db/queries/delivery-search.js";
 import { destinationExists, loadDestinationConfigs } from "../db/queries/destinations.js";
+import { parseLogDeliveryId } from "../db/queries/log-deliveries.js";
 import { selectLastAttempts } from "../db/queries/last-attempts.js";
 import { insertJob, selectJob } from "../db/queries/background-jobs.js";
 import type { RetryParams, RetryProgress } from "../delivery/retry-job.js";
@@ -45,43 +46,62 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
   /** Body, headers as sent (masked) and attempts, read for a page at once. */
   async function withDetails(rows: DeliveryRow[]): Promise<Delivery[]> {
     const now = clock.now();
-    const [attempts, configs] = await Promise.all([
+    const perCall = rows.filter((r) => !isDerived(r));
+    const [attempts, derivedAttempts, configs] = await Promise.all([
       selectAttempts(
         pool,
-        rows.map((r) => r.destination_id),
-        rows.map((r) => r.id),
+        perCall.map((r) => r.destination_id),
+        perCall.map((r) => r.id),
       ),
+      reads.log?.selectAttempts(
+        pool,
+        rows.filter(isDerived).map((r) => r.id),
+      ) ?? [],
       loadDestinationConfigs(pool, [...new Set(rows.map((r) => r.destination_id))]),
     ]);
+    attempts.push(...derivedAttempts);
     return rows.map((row) => {
       const own = attempts.filter((a) => a.delivery_id === row.id);
       // Time-bound headers (Standard Webhooks' timestamp) as of the latest attempt.
       const at = own.length > 0 ? own[own.length - 1]!.attempted_at : now;
       const config = configs.get(row.destination_id);
-      return toProto(row, { attempts: own, webhooks: webhookHeaders(config, row, at), requestsInAttempts: requestsInAttempts(config) });
+      const delivery = toProto(row, {
+        attempts: own,
+        webhooks: webhookHeaders(config, row, at),
+        requestsInAttempts: requestsInAttempts(config),
+      });
+      return withCursorError(delivery, row);
     });
   }
 
   async function present(rows: DeliveryRow[], view: DeliveryView): Promise<Delivery[]> {
     if (view !== DeliveryView.BASIC) return withDetails(rows);
+    // A derived delivery's only attempt is its batch's success: no error (a pending one's is its cursor's).
+    const perCall = rows.filter((r) => !isDerived(r));
     const last = await selectLastAttempts(
       pool,
-      rows.map((r) => r.destination_id),
-      rows.map((r) => r.id),
+      perCall.map((r) => r.destination_id),
+      perCall.map((r) => r.id),
     );
     const errors = new Map(last.map((a) => [a.delivery_id, attemptError(a)]));
-    return rows.map((row) => toProto(row, undefined, errors.get(row.id)));
+    return rows.map((row) => withCursorError(toProto(row, undefined, errors.get(row.id)), row));
+  }
+
+  /** A delivery by id: a per-call row, or one derived from the call log. */
+  async function findOne(id: string): Promise<DeliveryRow | undefined> {
+    if (!parseLogDeliveryId(id)) return reads.selectDelivery(pool, id);
+    return reads.log?.selectDelivery(pool, id);
   }
 
   async function getOne(rawId: string): Promise<Delivery> {
     const id = deliveryId(rawId);
-    const row = await reads.selectDelivery(pool, id);
+    const row = await findOne(id);
     if (!row) throw notFound("delivery", id);
     return (await withDetails([row]))[0]!;
   }
 
   return {
-    explainMessage: (req) => explainMessage(pool, req),
+    explainMessage: (req) => explainMessage(pool, req, reads.log),
     listFates: (req) => listFates(pool, reads, req),
     async listDeliveries(req) {
       const filter: DeliveryFilter = {
@@ -114,8 +134,15 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
     },
     async retryDelivery(req) {
       const id = deliveryId(req.id);
-      const row = await reads.selectDelivery(pool, id);
+      const row = await findOne(id);
       if (!row) throw notFound("delivery", id);
+      if (isDerived(row)) {
+        // Delivered by its batch, or still to come: nothing to send again.
+        throw new ConnectError(
+          `delivery ${id} is ${row.status}; only failed, expired or retrying deliveries can be retried`,
+          Code.FailedPrecondition,
+        );
+      }
       if (!(await destinationExists(pool, row.destination_id))) {
         throw new ConnectError(`delivery ${id} belongs to a deleted destination`, Code.FailedPrecondition);
       }
@@ -177,13 +204,28 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
     },
     async getDestinationStats(req) {
       const destinationId = requireUuid("destinationId", req.destinationId);
-      return destinationStats(pool, destinationId, clock.now());
+      return destinationStats(pool, destinationId, clock.now(), reads.log);
     },
   };
 }
 
+/** A per-call delivery's id (a decimal number) or a derived one's (db/queries/log-deliveries.ts). */
 function deliveryId(raw: string, field = "id"): string {
   if (raw === "") throw invalidArgument(field, "is required");
-  if (!/^[1-9]\d{0,17}$/.test(raw)) throw invalidArgument(field, `${JSON.stringify(raw.slice(0, 64))} is not a delivery id`);
+  if (!/^[1-9]\d{0,17}$/.test(raw) && !parseLogDeliveryId(raw)) {
+    throw invalidArgument(field, `${JSON.stringify(raw.slice(0, 64))} is not a delivery id`);
+  }
   return raw;
+}
+
+/** Derived from the call log: no row of its own. */
+function isDerived(row: DeliveryRow): boolean {
+  return parseLogDeliveryId(row.id) !== undefined;
+}
+
+/** A derived pending call's error: its cursor's, the batch ahead of it having failed as a whole. */
+function withCursorError(delivery: Delivery, row: DeliveryRow): Delivery {
+  const error = (row as { last_error?: string | null }).last_error;
+  if (error && delivery.lastError === "") delivery.lastError = error;
+  return delivery;
 }

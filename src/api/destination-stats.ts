@@ -6,7 +6,7 @@ import {
   StatsWindowSchema,
   type GetDestinationStatsResponseSchema,
 } from "../../gen/waypost/v1/delivery_pb.js";
-import type { DeliveryStatus as StatusName } from "../db/job-table/index.js";
+import type { LogDeliveryReads, DeliveryStatus as StatusName } from "../db/job-table/index.js";
 import { selectDestinationStats } from "../db/queries/deliveries.js";
 import { selectLatencyPercentiles, selectMinuteSeries, type LatencyRow, type MinuteRow } from "../db/queries/delivery-stats.js";
 import type { Queryable } from "../db/pool.js";
@@ -19,23 +19,28 @@ const windowMinutes = [60, 360, 1440] as const;
 /**
  * A destination's figures at `now`. The windows are whole minutes, the same
  * as the series': "last hour" is the current minute and the 59 before it,
- * "last 24 h" the current minute and the 1,439 before it.
+ * "last 24 h" the current minute and the 1,439 before it. A destination on
+ * the call log (`log` reads) adds the calls its batches delivered, by the
+ * minute each batch finished, and the calls its cursors have still to reach.
  */
 export async function destinationStats(
   db: Queryable,
   destinationId: string,
   now: Date,
+  log?: LogDeliveryReads,
 ): Promise<MessageInitShape<typeof GetDestinationStatsResponseSchema>> {
   const minute = Math.floor(now.getTime() / minuteMs) * minuteMs;
   const starts = windowMinutes.map((n) => new Date(minute - (n - 1) * minuteMs));
-  const [stats, deliverySeries, latency, heldBackSeries] = await Promise.all([
+  const [stats, deliverySeries, latency, heldBackSeries, logStats] = await Promise.all([
     selectDestinationStats(db, destinationId, new Date(now.getTime() - 3_600_000)),
     selectMinuteSeries(db, destinationId, starts[2]!),
     selectLatencyPercentiles(db, destinationId, starts),
     selectHeldBackPerMinute(db, destinationId, starts[2]!),
+    log?.selectStats(db, destinationId, starts[2]!),
   ]);
-  const series = withHeldBack(deliverySeries, heldBackSeries);
-  const count = (status: StatusName) => BigInt(stats.counts[status] ?? "0");
+  const series = withHeldBack(withLogDelivered(deliverySeries, logStats?.minutes ?? []), heldBackSeries);
+  const logCounts: Partial<Record<StatusName, number>> = logStats?.counts ?? {};
+  const count = (status: StatusName) => BigInt(stats.counts[status] ?? "0") + BigInt(logCounts[status] ?? 0);
   const [lastHour, last6h, lastDay] = starts.map((start) => totals(series.filter((m) => m.minute >= start))) as [Totals, Totals, Totals];
   const [hourLatency, , dayLatency] = latency as [LatencyRow, LatencyRow, LatencyRow];
   return {
@@ -123,6 +128,19 @@ const noTotals = (): Totals => ({
   discarded: 0,
   heldBack: noneHeldBack(),
 });
+
+/** The delivery minutes with the calls the log's batches delivered in each (a minute with only those is in it too). */
+function withLogDelivered(deliveries: readonly MinuteRow[], logMinutes: readonly { minute: Date; delivered: number }[]): MinuteRow[] {
+  if (logMinutes.length === 0) return [...deliveries];
+  const byMinute = new Map<number, MinuteRow>(deliveries.map((m) => [m.minute.getTime(), { ...m }]));
+  for (const l of logMinutes) {
+    const at = l.minute.getTime();
+    const minute = byMinute.get(at) ?? { ...noTotals(), minute: l.minute, p50: 0, p99: 0 };
+    minute.delivered += l.delivered;
+    byMinute.set(at, minute);
+  }
+  return [...byMinute.values()].sort((a, b) => a.minute.getTime() - b.minute.getTime());
+}
 
 /** The delivery minutes and the held-back ones as one series, oldest first; a minute with only held-back calls is in it too. */
 function withHeldBack(deliveries: readonly MinuteRow[], heldBack: readonly HeldBackCountRow[]): Minute[] {

@@ -6,6 +6,7 @@ import {
   type ExplainMessageRequest,
   type ExplainMessageResponse,
 } from "../../gen/waypost/v1/delivery_pb.js";
+import type { LogDeliveryReads } from "../db/job-table/index.js";
 import type { Queryable } from "../db/pool.js";
 import { selectMessageDeliveries } from "../db/queries/message-deliveries.js";
 import { selectDestinationFates } from "../db/queries/message-fates.js";
@@ -29,8 +30,12 @@ const fateToProto: Record<FateName, Fate> = {
   created_later: Fate.CREATED_LATER,
 };
 
-/** ExplainMessage: a stored call and its fate at every destination that exists now. */
-export async function explainMessage(db: Queryable, req: ExplainMessageRequest): Promise<ExplainMessageResponse> {
+/**
+ * ExplainMessage: a stored call and its fate at every destination that
+ * exists now. At a destination on the call log (`log` reads, where there
+ * can be one) its delivery is derived from what the log recorded.
+ */
+export async function explainMessage(db: Queryable, req: ExplainMessageRequest, log?: LogDeliveryReads): Promise<ExplainMessageResponse> {
   if (req.messageId === "") throw invalidArgument("messageId", "is required");
   // Stored ids never hold NUL (Postgres text cannot): one here is the caller's mistake, not a failed query.
   requireStorableText("messageId", req.messageId);
@@ -44,11 +49,13 @@ export async function explainMessage(db: Queryable, req: ExplainMessageRequest):
     );
   }
   const call = calls[0]!;
-  const [destinations, deliveries] = await Promise.all([
+  const [destinations, deliveries, derived] = await Promise.all([
     selectDestinationFates(db, call.id, call.source_id),
     selectMessageDeliveries(db, call.id),
+    log?.selectMessageDeliveries(db, call.id) ?? [],
   ]);
-  const byDestination = new Map(deliveries.map((d) => [d.destination_id, d]));
+  // A row of its own (an exception) is the delivery; a derived one only where there is none.
+  const byDestination = new Map([...derived, ...deliveries].map((d) => [d.destination_id, d]));
   return create(ExplainMessageResponseSchema, {
     call: {
       sourceId: call.source_id,

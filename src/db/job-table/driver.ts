@@ -2,8 +2,11 @@ import { countBackfillCandidates, selectBackfillCandidates } from "../queries/ba
 import { selectDelivery } from "../queries/deliveries.js";
 import { selectDestinationBacklogs } from "../queries/destination-backlog.js";
 import { lockHealthRows, takeExpiredReports } from "../queries/destination-health.js";
-import { readFinishFeed, searchDeliveries } from "../queries/delivery-search.js";
+import type { readFinishFeed, searchDeliveries } from "../queries/delivery-search.js";
 import { searchFates } from "../queries/fate-search.js";
+import { selectLogAttempts, selectLogDelivery, selectLogMessageDeliveries } from "../queries/log-deliveries.js";
+import { readFinishFeedAndLog, searchDeliveriesAndLog } from "../queries/log-delivery-search.js";
+import { selectLogStats } from "../queries/log-delivery-stats.js";
 import type { Queryable } from "../pool.js";
 import { storeMessages } from "./store-messages.js";
 import { enqueueBackfillPage } from "./backfill.js";
@@ -78,6 +81,20 @@ export interface JobTableReads {
   countReplayable: typeof countReplayable;
   countBackfillCandidates: typeof countBackfillCandidates;
   selectBackfillCandidates: typeof selectBackfillCandidates;
+  /**
+   * The deliveries derived from the call log (db/queries/log-deliveries.ts),
+   * where destinations can be on it: absent on Citus, where the log is off.
+   * searchDeliveries and readFinishFeed merge them in themselves.
+   */
+  log?: LogDeliveryReads;
+}
+
+/** The reads of deliveries derived from the call log that callers make beside the per-call ones. */
+export interface LogDeliveryReads {
+  selectDelivery: typeof selectLogDelivery;
+  selectAttempts: typeof selectLogAttempts;
+  selectMessageDeliveries: typeof selectLogMessageDeliveries;
+  selectStats: typeof selectLogStats;
 }
 
 /** The single-Postgres driver: the job table's own statements, as they are. */
@@ -101,13 +118,20 @@ export const singleNodeJobTable: JobTableDriver = {
   callLog: true,
   reads: {
     selectDelivery,
-    searchDeliveries,
-    readFinishFeed,
+    // With the derived deliveries of destinations on the call log merged in.
+    searchDeliveries: searchDeliveriesAndLog,
+    readFinishFeed: readFinishFeedAndLog,
     searchFates,
     takeExpiredReports,
     selectDestinationBacklogs,
     countReplayable,
     countBackfillCandidates,
     selectBackfillCandidates,
+    log: {
+      selectDelivery: selectLogDelivery,
+      selectAttempts: selectLogAttempts,
+      selectMessageDeliveries: selectLogMessageDeliveries,
+      selectStats: selectLogStats,
+    },
   },
 };

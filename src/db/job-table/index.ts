@@ -56,7 +56,7 @@ export {
   type MessageToStore,
   type StoreResult,
 } from "./store-messages.js";
-export { singleNodeJobTable, type JobTableDriver, type JobTableReads } from "./driver.js";
+export { singleNodeJobTable, type JobTableDriver, type JobTableReads, type LogDeliveryReads } from "./driver.js";
 export { citusJobTable } from "./citus/index.js";
 export { removeMessages, removeSourceMessages } from "./message-removal.js";
 export { keyQueuedDeliveries } from "./ordering-keys.js";

@@ -153,15 +153,25 @@ export async function readFinishFeed(
   limit: number,
   maxBytes = Infinity,
 ): Promise<FeedPage> {
-  const client = await pool.connect();
-  try {
-    // One snapshot for both statements: the rows, and the snapshot the next read starts from.
-    await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-    const snapshot = (await client.query<{ s: string }>("SELECT pg_current_snapshot()::text AS s")).rows[0]!.s;
+  return inFeedSnapshot(pool, async (client, snapshot) => {
     const query = feedQuery(filter, position, position ? limit + 1 : limit);
     const found = (await client.query<SearchRow>(query.text, query.values)).rows;
-    await client.query("COMMIT");
     return feedPage(found, position, snapshot, { limit, maxBytes });
+  });
+}
+
+/**
+ * Runs a feed read in one snapshot for all its statements (the rows, and
+ * the snapshot the next read starts from, as Postgres prints it).
+ */
+export async function inFeedSnapshot<T>(pool: pg.Pool, read: (client: pg.PoolClient, snapshot: string) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    const snapshot = (await client.query<{ s: string }>("SELECT pg_current_snapshot()::text AS s")).rows[0]!.s;
+    const result = await read(client, snapshot);
+    await client.query("COMMIT");
+    return result;
   } catch (error) {
     await client.query("ROLLBACK").catch(() => undefined);
     throw error;
