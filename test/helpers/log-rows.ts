@@ -41,10 +41,12 @@ export async function writeCursor(
   row: { destinationId: string; sourceId: string; after: { xid: string; pk: string }; failures?: number; lastError?: string; runAt?: Date },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO log_cursors (destination_id, source_id, after_xid, after_id, failures, first_failed_at, last_error, run_at)
-     VALUES ($1, $2, $3::xid8, $4, $5, CASE WHEN $5 > 0 THEN now() END, $6, coalesce($7, now()))
+    // Read: every call of a transaction before the position's, and those of its own up to its row (a burst bounded by now).
+    `INSERT INTO log_cursors (destination_id, source_id, seen, up_to, after_xid, after_id, failures, first_failed_at, last_error, run_at)
+     VALUES ($1, $2, format('%s:%s:', $3::text, $3::text)::pg_snapshot, pg_current_snapshot(), $3::xid8, $4, $5,
+             CASE WHEN $5 > 0 THEN now() END, $6, coalesce($7, now()))
      ON CONFLICT (destination_id, source_id, lane) DO UPDATE
-       SET after_xid = EXCLUDED.after_xid, after_id = EXCLUDED.after_id, failures = EXCLUDED.failures,
+       SET seen = EXCLUDED.seen, up_to = EXCLUDED.up_to, after_xid = EXCLUDED.after_xid, after_id = EXCLUDED.after_id, failures = EXCLUDED.failures,
            first_failed_at = EXCLUDED.first_failed_at, last_error = EXCLUDED.last_error, run_at = EXCLUDED.run_at`,
     [row.destinationId, row.sourceId, row.after.xid, row.after.pk, row.failures ?? 0, row.lastError ?? null, row.runAt ?? null],
   );
@@ -103,9 +105,11 @@ export async function writeBatch(
     deliveries: row.delivered,
   });
   await db.query(
-    `INSERT INTO log_batches (destination_id, source_id, lane, from_xid, from_id, to_xid, to_id, calls, delivered,
+    // Between a snapshot before the range's first transaction and now, as a loader's burst.
+    `INSERT INTO log_batches (destination_id, source_id, lane, seen, up_to, from_xid, from_id, to_xid, to_id, calls, delivered,
                               batch_attempt_id, attempted_at, finished_at)
-     VALUES ($1, $2, 'live', $3::xid8, $4, $5::xid8, $6, $7, $8, $9, $10, $11)`,
+     VALUES ($1, $2, 'live', format('%s:%s:', $3::text, $3::text)::pg_snapshot, pg_current_snapshot(),
+             $3::xid8, $4, $5::xid8, $6, $7, $8, $9, $10, $11)`,
     [
       row.destinationId,
       row.sourceId,

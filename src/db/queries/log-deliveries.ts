@@ -16,7 +16,9 @@ export interface LogMessageDeliveryRow {
 // The call's exception row, if the loader wrote one, is its delivery (an
 // ordinary row of the `deliveries` view, read as before); a call_fates row
 // is its fate (no delivery); else a log_batches row of its destination and
-// source covering its position ((from] < (log_xid, id) <= (to]) delivered it,
+// source holding it delivered it: the call committed between the batch's
+// snapshots (not visible in `seen`, visible in `up_to`) and its position is
+// in the batch's range ((from] < (log_xid, id) <= (to]),
 // at the batch's finished_at, in one attempt: the batch's
 // delivery_batch_attempts row; else, past a cursor, it is pending (retrying
 // while the cursor's head batch keeps failing as a whole).
@@ -52,22 +54,36 @@ export function parseLogDeliveryId(id: string): { messagePk: string; destination
 /**
  * SQL joined after a messages row `m`, for the destination whose id is the
  * SQL expression `dst`: `b`, the batch that delivered the call (the first
- * by end covering its position: the primary key's range), and, when none
- * did, `c`, a cursor the call is still ahead of (a backfill's only up to
- * its end).
+ * by end holding it: the primary key's range, then the snapshots), and,
+ * when none did, `c`, a cursor that has not read it yet.
  */
 export function derivedJoins(dst: string): string {
   return `LEFT JOIN LATERAL (
        SELECT b.finished_at, b.attempted_at, b.batch_attempt_id, b.finished_xid FROM log_batches b
         WHERE b.destination_id = ${dst} AND b.source_id = m.source_id
-          AND (b.to_xid, b.to_id) >= (m.log_xid, m.id) AND (b.from_xid, b.from_id) < (m.log_xid, m.id)
+          AND ${heldByBatchSql("b", "m")}
         ORDER BY b.to_xid, b.to_id LIMIT 1) b ON true
      LEFT JOIN LATERAL (
        SELECT c.failures, c.run_at, c.first_failed_at, c.last_error FROM log_cursors c
         WHERE b.finished_at IS NULL AND c.destination_id = ${dst} AND c.source_id = m.source_id
-          AND (m.log_xid, m.id) > (c.after_xid, c.after_id)
-          AND (c.until_xid IS NULL OR (m.log_xid, m.id) <= (c.until_xid, c.until_id))
+          AND ${unreadBySql("c", "m")}
         ORDER BY c.failures DESC LIMIT 1) c ON true`;
+}
+
+/**
+ * That the cursor `c` has not read the call `m` yet: committed after its
+ * last burst's snapshot, and not read in its current burst (see
+ * db/call-log/log-read.ts). The xmin bound lets an index scan start there.
+ */
+export function unreadBySql(c: string, m: string): string {
+  return `${m}.log_xid >= pg_snapshot_xmin(${c}.seen) AND NOT pg_visible_in_snapshot(${m}.log_xid, ${c}.seen)
+          AND (${c}.up_to IS NULL OR NOT pg_visible_in_snapshot(${m}.log_xid, ${c}.up_to) OR (${m}.log_xid, ${m}.id) > (${c}.after_xid, ${c}.after_id))`;
+}
+
+/** That the batch `b` holds the call `m`: between its snapshots, in its range. */
+export function heldByBatchSql(b: string, m: string): string {
+  return `(${b}.to_xid, ${b}.to_id) >= (${m}.log_xid, ${m}.id) AND (${b}.from_xid, ${b}.from_id) < (${m}.log_xid, ${m}.id)
+          AND NOT pg_visible_in_snapshot(${m}.log_xid, ${b}.seen) AND pg_visible_in_snapshot(${m}.log_xid, ${b}.up_to)`;
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   derivedColumns,
   derivedJoins,
   derivedPredicates,
+  heldByBatchSql,
   parseLogDeliveryId,
   selectLogDestinationIds,
   type LogDeliveryRow,
@@ -186,8 +187,7 @@ export function logFeedQuery(
     text: `SELECT ${derivedColumns("dst.id")} FROM unnest(${dsts}) AS dst(id)
      CROSS JOIN LATERAL (SELECT * FROM log_batches lb WHERE lb.destination_id = dst.id AND ${batches.join(" AND ")}
                           ORDER BY lb.finished_xid${direction} LIMIT ${n}) lb
-     JOIN messages m ON m.source_id = lb.source_id AND m.log_xid IS NOT NULL
-                    AND (m.log_xid, m.id) > (lb.from_xid, lb.from_id) AND (m.log_xid, m.id) <= (lb.to_xid, lb.to_id)
+     JOIN messages m ON m.source_id = lb.source_id AND ${heldByBatchSql("lb", "m")}
      ${derivedJoins("dst.id")}
      WHERE ${and(where)}
      ORDER BY lb.finished_xid${direction}, m.id${direction}, dst.id${direction} LIMIT ${n}`,

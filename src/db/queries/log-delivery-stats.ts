@@ -1,5 +1,5 @@
 import type { Queryable } from "../pool.js";
-import { noRowOfItsOwn } from "./log-deliveries.js";
+import { noRowOfItsOwn, unreadBySql } from "./log-deliveries.js";
 
 /** What a destination on the call log adds to its figures (nothing for one per call). */
 export interface LogStatsRow {
@@ -26,8 +26,7 @@ export async function selectLogStats(db: Queryable, destinationId: string, since
       `SELECT (SELECT coalesce(sum(delivered), 0) FROM log_batches WHERE ${onLog} AND destination_id = $1)::text AS delivered,
               count(*) FILTER (WHERE c.failures = 0)::text AS pending, count(*) FILTER (WHERE c.failures > 0)::text AS retrying
          FROM log_cursors c
-         JOIN messages m ON m.source_id = c.source_id AND m.log_xid IS NOT NULL AND (m.log_xid, m.id) > (c.after_xid, c.after_id)
-                        AND (c.until_xid IS NULL OR (m.log_xid, m.id) <= (c.until_xid, c.until_id))
+         JOIN messages m ON m.source_id = c.source_id AND ${unreadBySql("c", "m")}
         WHERE ${onLog} AND c.destination_id = $1 AND ${noRowOfItsOwn("$1::uuid").join(" AND ")}`,
       [destinationId],
     ),
