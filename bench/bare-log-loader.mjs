@@ -107,7 +107,10 @@ async function deliverer(kind, target, inflight) {
     return {
       deliver: (calls) => poster.post(calls.map((c) => c.payload)),
       clients: [],
-      close: async () => (await poster.close(), {}),
+      async close() {
+        await poster.close();
+        return {};
+      },
     };
   }
   const publisher = kind === "amqp" ? await amqpPublisher(target) : await natsPublisher(target);
@@ -118,7 +121,10 @@ async function deliverer(kind, target, inflight) {
       if (refused > 0) throw new Error(`${kind}: ${refused} of ${calls.length} publishes refused`);
     },
     clients: [],
-    close: async () => (await publisher.close(), {}),
+    async close() {
+      await publisher.close();
+      return {};
+    },
   };
 }
 

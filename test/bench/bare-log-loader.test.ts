@@ -128,9 +128,11 @@ test("batched-webhooks: every call POSTed once, none read past a transaction sti
       idleMs: 20_000,
     });
     const recorded = async () =>
-      (await pool.query<{ n: number }>("SELECT coalesce(sum(calls), 0)::int AS n FROM log_batches WHERE destination_id = $1", [
-        log.destinationId,
-      ])).rows[0]!.n;
+      (
+        await pool.query<{ n: number }>("SELECT coalesce(sum(calls), 0)::int AS n FROM log_batches WHERE destination_id = $1", [
+          log.destinationId,
+        ])
+      ).rows[0]!.n;
     // Everything below the open transaction, and nothing past it.
     expect(await eventually(async () => ((await recorded()) >= 210 ? recorded() : undefined))).toBe(210);
     expect(received.filter((id) => id.startsWith("after-") || id.startsWith("late-"))).toEqual([]);
