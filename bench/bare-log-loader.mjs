@@ -39,7 +39,7 @@ import { backendMeter } from "./lib/bare-loop.mjs";
 import { batchPoster } from "./lib/batch-post.mjs";
 
 /** @typedef {"warehouse" | "amqp" | "nats" | "batched-webhooks"} LogKind */
-/** @typedef {{ id: string, log_xid: string, message_id: string, payload: string, received_at: Date }} LogCall */
+/** @typedef {{ id: string, xid: string, message_id: string, payload: string, received_at: Date }} LogCall */
 /** @typedef {{ xid: string, id: string }} Position */
 
 export const logKinds = /** @type {const} */ (["warehouse", "amqp", "nats", "batched-webhooks"]);
@@ -52,9 +52,10 @@ const defaults = {
   "batched-webhooks": { batch: 100, inflight: 4 },
 };
 
-// The next calls of a source past a position, below every transaction still running.
+// The next calls of a source past a position, below every transaction still running. (The position's
+// xid is read as text under another name: ORDER BY log_xid would otherwise sort by the text.)
 const readStatement = `
-  SELECT id, log_xid::text AS log_xid, message_id, payload, received_at
+  SELECT id, log_xid::text AS xid, message_id, payload, received_at
     FROM messages
    WHERE source_id = $1 AND (log_xid, id) > ($2::xid8, $3::bigint)
      AND log_xid < pg_snapshot_xmin(pg_current_snapshot())
@@ -178,7 +179,7 @@ export async function bareLogLoader({ kind, url, sourceId, destinationId, count,
     if (calls.length > 0) {
       const last = /** @type {LogCall} */ (calls.at(-1));
       const from = position;
-      position = { xid: last.log_xid, id: last.id };
+      position = { xid: last.xid, id: last.id };
       state.taken += calls.length;
       const sent = delivery.deliver(calls, slot++ % pages);
       // Its failure is thrown when the page is retired, in order; until then it is not unhandled.
