@@ -126,7 +126,9 @@ try {
   if (wants("ingest")) rss.ingest = (await inFreshDatabase((db) => ingestScenario({ db, sink, durationMs: sizes.durationMs }))).rss;
   // A 50-event tracking plan in block mode beside no plan, same service.
   // No destination, 10 batched webhooks on the call log, 10 plain webhooks: windows alternating in one API process.
-  if (wants("ingest-destinations")) await inFreshDatabase((db) => ingestDestinationsScenario({ db, sink, durationMs: sizes.durationMs }));
+  if (wants("ingest-destinations")) {
+    rss.ingest_destinations = await inFreshDatabase((db) => ingestDestinationsScenario({ db, sink, durationMs: sizes.durationMs }));
+  }
   if (wants("plan-ingest")) await inFreshDatabase((db) => planIngestScenario({ db, sink, durationMs: sizes.durationMs }));
   if (wants("routing-ingest")) await inFreshDatabase((db) => routingIngestScenario({ db, sink, durationMs: sizes.durationMs }));
   // 10 integration destinations of 6 subscriptions each beside 10 webhook destinations, windows A B B A in one service.
