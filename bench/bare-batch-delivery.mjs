@@ -9,9 +9,8 @@
 //   node bench/bare-batch-delivery.mjs DATABASE_URL SINK_URL COUNT [BATCH=100] [WORKERS=4]
 //
 // Prints one JSON line: `per_s`, calls from start until the last POST was answered.
-import { createHmac } from "node:crypto";
 import pg from "pg";
-import { Pool as HttpPool } from "undici";
+import { batchPoster } from "./lib/batch-post.mjs";
 
 const claimStatement = `
   UPDATE delivery_queue d
@@ -44,7 +43,7 @@ const lookup = new pg.Client({ connectionString: url });
 await lookup.connect();
 const destinationId = (await lookup.query("SELECT id FROM destinations WHERE name = 'bare-batch'")).rows[0].id;
 await lookup.end();
-const http = new HttpPool(sinkUrl, { connections: workers, keepAliveTimeout: 60_000 });
+const http = batchPoster(sinkUrl, workers);
 let posted = 0;
 let lastPostAt = 0;
 const start = performance.now();
@@ -54,12 +53,7 @@ await Promise.all(
       /** @type {{ rows: Array<{ id: string, lease_token: number, payload: string }> }} */
       const { rows } = await client.query({ name: "claim", text: claimStatement, values: [destinationId, batch] });
       if (rows.length === 0) break;
-      const body = `{"batch":[${rows.map((r) => r.payload).join(",")}]}`;
-      const signature = createHmac("sha1", "bench-secret").update(body, "utf8").digest("hex");
-      const headers = { "content-type": "application/json", "user-agent": "Waypost/1.0", "x-signature": signature };
-      const response = await http.request({ path: "/batch", method: "POST", headers, body });
-      await response.body.dump();
-      if (response.statusCode !== 200) throw new Error(`sink answered ${response.statusCode}`);
+      await http.post(rows.map((r) => r.payload));
       posted += rows.length;
       lastPostAt = performance.now();
       const ids = rows.map((r) => r.id);

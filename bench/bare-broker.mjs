@@ -35,8 +35,11 @@ export async function bareBroker({ url, kind, target, count, inflight = 256 }) {
   }
 }
 
-/** @param {string} exchange */
-async function amqpPublisher(exchange) {
+/**
+ * Publishes a call to `exchange` (routing key track.order) as the service's AMQP kind asks of RabbitMQ.
+ * @param {string} exchange
+ */
+export async function amqpPublisher(exchange) {
   const connection = await amqp.connect(amqpUrl);
   const channel = await connection.createConfirmChannel();
   let returned = 0;
@@ -53,7 +56,7 @@ async function amqpPublisher(exchange) {
   channel.on("error", (error) => fail(String(error)));
   channel.on("close", () => fail("channel closed"));
   return {
-    /** @param {import("./lib/bare-loop.mjs").Job} job @returns {Promise<boolean>} */
+    /** @param {{ message_id: string, payload: string }} job @returns {Promise<boolean>} */
     send: (job) =>
       new Promise((resolve) => {
         if (closed) return resolve(false);
@@ -72,12 +75,15 @@ async function amqpPublisher(exchange) {
   };
 }
 
-/** @param {string} prefix */
-async function natsPublisher(prefix) {
+/**
+ * Publishes a call to `${prefix}.track.order` as the service's NATS kind asks of JetStream.
+ * @param {string} prefix
+ */
+export async function natsPublisher(prefix) {
   const nc = await connectNats({ servers: natsUrl, noAsyncTraces: true });
   const js = jetstream(nc);
   return {
-    /** @param {import("./lib/bare-loop.mjs").Job} job */
+    /** @param {{ message_id: string, payload: string }} job */
     async send(job) {
       await js.publish(`${prefix}.track.order`, job.payload, { msgID: job.message_id, headers: natsHeaders() });
       return true;

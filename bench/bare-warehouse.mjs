@@ -122,7 +122,7 @@ export async function bareWarehouse({ url, warehouseUrl, sourceId, destinationId
  * @param {pg.Client} warehouse
  * @returns {Promise<Map<string, Array<[string, string]>>>}
  */
-async function prepareTables(warehouse) {
+export async function prepareTables(warehouse) {
   await warehouse.query("DROP SCHEMA IF EXISTS bare CASCADE; CREATE SCHEMA bare");
   for (const table of tables) await warehouse.query(`CREATE TABLE bare.${table} (LIKE waypost.${table} INCLUDING ALL)`);
   const { rows } = await warehouse.query(
@@ -145,7 +145,7 @@ const snake = (/** @type {string} */ name) =>
 
 /**
  * A call's cells as the warehouse layout has them: the common columns, context with a `context_` prefix, the event's names; properties only in the event's table.
- * @param {import("./lib/bare-loop.mjs").Job} job
+ * @param {{ payload: string, received_at: Date }} job
  * @param {string} loadedAt
  */
 function cellsOf(job, loadedAt) {
@@ -175,9 +175,9 @@ function cellsOf(job, loadedAt) {
  * One transaction: per table one INSERT of every row, one array parameter per column.
  * @param {pg.Client} warehouse
  * @param {Map<string, Array<[string, string]>>} columns
- * @param {import("./lib/bare-loop.mjs").Job[]} jobs
+ * @param {Array<{ payload: string, received_at: Date }>} jobs the calls' stored bodies and when they were received
  */
-async function loadBatch(warehouse, columns, jobs) {
+export async function loadBatch(warehouse, columns, jobs) {
   const loadedAt = new Date().toISOString();
   const cells = jobs.map((job) => cellsOf(job, loadedAt));
   await warehouse.query("BEGIN");

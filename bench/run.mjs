@@ -26,6 +26,7 @@ import { clientScenario } from "./scenarios/client.mjs";
 import { endToEndScenario } from "./scenarios/end-to-end.mjs";
 import { historyScenario } from "./scenarios/history.mjs";
 import { ingestScenario } from "./scenarios/ingest.mjs";
+import { ingestDestinationsScenario } from "./scenarios/ingest-destinations.mjs";
 import { integrationBurnDownScenario } from "./scenarios/integration-burn-down.mjs";
 import { planIngestScenario } from "./scenarios/plan-ingest.mjs";
 import { routingIngestScenario } from "./scenarios/routing-ingest.mjs";
@@ -43,7 +44,7 @@ import { webhookSourcesScenario } from "./scenarios/webhook-sources.mjs";
 import { tracingScenario } from "./scenarios/tracing.mjs";
 import { transformBurnDownScenario } from "./scenarios/transform-burn-down.mjs";
 import { selectScenarios } from "./lib/selection.mjs";
-import { checkTarget, summaryLine } from "./lib/targets.mjs";
+import { anyFailed, checkTarget, summaryLine } from "./lib/targets.mjs";
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
@@ -124,6 +125,10 @@ let burnDownRate;
 try {
   if (wants("ingest")) rss.ingest = (await inFreshDatabase((db) => ingestScenario({ db, sink, durationMs: sizes.durationMs }))).rss;
   // A 50-event tracking plan in block mode beside no plan, same service.
+  // No destination, 10 batched webhooks on the call log, 10 plain webhooks: windows alternating in one API process.
+  if (wants("ingest-destinations")) {
+    rss.ingest_destinations = await inFreshDatabase((db) => ingestDestinationsScenario({ db, sink, durationMs: sizes.durationMs }));
+  }
   if (wants("plan-ingest")) await inFreshDatabase((db) => planIngestScenario({ db, sink, durationMs: sizes.durationMs }));
   if (wants("routing-ingest")) await inFreshDatabase((db) => routingIngestScenario({ db, sink, durationMs: sizes.durationMs }));
   // 10 integration destinations of 6 subscriptions each beside 10 webhook destinations, windows A B B A in one service.
@@ -137,13 +142,16 @@ try {
   if (wants("transform-burn-down")) {
     rss.transform_burn_down = (await inFreshDatabase((db) => transformBurnDownScenario({ db, sink, count: transformWindow }))).rss;
   }
-  // Each broker kind's burn-down beside the bare publish loop on the same broker (at most 50,000 each).
+  const createDatabase = () => postgres.createDatabase();
+  // Each broker kind's burn-down beside the bare publish loop on the same broker (at most 50,000 each), then on the call log.
   for (const kind of /** @type {const} */ (["amqp", "nats"])) {
-    if (wants(kind)) rss[kind] = (await inFreshDatabase((db) => brokerBurnDownScenario({ db, count: transformWindow, kind }))).rss;
+    if (wants(kind)) {
+      rss[kind] = (await inFreshDatabase((db) => brokerBurnDownScenario({ db, createDatabase, count: transformWindow, kind }))).rss;
+    }
   }
-  // 100 calls per POST, beside a bare loop posting batches of 100.
+  // 100 calls per POST, beside a bare loop posting batches of 100; then on the call log, beside the bare cursor loader.
   if (wants("batched-webhooks")) {
-    const result = await inFreshDatabase((db) => batchedWebhooksScenario({ db, sink, count: sizes.burnDown }));
+    const result = await inFreshDatabase((db) => batchedWebhooksScenario({ db, createDatabase, sink, count: sizes.burnDown }));
     checkTarget("batched webhooks calls/s at 100 calls per POST", result.rate, 40_000);
     rss.batched_webhooks = result.rss;
   }
@@ -235,4 +243,4 @@ try {
   await sink.close();
   await postgres.close();
 }
-process.exit(failures.length > 0 ? 1 : 0);
+process.exit(failures.length > 0 || anyFailed() ? 1 : 0);

@@ -4,6 +4,7 @@
 /** Every scenario, in the order a run runs them. */
 export const scenarioNames = [
   "ingest",
+  "ingest-destinations",
   "plan-ingest",
   "routing-ingest",
   "subscription-ingest",
@@ -39,6 +40,7 @@ export const scenarioNames = [
  */
 export const defaultSet = [
   "ingest",
+  "ingest-destinations",
   "plan-ingest",
   "routing-ingest",
   "subscription-ingest",

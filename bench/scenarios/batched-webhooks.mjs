@@ -8,6 +8,7 @@ import { startService } from "../lib/service.mjs";
 import { report } from "../lib/stats.mjs";
 import { ratioOf } from "../lib/targets.mjs";
 import { waitForStatus } from "./burn-down.mjs";
+import { logBurnDown } from "./log-burn-down.mjs";
 
 /**
  * Batched webhooks: `count` deliveries already queued for a webhook with
@@ -15,10 +16,13 @@ import { waitForStatus } from "./burn-down.mjs";
  * /batch, which counts the calls in each body; timed from enabling the
  * destination to the last call's arrival, then until every delivery is
  * recorded. Beside it, in the same run, a bare loop on the same tables
- * posting batches of the same size (bench/bare-batch-delivery.mjs).
- * @param {{ db: import("../lib/postgres.mjs").Database, sink: import("../lib/sink.mjs").Sink, count: number, batch?: number }} options
+ * posting batches of the same size (bench/bare-batch-delivery.mjs). Then
+ * the same webhook on the call log (./log-burn-down.mjs, a database of its
+ * own), beside the bare cursor loader posting batches of the same size.
+ * @param {{ db: import("../lib/postgres.mjs").Database, createDatabase: () => Promise<import("../lib/postgres.mjs").Database>,
+ *           sink: import("../lib/sink.mjs").Sink, count: number, batch?: number }} options
  */
-export async function batchedWebhooksScenario({ db, sink, count, batch = 100 }) {
+export async function batchedWebhooksScenario({ db, createDatabase, sink, count, batch = 100 }) {
   const service = await startService(db.url, {});
   const pool = new pg.Pool({ connectionString: db.url, max: 4 });
   const { source, destination } = await createSourceAndDestination(service.url, `${sink.url}/batch`, {
@@ -43,6 +47,7 @@ export async function batchedWebhooksScenario({ db, sink, count, batch = 100 }) 
   await pool.end();
   report({
     scenario: "batched_webhooks",
+    layout: "per_call",
     calls: count,
     calls_per_post: Math.round((count / posts) * 10) / 10,
     calls_per_s: rate,
@@ -61,7 +66,25 @@ export async function batchedWebhooksScenario({ db, sink, count, batch = 100 }) 
     server_peak_rss_mb: rss,
     postgres_statements: statements,
   });
-  return { rate, rss };
+  await sink.reset();
+  const log = await logBurnDown({
+    createDatabase,
+    scenario: "batched_webhooks",
+    kind: "batched-webhooks",
+    count,
+    goal: 40_000,
+    createDestination: (url) =>
+      createSourceAndDestination(url, `${sink.url}/batch`, {
+        name: "batched-log",
+        enabled: false,
+        batch: { maxCalls: batch, maxWaitMs: 100 },
+      }),
+    delivered: () => sink.calls(),
+    reset: async () => void (await sink.reset()),
+    bareTarget: sink.url,
+    perCallRate: rate,
+  });
+  return { rate, rss: Math.max(rss, log?.rss ?? 0) };
 }
 
 /**

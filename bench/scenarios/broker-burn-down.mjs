@@ -13,6 +13,7 @@ import { startService } from "../lib/service.mjs";
 import { report } from "../lib/stats.mjs";
 import { checkTarget, ratioOf } from "../lib/targets.mjs";
 import { waitForStatus } from "./burn-down.mjs";
+import { logBurnDown } from "./log-burn-down.mjs";
 
 const amqpUrl = process.env.WAYPOST_TEST_AMQP_URL ?? "amqp://guest:guest@127.0.0.1:5672";
 const natsUrl = process.env.WAYPOST_TEST_NATS_URL ?? "nats://127.0.0.1:4222";
@@ -26,10 +27,13 @@ const natsUrl = process.env.WAYPOST_TEST_NATS_URL ?? "nats://127.0.0.1:4222";
  * broker. The broker's own count of what it stored checks that every call
  * arrived. Then the same run's bare reference on the same broker and the
  * same tables: bench/bare-broker.mjs (the burn-down's bare claim and
- * completion loop, publishing through the broker's client library).
- * @param {{ db: import("../lib/postgres.mjs").Database, count: number, kind: "amqp" | "nats", concurrency?: number }} options
+ * completion loop, publishing through the broker's client library). Then
+ * the same destination on the call log (./log-burn-down.mjs, a database of
+ * its own), beside the bare cursor loader publishing to the same broker.
+ * @param {{ db: import("../lib/postgres.mjs").Database, createDatabase: () => Promise<import("../lib/postgres.mjs").Database>,
+ *           count: number, kind: "amqp" | "nats", concurrency?: number }} options
  */
-export async function brokerBurnDownScenario({ db, count, kind, concurrency = 64 }) {
+export async function brokerBurnDownScenario({ db, createDatabase, count, kind, concurrency = 64 }) {
   const target = kind === "amqp" ? amqpTarget() : natsTarget();
   const broker = await target.prepare();
   try {
@@ -44,6 +48,7 @@ export async function brokerBurnDownScenario({ db, count, kind, concurrency = 64
     const target20k = checkTarget(`${kind} burn-down calls/s`, service.rate, 20_000);
     report({
       scenario: kind,
+      layout: "per_call",
       deliveries: count,
       rate: service.rate,
       unit: "calls/s until recorded",
@@ -53,7 +58,29 @@ export async function brokerBurnDownScenario({ db, count, kind, concurrency = 64
       ...service.line,
       bare: { name: bare.baseline, ...omit(bare, "baseline") },
     });
-    return { rss: service.rss, rate: service.rate };
+    await broker.purge();
+    const log = await logBurnDown({
+      createDatabase,
+      scenario: kind,
+      kind,
+      count,
+      goal: 20_000,
+      env: { WAYPOST_DESTINATION_CONCURRENCY: String(concurrency) },
+      async createDestination(url) {
+        const name = `log-${kind}`;
+        const { source } = await rpc(url, "SourceService/CreateSource", { source: { name } });
+        const { destination } = await rpc(url, "DestinationService/CreateDestination", {
+          destination: { name, sourceIds: [source.id], enabled: false, ...broker.settings },
+        });
+        return { source, destination };
+      },
+      delivered: () => broker.stored(),
+      reset: () => broker.purge(),
+      bareTarget: broker.bareTarget,
+      processes: { broker: processNamed(target.process) },
+      perCallRate: service.rate,
+    });
+    return { rss: Math.max(service.rss, log?.rss ?? 0), rate: service.rate };
   } finally {
     await broker.cleanUp();
   }

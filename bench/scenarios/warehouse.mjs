@@ -8,6 +8,7 @@ import { startService } from "../lib/service.mjs";
 import { runScript } from "../lib/script.mjs";
 import { report } from "../lib/stats.mjs";
 import { checkTarget, ratioOf } from "../lib/targets.mjs";
+import { logBurnDown } from "./log-burn-down.mjs";
 
 /**
  * Calls into a Postgres warehouse destination, end to end: Batch RPCs of
@@ -22,18 +23,21 @@ import { checkTarget, ratioOf } from "../lib/targets.mjs";
  * job table and the warehouse); then the same end to end at
  * `WAYPOST_DELIVERY_CONCURRENCY=10000` (batches of 2,500: what larger
  * batches give in rate and cost in memory), and with a new property every
- * 1,000th call (a new column, ALTER TABLE, while loading).
+ * 1,000th call (a new column, ALTER TABLE, while loading). Last, the loader
+ * on the call log over a stored backlog (`warehouse-backlog`, layout
+ * "log": ./log-burn-down.mjs) beside the bare cursor loader.
  * @param {{ createDatabase: () => Promise<import("../lib/postgres.mjs").Database>, count: number }} options
  */
 export async function warehouseScenario({ createDatabase, count }) {
   const backlog = await loadBacklog({ createDatabase, count });
-  report({ scenario: "warehouse-backlog", ...backlog });
+  report({ scenario: "warehouse-backlog", layout: "per_call", ...backlog });
   const steady = await run({ createDatabase, count, newProperties: false, bare: true });
   const { bare, loaded_calls_per_s: _rate, ...service } = steady;
   const rate = checkTarget("warehouse calls/s end to end", steady.loaded_calls_per_s, 20_000);
   const memory = checkTarget("warehouse peak RSS MB at the default concurrency", steady.server_peak_rss_mb, 300, { atMost: true });
   report({
     scenario: "warehouse",
+    layout: "per_call",
     rate: steady.loaded_calls_per_s,
     unit: "calls/s loaded end to end",
     bare_rate: bare?.per_s ?? null,
@@ -46,6 +50,7 @@ export async function warehouseScenario({ createDatabase, count }) {
   const wide = await run({ createDatabase, count, newProperties: false, concurrency: 10_000 });
   report({
     scenario: "warehouse-concurrency-10000",
+    layout: "per_call",
     rate: wide.loaded_calls_per_s,
     ratio_to_default_concurrency: ratioOf(wide.loaded_calls_per_s, steady.loaded_calls_per_s),
     concurrency: 10_000,
@@ -59,14 +64,16 @@ export async function warehouseScenario({ createDatabase, count }) {
   );
   report({
     scenario: "warehouse-new-columns",
+    layout: "per_call",
     rate: evolving.loaded_calls_per_s,
     ratio_to_fixed_columns: ratioOf(evolving.loaded_calls_per_s, steady.loaded_calls_per_s),
     target: { ratio: columns.goal, met: columns.met },
     concurrency: defaultConcurrency,
     ...without(evolving, "loaded_calls_per_s"),
   });
+  const log = await logBacklog({ createDatabase, count, perCallRate: backlog.rate });
   return {
-    rss: Math.max(steady.server_peak_rss_mb, evolving.server_peak_rss_mb, backlog.server_peak_rss_mb),
+    rss: Math.max(steady.server_peak_rss_mb, evolving.server_peak_rss_mb, backlog.server_peak_rss_mb, log?.rss ?? 0),
     rssAt10000: wide.server_peak_rss_mb,
   };
 }
@@ -151,6 +158,49 @@ async function loadBacklog({ createDatabase, count }) {
     await service.stop();
     await warehouse.drop();
     await db.drop();
+  }
+}
+
+/**
+ * The loader on the call log over `count` stored calls (./log-burn-down.mjs), its warehouse another database;
+ * the bare cursor loader loads the same number into tables like the service's there.
+ * @param {{ createDatabase: () => Promise<import("../lib/postgres.mjs").Database>, count: number, perCallRate: number }} options
+ */
+async function logBacklog({ createDatabase, count, perCallRate }) {
+  const warehouse = await createDatabase();
+  const pool = new pg.Pool({ connectionString: warehouse.url, max: 1 });
+  const rows = async (/** @type {string} */ schema) =>
+    (await pool.query(`SELECT count(*)::int AS n FROM ${schema}.order_completed`).catch(() => ({ rows: [{ n: 0 }] }))).rows[0].n;
+  try {
+    return await logBurnDown({
+      createDatabase,
+      scenario: "warehouse-backlog",
+      kind: "warehouse",
+      count,
+      goal: 20_000,
+      env: serviceEnv(undefined),
+      async createDestination(url) {
+        const { source } = await rpc(url, "SourceService/CreateSource", { source: { name: "warehouse-log" } });
+        const { destination } = await rpc(url, "DestinationService/CreateDestination", {
+          destination: {
+            name: "warehouse-log",
+            sourceIds: [source.id],
+            enabled: false,
+            kind: "DESTINATION_KIND_POSTGRES",
+            postgres: { url: warehouse.url },
+          },
+        });
+        return { source, destination };
+      },
+      delivered: () => rows("waypost"),
+      bareDelivered: () => rows("bare"),
+      reset: async () => {},
+      bareTarget: warehouse.url,
+      perCallRate,
+    });
+  } finally {
+    await pool.end();
+    await warehouse.drop();
   }
 }
 

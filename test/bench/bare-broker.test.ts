@@ -4,13 +4,9 @@
 // must record every queued delivery as delivered and leave every call in the
 // broker, so a schema or client change that breaks it fails here, not in a
 // bench run.
-import { randomBytes } from "node:crypto";
-import { jetstreamManager } from "@nats-io/jetstream";
-import { connect as connectNats } from "@nats-io/transport-node";
-import amqp from "amqplib";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { Pool, Queryable } from "../../src/db/pool.js";
-import { brokerAnswers, testAmqpUrl, testNatsUrl } from "../helpers/brokers.js";
+import { brokerAnswers, testAmqpUrl, testNatsUrl, withAmqpExchange, withNatsStream } from "../helpers/brokers.js";
 import { openTestDatabase, type OpenTestDatabase } from "../helpers/database.js";
 
 // bench/ is plain JavaScript (type-checked by bench/tsconfig.json); the imports are typed here.
@@ -57,32 +53,15 @@ async function runBare(kind: "amqp" | "nats", destinationId: string, target: str
 }
 
 test.skipIf(!amqpUp)("bench/bare-broker.mjs amqp: every queued call is published, confirmed and recorded", async () => {
-  const tag = `waypost-bench-test-${randomBytes(4).toString("hex")}`;
-  const connection = await amqp.connect(testAmqpUrl);
-  const channel = await connection.createChannel();
-  try {
-    await channel.assertExchange(tag, "topic", { durable: false, autoDelete: false });
-    await channel.assertQueue(tag, { durable: false, autoDelete: false });
-    await channel.bindQueue(tag, tag, "#");
+  await withAmqpExchange(async (tag, stored) => {
     await runBare("amqp", "00000000-0000-4000-8000-0000000000c1", tag);
-    expect((await channel.checkQueue(tag)).messageCount).toBe(count);
-  } finally {
-    await channel.deleteQueue(tag);
-    await channel.deleteExchange(tag);
-    await connection.close();
-  }
+    expect(await stored()).toBe(count);
+  });
 });
 
 test.skipIf(!natsUp)("bench/bare-broker.mjs nats: every queued call is published, acknowledged and recorded", async () => {
-  const tag = `waypost_bench_test_${randomBytes(4).toString("hex")}`;
-  const nc = await connectNats({ servers: testNatsUrl });
-  const jsm = await jetstreamManager(nc);
-  try {
-    await jsm.streams.add({ name: tag, subjects: [`${tag}.>`] });
+  await withNatsStream(async (tag, stored) => {
     await runBare("nats", "00000000-0000-4000-8000-0000000000c2", tag);
-    expect((await jsm.streams.info(tag)).state.messages).toBe(count);
-  } finally {
-    await jsm.streams.delete(tag).catch(() => {});
-    await nc.close();
-  }
+    expect(await stored()).toBe(count);
+  });
 });

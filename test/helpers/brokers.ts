@@ -1,6 +1,10 @@
 import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import net from "node:net";
 import { promisify } from "node:util";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect as connectNats } from "@nats-io/transport-node";
+import amqp from "amqplib";
 
 export const testAmqpUrl = process.env.WAYPOST_TEST_AMQP_URL || "amqp://guest:guest@127.0.0.1:5672";
 export const testNatsUrl = process.env.WAYPOST_TEST_NATS_URL || "nats://127.0.0.1:4222";
@@ -18,6 +22,43 @@ export async function brokerAnswers(kind: "amqp" | "nats", url: string): Promise
   if (process.env.CI === "true") throw new Error(`${name} does not answer at ${safe}; under CI=true the broker tests never skip`);
   console.warn(`skipping the ${kind} broker tests: ${name} does not answer at ${safe}`);
   return false;
+}
+
+/**
+ * A topic exchange with one queue of the same name bound to every routing key on the test RabbitMQ, for `fn`
+ * (given the name and `stored()`, the queue's message count); both deleted after.
+ */
+export async function withAmqpExchange(fn: (tag: string, stored: () => Promise<number>) => Promise<void>): Promise<void> {
+  const tag = `waypost-bench-test-${randomBytes(4).toString("hex")}`;
+  const connection = await amqp.connect(testAmqpUrl);
+  const channel = await connection.createChannel();
+  try {
+    await channel.assertExchange(tag, "topic", { durable: false, autoDelete: false });
+    await channel.assertQueue(tag, { durable: false, autoDelete: false });
+    await channel.bindQueue(tag, tag, "#");
+    await fn(tag, async () => (await channel.checkQueue(tag)).messageCount);
+  } finally {
+    await channel.deleteQueue(tag);
+    await channel.deleteExchange(tag);
+    await connection.close();
+  }
+}
+
+/**
+ * A JetStream stream over the subjects `<tag>.>` on the test NATS, for `fn` (given the tag and `stored()`, the
+ * stream's message count); deleted after.
+ */
+export async function withNatsStream(fn: (tag: string, stored: () => Promise<number>) => Promise<void>): Promise<void> {
+  const tag = `waypost_bench_test_${randomBytes(4).toString("hex")}`;
+  const nc = await connectNats({ servers: testNatsUrl });
+  const jsm = await jetstreamManager(nc);
+  try {
+    await jsm.streams.add({ name: tag, subjects: [`${tag}.>`] });
+    await fn(tag, async () => (await jsm.streams.info(tag)).state.messages);
+  } finally {
+    await jsm.streams.delete(tag).catch(() => {});
+    await nc.close();
+  }
 }
 
 /** Whether the server at `url` greets as its protocol does, within 5 s. */
