@@ -6,7 +6,10 @@
 // allows so that the ratio printed beside the service's rate is honest:
 // - one connection reads the next BATCH calls of the source past the
 //   cursor, in position order (log_xid, id), below the oldest transaction
-//   still running (pg_snapshot_xmin: no call can commit behind it later),
+//   still running (pg_snapshot_xmin: no call can commit behind it later;
+//   simpler than the service's snapshot bursts, which also read past a
+//   transaction left open elsewhere on the server; the snapshot columns of
+//   its rows are filler),
 //   and reads the page after while the ones before are delivered;
 // - up to INFLIGHT pages are delivered at once, each as one batch of its
 //   kind: `warehouse`, one `INSERT … SELECT FROM unnest(…)` per table of
@@ -69,8 +72,8 @@ const retireStatement = `
      WHERE destination_id = $1 AND source_id = $2 AND lane = 'live' AND after_xid = $3::xid8 AND after_id = $4
     RETURNING 1
   )
-  INSERT INTO log_batches (destination_id, source_id, lane, from_xid, from_id, to_xid, to_id, calls, delivered, finished_at)
-  SELECT $1, $2, 'live', $3::xid8, $4, $6::xid8, $7, $5, $5, now() FROM moved`;
+  INSERT INTO log_batches (destination_id, source_id, lane, seen, up_to, from_xid, from_id, to_xid, to_id, calls, delivered, finished_at)
+  SELECT $1, $2, 'live', pg_current_snapshot(), pg_current_snapshot(), $3::xid8, $4, $6::xid8, $7, $5, $5, now() FROM moved`;
 
 /**
  * A kind's delivery of one page: resolves when every call of it was accepted (a bare reference does not fail calls: it throws).

@@ -72,8 +72,8 @@ export async function storeCalls(pool, { sourceId, count, prefix = "s", analyze 
  */
 export async function addBareLogCursor(pool, { destinationId, sourceId }) {
   await pool.query(
-    `INSERT INTO log_cursors (destination_id, source_id, lane, after_xid, after_id)
-     VALUES ($1, $2, 'live', pg_snapshot_xmin(pg_current_snapshot()), 0)`,
+    `INSERT INTO log_cursors (destination_id, source_id, lane, seen, after_xid, after_id)
+     VALUES ($1, $2, 'live', pg_current_snapshot(), pg_snapshot_xmin(pg_current_snapshot()), 0)`,
     [destinationId, sourceId],
   );
 }

@@ -95,6 +95,10 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
           notifier: options.notifier,
           onQueued: () => wakeup.wake(),
           recordHealth: (tx, completions) => runtime.recordHealth(tx, completions),
+          onCompleted: (completions) => {
+            for (const c of completions) metrics.finished(c.destinationId, c.status);
+            events.emit("completed", [...completions]);
+          },
         })
       : undefined;
   const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;

@@ -30,6 +30,8 @@ export interface CursorRunContext {
   recordHealth(tx: Queryable, completions: readonly DeliveryCompletion[]): Promise<() => void>;
   /** Exceptions were queued: the per-call loop should look. */
   onQueued(): void;
+  /** A page's results were recorded (the loop's "completed" event and metrics, as for per-call results). */
+  onCompleted(completions: readonly DeliveryCompletion[]): void;
 }
 
 /** Settings are read again at most this often while a cursor is worked (a change applies to pages read after). */
@@ -127,6 +129,7 @@ async function recordPage(context: CursorRunContext, advance: LogAdvance, outcom
   if (!moved) return false;
   announce();
   if (queued) context.onQueued();
+  context.onCompleted(outcome.completions);
   return true;
 }
 
@@ -140,10 +143,12 @@ async function holdCursor(
   const announce = await inTransaction(context.pool, async (tx) => {
     await recordHeldBatch(tx, destinationId, outcome.rows);
     const at = context.clock.now();
-    if (!(await holdLogCursor(tx, cursor, token, { at, runAt: outcome.runAt, error: outcome.error }))) return () => {};
+    if (!(await holdLogCursor(tx, cursor, token, { at, runAt: outcome.runAt, error: outcome.error }))) return undefined;
     return context.recordHealth(tx, outcome.completions);
   });
+  if (!announce) return;
   announce();
+  context.onCompleted(outcome.completions);
   context.logger.info({ destinationId, error: outcome.error }, "a call log batch failed as a whole; its cursor waits for the retry");
 }
 

@@ -33,6 +33,8 @@ export interface LogLoaderOptions {
   notifier?: Notifier | undefined;
   /** Exceptions were queued: the per-call loop should look. */
   onQueued(): void;
+  /** A page's results were recorded. */
+  onCompleted(completions: readonly DeliveryCompletion[]): void;
   /** Endpoint health of a page's results, in its transaction; returns what announces the circuit changes it made, once committed. */
   recordHealth(tx: Queryable, completions: readonly DeliveryCompletion[]): Promise<() => void>;
   /** Calls read per page (1,000 by default). */
@@ -107,6 +109,7 @@ export function createLogLoader(options: LogLoaderOptions): LogLoader {
     },
     recordHealth: options.recordHealth,
     onQueued: options.onQueued,
+    onCompleted: options.onCompleted,
   };
 
   const worker: LeasedWorker = createLeasedWorker({

@@ -10,6 +10,7 @@ import {
 import type { LogAttemptRow, LogBatchRange, LogException, LogFate } from "../../db/call-log/log-advance.js";
 import type { LogCursor } from "../../db/call-log/log-cursors.js";
 import type { LoggedCall } from "../../db/call-log/log-read.js";
+import { logDeliveryId } from "../../db/queries/log-deliveries.js";
 import { heldBackBy, holdsBack, routedCall, type RouteRules } from "../../routing/route-rules.js";
 import type { ShapedBody } from "../../routing/shape-body.js";
 import { decideCompletion } from "../completion.js";
@@ -57,7 +58,8 @@ type CallOutcome =
 function jobOf(cursor: LogCursor, call: LoggedCall, destination: AnyDestination): ClaimedDelivery {
   return {
     destinationId: cursor.destinationId,
-    id: `log:${call.messagePk}`,
+    // The id its derived delivery has (db/queries/log-deliveries.ts): what events and spans name.
+    id: logDeliveryId(call.messagePk, cursor.destinationId),
     leaseToken: 0,
     attemptCount: cursor.failures,
     firstAttemptAt: cursor.firstFailedAt,
