@@ -66,6 +66,8 @@ export interface DeliveryRuntime {
   labelOf(destination: AnyDestination): string;
   /** Deliveries of the destination its kind takes at once; undefined: the configured per-destination concurrency. */
   inFlightLimit(destinationId: string): number | undefined;
+  /** How the destination's kind fills a batch (kinds/kind.ts batchWindow); undefined: it sends what it is given. */
+  batchWindow(destination: AnyDestination): { calls: number; waitMs: number } | undefined;
   /** Each turn of the loop: time-based work of the kinds (batches due by the flush interval, idle pools). */
   tick(): void;
   /** Delivers what the kinds hold now (batches not yet due), without waiting for their time. */
@@ -246,6 +248,7 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
       return succeededParts(pool, job.destinationId, job.id).then((parts) => send({ succeededParts: parts }));
     },
     labelOf: (destination) => deliveryOf(destination).label(destination),
+    batchWindow: (destination) => deliveryOf(destination).batchWindow?.(destination),
     async recordHealth(tx, completions) {
       const policy = { circuit: config.circuit, retry: config.retry };
       const transitions = await recordHealth(tx, completions, policy, clock.now(), options.jobTable.lockHealthRows);

@@ -138,6 +138,13 @@ export interface KindDelivery<D> {
   span?(destination: D): { name: string; attributes: SpanAttributes };
   /** How many of a destination's deliveries the loop hands over at once; undefined: the configured per-destination concurrency. */
   inFlightLimit?(destination: D): number | undefined;
+  /**
+   * How the kind fills its batches: up to `calls` calls, waiting at most
+   * `waitMs` after the first. The call log's loader waits as long for a
+   * page of fewer calls, so a page makes the kind's batches (undefined:
+   * every page is sent as it is read).
+   */
+  batchWindow?(destination: D): { calls: number; waitMs: number } | undefined;
   /** Each turn of the loop: work due by time (a batch's flush interval, idle connections), by the injectable clock. */
   tick?(): void;
   /** Delivers everything held now without waiting for its time (on stop, or when settling). */

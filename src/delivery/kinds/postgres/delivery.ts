@@ -151,6 +151,7 @@ export function createWarehouseKind(options: WarehouseKindOptions): WarehouseKin
       return held.add(destination.id, warehouse, limits, { job, body });
     },
     inFlightLimit: () => batchSize * 2,
+    batchWindow: () => ({ calls: batchSize, waitMs: config.flushMs }),
     label: (destination) => labelOf(destination.postgres),
     span: (destination) => ({
       name: "load",

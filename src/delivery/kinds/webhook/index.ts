@@ -64,6 +64,11 @@ export const webhookKind = defineKind({
         const most = Math.max(0, ...destination.webhook.webhooks.map((w) => w.batch?.maxCalls ?? 0));
         return most === 0 ? undefined : Math.max(config.perDestinationConcurrency, most * batchesInFlight);
       },
+      batchWindow(destination) {
+        const batches = destination.webhook.webhooks.flatMap((w) => (w.batch ? [w.batch] : []));
+        if (batches.length === 0) return undefined;
+        return { calls: Math.min(...batches.map((b) => b.maxCalls)), waitMs: Math.min(...batches.map((b) => b.maxWaitMs)) };
+      },
       tick: () => batcher.tick(),
       flush: () => batcher.flush(),
       close: () => batcher.close(),
