@@ -1,0 +1,134 @@
+import { randomBytes } from "node:crypto";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import type pg from "pg";
+import { eventually, startServiceProcess, type ServiceProcess } from "../../helpers/process.js";
+import type { ReceivedRequest } from "../../helpers/receiver.js";
+import type { TestServer } from "../../helpers/server.js";
+
+/** The calls of a batched webhook's POST, in the order it carried them. */
+export const callsIn = (request: ReceivedRequest): Array<{ messageId: string; userId?: string }> => JSON.parse(request.body).batch;
+
+/** A track call as the tracking API takes it in a batch. */
+export const trackCall = (messageId: string, userId = `u-${messageId}`) => ({
+  type: { case: "track" as const, value: { messageId, userId, event: "E" } },
+});
+
+/** Worker processes (`node dist/server.js`, role worker) with the call log on; killed and awaited by `stopAll`. */
+export function createWorkers(databaseUrl: () => string) {
+  const started: ServiceProcess[] = [];
+  return {
+    async start(env: Record<string, string> = {}): Promise<ServiceProcess> {
+      const p = await startServiceProcess(databaseUrl(), { WAYPOST_ROLE: "worker", WAYPOST_CALL_LOG: "on", ...env });
+      started.push(p);
+      return p;
+    },
+    async stopAll(): Promise<void> {
+      for (const p of started.splice(0)) {
+        if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
+        await p.exited;
+      }
+    },
+  };
+}
+
+/** Waits until the destination is on the log and has a live cursor per source (a worker moved it at its start). */
+export async function onTheLog(pool: pg.Pool, destinationId: string, sources = 1): Promise<void> {
+  await eventually(async () => {
+    const result = await pool.query<{ n: number }>(
+      `SELECT count(c.*)::int AS n FROM destinations d JOIN log_cursors c ON c.destination_id = d.id
+        WHERE d.id = $1 AND d.delivery_layout = 'log'`,
+      [destinationId],
+    );
+    return result.rows[0]!.n >= sources;
+  });
+}
+
+/** Calls the log's batches of a destination say were delivered. */
+export async function deliveredOnLog(pool: pg.Pool, destinationId: string): Promise<number> {
+  const result = await pool.query<{ n: number }>(
+    "SELECT coalesce(sum(delivered), 0)::int AS n FROM log_batches WHERE destination_id = $1",
+    [destinationId],
+  );
+  return result.rows[0]!.n;
+}
+
+/** How often each message id arrived, over every POST. */
+export function arrivals(requests: readonly ReceivedRequest[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const r of requests) for (const c of callsIn(r)) counts.set(c.messageId, (counts.get(c.messageId) ?? 0) + 1);
+  return counts;
+}
+
+/**
+ * Repeats must be whole batches: every POST whose webhook-id was seen before
+ * carries exactly the calls of the first POST with that id, and no call
+ * arrives in two POSTs of different ids. Returns the problems found (none: []).
+ */
+export function repeatsAreWholeBatches(requests: readonly ReceivedRequest[]): string[] {
+  const byId = new Map<string, string>();
+  const idOfCall = new Map<string, string>();
+  const problems: string[] = [];
+  for (const r of requests) {
+    const id = String(r.headers["webhook-id"]);
+    const calls = callsIn(r).map((c) => c.messageId);
+    const key = calls.join(",");
+    const first = byId.get(id);
+    if (first !== undefined && first !== key) problems.push(`webhook-id ${id} repeated with other calls`);
+    byId.set(id, first ?? key);
+    for (const call of calls) {
+      const other = idOfCall.get(call);
+      if (other !== undefined && other !== id) problems.push(`${call} arrived in batches ${other} and ${id}`);
+      idOfCall.set(call, id);
+    }
+  }
+  return problems;
+}
+
+/**
+ * The Postgres backends of a child process's connections: its sockets (from
+ * /proc/<pid>/fd) matched to the TCP table by inode give the local ports,
+ * which pg_stat_activity shows as client_port. Every pool in the service
+ * names itself "waypost", so the name cannot tell two processes apart.
+ */
+export async function backendsOf(pool: pg.Pool, pid: number): Promise<number[]> {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const match = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (match) inodes.add(match[1]!);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  const ports: number[] = [];
+  for (const table of ["tcp", "tcp6"]) {
+    const lines = readFileSync(`/proc/${pid}/net/${table}`, "utf8").trim().split("\n").slice(1);
+    for (const line of lines) {
+      const fields = line.trim().split(/\s+/);
+      const [local, remote, inode] = [fields[1]!, fields[2]!, fields[9]!];
+      if (inodes.has(inode) && Number.parseInt(remote.split(":")[1]!, 16) === 5432) {
+        ports.push(Number.parseInt(local.split(":")[1]!, 16));
+      }
+    }
+  }
+  if (ports.length === 0) return [];
+  const result = await pool.query<{ pid: number }>(
+    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND client_port = ANY($1::int[])",
+    [ports],
+  );
+  return result.rows.map((row) => row.pid);
+}
+
+/** A signing secret: a batched webhook sends a webhook-id only when it signs. */
+export const signingSecret = `whsec_${randomBytes(32).toString("base64")}`;
+
+/** A batched webhook destination for `sourceIds` at `url`, signed (its POSTs carry a webhook-id). */
+export function createBatchedWebhook(server: TestServer, sourceIds: string[], url: string, maxCalls = 50, extra: object = {}) {
+  return server.createDestination({
+    name: `batched-${Math.random().toString(36).slice(2, 8)}`,
+    sourceIds,
+    webhooks: [{ url, batch: { maxCalls, maxWaitMs: 60_000 } }],
+    signingSecrets: [signingSecret],
+    ...extra,
+  });
+}
