@@ -85,12 +85,10 @@ export function repeatsAreWholeBatches(requests: readonly ReceivedRequest[]): st
 }
 
 /**
- * The Postgres backends of a child process's connections: its sockets (from
- * /proc/<pid>/fd) matched to the TCP table by inode give the local ports,
- * which pg_stat_activity shows as client_port. Every pool in the service
- * names itself "waypost", so the name cannot tell two processes apart.
+ * The local ports of a process's TCP connections to `remotePort`: its
+ * sockets (from /proc/<pid>/fd) matched to the TCP table by inode.
  */
-export async function backendsOf(pool: pg.Pool, pid: number): Promise<number[]> {
+export function localPortsOf(pid: number, remotePort: number): number[] {
   const inodes = new Set<string>();
   for (const fd of readdirSync(`/proc/${pid}/fd`)) {
     try {
@@ -106,11 +104,21 @@ export async function backendsOf(pool: pg.Pool, pid: number): Promise<number[]> 
     for (const line of lines) {
       const fields = line.trim().split(/\s+/);
       const [local, remote, inode] = [fields[1]!, fields[2]!, fields[9]!];
-      if (inodes.has(inode) && Number.parseInt(remote.split(":")[1]!, 16) === 5432) {
-        ports.push(Number.parseInt(local.split(":")[1]!, 16));
+      if (inodes.has(inode) && Number.parseInt(remote.split(":").at(-1)!, 16) === remotePort) {
+        ports.push(Number.parseInt(local.split(":").at(-1)!, 16));
       }
     }
   }
+  return ports;
+}
+
+/**
+ * The Postgres backends of a child process's connections: pg_stat_activity
+ * shows their local ports as client_port. Every pool in the service names
+ * itself "waypost", so the name cannot tell two processes apart.
+ */
+export async function backendsOf(pool: pg.Pool, pid: number): Promise<number[]> {
+  const ports = localPortsOf(pid, 5432);
   if (ports.length === 0) return [];
   const result = await pool.query<{ pid: number }>(
     "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND client_port = ANY($1::int[])",
@@ -132,3 +140,23 @@ export function createBatchedWebhook(server: TestServer, sourceIds: string[], ur
     ...extra,
   });
 }
+
+/**
+ * For each stored call of the destination's sources, how many of its
+ * log_batches cover it (the membership rule of docs/job-table.md's call
+ * log): 1 for a call delivered once by the log, 0 for one not (yet) on it.
+ */
+export async function batchesPerCall(pool: pg.Pool, destinationId: string): Promise<Map<string, number>> {
+  const result = await pool.query<{ message_id: string; batches: number }>(
+    `SELECT m.message_id, count(b.*)::int AS batches
+       FROM destination_sources ds JOIN messages m ON m.source_id = ds.source_id
+       LEFT JOIN log_batches b ON b.destination_id = ds.destination_id AND b.source_id = m.source_id
+        AND NOT pg_visible_in_snapshot(m.log_xid, b.seen) AND pg_visible_in_snapshot(m.log_xid, b.up_to)
+        AND (b.from_xid, b.from_id) < (m.log_xid, m.id) AND (m.log_xid, m.id) <= (b.to_xid, b.to_id)
+      WHERE ds.destination_id = $1
+      GROUP BY m.message_id`,
+    [destinationId],
+  );
+  return new Map(result.rows.map((row) => [row.message_id, row.batches]));
+}
+
