@@ -80,7 +80,9 @@ export async function runCursor(context: CursorRunContext, cursor: LogCursor, to
         await holdCursor(context, from, token, outcome, settings.destination.id);
         break;
       }
-      recording = handled(recordPage(context, { cursor: from, token, now: context.clock.now(), upTo: page.upTo, next, ...outcome }, outcome));
+      recording = handled(
+        recordPage(context, { cursor: from, token, now: context.clock.now(), upTo: page.upTo, next, ...outcome }, outcome),
+      );
       window = next;
       // The burst is over: the next read takes a new snapshot (calls committed meanwhile).
       pending ??= read(next);

@@ -88,7 +88,12 @@ test("a call failing alone becomes an exception row: failed for good, or retried
   const { receiver, destination, send } = await setup(server);
   const calls = Array.from({ length: 12 }, (_, i): [string, string] => [i === 3 ? "big-3" : i === 8 ? "flaky-8" : `ok-${i}`, `u${i}`]);
   await send(calls);
-  expect([...accepted].sort()).toEqual(calls.map(([id]) => id).filter((id) => id.startsWith("ok")).sort());
+  expect([...accepted].sort()).toEqual(
+    calls
+      .map(([id]) => id)
+      .filter((id) => id.startsWith("ok"))
+      .sort(),
+  );
   // Each marked call was finally sent alone.
   const alone = receiver.requests.filter((r) => callsIn(r).length === 1).map((r) => callsIn(r)[0]!.messageId);
   expect(alone).toEqual(expect.arrayContaining(["big-3", "flaky-8"]));

@@ -7,17 +7,16 @@ import { DestinationKind } from "../../../gen/waypost/v1/destination_pb.js";
 import { brokerAnswers, testNatsUrl } from "../../helpers/brokers.js";
 import { testWith } from "../../helpers/fixtures.js";
 import { eventually, type ServiceProcess } from "../../helpers/process.js";
-import { startReceiver, type Receiver } from "../../helpers/receiver.js";
 import type { TestServer } from "../../helpers/server.js";
 import {
   arrivals,
   callsIn,
   createBatchedWebhook,
-  createWorkers,
   deliveredOnLog,
   onTheLog,
   repeatsAreWholeBatches,
   trackCall,
+  workerProcesses,
 } from "./log-support.js";
 
 // A worker killed with SIGKILL after its batch reached the destination and
@@ -26,17 +25,10 @@ import {
 // Nats-Msg-Id). The API server ingests; worker processes deliver.
 const test = testWith({ server: { config: { role: "api" } } });
 const natsUp = await brokerAnswers("nats", testNatsUrl);
-let databaseUrl = "";
-const workers = createWorkers(() => databaseUrl);
-const receivers: Receiver[] = [];
 let holding: { release(): Promise<void> } | undefined;
-test.beforeAll(({ database }) => {
-  databaseUrl = database.url;
-});
-test.afterEach(async () => {
-  await workers.stopAll();
+// The lock is let go only once the workers are gone: a worker's record waiting on it must not commit.
+const workers = workerProcesses(test, async () => {
   await holding?.release();
-  await Promise.all(receivers.splice(0).map((r) => r.close()));
 });
 
 // Short leases: the survivor takes the cursor over a second after the kill.
@@ -90,8 +82,7 @@ async function ingest(server: TestServer, writeKey: string, prefix: string): Pro
 }
 
 test("batched webhook: every call arrives, the repeated batches carry the same webhook-id and calls", async ({ server }) => {
-  const receiver = await startReceiver();
-  receivers.push(receiver);
+  const receiver = await workers.receiver();
   const source = await server.createSource();
   const destination = await createBatchedWebhook(server, [source.id], receiver.url);
   const first = await workers.start(workerEnv);
@@ -129,7 +120,9 @@ test.skipIf(!natsUp)("NATS: every call is in the stream once, the repeats publis
   // A core subscription sees every publish, the duplicates the stream drops included.
   const published: string[] = [];
   const subscription = nc.subscribe(`waypost-killed-${id}.>`, {
-    callback: (_error: unknown, msg: Msg) => published.push(msg.headers?.get("Nats-Msg-Id") ?? "(none)"),
+    callback: (_error: unknown, msg: Msg) => {
+      published.push(msg.headers?.get("Nats-Msg-Id") ?? "(none)");
+    },
   });
   try {
     const source = await server.createSource();

@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import type pg from "pg";
 import { eventually, startServiceProcess, type ServiceProcess } from "../../helpers/process.js";
-import type { ReceivedRequest } from "../../helpers/receiver.js";
+import type { testWith } from "../../helpers/fixtures.js";
+import { type ReceivedRequest, type Receiver, type Responder, startReceiver } from "../../helpers/receiver.js";
 import type { TestServer } from "../../helpers/server.js";
 
 /** The calls of a batched webhook's POST, in the order it carried them. */
@@ -13,20 +14,37 @@ export const trackCall = (messageId: string, userId = `u-${messageId}`) => ({
   type: { case: "track" as const, value: { messageId, userId, event: "E" } },
 });
 
-/** Worker processes (`node dist/server.js`, role worker) with the call log on; killed and awaited by `stopAll`. */
-export function createWorkers(databaseUrl: () => string) {
+/**
+ * Worker processes (`node dist/server.js`, role worker, the call log on) on
+ * the file's database, and receivers: after each test the workers are
+ * killed (then `afterKill` runs) and the receivers closed.
+ */
+export function workerProcesses(test: ReturnType<typeof testWith>, afterKill: () => Promise<void> = async () => {}) {
+  let databaseUrl = "";
   const started: ServiceProcess[] = [];
+  const receivers: Receiver[] = [];
+  test.beforeAll(({ database }) => {
+    databaseUrl = database.url;
+  });
+  test.afterEach(async () => {
+    for (const p of started.splice(0)) {
+      if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
+      await p.exited;
+    }
+    await afterKill();
+    await Promise.all(receivers.splice(0).map((r) => r.close()));
+  });
   return {
     async start(env: Record<string, string> = {}): Promise<ServiceProcess> {
-      const p = await startServiceProcess(databaseUrl(), { WAYPOST_ROLE: "worker", WAYPOST_CALL_LOG: "on", ...env });
+      const p = await startServiceProcess(databaseUrl, { WAYPOST_ROLE: "worker", WAYPOST_CALL_LOG: "on", ...env });
       started.push(p);
       return p;
     },
-    async stopAll(): Promise<void> {
-      for (const p of started.splice(0)) {
-        if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
-        await p.exited;
-      }
+    /** A receiver closed after the test. */
+    async receiver(respond?: Responder): Promise<Receiver> {
+      const receiver = await startReceiver(respond ? { respond } : {});
+      receivers.push(receiver);
+      return receiver;
     },
   };
 }
@@ -159,4 +177,3 @@ export async function batchesPerCall(pool: pg.Pool, destinationId: string): Prom
   );
   return new Map(result.rows.map((row) => [row.message_id, row.batches]));
 }
-

@@ -2,31 +2,21 @@ import { expect } from "vitest";
 import { moveOntoLog } from "../../../src/db/call-log/log-cursors.js";
 import { testWith } from "../../helpers/fixtures.js";
 import { eventually, type ServiceProcess } from "../../helpers/process.js";
-import { startReceiver, type Receiver } from "../../helpers/receiver.js";
 import {
   arrivals,
   backendsOf,
   createBatchedWebhook,
-  createWorkers,
   deliveredOnLog,
   repeatsAreWholeBatches,
   trackCall,
+  workerProcesses,
 } from "./log-support.js";
 
 // Every connection of the worker process terminated by Postgres (as a
 // restart or an operator's pg_terminate_backend does) again and again during
 // a burn-down: no call is lost, and a repeat is a whole batch sent again.
 const test = testWith({ server: { config: { role: "api" } } });
-let databaseUrl = "";
-const workers = createWorkers(() => databaseUrl);
-const receivers: Receiver[] = [];
-test.beforeAll(({ database }) => {
-  databaseUrl = database.url;
-});
-test.afterEach(async () => {
-  await workers.stopAll();
-  await Promise.all(receivers.splice(0).map((r) => r.close()));
-});
+const workers = workerProcesses(test);
 
 const total = 6_000;
 const batchCalls = 100;
@@ -37,17 +27,14 @@ test("a burn-down whose worker loses every database connection again and again d
   let worker: ServiceProcess | undefined;
   const terminated: number[] = [];
   // The receiver holds those POSTs until the worker's backends are gone: the page is out, its record not yet written.
-  const receiver = await startReceiver({
-    respond: (_request, index) => {
-      if (!terminateAt.has(index)) return { status: 200 };
-      const after = backendsOf(server.pool, worker!.child.pid!).then(async (pids) => {
-        terminated.push(pids.length);
-        await server.pool.query("SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid", [pids]);
-      });
-      return { status: 200, after };
-    },
+  const receiver = await workers.receiver((_request, index) => {
+    if (!terminateAt.has(index)) return { status: 200 };
+    const after = backendsOf(server.pool, worker!.child.pid!).then(async (pids) => {
+      terminated.push(pids.length);
+      await server.pool.query("SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid", [pids]);
+    });
+    return { status: 200, after };
   });
-  receivers.push(receiver);
   const source = await server.createSource();
   const destination = await createBatchedWebhook(server, [source.id], receiver.url, batchCalls);
   await moveOntoLog(server.pool, [destination.id], new Date());

@@ -2,34 +2,25 @@ import { expect } from "vitest";
 import { moveOntoLog } from "../../../src/db/call-log/log-cursors.js";
 import { testWith } from "../../helpers/fixtures.js";
 import { eventually, type ServiceProcess } from "../../helpers/process.js";
-import { startReceiver, type Receiver } from "../../helpers/receiver.js";
+import type { Receiver } from "../../helpers/receiver.js";
 import type { TestServer } from "../../helpers/server.js";
 import {
   arrivals,
   batchesPerCall,
   callsIn,
   createBatchedWebhook,
-  createWorkers,
   deliveredOnLog,
   localPortsOf,
   repeatsAreWholeBatches,
   trackCall,
+  workerProcesses,
 } from "./log-support.js";
 
 // Two worker processes over the cursors of one destination (one per
 // source): a cursor is worked by one process at a time, so no call is sent
 // twice, while the other process works the other cursor.
 const test = testWith({ server: { config: { role: "api" } } });
-let databaseUrl = "";
-const workers = createWorkers(() => databaseUrl);
-const receivers: Receiver[] = [];
-test.beforeAll(({ database }) => {
-  databaseUrl = database.url;
-});
-test.afterEach(async () => {
-  await workers.stopAll();
-  await Promise.all(receivers.splice(0).map((r) => r.close()));
-});
+const workers = workerProcesses(test);
 
 const workerEnv = { WAYPOST_POLL_INTERVAL_MS: "50" };
 
@@ -46,10 +37,9 @@ const named = (prefix: string, n: number) => Array.from({ length: n }, (_, i) =>
 test("while one process's POST of a cursor is open, the cursor stays leased and no process sends its later calls", async ({ server }) => {
   let release: () => void = () => {};
   const answered = new Promise<void>((resolve) => (release = resolve));
-  const receiver = await startReceiver({
-    respond: (request) => (callsIn(request).some((c) => c.messageId === "a1-0") ? { status: 200, after: answered } : { status: 200 }),
-  });
-  receivers.push(receiver);
+  const receiver = await workers.receiver((request) =>
+    callsIn(request).some((c) => c.messageId === "a1-0") ? { status: 200, after: answered } : { status: 200 },
+  );
   const { a, b, destination, send } = await twoSources(server, receiver);
   await workers.start(workerEnv);
   await workers.start(workerEnv);
@@ -77,14 +67,11 @@ test("two processes burning down two cursors under ingest send every call once",
   // Which process sent each POST: the one whose connection to the receiver has the request's port.
   const processes: ServiceProcess[] = [];
   const senders: number[] = [];
-  const receiver = await startReceiver({
-    respond: (request) => {
-      const port = Number(new URL(receiver.url).port);
-      senders.push(processes.findIndex((p) => localPortsOf(p.child.pid!, port).includes(request.remotePort!)));
-      return { status: 200 };
-    },
+  const receiver = await workers.receiver((request) => {
+    const port = Number(new URL(receiver.url).port);
+    senders.push(processes.findIndex((p) => localPortsOf(p.child.pid!, port).includes(request.remotePort!)));
+    return { status: 200 };
   });
-  receivers.push(receiver);
   const { a, b, destination, send } = await twoSources(server, receiver);
   processes.push(await workers.start(workerEnv), await workers.start(workerEnv));
   const perSource = 3_000;
