@@ -9,6 +9,8 @@ export interface ReceivedRequest {
   headers: http.IncomingHttpHeaders;
   /** The raw body, exactly as sent. */
   body: string;
+  /** The client's port: which process sent it, when several share the loopback. */
+  remotePort?: number | undefined;
 }
 
 export interface ResponsePlan {
@@ -99,6 +101,7 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
         path: req.url ?? "",
         headers: req.headers,
         body: Buffer.concat(chunks).toString("utf8"),
+        remotePort: req.socket.remotePort,
       };
       const index = receiver.requests.push(request) - 1;
       const plan = receiver.respond(request, index);

@@ -6,7 +6,7 @@ import { holdLogCursor, type LogCursor } from "../../db/call-log/log-cursors.js"
 import { selectWaitingUsers } from "../../db/call-log/log-destinations.js";
 import { type LogPage, type LogWindow, nextWindow, readLog } from "../../db/call-log/log-read.js";
 import type { DeliveryCompletion } from "../../db/job-table/index.js";
-import type { Queryable } from "../../db/pool.js";
+import { type Queryable, withTransaction } from "../../db/pool.js";
 import type { Logger } from "../../logger.js";
 import type { RouteRules } from "../../routing/route-rules.js";
 import { shapeBody } from "../../routing/shape-body.js";
@@ -50,8 +50,10 @@ const movedSkewMs = 60_000;
 export async function runCursor(context: CursorRunContext, cursor: LogCursor, token: string, held: () => boolean): Promise<void> {
   const { pool, pageSize } = context;
   const checkPerCallBefore = cursor.logSince ? new Date(cursor.logSince.getTime() + movedSkewMs) : null;
+  // A read or a record in flight is awaited only after the page being delivered: marked handled at once, so its
+  // failure (a lost connection) is thrown where it is awaited instead of crashing the process as an unhandled rejection.
   const read = (window: LogWindow) =>
-    readLog(pool, { destinationId: cursor.destinationId, sourceId: cursor.sourceId, window, limit: pageSize, checkPerCallBefore });
+    handled(readLog(pool, { destinationId: cursor.destinationId, sourceId: cursor.sourceId, window, limit: pageSize, checkPerCallBefore }));
   let settings = await context.destinationOf(cursor.destinationId);
   let settingsAt = Date.now();
   let window = cursor.window;
@@ -80,7 +82,9 @@ export async function runCursor(context: CursorRunContext, cursor: LogCursor, to
         await holdCursor(context, from, token, outcome, settings.destination.id);
         break;
       }
-      recording = recordPage(context, { cursor: from, token, now: context.clock.now(), upTo: page.upTo, next, ...outcome }, outcome);
+      recording = handled(
+        recordPage(context, { cursor: from, token, now: context.clock.now(), upTo: page.upTo, next, ...outcome }, outcome),
+      );
       window = next;
       // The burst is over: the next read takes a new snapshot (calls committed meanwhile).
       pending ??= read(next);
@@ -89,6 +93,12 @@ export async function runCursor(context: CursorRunContext, cursor: LogCursor, to
     await recording.catch(() => false);
     await pending?.catch(() => undefined);
   }
+}
+
+/** The promise, with a handler that does nothing: awaiting it still throws. */
+function handled<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => {});
+  return promise;
 }
 
 async function deliverOnePage(
@@ -121,7 +131,7 @@ async function deliverOnePage(
 
 /** The page's record and its health in one transaction; false when the lease was lost (nothing written). */
 async function recordPage(context: CursorRunContext, advance: LogAdvance, outcome: PageOutcome): Promise<boolean> {
-  const { moved, queued, announce } = await inTransaction(context.pool, async (tx) => {
+  const { moved, queued, announce } = await withTransaction(context.pool, async (tx) => {
     const result = await advanceLogCursor(tx, advance);
     if (!result.moved) return { ...result, announce: () => {} };
     return { ...result, announce: await context.recordHealth(tx, outcome.completions) };
@@ -140,7 +150,7 @@ async function holdCursor(
   outcome: Extract<PageOutcome, { kind: "hold" }>,
   destinationId: string,
 ): Promise<void> {
-  const announce = await inTransaction(context.pool, async (tx) => {
+  const announce = await withTransaction(context.pool, async (tx) => {
     await recordHeldBatch(tx, destinationId, outcome.rows);
     const at = context.clock.now();
     if (!(await holdLogCursor(tx, cursor, token, { at, runAt: outcome.runAt, error: outcome.error }))) return undefined;
@@ -150,19 +160,4 @@ async function holdCursor(
   announce();
   context.onCompleted(outcome.completions);
   context.logger.info({ destinationId, error: outcome.error }, "a call log batch failed as a whole; its cursor waits for the retry");
-}
-
-async function inTransaction<T>(pool: pg.Pool, work: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
-  const tx = await pool.connect();
-  try {
-    await tx.query("BEGIN");
-    const result = await work(tx);
-    await tx.query("COMMIT");
-    return result;
-  } catch (error) {
-    await tx.query("ROLLBACK").catch(() => {});
-    throw error;
-  } finally {
-    tx.release();
-  }
 }
