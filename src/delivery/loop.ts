@@ -96,7 +96,10 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
           onQueued: () => wakeup.wake(),
           recordHealth: (tx, completions) => runtime.recordHealth(tx, completions),
           onCompleted: (completions) => {
-            for (const c of completions) metrics.finished(c.destinationId, c.status);
+            for (const c of completions) {
+              metrics.attempted(c.destinationId, c.attempts);
+              metrics.finished(c.destinationId, c.status);
+            }
             events.emit("completed", [...completions]);
           },
         })

@@ -69,6 +69,7 @@ const claimStatement = `
     SELECT c.destination_id, c.source_id, c.lane FROM log_cursors c
       JOIN destinations d ON d.id = c.destination_id AND d.enabled AND d.delivery_layout = 'log'
      WHERE c.run_at <= $2 AND (c.leased_until IS NULL OR c.leased_until <= $2)
+       AND (c.destination_id || '/' || c.source_id || '/' || c.lane) <> ALL($5::text[])
        AND c.destination_id NOT IN (${heldDestinationsSql("$2")})
        AND ${hasCallsPastSql("c")}
      ORDER BY (c.destination_id || '/' || c.source_id || '/' || c.lane) = $4 DESC, c.run_at
@@ -80,15 +81,20 @@ const claimStatement = `
    WHERE (c.destination_id, c.source_id, c.lane) = (chosen.destination_id, chosen.source_id, chosen.lane) AND d.id = c.destination_id
   RETURNING ${cursorColumns}, d.log_since`;
 
-/** Leases one cursor with calls to deliver under `token`, `prefer` (a cursorKey) first when it is free. */
+/**
+ * Leases one cursor with calls to deliver under `token`, `prefer` (a
+ * cursorKey) first when it is free, none of `skip` (cursorKeys waiting here
+ * for their batch to fill).
+ */
 export async function claimLogCursor(
   db: Queryable,
   token: string,
   now: Date,
   leaseMs: number,
   prefer?: string,
+  skip: readonly string[] = [],
 ): Promise<LogCursor | undefined> {
-  const result = await db.query<CursorRow>({ text: claimStatement, values: [token, now, leaseMs, prefer ?? ""] });
+  const result = await db.query<CursorRow>({ text: claimStatement, values: [token, now, leaseMs, prefer ?? "", skip] });
   const row = result.rows[0];
   return row ? cursorOfRow(row) : undefined;
 }

@@ -52,8 +52,9 @@ CREATE TABLE log_cursors (
   up_to pg_snapshot,
   after_xid xid8 NOT NULL DEFAULT '0',
   after_id bigint NOT NULL DEFAULT 0,
-  -- When the cursor may be read again (a batch that failed as a whole waits here).
-  run_at timestamptz NOT NULL DEFAULT now(),
+  -- When the cursor may be read again (a batch that failed as a whole waits
+  -- here). A new cursor is due at once, whatever the reader's clock says.
+  run_at timestamptz NOT NULL DEFAULT '-infinity',
   -- The batch at the head that failed as a whole: how often, since when, why.
   failures integer NOT NULL DEFAULT 0,
   first_failed_at timestamptz,

@@ -4,7 +4,7 @@ import type { DeliveryConfig } from "../../config.js";
 import { advanceLogCursor, type LogAdvance, recordHeldBatch } from "../../db/call-log/log-advance.js";
 import { holdLogCursor, type LogCursor } from "../../db/call-log/log-cursors.js";
 import { selectWaitingUsers } from "../../db/call-log/log-destinations.js";
-import { type LogPage, type LogWindow, nextWindow, readLog } from "../../db/call-log/log-read.js";
+import { type LogPage, type LogWindow, readLog } from "../../db/call-log/log-read.js";
 import type { DeliveryCompletion } from "../../db/job-table/index.js";
 import { type Queryable, withTransaction } from "../../db/pool.js";
 import type { Logger } from "../../logger.js";
@@ -14,11 +14,12 @@ import { sandboxKey, type TransformSandboxes } from "../../sandbox/transform-san
 import type { DeliveryRuntime } from "../delivery-runtime.js";
 import { type AnyDestination, completionOf } from "../kinds/registry.js";
 import { deliverPage, type PageOutcome } from "./log-page.js";
+import { planPage } from "./page-plan.js";
 
 /** What working a cursor needs, built once by the loader. */
 export interface CursorRunContext {
   pool: pg.Pool;
-  runtime: Pick<DeliveryRuntime, "deliver" | "flush">;
+  runtime: Pick<DeliveryRuntime, "deliver" | "flush" | "batchWindow">;
   config: DeliveryConfig;
   sandboxes: TransformSandboxes;
   clock: Clock;
@@ -32,6 +33,10 @@ export interface CursorRunContext {
   onQueued(): void;
   /** A page's results were recorded (the loop's "completed" event and metrics, as for per-call results). */
   onCompleted(completions: readonly DeliveryCompletion[]): void;
+  /** Whether to send what there is without waiting for a kind's batch to fill (settling, stopping). */
+  flushing(): boolean;
+  /** The cursor waits for more calls until `untilMs` (the clock's ms): not claimed here before then, unless calls arrive. */
+  defer(cursor: LogCursor, untilMs: number): void;
 }
 
 /** Settings are read again at most this often while a cursor is worked (a change applies to pages read after). */
@@ -61,20 +66,35 @@ export async function runCursor(context: CursorRunContext, cursor: LogCursor, to
   let recording: Promise<boolean> = Promise.resolve(true);
   try {
     while (pending !== undefined && held()) {
-      const page: LogPage = await pending;
+      const readPage: LogPage = await pending;
       pending = undefined;
-      if (page.calls.length === 0) break;
+      if (readPage.calls.length === 0) break;
       if (Date.now() - settingsAt > settingsMaxAgeMs) {
         settings = await context.destinationOf(cursor.destinationId);
         settingsAt = Date.now();
       }
       if (!settings?.destination.enabled) break;
-      const next = nextWindow(window, page, pageSize);
-      // A full page: the burst goes on, and its next page is read while this one is delivered.
+      const { destination } = settings;
+      const ordered = destination.ordering === "per_user";
+      const plan = planPage({
+        window,
+        page: readPage,
+        pageSize,
+        ordered,
+        batchWindow: context.runtime.batchWindow(destination),
+        nowMs: context.clock.now().getTime(),
+        flushing: context.flushing(),
+      });
+      if (plan.kind === "wait") {
+        context.defer(cursor, plan.untilMs);
+        break;
+      }
+      const { page, next } = plan;
+      // The burst goes on: its next page is read while this one is delivered.
       if (next.upTo !== null) pending = read(next);
       const from = { ...cursor, window };
       // Per-user ordering reads which users wait behind an exception: the previous page's must be recorded first.
-      if (settings.destination.ordering === "per_user" && !(await recording)) break;
+      if (ordered && !(await recording)) break;
       const outcome = await deliverOnePage(context, from, page, settings);
       // The previous page's record first: the cursor moves in order.
       if (!(await recording)) break;

@@ -22,10 +22,11 @@ import type { DeliveryRuntime } from "../delivery-runtime.js";
 import { loadDestinations } from "../destination-settings.js";
 import { matcherOfRow } from "../kinds/registry.js";
 import { type CursorRunContext, runCursor } from "./cursor-run.js";
+import { createDeferrals } from "./deferrals.js";
 
 export interface LogLoaderOptions {
   pool: pg.Pool;
-  runtime: Pick<DeliveryRuntime, "deliver" | "flush">;
+  runtime: Pick<DeliveryRuntime, "deliver" | "flush" | "batchWindow">;
   config: DeliveryConfig;
   sandboxes: TransformSandboxes;
   clock: Clock;
@@ -49,7 +50,7 @@ export interface LogLoader {
   start(): Promise<void>;
   /** Look for calls now (after ingest, or a test's clock change). */
   wake(): void;
-  /** Resolves when no cursor is worked here and none has calls to read (tests). */
+  /** Sends what there is, however few (no waiting for a kind's batch to fill), and resolves when no cursor is worked here and none has calls to read. */
   idle(): Promise<void>;
   /** Moves batching destinations onto the log and syncs cursors now (tests; also every syncMs). */
   sync(): Promise<void>;
@@ -71,9 +72,12 @@ export function createLogLoader(options: LogLoaderOptions): LogLoader {
   const pageSize = options.pageSize ?? 1_000;
   const rulesCache = new Map<string, { revision: number; rules: RouteRules }>();
 
+  let flushing = false;
+  const deferrals = createDeferrals({ clock, onDue: () => worker.wake() });
+
   const lease: LeaseSource<LogCursor> = {
     leaseMs: config.leaseMs,
-    claim: (token, now, prefer) => claimLogCursor(pool, token, now, config.leaseMs, prefer),
+    claim: (token, now, prefer) => claimLogCursor(pool, token, now, config.leaseMs, prefer, flushing ? [] : deferrals.waiting()),
     keyOf: cursorKey,
     extend: (cursor, token, now) => extendLogCursor(pool, cursor, token, now, config.leaseMs),
     release: (cursor, token) => releaseLogCursor(pool, cursor, token),
@@ -110,6 +114,8 @@ export function createLogLoader(options: LogLoaderOptions): LogLoader {
     recordHealth: options.recordHealth,
     onQueued: options.onQueued,
     onCompleted: options.onCompleted,
+    flushing: () => flushing,
+    defer: (cursor, untilMs) => deferrals.defer(cursorKey(cursor), untilMs),
   };
 
   const worker: LeasedWorker = createLeasedWorker({
@@ -117,9 +123,6 @@ export function createLogLoader(options: LogLoaderOptions): LogLoader {
     name: "call log cursor",
     concurrency: options.concurrency ?? 4,
     pollMs: config.pollIntervalMs,
-    // Ingest's wake-up of the delivery loops wakes the loader too.
-    topic: deliveriesChannel,
-    notifier: options.notifier,
     clock,
     logger,
     work: (cursor, token, held) => runCursor(run, cursor, token, held),
@@ -142,21 +145,43 @@ export function createLogLoader(options: LogLoaderOptions): LogLoader {
       .catch((error) => logger.warn({ err: error }, "syncing the call log's cursors failed"));
   };
 
+  /** New calls (ingest's wake-up of the delivery loops): cursors waiting for a batch to fill look again. */
+  const onCalls = () => {
+    deferrals.clear();
+    worker.wake();
+  };
+  const unsubscribe: Array<() => void> = [];
+
   return {
     async start() {
       await sync();
+      if (options.notifier) {
+        unsubscribe.push(options.notifier.subscribe(deliveriesChannel, onCalls), options.notifier.onReady(onCalls));
+        await options.notifier.settled();
+      }
       await worker.start();
       timer = setInterval(syncSoon, options.syncMs ?? 5_000);
       timer.unref();
     },
-    wake: () => worker.wake(),
-    idle: () => worker.idle(),
+    wake: onCalls,
+    async idle() {
+      flushing = true;
+      deferrals.clear();
+      worker.wake();
+      try {
+        await worker.idle();
+      } finally {
+        flushing = false;
+      }
+    },
     async sync() {
       syncSoon();
       await syncing;
     },
     async stop() {
       clearInterval(timer);
+      for (const off of unsubscribe.splice(0)) off();
+      deferrals.close();
       await syncing;
       await worker.stop();
     },

@@ -215,7 +215,7 @@ function recordPage(
           ...failedException(cursor, call, keys[i] ?? null, completion.attemptedAt, callRows.at(-1)?.id ?? null),
           status: completion.status as LogException["status"],
           runAt: completion.runAt,
-          error: outcome.results.find((r) => r.error)?.error ?? null,
+          error: outcome.results.findLast((r) => r.error)?.error ?? null,
           retryUrls: completion.retryUrls,
         });
       }
@@ -234,8 +234,10 @@ function recordPage(
   }
   batches.push(run);
   const list = [...rows.values()];
-  // Nothing got through and everything sent may be retried: the destination is down, not the calls. Hold the cursor.
-  if (sent > 0 && retrying === sent && holdUntil)
+  // Nothing got through and every call sent may be retried: the destination is down, not the calls. Hold the cursor.
+  // One call alone says nothing of the others: it is an exception, retried on its own (a page of one is per-user
+  // ordering's page, or a trickle).
+  if (sent > 1 && retrying === sent && holdUntil)
     return { kind: "hold", runAt: holdUntil, error: holdError || "the batch failed", rows: list, completions };
   return { kind: "advance", batches, rows: list, fates, exceptions, completions };
 }

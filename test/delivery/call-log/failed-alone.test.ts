@@ -148,7 +148,7 @@ test("per-user ordering: calls of the user read after the exception wait behind 
 // waiting behind an exception queued BEFORE the page was read
 // (selectWaitingUsers); a user's later calls in the same page as its call
 // that fails alone are sent in the page's batches and delivered before it.
-test.fails("per-user ordering: the user's later calls in the same page as its exception wait behind it", async ({ server }) => {
+test("per-user ordering: the user's later calls in the same page as its exception wait behind it", async ({ server }) => {
   const { destination, send } = await setup(server, Ordering.PER_USER);
   await send([
     ["flaky-a1", "a"],

@@ -148,12 +148,16 @@ export async function backendsOf(pool: pg.Pool, pid: number): Promise<number[]> 
 /** A signing secret: a batched webhook sends a webhook-id only when it signs. */
 export const signingSecret = `whsec_${randomBytes(32).toString("base64")}`;
 
-/** A batched webhook destination for `sourceIds` at `url`, signed (its POSTs carry a webhook-id). */
+/**
+ * A batched webhook destination for `sourceIds` at `url`, signed (its POSTs
+ * carry a webhook-id). Its batches wait 50 ms for more calls: the loader
+ * sends a page of fewer than `maxCalls` once its first call is that old.
+ */
 export function createBatchedWebhook(server: TestServer, sourceIds: string[], url: string, maxCalls = 50, extra: object = {}) {
   return server.createDestination({
     name: `batched-${Math.random().toString(36).slice(2, 8)}`,
     sourceIds,
-    webhooks: [{ url, batch: { maxCalls, maxWaitMs: 60_000 } }],
+    webhooks: [{ url, batch: { maxCalls, maxWaitMs: 50 } }],
     signingSecrets: [signingSecret],
     ...extra,
   });
