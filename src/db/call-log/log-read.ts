@@ -175,3 +175,19 @@ export function nextWindow(window: LogWindow, page: LogPage, limit: number): Log
   if (page.calls.length < limit) return { seen: page.upTo, upTo: null, after: logStart };
   return { seen: window.seen, upTo: page.upTo, after: page.calls.at(-1)!.position };
 }
+
+/**
+ * That the cursor `c` (an alias of log_cursors) has not read the call `m`
+ * (of messages) yet: committed after its last burst's snapshot, and not
+ * read in its current burst. The xmin bound lets an index scan start there.
+ */
+export function unreadByCursorSql(c: string, m: string): string {
+  return `${m}.log_xid >= pg_snapshot_xmin(${c}.seen) AND NOT pg_visible_in_snapshot(${m}.log_xid, ${c}.seen)
+          AND (${c}.up_to IS NULL OR NOT pg_visible_in_snapshot(${m}.log_xid, ${c}.up_to) OR (${m}.log_xid, ${m}.id) > (${c}.after_xid, ${c}.after_id))`;
+}
+
+/** That the batch `b` (an alias of log_batches) holds the call `m`: committed between its snapshots, in its range. */
+export function heldByBatchSql(b: string, m: string): string {
+  return `(${b}.to_xid, ${b}.to_id) >= (${m}.log_xid, ${m}.id) AND (${b}.from_xid, ${b}.from_id) < (${m}.log_xid, ${m}.id)
+          AND NOT pg_visible_in_snapshot(${m}.log_xid, ${b}.seen) AND pg_visible_in_snapshot(${m}.log_xid, ${b}.up_to)`;
+}

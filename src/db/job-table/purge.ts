@@ -1,5 +1,6 @@
 import { inTransaction, type Queryable } from "../pool.js";
 import { removeMessages } from "./message-removal.js";
+import { unreadByCursorSql } from "../call-log/log-read.js";
 
 /**
  * Deletes up to `limit` messages received before the cutoff that have no
@@ -23,11 +24,31 @@ export async function purgeOldMessages(db: Queryable, cutoff: Date, limit: numbe
       [ids],
     );
     const waiting = new Set(queued.rows.map((r) => r.message_pk));
+    for (const id of await unreadByLogCursors(tx, ids)) waiting.add(id);
     return removeMessages(
       tx,
       ids.filter((id) => !waiting.has(id)),
     );
   });
+}
+
+/**
+ * Of these messages, those a call log cursor has not read yet (a
+ * destination held back for longer than retention): kept, as a queued
+ * delivery keeps its message. Only where cursors exist (never on Citus,
+ * where the log is off and log_cursors, a table of the coordinator's,
+ * cannot be joined to messages).
+ */
+async function unreadByLogCursors(tx: Queryable, ids: readonly string[]): Promise<string[]> {
+  const any = await tx.query<{ any: boolean }>("SELECT EXISTS (SELECT 1 FROM log_cursors) AS any");
+  if (!any.rows[0]?.any) return [];
+  const result = await tx.query<{ id: string }>(
+    `SELECT m.id FROM messages m
+      WHERE m.id = ANY($1::bigint[]) AND m.log_xid IS NOT NULL
+        AND EXISTS (SELECT 1 FROM log_cursors c WHERE c.source_id = m.source_id AND ${unreadByCursorSql("c", "m")})`,
+    [ids],
+  );
+  return result.rows.map((r) => r.id);
 }
 
 /**

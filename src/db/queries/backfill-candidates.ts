@@ -1,4 +1,5 @@
 import type { Queryable } from "../pool.js";
+import { heldByBatchSql, unreadByCursorSql } from "../call-log/log-read.js";
 
 export interface BackfillRange {
   destinationId: string;
@@ -8,11 +9,18 @@ export interface BackfillRange {
 
 // Calls of the destination's sources received in the range (delete
 // notifications left out) with no finished delivery to it (the history's
-// message index answers that per call).
+// message index answers that per call), and, at a destination on the call
+// log, none that its cursors delivered (a batch holds the call and routing
+// did not hold it back) or have still to read: a backfill of such a
+// destination sends per call what the log never sent it.
 const received = `FROM messages m
   WHERE m.source_id IN (SELECT ds.source_id FROM destination_sources ds WHERE ds.destination_id = $1)
     AND m.received_at >= $2 AND m.received_at < $3 AND m.type <> 'delete'
-    AND NOT EXISTS (SELECT 1 FROM delivery_history h WHERE h.destination_id = $1 AND h.message_pk = m.id)`;
+    AND NOT EXISTS (SELECT 1 FROM delivery_history h WHERE h.destination_id = $1 AND h.message_pk = m.id)
+    AND NOT (m.log_xid IS NOT NULL AND (
+      EXISTS (SELECT 1 FROM log_batches b WHERE b.destination_id = $1 AND b.source_id = m.source_id AND ${heldByBatchSql("b", "m")}
+                 AND NOT EXISTS (SELECT 1 FROM call_fates f WHERE f.message_pk = m.id AND f.destination_id = $1))
+      OR EXISTS (SELECT 1 FROM log_cursors c WHERE c.destination_id = $1 AND c.source_id = m.source_id AND ${unreadByCursorSql("c", "m")})))`;
 
 // ... and none waiting in the queue either. The queue has no message index
 // (it would cost every ingested delivery an index entry), so this reads the

@@ -1,4 +1,5 @@
 import type { Queryable } from "../pool.js";
+import { heldByBatchSql, unreadByCursorSql } from "../call-log/log-read.js";
 import type { AttemptRow } from "./deliveries.js";
 import type { SearchRow } from "./delivery-rows.js";
 import type { DeliveryStatus } from "../job-table/delivery-completion.js";
@@ -66,24 +67,8 @@ export function derivedJoins(dst: string): string {
      LEFT JOIN LATERAL (
        SELECT c.failures, c.run_at, c.first_failed_at, c.last_error FROM log_cursors c
         WHERE b.finished_at IS NULL AND c.destination_id = ${dst} AND c.source_id = m.source_id
-          AND ${unreadBySql("c", "m")}
+          AND ${unreadByCursorSql("c", "m")}
         ORDER BY c.failures DESC LIMIT 1) c ON true`;
-}
-
-/**
- * That the cursor `c` has not read the call `m` yet: committed after its
- * last burst's snapshot, and not read in its current burst (see
- * db/call-log/log-read.ts). The xmin bound lets an index scan start there.
- */
-export function unreadBySql(c: string, m: string): string {
-  return `${m}.log_xid >= pg_snapshot_xmin(${c}.seen) AND NOT pg_visible_in_snapshot(${m}.log_xid, ${c}.seen)
-          AND (${c}.up_to IS NULL OR NOT pg_visible_in_snapshot(${m}.log_xid, ${c}.up_to) OR (${m}.log_xid, ${m}.id) > (${c}.after_xid, ${c}.after_id))`;
-}
-
-/** That the batch `b` holds the call `m`: between its snapshots, in its range. */
-export function heldByBatchSql(b: string, m: string): string {
-  return `(${b}.to_xid, ${b}.to_id) >= (${m}.log_xid, ${m}.id) AND (${b}.from_xid, ${b}.from_id) < (${m}.log_xid, ${m}.id)
-          AND NOT pg_visible_in_snapshot(${m}.log_xid, ${b}.seen) AND pg_visible_in_snapshot(${m}.log_xid, ${b}.up_to)`;
 }
 
 /**

@@ -6,11 +6,11 @@ import {
   derivedColumns,
   derivedJoins,
   derivedPredicates,
-  heldByBatchSql,
   parseLogDeliveryId,
   selectLogDestinationIds,
   type LogDeliveryRow,
 } from "./log-deliveries.js";
+import { heldByBatchSql } from "../call-log/log-read.js";
 
 // ListDeliveries and the finish feed with the derived deliveries of the
 // destinations on the log merged in, in the same order and pages. The

@@ -1,5 +1,6 @@
 import type { Queryable } from "../pool.js";
-import { noRowOfItsOwn, unreadBySql } from "./log-deliveries.js";
+import { unreadByCursorSql } from "../call-log/log-read.js";
+import { noRowOfItsOwn } from "./log-deliveries.js";
 
 /** What a destination on the call log adds to its figures (nothing for one per call). */
 export interface LogStatsRow {
@@ -26,7 +27,7 @@ export async function selectLogStats(db: Queryable, destinationId: string, since
       `SELECT (SELECT coalesce(sum(delivered), 0) FROM log_batches WHERE ${onLog} AND destination_id = $1)::text AS delivered,
               count(*) FILTER (WHERE c.failures = 0)::text AS pending, count(*) FILTER (WHERE c.failures > 0)::text AS retrying
          FROM log_cursors c
-         JOIN messages m ON m.source_id = c.source_id AND ${unreadBySql("c", "m")}
+         JOIN messages m ON m.source_id = c.source_id AND ${unreadByCursorSql("c", "m")}
         WHERE ${onLog} AND c.destination_id = $1 AND ${noRowOfItsOwn("$1::uuid").join(" AND ")}`,
       [destinationId],
     ),
