@@ -1,3 +1,4 @@
+import { purgeOldLogBatches } from "../db/call-log/log-retention.js";
 import type pg from "pg";
 import type { Clock } from "../clock.js";
 import { type JobTableDriver, createDayPartitions, dropDaysBefore } from "../db/job-table/index.js";
@@ -62,6 +63,11 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
     for (;;) {
       const n = await jobTable.purgeOldMessages(options.pool, cutoff, purgeBatch);
       purged += n;
+      if (n < purgeBatch) break;
+    }
+    // The call log's delivered batches, with the calls they held.
+    for (;;) {
+      const n = await purgeOldLogBatches(options.pool, cutoff, purgeBatch);
       if (n < purgeBatch) break;
     }
     const jobsPurged = await purgeEndedJobs(options.pool, cutoff);
