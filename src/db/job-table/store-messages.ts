@@ -41,7 +41,7 @@ export interface StoreResult {
   fresh: boolean;
   /** Calls held back by a destination's rules, per destination id and reason. */
   filtered: Array<[destinationId: string, reason: HeldBackReason, count: number]>;
-  /** Whether any delivery was queued: the caller wakes the delivery loops (see background/throttled-notify.ts). */
+  /** Whether any delivery was queued, or a destination on the call log has new calls: the caller wakes the delivery loops (see background/throttled-notify.ts). */
   queued: boolean;
 }
 
@@ -113,7 +113,11 @@ const storeStatement = `
      WHERE f.fate IS NOT NULL
     RETURNING destination_id, fate, reason
   )
-  SELECT EXISTS (SELECT 1 FROM queued) AS queued, (SELECT ok FROM fresh) AS fresh, (SELECT found FROM fresh) AS found,
+  -- A destination on the call log has new calls to read: its loader is woken as the per-call loop is.
+  SELECT EXISTS (SELECT 1 FROM queued)
+         OR (EXISTS (SELECT 1 FROM inserted) AND EXISTS (
+               SELECT 1 FROM destination_sources ds JOIN destinations d ON d.id = ds.destination_id
+                WHERE ds.source_id = $1 AND d.enabled AND d.delivery_layout = 'log')) AS queued, (SELECT ok FROM fresh) AS fresh, (SELECT found FROM fresh) AS found,
          (SELECT json_agg(json_build_array(destination_id, reason, n)) FROM
             (SELECT destination_id, reason, count(*)::int AS n FROM fated WHERE fate = 'filtered' GROUP BY destination_id, reason) f) AS filtered`;
 

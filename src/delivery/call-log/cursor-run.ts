@@ -13,8 +13,8 @@ import { shapeBody } from "../../routing/shape-body.js";
 import { sandboxKey, type TransformSandboxes } from "../../sandbox/transform-sandbox.js";
 import type { DeliveryRuntime } from "../delivery-runtime.js";
 import { type AnyDestination, completionOf } from "../kinds/registry.js";
-import { deliverPage, type PageOutcome } from "./log-page.js";
-import { planPage } from "./page-plan.js";
+import { type PageContext, type PageOutcome, preparePage, sendPage } from "./log-page.js";
+import { batchWaitUntil, planPage } from "./page-plan.js";
 
 /** What working a cursor needs, built once by the loader. */
 export interface CursorRunContext {
@@ -35,8 +35,10 @@ export interface CursorRunContext {
   onCompleted(completions: readonly DeliveryCompletion[]): void;
   /** Whether to send what there is without waiting for a kind's batch to fill (settling, stopping). */
   flushing(): boolean;
-  /** The cursor waits for more calls until `untilMs` (the clock's ms): not claimed here before then, unless calls arrive. */
-  defer(cursor: LogCursor, untilMs: number): void;
+  /** A mark of the calls announced so far (taken before a read; see deferrals.ts). */
+  markCalls(): number;
+  /** The cursor waits for more calls until `untilMs` (the clock's ms): not claimed here before then, unless calls arrive (or arrived since `mark`). */
+  defer(cursor: LogCursor, untilMs: number, mark: number): void;
 }
 
 /** Settings are read again at most this often while a cursor is worked (a change applies to pages read after). */
@@ -55,10 +57,17 @@ const movedSkewMs = 60_000;
 export async function runCursor(context: CursorRunContext, cursor: LogCursor, token: string, held: () => boolean): Promise<void> {
   const { pool, pageSize } = context;
   const checkPerCallBefore = cursor.logSince ? new Date(cursor.logSince.getTime() + movedSkewMs) : null;
+  // The calls announced before each read: a page that waits for more must not miss one announced while it was read.
+  let mark = context.markCalls();
+  let readMark = mark;
   // A read or a record in flight is awaited only after the page being delivered: marked handled at once, so its
   // failure (a lost connection) is thrown where it is awaited instead of crashing the process as an unhandled rejection.
-  const read = (window: LogWindow) =>
-    handled(readLog(pool, { destinationId: cursor.destinationId, sourceId: cursor.sourceId, window, limit: pageSize, checkPerCallBefore }));
+  const read = (window: LogWindow) => {
+    mark = context.markCalls();
+    return handled(
+      readLog(pool, { destinationId: cursor.destinationId, sourceId: cursor.sourceId, window, limit: pageSize, checkPerCallBefore }),
+    );
+  };
   let settings = await context.destinationOf(cursor.destinationId);
   let settingsAt = Date.now();
   let window = cursor.window;
@@ -66,6 +75,7 @@ export async function runCursor(context: CursorRunContext, cursor: LogCursor, to
   let recording: Promise<boolean> = Promise.resolve(true);
   try {
     while (pending !== undefined && held()) {
+      readMark = mark;
       const readPage: LogPage = await pending;
       pending = undefined;
       if (readPage.calls.length === 0) break;
@@ -76,26 +86,27 @@ export async function runCursor(context: CursorRunContext, cursor: LogCursor, to
       if (!settings?.destination.enabled) break;
       const { destination } = settings;
       const ordered = destination.ordering === "per_user";
-      const plan = planPage({
-        window,
-        page: readPage,
-        pageSize,
-        ordered,
-        batchWindow: context.runtime.batchWindow(destination),
-        nowMs: context.clock.now().getTime(),
-        flushing: context.flushing(),
-      });
-      if (plan.kind === "wait") {
-        context.defer(cursor, plan.untilMs);
-        break;
-      }
-      const { page, next } = plan;
+      const { page, next } = planPage({ window, page: readPage, pageSize, ordered });
       // The burst goes on: its next page is read while this one is delivered.
       if (next.upTo !== null) pending = read(next);
       const from = { ...cursor, window };
       // Per-user ordering reads which users wait behind an exception: the previous page's must be recorded first.
       if (ordered && !(await recording)) break;
-      const outcome = await deliverOnePage(context, from, page, settings);
+      const pageContext = await pageContextOf(context, page, settings);
+      const prepared = await preparePage(from, page.calls, pageContext);
+      const untilMs = batchWaitUntil({
+        sendable: prepared.sendable,
+        endsBurst: next.upTo === null,
+        firstReceivedMs: page.calls[0]!.receivedAt.getTime(),
+        batchWindow: context.runtime.batchWindow(destination),
+        nowMs: context.clock.now().getTime(),
+        flushing: context.flushing(),
+      });
+      if (untilMs !== undefined) {
+        context.defer(cursor, untilMs, readMark);
+        break;
+      }
+      const outcome = await sendPage(from, page.calls, prepared, pageContext);
       // The previous page's record first: the cursor moves in order.
       if (!(await recording)) break;
       if (outcome.kind === "hold") {
@@ -121,12 +132,12 @@ function handled<T>(promise: Promise<T>): Promise<T> {
   return promise;
 }
 
-async function deliverOnePage(
+/** What routing and sending a page needs: the destination's rules now, and the users waiting behind an exception. */
+async function pageContextOf(
   context: CursorRunContext,
-  cursor: LogCursor,
   page: LogPage,
   settings: { destination: AnyDestination; rules: RouteRules },
-): Promise<PageOutcome> {
+): Promise<PageContext> {
   const { destination, rules } = settings;
   const users = destination.ordering === "per_user" ? [...new Set(page.calls.map((c) => c.userId).filter((u): u is string => !!u))] : [];
   const waitingUsers = users.length > 0 ? await selectWaitingUsers(context.pool, destination.id, users) : new Set<string>();
@@ -136,7 +147,7 @@ async function deliverOnePage(
     transform: destination.transform,
     sandboxKey: sandboxKey(destination.id, destination.revision),
   };
-  return deliverPage(cursor, page.calls, {
+  return {
     destination,
     rules,
     rule: completionOf(destination),
@@ -146,7 +157,7 @@ async function deliverOnePage(
     shape: shapes ? (payload) => shapeBody(payload, bodyRules, context.sandboxes, { mayDefer: false }) : undefined,
     deliver: (job, d, body) => context.runtime.deliver(job, d, body),
     flush: () => context.runtime.flush(),
-  });
+  };
 }
 
 /** The page's record and its health in one transaction; false when the lease was lost (nothing written). */

@@ -9,7 +9,13 @@ import type { Clock } from "../../clock.js";
  * sooner, which costs a smaller batch, never a call.
  */
 export interface Deferrals {
-  defer(key: string, untilMs: number): void;
+  /** A mark of the calls seen so far: taken before a page is read, handed back with `defer`. */
+  mark(): number;
+  /**
+   * The cursor waits until `untilMs`, unless new calls were announced since
+   * `mark` (they may fill the batch: it is woken at once instead).
+   */
+  defer(key: string, untilMs: number, mark: number): void;
   /** The keys still waiting now. */
   waiting(): string[];
   /** Forgets them all (new calls came in, or everything is to be sent now). */
@@ -19,6 +25,8 @@ export interface Deferrals {
 
 export function createDeferrals(options: { clock: Clock; onDue: () => void }): Deferrals {
   const until = new Map<string, number>();
+  // Moves on with every clear(): a page read before new calls were announced must not wait past them.
+  let generation = 0;
   let timer: NodeJS.Timeout | undefined;
 
   // One timer, for the earliest: by the clock's distance, as real time (a test's clock moves by poke instead).
@@ -38,7 +46,12 @@ export function createDeferrals(options: { clock: Clock; onDue: () => void }): D
   }
 
   return {
-    defer(key, ms) {
+    mark: () => generation,
+    defer(key, ms, mark) {
+      if (mark !== generation) {
+        options.onDue();
+        return;
+      }
       until.set(key, ms);
       schedule();
     },
@@ -48,6 +61,7 @@ export function createDeferrals(options: { clock: Clock; onDue: () => void }): D
       return [...until.keys()];
     },
     clear() {
+      generation++;
       until.clear();
       schedule();
     },

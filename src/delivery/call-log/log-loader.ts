@@ -115,7 +115,8 @@ export function createLogLoader(options: LogLoaderOptions): LogLoader {
     onQueued: options.onQueued,
     onCompleted: options.onCompleted,
     flushing: () => flushing,
-    defer: (cursor, untilMs) => deferrals.defer(cursorKey(cursor), untilMs),
+    markCalls: () => deferrals.mark(),
+    defer: (cursor, untilMs, mark) => deferrals.defer(cursorKey(cursor), untilMs, mark),
   };
 
   const worker: LeasedWorker = createLeasedWorker({

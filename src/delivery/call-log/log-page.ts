@@ -100,7 +100,17 @@ function route(call: LoggedCall, context: PageContext): { fate?: LogFate; body?:
   return reason ? { fate: { messagePk: call.messagePk, fate: "filtered", reason }, body } : { body };
 }
 
-async function sendCall(cursor: LogCursor, call: LoggedCall, context: PageContext): Promise<CallOutcome> {
+/** A call routed and shaped, ready for its kind. */
+type Ready = { kind: "ready"; job: ClaimedDelivery; body: string };
+
+/** A page routed and shaped, nothing sent yet: what each call will do, and how many its kind will get. */
+export interface PreparedPage {
+  outcomes: Array<CallOutcome | Ready>;
+  keys: Array<string | null>;
+  sendable: number;
+}
+
+async function shapeCall(cursor: LogCursor, call: LoggedCall, context: PageContext): Promise<CallOutcome | Ready> {
   let body = call.payload;
   if (context.shape) {
     const shaped = await context.shape(call.payload);
@@ -108,42 +118,63 @@ async function sendCall(cursor: LogCursor, call: LoggedCall, context: PageContex
     if (shaped.kind === "error") return { kind: "failed-transform", error: shaped.error };
     if (shaped.kind === "send") body = shaped.body;
   }
-  const job = jobOf(cursor, call, context.destination);
-  const results = await context.deliver(job, context.destination, body);
-  const sentBody = body === call.payload ? undefined : body;
-  for (const r of results) {
-    r.destinationRevision = context.destination.revision;
-    r.sentBody = sentBody;
-  }
-  return { kind: "sent", job, results };
+  return { kind: "ready", job: jobOf(cursor, call, context.destination), body };
 }
 
 /**
- * Routes and delivers one page of a cursor's calls and says what to record:
- * the delivered runs, fates, exceptions (calls that failed alone, and calls
- * waiting behind their user's exception), or, when every call sent failed
- * and may be retried, a hold of the cursor under the retry schedule.
+ * Routes and shapes one page of a cursor's calls, sending nothing: the
+ * loader first asks whether the calls its kind would get fill a batch
+ * (page-plan.ts), and a page that waits is routed again when it is read
+ * again (a trickle's cost, never a busy destination's).
  */
-export async function deliverPage(cursor: LogCursor, calls: readonly LoggedCall[], context: PageContext): Promise<PageOutcome> {
+export async function preparePage(cursor: LogCursor, calls: readonly LoggedCall[], context: PageContext): Promise<PreparedPage> {
   const keys: Array<string | null> = [];
-  const pending: Array<Promise<CallOutcome>> = [];
+  const pending: Array<CallOutcome | Ready | Promise<CallOutcome | Ready>> = [];
   for (const call of calls) {
     if (call.routedPerCall) {
       keys.push(null);
-      pending.push(Promise.resolve({ kind: "skipped" }));
+      pending.push({ kind: "skipped" });
       continue;
     }
     const routed = route(call, context);
     const key = context.destination.ordering === "per_user" ? userKey(call, routed.body) : null;
     keys.push(key);
-    if (routed.fate) pending.push(Promise.resolve({ kind: "fate", fate: routed.fate }));
-    else if (key !== null && context.waitingUsers.has(key)) pending.push(Promise.resolve({ kind: "waiting" }));
-    else pending.push(sendCall(cursor, call, context));
+    if (routed.fate) pending.push({ kind: "fate", fate: routed.fate });
+    else if (key !== null && context.waitingUsers.has(key)) pending.push({ kind: "waiting" });
+    else if (!context.shape) pending.push({ kind: "ready", job: jobOf(cursor, call, context.destination), body: call.payload });
+    else pending.push(shapeCall(cursor, call, context));
   }
+  const outcomes = await Promise.all(pending);
+  return { outcomes, keys, sendable: outcomes.filter((o) => o.kind === "ready").length };
+}
+
+/**
+ * Sends a prepared page through the destination's kind and says what to
+ * record: the delivered runs, fates, exceptions (calls that failed alone,
+ * and calls waiting behind their user's exception), or, when every call
+ * sent failed and may be retried, a hold of the cursor under the retry
+ * schedule.
+ */
+export async function sendPage(
+  cursor: LogCursor,
+  calls: readonly LoggedCall[],
+  prepared: PreparedPage,
+  context: PageContext,
+): Promise<PageOutcome> {
+  const sent = prepared.outcomes.map((outcome): CallOutcome | Promise<CallOutcome> => {
+    if (outcome.kind !== "ready") return outcome;
+    return context.deliver(outcome.job, context.destination, outcome.body).then((results) => {
+      const sentBody = outcome.body === outcome.job.payload ? undefined : outcome.body;
+      for (const r of results) {
+        r.destinationRevision = context.destination.revision;
+        r.sentBody = sentBody;
+      }
+      return { kind: "sent", job: outcome.job, results };
+    });
+  });
   // Every call of the page is with its kind now: send what the kinds hold instead of waiting for their flush time.
   context.flush();
-  const outcomes = await Promise.all(pending);
-  return recordPage(cursor, calls, outcomes, keys, context);
+  return recordPage(cursor, calls, await Promise.all(sent), prepared.keys, context);
 }
 
 function recordPage(
@@ -194,8 +225,11 @@ function recordPage(
     const call = calls[i]!;
     const outcome = outcomes[i]!;
     let deliveredRow: LogAttemptRow | undefined;
-    if (outcome.kind === "fate") fates.push(outcome.fate);
-    else if (outcome.kind === "waiting") exceptions.push(waitingException(call, keys[i]!, now));
+    if (outcome.kind === "fate") {
+      fates.push(outcome.fate);
+      // Dropped by the transform at send time: per call, its delivery was cancelled (the loop's "completed" says so).
+      if (outcome.fate.reason === "transform") completions.push(droppedCompletion(cursor, call, context, now));
+    } else if (outcome.kind === "waiting") exceptions.push(waitingException(call, keys[i]!, now));
     else if (outcome.kind === "failed-transform") {
       exceptions.push({ ...failedException(cursor, call, keys[i] ?? null, now, null), error: outcome.error });
     } else if (outcome.kind === "sent") {
@@ -269,5 +303,21 @@ function failedException(cursor: LogCursor, call: LoggedCall, key: string | null
     retryUrls: null,
     orderingKey: key,
     attemptRowId: rowId,
+  };
+}
+
+function droppedCompletion(cursor: LogCursor, call: LoggedCall, context: PageContext, now: Date): DeliveryCompletion {
+  const job = jobOf(cursor, call, context.destination);
+  return {
+    destinationId: job.destinationId,
+    id: job.id,
+    leaseToken: 0,
+    status: "cancelled",
+    runAt: now,
+    attempted: false,
+    attemptedAt: now,
+    retryUrls: null,
+    attempts: [],
+    probe: false,
   };
 }

@@ -1,8 +1,11 @@
 import { callOrderingKey } from "../../db/job-table/index.js";
 import { type LogPage, type LogWindow, nextWindow } from "../../db/call-log/log-read.js";
 
-/** What to do with a page just read: send (some of) it, or wait for more calls to fill the kind's batch. */
-export type PagePlan = { kind: "send"; page: LogPage; next: LogWindow } | { kind: "wait"; untilMs: number };
+/** The part of a page read that is sent now, and where the cursor goes after it. */
+export interface PagePlan {
+  page: LogPage;
+  next: LogWindow;
+}
 
 export interface PagePlanOptions {
   window: LogWindow;
@@ -10,7 +13,32 @@ export interface PagePlanOptions {
   pageSize: number;
   /** The destination delivers each user's calls in order. */
   ordered: boolean;
-  /** How its kind fills a batch (undefined: it sends what it is given). */
+}
+
+/**
+ * The part of a page read that goes now. With per-user ordering a page ends
+ * before a user's second call: at most one call per user is in flight (the
+ * per-call claim takes only a user's oldest), so a call that fails alone is
+ * recorded as an exception, and its user's later calls wait behind it,
+ * before the next page is read.
+ */
+export function planPage(options: PagePlanOptions): PagePlan {
+  const { page, pageSize } = options;
+  const cut = options.ordered ? firstRepeatedUser(page) : page.calls.length;
+  if (cut === page.calls.length) return { page, next: nextWindow(options.window, page, pageSize) };
+  const calls = page.calls.slice(0, cut);
+  // The burst goes on after the last call taken: its bound stays, whatever the read held.
+  return { page: { calls, upTo: page.upTo }, next: { seen: options.window.seen, upTo: page.upTo, after: calls.at(-1)!.position } };
+}
+
+export interface BatchWaitOptions {
+  /** The calls of the page its kind would get (routing and shaping done). */
+  sendable: number;
+  /** The page read ended the burst (nothing more to read now). */
+  endsBurst: boolean;
+  /** When the page's first call came in (the clock's ms). */
+  firstReceivedMs: number;
+  /** How the kind fills a batch (undefined: it sends what it is given). */
   batchWindow: { calls: number; waitMs: number } | undefined;
   nowMs: number;
   /** Send what there is now, however few (settling, stopping). */
@@ -18,32 +46,17 @@ export interface PagePlanOptions {
 }
 
 /**
- * Plans a page, as the per-call loop's batching and ordering would have
- * sent its calls:
- * - a page of fewer calls than the kind's batch, all of the burst, whose
- *   first call came in less than the kind's wait ago, waits for more (the
- *   kind would have held them as long);
- * - with per-user ordering, a page ends before a user's second call: at most
- *   one call per user is in flight (the per-call claim takes only a user's
- *   oldest), so a call that fails alone is recorded as an exception, and its
- *   user's later calls wait behind it, before the next page is read.
+ * Until when a page waits for more calls (undefined: it goes now): as long
+ * as the kind would have held them, when they are the last there are and
+ * fewer than its batch. Calls that routing holds back do not count: a
+ * batch is of the calls sent.
  */
-export function planPage(options: PagePlanOptions): PagePlan {
-  const { page, pageSize, batchWindow } = options;
-  const endsBurst = page.calls.length < pageSize;
-  if (!options.flushing && batchWindow && endsBurst && page.calls.length < batchWindow.calls) {
-    const untilMs = page.calls[0]!.receivedAt.getTime() + batchWindow.waitMs;
-    if (options.nowMs < untilMs) return { kind: "wait", untilMs };
-  }
-  const cut = options.ordered ? firstRepeatedUser(page) : page.calls.length;
-  if (cut === page.calls.length) return { kind: "send", page, next: nextWindow(options.window, page, pageSize) };
-  const calls = page.calls.slice(0, cut);
-  // The burst goes on after the last call taken: its bound stays, whatever the read held.
-  return {
-    kind: "send",
-    page: { calls, upTo: page.upTo },
-    next: { seen: options.window.seen, upTo: page.upTo, after: calls.at(-1)!.position },
-  };
+export function batchWaitUntil(options: BatchWaitOptions): number | undefined {
+  const { batchWindow } = options;
+  if (options.flushing || !batchWindow || !options.endsBurst) return undefined;
+  if (options.sendable === 0 || options.sendable >= batchWindow.calls) return undefined;
+  const untilMs = options.firstReceivedMs + batchWindow.waitMs;
+  return options.nowMs < untilMs ? untilMs : undefined;
 }
 
 /** The index of the first call whose user already has a call earlier in the page (the page's length when none has). */
