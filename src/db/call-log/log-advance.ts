@@ -75,6 +75,17 @@ export interface LogAdvance {
   now: Date;
 }
 
+/** The INSERT of a page's delivery_batch_attempts rows, from the JSON parameter `rows` (attemptRowsJson), for `destination`. */
+function insertAttemptRowsSql(destination: string, rows: string): string {
+  return `INSERT INTO delivery_batch_attempts (destination_id, id, batch_id, url_index, url, attempted_at, outcome, status_code, error,
+                                         latency_ms, response_body, destination_revision, calls, deliveries)
+    SELECT ${destination}, r.id, r.batch_id, r.url_index, r.url, r.attempted_at, r.outcome::attempt_outcome, r.status_code, r.error,
+           r.latency_ms, r.response_body, r.destination_revision, r.calls, r.deliveries
+      FROM json_to_recordset(${rows}::json) AS r(id uuid, batch_id uuid, url_index int, url text, attempted_at timestamptz, outcome text,
+                                             status_code int, error text, latency_ms int, response_body text, destination_revision int,
+                                             calls int, deliveries int)`;
+}
+
 // One statement: the cursor moves under its lease's fence from where the
 // loader read it, and only then (every other part reads `moved`) the batch,
 // its attempt rows, the fates and the exceptions are written. A loader whose
@@ -87,13 +98,7 @@ const advanceStatement = `
      WHERE destination_id = $1 AND source_id = $2 AND lane = $3 AND lease_token = $4 AND ${windowFenceSql(8)}
     RETURNING 1
   ), attempt_rows AS (
-    INSERT INTO delivery_batch_attempts (destination_id, id, batch_id, url_index, url, attempted_at, outcome, status_code, error,
-                                         latency_ms, response_body, destination_revision, calls, deliveries)
-    SELECT $1, r.id, r.batch_id, r.url_index, r.url, r.attempted_at, r.outcome::attempt_outcome, r.status_code, r.error,
-           r.latency_ms, r.response_body, r.destination_revision, r.calls, r.deliveries
-      FROM json_to_recordset($18::json) AS r(id uuid, batch_id uuid, url_index int, url text, attempted_at timestamptz, outcome text,
-                                             status_code int, error text, latency_ms int, response_body text, destination_revision int,
-                                             calls int, deliveries int)
+    ${insertAttemptRowsSql("$1", "$18")}
      WHERE EXISTS (SELECT 1 FROM moved)
      ORDER BY r.id
     ON CONFLICT (destination_id, id, attempted_at) DO UPDATE SET deliveries = delivery_batch_attempts.deliveries + excluded.deliveries
@@ -230,13 +235,7 @@ export async function advanceLogCursor(db: Queryable, advance: LogAdvance): Prom
 export async function recordHeldBatch(db: Queryable, destinationId: string, rows: readonly LogAttemptRow[]): Promise<void> {
   if (rows.length === 0) return;
   await db.query({
-    text: `INSERT INTO delivery_batch_attempts (destination_id, id, batch_id, url_index, url, attempted_at, outcome, status_code, error,
-                                                latency_ms, response_body, destination_revision, calls, deliveries)
-           SELECT $1, r.id, r.batch_id, r.url_index, r.url, r.attempted_at, r.outcome::attempt_outcome, r.status_code, r.error,
-                  r.latency_ms, r.response_body, r.destination_revision, r.calls, r.deliveries
-             FROM json_to_recordset($2::json) AS r(id uuid, batch_id uuid, url_index int, url text, attempted_at timestamptz, outcome text,
-                                                   status_code int, error text, latency_ms int, response_body text, destination_revision int,
-                                                   calls int, deliveries int)
+    text: `${insertAttemptRowsSql("$1", "$2")}
            ON CONFLICT DO NOTHING`,
     values: [destinationId, attemptRowsJson(rows)],
   });

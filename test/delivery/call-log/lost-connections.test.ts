@@ -20,8 +20,13 @@ const workers = workerProcesses(test);
 
 const total = 6_000;
 const batchCalls = 100;
-/** At these POSTs (of 60 batches, 10 a page), the worker's connections are terminated while the POST waits for its answer. */
-const terminateAt = new Set([7, 25, 43, 61]);
+/**
+ * At these POSTs the worker's connections are terminated while the POST
+ * waits for its answer. All below 60 (the batches without a repeat): a
+ * termination need not cause a repeat (the page's record may be written
+ * on a connection opened after it), so later POSTs may never come.
+ */
+const terminateAt = new Set([7, 25, 43, 57]);
 
 test("a burn-down whose worker loses every database connection again and again delivers every call", async ({ server }) => {
   let worker: ServiceProcess | undefined;
