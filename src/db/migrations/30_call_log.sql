@@ -33,9 +33,13 @@ ALTER TABLE destinations
 
 -- The transaction that connected a source to a destination: a store that
 -- saw the connection has a later transaction id, so a cursor made for the
--- connection starts here and misses none of its calls. Existing rows get
--- this migration's id (a rewrite of a small table).
-ALTER TABLE destination_sources ADD COLUMN log_from xid8 NOT NULL DEFAULT pg_current_xact_id();
+-- connection starts here and misses none of its calls. Existing rows have
+-- none (NULL): they were connected before any destination moved onto the
+-- log, whose move (destinations.log_from) is where their cursors start. A
+-- nullable column and then its default: no rewrite, nothing volatile
+-- evaluated for existing rows (which Citus refuses on its tables).
+ALTER TABLE destination_sources ADD COLUMN log_from xid8;
+ALTER TABLE destination_sources ALTER COLUMN log_from SET DEFAULT pg_current_xact_id();
 
 -- One cursor per destination on the log and source connected to it
 -- ('live'); other lanes are for later readers of the same calls (a backfill).
