@@ -1,5 +1,4 @@
-import type { HeldBackReason } from "../job-table/store-messages.js";
-import type { DeliveryStatus } from "../job-table/delivery-completion.js";
+import { type DeliveryStatus, type HeldBackReason, logExceptionCtes } from "../job-table/index.js";
 import type { Queryable } from "../pool.js";
 import { type LogCursor, windowFenceSql, windowFenceValues } from "./log-cursors.js";
 import type { LogPosition, LogWindow } from "./log-read.js";
@@ -95,7 +94,7 @@ const advanceStatement = `
   WITH moved AS (
     UPDATE log_cursors SET seen = $5::pg_snapshot, up_to = $6::pg_snapshot, after_xid = $14::xid8, after_id = $15::bigint,
                            failures = 0, first_failed_at = NULL, last_error = NULL, run_at = $7
-     WHERE destination_id = $1 AND source_id = $2 AND lane = $3 AND lease_token = $4 AND ${windowFenceSql(8)}
+     WHERE destination_id = $1 AND source_id = $2 AND lane = $3 AND holder = $4 AND ${windowFenceSql(8)}
     RETURNING 1
   ), attempt_rows AS (
     ${insertAttemptRowsSql("$1", "$18")}
@@ -124,25 +123,7 @@ const advanceStatement = `
                                                       attempted_at timestamptz, attempt_count int, first_attempt_at timestamptz,
                                                       error text, retry_urls text[], ordering_key text, attempt_row uuid)
      WHERE EXISTS (SELECT 1 FROM moved)
-  ), queued AS (
-    INSERT INTO delivery_queue (destination_id, message_pk, source_id, status, run_at, created_at, attempt_count, first_attempt_at,
-                                earliest_attempt_at, retry_urls, ordering_key, last_error, batch_attempts, batch_attempt_numbers)
-    SELECT $1, e.message_pk, $2, e.status, e.run_at, e.attempted_at, e.attempt_count, e.first_attempt_at, e.first_attempt_at,
-           e.retry_urls, e.ordering_key, e.error, CASE WHEN e.attempt_row IS NOT NULL THEN ARRAY[e.attempt_row] END,
-           CASE WHEN e.attempt_row IS NOT NULL THEN ARRAY[e.attempt_count] END
-      FROM exceptions e WHERE e.status IN ('pending', 'retrying')
-    RETURNING 1
-  ), finished AS (
-    INSERT INTO delivery_history (destination_id, id, message_pk, source_id, status, created_at, finalized_at, attempt_count,
-                                  lease_token, first_attempt_at, earliest_attempt_at, retry_urls, ordering_key, last_error,
-                                  batch_attempts, batch_attempt_numbers)
-    SELECT $1, nextval('delivery_ids'), e.message_pk, $2, e.status, e.attempted_at, e.run_at, e.attempt_count, 0,
-           e.first_attempt_at, e.first_attempt_at, e.retry_urls, e.ordering_key, e.error,
-           CASE WHEN e.attempt_row IS NOT NULL THEN ARRAY[e.attempt_row] END,
-           CASE WHEN e.attempt_row IS NOT NULL THEN ARRAY[e.attempt_count] END
-      FROM exceptions e WHERE e.status NOT IN ('pending', 'retrying')
-    RETURNING 1
-  )
+  ), ${logExceptionCtes("exceptions", "$1", "$2")}
   SELECT EXISTS (SELECT 1 FROM moved) AS moved, EXISTS (SELECT 1 FROM queued) AS queued,
          (SELECT count(*) FROM attempt_rows) + (SELECT count(*) FROM batch) + (SELECT count(*) FROM fates)
            + (SELECT count(*) FROM finished) AS written`;

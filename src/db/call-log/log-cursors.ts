@@ -1,4 +1,4 @@
-import { heldDestinationsSql } from "../job-table/claim-circuit.js";
+import { heldDestinationsSql } from "../job-table/index.js";
 import { batchingKindSql } from "./log-destinations.js";
 import type { Queryable } from "../pool.js";
 import { hasCallsPastSql, type LogWindow } from "./log-read.js";
@@ -68,7 +68,7 @@ const claimStatement = `
   WITH chosen AS (
     SELECT c.destination_id, c.source_id, c.lane FROM log_cursors c
       JOIN destinations d ON d.id = c.destination_id AND d.enabled AND d.delivery_layout = 'log'
-     WHERE c.run_at <= $2 AND (c.leased_until IS NULL OR c.leased_until <= $2)
+     WHERE c.run_at <= $2 AND (c.held_until IS NULL OR c.held_until <= $2)
        AND (c.destination_id || '/' || c.source_id || '/' || c.lane) <> ALL($5::text[])
        AND c.destination_id NOT IN (${heldDestinationsSql("$2")})
        AND ${hasCallsPastSql("c")}
@@ -76,7 +76,7 @@ const claimStatement = `
      LIMIT 1
      FOR UPDATE OF c SKIP LOCKED
   )
-  UPDATE log_cursors c SET lease_token = $1, leased_until = $2::timestamptz + make_interval(secs => $3::double precision / 1000)
+  UPDATE log_cursors c SET holder = $1, held_until = $2::timestamptz + make_interval(secs => $3::double precision / 1000)
     FROM chosen, destinations d
    WHERE (c.destination_id, c.source_id, c.lane) = (chosen.destination_id, chosen.source_id, chosen.lane) AND d.id = c.destination_id
   RETURNING ${cursorColumns}, d.log_since`;
@@ -99,12 +99,12 @@ export async function claimLogCursor(
   return row ? cursorOfRow(row) : undefined;
 }
 
-const fence = "destination_id = $1 AND source_id = $2 AND lane = $3 AND lease_token = $4";
+const fence = "destination_id = $1 AND source_id = $2 AND lane = $3 AND holder = $4";
 
 /** The heartbeat: false when the cursor is no longer held under `token`. */
 export async function extendLogCursor(db: Queryable, cursor: LogCursor, token: string, now: Date, leaseMs: number): Promise<boolean> {
   const result = await db.query({
-    text: `UPDATE log_cursors SET leased_until = $5::timestamptz + make_interval(secs => $6::double precision / 1000) WHERE ${fence}`,
+    text: `UPDATE log_cursors SET held_until = $5::timestamptz + make_interval(secs => $6::double precision / 1000) WHERE ${fence}`,
     values: [cursor.destinationId, cursor.sourceId, cursor.lane, token, now, leaseMs],
   });
   return result.rowCount === 1;
@@ -113,7 +113,7 @@ export async function extendLogCursor(db: Queryable, cursor: LogCursor, token: s
 /** Gives the cursor up; a no-op when it is no longer held under `token`. */
 export async function releaseLogCursor(db: Queryable, cursor: LogCursor, token: string): Promise<void> {
   await db.query({
-    text: `UPDATE log_cursors SET lease_token = NULL, leased_until = NULL WHERE ${fence}`,
+    text: `UPDATE log_cursors SET holder = NULL, held_until = NULL WHERE ${fence}`,
     values: [cursor.destinationId, cursor.sourceId, cursor.lane, token],
   });
 }

@@ -63,3 +63,5 @@ export { keyQueuedDeliveries } from "./ordering-keys.js";
 export { settledFinishSnapshot } from "./citus/finish-barrier.js";
 export { batchRowId } from "./completion-records.js";
 export { callOrderingKey, routedTo } from "./citus/route-calls.js";
+export { logExceptionCtes } from "./fence.js";
+export { heldDestinationsSql } from "./claim-circuit.js";

@@ -44,7 +44,8 @@ ALTER TABLE destination_sources ALTER COLUMN log_from SET DEFAULT pg_current_xac
 -- One cursor per destination on the log and source connected to it
 -- ('live'); other lanes are for later readers of the same calls (a backfill).
 -- Held under a lease like a background job; every write of the holder is
--- fenced by `lease_token`.
+-- fenced by `holder` (the lease's token; named apart from the job table's
+-- own lease_token, which only the job table's fence writes).
 CREATE TABLE log_cursors (
   destination_id uuid NOT NULL,
   source_id uuid NOT NULL,
@@ -63,8 +64,8 @@ CREATE TABLE log_cursors (
   failures integer NOT NULL DEFAULT 0,
   first_failed_at timestamptz,
   last_error text,
-  lease_token uuid,
-  leased_until timestamptz,
+  holder uuid,
+  held_until timestamptz,
   created_at timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (destination_id, source_id, lane)
 );

@@ -46,7 +46,7 @@ test("while one process's POST of a cursor is open, the cursor stays leased and 
   await send(a.writeKey, named("a1", 10));
   await receiver.waitForRequests(1);
   const lease = await server.pool.query(
-    "SELECT lease_token IS NOT NULL AND leased_until > now() AS held FROM log_cursors WHERE destination_id = $1 AND source_id = $2",
+    "SELECT holder IS NOT NULL AND held_until > now() AS held FROM log_cursors WHERE destination_id = $1 AND source_id = $2",
     [destination.id, a.id],
   );
   expect(lease.rows[0].held).toBe(true);
