@@ -136,7 +136,10 @@ export function localPortsOf(pid: number, remotePort: number): number[] {
  * itself "waypost", so the name cannot tell two processes apart.
  */
 export async function backendsOf(pool: pg.Pool, pid: number): Promise<number[]> {
-  const ports = localPortsOf(pid, 5432);
+  // The server's port as the pool connects to it: 5432, or the embedded Postgres's own (CI without a server).
+  const url = (pool as pg.Pool & { options: { connectionString?: string } }).options.connectionString;
+  const serverPort = Number((url && new URL(url).port) || 5432);
+  const ports = localPortsOf(pid, serverPort);
   if (ports.length === 0) return [];
   const result = await pool.query<{ pid: number }>(
     "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND client_port = ANY($1::int[])",
