@@ -180,3 +180,46 @@ export function parseCallLog(raw: string | undefined): boolean {
   if (value === "on") return true;
   throw new ConfigError(`WAYPOST_CALL_LOG must be on or off, got ${JSON.stringify(raw)}`);
 }
+
+/** Tracing from the OpenTelemetry variables: the traces URL (undefined: off) and the OTLP/HTTP encoding. */
+export function parseTracing(env: Record<string, string | undefined>): {
+  tracesUrl: string | undefined;
+  protocol: "http/protobuf" | "http/json";
+} {
+  return { tracesUrl: parseTracesUrl(env), protocol: parseOtlpProtocol(env) };
+}
+
+/** OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL; grpc is not offered. */
+function parseOtlpProtocol(env: Record<string, string | undefined>): "http/protobuf" | "http/json" {
+  const name = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL";
+  const value = env[name]?.trim() || "http/protobuf";
+  if (value !== "http/protobuf" && value !== "http/json") {
+    throw new ConfigError(`${name} must be http/protobuf or http/json (grpc is not supported), got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+/**
+ * The traces URL as the OpenTelemetry specification derives it: the
+ * signal-specific variable as it is, else the base endpoint with
+ * v1/traces appended. OTEL_SDK_DISABLED=true turns tracing off.
+ */
+function parseTracesUrl(env: Record<string, string | undefined>): string | undefined {
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true") return undefined;
+  const specific = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  const name = specific ? "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT";
+  const value = specific || base;
+  if (!value) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`${name} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new ConfigError(`${name} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
+  }
+  if (specific) return url.href;
+  return `${url.href.replace(/(?<!\/)\/+$/, "")}/v1/traces`;
+}

@@ -9,6 +9,7 @@ import {
   type NoProxyEntry,
   parseAllowPrivate,
   parseCallLog,
+  parseTracing,
   parseJobTable,
   type JobTableConfig,
   parseCorsOrigins,
@@ -279,44 +280,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       memoryMb: int(env, "WAYPOST_TRANSFORM_MEMORY_MB", 32, 1, 1024),
       workers: int(env, "WAYPOST_TRANSFORM_WORKERS", availableParallelism(), 1, 64),
     },
-    tracing: { tracesUrl: parseTracesUrl(env), protocol: parseOtlpProtocol(env) },
+    tracing: parseTracing(env),
     jobTable: parseJobTable(env),
   };
-}
-
-/** OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL; grpc is not offered. */
-function parseOtlpProtocol(env: Record<string, string | undefined>): TracingConfig["protocol"] {
-  const name = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL";
-  const value = env[name]?.trim() || "http/protobuf";
-  if (value !== "http/protobuf" && value !== "http/json") {
-    throw new ConfigError(`${name} must be http/protobuf or http/json (grpc is not supported), got ${JSON.stringify(value)}`);
-  }
-  return value;
-}
-
-/**
- * The traces URL as the OpenTelemetry specification derives it: the
- * signal-specific variable as it is, else the base endpoint with
- * v1/traces appended. OTEL_SDK_DISABLED=true turns tracing off.
- */
-function parseTracesUrl(env: Record<string, string | undefined>): string | undefined {
-  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true") return undefined;
-  const specific = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
-  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
-  const name = specific ? "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT";
-  const value = specific || base;
-  if (!value) return undefined;
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new ConfigError(`${name} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new ConfigError(`${name} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
-  }
-  if (specific) return url.href;
-  return `${url.href.replace(/(?<!\/)\/+$/, "")}/v1/traces`;
 }
 
 function parseCircuit(env: Record<string, string | undefined>): CircuitConfig {
