@@ -124,9 +124,8 @@ const advanceStatement = `
                                                       error text, retry_urls text[], ordering_key text, attempt_row uuid)
      WHERE EXISTS (SELECT 1 FROM moved)
   ), ${logExceptionCtes("exceptions", "$1", "$2")}
-  SELECT EXISTS (SELECT 1 FROM moved) AS moved, EXISTS (SELECT 1 FROM queued) AS queued,
-         (SELECT count(*) FROM attempt_rows) + (SELECT count(*) FROM batch) + (SELECT count(*) FROM fates)
-           + (SELECT count(*) FROM finished) AS written`;
+  -- The other CTEs write whether read here or not (Postgres runs every data-modifying CTE once).
+  SELECT EXISTS (SELECT 1 FROM moved) AS moved, EXISTS (SELECT 1 FROM queued) AS queued`;
 
 function attemptRowsJson(rows: readonly LogAttemptRow[]): string {
   return JSON.stringify(

@@ -14,7 +14,7 @@ import { sandboxKey, type TransformSandboxes } from "../../sandbox/transform-san
 import type { DeliveryRuntime } from "../delivery-runtime.js";
 import { type AnyDestination, completionOf } from "../kinds/registry.js";
 import { type PageContext, type PageOutcome, preparePage, sendPage } from "./log-page.js";
-import { batchWaitUntil, planPage } from "./page-plan.js";
+import { batchWaitUntil, orderingKeyOf, planPage } from "./page-plan.js";
 
 /** What working a cursor needs, built once by the loader. */
 export interface CursorRunContext {
@@ -139,7 +139,9 @@ async function pageContextOf(
   settings: { destination: AnyDestination; rules: RouteRules },
 ): Promise<PageContext> {
   const { destination, rules } = settings;
-  const users = destination.ordering === "per_user" ? [...new Set(page.calls.map((c) => c.userId).filter((u): u is string => !!u))] : [];
+  // Ordering keys, as the exception rows carry them (an anonymous caller's too).
+  const keys = destination.ordering === "per_user" ? page.calls.map((call) => orderingKeyOf(call)) : [];
+  const users = [...new Set(keys.filter((key): key is string => key !== null))];
   const waitingUsers = users.length > 0 ? await selectWaitingUsers(context.pool, destination.id, users) : new Set<string>();
   const shapes = destination.drop_fields.length > 0 || destination.transform !== "";
   const bodyRules = {

@@ -1,8 +1,5 @@
-import type pg from "pg";
 import { createLeasedWorker, type LeasedWorker, type LeaseSource } from "../../background/leased-worker.js";
 import type { Notifier } from "../../background/notifier.js";
-import type { Clock } from "../../clock.js";
-import type { DeliveryConfig } from "../../config.js";
 import {
   claimLogCursor,
   cursorKey,
@@ -13,31 +10,20 @@ import {
   syncLogCursors,
 } from "../../db/call-log/log-cursors.js";
 import { selectDestinationsToMove, selectLogRoute } from "../../db/call-log/log-destinations.js";
-import { type DeliveryCompletion, deliveriesChannel } from "../../db/job-table/index.js";
-import type { Queryable } from "../../db/pool.js";
-import type { Logger } from "../../logger.js";
+import { deliveriesChannel } from "../../db/job-table/index.js";
 import { compileRouteRules, type RouteRules } from "../../routing/route-rules.js";
-import type { TransformSandboxes } from "../../sandbox/transform-sandbox.js";
-import type { DeliveryRuntime } from "../delivery-runtime.js";
 import { loadDestinations } from "../destination-settings.js";
 import { matcherOfRow } from "../kinds/registry.js";
 import { type CursorRunContext, runCursor } from "./cursor-run.js";
 import { createDeferrals } from "./deferrals.js";
 
-export interface LogLoaderOptions {
-  pool: pg.Pool;
-  runtime: Pick<DeliveryRuntime, "deliver" | "flush" | "batchWindow">;
-  config: DeliveryConfig;
-  sandboxes: TransformSandboxes;
-  clock: Clock;
-  logger: Logger;
+/** What the loader hands each cursor's run (cursor-run.ts), and what it needs beside. */
+export interface LogLoaderOptions
+  extends Pick<
+    CursorRunContext,
+    "pool" | "runtime" | "config" | "sandboxes" | "clock" | "logger" | "onQueued" | "onCompleted" | "recordHealth"
+  > {
   notifier?: Notifier | undefined;
-  /** Exceptions were queued: the per-call loop should look. */
-  onQueued(): void;
-  /** A page's results were recorded. */
-  onCompleted(completions: readonly DeliveryCompletion[]): void;
-  /** Endpoint health of a page's results, in its transaction; returns what announces the circuit changes it made, once committed. */
-  recordHealth(tx: Queryable, completions: readonly DeliveryCompletion[]): Promise<() => void>;
   /** Calls read per page (1,000 by default). */
   pageSize?: number;
   /** Cursors worked here at once (4 by default). */

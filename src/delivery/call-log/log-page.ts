@@ -1,16 +1,10 @@
 import type { RetrySchedule } from "../../config.js";
-import {
-  batchRowId,
-  callOrderingKey,
-  routedTo,
-  type AttemptResult,
-  type ClaimedDelivery,
-  type DeliveryCompletion,
-} from "../../db/job-table/index.js";
+import { batchRowId, routedTo, type AttemptResult, type ClaimedDelivery, type DeliveryCompletion } from "../../db/job-table/index.js";
 import type { LogAttemptRow, LogBatchRange, LogException, LogFate } from "../../db/call-log/log-advance.js";
 import type { LogCursor } from "../../db/call-log/log-cursors.js";
 import type { LoggedCall } from "../../db/call-log/log-read.js";
 import { logDeliveryId } from "../../db/queries/log-deliveries.js";
+import { orderingKeyOf } from "./page-plan.js";
 import { heldBackBy, holdsBack, routedCall, type RouteRules } from "../../routing/route-rules.js";
 import type { ShapedBody } from "../../routing/shape-body.js";
 import { decideCompletion } from "../completion.js";
@@ -76,11 +70,6 @@ function jobOf(cursor: LogCursor, call: LoggedCall, destination: AnyDestination)
   };
 }
 
-function userKey(call: LoggedCall, body: Record<string, unknown> | undefined): string | null {
-  const anonymousId = typeof body?.anonymousId === "string" ? body.anonymousId : undefined;
-  return callOrderingKey(call.userId ?? undefined, anonymousId);
-}
-
 /**
  * Routes a call as ingest routes it for a destination per call: the call's
  * integrations object, then the destination's filter, consent and kind
@@ -137,7 +126,7 @@ export async function preparePage(cursor: LogCursor, calls: readonly LoggedCall[
       continue;
     }
     const routed = route(call, context);
-    const key = context.destination.ordering === "per_user" ? userKey(call, routed.body) : null;
+    const key = context.destination.ordering === "per_user" ? orderingKeyOf(call, routed.body) : null;
     keys.push(key);
     if (routed.fate) pending.push({ kind: "fate", fate: routed.fate });
     else if (key !== null && context.waitingUsers.has(key)) pending.push({ kind: "waiting" });

@@ -1,5 +1,5 @@
 import { callOrderingKey } from "../../db/job-table/index.js";
-import { type LogPage, type LogWindow, nextWindow } from "../../db/call-log/log-read.js";
+import { type LoggedCall, type LogPage, type LogWindow, nextWindow } from "../../db/call-log/log-read.js";
 
 /** The part of a page read that is sent now, and where the cursor goes after it. */
 export interface PagePlan {
@@ -64,7 +64,7 @@ function firstRepeatedUser(page: LogPage): number {
   const users = new Set<string>();
   for (let i = 0; i < page.calls.length; i++) {
     const call = page.calls[i]!;
-    const key = callOrderingKey(call.userId ?? undefined, call.userId ? undefined : anonymousIdOf(call.payload));
+    const key = orderingKeyOf(call);
     if (key === null) continue;
     if (users.has(key)) return i;
     users.add(key);
@@ -72,7 +72,13 @@ function firstRepeatedUser(page: LogPage): number {
   return page.calls.length;
 }
 
-function anonymousIdOf(payload: string): string | undefined {
-  const value = (JSON.parse(payload) as { anonymousId?: unknown }).anonymousId;
-  return typeof value === "string" ? value : undefined;
+/**
+ * The user key per-user ordering keys a call by: its userId, else the
+ * anonymousId of its body (parsed only when there is no userId, or taken
+ * from `body` when the caller parsed it already); null with neither.
+ */
+export function orderingKeyOf(call: LoggedCall, body?: Record<string, unknown>): string | null {
+  if (call.userId) return call.userId;
+  const anonymousId = (body ?? (JSON.parse(call.payload) as Record<string, unknown>)).anonymousId;
+  return callOrderingKey(undefined, typeof anonymousId === "string" ? anonymousId : undefined);
 }
