@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { expect } from "vitest";
+import { singleNodeJobTable } from "../../../src/db/job-table/index.js";
 import { testWith } from "../../helpers/fixtures.js";
 import type { TestServer } from "../../helpers/server.js";
 import { type Receiver, startReceiver } from "../../helpers/receiver.js";
@@ -61,6 +62,9 @@ test("a batch that fails as a whole holds the cursor and is sent again, the same
   expect(receiver.requests.length).toBe(1);
   const batches = await server.pool.query("SELECT count(*)::int AS n FROM log_batches WHERE destination_id = $1", [destination.id]);
   expect(batches.rows[0].n).toBe(0);
+  // The page's failures count towards endpoint health, as per-call failures do.
+  const health = () => server.pool.query("SELECT consecutive_failures FROM destination_health WHERE destination_id = $1", [destination.id]);
+  expect((await health()).rows[0].consecutive_failures).toBe(10);
   fail = false;
   await server.pool.query("UPDATE log_cursors SET run_at = now() WHERE destination_id = $1", [destination.id]);
   server.waypost.delivery!.poke();
@@ -70,4 +74,35 @@ test("a batch that fails as a whole holds the cursor and is sent again, the same
   expect(receiver.requests[1]!.headers["webhook-id"]).toBe(receiver.requests[0]!.headers["webhook-id"]);
   const after = await server.pool.query("SELECT failures FROM log_cursors WHERE destination_id = $1", [destination.id]);
   expect(after.rows[0].failures).toBe(0);
+  expect((await health()).rows[0].consecutive_failures).toBe(0);
+});
+
+test("a backfill of a destination on the log finds only the calls its cursor never read: those stored before it was connected", async ({
+  server,
+}) => {
+  const receiver = await startReceiver();
+  receivers.push(receiver);
+  const source = await server.createSource();
+  const client = server.tracking(source.writeKey);
+  const since = new Date(Date.now() - 60_000);
+  await client.batch({ batch: Array.from({ length: 4 }, (_, i) => trackCall(`before-${i}`, "u")) });
+  const destination = await server.createDestination({
+    name: "late",
+    sourceIds: [source.id],
+    webhooks: [{ url: receiver.url, batch: { maxCalls: 50, maxWaitMs: 60_000 } }],
+  });
+  await client.batch({ batch: Array.from({ length: 6 }, (_, i) => trackCall(`after-${i}`, "u")) });
+  const range = { destinationId: destination.id, since, until: new Date(Date.now() + 60_000) };
+  // Not read yet: the cursor will send them, a backfill must not.
+  expect(await singleNodeJobTable.reads.countBackfillCandidates(server.pool, range)).toBe(4);
+  await server.waypost.delivery!.settle();
+  expect(receiver.requests.flatMap((r) => callsIn(r.body).map((c) => c.messageId)).sort()).toEqual(
+    Array.from({ length: 6 }, (_, i) => `after-${i}`),
+  );
+  // Delivered by the log: still only the four stored before the connection.
+  const candidates = await singleNodeJobTable.reads.selectBackfillCandidates(server.pool, range, "0", 100, false);
+  const ids = await server.pool.query<{ message_id: string }>("SELECT message_id FROM messages WHERE id = ANY($1::bigint[]) ORDER BY 1", [
+    candidates.map((c) => c.id),
+  ]);
+  expect(ids.rows.map((r) => r.message_id)).toEqual(Array.from({ length: 4 }, (_, i) => `before-${i}`));
 });
