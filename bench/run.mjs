@@ -39,7 +39,7 @@ import { scalingScenario } from "./scenarios/scaling.mjs";
 import { citusScenario } from "./scenarios/citus.mjs";
 import { idleDestinationsScenario } from "./scenarios/idle-destinations.mjs";
 import { soakScenario } from "./scenarios/soak.mjs";
-import { warehouseScenario } from "./scenarios/warehouse.mjs";
+import { warehouseLogScenario, warehouseScenario } from "./scenarios/warehouse.mjs";
 import { webhookSourcesScenario } from "./scenarios/webhook-sources.mjs";
 import { tracingScenario } from "./scenarios/tracing.mjs";
 import { transformBurnDownScenario } from "./scenarios/transform-burn-down.mjs";
@@ -207,6 +207,8 @@ try {
     const result = await warehouseScenario({ createDatabase: () => postgres.createDatabase(), count: sizes.warehouse });
     rss.warehouse = result.rss;
     warehouseAt10000 = result.rssAt10000;
+  } else if (wants("warehouse-log")) {
+    rss.warehouse = (await warehouseLogScenario({ createDatabase: () => postgres.createDatabase(), count: sizes.warehouse })).rss;
   }
   // Trace context off (with and without a context in the calls) and on, ingest and burn-down, interleaved.
   if (wants("tracing")) {

@@ -26,6 +26,7 @@ export const scenarioNames = [
   "ordering",
   "rate-limit",
   "warehouse",
+  "warehouse-log",
   "tracing",
   "history",
   "retention",

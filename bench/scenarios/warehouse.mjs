@@ -71,11 +71,37 @@ export async function warehouseScenario({ createDatabase, count }) {
     concurrency: defaultConcurrency,
     ...without(evolving, "loaded_calls_per_s"),
   });
-  const log = await logBacklog({ createDatabase, count, perCallRate: backlog.rate });
+  const log = await warehouseLogScenario({ createDatabase, count, perCallRate: backlog.rate, perCallEndToEnd: steady });
   return {
-    rss: Math.max(steady.server_peak_rss_mb, evolving.server_peak_rss_mb, backlog.server_peak_rss_mb, log?.rss ?? 0),
+    rss: Math.max(steady.server_peak_rss_mb, evolving.server_peak_rss_mb, backlog.server_peak_rss_mb, log.rss),
     rssAt10000: wide.server_peak_rss_mb,
   };
+}
+
+/**
+ * The warehouse on the call log: the loader over a stored backlog beside the bare cursor loader,
+ * then end to end as `run` measures it (ingest and load at once), beside the per-call run's figures
+ * when the same run made them (`--only=warehouse`; `--only=warehouse-log` runs this part alone).
+ * @param {{ createDatabase: () => Promise<import("../lib/postgres.mjs").Database>, count: number, perCallRate?: number, perCallEndToEnd?: { loaded_calls_per_s: number, bare?: { per_s?: number } } }} options
+ */
+export async function warehouseLogScenario({ createDatabase, count, perCallRate, perCallEndToEnd }) {
+  const backlog = await logBacklog({ createDatabase, count, perCallRate });
+  const endToEnd = await run({ createDatabase, count, newProperties: false, log: true });
+  const rate = checkTarget("warehouse calls/s end to end on the call log", endToEnd.loaded_calls_per_s, 20_000);
+  const memory = checkTarget("warehouse peak RSS MB on the call log", endToEnd.server_peak_rss_mb, 300, { atMost: true });
+  const { bare: _bare, loaded_calls_per_s: _rate, ...service } = endToEnd;
+  report({
+    scenario: "warehouse",
+    layout: "log",
+    rate: endToEnd.loaded_calls_per_s,
+    unit: "calls/s loaded end to end",
+    per_call_rate: perCallEndToEnd?.loaded_calls_per_s ?? null,
+    ratio_to_per_call: ratioOf(endToEnd.loaded_calls_per_s, perCallEndToEnd?.loaded_calls_per_s),
+    bare_per_call_rate: perCallEndToEnd?.bare?.per_s ?? null,
+    target: { rate: rate.goal, peak_rss_mb: memory.goal, met: rate.met && memory.met },
+    ...service,
+  });
+  return { rss: Math.max(backlog?.rss ?? 0, endToEnd.server_peak_rss_mb) };
 }
 
 /**
@@ -206,13 +232,14 @@ async function logBacklog({ createDatabase, count, perCallRate }) {
 
 /**
  * End to end: Batch RPCs into the service until `count` calls are committed in the warehouse; with `bare`, then the bare reference on the same databases.
- * @param {{ createDatabase: () => Promise<import("../lib/postgres.mjs").Database>, count: number, newProperties: boolean, concurrency?: number, bare?: boolean }} options
+ * With `log`, the service puts the destination on the call log.
+ * @param {{ createDatabase: () => Promise<import("../lib/postgres.mjs").Database>, count: number, newProperties: boolean, concurrency?: number, bare?: boolean, log?: boolean }} options
  */
-async function run({ createDatabase, count, newProperties, concurrency, bare = false }) {
+async function run({ createDatabase, count, newProperties, concurrency, bare = false, log = false }) {
   const db = await createDatabase();
   const warehouse = await createDatabase();
   // The warehouse batch size is its own setting (1,000 by default), whatever the delivery concurrency.
-  const service = await startService(db.url, serviceEnv(concurrency));
+  const service = await startService(db.url, { ...serviceEnv(concurrency), ...(log ? { WAYPOST_CALL_LOG: "on" } : {}) });
   let stopped = false;
   const pool = new pg.Pool({ connectionString: warehouse.url, max: 1 });
   try {

@@ -119,6 +119,20 @@ export async function releaseLogCursor(db: Queryable, cursor: LogCursor, token: 
 }
 
 /**
+ * A burst read to its end on a page boundary (its last page was full, the
+ * read after it empty): the cursor moves to the burst's end, nothing else
+ * to record. False when it is no longer held under `token` or was moved.
+ */
+export async function endLogBurst(db: Queryable, cursor: LogCursor, token: string, next: LogWindow, now: Date): Promise<boolean> {
+  const result = await db.query({
+    text: `UPDATE log_cursors SET seen = $9::pg_snapshot, up_to = NULL, after_xid = '0', after_id = 0, run_at = $10
+            WHERE ${fence} AND ${windowFenceSql(5)}`,
+    values: [cursor.destinationId, cursor.sourceId, cursor.lane, token, ...windowFenceValues(cursor), next.seen, now],
+  });
+  return result.rowCount === 1;
+}
+
+/**
  * A batch that failed as a whole: the cursor stays where it is and is due
  * again at `runAt` (the retry schedule), counting the failure. False when
  * the cursor is no longer held under `token`.

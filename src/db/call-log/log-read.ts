@@ -175,9 +175,11 @@ export async function readLog(db: Queryable, options: ReadLogOptions): Promise<L
  * cursor costs two index probes, not a lease and a read.
  */
 export function hasCallsPastSql(cursor: string): string {
+  // A burst whose last page was full ends with an empty read: a cursor left there (up_to set) is taken once to end it.
   const common = `m.source_id = ${cursor}.source_id AND (m.log_xid, m.id) > (${cursor}.after_xid, ${cursor}.after_id)
        AND pg_visible_in_snapshot(m.log_xid, coalesce(${cursor}.up_to, pg_current_snapshot()))`;
-  return `(EXISTS (SELECT 1 FROM messages m WHERE m.log_xid >= pg_snapshot_xmax(${cursor}.seen) AND ${common})
+  return `(${cursor}.up_to IS NOT NULL
+           OR EXISTS (SELECT 1 FROM messages m WHERE m.log_xid >= pg_snapshot_xmax(${cursor}.seen) AND ${common})
            OR EXISTS (SELECT 1 FROM messages m
                        WHERE m.log_xid >= pg_snapshot_xmin(${cursor}.seen) AND m.log_xid < pg_snapshot_xmax(${cursor}.seen)
                          AND m.log_xid = ANY(ARRAY(SELECT pg_snapshot_xip(${cursor}.seen))) AND ${common}))`;
@@ -189,8 +191,13 @@ export function hasCallsPastSql(cursor: string): string {
  * read starts a new one; otherwise it goes on past the page's last call.
  */
 export function nextWindow(window: LogWindow, page: LogPage, limit: number): LogWindow {
-  if (page.calls.length < limit) return { seen: page.upTo, upTo: null, after: logStart };
+  if (page.calls.length < limit) return burstEnd(page.upTo);
   return { seen: window.seen, upTo: page.upTo, after: page.calls.at(-1)!.position };
+}
+
+/** The window after a burst read to its end under the bound `upTo`: the next read takes a new snapshot. */
+export function burstEnd(upTo: string): LogWindow {
+  return { seen: upTo, upTo: null, after: logStart };
 }
 
 /**

@@ -2,9 +2,9 @@ import type pg from "pg";
 import type { Clock } from "../../clock.js";
 import type { DeliveryConfig } from "../../config.js";
 import { advanceLogCursor, type LogAdvance, recordHeldBatch } from "../../db/call-log/log-advance.js";
-import { holdLogCursor, type LogCursor } from "../../db/call-log/log-cursors.js";
+import { endLogBurst, holdLogCursor, type LogCursor } from "../../db/call-log/log-cursors.js";
 import { selectWaitingUsers } from "../../db/call-log/log-destinations.js";
-import { type LogPage, type LogWindow, readLog } from "../../db/call-log/log-read.js";
+import { burstEnd, type LogPage, type LogWindow, readLog } from "../../db/call-log/log-read.js";
 import type { DeliveryCompletion } from "../../db/job-table/index.js";
 import { type Queryable, withTransaction } from "../../db/pool.js";
 import type { Logger } from "../../logger.js";
@@ -46,13 +46,27 @@ const settingsMaxAgeMs = 1_000;
 /** Calls received this long after a destination moved onto the log may still have been routed per call by a slower process. */
 const movedSkewMs = 60_000;
 
+/** Pages sent and not yet recorded, at most (per-user ordering: one, as the next page reads who waits behind this one's exceptions). */
+const sendDepth = 2;
+
+/** A page handed to its kind whose outcome is not recorded yet. */
+interface SentPage {
+  from: LogCursor;
+  upTo: LogPage["upTo"];
+  next: LogWindow;
+  sending: Promise<PageOutcome>;
+}
+
 /**
  * Works one leased cursor until it has read everything there is, its lease
- * is lost, or a page fails as a whole. Two pages are in hand at once: the
- * next page is read while the current one is delivered, and a page's
- * record (the cursor's move) is written while the next one is delivered.
- * A crash between a page's send and its record sends it again from the
- * same window: the same calls in the same batches.
+ * is lost, or a page fails as a whole. Pages are pipelined: the next page
+ * is read while the current one is routed, and up to two pages are with
+ * the kind at once (the second is routed and handed over while the first's
+ * batch is still being delivered), their records written in order. When a
+ * page fails as a whole the cursor holds at it and a later page already
+ * sent is sent again after it (the same window gives the same batches, so
+ * a kind's idempotence keys name them the same). A crash between a page's
+ * send and its record sends it again from the same window.
  */
 export async function runCursor(context: CursorRunContext, cursor: LogCursor, token: string, held: () => boolean): Promise<void> {
   const { pool, pageSize } = context;
@@ -60,8 +74,8 @@ export async function runCursor(context: CursorRunContext, cursor: LogCursor, to
   // The calls announced before each read: a page that waits for more must not miss one announced while it was read.
   let mark = context.markCalls();
   let readMark = mark;
-  // A read or a record in flight is awaited only after the page being delivered: marked handled at once, so its
-  // failure (a lost connection) is thrown where it is awaited instead of crashing the process as an unhandled rejection.
+  // A read, send or record in flight is awaited later: marked handled at once, so its failure (a lost connection) is
+  // thrown where it is awaited instead of crashing the process as an unhandled rejection.
   const read = (window: LogWindow) => {
     mark = context.markCalls();
     return handled(
@@ -73,12 +87,43 @@ export async function runCursor(context: CursorRunContext, cursor: LogCursor, to
   let window = cursor.window;
   let pending = read(window) as Promise<LogPage> | undefined;
   let recording: Promise<boolean> = Promise.resolve(true);
+  const sent: SentPage[] = [];
+
+  /** Records the oldest page sent, or holds the cursor at it; false: stop working the cursor. */
+  async function settleOldest(destinationId: string): Promise<boolean> {
+    const page = sent.shift()!;
+    const outcome = await page.sending;
+    // The previous page's record first: the cursor moves in order.
+    if (!(await recording)) return false;
+    if (outcome.kind === "hold") {
+      // Later pages sent meanwhile go again after this one; their attempts are kept all the same.
+      const later = await Promise.all(sent.splice(0).map((p) => p.sending.catch(() => undefined)));
+      const laterRows = later.flatMap((o) => o?.rows ?? []);
+      await holdCursor(context, page.from, token, { ...outcome, rows: [...outcome.rows, ...laterRows] }, destinationId);
+      return false;
+    }
+    const { from, upTo, next } = page;
+    recording = handled(recordPage(context, { cursor: from, token, now: context.clock.now(), upTo, next, ...outcome }, outcome));
+    return true;
+  }
+
   try {
+    let going = true;
     while (pending !== undefined && held()) {
       readMark = mark;
       const readPage: LogPage = await pending;
       pending = undefined;
-      if (readPage.calls.length === 0) break;
+      if (readPage.calls.length === 0) {
+        // Nothing left in the burst (its last page was full): its end is recorded, and a new snapshot read.
+        if (window.upTo === null) break;
+        while (going && sent.length > 0) going = await settleOldest(cursor.destinationId);
+        if (!going || !(await recording)) break;
+        const next = burstEnd(window.upTo);
+        if (!(await endLogBurst(pool, { ...cursor, window }, token, next, context.clock.now()))) break;
+        window = next;
+        pending = read(window);
+        continue;
+      }
       if (Date.now() - settingsAt > settingsMaxAgeMs) {
         settings = await context.destinationOf(cursor.destinationId);
         settingsAt = Date.now();
@@ -106,21 +151,16 @@ export async function runCursor(context: CursorRunContext, cursor: LogCursor, to
         context.defer(cursor, untilMs, readMark);
         break;
       }
-      const outcome = await sendPage(from, page.calls, prepared, pageContext);
-      // The previous page's record first: the cursor moves in order.
-      if (!(await recording)) break;
-      if (outcome.kind === "hold") {
-        await holdCursor(context, from, token, outcome, settings.destination.id);
-        break;
-      }
-      recording = handled(
-        recordPage(context, { cursor: from, token, now: context.clock.now(), upTo: page.upTo, next, ...outcome }, outcome),
-      );
+      sent.push({ from, upTo: page.upTo, next, sending: handled(sendPage(from, page.calls, prepared, pageContext)) });
       window = next;
+      while (going && sent.length >= (ordered ? 1 : sendDepth)) going = await settleOldest(destination.id);
+      if (!going) break;
       // The burst is over: the next read takes a new snapshot (calls committed meanwhile).
       pending ??= read(next);
     }
+    while (going && sent.length > 0) going = await settleOldest(cursor.destinationId);
   } finally {
+    await Promise.allSettled(sent.map((p) => p.sending));
     await recording.catch(() => false);
     await pending?.catch(() => undefined);
   }

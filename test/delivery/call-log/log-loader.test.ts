@@ -106,3 +106,26 @@ test("a backfill of a destination on the log finds only the calls its cursor nev
   ]);
   expect(ids.rows.map((r) => r.message_id)).toEqual(Array.from({ length: 4 }, (_, i) => `before-${i}`));
 });
+
+test("a burst that ends on a full page (the read after it empty) leaves the cursor free to read the calls stored after", async ({
+  server,
+}) => {
+  const { receiver, destination, client } = await batchedWebhook(server);
+  // Disabled while a whole page (the loader's 1,000) is stored: its first burst then reads exactly one full page.
+  await server.destinations.updateDestination({ destination: { id: destination.id, enabled: false }, updateMask: { paths: ["enabled"] } });
+  const first = Array.from({ length: 1_000 }, (_, i) => `full-${i}`);
+  for (let i = 0; i < first.length; i += 250) {
+    await client.batch({ batch: first.slice(i, i + 250).map((id) => trackCall(id, `u-${id}`)) });
+  }
+  await server.destinations.updateDestination({ destination: { id: destination.id, enabled: true }, updateMask: { paths: ["enabled"] } });
+  server.waypost.delivery!.poke();
+  await server.waypost.delivery!.settle();
+  expect(receiver.requests.flatMap((r) => callsIn(r.body)).length).toBe(1_000);
+  const later = Array.from({ length: 7 }, (_, i) => `later-${i}`);
+  await client.batch({ batch: later.map((id) => trackCall(id, `u-${id}`)) });
+  await server.waypost.delivery!.settle();
+  const received = receiver.requests.flatMap((r) => callsIn(r.body).map((c) => c.messageId));
+  expect(received.slice(1_000).sort()).toEqual([...later].sort());
+  const cursor = await server.pool.query("SELECT up_to FROM log_cursors WHERE destination_id = $1", [destination.id]);
+  expect(cursor.rows[0].up_to).toBeNull();
+});
