@@ -129,3 +129,61 @@ test("a burst that ends on a full page (the read after it empty) leaves the curs
   const cursor = await server.pool.query("SELECT up_to FROM log_cursors WHERE destination_id = $1", [destination.id]);
   expect(cursor.rows[0].up_to).toBeNull();
 });
+
+test("two pages with the kind at once: when the first fails as a whole the cursor holds there, and the second, already sent, goes again after it as the same batches", async ({
+  server,
+}) => {
+  let failFirstPage = true;
+  const { receiver, destination, client } = await batchedWebhook(server, (_, body) =>
+    failFirstPage && callsIn(body).some((c) => c.messageId.startsWith("p1-")) ? 503 : 200,
+  );
+  await server.destinations.updateDestination({ destination: { id: destination.id, enabled: false }, updateMask: { paths: ["enabled"] } });
+  // Two full pages of the loader's 1,000: p1-… then p2-….
+  for (const page of ["p1", "p2"]) {
+    const ids = Array.from({ length: 1_000 }, (_, i) => `${page}-${String(i).padStart(4, "0")}`);
+    for (let i = 0; i < ids.length; i += 250) await client.batch({ batch: ids.slice(i, i + 250).map((id) => trackCall(id, `u-${id}`)) });
+  }
+  await server.destinations.updateDestination({ destination: { id: destination.id, enabled: true }, updateMask: { paths: ["enabled"] } });
+  server.waypost.delivery!.poke();
+  await server.waypost.delivery!.settle();
+  const cursor = await server.pool.query("SELECT failures FROM log_cursors WHERE destination_id = $1", [destination.id]);
+  expect(cursor.rows[0].failures).toBe(1);
+  expect(
+    (await server.pool.query("SELECT count(*)::int AS n FROM log_batches WHERE destination_id = $1", [destination.id])).rows[0].n,
+  ).toBe(0);
+  // Every POST made is an attempt row, the second page's successes too.
+  const attempts = await server.pool.query("SELECT count(*)::int AS n FROM delivery_batch_attempts WHERE destination_id = $1", [
+    destination.id,
+  ]);
+  expect(attempts.rows[0].n).toBe(receiver.requests.length);
+  // The second page went while the first was still being sent.
+  expect(receiver.requests.some((r) => callsIn(r.body).some((c) => c.messageId.startsWith("p2-")))).toBe(true);
+  const firstTry = new Map(
+    receiver.requests.map((r) => [
+      r.headers["webhook-id"],
+      callsIn(r.body)
+        .map((c) => c.messageId)
+        .join(),
+    ]),
+  );
+  failFirstPage = false;
+  await server.pool.query("UPDATE log_cursors SET run_at = now() WHERE destination_id = $1", [destination.id]);
+  server.waypost.delivery!.poke();
+  await server.waypost.delivery!.settle();
+  const batches = await server.pool.query("SELECT sum(delivered)::int AS n FROM log_batches WHERE destination_id = $1", [destination.id]);
+  expect(batches.rows[0].n).toBe(2_000);
+  // Sent again as the same batches: a POST of the retry with a webhook-id seen before carries the same calls.
+  const retried = receiver.requests.slice(firstTry.size);
+  const delivered = new Set(retried.flatMap((r) => callsIn(r.body).map((c) => c.messageId)));
+  expect(delivered.size).toBe(2_000);
+  for (const r of retried) {
+    const before = firstTry.get(r.headers["webhook-id"]);
+    if (before !== undefined)
+      expect(
+        callsIn(r.body)
+          .map((c) => c.messageId)
+          .join(),
+      ).toBe(before);
+  }
+  expect(retried.filter((r) => firstTry.has(r.headers["webhook-id"]) && r.body.includes('"p2-')).length).toBeGreaterThan(0);
+});
