@@ -154,6 +154,8 @@ export interface Config {
   bodies: BodyTiming;
   /** Interval of the activity summary logged at info; 0 turns it off. */
   summaryIntervalMs: number;
+  /** V8's semi-space cap in MB, applied by the entry (heap-settings.ts); validated here; 0: Node's default. */
+  semiSpaceMb: number;
   /** DeliveryService's own database pool and bounds (docs/limits.md#admin-read-limits). */
   adminReads: AdminReadConfig;
   /** Limits of a destination's transform sandbox (docs/routing.md#transforms). */
@@ -270,6 +272,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     bodies: defaultBodyTiming,
     summaryIntervalMs: int(env, "WAYPOST_SUMMARY_INTERVAL_SECONDS", 60, 0, 86_400) * 1000,
+    semiSpaceMb: int(env, "WAYPOST_SEMI_SPACE_MB", 16, 0, 1024),
     adminReads: {
       connections: int(env, "WAYPOST_ADMIN_READ_CONNECTIONS", 4, 1, 100),
       statementTimeoutMs: int(env, "WAYPOST_ADMIN_STATEMENT_TIMEOUT_MS", 15_000, 100, 600_000),

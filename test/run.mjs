@@ -67,7 +67,9 @@ try {
     const report = JSON.parse(readFileSync(jsonFile, "utf8"));
     passed = report.numPassedTests;
     failed = report.numFailedTests + (report.numRuntimeErrorTestSuites ?? 0);
-    if (!report.success && failed === 0) failed = 1;
+    // An error outside any test (an unhandled rejection, an error event nobody listened to) fails the run:
+    // vitest exits non-zero but counts no failed test for it.
+    if ((!report.success || vitestCode !== 0) && failed === 0) failed = 1;
   } catch {
     failed = Math.max(failed, 1);
   }

@@ -190,7 +190,7 @@ async function loadBacklog({ createDatabase, count }) {
 /**
  * The loader on the call log over `count` stored calls (./log-burn-down.mjs), its warehouse another database;
  * the bare cursor loader loads the same number into tables like the service's there.
- * @param {{ createDatabase: () => Promise<import("../lib/postgres.mjs").Database>, count: number, perCallRate: number }} options
+ * @param {{ createDatabase: () => Promise<import("../lib/postgres.mjs").Database>, count: number, perCallRate?: number }} options
  */
 async function logBacklog({ createDatabase, count, perCallRate }) {
   const warehouse = await createDatabase();

@@ -40,6 +40,7 @@ export function createPool(options: PoolOptions): pg.Pool {
   // pool replaces it on the next checkout. It is logged: it is often the
   // first sign of a database restart or outage.
   pool.on("error", (error) => options.logger?.warn({ err: error }, "an idle database connection failed; the pool replaces it"));
+  guardConnectionErrors(pool);
   const clients = new Set<pg.PoolClient>();
   pool.on("connect", (client) => {
     clients.add(client);
@@ -47,6 +48,25 @@ export function createPool(options: PoolOptions): pg.Pool {
   });
   openClients.set(pool, clients);
   return pool;
+}
+
+/**
+ * Gives each of the pool's connections an error listener of its own for its
+ * whole life. pg-pool listens for a connection's errors only while it is
+ * idle, and a caller of `pool.connect()` can only listen once its promise
+ * resolves. A backend terminated as it starts (a Postgres restart,
+ * pg_terminate_backend) sends its ReadyForQuery and its FATAL error in one
+ * packet: the first hands the connection to the caller, the second is
+ * emitted before the caller can listen, and an error event nobody listens
+ * to ends the process. With this listener the connection is marked broken
+ * instead: its next statement fails, and the pool discards it on release.
+ * Where the error is worth reporting, the pool (idle connections) and
+ * withTransaction (checked out) still do.
+ */
+export function guardConnectionErrors(pool: pg.Pool): void {
+  pool.on("connect", (client) => {
+    client.on("error", () => {});
+  });
 }
 
 /** Every pool's connections still open, for closePool. */

@@ -1,4 +1,5 @@
 import pg from "pg";
+import { guardConnectionErrors } from "../db/pool.js";
 import { changeOf, discardsTable, type WarehouseChange } from "./layout.js";
 import { type DatabaseIdentity, databaseIdentity, ownDatabaseProblem, sameDatabase } from "./ownership.js";
 import { errorText, isRetryableError } from "./retryable.js";
@@ -79,6 +80,8 @@ export function createWarehouseLoader(options: WarehouseLoaderOptions): Warehous
   });
   // An idle client's error (the warehouse restarted) must not crash the process; the next batch finds out.
   pool.on("error", () => {});
+  // A connection lost while a batch's transaction holds it fails that batch, not the process.
+  guardConnectionErrors(pool);
   const { schema } = options;
   const state = createSchemaState({ pool, schema, maxColumns: options.maxColumns ?? 1_000 });
   const now = options.now ?? (() => new Date());

@@ -1,3 +1,4 @@
+import { arrayLiteral } from "./array-literal.js";
 import { type ColumnType, fitToColumn, Misfit } from "./column-types.js";
 import { qualified, quoteIdent } from "./identifiers.js";
 import { discardsTable, type TableRow, type WarehouseChange } from "./layout.js";
@@ -130,7 +131,7 @@ function insertStatement(
   }
   const arrays = columns.map((column) => {
     const type = types.typeOf(table, column)!;
-    return rows.map(({ row, origin, cellOrigins }) => {
+    const values = rows.map(({ row, origin, cellOrigins }) => {
       const cell = row.cells.get(column);
       if (!cell) return null;
       const fitted = fitToColumn(cell.value, type);
@@ -138,6 +139,7 @@ function insertStatement(
       discards.push({ origin: cellOrigins?.get(column) ?? origin, table, column, value: cell.value, reason: fitted.reason, kind: "type" });
       return null;
     });
+    return arrayLiteral(values);
   });
   const casts = columns.map((column, i) => `$${i + 1}::${types.typeOf(table, column)}[]`);
   const text = `INSERT INTO ${qualified(schema, table)} (${columns.map(quoteIdent).join(", ")})
@@ -195,7 +197,7 @@ function discardsStatement(schema: string, changes: readonly WarehouseChange[], 
       ON CONFLICT (table_name, row_id, column_name) DO UPDATE
         SET value = EXCLUDED.value, reason = EXCLUDED.reason, user_id = EXCLUDED.user_id,
             received_at = EXCLUDED.received_at, loaded_at = EXCLUDED.loaded_at`,
-    values: columns.map((_, i) => all.map((row) => row[i])),
+    values: columns.map((_, i) => arrayLiteral(all.map((row) => row[i] ?? null))),
   };
 }
 

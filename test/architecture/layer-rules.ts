@@ -59,6 +59,9 @@ export const layers: ReadonlyArray<{ name: string; modules: readonly string[] }>
       "database-wing.ts",
       "server.ts",
       "main.ts",
+      // The entry: starts the process again with V8's young-generation cap, then main.
+      "heap-settings.ts",
+      "start.ts",
       "cli/",
     ],
   },

@@ -1,0 +1,109 @@
+import net from "node:net";
+import pg from "pg";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { createPool, withTransaction } from "../../src/db/pool.js";
+import { serverUrl } from "../helpers/database.js";
+
+// A backend terminated as it starts (a Postgres restart, an operator's
+// pg_terminate_backend) can send its ReadyForQuery and its FATAL error in one
+// packet. pg-pool hands the connection to `pool.connect()`'s caller on the
+// first and the client emits the second before that caller can listen: with
+// nobody listening, the error event ended the process. Real Postgres sends
+// them in one packet only by chance, so a proxy in front of it holds the
+// startup reply, terminates the backend (its pid is in the reply), and
+// passes the reply and the FATAL on together.
+
+/** Server messages in a buffer: [type, body] pairs, and the bytes left over. */
+function messages(buffer: Buffer): { found: Array<{ type: string; body: Buffer }>; rest: Buffer } {
+  const found: Array<{ type: string; body: Buffer }> = [];
+  let offset = 0;
+  while (buffer.length - offset >= 5) {
+    const length = buffer.readInt32BE(offset + 1);
+    if (buffer.length - offset < 1 + length) break;
+    found.push({ type: String.fromCharCode(buffer[offset]!), body: buffer.subarray(offset + 5, offset + 1 + length) });
+    offset += 1 + length;
+  }
+  return { found, rest: buffer.subarray(offset) };
+}
+
+async function startCoalescingProxy(target: URL, terminate: (pid: number) => Promise<void>) {
+  let terminated = 0;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 5432), target.hostname);
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on("error", () => {});
+      socket.on("close", () => sockets.delete(socket));
+    }
+    client.on("data", (data) => upstream.write(data));
+    client.on("end", () => upstream.end());
+    let held = Buffer.alloc(0);
+    let state: "startup" | "terminating" | "passing" = "startup";
+    let pid = 0;
+    upstream.on("data", (data) => {
+      if (state === "passing") return client.write(data);
+      held = Buffer.concat([held, data]);
+      for (const { type, body } of messages(held).found) {
+        if (type === "K") pid = body.readInt32BE(0);
+        if (type === "Z" && state === "startup") {
+          state = "terminating";
+          void terminate(pid).then(() => terminated++);
+        }
+        if (type === "E" && state === "terminating") {
+          // The startup reply and the FATAL, in one write.
+          state = "passing";
+          client.write(held);
+          return;
+        }
+      }
+    });
+    upstream.on("end", () => client.end());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    url: (() => {
+      const url = new URL(target.href);
+      url.host = `127.0.0.1:${port}`;
+      return url.href;
+    })(),
+    terminated: () => terminated,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+let admin: pg.Pool;
+let proxy: Awaited<ReturnType<typeof startCoalescingProxy>>;
+
+beforeAll(async () => {
+  const url = new URL(serverUrl());
+  admin = new pg.Pool({ connectionString: url.href, max: 1 });
+  proxy = await startCoalescingProxy(url, async (pid) => {
+    await admin.query("SELECT pg_terminate_backend($1)", [pid]);
+  });
+});
+
+afterAll(async () => {
+  await proxy?.close();
+  await admin?.end();
+});
+
+test("a connection terminated as it starts fails the transaction that took it, not the process", async () => {
+  const pool = createPool({ connectionString: proxy.url, max: 1 });
+  try {
+    const failure = await withTransaction(pool, (tx) => tx.query("SELECT 1")).then(
+      () => undefined,
+      (error: Error) => error,
+    );
+    expect(proxy.terminated()).toBe(1);
+    expect(failure?.message).toMatch(/terminating connection|not queryable|Connection terminated/);
+    // The broken connection was discarded: the pool has none left over.
+    expect(pool.totalCount).toBe(0);
+  } finally {
+    await pool.end();
+  }
+});
