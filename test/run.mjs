@@ -39,6 +39,8 @@ let embedded;
 let code = 1;
 try {
   const env = { ...process.env };
+  // --call-log: the suite's second layout, batching destinations on the call log (test/helpers/server.ts).
+  if (process.argv.includes("--call-log")) env.WAYPOST_TEST_CALL_LOG = "on";
   if (!env.DATABASE_URL) {
     const { startEmbeddedPostgres, embeddedBinariesDirectory } = await import("../dist/src/db/embedded.js");
     if (process.getuid?.() === 0) openPathForOthers(embeddedBinariesDirectory());
@@ -55,7 +57,7 @@ try {
     "--reporter=default",
     "--reporter=json",
     `--outputFile.json=${jsonFile}`,
-    ...process.argv.slice(2),
+    ...process.argv.slice(2).filter((arg) => arg !== "--call-log"),
   ];
   const vitestCode = await new Promise((resolve) => {
     const child = spawn("npx", args, { stdio: "inherit", env });
