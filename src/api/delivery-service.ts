@@ -4,7 +4,7 @@ import { DeliveryOrder, type DeliveryService, DeliveryStatus, DeliveryView, type
 import type { Clock } from "../clock.js";
 import { randomUUID } from "node:crypto";
 import type { JobTableDriver, BulkReplay, DeliveryFilter } from "../db/job-table/index.js";
-import { selectAttempts } from "../db/queries/deliveries.js";
+import { type AttemptRow, selectAttempts } from "../db/queries/deliveries.js";
 import type { DeliveryRow } from "../db/queries/delivery-rows.js";
 import { rowsWithinBytes } from "../db/queries/delivery-search.js";
 import { destinationExists, loadDestinationConfigs } from "../db/queries/destinations.js";
@@ -60,6 +60,7 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
       loadDestinationConfigs(pool, [...new Set(rows.map((r) => r.destination_id))]),
     ]);
     attempts.push(...derivedAttempts);
+    await nameCarriedCalls(attempts, rows);
     return rows.map((row) => {
       const own = attempts.filter((a) => a.delivery_id === row.id);
       // Time-bound headers (Standard Webhooks' timestamp) as of the latest attempt.
@@ -72,6 +73,33 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
       });
       return withCursorError(delivery, row);
     });
+  }
+
+  /**
+   * The calls a batch attempt row of the call log carried, named as a
+   * per-call row's delivery_ids name them: by their deliveries' ids (the
+   * batch's other calls, shown with the attempt).
+   */
+  async function nameCarriedCalls(attempts: AttemptRow[], rows: readonly DeliveryRow[]): Promise<void> {
+    const carrying = attempts.filter((a) => a.call_pks !== null && a.call_pks.length > 0);
+    if (carrying.length === 0 || !reads.log) return;
+    const destinationOf = new Map(rows.map((r) => [r.id, r.destination_id]));
+    // The calls of one operation are listed with each of its deliveries on the page: named once.
+    const calls = new Map<string, { destination: string; pk: string }>();
+    for (const a of carrying) {
+      const destination = destinationOf.get(a.delivery_id)!;
+      for (const pk of a.call_pks!) calls.set(`${destination}/${pk}`, { destination, pk });
+    }
+    const names = await reads.log.selectCallDeliveryIds(
+      pool,
+      [...calls.values()].map((c) => c.destination),
+      [...calls.values()].map((c) => c.pk),
+    );
+    for (const a of carrying) {
+      const destination = destinationOf.get(a.delivery_id)!;
+      const named = a.call_pks!.map((pk) => names.get(`${destination}/${pk}`) ?? `${pk}@${destination}`);
+      a.batch_delivery_ids = [...(a.batch_delivery_ids ?? []), ...named];
+    }
   }
 
   async function present(rows: DeliveryRow[], view: DeliveryView): Promise<Delivery[]> {

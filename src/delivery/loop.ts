@@ -39,6 +39,14 @@ export interface DeliveryLoop {
   poke(): void;
   /** Resolves once the deliveries in flight now are finished and their results written (and operator events sent). */
   settle(): Promise<void>;
+  /**
+   * Resolves once the loop has taken every call stored before it was called
+   * (tests): a claim started after it, and every call log cursor with calls
+   * read since. Batches are not flushed: what a kind holds, or a page short
+   * of its batch, waits for its time, counted from when it was taken (per
+   * call) or received (on the log).
+   */
+  caughtUp(): Promise<void>;
   /** Moves new destinations of the batching kinds onto the call log and syncs its cursors now (with the log on; it also runs every few seconds). */
   syncCallLog(): Promise<void>;
   /** What the loop reports: results written or dropped, leases lost, claims made. */
@@ -220,6 +228,19 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       loader?.wake();
     },
     syncCallLog: async () => loader?.sync(),
+    async caughtUp() {
+      const mark = performance.now();
+      const claimed = new Promise<void>((resolve) => {
+        const off = events.on("claimed", ({ startedAt }) => {
+          if (startedAt < mark) return;
+          off();
+          resolve();
+        });
+      });
+      wakeup.wake();
+      await claimed;
+      await loader?.idle({ flush: false });
+    },
     async settle() {
       await loader?.idle();
       // Batches a kind holds are loaded now rather than at their flush time.

@@ -15,6 +15,23 @@ export interface LogCursor {
   firstFailedAt: Date | null;
   /** When the destination moved onto the log (null: on it from the start). */
   logSince: Date | null;
+  /** The operations of the head page's tries that failed as a whole, in the order made (none: []). */
+  held: HeldAttempt[];
+}
+
+/**
+ * An operation of a try of the cursor's head page that failed as a whole
+ * (log_cursors.held_attempts): the page's calls list it among their
+ * attempts, before the try that records them. `n` orders the tries (each
+ * call numbers its own: a call may have missed one).
+ */
+export interface HeldAttempt {
+  /** Its delivery_batch_attempts row, and that row's attempted_at (ISO). */
+  row: string;
+  at: string;
+  n: number;
+  /** The calls it carried (their messages' ids). */
+  pks: string[];
 }
 
 interface CursorRow {
@@ -28,6 +45,7 @@ interface CursorRow {
   failures: number;
   first_failed_at: Date | null;
   log_since: Date | null;
+  held_attempts: HeldAttempt[] | null;
 }
 
 function cursorOfRow(row: CursorRow): LogCursor {
@@ -39,6 +57,7 @@ function cursorOfRow(row: CursorRow): LogCursor {
     failures: row.failures,
     firstFailedAt: row.first_failed_at,
     logSince: row.log_since,
+    held: row.held_attempts ?? [],
   };
 }
 
@@ -48,7 +67,7 @@ export function cursorKey(cursor: Pick<LogCursor, "destinationId" | "sourceId" |
 }
 
 const cursorColumns = `c.destination_id, c.source_id, c.lane, c.seen::text AS seen, c.up_to::text AS up_to,
-  c.after_xid::text AS after_xid, c.after_id::text AS after_id, c.failures, c.first_failed_at`;
+  c.after_xid::text AS after_xid, c.after_id::text AS after_id, c.failures, c.first_failed_at, c.held_attempts`;
 
 /** The window fence: the cursor is where its holder read it from. */
 export const windowFenceSql = (first: number) =>
@@ -134,17 +153,19 @@ export async function endLogBurst(db: Queryable, cursor: LogCursor, token: strin
 
 /**
  * A batch that failed as a whole: the cursor stays where it is and is due
- * again at `runAt` (the retry schedule), counting the failure. False when
- * the cursor is no longer held under `token`.
+ * again at `runAt` (the retry schedule), counting the failure and keeping
+ * the try's operations (`held`) for its calls' attempts. False when the
+ * cursor is no longer held under `token`.
  */
 export async function holdLogCursor(
   db: Queryable,
   cursor: LogCursor,
   token: string,
-  failure: { at: Date; runAt: Date; error: string },
+  failure: { at: Date; runAt: Date; error: string; held: readonly HeldAttempt[] },
 ): Promise<boolean> {
   const result = await db.query({
-    text: `UPDATE log_cursors SET failures = failures + 1, first_failed_at = coalesce(first_failed_at, $5), last_error = $6, run_at = $7
+    text: `UPDATE log_cursors SET failures = failures + 1, first_failed_at = coalesce(first_failed_at, $5), last_error = $6, run_at = $7,
+                                  held_attempts = coalesce(held_attempts, '[]') || $12::jsonb
             WHERE ${fence} AND ${windowFenceSql(8)}`,
     values: [
       cursor.destinationId,
@@ -155,6 +176,7 @@ export async function holdLogCursor(
       failure.error,
       failure.runAt,
       ...windowFenceValues(cursor),
+      JSON.stringify(failure.held),
     ],
   });
   return result.rowCount === 1;

@@ -4,7 +4,7 @@ import { selectDestinationBacklogs } from "../queries/destination-backlog.js";
 import { lockHealthRows, takeExpiredReports } from "../queries/destination-health.js";
 import type { readFinishFeed, searchDeliveries } from "../queries/delivery-search.js";
 import { searchFates } from "../queries/fate-search.js";
-import { selectLogAttempts, selectLogDelivery, selectLogMessageDeliveries } from "../queries/log-deliveries.js";
+import { selectCallDeliveryIds, selectLogAttempts, selectLogDelivery, selectLogMessageDeliveries } from "../queries/log-deliveries.js";
 import { readFinishFeedAndLog, searchDeliveriesAndLog } from "../queries/log-delivery-search.js";
 import { selectLogStats } from "../queries/log-delivery-stats.js";
 import type { Queryable } from "../pool.js";
@@ -93,6 +93,7 @@ export interface JobTableReads {
 export interface LogDeliveryReads {
   selectDelivery: typeof selectLogDelivery;
   selectAttempts: typeof selectLogAttempts;
+  selectCallDeliveryIds: typeof selectCallDeliveryIds;
   selectMessageDeliveries: typeof selectLogMessageDeliveries;
   selectStats: typeof selectLogStats;
 }
@@ -130,6 +131,7 @@ export const singleNodeJobTable: JobTableDriver = {
     log: {
       selectDelivery: selectLogDelivery,
       selectAttempts: selectLogAttempts,
+      selectCallDeliveryIds,
       selectMessageDeliveries: selectLogMessageDeliveries,
       selectStats: selectLogStats,
     },

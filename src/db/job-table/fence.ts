@@ -251,30 +251,30 @@ export function orderingKeysSql(key: string, from: string, where: string): strin
 /**
  * CTEs (`queued AS (...), finished AS (...)`) giving the exceptions of a
  * call log page their delivery rows: the CTE `exceptions` holds them
- * (message_pk, status, run_at, attempted_at, attempt_count,
- * first_attempt_at, error, retry_urls, ordering_key, attempt_row). A call
- * waiting behind its user's exception, or retried alone, is queued as
+ * (message_pk, status, run_at, attempt_count, first_attempt_at, error,
+ * retry_urls, ordering_key, created_at, and attempt_rows and
+ * attempt_numbers, its batch attempt references or NULL). Each is created
+ * when its call was received, as ingest creates a delivery per call. A
+ * call waiting behind its user's exception, or retried alone, is queued as
  * pending or retrying; one that failed for good (or expired) is finished
  * at once. Born here, as enqueue.ts's deliveries are: no lease yet, so no
  * fence to hold (db/call-log/log-advance.ts writes them only after its own
  * fence, the cursor's, held).
  */
 export function logExceptionCtes(exceptions: string, destination: string, source: string): string {
-  const refs = `CASE WHEN e.attempt_row IS NOT NULL THEN ARRAY[e.attempt_row] END,
-           CASE WHEN e.attempt_row IS NOT NULL THEN ARRAY[e.attempt_count] END`;
   return `queued AS (
     INSERT INTO delivery_queue (destination_id, message_pk, source_id, status, run_at, created_at, attempt_count, first_attempt_at,
                                 earliest_attempt_at, retry_urls, ordering_key, last_error, batch_attempts, batch_attempt_numbers)
-    SELECT ${destination}, e.message_pk, ${source}, e.status, e.run_at, e.attempted_at, e.attempt_count, e.first_attempt_at,
-           e.first_attempt_at, e.retry_urls, e.ordering_key, e.error, ${refs}
+    SELECT ${destination}, e.message_pk, ${source}, e.status, e.run_at, e.created_at, e.attempt_count, e.first_attempt_at,
+           e.first_attempt_at, e.retry_urls, e.ordering_key, e.error, e.attempt_rows, e.attempt_numbers
       FROM ${exceptions} e WHERE e.status IN ('pending', 'retrying')
     RETURNING 1
   ), finished AS (
     INSERT INTO delivery_history (destination_id, id, message_pk, source_id, status, created_at, finalized_at, attempt_count,
                                   lease_token, first_attempt_at, earliest_attempt_at, retry_urls, ordering_key, last_error,
                                   batch_attempts, batch_attempt_numbers)
-    SELECT ${destination}, nextval('delivery_ids'), e.message_pk, ${source}, e.status, e.attempted_at, e.run_at, e.attempt_count, 0,
-           e.first_attempt_at, e.first_attempt_at, e.retry_urls, e.ordering_key, e.error, ${refs}
+    SELECT ${destination}, nextval('delivery_ids'), e.message_pk, ${source}, e.status, e.created_at, e.run_at, e.attempt_count, 0,
+           e.first_attempt_at, e.first_attempt_at, e.retry_urls, e.ordering_key, e.error, e.attempt_rows, e.attempt_numbers
       FROM ${exceptions} e WHERE e.status NOT IN ('pending', 'retrying')
     RETURNING 1
   )`;

@@ -5,7 +5,8 @@ import { removalSql } from "./fence.js";
  * Deletes these messages (by id) and everything hanging off them: their
  * deliveries, queued and finished (with their references to batch
  * attempts, which live in the delivery rows), those deliveries' attempts,
- * the calls' fates and, on Citus, their de-duplication keys. Returns the
+ * the calls' fates, the bodies they were sent as at destinations on the
+ * call log and, on Citus, their de-duplication keys. Returns the
  * number of messages deleted.
  *
  * This was a statement trigger on messages; Citus runs no triggers on
@@ -41,13 +42,18 @@ export async function removeMessages(db: Queryable, messagePks: readonly string[
   const gone = await db.query<{ message_id: string }>("DELETE FROM messages WHERE id = ANY($1::bigint[]) RETURNING message_id", [
     messagePks,
   ]);
-  if (gone.rows.length > 0 && (await hasMessageKeys(db))) {
+  if (gone.rows.length === 0) return 0;
+  if (await hasMessageKeys(db)) {
     // Citus de-duplicates by message_keys (distributed by message_id): the
     // message ids pick the shards, the message pks the rows.
     await db.query("DELETE FROM message_keys WHERE message_id = ANY($1::text[]) AND message_pk = ANY($2::bigint[])", [
       [...new Set(gone.rows.map((r) => r.message_id))],
       messagePks,
     ]);
+  } else {
+    // The bodies the calls were sent as at destinations on the call log, which is one Postgres's only (never Citus's):
+    // what a per-call delivery's attempt rows held.
+    await db.query("DELETE FROM log_sent_bodies WHERE message_pk = ANY($1::bigint[])", [messagePks]);
   }
   return gone.rowCount ?? 0;
 }

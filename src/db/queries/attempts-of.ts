@@ -12,7 +12,7 @@ import type { Queryable } from "../pool.js";
  * attempted_at, outcome, status_code, error, latency_ms, response_body,
  * destination_revision, discarded_values, subscription, method, request_headers, request_body,
  * request_body_bytes, batch_id, batch_calls, batch_delivery_ids (NULL for an attempt of its own),
- * position. A batch attempt is found by its key in each day's partition from the delivery's
+ * call_pks (a row the call log wrote: the calls it carried, the first 101; NULL otherwise), position. A batch attempt is found by its key in each day's partition from the delivery's
  * creation on. `position` orders the batch operations of one attempt (a batch refused as too
  * large, then its halves: the order they were made in); a delivery's own rows have 0.
  */
@@ -20,13 +20,13 @@ export function attemptsOfDeliveriesSql(destinationIds: string, deliveryIds: str
   return `SELECT a.destination_id, a.delivery_id, a.attempt, a.url_index, a.url, a.attempted_at, a.outcome, a.status_code, a.error,
             a.latency_ms, a.response_body, a.destination_revision, a.discarded_values, a.subscription, a.method,
             a.request_headers, a.request_body, a.request_body_bytes, NULL::uuid AS batch_id, NULL::integer AS batch_calls,
-            NULL::bigint[] AS batch_delivery_ids, 0::bigint AS position
+            NULL::bigint[] AS batch_delivery_ids, NULL::bigint[] AS call_pks, 0::bigint AS position
        FROM delivery_attempts a
       WHERE (a.destination_id, a.delivery_id) IN (SELECT * FROM unnest(${destinationIds}, ${deliveryIds}))
      UNION ALL
      SELECT d.destination_id, d.id, r.attempt, b.url_index, b.url, b.attempted_at, b.outcome, b.status_code, b.error,
             b.latency_ms, b.response_body, b.destination_revision, NULL::integer, b.subscription, b.method,
-            b.request_headers, b.request_body, b.request_body_bytes, b.batch_id, b.calls, b.delivery_ids, r.position
+            b.request_headers, b.request_body, b.request_body_bytes, b.batch_id, b.calls, b.delivery_ids, b.call_pks[1:101], r.position
        FROM unnest(${destinationIds}, ${deliveryIds}) AS l(destination_id, id)
        JOIN deliveries d ON d.destination_id = l.destination_id AND d.id = l.id
       CROSS JOIN LATERAL unnest(d.batch_attempts, d.batch_attempt_numbers) WITH ORDINALITY AS r(batch_attempt, attempt, position)

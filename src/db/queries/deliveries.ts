@@ -28,6 +28,11 @@ export interface AttemptRow {
   batch_calls: number | null;
   /** The deliveries the batch operation carried (this one among them), as recorded; null: an attempt of its own, or not recorded. */
   batch_delivery_ids: string[] | null;
+  /**
+   * A row the call log wrote: the calls it carried (their messages' ids, the first 101), which have no delivery id
+   * until named (log-deliveries.ts selectCallDeliveryIds); null otherwise.
+   */
+  call_pks: string[] | null;
 }
 
 const columns = `d.id, d.destination_id, d.source_id, m.message_id, m.type, d.status, d.attempt_count,
@@ -47,7 +52,7 @@ export async function selectDelivery(db: Queryable, id: string): Promise<Deliver
 export const selectAttempts = attemptsReader<AttemptRow>(
   (attempts) => `SELECT delivery_id, attempt, url, attempted_at, outcome, status_code, error, latency_ms, response_body,
           destination_revision, discarded_values, subscription, method, request_headers, request_body, request_body_bytes,
-          batch_id, batch_calls, batch_delivery_ids
+          batch_id, batch_calls, batch_delivery_ids, call_pks
      FROM ${attempts} a
     ORDER BY delivery_id, attempt, url_index, position`,
 );

@@ -1,8 +1,8 @@
 import type pg from "pg";
 import type { Clock } from "../../clock.js";
 import type { DeliveryConfig } from "../../config.js";
-import { advanceLogCursor, type LogAdvance, recordHeldBatch } from "../../db/call-log/log-advance.js";
-import { endLogBurst, holdLogCursor, type LogCursor } from "../../db/call-log/log-cursors.js";
+import { advanceLogCursor, type CallAttempts, type LogAdvance, recordHeldBatch } from "../../db/call-log/log-advance.js";
+import { endLogBurst, type HeldAttempt, holdLogCursor, type LogCursor } from "../../db/call-log/log-cursors.js";
 import { selectWaitingUsers } from "../../db/call-log/log-destinations.js";
 import { burstEnd, type LogPage, type LogWindow, readLog } from "../../db/call-log/log-read.js";
 import type { DeliveryCompletion } from "../../db/job-table/index.js";
@@ -13,6 +13,7 @@ import { shapeBody } from "../../routing/shape-body.js";
 import { sandboxKey, type TransformSandboxes } from "../../sandbox/transform-sandbox.js";
 import type { DeliveryRuntime } from "../delivery-runtime.js";
 import { type AnyDestination, completionOf } from "../kinds/registry.js";
+import { earlierTries, heldAfter, heldAttemptsOf } from "./call-attempts.js";
 import { type PageContext, type PageOutcome, preparePage, sendPage } from "./log-page.js";
 import { batchWaitUntil, orderingKeyOf, planPage } from "./page-plan.js";
 
@@ -54,6 +55,8 @@ interface SentPage {
   from: LogCursor;
   upTo: LogPage["upTo"];
   next: LogWindow;
+  /** Its calls (their messages' ids): the cursor's held attempts of them go once it is recorded. */
+  pks: Set<string>;
   sending: Promise<PageOutcome>;
 }
 
@@ -88,6 +91,9 @@ export async function runCursor(context: CursorRunContext, cursor: LogCursor, to
   let pending = read(window) as Promise<LogPage> | undefined;
   let recording: Promise<boolean> = Promise.resolve(true);
   const sent: SentPage[] = [];
+  // The attempts of the head page's earlier tries (it failed as a whole): its calls list them before this try's.
+  let heldAttempts = cursor.held;
+  const earlier = earlierTries(heldAttempts);
 
   /** Records the oldest page sent, or holds the cursor at it; false: stop working the cursor. */
   async function settleOldest(destinationId: string): Promise<boolean> {
@@ -96,14 +102,19 @@ export async function runCursor(context: CursorRunContext, cursor: LogCursor, to
     // The previous page's record first: the cursor moves in order.
     if (!(await recording)) return false;
     if (outcome.kind === "hold") {
-      // Later pages sent meanwhile go again after this one; their attempts are kept all the same.
+      // Later pages sent meanwhile go again after this one; their attempts are kept all the same (stats), though
+      // only this page's calls list theirs (the later calls' next try is their first).
       const later = await Promise.all(sent.splice(0).map((p) => p.sending.catch(() => undefined)));
       const laterRows = later.flatMap((o) => o?.rows ?? []);
-      await holdCursor(context, page.from, token, { ...outcome, rows: [...outcome.rows, ...laterRows] }, destinationId);
+      const added = heldAttemptsOf(heldAttempts, outcome.rows);
+      await holdCursor(context, page.from, token, { ...outcome, rows: [...outcome.rows, ...laterRows] }, added, destinationId);
       return false;
     }
     const { from, upTo, next } = page;
-    recording = handled(recordPage(context, { cursor: from, token, now: context.clock.now(), upTo, next, ...outcome }, outcome));
+    // Records are written in order, and a failed one ends the run: what stays held follows each.
+    heldAttempts = heldAfter(heldAttempts, page.pks) ?? [];
+    const advance = { cursor: from, token, now: context.clock.now(), upTo, next, held: heldAttempts, ...outcome };
+    recording = handled(recordPage(context, advance, outcome));
     return true;
   }
 
@@ -137,7 +148,7 @@ export async function runCursor(context: CursorRunContext, cursor: LogCursor, to
       const from = { ...cursor, window };
       // Per-user ordering reads which users wait behind an exception: the previous page's must be recorded first.
       if (ordered && !(await recording)) break;
-      const pageContext = await pageContextOf(context, page, settings);
+      const pageContext = await pageContextOf(context, page, settings, earlier);
       const prepared = await preparePage(from, page.calls, pageContext);
       const untilMs = batchWaitUntil({
         sendable: prepared.sendable,
@@ -151,7 +162,8 @@ export async function runCursor(context: CursorRunContext, cursor: LogCursor, to
         context.defer(cursor, untilMs, readMark);
         break;
       }
-      sent.push({ from, upTo: page.upTo, next, sending: handled(sendPage(from, page.calls, prepared, pageContext)) });
+      const pks = new Set(page.calls.map((call) => call.messagePk));
+      sent.push({ from, upTo: page.upTo, next, pks, sending: handled(sendPage(from, page.calls, prepared, pageContext)) });
       window = next;
       while (going && sent.length >= (ordered ? 1 : sendDepth)) going = await settleOldest(destination.id);
       if (!going) break;
@@ -177,6 +189,7 @@ async function pageContextOf(
   context: CursorRunContext,
   page: LogPage,
   settings: { destination: AnyDestination; rules: RouteRules },
+  earlier: ReadonlyMap<string, CallAttempts>,
 ): Promise<PageContext> {
   const { destination, rules } = settings;
   // Ordering keys, as the exception rows carry them (an anonymous caller's too).
@@ -196,6 +209,7 @@ async function pageContextOf(
     retry: context.config.retry,
     now: () => context.clock.now(),
     waitingUsers,
+    earlier,
     shape: shapes ? (payload) => shapeBody(payload, bodyRules, context.sandboxes, { mayDefer: false }) : undefined,
     deliver: (job, d, body) => context.runtime.deliver(job, d, body),
     flush: () => context.runtime.flush(),
@@ -221,12 +235,14 @@ async function holdCursor(
   cursor: LogCursor,
   token: string,
   outcome: Extract<PageOutcome, { kind: "hold" }>,
+  /** The try's operations, added to the cursor's held attempts. */
+  held: HeldAttempt[],
   destinationId: string,
 ): Promise<void> {
   const announce = await withTransaction(context.pool, async (tx) => {
-    await recordHeldBatch(tx, destinationId, outcome.rows);
+    await recordHeldBatch(tx, destinationId, outcome.rows, outcome.sentBodies);
     const at = context.clock.now();
-    if (!(await holdLogCursor(tx, cursor, token, { at, runAt: outcome.runAt, error: outcome.error }))) return undefined;
+    if (!(await holdLogCursor(tx, cursor, token, { at, runAt: outcome.runAt, error: outcome.error, held }))) return undefined;
     return context.recordHealth(tx, outcome.completions);
   });
   if (!announce) return;

@@ -36,8 +36,13 @@ export interface LogLoader {
   start(): Promise<void>;
   /** Look for calls now (after ingest, or a test's clock change). */
   wake(): void;
-  /** Sends what there is, however few (no waiting for a kind's batch to fill), and resolves when no cursor is worked here and none has calls to read. */
-  idle(): Promise<void>;
+  /**
+   * Reads every cursor with calls now and resolves when none is worked here
+   * and none has calls to read: by default sending what there is, however
+   * few; with `flush: false` a page short of its kind's batch still waits
+   * for its time (tests: the calls stored so far have been read).
+   */
+  idle(options?: { flush?: boolean }): Promise<void>;
   /** Moves batching destinations onto the log and syncs cursors now (tests; also every syncMs). */
   sync(): Promise<void>;
   stop(): Promise<void>;
@@ -151,14 +156,14 @@ export function createLogLoader(options: LogLoaderOptions): LogLoader {
       timer.unref();
     },
     wake: onCalls,
-    async idle() {
-      flushing = true;
+    async idle({ flush = true } = {}) {
+      if (flush) flushing = true;
       deferrals.clear();
       worker.wake();
       try {
         await worker.idle();
       } finally {
-        flushing = false;
+        if (flush) flushing = false;
       }
     },
     async sync() {

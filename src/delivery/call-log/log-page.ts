@@ -1,9 +1,10 @@
 import type { RetrySchedule } from "../../config.js";
 import { batchRowId, routedTo, type AttemptResult, type ClaimedDelivery, type DeliveryCompletion } from "../../db/job-table/index.js";
-import type { LogAttemptRow, LogBatchRange, LogException, LogFate } from "../../db/call-log/log-advance.js";
+import type { CallAttempts, LogAttemptRow, LogBatchRange, LogException, LogFate, LogSentBody } from "../../db/call-log/log-advance.js";
 import type { LogCursor } from "../../db/call-log/log-cursors.js";
 import type { LoggedCall } from "../../db/call-log/log-read.js";
 import { logDeliveryId } from "../../db/queries/log-deliveries.js";
+import { attemptsKey, isSingle, noAttempts, withThisTry } from "./call-attempts.js";
 import { orderingKeyOf } from "./page-plan.js";
 import { heldBackBy, holdsBack, routedCall, type RouteRules } from "../../routing/route-rules.js";
 import type { ShapedBody } from "../../routing/shape-body.js";
@@ -20,6 +21,8 @@ export interface PageContext {
   now(): Date;
   /** Users with a delivery still queued here (per-user ordering): their calls wait behind it. */
   waitingUsers: ReadonlySet<string>;
+  /** The attempts the page's calls had in the cursor's earlier tries that failed as a whole, by message pk. */
+  earlier: ReadonlyMap<string, CallAttempts>;
   /** The destination's drops and transform, when it has any (undefined: the body is sent as stored). */
   shape?: ((payload: string) => Promise<ShapedBody>) | undefined;
   /** Hands a call to the destination's kind; `flush` sends what the kinds hold without waiting for their time. */
@@ -35,10 +38,11 @@ export type PageOutcome =
       rows: LogAttemptRow[];
       fates: LogFate[];
       exceptions: LogException[];
+      sentBodies: LogSentBody[];
       /** The sent calls' results, as endpoint health reads them. */
       completions: DeliveryCompletion[];
     }
-  | { kind: "hold"; runAt: Date; error: string; rows: LogAttemptRow[]; completions: DeliveryCompletion[] };
+  | { kind: "hold"; runAt: Date; error: string; rows: LogAttemptRow[]; sentBodies: LogSentBody[]; completions: DeliveryCompletion[] };
 
 /** What became of one call of the page. */
 type CallOutcome =
@@ -48,15 +52,21 @@ type CallOutcome =
   | { kind: "failed-transform"; error: string }
   | { kind: "sent"; job: ClaimedDelivery; results: AttemptResult[] };
 
-/** The job a kind is handed for a call read from the log: named by the call, so a retried page names it again the same way. */
-function jobOf(cursor: LogCursor, call: LoggedCall, destination: AnyDestination): ClaimedDelivery {
+/**
+ * The job a kind is handed for a call read from the log: named by the
+ * call, so a retried page names it again the same way; its attempts so far
+ * are its earlier tries (they set its retry schedule).
+ */
+function jobOf(cursor: LogCursor, call: LoggedCall, context: PageContext): ClaimedDelivery {
+  const { destination } = context;
+  const earlier = context.earlier.get(call.messagePk);
   return {
     destinationId: cursor.destinationId,
     // The id its derived delivery has (db/queries/log-deliveries.ts): what events and spans name.
     id: logDeliveryId(call.messagePk, cursor.destinationId),
     leaseToken: 0,
-    attemptCount: cursor.failures,
-    firstAttemptAt: cursor.firstFailedAt,
+    attemptCount: earlier?.tries ?? 0,
+    firstAttemptAt: earlier?.firstAt ?? null,
     retryUrls: null,
     payload: call.payload,
     messageId: call.messageId,
@@ -107,7 +117,7 @@ async function shapeCall(cursor: LogCursor, call: LoggedCall, context: PageConte
     if (shaped.kind === "error") return { kind: "failed-transform", error: shaped.error };
     if (shaped.kind === "send") body = shaped.body;
   }
-  return { kind: "ready", job: jobOf(cursor, call, context.destination), body };
+  return { kind: "ready", job: jobOf(cursor, call, context), body };
 }
 
 /**
@@ -130,7 +140,7 @@ export async function preparePage(cursor: LogCursor, calls: readonly LoggedCall[
     keys.push(key);
     if (routed.fate) pending.push({ kind: "fate", fate: routed.fate });
     else if (key !== null && context.waitingUsers.has(key)) pending.push({ kind: "waiting" });
-    else if (!context.shape) pending.push({ kind: "ready", job: jobOf(cursor, call, context.destination), body: call.payload });
+    else if (!context.shape) pending.push({ kind: "ready", job: jobOf(cursor, call, context), body: call.payload });
     else pending.push(shapeCall(cursor, call, context));
   }
   const outcomes = await Promise.all(pending);
@@ -175,7 +185,7 @@ function recordPage(
 ): PageOutcome {
   const now = context.now();
   const rows = new Map<string, LogAttemptRow>();
-  const rowOf = (a: AttemptResult): LogAttemptRow => {
+  const rowOf = (a: AttemptResult, call: LoggedCall): LogAttemptRow => {
     const ref = a.batch ?? { id: crypto.randomUUID(), calls: 1 };
     const id = batchRowId(a.batch ? (a as AttemptResult & { batch: typeof ref }) : { ...a, batch: ref });
     let row = rows.get(id);
@@ -194,17 +204,23 @@ function recordPage(
         destinationRevision: a.destinationRevision ?? null,
         calls: ref.calls,
         deliveries: 0,
+        pks: [],
       };
       rows.set(id, row);
     }
     row.deliveries++;
+    row.pks.push(call.messagePk);
     return row;
   };
 
   const fates: LogFate[] = [];
   const exceptions: LogException[] = [];
   const batches: LogBatchRange[] = [];
-  let run: LogBatchRange = { from: cursor.window.after, to: cursor.window.after, calls: 0, delivered: 0, row: null };
+  const sentBodies: LogSentBody[] = [];
+  // Of calls to retry: shown only if the page is held (they stay deliveries of the log, retrying).
+  const retryingBodies: LogSentBody[] = [];
+  let run = emptyRun(cursor.window.after);
+  let runKey = "";
   const completions: DeliveryCompletion[] = [];
   let sent = 0;
   let retrying = 0;
@@ -213,43 +229,57 @@ function recordPage(
   for (let i = 0; i < calls.length; i++) {
     const call = calls[i]!;
     const outcome = outcomes[i]!;
-    let deliveredRow: LogAttemptRow | undefined;
+    const earlier = context.earlier.get(call.messagePk);
+    let delivered: { row: LogAttemptRow; attempts: CallAttempts } | undefined;
     if (outcome.kind === "fate") {
       fates.push(outcome.fate);
       // Dropped by the transform at send time: per call, its delivery was cancelled (the loop's "completed" says so).
       if (outcome.fate.reason === "transform") completions.push(droppedCompletion(cursor, call, context, now));
-    } else if (outcome.kind === "waiting") exceptions.push(waitingException(call, keys[i]!, now));
-    else if (outcome.kind === "failed-transform") {
-      exceptions.push({ ...failedException(cursor, call, keys[i] ?? null, now, null), error: outcome.error });
+    } else if (outcome.kind === "waiting") {
+      exceptions.push(exceptionOf(call, keys[i]!, earlier ?? noAttempts, { status: "pending", runAt: now, error: null, retryUrls: null }));
+    } else if (outcome.kind === "failed-transform") {
+      // Failed before any request, as per call: an attempt counted, none made.
+      const attempts = earlier ?? noAttempts;
+      const counted = { ...attempts, tries: attempts.tries + 1, firstAt: attempts.firstAt ?? now };
+      exceptions.push(exceptionOf(call, keys[i] ?? null, counted, { status: "failed", runAt: now, error: outcome.error, retryUrls: null }));
     } else if (outcome.kind === "sent") {
       sent++;
       const completion = decideCompletion(outcome.job, outcome.results, context.rule, now, context.retry);
       completions.push(completion);
-      const callRows = outcome.results.map(rowOf);
+      const callRows = outcome.results.map((r) => rowOf(r, call));
+      const attempts = withThisTry(earlier, callRows);
+      const sentBody = outcome.results[0]?.sentBody;
       if (completion.status === "delivered") {
-        deliveredRow = callRows[outcome.results.findIndex((r) => r.outcome === "success")] ?? callRows[0];
+        delivered = { row: callRows[outcome.results.findIndex((r) => r.outcome === "success")] ?? callRows[0]!, attempts };
+        if (sentBody !== undefined) sentBodies.push({ messagePk: call.messagePk, body: sentBody });
       } else {
         if (completion.status === "retrying") {
           retrying++;
           if (!holdUntil || completion.runAt < holdUntil) holdUntil = completion.runAt;
           holdError ||= outcome.results.find((r) => r.error)?.error ?? "";
+          if (sentBody !== undefined) retryingBodies.push({ messagePk: call.messagePk, body: sentBody });
         }
-        exceptions.push({
-          ...failedException(cursor, call, keys[i] ?? null, completion.attemptedAt, callRows.at(-1)?.id ?? null),
-          status: completion.status as LogException["status"],
-          runAt: completion.runAt,
-          error: outcome.results.findLast((r) => r.error)?.error ?? null,
-          retryUrls: completion.retryUrls,
-        });
+        exceptions.push(
+          exceptionOf(call, keys[i] ?? null, attempts, {
+            status: completion.status as LogException["status"],
+            runAt: completion.runAt,
+            error: outcome.results.findLast((r) => r.error)?.error ?? null,
+            retryUrls: completion.retryUrls,
+          }),
+        );
       }
     }
-    // A new run starts where the delivered calls' attempt changes (the next POST, transaction or round).
-    if (deliveredRow && run.row && run.row.id !== deliveredRow.id) {
-      batches.push(run);
-      run = { from: run.to, to: run.to, calls: 0, delivered: 0, row: null };
-    }
-    if (deliveredRow) {
-      run.row = deliveredRow;
+    // A new run starts where the delivered calls' attempts change (the next POST, transaction or round; another part
+    // of a split batch; other earlier tries).
+    if (delivered) {
+      const key = attemptsKey(delivered.attempts);
+      if (run.row && key !== runKey) {
+        batches.push(run);
+        run = emptyRun(run.to);
+      }
+      run.row = delivered.row;
+      run.attempts = isSingle(delivered.attempts) ? null : delivered.attempts;
+      runKey = key;
       run.delivered++;
     }
     run.calls++;
@@ -261,42 +291,34 @@ function recordPage(
   // One call alone says nothing of the others: it is an exception, retried on its own (a page of one is per-user
   // ordering's page, or a trickle).
   if (sent > 1 && retrying === sent && holdUntil)
-    return { kind: "hold", runAt: holdUntil, error: holdError || "the batch failed", rows: list, completions };
-  return { kind: "advance", batches, rows: list, fates, exceptions, completions };
+    return { kind: "hold", runAt: holdUntil, error: holdError || "the batch failed", rows: list, sentBodies: retryingBodies, completions };
+  return { kind: "advance", batches, rows: list, fates, exceptions, sentBodies, completions };
 }
 
-function waitingException(call: LoggedCall, key: string, now: Date): LogException {
-  return {
-    messagePk: call.messagePk,
-    status: "pending",
-    runAt: now,
-    attemptedAt: now,
-    attemptCount: 0,
-    firstAttemptAt: null,
-    error: null,
-    retryUrls: null,
-    orderingKey: key,
-    attemptRowId: null,
-  };
+function emptyRun(at: LogBatchRange["from"]): LogBatchRange {
+  return { from: at, to: at, calls: 0, delivered: 0, row: null, attempts: null };
 }
 
-function failedException(cursor: LogCursor, call: LoggedCall, key: string | null, at: Date, rowId: string | null): LogException {
+/** A call of the page with a delivery row of its own from now on, created when the call was received (as per call). */
+function exceptionOf(
+  call: LoggedCall,
+  key: string | null,
+  attempts: CallAttempts,
+  fields: Pick<LogException, "status" | "runAt" | "error" | "retryUrls">,
+): LogException {
   return {
     messagePk: call.messagePk,
-    status: "failed",
-    runAt: at,
-    attemptedAt: at,
-    attemptCount: cursor.failures + 1,
-    firstAttemptAt: cursor.firstFailedAt ?? at,
-    error: null,
-    retryUrls: null,
+    ...fields,
+    attemptCount: attempts.tries,
+    firstAttemptAt: attempts.firstAt,
     orderingKey: key,
-    attemptRowId: rowId,
+    createdAt: call.receivedAt,
+    attempts: attempts.rows.length > 0 ? attempts : null,
   };
 }
 
 function droppedCompletion(cursor: LogCursor, call: LoggedCall, context: PageContext, now: Date): DeliveryCompletion {
-  const job = jobOf(cursor, call, context.destination);
+  const job = jobOf(cursor, call, context);
   return {
     destinationId: job.destinationId,
     id: job.id,

@@ -1,8 +1,7 @@
 import { createHmac, randomBytes } from "node:crypto";
 import { expect } from "vitest";
+import { AttemptOutcome, DeliveryStatus, DeliveryView } from "../../../gen/waypost/v1/delivery_pb.js";
 import { ManualClock } from "../../../src/clock.js";
-import { selectAttempts } from "../../../src/db/queries/deliveries.js";
-import { selectLastAttempts } from "../../../src/db/queries/last-attempts.js";
 import { batchWebhookId } from "../../../src/delivery/kinds/webhook/batch-split.js";
 import { healthConfig } from "../../health/support.js";
 import { testWith } from "../../helpers/fixtures.js";
@@ -32,18 +31,17 @@ async function limitedReceiver(limit: number, refusal: { status: number; body?: 
 const messageIdsIn = (request: ReceivedRequest): string[] =>
   (JSON.parse(request.body).batch as Array<{ messageId: string }>).map((call) => call.messageId);
 
-/** A call's attempts as the delivery views list them, in order. */
+/** A call's attempts as its delivery shows them (GetDelivery), in order. */
 async function attemptsOf(server: TestServer, messageId: string, destinationId: string) {
-  const result = await server.pool.query<{ id: string }>(
-    "SELECT d.id FROM deliveries d JOIN messages m ON m.id = d.message_pk WHERE m.message_id = $1 AND d.destination_id = $2",
-    [messageId, destinationId],
-  );
-  const attempts = await selectAttempts(
-    server.pool,
-    [destinationId],
-    result.rows.map((row) => row.id),
-  );
-  return attempts.map((a) => ({ outcome: a.outcome, status_code: a.status_code, error: a.error }));
+  const { deliveries } = await server.deliveries.listDeliveries({ destinationId, messageId });
+  expect(deliveries).toHaveLength(1);
+  const { delivery } = await server.deliveries.getDelivery({ id: deliveries[0]!.id });
+  return delivery!.attempts.map((a) => ({
+    outcome: a.outcome,
+    statusCode: a.statusCode,
+    error: a.error,
+    batchDeliveryIds: a.batchDeliveryIds,
+  }));
 }
 
 /** Sends `small` calls and one large one (at position `at`) to a destination batching them all into one POST. */
@@ -95,21 +93,24 @@ test("a batch refused with 413 is sent again in halves down to one: only the cal
   for (const id of innocent) {
     const attempts = await attemptsOf(server, id, destination.id);
     expect(attempts.length).toBeGreaterThanOrEqual(2);
-    expect(attempts.at(-1)).toMatchObject({ outcome: "success", status_code: 200 });
+    expect(attempts.at(-1)).toMatchObject({ outcome: AttemptOutcome.SUCCESS, statusCode: 200 });
     for (const refused of attempts.slice(0, -1)) {
-      expect(refused).toMatchObject({ outcome: "permanent", status_code: 413 });
+      expect(refused).toMatchObject({ outcome: AttemptOutcome.PERMANENT, statusCode: 413 });
       expect(refused.error).toMatch(/as too large: sent again in smaller batches/);
     }
   }
-  // A list of deliveries shows each innocent call's POST that took it, not a refused one.
-  const delivered = completions.filter((c) => c.status === "delivered").map((c) => c.id);
-  const last = await selectLastAttempts(server.pool, Array(delivered.length).fill(destination.id), delivered);
-  expect(last.map((a) => a.status_code)).toEqual(Array(40).fill(200));
+  // A list of deliveries shows each innocent call's POST that took it, not a refused one: no error.
+  const { deliveries: listed } = await server.deliveries.listDeliveries({ destinationId: destination.id, view: DeliveryView.BASIC });
+  const delivered = listed.filter((d) => d.status === DeliveryStatus.DELIVERED);
+  expect(delivered.map((d) => d.messageId).sort()).toEqual([...innocent].sort());
+  expect(delivered.map((d) => d.lastError)).toEqual(Array(40).fill(""));
   const largeAttempts = await attemptsOf(server, large, destination.id);
-  expect(largeAttempts.every((a) => a.outcome === "permanent" && a.status_code === 413)).toBe(true);
-  // The first POST carried all 41; the last carried the large call alone and is final.
+  expect(largeAttempts.every((a) => a.outcome === AttemptOutcome.PERMANENT && a.statusCode === 413)).toBe(true);
+  // The first POST carried all 41, the other 40 listed with it; the last carried the large call alone and is final.
   expect(largeAttempts[0]!.error).toMatch(/\(41 calls\)/);
-  expect(largeAttempts.at(-1)!.error).toBeNull();
+  expect(largeAttempts[0]!.batchDeliveryIds).toHaveLength(40);
+  expect(largeAttempts.at(-1)!.error).toBe("");
+  expect(largeAttempts.at(-1)!.batchDeliveryIds).toEqual([]);
 });
 
 test("a 400 whose body says the payload is too large splits too; a plain 400 fails the whole batch", async ({ server }) => {
