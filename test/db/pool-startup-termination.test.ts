@@ -13,14 +13,15 @@ import { serverUrl } from "../helpers/database.js";
 // startup reply, terminates the backend (its pid is in the reply), and
 // passes the reply and the FATAL on together.
 
-/** Server messages in a buffer: [type, body] pairs, and the bytes left over. */
-function messages(buffer: Buffer): { found: Array<{ type: string; body: Buffer }>; rest: Buffer } {
-  const found: Array<{ type: string; body: Buffer }> = [];
+/** The complete server messages at the start of a buffer (type, body, and the message's bytes), and the bytes left over. */
+function messages(buffer: Buffer): { found: Array<{ type: string; body: Buffer; raw: Buffer }>; rest: Buffer } {
+  const found: Array<{ type: string; body: Buffer; raw: Buffer }> = [];
   let offset = 0;
   while (buffer.length - offset >= 5) {
     const length = buffer.readInt32BE(offset + 1);
     if (buffer.length - offset < 1 + length) break;
-    found.push({ type: String.fromCharCode(buffer[offset]!), body: buffer.subarray(offset + 5, offset + 1 + length) });
+    const raw = buffer.subarray(offset, offset + 1 + length);
+    found.push({ type: String.fromCharCode(raw[0]!), body: raw.subarray(5), raw });
     offset += 1 + length;
   }
   return { found, rest: buffer.subarray(offset) };
@@ -38,25 +39,41 @@ async function startCoalescingProxy(target: URL, terminate: (pid: number) => Pro
     }
     client.on("data", (data) => upstream.write(data));
     client.on("end", () => upstream.end());
-    let held = Buffer.alloc(0);
-    let state: "startup" | "terminating" | "passing" = "startup";
+    // Authentication passes through (a password exchange needs the client's answers); from
+    // AuthenticationOk on, the startup reply is held until the backend's FATAL joins it.
+    let unread = Buffer.alloc(0);
+    const held: Buffer[] = [];
+    let state: "authenticating" | "holding" | "terminating" | "passing" = "authenticating";
     let pid = 0;
     upstream.on("data", (data) => {
       if (state === "passing") return client.write(data);
-      held = Buffer.concat([held, data]);
-      for (const { type, body } of messages(held).found) {
+      const { found, rest } = messages(Buffer.concat([unread, data]));
+      unread = rest;
+      for (const { type, body, raw } of found) {
+        if (state === "passing") {
+          client.write(raw);
+          continue;
+        }
+        if (state === "authenticating" && !(type === "R" && body.readInt32BE(0) === 0)) {
+          client.write(raw);
+          continue;
+        }
+        if (state === "authenticating") state = "holding";
+        held.push(raw);
         if (type === "K") pid = body.readInt32BE(0);
-        if (type === "Z" && state === "startup") {
+        if (type === "Z" && state === "holding") {
           state = "terminating";
           void terminate(pid);
-        }
-        if (type === "E" && state === "terminating") {
+        } else if (type === "E" && state === "terminating") {
           // The startup reply and the FATAL, in one write.
           state = "passing";
           coalesced++;
-          client.write(held);
-          return;
+          client.write(Buffer.concat(held));
         }
+      }
+      if (state === "passing" && unread.length > 0) {
+        client.write(unread);
+        unread = Buffer.alloc(0);
       }
     });
     upstream.on("end", () => client.end());
