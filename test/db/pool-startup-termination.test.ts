@@ -41,7 +41,7 @@ async function startCoalescingProxy(target: URL, terminate: (pid: number) => Pro
     client.on("end", () => upstream.end());
     // Authentication passes through (a password exchange needs the client's answers); from
     // AuthenticationOk on, the startup reply is held until the backend's FATAL joins it.
-    let unread = Buffer.alloc(0);
+    let unread: Buffer = Buffer.alloc(0);
     const held: Buffer[] = [];
     let state: "authenticating" | "holding" | "terminating" | "passing" = "authenticating";
     let pid = 0;
