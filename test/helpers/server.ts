@@ -1,9 +1,11 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import type pg from "pg";
+import { expect } from "vitest";
 import { DeliveryService } from "../../gen/waypost/v1/delivery_pb.js";
 import { DestinationService, type Destination } from "../../gen/waypost/v1/destination_pb.js";
 import { IntegrationService } from "../../gen/waypost/v1/integration_pb.js";
@@ -199,4 +201,12 @@ export function completionsOf(target: TestServer, destinationId: string, count: 
       }
     });
   });
+}
+
+/** When the destination's deliveries are due again (the latest of them), as the API lists them; each must have a time. */
+export async function nextAttemptOf(target: TestServer, destinationId: string): Promise<Date> {
+  const { deliveries } = await target.deliveries.listDeliveries({ destinationId });
+  const due = deliveries.flatMap((d) => (d.nextAttemptTime ? [timestampDate(d.nextAttemptTime).getTime()] : []));
+  expect(due).toHaveLength(deliveries.length);
+  return new Date(Math.max(...due));
 }

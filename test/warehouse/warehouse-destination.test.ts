@@ -1,4 +1,3 @@
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import type pg from "pg";
 import { expect, vi } from "vitest";
@@ -11,7 +10,7 @@ import { withAdmin } from "../audiences/support.js";
 import { createPool } from "../../src/db/pool.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/database.js";
 import { testWith } from "../helpers/fixtures.js";
-import type { TestServer } from "../helpers/server.js";
+import { nextAttemptOf, type TestServer } from "../helpers/server.js";
 import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
 import { post } from "../compat/support.js";
 
@@ -110,14 +109,6 @@ async function flushByClock(server: TestServer, destinationId: string, count: nu
  * call log): each is in a held batch, which loads at its flush interval or when full. Call it after the calls.
  */
 const handedOver = (server: TestServer) => server.waypost.delivery!.caughtUp();
-
-/** When the destination's retrying deliveries are due again (the latest of them), as the API lists them. */
-async function nextAttemptOf(server: TestServer, destinationId: string): Promise<Date> {
-  const { deliveries } = await server.deliveries.listDeliveries({ destinationId });
-  const due = deliveries.flatMap((d) => (d.nextAttemptTime ? [timestampDate(d.nextAttemptTime).getTime()] : []));
-  expect(due).toHaveLength(deliveries.length);
-  return new Date(Math.max(...due));
-}
 
 // Still used by the RetryDeliveries test: its retried call is not yet waited for layout-neutrally.
 /** Resolves once the loop has claimed `count` deliveries (into a batch) from now on; set it up before what makes them due. */

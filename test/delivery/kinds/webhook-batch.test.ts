@@ -1,5 +1,4 @@
 import { createHmac, randomBytes } from "node:crypto";
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { expect } from "vitest";
 import { AttemptOutcome, Fate } from "../../../gen/waypost/v1/delivery_pb.js";
 import { Ordering } from "../../../gen/waypost/v1/destination_pb.js";
@@ -8,7 +7,7 @@ import { claimRound, healthConfig } from "../../health/support.js";
 import { testWith } from "../../helpers/fixtures.js";
 import type { TestServer } from "../../helpers/server.js";
 import { startReceiver, type ReceivedRequest, type Receiver } from "../../helpers/receiver.js";
-import { completionsOf } from "../../helpers/server.js";
+import { completionsOf, nextAttemptOf } from "../../helpers/server.js";
 import { verifyStandardWebhook } from "../../helpers/standard-webhooks.js";
 
 // The loop claims only when woken (a new call, a poke): batches fill from the test's calls alone.
@@ -73,14 +72,6 @@ async function deliveryOf(server: TestServer, messageId: string, destinationId: 
 async function attemptsOf(server: TestServer, messageId: string, destinationId: string) {
   const delivery = await deliveryOf(server, messageId, destinationId);
   return delivery.attempts.map((a) => ({ outcome: a.outcome, statusCode: a.statusCode }));
-}
-
-/** When the destination's retrying deliveries are due again (the latest of them), as the API lists them. */
-async function nextAttemptOf(server: TestServer, destinationId: string): Promise<Date> {
-  const { deliveries } = await server.deliveries.listDeliveries({ destinationId });
-  const due = deliveries.flatMap((d) => (d.nextAttemptTime ? [timestampDate(d.nextAttemptTime).getTime()] : []));
-  expect(due).toHaveLength(deliveries.length);
-  return new Date(Math.max(...due));
 }
 
 const success = { outcome: AttemptOutcome.SUCCESS, statusCode: 200 };
