@@ -21,6 +21,8 @@ export interface LogAttemptRow {
   deliveries: number;
   /** Those calls' messages' ids (readers name each by its delivery: the batch's other calls). */
   pks: string[];
+  /** Values of its calls a warehouse could not store (the destination's stats count them). */
+  discardedValues: number;
 }
 
 /**
@@ -36,10 +38,17 @@ export interface CallAttempts {
   tries: number;
 }
 
-/** The body a call was sent as, when the destination's rules changed it. */
+/**
+ * What a call's own attempt kept beyond its batch's row (log_sent_bodies):
+ * the body it was sent as, when the destination's rules changed it; and
+ * what a warehouse could not store of it (the count and the note saying
+ * which values, as a per-call delivery's attempt shows them).
+ */
 export interface LogSentBody {
   messagePk: string;
-  body: string;
+  body: string | null;
+  discardedValues?: number | undefined;
+  note?: string | null | undefined;
 }
 
 /** A call that routing held back here: a fate row, as ingest writes for a destination per call. */
@@ -103,23 +112,27 @@ export interface LogAdvance {
 /** The INSERT of a page's delivery_batch_attempts rows, from the JSON parameter `rows` (attemptRowsJson), for `destination`. */
 function insertAttemptRowsSql(destination: string, rows: string): string {
   return `INSERT INTO delivery_batch_attempts (destination_id, id, batch_id, url_index, url, attempted_at, outcome, status_code, error,
-                                         latency_ms, response_body, destination_revision, calls, deliveries, call_pks)
+                                         latency_ms, response_body, destination_revision, calls, deliveries, call_pks, discarded_values)
     SELECT ${destination}, r.id, r.batch_id, r.url_index, r.url, r.attempted_at, r.outcome::attempt_outcome, r.status_code, r.error,
-           r.latency_ms, r.response_body, r.destination_revision, r.calls, r.deliveries, r.call_pks
+           r.latency_ms, r.response_body, r.destination_revision, r.calls, r.deliveries, r.call_pks, r.discarded_values
       FROM json_to_recordset(${rows}::json) AS r(id uuid, batch_id uuid, url_index int, url text, attempted_at timestamptz, outcome text,
                                              status_code int, error text, latency_ms int, response_body text, destination_revision int,
-                                             calls int, deliveries int, call_pks bigint[])`;
+                                             calls int, deliveries int, call_pks bigint[], discarded_values int)`;
 }
 
 /** The upsert of sent bodies (the JSON parameter `bodies`: sentBodiesJson) for `destination`: a call's last body sent. */
 function upsertSentBodiesSql(destination: string, bodies: string, where = ""): string {
-  return `INSERT INTO log_sent_bodies (message_pk, destination_id, sent_body)
-    SELECT s.message_pk, ${destination}, s.body FROM json_to_recordset(${bodies}::json) AS s(message_pk bigint, body text) ${where}
-    ON CONFLICT (message_pk, destination_id) DO UPDATE SET sent_body = excluded.sent_body`;
+  return `INSERT INTO log_sent_bodies (message_pk, destination_id, sent_body, discarded_values, response_body)
+    SELECT s.message_pk, ${destination}, s.body, s.discarded, s.note
+      FROM json_to_recordset(${bodies}::json) AS s(message_pk bigint, body text, discarded int, note text) ${where}
+    ON CONFLICT (message_pk, destination_id) DO UPDATE
+      SET sent_body = excluded.sent_body, discarded_values = excluded.discarded_values, response_body = excluded.response_body`;
 }
 
 function sentBodiesJson(bodies: readonly LogSentBody[]): string {
-  return JSON.stringify(bodies.map((b) => ({ message_pk: b.messagePk, body: b.body })));
+  return JSON.stringify(
+    bodies.map((b) => ({ message_pk: b.messagePk, body: b.body, discarded: b.discardedValues || null, note: b.note ?? null })),
+  );
 }
 
 // One statement: the cursor moves under its lease's fence from where the
@@ -188,6 +201,7 @@ function attemptRowsJson(rows: readonly LogAttemptRow[]): string {
       calls: r.calls,
       deliveries: r.deliveries,
       call_pks: r.pks,
+      discarded_values: r.discardedValues || null,
     })),
   );
 }

@@ -59,7 +59,7 @@ export function attemptsSinceSql(destinationId: string, since: string): string {
        FROM delivery_attempts
       WHERE destination_id = ${destinationId} AND attempted_at >= ${since}
      UNION ALL
-     SELECT b.attempted_at, b.outcome, b.latency_ms, NULL::integer
+     SELECT b.attempted_at, b.outcome, b.latency_ms, CASE WHEN n = 1 THEN b.discarded_values END
        FROM delivery_batch_attempts b
       CROSS JOIN LATERAL generate_series(1, b.deliveries) AS n
       WHERE b.destination_id = ${destinationId} AND b.attempted_at >= ${since}`;

@@ -143,7 +143,8 @@ export async function selectLogAttempts(db: Queryable, ids: readonly string[]): 
   if (pairs.length === 0) return [];
   const result = await db.query<AttemptRow>(
     `SELECT m.id::text || '@' || l.destination_id::text AS delivery_id, r.attempt, a.url, a.attempted_at, a.outcome, a.status_code,
-            a.error, a.latency_ms, a.response_body, a.destination_revision, NULL::integer AS discarded_values, a.subscription,
+            a.error, a.latency_ms, CASE WHEN a.outcome = 'success' AND s.discarded_values IS NOT NULL THEN s.response_body ELSE a.response_body END
+            AS response_body, a.destination_revision, CASE WHEN a.outcome = 'success' THEN s.discarded_values END AS discarded_values, a.subscription,
             a.method, a.request_headers, a.request_body, a.request_body_bytes, a.batch_id, a.calls AS batch_calls,
             NULL::bigint[] AS batch_delivery_ids, a.call_pks[1:101] AS call_pks
        FROM unnest($1::uuid[], $2::bigint[]) AS l(destination_id, message_pk)
@@ -161,6 +162,8 @@ export async function selectLogAttempts(db: Queryable, ids: readonly string[]): 
       ) r
        JOIN delivery_batch_attempts a
          ON a.destination_id = l.destination_id AND a.id = r.row_id AND a.attempted_at >= r.since
+       -- The call's own part of its delivering attempt: what a warehouse could not store of it.
+       LEFT JOIN log_sent_bodies s ON s.message_pk = m.id AND s.destination_id = l.destination_id
       WHERE ${derivedPredicates("l.destination_id").join(" AND ")}
       ORDER BY delivery_id, r.attempt, a.url_index, r.position`,
     [pairs.map((p) => p.destinationId), pairs.map((p) => p.messagePk)],

@@ -205,11 +205,13 @@ function recordPage(
         calls: ref.calls,
         deliveries: 0,
         pks: [],
+        discardedValues: 0,
       };
       rows.set(id, row);
     }
     row.deliveries++;
     row.pks.push(call.messagePk);
+    row.discardedValues += a.discardedValues ?? 0;
     return row;
   };
 
@@ -250,8 +252,13 @@ function recordPage(
       const attempts = withThisTry(earlier, callRows);
       const sentBody = outcome.results[0]?.sentBody;
       if (completion.status === "delivered") {
-        delivered = { row: callRows[outcome.results.findIndex((r) => r.outcome === "success")] ?? callRows[0]!, attempts };
-        if (sentBody !== undefined) sentBodies.push({ messagePk: call.messagePk, body: sentBody });
+        const success = outcome.results.findIndex((r) => r.outcome === "success");
+        delivered = { row: callRows[success] ?? callRows[0]!, attempts };
+        // A warehouse's note on what it could not store is the call's own: its batch's row holds only the total.
+        const discardedValues = outcome.results[success]?.discardedValues;
+        const note = discardedValues ? outcome.results[success]!.responseBody : null;
+        if (sentBody !== undefined || discardedValues)
+          sentBodies.push({ messagePk: call.messagePk, body: sentBody ?? null, discardedValues, note });
       } else {
         if (completion.status === "retrying") {
           retrying++;
