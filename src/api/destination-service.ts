@@ -186,7 +186,8 @@ export function createDestinationService(options: DestinationServiceOptions): Se
         }
         await applyUpdate(tx, current, input, paths, clock.now(), options.addressGuard, rules);
         // A source connected now gets its cursor with the connection (one a later sync makes starts at the same place).
-        if (paths.has("source_ids") && options.callLog && options.jobTable.callLog) await syncLogCursors(tx);
+        // (With the log off too: a destination already on it stays there.)
+        if (paths.has("source_ids") && options.jobTable.callLog) await syncLogCursors(tx);
         return (await selectDestination(tx, id))!;
       });
       options.onRoutingChanged?.();

@@ -91,27 +91,28 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     labelOf: (destination) => runtime.labelOf(destination),
   });
   // Destinations of the batching kinds read the call log by cursor (call-log/), beside this loop's per-call claims.
-  const loader =
-    config.callLog && jobTable.callLog
-      ? createLogLoader({
-          pool,
-          runtime,
-          config,
-          sandboxes,
-          clock,
-          logger,
-          notifier: options.notifier,
-          onQueued: () => wakeup.wake(),
-          recordHealth: (tx, completions) => runtime.recordHealth(tx, completions),
-          onCompleted: (completions) => {
-            for (const c of completions) {
-              metrics.attempted(c.destinationId, c.attempts);
-              metrics.finished(c.destinationId, c.status);
-            }
-            events.emit("completed", [...completions]);
-          },
-        })
-      : undefined;
+  // With the log off, destinations already on it are still read: only moving more onto it stops.
+  const loader = jobTable.callLog
+    ? createLogLoader({
+        pool,
+        runtime,
+        config,
+        sandboxes,
+        clock,
+        logger,
+        notifier: options.notifier,
+        moveOntoLog: config.callLog === true,
+        onQueued: () => wakeup.wake(),
+        recordHealth: (tx, completions) => runtime.recordHealth(tx, completions),
+        onCompleted: (completions) => {
+          for (const c of completions) {
+            metrics.attempted(c.destinationId, c.attempts);
+            metrics.finished(c.destinationId, c.status);
+          }
+          events.emit("completed", [...completions]);
+        },
+      })
+    : undefined;
   const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   const active = new Set<Promise<void>>();
   let running = false;

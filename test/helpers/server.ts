@@ -79,8 +79,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     WAYPOST_DATA_DIR: dataDir,
     WAYPOST_ALLOW_PRIVATE_DESTINATIONS: "true",
     WAYPOST_LOG_LEVEL: process.env.WAYPOST_TEST_LOG ?? "silent",
-    // The suite's second layout: batching destinations on the call log (test/run.mjs --call-log).
-    WAYPOST_CALL_LOG: process.env.WAYPOST_TEST_CALL_LOG ?? "off",
+    // The suite's layouts: batching destinations on the call log (the default), or per call (test/run.mjs --per-call).
+    WAYPOST_CALL_LOG: process.env.WAYPOST_TEST_CALL_LOG ?? "on",
   });
   const { delivery, outbound, ...rest } = options.config ?? {};
   let config: Config = {

@@ -30,6 +30,12 @@ export interface LogLoaderOptions
   concurrency?: number;
   /** Real time between moves of new batching destinations onto the log and cursor syncs (5 s by default). */
   syncMs?: number;
+  /**
+   * Per-call destinations of the batching kinds are moved onto the log
+   * (WAYPOST_CALL_LOG=on). Off, those already on it are still read: there is
+   * no way back to a queue row per call for calls past a cursor.
+   */
+  moveOntoLog?: boolean;
 }
 
 export interface LogLoader {
@@ -121,7 +127,7 @@ export function createLogLoader(options: LogLoaderOptions): LogLoader {
   });
 
   async function sync(): Promise<void> {
-    const toMove = await selectDestinationsToMove(pool);
+    const toMove = options.moveOntoLog === false ? [] : await selectDestinationsToMove(pool);
     if (toMove.length > 0) {
       await moveOntoLog(pool, toMove, clock.now());
       logger.info({ destinations: toMove.length }, "destinations moved onto the call log");

@@ -21,6 +21,7 @@ function row(id: string, s: number, pks: string[]): LogAttemptRow {
     calls: pks.length,
     deliveries: pks.length,
     pks,
+    discardedValues: 0,
   };
 }
 
