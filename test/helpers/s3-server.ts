@@ -69,7 +69,9 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Se
       res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${message}</Message></Error>`);
     };
     try {
-      const body = Buffer.concat(await Array.fromAsync(req as AsyncIterable<Buffer>));
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const body: Buffer = Buffer.concat(chunks);
       if (failures.count > 0) {
         failures.count--;
         return refuse(failures.status, failures.status >= 500 ? "InternalError" : "Planted", "planted failure");
@@ -77,7 +79,7 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Se
       const problem = signatureProblem(req, rawPath, query, body, accessKeyId, secretAccessKey);
       if (problem) return refuse(problem.status, problem.code, problem.message);
       const headers = { ...req.headers };
-      let forwarded = body;
+      let forwarded: Buffer = body;
       if (isChunked(headers)) {
         record.chunked = true;
         forwarded = decodeAwsChunked(body);

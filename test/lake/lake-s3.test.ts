@@ -83,7 +83,7 @@ test("the test server decodes aws-chunked uploads (the SDK's default for a strea
     credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey },
   });
   try {
-    const body = Buffer.from("x".repeat(100_000) + "end");
+    const body = Buffer.from(`${"x".repeat(100_000)}end`);
     const before = server.requests.length;
     await client.send(
       new PutObjectCommand({ Bucket: "lake", Key: "chunked/a.txt", Body: Readable.from([body]), ContentLength: body.length }),
