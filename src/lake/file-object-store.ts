@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { copyFile, mkdir, readdir, readFile, rename, rm, stat, unlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { ObjectStoreError } from "./object-store-error.js";
-import type { ObjectEntry, ObjectStore } from "./object-store.js";
+import type { ObjectEntry, ObjectStore } from "./object-store-types.js";
 
 export interface FileObjectStoreOptions {
   directory: string;

@@ -33,6 +33,11 @@ export function parseLakeUrl(url: string): LakeLocation {
   throw new Error(`lake URL scheme ${JSON.stringify(parsed.protocol)} is not supported (s3:// or file://)`);
 }
 
+/** The text without leading and trailing `/` (a loop: a regex for it backtracks on long runs of `/`). */
 export function trimSlashes(text: string): string {
-  return text.replace(/^\/+|\/+$/g, "");
+  let start = 0;
+  let end = text.length;
+  while (start < end && text.charCodeAt(start) === 47) start++;
+  while (end > start && text.charCodeAt(end - 1) === 47) end--;
+  return text.slice(start, end);
 }

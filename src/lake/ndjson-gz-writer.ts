@@ -2,7 +2,7 @@ import { createWriteStream } from "node:fs";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGzip } from "node:zlib";
-import type { FileContent, FileWriter } from "./file-writer.js";
+import type { FileContent, FileWriter } from "./file-content.js";
 
 /**
  * Newline-delimited JSON, gzipped: one object per row with every column of

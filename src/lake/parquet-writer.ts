@@ -1,7 +1,7 @@
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import { stat } from "node:fs/promises";
 import { quoteIdent } from "../warehouse/identifiers.js";
-import type { FileContent, FileWriter } from "./file-writer.js";
+import type { FileContent, FileWriter } from "./file-content.js";
 import type { LakeType } from "./lake-types.js";
 
 // The DuckDB type of each lake type in the staging table. Timestamps are

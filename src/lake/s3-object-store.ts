@@ -10,7 +10,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { storeError } from "./object-store-error.js";
-import type { ObjectEntry, ObjectStore, ObjectStoreOptions } from "./object-store.js";
+import type { ObjectEntry, ObjectStore, ObjectStoreOptions } from "./object-store-types.js";
 
 /** S3's least part size for a multipart upload (every part but the last). */
 export const minPartSizeBytes = 5 * 1024 * 1024;
