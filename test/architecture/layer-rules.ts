@@ -45,7 +45,8 @@ export const layers: ReadonlyArray<{ name: string; modules: readonly string[] }>
   { name: "sandbox", modules: ["sandbox/"] },
   // The integrations catalog is a client of vendor APIs like the warehouse is
   // of Postgres: routing matches its subscriptions, delivery runs its actions.
-  { name: "outbound requests", modules: ["outbound/", "warehouse/", "catalog/"] },
+  // The lake writes the warehouse's layout as files into object storage.
+  { name: "outbound requests", modules: ["outbound/", "warehouse/", "lake/", "catalog/"] },
   { name: "domain", modules: ["routing/", "plans/", "ingest/", "health/", "audiences/", "deletion/", "delivery/"] },
   { name: "edge", modules: ["api/", "compat/", "console/"] },
   // The CLI is an edge too (it speaks the RPC API), but its `serve` starts the server.
