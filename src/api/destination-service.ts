@@ -111,6 +111,12 @@ export function createDestinationService(options: DestinationServiceOptions): Se
       const id = randomUUID();
       const name = validateName("destination.name", input.name);
       const kind = kindOfInput(input);
+      if (kind.callLogOnly && !options.jobTable.callLog) {
+        throw new ConnectError(
+          `a ${kind.label} destination reads the call log, which this job table (Citus) does not have yet`,
+          Code.FailedPrecondition,
+        );
+      }
       refuseOtherKinds(kind, input, undefined, req.generateSigningSecret);
       const generated = req.generateSigningSecret ? generateSigningSecret() : "";
       const settings = kind.settings.read(input, {
@@ -146,7 +152,7 @@ export function createDestinationService(options: DestinationServiceOptions): Se
           at: now,
         });
         await replaceDestinationSources(tx, id, sourceIds);
-        if (options.callLog && options.jobTable.callLog) await placeOnLog(tx, id);
+        if ((options.callLog || kind.callLogOnly) && options.jobTable.callLog) await placeOnLog(tx, id);
         return (await selectDestination(tx, id))!;
       });
       options.onRoutingChanged?.();

@@ -35,8 +35,10 @@ export interface LakeRows {
 export interface LakeRowsOptions {
   /** The `loaded_at` of every row (default: now). */
   loadedAt?: Date;
-  /** Also write each call whole into the `calls` table (default true). */
+  /** Write each call whole into the `calls` table (default true). */
   archive?: boolean;
+  /** Write each call into the warehouse layout's tables (default true). */
+  layout?: boolean;
 }
 
 /**
@@ -66,6 +68,7 @@ export async function lakeRows(calls: readonly LakeCall[], registry: ColumnRegis
     }
     const partition = partitionOf(call.receivedAt);
     if (options.archive !== false && typeof body.type === "string") archive.push({ partition, row: archiveRow(body, call) });
+    if (options.layout === false) return;
     let change: ReturnType<typeof changeOf>;
     try {
       change = changeOf(body, call.receivedAt, { sentAt: call.sentAt, loadedAt });

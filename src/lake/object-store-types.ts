@@ -1,3 +1,5 @@
+import type { LookupFunction } from "node:net";
+
 /** What to store: bytes in memory, or a local file by its path (streamed, never read whole for a multipart upload). */
 export type ObjectBody = Buffer | { path: string };
 
@@ -39,4 +41,6 @@ export interface ObjectStoreOptions {
   maxAttempts?: number | undefined;
   /** Per-request timeout (default 60 s). */
   requestTimeoutMs?: number | undefined;
+  /** Resolves the endpoint's host name (the lake kind's runs the outbound address guard on every address). */
+  lookup?: LookupFunction | undefined;
 }

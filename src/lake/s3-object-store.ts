@@ -1,5 +1,7 @@
 import { createReadStream } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
+import http from "node:http";
+import https from "node:https";
 import {
   DeleteObjectCommand,
   GetObjectCommand,
@@ -99,7 +101,13 @@ export function createS3ObjectStore(options: S3ObjectStoreOptions): ObjectStore 
 function clientConfig(options: S3ObjectStoreOptions): S3ClientConfig {
   const config: S3ClientConfig = {
     maxAttempts: options.maxAttempts ?? 3,
-    requestHandler: { requestTimeout: options.requestTimeoutMs ?? 60_000, connectionTimeout: 10_000 },
+    requestHandler: {
+      requestTimeout: options.requestTimeoutMs ?? 60_000,
+      connectionTimeout: 10_000,
+      // Connections reused across uploads; every new one resolves its host through `lookup` when given.
+      httpAgent: new http.Agent({ keepAlive: true, ...(options.lookup ? { lookup: options.lookup } : {}) }),
+      httpsAgent: new https.Agent({ keepAlive: true, ...(options.lookup ? { lookup: options.lookup } : {}) }),
+    },
   };
   // An S3-compatible store is named by its endpoint and takes path-style requests
   // (`/bucket/key`): MinIO, Ceph and most others have no per-bucket host names.

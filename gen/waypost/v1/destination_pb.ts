@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file waypost/v1/destination.proto.
  */
 export const file_waypost_v1_destination: GenFile = /*@__PURE__*/
-  fileDesc("Chx3YXlwb3N0L3YxL2Rlc3RpbmF0aW9uLnByb3RvEgp3YXlwb3N0LnYxIqIBCgdXZWJob29rEgsKA3VybBgBIAEoCRIxCgdoZWFkZXJzGAIgAygLMiAud2F5cG9zdC52MS5XZWJob29rLkhlYWRlcnNFbnRyeRInCgViYXRjaBgDIAEoCzIYLndheXBvc3QudjEuV2ViaG9va0JhdGNoGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInEKDFdlYmhvb2tCYXRjaBIRCgltYXhfY2FsbHMYASABKAUSFgoJbWF4X2J5dGVzGAIgASgFSACIAQESGAoLbWF4X3dhaXRfbXMYAyABKAVIAYgBAUIMCgpfbWF4X2J5dGVzQg4KDF9tYXhfd2FpdF9tcyJKChFQb3N0Z3Jlc1dhcmVob3VzZRILCgN1cmwYASABKAkSDgoGc2NoZW1hGAIgASgJEhgKEGhhc19wb3N0Z3Jlc191cmwYAyABKAgifgoMQW1xcFNldHRpbmdzEgsKA3VybBgBIAEoCRIQCghleGNoYW5nZRgCIAEoCRITCgtyb3V0aW5nX2tleRgDIAEoCRIWCgltYW5kYXRvcnkYBCABKAhIAIgBARIUCgxoYXNfYW1xcF91cmwYBSABKAhCDAoKX21hbmRhdG9yeSKWAQoXSW50ZWdyYXRpb25TdWJzY3JpcHRpb24SDAoEbmFtZRgBIAEoCRIRCglzdWJzY3JpYmUYAiABKAkSDgoGYWN0aW9uGAMgASgJEigKB21hcHBpbmcYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhQKB2VuYWJsZWQYBSABKAhIAIgBAUIKCghfZW5hYmxlZCKjAQoTSW50ZWdyYXRpb25TZXR0aW5ncxIMCgRzbHVnGAEgASgJEikKCHNldHRpbmdzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBI6Cg1zdWJzY3JpcHRpb25zGAMgAygLMiMud2F5cG9zdC52MS5JbnRlZ3JhdGlvblN1YnNjcmlwdGlvbhIXCg9zZWNyZXRfc2V0dGluZ3MYBCADKAkiiAEKDE5hdHNTZXR0aW5ncxIPCgdzZXJ2ZXJzGAEgAygJEg8KB3N1YmplY3QYAiABKAkSDQoFdG9rZW4YAyABKAkSDAoEdXNlchgEIAEoCRIQCghwYXNzd29yZBgFIAEoCRIRCgloYXNfdG9rZW4YBiABKAgSFAoMaGFzX3Bhc3N3b3JkGAcgASgIIukICgtEZXN0aW5hdGlvbhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhIKCnNvdXJjZV9pZHMYAyADKAkSFAoHZW5hYmxlZBgEIAEoCEgAiAEBEiUKCHdlYmhvb2tzGAUgAygLMhMud2F5cG9zdC52MS5XZWJob29rEhUKDXNoYXJlZF9zZWNyZXQYBiABKAkSGQoRaGFzX3NoYXJlZF9zZWNyZXQYByABKAgSDAoEZXRhZxgIIAEoCRIvCgtjcmVhdGVfdGltZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KBmhlYWx0aBgLIAEoDjIdLndheXBvc3QudjEuRGVzdGluYXRpb25IZWFsdGgSNQoRbGFzdF9zdWNjZXNzX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKEWxhc3RfZmFpbHVyZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpsYXN0X2Vycm9yGA4gASgJEhcKD3NpZ25pbmdfc2VjcmV0cxgPIAMoCRIaChJoYXNfc2lnbmluZ19zZWNyZXQYECABKAgSHAoUY29uc2VjdXRpdmVfZmFpbHVyZXMYESABKAUSMwoPbmV4dF9wcm9iZV90aW1lGBIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI2ChJiYWNrb2ZmX3VudGlsX3RpbWUYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiQKF21heF9yZXF1ZXN0c19wZXJfc2Vjb25kGBQgASgNSAGIAQESJgoIb3JkZXJpbmcYFSABKA4yFC53YXlwb3N0LnYxLk9yZGVyaW5nEikKBGtpbmQYFiABKA4yGy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uS2luZBIvCghwb3N0Z3JlcxgXIAEoCzIdLndheXBvc3QudjEuUG9zdGdyZXNXYXJlaG91c2USJwoGZmlsdGVyGBggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBITCgtkcm9wX2ZpZWxkcxgZIAMoCRIRCgl0cmFuc2Zvcm0YGiABKAkSJgoEYW1xcBgbIAEoCzIYLndheXBvc3QudjEuQW1xcFNldHRpbmdzEiYKBG5hdHMYHCABKAsyGC53YXlwb3N0LnYxLk5hdHNTZXR0aW5ncxI0CgtpbnRlZ3JhdGlvbhgdIAEoCzIfLndheXBvc3QudjEuSW50ZWdyYXRpb25TZXR0aW5ncxIaChJjb25zZW50X2NhdGVnb3JpZXMYHiADKAkSFwoPcmVxdWlyZV9jb25zZW50GB8gASgIQgoKCF9lbmFibGVkQhoKGF9tYXhfcmVxdWVzdHNfcGVyX3NlY29uZCJpChhDcmVhdGVEZXN0aW5hdGlvblJlcXVlc3QSLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEh8KF2dlbmVyYXRlX3NpZ25pbmdfc2VjcmV0GAIgASgIImEKGUNyZWF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEhYKDnNpZ25pbmdfc2VjcmV0GAIgASgJIiMKFUdldERlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJGChZHZXREZXN0aW5hdGlvblJlc3BvbnNlEiwKC2Rlc3RpbmF0aW9uGAEgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbiJTChdMaXN0RGVzdGluYXRpb25zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIRCglzb3VyY2VfaWQYAyABKAkiYgoYTGlzdERlc3RpbmF0aW9uc1Jlc3BvbnNlEi0KDGRlc3RpbmF0aW9ucxgBIAMoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInkKGFVwZGF0ZURlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIkkKGVVwZGF0ZURlc3RpbmF0aW9uUmVzcG9uc2USLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uIiYKGERlbGV0ZURlc3RpbmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSIbChlEZWxldGVEZXN0aW5hdGlvblJlc3BvbnNlIigKGlJvdGF0ZVNpZ25pbmdTZWNyZXRSZXF1ZXN0EgoKAmlkGAEgASgJImMKG1JvdGF0ZVNpZ25pbmdTZWNyZXRSZXNwb25zZRIWCg5zaWduaW5nX3NlY3JldBgBIAEoCRIsCgtkZXN0aW5hdGlvbhgCIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24icAoWVGVzdERlc3RpbmF0aW9uUmVxdWVzdBIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24SEwoLc2FtcGxlX3NpemUYAiABKAUSEwoLbWVzc2FnZV9pZHMYAyADKAkiuQEKDVZlbmRvclJlcXVlc3QSFAoMc3Vic2NyaXB0aW9uGAEgASgJEg4KBm1ldGhvZBgCIAEoCRILCgN1cmwYAyABKAkSNwoHaGVhZGVycxgEIAMoCzImLndheXBvc3QudjEuVmVuZG9yUmVxdWVzdC5IZWFkZXJzRW50cnkSDAoEYm9keRgFIAEoCRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLEAQoKVGVzdGVkQ2FsbBISCgptZXNzYWdlX2lkGAEgASgJEgwKBHR5cGUYAiABKAkSDQoFZXZlbnQYAyABKAkSKAoHb3V0Y29tZRgEIAEoDjIXLndheXBvc3QudjEuVGVzdE91dGNvbWUSDQoFZXJyb3IYBSABKAkSDAoEYm9keRgGIAEoCRIRCglzb3VyY2VfaWQYByABKAkSKwoIcmVxdWVzdHMYCCADKAsyGS53YXlwb3N0LnYxLlZlbmRvclJlcXVlc3QiQAoXVGVzdERlc3RpbmF0aW9uUmVzcG9uc2USJQoFY2FsbHMYASADKAsyFi53YXlwb3N0LnYxLlRlc3RlZENhbGwiigEKGkJhY2tmaWxsRGVzdGluYXRpb25SZXF1ZXN0EhYKDmRlc3RpbmF0aW9uX2lkGAEgASgJEikKBXNpbmNlGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgV1bnRpbBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAidQobQmFja2ZpbGxEZXN0aW5hdGlvblJlc3BvbnNlEiYKCGJhY2tmaWxsGAIgASgLMhQud2F5cG9zdC52MS5CYWNrZmlsbBIXCg9hbHJlYWR5X3J1bm5pbmcYAyABKAhKBAgBEAJSD2NhbmRpZGF0ZV9jb3VudCLRAgoIQmFja2ZpbGwSCgoCaWQYASABKAkSFgoOZGVzdGluYXRpb25faWQYAiABKAkSIwoFc3RhdGUYAyABKA4yFC53YXlwb3N0LnYxLkpvYlN0YXRlEhIKCmNhbmRpZGF0ZXMYBCABKAMSDwoHY3JlYXRlZBgFIAEoAxIQCghmaWx0ZXJlZBgGIAEoAxIpCgVzaW5jZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWVycm9yGAkgASgJEi8KC2NyZWF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiIAoSR2V0QmFja2ZpbGxSZXF1ZXN0EgoKAmlkGAEgASgJIj0KE0dldEJhY2tmaWxsUmVzcG9uc2USJgoIYmFja2ZpbGwYASABKAsyFC53YXlwb3N0LnYxLkJhY2tmaWxsIkEKFExpc3RCYWNrZmlsbHNSZXF1ZXN0EhYKDmRlc3RpbmF0aW9uX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBSJAChVMaXN0QmFja2ZpbGxzUmVzcG9uc2USJwoJYmFja2ZpbGxzGAEgAygLMhQud2F5cG9zdC52MS5CYWNrZmlsbCIjChVDYW5jZWxCYWNrZmlsbFJlcXVlc3QSCgoCaWQYASABKAkiQAoWQ2FuY2VsQmFja2ZpbGxSZXNwb25zZRImCghiYWNrZmlsbBgBIAEoCzIULndheXBvc3QudjEuQmFja2ZpbGwqnAEKEURlc3RpbmF0aW9uSGVhbHRoEiIKHkRFU1RJTkFUSU9OX0hFQUxUSF9VTlNQRUNJRklFRBAAEh4KGkRFU1RJTkFUSU9OX0hFQUxUSF9IRUFMVEhZEAESHgoaREVTVElOQVRJT05fSEVBTFRIX0ZBSUxJTkcQAhIjCh9ERVNUSU5BVElPTl9IRUFMVEhfQ0lSQ1VJVF9PUEVOEAMqTgoIT3JkZXJpbmcSGAoUT1JERVJJTkdfVU5TUEVDSUZJRUQQABIRCg1PUkRFUklOR19OT05FEAESFQoRT1JERVJJTkdfUEVSX1VTRVIQAirIAQoPRGVzdGluYXRpb25LaW5kEiAKHERFU1RJTkFUSU9OX0tJTkRfVU5TUEVDSUZJRUQQABIcChhERVNUSU5BVElPTl9LSU5EX1dFQkhPT0sQARIdChlERVNUSU5BVElPTl9LSU5EX1BPU1RHUkVTEAISGQoVREVTVElOQVRJT05fS0lORF9BTVFQEAMSGQoVREVTVElOQVRJT05fS0lORF9OQVRTEAQSIAocREVTVElOQVRJT05fS0lORF9JTlRFR1JBVElPThAFKoMCCgtUZXN0T3V0Y29tZRIcChhURVNUX09VVENPTUVfVU5TUEVDSUZJRUQQABIVChFURVNUX09VVENPTUVfU0VORBABEhkKFVRFU1RfT1VUQ09NRV9GSUxURVJFRBACEiUKIVRFU1RfT1VUQ09NRV9EUk9QUEVEX0JZX1RSQU5TRk9STRADEiAKHFRFU1RfT1VUQ09NRV9UUkFOU0ZPUk1fRVJST1IQBBIfChtURVNUX09VVENPTUVfTk9UX1NVQlNDUklCRUQQBRIbChdURVNUX09VVENPTUVfTk9fQ09OU0VOVBAGEh0KGVRFU1RfT1VUQ09NRV9BQ1RJT05fRVJST1IQBzKdCAoSRGVzdGluYXRpb25TZXJ2aWNlEmAKEUNyZWF0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5DcmVhdGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLkNyZWF0ZURlc3RpbmF0aW9uUmVzcG9uc2USVwoOR2V0RGVzdGluYXRpb24SIS53YXlwb3N0LnYxLkdldERlc3RpbmF0aW9uUmVxdWVzdBoiLndheXBvc3QudjEuR2V0RGVzdGluYXRpb25SZXNwb25zZRJdChBMaXN0RGVzdGluYXRpb25zEiMud2F5cG9zdC52MS5MaXN0RGVzdGluYXRpb25zUmVxdWVzdBokLndheXBvc3QudjEuTGlzdERlc3RpbmF0aW9uc1Jlc3BvbnNlEmAKEVVwZGF0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5VcGRhdGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLlVwZGF0ZURlc3RpbmF0aW9uUmVzcG9uc2USYAoRRGVsZXRlRGVzdGluYXRpb24SJC53YXlwb3N0LnYxLkRlbGV0ZURlc3RpbmF0aW9uUmVxdWVzdBolLndheXBvc3QudjEuRGVsZXRlRGVzdGluYXRpb25SZXNwb25zZRJmChNSb3RhdGVTaWduaW5nU2VjcmV0EiYud2F5cG9zdC52MS5Sb3RhdGVTaWduaW5nU2VjcmV0UmVxdWVzdBonLndheXBvc3QudjEuUm90YXRlU2lnbmluZ1NlY3JldFJlc3BvbnNlEloKD1Rlc3REZXN0aW5hdGlvbhIiLndheXBvc3QudjEuVGVzdERlc3RpbmF0aW9uUmVxdWVzdBojLndheXBvc3QudjEuVGVzdERlc3RpbmF0aW9uUmVzcG9uc2USZgoTQmFja2ZpbGxEZXN0aW5hdGlvbhImLndheXBvc3QudjEuQmFja2ZpbGxEZXN0aW5hdGlvblJlcXVlc3QaJy53YXlwb3N0LnYxLkJhY2tmaWxsRGVzdGluYXRpb25SZXNwb25zZRJOCgtHZXRCYWNrZmlsbBIeLndheXBvc3QudjEuR2V0QmFja2ZpbGxSZXF1ZXN0Gh8ud2F5cG9zdC52MS5HZXRCYWNrZmlsbFJlc3BvbnNlElQKDUxpc3RCYWNrZmlsbHMSIC53YXlwb3N0LnYxLkxpc3RCYWNrZmlsbHNSZXF1ZXN0GiEud2F5cG9zdC52MS5MaXN0QmFja2ZpbGxzUmVzcG9uc2USVwoOQ2FuY2VsQmFja2ZpbGwSIS53YXlwb3N0LnYxLkNhbmNlbEJhY2tmaWxsUmVxdWVzdBoiLndheXBvc3QudjEuQ2FuY2VsQmFja2ZpbGxSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_waypost_v1_job]);
+  fileDesc("Chx3YXlwb3N0L3YxL2Rlc3RpbmF0aW9uLnByb3RvEgp3YXlwb3N0LnYxIqIBCgdXZWJob29rEgsKA3VybBgBIAEoCRIxCgdoZWFkZXJzGAIgAygLMiAud2F5cG9zdC52MS5XZWJob29rLkhlYWRlcnNFbnRyeRInCgViYXRjaBgDIAEoCzIYLndheXBvc3QudjEuV2ViaG9va0JhdGNoGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBInEKDFdlYmhvb2tCYXRjaBIRCgltYXhfY2FsbHMYASABKAUSFgoJbWF4X2J5dGVzGAIgASgFSACIAQESGAoLbWF4X3dhaXRfbXMYAyABKAVIAYgBAUIMCgpfbWF4X2J5dGVzQg4KDF9tYXhfd2FpdF9tcyLzAQoMTGFrZVNldHRpbmdzEgsKA3VybBgBIAEoCRIQCghlbmRwb2ludBgCIAEoCRIOCgZyZWdpb24YAyABKAkSFQoNYWNjZXNzX2tleV9pZBgEIAEoCRIZChFzZWNyZXRfYWNjZXNzX2tleRgFIAEoCRIdChVoYXNfc2VjcmV0X2FjY2Vzc19rZXkYBiABKAgSJgoGZm9ybWF0GAcgASgOMhYud2F5cG9zdC52MS5MYWtlRm9ybWF0EhUKDWZsdXNoX3NlY29uZHMYCCABKA0SEwoLbWF4X2ZpbGVfbWIYCSABKA0SDwoHYXJjaGl2ZRgKIAEoCCJKChFQb3N0Z3Jlc1dhcmVob3VzZRILCgN1cmwYASABKAkSDgoGc2NoZW1hGAIgASgJEhgKEGhhc19wb3N0Z3Jlc191cmwYAyABKAgifgoMQW1xcFNldHRpbmdzEgsKA3VybBgBIAEoCRIQCghleGNoYW5nZRgCIAEoCRITCgtyb3V0aW5nX2tleRgDIAEoCRIWCgltYW5kYXRvcnkYBCABKAhIAIgBARIUCgxoYXNfYW1xcF91cmwYBSABKAhCDAoKX21hbmRhdG9yeSKWAQoXSW50ZWdyYXRpb25TdWJzY3JpcHRpb24SDAoEbmFtZRgBIAEoCRIRCglzdWJzY3JpYmUYAiABKAkSDgoGYWN0aW9uGAMgASgJEigKB21hcHBpbmcYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhQKB2VuYWJsZWQYBSABKAhIAIgBAUIKCghfZW5hYmxlZCKjAQoTSW50ZWdyYXRpb25TZXR0aW5ncxIMCgRzbHVnGAEgASgJEikKCHNldHRpbmdzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBI6Cg1zdWJzY3JpcHRpb25zGAMgAygLMiMud2F5cG9zdC52MS5JbnRlZ3JhdGlvblN1YnNjcmlwdGlvbhIXCg9zZWNyZXRfc2V0dGluZ3MYBCADKAkiiAEKDE5hdHNTZXR0aW5ncxIPCgdzZXJ2ZXJzGAEgAygJEg8KB3N1YmplY3QYAiABKAkSDQoFdG9rZW4YAyABKAkSDAoEdXNlchgEIAEoCRIQCghwYXNzd29yZBgFIAEoCRIRCgloYXNfdG9rZW4YBiABKAgSFAoMaGFzX3Bhc3N3b3JkGAcgASgIIpEJCgtEZXN0aW5hdGlvbhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhIKCnNvdXJjZV9pZHMYAyADKAkSFAoHZW5hYmxlZBgEIAEoCEgAiAEBEiUKCHdlYmhvb2tzGAUgAygLMhMud2F5cG9zdC52MS5XZWJob29rEhUKDXNoYXJlZF9zZWNyZXQYBiABKAkSGQoRaGFzX3NoYXJlZF9zZWNyZXQYByABKAgSDAoEZXRhZxgIIAEoCRIvCgtjcmVhdGVfdGltZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KBmhlYWx0aBgLIAEoDjIdLndheXBvc3QudjEuRGVzdGluYXRpb25IZWFsdGgSNQoRbGFzdF9zdWNjZXNzX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKEWxhc3RfZmFpbHVyZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpsYXN0X2Vycm9yGA4gASgJEhcKD3NpZ25pbmdfc2VjcmV0cxgPIAMoCRIaChJoYXNfc2lnbmluZ19zZWNyZXQYECABKAgSHAoUY29uc2VjdXRpdmVfZmFpbHVyZXMYESABKAUSMwoPbmV4dF9wcm9iZV90aW1lGBIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI2ChJiYWNrb2ZmX3VudGlsX3RpbWUYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiQKF21heF9yZXF1ZXN0c19wZXJfc2Vjb25kGBQgASgNSAGIAQESJgoIb3JkZXJpbmcYFSABKA4yFC53YXlwb3N0LnYxLk9yZGVyaW5nEikKBGtpbmQYFiABKA4yGy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uS2luZBIvCghwb3N0Z3JlcxgXIAEoCzIdLndheXBvc3QudjEuUG9zdGdyZXNXYXJlaG91c2USJwoGZmlsdGVyGBggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBITCgtkcm9wX2ZpZWxkcxgZIAMoCRIRCgl0cmFuc2Zvcm0YGiABKAkSJgoEYW1xcBgbIAEoCzIYLndheXBvc3QudjEuQW1xcFNldHRpbmdzEiYKBG5hdHMYHCABKAsyGC53YXlwb3N0LnYxLk5hdHNTZXR0aW5ncxI0CgtpbnRlZ3JhdGlvbhgdIAEoCzIfLndheXBvc3QudjEuSW50ZWdyYXRpb25TZXR0aW5ncxIaChJjb25zZW50X2NhdGVnb3JpZXMYHiADKAkSFwoPcmVxdWlyZV9jb25zZW50GB8gASgIEiYKBGxha2UYICABKAsyGC53YXlwb3N0LnYxLkxha2VTZXR0aW5nc0IKCghfZW5hYmxlZEIaChhfbWF4X3JlcXVlc3RzX3Blcl9zZWNvbmQiaQoYQ3JlYXRlRGVzdGluYXRpb25SZXF1ZXN0EiwKC2Rlc3RpbmF0aW9uGAEgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbhIfChdnZW5lcmF0ZV9zaWduaW5nX3NlY3JldBgCIAEoCCJhChlDcmVhdGVEZXN0aW5hdGlvblJlc3BvbnNlEiwKC2Rlc3RpbmF0aW9uGAEgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbhIWCg5zaWduaW5nX3NlY3JldBgCIAEoCSIjChVHZXREZXN0aW5hdGlvblJlcXVlc3QSCgoCaWQYASABKAkiRgoWR2V0RGVzdGluYXRpb25SZXNwb25zZRIsCgtkZXN0aW5hdGlvbhgBIAEoCzIXLndheXBvc3QudjEuRGVzdGluYXRpb24iUwoXTGlzdERlc3RpbmF0aW9uc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSEQoJc291cmNlX2lkGAMgASgJImIKGExpc3REZXN0aW5hdGlvbnNSZXNwb25zZRItCgxkZXN0aW5hdGlvbnMYASADKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJ5ChhVcGRhdGVEZXN0aW5hdGlvblJlcXVlc3QSLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEi8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJJChlVcGRhdGVEZXN0aW5hdGlvblJlc3BvbnNlEiwKC2Rlc3RpbmF0aW9uGAEgASgLMhcud2F5cG9zdC52MS5EZXN0aW5hdGlvbiImChhEZWxldGVEZXN0aW5hdGlvblJlcXVlc3QSCgoCaWQYASABKAkiGwoZRGVsZXRlRGVzdGluYXRpb25SZXNwb25zZSIoChpSb3RhdGVTaWduaW5nU2VjcmV0UmVxdWVzdBIKCgJpZBgBIAEoCSJjChtSb3RhdGVTaWduaW5nU2VjcmV0UmVzcG9uc2USFgoOc2lnbmluZ19zZWNyZXQYASABKAkSLAoLZGVzdGluYXRpb24YAiABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uInAKFlRlc3REZXN0aW5hdGlvblJlcXVlc3QSLAoLZGVzdGluYXRpb24YASABKAsyFy53YXlwb3N0LnYxLkRlc3RpbmF0aW9uEhMKC3NhbXBsZV9zaXplGAIgASgFEhMKC21lc3NhZ2VfaWRzGAMgAygJIrkBCg1WZW5kb3JSZXF1ZXN0EhQKDHN1YnNjcmlwdGlvbhgBIAEoCRIOCgZtZXRob2QYAiABKAkSCwoDdXJsGAMgASgJEjcKB2hlYWRlcnMYBCADKAsyJi53YXlwb3N0LnYxLlZlbmRvclJlcXVlc3QuSGVhZGVyc0VudHJ5EgwKBGJvZHkYBSABKAkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEixAEKClRlc3RlZENhbGwSEgoKbWVzc2FnZV9pZBgBIAEoCRIMCgR0eXBlGAIgASgJEg0KBWV2ZW50GAMgASgJEigKB291dGNvbWUYBCABKA4yFy53YXlwb3N0LnYxLlRlc3RPdXRjb21lEg0KBWVycm9yGAUgASgJEgwKBGJvZHkYBiABKAkSEQoJc291cmNlX2lkGAcgASgJEisKCHJlcXVlc3RzGAggAygLMhkud2F5cG9zdC52MS5WZW5kb3JSZXF1ZXN0IkAKF1Rlc3REZXN0aW5hdGlvblJlc3BvbnNlEiUKBWNhbGxzGAEgAygLMhYud2F5cG9zdC52MS5UZXN0ZWRDYWxsIooBChpCYWNrZmlsbERlc3RpbmF0aW9uUmVxdWVzdBIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCRIpCgVzaW5jZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wInUKG0JhY2tmaWxsRGVzdGluYXRpb25SZXNwb25zZRImCghiYWNrZmlsbBgCIAEoCzIULndheXBvc3QudjEuQmFja2ZpbGwSFwoPYWxyZWFkeV9ydW5uaW5nGAMgASgISgQIARACUg9jYW5kaWRhdGVfY291bnQi0QIKCEJhY2tmaWxsEgoKAmlkGAEgASgJEhYKDmRlc3RpbmF0aW9uX2lkGAIgASgJEiMKBXN0YXRlGAMgASgOMhQud2F5cG9zdC52MS5Kb2JTdGF0ZRISCgpjYW5kaWRhdGVzGAQgASgDEg8KB2NyZWF0ZWQYBSABKAMSEAoIZmlsdGVyZWQYBiABKAMSKQoFc2luY2UYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXVudGlsGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVlcnJvchgJIAEoCRIvCgtjcmVhdGVfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIiAKEkdldEJhY2tmaWxsUmVxdWVzdBIKCgJpZBgBIAEoCSI9ChNHZXRCYWNrZmlsbFJlc3BvbnNlEiYKCGJhY2tmaWxsGAEgASgLMhQud2F5cG9zdC52MS5CYWNrZmlsbCJBChRMaXN0QmFja2ZpbGxzUmVxdWVzdBIWCg5kZXN0aW5hdGlvbl9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUiQAoVTGlzdEJhY2tmaWxsc1Jlc3BvbnNlEicKCWJhY2tmaWxscxgBIAMoCzIULndheXBvc3QudjEuQmFja2ZpbGwiIwoVQ2FuY2VsQmFja2ZpbGxSZXF1ZXN0EgoKAmlkGAEgASgJIkAKFkNhbmNlbEJhY2tmaWxsUmVzcG9uc2USJgoIYmFja2ZpbGwYASABKAsyFC53YXlwb3N0LnYxLkJhY2tmaWxsKpwBChFEZXN0aW5hdGlvbkhlYWx0aBIiCh5ERVNUSU5BVElPTl9IRUFMVEhfVU5TUEVDSUZJRUQQABIeChpERVNUSU5BVElPTl9IRUFMVEhfSEVBTFRIWRABEh4KGkRFU1RJTkFUSU9OX0hFQUxUSF9GQUlMSU5HEAISIwofREVTVElOQVRJT05fSEVBTFRIX0NJUkNVSVRfT1BFThADKk4KCE9yZGVyaW5nEhgKFE9SREVSSU5HX1VOU1BFQ0lGSUVEEAASEQoNT1JERVJJTkdfTk9ORRABEhUKEU9SREVSSU5HX1BFUl9VU0VSEAIq4wEKD0Rlc3RpbmF0aW9uS2luZBIgChxERVNUSU5BVElPTl9LSU5EX1VOU1BFQ0lGSUVEEAASHAoYREVTVElOQVRJT05fS0lORF9XRUJIT09LEAESHQoZREVTVElOQVRJT05fS0lORF9QT1NUR1JFUxACEhkKFURFU1RJTkFUSU9OX0tJTkRfQU1RUBADEhkKFURFU1RJTkFUSU9OX0tJTkRfTkFUUxAEEiAKHERFU1RJTkFUSU9OX0tJTkRfSU5URUdSQVRJT04QBRIZChVERVNUSU5BVElPTl9LSU5EX0xBS0UQBipdCgpMYWtlRm9ybWF0EhsKF0xBS0VfRk9STUFUX1VOU1BFQ0lGSUVEEAASFwoTTEFLRV9GT1JNQVRfUEFSUVVFVBABEhkKFUxBS0VfRk9STUFUX05ESlNPTl9HWhACKoMCCgtUZXN0T3V0Y29tZRIcChhURVNUX09VVENPTUVfVU5TUEVDSUZJRUQQABIVChFURVNUX09VVENPTUVfU0VORBABEhkKFVRFU1RfT1VUQ09NRV9GSUxURVJFRBACEiUKIVRFU1RfT1VUQ09NRV9EUk9QUEVEX0JZX1RSQU5TRk9STRADEiAKHFRFU1RfT1VUQ09NRV9UUkFOU0ZPUk1fRVJST1IQBBIfChtURVNUX09VVENPTUVfTk9UX1NVQlNDUklCRUQQBRIbChdURVNUX09VVENPTUVfTk9fQ09OU0VOVBAGEh0KGVRFU1RfT1VUQ09NRV9BQ1RJT05fRVJST1IQBzKdCAoSRGVzdGluYXRpb25TZXJ2aWNlEmAKEUNyZWF0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5DcmVhdGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLkNyZWF0ZURlc3RpbmF0aW9uUmVzcG9uc2USVwoOR2V0RGVzdGluYXRpb24SIS53YXlwb3N0LnYxLkdldERlc3RpbmF0aW9uUmVxdWVzdBoiLndheXBvc3QudjEuR2V0RGVzdGluYXRpb25SZXNwb25zZRJdChBMaXN0RGVzdGluYXRpb25zEiMud2F5cG9zdC52MS5MaXN0RGVzdGluYXRpb25zUmVxdWVzdBokLndheXBvc3QudjEuTGlzdERlc3RpbmF0aW9uc1Jlc3BvbnNlEmAKEVVwZGF0ZURlc3RpbmF0aW9uEiQud2F5cG9zdC52MS5VcGRhdGVEZXN0aW5hdGlvblJlcXVlc3QaJS53YXlwb3N0LnYxLlVwZGF0ZURlc3RpbmF0aW9uUmVzcG9uc2USYAoRRGVsZXRlRGVzdGluYXRpb24SJC53YXlwb3N0LnYxLkRlbGV0ZURlc3RpbmF0aW9uUmVxdWVzdBolLndheXBvc3QudjEuRGVsZXRlRGVzdGluYXRpb25SZXNwb25zZRJmChNSb3RhdGVTaWduaW5nU2VjcmV0EiYud2F5cG9zdC52MS5Sb3RhdGVTaWduaW5nU2VjcmV0UmVxdWVzdBonLndheXBvc3QudjEuUm90YXRlU2lnbmluZ1NlY3JldFJlc3BvbnNlEloKD1Rlc3REZXN0aW5hdGlvbhIiLndheXBvc3QudjEuVGVzdERlc3RpbmF0aW9uUmVxdWVzdBojLndheXBvc3QudjEuVGVzdERlc3RpbmF0aW9uUmVzcG9uc2USZgoTQmFja2ZpbGxEZXN0aW5hdGlvbhImLndheXBvc3QudjEuQmFja2ZpbGxEZXN0aW5hdGlvblJlcXVlc3QaJy53YXlwb3N0LnYxLkJhY2tmaWxsRGVzdGluYXRpb25SZXNwb25zZRJOCgtHZXRCYWNrZmlsbBIeLndheXBvc3QudjEuR2V0QmFja2ZpbGxSZXF1ZXN0Gh8ud2F5cG9zdC52MS5HZXRCYWNrZmlsbFJlc3BvbnNlElQKDUxpc3RCYWNrZmlsbHMSIC53YXlwb3N0LnYxLkxpc3RCYWNrZmlsbHNSZXF1ZXN0GiEud2F5cG9zdC52MS5MaXN0QmFja2ZpbGxzUmVzcG9uc2USVwoOQ2FuY2VsQmFja2ZpbGwSIS53YXlwb3N0LnYxLkNhbmNlbEJhY2tmaWxsUmVxdWVzdBoiLndheXBvc3QudjEuQ2FuY2VsQmFja2ZpbGxSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_waypost_v1_job]);
 
 /**
  * Webhook is one endpoint of a destination.
@@ -91,6 +91,97 @@ export const WebhookBatchSchema: GenMessage<WebhookBatch> = /*@__PURE__*/
   messageDesc(file_waypost_v1_destination, 1);
 
 /**
+ * LakeSettings is where a lake destination writes its files (see docs/lakes.md).
+ *
+ * @generated from message waypost.v1.LakeSettings
+ */
+export type LakeSettings = Message<"waypost.v1.LakeSettings"> & {
+  /**
+   * s3://bucket/prefix (the prefix may be empty), or file:///directory on the
+   * machine Waypost runs on.
+   *
+   * @generated from field: string url = 1;
+   */
+  url: string;
+
+  /**
+   * An S3-compatible store's endpoint (https://minio.internal:9000): requests
+   * go path-style. Its host passes the same address rules as a webhook URL.
+   * Empty: AWS S3 itself.
+   *
+   * @generated from field: string endpoint = 2;
+   */
+  endpoint: string;
+
+  /**
+   * Empty on create: us-east-1.
+   *
+   * @generated from field: string region = 3;
+   */
+  region: string;
+
+  /**
+   * With secret_access_key; both empty: the standard AWS credential chain
+   * (environment, shared files, the instance's role).
+   *
+   * @generated from field: string access_key_id = 4;
+   */
+  accessKeyId: string;
+
+  /**
+   * Write-only: responses carry "***" when set (see
+   * has_secret_access_key); sending "***" back keeps the stored one.
+   *
+   * @generated from field: string secret_access_key = 5;
+   */
+  secretAccessKey: string;
+
+  /**
+   * Output only.
+   *
+   * @generated from field: bool has_secret_access_key = 6;
+   */
+  hasSecretAccessKey: boolean;
+
+  /**
+   * @generated from field: waypost.v1.LakeFormat format = 7;
+   */
+  format: LakeFormat;
+
+  /**
+   * A file is written at least this often while calls arrive (1 to 3600;
+   * 0 on create: 60).
+   *
+   * @generated from field: uint32 flush_seconds = 8;
+   */
+  flushSeconds: number;
+
+  /**
+   * A file is written once it would hold this many megabytes of calls (1 to
+   * 1024; 0 on create: 128).
+   *
+   * @generated from field: uint32 max_file_mb = 9;
+   */
+  maxFileMb: number;
+
+  /**
+   * The archive: every call of the destination's sources as it was stored,
+   * before filters, consent, dropped fields and transforms (which do not
+   * apply), in one table, calls.
+   *
+   * @generated from field: bool archive = 10;
+   */
+  archive: boolean;
+};
+
+/**
+ * Describes the message waypost.v1.LakeSettings.
+ * Use `create(LakeSettingsSchema)` to create a new message.
+ */
+export const LakeSettingsSchema: GenMessage<LakeSettings> = /*@__PURE__*/
+  messageDesc(file_waypost_v1_destination, 2);
+
+/**
  * PostgresWarehouse is where a Postgres destination loads its calls.
  *
  * @generated from message waypost.v1.PostgresWarehouse
@@ -126,7 +217,7 @@ export type PostgresWarehouse = Message<"waypost.v1.PostgresWarehouse"> & {
  * Use `create(PostgresWarehouseSchema)` to create a new message.
  */
 export const PostgresWarehouseSchema: GenMessage<PostgresWarehouse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 2);
+  messageDesc(file_waypost_v1_destination, 3);
 
 /**
  * AmqpSettings is where an AMQP destination publishes.
@@ -179,7 +270,7 @@ export type AmqpSettings = Message<"waypost.v1.AmqpSettings"> & {
  * Use `create(AmqpSettingsSchema)` to create a new message.
  */
 export const AmqpSettingsSchema: GenMessage<AmqpSettings> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 3);
+  messageDesc(file_waypost_v1_destination, 4);
 
 /**
  * IntegrationSubscription is one action of an integration run for the calls
@@ -230,7 +321,7 @@ export type IntegrationSubscription = Message<"waypost.v1.IntegrationSubscriptio
  * Use `create(IntegrationSubscriptionSchema)` to create a new message.
  */
 export const IntegrationSubscriptionSchema: GenMessage<IntegrationSubscription> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 4);
+  messageDesc(file_waypost_v1_destination, 5);
 
 /**
  * IntegrationSettings is a vendor tool an integration destination sends to.
@@ -274,7 +365,7 @@ export type IntegrationSettings = Message<"waypost.v1.IntegrationSettings"> & {
  * Use `create(IntegrationSettingsSchema)` to create a new message.
  */
 export const IntegrationSettingsSchema: GenMessage<IntegrationSettings> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 5);
+  messageDesc(file_waypost_v1_destination, 6);
 
 /**
  * NatsSettings is where a NATS JetStream destination publishes.
@@ -335,7 +426,7 @@ export type NatsSettings = Message<"waypost.v1.NatsSettings"> & {
  * Use `create(NatsSettingsSchema)` to create a new message.
  */
 export const NatsSettingsSchema: GenMessage<NatsSettings> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 6);
+  messageDesc(file_waypost_v1_destination, 7);
 
 /**
  * Destination forwards the calls of its sources: to 1 to 5 webhooks, into a
@@ -560,6 +651,13 @@ export type Destination = Message<"waypost.v1.Destination"> & {
    * @generated from field: bool require_consent = 31;
    */
   requireConsent: boolean;
+
+  /**
+   * A lake destination's object storage (kind DESTINATION_KIND_LAKE only).
+   *
+   * @generated from field: waypost.v1.LakeSettings lake = 32;
+   */
+  lake?: LakeSettings | undefined;
 };
 
 /**
@@ -567,7 +665,7 @@ export type Destination = Message<"waypost.v1.Destination"> & {
  * Use `create(DestinationSchema)` to create a new message.
  */
 export const DestinationSchema: GenMessage<Destination> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 7);
+  messageDesc(file_waypost_v1_destination, 8);
 
 /**
  * @generated from message waypost.v1.CreateDestinationRequest
@@ -591,7 +689,7 @@ export type CreateDestinationRequest = Message<"waypost.v1.CreateDestinationRequ
  * Use `create(CreateDestinationRequestSchema)` to create a new message.
  */
 export const CreateDestinationRequestSchema: GenMessage<CreateDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 8);
+  messageDesc(file_waypost_v1_destination, 9);
 
 /**
  * @generated from message waypost.v1.CreateDestinationResponse
@@ -615,7 +713,7 @@ export type CreateDestinationResponse = Message<"waypost.v1.CreateDestinationRes
  * Use `create(CreateDestinationResponseSchema)` to create a new message.
  */
 export const CreateDestinationResponseSchema: GenMessage<CreateDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 9);
+  messageDesc(file_waypost_v1_destination, 10);
 
 /**
  * @generated from message waypost.v1.GetDestinationRequest
@@ -632,7 +730,7 @@ export type GetDestinationRequest = Message<"waypost.v1.GetDestinationRequest"> 
  * Use `create(GetDestinationRequestSchema)` to create a new message.
  */
 export const GetDestinationRequestSchema: GenMessage<GetDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 10);
+  messageDesc(file_waypost_v1_destination, 11);
 
 /**
  * @generated from message waypost.v1.GetDestinationResponse
@@ -649,7 +747,7 @@ export type GetDestinationResponse = Message<"waypost.v1.GetDestinationResponse"
  * Use `create(GetDestinationResponseSchema)` to create a new message.
  */
 export const GetDestinationResponseSchema: GenMessage<GetDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 11);
+  messageDesc(file_waypost_v1_destination, 12);
 
 /**
  * @generated from message waypost.v1.ListDestinationsRequest
@@ -678,7 +776,7 @@ export type ListDestinationsRequest = Message<"waypost.v1.ListDestinationsReques
  * Use `create(ListDestinationsRequestSchema)` to create a new message.
  */
 export const ListDestinationsRequestSchema: GenMessage<ListDestinationsRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 12);
+  messageDesc(file_waypost_v1_destination, 13);
 
 /**
  * @generated from message waypost.v1.ListDestinationsResponse
@@ -700,7 +798,7 @@ export type ListDestinationsResponse = Message<"waypost.v1.ListDestinationsRespo
  * Use `create(ListDestinationsResponseSchema)` to create a new message.
  */
 export const ListDestinationsResponseSchema: GenMessage<ListDestinationsResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 13);
+  messageDesc(file_waypost_v1_destination, 14);
 
 /**
  * @generated from message waypost.v1.UpdateDestinationRequest
@@ -728,7 +826,7 @@ export type UpdateDestinationRequest = Message<"waypost.v1.UpdateDestinationRequ
  * Use `create(UpdateDestinationRequestSchema)` to create a new message.
  */
 export const UpdateDestinationRequestSchema: GenMessage<UpdateDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 14);
+  messageDesc(file_waypost_v1_destination, 15);
 
 /**
  * @generated from message waypost.v1.UpdateDestinationResponse
@@ -745,7 +843,7 @@ export type UpdateDestinationResponse = Message<"waypost.v1.UpdateDestinationRes
  * Use `create(UpdateDestinationResponseSchema)` to create a new message.
  */
 export const UpdateDestinationResponseSchema: GenMessage<UpdateDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 15);
+  messageDesc(file_waypost_v1_destination, 16);
 
 /**
  * @generated from message waypost.v1.DeleteDestinationRequest
@@ -762,7 +860,7 @@ export type DeleteDestinationRequest = Message<"waypost.v1.DeleteDestinationRequ
  * Use `create(DeleteDestinationRequestSchema)` to create a new message.
  */
 export const DeleteDestinationRequestSchema: GenMessage<DeleteDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 16);
+  messageDesc(file_waypost_v1_destination, 17);
 
 /**
  * @generated from message waypost.v1.DeleteDestinationResponse
@@ -775,7 +873,7 @@ export type DeleteDestinationResponse = Message<"waypost.v1.DeleteDestinationRes
  * Use `create(DeleteDestinationResponseSchema)` to create a new message.
  */
 export const DeleteDestinationResponseSchema: GenMessage<DeleteDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 17);
+  messageDesc(file_waypost_v1_destination, 18);
 
 /**
  * @generated from message waypost.v1.RotateSigningSecretRequest
@@ -792,7 +890,7 @@ export type RotateSigningSecretRequest = Message<"waypost.v1.RotateSigningSecret
  * Use `create(RotateSigningSecretRequestSchema)` to create a new message.
  */
 export const RotateSigningSecretRequestSchema: GenMessage<RotateSigningSecretRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 18);
+  messageDesc(file_waypost_v1_destination, 19);
 
 /**
  * @generated from message waypost.v1.RotateSigningSecretResponse
@@ -816,7 +914,7 @@ export type RotateSigningSecretResponse = Message<"waypost.v1.RotateSigningSecre
  * Use `create(RotateSigningSecretResponseSchema)` to create a new message.
  */
 export const RotateSigningSecretResponseSchema: GenMessage<RotateSigningSecretResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 19);
+  messageDesc(file_waypost_v1_destination, 20);
 
 /**
  * @generated from message waypost.v1.TestDestinationRequest
@@ -851,7 +949,7 @@ export type TestDestinationRequest = Message<"waypost.v1.TestDestinationRequest"
  * Use `create(TestDestinationRequestSchema)` to create a new message.
  */
 export const TestDestinationRequestSchema: GenMessage<TestDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 20);
+  messageDesc(file_waypost_v1_destination, 21);
 
 /**
  * VendorRequest is a request an integration's action would send.
@@ -896,7 +994,7 @@ export type VendorRequest = Message<"waypost.v1.VendorRequest"> & {
  * Use `create(VendorRequestSchema)` to create a new message.
  */
 export const VendorRequestSchema: GenMessage<VendorRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 21);
+  messageDesc(file_waypost_v1_destination, 22);
 
 /**
  * TestedCall is one call and what the draft's rules would do with it.
@@ -957,7 +1055,7 @@ export type TestedCall = Message<"waypost.v1.TestedCall"> & {
  * Use `create(TestedCallSchema)` to create a new message.
  */
 export const TestedCallSchema: GenMessage<TestedCall> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 22);
+  messageDesc(file_waypost_v1_destination, 23);
 
 /**
  * @generated from message waypost.v1.TestDestinationResponse
@@ -976,7 +1074,7 @@ export type TestDestinationResponse = Message<"waypost.v1.TestDestinationRespons
  * Use `create(TestDestinationResponseSchema)` to create a new message.
  */
 export const TestDestinationResponseSchema: GenMessage<TestDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 23);
+  messageDesc(file_waypost_v1_destination, 24);
 
 /**
  * @generated from message waypost.v1.BackfillDestinationRequest
@@ -1005,7 +1103,7 @@ export type BackfillDestinationRequest = Message<"waypost.v1.BackfillDestination
  * Use `create(BackfillDestinationRequestSchema)` to create a new message.
  */
 export const BackfillDestinationRequestSchema: GenMessage<BackfillDestinationRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 24);
+  messageDesc(file_waypost_v1_destination, 25);
 
 /**
  * @generated from message waypost.v1.BackfillDestinationResponse
@@ -1031,7 +1129,7 @@ export type BackfillDestinationResponse = Message<"waypost.v1.BackfillDestinatio
  * Use `create(BackfillDestinationResponseSchema)` to create a new message.
  */
 export const BackfillDestinationResponseSchema: GenMessage<BackfillDestinationResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 25);
+  messageDesc(file_waypost_v1_destination, 26);
 
 /**
  * Backfill is a backfill job and its progress.
@@ -1112,7 +1210,7 @@ export type Backfill = Message<"waypost.v1.Backfill"> & {
  * Use `create(BackfillSchema)` to create a new message.
  */
 export const BackfillSchema: GenMessage<Backfill> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 26);
+  messageDesc(file_waypost_v1_destination, 27);
 
 /**
  * @generated from message waypost.v1.GetBackfillRequest
@@ -1129,7 +1227,7 @@ export type GetBackfillRequest = Message<"waypost.v1.GetBackfillRequest"> & {
  * Use `create(GetBackfillRequestSchema)` to create a new message.
  */
 export const GetBackfillRequestSchema: GenMessage<GetBackfillRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 27);
+  messageDesc(file_waypost_v1_destination, 28);
 
 /**
  * @generated from message waypost.v1.GetBackfillResponse
@@ -1146,7 +1244,7 @@ export type GetBackfillResponse = Message<"waypost.v1.GetBackfillResponse"> & {
  * Use `create(GetBackfillResponseSchema)` to create a new message.
  */
 export const GetBackfillResponseSchema: GenMessage<GetBackfillResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 28);
+  messageDesc(file_waypost_v1_destination, 29);
 
 /**
  * @generated from message waypost.v1.ListBackfillsRequest
@@ -1170,7 +1268,7 @@ export type ListBackfillsRequest = Message<"waypost.v1.ListBackfillsRequest"> & 
  * Use `create(ListBackfillsRequestSchema)` to create a new message.
  */
 export const ListBackfillsRequestSchema: GenMessage<ListBackfillsRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 29);
+  messageDesc(file_waypost_v1_destination, 30);
 
 /**
  * @generated from message waypost.v1.ListBackfillsResponse
@@ -1187,7 +1285,7 @@ export type ListBackfillsResponse = Message<"waypost.v1.ListBackfillsResponse"> 
  * Use `create(ListBackfillsResponseSchema)` to create a new message.
  */
 export const ListBackfillsResponseSchema: GenMessage<ListBackfillsResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 30);
+  messageDesc(file_waypost_v1_destination, 31);
 
 /**
  * @generated from message waypost.v1.CancelBackfillRequest
@@ -1204,7 +1302,7 @@ export type CancelBackfillRequest = Message<"waypost.v1.CancelBackfillRequest"> 
  * Use `create(CancelBackfillRequestSchema)` to create a new message.
  */
 export const CancelBackfillRequestSchema: GenMessage<CancelBackfillRequest> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 31);
+  messageDesc(file_waypost_v1_destination, 32);
 
 /**
  * @generated from message waypost.v1.CancelBackfillResponse
@@ -1223,7 +1321,7 @@ export type CancelBackfillResponse = Message<"waypost.v1.CancelBackfillResponse"
  * Use `create(CancelBackfillResponseSchema)` to create a new message.
  */
 export const CancelBackfillResponseSchema: GenMessage<CancelBackfillResponse> = /*@__PURE__*/
-  messageDesc(file_waypost_v1_destination, 32);
+  messageDesc(file_waypost_v1_destination, 33);
 
 /**
  * DestinationHealth is how the destination's endpoint has been answering.
@@ -1352,6 +1450,15 @@ export enum DestinationKind {
    * @generated from enum value: DESTINATION_KIND_INTEGRATION = 5;
    */
   INTEGRATION = 5,
+
+  /**
+   * Calls are written as files (Parquet, or gzipped NDJSON) into object
+   * storage (S3 and S3-compatible stores) or a local directory, partitioned
+   * by the hour they were received, in the warehouse layout's tables.
+   *
+   * @generated from enum value: DESTINATION_KIND_LAKE = 6;
+   */
+  LAKE = 6,
 }
 
 /**
@@ -1359,6 +1466,40 @@ export enum DestinationKind {
  */
 export const DestinationKindSchema: GenEnum<DestinationKind> = /*@__PURE__*/
   enumDesc(file_waypost_v1_destination, 2);
+
+/**
+ * LakeFormat is the format of a lake's files.
+ *
+ * @generated from enum waypost.v1.LakeFormat
+ */
+export enum LakeFormat {
+  /**
+   * On create: LAKE_FORMAT_PARQUET.
+   *
+   * @generated from enum value: LAKE_FORMAT_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Apache Parquet, zstd-compressed.
+   *
+   * @generated from enum value: LAKE_FORMAT_PARQUET = 1;
+   */
+  PARQUET = 1,
+
+  /**
+   * Newline-delimited JSON, gzipped.
+   *
+   * @generated from enum value: LAKE_FORMAT_NDJSON_GZ = 2;
+   */
+  NDJSON_GZ = 2,
+}
+
+/**
+ * Describes the enum waypost.v1.LakeFormat.
+ */
+export const LakeFormatSchema: GenEnum<LakeFormat> = /*@__PURE__*/
+  enumDesc(file_waypost_v1_destination, 3);
 
 /**
  * TestOutcome is what a destination's rules would do with one call.
@@ -1426,7 +1567,7 @@ export enum TestOutcome {
  * Describes the enum waypost.v1.TestOutcome.
  */
 export const TestOutcomeSchema: GenEnum<TestOutcome> = /*@__PURE__*/
-  enumDesc(file_waypost_v1_destination, 3);
+  enumDesc(file_waypost_v1_destination, 4);
 
 /**
  * DestinationService manages destinations (webhooks, Postgres warehouses,

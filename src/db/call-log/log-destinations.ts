@@ -8,7 +8,7 @@ import type { SourceFilterRow } from "../queries/source-filters.js";
  * batches. Integrations stay per call: their parts (one per subscription)
  * decide a call together, which a batch range cannot say yet.
  */
-export const batchingKindSql = `(d.kind IN ('postgres', 'amqp', 'nats')
+export const batchingKindSql = `(d.kind IN ('postgres', 'amqp', 'nats', 'lake')
   OR (d.kind = 'webhook' AND jsonb_array_length(d.webhooks) > 0
       AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(d.webhooks) w WHERE jsonb_typeof(w -> 'batch') IS DISTINCT FROM 'object')))`;
 

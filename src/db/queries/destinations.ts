@@ -26,6 +26,18 @@ export interface KindColumns {
     settings: Record<string, unknown>;
     subscriptions: Array<{ name: string; subscribe: string; action: string; mapping: Record<string, unknown>; enabled: boolean }>;
   } | null;
+  /** Lake: where its files go (the secret key in the clear), their format, flush and whether it is an archive. */
+  lake: {
+    url: string;
+    endpoint: string;
+    region: string;
+    accessKeyId: string;
+    secretAccessKey: string;
+    format: "parquet" | "ndjson_gz";
+    flushSeconds: number;
+    maxFileMb: number;
+    archive: boolean;
+  } | null;
 }
 
 /** Each kind column, and whether it is jsonb (written as JSON text) or plain text. */
@@ -37,6 +49,7 @@ const kindColumns: Readonly<Record<keyof KindColumns, "jsonb" | "text">> = {
   amqp: "jsonb",
   nats: "jsonb",
   integration: "jsonb",
+  lake: "jsonb",
 };
 const kindColumnNames = Object.keys(kindColumns) as Array<keyof KindColumns>;
 
@@ -69,6 +82,7 @@ export const emptyKindColumns: Readonly<KindColumns> = {
   amqp: null,
   nats: null,
   integration: null,
+  lake: null,
 };
 
 export interface DestinationRow extends KindColumns {

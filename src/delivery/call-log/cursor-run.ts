@@ -12,7 +12,7 @@ import type { RouteRules } from "../../routing/route-rules.js";
 import { shapeBody } from "../../routing/shape-body.js";
 import { sandboxKey, type TransformSandboxes } from "../../sandbox/transform-sandbox.js";
 import type { DeliveryRuntime } from "../delivery-runtime.js";
-import { type AnyDestination, completionOf } from "../kinds/registry.js";
+import { type AnyDestination, completionOf, takesCallsAsStored } from "../kinds/registry.js";
 import { earlierTries, heldAfter, heldAttemptsOf } from "./call-attempts.js";
 import { type PageContext, type PageOutcome, preparePage, sendPage } from "./log-page.js";
 import { batchWaitUntil, orderingKeyOf, planPage } from "./page-plan.js";
@@ -196,7 +196,9 @@ async function pageContextOf(
   const keys = destination.ordering === "per_user" ? page.calls.map((call) => orderingKeyOf(call)) : [];
   const users = [...new Set(keys.filter((key): key is string => key !== null))];
   const waitingUsers = users.length > 0 ? await selectWaitingUsers(context.pool, destination.id, users) : new Set<string>();
-  const shapes = destination.drop_fields.length > 0 || destination.transform !== "";
+  // A destination that takes calls as stored (an archive) is neither routed nor shaped.
+  const asStored = takesCallsAsStored(destination);
+  const shapes = !asStored && (destination.drop_fields.length > 0 || destination.transform !== "");
   const bodyRules = {
     dropFields: destination.drop_fields,
     transform: destination.transform,
@@ -205,6 +207,7 @@ async function pageContextOf(
   return {
     destination,
     rules,
+    asStored,
     rule: completionOf(destination),
     retry: context.config.retry,
     now: () => context.clock.now(),

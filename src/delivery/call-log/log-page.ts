@@ -16,6 +16,8 @@ import type { AnyDestination } from "../kinds/registry.js";
 export interface PageContext {
   destination: AnyDestination;
   rules: RouteRules;
+  /** Every call goes to the kind as stored: no routing rule applies (a lake's archive). */
+  asStored?: boolean;
   rule: CompletionRule;
   retry: RetrySchedule;
   now(): Date;
@@ -87,7 +89,7 @@ function jobOf(cursor: LogCursor, call: LoggedCall, context: PageContext): Claim
  * call). The body is parsed only when something reads it.
  */
 function route(call: LoggedCall, context: PageContext): { fate?: LogFate; body?: Record<string, unknown> } {
-  if (call.type === "delete") return {};
+  if (call.type === "delete" || context.asStored) return {};
   const reads = holdsBack(context.rules) || call.payload.includes('"integrations"') || context.destination.ordering === "per_user";
   if (!reads) return {};
   const body = JSON.parse(call.payload) as Record<string, unknown>;

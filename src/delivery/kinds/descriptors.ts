@@ -26,6 +26,12 @@ export const kindDescriptors = [
     title: "Integration (vendor tool)",
     summary: "send them to a vendor tool of the catalog (--integration SLUG)",
   },
+  {
+    name: "lake",
+    proto: DestinationKind.LAKE,
+    title: "Lake (Parquet files in S3)",
+    summary: "write them as Parquet files to --lake-url (s3://bucket/prefix or file:///dir)",
+  },
 ] as const satisfies readonly KindDescriptor[];
 
 /** The kinds' names: what per-kind tables (CLI flags, console fields) are keyed by, so a missing kind does not compile. */

@@ -252,6 +252,18 @@ export interface KindModule<K extends string = string, S = unknown> {
    * call the routing rules let through is SEND with its shaped body.
    */
   test?(settings: S, now: () => Date): DraftTester;
+  /**
+   * It reads the call log only (a lake): its destinations go on the log
+   * when created, whatever WAYPOST_CALL_LOG says, and cannot be created
+   * where the job table has no log (Citus).
+   */
+  callLogOnly?: boolean;
+  /**
+   * Whether a destination with these settings takes every call as stored
+   * (a lake's archive): the destination's filter, consent, the calls'
+   * integrations object, dropped fields and transform do not apply to it.
+   */
+  asStored?(settings: S): boolean;
   createDelivery(context: DeliveryContext): KindDelivery<DestinationOf<K, S>>;
 }
 

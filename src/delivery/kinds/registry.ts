@@ -17,6 +17,7 @@ import type {
 } from "./kind.js";
 import { amqpKind } from "./amqp/index.js";
 import { integrationKind } from "./integration/index.js";
+import { lakeKind } from "./lake/index.js";
 import { natsKind } from "./nats/index.js";
 import { postgresKind } from "./postgres/index.js";
 import { webhookKind } from "./webhook/index.js";
@@ -26,7 +27,7 @@ import { webhookKind } from "./webhook/index.js";
  * delivery runtime, the CLI and the console ask this list; none of them
  * names a kind. The first is the kind of a create that names none.
  */
-const kinds = [webhookKind, postgresKind, amqpKind, natsKind, integrationKind] as const;
+const kinds = [webhookKind, postgresKind, amqpKind, natsKind, integrationKind, lakeKind] as const;
 
 type Kind = (typeof kinds)[number];
 /** The stored names of the kinds: "webhook" | "postgres" | ... */
@@ -53,6 +54,8 @@ export interface RegisteredKind {
   completion?: CompletionRule;
   routing?: KindRouting<unknown>;
   test?(settings: unknown, now: () => Date): DraftTester;
+  callLogOnly?: boolean;
+  asStored?(settings: unknown): boolean;
   createDelivery(context: DeliveryContext): KindDelivery<AnyDestination>;
 }
 
@@ -122,6 +125,11 @@ export function completionOf(destination: { kind: string }): CompletionRule {
 /** The kind's settings of a destination. */
 export function settingsOf(destination: AnyDestination): unknown {
   return (destination as AnyDestination & Record<string, unknown>)[destination.kind];
+}
+
+/** Whether the destination takes every call as stored, its routing rules and shaping not applied (a lake's archive). */
+export function takesCallsAsStored(destination: AnyDestination): boolean {
+  return kindOf(destination).asStored?.(settingsOf(destination)) ?? false;
 }
 
 /** The proto values of the kinds, as "DESTINATION_KIND_WEBHOOK or ..." in messages. */

@@ -84,6 +84,21 @@ const samples: Record<KindName, Sample> = {
       return rows[0].integration.settings.apiSecret;
     },
   },
+  lake: {
+    create: () => ({
+      lake: {
+        url: "s3://lake-bucket/events",
+        endpoint: "https://s3.example.com",
+        accessKeyId: "AKIDLAKE",
+        secretAccessKey: "lake-secret-key-1",
+      },
+    }),
+    secret: () => "lake-secret-key-1",
+    async stored(server, id) {
+      const { rows } = await server.pool.query("SELECT lake FROM destinations WHERE id = $1", [id]);
+      return rows[0].lake.secretAccessKey;
+    },
+  },
 };
 
 /** The warehouse's URL with a password (the embedded Postgres's own, or one a trusting server ignores). */

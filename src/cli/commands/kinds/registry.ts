@@ -3,6 +3,7 @@ import { descriptorOfProto, type KindName } from "../../../delivery/kinds/descri
 import type { KindFlags } from "../destination-flag-types.js";
 import { amqpFlags } from "./amqp.js";
 import { integrationFlags } from "./integration.js";
+import { lakeFlags } from "./lake.js";
 import { natsFlags } from "./nats.js";
 import { postgresFlags } from "./postgres.js";
 import { webhookFlags } from "./webhook.js";
@@ -16,6 +17,7 @@ export const kindFlags: Record<KindName, KindFlags> = {
   amqp: amqpFlags,
   nats: natsFlags,
   integration: integrationFlags,
+  lake: lakeFlags,
 };
 
 /** The flags of a destination's kind (unspecified reads as webhooks, as the server treats it). */

@@ -4,7 +4,7 @@ import type { DestinationFlags, DestinationInit, FlagMapping, KindFlags } from "
 import { type FlagHelp, helpIn, optionOf } from "../flag-mappings.js";
 
 /** The kinds whose settings are one flat message, a flag a field. */
-type SettingsMessage = "postgres" | "amqp" | "nats";
+type SettingsMessage = "postgres" | "amqp" | "nats" | "lake";
 
 /** One flag of a kind's settings: the field of its message it sets. */
 export interface SettingFlag<M extends SettingsMessage> {

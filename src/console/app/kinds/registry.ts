@@ -3,6 +3,7 @@ import { descriptorOfProto, type KindName, kindDescriptors } from "../../../deli
 import { amqpForm } from "./amqp.js";
 import { integrationForm } from "./integration.js";
 import type { KindForm } from "./kind-form.js";
+import { lakeForm } from "./lake.js";
 import { natsForm } from "./nats.js";
 import { postgresForm } from "./postgres.js";
 import { webhookForm } from "./webhook.js";
@@ -15,6 +16,7 @@ const forms = {
   amqp: amqpForm,
   nats: natsForm,
   integration: integrationForm,
+  lake: lakeForm,
 };
 
 type DraftOf<F> = F extends KindForm<infer D> ? D : never;
