@@ -18,6 +18,7 @@ import { startSink } from "./lib/sink.mjs";
 import { report } from "./lib/stats.mjs";
 import { baselinesScenario } from "./scenarios/baselines.mjs";
 import { batchedWebhooksScenario } from "./scenarios/batched-webhooks.mjs";
+import { lakeScenario } from "./scenarios/lake.mjs";
 import { backfillScenario } from "./scenarios/backfill.mjs";
 import { brokerBurnDownScenario } from "./scenarios/broker-burn-down.mjs";
 import { burnDownScenario } from "./scenarios/burn-down.mjs";
@@ -210,6 +211,8 @@ try {
   } else if (wants("warehouse-log")) {
     rss.warehouse = (await warehouseLogScenario({ createDatabase: () => postgres.createDatabase(), count: sizes.warehouse })).rss;
   }
+  // A lake on the call log into a loopback S3-compatible server, beside the bare script writing the same files.
+  if (wants("lake")) rss.lake = (await inFreshDatabase((db) => lakeScenario({ db, count: sizes.burnDown }))).rss;
   // Trace context off (with and without a context in the calls) and on, ingest and burn-down, interleaved.
   if (wants("tracing")) {
     await tracingScenario({

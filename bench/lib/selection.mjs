@@ -27,6 +27,7 @@ export const scenarioNames = [
   "rate-limit",
   "warehouse",
   "warehouse-log",
+  "lake",
   "tracing",
   "history",
   "retention",
@@ -56,6 +57,7 @@ export const defaultSet = [
   "client",
   "cheap-requests",
   "warehouse",
+  "lake",
 ];
 
 /** Names that stand for several scenarios. */

@@ -27,6 +27,13 @@ export interface S3Server {
   requests: S3Request[];
   /** Answer the next `count` requests with `status` (default 500 InternalError) before checking anything. */
   failNext(count: number, status?: number): void;
+  /**
+   * Holds every PUT once its body is read, until released: `held` resolves
+   * when the first one waits. `release("store")` passes them on (stored
+   * although their client may be gone); `release("drop")` drops them
+   * (their connections destroyed, nothing stored). Later PUTs go through.
+   */
+  holdPuts(): { held: Promise<void>; release(what: "store" | "drop"): void };
   close(): Promise<void>;
 }
 
@@ -58,6 +65,7 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Se
   const backendPort = (await backend.run()).port;
   const requests: S3Request[] = [];
   let failures: { count: number; status: number } = { count: 0, status: 500 };
+  let gate: { waiting: Array<(pass: boolean) => void>; first: () => void } | undefined;
 
   const front = http.createServer(async (req, res) => {
     const [rawPath = "/", query = ""] = (req.url ?? "/").split("?", 2) as [string, string?];
@@ -75,6 +83,18 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Se
       if (failures.count > 0) {
         failures.count--;
         return refuse(failures.status, failures.status >= 500 ? "InternalError" : "Planted", "planted failure");
+      }
+      if (gate && req.method === "PUT") {
+        const held = gate;
+        const pass = await new Promise<boolean>((resolve) => {
+          held.waiting.push(resolve);
+          held.first();
+        });
+        if (!pass) {
+          record.refused = 0;
+          req.socket.destroy();
+          return;
+        }
       }
       const problem = signatureProblem(req, rawPath, query, body, accessKeyId, secretAccessKey);
       if (problem) return refuse(problem.status, problem.code, problem.message);
@@ -119,6 +139,21 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Se
     requests,
     failNext(count, status = 500) {
       failures = { count, status };
+    },
+    holdPuts() {
+      let first = () => {};
+      const held = new Promise<void>((resolve) => {
+        first = resolve;
+      });
+      const current = { waiting: [] as Array<(pass: boolean) => void>, first };
+      gate = current;
+      return {
+        held,
+        release(what) {
+          if (gate === current) gate = undefined;
+          for (const resolve of current.waiting.splice(0)) resolve(what === "store");
+        },
+      };
     },
     async close() {
       front.closeAllConnections();

@@ -72,7 +72,7 @@ interface SentPage {
  * send and its record sends it again from the same window.
  */
 export async function runCursor(context: CursorRunContext, cursor: LogCursor, token: string, held: () => boolean): Promise<void> {
-  const { pool, pageSize } = context;
+  const { pool } = context;
   const checkPerCallBefore = cursor.logSince ? new Date(cursor.logSince.getTime() + movedSkewMs) : null;
   // The calls announced before each read: a page that waits for more must not miss one announced while it was read.
   let mark = context.markCalls();
@@ -87,6 +87,7 @@ export async function runCursor(context: CursorRunContext, cursor: LogCursor, to
   };
   let settings = await context.destinationOf(cursor.destinationId);
   let settingsAt = Date.now();
+  const pageSize = pageSizeOf(context, settings?.destination);
   let window = cursor.window;
   let pending = read(window) as Promise<LogPage> | undefined;
   let recording: Promise<boolean> = Promise.resolve(true);
@@ -182,6 +183,19 @@ export async function runCursor(context: CursorRunContext, cursor: LogCursor, to
 function handled<T>(promise: Promise<T>): Promise<T> {
   promise.catch(() => {});
   return promise;
+}
+
+/** Pages are never longer than this, whatever a kind's batch: a lake's 50,000-call flushes are read 10,000 at a time. */
+const maxPageSize = 10_000;
+
+/**
+ * The calls a page of this destination reads: the loader's page size, or
+ * its kind's batch when larger (a lake writes a file per page: larger pages
+ * make fewer, larger files), up to maxPageSize.
+ */
+function pageSizeOf(context: CursorRunContext, destination: AnyDestination | undefined): number {
+  const batch = destination ? (context.runtime.batchWindow(destination)?.calls ?? 0) : 0;
+  return Math.max(context.pageSize, Math.min(batch, maxPageSize));
 }
 
 /** What routing and sending a page needs: the destination's rules now, and the users waiting behind an exception. */
