@@ -19,10 +19,11 @@ export function createNdjsonGzWriter(): FileWriter {
       const quoted = names.map((name, i) => `${i === 0 ? "{" : ","}${JSON.stringify(name)}:`);
       function* lines() {
         let chunk = "";
-        for (const row of content.rows) {
+        const columns = names.map((name) => content.values.get(name) ?? []);
+        for (let row = 0; row < content.rowCount; row++) {
           let line = "";
           for (let i = 0; i < names.length; i++) {
-            const value = row.get(names[i]!);
+            const value = columns[i]![row];
             line += quoted[i] + (value === undefined || value === null ? "null" : JSON.stringify(value));
           }
           chunk += `${line}}\n`;

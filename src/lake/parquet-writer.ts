@@ -36,6 +36,10 @@ export function createParquetWriter(options: { threads: number }): FileWriter {
         threads: String(options.threads),
         autoinstall_known_extensions: "false",
         autoload_known_extensions: "false",
+        // A staging table is a page of calls: DuckDB keeps what it frees up to its flush threshold (128 MB by
+        // default) and may grow to 80% of the machine. Bounded here, the service's memory stays the service's.
+        memory_limit: "256MB",
+        allocator_flush_threshold: "8MB",
       });
       return { instance, connection: await instance.connect() };
     })();
@@ -53,9 +57,11 @@ export function createParquetWriter(options: { threads: number }): FileWriter {
     try {
       const appender = await db.createAppender(table);
       try {
-        for (const row of content.rows) {
-          for (const [name, type] of columns) {
-            const value = row.get(name);
+        // Column by column as stored; the appender takes a row at a time.
+        const cells = columns.map(([name, type]) => ({ type, values: content.values.get(name) ?? [] }));
+        for (let row = 0; row < content.rowCount; row++) {
+          for (const { type, values } of cells) {
+            const value = values[row];
             if (value === null || value === undefined) appender.appendNull();
             else if (type === "bigint") appender.appendBigInt(BigInt(value as number));
             else if (type === "double") appender.appendDouble(value as number);

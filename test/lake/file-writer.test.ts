@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
+import { contentOfRows } from "../../src/lake/file-content.js";
 import { createFileWriter } from "../../src/lake/file-writer.js";
 import type { LakeType, LakeValue } from "../../src/lake/lake-types.js";
 import { parquetCodecs, parquetColumns, readLakeFiles } from "../helpers/duckdb-read.js";
@@ -40,7 +41,7 @@ describe("Parquet writer", () => {
     const writer = createFileWriter({ format: "parquet" });
     try {
       const file = path.join(scratch, "types.parquet");
-      const bytes = await writer.write({ columns, rows }, file);
+      const bytes = await writer.write(contentOfRows(columns, rows), file);
       expect(bytes).toBeGreaterThan(0);
       const schema = await parquetColumns(file);
       expect(schema.id).toMatchObject({ type: "BYTE_ARRAY", converted: "UTF8" });
@@ -87,8 +88,8 @@ describe("Parquet writer", () => {
     try {
       const file = path.join(scratch, "it's.parquet");
       const odd = new Map<string, LakeType>([['x"; DROP TABLE t; --', "text"]]);
-      await writer.write({ columns: odd, rows: [row({ 'x"; DROP TABLE t; --': "one" })] }, file);
-      await writer.write({ columns: odd, rows: [row({ 'x"; DROP TABLE t; --': "two" })] }, file);
+      await writer.write(contentOfRows(odd, [row({ 'x"; DROP TABLE t; --': "one" })]), file);
+      await writer.write(contentOfRows(odd, [row({ 'x"; DROP TABLE t; --': "two" })]), file);
       const back = await readLakeFiles([file]);
       expect(back.rows).toEqual([{ 'x"; DROP TABLE t; --': "two" }]);
     } finally {
@@ -101,7 +102,7 @@ describe("NDJSON.gz writer", () => {
   test("every type round-trips through DuckDB's read_json", async () => {
     const writer = createFileWriter({ format: "ndjson_gz" });
     const file = path.join(scratch, "types.ndjson.gz");
-    await writer.write({ columns, rows }, file);
+    await writer.write(contentOfRows(columns, rows), file);
     const back = await readLakeFiles([file], { orderBy: "id" });
     expect(back.types).toMatchObject({ id: "VARCHAR", price: "DOUBLE", paid: "BOOLEAN", products: "VARCHAR" });
     // read_json infers an integer type wide enough for the values it sees (HUGEINT for 2^53 - 1).

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
 import { createMemoryColumnRegistry } from "../../src/lake/column-registry.js";
+import { rowsOf } from "../../src/lake/file-content.js";
 import { createFileWriter } from "../../src/lake/file-writer.js";
 import { type LakeCall, lakeRows, type TableBatch } from "../../src/lake/lake-rows.js";
 import { utcTimestamp } from "../../src/lake/lake-types.js";
@@ -70,7 +71,7 @@ describe("lake rows", () => {
       total: "double",
       items: "bigint",
     });
-    expect(Object.fromEntries(event.rows[0]!)).toMatchObject({
+    expect(Object.fromEntries(rowsOf(event)[0]!)).toMatchObject({
       id: "m1",
       received_at: "2026-11-22T10:04:05.000Z",
       loaded_at: "2026-11-22T10:05:00.000Z",
@@ -80,29 +81,29 @@ describe("lake rows", () => {
       total: 42.5,
       items: 3,
     });
-    expect(tables.get("tracks")!.rows[0]!.get("order_id")).toBeUndefined();
-    expect(Object.fromEntries(tables.get("identifies")!.rows[0]!)).toMatchObject({
+    expect(rowsOf(tables.get("tracks")!)[0]!.get("order_id")).toBeUndefined();
+    expect(Object.fromEntries(rowsOf(tables.get("identifies")!)[0]!)).toMatchObject({
       id: "m2",
       user_id: "u1",
       email: "a@example.com",
       plan: "pro",
     });
-    expect(Object.fromEntries(tables.get("pages")!.rows[0]!)).toMatchObject({
+    expect(Object.fromEntries(rowsOf(tables.get("pages")!)[0]!)).toMatchObject({
       name: "Home",
       category: "Docs",
       path: "/",
       anonymous_id: "an-1",
     });
-    expect(Object.fromEntries(tables.get("screens")!.rows[0]!)).toMatchObject({ name: "Settings", tab_count: 2 });
-    expect(Object.fromEntries(tables.get("groups")!.rows[0]!)).toMatchObject({ group_id: "g1", employee_count: 40 });
-    expect(Object.fromEntries(tables.get("aliases")!.rows[0]!)).toMatchObject({ user_id: "u3", previous_id: "an-1" });
+    expect(Object.fromEntries(rowsOf(tables.get("screens")!)[0]!)).toMatchObject({ name: "Settings", tab_count: 2 });
+    expect(Object.fromEntries(rowsOf(tables.get("groups")!)[0]!)).toMatchObject({ group_id: "g1", employee_count: 40 });
+    expect(Object.fromEntries(rowsOf(tables.get("aliases")!)[0]!)).toMatchObject({ user_id: "u3", previous_id: "an-1" });
 
     const archive = tables.get("calls")!;
     expect([...archive.columns.keys()]).toEqual(["message_id", "source_id", "type", "received_at", "user_id", "anonymous_id", "call"]);
-    expect(archive.rows.map((r) => r.get("type"))).toEqual(["track", "identify", "page", "screen", "group", "alias"]);
-    expect(archive.rows[5]!.get("user_id")).toBe("u3");
-    expect(archive.rows[0]!.get("call")).toBe(calls[0]!.payload);
-    expect(archive.rows[0]!.get("source_id")).toBe("src-1");
+    expect(rowsOf(archive).map((r) => r.get("type"))).toEqual(["track", "identify", "page", "screen", "group", "alias"]);
+    expect(rowsOf(archive)[5]!.get("user_id")).toBe("u3");
+    expect(rowsOf(archive)[0]!.get("call")).toBe(calls[0]!.payload);
+    expect(rowsOf(archive)[0]!.get("source_id")).toBe("src-1");
   });
 
   test("the first type seen for a column wins across batches; a value that does not fit is null and counted", async () => {
@@ -122,7 +123,7 @@ describe("lake rows", () => {
     const table = byTable(second.batches).get("signed_up")!;
     expect(table.columns.get("seats")).toBe("bigint");
     // A number fits a text column (as text); a word and a fraction do not fit bigint.
-    expect(table.rows.map((r) => [r.get("plan"), r.get("seats")])).toEqual([
+    expect(rowsOf(table).map((r) => [r.get("plan"), r.get("seats")])).toEqual([
       ["7", null],
       ["team", null],
     ]);
@@ -141,7 +142,7 @@ describe("lake rows", () => {
       ],
       createMemoryColumnRegistry(),
     );
-    const eventFiles = result.batches.filter((b) => b.table === "e").map((b) => `${b.partition.dt}/${b.partition.hr}:${b.rows.length}`);
+    const eventFiles = result.batches.filter((b) => b.table === "e").map((b) => `${b.partition.dt}/${b.partition.hr}:${b.rowCount}`);
     expect(eventFiles).toEqual(["2026-11-22/23:1", "2026-11-23/00:1"]);
     expect(result.skipped.map((s) => s.index)).toEqual([2, 3, 4]);
     expect(result.skipped[0]!.reason).toContain("not JSON");
@@ -153,8 +154,8 @@ describe("lake rows", () => {
       createMemoryColumnRegistry(),
     );
     const tables = byTable(result.batches);
-    expect(tables.get("_calls")?.rows.length).toBe(1);
-    expect(tables.get("calls")?.rows.map((r) => r.get("message_id"))).toEqual(["a"]);
+    expect(tables.get("_calls")?.rowCount).toBe(1);
+    expect(rowsOf(tables.get("calls")!).map((r) => r.get("message_id"))).toEqual(["a"]);
   });
 
   test("timestamps with offsets and long fractions are stored in UTC, to the microsecond", () => {

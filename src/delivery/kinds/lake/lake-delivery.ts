@@ -160,7 +160,7 @@ export function createLakeKind(options: LakeKindOptions): KindDelivery<LakeDesti
     const { format } = lake.settings;
     const file = path.join(directory, `${randomUUID()}.${formatFiles[format].extension}`);
     try {
-      await lake.writer.write({ columns: batch.columns, rows: batch.rows }, file);
+      await lake.writer.write(batch, file);
       await lake.store.put(objectKey(prefix, batch.table, batch.partition, name, format), { path: file }, formatFiles[format].contentType);
     } finally {
       await rm(file, { force: true });
