@@ -15,9 +15,18 @@ export interface Partition {
   hr: string;
 }
 
+// The last hour asked for: a page's calls share one or two hours, so its calls' partitions are made once.
+let lastHour = Number.NaN;
+let lastPartition: Partition = { dt: "", hr: "" };
+
 export function partitionOf(receivedAt: Date): Partition {
-  const iso = receivedAt.toISOString();
-  return { dt: iso.slice(0, 10), hr: iso.slice(11, 13) };
+  const hour = Math.floor(receivedAt.getTime() / 3_600_000);
+  if (hour !== lastHour) {
+    const iso = receivedAt.toISOString();
+    lastPartition = { dt: iso.slice(0, 10), hr: iso.slice(11, 13) };
+    lastHour = hour;
+  }
+  return lastPartition;
 }
 
 /** `dt=…/hr=…`, also a key to group rows by. */

@@ -186,7 +186,7 @@ function handled<T>(promise: Promise<T>): Promise<T> {
 }
 
 /** Pages are never longer than this, whatever a kind's batch: a lake's 50,000-call flushes are read 10,000 at a time. */
-const maxPageSize = 10_000;
+const maxPageSize = 5_000;
 
 /**
  * The calls a page of this destination reads: the loader's page size, or
