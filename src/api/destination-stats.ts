@@ -10,6 +10,7 @@ import type { LogDeliveryReads, DeliveryStatus as StatusName } from "../db/job-t
 import { selectDestinationStats } from "../db/queries/deliveries.js";
 import { selectLatencyPercentiles, selectMinuteSeries, type LatencyRow, type MinuteRow } from "../db/queries/delivery-stats.js";
 import type { Queryable } from "../db/pool.js";
+import { selectLakeFilesWritten } from "../db/queries/lake-files-written.js";
 import { type HeldBackCountRow, type HeldBackReason, selectHeldBackPerMinute } from "../db/queries/message-fates.js";
 
 const minuteMs = 60_000;
@@ -31,12 +32,13 @@ export async function destinationStats(
 ): Promise<MessageInitShape<typeof GetDestinationStatsResponseSchema>> {
   const minute = Math.floor(now.getTime() / minuteMs) * minuteMs;
   const starts = windowMinutes.map((n) => new Date(minute - (n - 1) * minuteMs));
-  const [stats, deliverySeries, latency, heldBackSeries, logStats] = await Promise.all([
+  const [stats, deliverySeries, latency, heldBackSeries, logStats, lakeFiles] = await Promise.all([
     selectDestinationStats(db, destinationId, new Date(now.getTime() - 3_600_000)),
     selectMinuteSeries(db, destinationId, starts[2]!),
     selectLatencyPercentiles(db, destinationId, starts),
     selectHeldBackPerMinute(db, destinationId, starts[2]!),
     log?.selectStats(db, destinationId, starts[2]!),
+    selectLakeFilesWritten(db, destinationId),
   ]);
   const series = withHeldBack(withLogDelivered(deliverySeries, logStats?.minutes ?? []), heldBackSeries);
   const logCounts: Partial<Record<StatusName, number>> = logStats?.counts ?? {};
@@ -103,6 +105,19 @@ export async function destinationStats(
     heldBackLast24h: create(HeldBackSchema, heldBackCounts(lastDay.heldBack)),
     discardedValuesLastHour: BigInt(lastHour.discarded),
     discardedValuesLast24h: BigInt(lastDay.discarded),
+    ...(lakeFiles
+      ? {
+          lakeFiles: {
+            files: BigInt(lakeFiles.files),
+            rows: BigInt(lakeFiles.rows),
+            bytes: BigInt(lakeFiles.bytes),
+            lastFile: lakeFiles.last_file,
+            lastFileRows: BigInt(lakeFiles.last_file_rows),
+            lastFileBytes: BigInt(lakeFiles.last_file_bytes),
+            lastFileTime: timestampFromDate(lakeFiles.last_file_at),
+          },
+        }
+      : {}),
   };
 }
 

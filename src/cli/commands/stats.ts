@@ -1,3 +1,4 @@
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { toJson } from "@bufbuild/protobuf";
 import type { Command } from "commander";
 import {
@@ -48,6 +49,14 @@ export function heldBackText(held: HeldBack | undefined): string {
   ];
   const text = counts.filter(([, n]) => n > 0n).map(([reason, n]) => `${reason} ${n}`);
   return text.length === 0 ? "0" : text.join(", ");
+}
+
+/** A lake's files written, a line ("" for other kinds). */
+function lakeFilesText(stats: GetDestinationStatsResponse): string {
+  const files = stats.lakeFiles;
+  if (!files) return "";
+  const at = files.lastFileTime ? timestampDate(files.lastFileTime).toISOString() : "";
+  return `files written: ${files.files} (${files.rows} rows, ${files.bytes} bytes); last ${files.lastFile} (${files.lastFileRows} rows, ${files.lastFileBytes} bytes) at ${at}\n`;
 }
 
 function rows(stats: readonly GetDestinationStatsResponse[], names: ReadonlyMap<string, string>): string {
@@ -111,7 +120,7 @@ export function registerStats(program: Command, wire: Wire): void {
             GetDestinationStatsResponseSchema,
             one,
             () =>
-              `${rows([one], new Map([[id, destination?.name ?? ""]]))}${one.series.length} active minutes in the last 24 h (--json shows them)\n`,
+              `${rows([one], new Map([[id, destination?.name ?? ""]]))}${one.series.length} active minutes in the last 24 h (--json shows them)\n${lakeFilesText(one)}`,
           );
           return;
         }

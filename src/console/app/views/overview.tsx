@@ -2,6 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
 import type { GetDestinationStatsResponse, StatsWindow } from "../../../../gen/waypost/v1/delivery_pb.js";
 import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
+import { formatTime } from "../format.js";
 import { kindFormOf } from "../kinds/registry.js";
 import { ErrorMessage, HeaderRow } from "../components.js";
 import { useLoad } from "../context.js";
@@ -116,6 +117,20 @@ function Discarded(props: { stats: GetDestinationStatsResponse }) {
   );
 }
 
+/** A lake's files: how many it has written, and its last one. */
+function LakeFilesWritten(props: { stats: GetDestinationStatsResponse }) {
+  const files = props.stats.lakeFiles;
+  if (!files) return <p class="hint">No files written yet.</p>;
+  return (
+    <p class="hint" role="note" aria-label="Files written">
+      Files written: {files.files.toString()} ({files.rows.toString()} rows, {megabytes(files.bytes)}). Last: <code>{files.lastFile}</code>,{" "}
+      {files.lastFileRows.toString()} rows, {megabytes(files.lastFileBytes)}, at {formatTime(files.lastFileTime)}.
+    </p>
+  );
+}
+
+const megabytes = (bytes: bigint) => `${(Number(bytes) / 1_048_576).toFixed(2)} MB`;
+
 function DestinationCard(props: { destination: Destination; stats: GetDestinationStatsResponse; period: Period; twin: boolean }) {
   const { destination: d, stats: s } = props;
   const state = destinationState(d);
@@ -162,6 +177,7 @@ function DestinationCard(props: { destination: Destination; stats: GetDestinatio
       </table>
       <ChosenHeldBack destinationId={d.id} stats={s} period={props.period} />
       {kindFormOf(d).discards && <Discarded stats={s} />}
+      {d.lake && <LakeFilesWritten stats={s} />}
       <DestinationChart name={d.name} series={s.series} minutes={props.period.minutes} period={props.period.long} />
     </article>
   );

@@ -5,6 +5,7 @@ import path from "node:path";
 import type pg from "pg";
 import type { Clock } from "../../../clock.js";
 import type { AttemptResult, ClaimedDelivery } from "../../../db/job-table/index.js";
+import { type LakeFileWritten, recordLakeFilesWritten } from "../../../db/queries/lake-files-written.js";
 import { createPostgresColumnRegistry } from "../../../lake/postgres-column-registry.js";
 import { createFileWriter, type FileWriter } from "../../../lake/file-writer.js";
 import { lakeRows, type TableBatch } from "../../../lake/lake-rows.js";
@@ -152,16 +153,23 @@ export function createLakeKind(options: LakeKindOptions): KindDelivery<LakeDesti
     const name = flushName(lake.destinationId, calls);
     const prefix = prefixOf(settings.url);
     const directory = await work();
-    for (const batch of rows.batches) await writeFile(lake, batch, prefix, name, directory);
+    const written: LakeFileWritten[] = [];
+    for (const batch of rows.batches) written.push(await writeFile(lake, batch, prefix, name, directory));
+    // What the console shows as written: the files are stored whether or not this is recorded.
+    await recordLakeFilesWritten(options.pool, lake.destinationId, written, clock.now()).catch((error: unknown) =>
+      logger.warn({ err: error, destinationId: lake.destinationId }, "recording a lake's files failed"),
+    );
     return rows.discarded;
   }
 
-  async function writeFile(lake: Lake, batch: TableBatch, prefix: string, name: string, directory: string): Promise<void> {
+  async function writeFile(lake: Lake, batch: TableBatch, prefix: string, name: string, directory: string): Promise<LakeFileWritten> {
     const { format } = lake.settings;
     const file = path.join(directory, `${randomUUID()}.${formatFiles[format].extension}`);
     try {
-      await lake.writer.write(batch, file);
-      await lake.store.put(objectKey(prefix, batch.table, batch.partition, name, format), { path: file }, formatFiles[format].contentType);
+      const bytes = await lake.writer.write(batch, file);
+      const key = objectKey(prefix, batch.table, batch.partition, name, format);
+      await lake.store.put(key, { path: file }, formatFiles[format].contentType);
+      return { key, rows: batch.rowCount, bytes };
     } finally {
       await rm(file, { force: true });
     }

@@ -8,6 +8,7 @@ import { DestinationKind, LakeFormat } from "../../../../gen/waypost/v1/destinat
 import { createObjectStore } from "../../../../src/lake/object-store.js";
 import { isolateAwsEnvironment } from "../../../helpers/aws-env.js";
 import { downloadObjects, readLakeFiles } from "../../../helpers/duckdb-read.js";
+import { cliEnv, waypost, waypostJson } from "../../../cli/support.js";
 import { testWith } from "../../../helpers/fixtures.js";
 import { type S3Server, startS3Server } from "../../../helpers/s3-server.js";
 import type { TestServer } from "../../../helpers/server.js";
@@ -88,6 +89,53 @@ test("a lake in a directory gets every call once, as Parquet in the warehouse la
   expect(list.deliveries.map((d) => d.status)).toEqual([expect.anything()]);
   const detail = (await server.deliveries.getDelivery({ id: list.deliveries[0]!.id })).delivery!;
   expect(detail.attempts[0]!.url).toBe(pathToFileURL(directory).href);
+
+  // The files written, as the console and the CLI show them: every row of every file, the last one by its key.
+  const stats = await server.deliveries.getDestinationStats({ destinationId: destination.id });
+  expect(stats.lakeFiles?.files).toBe(BigInt(files.length));
+  expect(stats.lakeFiles?.rows).toBe(81n);
+  expect(files).toContain(stats.lakeFiles?.lastFile);
+  expect(stats.lakeFiles?.lastFileBytes).toBeGreaterThan(0n);
+});
+
+test("the CLI creates a lake and shows what it wrote", async ({ server }) => {
+  const directory = mkdtempSync(path.join(scratch, "cli-"));
+  const source = await server.createSource();
+  const env = cliEnv(server);
+  const { destination: created } = await waypostJson<{
+    destination: { id: string; lake: { url: string; format: string; flushSeconds: number } };
+  }>(
+    [
+      "destinations",
+      "create",
+      "--name",
+      "cli-lake",
+      "--source",
+      source.id,
+      "--kind",
+      "lake",
+      "--lake-url",
+      pathToFileURL(directory).href,
+      "--lake-format",
+      "ndjson-gz",
+      "--flush-seconds",
+      "1",
+    ],
+    env,
+  );
+  expect(created.lake).toMatchObject({ url: pathToFileURL(directory).href, format: "LAKE_FORMAT_NDJSON_GZ", flushSeconds: 1 });
+  await server.tracking(source.writeKey).batch({ batch: [track("cli-1", "u", { n: 1 }), track("cli-2", "u", { n: 2 })] });
+  await server.waypost.delivery!.settle();
+  expect(filesUnder(directory).every((f) => f.endsWith(".ndjson.gz"))).toBe(true);
+  const shown = await waypost(["stats", "--destination", created.id], env);
+  expect(shown.code).toBe(0);
+  expect(shown.stdout).toMatch(/files written: 2 \(4 rows, \d+ bytes\); last \S+\.ndjson\.gz \(2 rows, \d+ bytes\)/);
+  const refused = await waypost(
+    ["destinations", "create", "--name", "x", "--source", source.id, "--kind", "lake", "--lake-url", "s3://lake", "--lake-format", "csv"],
+    env,
+  );
+  expect(refused.code).not.toBe(0);
+  expect(refused.stderr).toContain('--lake-format: "csv" is not parquet or ndjson-gz');
 });
 
 test("an S3-compatible store gets the files through the AWS SDK, the secret masked everywhere, a 500 retried", async ({ server }) => {
