@@ -185,7 +185,10 @@ function handled<T>(promise: Promise<T>): Promise<T> {
   return promise;
 }
 
-/** Pages are never longer than this, whatever a kind's batch: a lake's 50,000-call flushes are read 10,000 at a time. */
+/**
+ * Pages are never longer than this, whatever a kind's batch: a lake's 50,000-call flushes are read 5,000 at a time
+ * (pages of 10,000 were no faster and held 100 MB more in flight).
+ */
 const maxPageSize = 5_000;
 
 /**
