@@ -43,10 +43,13 @@ export function createHealthMonitor(options: HealthMonitorOptions): HealthMonito
   const expiredEveryMs = options.expiredEventIntervalMs ?? 60_000;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
+  // Moves on with every transition set here: a table read from before one must not set the gauge back.
+  let transitionsSeen = 0;
 
   async function runOnce() {
+    const seen = transitionsSeen;
     const states = await listCircuitStates(pool);
-    if (gauge) {
+    if (gauge && seen === transitionsSeen) {
       // Series of deleted destinations go; the others are set from the table.
       gauge.reset();
       for (const { destinationId, open } of states) gauge.set({ destination_id: destinationId }, open ? 1 : 0);
@@ -65,6 +68,7 @@ export function createHealthMonitor(options: HealthMonitorOptions): HealthMonito
   return {
     async transitions(transitions) {
       if (transitions.length === 0) return;
+      transitionsSeen++;
       const names = await destinationNames(pool, [...new Set(transitions.map((t) => t.row.destinationId))]);
       for (const t of transitions) {
         const id = t.row.destinationId;
