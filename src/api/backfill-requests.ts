@@ -48,7 +48,8 @@ export function createBackfillRequests(options: BackfillRequestsOptions) {
     if (Number.isNaN(until.getTime())) throw invalidArgument("until", "is not a valid time");
     if (until.getTime() <= since.getTime()) throw invalidArgument("until", "must be after since");
     const fromArchive = req.fromArchive === "" ? undefined : requireUuid("fromArchive", req.fromArchive);
-    if (fromArchive === destinationId) throw invalidArgument("fromArchive", "is the destination itself: replay an archive into another destination");
+    if (fromArchive === destinationId)
+      throw invalidArgument("fromArchive", "is the destination itself: replay an archive into another destination");
     return { destinationId, since, until, now, fromArchive };
   }
 

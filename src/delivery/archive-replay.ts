@@ -145,7 +145,7 @@ export function createArchiveReplay(options: ArchiveReplayOptions) {
       const since = new Date(params.since).getTime();
       const until = new Date(params.until).getTime();
       const lake = await selectDestination(tx, params.fromArchive);
-      if (!lake || lake.kind !== "lake" || !lake.lake?.archive) {
+      if (lake?.kind !== "lake" || !lake.lake?.archive) {
         await closeArchive(job.id);
         return { kind: "stop", state: "failed", error: archiveGone };
       }
