@@ -9,6 +9,7 @@ import { withTransaction } from "../db/pool.js";
 import { type BackfillAsk, insertJob, lockBackfillRequests, selectCoveringBackfill } from "../db/queries/background-jobs.js";
 import { selectDestination } from "../db/queries/destinations.js";
 import type { BackfillParams, BackfillProgress } from "../delivery/backfill-job.js";
+import { archiveSettingsOfRow } from "../delivery/kinds/lake/lake-archive.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { backfillToProto } from "./job-proto.js";
 
@@ -57,7 +58,7 @@ export function createBackfillRequests(options: BackfillRequestsOptions) {
   async function checkArchive(fromArchive: string): Promise<void> {
     const archive = await selectDestination(pool, fromArchive);
     if (!archive) throw invalidArgument("fromArchive", `no destination ${JSON.stringify(fromArchive)}`);
-    if (archive.kind !== "lake" || !archive.lake?.archive) {
+    if (!archiveSettingsOfRow(archive)) {
       throw invalidArgument("fromArchive", `destination ${JSON.stringify(fromArchive)} is not a lake with archive on`);
     }
   }

@@ -9,15 +9,13 @@ import {
   storeReplayedCalls,
 } from "../db/queries/archive-replay.js";
 import type { BackfillRulesRow, JobRow } from "../db/queries/background-jobs.js";
-import { type KindColumns, selectDestination } from "../db/queries/destinations.js";
-import { type ArchivedCall, type ArchiveReader, createArchiveReader, hourMs } from "../lake/archive-reader.js";
-import { createFileReader } from "../lake/file-reader.js";
-import { parseLakeUrl } from "../lake/lake-url.js";
-import { createObjectStore } from "../lake/object-store.js";
+import { selectDestination } from "../db/queries/destinations.js";
+import { type ArchivedCall, type ArchiveReader, hourMs } from "../lake/archive-reader.js";
 import type { AddressGuard } from "../outbound/address-guard.js";
 import { holdsBack } from "../routing/route-rules.js";
 import { backfillRules, routeInSlices } from "./backfill-routing.js";
-import { guardedLookup } from "./kinds/broker-address.js";
+import { archiveSettingsOfRow, openArchiveReader } from "./kinds/lake/lake-archive.js";
+import type { LakeSettings } from "./kinds/lake/lake-settings.js";
 
 /** Where a replay stands: the hour partition it reads, the last file of it done, and the file being read (its pages done). */
 interface ReplayCursor {
@@ -87,28 +85,17 @@ export function createArchiveReplay(options: ArchiveReplayOptions) {
     await archive.reader.close().catch(() => undefined);
   }
 
-  function archiveOf(jobId: string, lake: NonNullable<KindColumns["lake"]>): ArchiveReader {
+  function archiveOf(jobId: string, settings: LakeSettings): ArchiveReader {
     const now = Date.now();
     for (const [id, archive] of open) if (now - archive.usedAt > idleMs && id !== jobId) void closeArchive(id);
-    const settingsJson = JSON.stringify(lake);
+    const settingsJson = JSON.stringify(settings);
     const current = open.get(jobId);
     if (current && current.settingsJson === settingsJson) {
       current.usedAt = now;
       return current.reader;
     }
     if (current) void closeArchive(jobId);
-    const reader = createArchiveReader({
-      store: createObjectStore({
-        url: lake.url,
-        endpoint: lake.endpoint || undefined,
-        region: lake.region,
-        accessKeyId: lake.accessKeyId || undefined,
-        secretAccessKey: lake.secretAccessKey || undefined,
-        ...(options.guard ? { lookup: guardedLookup(options.guard) } : {}),
-      }),
-      reader: createFileReader(),
-      prefix: parseLakeUrl(lake.url).prefix,
-    });
+    const reader = openArchiveReader(settings, options.guard);
     open.set(jobId, { settingsJson, reader, usedAt: now });
     return reader;
   }
@@ -144,12 +131,13 @@ export function createArchiveReplay(options: ArchiveReplayOptions) {
       const progress: ReplayProgress = { candidates: 0, created: 0, filtered: 0, read: 0, ...stored };
       const since = new Date(params.since).getTime();
       const until = new Date(params.until).getTime();
-      const lake = await selectDestination(tx, params.fromArchive);
-      if (lake?.kind !== "lake" || !lake.lake?.archive) {
+      const row = await selectDestination(tx, params.fromArchive);
+      const settings = row && archiveSettingsOfRow(row);
+      if (!settings) {
         await closeArchive(job.id);
         return { kind: "stop", state: "failed", error: archiveGone };
       }
-      const reader = archiveOf(job.id, lake.lake);
+      const reader = archiveOf(job.id, settings);
       const sources = new Set(await selectDestinationSourceIds(tx, job.destination_id));
       const at = job.cursor as Partial<ReplayCursor> | null;
       let cursor: ReplayCursor = {
