@@ -253,7 +253,7 @@ async function openDelivery(
     clock,
     logger,
     leaseMs: config.delivery.leaseMs,
-    handlers: { backfill: createBackfillJob({ jobTable }), retry: createRetryJob({ jobTable }) },
+    handlers: { backfill: createBackfillJob({ jobTable, guard: shared.addressGuard }), retry: createRetryJob({ jobTable }) },
   });
   await jobs.start();
   closers.push(() => jobs.stop());

@@ -9,6 +9,7 @@ import { withTransaction } from "../db/pool.js";
 import { type BackfillAsk, insertJob, lockBackfillRequests, selectCoveringBackfill } from "../db/queries/background-jobs.js";
 import { selectDestination } from "../db/queries/destinations.js";
 import type { BackfillParams, BackfillProgress } from "../delivery/backfill-job.js";
+import { archiveSettingsOfRow } from "../delivery/kinds/lake/lake-archive.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { backfillToProto } from "./job-proto.js";
 
@@ -47,7 +48,19 @@ export function createBackfillRequests(options: BackfillRequestsOptions) {
     if (Number.isNaN(since.getTime())) throw invalidArgument("since", "is not a valid time");
     if (Number.isNaN(until.getTime())) throw invalidArgument("until", "is not a valid time");
     if (until.getTime() <= since.getTime()) throw invalidArgument("until", "must be after since");
-    return { destinationId, since, until, now };
+    const fromArchive = req.fromArchive === "" ? undefined : requireUuid("fromArchive", req.fromArchive);
+    if (fromArchive === destinationId)
+      throw invalidArgument("fromArchive", "is the destination itself: replay an archive into another destination");
+    return { destinationId, since, until, now, fromArchive };
+  }
+
+  /** A replay's archive: a lake destination with archive on (checked again by each page: it may change meanwhile). */
+  async function checkArchive(fromArchive: string): Promise<void> {
+    const archive = await selectDestination(pool, fromArchive);
+    if (!archive) throw invalidArgument("fromArchive", `no destination ${JSON.stringify(fromArchive)}`);
+    if (!archiveSettingsOfRow(archive)) {
+      throw invalidArgument("fromArchive", `destination ${JSON.stringify(fromArchive)} is not a lake with archive on`);
+    }
   }
 
   async function store(ask: BackfillAsk, now: Date): Promise<Response> {
@@ -57,9 +70,15 @@ export function createBackfillRequests(options: BackfillRequestsOptions) {
       await lockBackfillRequests(tx, ask.destinationId);
       const running = await selectCoveringBackfill(tx, ask);
       if (running) return { row: running, alreadyRunning: true };
-      const candidates = await jobTable.reads.countBackfillCandidates(tx, ask);
-      const params: BackfillParams = { since: ask.since.toISOString(), until: ask.until.toISOString(), revision: ask.revision };
-      const progress: BackfillProgress = { candidates, created: 0, filtered: 0 };
+      // A replay's calls are in files, not counted up front: it reads them as it goes (progress.read).
+      const candidates = ask.fromArchive ? 0 : await jobTable.reads.countBackfillCandidates(tx, ask);
+      const params: BackfillParams = {
+        since: ask.since.toISOString(),
+        until: ask.until.toISOString(),
+        revision: ask.revision,
+        ...(ask.fromArchive ? { fromArchive: ask.fromArchive } : {}),
+      };
+      const progress: BackfillProgress = { candidates, created: 0, filtered: 0, ...(ask.fromArchive ? { read: 0 } : {}) };
       const row = await insertJob(tx, {
         id: randomUUID(),
         kind: "backfill",
@@ -67,7 +86,7 @@ export function createBackfillRequests(options: BackfillRequestsOptions) {
         params: { ...params },
         progress: { ...progress },
         // Nothing to create: it ends at once (and is still listed).
-        state: candidates > 0 ? "running" : "done",
+        state: candidates > 0 || ask.fromArchive ? "running" : "done",
         // The moment `until` defaults to: a backfill asked up to now covers what came after.
         at: now,
       });
@@ -82,6 +101,7 @@ export function createBackfillRequests(options: BackfillRequestsOptions) {
       const { now, ...asked } = parse(req);
       const destination = await selectDestination(pool, asked.destinationId);
       if (!destination) throw notFound("destination", asked.destinationId);
+      if (asked.fromArchive) await checkArchive(asked.fromArchive);
       const ask: BackfillAsk = { ...asked, revision: destination.revision };
       const before = storing.get(ask.destinationId);
       const run = (before ?? Promise.resolve()).catch(() => undefined).then(() => store(ask, now));

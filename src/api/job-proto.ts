@@ -37,6 +37,8 @@ export function backfillToProto(row: JobRow): Backfill {
     ...counters<BackfillProgress>(row.progress, ["candidates", "created", "filtered"]),
     since: timestampFromDate(new Date(params.since)),
     until: timestampFromDate(new Date(params.until)),
+    fromArchive: params.fromArchive ?? "",
+    archiveCallsRead: BigInt(row.progress.read ?? 0),
   });
 }
 

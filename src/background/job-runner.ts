@@ -30,6 +30,8 @@ export interface JobHandler {
    */
   lock?(tx: pg.PoolClient, destinationId: string): Promise<void>;
   page(tx: pg.PoolClient, job: JobRow, now: Date): Promise<PageOutcome>;
+  /** Gives up what the handler holds between pages (a replay's open archive), once the runner has stopped. */
+  close?(): Promise<void>;
 }
 
 export interface JobRunnerOptions {
@@ -124,7 +126,7 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
     });
   }
 
-  return createLeasedWorker({
+  const worker = createLeasedWorker({
     lease: jobs,
     work,
     name: "background job",
@@ -133,4 +135,11 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
     clock,
     logger,
   });
+  return {
+    ...worker,
+    async stop() {
+      await worker.stop();
+      await Promise.allSettled(Object.values(options.handlers).map((handler) => handler.close?.()));
+    },
+  };
 }

@@ -1,9 +1,11 @@
 import type pg from "pg";
 import { type JobTableDriver, lockDestinationBackfills } from "../db/job-table/index.js";
 import { lockDestinationIfExists, type JobRow } from "../db/queries/background-jobs.js";
-import { compileRouteRules, heldBackBy, holdsBack, type RouteRules, routedCall } from "../routing/route-rules.js";
+import { holdsBack } from "../routing/route-rules.js";
 import type { JobHandler, PageOutcome } from "../background/job-runner.js";
-import { matcherOfRow } from "./kinds/registry.js";
+import type { AddressGuard } from "../outbound/address-guard.js";
+import { createArchiveReplay } from "./archive-replay.js";
+import { backfillRules, routeInSlices } from "./backfill-routing.js";
 
 /** A backfill's fixed parameters, as stored with the job. */
 export interface BackfillParams {
@@ -11,6 +13,8 @@ export interface BackfillParams {
   until: string;
   /** The destination's settings revision when it was asked for (absent in jobs stored before it was kept). */
   revision?: number;
+  /** A replay: the archive lake whose files it reads (docs/lakes.md#replay); absent: the retained calls. */
+  fromArchive?: string;
 }
 
 /** A backfill's counters: candidates counted when it was asked for; created and filtered as its pages go. */
@@ -18,6 +22,8 @@ export interface BackfillProgress {
   candidates: number;
   created: number;
   filtered: number;
+  /** A replay's calls read from the archive (absent in other backfills). */
+  read?: number;
 }
 
 export interface BackfillJobOptions {
@@ -31,6 +37,8 @@ export interface BackfillJobOptions {
   sliceSize?: number;
   /** The job table's driver (one Postgres's or Citus's). */
   jobTable: JobTableDriver;
+  /** A replay's store endpoint passes it on every address it resolves to, as a lake's writes do (absent: not checked, tests only). */
+  guard?: AddressGuard | undefined;
 }
 
 export const destinationDeleted = "the destination was deleted";
@@ -50,19 +58,17 @@ export function createBackfillJob(options: BackfillJobOptions): JobHandler {
   const pageSize = options.pageSize ?? 5_000;
   const sliceSize = options.sliceSize ?? 250;
   const { jobTable } = options;
+  const replay = createArchiveReplay({ pageSize, sliceSize, guard: options.guard });
   return {
+    close: () => replay.close(),
     lock: (tx, destinationId) => lockDestinationBackfills(tx, destinationId),
     async page(tx: pg.PoolClient, job: JobRow, now: Date): Promise<PageOutcome> {
       const params = job.params as unknown as BackfillParams;
       const progress = job.progress as unknown as BackfillProgress;
       const destination = await lockDestinationIfExists(tx, job.destination_id);
       if (!destination) return { kind: "stop", state: "cancelled", error: destinationDeleted };
-      const rules = compileRouteRules({
-        filter: destination.filter,
-        consentCategories: destination.consent_categories,
-        requireConsent: destination.require_consent,
-        matcher: matcherOfRow(destination),
-      });
+      if (params.fromArchive) return replay.page(tx, job, destination, now);
+      const rules = backfillRules(destination);
       const checked = holdsBack(rules);
       const after = typeof job.cursor?.after === "string" ? job.cursor.after : "0";
       const range = { destinationId: job.destination_id, since: new Date(params.since), until: new Date(params.until) };
@@ -77,25 +83,4 @@ export function createBackfillJob(options: BackfillJobOptions): JobHandler {
       };
     },
   };
-}
-
-/**
- * Whether the destination's rules route each call (filter, then consent,
- * then its kind's matcher: the same as ingest), a slice at a time,
- * yielding to the event loop between slices.
- */
-async function routeInSlices(
-  calls: ReadonlyArray<{ payload: string | null; received_at: Date }>,
-  rules: RouteRules,
-  sliceSize: number,
-): Promise<boolean[]> {
-  const passes: boolean[] = [];
-  for (let start = 0; start < calls.length; start += sliceSize) {
-    if (start > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-    for (const call of calls.slice(start, start + sliceSize)) {
-      const body = JSON.parse(call.payload ?? "{}") as unknown;
-      passes.push(heldBackBy(rules, routedCall(body, call.received_at)) === undefined);
-    }
-  }
-  return passes;
 }

@@ -15,11 +15,15 @@ import { followJob, jobStateNames, type JobSnapshot } from "./job-progress.js";
 
 /** A backfill's counts in words. */
 function summary(b: Backfill): string {
+  if (b.fromArchive)
+    return `created ${b.created}, filtered ${b.filtered} of ${b.archiveCallsRead} calls read from archive ${b.fromArchive}`;
   return `created ${b.created}, filtered ${b.filtered} of ${b.candidates} candidates`;
 }
 
 function snapshot(b: Backfill): JobSnapshot {
-  return { state: b.state, done: b.created + b.filtered, total: b.candidates, summary: summary(b), error: b.error };
+  // A replay counts no candidates up front: its total is what it has read so far.
+  const total = b.fromArchive ? b.archiveCallsRead : b.candidates;
+  return { state: b.state, done: b.created + b.filtered, total, summary: summary(b), error: b.error };
 }
 
 function describe(b: Backfill): string {
@@ -27,7 +31,12 @@ function describe(b: Backfill): string {
     ["backfill", b.id],
     ["destination", b.destinationId],
     ["state", jobStateNames[b.state] + (b.error ? ` (${b.error})` : "")],
-    ["candidates", String(b.candidates)],
+    ...(b.fromArchive
+      ? ([
+          ["from archive", b.fromArchive],
+          ["read", String(b.archiveCallsRead)],
+        ] as Array<[string, string]>)
+      : ([["candidates", String(b.candidates)]] as Array<[string, string]>)),
     ["created", String(b.created)],
     ["filtered", String(b.filtered)],
     ["range", `${time(b.since)} to ${time(b.until)}`],
@@ -57,16 +66,19 @@ export function registerBackfillCommand(destinations: Command, wire: Wire): void
     .argument("<id>", "destination id or name")
     .requiredOption("--since <time>", "received at or after: ISO 8601, or back from now: 30s, 15m, 2h, 7d")
     .option("--until <time>", "received before (default: now)")
+    .option("--from-archive <id>", "replay the range from this lake destination's archive (past retention) instead of the retained calls")
     .option("--detach", "return at once, printing the backfill (it goes on in the server)")
     .action(
-      wire(async (ctx, ref: string, flags: { since: string; until?: string; detach?: boolean }) => {
+      wire(async (ctx, ref: string, flags: { since: string; until?: string; fromArchive?: string; detach?: boolean }) => {
         const since = parseTime(flags.since, "--since");
         const until = flags.until ? parseTime(flags.until, "--until") : undefined;
         const destinationId = await resolveDestinationRef(ctx, ref, "<id>");
+        const fromArchive = flags.fromArchive ? await resolveDestinationRef(ctx, flags.fromArchive, "--from-archive") : undefined;
         const { backfill, alreadyRunning } = await ctx.admin(DestinationService).backfillDestination({
           destinationId,
           since: timestampFromDate(since),
           ...(until ? { until: timestampFromDate(until) } : {}),
+          ...(fromArchive ? { fromArchive } : {}),
         });
         if (flags.detach) {
           ctx.print(

@@ -69,6 +69,8 @@ export interface BackfillAsk {
   revision: number;
   since: Date;
   until: Date;
+  /** A replay's archive lake (absent: a backfill of retained calls). */
+  fromArchive?: string | undefined;
 }
 
 /**
@@ -76,7 +78,8 @@ export interface BackfillAsk {
  * the same destination, asked for at the same settings revision (the rules
  * it applies are the same), and whose range starts at or before `since` and
  * ends at or after `until`, or reaches up to the moment it was asked (calls
- * received after that were routed as they arrived, by the same rules).
+ * received after that were routed as they arrived, by the same rules), and
+ * that reads from the same place (the retained calls, or the same archive).
  */
 export async function selectCoveringBackfill(db: Queryable, ask: BackfillAsk): Promise<JobRow | undefined> {
   const result = await db.query<JobRow>(
@@ -85,8 +88,10 @@ export async function selectCoveringBackfill(db: Queryable, ask: BackfillAsk): P
         AND params->>'revision' = $2::text
         AND (params->>'since')::timestamptz <= $3
         AND ((params->>'until')::timestamptz >= $4 OR (params->>'until')::timestamptz >= created_at)
+        -- A replay covers only the same archive's replay, and a backfill only a backfill.
+        AND coalesce(params->>'fromArchive', '') = $5
       ORDER BY created_at LIMIT 1`,
-    [ask.destinationId, ask.revision, ask.since, ask.until],
+    [ask.destinationId, ask.revision, ask.since, ask.until, ask.fromArchive ?? ""],
   );
   return result.rows[0];
 }

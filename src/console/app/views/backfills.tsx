@@ -59,15 +59,22 @@ export function Backfills(props: { destinationId: string }) {
             <td>{formatTime(b.createTime)}</td>
             <td>
               {formatTime(b.since)} to {formatTime(b.until)}
+              {b.fromArchive && <div class="hint">from archive {b.fromArchive}</div>}
             </td>
             <td title={b.error}>
               {jobStateLabels[b.state]}
               {b.error && b.state !== JobState.RUNNING ? `: ${b.error}` : ""}
             </td>
             <td>
-              <JobProgress state={b.state} done={b.created + b.filtered} total={b.candidates} label={`Backfill ${b.id} progress`} />
+              {/* A replay counts no candidates up front: its calls are those read from the archive so far. */}
+              <JobProgress
+                state={b.state}
+                done={b.created + b.filtered}
+                total={b.fromArchive ? b.archiveCallsRead : b.candidates}
+                label={`Backfill ${b.id} progress`}
+              />
             </td>
-            <td>{String(b.candidates)}</td>
+            <td>{b.fromArchive ? `${b.archiveCallsRead} read` : String(b.candidates)}</td>
             <td>{String(b.created)}</td>
             <td>{String(b.filtered)}</td>
             <td>
