@@ -83,7 +83,7 @@ function createColumns(types: ReadonlyMap<string, LakeType>) {
           columns.set(name, types.get(name) ?? typeOfValue(value));
           values.set(name, (column = new Array<LakeValue | null>(content.rowCount).fill(null)));
         }
-        column.push(fit(columns.get(name)!, value));
+        column.push(asColumnValue(columns.get(name)!, value));
       }
       content.rowCount++;
       // A column this row lacks (every row of a file has the file's columns, so only a safeguard) holds null.
@@ -100,7 +100,7 @@ function typeOfValue(value: LakeValue | null): LakeType {
 }
 
 /** A value as its column's writer takes it: text columns take text (a reader may have typed NDJSON text as a number). */
-function fit(type: LakeType, value: LakeValue | null): LakeValue | null {
+function asColumnValue(type: LakeType, value: LakeValue | null): LakeValue | null {
   if (value === null) return null;
   if ((type === "text" || type === "json" || type === "timestamp") && typeof value !== "string") return String(value);
   return value;
