@@ -15,8 +15,9 @@ export interface UserRowsOptions {
  * Which rows of a lake table hold a call of the user, as the deletion of
  * stored calls picks them (src/db/queries/deletion-user-data.ts): every call
  * whose userId is the user, and alias calls whose previousId is the user
- * (an alias ties the old identity to the new one). Anonymous ids are not
- * matched, as they are not in Postgres.
+ * (an alias ties the old identity to the new one); delete notifications
+ * (the archive keeps them) stay. Anonymous ids are not matched, as they are
+ * not in Postgres.
  */
 export function userRowMatcher(table: string, options: UserRowsOptions): (row: LakeFileRow) => boolean {
   const { userId } = options;
@@ -26,6 +27,8 @@ export function userRowMatcher(table: string, options: UserRowsOptions): (row: L
     const previous = `"Previous ID":${JSON.stringify(userId)}`;
     return (row) => {
       if (typeof row.source_id === "string" && !sources.has(row.source_id)) return false;
+      // Delete notifications stay, as they stay in Postgres: they record that this (and an earlier) deletion happened.
+      if (row.type === "delete") return false;
       if (row.user_id === userId) return true;
       return row.type === "alias" && typeof row.call === "string" && row.call.includes(previous) && previousIdOf(row.call) === userId;
     };
