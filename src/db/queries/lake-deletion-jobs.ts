@@ -12,7 +12,8 @@ export interface NewLakeDeletionJobs {
 
 /**
  * Stores one running lake_deletion job per lake destination (enabled or
- * not: a disabled lake keeps its files) taking from an affected source,
+ * not: a disabled lake keeps its files) taking from an affected source (the
+ * destinations with lake settings: the kind check ties the column to the kind),
  * with the sources it takes from in its params. Its lease is left empty
  * but runs "until" the lake's flushSeconds plus `startDelayMs` from now:
  * no process claims it before then, and it holds no destination's lane
@@ -29,7 +30,7 @@ export async function insertLakeDeletionJobs(db: Queryable, jobs: NewLakeDeletio
             $4::timestamptz + (coalesce((d.lake->>'flushSeconds')::int, 60) * 1000 + $5::int) * interval '1 millisecond',
             $4, $4
        FROM destinations d JOIN destination_sources ds ON ds.destination_id = d.id
-      WHERE d.kind = 'lake' AND ds.source_id = ANY($3::uuid[])
+      WHERE d.lake IS NOT NULL AND ds.source_id = ANY($3::uuid[])
       GROUP BY d.id`,
     [jobs.deletionRequestId, jobs.userId, jobs.sourceIds, jobs.at, jobs.startDelayMs],
   );
@@ -38,9 +39,10 @@ export async function insertLakeDeletionJobs(db: Queryable, jobs: NewLakeDeletio
 
 /** A lake destination's settings as stored (the lake column), undefined when it is gone. */
 export async function selectLakeSettingsRow(db: Queryable, destinationId: string): Promise<Record<string, unknown> | undefined> {
-  const result = await db.query<{ lake: Record<string, unknown> | null }>("SELECT lake FROM destinations WHERE id = $1 AND kind = 'lake'", [
-    destinationId,
-  ]);
+  const result = await db.query<{ lake: Record<string, unknown> | null }>(
+    "SELECT lake FROM destinations WHERE id = $1 AND lake IS NOT NULL",
+    [destinationId],
+  );
   return result.rows[0]?.lake ?? undefined;
 }
 
