@@ -19,6 +19,7 @@ import { createAddressGuard } from "./outbound/address-guard.js";
 import { createBackfillJob } from "./delivery/backfill-job.js";
 import { createJobRunner, type JobRunner } from "./background/job-runner.js";
 import { createRetryJob } from "./delivery/retry-job.js";
+import { createLakeDeletionJob } from "./deletion/lake-deletion-job.js";
 import { createTransformSandboxes, destinationOf } from "./sandbox/transform-sandbox.js";
 import { createDeliveryLoop, type DeliveryLoop } from "./delivery/loop.js";
 import { createMaintenance, type Maintenance } from "./background/maintenance.js";
@@ -246,14 +247,18 @@ async function openDelivery(
   });
   maintenance.start();
   closers.push(() => maintenance.stop());
-  // Backfills and bulk retries are jobs in Postgres: any worker process
+  // Backfills, bulk retries and lake deletions are jobs in Postgres: any worker process
   // takes them (an api process only stores them).
   const jobs: JobRunner = createJobRunner({
     pool,
     clock,
     logger,
     leaseMs: config.delivery.leaseMs,
-    handlers: { backfill: createBackfillJob({ jobTable, guard: shared.addressGuard }), retry: createRetryJob({ jobTable }) },
+    handlers: {
+      backfill: createBackfillJob({ jobTable, guard: shared.addressGuard }),
+      retry: createRetryJob({ jobTable }),
+      lake_deletion: createLakeDeletionJob({ pool, guard: shared.addressGuard }),
+    },
   });
   await jobs.start();
   closers.push(() => jobs.stop());

@@ -23,7 +23,7 @@ export interface DeletionServiceOptions {
 /**
  * DeletionService (see docs/api.md#deletion-requests): forgets a user in one transaction and
  * tells every enabled destination of the affected sources, then reports
- * the notifications' delivery.
+ * the notifications' delivery and the lakes' files rewritten.
  */
 export function createDeletionService(options: DeletionServiceOptions): ServiceImpl<typeof DeletionService> {
   const { pool, clock } = options;
@@ -86,5 +86,12 @@ function toProto(progress: DeletionProgress): DeletionRequest {
     notificationsFailed: BigInt(progress.failed),
     createTime: timestampFromDate(row.created_at),
     ...(progress.completedAt ? { completeTime: timestampFromDate(progress.completedAt) } : {}),
+    lakesTotal: BigInt(progress.lakes.lakes),
+    lakesDone: BigInt(progress.lakes.lakesDone),
+    lakesFailed: BigInt(progress.lakes.lakesFailed),
+    lakeFilesScanned: BigInt(progress.lakes.filesScanned),
+    lakeFilesRewritten: BigInt(progress.lakes.filesRewritten),
+    lakeFilesDeleted: BigInt(progress.lakes.filesDeleted),
+    lakeRowsDeleted: BigInt(progress.lakes.rowsDeleted),
   });
 }

@@ -9,6 +9,7 @@ import {
   recordJobFailure,
   releaseJob,
   savePage,
+  selectHeldJob,
   type JobKind,
   type JobRow,
 } from "../db/queries/background-jobs.js";
@@ -29,7 +30,16 @@ export interface JobHandler {
    * so a cancel is not held up by it.
    */
   lock?(tx: pg.PoolClient, destinationId: string): Promise<void>;
-  page(tx: pg.PoolClient, job: JobRow, now: Date): Promise<PageOutcome>;
+  /**
+   * Work of a page done before its transaction, when the page is slow I/O no
+   * transaction should stay open over (a lake's files rewritten): it gets
+   * the job as last committed, and what it returns is handed to `page`,
+   * which commits it with the cursor. It must be safe to do again: a page
+   * whose commit is lost (a crash, a lease taken over) is done again from
+   * the same cursor.
+   */
+  prepare?(job: JobRow): Promise<unknown>;
+  page(tx: pg.PoolClient, job: JobRow, now: Date, prepared?: unknown): Promise<PageOutcome>;
   /** Gives up what the handler holds between pages (a replay's open archive), once the runner has stopped. */
   close?(): Promise<void>;
 }
@@ -56,7 +66,7 @@ export interface JobRunnerOptions {
 export type JobRunner = LeasedWorker;
 
 /**
- * Works background jobs (backfills, bulk retries) stored in Postgres. Any
+ * Works background jobs (backfills, bulk retries, lake deletions) stored in Postgres. Any
  * process with the worker role runs one: it claims a running job nobody
  * holds (new, or whose holder died and let its lease run out) of a
  * destination with no job held (claimJob: one job per destination at a
@@ -107,12 +117,18 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
   /** One page in one transaction; "ended" when the job is over here (or no longer this process's). */
   async function runPage(handler: JobHandler, job: JobRow, token: string): Promise<"more" | "ended"> {
     const id = job.id;
+    let prepared: unknown;
+    if (handler.prepare) {
+      const committed = await selectHeldJob(pool, id, token);
+      if (!committed) return "ended";
+      prepared = await handler.prepare(committed);
+    }
     return withTransaction(pool, async (tx) => {
       await handler.lock?.(tx, job.destination_id);
       const current = await lockJobForPage(tx, id, token);
       if (!current) return "ended";
       const now = clock.now();
-      const outcome = await handler.page(tx, current, now);
+      const outcome = await handler.page(tx, current, now, prepared);
       if (outcome.kind === "stop") {
         await endJob(tx, id, token, { state: outcome.state, error: outcome.error, now });
         logger.info({ jobId: id, state: outcome.state, error: outcome.error }, "background job stopped");

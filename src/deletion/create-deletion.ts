@@ -6,6 +6,7 @@ import { withTransaction } from "../db/pool.js";
 import { queueDeleteNotifications } from "../db/queries/deletion-notifications.js";
 import { insertDeletionRequest, setNotificationsTotal } from "../db/queries/deletion-requests.js";
 import { deleteUserAudienceState, deleteUserMessages, lockAffectedSources } from "../db/queries/deletion-user-data.js";
+import { insertLakeDeletionJobs } from "../db/queries/lake-deletion-jobs.js";
 import { buildDeletePayload } from "../ingest/payload.js";
 import type { JobTableDriver } from "../db/job-table/index.js";
 
@@ -14,7 +15,18 @@ export interface CreateDeletionOptions {
   clock: Clock;
   /** The job table's driver: it says how the transaction reaches the shards. */
   jobTable: JobTableDriver;
+  /** How long after a lake's flush window its deletion job starts (default lakeDeletionStartDelayMs). */
+  lakeStartDelayMs?: number;
 }
+
+/**
+ * A lake's deletion job waits its flush window and then this long: a flush
+ * in flight when the request committed (its calls read from the log before
+ * they were deleted) is held at most the window and then uploaded, and its
+ * files must be there for the job to find. Two minutes covers an upload's
+ * retries at the store's request timeout.
+ */
+export const lakeDeletionStartDelayMs = 120_000;
 
 export interface DeletionInput {
   /** Validated. */
@@ -31,6 +43,8 @@ export interface CreatedDeletion {
   messagesDeleted: number;
   membershipsDeleted: number;
   notificationsTotal: number;
+  /** Lake destinations whose files a background job rewrites without the user's rows. */
+  lakeJobs: number;
   createdAt: Date;
 }
 
@@ -45,6 +59,9 @@ export interface CreatedDeletion {
  * 5. one delete notification per affected source with an enabled
  *    destination is stored, with one delivery per enabled destination,
  *    linked to the request; the delivery loop is woken at commit.
+ * 6. one background job per lake destination of the affected sources is
+ *    stored, to rewrite its files without the user's rows (lake-deletion-job.ts);
+ *    it starts after the lake's flush window (lakeDeletionStartDelayMs).
  * Steps 2 and 3 come before 5, so the new notifications are never deleted.
  */
 export async function createDeletion(options: CreateDeletionOptions, input: DeletionInput): Promise<CreatedDeletion> {
@@ -69,6 +86,13 @@ export async function createDeletion(options: CreateDeletionOptions, input: Dele
       at: createdAt,
     });
     await setNotificationsTotal(tx, id, notificationsTotal);
-    return { id, sourceIds: found, messagesDeleted, membershipsDeleted, notificationsTotal, createdAt };
+    const lakeJobs = await insertLakeDeletionJobs(tx, {
+      deletionRequestId: id,
+      userId: input.userId,
+      sourceIds: found,
+      at: createdAt,
+      startDelayMs: options.lakeStartDelayMs ?? lakeDeletionStartDelayMs,
+    });
+    return { id, sourceIds: found, messagesDeleted, membershipsDeleted, notificationsTotal, lakeJobs, createdAt };
   });
 }

@@ -52,7 +52,8 @@ export function createFileObjectStore(options: FileObjectStoreOptions): ObjectSt
         }
       }),
     get: (key) => attempt(`read ${key}`, () => readFile(fileOf(key))),
-    list: (prefix) =>
+    // A directory has no listing in key order to resume: it is walked whole and the page cut from it.
+    list: (prefix, wanted = {}) =>
       attempt(`list ${prefix}`, async () => {
         const entries: ObjectEntry[] = [];
         const files = await readdir(root, { recursive: true, withFileTypes: true }).catch((error: NodeJS.ErrnoException) => {
@@ -64,7 +65,10 @@ export function createFileObjectStore(options: FileObjectStoreOptions): ObjectSt
           const key = path.relative(root, path.join(entry.parentPath, entry.name)).split(path.sep).join("/");
           if (key.startsWith(prefix)) entries.push({ key, size: (await stat(path.join(root, key))).size });
         }
-        return entries.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+        entries.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+        const after = wanted.startAfter;
+        const from = after === undefined ? entries : entries.filter((entry) => entry.key > after);
+        return wanted.limit === undefined ? from : from.slice(0, wanted.limit);
       }),
     delete: (key) =>
       attempt(`delete ${key}`, async () => {

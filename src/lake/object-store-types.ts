@@ -9,6 +9,12 @@ export interface ObjectEntry {
   size: number;
 }
 
+/** A page of a listing: keys after `startAfter` (in key order), at most `limit` of them. */
+export interface ListPage {
+  startAfter?: string | undefined;
+  limit?: number | undefined;
+}
+
 /**
  * Objects by key, in a bucket or a local directory. Keys are relative to the
  * bucket (or directory) and use `/`; a put replaces whatever the key held,
@@ -19,8 +25,12 @@ export interface ObjectStore {
   put(key: string, body: ObjectBody, contentType: string): Promise<void>;
   /** The object's bytes; ObjectStoreError with status 404 (not retryable) when there is none. */
   get(key: string): Promise<Buffer>;
-  /** Every object whose key starts with `prefix`, in key order. */
-  list(prefix: string): Promise<ObjectEntry[]>;
+  /**
+   * The objects whose key starts with `prefix`, in key order: every one, or
+   * with `startAfter` and `limit` a page of them (a lake's files read a page
+   * at a time, however many there are).
+   */
+  list(prefix: string, page?: ListPage): Promise<ObjectEntry[]>;
   /** Removes the object; removing one that is not there is not an error. */
   delete(key: string): Promise<void>;
   close(): Promise<void>;

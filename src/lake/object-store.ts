@@ -3,7 +3,7 @@ import { parseLakeUrl } from "./lake-url.js";
 import type { ObjectStore, ObjectStoreOptions } from "./object-store-types.js";
 import { createS3ObjectStore } from "./s3-object-store.js";
 
-export type { ObjectBody, ObjectEntry, ObjectStore, ObjectStoreOptions } from "./object-store-types.js";
+export type { ListPage, ObjectBody, ObjectEntry, ObjectStore, ObjectStoreOptions } from "./object-store-types.js";
 
 /** An object store for a lake URL. Nothing connects until the first request. */
 export function createObjectStore(options: ObjectStoreOptions): ObjectStore {

@@ -98,7 +98,11 @@ function runner(
     logger: createLogger("silent"),
     leaseMs,
     pollMs: 60_000,
-    handlers: { backfill, retry: createRetryJob({ jobTable: singleNodeJobTable }) },
+    handlers: {
+      backfill,
+      retry: createRetryJob({ jobTable: singleNodeJobTable }),
+      lake_deletion: { page: async () => ({ kind: "stop" as const, state: "failed" as const, error: "no lakes in this test" }) },
+    },
   });
 }
 
@@ -185,6 +189,7 @@ test("a page that keeps failing is retried, then fails the job with the error", 
         },
       },
       retry: createRetryJob({ jobTable: singleNodeJobTable }),
+      lake_deletion: { page: async () => ({ kind: "stop" as const, state: "failed" as const, error: "no lakes in this test" }) },
     },
   });
   const id = await storeBackfill(pool);

@@ -68,6 +68,7 @@ test("a retry job replays every match in pages with a fresh window and a new lea
     handlers: {
       backfill: createBackfillJob({ jobTable: singleNodeJobTable }),
       retry: createRetryJob({ pageSize: 10, jobTable: singleNodeJobTable }),
+      lake_deletion: { page: async () => ({ kind: "stop" as const, state: "failed" as const, error: "no lakes in this test" }) },
     },
   });
   const notified = await pool.connect();
@@ -136,7 +137,11 @@ test("a retry job whose destination was deleted is cancelled, replaying nothing"
     logger: createLogger("silent"),
     leaseMs: 60_000,
     pollMs: 60_000,
-    handlers: { backfill: createBackfillJob({ jobTable: singleNodeJobTable }), retry: createRetryJob({ jobTable: singleNodeJobTable }) },
+    handlers: {
+      backfill: createBackfillJob({ jobTable: singleNodeJobTable }),
+      retry: createRetryJob({ jobTable: singleNodeJobTable }),
+      lake_deletion: { page: async () => ({ kind: "stop" as const, state: "failed" as const, error: "no lakes in this test" }) },
+    },
   });
   await jobs.idle();
   await jobs.stop();

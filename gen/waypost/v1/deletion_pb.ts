@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waypost/v1/deletion.proto.
  */
 export const file_waypost_v1_deletion: GenFile = /*@__PURE__*/
-  fileDesc("Chl3YXlwb3N0L3YxL2RlbGV0aW9uLnByb3RvEgp3YXlwb3N0LnYxIsgCCg9EZWxldGlvblJlcXVlc3QSCgoCaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRISCgpzb3VyY2VfaWRzGAMgAygJEioKBnN0YXR1cxgEIAEoDjIaLndheXBvc3QudjEuRGVsZXRpb25TdGF0dXMSGAoQbWVzc2FnZXNfZGVsZXRlZBgFIAEoAxIbChNub3RpZmljYXRpb25zX3RvdGFsGAYgASgDEh8KF25vdGlmaWNhdGlvbnNfZGVsaXZlcmVkGAcgASgDEhwKFG5vdGlmaWNhdGlvbnNfZmFpbGVkGAggASgDEi8KC2NyZWF0ZV90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1jb21wbGV0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJDChxDcmVhdGVEZWxldGlvblJlcXVlc3RSZXF1ZXN0Eg8KB3VzZXJfaWQYASABKAkSEgoKc291cmNlX2lkcxgCIAMoCSJWCh1DcmVhdGVEZWxldGlvblJlcXVlc3RSZXNwb25zZRI1ChBkZWxldGlvbl9yZXF1ZXN0GAEgASgLMhsud2F5cG9zdC52MS5EZWxldGlvblJlcXVlc3QiJwoZR2V0RGVsZXRpb25SZXF1ZXN0UmVxdWVzdBIKCgJpZBgBIAEoCSJTChpHZXREZWxldGlvblJlcXVlc3RSZXNwb25zZRI1ChBkZWxldGlvbl9yZXF1ZXN0GAEgASgLMhsud2F5cG9zdC52MS5EZWxldGlvblJlcXVlc3QiVQobTGlzdERlbGV0aW9uUmVxdWVzdHNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEg8KB3VzZXJfaWQYAyABKAkibwocTGlzdERlbGV0aW9uUmVxdWVzdHNSZXNwb25zZRI2ChFkZWxldGlvbl9yZXF1ZXN0cxgBIAMoCzIbLndheXBvc3QudjEuRGVsZXRpb25SZXF1ZXN0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSpxCg5EZWxldGlvblN0YXR1cxIfChtERUxFVElPTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIfChtERUxFVElPTl9TVEFUVVNfSU5fUFJPR1JFU1MQARIdChlERUxFVElPTl9TVEFUVVNfQ09NUExFVEVEEAIyzwIKD0RlbGV0aW9uU2VydmljZRJsChVDcmVhdGVEZWxldGlvblJlcXVlc3QSKC53YXlwb3N0LnYxLkNyZWF0ZURlbGV0aW9uUmVxdWVzdFJlcXVlc3QaKS53YXlwb3N0LnYxLkNyZWF0ZURlbGV0aW9uUmVxdWVzdFJlc3BvbnNlEmMKEkdldERlbGV0aW9uUmVxdWVzdBIlLndheXBvc3QudjEuR2V0RGVsZXRpb25SZXF1ZXN0UmVxdWVzdBomLndheXBvc3QudjEuR2V0RGVsZXRpb25SZXF1ZXN0UmVzcG9uc2USaQoUTGlzdERlbGV0aW9uUmVxdWVzdHMSJy53YXlwb3N0LnYxLkxpc3REZWxldGlvblJlcXVlc3RzUmVxdWVzdBooLndheXBvc3QudjEuTGlzdERlbGV0aW9uUmVxdWVzdHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("Chl3YXlwb3N0L3YxL2RlbGV0aW9uLnByb3RvEgp3YXlwb3N0LnYxIvgDCg9EZWxldGlvblJlcXVlc3QSCgoCaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRISCgpzb3VyY2VfaWRzGAMgAygJEioKBnN0YXR1cxgEIAEoDjIaLndheXBvc3QudjEuRGVsZXRpb25TdGF0dXMSGAoQbWVzc2FnZXNfZGVsZXRlZBgFIAEoAxIbChNub3RpZmljYXRpb25zX3RvdGFsGAYgASgDEh8KF25vdGlmaWNhdGlvbnNfZGVsaXZlcmVkGAcgASgDEhwKFG5vdGlmaWNhdGlvbnNfZmFpbGVkGAggASgDEi8KC2NyZWF0ZV90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1jb21wbGV0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtsYWtlc190b3RhbBgLIAEoAxISCgpsYWtlc19kb25lGAwgASgDEhQKDGxha2VzX2ZhaWxlZBgNIAEoAxIaChJsYWtlX2ZpbGVzX3NjYW5uZWQYDiABKAMSHAoUbGFrZV9maWxlc19yZXdyaXR0ZW4YDyABKAMSGgoSbGFrZV9maWxlc19kZWxldGVkGBAgASgDEhkKEWxha2Vfcm93c19kZWxldGVkGBEgASgDIkMKHENyZWF0ZURlbGV0aW9uUmVxdWVzdFJlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRISCgpzb3VyY2VfaWRzGAIgAygJIlYKHUNyZWF0ZURlbGV0aW9uUmVxdWVzdFJlc3BvbnNlEjUKEGRlbGV0aW9uX3JlcXVlc3QYASABKAsyGy53YXlwb3N0LnYxLkRlbGV0aW9uUmVxdWVzdCInChlHZXREZWxldGlvblJlcXVlc3RSZXF1ZXN0EgoKAmlkGAEgASgJIlMKGkdldERlbGV0aW9uUmVxdWVzdFJlc3BvbnNlEjUKEGRlbGV0aW9uX3JlcXVlc3QYASABKAsyGy53YXlwb3N0LnYxLkRlbGV0aW9uUmVxdWVzdCJVChtMaXN0RGVsZXRpb25SZXF1ZXN0c1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSDwoHdXNlcl9pZBgDIAEoCSJvChxMaXN0RGVsZXRpb25SZXF1ZXN0c1Jlc3BvbnNlEjYKEWRlbGV0aW9uX3JlcXVlc3RzGAEgAygLMhsud2F5cG9zdC52MS5EZWxldGlvblJlcXVlc3QSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJKnEKDkRlbGV0aW9uU3RhdHVzEh8KG0RFTEVUSU9OX1NUQVRVU19VTlNQRUNJRklFRBAAEh8KG0RFTEVUSU9OX1NUQVRVU19JTl9QUk9HUkVTUxABEh0KGURFTEVUSU9OX1NUQVRVU19DT01QTEVURUQQAjLPAgoPRGVsZXRpb25TZXJ2aWNlEmwKFUNyZWF0ZURlbGV0aW9uUmVxdWVzdBIoLndheXBvc3QudjEuQ3JlYXRlRGVsZXRpb25SZXF1ZXN0UmVxdWVzdBopLndheXBvc3QudjEuQ3JlYXRlRGVsZXRpb25SZXF1ZXN0UmVzcG9uc2USYwoSR2V0RGVsZXRpb25SZXF1ZXN0EiUud2F5cG9zdC52MS5HZXREZWxldGlvblJlcXVlc3RSZXF1ZXN0GiYud2F5cG9zdC52MS5HZXREZWxldGlvblJlcXVlc3RSZXNwb25zZRJpChRMaXN0RGVsZXRpb25SZXF1ZXN0cxInLndheXBvc3QudjEuTGlzdERlbGV0aW9uUmVxdWVzdHNSZXF1ZXN0Gigud2F5cG9zdC52MS5MaXN0RGVsZXRpb25SZXF1ZXN0c1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * DeletionRequest is a request to forget one user.
@@ -71,6 +71,56 @@ export type DeletionRequest = Message<"waypost.v1.DeletionRequest"> & {
    * @generated from field: google.protobuf.Timestamp complete_time = 10;
    */
   completeTime?: Timestamp | undefined;
+
+  /**
+   * Lake destinations of the affected sources: one background job each
+   * rewrites the lake's files without the user's rows.
+   *
+   * @generated from field: int64 lakes_total = 11;
+   */
+  lakesTotal: bigint;
+
+  /**
+   * Lake jobs that ended done.
+   *
+   * @generated from field: int64 lakes_done = 12;
+   */
+  lakesDone: bigint;
+
+  /**
+   * Lake jobs that failed or were cancelled (their files may still hold the user's rows).
+   *
+   * @generated from field: int64 lakes_failed = 13;
+   */
+  lakesFailed: bigint;
+
+  /**
+   * Lake files read so far, over every lake of the request.
+   *
+   * @generated from field: int64 lake_files_scanned = 14;
+   */
+  lakeFilesScanned: bigint;
+
+  /**
+   * Lake files written again without the user's rows.
+   *
+   * @generated from field: int64 lake_files_rewritten = 15;
+   */
+  lakeFilesRewritten: bigint;
+
+  /**
+   * Lake files deleted: every row was the user's.
+   *
+   * @generated from field: int64 lake_files_deleted = 16;
+   */
+  lakeFilesDeleted: bigint;
+
+  /**
+   * Rows removed from lake files.
+   *
+   * @generated from field: int64 lake_rows_deleted = 17;
+   */
+  lakeRowsDeleted: bigint;
 };
 
 /**
@@ -214,14 +264,16 @@ export enum DeletionStatus {
   UNSPECIFIED = 0,
 
   /**
-   * Stored data removed; delete notifications still being delivered.
+   * Stored data removed; delete notifications still being delivered, or
+   * lake files still being rewritten.
    *
    * @generated from enum value: DELETION_STATUS_IN_PROGRESS = 1;
    */
   IN_PROGRESS = 1,
 
   /**
-   * Every delete notification has reached a final state.
+   * Every delete notification has reached a final state, and every lake
+   * destination's job has ended.
    *
    * @generated from enum value: DELETION_STATUS_COMPLETED = 2;
    */

@@ -17,6 +17,12 @@ function describe(r: DeletionRequest): string {
     ["status", r.status === DeletionStatus.COMPLETED ? "completed" : "in progress"],
     ["messages deleted", String(r.messagesDeleted)],
     ["notifications", `${r.notificationsTotal} (delivered ${r.notificationsDelivered}, failed ${r.notificationsFailed})`],
+    [
+      "lakes",
+      r.lakesTotal === 0n
+        ? "-"
+        : `${r.lakesTotal} (done ${r.lakesDone}, failed ${r.lakesFailed}; files scanned ${r.lakeFilesScanned}, rewritten ${r.lakeFilesRewritten}, deleted ${r.lakeFilesDeleted}; rows deleted ${r.lakeRowsDeleted})`,
+    ],
     ["created", time(r.createTime)],
     ["completed", time(r.completeTime)],
   ]);

@@ -1,7 +1,7 @@
 import { inTransaction, type Queryable } from "../pool.js";
 import { type KindColumns, type RoutingColumn, routingColumnsSql } from "./destinations.js";
 
-export type JobKind = "backfill" | "retry";
+export type JobKind = "backfill" | "retry" | "lake_deletion";
 export type JobState = "running" | "done" | "cancelled" | "failed";
 
 /** A background job's row; params, cursor and progress are the kind's own JSON. */
@@ -146,6 +146,19 @@ export async function extendJobLease(db: Queryable, id: string, token: string, n
     [id, token, now, leaseMs],
   );
   return (result.rowCount ?? 0) > 0;
+}
+
+/**
+ * The job as its holder last committed it, without a lock (the work of a
+ * page done before its transaction reads its cursor here); undefined when
+ * it is no longer the holder's.
+ */
+export async function selectHeldJob(db: Queryable, id: string, token: string): Promise<JobRow | undefined> {
+  const result = await db.query<JobRow>(`SELECT ${columns} FROM background_jobs WHERE id = $1 AND lease_id = $2 AND state = 'running'`, [
+    id,
+    token,
+  ]);
+  return result.rows[0];
 }
 
 /**

@@ -11,6 +11,17 @@ export interface DeletionRequestRow {
   completed_at: Date | null;
   notifications_delivered: string | null;
   notifications_failed: string | null;
+  /** The lake jobs' figures, frozen at completion (lake-deletion-jobs.ts's LakeDeletionProgress, without running). */
+  lake_progress: FrozenLakeProgress | null;
+}
+
+export interface FrozenLakeProgress {
+  lakes: number;
+  lakesFailed: number;
+  filesScanned: number;
+  filesRewritten: number;
+  filesDeleted: number;
+  rowsDeleted: number;
 }
 
 /** The current state of a request's notifications, from their deliveries. */
@@ -25,7 +36,7 @@ export interface NotificationProgress {
 }
 
 const columns = `id, user_id, source_ids, messages_deleted, notifications_total, created_at, completed_at,
-  notifications_delivered, notifications_failed`;
+  notifications_delivered, notifications_failed, lake_progress`;
 
 export async function insertDeletionRequest(
   db: Queryable,
@@ -91,16 +102,17 @@ export async function selectNotificationProgress(db: Queryable, id: string): Pro
 export async function markCompleted(
   db: Queryable,
   id: string,
-  figures: { completedAt: Date; delivered: number; failed: number },
+  figures: { completedAt: Date; delivered: number; failed: number; lakes: FrozenLakeProgress },
 ): Promise<DeletionRequestRow | undefined> {
   const result = await db.query<DeletionRequestRow>(
     `UPDATE deletion_requests
         SET completed_at = coalesce(completed_at, $2),
             notifications_delivered = coalesce(notifications_delivered, $3),
-            notifications_failed = coalesce(notifications_failed, $4)
+            notifications_failed = coalesce(notifications_failed, $4),
+            lake_progress = coalesce(lake_progress, $5)
       WHERE id = $1
       RETURNING ${columns}`,
-    [id, figures.completedAt, figures.delivered, figures.failed],
+    [id, figures.completedAt, figures.delivered, figures.failed, figures.lakes],
   );
   return result.rows[0];
 }

@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import { DeletionStatus } from "../../../../gen/waypost/v1/deletion_pb.js";
+import { type DeletionRequest, DeletionStatus } from "../../../../gen/waypost/v1/deletion_pb.js";
 import { DataTable, ErrorMessage } from "../components.js";
 import { useAction, useLoad } from "../context.js";
 import { formatTime } from "../format.js";
@@ -44,7 +44,18 @@ export function DeletionsView() {
       <ErrorMessage error={action.error ?? loaded.error} />
       <DataTable
         label="Deletion requests"
-        columns={["Created", "User ID", "Sources", "Status", "Messages deleted", "Notifications", "Delivered", "Failed", "Completed"]}
+        columns={[
+          "Created",
+          "User ID",
+          "Sources",
+          "Status",
+          "Messages deleted",
+          "Notifications",
+          "Delivered",
+          "Failed",
+          "Lake files",
+          "Completed",
+        ]}
         items={loaded.data?.requests}
         empty="No deletion requests."
         row={(r) => (
@@ -57,10 +68,18 @@ export function DeletionsView() {
             <td class="num">{r.notificationsTotal.toString()}</td>
             <td class="num">{r.notificationsDelivered.toString()}</td>
             <td class="num">{r.notificationsFailed.toString()}</td>
+            <td>{lakeFiles(r)}</td>
             <td>{formatTime(r.completeTime)}</td>
           </tr>
         )}
       />
     </section>
   );
+}
+
+/** The lakes' files: "-" without a lake; else how many lakes are done, and the files scanned, rewritten and deleted. */
+function lakeFiles(r: DeletionRequest): string {
+  if (r.lakesTotal === 0n) return "-";
+  const failed = r.lakesFailed > 0n ? `, ${r.lakesFailed} failed` : "";
+  return `${r.lakesDone}/${r.lakesTotal} lakes${failed}: ${r.lakeFilesScanned} scanned, ${r.lakeFilesRewritten} rewritten, ${r.lakeFilesDeleted} deleted`;
 }
