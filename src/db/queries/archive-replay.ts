@@ -1,4 +1,4 @@
-import { enqueueCte, notifyIfQueued, orderingKeySql } from "../job-table/enqueue.js";
+import { enqueueCte, notifyIfQueued, orderingKeySql } from "../job-table/index.js";
 import type { Queryable } from "../pool.js";
 
 /** A call read from an archive, to replay (its fields as stored in `messages`). */

@@ -80,7 +80,9 @@ test.skipIf(!amqpUp)(
       const body = JSON.parse(order.content.toString()) as { properties: Record<string, unknown> };
       expect(body.properties).toEqual({ total: 5 });
 
-      // The attempt names the broker without its password, and the delivery's fate is delivered.
+      // The attempt names the broker without its password, and the delivery's fate is delivered. On the call log the
+      // filtered call is a pending delivery until its page is read: wait until every stored call has been.
+      await server.waypost.delivery!.caughtUp();
       const { deliveries } = await server.deliveries.listDeliveries({ destinationId: destination.id });
       expect(deliveries).toHaveLength(2);
       const { delivery } = await server.deliveries.getDelivery({ id: deliveries[0]!.id });
