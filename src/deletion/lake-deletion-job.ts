@@ -12,11 +12,10 @@ import { createFileWriter, type FileWriter } from "../lake/file-writer.js";
 import type { LakeType } from "../lake/lake-types.js";
 import { parseLakeUrl } from "../lake/lake-url.js";
 import type { LakeFormat } from "../lake/object-keys.js";
-import { createObjectStore } from "../lake/object-store.js";
+import { openLakeStore } from "../lake/object-store.js";
 import { createPostgresColumnRegistry } from "../lake/postgres-column-registry.js";
 import { userRowMatcher } from "../lake/user-row-match.js";
 import type { AddressGuard } from "../outbound/address-guard.js";
-import { guardedLookup } from "../outbound/guarded-lookup.js";
 
 /** What a lake deletion job was asked to do, as stored with it (insertLakeDeletionJobs). */
 export interface LakeDeletionParams {
@@ -69,14 +68,16 @@ export function createLakeDeletionJob(options: LakeDeletionJobOptions): JobHandl
     const params = job.params as unknown as LakeDeletionParams;
     const url = String(settings.url ?? "");
     const secret = String(settings.secretAccessKey ?? "");
-    const store = createObjectStore({
-      url,
-      endpoint: String(settings.endpoint ?? "") || undefined,
-      region: String(settings.region ?? "") || undefined,
-      accessKeyId: String(settings.accessKeyId ?? "") || undefined,
-      secretAccessKey: secret || undefined,
-      lookup: guardedLookup(options.guard),
-    });
+    const store = openLakeStore(
+      {
+        url,
+        endpoint: String(settings.endpoint ?? ""),
+        region: String(settings.region ?? ""),
+        accessKeyId: String(settings.accessKeyId ?? ""),
+        secretAccessKey: secret,
+      },
+      options.guard,
+    );
     const prefix = parseLakeUrl(url).prefix;
     const listPrefix = prefix === "" ? "" : `${prefix}/`;
     const after = typeof job.cursor?.after === "string" ? job.cursor.after : undefined;

@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { expect } from "vitest";
 import { DestinationKind } from "../../gen/waypost/v1/destination_pb.js";
 import { createJobRunner } from "../../src/background/job-runner.js";
@@ -8,25 +5,12 @@ import { selectJob } from "../../src/db/queries/background-jobs.js";
 import { createLakeDeletionJob } from "../../src/deletion/lake-deletion-job.js";
 import { createLogger } from "../../src/logger.js";
 import { createAddressGuard } from "../../src/outbound/address-guard.js";
-import { isolateAwsEnvironment } from "../helpers/aws-env.js";
 import { testWith } from "../helpers/fixtures.js";
-import { type S3Server, startS3Server } from "../helpers/s3-server.js";
+import { useS3Server } from "../helpers/s3-server.js";
 import { deletionClient, type LakePlace, lakeRowsOf, startLakeJobsNow, waitForCompletion } from "./lake-support.js";
 
 const test = testWith({ server: { config: { delivery: { pollIntervalMs: 100 } } } });
-const scratch = mkdtempSync(path.join(tmpdir(), "waypost-lake-deletion-retry-"));
-let s3: S3Server;
-let restoreEnv: () => void;
-
-test.beforeAll(async () => {
-  restoreEnv = isolateAwsEnvironment();
-  s3 = await startS3Server({ buckets: ["lake"] });
-});
-test.afterAll(async () => {
-  await s3?.close();
-  restoreEnv?.();
-  rmSync(scratch, { recursive: true, force: true });
-});
+const lake = useS3Server(test, "waypost-lake-deletion-retry");
 
 test("a store answering 500 in the middle of a lake deletion: the page is tried again and the job completes", async ({ server }) => {
   const source = await server.createSource();
@@ -36,13 +20,13 @@ test("a store answering 500 in the middle of a lake deletion: the page is tried 
     kind: DestinationKind.LAKE,
     lake: {
       url: "s3://lake/retry",
-      endpoint: s3.endpoint,
-      accessKeyId: s3.accessKeyId,
-      secretAccessKey: s3.secretAccessKey,
+      endpoint: lake.s3.endpoint,
+      accessKeyId: lake.s3.accessKeyId,
+      secretAccessKey: lake.s3.secretAccessKey,
       flushSeconds: 1,
     },
   });
-  const place: LakePlace = { kind: "s3", s3, bucket: "lake", prefix: "retry" };
+  const place: LakePlace = { kind: "s3", s3: lake.s3, bucket: "lake", prefix: "retry" };
   const client = server.tracking(source.writeKey);
   // Four flushes, each with both users: four files per table to rewrite, one a page.
   for (let i = 0; i < 4; i++) {
@@ -53,7 +37,7 @@ test("a store answering 500 in the middle of a lake deletion: the page is tried 
     });
     await server.waypost.delivery!.settle();
   }
-  const before = await lakeRowsOf(place, scratch);
+  const before = await lakeRowsOf(place, lake.scratch);
   expect(before.filter((row) => row.includes('"gone"'))).toHaveLength(8);
 
   // This file's own runner works the job, a file a page; the server's stops taking jobs.
@@ -83,7 +67,7 @@ test("a store answering 500 in the middle of a lake deletion: the page is tried 
             throw error;
           });
           // After the second page's files: every request of the next page's first call (the SDK's three attempts) gets a 500.
-          if (++pages === 2) s3.failNext(3, 500);
+          if (++pages === 2) lake.s3.failNext(3, 500);
           return prepared;
         },
       },
@@ -104,10 +88,10 @@ test("a store answering 500 in the middle of a lake deletion: the page is tried 
     // The third page failed once (the 500s), was tried again from the same cursor, and the job went on to the end.
     expect(row).toMatchObject({ state: "done", failures: 0, progress: { filesScanned: 8, filesRewritten: 8, rowsDeleted: 8 } });
     expect(failedPages).toEqual([expect.stringMatching(/HTTP 500/)]);
-    expect(s3.requests.filter((r) => r.refused === 500)).toHaveLength(3);
+    expect(lake.s3.requests.filter((r) => r.refused === 500)).toHaveLength(3);
     expect(pages).toBeGreaterThan(8);
 
-    const after = await lakeRowsOf(place, scratch);
+    const after = await lakeRowsOf(place, lake.scratch);
     expect(after.filter((r) => r.includes('"gone"'))).toEqual([]);
     expect(after).toEqual(before.filter((r) => !r.includes('"gone"')));
   } finally {

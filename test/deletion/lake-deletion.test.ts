@@ -1,29 +1,15 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { expect } from "vitest";
 import { DeletionStatus } from "../../gen/waypost/v1/deletion_pb.js";
 import { DestinationKind, LakeFormat } from "../../gen/waypost/v1/destination_pb.js";
-import { isolateAwsEnvironment } from "../helpers/aws-env.js";
 import { testWith } from "../helpers/fixtures.js";
-import { type S3Server, startS3Server } from "../helpers/s3-server.js";
+import { useS3Server } from "../helpers/s3-server.js";
 import { deletionClient, type LakePlace, lakeRowsOf, startLakeJobsNow, waitForCompletion } from "./lake-support.js";
 
 const test = testWith({ server: { config: { delivery: { pollIntervalMs: 100 } } } });
-const scratch = mkdtempSync(path.join(tmpdir(), "waypost-lake-deletion-"));
-let s3: S3Server;
-let restoreEnv: () => void;
-
-test.beforeAll(async () => {
-  restoreEnv = isolateAwsEnvironment();
-  s3 = await startS3Server({ buckets: ["lake"] });
-});
-test.afterAll(async () => {
-  await s3?.close();
-  restoreEnv?.();
-  rmSync(scratch, { recursive: true, force: true });
-});
+const lake = useS3Server(test, "waypost-lake-deletion");
 
 const track = (messageId: string, userId: string, total: number) => ({
   type: { case: "track" as const, value: { messageId, userId, event: "Order Completed", properties: { total, note: `n-${total}` } } },
@@ -34,9 +20,9 @@ test("a deletion request rewrites every lake's files without the user's rows, in
 }) => {
   const source = await server.createSource("with lakes");
   const other = await server.createSource("no lake");
-  const dirLayout = mkdtempSync(path.join(scratch, "layout-"));
-  const dirArchive = mkdtempSync(path.join(scratch, "archive-"));
-  const s3Lake = { endpoint: s3.endpoint, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey };
+  const dirLayout = mkdtempSync(path.join(lake.scratch, "layout-"));
+  const dirArchive = mkdtempSync(path.join(lake.scratch, "archive-"));
+  const s3Lake = { endpoint: lake.s3.endpoint, accessKeyId: lake.s3.accessKeyId, secretAccessKey: lake.s3.secretAccessKey };
   const lakes: Array<{ name: string; lake: Record<string, unknown>; place: LakePlace }> = [
     { name: "dir layout", lake: { url: pathToFileURL(dirLayout).href }, place: { kind: "dir", directory: dirLayout } },
     {
@@ -47,12 +33,12 @@ test("a deletion request rewrites every lake's files without the user's rows, in
     {
       name: "s3 layout",
       lake: { url: "s3://lake/layout", format: LakeFormat.NDJSON_GZ, ...s3Lake },
-      place: { kind: "s3", s3, bucket: "lake", prefix: "layout" },
+      place: { kind: "s3", s3: lake.s3, bucket: "lake", prefix: "layout" },
     },
     {
       name: "s3 archive",
       lake: { url: "s3://lake/archive/all", archive: true, ...s3Lake },
-      place: { kind: "s3", s3, bucket: "lake", prefix: "archive/all" },
+      place: { kind: "s3", s3: lake.s3, bucket: "lake", prefix: "archive/all" },
     },
   ];
   for (const { name, lake } of lakes) {
@@ -81,7 +67,7 @@ test("a deletion request rewrites every lake's files without the user's rows, in
 
   const before = new Map<string, string[]>();
   for (const { name, place } of lakes) {
-    const rows = await lakeRowsOf(place, scratch);
+    const rows = await lakeRowsOf(place, lake.scratch);
     expect(
       rows.some((row) => row.includes('"doomed"')),
       name,
@@ -104,7 +90,7 @@ test("a deletion request rewrites every lake's files without the user's rows, in
   await server.waypost.delivery!.settle();
   let removed = 0;
   for (const { name, place } of lakes) {
-    const all = await lakeRowsOf(place, scratch);
+    const all = await lakeRowsOf(place, lake.scratch);
     const notifications = all.filter((row) => row.includes('"type":"delete"'));
     expect(notifications.length, name).toBe(name.endsWith("archive") ? 1 : 0);
     const after = all.filter((row) => !notifications.includes(row));

@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import S3rver from "s3rver";
+import { isolateAwsEnvironment } from "./aws-env.js";
 
 /** One request the front let through or refused. */
 export interface S3Request {
@@ -264,3 +265,36 @@ function canonicalQuery(query: string): string {
 
 const sha256 = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
 const hmac = (key: string | Buffer, data: string) => createHmac("sha256", key).update(data).digest();
+
+/** The hooks of a test file (vitest's, or a testWith test's). */
+interface FileHooks {
+  beforeAll(fn: () => Promise<void>): void;
+  afterAll(fn: () => Promise<void>): void;
+}
+
+/**
+ * An S3 test server for a test file, with the AWS SDK kept off the instance
+ * metadata service and the machine's AWS files (aws-env.ts), and a scratch
+ * directory: started before the file's tests, closed and removed after.
+ */
+export function useS3Server(hooks: FileHooks, name: string, options: S3ServerOptions = { buckets: ["lake"] }) {
+  const scratch = mkdtempSync(path.join(tmpdir(), `${name}-`));
+  let server: S3Server | undefined;
+  let restoreEnv: (() => void) | undefined;
+  hooks.beforeAll(async () => {
+    restoreEnv = isolateAwsEnvironment();
+    server = await startS3Server(options);
+  });
+  hooks.afterAll(async () => {
+    await server?.close();
+    restoreEnv?.();
+    rmSync(scratch, { recursive: true, force: true });
+  });
+  return {
+    scratch,
+    get s3(): S3Server {
+      if (!server) throw new Error("the S3 test server starts in beforeAll");
+      return server;
+    },
+  };
+}

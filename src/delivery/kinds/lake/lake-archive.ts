@@ -2,9 +2,8 @@ import type { KindColumns } from "../../../db/queries/destinations.js";
 import { type ArchiveReader, createArchiveReader } from "../../../lake/archive-reader.js";
 import { createFileReader } from "../../../lake/file-reader.js";
 import { parseLakeUrl } from "../../../lake/lake-url.js";
-import { createObjectStore } from "../../../lake/object-store.js";
+import { openLakeStore } from "../../../lake/object-store.js";
 import type { AddressGuard } from "../../../outbound/address-guard.js";
-import { guardedLookup } from "../broker-address.js";
 import type { LakeSettings } from "./lake-settings.js";
 
 /**
@@ -18,14 +17,7 @@ export function archiveSettingsOfRow(row: { kind: string } & Pick<KindColumns, "
 /** A reader of an archive's `calls` files, through its store as its writes reach it (the endpoint held to the guard). */
 export function openArchiveReader(settings: LakeSettings, guard: AddressGuard | undefined): ArchiveReader {
   return createArchiveReader({
-    store: createObjectStore({
-      url: settings.url,
-      endpoint: settings.endpoint || undefined,
-      region: settings.region,
-      accessKeyId: settings.accessKeyId || undefined,
-      secretAccessKey: settings.secretAccessKey || undefined,
-      ...(guard ? { lookup: guardedLookup(guard) } : {}),
-    }),
+    store: openLakeStore(settings, guard),
     reader: createFileReader(),
     prefix: parseLakeUrl(settings.url).prefix,
   });

@@ -11,10 +11,10 @@ import { createFileWriter, type FileWriter } from "../../../lake/file-writer.js"
 import { lakeRows, type TableBatch } from "../../../lake/lake-rows.js";
 import { parseLakeUrl } from "../../../lake/lake-url.js";
 import { formatFiles, objectKey } from "../../../lake/object-keys.js";
-import { createObjectStore, type ObjectStore } from "../../../lake/object-store.js";
+import { type ObjectStore, openLakeStore } from "../../../lake/object-store.js";
 import type { Logger } from "../../../logger.js";
 import type { AddressGuard } from "../../../outbound/address-guard.js";
-import { guardedLookup, redact } from "../broker-address.js";
+import { redact } from "../broker-address.js";
 import { createHeldBatches, type HeldCall } from "../held-batch.js";
 import type { DestinationOf, KindDelivery } from "../kind.js";
 import { createTargetCache, type Target } from "../target-cache.js";
@@ -78,15 +78,7 @@ export function createLakeKind(options: LakeKindOptions): KindDelivery<LakeDesti
       destinationId,
       settings,
       label: lakeLabel(settings),
-      store: createObjectStore({
-        url: settings.url,
-        endpoint: settings.endpoint || undefined,
-        region: settings.region,
-        accessKeyId: settings.accessKeyId || undefined,
-        secretAccessKey: settings.secretAccessKey || undefined,
-        // Every address the endpoint's name resolves to passes the guard webhooks pass.
-        lookup: guardedLookup(options.guard),
-      }),
+      store: openLakeStore(settings, options.guard),
       writer: createFileWriter({ format: settings.format }),
       writing: new Set(),
       async close() {

@@ -1,32 +1,18 @@
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { expect } from "vitest";
 import { DestinationKind, LakeFormat } from "../../../../gen/waypost/v1/destination_pb.js";
 import { createObjectStore } from "../../../../src/lake/object-store.js";
-import { isolateAwsEnvironment } from "../../../helpers/aws-env.js";
 import { downloadObjects, readLakeFiles } from "../../../helpers/duckdb-read.js";
 import { cliEnv, waypost, waypostJson } from "../../../cli/support.js";
 import { testWith } from "../../../helpers/fixtures.js";
-import { type S3Server, startS3Server } from "../../../helpers/s3-server.js";
+import { useS3Server } from "../../../helpers/s3-server.js";
 import type { TestServer } from "../../../helpers/server.js";
 
 const test = testWith({ server: { config: { delivery: { pollIntervalMs: 100 } } } });
-const scratch = mkdtempSync(path.join(tmpdir(), "waypost-lake-destination-"));
-let s3: S3Server;
-let restoreEnv: () => void;
-
-test.beforeAll(async () => {
-  restoreEnv = isolateAwsEnvironment();
-  s3 = await startS3Server({ buckets: ["lake"] });
-});
-test.afterAll(async () => {
-  await s3?.close();
-  restoreEnv?.();
-  rmSync(scratch, { recursive: true, force: true });
-});
+const lake = useS3Server(test, "waypost-lake-destination");
 
 /** Every file under a directory, recursively, with its path relative to it. */
 function filesUnder(directory: string): string[] {
@@ -55,7 +41,7 @@ const track = (messageId: string, userId: string, properties: JsonObject) => ({
 });
 
 test("a lake in a directory gets every call once, as Parquet in the warehouse layout's tables, partitioned by hour", async ({ server }) => {
-  const directory = mkdtempSync(path.join(scratch, "dir-"));
+  const directory = mkdtempSync(path.join(lake.scratch, "dir-"));
   const { destination, client } = await lakeDestination(server, { url: pathToFileURL(directory).href });
   const layout = await server.pool.query("SELECT delivery_layout FROM destinations WHERE id = $1", [destination.id]);
   expect(layout.rows[0].delivery_layout).toBe("log");
@@ -99,7 +85,7 @@ test("a lake in a directory gets every call once, as Parquet in the warehouse la
 });
 
 test("the CLI creates a lake and shows what it wrote", async ({ server }) => {
-  const directory = mkdtempSync(path.join(scratch, "cli-"));
+  const directory = mkdtempSync(path.join(lake.scratch, "cli-"));
   const source = await server.createSource();
   const env = cliEnv(server);
   const { destination: created } = await waypostJson<{
@@ -141,25 +127,25 @@ test("the CLI creates a lake and shows what it wrote", async ({ server }) => {
 test("an S3-compatible store gets the files through the AWS SDK, the secret masked everywhere, a 500 retried", async ({ server }) => {
   const { destination, client } = await lakeDestination(server, {
     url: "s3://lake/events/prod",
-    endpoint: s3.endpoint,
-    accessKeyId: s3.accessKeyId,
-    secretAccessKey: s3.secretAccessKey,
+    endpoint: lake.s3.endpoint,
+    accessKeyId: lake.s3.accessKeyId,
+    secretAccessKey: lake.s3.secretAccessKey,
     format: LakeFormat.PARQUET,
   });
-  expect(destination.lake).toMatchObject({ secretAccessKey: "***", hasSecretAccessKey: true, accessKeyId: s3.accessKeyId });
+  expect(destination.lake).toMatchObject({ secretAccessKey: "***", hasSecretAccessKey: true, accessKeyId: lake.s3.accessKeyId });
   const read = await server.destinations.getDestination({ id: destination.id });
   expect(JSON.stringify(read.destination, (_key, value) => (typeof value === "bigint" ? String(value) : value))).not.toContain(
-    s3.secretAccessKey,
+    lake.s3.secretAccessKey,
   );
 
-  s3.failNext(1, 500);
+  lake.s3.failNext(1, 500);
   await client.batch({ batch: Array.from({ length: 30 }, (_, i) => track(`s3-${i}`, "u", { n: i })) });
   await server.waypost.delivery!.settle();
   const store = createObjectStore({
     url: "s3://lake",
-    endpoint: s3.endpoint,
-    accessKeyId: s3.accessKeyId,
-    secretAccessKey: s3.secretAccessKey,
+    endpoint: lake.s3.endpoint,
+    accessKeyId: lake.s3.accessKeyId,
+    secretAccessKey: lake.s3.secretAccessKey,
   });
   try {
     let keys = (await store.list("events/prod/")).map((o) => o.key);
@@ -170,12 +156,12 @@ test("an S3-compatible store gets the files through the AWS SDK, the secret mask
       await server.waypost.delivery!.settle();
       keys = (await store.list("events/prod/")).map((o) => o.key);
     }
-    expect(s3.requests.some((r) => r.refused === 500)).toBe(true);
+    expect(lake.s3.requests.some((r) => r.refused === 500)).toBe(true);
     for (const key of keys) expect(key).toMatch(/^events\/prod\/[a-z_]+\/dt=\d{4}-\d{2}-\d{2}\/hr=\d{2}\/[0-9a-f]{32}\.parquet$/);
     const local = await downloadObjects(
       store,
       keys.filter((k) => k.includes("/order_completed/")),
-      mkdtempSync(path.join(scratch, "s3-")),
+      mkdtempSync(path.join(lake.scratch, "s3-")),
     );
     const back = await readLakeFiles(local, { orderBy: "id" });
     expect(back.rows.map((r) => r.id).sort()).toEqual(Array.from({ length: 30 }, (_, i) => `s3-${i}`).sort());
@@ -184,11 +170,11 @@ test("an S3-compatible store gets the files through the AWS SDK, the secret mask
   }
   const attempts = await server.pool.query("SELECT url, error FROM delivery_batch_attempts WHERE destination_id = $1", [destination.id]);
   expect(attempts.rows.length).toBeGreaterThan(0);
-  expect(JSON.stringify(attempts.rows)).not.toContain(s3.secretAccessKey);
+  expect(JSON.stringify(attempts.rows)).not.toContain(lake.s3.secretAccessKey);
 });
 
 test("the archive keeps every call as stored, before the destination's filter and transform", async ({ server }) => {
-  const directory = mkdtempSync(path.join(scratch, "archive-"));
+  const directory = mkdtempSync(path.join(lake.scratch, "archive-"));
   const { source, client } = await lakeDestination(
     server,
     { url: pathToFileURL(directory).href, archive: true, format: LakeFormat.NDJSON_GZ },

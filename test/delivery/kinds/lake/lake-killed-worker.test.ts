@@ -1,14 +1,12 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync } from "node:fs";
 import path from "node:path";
 import { expect } from "vitest";
 import { DestinationKind } from "../../../../gen/waypost/v1/destination_pb.js";
 import { createObjectStore } from "../../../../src/lake/object-store.js";
-import { isolateAwsEnvironment } from "../../../helpers/aws-env.js";
 import { downloadObjects, readLakeFiles } from "../../../helpers/duckdb-read.js";
 import { testWith } from "../../../helpers/fixtures.js";
 import { eventually } from "../../../helpers/process.js";
-import { type S3Server, startS3Server } from "../../../helpers/s3-server.js";
+import { useS3Server } from "../../../helpers/s3-server.js";
 import type { TestServer } from "../../../helpers/server.js";
 import { deliveredOnLog, onTheLog, trackCall, workerProcesses } from "../../call-log/log-support.js";
 
@@ -18,19 +16,7 @@ import { deliveredOnLog, onTheLog, trackCall, workerProcesses } from "../../call
 // in exactly one file. The API server ingests; worker processes deliver.
 const test = testWith({ server: { config: { role: "api" } } });
 const workers = workerProcesses(test);
-const scratch = mkdtempSync(path.join(tmpdir(), "waypost-lake-killed-"));
-let s3: S3Server;
-let restoreEnv: () => void;
-
-test.beforeAll(async () => {
-  restoreEnv = isolateAwsEnvironment();
-  s3 = await startS3Server({ buckets: ["lake"] });
-});
-test.afterAll(async () => {
-  await s3?.close();
-  restoreEnv?.();
-  rmSync(scratch, { recursive: true, force: true });
-});
+const lake = useS3Server(test, "waypost-lake-killed");
 
 // Short leases: the survivor takes the cursor over a second after the kill. No instance metadata for the AWS SDK.
 const workerEnv = { WAYPOST_LEASE_MS: "1000", WAYPOST_POLL_INTERVAL_MS: "100", AWS_EC2_METADATA_DISABLED: "true" };
@@ -44,9 +30,9 @@ async function lakeWithCalls(server: TestServer, prefix: string) {
     kind: DestinationKind.LAKE,
     lake: {
       url: `s3://lake/${prefix}`,
-      endpoint: s3.endpoint,
-      accessKeyId: s3.accessKeyId,
-      secretAccessKey: s3.secretAccessKey,
+      endpoint: lake.s3.endpoint,
+      accessKeyId: lake.s3.accessKeyId,
+      secretAccessKey: lake.s3.secretAccessKey,
       flushSeconds: 1,
     },
   });
@@ -59,13 +45,13 @@ async function lakeWithCalls(server: TestServer, prefix: string) {
 async function idsInLake(prefix: string): Promise<Map<string, number>> {
   const store = createObjectStore({
     url: "s3://lake",
-    endpoint: s3.endpoint,
-    accessKeyId: s3.accessKeyId,
-    secretAccessKey: s3.secretAccessKey,
+    endpoint: lake.s3.endpoint,
+    accessKeyId: lake.s3.accessKeyId,
+    secretAccessKey: lake.s3.secretAccessKey,
   });
   try {
     const keys = (await store.list(`${prefix}/tracks/`)).map((o) => o.key);
-    const files = await downloadObjects(store, keys, mkdtempSync(path.join(scratch, "read-")));
+    const files = await downloadObjects(store, keys, mkdtempSync(path.join(lake.scratch, "read-")));
     const counts = new Map<string, number>();
     for (const row of (await readLakeFiles(files)).rows) counts.set(String(row.id), (counts.get(String(row.id)) ?? 0) + 1);
     return counts;
@@ -78,7 +64,7 @@ for (const fate of ["store", "drop"] as const) {
   test(`killed mid-upload (the object ${fate === "store" ? "stored after the kill" : "never stored"}): every call in the lake exactly once`, async ({
     server,
   }) => {
-    const gate = s3.holdPuts();
+    const gate = lake.s3.holdPuts();
     const { destination, ids } = await lakeWithCalls(server, `killed-${fate}`);
     const first = await workers.start(workerEnv);
     await onTheLog(server.pool, destination.id);
