@@ -2,10 +2,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import type { Browser, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, expect } from "vitest";
 import { DestinationKind, LakeFormat } from "../../gen/waypost/v1/destination_pb.js";
-import { launchBrowser } from "../helpers/browser.js";
+import { type ConsolePage, openConsole } from "../helpers/console-page.js";
 import { testWith } from "../helpers/fixtures.js";
 
 /**
@@ -15,22 +15,15 @@ import { testWith } from "../helpers/fixtures.js";
  */
 const test = testWith({ server: { config: { delivery: { pollIntervalMs: 100 } } } });
 const scratch = mkdtempSync(path.join(tmpdir(), "waypost-console-lake-"));
-let browser: Browser;
+let opened: ConsolePage;
 let page: Page;
-const pageErrors: string[] = [];
 
 test.beforeAll(async ({ server }) => {
-  browser = await launchBrowser();
-  page = await (await browser.newContext({ viewport: { width: 1500, height: 1000 } })).newPage();
-  page.setDefaultTimeout(10_000);
-  page.on("pageerror", (error) => pageErrors.push(String(error)));
-  await page.goto(`${server.url}/console/`);
-  await page.getByLabel("Admin token").fill(server.adminToken);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("navigation", { name: "Main" }).waitFor();
+  opened = await openConsole(server);
+  page = opened.page;
 });
 afterAll(async () => {
-  await browser?.close();
+  await opened?.browser.close();
   rmSync(scratch, { recursive: true, force: true });
 });
 
@@ -83,5 +76,5 @@ test("creates a lake with the form, never shows its secret again, and shows its 
   const files = page.getByRole("article", { name: "lake" }).getByRole("note", { name: "Files written" });
   await files.waitFor();
   expect(await files.textContent()).toMatch(/Files written: 2 \(6 rows, [\d.]+ MB\)\. Last: .+\.ndjson\.gz, 3 rows/);
-  expect(pageErrors).toEqual([]);
+  expect(opened.problems).toEqual([]);
 });
