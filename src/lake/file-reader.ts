@@ -1,4 +1,5 @@
-import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
+import type { DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
+import { loadDuckDB } from "./load-duckdb.js";
 import { type LakeValue, utcTimestamp } from "./lake-types.js";
 import type { LakeFormat } from "./object-keys.js";
 
@@ -32,7 +33,7 @@ export function createFileReader(): FileReader {
   let opened: Promise<{ instance: DuckDBInstance; connection: DuckDBConnection }> | undefined;
   const open = () =>
     (opened ??= (async () => {
-      const instance = await DuckDBInstance.create(":memory:", {
+      const instance = await (await loadDuckDB()).DuckDBInstance.create(":memory:", {
         threads: "1",
         autoinstall_known_extensions: "false",
         autoload_known_extensions: "false",

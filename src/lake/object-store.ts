@@ -3,7 +3,6 @@ import { guardedLookup } from "../outbound/guarded-lookup.js";
 import { createFileObjectStore } from "./file-object-store.js";
 import { parseLakeUrl } from "./lake-url.js";
 import type { ObjectStore, ObjectStoreOptions } from "./object-store-types.js";
-import { createS3ObjectStore } from "./s3-object-store.js";
 
 export type { ListPage, ObjectBody, ObjectEntry, ObjectStore, ObjectStoreOptions } from "./object-store-types.js";
 
@@ -37,5 +36,17 @@ export function openLakeStore(settings: LakeStoreSettings, guard: AddressGuard |
 export function createObjectStore(options: ObjectStoreOptions): ObjectStore {
   const location = parseLakeUrl(options.url);
   if (location.kind === "file") return createFileObjectStore({ directory: location.directory });
-  return createS3ObjectStore({ ...options, bucket: location.bucket });
+  // The AWS SDK is loaded when an S3 lake's store is first opened: a Waypost without one never carries it.
+  const opening = import("./s3-object-store.js").then(({ createS3ObjectStore }) =>
+    createS3ObjectStore({ ...options, bucket: location.bucket }),
+  );
+  // Awaited by every method; a failed load is each call's error, not an unhandled rejection.
+  opening.catch(() => {});
+  return {
+    put: async (key, body, contentType) => (await opening).put(key, body, contentType),
+    get: async (key) => (await opening).get(key),
+    list: async (prefix, page) => (await opening).list(prefix, page),
+    delete: async (key) => (await opening).delete(key),
+    close: async () => (await opening).close(),
+  };
 }

@@ -1,4 +1,5 @@
-import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
+import type { DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
+import { loadDuckDB } from "./load-duckdb.js";
 import { stat } from "node:fs/promises";
 import { quoteIdent } from "../warehouse/identifiers.js";
 import type { FileContent, FileWriter } from "./file-content.js";
@@ -32,7 +33,7 @@ export function createParquetWriter(options: { threads: number }): FileWriter {
   function connect() {
     connection ??= (async () => {
       // No extension is ever loaded (or downloaded): Parquet is built in.
-      const instance = await DuckDBInstance.create(":memory:", {
+      const instance = await (await loadDuckDB()).DuckDBInstance.create(":memory:", {
         threads: String(options.threads),
         autoinstall_known_extensions: "false",
         autoload_known_extensions: "false",
