@@ -139,6 +139,8 @@ export function createDeliveryRuntime(options: DeliveryRuntimeOptions): Delivery
   const health = createHealthMonitor({ pool, clock, logger, metrics: options.metrics, events: operatorEvents, jobTable: options.jobTable });
   let announcing: Promise<void> = Promise.resolve();
   const announce = (transitions: Transition[]) => {
+    // The gauge now, before the deliveries' completion is told: a reader of both never sees it behind.
+    health.markTransitions(transitions);
     // A closed circuit's backlog is due now: claim it without waiting for the poll.
     if (transitions.some((t) => t.kind === "closed")) wakeup.wake();
     announcing = announcing

@@ -22,7 +22,13 @@ export interface HealthMonitorOptions {
 }
 
 export interface HealthMonitor {
-  /** Circuit transitions this process's own writes made: gauge and operator events. */
+  /**
+   * Circuit transitions this process's own writes made, the moment they are
+   * committed: the gauge follows at once (before anyone is told the
+   * deliveries that made them are written), the events with `transitions`.
+   */
+  markTransitions(transitions: readonly Transition[]): void;
+  /** Circuit transitions this process's own writes made: operator events (after markTransitions). */
   transitions(transitions: readonly Transition[]): Promise<void>;
   /** One pass: refresh the gauge from the table, report expiries that are due. */
   runOnce(): Promise<void>;
@@ -66,15 +72,21 @@ export function createHealthMonitor(options: HealthMonitorOptions): HealthMonito
   }
 
   return {
-    async transitions(transitions) {
+    markTransitions(transitions) {
       if (transitions.length === 0) return;
       transitionsSeen++;
+      for (const t of transitions) {
+        if (t.kind === "opened") gauge?.set({ destination_id: t.row.destinationId }, 1);
+        else if (t.kind === "closed") gauge?.set({ destination_id: t.row.destinationId }, 0);
+      }
+    },
+    async transitions(transitions) {
+      if (transitions.length === 0) return;
       const names = await destinationNames(pool, [...new Set(transitions.map((t) => t.row.destinationId))]);
       for (const t of transitions) {
         const id = t.row.destinationId;
         const name = names.get(id) ?? null;
         if (t.kind === "opened") {
-          gauge?.set({ destination_id: id }, 1);
           events.emit("destination.circuit_opened", {
             destinationId: id,
             name,
@@ -85,7 +97,6 @@ export function createHealthMonitor(options: HealthMonitorOptions): HealthMonito
             nextProbeTime: t.row.probeAt?.toISOString() ?? null,
           });
         } else if (t.kind === "closed") {
-          gauge?.set({ destination_id: id }, 0);
           events.emit("destination.circuit_closed", {
             destinationId: id,
             name,
