@@ -47,8 +47,8 @@ export const layers: ReadonlyArray<{ name: string; modules: readonly string[] }>
   // of Postgres: routing matches its subscriptions, delivery runs its actions.
   // The lake writes the warehouse's layout as files into object storage.
   { name: "outbound requests", modules: ["outbound/", "warehouse/", "lake/", "catalog/"] },
-  { name: "domain", modules: ["routing/", "plans/", "ingest/", "health/", "audiences/", "deletion/", "delivery/"] },
-  { name: "edge", modules: ["api/", "compat/", "console/"] },
+  { name: "domain", modules: ["access/", "routing/", "plans/", "ingest/", "health/", "audiences/", "deletion/", "delivery/"] },
+  { name: "edge", modules: ["api/", "compat/", "console/", "sign-in/"] },
   // The CLI is an edge too (it speaks the RPC API), but its `serve` starts the server.
   {
     name: "composition",
@@ -75,7 +75,7 @@ export const layers: ReadonlyArray<{ name: string; modules: readonly string[] }>
  * it stores; health knows nothing of delivery (delivery reports to it);
  * audiences and deletion create calls through ingest; delivery sits on top.
  */
-export const domainOrder = ["routing/", "plans/", "ingest/", "health/", "audiences/", "deletion/", "delivery/"] as const;
+export const domainOrder = ["access/", "routing/", "plans/", "ingest/", "health/", "audiences/", "deletion/", "delivery/"] as const;
 
 /** Who may import gen/ (the generated protobuf messages): the edge, and these wire adapters. */
 export const genImporters = ["api/", "compat/", "console/", "cli/"] as const;
@@ -96,7 +96,7 @@ export const edgeImports: Readonly<Record<string, readonly string[]>> = {
   "compat/": ["api/"],
 };
 
-const edgeModules = ["api/", "compat/", "console/"] as const;
+const edgeModules = ["api/", "compat/", "console/", "sign-in/"] as const;
 
 /** Imports between the edge's modules that edgeImports does not list. */
 export function edgeSiblingImports(edges: readonly Edge[]): string[] {
