@@ -1,3 +1,4 @@
+import { type AccessConfig, parseAccess } from "./access-config.js";
 import { availableParallelism } from "node:os";
 import { signingSecretProblem } from "./signing/standard-webhooks.js";
 import { defaultConnectionLimits, type ConnectionLimits } from "./http/connection-limits.js";
@@ -142,6 +143,8 @@ export interface Config {
   outbound: OutboundConfig;
   /** After RotateSigningSecret, the previous secret keeps signing this long. */
   signingSecretOverlapMs: number;
+  /** Sign-in, sessions, API tokens' limits and the audit log (docs/access.md). */
+  access: AccessConfig;
   /** Unset: no operator events are sent (they are still logged). */
   operatorWebhook: OperatorWebhookConfig | undefined;
   /** Connection timeouts and cap of the listener (docs/limits.md). */
@@ -265,6 +268,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       extraCaCerts: readExtraCaCerts(env, (file) => readFileSync(file, "utf8")),
     },
     signingSecretOverlapMs: int(env, "WAYPOST_SIGNING_SECRET_OVERLAP_MS", 24 * 3_600_000, 0, 30 * 24 * 3_600_000),
+    access: parseAccess(env),
     operatorWebhook: parseOperatorWebhook(env),
     connections: {
       ...defaultConnectionLimits,

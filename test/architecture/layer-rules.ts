@@ -24,6 +24,7 @@ export const layers: ReadonlyArray<{ name: string; modules: readonly string[] }>
       "admin-token.ts",
       "config.ts",
       "config-values.ts",
+      "access-config.ts",
       // Enum values in words, for the CLI's and the console's labels alike.
       "enum-words.ts",
       "signing/",
