@@ -2,6 +2,7 @@ import type pg from "pg";
 import type { Dispatcher } from "undici";
 import { createActivityLog } from "./activity-log.js";
 import { createBacklogReader } from "./backlog-reader.js";
+import { openAccessWing } from "./access-wing.js";
 import { createAuthenticator } from "./api/auth.js";
 import { createRpcHandlers } from "./api/routes.js";
 import { createAnalyticsJsRoute } from "./compat/analytics-js-bundle.js";
@@ -289,7 +290,9 @@ function openApi(
   stopping: () => boolean,
 ) {
   const { pool } = database;
-  const auth = createAuthenticator({ pool, adminToken: database.adminToken });
+  const access = openAccessWing({ pool, clock, logger, config: config.access, adminToken: database.adminToken, ingestor: ingest.ingestor });
+  closers.push(async () => access.close());
+  const auth = createAuthenticator({ pool, credentials: access.credentials });
   // After the inbound URL commits a request (or requests are set to run again), every process's hook processor is woken (a NOTIFY after the commit).
   const hookWaker = createThrottledNotify({ pool, channel: hooksChannel, logger });
   closers.push(() => hookWaker.close());
@@ -312,6 +315,7 @@ function openApi(
     // Requests set to run again wake every process's processor, as stored ones do.
     onHookRequestsQueued: (sourceId) => hookWaker.add(sourceId),
     jobTable: database.jobTable,
+    audit: access.audit,
   });
   const operational = createOperationalRoutes({
     registry: shared.metrics.registry,

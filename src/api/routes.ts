@@ -1,6 +1,7 @@
 import type { DescService } from "@bufbuild/protobuf";
 import type { ConnectRouter, Interceptor, ServiceImpl } from "@connectrpc/connect";
 import type pg from "pg";
+import { AccessService, AuditService, TokenService } from "../../gen/waypost/v1/access_pb.js";
 import { AudienceService } from "../../gen/waypost/v1/audience_pb.js";
 import { DeletionService } from "../../gen/waypost/v1/deletion_pb.js";
 import { DeliveryService } from "../../gen/waypost/v1/delivery_pb.js";
@@ -20,9 +21,15 @@ import type { BodyTiming } from "../http/request-body.js";
 import type { Logger } from "../logger.js";
 import type { TrackingPlans } from "../plans/tracking-plans.js";
 import { tracingOff, type Tracing } from "../tracing/tracing.js";
+import type { AuditLog } from "../access/audit-log.js";
+import { createAccessInterceptor } from "./access/access-interceptor.js";
+import { createAccessService } from "./access/access-service.js";
+import { createAuditReaders } from "./access/audit-readers.js";
+import { createAuditService } from "./access/audit-service.js";
+import { createTokenService } from "./access/token-service.js";
 import { createAdminReadDeadline } from "./admin-read-deadline.js";
 import { createAudienceService } from "./audience-service.js";
-import type { Authenticator } from "./auth.js";
+import type { Authenticator, GateRequest } from "./auth.js";
 import { createDeletionService } from "./deletion-service.js";
 import { createDeliveryService } from "./delivery-service.js";
 import { createDestinationService } from "./destination-service.js";
@@ -74,6 +81,8 @@ export interface RpcHandlersOptions {
   onHookRequestsQueued?: ((sourceId: string) => void) | undefined;
   /** The job table's driver (one Postgres's or Citus's): how deliveries are read and replayed, destinations deleted, and calls queued by syncs and deletions. */
   jobTable: JobTableDriver;
+  /** Where every change made through the admin RPCs is recorded. */
+  audit: AuditLog;
 }
 
 export interface RpcHandlers {
@@ -114,8 +123,7 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
   ];
   // Unknown fields are errors, so a typo ("trak", "userID") is reported, not dropped.
   const jsonOptions = { ignoreUnknownFields: false };
-  const gate = (req: { headers: { authorization?: string | undefined } }, service: DescService) =>
-    options.auth.gate(typeof req.headers.authorization === "string" ? req.headers.authorization : null, service);
+  const gate = (req: GateRequest, service: DescService, method: string) => options.auth.gate(req, service, method);
   const tracking = createRpcAdapter({
     readMaxBytes: rpcReadLimits.tracking,
     maxBatchMessages: limits.maxBatchMessages,
@@ -135,31 +143,28 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
       registerWireTrackingService(router, options.ingestor);
     },
   });
+  const services = createAdminServices(options);
+  // After the gate's scope check: a limited principal's sources, and the audit row of each change.
+  const access = createAccessInterceptor({ pool: options.pool, audit: options.audit, readers: createAuditReaders({ pool: options.pool, ...services }) });
   const admin = createRpcAdapter({
     readMaxBytes: rpcReadLimits.admin,
     jsonOptions,
     // Inside the domain-error mapping, which turns a refused text into invalid_argument.
-    interceptors: [...interceptors, createStorableRequestInterceptor(), createAdminReadDeadline(options.adminReads.statementTimeoutMs)],
+    interceptors: [
+      ...interceptors.slice(0, 2),
+      access,
+      ...interceptors.slice(2),
+      createStorableRequestInterceptor(),
+      createAdminReadDeadline(options.adminReads.statementTimeoutMs),
+    ],
     gate,
     logger: options.logger,
     routes(router: ConnectRouter) {
-      router.service(
-        SourceService,
-        createSourceService({ pool: options.pool, onWriteKeyChange: () => options.auth.forgetWriteKeys(), sandboxes: options.sandboxes }),
-      );
-      router.service(
-        DestinationService,
-        createDestinationService({
-          pool: options.pool,
-          clock: options.clock,
-          addressGuard: options.addressGuard,
-          signingSecretOverlapMs: options.signingSecretOverlapMs,
-          sandboxes: options.sandboxes,
-          onJobCreated: options.onJobCreated,
-          jobTable: options.jobTable,
-          callLog: options.callLog,
-        }),
-      );
+      router.service(SourceService, services.source);
+      router.service(DestinationService, services.destination);
+      router.service(AccessService, createAccessService({ pool: options.pool, clock: options.clock }));
+      router.service(TokenService, createTokenService({ pool: options.pool, clock: options.clock }));
+      router.service(AuditService, createAuditService({ pool: options.pool }));
       router.service(IntegrationService, createIntegrationService());
       router.service(
         DeliveryService,
@@ -183,17 +188,38 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
       );
       registerAudienceService(router, createAudienceService({ pool: options.pool, clock: options.clock, jobTable: options.jobTable }));
       router.service(DeletionService, createDeletionService({ pool: options.pool, clock: options.clock, jobTable: options.jobTable }));
-      router.service(
-        TrackingPlanService,
-        createTrackingPlanService({
-          plans: options.trackingPlans,
-          clock: options.clock,
-          maxResponseBytes: options.adminReads.maxResponseBytes,
-        }),
-      );
+      router.service(TrackingPlanService, services.trackingPlan);
     },
   });
   return { tracking, admin, trackingPrefix: `/${TrackingService.typeName}/` };
+}
+
+/** The services whose Get RPCs the audit log also reads, built once. */
+function createAdminServices(options: RpcHandlersOptions) {
+  const source = createSourceService({ pool: options.pool, onWriteKeyChange: () => options.auth.forgetWriteKeys(), sandboxes: options.sandboxes });
+  const destination = createDestinationService({
+    pool: options.pool,
+    clock: options.clock,
+    addressGuard: options.addressGuard,
+    signingSecretOverlapMs: options.signingSecretOverlapMs,
+    sandboxes: options.sandboxes,
+    onJobCreated: options.onJobCreated,
+    jobTable: options.jobTable,
+    callLog: options.callLog,
+  });
+  const trackingPlan = createTrackingPlanService({
+    plans: options.trackingPlans,
+    clock: options.clock,
+    maxResponseBytes: options.adminReads.maxResponseBytes,
+  });
+  return {
+    source,
+    destination,
+    trackingPlan,
+    getSource: source.getSource.bind(source),
+    getDestination: destination.getDestination.bind(destination),
+    getTrackingPlan: trackingPlan.getTrackingPlan.bind(trackingPlan),
+  };
 }
 
 /**

@@ -59,6 +59,7 @@ export const layers: ReadonlyArray<{ name: string; modules: readonly string[] }>
       "startup-summary.ts",
       "closers.ts",
       "database-wing.ts",
+      "access-wing.ts",
       "server.ts",
       "main.ts",
       // The entry: starts the process again with V8's young-generation cap, then main.

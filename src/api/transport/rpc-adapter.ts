@@ -40,7 +40,7 @@ export interface RpcAdapterOptions extends ConnectRouterOptions {
    * of its body is read or inflated: resolves to the context values for the
    * call, or to the error to answer with.
    */
-  gate(req: Req, service: DescService): Promise<ContextValues | ConnectError>;
+  gate(req: Req, service: DescService, method: string): Promise<ContextValues | ConnectError>;
   logger: Logger;
   /** Counts batch messages before decoding and refuses a request with more (TrackingService). */
   maxBatchMessages?: number;
@@ -91,7 +91,7 @@ export function createRpcAdapter(options: RpcAdapterOptions): RpcNodeHandler {
     }
     void (async () => {
       finishUnreadRequest(req, res);
-      const gate = await options.gate(req, handler.service);
+      const gate = await options.gate(req, handler.service, handler.method.name);
       if (gate instanceof ConnectError) return writeEarlyRpcError(req, res, gate);
       let raw = universalRequestFromNodeRequest(req, res, undefined, gate);
       // Connect's unary protocol only: enveloped ones (gRPC, gRPC-Web) are refused by their envelope's declared length.

@@ -38,13 +38,14 @@ export interface NewApiToken {
   userId: string | null;
   createdBy: string;
   expiresAt: Date | null;
+  now: Date;
 }
 
 export async function insertApiToken(db: Queryable, token: NewApiToken): Promise<ApiTokenRow> {
   const { rows } = await db.query<ApiTokenRow>(
-    `INSERT INTO api_tokens AS t (name, secret_hash, prefix, role, scopes, source_ids, user_id, created_by, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${columns}`,
-    [token.name, token.secretHash, token.prefix, token.role, token.scopes, token.sourceIds, token.userId, token.createdBy, token.expiresAt],
+    `INSERT INTO api_tokens AS t (name, secret_hash, prefix, role, scopes, source_ids, user_id, created_by, expires_at, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${columns}`,
+    [token.name, token.secretHash, token.prefix, token.role, token.scopes, token.sourceIds, token.userId, token.createdBy, token.expiresAt, token.now],
   );
   return rows[0]!;
 }

@@ -1,0 +1,82 @@
+// What an audit row says changed: a flat map of dotted paths to their old
+// and new values, computed from the API's own JSON of the thing before and
+// after. Secrets never appear: a field whose name says it holds one reads
+// only "changed", a header that carries credentials likewise, and a URL's
+// password is cut out. Big values are cut short, so a row stays small.
+
+type Json = unknown;
+export type AuditDiff = Record<string, { from?: Json; to?: Json } | "changed">;
+
+const secretName = /secret|password|passwd|token|api_?key|apikey|credential|private|authorization|cookie|write_?key|access_?key|signing_?key/i;
+const maxString = 200;
+const maxArray = 20;
+const maxEntries = 200;
+
+export function isSecretName(name: string): boolean {
+  return secretName.test(name);
+}
+
+/** A URL without the password of its userinfo. */
+function withoutPassword(text: string): string {
+  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:\s]*):[^/@\s]*@/i, "$1:***@");
+}
+
+/** A value safe and small enough to keep: secrets by name replaced, URLs without passwords, long things cut. */
+export function redacted(value: Json, depth = 0): Json {
+  if (typeof value === "string") {
+    const clean = withoutPassword(value);
+    return clean.length > maxString ? `${clean.slice(0, maxString)}… (${clean.length} characters)` : clean;
+  }
+  if (Array.isArray(value)) {
+    if (value.length > maxArray) return `(${value.length} items)`;
+    return value.map((item) => redacted(item, depth + 1));
+  }
+  if (value && typeof value === "object") {
+    if (depth > 6) return "(nested)";
+    const out: Record<string, Json> = {};
+    for (const [key, item] of Object.entries(value)) out[key] = isSecretName(key) ? "(set)" : redacted(item, depth + 1);
+    return out;
+  }
+  return value;
+}
+
+function flatten(value: Json, path: string, into: Map<string, Json>, depth: number): void {
+  if (value && typeof value === "object" && !Array.isArray(value) && depth < 6) {
+    for (const [key, item] of Object.entries(value)) flatten(item, path ? `${path}.${key}` : key, into, depth + 1);
+    return;
+  }
+  into.set(path, value);
+}
+
+const secretPath = (path: string) => path.split(".").some(isSecretName);
+
+/**
+ * The fields that differ between `before` and `after` (either may be
+ * undefined: a creation or a deletion). A secret field that differs reads
+ * "changed", whatever either value was.
+ */
+export function auditDiff(before: Json, after: Json): AuditDiff {
+  const old = new Map<string, Json>();
+  const now = new Map<string, Json>();
+  if (before !== undefined) flatten(before, "", old, 0);
+  if (after !== undefined) flatten(after, "", now, 0);
+  const diff: AuditDiff = {};
+  let entries = 0;
+  for (const path of new Set([...old.keys(), ...now.keys()])) {
+    const [from, to] = [old.get(path), now.get(path)];
+    if (JSON.stringify(from) === JSON.stringify(to)) continue;
+    if (++entries > maxEntries) {
+      diff["(more)"] = { to: "more fields changed than an audit row keeps" };
+      break;
+    }
+    if (secretPath(path)) {
+      diff[path] = "changed";
+      continue;
+    }
+    const entry: { from?: Json; to?: Json } = {};
+    if (from !== undefined) entry.from = redacted(from);
+    if (to !== undefined) entry.to = redacted(to);
+    diff[path || "(value)"] = entry;
+  }
+  return diff;
+}
