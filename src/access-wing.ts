@@ -71,7 +71,14 @@ async function forwardAuditEvent(ingestor: Ingestor, sourceId: string, event: Au
     ...(event.diff ? { diff: event.diff as JsonObject } : {}),
   };
   const result = await ingestor.ingest(sourceId, [
-    { ...emptyCall("track"), messageId: `audit-${event.id}`, userId: event.actor_id, event: "Audit Event", timestamp: event.at, properties },
+    {
+      ...emptyCall("track"),
+      messageId: `audit-${event.id}`,
+      userId: event.actor_id,
+      event: "Audit Event",
+      timestamp: event.at,
+      properties,
+    },
   ]);
   if (result.rejected.length > 0) throw new Error(`the audit source refused the event: ${result.rejected[0]?.reason}`);
 }

@@ -7,7 +7,8 @@
 type Json = unknown;
 export type AuditDiff = Record<string, { from?: Json; to?: Json } | "changed">;
 
-const secretName = /secret|password|passwd|token|api_?key|apikey|credential|private|authorization|cookie|write_?key|access_?key|signing_?key/i;
+const secretName =
+  /secret|password|passwd|token|api_?key|apikey|credential|private|authorization|cookie|write_?key|access_?key|signing_?key/i;
 const maxString = 200;
 const maxArray = 20;
 const maxEntries = 200;
@@ -77,6 +78,24 @@ export function auditDiff(before: Json, after: Json): AuditDiff {
     if (from !== undefined) entry.from = redacted(from);
     if (to !== undefined) entry.to = redacted(to);
     diff[path || "(value)"] = entry;
+  }
+  return diff;
+}
+
+/**
+ * The secret fields a request sets (non-empty), as "changed": the API
+ * never shows a secret, so before and after cannot tell that one changed.
+ * Paths are relative to the resource a request wraps ("destination.x" → "x").
+ */
+export function secretsSet(request: Record<string, unknown>): AuditDiff {
+  const paths = new Map<string, Json>();
+  flatten(request, "", paths, 0);
+  const diff: AuditDiff = {};
+  for (const [path, value] of paths) {
+    if (!secretPath(path) || value === "" || value === false || value === undefined || value === null) continue;
+    const [head, ...rest] = path.split(".");
+    const wrapped = rest.length > 0 && typeof request[head!] === "object";
+    diff[wrapped ? rest.join(".") : path] = "changed";
   }
   return diff;
 }

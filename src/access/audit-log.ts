@@ -50,7 +50,9 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
       user_agent: entry.userAgent ?? "",
     });
     // Forwarding is a copy: the row is stored, so a failure here loses nothing of the log.
-    await options.forward?.(row).catch((error: unknown) => options.logger.warn({ err: error, action: row.action }, "audit event not forwarded"));
+    await options
+      .forward?.(row)
+      .catch((error: unknown) => options.logger.warn({ err: error, action: row.action }, "audit event not forwarded"));
     return row;
   }
 

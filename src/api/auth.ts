@@ -127,7 +127,10 @@ export function createAuthenticator(options: AuthOptions): Authenticator {
       const credential = parseAuthorization(authorization);
       const principal = credential ? await credentials.bearer(credential, origin.clientAddress) : new CredentialRefused("");
       if (principal instanceof CredentialRefused) {
-        return new ConnectError(principal.message || "admin token or API token required (Authorization: Bearer <token>)", Code.Unauthenticated);
+        return new ConnectError(
+          principal.message || "admin token or API token required (Authorization: Bearer <token>)",
+          Code.Unauthenticated,
+        );
       }
       return principal;
     }

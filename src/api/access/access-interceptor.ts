@@ -1,6 +1,6 @@
 import { type DescMessage, toJson } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { auditDiff, redacted } from "../../access/audit-diff.js";
+import { auditDiff, redacted, secretsSet } from "../../access/audit-diff.js";
 import type { AuditLog } from "../../access/audit-log.js";
 import { type Principal, reachesSource, reachesSources } from "../../access/principal.js";
 import { sourceOfAudience, sourcesOfDestination } from "../../db/queries/access/source-reach.js";
@@ -56,7 +56,8 @@ export function createAccessInterceptor(options: AccessInterceptorOptions): Inte
     const rpc = `${req.service.name}/${req.method.name}`;
     const request = req.stream ? {} : asJson(req.method.input, req.message);
     if (!req.stream) await checkReach(principal, rule, request, rpc);
-    else if (principal.sourceIds !== undefined) throw new ConnectError(`${rpc} needs every source; ${principal.name} is limited to some`, Code.PermissionDenied);
+    else if (principal.sourceIds !== undefined)
+      throw new ConnectError(`${rpc} needs every source; ${principal.name} is limited to some`, Code.PermissionDenied);
     const audit = rule.audit;
     const reader = audit?.diff ? options.readers[audit.target] : undefined;
     const idBefore = audit ? audit.targetId(request, {}) : "";
@@ -73,7 +74,7 @@ export function createAccessInterceptor(options: AccessInterceptorOptions): Inte
       action: audit.action,
       targetKind: audit.target,
       targetId,
-      diff: reader ? auditDiff(before, after) : requestSummary(request),
+      diff: reader ? { ...auditDiff(before, after), ...secretsSet(request) } : requestSummary(request),
       requestId: origin.requestId,
       clientAddress: origin.clientAddress,
       userAgent: origin.userAgent,

@@ -1,6 +1,14 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { type ApiToken, ApiTokenSchema, type AuditEvent, AuditEventSchema, Role, type User, UserSchema } from "../../../gen/waypost/v1/access_pb.js";
+import {
+  type ApiToken,
+  ApiTokenSchema,
+  type AuditEvent,
+  AuditEventSchema,
+  Role,
+  type User,
+  UserSchema,
+} from "../../../gen/waypost/v1/access_pb.js";
 import type { RoleName } from "../../access/roles.js";
 import type { ApiTokenRow } from "../../db/queries/access/api-tokens.js";
 import type { AuditEventRow } from "../../db/queries/access/audit-events.js";

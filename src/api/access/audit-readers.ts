@@ -11,7 +11,10 @@ import type { TargetReader } from "./access-interceptor.js";
 import type { TargetKind } from "./rpc-scopes.js";
 
 type Json = Record<string, unknown>;
-type Unary<I extends DescMessage, O extends DescMessage> = (request: never, context: never) => Promise<MessageInitShape<O>> | MessageInitShape<O>;
+type Unary<I extends DescMessage, O extends DescMessage> = (
+  request: never,
+  context: never,
+) => Promise<MessageInitShape<O>> | MessageInitShape<O>;
 
 /**
  * A reader that asks a service's own Get RPC, in process: the audit diff
@@ -26,7 +29,13 @@ function viaGet<I extends DescMessage, O extends DescMessage>(
   pick: (response: Json) => unknown,
 ): TargetReader {
   return async (id) => {
-    const context = createHandlerContext({ service, method, protocolName: "in-process", requestMethod: "POST", url: `/${service.typeName}/${method.name}` });
+    const context = createHandlerContext({
+      service,
+      method,
+      protocolName: "in-process",
+      requestMethod: "POST",
+      url: `/${service.typeName}/${method.name}`,
+    });
     try {
       const response = await impl(create(method.input, request(id)) as never, context as never);
       const json = toJson(method.output, create(method.output, response)) as Json;
@@ -48,7 +57,13 @@ export interface AuditReaderSources {
 
 export function createAuditReaders(sources: AuditReaderSources): Partial<Record<TargetKind, TargetReader>> {
   return {
-    source: viaGet(SourceService, SourceService.method.getSource, sources.getSource, (id) => ({ id }), (json) => json.source),
+    source: viaGet(
+      SourceService,
+      SourceService.method.getSource,
+      sources.getSource,
+      (id) => ({ id }),
+      (json) => json.source,
+    ),
     destination: viaGet(
       DestinationService,
       DestinationService.method.getDestination,

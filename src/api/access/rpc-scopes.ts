@@ -72,7 +72,10 @@ export const rpcRules: Readonly<Record<string, RpcRule>> = {
   "TokenService/RevokeToken": { scope: "authenticated", reach: none, audit: { action: "token.revoke", target: "token", targetId: byId } },
   "AuditService/ListAuditEvents": { scope: "audit:read" },
 
-  "SourceService/CreateSource": { scope: "sources:write", audit: { action: "source.create", target: "source", targetId: created("source") } },
+  "SourceService/CreateSource": {
+    scope: "sources:write",
+    audit: { action: "source.create", target: "source", targetId: created("source") },
+  },
   "SourceService/GetSource": { scope: "sources:read", reach: sourceOf("id") },
   "SourceService/ListSources": { scope: "sources:read", reach: none },
   "SourceService/UpdateSource": {

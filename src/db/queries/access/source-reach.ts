@@ -6,7 +6,9 @@ import type { Queryable } from "../../pool.js";
 
 export async function sourcesOfDestination(db: Queryable, destinationId: string): Promise<string[]> {
   if (!isUuid(destinationId)) return [];
-  const { rows } = await db.query<{ source_id: string }>("SELECT source_id FROM destination_sources WHERE destination_id = $1", [destinationId]);
+  const { rows } = await db.query<{ source_id: string }>("SELECT source_id FROM destination_sources WHERE destination_id = $1", [
+    destinationId,
+  ]);
   return rows.map((row) => row.source_id);
 }
 

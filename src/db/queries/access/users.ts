@@ -14,7 +14,8 @@ export interface UserRow {
   last_sign_in_at: Date | null;
 }
 
-const columns = "u.id, u.issuer, u.subject, u.email, u.name, u.role, u.role_from_claim, u.source_ids, u.disabled, u.created_at, u.last_sign_in_at";
+const columns =
+  "u.id, u.issuer, u.subject, u.email, u.name, u.role, u.role_from_claim, u.source_ids, u.disabled, u.created_at, u.last_sign_in_at";
 
 export interface SignedInUser {
   issuer: string;
