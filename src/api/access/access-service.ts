@@ -76,7 +76,7 @@ export function createAccessService(options: AccessServiceOptions): ServiceImpl<
         change.role = role;
       }
       if (mask.has("source_ids")) {
-        user.sourceIds.forEach((sourceId, i) => requireUuid(`user.sourceIds[${i}]`, sourceId));
+        for (const [i, sourceId] of user.sourceIds.entries()) requireUuid(`user.sourceIds[${i}]`, sourceId);
         change.sourceIds = user.sourceIds.length > 0 ? [...user.sourceIds] : null;
       }
       if (mask.has("disabled")) change.disabled = user.disabled;

@@ -11,7 +11,7 @@ import type { TargetReader } from "./access-interceptor.js";
 import type { TargetKind } from "./rpc-scopes.js";
 
 type Json = Record<string, unknown>;
-type Unary<I extends DescMessage, O extends DescMessage> = (
+type Unary<_I extends DescMessage, O extends DescMessage> = (
   request: never,
   context: never,
 ) => Promise<MessageInitShape<O>> | MessageInitShape<O>;

@@ -38,7 +38,7 @@ function grantOf(token: ApiToken, creator: Principal): { role: RoleName | null; 
 
 /** A new token's source limit: within its creator's. */
 function sourceLimitOf(token: ApiToken, creator: Principal): string[] | null {
-  token.sourceIds.forEach((id, i) => requireUuid(`token.sourceIds[${i}]`, id));
+  for (const [i, id] of token.sourceIds.entries()) requireUuid(`token.sourceIds[${i}]`, id);
   if (creator.sourceIds === undefined) return token.sourceIds.length > 0 ? [...token.sourceIds] : null;
   if (token.sourceIds.length === 0) return [...creator.sourceIds];
   const outside = token.sourceIds.find((id) => !creator.sourceIds?.includes(id));
