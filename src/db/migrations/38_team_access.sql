@@ -78,7 +78,8 @@ CREATE TABLE api_tokens (
 CREATE INDEX api_tokens_user_idx ON api_tokens (user_id);
 
 -- The audit log: append-only. Rows leave only through the retention purge,
--- which sets waypost.audit_purge for its own transaction.
+-- which sets waypost.audit_purge for its own transaction (as does a forced
+-- restore of a backup, which replaces every table, this one included).
 CREATE TABLE audit_events (
   id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   at timestamptz NOT NULL DEFAULT now(),
@@ -100,7 +101,7 @@ CREATE INDEX audit_events_target_idx ON audit_events (target_id, id);
 
 CREATE FUNCTION audit_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF TG_OP = 'DELETE' AND current_setting('waypost.audit_purge', true) = 'on' THEN
+  IF TG_OP IN ('DELETE', 'TRUNCATE') AND current_setting('waypost.audit_purge', true) = 'on' THEN
     RETURN OLD;
   END IF;
   RAISE EXCEPTION 'the audit log is append-only (% refused)', TG_OP;
