@@ -129,12 +129,19 @@ test("a viewer token: made once, reads, cannot change, listed by its prefix, ref
   expect(list.code).toBe(0);
   expect(list.stdout.split("\n")[0]).toMatch(/^ID\s+NAME\s+PREFIX\s+ROLE\/SCOPES\s+SOURCES\s+EXPIRES\s+LAST USED\s+REVOKED$/);
   // Its use was recorded: when, and from where.
-  expect(list.stdout).toMatch(new RegExp(`^${id}\\s+dashboards\\s+${prefix}\\s+viewer\\s+all\\s+never\\s+\\S+Z from \\S*127\\.0\\.0\\.1\\s+-$`, "m"));
+  expect(list.stdout).toMatch(
+    new RegExp(`^${id}\\s+dashboards\\s+${prefix}\\s+viewer\\s+all\\s+never\\s+\\S+Z from \\S*127\\.0\\.0\\.1\\s+-$`, "m"),
+  );
   expect(list.stdout).not.toContain(secret);
   const listed = await waypost(["tokens", "list", "--json"], env);
   expect(listed.stdout).not.toContain(secret);
   const listedJson = JSON.parse(listed.stdout) as { tokens: TokenJson[] };
-  expect(listedJson.tokens.find((t) => t.id === id)).toMatchObject({ name: "dashboards", role: "ROLE_VIEWER", prefix, serviceAccount: true });
+  expect(listedJson.tokens.find((t) => t.id === id)).toMatchObject({
+    name: "dashboards",
+    role: "ROLE_VIEWER",
+    prefix,
+    serviceAccount: true,
+  });
 
   const revoked = await waypost(["tokens", "revoke", id!], env);
   expect(revoked.code, revoked.stderr).toBe(0);
@@ -159,14 +166,21 @@ test("tokens create: scopes, sources and expiry; --json is the response with the
     env,
   );
   expect(json.secret).toMatch(/^wpt_/);
-  expect(json.token).toMatchObject({ name: "ci", scopes: ["sources:read", "deliveries:read"], sourceIds: [source.id], serviceAccount: true });
+  expect(json.token).toMatchObject({
+    name: "ci",
+    scopes: ["sources:read", "deliveries:read"],
+    sourceIds: [source.id],
+    serviceAccount: true,
+  });
   expect(json.token.role).toBeUndefined();
   const days = (Date.parse(json.token.expireTime!) - Date.now()) / 86_400_000;
   expect(days).toBeGreaterThan(29.9);
   expect(days).toBeLessThan(30.1);
 
   const list = await waypost(["tokens", "list"], env);
-  expect(list.stdout).toMatch(new RegExp(`^${json.token.id}\\s+ci\\s+wpt_\\S+\\s+sources:read,deliveries:read\\s+${source.id}\\s+\\d{4}-\\S+Z\\s+never\\s+-$`, "m"));
+  expect(list.stdout).toMatch(
+    new RegExp(`^${json.token.id}\\s+ci\\s+wpt_\\S+\\s+sources:read,deliveries:read\\s+${source.id}\\s+\\d{4}-\\S+Z\\s+never\\s+-$`, "m"),
+  );
   const whoami = await waypost(["whoami", "--token", json.secret], cliEnv(server, { WAYPOST_ADMIN_TOKEN: undefined }));
   expect(whoami.stdout).toMatch(/^scopes:\s+deliveries:read, sources:read$/m);
   expect(whoami.stdout).toMatch(new RegExp(`^sources:\\s+${source.id}$`, "m"));
