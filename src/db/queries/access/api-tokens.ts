@@ -45,18 +45,7 @@ export async function insertApiToken(db: Queryable, token: NewApiToken): Promise
   const { rows } = await db.query<ApiTokenRow>(
     `INSERT INTO api_tokens AS t (name, secret_hash, prefix, role, scopes, source_ids, user_id, created_by, expires_at, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${columns}`,
-    [
-      token.name,
-      token.secretHash,
-      token.prefix,
-      token.role,
-      token.scopes,
-      token.sourceIds,
-      token.userId,
-      token.createdBy,
-      token.expiresAt,
-      token.now,
-    ],
+    [token.name, token.secretHash, token.prefix, token.role, token.scopes, token.sourceIds, token.userId, token.createdBy, token.expiresAt, token.now],
   );
   return rows[0]!;
 }
@@ -99,14 +88,7 @@ export async function selectApiTokens(db: Queryable, listing: ApiTokenListing): 
         AND ($2 OR (t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > $3)))
         AND ($4::timestamptz IS NULL OR (t.created_at, t.id) < ($4, $5::uuid))
       ORDER BY t.created_at DESC, t.id DESC LIMIT $6`,
-    [
-      listing.userId ?? null,
-      listing.includeInactive,
-      listing.now,
-      listing.after?.createdAt ?? null,
-      listing.after?.id ?? null,
-      listing.limit,
-    ],
+    [listing.userId ?? null, listing.includeInactive, listing.now, listing.after?.createdAt ?? null, listing.after?.id ?? null, listing.limit],
   );
   return rows;
 }
