@@ -70,11 +70,25 @@ const units: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86
  * duration back from now: 30s, 15m, 2h, 7d.
  */
 export function parseTime(text: string, flag: string, now = new Date()): Date {
+  return parseTimeOrDuration(text, flag, now, -1, "back from now");
+}
+
+/**
+ * --expires: an ISO 8601 time, or a duration ahead from now: 30d, 12h. A
+ * time already past is the server's to refuse (invalid_argument).
+ */
+export function parseFutureTime(text: string, flag: string, now = new Date()): Date {
+  return parseTimeOrDuration(text, flag, now, 1, "from now");
+}
+
+function parseTimeOrDuration(text: string, flag: string, now: Date, direction: 1 | -1, relativeWords: string): Date {
   const relative = /^(\d+)([smhd])$/.exec(text.trim());
-  if (relative) return new Date(now.getTime() - Number(relative[1]) * units[relative[2]!]!);
+  if (relative) return new Date(now.getTime() + direction * Number(relative[1]) * units[relative[2]!]!);
   const date = /^\d{4}-\d{2}-\d{2}/.test(text) ? new Date(text) : new Date(NaN);
   if (Number.isNaN(date.getTime())) {
-    throw new UsageError(`${flag}: "${text}" is not a time (use ISO 8601 like 2026-11-22T10:00:00Z, or 30s, 15m, 2h, 7d)`);
+    throw new UsageError(
+      `${flag}: "${text}" is not a time (use ISO 8601 like 2026-11-22T10:00:00Z, or ${relativeWords}: 30s, 15m, 2h, 7d)`,
+    );
   }
   return date;
 }

@@ -11,11 +11,14 @@ import { CommandFailure, describeRpcError, UsageError } from "./errors.js";
 export async function createProgram(argv: readonly string[], io: CliIo, signal: AbortSignal): Promise<Command> {
   const program = new Command("waypost")
     .description(
-      "Drive a running Waypost: sources, webhook requests, destinations, deliveries, stats, audiences, deletions, tracking plans.",
+      "Drive a running Waypost: sources, webhook requests, destinations, deliveries, stats, audiences, deletions, tracking plans, tokens, users, the audit log.",
     )
     .addOption(new Option("--url <url>", "the Waypost server").env("WAYPOST_URL").default("http://127.0.0.1:8080"))
     .addOption(
-      new Option("--token <token>", "the admin token (default: the token file in WAYPOST_DATA_DIR, ./.waypost)").env("WAYPOST_ADMIN_TOKEN"),
+      new Option(
+        "--token <token>",
+        "the admin token or an API token wpt_... (default: the token file in WAYPOST_DATA_DIR, ./.waypost)",
+      ).env("WAYPOST_ADMIN_TOKEN"),
     )
     .option("--json", "print the RPC response as one JSON document")
     .enablePositionalOptions()
@@ -63,7 +66,7 @@ function addCommonOptions(command: Command): void {
     const token =
       sub.name() === "send"
         ? "not used: send authenticates with --write-key"
-        : "the admin token (env WAYPOST_ADMIN_TOKEN; default: the token file in WAYPOST_DATA_DIR, ./.waypost)";
+        : "the admin token or an API token wpt_... (env WAYPOST_ADMIN_TOKEN; default: the token file in WAYPOST_DATA_DIR, ./.waypost)";
     sub.option("--token <token>", token);
     sub.option("--json", "print the RPC response as one JSON document");
   }
