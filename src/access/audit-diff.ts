@@ -7,14 +7,21 @@
 type Json = unknown;
 export type AuditDiff = Record<string, { from?: Json; to?: Json } | "changed">;
 
+// "token" alone is left out: it also names a resource (an API token's
+// description); a field of that name holding a string is a secret all the same.
 const secretName =
-  /secret|password|passwd|token|api_?key|apikey|credential|private|authorization|cookie|write_?key|access_?key|signing_?key/i;
+  /secret|password|passwd|api[-_]?key|credential|private|authorization|cookie|write[-_]?key|access[-_]?key|signing[-_]?key|(?:access|auth|hook|refresh|bearer|session|csrf|id)[-_]?token/i;
 const maxString = 200;
 const maxArray = 20;
 const maxEntries = 200;
 
 export function isSecretName(name: string): boolean {
   return secretName.test(name);
+}
+
+/** A field holding a secret: by its name, or a bare "token" or "secret" string. */
+function isSecretField(name: string, value: Json): boolean {
+  return isSecretName(name) || (typeof value === "string" && /^(token|secret)$/i.test(name));
 }
 
 /** A URL without the password of its userinfo. */
@@ -35,7 +42,7 @@ export function redacted(value: Json, depth = 0): Json {
   if (value && typeof value === "object") {
     if (depth > 6) return "(nested)";
     const out: Record<string, Json> = {};
-    for (const [key, item] of Object.entries(value)) out[key] = isSecretName(key) ? "(set)" : redacted(item, depth + 1);
+    for (const [key, item] of Object.entries(value)) out[key] = isSecretField(key, item) ? "(set)" : redacted(item, depth + 1);
     return out;
   }
   return value;
@@ -49,7 +56,11 @@ function flatten(value: Json, path: string, into: Map<string, Json>, depth: numb
   into.set(path, value);
 }
 
-const secretPath = (path: string) => path.split(".").some(isSecretName);
+/** A leaf's path holds a secret when its own name or an enclosing object's says so. */
+const secretPath = (path: string, value: Json) => {
+  const names = path.split(".");
+  return names.slice(0, -1).some(isSecretName) || isSecretField(names[names.length - 1]!, value);
+};
 
 /**
  * The fields that differ between `before` and `after` (either may be
@@ -70,7 +81,7 @@ export function auditDiff(before: Json, after: Json): AuditDiff {
       diff["(more)"] = { to: "more fields changed than an audit row keeps" };
       break;
     }
-    if (secretPath(path)) {
+    if (secretPath(path, from) || secretPath(path, to)) {
       diff[path] = "changed";
       continue;
     }
@@ -92,7 +103,7 @@ export function secretsSet(request: Record<string, unknown>): AuditDiff {
   flatten(request, "", paths, 0);
   const diff: AuditDiff = {};
   for (const [path, value] of paths) {
-    if (!secretPath(path) || value === "" || value === false || value === undefined || value === null) continue;
+    if (!secretPath(path, value) || value === "" || value === false || value === undefined || value === null) continue;
     const [head, ...rest] = path.split(".");
     const wrapped = rest.length > 0 && typeof request[head!] === "object";
     diff[wrapped ? rest.join(".") : path] = "changed";

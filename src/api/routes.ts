@@ -145,7 +145,11 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
   });
   const services = createAdminServices(options);
   // After the gate's scope check: a limited principal's sources, and the audit row of each change.
-  const access = createAccessInterceptor({ pool: options.pool, audit: options.audit, readers: createAuditReaders({ pool: options.pool, ...services }) });
+  const access = createAccessInterceptor({
+    pool: options.pool,
+    audit: options.audit,
+    readers: createAuditReaders({ pool: options.pool, ...services }),
+  });
   const admin = createRpcAdapter({
     readMaxBytes: rpcReadLimits.admin,
     jsonOptions,
@@ -196,7 +200,11 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
 
 /** The services whose Get RPCs the audit log also reads, built once. */
 function createAdminServices(options: RpcHandlersOptions) {
-  const source = createSourceService({ pool: options.pool, onWriteKeyChange: () => options.auth.forgetWriteKeys(), sandboxes: options.sandboxes });
+  const source = createSourceService({
+    pool: options.pool,
+    onWriteKeyChange: () => options.auth.forgetWriteKeys(),
+    sandboxes: options.sandboxes,
+  });
   const destination = createDestinationService({
     pool: options.pool,
     clock: options.clock,

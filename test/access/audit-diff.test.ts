@@ -32,6 +32,18 @@ describe("audit diffs", () => {
     expect((value as { list: string }).list).toBe("(50 items)");
   });
 
+  it("tells an API token's description (kept) from a token string (a secret)", () => {
+    expect(auditDiff(undefined, { token: { name: "ci", role: "ROLE_VIEWER" } })).toEqual({
+      "token.name": { to: "ci" },
+      "token.role": { to: "ROLE_VIEWER" },
+    });
+    expect(auditDiff(undefined, { token: "wpt_abc", headers: { "x-auth-token": "t", "X-Api-Key": "k" } })).toEqual({
+      token: "changed",
+      "headers.x-auth-token": "changed",
+      "headers.X-Api-Key": "changed",
+    });
+  });
+
   it("marks the secrets a request sets, relative to the resource it wraps", () => {
     expect(secretsSet({ destination: { id: "d", sharedSecret: "s", name: "n" }, updateMask: "sharedSecret" })).toEqual({
       sharedSecret: "changed",

@@ -2,7 +2,7 @@ import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { AccessService } from "../../../gen/waypost/v1/access_pb.js";
 import type { Clock } from "../../clock.js";
 import { revokeUserSessions } from "../../db/queries/access/user-sessions.js";
-import { selectUser, selectUsers, type UserChange, updateUser } from "../../db/queries/access/users.js";
+import { countEnabledOwners, selectUser, selectUsers, type UserChange, type UserRow, updateUser } from "../../db/queries/access/users.js";
 import type { Queryable } from "../../db/pool.js";
 import { invalidArgument, notFound, requireUuid } from "../errors.js";
 import { decodePageToken, encodePageToken, listPage, pageSize } from "../paging.js";
@@ -24,6 +24,16 @@ function maskOf(text: string): Set<string> {
   const unknown = fields.find((field) => !(maskFields as readonly string[]).includes(field));
   if (unknown) throw invalidArgument("updateMask", `${unknown} cannot be updated (role, source_ids, disabled)`);
   return new Set(fields.length > 0 ? fields : maskFields);
+}
+
+/** Refuses to demote or disable the last enabled owner: someone must be able to hand out roles without the admin token. */
+async function keepAnOwner(pool: Queryable, existing: UserRow, change: UserChange): Promise<void> {
+  const losesOwner =
+    existing.role === "owner" && !existing.disabled && ((change.role !== undefined && change.role !== "owner") || change.disabled === true);
+  if (!losesOwner) return;
+  if ((await countEnabledOwners(pool)) <= 1) {
+    throw new ConnectError(`${existing.email} is the last owner: make someone else owner first`, Code.FailedPrecondition);
+  }
 }
 
 /** Who a caller is, and the people who have signed in (owner only). */
@@ -80,6 +90,7 @@ export function createAccessService(options: AccessServiceOptions): ServiceImpl<
         change.sourceIds = user.sourceIds.length > 0 ? [...user.sourceIds] : null;
       }
       if (mask.has("disabled")) change.disabled = user.disabled;
+      await keepAnOwner(options.pool, existing, change);
       const row = await updateUser(options.pool, id, change);
       if (!row) throw notFound("user", id);
       // A disabled user's sessions end now, not at their idle timeout.

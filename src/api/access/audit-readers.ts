@@ -1,12 +1,13 @@
 import { create, type DescMessage, type DescMethodUnary, type DescService, type MessageInitShape, toJson } from "@bufbuild/protobuf";
 import { Code, ConnectError, createHandlerContext } from "@connectrpc/connect";
-import { UserSchema } from "../../../gen/waypost/v1/access_pb.js";
+import { ApiTokenSchema, UserSchema } from "../../../gen/waypost/v1/access_pb.js";
 import { DestinationService } from "../../../gen/waypost/v1/destination_pb.js";
 import { SourceService } from "../../../gen/waypost/v1/source_pb.js";
 import { TrackingPlanService } from "../../../gen/waypost/v1/tracking_plan_pb.js";
+import { selectApiToken } from "../../db/queries/access/api-tokens.js";
 import { selectUser } from "../../db/queries/access/users.js";
 import type { Queryable } from "../../db/pool.js";
-import { userToProto } from "./access-proto.js";
+import { tokenToProto, userToProto } from "./access-proto.js";
 import type { TargetReader } from "./access-interceptor.js";
 import type { TargetKind } from "./rpc-scopes.js";
 
@@ -78,6 +79,10 @@ export function createAuditReaders(sources: AuditReaderSources): Partial<Record<
       (sourceId) => ({ sourceId }),
       (json) => json.trackingPlan,
     ),
+    token: async (id) => {
+      const row = await selectApiToken(sources.pool, id);
+      return row ? (toJson(ApiTokenSchema, tokenToProto(row)) as Json) : undefined;
+    },
     user: async (id) => {
       const row = await selectUser(sources.pool, id);
       return row ? (toJson(UserSchema, userToProto(row)) as Json) : undefined;

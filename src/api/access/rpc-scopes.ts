@@ -66,10 +66,14 @@ export const rpcRules: Readonly<Record<string, RpcRule>> = {
   "TokenService/CreateToken": {
     scope: "authenticated",
     reach: none,
-    audit: { action: "token.create", target: "token", targetId: created("token") },
+    audit: { action: "token.create", target: "token", targetId: created("token"), diff: true },
   },
   "TokenService/ListTokens": { scope: "authenticated", reach: none },
-  "TokenService/RevokeToken": { scope: "authenticated", reach: none, audit: { action: "token.revoke", target: "token", targetId: byId } },
+  "TokenService/RevokeToken": {
+    scope: "authenticated",
+    reach: none,
+    audit: { action: "token.revoke", target: "token", targetId: byId, diff: true },
+  },
   "AuditService/ListAuditEvents": { scope: "audit:read" },
 
   "SourceService/CreateSource": {

@@ -265,6 +265,11 @@ describe("the audit log", () => {
     const created = all.find((row) => row.action === "destination.create" && row.diff.name?.to === "made");
     expect(JSON.stringify(created.diff), JSON.stringify(created.diff)).toContain("X-Team");
     expect(created.diff.sharedSecret).toBe("changed");
+    const tokenCreate = all.find((row) => row.action === "token.create");
+    expect(tokenCreate.diff.name).toEqual({ to: "test token" });
+    expect(tokenCreate.diff.role).toEqual({ to: "ROLE_VIEWER" });
+    const tokenRevoke = all.find((row) => row.action === "token.revoke");
+    expect(Object.keys(tokenRevoke.diff)).toEqual(["revokeTime"]);
     const hookUpdate = all.find((row) => row.action === "source.update");
     expect(hookUpdate.diff["webhook.secret"]).toBe("changed");
   });

@@ -113,6 +113,24 @@ describe("console sessions", () => {
   });
 });
 
+describe("owners", () => {
+  test("the last enabled owner can be neither demoted nor disabled", async ({ server }) => {
+    const first = await insertUser(server, "own1@example.org", "owner");
+    for (const change of [
+      { user: { id: first, role: "ROLE_ADMIN" }, updateMask: "role" },
+      { user: { id: first, disabled: true }, updateMask: "disabled" },
+    ]) {
+      const refused = await callRpc(server, "AccessService/UpdateUser", change);
+      expect(refused.code).toBe("failed_precondition");
+      expect(refused.message).toContain("last owner");
+    }
+    const second = await insertUser(server, "own2@example.org", "viewer");
+    await okRpc(server, "AccessService/UpdateUser", { user: { id: second, role: "ROLE_OWNER" }, updateMask: "role" });
+    const demoted = await okRpc(server, "AccessService/UpdateUser", { user: { id: first, role: "ROLE_ADMIN" }, updateMask: "role" });
+    expect((demoted.user as { role: string }).role).toBe("ROLE_ADMIN");
+  });
+});
+
 describe("people's tokens", () => {
   test("follow their person: capped by the current role, refused once the person is disabled", async ({ server }) => {
     const userId = await insertUser(server, "ad@example.org", "admin");

@@ -89,3 +89,8 @@ export async function updateUser(db: Queryable, id: string, change: UserChange):
   );
   return rows[0];
 }
+
+export async function countEnabledOwners(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM users WHERE role = 'owner' AND NOT disabled");
+  return rows[0]!.n;
+}
