@@ -87,7 +87,14 @@ export async function selectApiTokens(db: Queryable, listing: ApiTokenListing): 
         AND ($2 OR (t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > $3)))
         AND ($4::timestamptz IS NULL OR (t.created_at, t.id) < ($4, $5::uuid))
       ORDER BY t.created_at DESC, t.id DESC LIMIT $6`,
-    [listing.userId ?? null, listing.includeInactive, listing.now, listing.after?.createdAt ?? null, listing.after?.id ?? null, listing.limit],
+    [
+      listing.userId ?? null,
+      listing.includeInactive,
+      listing.now,
+      listing.after?.createdAt ?? null,
+      listing.after?.id ?? null,
+      listing.limit,
+    ],
   );
   return rows;
 }

@@ -18,7 +18,8 @@ export interface AuditEventRow {
 
 export type NewAuditEvent = Omit<AuditEventRow, "id">;
 
-const columns = "id, at, actor_kind, actor_id, actor_name, action, target_kind, target_id, diff, outcome, request_id, client_address, user_agent";
+const columns =
+  "id, at, actor_kind, actor_id, actor_name, action, target_kind, target_id, diff, outcome, request_id, client_address, user_agent";
 
 export async function insertAuditEvent(db: Queryable, event: NewAuditEvent): Promise<AuditEventRow> {
   const { rows } = await db.query<AuditEventRow>(
@@ -65,7 +66,15 @@ export async function selectAuditEvents(db: Queryable, filter: AuditEventFilter)
         AND ($5::timestamptz IS NULL OR at < $5)
         AND ($6::bigint IS NULL OR id < $6)
       ORDER BY id DESC LIMIT $7`,
-    [filter.actorId ?? null, filter.targetId ?? null, action, filter.since ?? null, filter.until ?? null, filter.beforeId ?? null, filter.limit],
+    [
+      filter.actorId ?? null,
+      filter.targetId ?? null,
+      action,
+      filter.since ?? null,
+      filter.until ?? null,
+      filter.beforeId ?? null,
+      filter.limit,
+    ],
   );
   return rows;
 }
@@ -74,10 +83,10 @@ export async function selectAuditEvents(db: Queryable, filter: AuditEventFilter)
 export async function purgeAuditEvents(db: Queryable, before: Date, limit: number): Promise<number> {
   return inTransaction(db, async (tx) => {
     await tx.query("SELECT set_config('waypost.audit_purge', 'on', true)");
-    const result = await tx.query(
-      "DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_events WHERE at < $1 ORDER BY id LIMIT $2)",
-      [before, limit],
-    );
+    const result = await tx.query("DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_events WHERE at < $1 ORDER BY id LIMIT $2)", [
+      before,
+      limit,
+    ]);
     return result.rowCount ?? 0;
   });
 }

@@ -63,7 +63,10 @@ export async function revokeUserSessions(db: Queryable, userId: string, now: Dat
 
 /** Sessions and sign-in attempts that can no longer be used. */
 export async function deleteEndedSessions(db: Queryable, now: Date, idleSince: Date): Promise<number> {
-  const sessions = await db.query("DELETE FROM user_sessions WHERE expires_at < $1 OR revoked_at IS NOT NULL OR last_seen_at < $2", [now, idleSince]);
+  const sessions = await db.query("DELETE FROM user_sessions WHERE expires_at < $1 OR revoked_at IS NOT NULL OR last_seen_at < $2", [
+    now,
+    idleSince,
+  ]);
   await db.query("DELETE FROM sign_in_attempts WHERE expires_at < $1", [now]);
   return sessions.rowCount ?? 0;
 }

@@ -14,7 +14,8 @@ export interface UserRow {
   last_sign_in_at: Date | null;
 }
 
-const columns = "u.id, u.issuer, u.subject, u.email, u.name, u.role, u.role_from_claim, u.source_ids, u.disabled, u.created_at, u.last_sign_in_at";
+const columns =
+  "u.id, u.issuer, u.subject, u.email, u.name, u.role, u.role_from_claim, u.source_ids, u.disabled, u.created_at, u.last_sign_in_at";
 
 export interface SignedInUser {
   issuer: string;
@@ -46,6 +47,12 @@ export async function upsertSignedInUser(db: Queryable, user: SignedInUser): Pro
     [user.issuer, user.subject, user.email, user.name, user.roleFromClaim ?? null, user.defaultRole, user.now],
   );
   return rows[0]!;
+}
+
+/** The user of a provider's subject, if they signed in before (a sign-in reads it to judge a disabled user and a claimed role). */
+export async function selectUserBySubject(db: Queryable, issuer: string, subject: string): Promise<UserRow | undefined> {
+  const { rows } = await db.query<UserRow>(`SELECT ${columns} FROM users u WHERE u.issuer = $1 AND u.subject = $2`, [issuer, subject]);
+  return rows[0];
 }
 
 export async function selectUser(db: Queryable, id: string): Promise<UserRow | undefined> {
