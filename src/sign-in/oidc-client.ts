@@ -77,7 +77,8 @@ export function createOidcClient(oidc: OidcConfig, logger: Pick<Logger, "warn">)
 
   function discover(): Promise<client.Configuration> {
     configuration ??= client
-      .discovery(issuer, oidc.clientId, oidc.clientSecret, undefined, {
+      // client_secret_basic: the method OpenID Connect assumes when a client registered none, which every provider takes.
+      .discovery(issuer, oidc.clientId, undefined, oidc.clientSecret ? client.ClientSecretBasic(oidc.clientSecret) : client.None(), {
         ...(insecure ? { execute: [client.allowInsecureRequests] } : {}),
         timeout: 10,
       })
@@ -146,7 +147,24 @@ function refusal(error: unknown): Error {
   if (error instanceof Error && isNetworkFailure(error)) {
     return new ProviderUnavailable(`the identity provider could not be reached: ${describe(error)}`);
   }
-  return new ProviderAnswerRefused(`the identity provider's answer was refused: ${describe(error)}`, false);
+  return new ProviderAnswerRefused(`the identity provider's answer was refused: ${describe(specific(error))}`, false);
+}
+
+/**
+ * openid-client words a failed check in general terms ("unexpected JWT
+ * claim value encountered"); its cause, oauth4webapi's, names the claim
+ * ('unexpected JWT "aud" (audience) claim value'). Those checks' messages
+ * are fixed text, never a value of the token, so the cause is shown.
+ */
+const checkCodes = new Set([
+  "OAUTH_JWT_CLAIM_COMPARISON_FAILED",
+  "OAUTH_JWT_TIMESTAMP_CHECK_FAILED",
+  "OAUTH_JSON_ATTRIBUTE_COMPARISON_FAILED",
+  "OAUTH_INVALID_RESPONSE",
+]);
+function specific(error: unknown): unknown {
+  if (error instanceof client.ClientError && error.code && checkCodes.has(error.code) && error.cause instanceof Error) return error.cause;
+  return error;
 }
 
 /** fetch's own failures (refused, reset, timed out), as openid-client passes them on. */
