@@ -100,9 +100,11 @@ export function mappedRole(groups: readonly string[], mapping: ReadonlyMap<strin
  * The role a sign-in sets from the claims (`roleFromClaim` of
  * upsertSignedInUser), or undefined to keep the stored one. A mapped group
  * sets its role. Without one, a role that came from a group before falls
- * back to the default role: leaving the group at the provider must take
- * the role away. A role an owner gave by hand is kept, and a new user gets
- * the default (or owner, for the very first).
+ * back to the default role, and stays the provider's to set: leaving the
+ * group at the provider must take the role away, and an owner must not be
+ * able to hand it back behind the provider's back. A role an owner gave by
+ * hand is kept, and a new user gets the default (or owner, for the very
+ * first).
  */
 export function roleFromClaims(
   groups: readonly string[],

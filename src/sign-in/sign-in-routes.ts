@@ -11,7 +11,7 @@ import type { Req, Res, RouteHandler } from "../http/types.js";
 import { finishUnreadRequest } from "../http/unread-body.js";
 import type { Logger } from "../logger.js";
 import { confirmCliSignIn, pollCliSignIn, showCliConfirmation, startCliSignIn } from "./cli-sign-in.js";
-import { createOidcClient } from "./oidc-client.js";
+import { createOidcClient, ProviderUnavailable } from "./oidc-client.js";
 import { clearSessionCookie, sessionIdFromCookie } from "./session-cookie.js";
 import { createSignInAudit } from "./sign-in-audit.js";
 import { handleCallback } from "./sign-in-callback.js";
@@ -62,8 +62,7 @@ export function createSignInRoutes(options: SignInRoutesOptions): RouteHandler {
     try {
       await route(ctx, req, res, path);
     } catch (error) {
-      const refusal =
-        error instanceof SignInRefusal ? error : error instanceof BodyRefusal ? new SignInRefusal(error.status, error.message) : undefined;
+      const refusal = asRefusal(error);
       if (!refusal) throw error;
       if (res.headersSent) return true;
       if (jsonPaths.has(path)) sendJson(res, refusal.status, { error: refusal.message });
@@ -72,6 +71,14 @@ export function createSignInRoutes(options: SignInRoutesOptions): RouteHandler {
     }
     return true;
   };
+}
+
+/** What a route may throw, as the answer it gets; anything else is the route table's 500. */
+function asRefusal(error: unknown): SignInRefusal | undefined {
+  if (error instanceof SignInRefusal) return error;
+  if (error instanceof BodyRefusal) return new SignInRefusal(error.status, error.message);
+  if (error instanceof ProviderUnavailable) return new SignInRefusal(502, `${error.message}: try again in a moment`);
+  return undefined;
 }
 
 async function route(ctx: SignInContext, req: Req, res: Res, path: string): Promise<void> {

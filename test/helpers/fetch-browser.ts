@@ -35,7 +35,9 @@ export class FetchBrowser {
       const at = pair!.indexOf("=");
       const name = pair!.slice(0, at).trim();
       const value = pair!.slice(at + 1).trim();
-      const expired = attributes.some((attribute) => /^\s*max-age=0\s*$/i.test(attribute) || /^\s*expires=Thu, 01 Jan 1970/i.test(attribute));
+      const expired = attributes.some(
+        (attribute) => /^\s*max-age=0\s*$/i.test(attribute) || /^\s*expires=Thu, 01 Jan 1970/i.test(attribute),
+      );
       if (expired || value === "") cookies.delete(name);
       else cookies.set(name, value);
     }

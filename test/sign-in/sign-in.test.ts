@@ -86,7 +86,8 @@ test("a sign-in starts a session: the cookie, the user and session rows, the aud
   // Nothing secret in the audit row: not the session id, its CSRF token, the code or the state.
   const callbackQuery = new URL(callback.url).searchParams;
   const text = JSON.stringify(audit);
-  for (const secret of [sessionId, session.csrfToken, callbackQuery.get("code")!, callbackQuery.get("state")!]) expect(text).not.toContain(secret);
+  for (const secret of [sessionId, session.csrfToken, callbackQuery.get("code")!, callbackQuery.get("state")!])
+    expect(text).not.toContain(secret);
 });
 
 test("an email without email_verified is taken as the provider gives it, lowercased; return_to off the console is dropped", async () => {
@@ -151,7 +152,9 @@ describe("ID tokens openid-client refuses", () => {
     try {
       const { callback } = await signInWithFetch(stand, "alice");
       expect(callback.status).toBe(401);
-      expect(callback.body).toContain("the identity provider&#39;s answer was refused: unexpected JWT &quot;aud&quot; (audience) claim value");
+      expect(callback.body).toContain(
+        "the identity provider&#39;s answer was refused: unexpected JWT &quot;aud&quot; (audience) claim value",
+      );
     } finally {
       stand.provider.idToken.audienceClientId = undefined;
     }

@@ -89,7 +89,8 @@ export async function signInWithFetch(
   let hops = await browser.follow(start.href, {}, isCallback);
   if (!hops.some(isCallback)) hops = await browser.completeProviderInteractions(hops, login, stand.provider.issuer, isCallback);
   const callback = hops.find(isCallback);
-  if (!callback) throw new Error(`the sign-in never reached Waypost's callback: ${hops.map((hop) => `${hop.status} ${hop.url}`).join(" → ")}`);
+  if (!callback)
+    throw new Error(`the sign-in never reached Waypost's callback: ${hops.map((hop) => `${hop.status} ${hop.url}`).join(" → ")}`);
   return { browser, hops, callback };
 }
 
