@@ -64,7 +64,8 @@ function url(name: string, raw: string | undefined): string | undefined {
 
 function role(name: string, raw: string, fallback: OidcRole): OidcRole {
   if (raw === "") return fallback;
-  if (!(roleNames as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${roleNames.join(", ")}, got ${JSON.stringify(raw)}`);
+  if (!(roleNames as readonly string[]).includes(raw))
+    throw new ConfigError(`${name} must be one of ${roleNames.join(", ")}, got ${JSON.stringify(raw)}`);
   return raw as OidcRole;
 }
 
@@ -73,7 +74,8 @@ function roleMapping(raw: string | undefined): Map<string, OidcRole> {
   const mapping = new Map<string, OidcRole>();
   for (const pair of list(raw)) {
     const at = pair.lastIndexOf("=");
-    if (at <= 0) throw new ConfigError(`WAYPOST_OIDC_ROLE_MAPPING must be group=role pairs separated by commas, got ${JSON.stringify(pair)}`);
+    if (at <= 0)
+      throw new ConfigError(`WAYPOST_OIDC_ROLE_MAPPING must be group=role pairs separated by commas, got ${JSON.stringify(pair)}`);
     mapping.set(pair.slice(0, at).trim(), role("WAYPOST_OIDC_ROLE_MAPPING", pair.slice(at + 1).trim(), "viewer"));
   }
   return mapping;
@@ -84,7 +86,8 @@ function parseOidc(env: Record<string, string | undefined>, publicUrl: string | 
   if (!issuer) return undefined;
   const clientId = env.WAYPOST_OIDC_CLIENT_ID ?? "";
   if (!clientId) throw new ConfigError("WAYPOST_OIDC_CLIENT_ID is required with WAYPOST_OIDC_ISSUER");
-  const redirectUrl = url("WAYPOST_OIDC_REDIRECT_URL", env.WAYPOST_OIDC_REDIRECT_URL) ?? (publicUrl ? `${publicUrl}/auth/callback` : undefined);
+  const redirectUrl =
+    url("WAYPOST_OIDC_REDIRECT_URL", env.WAYPOST_OIDC_REDIRECT_URL) ?? (publicUrl ? `${publicUrl}/auth/callback` : undefined);
   return {
     issuer,
     clientId,

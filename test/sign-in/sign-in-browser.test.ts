@@ -55,7 +55,11 @@ test("login, the provider's forms, back in the console: a cookie, a session of t
     });
     expect(answer.status).toBe(200);
     expect(answer.cacheControl).toBe("no-store");
-    expect(answer.body).toMatchObject({ signedIn: true, oidc: true, user: { email: "grace@example.com", name: "Grace Hopper", role: "admin" } });
+    expect(answer.body).toMatchObject({
+      signedIn: true,
+      oidc: true,
+      user: { email: "grace@example.com", name: "Grace Hopper", role: "admin" },
+    });
 
     const { rows: users } = await stand.pool.query("SELECT * FROM users WHERE email = 'grace@example.com'");
     expect(users).toEqual([expect.objectContaining({ role: "admin", role_from_claim: true, subject: "grace" })]);
