@@ -53,6 +53,7 @@ function url(name: string, raw: string | undefined): string | undefined {
   try {
     const parsed = new URL(raw);
     if (parsed.protocol !== "https:" && parsed.protocol !== "http:") throw new Error();
+    // Trailing slashes trimmed by hand: /\/+$/ backtracks quadratically on a long run of slashes.
     let end = raw.length;
     while (end > 0 && raw[end - 1] === "/") end--;
     return raw.slice(0, end);

@@ -4,6 +4,7 @@ import { createActivityLog } from "./activity-log.js";
 import { createBacklogReader } from "./backlog-reader.js";
 import { openAccessWing } from "./access-wing.js";
 import { createAuthenticator } from "./api/auth.js";
+import { createSignInRoutes } from "./sign-in/sign-in-routes.js";
 import { createRpcHandlers } from "./api/routes.js";
 import { createAnalyticsJsRoute } from "./compat/analytics-js-bundle.js";
 import { createAnalyticsSettingsRoute } from "./compat/analytics-settings.js";
@@ -328,6 +329,8 @@ function openApi(
     operational,
     ...(serveRpc
       ? [
+          // Sign-in through the identity provider: /auth/* only.
+          createSignInRoutes({ pool, clock, logger, config: config.access }),
           createCompatHttpApi({
             ingestor: ingest.ingestor,
             auth,

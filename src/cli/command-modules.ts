@@ -31,6 +31,7 @@ export const commandModules: readonly CommandModule[] = [
   { names: ["deletions"], load: async () => (await import("./commands/deletions.js")).registerDeletions },
   { names: ["plan"], load: async () => (await import("./commands/plans.js")).registerPlans },
   { names: ["send"], load: async () => (await import("./commands/send.js")).registerSend },
+  { names: ["login", "logout"], load: async () => (await import("./commands/login.js")).registerLogin },
   { names: ["tokens"], load: async () => (await import("./commands/tokens.js")).registerTokens },
   { names: ["users"], load: async () => (await import("./commands/users.js")).registerUsers },
   { names: ["audit"], load: async () => (await import("./commands/audit.js")).registerAudit },

@@ -5,6 +5,7 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import type { Command } from "commander";
 import type { DescService } from "@bufbuild/protobuf";
 import { adminTokenFile } from "../admin-token.js";
+import { storedLoginToken } from "./stored-login.js";
 import { UsageError } from "./errors.js";
 
 /** Where the CLI writes and what it reads from its environment: injectable for tests. */
@@ -80,7 +81,7 @@ export function createContext(command: Command, io: CliIo, signal: AbortSignal):
   return {
     json: options.json === true,
     serverUrl: baseUrl,
-    admin: (service) => client(service, () => (adminToken ??= resolveToken(options.token, io.env))),
+    admin: (service) => client(service, () => (adminToken ??= resolveToken(options.token, io.env, baseUrl))),
     withToken: (service, token) => client(service, () => token),
     print(schema, message, text) {
       if (options.json) write(io.stdout, JSON.stringify(toJson(schema, message), null, 2));
@@ -112,10 +113,16 @@ function checkUrl(url: string): string {
   return url.replace(/(?<!\/)\/+$/, "");
 }
 
-/** --token, else WAYPOST_ADMIN_TOKEN, else the token file the server keeps in its data directory. */
-function resolveToken(flag: string | undefined, env: NodeJS.ProcessEnv): string {
+/**
+ * --token, else WAYPOST_ADMIN_TOKEN (commander reads both into `flag`), else
+ * the token `waypost login` kept for this server while it has not expired,
+ * else the token file the server keeps in its data directory.
+ */
+function resolveToken(flag: string | undefined, env: NodeJS.ProcessEnv, serverUrl: string): string {
   if (flag) return flag;
   if (env.WAYPOST_ADMIN_TOKEN) return env.WAYPOST_ADMIN_TOKEN;
+  const login = storedLoginToken(env, serverUrl, new Date());
+  if (login) return login;
   const file = adminTokenFile(env.WAYPOST_DATA_DIR ?? ".waypost");
   try {
     const token = readFileSync(file, "utf8").trim();
@@ -124,7 +131,7 @@ function resolveToken(flag: string | undefined, env: NodeJS.ProcessEnv): string 
     // Reported below.
   }
   throw new UsageError(
-    `no admin token: pass --token, set WAYPOST_ADMIN_TOKEN, or run where the server keeps ${file} (set WAYPOST_DATA_DIR)`,
+    `no admin token: run waypost login, pass --token, set WAYPOST_ADMIN_TOKEN, or run where the server keeps ${file} (set WAYPOST_DATA_DIR)`,
   );
 }
 

@@ -60,6 +60,8 @@ export interface RunningCli {
   /** Resolves with the first output line matching. */
   waitForLine(match: (line: string) => boolean): Promise<string>;
   exited: Promise<number | null>;
+  /** What it wrote to stderr so far. */
+  stderr(): string;
 }
 
 /** Starts a long-running command (deliveries tail), reading its output line by line. */
@@ -83,6 +85,7 @@ export function startWaypost(args: string[], env: NodeJS.ProcessEnv): RunningCli
     child,
     lines,
     exited,
+    stderr: () => stderr,
     waitForLine(match) {
       const seen = lines.find(match);
       if (seen) return Promise.resolve(seen);

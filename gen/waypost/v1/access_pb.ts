@@ -132,7 +132,7 @@ export type User = Message<"waypost.v1.User"> & {
   role: Role;
 
   /**
-   * True when the role comes from the provider's group claim (WAYPOST_OIDC_ROLE_CLAIM) on every sign-in.
+   * True when the role comes from the provider's group claim (WAYPOST_OIDC_GROUPS_CLAIM and WAYPOST_OIDC_ROLE_MAPPING) on every sign-in.
    *
    * @generated from field: bool role_from_claim = 5;
    */

@@ -29,6 +29,19 @@ export async function insertSignInAttempt(db: Queryable, attempt: NewSignInAttem
 }
 
 /**
+ * A CLI attempt nobody has taken yet, for its confirmation page: the page
+ * leads to the provider with the challenge of this attempt's verifier.
+ */
+export async function selectPendingCliSignIn(db: Queryable, state: string, now: Date): Promise<SignInAttemptRow | undefined> {
+  const { rows } = await db.query<SignInAttemptRow>(
+    `SELECT state, code_verifier, nonce, return_to, cli_poll_hash, cli_token, cli_done FROM sign_in_attempts
+      WHERE state = $1 AND expires_at > $2 AND code_verifier <> '' AND cli_poll_hash IS NOT NULL AND NOT cli_done`,
+    [state, now],
+  );
+  return rows[0];
+}
+
+/**
  * Takes the attempt of a callback's state: usable once. A browser attempt
  * is deleted; a CLI one stays (without its verifier) until the CLI collects
  * its token.

@@ -49,6 +49,12 @@ export async function upsertSignedInUser(db: Queryable, user: SignedInUser): Pro
   return rows[0]!;
 }
 
+/** The user of a provider's subject, if they signed in before (a sign-in reads it to judge a disabled user and a claimed role). */
+export async function selectUserBySubject(db: Queryable, issuer: string, subject: string): Promise<UserRow | undefined> {
+  const { rows } = await db.query<UserRow>(`SELECT ${columns} FROM users u WHERE u.issuer = $1 AND u.subject = $2`, [issuer, subject]);
+  return rows[0];
+}
+
 export async function selectUser(db: Queryable, id: string): Promise<UserRow | undefined> {
   const { rows } = await db.query<UserRow>(`SELECT ${columns} FROM users u WHERE u.id = $1`, [id]);
   return rows[0];
