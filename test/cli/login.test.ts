@@ -157,10 +157,16 @@ describe("waypost login", () => {
     expect(listSourcesHeader()).toBe(`Bearer ${testAdminToken}`);
   });
 
-  test("waypost logout forgets it", async () => {
+  test("waypost logout revokes it on the server and forgets it", async () => {
     const out = await waypost(["logout"], env);
     expect(out.code, out.stderr).toBe(0);
-    expect(out.stdout).toBe(`Forgot the token for ${proxy.url}.\n`);
+    expect(out.stdout).toBe(`Revoked and forgot the token for ${proxy.url}.\n`);
+    const { rows } = await stand.server.pool.query("SELECT revoked_at FROM api_tokens WHERE name LIKE 'waypost login%'");
+    expect(rows.length).toBeGreaterThan(0);
+    expect(rows.every((row) => row.revoked_at instanceof Date)).toBe(true);
+    const reused = await waypost(["sources", "list", "--token", token], env);
+    expect(reused.code).toBe(1);
+    expect(reused.stderr).toContain("revoked");
     expect(JSON.parse(readFileSync(path.join(configDir, "credentials.json"), "utf8")).servers).toEqual({});
     const again = await waypost(["logout"], env);
     expect(again.stdout).toBe(`No token was kept for ${proxy.url}.\n`);

@@ -1,14 +1,15 @@
 import { spawn } from "node:child_process";
 import { hostname } from "node:os";
 import type { Command } from "commander";
+import { AccessService, TokenService } from "../../../gen/waypost/v1/access_pb.js";
 import type { CliContext, CliIo, Wire } from "../context.js";
 import { CommandFailure } from "../errors.js";
-import { removeStoredLogin, storeLogin } from "../stored-login.js";
+import { removeStoredLogin, storedLoginToken, storeLogin } from "../stored-login.js";
 
 // `waypost login`: signs in through the server's identity provider in a
 // browser and keeps the API token the server makes for it (stored-login.ts),
 // which then authenticates every command against that server. `waypost
-// logout` forgets it.
+// logout` revokes it on the server and forgets it.
 
 const pollIntervalMs = 1000;
 
@@ -33,10 +34,31 @@ export function registerLogin(program: Command, wire: Wire, io: CliIo): void {
     .description("Forget the token `waypost login` kept for this server")
     .action(
       wire(async (ctx) => {
+        // Whatever its expiry says here: the server's clock decides whether it still works.
+        const token = storedLoginToken(io.env, ctx.serverUrl, new Date(0));
+        const revoked = token ? await revokeOnServer(ctx, token) : false;
         const removed = removeStoredLogin(io.env, ctx.serverUrl);
-        ctx.out(removed ? `Forgot the token for ${ctx.serverUrl}.` : `No token was kept for ${ctx.serverUrl}.`);
+        if (!removed) ctx.out(`No token was kept for ${ctx.serverUrl}.`);
+        else ctx.out(revoked ? `Revoked and forgot the token for ${ctx.serverUrl}.` : `Forgot the token for ${ctx.serverUrl}.`);
       }),
     );
+}
+
+/**
+ * Revokes the kept token on the server, so a copy of the file opens nothing
+ * either. A server that cannot be reached, or a token already dead, still
+ * lets logout forget it: true only when the server revoked it now.
+ */
+async function revokeOnServer(ctx: CliContext, token: string): Promise<boolean> {
+  try {
+    const { principal } = await ctx.withToken(AccessService, token).getCurrentPrincipal({});
+    if (principal?.kind !== "token") return false;
+    await ctx.withToken(TokenService, token).revokeToken({ id: principal.id });
+    return true;
+  } catch (error) {
+    ctx.err(`The server did not revoke the token (${error instanceof Error ? error.message : String(error)}); forgetting it here.`);
+    return false;
+  }
 }
 
 async function login(ctx: CliContext, env: NodeJS.ProcessEnv, openBrowser: boolean): Promise<void> {
