@@ -40,6 +40,8 @@ export interface AccessConfig {
   auditRetentionMs: number;
   /** Every audit event is also ingested as a track call into this source. */
   auditSourceId: string | undefined;
+  /** Anonymous sign-in requests a second per client address, and sign-ins under way at once (sign-in/sign-in-throttle.ts). */
+  signInThrottle: { perSecond: number; maxPending: number };
 }
 
 const list = (raw: string | undefined) =>
@@ -115,5 +117,9 @@ export function parseAccess(env: Record<string, string | undefined>): AccessConf
     cliTokenMs: int(env, "WAYPOST_CLI_TOKEN_HOURS", 12, 1, 30 * 24) * 60 * minute,
     auditRetentionMs: int(env, "WAYPOST_AUDIT_RETENTION_DAYS", 365, 1, 3650) * 24 * 60 * minute,
     auditSourceId: env.WAYPOST_AUDIT_SOURCE_ID || undefined,
+    signInThrottle: {
+      perSecond: int(env, "WAYPOST_SIGN_IN_RATE", 5, 1, 100_000),
+      maxPending: int(env, "WAYPOST_SIGN_IN_MAX_PENDING", 10_000, 1, 10_000_000),
+    },
   };
 }

@@ -14,6 +14,7 @@ import { confirmCliSignIn, pollCliSignIn, showCliConfirmation, startCliSignIn } 
 import { createOidcClient, ProviderUnavailable } from "./oidc-client.js";
 import { clearSessionCookie, sessionIdFromCookie } from "../access/session-cookie.js";
 import { createSignInAudit } from "./sign-in-audit.js";
+import { createSignInThrottle, type SignInThrottle } from "./sign-in-throttle.js";
 import { handleCallback } from "./sign-in-callback.js";
 import { attemptTtlMs, redirectUriOf, safeReturnTo, type SignInContext } from "./sign-in-context.js";
 import {
@@ -32,7 +33,7 @@ export interface SignInRoutesOptions {
   pool: Queryable;
   clock: Clock;
   logger: Pick<Logger, "info" | "warn">;
-  /** config.access: the provider, the allowed lists, session and CLI token lifetimes. */
+  /** config.access: the provider, the allowed lists, session and CLI token lifetimes, the throttle. */
   config: AccessConfig;
 }
 
@@ -57,10 +58,11 @@ export function createSignInRoutes(options: SignInRoutesOptions): RouteHandler {
     oidc: oidcConfig ? { config: oidcConfig, client: createOidcClient(oidcConfig, options.logger) } : undefined,
     audit: createSignInAudit(options),
   };
+  const throttle = createSignInThrottle({ pool: options.pool, clock: options.clock, ...options.config.signInThrottle });
   return async (req, res, path) => {
     if (!path.startsWith("/auth/")) return false;
     try {
-      await route(ctx, req, res, path);
+      await route(ctx, throttle, req, res, path);
     } catch (error) {
       const refusal = asRefusal(error);
       if (!refusal) throw error;
@@ -81,7 +83,7 @@ function asRefusal(error: unknown): SignInRefusal | undefined {
   return undefined;
 }
 
-async function route(ctx: SignInContext, req: Req, res: Res, path: string): Promise<void> {
+async function route(ctx: SignInContext, throttle: SignInThrottle, req: Req, res: Res, path: string): Promise<void> {
   const method = req.method ?? "GET";
   const allow = (...methods: string[]) => {
     if (!methods.includes(method)) throw new MethodRefusal(methods);
@@ -99,6 +101,9 @@ async function route(ctx: SignInContext, req: Req, res: Res, path: string): Prom
       throw new SignInRefusal(404, `no route for ${method.slice(0, 10)} ${path.slice(0, 100)}`);
     }
     if (!ctx.oidc) throw new SignInRefusal(404, "sign-in is not configured (WAYPOST_OIDC_ISSUER)");
+    // Polls create nothing and come once a second from a waiting CLI: not counted.
+    if (path !== "/auth/cli/poll") throttle.take(req);
+    if ((path === "/auth/login" && method === "GET") || path === "/auth/cli/start") await throttle.roomForAnother();
     switch (path) {
       case "/auth/login":
         allow("GET", "POST");

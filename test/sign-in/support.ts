@@ -1,14 +1,11 @@
 import type pg from "pg";
 import { parseAccess } from "../../src/access-config.js";
-import { systemClock } from "../../src/clock.js";
-import { createLogger } from "../../src/logger.js";
-import { createSignInRoutes } from "../../src/sign-in/sign-in-routes.js";
 import { FetchBrowser, type Hop } from "../helpers/fetch-browser.js";
 import { openTestDatabase } from "../helpers/database.js";
 import { startOidcProvider, type TestAccount, type TestOidcProvider } from "../helpers/oidc-provider.js";
 import { startTestServer, type TestServer } from "../helpers/server.js";
 
-// A real Waypost with the sign-in routes in front of its own, a real
+// A real Waypost with sign-in configured, a real
 // OpenID provider beside it, and a pool on Waypost's database to read the
 // rows sign-in leaves.
 
@@ -41,15 +38,12 @@ export async function startSignInStand(options: SignInStandOptions = {}): Promis
     WAYPOST_OIDC_CLIENT_ID: clientId,
     WAYPOST_OIDC_CLIENT_SECRET: clientSecret,
     WAYPOST_OIDC_SCOPES: "openid email profile groups",
+    // The tests sign in many times a second from one address; sign-in-throttle.test.ts tests the throttle.
+    WAYPOST_SIGN_IN_RATE: "10000",
     ...options.env,
   });
-  const signInRoutes = createSignInRoutes({
-    pool,
-    clock: systemClock,
-    logger: createLogger(process.env.WAYPOST_TEST_LOG ?? "silent"),
-    config: access,
-  });
-  const server = await startTestServer({ database, config: { access }, routes: (defaults) => [signInRoutes, ...defaults] });
+  // The server serves /auth/* from its own config.access, as in production.
+  const server = await startTestServer({ database, config: { access } });
   provider.configure({
     clients: [
       { clientId, clientSecret, redirectUris: [`${server.url}/auth/callback`, ...(options.extraRedirectUris?.(server.url) ?? [])] },

@@ -91,3 +91,9 @@ export async function collectCliSignIn(
   await db.query("DELETE FROM sign_in_attempts WHERE state = $1", [state]);
   return row.cli_token ? { token: row.cli_token } : undefined;
 }
+
+/** Sign-ins under way: a bound on what anonymous requests can leave in the table. */
+export async function countPendingSignIns(db: Queryable, now: Date): Promise<number> {
+  const { rows } = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM sign_in_attempts WHERE expires_at > $1", [now]);
+  return rows[0]!.n;
+}
