@@ -66,7 +66,7 @@ export async function selectApiTokenByHash(db: Queryable, hash: Buffer): Promise
 export async function recordApiTokenUse(db: Queryable, id: string, address: string, now: Date): Promise<void> {
   await db.query(
     `UPDATE api_tokens SET last_used_at = $2, last_used_address = $3
-      WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2 - interval '1 minute' OR last_used_address IS DISTINCT FROM $3)`,
+      WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2::timestamptz - interval '1 minute' OR last_used_address IS DISTINCT FROM $3)`,
     [id, now, address],
   );
 }
