@@ -1,7 +1,7 @@
 import { createClient } from "@connectrpc/connect";
 import type { Page } from "playwright-core";
 import { afterAll, expect } from "vitest";
-import { Role, TokenService } from "../../gen/waypost/v1/access_pb.js";
+import { TokenService } from "../../gen/waypost/v1/access_pb.js";
 import { SourceService } from "../../gen/waypost/v1/source_pb.js";
 import { type ConsolePage, openConsole } from "../helpers/console-page.js";
 import { testWith } from "../helpers/fixtures.js";
