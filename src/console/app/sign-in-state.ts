@@ -30,8 +30,8 @@ export function useSignIn(): { state: SignInState; signInWithToken(token: string
     const via = "token" in credential ? "token" : "provider";
     const signOut = (reason?: string) => {
       if ("token" in credential) forgetToken();
-      // A refused session is over already; "Sign out" ends it on the server.
-      else if (reason === undefined) void endAuthSession(credential.csrfToken);
+      // A refused session is over already; "Sign out" ends it on the server first, so a reload finds none.
+      else if (reason === undefined) return void endAuthSession(credential.csrfToken).then(() => signedOut());
       signedOut(reason);
     };
     setState({ phase: "signed-in", session: { api, principal, via, signOut } });
