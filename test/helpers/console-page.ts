@@ -9,8 +9,8 @@ export interface ConsolePage {
   problems: string[];
 }
 
-/** Chromium signed in to the console of `server`, with the clipboard allowed (Copy buttons). */
-export async function openConsole(server: TestServer): Promise<ConsolePage> {
+/** Chromium with a page for the console of `server`, not yet opened: the clipboard allowed (Copy buttons), confirmations accepted. */
+export async function newConsolePage(server: TestServer): Promise<ConsolePage> {
   const browser = await launchBrowser();
   const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.url });
@@ -23,9 +23,16 @@ export async function openConsole(server: TestServer): Promise<ConsolePage> {
   });
   // Bulk replays ask for confirmation.
   page.on("dialog", (dialog) => void dialog.accept());
+  return { browser, page, problems };
+}
+
+/** Chromium signed in to the console of `server` with `token` (the admin token unless another is given). */
+export async function openConsole(server: TestServer, token = server.adminToken): Promise<ConsolePage> {
+  const opened = await newConsolePage(server);
+  const { page } = opened;
   await page.goto(`${server.url}/console/`);
-  await page.getByLabel("Admin token").fill(server.adminToken);
+  await page.getByLabel("Admin token").fill(token);
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByRole("navigation", { name: "Main" }).waitFor();
-  return { browser, page, problems };
+  return opened;
 }

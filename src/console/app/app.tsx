@@ -1,9 +1,8 @@
-import { useMemo, useState } from "preact/hooks";
 import { LocationProvider, Route, Router } from "preact-iso";
-import { createApi } from "./api.js";
-import { SessionContext, type Session } from "./context.js";
+import { SessionContext } from "./context.js";
 import { Layout } from "./layout.js";
-import { forgetToken, readToken, saveToken } from "./session.js";
+import { useSignIn } from "./sign-in-state.js";
+import { AuditLogView } from "./views/audit-log.js";
 import { AudiencesView } from "./views/audiences.js";
 import { DeletionsView } from "./views/deletions.js";
 import { DeliveriesView } from "./views/deliveries.js";
@@ -18,38 +17,22 @@ import { OverviewView } from "./views/overview.js";
 import { SignInView } from "./views/sign-in.js";
 import { SourceDetailView } from "./views/source-detail.js";
 import { SourcesView } from "./views/sources.js";
+import { TokensView } from "./views/tokens.js";
 import { TrackingPlansView, TrackingPlanView } from "./views/tracking-plans.js";
+import { UsersView } from "./views/users.js";
 
-/** The console: the sign-in page until a token is accepted, then the views. */
+/** The console: the sign-in page until a credential is accepted, then the views its principal may see. */
 export function App() {
-  const [token, setToken] = useState<string | null>(() => readToken());
-  const [notice, setNotice] = useState<string | undefined>();
-  const session = useMemo<Session | null>(
-    () =>
-      token === null
-        ? null
-        : {
-            api: createApi(token),
-            signOut(reason) {
-              forgetToken();
-              setNotice(reason);
-              setToken(null);
-            },
-          },
-    [token],
-  );
-  if (!session) {
+  const { state, signInWithToken } = useSignIn();
+  if (state.phase === "checking") {
     return (
-      <SignInView
-        notice={notice}
-        onSignedIn={(accepted) => {
-          saveToken(accepted);
-          setNotice(undefined);
-          setToken(accepted);
-        }}
-      />
+      <main class="sign-in">
+        <p role="status">Checking sign-in…</p>
+      </main>
     );
   }
+  if (state.phase === "signed-out") return <SignInView notice={state.notice} oidc={state.oidc} onToken={signInWithToken} />;
+  const session = state.session;
   return (
     <SessionContext.Provider value={session}>
       <LocationProvider scope="/console">
@@ -69,6 +52,9 @@ export function App() {
             <Route path="/console/deletions" component={DeletionsView} />
             <Route path="/console/plans" component={TrackingPlansView} />
             <Route path="/console/plans/:id" component={TrackingPlanView} />
+            <Route path="/console/tokens" component={TokensView} />
+            <Route path="/console/audit" component={AuditLogView} />
+            <Route path="/console/users" component={UsersView} />
             <Route default component={NotFoundView} />
           </Router>
         </Layout>

@@ -78,12 +78,14 @@ export function EmptyRow(props: { columns: number; children: ComponentChildren }
   );
 }
 
-/** A secret shown once, with a button that copies it. */
-export function SecretOnce(props: { label: string; value: string; onDismiss(): void }) {
+/** A secret shown once, with a button that copies it; `note` says more (why it will not be shown again). */
+export function SecretOnce(props: { label: string; value: string; note?: string; onDismiss(): void }) {
   const [copied, setCopied] = useState(false);
   return (
     <div class="secret" role="status">
-      <p>{props.label} It is shown only now: copy it.</p>
+      <p>
+        {props.label} It is shown only now: copy it.{props.note ? ` ${props.note}` : ""}
+      </p>
       {/* biome-ignore lint/a11y/useAriaPropsSupportedByRole: the secret is found by what it is (its label), and is shown only once */}
       <code aria-label={props.label}>{props.value}</code>
       <button

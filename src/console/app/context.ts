@@ -1,11 +1,17 @@
 import { createContext } from "preact";
 import { useCallback, useContext, useEffect, useState } from "preact/hooks";
+import type { Principal } from "../../../gen/waypost/v1/access_pb.js";
 import type { Api } from "./api.js";
 import { describeError, isUnauthenticated } from "./errors.js";
+import { may, type Rpc } from "./permissions.js";
 
 export interface Session {
   api: Api;
-  /** Drops the token (after a refusal or on "Sign out"). */
+  /** Who the credential is (GetCurrentPrincipal): what the pages offer follows its scopes. */
+  principal: Principal;
+  /** "token": typed on the sign-in page; "provider": the identity provider's session cookie. */
+  via: "token" | "provider";
+  /** Drops the credential (after a refusal or on "Sign out"). */
   signOut(reason?: string): void;
 }
 
@@ -15,6 +21,12 @@ export function useSession(): Session {
   const session = useContext(SessionContext);
   if (!session) throw new Error("useSession outside a signed-in page");
   return session;
+}
+
+/** Whether the signed-in principal may call `rpc`: a page offers only what it may. */
+export function useMay(): (rpc: Rpc) => boolean {
+  const { principal } = useSession();
+  return (rpc) => may(principal, rpc);
 }
 
 export interface Loaded<T> {

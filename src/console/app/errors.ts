@@ -3,7 +3,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 /** A message for people, from whatever an RPC threw. */
 export function describeError(error: unknown): string {
   if (error instanceof ConnectError) {
-    if (error.code === Code.Unauthenticated) return "The admin token was refused; sign in again.";
+    if (error.code === Code.Unauthenticated) return `The server refused the sign-in (${error.rawMessage}); sign in again.`;
     return error.rawMessage;
   }
   return error instanceof Error ? error.message : String(error);

@@ -2,7 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { JobState } from "../../../../gen/waypost/v1/job_pb.js";
 import { DataTable, ErrorMessage } from "../components.js";
-import { useAction, useLoad } from "../context.js";
+import { useAction, useLoad, useMay } from "../context.js";
 import { formatTime } from "../format.js";
 import { JobProgress, jobStateLabels } from "../job-progress.js";
 
@@ -18,6 +18,7 @@ export function Backfills(props: { destinationId: string }) {
   const { destinationId } = props;
   const loaded = useLoad((api) => api.destinations.listBackfills({ destinationId, pageSize: shown }), [destinationId]);
   const action = useAction(loaded.reload);
+  const may = useMay();
   const [days, setDays] = useState("7");
   const backfills = loaded.data?.backfills ?? [];
   const running = backfills.some((b) => b.state === JobState.RUNNING);
@@ -37,17 +38,19 @@ export function Backfills(props: { destinationId: string }) {
   return (
     <section aria-labelledby="backfills-heading">
       <h2 id="backfills-heading">Backfills</h2>
-      <form class="inline" onSubmit={start}>
-        <label>
-          Days back <input type="number" min="1" max="365" value={days} onInput={(e) => setDays((e.target as HTMLInputElement).value)} />
-        </label>
-        <button type="submit" disabled={action.busy}>
-          Backfill
-        </button>
-        <span class="hint">
-          Creates deliveries for retained calls of that period that this destination has none for and that pass its filter.
-        </span>
-      </form>
+      {may("DestinationService/BackfillDestination") && (
+        <form class="inline" onSubmit={start}>
+          <label>
+            Days back <input type="number" min="1" max="365" value={days} onInput={(e) => setDays((e.target as HTMLInputElement).value)} />
+          </label>
+          <button type="submit" disabled={action.busy}>
+            Backfill
+          </button>
+          <span class="hint">
+            Creates deliveries for retained calls of that period that this destination has none for and that pass its filter.
+          </span>
+        </form>
+      )}
       <ErrorMessage error={action.error ?? loaded.error} />
       <DataTable
         label="Backfills"
@@ -78,7 +81,7 @@ export function Backfills(props: { destinationId: string }) {
             <td>{String(b.created)}</td>
             <td>{String(b.filtered)}</td>
             <td>
-              {b.state === JobState.RUNNING && (
+              {b.state === JobState.RUNNING && may("DestinationService/CancelBackfill") && (
                 <button type="button" disabled={action.busy} onClick={() => cancel(b.id)}>
                   Cancel
                 </button>

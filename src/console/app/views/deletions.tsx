@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { type DeletionRequest, DeletionStatus } from "../../../../gen/waypost/v1/deletion_pb.js";
 import { DataTable, ErrorMessage } from "../components.js";
-import { useAction, useLoad } from "../context.js";
+import { useAction, useLoad, useMay } from "../context.js";
 import { formatTime } from "../format.js";
 import { allSources } from "../paging.js";
 import { enumWords } from "../../../enum-words.js";
@@ -18,6 +18,7 @@ export function DeletionsView() {
     [],
   );
   const action = useAction();
+  const may = useMay();
   const [userId, setUserId] = useState("");
   const sourceName = (id: string) => loaded.data?.sources.find((s) => s.id === id)?.name ?? id;
 
@@ -34,13 +35,15 @@ export function DeletionsView() {
   return (
     <section>
       <h1>Deletion requests</h1>
-      <form class="inline" onSubmit={create}>
-        <label for="deletion-user">User ID</label>
-        <input id="deletion-user" value={userId} onInput={(e) => setUserId(e.currentTarget.value)} required />
-        <button type="submit" class="danger" disabled={action.busy}>
-          Create deletion request
-        </button>
-      </form>
+      {may("DeletionService/CreateDeletionRequest") && (
+        <form class="inline" onSubmit={create}>
+          <label for="deletion-user">User ID</label>
+          <input id="deletion-user" value={userId} onInput={(e) => setUserId(e.currentTarget.value)} required />
+          <button type="submit" class="danger" disabled={action.busy}>
+            Create deletion request
+          </button>
+        </form>
+      )}
       <ErrorMessage error={action.error ?? loaded.error} />
       <DataTable
         label="Deletion requests"

@@ -2,7 +2,7 @@ import { DeliveryStatus, DeliveryView } from "../../../../gen/waypost/v1/deliver
 import { useEffect, useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
 import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
-import { useLoad } from "../context.js";
+import { useLoad, useMay } from "../context.js";
 import { filterFromQuery, filterToQuery, filterToRequest } from "../delivery-filter.js";
 import { formatTime } from "../format.js";
 import { useNames } from "../names.js";
@@ -32,6 +32,7 @@ export function DeliveriesView() {
   const { pageToken } = pages;
 
   const names = useNames();
+  const may = useMay();
   const [replayRefreshes, setReplayRefreshes] = useState(0);
   const page = useLoad(
     (api) => api.deliveries.listDeliveries({ ...filterToRequest(filter), pageSize, pageToken, view: DeliveryView.BASIC }),
@@ -56,13 +57,15 @@ export function DeliveriesView() {
         destinations={names.data?.destinations ?? []}
         onApply={(next) => route(`${path}${filterToQuery(next)}`)}
       />
-      <RetryAllMatching
-        filter={filter}
-        onQueued={() => {
-          setReplayRefreshes(refreshesAfterReplay);
-          page.reload();
-        }}
-      />
+      {may("DeliveryService/RetryDeliveries") && (
+        <RetryAllMatching
+          filter={filter}
+          onQueued={() => {
+            setReplayRefreshes(refreshesAfterReplay);
+            page.reload();
+          }}
+        />
+      )}
       <ErrorMessage error={page.error ?? names.error} />
       <table aria-label="Deliveries">
         <HeaderRow

@@ -7,7 +7,7 @@ import { AttemptRequests, BatchDeliveries } from "./attempt-requests.js";
 import { kindFormOf } from "../kinds/registry.js";
 import { BodyView } from "../body-view.js";
 import { EmptyRow, ErrorMessage, HeaderRow, HeadersTable } from "../components.js";
-import { useAction, useLoad } from "../context.js";
+import { useAction, useLoad, useMay } from "../context.js";
 import { holdOf, retryableStatuses, retryHint } from "../delivery-hold.js";
 import { formatTime, statusLabels } from "../format.js";
 import { DestinationLink, SourceLink, useNames, type Names } from "../names.js";
@@ -43,6 +43,7 @@ export function DeliveryDetailView(props: { params: { id: string } }) {
   );
   const names = useNames();
   const action = useAction();
+  const may = useMay();
   const delivery = loaded.data?.delivery;
   // Unknown until the destination is read (or when it is gone).
   const kind = loaded.data?.destination ? kindFormOf(loaded.data.destination) : undefined;
@@ -74,19 +75,21 @@ export function DeliveryDetailView(props: { params: { id: string } }) {
             </p>
           )}
           <Summary delivery={delivery} destination={loaded.data?.destination} names={names.data} held={hold !== undefined} />
-          <p class="retry">
-            <button
-              type="button"
-              disabled={!retryableStatuses.has(delivery.status) || action.busy}
-              aria-describedby="retry-hint"
-              onClick={retry}
-            >
-              Retry
-            </button>{" "}
-            <span id="retry-hint" class="hint">
-              {retryHint(delivery, hold !== undefined, kind?.retry)}
-            </span>
-          </p>
+          {may("DeliveryService/RetryDelivery") && (
+            <p class="retry">
+              <button
+                type="button"
+                disabled={!retryableStatuses.has(delivery.status) || action.busy}
+                aria-describedby="retry-hint"
+                onClick={retry}
+              >
+                Retry
+              </button>{" "}
+              <span id="retry-hint" class="hint">
+                {retryHint(delivery, hold !== undefined, kind?.retry)}
+              </span>
+            </p>
+          )}
           <BodyView body={delivery.body} stored={delivery.requestsInAttempts} />
           {/* A kind that sends no HTTP requests (a warehouse) has no headers to show; one that builds its own shows each attempt's. */}
           {delivery.requestsInAttempts ? (

@@ -1,6 +1,6 @@
 import { useLocation } from "preact-iso";
 import { ErrorMessage } from "../components.js";
-import { useLoad } from "../context.js";
+import { useLoad, useMay } from "../context.js";
 import { allSources } from "../paging.js";
 import { Backfills } from "./backfills.js";
 import { DestinationForm } from "./destination-form.js";
@@ -12,6 +12,7 @@ export function DestinationEditView(props: { params: { id: string } }) {
   const { route } = useLocation();
   const id = props.params.id;
   const creating = id === "new";
+  const may = useMay();
   const loaded = useLoad(
     async (api) => ({
       sources: await allSources(api),
@@ -28,13 +29,17 @@ export function DestinationEditView(props: { params: { id: string } }) {
       <ErrorMessage error={loaded.error} />
       {loaded.data?.destination && <DestinationHealthPanel destination={loaded.data.destination} />}
       {loaded.data?.destination?.integration && <IntegrationSummary destination={loaded.data.destination} />}
-      {loaded.data && (
-        <DestinationForm
-          key={id}
-          sources={loaded.data.sources}
-          destination={loaded.data.destination}
-          onSaved={() => route("/console/destinations")}
-        />
+      {creating && !may("DestinationService/CreateDestination") ? (
+        <p class="hint">Your role cannot create destinations.</p>
+      ) : (
+        loaded.data && (
+          <DestinationForm
+            key={id}
+            sources={loaded.data.sources}
+            destination={loaded.data.destination}
+            onSaved={() => route("/console/destinations")}
+          />
+        )
       )}
       {loaded.data?.destination && <Backfills destinationId={loaded.data.destination.id} />}
     </section>

@@ -2,7 +2,7 @@ import { useState } from "preact/hooks";
 import type { Destination, TestedCall } from "../../../../gen/waypost/v1/destination_pb.js";
 import type { Source } from "../../../../gen/waypost/v1/source_pb.js";
 import { ErrorMessage, SecretOnce } from "../components.js";
-import { useSession } from "../context.js";
+import { useMay, useSession } from "../context.js";
 import { type DestinationDraft, draftOf, parseRateLimit, toRequest } from "../destination-draft.js";
 import { FieldError, type FieldErrors } from "../field-error.js";
 import { useFormSubmit } from "../form-submit.js";
@@ -33,6 +33,8 @@ const testedKeys: ReadonlyArray<keyof DestinationDraft> = [
 export function DestinationForm(props: { sources: Source[]; destination: Destination | undefined; onSaved(): void }) {
   const { api } = useSession();
   const creating = !props.destination;
+  const may = useMay();
+  const savable = may(creating ? "DestinationService/CreateDestination" : "DestinationService/UpdateDestination");
   const [draft, setDraft] = useState<DestinationDraft>(() => draftOf(props.destination));
   const { errors, formError, busy, submit: send } = useFormSubmit("destination");
   // Rotating the signing secret changes the etag this form must send.
@@ -156,11 +158,15 @@ export function DestinationForm(props: { sources: Source[]; destination: Destina
         {kindFields()}
         <FlowControlFields draft={draft} errors={errors} onChange={update} />
         <RuleFields draft={draft} errors={errors} onChange={update} tested={tested} onTested={setTested} />
-        <div class="form-actions">
-          <button type="submit" disabled={busy}>
-            {creating ? "Create destination" : "Save destination"}
-          </button>
-        </div>
+        {savable ? (
+          <div class="form-actions">
+            <button type="submit" disabled={busy}>
+              {creating ? "Create destination" : "Save destination"}
+            </button>
+          </div>
+        ) : (
+          <p class="hint">Read only: your role cannot change destinations.</p>
+        )}
       </form>
     );
   }

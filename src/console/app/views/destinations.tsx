@@ -1,6 +1,6 @@
 import { DataTable, ErrorMessage } from "../components.js";
 import { kindFormOf } from "../kinds/registry.js";
-import { useAction, useLoad } from "../context.js";
+import { useAction, useLoad, useMay } from "../context.js";
 import { healthLabel, orderingLabel, rateLimitLabel } from "../health.js";
 import { allDestinations, allSources } from "../paging.js";
 import { destinationTell, sharedNames, sourceTell } from "../twins.js";
@@ -16,6 +16,8 @@ export function DestinationsView() {
     [],
   );
   const action = useAction(loaded.reload);
+  const may = useMay();
+  const editable = may("DestinationService/UpdateDestination");
   const shared = sharedNames(loaded.data?.destinations ?? []);
   const sharedSources = sharedNames(loaded.data?.sources ?? []);
   // A source's name, with the start of its id when another source has that name too.
@@ -35,11 +37,13 @@ export function DestinationsView() {
   return (
     <section>
       <h1>Destinations</h1>
-      <p>
-        <a class="button" href="/console/destinations/new">
-          New destination
-        </a>
-      </p>
+      {may("DestinationService/CreateDestination") && (
+        <p>
+          <a class="button" href="/console/destinations/new">
+            New destination
+          </a>
+        </p>
+      )}
       <ErrorMessage error={action.error ?? loaded.error} />
       <DataTable
         label="Destinations"
@@ -61,19 +65,23 @@ export function DestinationsView() {
             <td>{rateLimitLabel(d)}</td>
             <td>{orderingLabel(d)}</td>
             <td class="actions">
-              <button
-                type="button"
-                aria-label={`${d.enabled === false ? "Enable" : "Disable"} ${d.name}`}
-                onClick={() => setEnabled(d.id, d.etag, d.enabled === false)}
-              >
-                {d.enabled === false ? "Enable" : "Disable"}
-              </button>
-              <a class="button" href={`/console/destinations/${d.id}`} aria-label={`Edit ${d.name}`}>
-                Edit
+              {editable && (
+                <button
+                  type="button"
+                  aria-label={`${d.enabled === false ? "Enable" : "Disable"} ${d.name}`}
+                  onClick={() => setEnabled(d.id, d.etag, d.enabled === false)}
+                >
+                  {d.enabled === false ? "Enable" : "Disable"}
+                </button>
+              )}
+              <a class="button" href={`/console/destinations/${d.id}`} aria-label={`${editable ? "Edit" : "View"} ${d.name}`}>
+                {editable ? "Edit" : "View"}
               </a>
-              <button type="button" class="danger" aria-label={`Delete ${d.name}`} onClick={() => remove(d.id, d.name)}>
-                Delete
-              </button>
+              {may("DestinationService/DeleteDestination") && (
+                <button type="button" class="danger" aria-label={`Delete ${d.name}`} onClick={() => remove(d.id, d.name)}>
+                  Delete
+                </button>
+              )}
             </td>
           </tr>
         )}

@@ -2,7 +2,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { useState } from "preact/hooks";
 import { HookRequestStatus, type HookRequest } from "../../../../gen/waypost/v1/hook_pb.js";
 import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
-import { useAction, useLoad } from "../context.js";
+import { useAction, useLoad, useMay } from "../context.js";
 import { formatTime } from "../format.js";
 import { prettyBody } from "../body-view.js";
 import { enumWords } from "../../../enum-words.js";
@@ -21,6 +21,7 @@ export function HookRequests(props: { sourceId: string }) {
     [props.sourceId, status],
   );
   const action = useAction();
+  const may = useMay();
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
   const [notice, setNotice] = useState<string | undefined>();
 
@@ -62,12 +63,16 @@ export function HookRequests(props: { sourceId: string }) {
         <button type="button" onClick={() => requests.reload()}>
           Refresh
         </button>
-        <button type="button" disabled={action.busy || selected.size === 0} onClick={() => reprocess([...selected])}>
-          Reprocess selected
-        </button>
-        <button type="button" disabled={action.busy} onClick={() => reprocess([])}>
-          Reprocess all failed
-        </button>
+        {may("HookService/ReprocessHookRequests") && (
+          <>
+            <button type="button" disabled={action.busy || selected.size === 0} onClick={() => reprocess([...selected])}>
+              Reprocess selected
+            </button>
+            <button type="button" disabled={action.busy} onClick={() => reprocess([])}>
+              Reprocess all failed
+            </button>
+          </>
+        )}
       </div>
       <ErrorMessage error={action.error ?? requests.error} />
       {notice && (

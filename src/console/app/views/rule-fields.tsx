@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { TestOutcome, type TestedCall } from "../../../../gen/waypost/v1/destination_pb.js";
 import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
-import { useSession } from "../context.js";
+import { useMay, useSession } from "../context.js";
 import { type DestinationDraft, rulesOf } from "../destination-draft.js";
 import { describeError } from "../errors.js";
 import type { FieldErrors } from "../field-error.js";
@@ -84,6 +84,7 @@ export function RuleFields(props: {
 }) {
   const { draft, errors, onChange, tested, onTested: setTested } = props;
   const { api } = useSession();
+  const may = useMay();
   const [testError, setTestError] = useState<string | undefined>();
   const [testing, setTesting] = useState(false);
   const kind = ownKind(draft.kind, draft.kinds);
@@ -131,11 +132,13 @@ export function RuleFields(props: {
     <fieldset>
       <legend>Routing rules</legend>
       <SettingInputs fields={ruleFields} draft={draft} errors={errors} onChange={onChange} />
-      <div class="form-actions">
-        <button type="button" onClick={test} disabled={testing}>
-          Test against recent calls
-        </button>
-      </div>
+      {may("DestinationService/TestDestination") && (
+        <div class="form-actions">
+          <button type="button" onClick={test} disabled={testing}>
+            Test against recent calls
+          </button>
+        </div>
+      )}
       <ErrorMessage error={testError} />
       {tested && (
         <p class="hint" role="status">

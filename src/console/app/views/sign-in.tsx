@@ -1,12 +1,14 @@
 import { useState } from "preact/hooks";
-import { createApi } from "../api.js";
+import { providerSignInUrl } from "../auth-session.js";
 import { describeError, isUnauthenticated } from "../errors.js";
 
 /**
- * Asks for the admin token and checks it with a cheap admin RPC (one source)
- * before keeping it, so a wrong token is refused here rather than later.
+ * Signing in: a token typed here (the admin token, or an API token
+ * `wpt_…`), checked with GetCurrentPrincipal before it is kept, so a wrong
+ * one is refused here rather than later; and, when the server has an
+ * identity provider configured, the way through it.
  */
-export function SignInView(props: { notice: string | undefined; onSignedIn(token: string): void }) {
+export function SignInView(props: { notice: string | undefined; oidc: boolean; onToken(token: string): Promise<void> }) {
   const [token, setToken] = useState("");
   const [error, setError] = useState<string | undefined>();
   const [busy, setBusy] = useState(false);
@@ -14,23 +16,28 @@ export function SignInView(props: { notice: string | undefined; onSignedIn(token
     event.preventDefault();
     const candidate = token.trim();
     if (candidate === "") {
-      setError("Enter the admin token.");
+      setError("Enter the admin token or an API token.");
       return;
     }
     setBusy(true);
     setError(undefined);
     try {
-      await createApi(candidate).sources.listSources({ pageSize: 1 });
-      props.onSignedIn(candidate);
+      await props.onToken(candidate);
     } catch (caught) {
       setError(isUnauthenticated(caught) ? "The admin token was refused." : describeError(caught));
-    } finally {
       setBusy(false);
     }
   }
   return (
     <main class="sign-in">
       <h1>Waypost console</h1>
+      {props.oidc && (
+        <div class="form-actions">
+          <button type="button" onClick={() => location.assign(providerSignInUrl)}>
+            Sign in with your identity provider
+          </button>
+        </div>
+      )}
       <form onSubmit={submit} autocomplete="off">
         <label for="admin-token">Admin token</label>
         <input
@@ -50,8 +57,8 @@ export function SignInView(props: { notice: string | undefined; onSignedIn(token
           </p>
         )}
         <p class="hint">
-          The token is <code>WAYPOST_ADMIN_TOKEN</code>, or the file the server named in its log when it created one. It is kept for this
-          tab only.
+          The token is <code>WAYPOST_ADMIN_TOKEN</code>, or the file the server named in its log when it created one, or an API token (
+          <code>wpt_…</code>) made on the Tokens page. It is kept for this tab only.
         </p>
       </form>
     </main>

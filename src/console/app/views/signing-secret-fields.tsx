@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
 import { ErrorMessage, SecretOnce } from "../components.js";
-import { useSession } from "../context.js";
+import { useMay, useSession } from "../context.js";
 import { describeError, isUnauthenticated } from "../errors.js";
 
 /**
@@ -19,6 +19,7 @@ export function SigningSecretFields(props: {
   onRotated(destination: Destination): void;
 }) {
   const { api, signOut } = useSession();
+  const may = useMay();
   const [hasSecret, setHasSecret] = useState(props.destination?.hasSigningSecret === true);
   const [shown, setShown] = useState<string | undefined>();
   const [error, setError] = useState<string | undefined>();
@@ -62,9 +63,11 @@ export function SigningSecretFields(props: {
             <SecretOnce label={`New signing secret of ${destination.name}.`} value={shown} onDismiss={() => setShown(undefined)} />
           )}
           {/* Without a secret there is nothing to rotate: the same call generates the first one. */}
-          <button type="button" disabled={busy} onClick={rotate}>
-            {hasSecret ? "Rotate signing secret" : "Generate signing secret"}
-          </button>
+          {may("DestinationService/RotateSigningSecret") && (
+            <button type="button" disabled={busy} onClick={rotate}>
+              {hasSecret ? "Rotate signing secret" : "Generate signing secret"}
+            </button>
+          )}
           <p class="hint">
             {hasSecret
               ? "A new secret signs from now on; the previous ones keep signing for an overlap (24 hours by default)."

@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { SourceKind, type Source } from "../../../../gen/waypost/v1/source_pb.js";
 import { ErrorMessage, SecretOnce } from "../components.js";
-import { useAction, useLoad, useSession } from "../context.js";
+import { useAction, useLoad, useMay, useSession } from "../context.js";
 import { useFormSubmit } from "../form-submit.js";
 import { formatTime } from "../format.js";
 import { checkHookDraft, hookDraftOf, inboundUrlOf, verifierLabel, webhookOf, type HookDraft } from "../hook-draft.js";
@@ -50,6 +50,7 @@ export function SourceDetailView(props: { params: { id: string } }) {
 
 function WebhookSourcePanel(props: { source: Source; onSaved(): void }) {
   const { api } = useSession();
+  const may = useMay();
   const rotation = useAction();
   const [draft, setDraft] = useState<HookDraft>(() => hookDraftOf(props.source.webhook));
   // Only the webhook's own fields are this form's: anything else about the source goes above it.
@@ -87,11 +88,13 @@ function WebhookSourcePanel(props: { source: Source; onSaved(): void }) {
         Senders POST to {location.origin}/hooks/&lt;token&gt;. The token was shown once when the source was created; rotate it for a new URL
         (the current one stops working at once).
       </p>
-      <div class="form-actions">
-        <button type="button" onClick={rotate} disabled={rotation.busy}>
-          Rotate URL token
-        </button>
-      </div>
+      {may("SourceService/RotateHookToken") && (
+        <div class="form-actions">
+          <button type="button" onClick={rotate} disabled={rotation.busy}>
+            Rotate URL token
+          </button>
+        </div>
+      )}
       <ErrorMessage error={rotation.error} />
       {shownUrl && (
         <SecretOnce label={`New inbound URL of ${props.source.name}.`} value={shownUrl} onDismiss={() => setShownUrl(undefined)} />
@@ -99,12 +102,14 @@ function WebhookSourcePanel(props: { source: Source; onSaved(): void }) {
       <form class="stacked" onSubmit={save} noValidate>
         <ErrorMessage error={formError} />
         <HookSettingsFields draft={draft} errors={errors} existing onChange={update} />
-        <HookTransformTest sourceId={props.source.id} transform={draft.transform} />
-        <div class="form-actions">
-          <button type="submit" disabled={busy}>
-            Save source
-          </button>
-        </div>
+        {may("HookService/TestSourceTransform") && <HookTransformTest sourceId={props.source.id} transform={draft.transform} />}
+        {may("SourceService/UpdateSource") && (
+          <div class="form-actions">
+            <button type="submit" disabled={busy}>
+              Save source
+            </button>
+          </div>
+        )}
         {saved && (
           <p class="hint" role="status">
             Saved.

@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { SourceKind } from "../../../../gen/waypost/v1/source_pb.js";
 import { DataTable, ErrorMessage, SecretOnce } from "../components.js";
-import { useAction, useLoad, useSession } from "../context.js";
+import { useAction, useLoad, useMay, useSession } from "../context.js";
 import { useFormSubmit } from "../form-submit.js";
 import { formatTime } from "../format.js";
 import { checkHookDraft, hookDraftOf, inboundUrlOf, webhookOf, type HookDraft } from "../hook-draft.js";
@@ -16,6 +16,7 @@ import { HookSettingsFields } from "./hook-settings-fields.js";
 export function SourcesView() {
   const sources = useLoad(allSources, []);
   const { api } = useSession();
+  const may = useMay();
   const action = useAction(sources.reload);
   const [name, setName] = useState("");
   const [kind, setKind] = useState<SourceKind>(SourceKind.SDK);
@@ -54,21 +55,23 @@ export function SourcesView() {
   return (
     <section>
       <h1>Sources</h1>
-      <form class={kind === SourceKind.WEBHOOK ? "stacked" : "inline"} onSubmit={create}>
-        <label for="source-name">Name</label>
-        <input id="source-name" value={name} onInput={(e) => setName(e.currentTarget.value)} required maxLength={200} />
-        <label for="source-kind">Kind</label>
-        <select id="source-kind" value={String(kind)} onChange={(e) => setKind(Number(e.currentTarget.value) as SourceKind)}>
-          <option value={String(SourceKind.SDK)}>SDK (calls with a write key)</option>
-          <option value={String(SourceKind.WEBHOOK)}>Webhook (a SaaS tool posts to its URL)</option>
-        </select>
-        {kind === SourceKind.WEBHOOK && (
-          <HookSettingsFields draft={hook} errors={errors} existing={false} onChange={(c) => setHook((d) => ({ ...d, ...c }))} />
-        )}
-        <button type="submit" disabled={creating}>
-          Create source
-        </button>
-      </form>
+      {may("SourceService/CreateSource") && (
+        <form class={kind === SourceKind.WEBHOOK ? "stacked" : "inline"} onSubmit={create}>
+          <label for="source-name">Name</label>
+          <input id="source-name" value={name} onInput={(e) => setName(e.currentTarget.value)} required maxLength={200} />
+          <label for="source-kind">Kind</label>
+          <select id="source-kind" value={String(kind)} onChange={(e) => setKind(Number(e.currentTarget.value) as SourceKind)}>
+            <option value={String(SourceKind.SDK)}>SDK (calls with a write key)</option>
+            <option value={String(SourceKind.WEBHOOK)}>Webhook (a SaaS tool posts to its URL)</option>
+          </select>
+          {kind === SourceKind.WEBHOOK && (
+            <HookSettingsFields draft={hook} errors={errors} existing={false} onChange={(c) => setHook((d) => ({ ...d, ...c }))} />
+          )}
+          <button type="submit" disabled={creating}>
+            Create source
+          </button>
+        </form>
+      )}
       <ErrorMessage error={createError ?? errors.name ?? action.error ?? sources.error} />
       {shownKey && <SecretOnce label={shownKey.label} value={shownKey.value} onDismiss={() => setShownKey(undefined)} />}
       <DataTable
@@ -90,14 +93,16 @@ export function SourcesView() {
               <a href={`/console/plans/${s.id}`} aria-label={`Tracking plan of ${s.name}`}>
                 Tracking plan
               </a>
-              {s.kind !== SourceKind.WEBHOOK && (
+              {s.kind !== SourceKind.WEBHOOK && may("SourceService/RotateWriteKey") && (
                 <button type="button" aria-label={`Rotate key of ${s.name}`} onClick={() => rotate(s.id, s.name)}>
                   Rotate key
                 </button>
               )}
-              <button type="button" class="danger" aria-label={`Delete ${s.name}`} onClick={() => remove(s.id, s.name)}>
-                Delete
-              </button>
+              {may("SourceService/DeleteSource") && (
+                <button type="button" class="danger" aria-label={`Delete ${s.name}`} onClick={() => remove(s.id, s.name)}>
+                  Delete
+                </button>
+              )}
             </td>
           </tr>
         )}
