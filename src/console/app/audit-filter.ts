@@ -1,6 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ListAuditEventsRequestSchema } from "../../../gen/waypost/v1/access_pb.js";
+import { filterFromQueryOf, filterToQueryOf, timeOf } from "./query-filter.js";
 
 /** The Audit log filter, as it stands in the page's query string (shareable, no secrets). */
 export interface AuditFilter {
@@ -18,22 +18,11 @@ const keys: Array<keyof AuditFilter> = ["actor", "target", "action", "since", "u
 export const noAuditFilter: AuditFilter = { actor: "", target: "", action: "", since: "", until: "" };
 
 export function auditFilterFromQuery(query: Record<string, string | undefined>): AuditFilter {
-  const filter = { ...noAuditFilter };
-  for (const key of keys) filter[key] = query[key] ?? "";
-  return filter;
+  return filterFromQueryOf(keys, query);
 }
 
 export function auditFilterToQuery(filter: AuditFilter): string {
-  const params = new URLSearchParams();
-  for (const key of keys) if (filter[key].trim() !== "") params.set(key, filter[key].trim());
-  const text = params.toString();
-  return text ? `?${text}` : "";
-}
-
-function time(value: string) {
-  if (value === "") return undefined;
-  const date = new Date(value);
-  return Number.isNaN(date.getTime()) ? undefined : timestampFromDate(date);
+  return filterToQueryOf(keys, filter);
 }
 
 /** The filter as ListAuditEvents fields. */
@@ -42,7 +31,7 @@ export function auditFilterToRequest(filter: AuditFilter): MessageInitShape<type
     actorId: filter.actor.trim(),
     targetId: filter.target.trim(),
     action: filter.action.trim(),
-    startTime: time(filter.since),
-    endTime: time(filter.until),
+    startTime: timeOf(filter.since),
+    endTime: timeOf(filter.until),
   };
 }

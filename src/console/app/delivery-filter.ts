@@ -1,6 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { DeliveryStatus, type ListDeliveriesRequestSchema } from "../../../gen/waypost/v1/delivery_pb.js";
+import { filterFromQueryOf, filterToQueryOf, timeOf } from "./query-filter.js";
 
 /** The Deliveries filter, as it stands in the page's query string (shareable, no secrets). */
 export interface DeliveryFilter {
@@ -25,22 +25,11 @@ export const statusOptions: Array<[string, DeliveryStatus]> = [
 const keys: Array<keyof DeliveryFilter> = ["destination", "status", "messageId", "userId", "since", "until"];
 
 export function filterFromQuery(query: Record<string, string | undefined>): DeliveryFilter {
-  const filter = {} as DeliveryFilter;
-  for (const key of keys) filter[key] = query[key] ?? "";
-  return filter;
+  return filterFromQueryOf(keys, query);
 }
 
 export function filterToQuery(filter: DeliveryFilter): string {
-  const params = new URLSearchParams();
-  for (const key of keys) if (filter[key].trim() !== "") params.set(key, filter[key].trim());
-  const text = params.toString();
-  return text ? `?${text}` : "";
-}
-
-function time(value: string) {
-  if (value === "") return undefined;
-  const date = new Date(value);
-  return Number.isNaN(date.getTime()) ? undefined : timestampFromDate(date);
+  return filterToQueryOf(keys, filter);
 }
 
 export function statusOf(name: string): DeliveryStatus | undefined {
@@ -55,7 +44,7 @@ export function filterToRequest(filter: DeliveryFilter): MessageInitShape<typeof
     ...(status !== undefined ? { status } : {}),
     messageId: filter.messageId.trim(),
     userId: filter.userId.trim(),
-    since: time(filter.since),
-    until: time(filter.until),
+    since: timeOf(filter.since),
+    until: timeOf(filter.until),
   };
 }
