@@ -1,4 +1,5 @@
 import { type AccessConfig, parseAccess } from "./access-config.js";
+import { type IdentityConfig, parseIdentity } from "./identity-config.js";
 import { availableParallelism } from "node:os";
 import { signingSecretProblem } from "./signing/standard-webhooks.js";
 import { defaultConnectionLimits, type ConnectionLimits } from "./http/connection-limits.js";
@@ -145,6 +146,8 @@ export interface Config {
   signingSecretOverlapMs: number;
   /** Sign-in, sessions, API tokens' limits and the audit log (docs/access.md). */
   access: AccessConfig;
+  /** Identity resolution into profiles (docs/profiles.md). */
+  identity: IdentityConfig;
   /** Unset: no operator events are sent (they are still logged). */
   operatorWebhook: OperatorWebhookConfig | undefined;
   /** Connection timeouts and cap of the listener (docs/limits.md). */
@@ -269,6 +272,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     signingSecretOverlapMs: int(env, "WAYPOST_SIGNING_SECRET_OVERLAP_MS", 24 * 3_600_000, 0, 30 * 24 * 3_600_000),
     access: parseAccess(env),
+    identity: parseIdentity(env),
     operatorWebhook: parseOperatorWebhook(env),
     connections: {
       ...defaultConnectionLimits,

@@ -1,6 +1,5 @@
 import type pg from "pg";
 import type { Dispatcher } from "undici";
-import { createActivityLog } from "./activity-log.js";
 import { createBacklogReader } from "./backlog-reader.js";
 import { openAccessWing } from "./access-wing.js";
 import { createAuthenticator } from "./api/auth.js";
@@ -16,7 +15,6 @@ import type { Config } from "./config.js";
 import { deliveriesChannel, type JobTableDriver } from "./db/job-table/index.js";
 import { hooksChannel } from "./db/queries/hook-notify.js";
 import { ping } from "./db/pool.js";
-import { selectDestinationNames } from "./db/queries/destinations.js";
 import { createAddressGuard } from "./outbound/address-guard.js";
 import { createBackfillJob } from "./delivery/backfill-job.js";
 import { createJobRunner, type JobRunner } from "./background/job-runner.js";
@@ -29,8 +27,7 @@ import { createNotifier } from "./background/notifier.js";
 import { createThrottledNotify } from "./background/throttled-notify.js";
 import { matcherOfRow } from "./delivery/kinds/registry.js";
 import { createCors } from "./http/cors.js";
-import { listen } from "./http/listener.js";
-import { checkListenAddress, explainListenFailure } from "./http/port-check.js";
+import { checkListenAddress } from "./http/port-check.js";
 import { createOperationalRoutes } from "./http/operational-routes.js";
 import { createRouteTable, prefixRoute } from "./http/route-table.js";
 import type { RouteHandler } from "./http/types.js";
@@ -42,11 +39,13 @@ import { createMetrics, type Metrics } from "./metrics.js";
 import { createPlanCache } from "./plans/plan-cache.js";
 import { createTrackingPlans } from "./plans/tracking-plans.js";
 import { createViolationRecorder } from "./plans/violation-recorder.js";
-import { startupSummary } from "./startup-summary.js";
 import { startTracing } from "./tracing/start-tracing.js";
 import type { Tracing } from "./tracing/tracing.js";
 import { closeAll, type Closer } from "./closers.js";
 import { openDatabase, type DatabaseWing } from "./database-wing.js";
+import { openListener } from "./listener-wing.js";
+import { openIdentityResolver } from "./identity-wing.js";
+import type { IdentityResolver } from "./identity/identity-resolver.js";
 
 export interface WaypostOptions {
   config: Config;
@@ -85,6 +84,8 @@ export interface Waypost {
   jobs: JobRunner | undefined;
   /** Present when this process turns webhook sources' requests into calls (role worker or all; wake(sourceId) after storing one). */
   hooks: HookProcessor | undefined;
+  /** Present when this process resolves calls into profiles (role worker or all; tests wait with caughtUp()). */
+  identity: IdentityResolver | undefined;
   stop(): Promise<void>;
 }
 
@@ -127,7 +128,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
   const delivery = await openDelivery(wiring, database, shared, ingest);
   let stopping = false;
   const handler = openApi(wiring, database, shared, ingest, delivery, () => stopping);
-  const { url, port } = await openListener(wiring, handler, database, shared, delivery);
+  const { url, port } = await openListener({ ...wiring, handler, pool: database.pool, metrics: shared.metrics, delivery: delivery.loop });
   return {
     url,
     port,
@@ -143,6 +144,7 @@ async function open(options: WaypostOptions, closers: Closer[]): Promise<Waypost
     maintenance: delivery.maintenance,
     jobs: delivery.jobs,
     hooks: delivery.hooks,
+    identity: delivery.identity,
     async stop() {
       stopping = true;
       await closeAll(closers);
@@ -220,7 +222,7 @@ async function openDelivery(
   ingest: IngestWing,
 ) {
   const { pool, jobTable } = database;
-  if (config.role === "api") return { loop: undefined, maintenance: undefined, jobs: undefined, hooks: undefined };
+  if (config.role === "api") return { loop: undefined, maintenance: undefined, jobs: undefined, hooks: undefined, identity: undefined };
   const loop: DeliveryLoop = createDeliveryLoop({
     pool,
     notifier: shared.notifier,
@@ -278,7 +280,8 @@ async function openDelivery(
   });
   await hooks.start();
   closers.push(() => hooks.stop());
-  return { loop, maintenance, jobs, hooks };
+  const identity = openIdentityResolver({ pool, clock, logger, config: config.identity, closers });
+  return { loop, maintenance, jobs, hooks, identity };
 }
 
 /** The API (role api or all): the RPCs, the compatible /v1 API and the console, beside the operational routes every role serves. */
@@ -364,34 +367,4 @@ function openApi(
     routes: options.routes ? options.routes(defaultRoutes) : defaultRoutes,
     logger,
   });
-}
-
-/** The activity summary and the listener, last: nothing is answered before every wing is open. */
-async function openListener(
-  { config, logger, clock, closers }: Wiring,
-  handler: ReturnType<typeof createRouteTable>,
-  { pool }: DatabaseWing,
-  { metrics }: SharedWing,
-  delivery: DeliveryWing,
-) {
-  const activity = createActivityLog({
-    logger,
-    metrics,
-    clock,
-    intervalMs: config.summaryIntervalMs,
-    destinationNames: (ids) => selectDestinationNames(pool, ids),
-  });
-  delivery.loop?.events.on("completed", activity.completed);
-  closers.push(async () => {
-    activity.stop();
-    await activity.flush();
-  });
-  const listener = await listen(handler, config.port, config.host, config.connections).catch((error: unknown) => {
-    throw explainListenFailure(error, config.port, config.host);
-  });
-  closers.push(() => listener.close());
-  const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
-  const url = `http://${host.includes(":") ? `[${host}]` : host}:${listener.port}`;
-  logger.info(startupSummary(config, url), "Waypost is listening");
-  return { url, port: listener.port };
 }

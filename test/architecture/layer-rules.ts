@@ -25,6 +25,7 @@ export const layers: ReadonlyArray<{ name: string; modules: readonly string[] }>
       "config.ts",
       "config-values.ts",
       "access-config.ts",
+      "identity-config.ts",
       // Enum values in words, for the CLI's and the console's labels alike.
       "enum-words.ts",
       "signing/",
@@ -48,7 +49,7 @@ export const layers: ReadonlyArray<{ name: string; modules: readonly string[] }>
   // of Postgres: routing matches its subscriptions, delivery runs its actions.
   // The lake writes the warehouse's layout as files into object storage.
   { name: "outbound requests", modules: ["outbound/", "warehouse/", "lake/", "catalog/"] },
-  { name: "domain", modules: ["access/", "routing/", "plans/", "ingest/", "health/", "audiences/", "deletion/", "delivery/"] },
+  { name: "domain", modules: ["access/", "routing/", "plans/", "ingest/", "identity/", "health/", "audiences/", "deletion/", "delivery/"] },
   { name: "edge", modules: ["api/", "compat/", "console/", "sign-in/"] },
   // The CLI is an edge too (it speaks the RPC API), but its `serve` starts the server.
   {
@@ -60,6 +61,8 @@ export const layers: ReadonlyArray<{ name: string; modules: readonly string[] }>
       "closers.ts",
       "database-wing.ts",
       "access-wing.ts",
+      "listener-wing.ts",
+      "identity-wing.ts",
       "server.ts",
       "main.ts",
       // The entry: starts the process again with V8's young-generation cap, then main.
@@ -77,7 +80,17 @@ export const layers: ReadonlyArray<{ name: string; modules: readonly string[] }>
  * it stores; health knows nothing of delivery (delivery reports to it);
  * audiences and deletion create calls through ingest; delivery sits on top.
  */
-export const domainOrder = ["access/", "routing/", "plans/", "ingest/", "health/", "audiences/", "deletion/", "delivery/"] as const;
+export const domainOrder = [
+  "access/",
+  "routing/",
+  "plans/",
+  "ingest/",
+  "identity/",
+  "health/",
+  "audiences/",
+  "deletion/",
+  "delivery/",
+] as const;
 
 /** Who may import gen/ (the generated protobuf messages): the edge, and these wire adapters. */
 export const genImporters = ["api/", "compat/", "console/", "cli/"] as const;

@@ -81,6 +81,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     WAYPOST_LOG_LEVEL: process.env.WAYPOST_TEST_LOG ?? "silent",
     // The suite's layouts: batching destinations on the call log (the default), or per call (test/run.mjs --per-call).
     WAYPOST_CALL_LOG: process.env.WAYPOST_TEST_CALL_LOG ?? "on",
+    // Identity resolution into profiles, on by default as in production.
+    WAYPOST_IDENTITY: process.env.WAYPOST_TEST_IDENTITY ?? "on",
   });
   const { delivery, outbound, ...rest } = options.config ?? {};
   let config: Config = {

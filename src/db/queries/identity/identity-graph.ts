@@ -1,0 +1,162 @@
+import type { Queryable } from "../../pool.js";
+
+// The identity graph's reads and writes for the resolver: one statement
+// each, over arrays, a page at a time.
+
+export interface IdentifierRow {
+  type: string;
+  value: string;
+  profile_id: string;
+}
+
+/** The live profiles holding any of these identifiers. */
+export async function selectIdentifierOwners(db: Queryable, types: readonly string[], values: readonly string[]): Promise<IdentifierRow[]> {
+  if (types.length === 0) return [];
+  const { rows } = await db.query<IdentifierRow>(
+    `SELECT i.type, i.value, i.profile_id FROM unnest($1::text[], $2::text[]) k(type, value)
+       JOIN profile_identifiers i ON i.type = k.type AND i.value = k.value`,
+    [types, values],
+  );
+  return rows;
+}
+
+export interface ProfileShape {
+  id: string;
+  created_at: Date;
+  limited: Array<{ type: string; value: string }>;
+}
+
+/** Profiles' ages, and their identifiers of the limited types (the rest are not needed to judge a merge). */
+export async function selectProfileShapes(db: Queryable, ids: readonly string[], limitedTypes: readonly string[]): Promise<ProfileShape[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<ProfileShape>(
+    `SELECT p.id, p.created_at,
+            coalesce((SELECT jsonb_agg(jsonb_build_object('type', i.type, 'value', i.value)) FROM profile_identifiers i
+                       WHERE i.profile_id = p.id AND i.type = ANY($2::text[])), '[]') AS limited
+       FROM profiles p WHERE p.id = ANY($1::uuid[])`,
+    [ids, limitedTypes],
+  );
+  return rows;
+}
+
+/** Tombstones of these identifiers: when their profile was deleted. */
+export async function selectDeletedIdentifiers(
+  db: Queryable,
+  types: readonly string[],
+  values: readonly string[],
+): Promise<Array<{ type: string; value: string; deleted_at: Date }>> {
+  if (types.length === 0) return [];
+  const { rows } = await db.query<{ type: string; value: string; deleted_at: Date }>(
+    `SELECT d.type, d.value, d.deleted_at FROM unnest($1::text[], $2::text[]) k(type, value)
+       JOIN deleted_identifiers d ON d.type = k.type AND d.value = k.value`,
+    [types, values],
+  );
+  return rows;
+}
+
+export async function insertProfiles(db: Queryable, profiles: ReadonlyArray<{ id: string; createdAt: Date }>): Promise<void> {
+  if (profiles.length === 0) return;
+  await db.query(
+    `INSERT INTO profiles (id, created_at, first_seen, last_seen)
+     SELECT id, at, at, at FROM unnest($1::uuid[], $2::timestamptz[]) p(id, at)`,
+    [profiles.map((p) => p.id), profiles.map((p) => p.createdAt)],
+  );
+}
+
+/** Latest value per key wins: `at` is an ISO time, which sorts as text. */
+const mergedTraits = (a: string, b: string) => `(SELECT coalesce(jsonb_object_agg(k, v), '{}') FROM (
+    SELECT DISTINCT ON (k) k, v FROM (SELECT key AS k, value AS v FROM jsonb_each(${a}) UNION ALL SELECT key, value FROM jsonb_each(${b})) x
+     ORDER BY k, v->>'at' DESC) y)`;
+const summedCounts = (a: string, b: string) => `(SELECT coalesce(jsonb_object_agg(k, s), '{}') FROM (
+    SELECT key AS k, sum(value::text::numeric) AS s FROM (SELECT * FROM jsonb_each(${a}) UNION ALL SELECT * FROM jsonb_each(${b})) x GROUP BY key) y)`;
+
+/** `from` merges into `into`: its identifiers, its figures and traits, and every profile already merged into it. */
+export async function mergeProfile(db: Queryable, from: string, into: string): Promise<void> {
+  await db.query("UPDATE profile_identifiers SET profile_id = $2 WHERE profile_id = $1", [from, into]);
+  await db.query(
+    `UPDATE profiles i SET first_seen = least(i.first_seen, f.first_seen), last_seen = greatest(i.last_seen, f.last_seen),
+            calls = i.calls + f.calls, traits = ${mergedTraits("f.traits", "i.traits")}, event_counts = ${summedCounts("f.event_counts", "i.event_counts")}
+       FROM profiles f WHERE i.id = $2 AND f.id = $1`,
+    [from, into],
+  );
+  await db.query("UPDATE profiles SET merged_into = $2 WHERE id = $1 OR merged_into = $1", [from, into]);
+}
+
+export async function insertIdentifiers(
+  db: Queryable,
+  links: ReadonlyArray<{ type: string; value: string; profileId: string; at: Date }>,
+): Promise<void> {
+  if (links.length === 0) return;
+  await db.query(
+    `INSERT INTO profile_identifiers (type, value, profile_id, first_seen)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::timestamptz[]) ON CONFLICT DO NOTHING`,
+    [links.map((l) => l.type), links.map((l) => l.value), links.map((l) => l.profileId), links.map((l) => l.at)],
+  );
+}
+
+export interface ProfileGrowth {
+  id: string;
+  calls: number;
+  firstSeen: Date;
+  lastSeen: Date;
+  /** {key: {value, at, messageId}} */
+  traits: Record<string, unknown>;
+  counts: Record<string, number>;
+}
+
+/** A page's calls added to their profiles' figures and traits. */
+export async function growProfiles(db: Queryable, growth: readonly ProfileGrowth[]): Promise<void> {
+  if (growth.length === 0) return;
+  await db.query(
+    `UPDATE profiles p SET calls = p.calls + g.calls, first_seen = least(p.first_seen, g.first_seen), last_seen = greatest(p.last_seen, g.last_seen),
+            traits = ${mergedTraits("g.traits", "p.traits")}, event_counts = ${summedCounts("g.counts", "p.event_counts")}
+       FROM unnest($1::uuid[], $2::bigint[], $3::timestamptz[], $4::timestamptz[], $5::jsonb[], $6::jsonb[])
+            g(id, calls, first_seen, last_seen, traits, counts)
+      WHERE p.id = g.id`,
+    [
+      growth.map((g) => g.id),
+      growth.map((g) => g.calls),
+      growth.map((g) => g.firstSeen),
+      growth.map((g) => g.lastSeen),
+      growth.map((g) => JSON.stringify(g.traits)),
+      growth.map((g) => JSON.stringify(g.counts)),
+    ],
+  );
+}
+
+export async function insertProfileCalls(db: Queryable, calls: ReadonlyArray<{ profileId: string; messagePk: string }>): Promise<void> {
+  if (calls.length === 0) return;
+  await db.query(
+    "INSERT INTO profile_calls (profile_id, message_pk) SELECT * FROM unnest($1::uuid[], $2::bigint[]) ON CONFLICT DO NOTHING",
+    [calls.map((c) => c.profileId), calls.map((c) => c.messagePk)],
+  );
+}
+
+export interface HistoryRow {
+  profileId: string;
+  at: Date;
+  kind: "created" | "merged" | "left_out" | "deleted";
+  otherProfileId: string | null;
+  identifierType: string | null;
+  identifierValue: string | null;
+  messageId: string | null;
+  reason: string | null;
+}
+
+export async function insertHistory(db: Queryable, rows: readonly HistoryRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  await db.query(
+    `INSERT INTO profile_history (profile_id, at, kind, other_profile_id, identifier_type, identifier_value, message_id, reason)
+     SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::text[])`,
+    [
+      rows.map((r) => r.profileId),
+      rows.map((r) => r.at),
+      rows.map((r) => r.kind),
+      rows.map((r) => r.otherProfileId),
+      rows.map((r) => r.identifierType),
+      rows.map((r) => r.identifierValue),
+      rows.map((r) => r.messageId),
+      rows.map((r) => r.reason),
+    ],
+  );
+}
