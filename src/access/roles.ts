@@ -15,6 +15,7 @@ const readScopes = [
   "deletions:read",
   "hooks:read",
   "integrations:read",
+  "profiles:read",
 ] as const;
 
 /** Changes to what calls go through: sources, destinations, plans, audiences, backfills, retries, reprocessing. */

@@ -8,6 +8,7 @@ import { DeliveryService } from "../../gen/waypost/v1/delivery_pb.js";
 import { DestinationService } from "../../gen/waypost/v1/destination_pb.js";
 import { HookService } from "../../gen/waypost/v1/hook_pb.js";
 import { IntegrationService } from "../../gen/waypost/v1/integration_pb.js";
+import { ProfileService } from "../../gen/waypost/v1/profile_pb.js";
 import { SourceService } from "../../gen/waypost/v1/source_pb.js";
 import { TrackingService } from "../../gen/waypost/v1/tracking_pb.js";
 import { TrackingPlanService } from "../../gen/waypost/v1/tracking_plan_pb.js";
@@ -40,6 +41,7 @@ import { createDomainErrorInterceptor } from "./domain-errors.js";
 import { createErrorLogInterceptor } from "./transport/rpc-error-log.js";
 import { createRequestSpanInterceptor } from "./request-span.js";
 import { createStorableRequestInterceptor } from "./storable-request.js";
+import { createProfileService } from "./profile-service.js";
 import { createSourceService } from "./source-service.js";
 import { createTrackingPlanService } from "./tracking-plan-service.js";
 import { createTrackingService } from "./tracking-service.js";
@@ -169,6 +171,7 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
       router.service(AccessService, createAccessService({ pool: options.pool, clock: options.clock }));
       router.service(TokenService, createTokenService({ pool: options.pool, clock: options.clock }));
       router.service(AuditService, createAuditService({ pool: options.pool }));
+      router.service(ProfileService, createProfileService({ pool: options.adminReads.pool }));
       router.service(IntegrationService, createIntegrationService());
       router.service(
         DeliveryService,

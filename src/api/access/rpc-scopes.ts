@@ -206,6 +206,12 @@ export const rpcRules: Readonly<Record<string, RpcRule>> = {
   "DeletionService/GetDeletionRequest": { scope: "deletions:read" },
   "DeletionService/ListDeletionRequests": { scope: "deletions:read" },
 
+  // A person spans sources: no reach for a principal limited to some.
+  "ProfileService/GetProfile": { scope: "profiles:read" },
+  "ProfileService/ListProfileEvents": { scope: "profiles:read" },
+  "ProfileService/SearchProfiles": { scope: "profiles:read" },
+  "ProfileService/ListProfileMerges": { scope: "profiles:read" },
+
   "TrackingPlanService/SetTrackingPlan": {
     scope: "plans:write",
     reach: sourceOf("sourceId"),

@@ -6,6 +6,7 @@ import { DeliveryService } from "../../../gen/waypost/v1/delivery_pb.js";
 import { DestinationService } from "../../../gen/waypost/v1/destination_pb.js";
 import { HookService } from "../../../gen/waypost/v1/hook_pb.js";
 import { IntegrationService } from "../../../gen/waypost/v1/integration_pb.js";
+import { ProfileService } from "../../../gen/waypost/v1/profile_pb.js";
 import { SourceService } from "../../../gen/waypost/v1/source_pb.js";
 import { TrackingService } from "../../../gen/waypost/v1/tracking_pb.js";
 import { TrackingPlanService } from "../../../gen/waypost/v1/tracking_plan_pb.js";
@@ -21,6 +22,7 @@ export const allServices: readonly DescService[] = [
   DestinationService,
   HookService,
   IntegrationService,
+  ProfileService,
   SourceService,
   TrackingPlanService,
   TrackingService,
