@@ -57,7 +57,7 @@ export interface WaypostOptions {
   ca?: string | string[];
   /**
    * The HTTP routes, given the default ones in order (operational, /v1, /hooks,
-   * console, RPCs): tests put a spy in front of one, or wrap it.
+   * analytics.js, /auth, console, RPCs): tests put a spy in front of one, or wrap it.
    */
   routes?: (defaults: readonly RouteHandler[]) => RouteHandler[];
 }
@@ -332,8 +332,6 @@ function openApi(
     operational,
     ...(serveRpc
       ? [
-          // Sign-in through the identity provider: /auth/* only.
-          createSignInRoutes({ pool, clock, logger, config: config.access }),
           createCompatHttpApi({
             ingestor: ingest.ingestor,
             auth,
@@ -355,6 +353,8 @@ function openApi(
             onHookRequestStored: (sourceId) => hookWaker.add(sourceId),
           }),
           createAnalyticsJsRoute(),
+          // Sign-in through the identity provider: /auth/* only.
+          createSignInRoutes({ pool, clock, logger, config: config.access }),
           createConsoleRoutes(),
           prefixRoute(rpc.trackingPrefix, rpc.tracking),
           prefixRoute("/waypost.v1.", rpc.admin),

@@ -1,6 +1,6 @@
 import type { Clock } from "../clock.js";
 import { type LoggedCall, nextWindow, readLog } from "../db/call-log/log-read.js";
-import { lockIdentityCursor, saveIdentityCursor, sourcesToResolve } from "../db/queries/identity/identity-cursors.js";
+import { lockIdentityCursor, lockIdentityGraph, saveIdentityCursor, sourcesToResolve } from "../db/queries/identity/identity-cursors.js";
 import { inTransaction, type Queryable } from "../db/pool.js";
 import type { IdentityConfig } from "../identity-config.js";
 import type { Logger } from "../logger.js";
@@ -15,8 +15,6 @@ import { identifierKey, planMerges, type ResolvedCall } from "./merge-plan.js";
 // resolve one page after another, each seeing the other's profiles: the
 // result is the one a single resolver gives, in the log's order.
 
-/** The lock every resolver page takes (an arbitrary constant, "WPID" in ASCII). */
-export const identityLockKey = 0x57504944;
 const noDestination = "00000000-0000-0000-0000-000000000000";
 
 export interface IdentityResolverOptions {
@@ -48,7 +46,7 @@ export function createIdentityResolver(options: IdentityResolverOptions): Identi
   /** One page of one source; how many calls it read. */
   async function resolvePage(sourceId: string): Promise<number> {
     return inTransaction(pool, async (tx) => {
-      await tx.query("SELECT pg_advisory_xact_lock($1)", [identityLockKey]);
+      await lockIdentityGraph(tx);
       const window = await lockIdentityCursor(tx, sourceId);
       if (!window) return 0;
       const page = await readLog(tx, { destinationId: noDestination, sourceId, window, limit: config.pageSize, checkPerCallBefore: null });

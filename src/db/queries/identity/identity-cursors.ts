@@ -28,3 +28,8 @@ export async function saveIdentityCursor(db: Queryable, sourceId: string, window
     [sourceId, window.seen, window.upTo, window.after.xid, window.after.id],
   );
 }
+
+/** The lock every resolver page takes first (an arbitrary constant, "WPID" in ASCII): pages of any process, one at a time. */
+export async function lockIdentityGraph(db: Queryable): Promise<void> {
+  await db.query("SELECT pg_advisory_xact_lock($1)", [0x57504944]);
+}
