@@ -280,7 +280,7 @@ async function openDelivery(
   });
   await hooks.start();
   closers.push(() => hooks.stop());
-  const identity = openIdentityResolver({ pool, clock, logger, config: config.identity, closers });
+  const identity = openIdentityResolver({ pool, clock, logger, config: config.identity, callLog: jobTable.callLog, closers });
   return { loop, maintenance, jobs, hooks, identity };
 }
 
@@ -320,6 +320,8 @@ function openApi(
     onHookRequestsQueued: (sourceId) => hookWaker.add(sourceId),
     jobTable: database.jobTable,
     audit: access.audit,
+    // Identity resolution reads calls as the call log does: one Postgres only.
+    identity: config.identity.enabled && database.jobTable.callLog ? { types: config.identity.rules.map((rule) => rule.type) } : undefined,
   });
   const operational = createOperationalRoutes({
     registry: shared.metrics.registry,

@@ -9,7 +9,7 @@ import type { JobTableDriver } from "../db/job-table/index.js";
 import { createDeletion, type DeletionInput } from "../deletion/create-deletion.js";
 import { listDeletionRequestRows } from "../db/queries/deletion-requests.js";
 import { readDeletionProgress, type DeletionProgress } from "../deletion/progress.js";
-import { notFound, requireUuid } from "./errors.js";
+import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { decodeTimeCursor, listPage, pageSize, timeCursorOf } from "./paging.js";
 
 export interface DeletionServiceOptions {
@@ -18,6 +18,8 @@ export interface DeletionServiceOptions {
   clock: Clock;
   /** The job table's driver: it says how a deletion's transaction reaches the shards. */
   jobTable: JobTableDriver;
+  /** Identity resolution, when on: the identifier types a request may name. Off: userIds alone, and no profile to forget. */
+  identity: { types: readonly string[] } | undefined;
 }
 
 /**
@@ -29,8 +31,8 @@ export function createDeletionService(options: DeletionServiceOptions): ServiceI
   const { pool, clock } = options;
   return {
     async createDeletionRequest(req) {
-      const input = validateInput(req.userId, req.sourceIds);
-      const created = await createDeletion({ pool, clock, jobTable: options.jobTable }, input);
+      const input = validateInput(req.userId, req.sourceIds, req.identifierType, options.identity?.types ?? ["user_id"]);
+      const created = await createDeletion({ pool, clock, jobTable: options.jobTable, identity: options.identity !== undefined }, input);
       // Read back through GetDeletionRequest's path, so both report alike
       // (a request with no notification to send is complete at once).
       const progress = await readDeletionProgress(pool, clock, created.id);
@@ -60,8 +62,14 @@ export function createDeletionService(options: DeletionServiceOptions): ServiceI
   };
 }
 
-function validateInput(userId: string, rawSourceIds: readonly string[]): DeletionInput {
+function validateInput(userId: string, rawSourceIds: readonly string[], rawType: string, types: readonly string[]): DeletionInput {
   requireUserId("userId", userId);
+  const identifierType = rawType || "user_id";
+  if (!types.includes(identifierType))
+    throw invalidArgument(
+      "identifierType",
+      `must be one of ${types.join(", ")} (identity resolution, and WAYPOST_IDENTITY_RULES, name more)`,
+    );
   const sourceIds: string[] = [];
   const sourceIndexes: number[] = [];
   rawSourceIds.forEach((raw, index) => {
@@ -70,7 +78,7 @@ function validateInput(userId: string, rawSourceIds: readonly string[]): Deletio
     sourceIds.push(id);
     sourceIndexes.push(index);
   });
-  return { userId, sourceIds, sourceIndexes };
+  return { userId, identifierType, sourceIds, sourceIndexes };
 }
 
 function toProto(progress: DeletionProgress): DeletionRequest {
@@ -78,6 +86,7 @@ function toProto(progress: DeletionProgress): DeletionRequest {
   return create(DeletionRequestSchema, {
     id: row.id,
     userId: row.user_id,
+    identifierType: row.identifier_type,
     sourceIds: row.source_ids,
     status: progress.completedAt ? DeletionStatus.COMPLETED : DeletionStatus.IN_PROGRESS,
     messagesDeleted: BigInt(row.messages_deleted),

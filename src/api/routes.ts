@@ -85,6 +85,8 @@ export interface RpcHandlersOptions {
   jobTable: JobTableDriver;
   /** Where every change made through the admin RPCs is recorded. */
   audit: AuditLog;
+  /** Identity resolution, when on: its identifier types (what a deletion request may name). Off: deletions by userId alone. */
+  identity: { types: readonly string[] } | undefined;
 }
 
 export interface RpcHandlers {
@@ -194,7 +196,10 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
         }),
       );
       registerAudienceService(router, createAudienceService({ pool: options.pool, clock: options.clock, jobTable: options.jobTable }));
-      router.service(DeletionService, createDeletionService({ pool: options.pool, clock: options.clock, jobTable: options.jobTable }));
+      router.service(
+        DeletionService,
+        createDeletionService({ pool: options.pool, clock: options.clock, jobTable: options.jobTable, identity: options.identity }),
+      );
       router.service(TrackingPlanService, services.trackingPlan);
     },
   });

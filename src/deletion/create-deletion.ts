@@ -9,6 +9,7 @@ import { deleteUserAudienceState, deleteUserMessages, lockAffectedSources } from
 import { insertLakeDeletionJobs } from "../db/queries/lake-deletion-jobs.js";
 import { buildDeletePayload } from "../ingest/payload.js";
 import type { JobTableDriver } from "../db/job-table/index.js";
+import { forgetPerson } from "./forget-person.js";
 
 export interface CreateDeletionOptions {
   pool: pg.Pool;
@@ -17,6 +18,8 @@ export interface CreateDeletionOptions {
   jobTable: JobTableDriver;
   /** How long after a lake's flush window its deletion job starts (default lakeDeletionStartDelayMs). */
   lakeStartDelayMs?: number;
+  /** Whether identity resolution keeps profiles (default true): then the whole person is forgotten. */
+  identity?: boolean;
 }
 
 /**
@@ -29,8 +32,10 @@ export interface CreateDeletionOptions {
 export const lakeDeletionStartDelayMs = 120_000;
 
 export interface DeletionInput {
-  /** Validated. */
+  /** Validated: the identifier's value. */
   userId: string;
+  /** "user_id" (absent: that), "anonymous_id" or an operator's type (validated against the rules). */
+  identifierType?: string;
   /** Validated, lower-case, unique; empty means every source. */
   sourceIds: string[];
   /** The position of each id in the request, for error messages (`sourceIds[2]`). */
@@ -75,24 +80,38 @@ export async function createDeletion(options: CreateDeletionOptions, input: Dele
       throw new InvalidInputError(`sourceIds[${index}]`, `unknown source ${JSON.stringify(missing[0])}`);
     }
     const createdAt = options.clock.now();
-    const messagesDeleted = await deleteUserMessages(tx, found, input.userId);
-    const membershipsDeleted = await deleteUserAudienceState(tx, found, input.userId);
-    await insertDeletionRequest(tx, { id, userId: input.userId, sourceIds: found, messagesDeleted, createdAt });
-    const notificationsTotal = await queueDeleteNotifications(tx, {
-      deletionRequestId: id,
-      sourceIds: found,
-      userId: input.userId,
-      payload: buildDeletePayload(input.userId, createdAt),
-      at: createdAt,
-    });
+    // The whole person: every userId of the profile holding the identifier, and every call resolved to it.
+    const identifierType = input.identifierType ?? "user_id";
+    const person =
+      options.identity === false
+        ? { userIds: [input.userId], messagesDeleted: 0 }
+        : await forgetPerson(tx, { identifierType, userId: input.userId }, found, createdAt);
+    let messagesDeleted = person.messagesDeleted;
+    let membershipsDeleted = 0;
+    let notificationsTotal = 0;
+    let lakeJobs = 0;
+    for (const userId of person.userIds) {
+      messagesDeleted += await deleteUserMessages(tx, found, userId);
+      membershipsDeleted += await deleteUserAudienceState(tx, found, userId);
+    }
+    await insertDeletionRequest(tx, { id, userId: input.userId, identifierType, sourceIds: found, messagesDeleted, createdAt });
+    for (const userId of person.userIds) {
+      notificationsTotal += await queueDeleteNotifications(tx, {
+        deletionRequestId: id,
+        sourceIds: found,
+        userId,
+        payload: buildDeletePayload(userId, createdAt),
+        at: createdAt,
+      });
+      lakeJobs += await insertLakeDeletionJobs(tx, {
+        deletionRequestId: id,
+        userId,
+        sourceIds: found,
+        at: createdAt,
+        startDelayMs: options.lakeStartDelayMs ?? lakeDeletionStartDelayMs,
+      });
+    }
     await setNotificationsTotal(tx, id, notificationsTotal);
-    const lakeJobs = await insertLakeDeletionJobs(tx, {
-      deletionRequestId: id,
-      userId: input.userId,
-      sourceIds: found,
-      at: createdAt,
-      startDelayMs: options.lakeStartDelayMs ?? lakeDeletionStartDelayMs,
-    });
     return { id, sourceIds: found, messagesDeleted, membershipsDeleted, notificationsTotal, lakeJobs, createdAt };
   });
 }

@@ -1,6 +1,7 @@
 import type { Clock } from "../clock.js";
 import { type LoggedCall, nextWindow, readLog } from "../db/call-log/log-read.js";
 import { lockIdentityCursor, lockIdentityGraph, saveIdentityCursor, sourcesToResolve } from "../db/queries/identity/identity-cursors.js";
+import { deleteTombstonedCalls } from "../db/queries/identity/profile-deletion.js";
 import { inTransaction, type Queryable } from "../db/pool.js";
 import type { IdentityConfig } from "../identity-config.js";
 import type { Logger } from "../logger.js";
@@ -64,10 +65,16 @@ export function createIdentityResolver(options: IdentityResolverOptions): Identi
       if (found && (found.identifiers.length > 0 || found.previousId)) facts.set(call.messagePk, found);
     }
     const graph = await loadGraph(tx, [...facts.values()], config.rules);
-    const calls: ResolvedCall[] = [];
-    const resolved = logged.filter(
-      (call) => facts.has(call.messagePk) && !graph.deletedBefore(facts.get(call.messagePk)!, call.receivedAt),
+    // A deleted person's calls received before the deletion and resolved only now go as the rest of them went.
+    const forgotten = new Set(
+      logged.filter((call) => facts.has(call.messagePk) && graph.deletedBefore(facts.get(call.messagePk)!, call.receivedAt)),
     );
+    await deleteTombstonedCalls(
+      tx,
+      [...forgotten].map((call) => call.messagePk),
+    );
+    const calls: ResolvedCall[] = [];
+    const resolved = logged.filter((call) => facts.has(call.messagePk) && !forgotten.has(call));
     for (const call of resolved) {
       const { identifiers, previousId } = facts.get(call.messagePk)!;
       // An alias's previous id is a userId the graph knows, or else an anonymousId.

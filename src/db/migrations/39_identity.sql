@@ -75,3 +75,7 @@ CREATE TABLE deleted_identifiers (
   deleted_at timestamptz NOT NULL,
   PRIMARY KEY (type, value)
 );
+
+-- A deletion request names an identifier of any type (the person holding it
+-- is forgotten whole); user_id holds its value, as before for a userId.
+ALTER TABLE deletion_requests ADD COLUMN identifier_type text NOT NULL DEFAULT 'user_id';

@@ -3,6 +3,8 @@ import type { Queryable } from "../pool.js";
 export interface DeletionRequestRow {
   id: string;
   user_id: string;
+  /** The type of user_id's value: "user_id", "anonymous_id" or an operator's type. */
+  identifier_type: string;
   source_ids: string[];
   /** bigint columns come back as strings. */
   messages_deleted: string;
@@ -35,17 +37,17 @@ export interface NotificationProgress {
   lastFinalizedAt: Date | null;
 }
 
-const columns = `id, user_id, source_ids, messages_deleted, notifications_total, created_at, completed_at,
+const columns = `id, user_id, identifier_type, source_ids, messages_deleted, notifications_total, created_at, completed_at,
   notifications_delivered, notifications_failed, lake_progress`;
 
 export async function insertDeletionRequest(
   db: Queryable,
-  request: { id: string; userId: string; sourceIds: readonly string[]; messagesDeleted: number; createdAt: Date },
+  request: { id: string; userId: string; identifierType?: string; sourceIds: readonly string[]; messagesDeleted: number; createdAt: Date },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO deletion_requests (id, user_id, source_ids, messages_deleted, notifications_total, created_at)
-     VALUES ($1, $2, $3::uuid[], $4, 0, $5)`,
-    [request.id, request.userId, request.sourceIds, request.messagesDeleted, request.createdAt],
+    `INSERT INTO deletion_requests (id, user_id, identifier_type, source_ids, messages_deleted, notifications_total, created_at)
+     VALUES ($1, $2, $3, $4::uuid[], $5, 0, $6)`,
+    [request.id, request.userId, request.identifierType ?? "user_id", request.sourceIds, request.messagesDeleted, request.createdAt],
   );
 }
 
