@@ -17,6 +17,7 @@ import { decodeCreatedCursor, decodeFeedPosition, encodeCreatedCursor, encodeFee
 import { attemptError, statusFilter, statusName, textFilter, timeRange, toProto } from "./delivery-proto.js";
 import { destinationStats } from "./destination-stats.js";
 import { explainMessage } from "./explain-message.js";
+import { profileFilter } from "./profile-filter.js";
 import { listFates } from "./list-fates.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
 import { listPage, pageSize } from "./paging.js";
@@ -137,6 +138,7 @@ export function createDeliveryService(options: DeliveryServiceOptions): ServiceI
         statuses: statusFilter(req.status, req.statuses),
         messageId: textFilter("messageId", req.messageId),
         userId: textFilter("userId", req.userId),
+        profileId: await profileFilter(pool, req.profileId),
         ...timeRange(req.since, req.until),
       };
       if (!Object.values(DeliveryView).includes(req.view)) throw invalidArgument("view", `unknown view ${req.view}`);

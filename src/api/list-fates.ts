@@ -7,6 +7,7 @@ import { destinationExists } from "../db/queries/destinations.js";
 import type { RecordedFate } from "../db/queries/fate-search.js";
 import { timeRange } from "./delivery-proto.js";
 import { invalidArgument, notFound, requireUuid } from "./errors.js";
+import { profileFilter } from "./profile-filter.js";
 import { decodePageToken, encodePageToken, listPage, pageSize } from "./paging.js";
 
 const recordedFates: ReadonlyMap<Fate, RecordedFate> = new Map([
@@ -32,7 +33,8 @@ export async function listFates(
   const before = decodeFateCursor(req.pageToken);
   const range = timeRange(req.since, req.until);
   if (!(await destinationExists(db, destinationId))) throw notFound("destination", destinationId);
-  const filter = { destinationId, fates: reason ? ["filtered" as const] : fates, reason, ...range, before };
+  const profileId = await profileFilter(db, req.profileId);
+  const filter = { destinationId, fates: reason ? ["filtered" as const] : fates, reason, ...range, before, profileId };
   const page = await listPage(
     size,
     (limit) => reads.searchFates(db, { ...filter, limit }),

@@ -9,6 +9,8 @@ export interface DeliveryFilter {
   statuses?: readonly DeliveryStatus[] | undefined;
   messageId?: string | undefined;
   userId?: string | undefined;
+  /** The calls resolved to this live profile or to one merged into it (identity resolution). */
+  profileId?: string | undefined;
   /** Created at or after. */
   since?: Date | undefined;
   /** Created before. */
@@ -57,14 +59,21 @@ export function filterPredicates(filter: DeliveryFilter, params: Params, options
                                   WHERE fm.source_id IN (SELECT id FROM sources)
                                     AND fm.user_id = ${params.add(filter.userId, "text")})`);
   }
+  if (filter.profileId !== undefined) where.push(`d.message_pk IN (${profileCallsSql(params.add(filter.profileId, "uuid"))})`);
   if (filter.since) where.push(`d.created_at >= ${params.add(filter.since, "timestamptz")}`);
   if (filter.until) where.push(`d.created_at < ${params.add(filter.until, "timestamptz")}`);
   return where;
 }
 
+/** The message pks of a profile's calls: its own and those of the profiles merged into it. */
+export function profileCallsSql(profile: string): string {
+  return `SELECT pc.message_pk FROM profile_calls pc
+           WHERE pc.profile_id IN (SELECT fp.id FROM profiles fp WHERE fp.id = ${profile} OR fp.merged_into = ${profile})`;
+}
+
 /** Whether the filter narrows by message first (few rows), so no per-destination walk is needed. */
 export function byMessage(filter: DeliveryFilter): boolean {
-  return filter.messageId !== undefined || filter.userId !== undefined;
+  return filter.messageId !== undefined || filter.userId !== undefined || filter.profileId !== undefined;
 }
 
 export function and(predicates: readonly string[]): string {

@@ -1,3 +1,4 @@
+import { profileCallsSql } from "../job-table/filter.js";
 import type { Queryable } from "../pool.js";
 
 /** A fate recorded when a call was routed (call_fates.fate). */
@@ -12,6 +13,8 @@ export interface FateSearch {
   until?: Date | undefined;
   /** Rows strictly older than this (recorded_at as Postgres prints it, and message_pk). */
   before?: { recordedAt: string; messagePk: string } | undefined;
+  /** Only the calls of this live profile and the profiles merged into it (one Postgres: identity resolution is off on Citus). */
+  profileId?: string | undefined;
   limit: number;
 }
 
@@ -48,13 +51,14 @@ export async function searchFates(db: Queryable, search: FateSearch): Promise<Fa
             AND ($3::text IS NULL OR f.reason = $3)
             AND f.recorded_at >= $4::timestamptz AND f.recorded_at < $5::timestamptz
             AND (f.recorded_at, f.message_pk) < ($6::timestamptz, $7::bigint)
+            AND ($9::uuid IS NULL OR f.message_pk IN (${profileCallsSql("$9::uuid")}))
           ORDER BY f.recorded_at DESC, f.message_pk DESC
           LIMIT $8
        ) f
        JOIN messages m ON m.id = f.message_pk
       ORDER BY f.recorded_at DESC, f.message_pk DESC
       LIMIT $8`,
-    fateSearchValues(search),
+    [...fateSearchValues(search), search.profileId ?? null],
   );
   return result.rows;
 }

@@ -1,4 +1,4 @@
-import { and, Params, type DeliveryFilter, type Query } from "../job-table/filter.js";
+import { and, Params, profileCallsSql, type DeliveryFilter, type Query } from "../job-table/filter.js";
 import type { Queryable } from "../pool.js";
 import type { SearchOptions, SearchRow } from "./delivery-rows.js";
 import { feedPage, feedQuery, inFeedSnapshot, type readFinishFeed, searchDeliveries, type FeedPosition } from "./delivery-search.js";
@@ -90,6 +90,7 @@ function messagePredicates(filter: DeliveryFilter, params: Params): string[] {
   const where: string[] = [];
   if (filter.messageId !== undefined) where.push(`m.message_id = ${params.add(filter.messageId, "text")}`);
   if (filter.userId !== undefined) where.push(`m.user_id = ${params.add(filter.userId, "text")}`);
+  if (filter.profileId !== undefined) where.push(`m.id IN (${profileCallsSql(params.add(filter.profileId, "uuid"))})`);
   if (filter.since) where.push(`m.received_at >= ${params.add(filter.since, "timestamptz")}`);
   if (filter.until) where.push(`m.received_at < ${params.add(filter.until, "timestamptz")}`);
   return where;
@@ -125,7 +126,7 @@ export function logSearchQuery(destinationIds: readonly string[], filter: Delive
   const rows = (from: string, extra: string) => `SELECT * FROM (SELECT ${derivedColumns("dst.id")}, m.id AS pk
       FROM ${from} ${derivedJoins("dst.id")}
      WHERE ${and([...where, extra])}) x WHERE ${status}`;
-  const byMessage = filter.messageId !== undefined || filter.userId !== undefined;
+  const byMessage = filter.messageId !== undefined || filter.userId !== undefined || filter.profileId !== undefined;
   const text = byMessage
     ? `${rows(`unnest(${dsts}) AS dst(id) JOIN messages m ON m.source_id IN (SELECT id FROM sources)`, "TRUE")}
        ORDER BY x.created_at DESC, x.pk DESC, x.destination_id DESC LIMIT ${limit}`
