@@ -72,6 +72,7 @@ const commonFields: ReadonlyArray<readonly [path: string, given: (input: Destina
   ["transform", (input) => input.transform !== ""],
   ["consent_categories", (input) => input.consentCategories.length > 0],
   ["require_consent", (input) => input.requireConsent],
+  ["add_profile_id", (input) => input.addProfileId],
 ];
 
 /** Every kind's fields, in registry order. */
@@ -149,6 +150,7 @@ export function createDestinationService(options: DestinationServiceOptions): Se
           transform,
           consentCategories,
           requireConsent: input.requireConsent,
+          addProfileId: input.addProfileId,
           at: now,
         });
         await replaceDestinationSources(tx, id, sourceIds);
@@ -307,6 +309,7 @@ async function applyUpdate(
     transform: rules.transform ?? current.transform,
     consentCategories: rules.consentCategories ?? current.consent_categories,
     requireConsent: paths.has("require_consent") ? input.requireConsent : current.require_consent,
+    addProfileId: paths.has("add_profile_id") ? input.addProfileId : current.add_profile_id,
     at: now,
   });
   // Deliveries already waiting get their user keys in this transaction.
@@ -368,6 +371,7 @@ function toProto(row: DestinationRow, now: Date): Destination {
     transform: row.transform,
     consentCategories: row.consent_categories,
     requireConsent: row.require_consent,
+    addProfileId: row.add_profile_id,
     etag: etagOf(row),
     createTime: timestampFromDate(row.created_at),
     updateTime: timestampFromDate(row.updated_at),

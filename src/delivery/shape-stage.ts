@@ -2,6 +2,7 @@ import type { Clock } from "../clock.js";
 import type { ClaimedDelivery, DeliveryCompletion } from "../db/job-table/index.js";
 import type { Queryable } from "../db/pool.js";
 import { recordTransformDrop } from "../db/queries/transform-drops.js";
+import { withProfileIds } from "../identity/profile-context.js";
 import type { Metrics } from "../metrics.js";
 import { shapeBody } from "../routing/shape-body.js";
 import { maxQueueWaitMs, sandboxKey, type TransformSandboxes } from "../sandbox/transform-sandbox.js";
@@ -41,7 +42,7 @@ export function createShapeStage(options: ShapeStageOptions): ShapeStage {
   // handed back again.
   const backoff = new Map<string, number>();
   return {
-    applies: (destination) => destination.drop_fields.length > 0 || destination.transform !== "",
+    applies: (destination) => destination.drop_fields.length > 0 || destination.transform !== "" || destination.add_profile_id,
     backingOff(now) {
       for (const [destinationId, until] of backoff) if (until <= now) backoff.delete(destinationId);
       return [...backoff.keys()];
@@ -52,7 +53,9 @@ export function createShapeStage(options: ShapeStageOptions): ShapeStage {
         transform: destination.transform,
         sandboxKey: sandboxKey(destination.id, destination.revision),
       };
-      const outcome = await shapeBody(job.payload, rules, sandboxes, { mayDefer: true });
+      // context.profileId first: a transform sees it too.
+      const payload = destination.add_profile_id ? (await withProfileIds(options.pool, [job.payload]))[0]! : job.payload;
+      const outcome = await shapeBody(payload, rules, sandboxes, { mayDefer: true });
       if (outcome.kind === "busy") {
         // Waiting for the sandbox would hold this slot from other destinations: hand it back for later.
         const until = clock.now().getTime() + maxQueueWaitMs;

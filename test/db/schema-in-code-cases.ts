@@ -43,6 +43,7 @@ export function schemaInCodeCases(layout: JobTableLayout, open: () => Promise<{ 
         transform: "",
         consentCategories: [],
         requireConsent: false,
+        addProfileId: false,
         at: now,
       });
       await replaceDestinationSources(tx, id, sourceIds);

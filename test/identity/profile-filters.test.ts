@@ -10,7 +10,12 @@ const test = testWith({ server: { config: { role: "all" } } });
 describe("deliveries and fates by profile", () => {
   test("ListDeliveries and ListFates with profileId return the person's calls under every id", async ({ server, receiver }) => {
     const source = await server.createSource();
-    const webhook = await server.createDestination({ name: "hook", sourceIds: [source.id], enabled: true, webhooks: [{ url: receiver.url }] });
+    const webhook = await server.createDestination({
+      name: "hook",
+      sourceIds: [source.id],
+      enabled: true,
+      webhooks: [{ url: receiver.url }],
+    });
     const identifiesOnly = await server.createDestination({
       name: "identifies",
       sourceIds: [source.id],
@@ -29,7 +34,10 @@ describe("deliveries and fates by profile", () => {
     await server.waypost.identity!.caughtUp();
     await server.waypost.delivery!.caughtUp();
 
-    const ann = (await okRpc(server, "ProfileService/GetProfile", { identifier: { type: "user_id", value: "ann" } })).profile as { id: string; mergedIds: string[] };
+    const ann = (await okRpc(server, "ProfileService/GetProfile", { identifier: { type: "user_id", value: "ann" } })).profile as {
+      id: string;
+      mergedIds: string[];
+    };
     const listed = await okRpc(server, "DeliveryService/ListDeliveries", { destinationId: webhook.id, profileId: ann.id });
     const ids = (listed.deliveries as Array<{ messageId: string }>).map((delivery) => delivery.messageId).sort();
     expect(ids).toEqual(["a1", "a2", "a3", "a4"]);
@@ -39,7 +47,10 @@ describe("deliveries and fates by profile", () => {
     const fates = await okRpc(server, "DeliveryService/ListFates", { destinationId: identifiesOnly.id, profileId: ann.id });
     expect((fates.calls as Array<{ messageId: string }>).map((call) => call.messageId).sort()).toEqual(["a1", "a2"]);
 
-    const unknown = await callRpc(server, "DeliveryService/ListDeliveries", { destinationId: webhook.id, profileId: "3f1c5c3e-4f51-4c8e-9f57-8f3c1d2b7a10" });
+    const unknown = await callRpc(server, "DeliveryService/ListDeliveries", {
+      destinationId: webhook.id,
+      profileId: "3f1c5c3e-4f51-4c8e-9f57-8f3c1d2b7a10",
+    });
     expect(unknown.code).toBe("not_found");
     expect((await callRpc(server, "DeliveryService/ListDeliveries", { profileId: "nope" })).code).toBe("invalid_argument");
   });

@@ -126,6 +126,17 @@ export const destinationFlags: FlagMapping[] = [
   },
   {
     declare: (c, mode) => {
+      c.option("--add-profile-id", "add context.profileId (the person, from identity resolution) to every call it sends");
+      if (mode === "update") c.option("--no-add-profile-id", "stop adding context.profileId");
+    },
+    apply(flags, into) {
+      if (flags.addProfileId === undefined) return undefined;
+      into.addProfileId = flags.addProfileId === true;
+      return "add_profile_id";
+    },
+  },
+  {
+    declare: (c, mode) => {
       c.option("--disabled", mode === "create" ? "create it disabled (calls are not routed to it)" : "disable it");
       if (mode === "update") c.option("--enabled", "enable it");
     },

@@ -84,6 +84,7 @@ export function describeDestination(d: Destination): string {
     ["transform", d.transform ? `${d.transform.split("\n").length} lines` : "none"],
     ["consent categories", d.consentCategories.join(", ") || "none"],
     ["require consent", d.requireConsent ? "yes" : "no"],
+    ["adds profileId", d.addProfileId ? "yes" : "no"],
     ["shared secret", d.hasSharedSecret ? "set" : "none"],
     ["signing secret", d.hasSigningSecret ? "set" : "none"],
     ["created", time(d.createTime)],

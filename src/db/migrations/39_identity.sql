@@ -76,6 +76,9 @@ CREATE TABLE deleted_identifiers (
   PRIMARY KEY (type, value)
 );
 
+-- A destination may add context.profileId to what it sends.
+ALTER TABLE destinations ADD COLUMN add_profile_id boolean NOT NULL DEFAULT false;
+
 -- A deletion request names an identifier of any type (the person holding it
 -- is forgotten whole); user_id holds its value, as before for a userId.
 ALTER TABLE deletion_requests ADD COLUMN identifier_type text NOT NULL DEFAULT 'user_id';

@@ -113,11 +113,13 @@ export interface DestinationRow extends KindColumns {
   /** Consent: categories a call's preferences must all grant ({} : none), and whether calls without preferences are held back. */
   consent_categories: string[];
   require_consent: boolean;
+  /** Calls carry context.profileId. */
+  add_profile_id: boolean;
   cursor_at: string;
 }
 
 const columns = `d.id, d.name, d.enabled, d.kind, ${kindColumnNames.map((c) => `d.${c}`).join(", ")}, d.max_requests_per_second, d.ordering,
-  d.filter, d.drop_fields, d.transform, d.consent_categories, d.require_consent, d.revision, d.created_at, d.updated_at,
+  d.filter, d.drop_fields, d.transform, d.consent_categories, d.require_consent, d.add_profile_id, d.revision, d.created_at, d.updated_at,
   d.created_at::text AS cursor_at,
   h.state AS circuit_state, h.consecutive_failures, h.probe_at, h.backoff_until,
   h.last_success_at, h.last_failure_at, h.last_error,
@@ -163,6 +165,7 @@ export interface DestinationWrite {
   transform: string;
   consentCategories: readonly string[];
   requireConsent: boolean;
+  addProfileId: boolean;
   at: Date;
 }
 
@@ -187,6 +190,7 @@ const writtenColumns: ReadonlyArray<readonly [column: string, value: (row: Desti
   ["transform", (row) => row.transform],
   ["consent_categories", (row) => row.consentCategories],
   ["require_consent", (row) => row.requireConsent],
+  ["add_profile_id", (row) => row.addProfileId],
   ["updated_at", (row) => row.at],
 ];
 
@@ -279,6 +283,7 @@ export interface DestinationConfigRow extends KindColumns {
   revision: number;
   drop_fields: string[];
   transform: string;
+  add_profile_id: boolean;
 }
 
 /**
@@ -289,7 +294,7 @@ export interface DestinationConfigRow extends KindColumns {
 export async function loadDestinationConfigs(db: Queryable, ids: readonly string[]): Promise<Map<string, DestinationConfigRow>> {
   const result = await db.query<DestinationConfigRow>({
     name: "waypost_load_destination_configs",
-    text: `SELECT id, name, enabled, kind, ${kindColumnNames.join(", ")}, ordering, revision, drop_fields, transform
+    text: `SELECT id, name, enabled, kind, ${kindColumnNames.join(", ")}, ordering, revision, drop_fields, transform, add_profile_id
              FROM destinations WHERE id = ANY ($1::uuid[])`,
     values: [ids],
   });

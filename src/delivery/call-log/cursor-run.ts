@@ -13,6 +13,7 @@ import { shapeBody } from "../../routing/shape-body.js";
 import { sandboxKey, type TransformSandboxes } from "../../sandbox/transform-sandbox.js";
 import type { DeliveryRuntime } from "../delivery-runtime.js";
 import { type AnyDestination, completionOf, takesCallsAsStored } from "../kinds/registry.js";
+import { withProfileIds } from "../../identity/profile-context.js";
 import { earlierTries, heldAfter, heldAttemptsOf } from "./call-attempts.js";
 import { type PageContext, type PageOutcome, preparePage, sendPage } from "./log-page.js";
 import { batchWaitUntil, orderingKeyOf, planPage } from "./page-plan.js";
@@ -215,7 +216,15 @@ async function pageContextOf(
   const waitingUsers = users.length > 0 ? await selectWaitingUsers(context.pool, destination.id, users) : new Set<string>();
   // A destination that takes calls as stored (an archive) is neither routed nor shaped.
   const asStored = takesCallsAsStored(destination);
-  const shapes = !asStored && (destination.drop_fields.length > 0 || destination.transform !== "");
+  const shapes = !asStored && (destination.drop_fields.length > 0 || destination.transform !== "" || destination.add_profile_id);
+  // The page's bodies with context.profileId, looked up in one statement before any is shaped.
+  const profiled =
+    shapes && destination.add_profile_id
+      ? await profiledBodies(
+          context.pool,
+          page.calls.map((call) => call.payload),
+        )
+      : undefined;
   const bodyRules = {
     dropFields: destination.drop_fields,
     transform: destination.transform,
@@ -230,7 +239,9 @@ async function pageContextOf(
     now: () => context.clock.now(),
     waitingUsers,
     earlier,
-    shape: shapes ? (payload) => shapeBody(payload, bodyRules, context.sandboxes, { mayDefer: false }) : undefined,
+    shape: shapes
+      ? (payload) => shapeBody(profiled?.get(payload) ?? payload, bodyRules, context.sandboxes, { mayDefer: false })
+      : undefined,
     deliver: (job, d, body) => context.runtime.deliver(job, d, body),
     flush: () => context.runtime.flush(),
   };
@@ -269,4 +280,10 @@ async function holdCursor(
   announce();
   context.onCompleted(outcome.completions);
   context.logger.info({ destinationId, error: outcome.error }, "a call log batch failed as a whole; its cursor waits for the retry");
+}
+
+/** Each body as stored, and the body with context.profileId (addProfileId) that is shaped in its place. */
+async function profiledBodies(pool: Queryable, payloads: string[]): Promise<Map<string, string>> {
+  const profiled = await withProfileIds(pool, payloads);
+  return new Map(payloads.map((payload, i) => [payload, profiled[i]!]));
 }

@@ -29,6 +29,8 @@ export interface DestinationCommon {
   drop_fields: string[];
   /** "" is no transform. */
   transform: string;
+  /** Calls carry context.profileId (identity resolution). */
+  add_profile_id: boolean;
 }
 
 /** A destination with the settings of its kind `K`, under the kind's own key: `{kind: "webhook", webhook: {...}}`. */

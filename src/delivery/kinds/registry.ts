@@ -100,6 +100,7 @@ export function destinationOfRow(row: DestinationConfigRow): AnyDestination {
     revision: row.revision,
     drop_fields: row.drop_fields,
     transform: row.transform,
+    add_profile_id: row.add_profile_id,
     kind: kind.name,
     [kind.name]: kind.settings.fromRow(row),
   } as AnyDestination;

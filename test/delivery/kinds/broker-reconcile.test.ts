@@ -27,7 +27,18 @@ test("reconcile closes the publishers of deleted and changed destinations and ke
     sourceIdOf: () => "s",
   });
   const destination = (id: string, revision: number, url: string): Dest =>
-    ({ id, revision, url, kind: "test", name: id, enabled: true, ordering: "none", drop_fields: [], transform: "" }) as Dest;
+    ({
+      id,
+      revision,
+      url,
+      kind: "test",
+      name: id,
+      enabled: true,
+      ordering: "none",
+      drop_fields: [],
+      transform: "",
+      add_profile_id: false,
+    }) as Dest;
   const job = (destinationId: string) =>
     ({
       destinationId,

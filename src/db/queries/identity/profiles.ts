@@ -118,3 +118,17 @@ export async function selectProfileHistory(db: Queryable, family: readonly strin
   );
   return rows;
 }
+
+/** The live profile of each of these identifiers that has one, keyed "type:value". */
+export async function profilesOfIdentifiers(
+  db: Queryable,
+  identifiers: ReadonlyArray<{ type: string; value: string }>,
+): Promise<Map<string, string>> {
+  if (identifiers.length === 0) return new Map();
+  const { rows } = await db.query<{ type: string; value: string; profile_id: string }>(
+    `SELECT i.type, i.value, i.profile_id FROM unnest($1::text[], $2::text[]) k(type, value)
+       JOIN profile_identifiers i ON i.type = k.type AND i.value = k.value`,
+    [identifiers.map((i) => i.type), identifiers.map((i) => i.value)],
+  );
+  return new Map(rows.map((row) => [`${row.type}:${row.value}`, row.profile_id]));
+}

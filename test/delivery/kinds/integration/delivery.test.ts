@@ -80,6 +80,7 @@ function destination(
     revision: 1,
     drop_fields: [],
     transform: "",
+    add_profile_id: false,
     kind: "integration",
     integration: { slug: "webhook", settings, subscriptions },
   };
