@@ -64,7 +64,7 @@ export function createAudienceService(options: AudienceServiceOptions): ServiceI
           : `${id} is an audience: sync it with SyncAudience`,
       );
     }
-    return { id: row.id, sourceId: row.source_id, key: row.key, kind: row.kind };
+    return { id: row.id, sourceId: row.source_id, key: row.key, kind: row.kind, byProfile: row.by_profile };
   }
 
   return {
@@ -82,7 +82,15 @@ export function createAudienceService(options: AudienceServiceOptions): ServiceI
       if (!(await sourceExists(pool, sourceId))) throw unknownSource(sourceId);
       let row: AudienceRow | undefined;
       try {
-        row = await insertAudience(pool, { id: randomUUID(), sourceId, name, key, kind, createdAt: clock.now() });
+        row = await insertAudience(pool, {
+          id: randomUUID(),
+          sourceId,
+          name,
+          key,
+          kind,
+          byProfile: input.byProfile,
+          createdAt: clock.now(),
+        });
       } catch (error) {
         // The source was deleted between the check and the insert.
         if ((error as { code?: string }).code === "23503") throw unknownSource(sourceId);
@@ -163,13 +171,14 @@ function unknownSource(sourceId: string): ConnectError {
   return invalidArgument("audience.sourceId", `unknown source ${JSON.stringify(sourceId)}`);
 }
 
-function toCounts(result: ApplySyncResult): SyncCounts {
+function toCounts(result: ApplySyncResult & { skipped: number }): SyncCounts {
   return create(SyncCountsSchema, {
     added: BigInt(result.added),
     removed: BigInt(result.removed),
     changed: BigInt(result.changed),
     unchanged: BigInt(result.members - result.added - result.changed),
     calls: BigInt(result.added + result.removed + result.changed),
+    skipped: BigInt(result.skipped),
   });
 }
 
@@ -180,6 +189,7 @@ function toProto(row: AudienceRow): Audience {
     name: row.name,
     key: row.key,
     kind: kinds.valueOf(row.kind),
+    byProfile: row.by_profile,
     memberCount: BigInt(row.member_count),
     createTime: timestampFromDate(row.created_at),
     ...(row.last_synced_at ? { lastSyncTime: timestampFromDate(row.last_synced_at) } : {}),

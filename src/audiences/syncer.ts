@@ -3,7 +3,7 @@ import { NotFoundError } from "../errors.js";
 import type { Clock } from "../clock.js";
 import { applySync, markSynced, type ApplySyncResult } from "../db/queries/audience-apply-sync.js";
 import { selectAudience, type AudienceKindName } from "../db/queries/audience-rows.js";
-import { analyzeStage, createStage, dropStage, stageChunk } from "../db/queries/audience-stage.js";
+import { analyzeStage, createStage, dropStage, profilesToUsers, stageChunk } from "../db/queries/audience-stage.js";
 import { identifyTemplate } from "./identify-template.js";
 import { createLimiter } from "./limiter.js";
 import type { JobTableDriver } from "../db/job-table/index.js";
@@ -29,6 +29,8 @@ export interface SyncTarget {
   sourceId: string;
   key: string;
   kind: AudienceKindName;
+  /** Its syncs list profile ids, sent to each person's userId. */
+  byProfile?: boolean;
 }
 
 export interface Syncer {
@@ -37,7 +39,7 @@ export interface Syncer {
    * When `chunks` throws (a validation error, a client that went away), or
    * anything fails, nothing is applied: no message, no membership change.
    */
-  run(target: SyncTarget, chunks: AsyncIterable<StageChunk> | Iterable<StageChunk>): Promise<ApplySyncResult>;
+  run(target: SyncTarget, chunks: AsyncIterable<StageChunk> | Iterable<StageChunk>): Promise<ApplySyncResult & { skipped: number }>;
 }
 
 /**
@@ -64,8 +66,10 @@ export function createSyncer(options: SyncerOptions): Syncer {
           for await (const chunk of chunks) {
             await stageChunk(client, chunk.userIds, chunk.valueTexts);
           }
+          // Profile ids become their people's userIds before the diff, which then knows only users.
+          const skipped = target.byProfile ? await profilesToUsers(client) : 0;
           await analyzeStage(client);
-          return await applyInTransaction(client, target, options.clock, options.jobTable);
+          return { ...(await applyInTransaction(client, target, options.clock, options.jobTable)), skipped };
         } finally {
           // Dropping the stage also proves the connection is usable; one
           // left in an unknown state (interrupted statement, failed

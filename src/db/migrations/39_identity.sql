@@ -76,6 +76,9 @@ CREATE TABLE deleted_identifiers (
   PRIMARY KEY (type, value)
 );
 
+-- An audience or computed trait may list profiles instead of userIds.
+ALTER TABLE audiences ADD COLUMN by_profile boolean NOT NULL DEFAULT false;
+
 -- A destination may add context.profileId to what it sends.
 ALTER TABLE destinations ADD COLUMN add_profile_id boolean NOT NULL DEFAULT false;
 

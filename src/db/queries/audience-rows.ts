@@ -8,6 +8,8 @@ export interface AudienceRow {
   name: string;
   key: string;
   kind: AudienceKindName;
+  /** Syncs list profile ids, sent to each person's userId. */
+  by_profile: boolean;
   /** bigint: pg returns it as a string. */
   member_count: string;
   created_at: Date;
@@ -16,7 +18,7 @@ export interface AudienceRow {
   cursor_at: string;
 }
 
-const columns = "id, source_id, name, key, kind, member_count, created_at, last_synced_at, created_at::text AS cursor_at";
+const columns = "id, source_id, name, key, kind, by_profile, member_count, created_at, last_synced_at, created_at::text AS cursor_at";
 
 export interface NewAudience {
   id: string;
@@ -24,6 +26,7 @@ export interface NewAudience {
   name: string;
   key: string;
   kind: AudienceKindName;
+  byProfile?: boolean;
   createdAt: Date;
 }
 
@@ -34,11 +37,11 @@ export interface NewAudience {
  */
 export async function insertAudience(db: Queryable, audience: NewAudience): Promise<AudienceRow | undefined> {
   const result = await db.query<AudienceRow>(
-    `INSERT INTO audiences (id, source_id, name, key, kind, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6)
+    `INSERT INTO audiences (id, source_id, name, key, kind, by_profile, created_at)
+     VALUES ($1, $2, $3, $4, $5, $7, $6)
      ON CONFLICT (source_id, key) DO NOTHING
      RETURNING ${columns}`,
-    [audience.id, audience.sourceId, audience.name, audience.key, audience.kind, audience.createdAt],
+    [audience.id, audience.sourceId, audience.name, audience.key, audience.kind, audience.createdAt, audience.byProfile ?? false],
   );
   return result.rows[0];
 }

@@ -66,3 +66,26 @@ export async function analyzeStage(client: pg.PoolClient): Promise<void> {
 export async function dropStage(client: pg.PoolClient): Promise<void> {
   await client.query(`DROP TABLE IF EXISTS ${stageTable}`);
 }
+
+/**
+ * An audience by profile: the staged profile ids become their people's
+ * userIds (a merged profile's id stands for its survivor; two ids of one
+ * person count once, the later staged value kept). Ids with no profile, or
+ * whose person has no userId yet, leave the stage: how many did.
+ */
+export async function profilesToUsers(client: pg.PoolClient): Promise<number> {
+  const before = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${stageTable}`);
+  await client.query(
+    `CREATE TEMP TABLE waypost_audience_people AS
+       SELECT DISTINCT ON (u.value) u.value AS user_id, s.value_text
+         FROM ${stageTable} s
+         JOIN profiles p ON p.id::text = s.user_id
+         JOIN profile_identifiers u ON u.profile_id = coalesce(p.merged_into, p.id) AND u.type = 'user_id'
+        ORDER BY u.value, s.ctid DESC`,
+  );
+  await client.query(`TRUNCATE ${stageTable}`);
+  await client.query(`INSERT INTO ${stageTable} (user_id, value_text) SELECT user_id, value_text FROM pg_temp.waypost_audience_people`);
+  await client.query("DROP TABLE pg_temp.waypost_audience_people");
+  const after = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${stageTable}`);
+  return before.rows[0]!.n - after.rows[0]!.n;
+}
