@@ -12,7 +12,7 @@ import type { Wire } from "../context.js";
 function describe(r: DeletionRequest): string {
   return fields([
     ["id", r.id],
-    ["user", r.userId],
+    ["user", r.identifierType && r.identifierType !== "user_id" ? `${r.identifierType} ${r.userId}` : r.userId],
     ["sources", r.sourceIds.join(", ") || "-"],
     ["status", r.status === DeletionStatus.COMPLETED ? "completed" : "in progress"],
     ["messages deleted", String(r.messagesDeleted)],
@@ -33,12 +33,15 @@ export function registerDeletions(program: Command, wire: Wire): void {
 
   deletions
     .command("create")
-    .description("delete a user's stored calls and send delete notifications")
-    .requiredOption("--user <id>", "the userId to forget")
+    .description("delete a person's stored calls (every id of their profile) and send delete notifications")
+    .requiredOption("--user <id>", "the userId to forget (or a value of --type)")
+    .option("--type <type>", "the identifier type of --user: user_id (default), anonymous_id, or one WAYPOST_IDENTITY_RULES names")
     .option("--source <id>", "only this source (repeat for several; default: every source)", collect)
     .action(
-      wire(async (ctx, flags: { user: string; source?: string[] }) => {
-        const response = await ctx.admin(DeletionService).createDeletionRequest({ userId: flags.user, sourceIds: flags.source ?? [] });
+      wire(async (ctx, flags: { user: string; type?: string; source?: string[] }) => {
+        const response = await ctx
+          .admin(DeletionService)
+          .createDeletionRequest({ userId: flags.user, identifierType: flags.type ?? "", sourceIds: flags.source ?? [] });
         ctx.print(CreateDeletionRequestResponseSchema, response, () => describe(response.deletionRequest!));
       }),
     );
