@@ -1,4 +1,5 @@
 import { purgeOldLogBatches } from "../db/call-log/log-retention.js";
+import { purgeProfileCallsOfGoneMessages } from "../db/queries/identity/profile-retention.js";
 import type pg from "pg";
 import type { Clock } from "../clock.js";
 import { type JobTableDriver, createDayPartitions, dropDaysBefore } from "../db/job-table/index.js";
@@ -68,6 +69,11 @@ export function createMaintenance(options: MaintenanceOptions): Maintenance {
     // The call log's delivered batches, with the calls they held.
     for (;;) {
       const n = await purgeOldLogBatches(options.pool, cutoff, purgeBatch);
+      if (n < purgeBatch) break;
+    }
+    // Profiles' links to the calls that went (the timeline reads only stored calls).
+    for (;;) {
+      const n = await purgeProfileCallsOfGoneMessages(options.pool, purgeBatch);
       if (n < purgeBatch) break;
     }
     const jobsPurged = await purgeEndedJobs(options.pool, cutoff);

@@ -102,6 +102,8 @@ test("the job table is vacuumed once dead rows pile up, whether or not autovacuu
   const dead = async () =>
     Number((await server.pool.query("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'delivery_queue'")).rows[0].n_dead_tup);
   expect(await dead()).toBeGreaterThanOrEqual(20_000);
+  // The identity resolver reads the new calls a page per transaction: none may hold back the vacuum.
+  await server.waypost.identity?.caughtUp();
   expect(await server.waypost.maintenance!.vacuumIfNeeded()).toBe(true);
   expect(await dead()).toBeLessThan(20_000);
   expect(await server.waypost.maintenance!.vacuumIfNeeded()).toBe(false);
