@@ -12,6 +12,8 @@ import { completionsOf } from "../helpers/server.js";
 let console_: ConsolePage;
 let page: Page;
 let deliveryId = "";
+/** A destination that takes only identify calls: ada's clicks are calls it got no delivery for. */
+let identifiesId = "";
 /** Calls of ada after she signed in: a page of the timeline (timelinePageSize, views/profile-timeline.tsx). */
 const clicks = 20;
 
@@ -19,6 +21,14 @@ const test = testWith();
 test.beforeAll(async ({ server, receiver }) => {
   const source = await server.createSource("web");
   const destination = await server.createDestination({ name: "hook", sourceIds: [source.id], webhooks: [{ url: receiver.url }] });
+  identifiesId = (
+    await server.createDestination({
+      name: "identifies",
+      sourceIds: [source.id],
+      webhooks: [{ url: receiver.url }],
+      filter: { type: "identify" },
+    })
+  ).id;
   const tracking = server.tracking(source.writeKey);
   const done = completionsOf(server, destination.id, clicks + 5);
   await tracking.track({ track: { messageId: "m-open", anonymousId: "phone-1", event: "Opened App" } });
@@ -125,7 +135,9 @@ test("search by a trait; an identifier a rule left out shows in the history with
   expect(await column("Identifiers", 1)).toEqual(["bob"]);
 });
 
-test("a delivery's Profile link opens the profile of its user; an identifier no profile holds yet says so", async ({ server }) => {
+test("a delivery's and a held-back call's Profile links open the profile of its user; an identifier no profile holds yet says so", async ({
+  server,
+}) => {
   await page.goto(`${server.url}/console/deliveries/${deliveryId}`);
   await page.getByRole("heading", { name: `Delivery ${deliveryId}` }).waitFor();
   const link = page.getByRole("link", { name: "Profile", exact: true });
@@ -136,6 +148,11 @@ test("a delivery's Profile link opens the profile of its user; an identifier no 
   // The lookup's page was replaced by the profile's: Back returns to the delivery.
   await page.goBack();
   await page.getByRole("heading", { name: `Delivery ${deliveryId}` }).waitFor();
+
+  // A call the filter held back links its user to the profile too.
+  await page.goto(`${server.url}/console/destinations/${identifiesId}/filtered`);
+  await page.getByRole("table", { name: "Calls without a delivery" }).getByRole("link", { name: "Profile of ada" }).first().click();
+  await page.getByRole("heading", { name: /^Profile [0-9a-f-]{36}$/ }).waitFor();
 
   await page.goto(`${server.url}/console/profiles?identifier=user_id:nobody`);
   await page.getByRole("status").filter({ hasText: "No profile yet holds user_id:nobody" }).waitFor();

@@ -5,10 +5,10 @@ export const profileHrefOf = (type: string, value: string) => `/console/profiles
 
 /**
  * A link to the profile of a call's person, by its userId (else its
- * anonymousId), for those who may read profiles; nothing without either
- * id. `label`: an accessible name of its own, where several are listed.
+ * anonymousId), for those who may read profiles, after a space; nothing
+ * without either id.
  */
-export function ProfileLink(props: { userId: string; anonymousId?: string | undefined; label?: string }) {
+export function ProfileLink(props: { userId: string; anonymousId?: string | undefined }) {
   const may = useMay();
   if (!may("ProfileService/GetProfile")) return null;
   const [type, value] = props.userId ? ["user_id", props.userId] : ["anonymous_id", props.anonymousId ?? ""];
@@ -16,10 +16,24 @@ export function ProfileLink(props: { userId: string; anonymousId?: string | unde
   return (
     <>
       {" "}
-      <a href={profileHrefOf(type, value)} class="profile-link" aria-label={props.label} title="The person across all their ids">
+      <a href={profileHrefOf(type, value)} title="The person across all their ids">
         Profile
       </a>
     </>
+  );
+}
+
+/** A call's userId in a table's cell, linked to its profile (named "Profile of <userId>") for those who may read profiles. */
+export function UserIdCell(props: { userId: string }) {
+  const may = useMay();
+  if (!props.userId) return <td>–</td>;
+  if (!may("ProfileService/GetProfile")) return <td>{props.userId}</td>;
+  return (
+    <td>
+      <a href={profileHrefOf("user_id", props.userId)} aria-label={`Profile of ${props.userId}`}>
+        {props.userId}
+      </a>
+    </td>
   );
 }
 
