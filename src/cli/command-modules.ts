@@ -28,6 +28,7 @@ export const commandModules: readonly CommandModule[] = [
   { names: ["messages"], load: async () => (await import("./commands/routing.js")).registerMessages },
   { names: ["stats"], load: async () => (await import("./commands/stats.js")).registerStats },
   { names: ["audiences"], load: async () => (await import("./commands/audiences.js")).registerAudiences },
+  { names: ["profiles"], load: async () => (await import("./commands/profiles.js")).registerProfiles },
   { names: ["deletions"], load: async () => (await import("./commands/deletions.js")).registerDeletions },
   { names: ["plan"], load: async () => (await import("./commands/plans.js")).registerPlans },
   { names: ["send"], load: async () => (await import("./commands/send.js")).registerSend },

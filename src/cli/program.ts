@@ -11,7 +11,7 @@ import { CommandFailure, describeRpcError, UsageError } from "./errors.js";
 export async function createProgram(argv: readonly string[], io: CliIo, signal: AbortSignal): Promise<Command> {
   const program = new Command("waypost")
     .description(
-      "Drive a running Waypost: sources, webhook requests, destinations, deliveries, stats, audiences, deletions, tracking plans, tokens, users, the audit log.",
+      "Drive a running Waypost: sources, webhook requests, destinations, deliveries, stats, audiences, profiles, deletions, tracking plans, tokens, users, the audit log.",
     )
     .addOption(new Option("--url <url>", "the Waypost server").env("WAYPOST_URL").default("http://127.0.0.1:8080"))
     .addOption(

@@ -17,7 +17,7 @@ test("each RPC the console offers needs, in its table, the scope the server's ta
   }
 });
 
-test("a viewer may read everything but the audit log, users and others' tokens, and change nothing", () => {
+test("a viewer may read everything (profiles too) but the audit log, users and others' tokens, and change nothing", () => {
   const viewer = create(PrincipalSchema, { kind: "token", role: Role.VIEWER, scopes: [...scopesOf("viewer")] });
   const offered = Object.keys(rpcScopes).filter((rpc) => may(viewer, rpc as keyof typeof rpcScopes));
   expect(offered.sort()).toEqual(
@@ -26,7 +26,12 @@ test("a viewer may read everything but the audit log, users and others' tokens, 
       "DeletionService/ListDeletionRequests",
       "DeliveryService/GetDestinationStats",
       "DeliveryService/ListDeliveries",
+      "DeliveryService/ExplainMessage",
       "DestinationService/ListDestinations",
+      "ProfileService/GetProfile",
+      "ProfileService/ListProfileEvents",
+      "ProfileService/ListProfileMerges",
+      "ProfileService/SearchProfiles",
       "SourceService/ListSources",
       "TokenService/CreateToken",
       "TokenService/ListTokens",

@@ -7,6 +7,7 @@ import { DeliveryService } from "../../../gen/waypost/v1/delivery_pb.js";
 import { DestinationService } from "../../../gen/waypost/v1/destination_pb.js";
 import { HookService } from "../../../gen/waypost/v1/hook_pb.js";
 import { IntegrationService } from "../../../gen/waypost/v1/integration_pb.js";
+import { ProfileService } from "../../../gen/waypost/v1/profile_pb.js";
 import { SourceService } from "../../../gen/waypost/v1/source_pb.js";
 import { TrackingPlanService } from "../../../gen/waypost/v1/tracking_plan_pb.js";
 
@@ -22,6 +23,7 @@ export interface Api {
   access: Client<typeof AccessService>;
   tokens: Client<typeof TokenService>;
   audit: Client<typeof AuditService>;
+  profiles: Client<typeof ProfileService>;
 }
 
 /**
@@ -65,5 +67,6 @@ export function createApi(credential: Credential): Api {
     access: createClient(AccessService, transport),
     tokens: createClient(TokenService, transport),
     audit: createClient(AuditService, transport),
+    profiles: createClient(ProfileService, transport),
   };
 }

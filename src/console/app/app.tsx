@@ -14,6 +14,8 @@ import { LiveView } from "./views/live.js";
 import { MessageView } from "./views/message.js";
 import { NotFoundView } from "./views/not-found.js";
 import { OverviewView } from "./views/overview.js";
+import { ProfileView } from "./views/profile.js";
+import { ProfilesView } from "./views/profiles.js";
 import { SignInView } from "./views/sign-in.js";
 import { SourceDetailView } from "./views/source-detail.js";
 import { SourcesView } from "./views/sources.js";
@@ -49,6 +51,8 @@ export function App() {
             <Route path="/console/live" component={LiveView} />
             <Route path="/console/messages/:id" component={MessageView} />
             <Route path="/console/audiences" component={AudiencesView} />
+            <Route path="/console/profiles" component={ProfilesView} />
+            <Route path="/console/profiles/:id" component={ProfileView} />
             <Route path="/console/deletions" component={DeletionsView} />
             <Route path="/console/plans" component={TrackingPlansView} />
             <Route path="/console/plans/:id" component={TrackingPlanView} />

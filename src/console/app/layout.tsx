@@ -11,6 +11,7 @@ const links: Array<[string, string, Rpc]> = [
   ["/console/deliveries", "Deliveries", "DeliveryService/ListDeliveries"],
   ["/console/live", "Live", "DeliveryService/ListDeliveries"],
   ["/console/audiences", "Audiences", "AudienceService/ListAudiences"],
+  ["/console/profiles", "Profiles", "ProfileService/SearchProfiles"],
   ["/console/deletions", "Deletions", "DeletionService/ListDeletionRequests"],
   ["/console/plans", "Tracking plans", "TrackingPlanService/GetTrackingPlan"],
   ["/console/tokens", "Tokens", "TokenService/ListTokens"],

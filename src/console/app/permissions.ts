@@ -2,12 +2,12 @@ import { type Principal, Role } from "../../../gen/waypost/v1/access_pb.js";
 
 // What the console offers a principal: the scope each admin RPC behind a
 // page or a button needs, by the scope names of the server's own table
-// (src/api/access/rpc-scopes.ts; test/console/permissions.test.ts holds
+// (src/api/access/rpc-scopes.ts; test/console/access-permissions.test.ts holds
 // this one to it). The server refuses whatever a scope does not allow; the
 // console only hides what would be refused, and never reasons by role.
 
 export type Scope =
-  | `${"sources" | "destinations" | "deliveries" | "plans" | "audiences" | "deletions" | "hooks" | "integrations"}:read`
+  | `${"sources" | "destinations" | "deliveries" | "plans" | "audiences" | "deletions" | "hooks" | "integrations" | "profiles"}:read`
   | `${"sources" | "destinations" | "backfills" | "plans" | "audiences" | "hooks" | "deletions"}:write`
   | "deliveries:retry"
   | `${"tokens" | "users"}:${"read" | "write"}`
@@ -37,11 +37,17 @@ export const rpcScopes = {
   "DeliveryService/ListDeliveries": "deliveries:read",
   "DeliveryService/RetryDelivery": "deliveries:retry",
   "DeliveryService/RetryDeliveries": "deliveries:retry",
+  "DeliveryService/ExplainMessage": "deliveries:read",
 
   "AudienceService/ListAudiences": "audiences:read",
   "DeletionService/ListDeletionRequests": "deletions:read",
   "DeletionService/CreateDeletionRequest": "deletions:write",
   "TrackingPlanService/GetTrackingPlan": "plans:read",
+
+  "ProfileService/GetProfile": "profiles:read",
+  "ProfileService/ListProfileEvents": "profiles:read",
+  "ProfileService/SearchProfiles": "profiles:read",
+  "ProfileService/ListProfileMerges": "profiles:read",
 
   "TokenService/ListTokens": "authenticated",
   "TokenService/CreateToken": "authenticated",

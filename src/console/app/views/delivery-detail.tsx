@@ -6,6 +6,7 @@ import type { Destination } from "../../../../gen/waypost/v1/destination_pb.js";
 import { AttemptRequests, BatchDeliveries } from "./attempt-requests.js";
 import { kindFormOf } from "../kinds/registry.js";
 import { BodyView } from "../body-view.js";
+import { ProfileLink } from "../call-links.js";
 import { EmptyRow, ErrorMessage, HeaderRow, HeadersTable } from "../components.js";
 import { useAction, useLoad, useMay } from "../context.js";
 import { holdOf, retryableStatuses, retryHint } from "../delivery-hold.js";
@@ -120,7 +121,15 @@ function Summary(props: { delivery: Delivery; destination: Destination | undefin
         {d.messageId}
       </a>,
     ],
-    ["User ID", d.userId || d.anonymousId],
+    [
+      "User ID",
+      (d.userId || d.anonymousId) && (
+        <>
+          {d.userId || d.anonymousId}
+          <ProfileLink userId={d.userId} anonymousId={d.anonymousId} />
+        </>
+      ),
+    ],
     ["Destination", <DestinationLink id={d.destinationId} names={names} />],
     ["Source", <SourceLink id={d.sourceId} names={names} />],
     ["Created", formatTime(d.createTime)],

@@ -2,6 +2,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
 import { Fate, type ListFatesRequest } from "../../../../gen/waypost/v1/delivery_pb.js";
+import { UserIdCell } from "../call-links.js";
 import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
 import { useLoad } from "../context.js";
 import { fateLabels, formatTime } from "../format.js";
@@ -88,7 +89,7 @@ export function FilteredCallsView(props: { params: { id: string } }) {
               </td>
               <td>{c.type}</td>
               <td>{c.event || "–"}</td>
-              <td>{c.userId || "–"}</td>
+              <UserIdCell userId={c.userId} />
               <td>{fateLabels[c.fate]}</td>
               <td>{c.reason || "–"}</td>
             </tr>

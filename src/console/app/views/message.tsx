@@ -1,5 +1,6 @@
 import { useLocation } from "preact-iso";
 import { BodyView } from "../body-view.js";
+import { ProfileLink } from "../call-links.js";
 import { EmptyRow, ErrorMessage, HeaderRow } from "../components.js";
 import { useLoad } from "../context.js";
 import { fateLabels, formatTime } from "../format.js";
@@ -26,7 +27,10 @@ export function MessageView(props: { params: { id: string } }) {
             <dt>Event</dt>
             <dd>{call.event || "–"}</dd>
             <dt>User ID</dt>
-            <dd>{call.userId || "–"}</dd>
+            <dd>
+              {call.userId || "–"}
+              <ProfileLink userId={call.userId} />
+            </dd>
             <dt>Received</dt>
             <dd>{formatTime(call.receiveTime)}</dd>
           </dl>
