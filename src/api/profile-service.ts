@@ -87,8 +87,10 @@ export function createProfileService(options: ProfileServiceOptions): ServiceImp
 
   return {
     async getProfile(req) {
-      const row = await selectProfile(pool, await live(req));
-      if (!row) throw notFound("profile", req.profileId || "");
+      const id = await live(req);
+      // Gone between the lookup and the read: deleted by a deletion request just then.
+      const row = await selectProfile(pool, id);
+      if (!row) throw notFound("profile", id);
       return { profile: profileToProto(row) };
     },
 
@@ -111,6 +113,7 @@ export function createProfileService(options: ProfileServiceOptions): ServiceImp
             type: row.type,
             name,
             userId: row.user_id ?? "",
+            anonymousId: typeof body.anonymousId === "string" ? body.anonymousId : "",
             receiveTime: timestampFromDate(row.received_at),
             body,
           };
