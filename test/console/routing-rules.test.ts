@@ -142,6 +142,7 @@ describe("routing rules in the console", () => {
 
     await categories.fill("Ads,\nAnalytics");
     await page.getByRole("checkbox", { name: "Require consent" }).check();
+    await page.getByRole("checkbox", { name: "Add profile id" }).check();
     await page.getByRole("button", { name: "Test against recent calls" }).click();
     const rows = page.getByRole("table", { name: "Test results" }).getByRole("row");
     await rows.filter({ hasText: refused.messageId }).filter({ hasText: "No consent" }).waitFor();
@@ -151,11 +152,12 @@ describe("routing rules in the console", () => {
     await page.getByRole("button", { name: "Create destination" }).click();
     await page.getByRole("table", { name: "Destinations" }).waitFor();
     const created = (await server.destinations.listDestinations({})).destinations.find((d) => d.name === "consenting");
-    expect(created).toMatchObject({ consentCategories: ["Ads", "Analytics"], requireConsent: true });
+    expect(created).toMatchObject({ consentCategories: ["Ads", "Analytics"], requireConsent: true, addProfileId: true });
 
     await page.goto(`${server.url}/console/destinations/${created!.id}`);
     expect(await page.getByRole("textbox", { name: "Consent categories" }).inputValue()).toBe("Ads, Analytics");
     expect(await page.getByRole("checkbox", { name: "Require consent" }).isChecked()).toBe(true);
+    expect(await page.getByRole("checkbox", { name: "Add profile id" }).isChecked()).toBe(true);
     expect(pageErrors).toEqual([]);
   });
 });

@@ -25,6 +25,8 @@ export interface DestinationDraft {
   /** Consent: the categories as typed (comma- or line-separated), and whether calls without preferences are held back. */
   consentCategories: string;
   requireConsent: boolean;
+  /** Calls carry context.profileId (identity resolution). */
+  addProfileId: boolean;
   /** Every kind's part, the chosen kind's among them: switching the kind on create loses nothing typed. */
   kinds: KindDrafts;
 }
@@ -44,6 +46,7 @@ export function draftOf(destination: Destination | undefined): DestinationDraft 
       transform: "",
       consentCategories: "",
       requireConsent: false,
+      addProfileId: false,
       kinds,
     };
   }
@@ -59,6 +62,7 @@ export function draftOf(destination: Destination | undefined): DestinationDraft 
     transform: destination.transform,
     consentCategories: destination.consentCategories.join(", "),
     requireConsent: destination.requireConsent,
+    addProfileId: destination.addProfileId,
     kinds,
   };
 }
@@ -122,6 +126,7 @@ export function toRequest(draft: DestinationDraft): { destination: MessageInitSh
     maxRequestsPerSecond: typeof rate === "number" ? rate : 0,
     ordering: draft.ordering === "per-user" ? Ordering.PER_USER : Ordering.NONE,
     ...rulesOf(draft),
+    addProfileId: draft.addProfileId,
     ...own.fields,
   };
   const paths = [
@@ -135,6 +140,7 @@ export function toRequest(draft: DestinationDraft): { destination: MessageInitSh
     "transform",
     "consent_categories",
     "require_consent",
+    "add_profile_id",
     ...own.paths,
   ];
   return { destination, paths };

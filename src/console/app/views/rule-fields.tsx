@@ -51,6 +51,13 @@ const ruleFields: ReadonlyArray<SettingField<DestinationDraft>> = [
     hint: "Hold back calls that carry no consent preferences too.",
   },
   {
+    key: "addProfileId",
+    field: "addProfileId",
+    label: "Add profile id",
+    input: "check",
+    hint: "Every call it sends carries context.profileId: the person (identity resolution) its userId or anonymousId belongs to.",
+  },
+  {
     key: "dropFields",
     field: "dropFields",
     label: "Dropped fields",
