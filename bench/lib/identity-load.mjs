@@ -37,8 +37,9 @@ const messagePlaceholder = "@".repeat(24);
 const token = (/** @type {string} */ field, /** @type {number} */ slot) =>
   `~${field}${String(slot).padStart(3, "0")}`.padEnd(identifierWidth, "~");
 
-/** New identifiers: unique within this process, and across processes by a random prefix. */
+/** New identifiers and messageIds: unique within this process (whatever the client), and across processes by a random prefix. */
 let fresh = 0;
+let sequence = 0;
 const freshPrefix = Math.floor(Math.random() * 36 ** 4)
   .toString(36)
   .padStart(4, "0");
@@ -123,13 +124,12 @@ export function identityClient(baseUrl, writeKey, shape) {
   const userAt = kinds.map((_, slot) => bytes.indexOf(token("U", slot)));
   const anonymousAt = kinds.map((_, slot) => bytes.indexOf(token("A", slot)));
   const identifiers = batchIdentifiers(shape);
-  let sequence = 0;
   return {
     /** Sends one Batch of `batchSize` calls; resolves once acknowledged, every call accepted. */
     sendBatch() {
       const body = Buffer.from(bytes);
       for (const at of messageAt) {
-        body.write(`i-${process.pid}-${++sequence}`.padEnd(messagePlaceholder.length, "-"), at, "latin1");
+        body.write(`i-${freshPrefix}-${++sequence}`.padEnd(messagePlaceholder.length, "-"), at, "latin1");
       }
       identifiers().forEach(({ userId, anonymousId }, slot) => {
         if (userId !== undefined) body.write(userId, userAt[slot] ?? -1, "latin1");
@@ -185,6 +185,43 @@ export async function runIdentityLoad(client, durationMs, concurrency) {
     }),
   );
   return { calls, latencies, elapsedMs: performance.now() - start };
+}
+
+/**
+ * Batches at a steady `callsPerSecond` for `durationMs`, each sent on schedule whether or not
+ * the last was answered (at most `maxInFlight` at once: a send due while that many are out is skipped, and counted).
+ * @param {ReturnType<typeof identityClient>} client
+ * @param {number} durationMs
+ * @param {number} callsPerSecond
+ */
+export async function runPacedLoad(client, durationMs, callsPerSecond, maxInFlight = 64) {
+  /** @type {number[]} */
+  const latencies = [];
+  /** @type {Set<Promise<void>>} */
+  const inFlight = new Set();
+  let calls = 0;
+  let skipped = 0;
+  const interval = (1000 * batchSize) / callsPerSecond;
+  const start = performance.now();
+  for (let due = start; due < start + durationMs; due += interval) {
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    if (inFlight.size >= maxInFlight) {
+      skipped++;
+      continue;
+    }
+    const t = performance.now();
+    const sending = client
+      .sendBatch()
+      .then(() => {
+        latencies.push(performance.now() - t);
+        calls += batchSize;
+      })
+      .finally(() => inFlight.delete(sending));
+    inFlight.add(sending);
+  }
+  await Promise.all(inFlight);
+  return { calls, latencies, elapsedMs: performance.now() - start, skipped };
 }
 
 /**

@@ -4,7 +4,7 @@ import { unreadByCursorSql } from "../../dist/src/db/call-log/log-read.js";
 import { rpc } from "../lib/admin.mjs";
 import { startCpuMeter } from "../lib/cpu.mjs";
 import { copyOfDatabase, preparedIdentityDatabase } from "../lib/identity-graph.mjs";
-import { batchMix, batchSize, identityClient, runIdentityLoad, startProfileProbe } from "../lib/identity-load.mjs";
+import { batchMix, batchSize, identityClient, runIdentityLoad, runPacedLoad, startProfileProbe } from "../lib/identity-load.mjs";
 import { startService } from "../lib/service.mjs";
 import { report, sleep, summarize } from "../lib/stats.mjs";
 import { checkTarget, ratioOf } from "../lib/targets.mjs";
@@ -24,7 +24,10 @@ const latencyTarget = "GetProfile p99 ms during ingest with identity resolution 
  * `probeRate` a second throughout. With identity on: the calls the resolver
  * had not read when each window's load stopped, and the time it took to read
  * them with the load stopped (and what that cost the service and Postgres per
- * call). Goals: on at least 0.7 of off; GetProfile p99 under 20 ms while on.
+ * call). Then, for what a service below its peak sees: a window paced at a
+ * tenth of the first off window's rate, on and off, and GetProfile with
+ * nothing ingested (on). Goals: on at least 0.7 of off at full load; GetProfile
+ * p99 under 20 ms during the full-load windows with identity on.
  * @param {{ serverUrl: string, identifiers: number, durationMs: number, concurrency?: number, probeRate?: number }} options
  */
 export async function identityScenario({
@@ -43,20 +46,75 @@ export async function identityScenario({
   const { shape } = prepared;
   const db = await copyOfDatabase(serverUrl, prepared.name);
   const pool = new pg.Pool({ connectionString: db.url, max: 2 });
-  /** @type {import("../lib/service.mjs").Service | undefined} */
-  let service;
+  /** @type {import("../lib/service.mjs").Service[]} */
+  const services = [];
   try {
     /** @type {Record<"off" | "on", Array<Record<string, unknown>>>} */
     const windows = { off: [], on: [] };
+    /** @type {Record<"off" | "on", Array<Record<string, unknown>>>} */
+    const paced = { off: [], on: [] };
     /** @type {Record<"off" | "on", number[]>} */
     const probes = { off: [], on: [] };
     /** @type {Record<"off" | "on", number[]>} */
     const rpcLatencies = { off: [], on: [] };
     /** @type {string[]} */
     const probeErrors = [];
+    /** @type {Record<string, unknown> | undefined} */
+    let atRest;
     let sourceId = "";
     let writeKey = "";
     let peakRss = 0;
+    let pacedRate = 0;
+    /** Calls acknowledged per mode, warm-ups included: what the stored and resolved counts are checked against. */
+    const sent = { off: 0, on: 0 };
+
+    /**
+     * One window of load with GetProfile probes beside it; with identity on, the resolver's lag at its end and its catch-up after.
+     * @param {import("../lib/service.mjs").Service} service
+     * @param {"off" | "on"} mode
+     * @param {() => Promise<{ calls: number, latencies: number[], elapsedMs: number, skipped?: number }>} load
+     */
+    async function measure(service, mode, load) {
+      const probe = startProfileProbe(service.url, shape, probeRate);
+      const meter = await startCpuMeter(pool, { service: service.pid });
+      const run = await load();
+      const behind = mode === "on" ? await unresolved(pool, sourceId) : null;
+      const { used } = await meter.stop();
+      const probed = await probe.stop();
+      probeErrors.push(...probed.errors);
+      sent[mode] += run.calls;
+      /** @type {Record<string, unknown>} */
+      const window = {
+        rate: Math.round((run.calls / run.elapsedMs) * 1000),
+        calls: run.calls,
+        ...(run.skipped ? { sends_skipped: run.skipped } : {}),
+        cpu_us_per_call: { service: perCall(used.service, run.calls), postgres: perCall(used.postgres, run.calls) },
+        get_profile_ms: summarize(probed.latencies),
+      };
+      if (behind !== null) {
+        const catchUp = await startCpuMeter(pool, { service: service.pid });
+        const started = performance.now();
+        const left = await caughtUp(pool, sourceId);
+        const seconds = (performance.now() - started) / 1000;
+        const spent = await catchUp.stop();
+        Object.assign(window, {
+          unresolved_at_end: behind,
+          resolved_during_load_per_s: Math.round(((run.calls - behind) / run.elapsedMs) * 1000),
+          catch_up_s: left === 0 ? Math.round(seconds * 10) / 10 : null,
+          unresolved_after_catch_up: left,
+          // Rates and costs of the catch-up only over 5 pages or more (a page or two is within one poll).
+          resolved_alone_per_s: behind >= 5_000 && left === 0 ? Math.round(behind / seconds) : null,
+          catch_up_cpu_us_per_call:
+            behind - left >= 5_000
+              ? { service: perCall(spent.used.service, behind - left), postgres: perCall(spent.used.postgres, behind - left) }
+              : null,
+        });
+      }
+      return { window, probed, run };
+    }
+
+    // Windows off, on, on, off at full load (8 streams, each sending as soon as answered); then, at a tenth of
+    // the first off window's rate, paced windows on and off; and GetProfile alone, identity on, nothing ingested.
     for (const [mode, count] of /** @type {const} */ ([
       ["off", 1],
       ["on", 2],
@@ -69,57 +127,37 @@ export async function identityScenario({
            ON CONFLICT (source_id) DO UPDATE SET seen = excluded.seen, up_to = NULL, after_xid = '0', after_id = 0`,
         );
       }
-      service = await startService(db.url, { WAYPOST_IDENTITY: mode, WAYPOST_CALL_LOG: "on" });
+      const service = await startService(db.url, { WAYPOST_IDENTITY: mode, WAYPOST_CALL_LOG: "on" });
+      services.push(service);
       if (!sourceId) {
         const { source } = await rpc(service.url, "SourceService/CreateSource", { source: { name: "identity" } });
         sourceId = source.id;
         writeKey = source.writeKey;
       }
       const client = identityClient(service.url, writeKey, shape);
-      await runIdentityLoad(client, 1_000, concurrency); // warm-up: JIT, connections, the graph's pages
+      sent[mode] += (await runIdentityLoad(client, 1_000, concurrency)).calls; // warm-up: JIT, connections, the graph's pages
       if (mode === "on") await caughtUp(pool, sourceId);
       for (let n = 0; n < count; n++) {
-        const probe = startProfileProbe(service.url, shape, probeRate);
-        const meter = await startCpuMeter(pool, { service: service.pid });
-        const run = await runIdentityLoad(client, durationMs, concurrency);
-        const behind = mode === "on" ? await unresolved(pool, sourceId) : null;
-        const { used } = await meter.stop();
-        const probed = await probe.stop();
-        probes[mode].push(...probed.latencies);
-        probeErrors.push(...probed.errors);
-        rpcLatencies[mode].push(...run.latencies);
-        const rate = Math.round((run.calls / run.elapsedMs) * 1000);
-        /** @type {Record<string, unknown>} */
-        const window = {
-          rate,
-          calls: run.calls,
-          cpu_us_per_call: { service: perCall(used.service, run.calls), postgres: perCall(used.postgres, run.calls) },
-          get_profile_ms: summarize(probed.latencies),
-        };
-        if (mode === "on" && behind !== null) {
-          const catchUp = await startCpuMeter(pool, { service: service.pid });
-          const started = performance.now();
-          const left = await caughtUp(pool, sourceId);
-          const seconds = (performance.now() - started) / 1000;
-          const spent = await catchUp.stop();
-          Object.assign(window, {
-            unresolved_at_end: behind,
-            resolved_during_ingest_per_s: Math.round(((run.calls - behind) / run.elapsedMs) * 1000),
-            catch_up_s: left === 0 ? Math.round(seconds * 10) / 10 : null,
-            unresolved_after_catch_up: left,
-            resolved_alone_per_s: behind > 0 && left === 0 ? Math.round(behind / seconds) : null,
-            catch_up_cpu_us_per_call:
-              behind > 0
-                ? { service: perCall(spent.used.service, behind - left), postgres: perCall(spent.used.postgres, behind - left) }
-                : null,
-          });
-        }
+        const { window, probed, run } = await measure(service, mode, () => runIdentityLoad(client, durationMs, concurrency));
         windows[mode].push(window);
+        probes[mode].push(...probed.latencies);
+        rpcLatencies[mode].push(...run.latencies);
+        pacedRate ||= Math.max(batchSize, Math.round(Number(window.rate) / 10 / batchSize) * batchSize);
+      }
+      if (mode === "on" || windows.off.length === 2) {
+        const { window } = await measure(service, mode, () => runPacedLoad(client, durationMs, pacedRate));
+        paced[mode].push(window);
+      }
+      if (mode === "on") {
+        const probe = startProfileProbe(service.url, shape, probeRate);
+        await sleep(durationMs);
+        const probed = await probe.stop();
+        probeErrors.push(...probed.errors);
+        atRest = { ...summarize(probed.latencies), probes: probed.latencies.length };
       }
       client.close();
       peakRss = Math.max(peakRss, service.peakRssMb());
       await service.stop();
-      service = undefined;
     }
     const mean = (/** @type {Array<Record<string, unknown>>} */ ws) =>
       Math.round(ws.reduce((sum, w) => sum + Number(w.rate), 0) / ws.length);
@@ -129,7 +167,9 @@ export async function identityScenario({
     const latencyOn = summarize(probes.on);
     const ratioCheck = checkTarget(ratioTarget, ratio, 0.7);
     const latencyCheck = checkTarget(latencyTarget, latencyOn.p99, 20, { atMost: true });
-    const graph = await graphAfter(pool);
+    const graph = await graphAfter(pool, sourceId);
+    // Every acknowledged call stored once (no messageId repeated), and every call of the on windows resolved.
+    const counted = graph.calls_stored === sent.off + sent.on && graph.profile_calls === sent.on;
     const common = {
       unit: "calls/s accepted",
       identifiers_stored: shape.identifiers,
@@ -144,6 +184,7 @@ export async function identityScenario({
       windows: windows.off,
       rpc_latency_ms: summarize(rpcLatencies.off),
       get_profile_ms: { ...summarize(probes.off), probes: probes.off.length },
+      paced: { rate_asked: pacedRate, ...paced.off[0] },
     });
     report({
       scenario: "identity",
@@ -153,9 +194,13 @@ export async function identityScenario({
       rate_off: rateOff,
       ratio,
       target: { ratio: ratioCheck.goal, get_profile_p99_ms: latencyCheck.goal, met: ratioCheck.met && latencyCheck.met },
+      calls_sent: sent,
+      counts_match: counted,
       get_profile_ms: { ...latencyOn, probes: probes.on.length, per_s: probeRate, errors: probeErrors.length, error: probeErrors[0] },
       windows: windows.on,
       rpc_latency_ms: summarize(rpcLatencies.on),
+      paced: { rate_asked: pacedRate, ...paced.on[0] },
+      get_profile_at_rest_ms: atRest,
       mix_per_batch: batchMix,
       graph: {
         identifiers: shape.identifiers,
@@ -173,7 +218,7 @@ export async function identityScenario({
     });
     return { ratio, rss: peakRss };
   } finally {
-    await service?.stop();
+    for (const service of services) await service.stop();
     await pool.end();
     await db.drop();
   }
@@ -212,14 +257,18 @@ async function caughtUp(pool, sourceId) {
 }
 
 /**
- * What the run left in the graph.
+ * What the run left: the source's calls stored, and the graph.
  * @param {pg.Pool} pool
+ * @param {string} sourceId
+ * @returns {Promise<{ calls_stored: number, identifiers: number, profiles: number, merged: number, profile_calls: number }>}
  */
-async function graphAfter(pool) {
+async function graphAfter(pool, sourceId) {
   const { rows } = await pool.query(
-    `SELECT (SELECT count(*) FROM profile_identifiers)::int AS identifiers, (SELECT count(*) FROM profiles)::int AS profiles,
+    `SELECT (SELECT count(*) FROM messages WHERE source_id = $1)::int AS calls_stored,
+            (SELECT count(*) FROM profile_identifiers)::int AS identifiers, (SELECT count(*) FROM profiles)::int AS profiles,
             (SELECT count(*) FROM profiles WHERE merged_into IS NOT NULL)::int AS merged,
             (SELECT count(*) FROM profile_calls)::int AS profile_calls`,
+    [sourceId],
   );
   return rows[0];
 }
