@@ -118,7 +118,10 @@ const markerTable = "bench_identity_graph";
 export async function preparedIdentityDatabase(serverUrl, { identifiers, name = "waypost_bench_identity", progress = () => {} }) {
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
-  const exists = await onServer(serverUrl, async (admin) => (await admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [name])).rowCount);
+  const exists = await onServer(
+    serverUrl,
+    async (admin) => (await admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [name])).rowCount,
+  );
   if (exists) {
     const marker = await withPool(url.toString(), async (pool) => {
       const { rows } = await pool.query(`SELECT to_regclass('${markerTable}') IS NOT NULL AS present`);
@@ -145,7 +148,9 @@ export async function preparedIdentityDatabase(serverUrl, { identifiers, name = 
   const shape = await withClient(url.toString(), async (client) => {
     const filled = await fillIdentityGraph(client, identifiers, progress);
     const buildS = Math.round((performance.now() - started) / 100) / 10;
-    await client.query(`CREATE TABLE ${markerTable} (identifiers bigint NOT NULL, build_s numeric NOT NULL, built_at timestamptz NOT NULL)`);
+    await client.query(
+      `CREATE TABLE ${markerTable} (identifiers bigint NOT NULL, build_s numeric NOT NULL, built_at timestamptz NOT NULL)`,
+    );
     await client.query(`INSERT INTO ${markerTable} VALUES ($1, $2, now())`, [identifiers, buildS]);
     return filled;
   });

@@ -29,7 +29,8 @@ export const batchMix = /** @type {const} */ ({
   knownIdentify: 5,
 });
 export const batchSize = Object.values(batchMix).reduce((a, b) => a + b, 0);
-const visitorsPerBatch = 5;
+/** New visitors per batch: `visitor` calls go to them in turn, and each `signUp` is one of them. */
+export const visitorsPerBatch = 5;
 
 /** @typedef {keyof typeof batchMix} Kind */
 
