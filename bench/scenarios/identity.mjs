@@ -101,6 +101,8 @@ export async function identityScenario({
         const spent = await catchUp.stop();
         Object.assign(window, {
           unresolved_at_end: behind,
+          // The window's calls over the time until the last of them was resolved: the rate the service sustains resolved.
+          resolved_end_to_end_per_s: left === 0 ? Math.round(run.calls / (run.elapsedMs / 1000 + seconds)) : null,
           resolved_during_load_per_s: Math.round(((run.calls - behind) / run.elapsedMs) * 1000),
           catch_up_s: left === 0 ? Math.round(seconds * 10) / 10 : null,
           unresolved_after_catch_up: left,
@@ -166,6 +168,9 @@ export async function identityScenario({
     const rateOff = mean(windows.off);
     const rateOn = mean(windows.on);
     const ratio = ratioOf(rateOn, rateOff);
+    const resolvedOn = windows.on.every((w) => typeof w.resolved_end_to_end_per_s === "number")
+      ? Math.round(windows.on.reduce((sum, w) => sum + Number(w.resolved_end_to_end_per_s), 0) / windows.on.length)
+      : null;
     const latencyOn = summarize(probes.on);
     const ratioCheck = checkTarget(ratioTarget, ratio, 0.7);
     const latencyCheck = checkTarget(latencyTarget, latencyOn.p99, 20, { atMost: true });
@@ -195,6 +200,9 @@ export async function identityScenario({
       ...common,
       rate_off: rateOff,
       ratio,
+      // Accepted and resolved: each full-load window's calls over the time until the resolver had read them all.
+      resolved_rate: resolvedOn,
+      ratio_resolved_to_off: ratioOf(resolvedOn, rateOff),
       target: { ratio: ratioCheck.goal, get_profile_p99_ms: latencyCheck.goal, met: ratioCheck.met && latencyCheck.met },
       calls_sent: sent,
       counts_match: counted,
