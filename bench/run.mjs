@@ -4,13 +4,14 @@
 // JSON object per line, ending with a summary of the targets met. Without
 // options it runs the default set (`defaultSet` below). Options:
 //   --only=a,b   these scenarios (any of `scenarioNames`; `brokers` is amqp,nats)
-//   --all        every scenario but soak, history, retention and backfill
+//   --all        every scenario but soak, history, retention, backfill and identity
 //   --NAME       add scenario NAME to the default run (--soak, --tracing, …)
 //   --quick   smaller counts and shorter steps (a smoke run, not a measurement)
 //   --duration=MS --deliveries=N   override the ingest duration and the burn-down size
 //   --history=N   finished deliveries in the history scenario (default 10,000,000; --quick 200,000)
 //   --retained=N  finished deliveries in the day the retention scenario drops (default 5,000,000)
 //   --backfill=N  retained calls the backfill scenario backfills (default 1,000,000; --quick 50,000)
+//   --identifiers=N  identifiers stored before the identity scenario (default 10,000,000; --quick 100,000)
 //   (transform-burn-down: windows of --deliveries, at most 50,000; --quick 5,000)
 import os from "node:os";
 import { openPostgres } from "./lib/postgres.mjs";
@@ -26,6 +27,7 @@ import { cheapRequestsScenario } from "./scenarios/cheap-requests.mjs";
 import { clientScenario } from "./scenarios/client.mjs";
 import { endToEndScenario } from "./scenarios/end-to-end.mjs";
 import { historyScenario } from "./scenarios/history.mjs";
+import { identityScenario } from "./scenarios/identity.mjs";
 import { ingestScenario } from "./scenarios/ingest.mjs";
 import { ingestDestinationsScenario } from "./scenarios/ingest-destinations.mjs";
 import { integrationBurnDownScenario } from "./scenarios/integration-burn-down.mjs";
@@ -83,6 +85,7 @@ const deliveriesArg = numberArg("deliveries");
 const historySize = numberArg("history") ?? (quick ? 200_000 : 10_000_000);
 const retainedSize = numberArg("retained") ?? (quick ? 200_000 : 5_000_000);
 const backfillSize = numberArg("backfill") ?? (quick ? 50_000 : 1_000_000);
+const identifiersStored = numberArg("identifiers") ?? (quick ? 100_000 : 10_000_000);
 // Each of the four windows of transform-burn-down (and a warm-up of each kind): at most 50,000.
 const transformWindow = deliveriesArg ? Math.min(deliveriesArg, 50_000) : quick ? 5_000 : Math.min(sizes.burnDown, 50_000);
 if (durationArg) sizes.durationMs = durationArg;
@@ -242,6 +245,10 @@ try {
   if (wants("retention")) await inFreshDatabase((db) => retentionScenario({ db, count: retainedSize }));
   // BackfillDestination over retained calls, with tracking RPCs' latency beside it and delivery running.
   if (wants("backfill")) await inFreshDatabase((db) => backfillScenario({ db, sink, count: backfillSize }));
+  // Ingest with identity resolution off and on, on a stored graph of --identifiers (built once per server, then copied).
+  if (wants("identity")) {
+    await identityScenario({ serverUrl: postgres.serverUrl, identifiers: identifiersStored, durationMs: sizes.durationMs });
+  }
   if (wants("soak")) await inFreshDatabase((db) => soakScenario({ db, sink, durationMs: sizes.soakMs }));
   report(summaryLine());
 } finally {

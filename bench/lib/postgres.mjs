@@ -41,6 +41,8 @@ export async function openPostgres() {
   return {
     postgresVersion: version,
     embedded: Boolean(embedded),
+    /** The server's own URL (a scenario that keeps a database across runs makes it there). */
+    serverUrl,
     /** @returns {Promise<Database>} */
     async createDatabase() {
       const name = `waypost_bench_${randomBytes(4).toString("hex")}`;

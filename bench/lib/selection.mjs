@@ -32,6 +32,7 @@ export const scenarioNames = [
   "history",
   "retention",
   "backfill",
+  "identity",
   "soak",
 ];
 
@@ -64,7 +65,7 @@ export const defaultSet = [
 const aliases = /** @type {Record<string, string[]>} */ ({ brokers: ["amqp", "nats"] });
 
 /** Minutes each, or gigabytes of disk: never part of `--all`. */
-const slow = ["soak", "history", "retention", "backfill"];
+const slow = ["soak", "history", "retention", "backfill", "identity"];
 
 /** Needs DATABASE_URL at a Citus coordinator: only by name. */
 const needsCluster = ["citus"];

@@ -6,7 +6,7 @@ import {
   insertIdentifiers,
   insertProfileCalls,
   insertProfiles,
-  mergeProfile,
+  mergeProfiles,
   type ProfileGrowth,
   selectDeletedIdentifiers,
   selectIdentifierOwners,
@@ -104,7 +104,7 @@ export async function writePage(
   facts: ReadonlyMap<string, CallFacts>,
 ): Promise<void> {
   await insertProfiles(tx, plan.created);
-  for (const { from, into } of plan.merges) await mergeProfile(tx, from, into);
+  await mergeProfiles(tx, plan.merges);
   await insertIdentifiers(
     tx,
     plan.links.map((link) => ({ type: link.identifier.type, value: link.identifier.value, profileId: link.profileId, at: link.at })),

@@ -69,17 +69,48 @@ const mergedTraits = (a: string, b: string) => `(SELECT coalesce(jsonb_object_ag
      ORDER BY k, v->>'at' DESC) y)`;
 const summedCounts = (a: string, b: string) => `(SELECT coalesce(jsonb_object_agg(k, s), '{}') FROM (
     SELECT key AS k, sum(value::text::numeric) AS s FROM (SELECT * FROM jsonb_each(${a}) UNION ALL SELECT * FROM jsonb_each(${b})) x GROUP BY key) y)`;
+/** mergedTraits and summedCounts over a group's rows, as aggregates (one object from many). */
+const mergedTraitsOf = (column: string) => `(SELECT coalesce(jsonb_object_agg(k, v), '{}') FROM (
+    SELECT DISTINCT ON (k) k, v FROM (SELECT e.key AS k, e.value AS v FROM jsonb_array_elements(jsonb_agg(${column})) t, jsonb_each(t) e) x
+     ORDER BY k, v->>'at' DESC) y)`;
+const summedCountsOf = (column: string) => `(SELECT coalesce(jsonb_object_agg(k, s), '{}') FROM (
+    SELECT e.key AS k, sum(e.value::text::numeric) AS s FROM jsonb_array_elements(jsonb_agg(${column})) t, jsonb_each(t) e GROUP BY e.key) y)`;
 
-/** `from` merges into `into`: its identifiers, its figures and traits, and every profile already merged into it. */
-export async function mergeProfile(db: Queryable, from: string, into: string): Promise<void> {
-  await db.query("UPDATE profile_identifiers SET profile_id = $2 WHERE profile_id = $1", [from, into]);
+/**
+ * A page's merges, in three statements whatever their number: each `from`
+ * (in order; an `into` may itself merge later in the page) goes into the
+ * live profile at the end of its chain, its root. The root gets the
+ * identifiers, figures and traits of every profile merged into it, and
+ * every profile already merged into one of them points at it. A profile
+ * merged on the way keeps its own figures (a merged profile's are never read).
+ */
+export async function mergeProfiles(db: Queryable, merges: ReadonlyArray<{ from: string; into: string }>): Promise<void> {
+  if (merges.length === 0) return;
+  const into = new Map(merges.map((merge) => [merge.from, merge.into]));
+  const root = (id: string) => {
+    let at = id;
+    for (let next = into.get(at); next !== undefined; next = into.get(at)) at = next;
+    return at;
+  };
+  const values = [merges.map((merge) => merge.from), merges.map((merge) => root(merge.from))];
   await db.query(
-    `UPDATE profiles i SET first_seen = least(i.first_seen, f.first_seen), last_seen = greatest(i.last_seen, f.last_seen),
-            calls = i.calls + f.calls, traits = ${mergedTraits("f.traits", "i.traits")}, event_counts = ${summedCounts("f.event_counts", "i.event_counts")}
-       FROM profiles f WHERE i.id = $2 AND f.id = $1`,
-    [from, into],
+    `UPDATE profile_identifiers i SET profile_id = m.root FROM unnest($1::uuid[], $2::uuid[]) m(from_id, root) WHERE i.profile_id = m.from_id`,
+    values,
   );
-  await db.query("UPDATE profiles SET merged_into = $2 WHERE id = $1 OR merged_into = $1", [from, into]);
+  await db.query(
+    `UPDATE profiles r SET first_seen = least(r.first_seen, f.first_seen), last_seen = greatest(r.last_seen, f.last_seen),
+            calls = r.calls + f.calls, traits = ${mergedTraits("f.traits", "r.traits")}, event_counts = ${summedCounts("f.counts", "r.event_counts")}
+       FROM (SELECT m.root, min(p.first_seen) AS first_seen, max(p.last_seen) AS last_seen, sum(p.calls) AS calls,
+                    ${mergedTraitsOf("p.traits")} AS traits, ${summedCountsOf("p.event_counts")} AS counts
+               FROM unnest($1::uuid[], $2::uuid[]) m(from_id, root) JOIN profiles p ON p.id = m.from_id GROUP BY m.root) f
+      WHERE r.id = f.root`,
+    values,
+  );
+  await db.query(
+    `UPDATE profiles p SET merged_into = m.root FROM unnest($1::uuid[], $2::uuid[]) m(from_id, root)
+      WHERE p.id = m.from_id OR p.merged_into = m.from_id`,
+    values,
+  );
 }
 
 export async function insertIdentifiers(
@@ -108,8 +139,11 @@ export interface ProfileGrowth {
 export async function growProfiles(db: Queryable, growth: readonly ProfileGrowth[]): Promise<void> {
   if (growth.length === 0) return;
   await db.query(
+    // Most calls set no trait (tracks, pages): their profiles keep theirs as they are; counts add the page's keys only.
     `UPDATE profiles p SET calls = p.calls + g.calls, first_seen = least(p.first_seen, g.first_seen), last_seen = greatest(p.last_seen, g.last_seen),
-            traits = ${mergedTraits("g.traits", "p.traits")}, event_counts = ${summedCounts("g.counts", "p.event_counts")}
+            traits = CASE WHEN g.traits = '{}' THEN p.traits ELSE ${mergedTraits("g.traits", "p.traits")} END,
+            event_counts = p.event_counts || (SELECT coalesce(jsonb_object_agg(key, coalesce((p.event_counts ->> key)::numeric, 0) + value::text::numeric), '{}')
+                                                FROM jsonb_each(g.counts))
        FROM unnest($1::uuid[], $2::bigint[], $3::timestamptz[], $4::timestamptz[], $5::jsonb[], $6::jsonb[])
             g(id, calls, first_seen, last_seen, traits, counts)
       WHERE p.id = g.id`,
