@@ -33,6 +33,8 @@ export async function startService(databaseUrl, env = {}, options = {}) {
       WAYPOST_LOG_LEVEL: "info",
       // Scenarios measure the per-call layout unless they ask for the call log (their lines say which).
       WAYPOST_CALL_LOG: "off",
+      // And without identity resolution (on in production), unless they ask for it (the identity scenario).
+      WAYPOST_IDENTITY: "off",
       ...env,
     },
     stdio: ["ignore", "pipe", "inherit"],
