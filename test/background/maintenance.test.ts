@@ -9,11 +9,14 @@ import { createLogger } from "../../src/logger.js";
 import { testWith } from "../helpers/fixtures.js";
 import type { TestServer } from "../helpers/server.js";
 import { singleNodeJobTable } from "../../src/db/job-table/index.js";
+import { parseIdentity } from "../../src/identity-config.js";
 
 const day = 24 * 3_600_000;
 const clock = new ManualClock(new Date("2026-11-01T00:00:00Z"));
 const test = testWith({
-  server: { clock },
+  // No identity resolver: its page transactions read the calls this file stores, and one open
+  // during the vacuum test would hold back the dead rows it counts.
+  server: { clock, config: { identity: parseIdentity({ WAYPOST_IDENTITY: "off" }) } },
   receiver: { respond: (request) => ({ status: JSON.parse(request.body).event === "stuck" ? 500 : 200 }) },
 });
 
@@ -102,8 +105,6 @@ test("the job table is vacuumed once dead rows pile up, whether or not autovacuu
   const dead = async () =>
     Number((await server.pool.query("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'delivery_queue'")).rows[0].n_dead_tup);
   expect(await dead()).toBeGreaterThanOrEqual(20_000);
-  // The identity resolver reads the new calls a page per transaction: none may hold back the vacuum.
-  await server.waypost.identity?.caughtUp();
   expect(await server.waypost.maintenance!.vacuumIfNeeded()).toBe(true);
   expect(await dead()).toBeLessThan(20_000);
   expect(await server.waypost.maintenance!.vacuumIfNeeded()).toBe(false);

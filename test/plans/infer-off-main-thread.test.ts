@@ -2,6 +2,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { expect } from "vitest";
 import { inferPlan } from "../../src/plans/infer-plan.js";
 import { threadCpuClock } from "../../src/sandbox/cpu-budget.js";
+import { parseIdentity } from "../../src/identity-config.js";
 import { testWith } from "../helpers/fixtures.js";
 import type { TestServer } from "../helpers/server.js";
 
@@ -9,7 +10,8 @@ import type { TestServer } from "../helpers/server.js";
 // worker thread, so the server's event loop (every other request) does not
 // wait behind it.
 
-const test = testWith();
+// Without identity resolution: its resolver would be other main-thread work over the same stored calls.
+const test = testWith({ server: { config: { identity: parseIdentity({ WAYPOST_IDENTITY: "off" }) } } });
 
 /** Stores `calls` track calls of about 20 KB, each with `keys` keys of its own. */
 async function storeWideCalls(server: TestServer, sourceId: string, calls: number, keys: number): Promise<void> {
