@@ -9,7 +9,7 @@ import type { TestServer } from "../helpers/server.js";
 /**
  * The Users page with the admin token (an owner): people who signed in
  * through the identity provider (rows put straight into the database here:
- * the sign-in itself is not on this branch), a role changed and saved, a
+ * the sign-in itself is tested in test/sign-in/), a role changed and saved, a
  * person signed out everywhere and disabled; a role the provider's groups
  * set is shown, not offered for change. Debian's Chromium against a real
  * Waypost.
