@@ -33,6 +33,10 @@ export function graphShape(identifiers) {
 /** A profile's id from its number: deterministic, so identifiers point at it without a join. */
 const profileIdSql = (/** @type {string} */ k) => `lpad(to_hex(${k}), 32, '0')::uuid`;
 
+// When the stored profiles were made: users 300 to 100 days ago, anonymous-only ones in the last 60 days.
+const userCreatedSql = "now() - interval '300 days' + interval '200 days' * k / $1::int";
+const anonymousCreatedSql = "now() - interval '60 days' + interval '59 days' * j / $2::int";
+
 /**
  * Fills a migrated database's profiles and profile_identifiers with the graph of
  * `identifiers` (graphShape), as the resolver would have left it: the tables'
@@ -47,7 +51,7 @@ const profileIdSql = (/** @type {string} */ k) => `lpad(to_hex(${k}), 32, '0')::
  */
 export async function fillIdentityGraph(client, identifiers, progress = () => {}) {
   const shape = graphShape(identifiers);
-  const tables = ["profiles", "profile_identifiers"];
+  const tables = ["profiles", "profile_figures", "profile_identifiers"];
   await client.query("SET maintenance_work_mem = '1GB'");
   const { rows: constraints } = await client.query(
     `SELECT conrelid::regclass::text AS tbl, conname, pg_get_constraintdef(oid) AS def FROM pg_constraint
@@ -65,20 +69,30 @@ export async function fillIdentityGraph(client, identifiers, progress = () => {}
   progress(`profiles: ${users} users, ${anonymousOnly} anonymous-only`);
   // Users: created 300 to 100 days ago, seen since; an email and a plan as identify set them.
   await client.query(
-    `INSERT INTO profiles (id, created_at, first_seen, last_seen, calls, traits, event_counts)
-     SELECT ${profileIdSql("k")}, t, t, t + interval '1 day' * (k % 90), 2 + k % 40,
+    `INSERT INTO profiles (id, created_at, traits)
+     SELECT ${profileIdSql("k")}, t,
             jsonb_build_object(
               'email', jsonb_build_object('value', 'u' || k || '@example.com', 'at', t, 'messageId', 'seed-' || k),
-              'plan', jsonb_build_object('value', (ARRAY['free', 'pro', 'team'])[1 + k % 3], 'at', t, 'messageId', 'seed-' || k)),
-            jsonb_build_object('Order Completed', 1 + k % 40, '(identify)', 1)
-       FROM generate_series(1, $1::int) k, LATERAL (SELECT now() - interval '300 days' + interval '200 days' * k / $1::int AS t) x`,
+              'plan', jsonb_build_object('value', (ARRAY['free', 'pro', 'team'])[1 + k % 3], 'at', t, 'messageId', 'seed-' || k))
+       FROM generate_series(1, $1::int) k, LATERAL (SELECT ${userCreatedSql} AS t) x`,
+    [users],
+  );
+  await client.query(
+    `INSERT INTO profile_figures (profile_id, first_seen, last_seen, calls, event_counts)
+     SELECT ${profileIdSql("k")}, t, t + interval '1 day' * (k % 90), 2 + k % 40, jsonb_build_object('Order Completed', 1 + k % 40, '(identify)', 1)
+       FROM generate_series(1, $1::int) k, LATERAL (SELECT ${userCreatedSql} AS t) x`,
     [users],
   );
   // Anonymous-only: created in the last 60 days, a few pages each.
   await client.query(
-    `INSERT INTO profiles (id, created_at, first_seen, last_seen, calls, event_counts)
-     SELECT ${profileIdSql("$1::int + j")}, t, t, t, 1 + j % 5, jsonb_build_object('(page)', 1 + j % 5)
-       FROM generate_series(1, $2::int) j, LATERAL (SELECT now() - interval '60 days' + interval '59 days' * j / $2::int AS t) x`,
+    `INSERT INTO profiles (id, created_at)
+     SELECT ${profileIdSql("$1::int + j")}, t FROM generate_series(1, $2::int) j, LATERAL (SELECT ${anonymousCreatedSql} AS t) x`,
+    [users, anonymousOnly],
+  );
+  await client.query(
+    `INSERT INTO profile_figures (profile_id, first_seen, last_seen, calls, event_counts)
+     SELECT ${profileIdSql("$1::int + j")}, t, t, 1 + j % 5, jsonb_build_object('(page)', 1 + j % 5)
+       FROM generate_series(1, $2::int) j, LATERAL (SELECT ${anonymousCreatedSql} AS t) x`,
     [users, anonymousOnly],
   );
   progress("profile_identifiers");
@@ -100,7 +114,7 @@ export async function fillIdentityGraph(client, identifiers, progress = () => {}
   for (const c of constraints) await client.query(`ALTER TABLE ${c.tbl} ADD CONSTRAINT ${c.conname} ${c.def}`);
   for (const index of indexes) await client.query(index.indexdef);
   progress("vacuum analyze");
-  await client.query("VACUUM (ANALYZE) profiles, profile_identifiers");
+  await client.query("VACUUM (ANALYZE) profiles, profile_figures, profile_identifiers");
   return shape;
 }
 

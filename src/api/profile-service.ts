@@ -10,6 +10,7 @@ import {
   searchProfilesByTrait,
   selectProfile,
   selectProfileEvents,
+  selectLiveProfile,
   selectProfileHistory,
 } from "../db/queries/identity/profiles.js";
 import type { Queryable } from "../db/pool.js";
@@ -64,19 +65,24 @@ function traitValueOf(text: string): unknown {
 export function createProfileService(options: ProfileServiceOptions): ServiceImpl<typeof ProfileService> {
   const { pool } = options;
 
-  async function live(req: { profileId: string; identifier?: { type: string; value: string } | undefined }): Promise<string> {
-    if (req.profileId) {
-      const id = await liveProfileId(pool, { profileId: requireUuid("profileId", req.profileId) });
-      if (!id) throw notFound("profile", req.profileId);
-      return id;
-    }
+  /** Which profile a request names: by id, or by one of its identifiers (checked, not yet looked up). */
+  function named(req: {
+    profileId: string;
+    identifier?: { type: string; value: string } | undefined;
+  }): { profileId: string } | { type: string; value: string } {
+    if (req.profileId) return { profileId: requireUuid("profileId", req.profileId) };
     const identifier = req.identifier;
     if (!identifier?.type || !identifier.value) throw invalidArgument("identifier", "give profileId, or an identifier's type and value");
-    const id = await liveProfileId(pool, {
-      type: bounded("identifier.type", identifier.type, 40),
-      value: bounded("identifier.value", identifier.value),
-    });
-    if (!id) throw notFound("profile with identifier", `${identifier.type}:${identifier.value}`);
+    return { type: bounded("identifier.type", identifier.type, 40), value: bounded("identifier.value", identifier.value) };
+  }
+
+  const notFoundAs = (by: { profileId: string } | { type: string; value: string }) =>
+    "profileId" in by ? notFound("profile", by.profileId) : notFound("profile with identifier", `${by.type}:${by.value}`);
+
+  async function live(req: { profileId: string; identifier?: { type: string; value: string } | undefined }): Promise<string> {
+    const by = named(req);
+    const id = await liveProfileId(pool, by);
+    if (!id) throw notFoundAs(by);
     return id;
   }
 
@@ -87,10 +93,9 @@ export function createProfileService(options: ProfileServiceOptions): ServiceImp
 
   return {
     async getProfile(req) {
-      const id = await live(req);
-      // Gone between the lookup and the read: deleted by a deletion request just then.
-      const row = await selectProfile(pool, id);
-      if (!row) throw notFound("profile", id);
+      const by = named(req);
+      const row = await selectLiveProfile(pool, by);
+      if (!row) throw notFoundAs(by);
       return { profile: profileToProto(row) };
     },
 

@@ -8,7 +8,6 @@ import {
   insertProfiles,
   mergeProfiles,
   type ProfileGrowth,
-  selectDeletedIdentifiers,
   selectIdentifierOwners,
   selectProfileShapes,
 } from "../db/queries/identity/identity-graph.js";
@@ -28,38 +27,92 @@ export interface PageGraph {
 
 export async function loadGraph(tx: Queryable, facts: readonly CallFacts[], rules: readonly IdentifierRule[]): Promise<PageGraph> {
   const keys = new Map<string, Identifier>();
-  for (const fact of facts) {
-    for (const identifier of fact.identifiers) keys.set(identifierKey(identifier), identifier);
-    if (fact.previousId !== undefined) {
-      for (const type of ["user_id", "anonymous_id"])
-        keys.set(identifierKey({ type, value: fact.previousId }), { type, value: fact.previousId });
-    }
-  }
+  for (const fact of facts) for (const identifier of identifiersOf(fact)) keys.set(identifierKey(identifier), identifier);
   const types = [...keys.values()].map((identifier) => identifier.type);
   const values = [...keys.values()].map((identifier) => identifier.value);
-  const owners = await selectIdentifierOwners(tx, types, values);
-  const shapes = await selectProfileShapes(
-    tx,
-    [...new Set(owners.map((row) => row.profile_id))],
-    rules.filter((rule) => rule.limit > 0).map((rule) => rule.type),
-  );
-  const state: GraphState = { owners: new Map(owners.map((row) => [identifierKey(row), row.profile_id])), profiles: new Map() };
+  const { owners, tombstones } = await selectIdentifierOwners(tx, types, values);
+  const ownerOf = new Map(owners.map((row) => [identifierKey(row), row.profile_id]));
+  const limitedTypes = rules.filter((rule) => rule.limit > 0).map((rule) => rule.type);
+  const shapes = await selectProfileShapes(tx, profilesToShape(facts, ownerOf, new Set(limitedTypes)), limitedTypes);
+  const state: GraphState = { owners: ownerOf, profiles: new Map() };
+  // A profile the plan only adds calls to needs no shape: it gets one that says so (merge-plan.ts refuses to judge with it).
+  for (const id of new Set(ownerOf.values())) state.profiles.set(id, { id, createdAt: new Date(0), limited: new Map(), unshaped: true });
   for (const shape of shapes) {
     const limited = new Map<string, Set<string>>();
     for (const { type, value } of shape.limited) limited.set(type, (limited.get(type) ?? new Set()).add(value));
     state.profiles.set(shape.id, { id: shape.id, createdAt: shape.created_at, limited });
   }
-  const tombstones = new Map((await selectDeletedIdentifiers(tx, types, values)).map((row) => [identifierKey(row), row.deleted_at]));
+  const deleted = new Map(tombstones.map((row) => [identifierKey(row), row.deleted_at]));
   return {
     state,
     deletedBefore(fact, receivedAt) {
-      if (tombstones.size === 0) return false;
+      if (deleted.size === 0) return false;
       return fact.identifiers.some((identifier) => {
-        const deletedAt = tombstones.get(identifierKey(identifier));
+        const deletedAt = deleted.get(identifierKey(identifier));
         return deletedAt !== undefined && receivedAt <= deletedAt;
       });
     },
   };
+}
+
+/** A call's identifiers as the page may read them: an alias's previous id as either type (which one, the plan decides). */
+function identifiersOf(fact: CallFacts): Identifier[] {
+  if (fact.previousId === undefined) return fact.identifiers;
+  const previous = ["user_id", "anonymous_id"].map((type) => ({ type, value: fact.previousId! }));
+  return [...fact.identifiers, ...previous];
+}
+
+/**
+ * The stored profiles whose age and limited identifiers the plan may read.
+ * Calls sharing identifiers form a group (the plan can only merge within
+ * one); a group's stored profiles are read when the group could merge
+ * (two of them), add an identifier of a limited type (a limit to check), or
+ * make a profile (which a later call might merge with a stored one). The
+ * rest, most calls of known people, only add calls to their one profile:
+ * reading their shapes cost a probe per profile for nothing.
+ */
+export function profilesToShape(
+  facts: readonly CallFacts[],
+  ownerOf: ReadonlyMap<string, string>,
+  limitedTypes: ReadonlySet<string>,
+): string[] {
+  const parent = new Map<string, string>();
+  const root = (key: string): string => {
+    let at = key;
+    for (let up = parent.get(at); up !== undefined && up !== at; up = parent.get(at)) at = up;
+    parent.set(key, at);
+    return at;
+  };
+  const groups = new Map<string, { owners: Set<string>; risky: boolean }>();
+  const calls = facts.map((fact) => identifiersOf(fact).map(identifierKey));
+  for (const keys of calls) {
+    for (const key of keys) if (!parent.has(key)) parent.set(key, key);
+    for (const key of keys.slice(1)) parent.set(root(key), root(keys[0]!));
+  }
+  const groupOf = (key: string) => {
+    const at = root(key);
+    let group = groups.get(at);
+    if (!group) groups.set(at, (group = { owners: new Set(), risky: false }));
+    return group;
+  };
+  calls.forEach((keys, index) => {
+    if (keys.length === 0) return;
+    const group = groupOf(keys[0]!);
+    let owned = false;
+    for (const [i, key] of keys.entries()) {
+      const owner = ownerOf.get(key);
+      if (owner !== undefined) {
+        group.owners.add(owner);
+        owned = true;
+      } else if (limitedTypes.has(identifiersOf(facts[index]!)[i]!.type)) group.risky = true;
+    }
+    if (!owned) group.risky = true;
+  });
+  const ids = new Set<string>();
+  for (const group of groups.values()) {
+    if (group.owners.size >= 2 || group.risky) for (const id of group.owners) ids.add(id);
+  }
+  return [...ids];
 }
 
 /** Each profile's figures and traits from the page's calls. */

@@ -30,6 +30,8 @@ export interface KnownProfile {
   id: string;
   createdAt: Date;
   limited: Map<string, Set<string>>;
+  /** Stored, and its age and limited identifiers not read: the page only adds calls to it (graph-page.ts). */
+  unshaped?: true;
 }
 
 export interface GraphState {
@@ -89,6 +91,7 @@ export function planMerges(calls: readonly ResolvedCall[], state: GraphState, ru
         }),
       );
       matching = [...ids].map((id) => state.profiles.get(id)!);
+      mustBeShaped(matching, kept, state, ruleOf);
       if (!breaksALimit(matching, kept)) break;
       const broken = limitBroken(limited, matching, kept);
       leftOut.push({ identifier: kept.pop()!, reason: `linking it would give one profile more ${broken} identifiers than allowed` });
@@ -137,6 +140,22 @@ export function planMerges(calls: readonly ResolvedCall[], state: GraphState, ru
   for (const [pk, id] of plan.callProfiles) plan.callProfiles.set(pk, find(id));
   for (const [key, owner] of state.owners) state.owners.set(key, find(owner));
   return plan;
+}
+
+/**
+ * A merge's survivor is the oldest profile, and a limit counts a profile's
+ * identifiers: judging either with a profile whose shape was not read
+ * would be wrong silently, so it fails the page loudly instead.
+ */
+function mustBeShaped(
+  matching: readonly KnownProfile[],
+  kept: readonly Identifier[],
+  state: GraphState,
+  ruleOf: ReadonlyMap<string, IdentifierRule>,
+): void {
+  if (!matching.some((profile) => profile.unshaped)) return;
+  const addsLimited = kept.some((identifier) => ruleOf.get(identifier.type)?.limit && !state.owners.has(identifierKey(identifier)));
+  if (matching.length > 1 || addsLimited) throw new Error("identity resolution: a profile's shape was needed and not read");
 }
 
 /** The type whose limit a set of profiles and identifiers breaks, for the history's words. */

@@ -31,7 +31,9 @@ describe("the identity resolver", () => {
     await tracking.track({ track: { userId: "u-1", event: "Upgraded" } });
     await caughtUp(server);
     expect(await partition(server)).toEqual(["anonymous_id:anon-1 user_id:u-1"]);
-    const { rows } = await server.pool.query("SELECT * FROM profiles WHERE merged_into IS NULL");
+    const { rows } = await server.pool.query(
+      "SELECT * FROM profiles p JOIN profile_figures f ON f.profile_id = p.id WHERE p.merged_into IS NULL",
+    );
     expect(rows).toHaveLength(1);
     const profile = rows[0];
     expect(Number(profile.calls)).toBe(5);

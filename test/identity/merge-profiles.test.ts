@@ -3,7 +3,7 @@ import { growProfiles, mergeProfiles } from "../../src/db/queries/identity/ident
 import type { Pool } from "../../src/db/pool.js";
 import { type OpenTestDatabase, openTestDatabase } from "../helpers/database.js";
 
-// A page's merges in three statements (mergeProfiles): a chain within the
+// A page's merges in four statements (mergeProfiles): a chain within the
 // page (a into b, then b into c) lands everything on the live profile at its
 // end, as one merge after another would; and a page's growth leaves a
 // profile's traits alone when its calls set none.
@@ -20,13 +20,18 @@ afterAll(async () => {
 
 const id = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;
 const trait = (value: string, at: string) => ({ value, at, messageId: `m-${value}` });
+const profilesSql = `SELECT p.id, p.merged_into, f.calls, f.first_seen, f.last_seen, p.traits, f.event_counts
+                       FROM profiles p JOIN profile_figures f ON f.profile_id = p.id`;
 
 async function profile(n: number, day: number, figures: { calls: number; traits: object; counts: object }, identifiers: string[]) {
   const at = new Date(Date.UTC(2026, 0, day));
-  await pool.query(
-    "INSERT INTO profiles (id, created_at, first_seen, last_seen, calls, traits, event_counts) VALUES ($1, $2, $2, $2, $3, $4, $5)",
-    [id(n), at, figures.calls, JSON.stringify(figures.traits), JSON.stringify(figures.counts)],
-  );
+  await pool.query("INSERT INTO profiles (id, created_at, traits) VALUES ($1, $2, $3)", [id(n), at, JSON.stringify(figures.traits)]);
+  await pool.query("INSERT INTO profile_figures (profile_id, first_seen, last_seen, calls, event_counts) VALUES ($1, $2, $2, $3, $4)", [
+    id(n),
+    at,
+    figures.calls,
+    JSON.stringify(figures.counts),
+  ]);
   for (const value of identifiers) {
     await pool.query("INSERT INTO profile_identifiers (type, value, profile_id, first_seen) VALUES ('anonymous_id', $1, $2, $3)", [
       value,
@@ -49,7 +54,7 @@ test("a chain of merges in one page lands on its last profile, with every identi
     { from: id(2), into: id(3) },
   ]);
 
-  const { rows } = await pool.query("SELECT id, merged_into, calls, first_seen, last_seen, traits, event_counts FROM profiles ORDER BY id");
+  const { rows } = await pool.query(`${profilesSql} ORDER BY id`);
   expect(rows.map((row) => [row.id, row.merged_into])).toEqual([
     [id(1), id(3)],
     [id(2), id(3)],
@@ -81,7 +86,25 @@ test("a chain of merges in one page lands on its last profile, with every identi
       counts: { b: 1, c: 2 },
     },
   ]);
-  const { rows: grown } = await pool.query("SELECT calls, traits, event_counts, last_seen FROM profiles WHERE id = $1", [id(3)]);
+  const { rows: grown } = await pool.query(`${profilesSql} WHERE p.id = $1`, [id(3)]);
   expect(grown[0]).toMatchObject({ calls: "9", traits: live.traits, event_counts: { a: 3, b: 7, c: 2 } });
   expect(grown[0].last_seen).toEqual(new Date(Date.UTC(2026, 0, 9)));
+
+  // A page whose calls set traits: the latest value per key wins, the rest kept.
+  await growProfiles(pool, [
+    {
+      id: id(3),
+      calls: 1,
+      firstSeen: new Date(Date.UTC(2026, 0, 10)),
+      lastSeen: new Date(Date.UTC(2026, 0, 10)),
+      traits: { plan: trait("team", "2026-01-10T00:00:00.000Z") },
+      counts: { "(identify)": 1 },
+    },
+  ]);
+  const { rows: identified } = await pool.query(`${profilesSql} WHERE p.id = $1`, [id(3)]);
+  expect(identified[0]).toMatchObject({
+    calls: "10",
+    traits: { plan: trait("team", "2026-01-10T00:00:00.000Z"), name: trait("Ada", "2026-01-03T00:00:00.000Z") },
+    event_counts: { a: 3, b: 7, c: 2, "(identify)": 1 },
+  });
 });

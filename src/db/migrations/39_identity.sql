@@ -6,17 +6,27 @@
 -- A person. A merged profile keeps its row, pointing at the survivor
 -- (flattened: always the live one), so an id once handed out still resolves.
 -- traits: {key: {"value", "at", "messageId"}}, the latest call's value per
--- key; event_counts: {event name, or "(page)" etc.: count}.
+-- key. Room left on each page so a traits update can stay on it.
 CREATE TABLE profiles (
   id uuid PRIMARY KEY,
   merged_into uuid,
   created_at timestamptz NOT NULL,
+  traits jsonb NOT NULL DEFAULT '{}'
+) WITH (fillfactor = 90);
+
+-- A profile's figures, apart from its traits because every resolved call
+-- updates them: a narrow row, indexed by its key alone, on pages with room
+-- to spare, so the update is a heap-only one (no index entry, no new page)
+-- and writes little WAL. On the profiles row, with its traits' GIN index,
+-- each call cost a new row version, an entry in every index and most of a
+-- full page image. event_counts: {event name, or "(page)" etc.: count}.
+CREATE TABLE profile_figures (
+  profile_id uuid PRIMARY KEY,
   first_seen timestamptz NOT NULL,
   last_seen timestamptz NOT NULL,
   calls bigint NOT NULL DEFAULT 0,
-  traits jsonb NOT NULL DEFAULT '{}',
   event_counts jsonb NOT NULL DEFAULT '{}'
-);
+) WITH (fillfactor = 70);
 CREATE INDEX profiles_merged_into_idx ON profiles (merged_into) WHERE merged_into IS NOT NULL;
 CREATE INDEX profiles_traits_idx ON profiles USING gin (traits jsonb_path_ops) WHERE merged_into IS NULL;
 

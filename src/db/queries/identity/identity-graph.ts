@@ -9,15 +9,31 @@ export interface IdentifierRow {
   profile_id: string;
 }
 
-/** The live profiles holding any of these identifiers. */
-export async function selectIdentifierOwners(db: Queryable, types: readonly string[], values: readonly string[]): Promise<IdentifierRow[]> {
-  if (types.length === 0) return [];
-  const { rows } = await db.query<IdentifierRow>(
-    `SELECT i.type, i.value, i.profile_id FROM unnest($1::text[], $2::text[]) k(type, value)
-       JOIN profile_identifiers i ON i.type = k.type AND i.value = k.value`,
+/**
+ * The live profiles holding any of these identifiers, and the tombstones of
+ * those a deletion forgot: one statement, as the resolver waits for each
+ * round trip behind ingest's work on the event loop.
+ */
+export async function selectIdentifierOwners(
+  db: Queryable,
+  types: readonly string[],
+  values: readonly string[],
+): Promise<{ owners: IdentifierRow[]; tombstones: Array<{ type: string; value: string; deleted_at: Date }> }> {
+  if (types.length === 0) return { owners: [], tombstones: [] };
+  const { rows } = await db.query<{ type: string; value: string; profile_id: string | null; deleted_at: Date | null }>(
+    `WITH k AS (SELECT * FROM unnest($1::text[], $2::text[]) k(type, value))
+     SELECT i.type, i.value, i.profile_id, NULL::timestamptz AS deleted_at FROM k JOIN profile_identifiers i ON i.type = k.type AND i.value = k.value
+     UNION ALL
+     SELECT d.type, d.value, NULL, d.deleted_at FROM k JOIN deleted_identifiers d ON d.type = k.type AND d.value = k.value`,
     [types, values],
   );
-  return rows;
+  const owners: IdentifierRow[] = [];
+  const tombstones: Array<{ type: string; value: string; deleted_at: Date }> = [];
+  for (const row of rows) {
+    if (row.profile_id !== null) owners.push({ type: row.type, value: row.value, profile_id: row.profile_id });
+    else if (row.deleted_at !== null) tombstones.push({ type: row.type, value: row.value, deleted_at: row.deleted_at });
+  }
+  return { owners, tombstones };
 }
 
 export interface ProfileShape {
@@ -39,26 +55,11 @@ export async function selectProfileShapes(db: Queryable, ids: readonly string[],
   return rows;
 }
 
-/** Tombstones of these identifiers: when their profile was deleted. */
-export async function selectDeletedIdentifiers(
-  db: Queryable,
-  types: readonly string[],
-  values: readonly string[],
-): Promise<Array<{ type: string; value: string; deleted_at: Date }>> {
-  if (types.length === 0) return [];
-  const { rows } = await db.query<{ type: string; value: string; deleted_at: Date }>(
-    `SELECT d.type, d.value, d.deleted_at FROM unnest($1::text[], $2::text[]) k(type, value)
-       JOIN deleted_identifiers d ON d.type = k.type AND d.value = k.value`,
-    [types, values],
-  );
-  return rows;
-}
-
 export async function insertProfiles(db: Queryable, profiles: ReadonlyArray<{ id: string; createdAt: Date }>): Promise<void> {
   if (profiles.length === 0) return;
   await db.query(
-    `INSERT INTO profiles (id, created_at, first_seen, last_seen)
-     SELECT id, at, at, at FROM unnest($1::uuid[], $2::timestamptz[]) p(id, at)`,
+    `WITH made AS (INSERT INTO profiles (id, created_at) SELECT * FROM unnest($1::uuid[], $2::timestamptz[]) RETURNING id, created_at)
+     INSERT INTO profile_figures (profile_id, first_seen, last_seen) SELECT id, created_at, created_at FROM made`,
     [profiles.map((p) => p.id), profiles.map((p) => p.createdAt)],
   );
 }
@@ -77,7 +78,7 @@ const summedCountsOf = (column: string) => `(SELECT coalesce(jsonb_object_agg(k,
     SELECT e.key AS k, sum(e.value::text::numeric) AS s FROM jsonb_array_elements(jsonb_agg(${column})) t, jsonb_each(t) e GROUP BY e.key) y)`;
 
 /**
- * A page's merges, in three statements whatever their number: each `from`
+ * A page's merges, in four statements whatever their number: each `from`
  * (in order; an `into` may itself merge later in the page) goes into the
  * live profile at the end of its chain, its root. The root gets the
  * identifiers, figures and traits of every profile merged into it, and
@@ -98,12 +99,19 @@ export async function mergeProfiles(db: Queryable, merges: ReadonlyArray<{ from:
     values,
   );
   await db.query(
-    `UPDATE profiles r SET first_seen = least(r.first_seen, f.first_seen), last_seen = greatest(r.last_seen, f.last_seen),
-            calls = r.calls + f.calls, traits = ${mergedTraits("f.traits", "r.traits")}, event_counts = ${summedCounts("f.counts", "r.event_counts")}
-       FROM (SELECT m.root, min(p.first_seen) AS first_seen, max(p.last_seen) AS last_seen, sum(p.calls) AS calls,
-                    ${mergedTraitsOf("p.traits")} AS traits, ${summedCountsOf("p.event_counts")} AS counts
+    `UPDATE profiles r SET traits = ${mergedTraits("f.traits", "r.traits")}
+       FROM (SELECT m.root, ${mergedTraitsOf("p.traits")} AS traits
                FROM unnest($1::uuid[], $2::uuid[]) m(from_id, root) JOIN profiles p ON p.id = m.from_id GROUP BY m.root) f
       WHERE r.id = f.root`,
+    values,
+  );
+  await db.query(
+    `UPDATE profile_figures r SET first_seen = least(r.first_seen, f.first_seen), last_seen = greatest(r.last_seen, f.last_seen),
+            calls = r.calls + f.calls, event_counts = ${summedCounts("f.counts", "r.event_counts")}
+       FROM (SELECT m.root, min(p.first_seen) AS first_seen, max(p.last_seen) AS last_seen, sum(p.calls) AS calls,
+                    ${summedCountsOf("p.event_counts")} AS counts
+               FROM unnest($1::uuid[], $2::uuid[]) m(from_id, root) JOIN profile_figures p ON p.profile_id = m.from_id GROUP BY m.root) f
+      WHERE r.profile_id = f.root`,
     values,
   );
   await db.query(
@@ -135,26 +143,34 @@ export interface ProfileGrowth {
   counts: Record<string, number>;
 }
 
-/** A page's calls added to their profiles' figures and traits. */
+/**
+ * A page's calls added to their profiles' figures (every profile of the
+ * page: a heap-only update of profile_figures) and traits (only the
+ * profiles whose calls set some: identifies, mostly).
+ */
 export async function growProfiles(db: Queryable, growth: readonly ProfileGrowth[]): Promise<void> {
   if (growth.length === 0) return;
   await db.query(
-    // Most calls set no trait (tracks, pages): their profiles keep theirs as they are; counts add the page's keys only.
-    `UPDATE profiles p SET calls = p.calls + g.calls, first_seen = least(p.first_seen, g.first_seen), last_seen = greatest(p.last_seen, g.last_seen),
-            traits = CASE WHEN g.traits = '{}' THEN p.traits ELSE ${mergedTraits("g.traits", "p.traits")} END,
+    // Counts add the page's keys only.
+    `UPDATE profile_figures p SET calls = p.calls + g.calls, first_seen = least(p.first_seen, g.first_seen), last_seen = greatest(p.last_seen, g.last_seen),
             event_counts = p.event_counts || (SELECT coalesce(jsonb_object_agg(key, coalesce((p.event_counts ->> key)::numeric, 0) + value::text::numeric), '{}')
                                                 FROM jsonb_each(g.counts))
-       FROM unnest($1::uuid[], $2::bigint[], $3::timestamptz[], $4::timestamptz[], $5::jsonb[], $6::jsonb[])
-            g(id, calls, first_seen, last_seen, traits, counts)
-      WHERE p.id = g.id`,
+       FROM unnest($1::uuid[], $2::bigint[], $3::timestamptz[], $4::timestamptz[], $5::jsonb[]) g(id, calls, first_seen, last_seen, counts)
+      WHERE p.profile_id = g.id`,
     [
       growth.map((g) => g.id),
       growth.map((g) => g.calls),
       growth.map((g) => g.firstSeen),
       growth.map((g) => g.lastSeen),
-      growth.map((g) => JSON.stringify(g.traits)),
       growth.map((g) => JSON.stringify(g.counts)),
     ],
+  );
+  const traited = growth.filter((g) => Object.keys(g.traits).length > 0);
+  if (traited.length === 0) return;
+  await db.query(
+    `UPDATE profiles p SET traits = ${mergedTraits("g.traits", "p.traits")}
+       FROM unnest($1::uuid[], $2::jsonb[]) g(id, traits) WHERE p.id = g.id`,
+    [traited.map((g) => g.id), traited.map((g) => JSON.stringify(g.traits))],
   );
 }
 

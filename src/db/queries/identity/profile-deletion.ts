@@ -50,6 +50,7 @@ export async function forgetProfile(db: Queryable, profile: ProfileToDelete, at:
   await db.query("DELETE FROM profile_identifiers WHERE profile_id = ANY($1::uuid[])", [profile.family]);
   await db.query("DELETE FROM profile_calls WHERE profile_id = ANY($1::uuid[])", [profile.family]);
   await db.query("DELETE FROM profile_history WHERE profile_id = ANY($1::uuid[])", [profile.family]);
+  await db.query("DELETE FROM profile_figures WHERE profile_id = ANY($1::uuid[])", [profile.family]);
   await db.query("DELETE FROM profiles WHERE id = ANY($1::uuid[])", [profile.family]);
 }
 

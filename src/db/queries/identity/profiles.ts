@@ -31,15 +31,40 @@ export async function liveProfileId(
 
 /** A live profile with its identifiers and the ids merged into it (each list at most `maxListed`). */
 export async function selectProfile(db: Queryable, id: string, maxListed = 1000): Promise<ProfileRow | undefined> {
-  const { rows } = await db.query<ProfileRow>(
-    `SELECT p.id, p.created_at, p.first_seen, p.last_seen, p.calls, p.traits, p.event_counts,
-            ARRAY(SELECT m.id FROM profiles m WHERE m.merged_into = p.id ORDER BY m.created_at LIMIT $2) AS merged_ids,
-            coalesce((SELECT jsonb_agg(jsonb_build_object('type', i.type, 'value', i.value, 'first_seen', i.first_seen) ORDER BY i.first_seen)
-                        FROM (SELECT * FROM profile_identifiers WHERE profile_id = p.id ORDER BY first_seen LIMIT $2) i), '[]') AS identifiers
-       FROM profiles p WHERE p.id = $1 AND p.merged_into IS NULL`,
-    [id, maxListed],
-  );
+  const { rows } = await db.query<ProfileRow>(profileSql("$1::uuid", "$2"), [id, maxListed]);
   return rows[0];
+}
+
+/**
+ * The live profile of a profile id (a merged one's survivor) or of an
+ * identifier, in one statement: GetProfile's whole read, so a busy API
+ * process waits for one round trip, not two.
+ */
+export async function selectLiveProfile(
+  db: Queryable,
+  by: { profileId: string } | { type: string; value: string },
+  maxListed = 1000,
+): Promise<ProfileRow | undefined> {
+  const { rows } =
+    "profileId" in by
+      ? await db.query<ProfileRow>(profileSql("(SELECT coalesce(merged_into, id) FROM profiles WHERE id = $1)", "$2"), [
+          by.profileId,
+          maxListed,
+        ])
+      : await db.query<ProfileRow>(profileSql("(SELECT profile_id FROM profile_identifiers WHERE type = $1 AND value = $2)", "$3"), [
+          by.type,
+          by.value,
+          maxListed,
+        ]);
+  return rows[0];
+}
+
+function profileSql(id: string, maxListed: string): string {
+  return `SELECT p.id, p.created_at, f.first_seen, f.last_seen, f.calls, p.traits, f.event_counts,
+            ARRAY(SELECT m.id FROM profiles m WHERE m.merged_into = p.id ORDER BY m.created_at LIMIT ${maxListed}) AS merged_ids,
+            coalesce((SELECT jsonb_agg(jsonb_build_object('type', i.type, 'value', i.value, 'first_seen', i.first_seen) ORDER BY i.first_seen)
+                        FROM (SELECT * FROM profile_identifiers WHERE profile_id = p.id ORDER BY first_seen LIMIT ${maxListed}) i), '[]') AS identifiers
+       FROM profiles p JOIN profile_figures f ON f.profile_id = p.id WHERE p.id = ${id} AND p.merged_into IS NULL`;
 }
 
 /** The profile and every profile merged into it: whose calls and history are the person's. */
