@@ -84,6 +84,8 @@ export function parseIdentity(env: Record<string, string | undefined>): Identity
   const rules = new Map<string, IdentifierRule>();
   for (const [type, fallback] of Object.entries(builtIn)) rules.set(type, ruleOf({ type }, -1, fallback));
   inputs.forEach((input, index) => {
+    if (typeof input !== "object" || input === null || Array.isArray(input))
+      throw new ConfigError(`WAYPOST_IDENTITY_RULES[${index}] must be an object: {type, path, limit, priority, blocked}`);
     const fallback = builtIn[String(input.type)];
     if (fallback && input.path !== undefined && input.path !== fallback.path) {
       throw new ConfigError(

@@ -1,4 +1,5 @@
 // @ts-check
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import pg from "pg";
 import { unreadByCursorSql } from "../../dist/src/db/call-log/log-read.js";
 import { rpc } from "../lib/admin.mjs";
@@ -26,8 +27,14 @@ const latencyTarget = "GetProfile p99 ms during ingest with identity resolution 
  * them with the load stopped (and what that cost the service and Postgres per
  * call). Then, for what a service below its peak sees: a window paced at a
  * tenth of the first off window's rate, on and off, and GetProfile with
- * nothing ingested (on). Goals: on at least 0.7 of off at full load; GetProfile
- * p99 under 20 ms during the full-load windows with identity on.
+ * nothing ingested (on). GetProfile is asked of two processes at once: the
+ * one taking the load (admin API and ingest in one event loop, as by
+ * default) and an `api` process beside it that takes no calls (the admin
+ * API apart from ingest, as docs/scaling.md suggests for a busy
+ * installation); and the bench's own event-loop delay is reported, as its
+ * load generator shares a loop with the probes. Goals: on at least 0.7 of
+ * off at full load; GetProfile p99 under 20 ms during the full-load windows
+ * with identity on.
  * @param {{ serverUrl: string, identifiers: number, durationMs: number, concurrency?: number, probeRate?: number }} options
  */
 export async function identityScenario({
@@ -58,6 +65,8 @@ export async function identityScenario({
     /** @type {Record<"off" | "on", number[]>} */
     const probes = { off: [], on: [] };
     /** @type {Record<"off" | "on", number[]>} */
+    const apartProbes = { off: [], on: [] };
+    /** @type {Record<"off" | "on", number[]>} */
     const rpcLatencies = { off: [], on: [] };
     /** @type {string[]} */
     const probeErrors = [];
@@ -75,15 +84,21 @@ export async function identityScenario({
      * @param {import("../lib/service.mjs").Service} service
      * @param {"off" | "on"} mode
      * @param {() => Promise<{ calls: number, latencies: number[], elapsedMs: number, skipped?: number }>} load
+     * @param {import("../lib/service.mjs").Service} apart an api process taking no calls
      */
-    async function measure(service, mode, load) {
+    async function measure(service, mode, load, apart) {
       const probe = startProfileProbe(service.url, shape, probeRate);
+      const apartProbe = startProfileProbe(apart.url, shape, probeRate);
+      const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+      loopDelay.enable();
       const meter = await startCpuMeter(pool, { service: service.pid });
       const run = await load();
       const behind = mode === "on" ? await unresolved(pool, sourceId) : null;
       const { used } = await meter.stop();
       const probed = await probe.stop();
-      probeErrors.push(...probed.errors);
+      const apartProbed = await apartProbe.stop();
+      loopDelay.disable();
+      probeErrors.push(...probed.errors, ...apartProbed.errors);
       sent[mode] += run.calls;
       /** @type {Record<string, unknown>} */
       const window = {
@@ -92,6 +107,8 @@ export async function identityScenario({
         ...(run.skipped ? { sends_skipped: run.skipped } : {}),
         cpu_us_per_call: { service: perCall(used.service, run.calls), postgres: perCall(used.postgres, run.calls) },
         get_profile_ms: summarize(probed.latencies),
+        get_profile_apart_ms: summarize(apartProbed.latencies),
+        bench_event_loop_delay_ms: { p50: loopDelay.percentile(50) / 1e6, p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 },
       };
       if (behind !== null) {
         const catchUp = await startCpuMeter(pool, { service: service.pid });
@@ -114,7 +131,7 @@ export async function identityScenario({
               : null,
         });
       }
-      return { window, probed, run };
+      return { window, probed, apartProbed, run };
     }
 
     // Windows off, on, on, off at full load (8 streams, each sending as soon as answered); then, at a tenth of
@@ -133,6 +150,8 @@ export async function identityScenario({
       }
       const service = await startService(db.url, { WAYPOST_IDENTITY: mode, WAYPOST_CALL_LOG: "on" });
       services.push(service);
+      const apart = await startService(db.url, { WAYPOST_ROLE: "api", WAYPOST_IDENTITY: mode, WAYPOST_CALL_LOG: "on" });
+      services.push(apart);
       if (!sourceId) {
         const { source } = await rpc(service.url, "SourceService/CreateSource", { source: { name: "identity" } });
         sourceId = source.id;
@@ -142,14 +161,20 @@ export async function identityScenario({
       sent[mode] += (await runIdentityLoad(client, 1_000, concurrency)).calls; // warm-up: JIT, connections, the graph's pages
       if (mode === "on") await caughtUp(pool, sourceId);
       for (let n = 0; n < count; n++) {
-        const { window, probed, run } = await measure(service, mode, () => runIdentityLoad(client, durationMs, concurrency));
+        const { window, probed, apartProbed, run } = await measure(
+          service,
+          mode,
+          () => runIdentityLoad(client, durationMs, concurrency),
+          apart,
+        );
         windows[mode].push(window);
         probes[mode].push(...probed.latencies);
+        apartProbes[mode].push(...apartProbed.latencies);
         rpcLatencies[mode].push(...run.latencies);
         pacedRate ||= Math.max(batchSize, Math.round(Number(window.rate) / 10 / batchSize) * batchSize);
       }
       if (mode === "on" || windows.off.length === 2) {
-        const { window } = await measure(service, mode, () => runPacedLoad(client, durationMs, pacedRate));
+        const { window } = await measure(service, mode, () => runPacedLoad(client, durationMs, pacedRate), apart);
         paced[mode].push(window);
       }
       if (mode === "on") {
@@ -162,6 +187,7 @@ export async function identityScenario({
       client.close();
       peakRss = Math.max(peakRss, service.peakRssMb());
       await service.stop();
+      await apart.stop();
     }
     const mean = (/** @type {Array<Record<string, unknown>>} */ ws) =>
       Math.round(ws.reduce((sum, w) => sum + Number(w.rate), 0) / ws.length);
@@ -191,6 +217,7 @@ export async function identityScenario({
       windows: windows.off,
       rpc_latency_ms: summarize(rpcLatencies.off),
       get_profile_ms: { ...summarize(probes.off), probes: probes.off.length },
+      get_profile_apart_ms: { ...summarize(apartProbes.off), probes: apartProbes.off.length },
       paced: { rate_asked: pacedRate, ...paced.off[0] },
     });
     report({
@@ -207,6 +234,8 @@ export async function identityScenario({
       calls_sent: sent,
       counts_match: counted,
       get_profile_ms: { ...latencyOn, probes: probes.on.length, per_s: probeRate, errors: probeErrors.length, error: probeErrors[0] },
+      // The admin API in an api process of its own, beside the one taking the calls.
+      get_profile_apart_ms: { ...summarize(apartProbes.on), probes: apartProbes.on.length },
       windows: windows.on,
       rpc_latency_ms: summarize(rpcLatencies.on),
       paced: { rate_asked: pacedRate, ...paced.on[0] },
