@@ -158,6 +158,13 @@ export interface Config {
    * listener's whole-body limit, which also covers streamed RPCs.
    */
   bodies: BodyTiming;
+  /**
+   * Ingest requests (Batch and the other TrackingService RPCs, /v1) decoded
+   * and stored at once by this process; the rest wait with their bodies
+   * unread, so admin requests are not queued behind all of them
+   * (http/ingest-admission.ts). 0: no limit.
+   */
+  ingestConcurrency: number;
   /** Interval of the activity summary logged at info; 0 turns it off. */
   summaryIntervalMs: number;
   /** V8's semi-space cap in MB, applied by the entry (heap-settings.ts); validated here; 0: Node's default. */
@@ -279,6 +286,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       maxConnections: int(env, "WAYPOST_MAX_CONNECTIONS", defaultConnectionLimits.maxConnections, 10, 1_000_000),
     },
     bodies: defaultBodyTiming,
+    ingestConcurrency: int(env, "WAYPOST_INGEST_CONCURRENCY", 0, 0, 10_000),
     summaryIntervalMs: int(env, "WAYPOST_SUMMARY_INTERVAL_SECONDS", 60, 0, 86_400) * 1000,
     semiSpaceMb: int(env, "WAYPOST_SEMI_SPACE_MB", 16, 0, 1024),
     adminReads: {

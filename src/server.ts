@@ -33,6 +33,7 @@ import { createRouteTable, prefixRoute } from "./http/route-table.js";
 import type { RouteHandler } from "./http/types.js";
 import { createIngestor, type Ingestor } from "./ingest/ingestor.js";
 import { createHookProcessor, type HookProcessor } from "./ingest/hooks/hook-processor.js";
+import { createIngestAdmission } from "./http/ingest-admission.js";
 import { createHookRoute } from "./ingest/hooks/hook-route.js";
 import type { Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
@@ -300,7 +301,10 @@ function openApi(
   // After the inbound URL commits a request (or requests are set to run again), every process's hook processor is woken (a NOTIFY after the commit).
   const hookWaker = createThrottledNotify({ pool, channel: hooksChannel, logger });
   closers.push(() => hookWaker.close());
+  // One set of turns for the process's ingest, RPC and /v1 alike.
+  const ingestAdmission = config.ingestConcurrency > 0 ? createIngestAdmission({ slots: config.ingestConcurrency }) : undefined;
   const rpc = createRpcHandlers({
+    ingestAdmission,
     adminReads: { pool: database.adminReadPool, ...config.adminReads },
     pool,
     clock,
@@ -339,6 +343,7 @@ function openApi(
             auth,
             logger,
             bodies: config.bodies,
+            admission: ingestAdmission,
             tracing: shared.tracing,
             // First-party collection's paths under /v1.
             before: [

@@ -18,6 +18,7 @@ import type { AddressGuard } from "../outbound/address-guard.js";
 import type { TransformSandboxes } from "../sandbox/transform-sandbox.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
+import type { IngestAdmission } from "../http/ingest-admission.js";
 import type { BodyTiming } from "../http/request-body.js";
 import type { Logger } from "../logger.js";
 import type { TrackingPlans } from "../plans/tracking-plans.js";
@@ -58,6 +59,8 @@ export interface RpcHandlersOptions {
   interceptors?: Interceptor[];
   /** TrackingService's bodies: read whole first, with the deadline and minimum rate of /v1 (absent: Connect reads them). */
   bodies?: BodyTiming;
+  /** Turns for TrackingService's work, shared with /v1 (http/ingest-admission.ts); absent: no limit. */
+  ingestAdmission?: IngestAdmission | undefined;
   /** Called after a background job (a backfill, a bulk retry) is stored: this process's runner takes it at once. */
   onJobCreated?: () => void;
   /** Checks transforms' syntax and runs TestDestination's. */
@@ -134,6 +137,7 @@ export function createRpcHandlers(options: RpcHandlersOptions): RpcHandlers {
     // Its size refusals carry a RequestTooLarge detail, so clients split rather than retry.
     maxRequestBytes: limits.maxRequestBytes,
     bodies: options.bodies,
+    admission: options.ingestAdmission,
     jsonOptions,
     // Outermost, so that a refused key or a bad request ends its span as failed.
     interceptors: [createRequestSpanInterceptor(options.tracing ?? tracingOff), ...interceptors],

@@ -1,4 +1,5 @@
 import { parseAuthorization, type Authenticator } from "../api/auth.js";
+import type { IngestAdmission } from "../http/ingest-admission.js";
 import { callTypes, type Call } from "../calls/call.js";
 import type { Ingestor } from "../ingest/ingestor.js";
 import { limits } from "../ingest/limits.js";
@@ -20,6 +21,8 @@ export interface CompatHttpApiOptions {
   bodies: BodyTiming;
   /** Server spans of tracking requests, and the trace context their calls store (absent or off: passed through). */
   tracing?: Tracing | undefined;
+  /** Turns for the work of requests whose bodies are in: http/ingest-admission.ts. */
+  admission?: IngestAdmission | undefined;
   /** Tried first: routes answering some /v1 paths of their own (analytics.js's settings, the first-party cookie). */
   before?: readonly RouteHandler[] | undefined;
 }
@@ -103,11 +106,18 @@ async function accept(options: CompatHttpApiOptions, req: Req, res: Res, endpoin
   // A key in the header is checked before the body is read; a key in the body after.
   const headerKey = parseAuthorization(headerValue(req.headers.authorization));
   const headerSource = headerKey === undefined ? undefined : await authenticate(options, headerKey);
-  const request = parseRequest(endpoint, parseJsonBody(await readBody(req, options.bodies)));
-  const source = headerSource ?? (await authenticate(options, request.writeKey));
-  span?.set({ "waypost.source.id": source.id });
-  const answer = await submit(options.ingestor, source.id, request, endpoint.kind === "single", span);
-  sendCompat(res, 200, answer);
+  const body = await readBody(req, options.bodies);
+  // A turn once the body is in, for the parsing and storing (http/ingest-admission.ts).
+  const leave = await options.admission?.enter();
+  try {
+    const request = parseRequest(endpoint, parseJsonBody(body));
+    const source = headerSource ?? (await authenticate(options, request.writeKey));
+    span?.set({ "waypost.source.id": source.id });
+    const answer = await submit(options.ingestor, source.id, request, endpoint.kind === "single", span);
+    sendCompat(res, 200, answer);
+  } finally {
+    leave?.();
+  }
 }
 
 /**

@@ -182,3 +182,37 @@ test("--help; usage errors exit 2; an unknown person or a token without profiles
   expect(refused.code).toBe(1);
   expect(refused.stderr).toMatch(/permission_denied: .*profiles:read/);
 });
+
+test("destinations --add-profile-id and --no-add-profile-id; deletions create --type forgets the whole person (last: it deletes ada)", async ({
+  server,
+  receiver,
+}) => {
+  const sourceId = (await server.sources.listSources({})).sources[0]!.id;
+  const made = await waypostJson<{ destination: { id: string; addProfileId?: boolean } }>(
+    ["destinations", "create", "--name", "profiled", "--source", sourceId, "--url", receiver.url, "--add-profile-id"],
+    env,
+  );
+  expect(made.destination.addProfileId).toBe(true);
+  const shown = await waypost(["destinations", "get", made.destination.id], env);
+  expect(shown.stdout).toMatch(/^adds profileId: +yes$/m);
+  const off = await waypost(["destinations", "update", made.destination.id, "--no-add-profile-id"], env);
+  expect(off.code, off.stderr).toBe(0);
+  expect((await server.destinations.getDestination({ id: made.destination.id })).destination?.addProfileId).toBe(false);
+  await waypost(["destinations", "delete", made.destination.id], env);
+
+  const deleted = await waypostJson<{ deletionRequest: { identifierType: string; messagesDeleted: string } }>(
+    ["deletions", "create", "--user", "laptop-1", "--type", "anonymous_id"],
+    env,
+  );
+  expect(deleted.deletionRequest.identifierType).toBe("anonymous_id");
+  // laptop-1 is ada's (bob's identify left it out): ada's four calls go, bob's stays.
+  expect(Number(deleted.deletionRequest.messagesDeleted)).toBe(4);
+  const gone = await waypost(["profiles", "get", "--user", "ada"], env);
+  expect(gone.code).toBe(1);
+  expect(gone.stderr).toMatch(/not_found/);
+  expect((await waypostJson<{ profile: ProfileJson }>(["profiles", "get", "--user", "bob"], env)).profile.calls).toBe("1");
+
+  const badType = await waypost(["deletions", "create", "--user", "x", "--type", "shoe_size"], env);
+  expect(badType.code).toBe(1);
+  expect(badType.stderr).toMatch(/invalid_argument: .*identifierType/);
+});

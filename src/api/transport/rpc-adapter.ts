@@ -14,6 +14,7 @@ import {
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
 import type { DescService } from "@bufbuild/protobuf";
+import type { IngestAdmission } from "../../http/ingest-admission.js";
 import type { BodyTiming } from "../../http/request-body.js";
 import { closeUnreadRequest, finishUnreadRequest } from "../../http/unread-body.js";
 import type { Logger } from "../../logger.js";
@@ -56,6 +57,8 @@ export interface RpcAdapterOptions extends ConnectRouterOptions {
    * pieces (read-rpc-body.ts).
    */
   bodies?: BodyTiming;
+  /** Turns for the work of requests whose bodies are in (TrackingService): http/ingest-admission.ts. */
+  admission?: IngestAdmission | undefined;
 }
 
 /**
@@ -93,19 +96,7 @@ export function createRpcAdapter(options: RpcAdapterOptions): RpcNodeHandler {
       finishUnreadRequest(req, res);
       const gate = await options.gate(req, handler.service, handler.method.name);
       if (gate instanceof ConnectError) return writeEarlyRpcError(req, res, gate);
-      let raw = universalRequestFromNodeRequest(req, res, undefined, gate);
-      // Connect's unary protocol only: enveloped ones (gRPC, gRPC-Web) are refused by their envelope's declared length.
-      if (maxBytes !== undefined && options.bodies && rpcProtocolOf(req) === "connect-unary") {
-        try {
-          raw = await readUnaryBody(req, raw, { maxBytes, timing: options.bodies });
-        } catch (error) {
-          if (error instanceof ConnectError) return refuseBody(req, res, error);
-          throw error;
-        }
-      }
-      const request = maxBytes === undefined ? raw : limitBody(raw, maxBytes);
-      const response = await handler(limit === undefined ? request : withBatchGuard(req, request, limit));
-      await universalResponseToNodeResponse(await reclassifyClientFaults(response, rpcProtocolOf(req)), res);
+      await serve(req, res, handler, gate);
     })().catch((reason: unknown) => {
       if (ConnectError.from(reason).code === Code.Aborted) return;
       options.logger.error({ err: reason, rpc: `${handler.service.typeName}/${handler.method.name}` }, "rpc failed");
@@ -116,6 +107,29 @@ export function createRpcAdapter(options: RpcAdapterOptions): RpcNodeHandler {
       }
     });
   };
+
+  /** Reads the body (bounded), runs the handler and writes its answer. */
+  async function serve(req: Req, res: Res, handler: (typeof router.handlers)[number], gate: ContextValues): Promise<void> {
+    let raw = universalRequestFromNodeRequest(req, res, undefined, gate);
+    // Connect's unary protocol only: enveloped ones (gRPC, gRPC-Web) are refused by their envelope's declared length.
+    if (maxBytes !== undefined && options.bodies && rpcProtocolOf(req) === "connect-unary") {
+      try {
+        raw = await readUnaryBody(req, raw, { maxBytes, timing: options.bodies });
+      } catch (error) {
+        if (error instanceof ConnectError) return refuseBody(req, res, error);
+        throw error;
+      }
+    }
+    const request = maxBytes === undefined ? raw : limitBody(raw, maxBytes);
+    // A turn once the body is in (a slow sender holds no turn), for the decoding and storing.
+    const leave = await options.admission?.enter();
+    try {
+      const response = await handler(limit === undefined ? request : withBatchGuard(req, request, limit));
+      await universalResponseToNodeResponse(await reclassifyClientFaults(response, rpcProtocolOf(req)), res);
+    } finally {
+      leave?.();
+    }
+  }
 }
 
 /** Answers a body refused while read; a client gone (aborted) gets nothing. */
