@@ -123,12 +123,15 @@ export function createRpcAdapter(options: RpcAdapterOptions): RpcNodeHandler {
     const request = maxBytes === undefined ? raw : limitBody(raw, maxBytes);
     // A turn once the body is in (a slow sender holds no turn), for the decoding and storing.
     const leave = await options.admission?.enter();
-    try {
-      const response = await handler(limit === undefined ? request : withBatchGuard(req, request, limit));
-      await universalResponseToNodeResponse(await reclassifyClientFaults(response, rpcProtocolOf(req)), res);
-    } finally {
-      leave?.();
+    if (leave) {
+      // Ended when the answer is out or the connection gone: Connect's
+      // universalResponseToNodeResponse waits for an "end" event that a
+      // ServerResponse never emits, so its promise never settles.
+      res.once("finish", leave);
+      res.once("close", leave);
     }
+    const response = await handler(limit === undefined ? request : withBatchGuard(req, request, limit));
+    await universalResponseToNodeResponse(await reclassifyClientFaults(response, rpcProtocolOf(req)), res);
   }
 }
 
