@@ -34,6 +34,11 @@ test("bad values are refused naming the variable", () => {
   }
   expect(loadConfig({ WAYPOST_HTTP_PIPELINING: "2" }).delivery.pipelining).toBe(2);
   expect(loadConfig({ WAYPOST_HTTP_PIPELINING: "16" }).delivery.pipelining).toBe(16);
+  expect(loadConfig({}).ingestConcurrency).toBe(0);
+  expect(loadConfig({ WAYPOST_INGEST_CONCURRENCY: "4" }).ingestConcurrency).toBe(4);
+  for (const bad of ["-1", "1.5", "many"]) {
+    expect(() => loadConfig({ WAYPOST_INGEST_CONCURRENCY: bad })).toThrow(/WAYPOST_INGEST_CONCURRENCY must be an integer from 0 to 10000/);
+  }
 });
 
 test("the call log is on unless WAYPOST_CALL_LOG is off", () => {
