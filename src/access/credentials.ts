@@ -30,7 +30,6 @@ export interface Credentials {
   bearer(secret: string, clientAddress: string): Promise<Principal | CredentialRefused>;
   /** The principal of a console session's cookie value. */
   session(sessionId: string): Promise<Principal | CredentialRefused>;
-  isAdminToken(secret: string): boolean;
 }
 
 export function hashSessionId(sessionId: string): Buffer {
@@ -68,7 +67,7 @@ export function createCredentials(options: CredentialOptions): Credentials {
     return { ...userPrincipal(found.user), csrfToken: found.csrf_token };
   }
 
-  return { bearer, session, isAdminToken };
+  return { bearer, session };
 }
 
 export function userPrincipal(user: UserRow): Principal {

@@ -52,7 +52,6 @@ export interface Authenticator {
   sourceForWriteKey(writeKey: string): Promise<{ id: string } | undefined>;
   /** Forget cached lookups, after a rotation or a deletion. */
   forgetWriteKeys(): void;
-  isAdminToken(token: string): boolean;
 }
 
 export function hashWriteKey(writeKey: string): Buffer {
@@ -176,7 +175,7 @@ export function createAuthenticator(options: AuthOptions): Authenticator {
     return next(req);
   };
 
-  return { gate, interceptor, sourceForWriteKey, forgetWriteKeys: () => cache.clear(), isAdminToken: credentials.isAdminToken };
+  return { gate, interceptor, sourceForWriteKey, forgetWriteKeys: () => cache.clear() };
 }
 
 /** `Basic base64(key:)` (the analytics SDK convention) or `Bearer key`. */
