@@ -13,8 +13,9 @@ export interface ForgottenPerson {
  * The person behind a deletion request's identifier: the profile holding it
  * (after the resolver's current page, whose lock this takes), its calls in
  * the affected sources, and its rows. Its identifiers, and the one asked
- * for, stay as tombstones: a call received before now and resolved later is
- * deleted when the resolver reaches it, and never merges the person back.
+ * for, stay as tombstones in the affected sources: a call of one of them
+ * received before now and resolved later is deleted when the resolver
+ * reaches it, and never merges the person back.
  */
 export async function forgetPerson(
   tx: Queryable,
@@ -28,6 +29,6 @@ export async function forgetPerson(
   const identifiers = [asked, ...(profile?.identifiers ?? []).filter((i) => i.type !== asked.type || i.value !== asked.value)];
   const userIds = [...new Set(identifiers.filter((i) => i.type === "user_id").map((i) => i.value))];
   const messagesDeleted = profile ? await deleteProfileMessages(tx, profile.family, sourceIds) : 0;
-  await forgetProfile(tx, { family: profile?.family ?? [], identifiers }, at);
+  await forgetProfile(tx, { family: profile?.family ?? [], identifiers }, sourceIds, at);
   return { userIds, messagesDeleted };
 }

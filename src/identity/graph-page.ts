@@ -21,16 +21,21 @@ import { type GraphState, type Identifier, identifierKey, type MergePlan } from 
 
 export interface PageGraph {
   state: GraphState;
-  /** Whether a call received at `receivedAt` carries an identifier of a profile deleted after that. */
+  /** Whether a call of the page's source received at `receivedAt` carries an identifier of a profile deleted there after that. */
   deletedBefore(facts: CallFacts, receivedAt: Date): boolean;
 }
 
-export async function loadGraph(tx: Queryable, facts: readonly CallFacts[], rules: readonly IdentifierRule[]): Promise<PageGraph> {
+export async function loadGraph(
+  tx: Queryable,
+  sourceId: string,
+  facts: readonly CallFacts[],
+  rules: readonly IdentifierRule[],
+): Promise<PageGraph> {
   const keys = new Map<string, Identifier>();
   for (const fact of facts) for (const identifier of identifiersOf(fact)) keys.set(identifierKey(identifier), identifier);
   const types = [...keys.values()].map((identifier) => identifier.type);
   const values = [...keys.values()].map((identifier) => identifier.value);
-  const { owners, tombstones } = await selectIdentifierOwners(tx, types, values);
+  const { owners, tombstones } = await selectIdentifierOwners(tx, types, values, sourceId);
   const ownerOf = new Map(owners.map((row) => [identifierKey(row), row.profile_id]));
   const limitedTypes = rules.filter((rule) => rule.limit > 0).map((rule) => rule.type);
   const shapes = await selectProfileShapes(tx, profilesToShape(facts, ownerOf, new Set(limitedTypes)), limitedTypes);

@@ -51,20 +51,20 @@ export function createIdentityResolver(options: IdentityResolverOptions): Identi
       const window = await lockIdentityCursor(tx, sourceId);
       if (!window) return 0;
       const page = await readLog(tx, { destinationId: noDestination, sourceId, window, limit: config.pageSize, checkPerCallBefore: null });
-      await resolveCalls(tx, page.calls);
+      await resolveCalls(tx, sourceId, page.calls);
       await saveIdentityCursor(tx, sourceId, nextWindow(window, page, config.pageSize));
       return page.calls.length;
     });
   }
 
-  async function resolveCalls(tx: Queryable, logged: readonly LoggedCall[]): Promise<void> {
+  async function resolveCalls(tx: Queryable, sourceId: string, logged: readonly LoggedCall[]): Promise<void> {
     if (logged.length === 0) return;
     const facts = new Map<string, CallFacts>();
     for (const call of logged) {
       const found = factsOfCall(call.payload, config.rules);
       if (found && (found.identifiers.length > 0 || found.previousId)) facts.set(call.messagePk, found);
     }
-    const graph = await loadGraph(tx, [...facts.values()], config.rules);
+    const graph = await loadGraph(tx, sourceId, [...facts.values()], config.rules);
     // A deleted person's calls received before the deletion and resolved only now go as the rest of them went.
     const forgotten = new Set(
       logged.filter((call) => facts.has(call.messagePk) && graph.deletedBefore(facts.get(call.messagePk)!, call.receivedAt)),

@@ -83,4 +83,25 @@ describe("deleting a person", () => {
       await worker.stop();
     }
   });
+
+  test("a deletion limited to one source leaves the other sources' calls resolved after it alone", async ({ server }) => {
+    const worker = await startTestServer({ database: server.database, config: { role: "worker" } });
+    try {
+      const [kept, forgotten] = [await server.createSource(), await server.createSource()];
+      await server.tracking(kept.writeKey).identify({ identify: { userId: "u3", anonymousId: "c1", messageId: "k1" } });
+      await worker.waypost.identity!.caughtUp();
+      // Unresolved through the deletion: one call in each source, both of the person.
+      await worker.stopService();
+      await server.tracking(kept.writeKey).track({ track: { anonymousId: "c1", event: "Opened", messageId: "k2" } });
+      await server.tracking(forgotten.writeKey).track({ track: { anonymousId: "c1", event: "Opened", messageId: "f1" } });
+      await okRpc(server, "DeletionService/CreateDeletionRequest", { userId: "u3", sourceIds: [forgotten.id] });
+      await worker.startService();
+      await worker.waypost.identity!.caughtUp();
+
+      expect(await messageIdsOf(server.pool, kept.id)).toEqual(["k1", "k2"]);
+      expect(await messageIdsOf(server.pool, forgotten.id)).toEqual([]);
+    } finally {
+      await worker.stop();
+    }
+  });
 });

@@ -76,14 +76,17 @@ CREATE TABLE identity_cursors (
   after_id bigint NOT NULL DEFAULT 0
 );
 
--- Identifiers of deleted profiles, and when: a call received before that
--- and resolved after (still in the resolver's backlog) is deleted too, so
--- a later merge never brings the person back.
+-- Identifiers of deleted profiles, and when, per source the deletion
+-- request covered: a call of that source received before that and resolved
+-- after (still in the resolver's backlog) is deleted too, so a later merge
+-- never brings the person back. A request limited to some sources leaves
+-- the other sources' calls alone, resolved late or not.
 CREATE TABLE deleted_identifiers (
   type text NOT NULL,
   value text NOT NULL,
+  source_id uuid NOT NULL,
   deleted_at timestamptz NOT NULL,
-  PRIMARY KEY (type, value)
+  PRIMARY KEY (type, value, source_id)
 );
 
 -- An audience or computed trait may list profiles instead of userIds.

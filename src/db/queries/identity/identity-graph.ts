@@ -11,21 +11,22 @@ export interface IdentifierRow {
 
 /**
  * The live profiles holding any of these identifiers, and the tombstones of
- * those a deletion forgot: one statement, as the resolver waits for each
+ * those a deletion forgot in the page's source: one statement, as the resolver waits for each
  * round trip behind ingest's work on the event loop.
  */
 export async function selectIdentifierOwners(
   db: Queryable,
   types: readonly string[],
   values: readonly string[],
+  sourceId: string,
 ): Promise<{ owners: IdentifierRow[]; tombstones: Array<{ type: string; value: string; deleted_at: Date }> }> {
   if (types.length === 0) return { owners: [], tombstones: [] };
   const { rows } = await db.query<{ type: string; value: string; profile_id: string | null; deleted_at: Date | null }>(
     `WITH k AS (SELECT * FROM unnest($1::text[], $2::text[]) k(type, value))
      SELECT i.type, i.value, i.profile_id, NULL::timestamptz AS deleted_at FROM k JOIN profile_identifiers i ON i.type = k.type AND i.value = k.value
      UNION ALL
-     SELECT d.type, d.value, NULL, d.deleted_at FROM k JOIN deleted_identifiers d ON d.type = k.type AND d.value = k.value`,
-    [types, values],
+     SELECT d.type, d.value, NULL, d.deleted_at FROM k JOIN deleted_identifiers d ON d.type = k.type AND d.value = k.value AND d.source_id = $3`,
+    [types, values, sourceId],
   );
   const owners: IdentifierRow[] = [];
   const tombstones: Array<{ type: string; value: string; deleted_at: Date }> = [];

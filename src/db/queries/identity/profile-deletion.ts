@@ -40,12 +40,16 @@ export async function deleteProfileMessages(db: Queryable, family: readonly stri
   );
 }
 
-/** Forgets the profile: its rows, its calls' links and its history; its identifiers become tombstones at `at`. */
-export async function forgetProfile(db: Queryable, profile: ProfileToDelete, at: Date): Promise<void> {
+/**
+ * Forgets the profile: its rows, its calls' links and its history; its
+ * identifiers become tombstones at `at` in each of the request's sources.
+ */
+export async function forgetProfile(db: Queryable, profile: ProfileToDelete, sourceIds: readonly string[], at: Date): Promise<void> {
   await db.query(
-    `INSERT INTO deleted_identifiers (type, value, deleted_at) SELECT * , $3::timestamptz FROM unnest($1::text[], $2::text[])
-     ON CONFLICT (type, value) DO UPDATE SET deleted_at = excluded.deleted_at`,
-    [profile.identifiers.map((i) => i.type), profile.identifiers.map((i) => i.value), at],
+    `INSERT INTO deleted_identifiers (type, value, source_id, deleted_at)
+     SELECT i.type, i.value, s.id, $4::timestamptz FROM unnest($1::text[], $2::text[]) i(type, value), unnest($3::uuid[]) s(id)
+     ON CONFLICT (type, value, source_id) DO UPDATE SET deleted_at = excluded.deleted_at`,
+    [profile.identifiers.map((i) => i.type), profile.identifiers.map((i) => i.value), sourceIds, at],
   );
   await db.query("DELETE FROM profile_identifiers WHERE profile_id = ANY($1::uuid[])", [profile.family]);
   await db.query("DELETE FROM profile_calls WHERE profile_id = ANY($1::uuid[])", [profile.family]);
