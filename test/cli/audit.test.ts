@@ -1,7 +1,7 @@
 import { describe, expect } from "vitest";
 import { diffSummary } from "../../src/cli/commands/audit.js";
 import { testWith } from "../helpers/fixtures.js";
-import { cliEnv, waypost, waypostJson } from "./support.js";
+import { cliEnv, waypost, tableRows, waypostJson } from "./support.js";
 
 // `waypost audit` against a real server: the changes the CLI makes, newest
 // first, by the admin token, filtered, and never a token's secret.
@@ -25,14 +25,6 @@ interface EventJson {
   outcome: string;
 }
 
-/** The rows of the table (no header), split on the column gaps of the first five columns. */
-const rows = (stdout: string) =>
-  stdout
-    .trimEnd()
-    .split("\n")
-    .slice(1)
-    .map((line) => line.split(/ {2,}/));
-
 test("audit: every change newest first, by the admin token, filtered by action, target and actor, never a secret", async () => {
   const source = await waypostJson<{ source: { id: string; writeKey: string } }>(["sources", "create", "--name", "audited"], env);
   const renamed = await waypost(["sources", "update", source.source.id, "--name", "renamed"], env);
@@ -44,7 +36,7 @@ test("audit: every change newest first, by the admin token, filtered by action, 
   const all = await waypost(["audit"], env);
   expect(all.code, all.stderr).toBe(0);
   expect(all.stdout.split("\n")[0]).toMatch(/^TIME\s+ACTOR\s+ACTION\s+TARGET\s+OUTCOME\s+CHANGES$/);
-  const table = rows(all.stdout);
+  const table = tableRows(all.stdout);
   expect(table.map((row) => row[2])).toEqual(["token.revoke", "token.create", "source.update", "source.create"]);
   for (const row of table) {
     expect(row[0]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
@@ -73,17 +65,17 @@ test("audit: every change newest first, by the admin token, filtered by action, 
     waypost(["audit", "--actor", "00000000-0000-4000-8000-000000000404"], env),
     waypost(["audit", "--limit", "1"], env),
   ]);
-  expect(rows(tokenActions.stdout).map((row) => row[2])).toEqual(["token.revoke", "token.create"]);
-  expect(rows(update.stdout).map((row) => row[2])).toEqual(["source.update"]);
-  expect(rows(bySource.stdout).map((row) => row[2])).toEqual(["source.update", "source.create"]);
+  expect(tableRows(tokenActions.stdout).map((row) => row[2])).toEqual(["token.revoke", "token.create"]);
+  expect(tableRows(update.stdout).map((row) => row[2])).toEqual(["source.update"]);
+  expect(tableRows(bySource.stdout).map((row) => row[2])).toEqual(["source.update", "source.create"]);
   expect((JSON.parse(byActor.stdout) as { events: EventJson[] }).events).toHaveLength(4);
   expect(byNobody).toMatchObject({ code: 0, stdout: "TIME  ACTOR  ACTION  TARGET  OUTCOME  CHANGES\n" });
-  expect(rows(newest.stdout).map((row) => row[2])).toEqual(["token.revoke"]);
+  expect(tableRows(newest.stdout).map((row) => row[2])).toEqual(["token.revoke"]);
 
   // A window: everything is from the last minute; nothing is older than an hour.
   const [recent, old] = await Promise.all([waypost(["audit", "--since", "1m"], env), waypost(["audit", "--until", "1h"], env)]);
-  expect(rows(recent.stdout)).toHaveLength(4);
-  expect(rows(old.stdout)).toHaveLength(0);
+  expect(tableRows(recent.stdout)).toHaveLength(4);
+  expect(tableRows(old.stdout)).toHaveLength(0);
 
   // Neither the token's secret nor the source's write key is in the log, as text or JSON.
   for (const output of [all.stdout, JSON.stringify(json), tokenActions.stdout, byActor.stdout]) {

@@ -1,6 +1,6 @@
 import { expect } from "vitest";
 import { testWith } from "../helpers/fixtures.js";
-import { cliEnv, waypost, waypostJson } from "./support.js";
+import { cliEnv, waypost, tableRows, waypostJson } from "./support.js";
 
 // `waypost profiles` against a real server: a person who used two devices
 // before signing in, found by any of their ids, with their timeline across
@@ -30,14 +30,6 @@ test.beforeAll(async ({ server }) => {
   await tracking.identify({ identify: { messageId: "m-bob-laptop", userId: "bob", anonymousId: "laptop-1" } });
   await server.waypost.identity!.caughtUp();
 });
-
-/** The rows of a table (no header), split on the column gaps. */
-const rows = (stdout: string) =>
-  stdout
-    .trimEnd()
-    .split("\n")
-    .slice(1)
-    .map((line) => line.split(/ {2,}/));
 
 test("profiles get: the same person by user, anonymous id, identifier or a merged id; identifiers, traits and counts", async () => {
   const ada = (await waypostJson<{ profile: ProfileJson }>(["profiles", "get", "--user", "ada"], env)).profile;
@@ -78,13 +70,13 @@ test("profiles events: newest first across every id, paging to --limit, the rest
   const all = await waypost(["profiles", "events", "--user", "ada"], env);
   expect(all.code, all.stderr).toBe(0);
   expect(all.stdout.split("\n")[0]).toMatch(/^TIME +TYPE +NAME +SOURCE +MESSAGE ID$/);
-  expect(rows(all.stdout).map((row) => [row[1], row[2], row[4]])).toEqual([
+  expect(tableRows(all.stdout).map((row) => [row[1], row[2], row[4]])).toEqual([
     ["identify", "-", "m-ada-laptop"],
     ["identify", "-", "m-ada-phone"],
     ["track", "Viewed Pricing", "m-pricing"],
     ["track", "Opened App", "m-opened"],
   ]);
-  for (const row of rows(all.stdout)) expect(row[0]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
+  for (const row of tableRows(all.stdout)) expect(row[0]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
 
   const [three, byDevice] = await Promise.all([
     waypostJson<{ events: Array<{ messageId: string }>; nextPageToken?: string }>(
@@ -95,7 +87,7 @@ test("profiles events: newest first across every id, paging to --limit, the rest
   ]);
   expect(three.events.map((e) => e.messageId)).toEqual(["m-ada-laptop", "m-ada-phone", "m-pricing"]);
   expect(three.nextPageToken).toBeTruthy();
-  expect(rows(byDevice.stdout).map((row) => row[4])).toEqual(["m-ada-laptop"]);
+  expect(tableRows(byDevice.stdout).map((row) => row[4])).toEqual(["m-ada-laptop"]);
 });
 
 test("profiles search: by a trait's value or an identifier's prefix, of a type", async () => {
@@ -114,7 +106,7 @@ test("profiles search: by a trait's value or an identifier's prefix, of a type",
   expect(bo.profiles?.map((p) => p.identifiers.map((i) => i.value))).toEqual([["bob"]]);
   expect(byType.profiles ?? []).toEqual([]);
   expect(text.stdout.split("\n")[0]).toMatch(/^ID +CALLS +LAST SEEN +IDENTIFIERS$/);
-  const [row] = rows(text.stdout);
+  const [row] = tableRows(text.stdout);
   expect(row!.slice(0, 2)).toEqual([ada.id, "4"]);
   expect(row![3]).toContain("anonymous_id:phone-1");
   expect(row![3]).toContain("user_id:ada");
@@ -127,13 +119,13 @@ test("profiles merges: made, merged, and an identifier a rule left out with why"
   ]);
   expect(ada.code, ada.stderr).toBe(0);
   expect(ada.stdout.split("\n")[0]).toMatch(/^TIME +KIND +PROFILE +MESSAGE ID +DETAIL$/);
-  const adaRows = rows(ada.stdout);
+  const adaRows = tableRows(ada.stdout);
   expect(adaRows.map((row) => row[1])).toEqual(expect.arrayContaining(["created", "merged"]));
   const merged = adaRows.find((row) => row[1] === "merged")!;
   expect(merged[3]).toBe("m-ada-laptop");
   expect(merged[4]).toMatch(/^[0-9a-f-]{36} merged into it$/);
 
-  const leftOut = rows(bob.stdout).find((row) => row[1] === "left_out");
+  const leftOut = tableRows(bob.stdout).find((row) => row[1] === "left_out");
   expect(leftOut?.[3]).toBe("m-bob-laptop");
   expect(leftOut?.[4]).toMatch(/^anonymous_id:laptop-1 left out: \S/);
   const json = await waypostJson<{ merges: Array<{ kind: string; reason?: string }> }>(["profiles", "merges", "--user", "bob"], env);

@@ -96,3 +96,12 @@ export function startWaypost(args: string[], env: NodeJS.ProcessEnv): RunningCli
     },
   };
 }
+
+/** The rows of a CLI table (no header), each split on the column gaps (two spaces or more). */
+export function tableRows(stdout: string): string[][] {
+  return stdout
+    .trimEnd()
+    .split("\n")
+    .slice(1)
+    .map((line) => line.split(/ {2,}/));
+}
