@@ -89,7 +89,8 @@ export function profilesToShape(
     return at;
   };
   const groups = new Map<string, { owners: Set<string>; risky: boolean }>();
-  const calls = facts.map((fact) => identifiersOf(fact).map(identifierKey));
+  const identifiers = facts.map(identifiersOf);
+  const calls = identifiers.map((list) => list.map(identifierKey));
   for (const keys of calls) {
     for (const key of keys) if (!parent.has(key)) parent.set(key, key);
     for (const key of keys.slice(1)) parent.set(root(key), root(keys[0]!));
@@ -109,7 +110,7 @@ export function profilesToShape(
       if (owner !== undefined) {
         group.owners.add(owner);
         owned = true;
-      } else if (limitedTypes.has(identifiersOf(facts[index]!)[i]!.type)) group.risky = true;
+      } else if (limitedTypes.has(identifiers[index]![i]!.type)) group.risky = true;
     }
     if (!owned) group.risky = true;
   });
